@@ -1,0 +1,13 @@
+/* Compiles every firmware-interface header as C11 and C++20 (see Makefile);
+ * the static asserts in the headers are the test. */
+#include <ohca/ohca_regs.h>
+#include <ohca/ohca_cmd.h>
+#include <ohca/ohca_queue.h>
+#include <ohca/ohca-abi.h>
+
+OHCA_ASSERT_SIZE(struct ohca_ibv_alloc_ucontext_resp, 24);
+
+int main(void)
+{
+	return 0;
+}
