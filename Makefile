@@ -1,0 +1,59 @@
+# ohca: top-level build and test entry points. See README.md.
+#
+#   make test    install what is missing, build everything, run every suite
+#   make demo    two VMs with ohca on one wire: devinfo and a ping
+#   make vm      interactive VM with ohca, the driver and the provider
+#   make vm CMD='ibv_devinfo -v'   run a command in a fresh VM
+
+SHELL := /bin/bash
+PYTHON := /usr/bin/python3
+export OHCA_CACHE ?= $(HOME)/.cache/ohca
+
+.PHONY: all deps build qemu engine engine-test kernel userspace rootfs \
+	firmware-interface-test test demo vm clean
+
+all: build
+
+deps:
+	@bash tests/deps.sh
+
+build: qemu kernel userspace
+
+qemu: deps
+	@bash qemu-device/build.sh
+
+engine: deps
+	@cmake -S qemu-device/engine -B build/engine -G Ninja -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@cmake --build build/engine -j2
+
+engine-test: engine
+	@ctest --test-dir build/engine --output-on-failure
+
+kernel: deps
+	@$(MAKE) -C kernel
+
+userspace: deps
+	@$(MAKE) -C userspace
+
+rootfs: deps
+	@bash tests/vm/mkrootfs.sh
+
+firmware-interface-test:
+	@$(MAKE) -C firmware-interface test
+
+test: deps
+	@bash tests/run-all.sh
+
+demo: deps build rootfs
+	@bash tests/demo.sh
+
+vm: deps build rootfs
+ifeq ($(CMD),)
+	@$(PYTHON) tests/vm/ohcavm.py shell
+else
+	@$(PYTHON) tests/vm/ohcavm.py run -- '$(subst ','\'',$(CMD))'
+endif
+
+clean:
+	rm -rf build
+	-$(MAKE) -C kernel clean

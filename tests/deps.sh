@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that building and testing ohca need, and only
+# those that are missing. Safe to run repeatedly; a no-op when all are there.
+set -euo pipefail
+
+packages=(
+	# toolchains and build systems
+	build-essential cmake ninja-build meson flex bison pkg-config dpkg-dev
+	# the QEMU build (Debian's 7.2 source) and its runtime firmware
+	libglib2.0-dev libpixman-1-dev libfdt-dev libslirp-dev libattr1-dev
+	libcap-ng-dev qemu-system-data seabios ipxe-qemu
+	# the guest kernel and the headers ohca.ko builds against
+	linux-image-amd64 linux-headers-amd64 linux-source-6.1 sparse
+	# the provider and the host side of the RDMA stack
+	libibverbs-dev rdma-core ibverbs-providers
+	# engine unit tests
+	googletest libgtest-dev libgmock-dev
+	# the guest root filesystem and the harness
+	debootstrap e2fsprogs python3 python3-pytest
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[ "$status" = "install ok installed" ] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "deps: all ${#packages[@]} packages present"
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: missing packages: ${missing[*]}" >&2
+	echo "deps: run as root (or install them with apt-get) and try again" >&2
+	exit 1
+fi
+
+echo "deps: installing ${#missing[@]} packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "deps: done"
