@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * The private libibverbs provider interface that libohca uses, declared
+ * here because distributions (Debian bookworm among them) do not install
+ * rdma-core's libibverbs/driver.h, kern-abi.h, ccan/ or util/.
+ *
+ * Only what the provider uses is declared.  Every structure marked
+ * LAYOUT-CRITICAL is shared by address with the running libibverbs.so.1,
+ * so it must match the layout that library was compiled with, byte for
+ * byte.  These layouts changed between rdma-core releases while the symbol
+ * version stayed IBVERBS_PRIVATE_34 (see docs / research provider-abi.md),
+ * so this file records the facts per rdma-core release and refuses to
+ * compile for a release it has no record for.  The build passes
+ * OHCA_RDMA_CORE_VERSION (the major number of the installed rdma-core,
+ * read by userspace/Makefile).
+ *
+ * rdma-core 44 (Debian bookworm 44.0-2) facts were read from the v44.0
+ * sources: libibverbs/driver.h, libibverbs/kern-abi.h, libibverbs/init.c,
+ * libibverbs/cmd_device.c, ccan/list.h, util/udma_barrier.h, util/mmio.h.
+ * The numbers in the static asserts below are x86_64 (LP64) values.
+ */
+#ifndef OHCA_COMPAT_IBVERBS_PRIVATE_H
+#define OHCA_COMPAT_IBVERBS_PRIVATE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <infiniband/verbs.h>	/* public: verbs_context, ibv_device, ... */
+#include <rdma/ib_user_verbs.h>	/* kernel uAPI: struct ib_uverbs_* */
+
+#ifndef OHCA_RDMA_CORE_VERSION
+#error "OHCA_RDMA_CORE_VERSION is not set: build through userspace/Makefile"
+#endif
+
+#if OHCA_RDMA_CORE_VERSION == 44
+/* Private ABI label exported by this release: IBVERBS_PRIVATE_34. */
+#define OHCA_IBVERBS_PABI	34
+#else
+#error "no layout record for this rdma-core release in compat/ibverbs_private.h"
+#endif
+
+#if !defined(__x86_64__)
+#error "the recorded layouts are for x86_64 (LP64) only"
+#endif
+
+/* ccan/list.h: struct list_node is two pointers; embedded in the structs. */
+struct ohca_list_node {
+	struct ohca_list_node *next;
+	struct ohca_list_node *prev;
+};
+
+#define ohca_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* ------------------------------------------------------------------ */
+/* Logging (driver.h).  __verbs_log exists since rdma-core 37.         */
+/* ------------------------------------------------------------------ */
+
+enum {
+	VERBS_LOG_LEVEL_NONE,
+	VERBS_LOG_ERR,
+	VERBS_LOG_WARN,
+	VERBS_LOG_INFO,
+	VERBS_LOG_DEBUG,
+};
+
+/* libibverbs prints only with VERBS_LOG_LEVEL and VERBS_LOG_FILE set in
+ * the environment; ctx may be NULL (v44 does not dereference it). */
+void __verbs_log(struct verbs_context *ctx, uint32_t level,
+		 const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ------------------------------------------------------------------ */
+/* Device matching and registration (driver.h).                       */
+/* ------------------------------------------------------------------ */
+
+enum {
+	VERBS_MATCH_SENTINEL = 0,
+	VERBS_MATCH_PCI = 1,
+	VERBS_MATCH_MODALIAS = 2,
+	VERBS_MATCH_DRIVER_ID = 3,
+};
+
+/* LAYOUT-CRITICAL: libibverbs walks the table until kind == SENTINEL. */
+struct verbs_match_ent {
+	void *driver_data;
+	union {
+		const char *modalias;
+		uint64_t driver_id;
+	} u;
+	uint16_t vendor;
+	uint16_t device;
+	uint8_t kind;
+};
+
+#define VERBS_PCI_MATCH(_vendor, _device, _data)                          \
+	{                                                                  \
+		.driver_data = (void *)(_data), .vendor = (_vendor),       \
+		.device = (_device), .kind = VERBS_MATCH_PCI,              \
+	}
+
+/*
+ * LAYOUT-CRITICAL: one uverbs device as libibverbs found it (netlink or
+ * sysfs), allocated by libibverbs and passed to alloc_device().  The
+ * provider reads ibdev_name, sysfs_name and abi_ver.  rdma-core 34 lacks
+ * num_ports (abi_ver 4 bytes earlier) although it is also PRIVATE_34.
+ */
+struct verbs_sysfs_dev {
+	struct ohca_list_node entry;
+	void *provider_data;
+	const struct verbs_match_ent *match;
+	unsigned int flags;
+	char sysfs_name[IBV_SYSFS_NAME_MAX];
+	dev_t sysfs_cdev;
+	char ibdev_name[IBV_SYSFS_NAME_MAX];
+	char ibdev_path[IBV_SYSFS_PATH_MAX];
+	char modalias[512];
+	uint64_t node_guid;
+	uint32_t driver_id;
+	enum ibv_node_type node_type;
+	int ibdev_idx;
+	uint32_t num_ports;
+	uint32_t abi_ver;
+	struct timespec time_created;
+};
+
+struct verbs_device;
+
+/* LAYOUT-CRITICAL: read by libibverbs from the provider's const object. */
+struct verbs_device_ops {
+	const char *name;
+	uint32_t match_min_abi_version;
+	uint32_t match_max_abi_version;
+	const struct verbs_match_ent *match_table;
+	const struct verbs_device_ops **static_providers;
+	bool (*match_device)(struct verbs_sysfs_dev *sysfs_dev);
+	struct verbs_context *(*alloc_context)(struct ibv_device *device,
+					       int cmd_fd, void *private_data);
+	struct verbs_context *(*import_context)(struct ibv_device *device,
+						int cmd_fd);
+	struct verbs_device *(*alloc_device)(struct verbs_sysfs_dev *sysfs_dev);
+	void (*uninit_device)(struct verbs_device *device);
+};
+
+/* LAYOUT-CRITICAL: the provider allocates it (alloc_device); libibverbs
+ * fills ops, refcount, entry, sysfs and the embedded ibv_device. */
+struct verbs_device {
+	struct ibv_device device; /* must be first */
+	const struct verbs_device_ops *ops;
+	atomic_int refcount;
+	struct ohca_list_node entry;
+	struct verbs_sysfs_dev *sysfs;
+	uint64_t core_support;
+};
+
+/* The symbol name carries the private ABI number: a libibverbs with
+ * another PABI fails the dlopen (RTLD_NOW) instead of misbehaving. */
+void verbs_register_driver_34(const struct verbs_device_ops *ops);
+
+/* ------------------------------------------------------------------ */
+/* Context (driver.h).                                                 */
+/* ------------------------------------------------------------------ */
+
+/*
+ * LAYOUT-CRITICAL: verbs_set_ops() copies every non-NULL slot by offset,
+ * so the slot count and (alphabetical) order must be the running
+ * library's: 76 slots in rdma-core 44.  The slots libohca fills are typed;
+ * the others are placeholders of pointer size and must stay NULL.
+ */
+typedef void (*ohca_unused_op)(void);
+
+struct verbs_context_ops {
+	ohca_unused_op advise_mr;
+	ohca_unused_op alloc_dm;
+	ohca_unused_op alloc_mw;
+	ohca_unused_op alloc_null_mr;
+	ohca_unused_op alloc_parent_domain;
+	ohca_unused_op alloc_pd;
+	ohca_unused_op alloc_td;
+	ohca_unused_op async_event;
+	ohca_unused_op attach_counters_point_flow;
+	ohca_unused_op attach_mcast;
+	ohca_unused_op bind_mw;
+	ohca_unused_op close_xrcd;
+	ohca_unused_op cq_event;
+	ohca_unused_op create_ah;
+	ohca_unused_op create_counters;
+	ohca_unused_op create_cq;
+	ohca_unused_op create_cq_ex;
+	ohca_unused_op create_flow;
+	ohca_unused_op create_flow_action_esp;
+	ohca_unused_op create_qp;
+	ohca_unused_op create_qp_ex;
+	ohca_unused_op create_rwq_ind_table;
+	ohca_unused_op create_srq;
+	ohca_unused_op create_srq_ex;
+	ohca_unused_op create_wq;
+	ohca_unused_op dealloc_mw;
+	ohca_unused_op dealloc_pd;
+	ohca_unused_op dealloc_td;
+	ohca_unused_op dereg_mr;
+	ohca_unused_op destroy_ah;
+	ohca_unused_op destroy_counters;
+	ohca_unused_op destroy_cq;
+	ohca_unused_op destroy_flow;
+	ohca_unused_op destroy_flow_action;
+	ohca_unused_op destroy_qp;
+	ohca_unused_op destroy_rwq_ind_table;
+	ohca_unused_op destroy_srq;
+	ohca_unused_op destroy_wq;
+	ohca_unused_op detach_mcast;
+	void (*free_context)(struct ibv_context *context);
+	ohca_unused_op free_dm;
+	ohca_unused_op get_srq_num;
+	ohca_unused_op import_dm;
+	ohca_unused_op import_mr;
+	ohca_unused_op import_pd;
+	ohca_unused_op modify_cq;
+	ohca_unused_op modify_flow_action_esp;
+	ohca_unused_op modify_qp;
+	ohca_unused_op modify_qp_rate_limit;
+	ohca_unused_op modify_srq;
+	ohca_unused_op modify_wq;
+	ohca_unused_op open_qp;
+	ohca_unused_op open_xrcd;
+	ohca_unused_op poll_cq;
+	ohca_unused_op post_recv;
+	ohca_unused_op post_send;
+	ohca_unused_op post_srq_ops;
+	ohca_unused_op post_srq_recv;
+	int (*query_device_ex)(struct ibv_context *context,
+			       const struct ibv_query_device_ex_input *input,
+			       struct ibv_device_attr_ex *attr,
+			       size_t attr_size);
+	ohca_unused_op query_ece;
+	int (*query_port)(struct ibv_context *context, uint8_t port_num,
+			  struct ibv_port_attr *port_attr);
+	ohca_unused_op query_qp;
+	ohca_unused_op query_qp_data_in_order;
+	ohca_unused_op query_rt_values;
+	ohca_unused_op query_srq;
+	ohca_unused_op read_counters;
+	ohca_unused_op reg_dm_mr;
+	ohca_unused_op reg_dmabuf_mr;
+	ohca_unused_op reg_mr;
+	ohca_unused_op req_notify_cq;
+	ohca_unused_op rereg_mr;
+	ohca_unused_op resize_cq;
+	ohca_unused_op set_ece;
+	ohca_unused_op unimport_dm;
+	ohca_unused_op unimport_mr;
+	ohca_unused_op unimport_pd;
+};
+
+void *_verbs_init_and_alloc_context(struct ibv_device *device, int cmd_fd,
+				    size_t alloc_size,
+				    struct verbs_context *context_offset,
+				    uint32_t driver_id);
+
+/* Allocates a zeroed provider context of *drv_ctx_ptr's type whose
+ * struct verbs_context member ctx_memb is initialised by libibverbs. */
+#define verbs_init_and_alloc_context(ibdev, cmd_fd, drv_ctx_ptr, ctx_memb,   \
+				     driver_id)                               \
+	((typeof(drv_ctx_ptr))_verbs_init_and_alloc_context(                  \
+		ibdev, cmd_fd, sizeof(*(drv_ctx_ptr)),                        \
+		&((typeof(drv_ctx_ptr))NULL)->ctx_memb, (driver_id)))
+
+void verbs_uninit_context(struct verbs_context *context);
+void verbs_set_ops(struct verbs_context *vctx,
+		   const struct verbs_context_ops *ops);
+
+/* ------------------------------------------------------------------ */
+/* Commands (kern-abi.h).  libibverbs builds the header and the core   */
+/* payload itself; only the SIZE of each wrapper matters, because the */
+/* driver data starts right after it.                                 */
+/* ------------------------------------------------------------------ */
+
+struct ibv_get_context {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_get_context core_payload;
+};
+
+struct ibv_query_port {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_query_port core_payload;
+};
+
+/* Signatures as of rdma-core 44 (get_context gains fd_arr in 57). */
+int ibv_cmd_get_context(struct verbs_context *context,
+			struct ibv_get_context *cmd, size_t cmd_size,
+			struct ib_uverbs_get_context_resp *resp,
+			size_t resp_size);
+int ibv_cmd_query_device_any(struct ibv_context *context,
+			     const struct ibv_query_device_ex_input *input,
+			     struct ibv_device_attr_ex *attr, size_t attr_size,
+			     struct ib_uverbs_ex_query_device_resp *resp,
+			     size_t *resp_size);
+int ibv_cmd_query_port(struct ibv_context *context, uint8_t port_num,
+		       struct ibv_port_attr *port_attr,
+		       struct ibv_query_port *cmd, size_t cmd_size);
+
+/*
+ * A request or response with driver data: the core part immediately
+ * followed by the driver's uAPI struct, no padding anywhere.  Legacy write
+ * commands count 4-byte words, so the totals must be multiples of 4 (8 for
+ * ex commands).
+ */
+#define OHCA_DRV_CMD_RESP(name, core_resp, drv_resp, align)                 \
+	struct name {                                                       \
+		struct core_resp ibv_resp;                                  \
+		struct drv_resp drv;                                        \
+	};                                                                  \
+	_Static_assert(sizeof(struct name) ==                               \
+			       sizeof(struct core_resp) +                   \
+				       sizeof(struct drv_resp),             \
+		       #name ": padding around the driver response");       \
+	_Static_assert(sizeof(struct name) % (align) == 0,                  \
+		       #name ": size not a multiple of " #align)
+
+/* ------------------------------------------------------------------ */
+/* Recorded layout facts.  tests/layout_check.c re-checks the public   */
+/* ones against the installed headers and prints every fact; the      */
+/* fake-device test (tests/fakedev.sh) proves the private ones at run */
+/* time inside the installed libibverbs.                              */
+/* ------------------------------------------------------------------ */
+
+#define OHCA_COMPAT_ASSERT_SIZE(t, n) \
+	_Static_assert(sizeof(t) == (n), "sizeof(" #t ") != " #n);
+#define OHCA_COMPAT_ASSERT_OFF(t, m, n) \
+	_Static_assert(offsetof(t, m) == (n), "offsetof(" #t ", " #m ") != " #n);
+
+#if OHCA_RDMA_CORE_VERSION == 44
+/* OHCA_LAYOUT_FACTS(S, O): S(type, size) / O(type, member, offset). */
+#define OHCA_LAYOUT_FACTS(S, O)                                             \
+	S(struct ohca_list_node, 16)                                        \
+	S(struct verbs_match_ent, 24)                                       \
+	O(struct verbs_match_ent, u, 8)                                     \
+	O(struct verbs_match_ent, vendor, 16)                               \
+	O(struct verbs_match_ent, device, 18)                               \
+	O(struct verbs_match_ent, kind, 20)                                 \
+	S(struct verbs_sysfs_dev, 992)                                      \
+	O(struct verbs_sysfs_dev, provider_data, 16)                        \
+	O(struct verbs_sysfs_dev, match, 24)                                \
+	O(struct verbs_sysfs_dev, flags, 32)                                \
+	O(struct verbs_sysfs_dev, sysfs_name, 36)                           \
+	O(struct verbs_sysfs_dev, sysfs_cdev, 104)                          \
+	O(struct verbs_sysfs_dev, ibdev_name, 112)                          \
+	O(struct verbs_sysfs_dev, ibdev_path, 176)                          \
+	O(struct verbs_sysfs_dev, modalias, 432)                            \
+	O(struct verbs_sysfs_dev, node_guid, 944)                           \
+	O(struct verbs_sysfs_dev, driver_id, 952)                           \
+	O(struct verbs_sysfs_dev, node_type, 956)                           \
+	O(struct verbs_sysfs_dev, ibdev_idx, 960)                           \
+	O(struct verbs_sysfs_dev, num_ports, 964)                           \
+	O(struct verbs_sysfs_dev, abi_ver, 968)                             \
+	O(struct verbs_sysfs_dev, time_created, 976)                        \
+	S(struct verbs_device_ops, 72)                                      \
+	O(struct verbs_device_ops, match_min_abi_version, 8)                \
+	O(struct verbs_device_ops, match_max_abi_version, 12)               \
+	O(struct verbs_device_ops, match_table, 16)                         \
+	O(struct verbs_device_ops, static_providers, 24)                    \
+	O(struct verbs_device_ops, match_device, 32)                        \
+	O(struct verbs_device_ops, alloc_context, 40)                       \
+	O(struct verbs_device_ops, import_context, 48)                      \
+	O(struct verbs_device_ops, alloc_device, 56)                        \
+	O(struct verbs_device_ops, uninit_device, 64)                       \
+	S(struct verbs_device, 712)                                         \
+	O(struct verbs_device, ops, 664)                                    \
+	O(struct verbs_device, refcount, 672)                               \
+	O(struct verbs_device, entry, 680)                                  \
+	O(struct verbs_device, sysfs, 696)                                  \
+	O(struct verbs_device, core_support, 704)                           \
+	S(struct verbs_context_ops, 608)                                    \
+	O(struct verbs_context_ops, free_context, 312)                      \
+	O(struct verbs_context_ops, query_device_ex, 464)                   \
+	O(struct verbs_context_ops, query_port, 480)                        \
+	O(struct verbs_context_ops, unimport_pd, 600)                       \
+	S(struct ibv_get_context, 16)                                       \
+	S(struct ibv_query_port, 24)                                        \
+	S(struct ib_uverbs_get_context_resp, 8)                             \
+	S(struct ib_uverbs_ex_query_device_resp, 304)                       \
+	S(struct ibv_device, 664)                                           \
+	S(struct ibv_context, 328)                                          \
+	S(struct verbs_context, 648)                                        \
+	O(struct verbs_context, context, 320)                               \
+	O(struct verbs_context, sz, 312)                                    \
+	S(struct ibv_device_attr_ex, 400)                                   \
+	S(struct ibv_port_attr, 52)
+#endif
+
+OHCA_LAYOUT_FACTS(OHCA_COMPAT_ASSERT_SIZE, OHCA_COMPAT_ASSERT_OFF)
+
+#endif /* OHCA_COMPAT_IBVERBS_PRIVATE_H */

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * libohca: device matching, device and context lifetime, and the mapping
+ * of the per-context doorbell page.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <rdma/ib_user_ioctl_verbs.h>	/* enum rdma_driver_id */
+
+#include "ohca.h"
+
+/* ibv_get_context: no driver request, struct ohca_ibv_alloc_ucontext_resp
+ * as the driver response; the legacy write fallback counts 4-byte words. */
+OHCA_DRV_CMD_RESP(ohca_get_context_resp, ib_uverbs_get_context_resp,
+		  ohca_ibv_alloc_ucontext_resp, 4);
+
+static const struct verbs_match_ent ohca_match_table[] = {
+	VERBS_PCI_MATCH(OHCA_PCI_VENDOR_ID, OHCA_PCI_DEVICE_ID, NULL),
+	{}
+};
+
+/*
+ * Only these ops are implemented so far; every op left NULL makes
+ * libibverbs answer EOPNOTSUPP (its dummy ops) rather than pretend.
+ */
+static void ohca_free_context(struct ibv_context *ibctx);
+
+static const struct verbs_context_ops ohca_ctx_ops = {
+	.free_context = ohca_free_context,
+	.query_device_ex = ohca_query_device_ex,
+	.query_port = ohca_query_port,
+};
+
+static int ohca_map_db_page(struct ohca_context *ctx,
+			    const struct ohca_ibv_alloc_ucontext_resp *resp)
+{
+	long page_size = sysconf(_SC_PAGESIZE);
+	void *db;
+
+	if (!resp->db_page_size || page_size <= 0 ||
+	    resp->db_page_size % (unsigned long)page_size) {
+		ohca_err(&ctx->vctx,
+			 "kernel reported doorbell page size %u (page size %ld)",
+			 resp->db_page_size, page_size);
+		return EINVAL;
+	}
+
+	db = mmap(NULL, resp->db_page_size, PROT_WRITE, MAP_SHARED,
+		  ctx->vctx.context.cmd_fd, (off_t)resp->db_mmap_key);
+	if (db == MAP_FAILED) {
+		int err = errno;
+
+		ohca_err(&ctx->vctx,
+			 "mmap of doorbell page (key 0x%llx, %u bytes) failed: errno %d",
+			 (unsigned long long)resp->db_mmap_key,
+			 resp->db_page_size, err);
+		return err;
+	}
+
+	ctx->db_page = db;
+	ctx->db_page_size = resp->db_page_size;
+	ctx->uar_index = resp->uar_index;
+	ctx->device_caps = resp->device_caps;
+	return 0;
+}
+
+static struct verbs_context *ohca_alloc_context(struct ibv_device *ibdev,
+						int cmd_fd,
+						void *private_data)
+{
+	struct ohca_get_context_resp resp = {};
+	struct ibv_get_context cmd = {};
+	struct ohca_context *ctx;
+	int err;
+
+	(void)private_data;
+
+	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, vctx,
+					   RDMA_DRIVER_UNKNOWN);
+	if (!ctx)
+		return NULL;
+
+	err = ibv_cmd_get_context(&ctx->vctx, &cmd, sizeof(cmd),
+				  &resp.ibv_resp, sizeof(resp));
+	if (err) {
+		ohca_err(&ctx->vctx, "GET_CONTEXT failed: errno %d", err);
+		goto err_uninit;
+	}
+
+	err = ohca_map_db_page(ctx, &resp.drv);
+	if (err)
+		goto err_uninit;
+
+	verbs_set_ops(&ctx->vctx, &ohca_ctx_ops);
+
+	ohca_dbg(&ctx->vctx,
+		 "context on %s: doorbell page %u (%zu bytes) at %p, caps 0x%x",
+		 ibdev->name, ctx->uar_index, ctx->db_page_size, ctx->db_page,
+		 ctx->device_caps);
+	return &ctx->vctx;
+
+err_uninit:
+	verbs_uninit_context(&ctx->vctx);
+	free(ctx);
+	errno = err;
+	return NULL;
+}
+
+static void ohca_free_context(struct ibv_context *ibctx)
+{
+	struct ohca_context *ctx = to_ohca_ctx(ibctx);
+
+	if (ctx->db_page)
+		munmap(ctx->db_page, ctx->db_page_size);
+	verbs_uninit_context(&ctx->vctx);
+	free(ctx);
+}
+
+static struct verbs_device *
+ohca_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
+{
+	struct ohca_device *dev;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+
+	dev->abi_ver = sysfs_dev->abi_ver;
+	ohca_dbg(NULL, "device %s (%s) uverbs abi %u modalias %s",
+		 sysfs_dev->ibdev_name, sysfs_dev->sysfs_name,
+		 sysfs_dev->abi_ver, sysfs_dev->modalias);
+	return &dev->vdev;
+}
+
+static void ohca_uninit_device(struct verbs_device *vdev)
+{
+	free(to_ohca_dev(&vdev->device));
+}
+
+static const struct verbs_device_ops ohca_dev_ops = {
+	.name = "ohca",
+	.match_min_abi_version = OHCA_UVERBS_ABI_VERSION,
+	.match_max_abi_version = OHCA_UVERBS_ABI_VERSION,
+	.match_table = ohca_match_table,
+	.alloc_device = ohca_alloc_device,
+	.uninit_device = ohca_uninit_device,
+	.alloc_context = ohca_alloc_context,
+};
+
+/* What PROVIDER_DRIVER() does in-tree: register when dlopen()ed. */
+static void __attribute__((constructor)) ohca_register_driver(void)
+{
+	verbs_register_driver_34(&ohca_dev_ops);
+}
