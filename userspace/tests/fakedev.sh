@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Loads the built libohca into the installed libibverbs on a host without an
+# RDMA device and drives it through device discovery, matching, alloc_device,
+# alloc_context (GET_CONTEXT + doorbell mmap), query_device_ex, query_port
+# and free_context.  This is the run-time proof of the private layouts in
+# compat/ibverbs_private.h: each step only works if libibverbs and libohca
+# agree on verbs_device_ops, verbs_match_ent, verbs_sysfs_dev, verbs_device,
+# verbs_context_ops and the command sizes.
+#
+# How: in a private mount namespace (unshare -m; the host is not touched)
+#  - a tmpfs over /dev holds null/zero/urandom and infiniband/uverbs0, a
+#    /dev/zero clone (ioctl -> ENOTTY, so libibverbs uses write(); mmap works)
+#  - $SYSFS_PATH points libibverbs at a fake sysfs describing ohca0 with the
+#    ohca PCI modalias and uverbs ABI version
+#  - /usr/lib/<triplet>/libibverbs and /etc/libibverbs.d are replaced by
+#    directories holding only libohca-rdmav34.so and ohca.driver: the same
+#    install the VM harness makes
+#  - fake_uverbs.so (LD_PRELOAD) answers the uverbs write() commands and
+#    checks their framing and the doorbell mmap
+#
+#   tests/fakedev.sh <build/userspace>       (needs root and unshare)
+set -euo pipefail
+
+out=$(cd "${1:?usage: fakedev.sh <build dir>}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "fakedev: needs root (mknod, mount in a private namespace)" >&2
+	exit 1
+fi
+
+if [ "${FAKEDEV_INNER:-}" != 1 ]; then
+	exec env FAKEDEV_INNER=1 unshare -m --propagation private "$0" "$out"
+fi
+
+# ---- inside the private mount namespace from here on ----
+work=$(mktemp -d /tmp/ohca-fakedev.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+triplet=$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
+libdir=/usr/lib/$triplet/libibverbs
+fails=0
+
+pass() { echo "  ok: $*"; }
+fail() { echo "  FAIL: $*"; fails=$((fails + 1)); }
+expect() { # expect FILE REGEX DESCRIPTION
+	if grep -Eq -- "$2" "$1"; then pass "$3"; else fail "$3 (no /$2/ in $(basename "$1"))"; fi
+}
+
+# fake sysfs: what ohca.ko + ib_uverbs would show
+mksys() { # mksys DIR ABI MODALIAS
+	local sys=$1
+	mkdir -p "$sys/class/infiniband_verbs/uverbs0" \
+		"$sys/class/infiniband/ohca0/device"
+	echo 6 > "$sys/class/infiniband_verbs/abi_version"
+	echo ohca0 > "$sys/class/infiniband_verbs/uverbs0/ibdev"
+	echo 1:5 > "$sys/class/infiniband_verbs/uverbs0/dev"
+	echo "$2" > "$sys/class/infiniband_verbs/uverbs0/abi_version"
+	echo 1 > "$sys/class/infiniband/ohca0/node_type"
+	echo 0002:c903:00ab:cdef > "$sys/class/infiniband/ohca0/node_guid"
+	echo "$3" > "$sys/class/infiniband/ohca0/device/modalias"
+}
+modalias=$(printf 'pci:v%08Xd%08Xsv00001AF4sd00000001bc02sc00i00' 0x1af4 0x10f0)
+mksys "$work/sys" 1 "$modalias"
+mksys "$work/sys-abi2" 2 "$modalias"
+mksys "$work/sys-otherpci" 1 "${modalias/d000010F0/d000010F1}"
+
+# /dev: only what the test needs
+mount -t tmpfs -o mode=755 ohca-fakedev /dev
+mknod -m 666 /dev/null c 1 3
+mknod -m 666 /dev/zero c 1 5
+mknod -m 666 /dev/urandom c 1 9
+mkdir /dev/infiniband
+mknod -m 666 /dev/infiniband/uverbs0 c 1 5
+
+# the provider installed as in the guest, and nothing else
+mkdir -p "$work/lib" "$work/etc"
+cp "$out/libohca-rdmav34.so" "$work/lib/"
+cp "$out/ohca.driver" "$work/etc/"
+mount --bind "$work/lib" "$libdir" 2>/dev/null ||
+	{ mkdir -p "$libdir" && mount --bind "$work/lib" "$libdir"; }
+mount --bind "$work/etc" /etc/libibverbs.d 2>/dev/null ||
+	{ mkdir -p /etc/libibverbs.d && mount --bind "$work/etc" /etc/libibverbs.d; }
+
+run() { # run NAME SYSFS CMD...: logs in $work/NAME.*
+	local name=$1 sys=$2
+	shift 2
+	set +e
+	env SYSFS_PATH="$sys" LD_PRELOAD="$out/fake_uverbs.so" \
+		FAKE_UVERBS_LOG="$work/$name.fake" \
+		VERBS_LOG_LEVEL=4 VERBS_LOG_FILE="$work/$name.verbs" \
+		IBV_SHOW_WARNINGS=1 \
+		LD_DEBUG=files LD_DEBUG_OUTPUT="$work/$name.ld" \
+		"$@" > "$work/$name.out" 2> "$work/$name.err"
+	local rc=$?
+	set -e
+	cat "$work/$name".ld.* > "$work/$name.ld" 2>/dev/null || true
+	touch "$work/$name.fake" "$work/$name.verbs"
+	return $rc
+}
+
+echo "fakedev: ohca_ctx_test on a fake ohca0 (uverbs ABI 1, PCI 1af4:10f0)"
+if run ctx "$work/sys" "$out/ohca_ctx_test" ohca0; then
+	pass "ohca_ctx_test exit 0"
+else
+	fail "ohca_ctx_test exit non-zero"
+fi
+sed 's/^/    | /' "$work/ctx.out"
+expect "$work/ctx.ld" "libohca-rdmav34.so.*dynamically loaded by .*libibverbs" \
+	"libibverbs dlopened libohca-rdmav34.so from $libdir (verbs_register_driver_34 resolved)"
+expect "$work/ctx.fake" "NETLINK_RDMA refused" "discovery fell back to the fake sysfs"
+expect "$work/ctx.verbs" "ohca_alloc_device.*device ohca0 \(uverbs0\) uverbs abi 1 modalias $modalias" \
+	"alloc_device read ibdev_name/sysfs_name/abi_ver/modalias at the recorded verbs_sysfs_dev offsets"
+expect "$work/ctx.fake" "GET_CONTEXT in_words=4 out_words=8 " \
+	"GET_CONTEXT: 16-byte ibv_get_context, 8+24-byte response (ohca_ibv_alloc_ucontext_resp as UHW)"
+expect "$work/ctx.fake" "MMAP doorbell ok" "doorbell page mmapped at db_mmap_key, db_page_size, PROT_WRITE, MAP_SHARED"
+expect "$work/ctx.verbs" "context on ohca0: doorbell page 5 \(4096 bytes\)" "driver response fields read at their offsets"
+expect "$work/ctx.fake" "QUERY_DEVICE_EX in_words=1 out_words=38 provider_out_words=0" \
+	"query_device_ex slot reached ibv_cmd_query_device_any with a 304-byte ib_uverbs_ex_query_device_resp"
+expect "$work/ctx.out" "^fw_ver: 1\.2\.3$" "fw_ver formatted by ohca_query_device_ex"
+expect "$work/ctx.out" "vendor_id: 0x1af4 vendor_part_id: 0x10f0" "device attributes passed through"
+expect "$work/ctx.fake" "QUERY_PORT in_words=6 out_words=10 port=1" "query_port slot: 24-byte ibv_query_port"
+expect "$work/ctx.out" "port 1: state active \(4\).*link_layer Ethernet" "port attributes passed through"
+expect "$work/ctx.fake" "MUNMAP doorbell len=4096" "free_context slot unmapped the doorbell page"
+if grep -q UNHANDLED "$work/ctx.fake"; then fail "unexpected uverbs commands: $(grep UNHANDLED "$work/ctx.fake")"; fi
+
+echo "fakedev: uverbs ABI 2 must be refused (match_min/max_abi_version = 1)"
+if run abi2 "$work/sys-abi2" "$out/ohca_ctx_test" ohca0; then
+	fail "ohca_ctx_test opened a device with uverbs ABI 2"
+else
+	pass "ohca_ctx_test failed as expected"
+fi
+expect "$work/abi2.err" "Driver ohca does not support the kernel ABI of 2 \(supports 1 to 1\)" \
+	"libibverbs read name and the ABI range from verbs_device_ops"
+
+echo "fakedev: PCI 1af4:10f1 must not match (VERBS_PCI_MATCH 1af4:10f0)"
+if run otherpci "$work/sys-otherpci" "$out/ohca_ctx_test" ohca0; then
+	fail "ohca_ctx_test opened a device with another PCI id"
+else
+	pass "ohca_ctx_test failed as expected"
+fi
+expect "$work/otherpci.err" "no userspace device-specific driver found for ohca0" \
+	"the match table was walked and did not match"
+
+if [ "$fails" -ne 0 ]; then
+	echo "fakedev: $fails check(s) failed; logs:"
+	for f in "$work"/ctx.{err,verbs,fake} "$work"/abi2.err "$work"/otherpci.err; do
+		echo "--- $f"; cat "$f"
+	done
+	exit 1
+fi
+echo "fakedev: all checks passed"
