@@ -1,0 +1,153 @@
+# ohca-lib.sh: shell helpers for jobs running in an ohca test VM.
+#
+# tests/vm/ohcavm.py copies this file into every VM's share and sources it
+# (after /share/env.sh) at the top of /share/job.sh, before the preamble and
+# the user's script, so jobs can call these functions directly. Interactive
+# shells get it too (source /share/ohca-lib.sh).
+#
+# Environment (from /share/env.sh): OHCA_VM_INDEX OHCA_VM_NAME OHCA_NUM_VMS
+# OHCA_NIC (ohca|virtio) OHCA_IFACE OHCA_IBDEV OHCA_IP OHCA_PREFIX
+# OHCA_PEER_IP OHCA_MAC OHCA_NODE_GUID OHCA_MODULE_PARAMS.
+#
+# Host/guest synchronisation goes through files in /share/sync/:
+#   ohca_mark NAME          guest -> host: creates sync/guest.NAME
+#   ohca_wait_host NAME [T] guest waits up to T s (default 60) for the host
+#                           to create sync/host.NAME (VM.post(NAME) in Python)
+#   ohca_barrier NAME [T]   all VMs of the run: creates sync/barrier.NAME and
+#                           waits until the harness, having seen it in every
+#                           VM's share, creates sync/barrier.NAME.go
+#   ohca_retry T CMD...     runs CMD until it succeeds, at most T seconds
+
+ohca_log() { echo "ohca[$OHCA_VM_NAME]: $*" >&2; }
+
+# ohca_poll TIMEOUT CMD...: true as soon as CMD succeeds, false after TIMEOUT
+# seconds (polling every 0.2 s).
+ohca_poll() {
+	local timeout=$1 start=$SECONDS
+	shift
+	while :; do
+		"$@" && return 0
+		[ $((SECONDS - start)) -ge "$timeout" ] && return 1
+		sleep 0.2
+	done
+}
+
+ohca_retry() {
+	local timeout=$1 start=$SECONDS
+	shift
+	while :; do
+		"$@" && return 0
+		if [ $((SECONDS - start)) -ge "$timeout" ]; then
+			ohca_log "gave up after ${timeout}s: $*"
+			return 1
+		fi
+		sleep 0.5
+	done
+}
+
+ohca_mark() {
+	mkdir -p /share/sync
+	: >"/share/sync/guest.$1"
+}
+
+ohca_wait_host() {
+	if ! ohca_poll "${2:-60}" test -e "/share/sync/host.$1"; then
+		ohca_log "timed out waiting for host event '$1'"
+		return 1
+	fi
+}
+
+ohca_barrier() {
+	mkdir -p /share/sync
+	: >"/share/sync/barrier.$1"
+	if ! ohca_poll "${2:-120}" test -e "/share/sync/barrier.$1.go"; then
+		ohca_log "timed out at barrier '$1'"
+		return 1
+	fi
+}
+
+# --- the RDMA stack ---------------------------------------------------------
+
+# Loads the RDMA core modules ohca.ko depends on, then ohca.ko from the share.
+ohca_load_core() {
+	local m
+	for m in ib_core ib_uverbs rdma_cm rdma_ucm; do
+		modprobe "$m" || { ohca_log "modprobe $m failed"; return 1; }
+	done
+}
+
+ohca_insmod() {
+	if [ ! -f /share/ohca.ko ]; then
+		ohca_log "/share/ohca.ko missing (build/kernel/ohca.ko not built?)"
+		return 1
+	fi
+	# shellcheck disable=SC2086
+	insmod /share/ohca.ko $OHCA_MODULE_PARAMS || { ohca_log "insmod ohca.ko failed"; return 1; }
+}
+
+# Installs the provider: libohca-rdmav34.so and ohca.driver from the share.
+ohca_install_provider() {
+	local libdir=/usr/lib/x86_64-linux-gnu/libibverbs
+	if [ ! -f /share/libohca-rdmav34.so ] || [ ! -f /share/ohca.driver ]; then
+		ohca_log "provider missing from the share (build/userspace not built?)"
+		return 1
+	fi
+	mkdir -p "$libdir" /etc/libibverbs.d
+	cp /share/libohca-rdmav34.so "$libdir/" &&
+		cp /share/ohca.driver /etc/libibverbs.d/
+}
+
+ohca_port_state() {
+	local s
+	s=$(cat "/sys/class/infiniband/$OHCA_IBDEV/ports/1/state" 2>/dev/null) || return 1
+	echo "${s#*: }"
+}
+
+# ohca_wait_port STATE [TIMEOUT]: waits for port 1 of $OHCA_IBDEV to reach
+# STATE (ACTIVE, DOWN, ...).
+ohca_wait_port() {
+	local want=$1 timeout=${2:-60}
+	if ! ohca_poll "$timeout" eval '[ "$(ohca_port_state)" = "$want" ]'; then
+		ohca_log "port 1 of $OHCA_IBDEV not $want after ${timeout}s (state: $(ohca_port_state || echo none))"
+		return 1
+	fi
+}
+
+ohca_carrier() { cat "/sys/class/net/$OHCA_IFACE/carrier" 2>/dev/null; }
+
+# ohca_wait_carrier 0|1 [TIMEOUT]
+ohca_wait_carrier() {
+	local want=$1 timeout=${2:-60}
+	if ! ohca_poll "$timeout" eval '[ "$(ohca_carrier)" = "$want" ]'; then
+		ohca_log "carrier of $OHCA_IFACE not $want after ${timeout}s"
+		return 1
+	fi
+}
+
+# Brings the port's net_device up with this VM's address.
+ohca_net_up() {
+	if ! ohca_poll 30 test -e "/sys/class/net/$OHCA_IFACE"; then
+		ohca_log "no network interface $OHCA_IFACE; interfaces: $(ls /sys/class/net | tr '\n' ' ')"
+		return 1
+	fi
+	ip link set "$OHCA_IFACE" up || return 1
+	ip addr add "$OHCA_IP/$OHCA_PREFIX" dev "$OHCA_IFACE" || return 1
+}
+
+# The standard preamble: driver, provider, address, link (and port) up.
+ohca_preamble() {
+	case "$OHCA_NIC" in
+	ohca)
+		ohca_load_core && ohca_insmod && ohca_install_provider || return 1
+		ohca_net_up || return 1
+		ohca_wait_carrier 1 30 || return 1
+		ohca_wait_port ACTIVE 60 || return 1
+		;;
+	*)
+		modprobe virtio_net 2>/dev/null
+		ohca_net_up || return 1
+		ohca_wait_carrier 1 30 || return 1
+		;;
+	esac
+	ohca_log "preamble done at $(cut -d' ' -f1 /proc/uptime) s: $OHCA_IFACE $OHCA_IP up"
+}

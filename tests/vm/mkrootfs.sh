@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Builds the guest root filesystem for the ohca test VMs: an ext4 image made
+# from a debootstrap'ed Debian bookworm (minbase + the packages in
+# guest/packages.txt), the guest kernel's /lib/modules, rdma-core's upstream
+# Python test suite (gunzipped, in /opt/rdma-core-tests) and our init
+# (/sbin/ohca-init).
+#
+# The image is cached as $OHCA_CACHE/rootfs-<key>.img, the key being a hash of
+# this script, the package list, the init script, the guest kernel version and
+# the host's rdma-core version (the test suite is copied from the host).
+# build/rootfs.img links to it.
+#
+# Usage: mkrootfs.sh              build unless cached
+#        mkrootfs.sh --print-path print the image path for the current inputs
+#                                 (exit 1 if it is not built yet)
+#        mkrootfs.sh --force      rebuild even if cached
+# Env:   OHCA_CACHE       cache root (default ~/.cache/ohca)
+#        OHCA_GUEST_KVER  guest kernel version (default: newest
+#                         /boot/vmlinuz-*-amd64 that has /lib/modules/<ver>)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(cd "$here/../.." && pwd)
+cache=${OHCA_CACHE:-$HOME/.cache/ohca}
+pkgfile=$here/guest/packages.txt
+initfile=$here/guest/ohca-init
+suite=bookworm
+testsrc=/usr/share/doc/rdma-core/tests
+
+die() { echo "mkrootfs: error: $*" >&2; exit 1; }
+say() { echo "mkrootfs: $*"; }
+
+mode=build
+case "${1:-}" in
+	"") ;;
+	--print-path) mode=print ;;
+	--force) mode=force ;;
+	-h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) die "unknown argument '$1' (try --help)" ;;
+esac
+
+# The guest kernel: newest Debian amd64 kernel with both an image and modules.
+guest_kver() {
+	if [ -n "${OHCA_GUEST_KVER:-}" ]; then
+		echo "$OHCA_GUEST_KVER"
+		return
+	fi
+	local v best=
+	for v in /boot/vmlinuz-*-amd64; do
+		[ -e "$v" ] || continue
+		v=${v#/boot/vmlinuz-}
+		[ -d "/lib/modules/$v" ] || continue
+		best=$(printf '%s\n%s\n' "$best" "$v" | sed '/^$/d' | sort -V | tail -n1)
+	done
+	[ -n "$best" ] || die "no guest kernel: install linux-image-amd64 (need /boot/vmlinuz-*-amd64 and /lib/modules/<ver>)"
+	echo "$best"
+}
+
+kver=$(guest_kver)
+[ -d "/lib/modules/$kver" ] || die "/lib/modules/$kver missing"
+[ -f "$pkgfile" ] || die "$pkgfile missing"
+[ -f "$initfile" ] || die "$initfile missing"
+rdma_ver=$(dpkg-query -W -f='${Version}' rdma-core 2>/dev/null || echo none)
+
+packages=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$pkgfile" | paste -sd, -)
+key=$( { cat "$0" "$pkgfile" "$initfile"; echo "kver=$kver rdma-core=$rdma_ver suite=$suite"; } |
+	sha256sum | cut -c1-16)
+img=$cache/rootfs-$key.img
+
+if [ "$mode" = print ]; then
+	echo "$img"
+	[ -f "$img" ]
+	exit
+fi
+
+mkdir -p "$top/build"
+if [ -f "$img" ] && [ "$mode" != force ]; then
+	ln -sfn "$img" "$top/build/rootfs.img"
+	say "cached ($img)"
+	exit 0
+fi
+
+[ "$(id -u)" -eq 0 ] || die "debootstrap needs root; run as root"
+for tool in debootstrap mke2fs sha256sum; do
+	command -v "$tool" >/dev/null || die "'$tool' not found (install debootstrap e2fsprogs: tests/deps.sh)"
+done
+[ -d "$testsrc" ] || die "$testsrc missing: install rdma-core on the host (apt-get install rdma-core)"
+
+# The mirror: the host's own apt source for $suite, read at run time; if none
+# is configured, debootstrap's built-in default.
+host_mirror() {
+	local f
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] || continue
+		awk -v suite="$suite" '
+			function flush() {
+				if (isdeb && hassuite && uri != "" && !done) { print uri; done = 1 }
+				isdeb = 0; hassuite = 0; uri = ""
+			}
+			/^[[:space:]]*$/ { flush(); next }
+			/^Types:/ { for (i = 2; i <= NF; i++) if ($i == "deb") isdeb = 1 }
+			/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == suite) hassuite = 1 }
+			/^URIs:/ { uri = $2 }
+			END { flush() }' "$f"
+	done | head -n1
+	if [ -f /etc/apt/sources.list ]; then
+		awk -v suite="$suite" '$1 == "deb" && $3 == suite { print $2; exit }' /etc/apt/sources.list
+	fi
+}
+mirror=$(host_mirror | head -n1 || true)
+
+mkdir -p "$cache"
+work=$(mktemp -d "$cache/rootfs-$key.XXXXXX.tmp")
+cleanup() {
+	local rc=$?
+	# debootstrap may leave proc/sys mounted inside the target on failure.
+	for m in proc sys dev/pts dev; do
+		mountpoint -q "$work/root/$m" 2>/dev/null && umount -l "$work/root/$m" || true
+	done
+	rm -rf "$work"
+	[ "$rc" -eq 0 ] || echo "mkrootfs: FAILED (exit $rc)" >&2
+}
+trap cleanup EXIT
+
+start=$SECONDS
+root=$work/root
+say "building $img"
+say "  guest kernel $kver, rdma-core tests from host $rdma_ver"
+say "  mirror: ${mirror:-debootstrap default}"
+say "  packages: $packages"
+say "[1/5] debootstrap --variant=minbase $suite (several minutes on a cold cache)"
+# shellcheck disable=SC2086
+debootstrap --variant=minbase --include="$packages" "$suite" "$root" $mirror \
+	>"$work/debootstrap.log" 2>&1 || {
+	tail -n 30 "$work/debootstrap.log" >&2
+	[ -f "$root/debootstrap/debootstrap.log" ] && tail -n 30 "$root/debootstrap/debootstrap.log" >&2
+	die "debootstrap failed"
+}
+say "      done in $((SECONDS - start)) s"
+
+say "[2/5] guest kernel modules ($kver)"
+mkdir -p "$root/lib/modules"
+cp -a "/lib/modules/$kver" "$root/lib/modules/"
+# /lib/modules/<ver>/extra is where a test may drop ohca.ko before depmod.
+mkdir -p "$root/lib/modules/$kver/extra"
+depmod -b "$root" "$kver"
+
+say "[3/5] rdma-core tests -> /opt/rdma-core-tests"
+mkdir -p "$root/opt"
+cp -a "$testsrc" "$root/opt/rdma-core-tests"
+find "$root/opt/rdma-core-tests" -name '*.gz' -exec gunzip -f {} +
+
+say "[4/5] init and configuration"
+install -m 0755 "$initfile" "$root/sbin/ohca-init"
+mkdir -p "$root/share"
+echo ohca-vm >"$root/etc/hostname"
+cat >"$root/etc/hosts" <<'HOSTS'
+127.0.0.1	localhost
+::1		localhost ip6-localhost ip6-loopback
+10.77.0.1	vm0
+10.77.0.2	vm1
+HOSTS
+: >"$root/etc/fstab"
+sed -i 's/^root:[^:]*:/root::/' "$root/etc/shadow"
+rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* "$root/debootstrap"
+
+say "[5/5] ext4 image"
+used_mb=$(du -sm "$root" | cut -f1)
+size_mb=$((used_mb + used_mb / 2 + 256))
+mke2fs -q -t ext4 -L ohca-root -d "$root" "$work/root.img" "${size_mb}M" ||
+	die "mke2fs -d failed"
+mv "$work/root.img" "$img"
+ln -sfn "$img" "$top/build/rootfs.img"
+say "done: $img (${size_mb} MiB, ${used_mb} MiB used) in $((SECONDS - start)) s"

@@ -1,0 +1,746 @@
+#!/usr/bin/env python3
+"""ohcavm: boot ohca test VMs under QEMU/TCG and run jobs in them.
+
+Library (used by tests/integration) and command line:
+
+    python3 tests/vm/ohcavm.py run [--vms 1|2] [--nic ohca|virtio] -- 'command'
+    python3 tests/vm/ohcavm.py shell [--nic ohca|virtio]
+
+A VM boots Debian's kernel and initrd with the root file system built by
+tests/vm/mkrootfs.sh (snapshot=on: nothing is written back), and gets a 9p
+share (mount_tag "share", mounted on /share) that carries the job, the build
+outputs (ohca.ko, the provider) and the results. The guest's init
+(/sbin/ohca-init) runs /share/job.sh, writes /share/output.log,
+/share/dmesg.txt and /share/exit-code, and powers off.
+
+The job is: /share/env.sh and /share/ohca-lib.sh sourced, the preamble
+(ohca_preamble: driver, provider, address, wait for the link/port) unless
+disabled, then the user's script. See tests/vm/README.md.
+
+Everything a run produces lands in its log directory (default
+build/test-logs/<name>/): per VM console.log, qemu.log, cmdline.txt and
+share/ (job.sh, output.log, dmesg.txt, exit-code, sync/).
+
+Environment: OHCA_QEMU (default build/qemu/qemu-system-x86_64), OHCA_KERNEL,
+OHCA_INITRD ("none" for no initrd), OHCA_GUEST_KVER, OHCA_ROOTFS,
+OHCA_MODULE (default build/kernel/ohca.ko), OHCA_PROVIDER_DIR (default
+build/userspace), OHCA_CACHE, OHCA_NIC, OHCA_APPEND (extra kernel arguments),
+OHCA_KLOG_ALLOW (regex of kernel-log lines not to count as problems).
+Only the standard library is used.
+"""
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+GUEST_DIR = os.path.join(HERE, "guest")
+MKROOTFS = os.path.join(HERE, "mkrootfs.sh")
+
+DEFAULT_TIMEOUT = 300
+PREAMBLE_FAILED = 90  # job exit code when the preamble fails
+
+# The wire: VM i gets these (index 0 and 1).
+IPS = ["10.77.0.1", "10.77.0.2"]
+MACS = ["02:00:00:00:00:01", "02:00:00:00:00:02"]
+NODE_GUIDS = [0x0002C9FFFE000001, 0x0002C9FFFE000002]
+PREFIX = 24
+IBDEV = "ohca0"
+IFACE = "eth0"
+NETDEV_ID = "n0"
+NIC_ID = "nic0"
+
+# Kernel log lines that make a run fail (matched case-sensitively).
+KLOG_PATTERNS = [
+    r"WARNING:",
+    r"BUG:",
+    r"\bOops\b",
+    r"general protection fault",
+    r"KASAN",
+    r"UBSAN",
+    r"\blockdep\b",
+    r"possible circular locking",
+    r"possible recursive locking",
+    r"inconsistent lock state",
+    r"suspicious RCU usage",
+    r"Call Trace",
+    r"Kernel panic",
+    r"kernel BUG at",
+    r"DEBUG_LOCKS_WARN_ON",
+    r"blocked for more than",
+    r"unreferenced object",  # kmemleak
+]
+KLOG_RE = re.compile("|".join(KLOG_PATTERNS))
+
+
+class HarnessError(Exception):
+    """A setup problem on the host (missing build output, QEMU, ...)."""
+
+
+def log(msg):
+    print(f"ohcavm: {msg}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------
+# Locating the pieces
+
+def guest_kver():
+    if os.environ.get("OHCA_GUEST_KVER"):
+        return os.environ["OHCA_GUEST_KVER"]
+    best = None
+    for name in os.listdir("/boot"):
+        m = re.fullmatch(r"vmlinuz-(.*-amd64)", name)
+        if m and os.path.isdir(f"/lib/modules/{m.group(1)}"):
+            v = m.group(1)
+            key = [int(x) if x.isdigit() else x for x in re.split(r"[.-]", v)]
+            if best is None or key > best[0]:
+                best = (key, v)
+    if best is None:
+        raise HarnessError("no guest kernel: install linux-image-amd64")
+    return best[1]
+
+
+def kernel_and_initrd():
+    kernel = os.environ.get("OHCA_KERNEL")
+    initrd = os.environ.get("OHCA_INITRD")
+    if not kernel:
+        kver = guest_kver()
+        kernel = f"/boot/vmlinuz-{kver}"
+        if initrd is None:
+            initrd = f"/boot/initrd.img-{kver}"
+    if initrd in ("", "none"):
+        initrd = None
+    for path in (kernel, initrd):
+        if path and not os.access(path, os.R_OK):
+            raise HarnessError(f"{path} not readable (run as root?)")
+    return kernel, initrd
+
+
+def find_qemu(nic):
+    env = os.environ.get("OHCA_QEMU")
+    if env:
+        path = env if os.path.isabs(env) else os.path.join(TOP, env)
+        if not os.access(path, os.X_OK):
+            raise HarnessError(f"OHCA_QEMU={env}: not an executable")
+        return path
+    built = os.path.join(TOP, "build/qemu/qemu-system-x86_64")
+    if os.access(built, os.X_OK):
+        return built
+    if nic == "ohca":
+        raise HarnessError(f"{built} missing: build QEMU with the ohca device "
+                           "(make qemu) or set OHCA_QEMU")
+    system = shutil.which("qemu-system-x86_64")
+    if not system:
+        raise HarnessError(f"{built} missing and no qemu-system-x86_64 in PATH")
+    log(f"note: {built} missing; using {system} (fine for --nic virtio)")
+    return system
+
+
+def rootfs_image(build=True):
+    env = os.environ.get("OHCA_ROOTFS")
+    if env:
+        if not os.path.isfile(env):
+            raise HarnessError(f"OHCA_ROOTFS={env}: no such file")
+        return env
+    p = subprocess.run(["bash", MKROOTFS, "--print-path"],
+                       capture_output=True, text=True)
+    path = p.stdout.strip()
+    if p.returncode == 0 and os.path.isfile(path):
+        return path
+    if not path:
+        raise HarnessError(f"mkrootfs.sh --print-path failed: {p.stderr.strip()}")
+    if not build:
+        raise HarnessError(f"root file system {path} not built: run make rootfs")
+    log("root file system not built yet; running tests/vm/mkrootfs.sh")
+    b = subprocess.run(["bash", MKROOTFS], stdout=sys.stderr)
+    if b.returncode != 0 or not os.path.isfile(path):
+        raise HarnessError("tests/vm/mkrootfs.sh failed")
+    return path
+
+
+def build_outputs(nic):
+    """Files to put into each share: {name in share: host path}."""
+    module = os.environ.get("OHCA_MODULE", os.path.join(TOP, "build/kernel/ohca.ko"))
+    provdir = os.environ.get("OHCA_PROVIDER_DIR", os.path.join(TOP, "build/userspace"))
+    files = {
+        "ohca.ko": module,
+        "libohca-rdmav34.so": os.path.join(provdir, "libohca-rdmav34.so"),
+        "ohca.driver": os.path.join(provdir, "ohca.driver"),
+    }
+    out = {}
+    missing = []
+    for name, path in files.items():
+        if os.path.isfile(path):
+            out[name] = path
+        else:
+            missing.append(path)
+    if missing and nic == "ohca":
+        raise HarnessError("missing build outputs for --nic ohca: "
+                           + ", ".join(missing) + " (make kernel userspace)")
+    return out
+
+
+def free_udp_ports(n):
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def format_guid(guid):
+    """A node GUID as ibv_devinfo prints it: xxxx:xxxx:xxxx:xxxx."""
+    h = f"{guid:016x}"
+    return ":".join(h[i:i + 4] for i in range(0, 16, 4))
+
+
+def scan_kernel_log(text, allow=None):
+    """Lines of a console or dmesg text that indicate a kernel problem."""
+    allow_re = re.compile(allow) if allow else None
+    hits = []
+    for line in text.splitlines():
+        if KLOG_RE.search(line) and not (allow_re and allow_re.search(line)):
+            hits.append(line.rstrip())
+    return hits
+
+
+# --------------------------------------------------------------------------
+# QMP
+
+class QMP:
+    """Minimal QMP client: one connection per command."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def _recv(self, f):
+        while True:
+            line = f.readline()
+            if not line:
+                raise HarnessError("QMP connection closed")
+            msg = json.loads(line)
+            if "event" in msg:
+                continue
+            return msg
+
+    def execute(self, command, timeout=10, **arguments):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(self.path)
+            f = s.makefile("rw")
+            self._recv(f)  # greeting
+            f.write(json.dumps({"execute": "qmp_capabilities"}) + "\n")
+            f.flush()
+            self._recv(f)
+            req = {"execute": command}
+            if arguments:
+                req["arguments"] = arguments
+            f.write(json.dumps(req) + "\n")
+            f.flush()
+            msg = self._recv(f)
+            if "error" in msg:
+                raise HarnessError(f"QMP {command} failed: {msg['error']}")
+            return msg.get("return")
+
+
+# --------------------------------------------------------------------------
+# VMs
+
+class Result:
+    """What one VM's job produced."""
+
+    def __init__(self, vm):
+        self.name = vm.name
+        self.logdir = vm.logdir
+        self.exit_code = None       # None: no result (timeout or crash)
+        self.timed_out = False
+        self.output = ""
+        self.console = ""
+        self.dmesg = ""
+        self.kernel_problems = []
+        self.error = None           # harness-level description of a failure
+        self.boot_to_job = None     # s from QEMU start to the job starting
+        self.duration = None        # s from QEMU start to the result
+
+    @property
+    def ok(self):
+        return (self.exit_code == 0 and not self.timed_out
+                and not self.kernel_problems and self.error is None)
+
+    def console_tail(self, n=40):
+        return "\n".join(self.console.splitlines()[-n:])
+
+    def summary(self):
+        parts = [f"{self.name}: exit code {self.exit_code}"]
+        if self.timed_out:
+            parts.append("TIMED OUT")
+        if self.error:
+            parts.append(self.error)
+        if self.kernel_problems:
+            parts.append(f"{len(self.kernel_problems)} kernel log problem(s)")
+        return ", ".join(parts)
+
+    def report(self):
+        """Human-readable failure report (output, kernel problems, console)."""
+        lines = [self.summary(), f"  logs: {self.logdir}"]
+        if self.kernel_problems:
+            lines.append("  kernel log problems:")
+            lines += ["    " + l for l in self.kernel_problems[:40]]
+        lines.append("  --- job output ---")
+        lines += ["  " + l for l in self.output.splitlines()[-80:]]
+        if self.exit_code is None or self.timed_out or self.error:
+            lines.append("  --- console tail ---")
+            lines += ["  " + l for l in self.console_tail(40).splitlines()]
+        return "\n".join(lines)
+
+
+class VM:
+    """One QEMU process. Create through Cluster."""
+
+    def __init__(self, cluster, index):
+        self.cluster = cluster
+        self.index = index
+        self.name = f"vm{index}"
+        self.nic = cluster.nic
+        self.ip = IPS[index]
+        self.mac = MACS[index]
+        self.node_guid = NODE_GUIDS[index]
+        self.logdir = os.path.join(cluster.logdir, self.name)
+        self.share = os.path.join(self.logdir, "share")
+        self.sync = os.path.join(self.share, "sync")
+        self.console_path = os.path.join(self.logdir, "console.log")
+        self.qmp_path = os.path.join(cluster.sockdir, f"{self.name}.qmp")
+        self.qmp = QMP(self.qmp_path)
+        self.proc = None
+        self.t_start = None
+        self.t_job = None
+        self.netdev_args = None
+        self.result = None
+
+    # -- setup --
+    def _env(self):
+        peers = [IPS[i] for i in range(self.cluster.nvms) if i != self.index]
+        env = {
+            "OHCA_VM_INDEX": str(self.index),
+            "OHCA_VM_NAME": self.name,
+            "OHCA_NUM_VMS": str(self.cluster.nvms),
+            "OHCA_NIC": self.nic,
+            "OHCA_IFACE": IFACE,
+            "OHCA_IBDEV": IBDEV,
+            "OHCA_IP": self.ip,
+            "OHCA_PREFIX": str(PREFIX),
+            "OHCA_PEER_IP": peers[0] if peers else "",
+            "OHCA_MAC": self.mac,
+            "OHCA_NODE_GUID": f"0x{self.node_guid:016x}",
+            "OHCA_MODULE_PARAMS": self.cluster.module_params,
+        }
+        return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
+
+    def prepare(self, script, preamble, files):
+        if os.path.exists(self.logdir):
+            shutil.rmtree(self.logdir)
+        os.makedirs(self.sync)
+        with open(os.path.join(self.share, "hostname"), "w") as f:
+            f.write(self.name + "\n")
+        with open(os.path.join(self.share, "env.sh"), "w") as f:
+            f.write(self._env())
+        shutil.copy(os.path.join(GUEST_DIR, "ohca-lib.sh"), self.share)
+        for name, path in files.items():
+            shutil.copy(path, os.path.join(self.share, name))
+        if script is None:  # interactive
+            if preamble:
+                with open(os.path.join(self.share, "preamble.sh"), "w") as f:
+                    f.write(". /share/env.sh\n. /share/ohca-lib.sh\nohca_preamble\n")
+            return
+        job = ["#!/bin/bash",
+               "# generated by tests/vm/ohcavm.py",
+               ". /share/env.sh",
+               ". /share/ohca-lib.sh",
+               "cd /share"]
+        if preamble:
+            job += ["if ! ohca_preamble; then",
+                    "    echo 'ohca: preamble failed' >&2",
+                    f"    exit {PREAMBLE_FAILED}",
+                    "fi"]
+        job += ["# --- job ---", script, ""]
+        with open(os.path.join(self.share, "job.sh"), "w") as f:
+            f.write("\n".join(job))
+
+    def qemu_argv(self, interactive=False):
+        c = self.cluster
+        append = ("root=/dev/vda rw init=/sbin/ohca-init console=ttyS0 "
+                  "net.ifnames=0 panic=-1 " + c.append).strip()
+        argv = [c.qemu, "-name", self.name,
+                "-accel", "tcg", "-cpu", "max", "-smp", str(c.smp), "-m", c.mem,
+                "-nographic", "-nodefaults", "-no-reboot",
+                "-L", "/usr/share/qemu",
+                "-kernel", c.kernel]
+        if c.initrd:
+            argv += ["-initrd", c.initrd]
+        argv += ["-append", append,
+                 "-drive", f"file={c.rootfs},if=virtio,format=raw,snapshot=on",
+                 "-virtfs", f"local,path={self.share},mount_tag=share,security_model=none",
+                 "-qmp", f"unix:{self.qmp_path},server=on,wait=off"]
+        if interactive:
+            argv += ["-chardev", f"stdio,id=ser0,mux=on,signal=off,logfile={self.console_path}",
+                     "-serial", "chardev:ser0", "-mon", "chardev=ser0"]
+        else:
+            argv += ["-chardev", f"file,id=ser0,path={self.console_path}",
+                     "-serial", "chardev:ser0"]
+        argv += ["-netdev", f"{self.netdev_args},id={NETDEV_ID}"]
+        if self.nic == "ohca":
+            dev = (f"ohca,id={NIC_ID},netdev={NETDEV_ID},mac={self.mac},"
+                   f"node-guid=0x{self.node_guid:016x}")
+        else:
+            dev = f"virtio-net-pci,id={NIC_ID},netdev={NETDEV_ID},mac={self.mac}"
+        argv += ["-device", dev] + c.extra_args
+        return argv
+
+    def start(self, interactive=False):
+        argv = self.qemu_argv(interactive)
+        with open(os.path.join(self.logdir, "cmdline.txt"), "w") as f:
+            f.write(shlex.join(argv) + "\n")
+        self.t_start = time.monotonic()
+        if interactive:
+            self.proc = subprocess.Popen(argv)
+        else:
+            self.qemu_log = open(os.path.join(self.logdir, "qemu.log"), "w")
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                         stdout=self.qemu_log,
+                                         stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+
+    # -- while running --
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def has_result(self):
+        return os.path.exists(os.path.join(self.share, "exit-code"))
+
+    def console(self):
+        try:
+            with open(self.console_path, errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def _note_progress(self):
+        if self.t_job is None and "ohca-init: job start" in self.console():
+            self.t_job = time.monotonic()
+
+    def wait_mark(self, name, timeout=120):
+        """Waits for the guest's ohca_mark NAME (sync/guest.NAME)."""
+        path = os.path.join(self.sync, f"guest.{name}")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if os.path.exists(path):
+                return
+            if not self.alive() or self.has_result():
+                raise HarnessError(f"{self.name} finished before mark '{name}'\n"
+                                   + self.collect().report())
+            self._note_progress()
+            time.sleep(0.2)
+        raise HarnessError(f"{self.name}: no mark '{name}' within {timeout}s\n"
+                           + "console tail:\n" + "\n".join(self.console().splitlines()[-30:]))
+
+    def post(self, name):
+        """Creates sync/host.NAME for the guest's ohca_wait_host NAME."""
+        with open(os.path.join(self.sync, f"host.{name}"), "w"):
+            pass
+
+    def set_link(self, up):
+        """QMP set_link on the NIC's netdev."""
+        self.qmp.execute("set_link", name=NETDEV_ID, up=bool(up))
+
+    def kill(self):
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            self.proc.terminate()
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def collect(self):
+        r = Result(self)
+        r.console = self.console()
+        share = self.share
+        try:
+            with open(os.path.join(share, "exit-code")) as f:
+                r.exit_code = int(f.read().strip())
+        except (FileNotFoundError, ValueError):
+            pass
+        for attr, fname in (("output", "output.log"), ("dmesg", "dmesg.txt")):
+            try:
+                with open(os.path.join(share, fname), errors="replace") as f:
+                    setattr(r, attr, f.read())
+            except FileNotFoundError:
+                pass
+        allow = self.cluster.klog_allow
+        probs = scan_kernel_log(r.console, allow)
+        for line in scan_kernel_log(r.dmesg, allow):
+            # dmesg lines repeat console lines; keep those not already seen
+            body = re.sub(r"^\[[ 0-9.]+\]\s*", "", line)
+            if not any(body in p for p in probs):
+                probs.append(line)
+        r.kernel_problems = probs
+        if self.t_job is not None and self.t_start is not None:
+            r.boot_to_job = self.t_job - self.t_start
+        if r.exit_code is None and r.error is None:
+            if self.proc is not None and self.proc.poll() is not None:
+                r.error = f"QEMU exited ({self.proc.returncode}) without a result"
+        return r
+
+
+class Cluster:
+    """One or two VMs on one wire. Use as a context manager:
+
+        with Cluster("mytest", nvms=2, nic="virtio") as c:
+            c.start({0: "server script", 1: "client script"})
+            results = c.wait(timeout=300)
+
+    or simply ohcavm.run(...). Leaving the context kills any QEMU left.
+    """
+
+    def __init__(self, name="run", nvms=1, nic=None, logdir=None, smp=2,
+                 mem="2G", module_params="", extra_args=None, append=None,
+                 klog_allow=None, wire=None):
+        if nvms not in (1, 2):
+            raise HarnessError("nvms must be 1 or 2")
+        self.nic = nic or os.environ.get("OHCA_NIC", "ohca")
+        if self.nic not in ("ohca", "virtio"):
+            raise HarnessError(f"unknown nic '{self.nic}' (ohca|virtio)")
+        self.nvms = nvms
+        self.logdir = os.path.abspath(logdir or os.path.join(TOP, "build/test-logs", name))
+        self.smp = smp
+        self.mem = mem
+        self.module_params = module_params
+        self.extra_args = list(extra_args or [])
+        self.append = append if append is not None else os.environ.get("OHCA_APPEND", "")
+        self.klog_allow = klog_allow or os.environ.get("OHCA_KLOG_ALLOW")
+        self.wire = wire or ("dgram" if nvms == 2 else "user")
+        self.qemu = find_qemu(self.nic)
+        self.kernel, self.initrd = kernel_and_initrd()
+        self.rootfs = rootfs_image()
+        self.files = build_outputs(self.nic)
+        self.sockdir = tempfile.mkdtemp(prefix="ohcavm-")
+        os.makedirs(self.logdir, exist_ok=True)
+        self.vms = [VM(self, i) for i in range(nvms)]
+        self._stop = threading.Event()
+        self._relay = None
+
+    def __getitem__(self, i):
+        return self.vms[i]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self._stop.set()
+        for vm in self.vms:
+            vm.kill()
+            if getattr(vm, "qemu_log", None):
+                vm.qemu_log.close()
+        shutil.rmtree(self.sockdir, ignore_errors=True)
+
+    def _wire(self):
+        if self.wire == "user":
+            for vm in self.vms:
+                vm.netdev_args = "user,restrict=on,net=10.77.0.0/24,host=10.77.0.254"
+        elif self.wire == "dgram":
+            if self.nvms != 2:
+                raise HarnessError("the dgram wire needs two VMs")
+            pa, pb = free_udp_ports(2)
+            for vm, (lp, rp) in zip(self.vms, ((pa, pb), (pb, pa))):
+                vm.netdev_args = (f"dgram,local.type=inet,local.host=127.0.0.1,local.port={lp},"
+                                  f"remote.type=inet,remote.host=127.0.0.1,remote.port={rp}")
+        else:
+            raise HarnessError(f"unknown wire '{self.wire}'")
+
+    def start(self, scripts, preamble=True, interactive=False):
+        """scripts: one shell script for every VM, a list, or {index: script};
+        None for an interactive VM (one VM only)."""
+        if isinstance(scripts, dict):
+            scripts = [scripts.get(i, "true") for i in range(self.nvms)]
+        elif scripts is None or isinstance(scripts, str):
+            scripts = [scripts] * self.nvms
+        if len(scripts) != self.nvms:
+            raise HarnessError("one script per VM expected")
+        self._wire()
+        for vm, script in zip(self.vms, scripts):
+            vm.prepare(script, preamble, self.files)
+        for vm in self.vms:
+            vm.start(interactive)
+        if not interactive:
+            self._relay = threading.Thread(target=self._barrier_relay, daemon=True)
+            self._relay.start()
+
+    def _barrier_relay(self):
+        """Releases ohca_barrier NAME once every VM has reached it."""
+        released = set()
+        while not self._stop.wait(0.2):
+            names = None
+            for vm in self.vms:
+                try:
+                    here = {f[len("barrier."):] for f in os.listdir(vm.sync)
+                            if f.startswith("barrier.") and not f.endswith(".go")}
+                except FileNotFoundError:
+                    here = set()
+                names = here if names is None else names & here
+            for n in (names or set()) - released:
+                for vm in self.vms:
+                    with open(os.path.join(vm.sync, f"barrier.{n}.go"), "w"):
+                        pass
+                released.add(n)
+
+    def wait(self, timeout=DEFAULT_TIMEOUT):
+        """Waits for every VM's result (or QEMU's exit); kills QEMU on timeout.
+        Returns a list of Result."""
+        deadline = time.monotonic() + timeout
+        pending = set(range(self.nvms))
+        done_at = {}
+        while pending and time.monotonic() < deadline:
+            for i in list(pending):
+                vm = self.vms[i]
+                vm._note_progress()
+                if vm.has_result():
+                    done_at.setdefault(i, time.monotonic())
+                    # give init a moment to power off by itself
+                    if not vm.alive() or time.monotonic() - done_at[i] > 10:
+                        pending.discard(i)
+                elif not vm.alive():
+                    pending.discard(i)
+            time.sleep(0.2)
+        results = []
+        for i, vm in enumerate(self.vms):
+            timed_out = i in pending and not vm.has_result()
+            vm.kill()
+            r = vm.collect()
+            if i in done_at:
+                r.duration = done_at[i] - vm.t_start
+            if timed_out:
+                r.timed_out = True
+                r.error = f"no result within {timeout}s; QEMU killed"
+            vm.result = r
+            results.append(r)
+        self._stop.set()
+        return results
+
+    def interactive(self):
+        vm = self.vms[0]
+        self.start(None, preamble=self._interactive_preamble, interactive=True)
+        log(f"console: {vm.console_path}; QMP: {vm.qmp_path}; Ctrl-a x quits QEMU")
+        try:
+            return vm.proc.wait()
+        except KeyboardInterrupt:
+            vm.kill()
+            return 130
+
+
+def run(scripts, nvms=1, nic=None, name="run", timeout=DEFAULT_TIMEOUT,
+        preamble=True, **kw):
+    """Boots the VMs, runs the job(s), returns a list of Result."""
+    with Cluster(name, nvms=nvms, nic=nic, **kw) as c:
+        c.start(scripts, preamble=preamble)
+        return c.wait(timeout)
+
+
+# --------------------------------------------------------------------------
+# CLI
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="ohcavm.py", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    def common(p):
+        p.add_argument("--nic", choices=("ohca", "virtio"),
+                       default=os.environ.get("OHCA_NIC", "ohca"),
+                       help="NIC model (default ohca, env OHCA_NIC)")
+        p.add_argument("--no-preamble", action="store_true",
+                       help="do not load the driver/provider or configure eth0")
+        p.add_argument("--logdir", help="log directory (default build/test-logs/cli-<cmd>)")
+        p.add_argument("--qemu-arg", action="append", default=[],
+                       help="extra QEMU argument (repeatable)")
+        p.add_argument("--module-params", default="", help="ohca.ko parameters")
+
+    p = sub.add_parser("run", help="run a command in fresh VM(s)")
+    common(p)
+    p.add_argument("--vms", type=int, choices=(1, 2), default=1)
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
+    p.add_argument("--vm-script", action="append", default=[], metavar="I=FILE",
+                   help="script file for VM I instead of the command (repeatable)")
+    p.add_argument("command", nargs="*", help="shell command (after --)")
+
+    p = sub.add_parser("shell", help="interactive shell in one VM")
+    common(p)
+
+    args = ap.parse_args(argv)
+    logdir = args.logdir or os.path.join(TOP, "build/test-logs", f"cli-{args.cmd}")
+    try:
+        if args.cmd == "shell":
+            with Cluster("cli-shell", nvms=1, nic=args.nic, logdir=logdir,
+                         extra_args=args.qemu_arg, module_params=args.module_params) as c:
+                c._interactive_preamble = not args.no_preamble
+                return c.interactive()
+
+        command = " ".join(args.command)
+        scripts = {i: command for i in range(args.vms)}
+        for spec in args.vm_script:
+            idx, _, path = spec.partition("=")
+            with open(path) as f:
+                scripts[int(idx)] = f.read()
+        if not any(scripts.values()):
+            ap.error("no command given (run -- 'command')")
+        t0 = time.monotonic()
+        results = run(scripts, nvms=args.vms, nic=args.nic, name="cli-run",
+                      timeout=args.timeout, preamble=not args.no_preamble,
+                      logdir=logdir, extra_args=args.qemu_arg,
+                      module_params=args.module_params)
+    except HarnessError as e:
+        log(f"error: {e}")
+        return 2
+    rc = 0
+    for r in results:
+        print(f"===== {r.name}: exit code {r.exit_code}"
+              + (f", job started {r.boot_to_job:.1f}s after QEMU start" if r.boot_to_job else "")
+              + " =====")
+        sys.stdout.write(r.output)
+        if r.output and not r.output.endswith("\n"):
+            print()
+        if r.kernel_problems or r.timed_out or r.error:
+            print(r.report(), file=sys.stderr)
+        if rc == 0:
+            if r.timed_out:
+                rc = 124
+            elif r.exit_code is None:
+                rc = 1
+            elif r.exit_code != 0:
+                rc = r.exit_code
+            elif r.kernel_problems:
+                rc = 1
+    log(f"done in {time.monotonic() - t0:.1f}s; logs in {logdir}")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
