@@ -42,9 +42,9 @@ static int ohca_map_db_page(struct ohca_context *ctx,
 
 	if (!resp->db_page_size || page_size <= 0 ||
 	    resp->db_page_size % (unsigned long)page_size) {
-		ohca_err(&ctx->vctx,
-			 "kernel reported doorbell page size %u (page size %ld)",
-			 resp->db_page_size, page_size);
+		verbs_err(&ctx->vctx,
+			  "kernel reported doorbell page size %u (page size %ld)\n",
+			  resp->db_page_size, page_size);
 		return EINVAL;
 	}
 
@@ -53,10 +53,10 @@ static int ohca_map_db_page(struct ohca_context *ctx,
 	if (db == MAP_FAILED) {
 		int err = errno;
 
-		ohca_err(&ctx->vctx,
-			 "mmap of doorbell page (key 0x%llx, %u bytes) failed: errno %d",
-			 (unsigned long long)resp->db_mmap_key,
-			 resp->db_page_size, err);
+		verbs_err(&ctx->vctx,
+			  "mmap of doorbell page (key 0x%llx, %u bytes) failed: errno %d\n",
+			  (unsigned long long)resp->db_mmap_key,
+			  resp->db_page_size, err);
 		return err;
 	}
 
@@ -86,7 +86,7 @@ static struct verbs_context *ohca_alloc_context(struct ibv_device *ibdev,
 	err = ibv_cmd_get_context(&ctx->vctx, &cmd, sizeof(cmd),
 				  &resp.ibv_resp, sizeof(resp));
 	if (err) {
-		ohca_err(&ctx->vctx, "GET_CONTEXT failed: errno %d", err);
+		verbs_err(&ctx->vctx, "GET_CONTEXT failed: errno %d\n", err);
 		goto err_uninit;
 	}
 
@@ -96,10 +96,10 @@ static struct verbs_context *ohca_alloc_context(struct ibv_device *ibdev,
 
 	verbs_set_ops(&ctx->vctx, &ohca_ctx_ops);
 
-	ohca_dbg(&ctx->vctx,
-		 "context on %s: doorbell page %u (%zu bytes) at %p, caps 0x%x",
-		 ibdev->name, ctx->uar_index, ctx->db_page_size, ctx->db_page,
-		 ctx->device_caps);
+	verbs_debug(&ctx->vctx,
+		    "context on %s: doorbell page %u (%zu bytes) at %p, caps 0x%x\n",
+		    ibdev->name, ctx->uar_index, ctx->db_page_size,
+		    ctx->db_page, ctx->device_caps);
 	return &ctx->vctx;
 
 err_uninit:
@@ -129,9 +129,12 @@ ohca_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
 		return NULL;
 
 	dev->abi_ver = sysfs_dev->abi_ver;
-	ohca_dbg(NULL, "device %s (%s) uverbs abi %u modalias %s",
-		 sysfs_dev->ibdev_name, sysfs_dev->sysfs_name,
-		 sysfs_dev->abi_ver, sysfs_dev->modalias);
+	/* No context yet, so no verbs_debug(): log without one. */
+	__verbs_log(NULL, VERBS_LOG_DEBUG,
+		    "%s: %s: device %s (%s) uverbs abi %u modalias %s\n",
+		    sysfs_dev->ibdev_name, __func__, sysfs_dev->ibdev_name,
+		    sysfs_dev->sysfs_name, sysfs_dev->abi_ver,
+		    sysfs_dev->modalias);
 	return &dev->vdev;
 }
 

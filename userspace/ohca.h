@@ -9,21 +9,10 @@
 #include <stdint.h>
 
 #include "compat/ibverbs_private.h"
+#include "ohca_mmio.h"
 
 #include <ohca/ohca-abi.h>
 #include <ohca/ohca_regs.h>
-
-/* Logging through libibverbs (__verbs_log), never to stdio directly.
- * libibverbs prints when VERBS_LOG_LEVEL and VERBS_LOG_FILE are set. */
-#define ohca_log(vctx, level, fmt, ...)                                      \
-	__verbs_log(vctx, level, "ohca: %s:%d: " fmt "\n", __func__,         \
-		    __LINE__, ##__VA_ARGS__)
-#define ohca_err(vctx, fmt, ...) \
-	ohca_log(vctx, VERBS_LOG_ERR, fmt, ##__VA_ARGS__)
-#define ohca_warn(vctx, fmt, ...) \
-	ohca_log(vctx, VERBS_LOG_WARN, fmt, ##__VA_ARGS__)
-#define ohca_dbg(vctx, fmt, ...) \
-	ohca_log(vctx, VERBS_LOG_DEBUG, fmt, ##__VA_ARGS__)
 
 struct ohca_device {
 	struct verbs_device vdev;

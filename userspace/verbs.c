@@ -21,8 +21,8 @@ int ohca_query_device_ex(struct ibv_context *ibctx,
 	err = ibv_cmd_query_device_any(ibctx, input, attr, attr_size, &resp,
 				       &resp_size);
 	if (err) {
-		ohca_dbg(&to_ohca_ctx(ibctx)->vctx,
-			 "QUERY_DEVICE failed: errno %d", err);
+		verbs_debug(&to_ohca_ctx(ibctx)->vctx,
+			    "QUERY_DEVICE failed: errno %d\n", err);
 		return err;
 	}
 

@@ -22,6 +22,7 @@
 #ifndef OHCA_COMPAT_IBVERBS_PRIVATE_H
 #define OHCA_COMPAT_IBVERBS_PRIVATE_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -72,6 +73,25 @@ enum {
  * the environment; ctx may be NULL (v44 does not dereference it). */
 void __verbs_log(struct verbs_context *ctx, uint32_t level,
 		 const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* As driver.h: prefix "<ibdev>: <function>:<line>: ", keep errno.  ctx
+ * must be a live context; before one exists call __verbs_log(NULL, ...). */
+#define verbs_log(ctx, level, format, ...)                                  \
+	do {                                                                \
+		int verbs_log_errno_ = errno;                               \
+		__verbs_log(ctx, level, "%s: %s:%d: " format,               \
+			    (ctx)->context.device->name, __func__, __LINE__, \
+			    ##__VA_ARGS__);                                 \
+		errno = verbs_log_errno_;                                   \
+	} while (0)
+#define verbs_debug(ctx, format, ...) \
+	verbs_log(ctx, VERBS_LOG_DEBUG, format, ##__VA_ARGS__)
+#define verbs_info(ctx, format, ...) \
+	verbs_log(ctx, VERBS_LOG_INFO, format, ##__VA_ARGS__)
+#define verbs_warn(ctx, format, ...) \
+	verbs_log(ctx, VERBS_LOG_WARN, format, ##__VA_ARGS__)
+#define verbs_err(ctx, format, ...) \
+	verbs_log(ctx, VERBS_LOG_ERR, format, ##__VA_ARGS__)
 
 /* ------------------------------------------------------------------ */
 /* Device matching and registration (driver.h).                       */
