@@ -14,7 +14,7 @@ packages=(
 	# the provider and the host side of the RDMA stack
 	libibverbs-dev rdma-core ibverbs-providers
 	# engine unit tests
-	googletest libgtest-dev libgmock-dev
+	googletest libgtest-dev libgmock-dev valgrind
 	# the guest root filesystem and the harness
 	debootstrap e2fsprogs python3 python3-pytest
 )
