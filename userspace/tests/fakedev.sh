@@ -128,7 +128,7 @@ if run vg "$work/sys" valgrind -q --error-exitcode=99 --leak-check=no \
 	"$out/ohca_ctx_test" ohca0; then
 	pass "no invalid reads or writes reported"
 else
-		fail "valgrind reported errors"; sed 's/^/    | /' "$work/vg.err"
+	fail "valgrind reported errors"; sed 's/^/    | /' "$work/vg.err"
 fi
 
 echo "fakedev: uverbs ABI 2 must be refused (match_min/max_abi_version = 1)"

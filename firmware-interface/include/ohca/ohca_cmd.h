@@ -67,6 +67,14 @@ enum ohca_cmd_status {
 	OHCA_STATUS_INTERNAL		= 0x09,
 };
 
+/*
+ * BAD_FIELD and RESERVED_NONZERO syndromes are byte offsets within the
+ * command's input. With OHCA_SYNDROME_ENTRY set they are byte offsets within
+ * the struct ohca_cmd entry itself instead: rsvd0 (5), rsvd1 (14), or
+ * out_addr (24) when out_len is 0 but out_addr is not. (rev 1.0 addition)
+ */
+#define OHCA_SYNDROME_ENTRY		0x10000u
+
 /* ---- QUERY_DEVICE: no input ------------------------------------------- */
 struct ohca_query_device_out {
 	ohca_le32 fw_version;		/* OHCA_FW_VERSION() */
@@ -240,7 +248,10 @@ struct ohca_query_stats_out {
 	ohca_le64 cmd_failed;
 	ohca_le64 reg_errors;
 	ohca_le64 db_errors;			/* writes to unowned pages */
-	ohca_le64 rsvd[2];
+	ohca_le64 eth_rx_errors;		/* RX buffer not writable: the
+						 * descriptor completes with
+						 * DONE | ERROR (rev 1.0 addition) */
+	ohca_le64 rsvd[1];
 };
 OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 128);
 
