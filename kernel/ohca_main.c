@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ohca: PCI probe and remove, device bring-up, ib_device registration.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/etherdevice.h>
+#include <linux/interrupt.h>
+#include <linux/iopoll.h>
+#include <linux/module.h>
+
+#include "ohca.h"
+
+#define OHCA_RESET_TIMEOUT_US	5000000
+#define OHCA_READY_TIMEOUT_US	5000000
+
+static const struct pci_device_id ohca_pci_ids[] = {
+	{ PCI_DEVICE(OHCA_PCI_VENDOR_ID, OHCA_PCI_DEVICE_ID) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, ohca_pci_ids);
+
+/* Function reset: the device drops every ring and resource. */
+static int ohca_dev_reset(struct ohca_dev *dev)
+{
+	u32 val;
+	int err;
+
+	ohca_wr32(dev, OHCA_REG_DEV_CTRL, OHCA_DEV_CTRL_RESET);
+	err = readl_poll_timeout(dev->regs + OHCA_REG_DEV_STATUS, val,
+				 val & OHCA_DEV_STATUS_RESET_DONE, 1000,
+				 OHCA_RESET_TIMEOUT_US);
+	if (err)
+		dev_err(&dev->pdev->dev,
+			"device reset did not complete (DEV_STATUS 0x%x)\n",
+			val);
+	return err;
+}
+
+static int ohca_dev_enable(struct ohca_dev *dev)
+{
+	u32 val;
+	int err;
+
+	ohca_wr32(dev, OHCA_REG_DEV_CTRL, OHCA_DEV_CTRL_ENABLE);
+	err = readl_poll_timeout(dev->regs + OHCA_REG_DEV_STATUS, val,
+				 val & (OHCA_DEV_STATUS_READY |
+					OHCA_DEV_STATUS_FATAL),
+				 1000, OHCA_READY_TIMEOUT_US);
+	if (err) {
+		dev_err(&dev->pdev->dev,
+			"device did not become ready (DEV_STATUS 0x%x)\n", val);
+		return err;
+	}
+	if (val & OHCA_DEV_STATUS_FATAL) {
+		dev_err(&dev->pdev->dev,
+			"device refused to start: fatal code %u\n",
+			ohca_rd32(dev, OHCA_REG_FATAL_CODE));
+		return -EIO;
+	}
+	return 0;
+}
+
+static int ohca_check_identity(struct ohca_dev *dev)
+{
+	struct device *d = &dev->pdev->dev;
+	u32 magic, abi;
+
+	magic = ohca_rd32(dev, OHCA_REG_MAGIC);
+	if (magic != OHCA_MAGIC) {
+		dev_err(d, "bad magic 0x%08x (expected 0x%08x): not an ohca device\n",
+			magic, OHCA_MAGIC);
+		return -ENODEV;
+	}
+	abi = ohca_rd32(dev, OHCA_REG_ABI_VERSION);
+	if ((abi >> 16) != OHCA_ABI_MAJOR) {
+		dev_err(d, "device interface %u.%u is not supported by this driver (%u.%u)\n",
+			abi >> 16, abi & 0xffff, OHCA_ABI_MAJOR, OHCA_ABI_MINOR);
+		return -ENODEV;
+	}
+	dev->caps = ohca_rd32(dev, OHCA_REG_CAPS);
+	dev->fw_version = ohca_rd32(dev, OHCA_REG_FW_VERSION);
+	if (!(dev->caps & OHCA_CAP_ETH)) {
+		dev_err(d, "device lacks the Ethernet capability (caps 0x%x)\n",
+			dev->caps);
+		return -ENODEV;
+	}
+	dev_info(d, "interface %u.%u, firmware %u.%u.%u, caps 0x%x\n",
+		 abi >> 16, abi & 0xffff, dev->fw_version >> 16,
+		 (dev->fw_version >> 8) & 0xff, dev->fw_version & 0xff,
+		 dev->caps);
+	return 0;
+}
+
+static int ohca_query_caps(struct ohca_dev *dev)
+{
+	struct ohca_query_port_out port;
+	struct ohca_cmd_args args = {
+		.opcode = OHCA_CMD_QUERY_DEVICE,
+		.out = &dev->attr,
+		.out_len = sizeof(dev->attr),
+	};
+	int err;
+
+	err = ohca_cmd_exec(dev, &args);
+	if (err)
+		return err;
+	err = ohca_cmd_query_port(dev, &port);
+	if (err)
+		return err;
+
+	ether_addr_copy(dev->port_mac, port.mac);
+	dev->max_mtu = clamp_t(u32, le32_to_cpu(port.max_mtu),
+			       OHCA_ETH_MIN_MTU, OHCA_ETH_MAX_MTU);
+	dev->speed_mbps = le32_to_cpu(port.speed_mbps);
+	dev->gid_tbl_len = le32_to_cpu(port.gid_table_len);
+	dev->pkey_tbl_len = le32_to_cpu(port.pkey_table_len);
+	atomic_set(&dev->link_up, port.state == OHCA_PORT_ACTIVE);
+	if (!is_valid_ether_addr(dev->port_mac)) {
+		dev_err(&dev->pdev->dev, "device reports invalid MAC %pM\n",
+			dev->port_mac);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int ohca_ib_register(struct ohca_dev *dev)
+{
+	struct ib_device *ibdev = &dev->ibdev;
+	int err;
+
+	ibdev->node_type = RDMA_NODE_IB_CA;
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = 1;
+	ibdev->dev.parent = &dev->pdev->dev;
+	ibdev->node_guid = cpu_to_be64(le64_to_cpu(dev->attr.node_guid));
+	strscpy(ibdev->node_desc, "ohca RoCEv2 HCA", sizeof(ibdev->node_desc));
+	ib_set_device_ops(ibdev, &ohca_dev_ops);
+
+	err = ib_device_set_netdev(ibdev, dev->netdev, 1);
+	if (err)
+		return err;
+	err = ib_register_device(ibdev, "ohca%d", &dev->pdev->dev);
+	if (err) {
+		dev_err(&dev->pdev->dev, "cannot register the RDMA device: %d\n",
+			err);
+		return err;
+	}
+	set_bit(OHCA_FLAG_IB_REGISTERED, &dev->flags);
+	return 0;
+}
+
+static void ohca_ib_unregister(struct ohca_dev *dev)
+{
+	/* No port event may reach the core once unregistering starts. */
+	clear_bit(OHCA_FLAG_IB_REGISTERED, &dev->flags);
+	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
+	ib_unregister_device(&dev->ibdev);
+}
+
+static int ohca_map_bars(struct ohca_dev *dev)
+{
+	struct pci_dev *pdev = dev->pdev;
+	int err;
+
+	if (!(pci_resource_flags(pdev, OHCA_BAR_REGS) & IORESOURCE_MEM) ||
+	    pci_resource_len(pdev, OHCA_BAR_REGS) < OHCA_REGS_BAR_SIZE ||
+	    !(pci_resource_flags(pdev, OHCA_BAR_DB) & IORESOURCE_MEM) ||
+	    pci_resource_len(pdev, OHCA_BAR_DB) < OHCA_DB_PAGE_SIZE) {
+		dev_err(&pdev->dev, "unexpected BAR layout\n");
+		return -ENODEV;
+	}
+
+	err = pci_request_mem_regions(pdev, DRV_NAME);
+	if (err)
+		return err;
+
+	dev->regs = pci_iomap(pdev, OHCA_BAR_REGS, OHCA_REGS_BAR_SIZE);
+	if (!dev->regs) {
+		pci_release_mem_regions(pdev);
+		return -ENOMEM;
+	}
+	dev->db_bar_addr = pci_resource_start(pdev, OHCA_BAR_DB);
+	dev->db_bar_len = pci_resource_len(pdev, OHCA_BAR_DB);
+	return 0;
+}
+
+static void ohca_unmap_bars(struct ohca_dev *dev)
+{
+	pci_iounmap(dev->pdev, dev->regs);
+	pci_release_mem_regions(dev->pdev);
+}
+
+static int ohca_alloc_vectors(struct ohca_dev *dev)
+{
+	u32 hw = ohca_rd32(dev, OHCA_REG_NUM_MSIX);
+	int max = clamp_t(u32, hw, 2, OHCA_NUM_MSIX);
+	int n;
+
+	n = pci_alloc_irq_vectors(dev->pdev, 2, max, PCI_IRQ_MSIX);
+	if (n < 0) {
+		dev_err(&dev->pdev->dev,
+			"cannot allocate MSI-X vectors (device has %u): %d\n",
+			hw, n);
+		return n;
+	}
+	dev->num_vectors = n;
+	return 0;
+}
+
+static int ohca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct ohca_dev *dev;
+	int err;
+
+	BUILD_BUG_ON(PAGE_SIZE < OHCA_DB_PAGE_SIZE);
+
+	dev = ib_alloc_device(ohca_dev, ibdev);
+	if (!dev)
+		return -ENOMEM;
+	dev->pdev = pdev;
+	pci_set_drvdata(pdev, dev);
+
+	err = pci_enable_device_mem(pdev);
+	if (err) {
+		dev_err(&pdev->dev, "cannot enable the PCI device: %d\n", err);
+		goto err_dealloc;
+	}
+	err = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (err) {
+		dev_err(&pdev->dev, "no usable 64-bit DMA: %d\n", err);
+		goto err_disable;
+	}
+	pci_set_master(pdev);
+
+	err = ohca_map_bars(dev);
+	if (err)
+		goto err_clear_master;
+	err = ohca_check_identity(dev);
+	if (err)
+		goto err_unmap;
+	err = ohca_dev_reset(dev);
+	if (err)
+		goto err_unmap;
+	err = ohca_alloc_vectors(dev);
+	if (err)
+		goto err_unmap;
+	err = ohca_eq0_init(dev);
+	if (err)
+		goto err_free_vectors;
+	err = ohca_cmdq_init(dev);
+	if (err)
+		goto err_reset_eq;
+	err = ohca_dev_enable(dev);
+	if (err)
+		goto err_reset_cmdq;
+	err = ohca_query_caps(dev);
+	if (err)
+		goto err_reset_cmdq;
+	err = ohca_netdev_create(dev);
+	if (err)
+		goto err_reset_cmdq;
+	err = ohca_ib_register(dev);
+	if (err)
+		goto err_netdev;
+	ohca_debugfs_init(dev);
+
+	dev_info(&pdev->dev, "%s and %s ready, MAC %pM, node GUID %016llx\n",
+		 dev_name(&dev->ibdev.dev), dev->netdev->name, dev->port_mac,
+		 le64_to_cpu(dev->attr.node_guid));
+	return 0;
+
+err_netdev:
+	ohca_netdev_destroy(dev);
+err_reset_cmdq:
+	ohca_dev_reset(dev);
+	ohca_cmdq_destroy(dev);
+	goto err_eq;
+err_reset_eq:
+	ohca_dev_reset(dev);
+err_eq:
+	ohca_eq0_destroy(dev);
+err_free_vectors:
+	pci_free_irq_vectors(pdev);
+err_unmap:
+	ohca_unmap_bars(dev);
+err_clear_master:
+	pci_clear_master(pdev);
+err_disable:
+	pci_disable_device(pdev);
+err_dealloc:
+	ib_dealloc_device(&dev->ibdev);
+	return err;
+}
+
+static void ohca_remove(struct pci_dev *pdev)
+{
+	struct ohca_dev *dev = pci_get_drvdata(pdev);
+
+	ohca_debugfs_cleanup(dev);
+	ohca_ib_unregister(dev);
+	ohca_netdev_destroy(dev);
+	/* Stop all device DMA before its buffers go away. */
+	ohca_dev_reset(dev);
+	ohca_cmdq_destroy(dev);
+	ohca_eq0_destroy(dev);
+	pci_free_irq_vectors(pdev);
+	ohca_unmap_bars(dev);
+	pci_clear_master(pdev);
+	pci_disable_device(pdev);
+	ib_dealloc_device(&dev->ibdev);
+}
+
+static struct pci_driver ohca_pci_driver = {
+	.name		= DRV_NAME,
+	.id_table	= ohca_pci_ids,
+	.probe		= ohca_probe,
+	.remove		= ohca_remove,
+};
+
+static int __init ohca_init(void)
+{
+	int err;
+
+	ohca_debugfs_module_init();
+	err = pci_register_driver(&ohca_pci_driver);
+	if (err)
+		ohca_debugfs_module_exit();
+	return err;
+}
+
+static void __exit ohca_exit(void)
+{
+	pci_unregister_driver(&ohca_pci_driver);
+	ohca_debugfs_module_exit();
+}
+
+module_init(ohca_init);
+module_exit(ohca_exit);
+
+MODULE_DESCRIPTION("ohca emulated RoCEv2 RDMA NIC");
+MODULE_AUTHOR("The ohca authors");
+MODULE_LICENSE("Dual BSD/GPL");

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ohca: ib_device_ops. This revision covers the device, port, GID table
+ * and user contexts; the data path (PD, CQ, QP, MR, AH) comes with the
+ * RDMA queues, until then the core treats the device as user-only.
+ */
+#include <linux/etherdevice.h>
+#include <linux/if_vlan.h>
+#include <net/ipv6.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_mad.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include <ohca/ohca-abi.h>
+
+#include "ohca.h"
+
+/*
+ * Largest RoCEv2 header stack in front of the payload: Ethernet + VLAN
+ * is outside the MTU, inside it IPv6 (40) + UDP (8) + BTH (12) + the
+ * largest extension headers and ICRC, rounded up as rxe does.
+ */
+#define OHCA_ROCE_HDR_OVERHEAD	80
+
+static enum ib_mtu ohca_eth_mtu_to_ib(u32 eth_mtu)
+{
+	if (eth_mtu <= OHCA_ROCE_HDR_OVERHEAD)
+		return IB_MTU_256;
+	return ib_mtu_int_to_enum(eth_mtu - OHCA_ROCE_HDR_OVERHEAD);
+}
+
+static void ohca_speed_to_ib(u32 mbps, u16 *speed, u8 *width)
+{
+	if (mbps <= 2500) {
+		*width = IB_WIDTH_1X;
+		*speed = IB_SPEED_SDR;
+	} else if (mbps <= 10000) {
+		*width = IB_WIDTH_1X;
+		*speed = IB_SPEED_FDR10;
+	} else if (mbps <= 25000) {
+		*width = IB_WIDTH_1X;
+		*speed = IB_SPEED_EDR;
+	} else if (mbps <= 50000) {
+		*width = IB_WIDTH_1X;
+		*speed = IB_SPEED_HDR;
+	} else {
+		*width = IB_WIDTH_4X;
+		*speed = IB_SPEED_EDR;
+	}
+}
+
+static int ohca_query_device(struct ib_device *ibdev,
+			     struct ib_device_attr *props,
+			     struct ib_udata *udata)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibdev);
+	const struct ohca_query_device_out *a = &dev->attr;
+
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EINVAL;
+
+	memset(props, 0, sizeof(*props));
+	props->fw_ver = le32_to_cpu(a->fw_version);
+	props->sys_image_guid = cpu_to_be64(le64_to_cpu(a->sys_image_guid));
+	props->max_mr_size = le64_to_cpu(a->max_mr_size);
+	props->page_size_cap = le64_to_cpu(a->page_size_cap);
+	props->vendor_id = le32_to_cpu(a->vendor_id);
+	props->vendor_part_id = le32_to_cpu(a->vendor_part_id);
+	props->hw_ver = le32_to_cpu(a->hw_version);
+	props->max_qp = le32_to_cpu(a->max_qp);
+	props->max_qp_wr = le32_to_cpu(a->max_qp_wr);
+	props->max_send_sge = le32_to_cpu(a->max_sge);
+	props->max_recv_sge = le32_to_cpu(a->max_sge);
+	props->max_sge_rd = le32_to_cpu(a->max_sge_rd);
+	props->max_cq = le32_to_cpu(a->max_cq);
+	props->max_cqe = le32_to_cpu(a->max_cqe);
+	props->max_mr = le32_to_cpu(a->max_mr);
+	props->max_pd = le32_to_cpu(a->max_pd);
+	props->max_qp_rd_atom = le32_to_cpu(a->max_qp_rd_atom);
+	props->max_qp_init_rd_atom = le32_to_cpu(a->max_qp_init_rd_atom);
+	props->max_res_rd_atom = props->max_qp * props->max_qp_rd_atom;
+	props->max_ah = le32_to_cpu(a->max_ah);
+	props->max_srq = le32_to_cpu(a->max_srq);
+	props->max_srq_wr = le32_to_cpu(a->max_srq_wr);
+	props->max_srq_sge = le32_to_cpu(a->max_sge);
+	props->max_pkeys = dev->pkey_tbl_len;
+	props->atomic_cap = IB_ATOMIC_NONE;
+	return 0;
+}
+
+static void ohca_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibdev);
+	u32 fw = le32_to_cpu(dev->attr.fw_version);
+
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%u.%u.%u", fw >> 16,
+		 (fw >> 8) & 0xff, fw & 0xff);
+}
+
+static int ohca_query_port(struct ib_device *ibdev, u32 port,
+			   struct ib_port_attr *props)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibdev);
+	bool up = atomic_read(&dev->link_up) &&
+		  !test_bit(OHCA_FLAG_FATAL, &dev->flags);
+
+	if (port != 1)
+		return -EINVAL;
+
+	/* The core zeroed *props. */
+	props->state = up ? IB_PORT_ACTIVE : IB_PORT_DOWN;
+	props->phys_state = up ? IB_PORT_PHYS_STATE_LINK_UP :
+				 IB_PORT_PHYS_STATE_DISABLED;
+	props->max_mtu = ohca_eth_mtu_to_ib(dev->max_mtu);
+	props->active_mtu = ohca_eth_mtu_to_ib(READ_ONCE(dev->netdev->mtu));
+	props->gid_tbl_len = dev->gid_tbl_len;
+	props->pkey_tbl_len = 1;
+	props->port_cap_flags = IB_PORT_CM_SUP;
+	props->ip_gids = true;
+	props->max_msg_sz = le32_to_cpu(dev->attr.max_msg_size);
+	props->max_vl_num = 1;
+	ohca_speed_to_ib(dev->speed_mbps, &props->active_speed,
+			 &props->active_width);
+	return 0;
+}
+
+static int ohca_get_port_immutable(struct ib_device *ibdev, u32 port,
+				   struct ib_port_immutable *immutable)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibdev);
+
+	if (port != 1)
+		return -EINVAL;
+
+	/* RoCEv2 only: the device has no RoCEv1 (raw Ethernet) transport. */
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	immutable->gid_tbl_len = dev->gid_tbl_len;
+	immutable->pkey_tbl_len = 1;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+static enum rdma_link_layer ohca_get_link_layer(struct ib_device *ibdev,
+						u32 port)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static int ohca_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
+			   u16 *pkey)
+{
+	if (index)
+		return -EINVAL;
+	*pkey = IB_DEFAULT_PKEY_FULL;
+	return 0;
+}
+
+static int ohca_add_gid(const struct ib_gid_attr *attr, void **context)
+{
+	struct ohca_dev *dev = to_ohca_dev(attr->device);
+	struct ohca_add_gid_in in = {};
+	struct ohca_cmd_args args = {
+		.opcode = OHCA_CMD_ADD_GID,
+		.in = &in,
+		.in_len = sizeof(in),
+	};
+	u16 vlan_id;
+	int err;
+
+	if (attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return -EINVAL;
+
+	err = rdma_read_gid_l2_fields(attr, &vlan_id, in.mac);
+	if (err)
+		return err;
+
+	memcpy(in.gid, attr->gid.raw, sizeof(in.gid));
+	in.index = cpu_to_le16(attr->index);
+	in.port = attr->port_num;
+	in.type = ipv6_addr_v4mapped((const struct in6_addr *)attr->gid.raw) ?
+		  OHCA_GID_TYPE_ROCE_V2_IPV4 : OHCA_GID_TYPE_ROCE_V2_IPV6;
+	in.vlan_id = cpu_to_le16(vlan_id < VLAN_N_VID ? vlan_id : 0xffff);
+
+	return ohca_cmd_exec(dev, &args);
+}
+
+static int ohca_del_gid(const struct ib_gid_attr *attr, void **context)
+{
+	struct ohca_dev *dev = to_ohca_dev(attr->device);
+	struct ohca_del_gid_in in = {
+		.index = cpu_to_le16(attr->index),
+		.port = attr->port_num,
+	};
+	struct ohca_cmd_args args = {
+		.opcode = OHCA_CMD_DEL_GID,
+		.in = &in,
+		.in_len = sizeof(in),
+	};
+
+	return ohca_cmd_exec(dev, &args);
+}
+
+static int ohca_alloc_uar(struct ohca_dev *dev, u32 *index)
+{
+	struct ohca_alloc_uar_out out;
+	struct ohca_cmd_args args = {
+		.opcode = OHCA_CMD_ALLOC_UAR,
+		.out = &out,
+		.out_len = sizeof(out),
+	};
+	int err;
+
+	err = ohca_cmd_exec(dev, &args);
+	if (err)
+		return err;
+	*index = le32_to_cpu(out.uar_index);
+	if (!*index || *index >= dev->db_bar_len >> OHCA_DB_PAGE_SHIFT) {
+		dev_err(&dev->pdev->dev, "device returned bad UAR index %u\n",
+			*index);
+		return -EIO;
+	}
+	return 0;
+}
+
+static void ohca_dealloc_uar(struct ohca_dev *dev, u32 index)
+{
+	struct ohca_dealloc_uar_in in = { .uar_index = cpu_to_le32(index) };
+	struct ohca_cmd_args args = {
+		.opcode = OHCA_CMD_DEALLOC_UAR,
+		.in = &in,
+		.in_len = sizeof(in),
+	};
+
+	ohca_cmd_exec(dev, &args);
+}
+
+static int ohca_alloc_ucontext(struct ib_ucontext *ibuctx,
+			       struct ib_udata *udata)
+{
+	struct ohca_ucontext *uctx = to_ohca_uctx(ibuctx);
+	struct ohca_dev *dev = to_ohca_dev(ibuctx->device);
+	struct ohca_ibv_alloc_ucontext_resp resp = {};
+	struct ohca_user_mmap_entry *entry;
+	int err;
+
+	/* No request fields are defined: anything sent must be zero. */
+	if (udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EINVAL;
+	if (udata->outlen < offsetofend(typeof(resp), db_page_size))
+		return -EINVAL;
+
+	err = ohca_alloc_uar(dev, &uctx->uar_index);
+	if (err)
+		return err;
+
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
+	if (!entry) {
+		err = -ENOMEM;
+		goto err_dealloc_uar;
+	}
+	entry->address = dev->db_bar_addr +
+			 ((u64)uctx->uar_index << OHCA_DB_PAGE_SHIFT);
+	err = rdma_user_mmap_entry_insert(ibuctx, &entry->rdma_entry,
+					  PAGE_SIZE);
+	if (err) {
+		kfree(entry);
+		goto err_dealloc_uar;
+	}
+	uctx->db_entry = &entry->rdma_entry;
+
+	resp.db_mmap_key = rdma_user_mmap_get_offset(uctx->db_entry);
+	resp.uar_index = uctx->uar_index;
+	resp.db_page_size = OHCA_DB_PAGE_SIZE;
+	resp.device_caps = dev->caps;
+	err = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
+	if (err)
+		goto err_remove_entry;
+	return 0;
+
+err_remove_entry:
+	/* mmap_free() frees the entry once the last reference is gone. */
+	rdma_user_mmap_entry_remove(uctx->db_entry);
+err_dealloc_uar:
+	ohca_dealloc_uar(dev, uctx->uar_index);
+	return err;
+}
+
+static void ohca_dealloc_ucontext(struct ib_ucontext *ibuctx)
+{
+	struct ohca_ucontext *uctx = to_ohca_uctx(ibuctx);
+
+	rdma_user_mmap_entry_remove(uctx->db_entry);
+	ohca_dealloc_uar(to_ohca_dev(ibuctx->device), uctx->uar_index);
+}
+
+static int ohca_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibuctx->device);
+	struct rdma_user_mmap_entry *rdma_entry;
+	struct ohca_user_mmap_entry *entry;
+	int err;
+
+	rdma_entry = rdma_user_mmap_entry_get(ibuctx, vma);
+	if (!rdma_entry) {
+		ibdev_dbg(&dev->ibdev, "mmap: no entry at page offset %#lx\n",
+			  vma->vm_pgoff);
+		return -EINVAL;
+	}
+	entry = to_ohca_mmap_entry(rdma_entry);
+
+	if (vma->vm_flags & VM_EXEC) {
+		err = -EPERM;
+		goto out_put;
+	}
+	err = rdma_user_mmap_io(ibuctx, vma, PFN_DOWN(entry->address),
+				PAGE_SIZE, pgprot_noncached(vma->vm_page_prot),
+				rdma_entry);
+out_put:
+	rdma_user_mmap_entry_put(rdma_entry);
+	return err;
+}
+
+static void ohca_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
+{
+	kfree(to_ohca_mmap_entry(rdma_entry));
+}
+
+/* EQ 0 interrupt context: PORT_CHANGE event while registered. */
+void ohca_port_event(struct ohca_dev *dev, bool up)
+{
+	struct ib_event event = {
+		.device = &dev->ibdev,
+		.event = up ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR,
+		.element.port_num = 1,
+	};
+
+	ib_dispatch_event(&event);
+}
+
+const struct ib_device_ops ohca_dev_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = OHCA_UVERBS_ABI_VERSION,
+
+	.add_gid = ohca_add_gid,
+	.alloc_ucontext = ohca_alloc_ucontext,
+	.dealloc_ucontext = ohca_dealloc_ucontext,
+	.del_gid = ohca_del_gid,
+	.get_dev_fw_str = ohca_get_dev_fw_str,
+	.get_link_layer = ohca_get_link_layer,
+	.get_port_immutable = ohca_get_port_immutable,
+	.mmap = ohca_mmap,
+	.mmap_free = ohca_mmap_free,
+	.query_device = ohca_query_device,
+	.query_pkey = ohca_query_pkey,
+	.query_port = ohca_query_port,
+
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, ohca_ucontext, ibucontext),
+};
