@@ -155,6 +155,7 @@ static int ohca_dbg_stats_show(struct seq_file *s, void *unused)
 	OHCA_SHOW(cmd_failed);
 	OHCA_SHOW(reg_errors);
 	OHCA_SHOW(db_errors);
+	OHCA_SHOW(eth_rx_errors);
 #undef OHCA_SHOW
 	return 0;
 }
