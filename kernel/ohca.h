@@ -141,6 +141,7 @@ struct ohca_dev {
 	struct ohca_query_device_out attr;
 	u8 port_mac[ETH_ALEN];
 	u32 max_mtu;
+	u32 port_mtu;			/* MTU the device had at probe */
 	u32 speed_mbps;
 	u32 gid_tbl_len;
 	u32 pkey_tbl_len;

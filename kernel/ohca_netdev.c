@@ -591,7 +591,7 @@ int ohca_netdev_create(struct ohca_dev *dev)
 	ndev->ethtool_ops = &ohca_ethtool_ops;
 	ndev->min_mtu = OHCA_ETH_MIN_MTU;
 	ndev->max_mtu = dev->max_mtu;
-	ndev->mtu = min_t(u32, ETH_DATA_LEN, dev->max_mtu);
+	ndev->mtu = min(dev->port_mtu, dev->max_mtu);
 	eth_hw_addr_set(ndev, dev->port_mac);
 
 	u64_stats_init(&dev->tx_stats.syncp);
