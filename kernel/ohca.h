@@ -157,6 +157,7 @@ struct ohca_dev {
 	struct ohca_eth_stats tx_stats;	/* updated in xmit and NAPI */
 	struct ohca_eth_stats rx_stats;	/* updated in NAPI only */
 	atomic64_t tx_dropped;		/* updated in xmit */
+	bool eth_up;			/* rings exist; under RTNL */
 	struct work_struct rx_mode_work;
 	u32 rx_mode;			/* last mode sent; rx_mode_work only */
 

@@ -145,6 +145,8 @@ static int ohca_ib_register(struct ohca_dev *dev)
 	if (err) {
 		dev_err(&dev->pdev->dev, "cannot register the RDMA device: %d\n",
 			err);
+		/* Drop the netdev reference, or unregistering it would hang. */
+		ib_device_set_netdev(ibdev, NULL, 1);
 		return err;
 	}
 	set_bit(OHCA_FLAG_IB_REGISTERED, &dev->flags);

@@ -331,6 +331,7 @@ static int ohca_eth_up(struct ohca_dev *dev)
 	ohca_wr32(dev, OHCA_REG_ETH_RX_PI, dev->rx.pi & OHCA_RING_INDEX_MASK);
 	ohca_wr32(dev, OHCA_REG_ETH_IRQ_MASK, 0);
 	netif_start_queue(ndev);
+	dev->eth_up = true;
 	return 0;
 
 err_destroy_tx:
@@ -349,6 +350,11 @@ static void ohca_eth_down(struct ohca_dev *dev)
 {
 	struct net_device *ndev = dev->netdev;
 	int err_rx, err_tx;
+
+	/* Down after a failed restart (MTU change): nothing to undo. */
+	if (!dev->eth_up)
+		return;
+	dev->eth_up = false;
 
 	napi_disable(&dev->napi);
 	netif_tx_disable(ndev);
