@@ -59,6 +59,7 @@ PREFIX = 24
 IBDEV = "ohca0"
 IFACE = "eth0"
 NETDEV_ID = "n0"
+FIRMWARE_DIRS = ["/usr/share/qemu", "/usr/share/seabios", "/usr/lib/ipxe/qemu"]
 NIC_ID = "nic0"
 
 # Kernel log lines that make a run fail (matched case-sensitively).
@@ -271,6 +272,7 @@ class Result:
         self.exit_code = None       # None: no result (timeout or crash)
         self.timed_out = False
         self.output = ""
+        self.qemu_log = ""
         self.console = ""
         self.dmesg = ""
         self.kernel_problems = []
@@ -307,6 +309,9 @@ class Result:
         if self.exit_code is None or self.timed_out or self.error:
             lines.append("  --- console tail ---")
             lines += ["  " + l for l in self.console_tail(40).splitlines()]
+            if self.qemu_log.strip():
+                lines.append("  --- QEMU output ---")
+                lines += ["  " + l for l in self.qemu_log.splitlines()[-20:]]
         return "\n".join(lines)
 
 
@@ -389,8 +394,11 @@ class VM:
         argv = [c.qemu, "-name", self.name,
                 "-accel", "tcg", "-cpu", "max", "-smp", str(c.smp), "-m", c.mem,
                 "-nographic", "-nodefaults", "-no-reboot",
-                "-L", "/usr/share/qemu",
                 "-kernel", c.kernel]
+        # Debian spreads the firmware over several packages' directories.
+        for d in FIRMWARE_DIRS:
+            if os.path.isdir(d):
+                argv += ["-L", d]
         if c.initrd:
             argv += ["-initrd", c.initrd]
         argv += ["-append", append,
@@ -487,9 +495,10 @@ class VM:
                 r.exit_code = int(f.read().strip())
         except (FileNotFoundError, ValueError):
             pass
-        for attr, fname in (("output", "output.log"), ("dmesg", "dmesg.txt")):
+        for attr, fname in (("output", "share/output.log"), ("dmesg", "share/dmesg.txt"),
+                            ("qemu_log", "qemu.log")):
             try:
-                with open(os.path.join(share, fname), errors="replace") as f:
+                with open(os.path.join(self.logdir, fname), errors="replace") as f:
                     setattr(r, attr, f.read())
             except FileNotFoundError:
                 pass

@@ -1,0 +1,93 @@
+"""ibv_devinfo -v -d ohca0 reports what the QEMU device was configured with."""
+
+import os
+import shutil
+
+import pytest
+
+from vmtest import assert_ok, ohcavm, parse_devinfo, section
+
+# What the device reports as firmware version (register FW_VERSION,
+# formatted major.minor.sub by the driver). Adjust with the device.
+EXPECTED_FW_VER = "1.0.0"
+EXPECTED_VENDOR_ID = "0x1af4"
+EXPECTED_VENDOR_PART_ID = "4336"  # 0x10f0
+
+# Waits (bounded) until the GID table has the RoCE v2 IPv4 GID and an IPv6
+# link-local GID, reading a few sysfs entries with the shell's read (forking
+# per entry is slow under TCG), then prints ibv_devinfo.
+SCRIPT = r"""
+gids=/sys/class/infiniband/ohca0/ports/1/gids
+have_gids() {
+    local i g v4= ll=
+    for i in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
+        [ -e "$gids/$i" ] || break
+        read -r g < "$gids/$i" || continue
+        case "$g" in
+        0000:0000:0000:0000:0000:ffff:*) v4=1 ;;
+        fe80:*) ll=1 ;;
+        esac
+    done
+    [ -n "$v4" ] && [ -n "$ll" ]
+}
+ohca_poll 60 have_gids || echo "warning: GID table incomplete after 60 s"
+echo "=== devinfo ==="
+ibv_devinfo -v -d ohca0
+echo "=== devices ==="
+ibv_devices
+echo "=== end ==="
+"""
+
+
+@pytest.fixture(scope="module")
+def devinfo(nic):
+    # One VM for the whole module; its logs in build/test-logs/test_devinfo.
+    logdir = os.path.join(ohcavm.TOP, "build", "test-logs", "test_devinfo")
+    shutil.rmtree(logdir, ignore_errors=True)
+    with ohcavm.Cluster("test_devinfo", nvms=1, nic=nic, logdir=logdir) as c:
+        c.start(SCRIPT)
+        (r,) = c.wait(300)
+    assert_ok([r])
+    return r, parse_devinfo(section(r.output, "devinfo"))
+
+
+pytestmark = pytest.mark.ohca_only
+
+
+def test_identity(devinfo):
+    r, d = devinfo
+    f = d["fields"]
+    assert f.get("transport") == "InfiniBand (0)", f
+    assert f.get("node_guid") == ohcavm.format_guid(ohcavm.NODE_GUIDS[0]), f
+    assert f.get("fw_ver"), "fw_ver empty"
+    assert f.get("fw_ver") == EXPECTED_FW_VER, f
+    assert f.get("vendor_id") == EXPECTED_VENDOR_ID, f
+    assert f.get("vendor_part_id") == EXPECTED_VENDOR_PART_ID, f
+    assert f.get("phys_port_cnt") == "1", f
+    assert "ohca0" in section(r.output, "devices")
+
+
+def test_limits(devinfo):
+    _, d = devinfo
+    f = d["fields"]
+    for key in ("max_qp", "max_cq", "max_mr", "max_pd", "max_qp_wr", "max_cqe"):
+        assert key in f, f"{key} missing from ibv_devinfo -v"
+        assert int(f[key], 0) > 0, f"{key} = {f[key]}"
+
+
+def test_port(devinfo):
+    _, d = devinfo
+    assert list(d["ports"]) == [1], d["ports"].keys()
+    p = d["ports"][1]["fields"]
+    assert p.get("state") == "PORT_ACTIVE (4)", p
+    assert p.get("link_layer") == "Ethernet", p
+
+
+def test_gid_table(devinfo):
+    _, d = devinfo
+    gids = d["ports"][1]["gids"]
+    ip = ohcavm.IPS[0]
+    assert any(g == f"::ffff:{ip}" and t == "RoCE v2" for _, g, t in gids), \
+        f"no RoCE v2 GID ::ffff:{ip}: {gids}"
+    assert any(g.lower().startswith("fe80:") for _, g, _ in gids), \
+        f"no IPv6 link-local GID: {gids}"

@@ -1,0 +1,57 @@
+"""Helpers shared by the integration tests (importable from test modules)."""
+
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vm"))
+import ohcavm  # noqa: E402  (re-exported for the tests)
+
+
+def assert_ok(results):
+    """Fails with a full report unless every VM exited 0 with a clean kernel log."""
+    bad = [r for r in results if not r.ok]
+    if bad:
+        raise AssertionError("\n\n".join(r.report() for r in bad))
+
+
+def assert_klog_clean(results):
+    bad = [r for r in results if r.kernel_problems]
+    if bad:
+        raise AssertionError("\n\n".join(r.report() for r in bad))
+
+
+def section(output, name):
+    """Text between the lines '=== NAME ===' and the next '=== ... ===' line."""
+    m = re.search(rf"^=== {re.escape(name)} ===\n(.*?)(?=^=== |\Z)", output, re.S | re.M)
+    if not m:
+        raise AssertionError(f"section '{name}' missing from the job output:\n{output}")
+    return m.group(1)
+
+
+def parse_devinfo(text):
+    """Parses `ibv_devinfo -v` for one device.
+
+    Returns {"fields": {name: value}, "ports": {n: {"fields": {...},
+    "gids": [(index, gid, type)]}}}."""
+    dev = {"fields": {}, "ports": {}}
+    port = None
+    for line in text.splitlines():
+        m = re.match(r"^\t\tport:\t(\d+)$", line)
+        if m:
+            port = {"fields": {}, "gids": []}
+            dev["ports"][int(m.group(1))] = port
+            continue
+        m = re.match(r"^\t+GID\[\s*(\d+)\]:\s+(\S+?),\s*(.+)$", line)
+        if m and port is not None:
+            port["gids"].append((int(m.group(1)), m.group(2), m.group(3).strip()))
+            continue
+        m = re.match(r"^(\t+)([A-Za-z_][\w ]*?):\s*(.*)$", line)
+        if not m:
+            continue
+        depth, key, value = len(m.group(1)), m.group(2), m.group(3).strip()
+        if port is None and depth == 1:
+            dev["fields"].setdefault(key, value)
+        elif port is not None and depth == 3:
+            port["fields"].setdefault(key, value)
+    return dev
