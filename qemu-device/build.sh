@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Builds Debian's QEMU 7.2 with the ohca device added as hw/ohca and links
+# the result to build/qemu/qemu-system-x86_64 in the repository.
+#
+#   qemu-device/build.sh            build (or reuse) and link
+#   OHCA_CACHE=/path ...            cache location (default ~/.cache/ohca)
+#   OHCA_JOBS=N ...                 ninja parallelism (default 2)
+#
+# Layout of the cache:
+#   qemu-src-<ver>/            pristine `apt-get source qemu` (fetched once)
+#   qemu-tree-<ver>/src        working copy with hw/ohca overlaid
+#   qemu-tree-<ver>/build      the one build directory, reused so that a
+#                              change in qemu-device/ rebuilds incrementally
+#   qemu-bin/<hash>/           finished binaries keyed by a hash of the QEMU
+#                              version and every input file; a second run
+#                              with unchanged inputs only relinks
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cache=${OHCA_CACHE:-$HOME/.cache/ohca}
+jobs=${OHCA_JOBS:-2}
+out_dir=$top/build/qemu
+
+log() { printf 'qemu-device/build: %s\n' "$*"; }
+die() { printf 'qemu-device/build: error: %s\n' "$*" >&2; exit 1; }
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null; then
+		sudo "$@"
+	else
+		die "need root for: $*"
+	fi
+}
+
+# --- 1. build dependencies --------------------------------------------------
+build_deps=(build-essential dpkg-dev rsync ninja-build meson flex bison
+	pkg-config bzip2 libglib2.0-dev libpixman-1-dev libfdt-dev libslirp-dev
+	libattr1-dev libcap-ng-dev qemu-system-data seabios ipxe-qemu)
+missing=()
+for p in "${build_deps[@]}"; do
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[ "$st" = "install ok installed" ] || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	log "installing ${missing[*]}"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+	as_root env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# --- 2. a deb-src entry ------------------------------------------------------
+# Any deb822 file with "Types: deb-src" (ohca-src.sources, ohca-deb-src.sources
+# or the distribution's own) will do; otherwise derive one from debian.sources
+# so the mirror is whatever this machine already uses.
+have_src() {
+	grep -qsE '^Types:.*deb-src' /etc/apt/sources.list.d/*.sources ||
+		grep -qsE '^deb-src ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list
+}
+if ! have_src; then
+	[ -f /etc/apt/sources.list.d/debian.sources ] ||
+		die "no deb-src entry and no /etc/apt/sources.list.d/debian.sources to derive one from"
+	log "adding /etc/apt/sources.list.d/ohca-deb-src.sources"
+	sed -E 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources |
+		as_root tee /etc/apt/sources.list.d/ohca-deb-src.sources >/dev/null
+	as_root apt-get update -q
+fi
+
+# --- 3. pristine source --------------------------------------------------------
+full_ver=$(apt-cache showsrc qemu 2>/dev/null | awk '/^Version:/ {print $2}' |
+	sort -V | tail -n 1)
+if [ -z "$full_ver" ]; then
+	as_root apt-get update -q
+	full_ver=$(apt-cache showsrc qemu 2>/dev/null | awk '/^Version:/ {print $2}' |
+		sort -V | tail -n 1)
+fi
+[ -n "$full_ver" ] || die "apt-cache showsrc qemu found no source package"
+ver=${full_ver#*:}
+case "$ver" in 7.2*) ;; *) die "expected QEMU 7.2 source, found $ver" ;; esac
+
+src_cache=$cache/qemu-src-$ver
+if [ ! -f "$src_cache/.complete" ]; then
+	log "fetching qemu $full_ver source into $src_cache"
+	rm -rf "$src_cache.tmp"
+	mkdir -p "$src_cache.tmp"
+	(cd "$src_cache.tmp" && apt-get source -q "qemu=$full_ver")
+	rm -rf "$src_cache"
+	mv "$src_cache.tmp" "$src_cache"
+	touch "$src_cache/.complete"
+fi
+pristine=$(find "$src_cache" -mindepth 1 -maxdepth 1 -type d -name 'qemu-*' | head -n 1)
+[ -n "$pristine" ] && [ -f "$pristine/meson.build" ] || die "no unpacked source in $src_cache"
+
+# --- 4. input hash: cached result? ------------------------------------------------
+inputs_hash=$(
+	{
+		echo "$full_ver"
+		cd "$top"
+		find qemu-device firmware-interface/include -type f \
+			! -path 'qemu-device/engine/tests/*' -print0 | sort -z |
+			xargs -0 sha256sum
+	} | sha256sum | cut -c1-16
+)
+bin_dir=$cache/qemu-bin/$inputs_hash
+mkdir -p "$out_dir"
+if [ -x "$bin_dir/qemu-system-x86_64" ]; then
+	ln -sfn "$bin_dir/qemu-system-x86_64" "$out_dir/qemu-system-x86_64"
+	log "up to date ($inputs_hash): $out_dir/qemu-system-x86_64"
+	exit 0
+fi
+
+# --- 5. working tree: pristine copy + overlay ---------------------------------------
+tree=$cache/qemu-tree-$ver
+src=$tree/src
+build=$tree/build
+if [ ! -f "$tree/.src-complete" ]; then
+	log "copying pristine source to $src"
+	rm -rf "$tree"
+	mkdir -p "$tree"
+	cp -a "$pristine" "$src"
+	touch "$tree/.src-complete"
+fi
+
+# Overlay hw/ohca. rsync keeps the mtime of unchanged files, so ninja
+# only recompiles what changed.
+mkdir -p "$src/hw/ohca"
+rsync -a --delete --exclude=/firmware-interface --exclude=/build.sh \
+	--exclude=/engine/tests --exclude=/engine/CMakeLists.txt \
+	"$top/qemu-device/" "$src/hw/ohca/"
+mkdir -p "$src/hw/ohca/firmware-interface"
+rsync -a --delete "$top/firmware-interface/include" "$src/hw/ohca/firmware-interface/"
+
+# The two edits that hook hw/ohca into the tree, and no edk2 blobs (the dfsg
+# tarball has none).
+grep -qx "subdir('ohca')" "$src/hw/meson.build" ||
+	sed -i "/^subdir('nvme')$/a subdir('ohca')" "$src/hw/meson.build"
+grep -qx "subdir('ohca')" "$src/hw/meson.build" || die "could not edit hw/meson.build"
+grep -qx "source ohca/Kconfig" "$src/hw/Kconfig" ||
+	sed -i "/^source nvme\/Kconfig$/a source ohca/Kconfig" "$src/hw/Kconfig"
+grep -qx "source ohca/Kconfig" "$src/hw/Kconfig" || die "could not edit hw/Kconfig"
+sed -i 's/^\( *\)unpack_edk2_blobs = bzip2.found()$/\1unpack_edk2_blobs = false/' \
+	"$src/meson.build"
+
+# --- 6. configure (once) and build -----------------------------------------------
+configure_args=(--target-list=x86_64-softmmu --without-default-features
+	--enable-slirp --enable-tcg --enable-fdt=system --enable-virtfs --enable-attr --enable-cap-ng
+	--disable-docs --disable-install-blobs --firmwarepath=/usr/share/qemu)
+if [ ! -f "$build/build.ninja" ] ||
+	[ "$(cat "$tree/.configure-args" 2>/dev/null)" != "${configure_args[*]}" ]; then
+	log "configuring (${configure_args[*]})"
+	rm -rf "$build"
+	mkdir -p "$build"
+	(cd "$build" && "$src/configure" "${configure_args[@]}") >"$tree/configure.log" 2>&1 ||
+		{ tail -n 40 "$tree/configure.log"; die "configure failed (log: $tree/configure.log)"; }
+	echo "${configure_args[*]}" >"$tree/.configure-args"
+fi
+
+log "building with ninja -j$jobs in $build"
+start=$SECONDS
+# ninja's status line shows progress ([n/total]); keep it to one line per
+# 200 steps plus errors so long builds show progress without flooding logs.
+set +e
+ninja -C "$build" -j"$jobs" qemu-system-x86_64 2>&1 |
+	awk '/^\[[0-9]+\/[0-9]+\]/ { n++; if (n % 200 == 1) { print; fflush() } next } { print; fflush() }'
+rc=${PIPESTATUS[0]}
+set -e
+[ "$rc" -eq 0 ] || die "ninja failed"
+log "built in $((SECONDS - start))s"
+
+mkdir -p "$bin_dir.tmp"
+cp "$build/qemu-system-x86_64" "$bin_dir.tmp/"
+rm -rf "$bin_dir"
+mv "$bin_dir.tmp" "$bin_dir"
+ln -sfn "$bin_dir/qemu-system-x86_64" "$out_dir/qemu-system-x86_64"
+
+# Keep the three most recent binaries.
+ls -1dt "$cache"/qemu-bin/*/ 2>/dev/null | tail -n +4 | xargs -r rm -rf
+
+log "done: $out_dir/qemu-system-x86_64 -> $bin_dir/qemu-system-x86_64"

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "device.hpp"
+
+#include "byte_order.hpp"
+
+namespace ohca {
+
+Device::Device(const ohca_engine_ops &ops, void *ctx, const DeviceConfig &cfg)
+    : host_(ops, ctx), cfg_(cfg) {
+    power_on_state();
+}
+
+void Device::power_on_state() {
+    // Everything but the board (MAC, GUIDs) and the wire (link) state.
+    dev_status_ = OHCA_DEV_STATUS_RESET_DONE;
+    fatal_code_ = OHCA_FATAL_NONE;
+    cmdq_base_lo_ = 0;
+    cmdq_base_hi_ = 0;
+    cmdq_log_size_ = 0;
+    eq0_base_lo_ = 0;
+    eq0_base_hi_ = 0;
+    eq0_log_size_ = 0;
+    eth_irq_mask_ = 0;
+    eth_irq_pending_ = false;
+    cmdq_base_ = 0;
+    cmdq_size_ = 0;
+    cmdq_pi_ = 0;
+    cmdq_ci_ = 0;
+    eq0_.reset();
+    tx_ring_.reset();
+    rx_ring_.reset();
+    uars_.reset();
+    gids_.reset();
+    stats_ = Stats{};
+    mtu_ = DeviceLimits::default_mtu;
+    rx_mode_ = 0;
+}
+
+void Device::reset() {
+    Entry entry(*this);
+    if (!entry.ok()) {
+        return;
+    }
+    power_on_state();
+    // Frames held for the RX ring are now dropped; let the host redeliver.
+    if (rx_waiting_) {
+        host_.schedule();
+    }
+}
+
+bool Device::running() const {
+    return (dev_status_ & OHCA_DEV_STATUS_READY) != 0;
+}
+
+void Device::enter_fatal(uint32_t code) {
+    if ((dev_status_ & OHCA_DEV_STATUS_FATAL) != 0) {
+        return;
+    }
+    dev_status_ &= ~OHCA_DEV_STATUS_READY;
+    dev_status_ |= OHCA_DEV_STATUS_FATAL;
+    fatal_code_ = code;
+    // Tell the driver if EQ 0 can still take it.
+    if (code != OHCA_FATAL_EQ_DMA && code != OHCA_FATAL_EQ_OVERFLOW) {
+        ohca_eqe eqe{};
+        eqe.type = OHCA_EQE_DEVICE_FATAL;
+        eqe.code = le(static_cast<uint16_t>(code));
+        (void)eq0_.post(host_, eqe);
+    }
+    if (rx_waiting_) {
+        host_.schedule();
+    }
+}
+
+void Device::post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, uint32_t p2) {
+    if (!running()) {
+        return;
+    }
+    ohca_eqe eqe{};
+    eqe.type = type;
+    eqe.code = le(code);
+    eqe.param0 = le(p0);
+    eqe.param1 = le(p1);
+    eqe.param2 = le(p2);
+    switch (eq0_.post(host_, eqe)) {
+    case EventQueue::PostResult::Ok:
+    case EventQueue::PostResult::NotConfigured:
+        break;
+    case EventQueue::PostResult::Overflow:
+        enter_fatal(OHCA_FATAL_EQ_OVERFLOW);
+        break;
+    case EventQueue::PostResult::DmaError:
+        enter_fatal(OHCA_FATAL_EQ_DMA);
+        break;
+    }
+}
+
+void Device::set_link(bool up) {
+    Entry entry(*this);
+    if (!entry.ok() || up == cfg_.link_up) {
+        return;
+    }
+    cfg_.link_up = up;
+    post_event(OHCA_EQE_PORT_CHANGE, up ? OHCA_PORT_ACTIVE : OHCA_PORT_DOWN, 1, 0, 0);
+    if (!up && rx_waiting_) {
+        host_.schedule(); // held frames are dropped now
+    }
+}
+
+void Device::db_write(uint32_t page, uint32_t offset, uint64_t value, unsigned int size) {
+    Entry entry(*this);
+    if (!entry.ok() || page >= OHCA_NUM_DB_PAGES || offset >= OHCA_DB_PAGE_SIZE) {
+        ++stats_.db_errors;
+        return;
+    }
+    (void)value;
+    (void)size;
+    // Page 0 is the kernel's; pages 1.. belong to allocated UARs. The
+    // doorbell layout inside a page arrives with the RDMA queues: until
+    // then a write to an owned page has no effect.
+    if (page != 0 && !uars_.allocated(page)) {
+        ++stats_.db_errors;
+    }
+}
+
+void Device::process() {
+    {
+        Entry entry(*this);
+        if (!entry.ok()) {
+            host_.schedule(); // called from a callback: come back later
+            return;
+        }
+        if (running()) {
+            process_cmdq();
+        }
+        if (running()) {
+            process_eth_tx();
+        }
+    }
+    if (rx_waiting_ && !rx_would_retry()) {
+        rx_waiting_ = false;
+        host_.rx_resume();
+    }
+}
+
+} // namespace ohca

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "host.hpp"
+
+#include <ohca/ohca_regs.h>
+
+namespace ohca {
+
+namespace {
+
+bool range_ok(uint64_t addr, size_t len) {
+    return len == 0 || addr + (len - 1) >= addr;
+}
+
+} // namespace
+
+bool Host::read(uint64_t addr, void *buf, size_t len) const {
+    if (!range_ok(addr, len)) {
+        return false;
+    }
+    if (len == 0) {
+        return true;
+    }
+    return ops_.dma_read(ctx_, addr, buf, len) == 0;
+}
+
+bool Host::write(uint64_t addr, const void *buf, size_t len) const {
+    if (!range_ok(addr, len)) {
+        return false;
+    }
+    if (len == 0) {
+        return true;
+    }
+    return ops_.dma_write(ctx_, addr, buf, len) == 0;
+}
+
+void Host::raise_irq(unsigned int vector) const {
+    if (vector < OHCA_NUM_MSIX) {
+        ops_.raise_irq(ctx_, vector);
+    }
+}
+
+void Host::transmit(const uint8_t *frame, size_t len) const {
+    ops_.transmit(ctx_, frame, len);
+}
+
+void Host::schedule() const {
+    ops_.schedule(ctx_);
+}
+
+void Host::rx_resume() const {
+    ops_.rx_resume(ctx_);
+}
+
+} // namespace ohca

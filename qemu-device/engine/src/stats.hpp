@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Device counters reported by QUERY_STATS and QUERY_PORT.
+#pragma once
+
+#include <cstdint>
+
+namespace ohca {
+
+struct Stats {
+    uint64_t eth_rx_frames = 0;
+    uint64_t eth_rx_bytes = 0;
+    uint64_t eth_rx_dropped_no_desc = 0;
+    uint64_t eth_rx_dropped_filter = 0;
+    uint64_t eth_rx_dropped_too_long = 0;
+    uint64_t eth_rx_errors = 0;
+    uint64_t eth_tx_frames = 0;
+    uint64_t eth_tx_bytes = 0;
+    uint64_t eth_tx_errors = 0;
+    uint64_t roce_rx_frames = 0;
+    uint64_t roce_rx_dropped = 0;
+    uint64_t cmd_completed = 0;
+    uint64_t cmd_failed = 0;
+    uint64_t reg_errors = 0;
+    uint64_t db_errors = 0;
+    // Port totals: every frame accepted from / put on the wire.
+    uint64_t port_rx_frames = 0;
+    uint64_t port_tx_frames = 0;
+};
+
+} // namespace ohca

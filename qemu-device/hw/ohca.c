@@ -1,0 +1,373 @@
+/*
+ * ohca: an emulated RoCEv2 RDMA NIC (PCI function, BARs, MSI-X, netdev).
+ *
+ * This file is the QEMU glue only. The device's behaviour - registers,
+ * command queue, event queues, Ethernet rings, RoCE classification - lives
+ * in the C++ engine behind engine/include/ohca_engine.h; the glue gives it
+ * DMA through pci_dma_read/pci_dma_write, MSI-X, the netdev and a bottom
+ * half, and forwards BAR accesses and received frames.
+ *
+ * The contract with drivers is firmware-interface/include/ohca/ and
+ * docs/programming-manual.md.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/module.h"
+#include "qemu/main-loop.h"
+#include "qapi/error.h"
+#include "hw/pci/pci.h"
+#include "hw/pci/msix.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+#include "net/net.h"
+#include "qom/object.h"
+
+#include "ohca/ohca_regs.h"
+#include "ohca_engine.h"
+
+#define TYPE_OHCA "ohca"
+OBJECT_DECLARE_SIMPLE_TYPE(OhcaState, OHCA)
+
+/* MSI-X table and PBA share BAR4. */
+#define OHCA_MSIX_TABLE_OFFSET  0x000
+#define OHCA_MSIX_PBA_OFFSET    0x800
+
+struct OhcaState {
+    PCIDevice parent_obj;
+
+    MemoryRegion regs;
+    MemoryRegion db;
+    MemoryRegion msix;
+
+    NICConf conf;
+    NICState *nic;
+    QEMUBH *bh;
+    struct ohca_engine *engine;
+
+    uint64_t node_guid;
+    uint64_t sys_image_guid;
+};
+
+/* ---- engine callbacks ------------------------------------------------- */
+
+static int ohca_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
+{
+    OhcaState *s = opaque;
+
+    return pci_dma_read(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
+}
+
+static int ohca_dma_write(void *opaque, uint64_t addr, const void *buf,
+                          size_t len)
+{
+    OhcaState *s = opaque;
+
+    return pci_dma_write(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
+}
+
+static void ohca_raise_irq(void *opaque, unsigned int vector)
+{
+    OhcaState *s = opaque;
+    PCIDevice *d = PCI_DEVICE(s);
+
+    /* The device signals through MSI-X only; without it there is no IRQ. */
+    if (vector < OHCA_NUM_MSIX && msix_enabled(d)) {
+        msix_notify(d, vector);
+    }
+}
+
+static void ohca_transmit(void *opaque, const uint8_t *frame, size_t len)
+{
+    OhcaState *s = opaque;
+
+    qemu_send_packet(qemu_get_queue(s->nic), frame, len);
+}
+
+static void ohca_schedule(void *opaque)
+{
+    OhcaState *s = opaque;
+
+    qemu_bh_schedule(s->bh);
+}
+
+static void ohca_rx_resume(void *opaque)
+{
+    OhcaState *s = opaque;
+
+    qemu_flush_queued_packets(qemu_get_queue(s->nic));
+}
+
+static const struct ohca_engine_ops ohca_engine_ops = {
+    .dma_read = ohca_dma_read,
+    .dma_write = ohca_dma_write,
+    .raise_irq = ohca_raise_irq,
+    .transmit = ohca_transmit,
+    .schedule = ohca_schedule,
+    .rx_resume = ohca_rx_resume,
+};
+
+/* Command queue and TX doorbells only schedule this; the work runs here. */
+static void ohca_bh(void *opaque)
+{
+    OhcaState *s = opaque;
+
+    ohca_engine_process(s->engine);
+}
+
+/* ---- BARs ------------------------------------------------------------- */
+
+static uint64_t ohca_regs_read(void *opaque, hwaddr addr, unsigned size)
+{
+    OhcaState *s = opaque;
+
+    return ohca_engine_reg_read(s->engine, addr, size);
+}
+
+static void ohca_regs_write(void *opaque, hwaddr addr, uint64_t val,
+                            unsigned size)
+{
+    OhcaState *s = opaque;
+
+    ohca_engine_reg_write(s->engine, addr, val, size);
+}
+
+/*
+ * Every width and alignment reaches the engine, which accepts aligned
+ * 32-bit accesses only and counts the rest in ERR_COUNT.
+ */
+static const MemoryRegionOps ohca_regs_ops = {
+    .read = ohca_regs_read,
+    .write = ohca_regs_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
+    },
+    .impl = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
+    },
+};
+
+static uint64_t ohca_db_read(void *opaque, hwaddr addr, unsigned size)
+{
+    return 0;
+}
+
+static void ohca_db_write(void *opaque, hwaddr addr, uint64_t val,
+                          unsigned size)
+{
+    OhcaState *s = opaque;
+
+    ohca_engine_db_write(s->engine, addr >> OHCA_DB_PAGE_SHIFT,
+                         addr & (OHCA_DB_PAGE_SIZE - 1), val, size);
+}
+
+static const MemoryRegionOps ohca_db_ops = {
+    .read = ohca_db_read,
+    .write = ohca_db_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
+    },
+    .impl = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
+    },
+};
+
+/* ---- network ---------------------------------------------------------- */
+
+/*
+ * Frames are always offered to the engine: it answers RETRY only for an
+ * ordinary frame waiting for an RX descriptor (QEMU then queues it until
+ * the engine calls rx_resume), so RoCE traffic and drops never wait here.
+ */
+static bool ohca_can_receive(NetClientState *nc)
+{
+    OhcaState *s = qemu_get_nic_opaque(nc);
+
+    return s->engine != NULL;
+}
+
+static ssize_t ohca_receive(NetClientState *nc, const uint8_t *buf,
+                            size_t size)
+{
+    OhcaState *s = qemu_get_nic_opaque(nc);
+
+    if (ohca_engine_receive_frame(s->engine, buf, size) ==
+        OHCA_ENGINE_RX_RETRY) {
+        return 0;
+    }
+    return size;
+}
+
+static void ohca_link_status_changed(NetClientState *nc)
+{
+    OhcaState *s = qemu_get_nic_opaque(nc);
+
+    ohca_engine_set_link(s->engine, !nc->link_down);
+}
+
+static NetClientInfo ohca_net_info = {
+    .type = NET_CLIENT_DRIVER_NIC,
+    .size = sizeof(NICState),
+    .can_receive = ohca_can_receive,
+    .receive = ohca_receive,
+    .link_status_changed = ohca_link_status_changed,
+};
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+/* EUI-64 of the MAC, as InfiniBand GUIDs are formed from Ethernet MACs. */
+static uint64_t ohca_guid_from_mac(const uint8_t *mac)
+{
+    return ((uint64_t)(mac[0] ^ 0x02) << 56) | ((uint64_t)mac[1] << 48) |
+           ((uint64_t)mac[2] << 40) | ((uint64_t)0xff << 32) |
+           ((uint64_t)0xfe << 24) | ((uint64_t)mac[3] << 16) |
+           ((uint64_t)mac[4] << 8) | mac[5];
+}
+
+static void ohca_realize(PCIDevice *pdev, Error **errp)
+{
+    OhcaState *s = OHCA(pdev);
+    DeviceState *dev = DEVICE(pdev);
+    struct ohca_engine_config cfg = { 0 };
+    int i;
+
+    qemu_macaddr_default_if_unset(&s->conf.macaddr);
+    if (s->node_guid == 0) {
+        s->node_guid = ohca_guid_from_mac(s->conf.macaddr.a);
+    }
+    if (s->sys_image_guid == 0) {
+        s->sys_image_guid = s->node_guid;
+    }
+
+    memcpy(cfg.mac, s->conf.macaddr.a, sizeof(cfg.mac));
+    cfg.node_guid = s->node_guid;
+    cfg.sys_image_guid = s->sys_image_guid;
+    cfg.link_up = true;
+    s->engine = ohca_engine_create(&ohca_engine_ops, s, &cfg);
+    if (!s->engine) {
+        error_setg(errp, "ohca: cannot create the device engine");
+        return;
+    }
+
+    pdev->config[PCI_INTERRUPT_PIN] = 0;
+
+    memory_region_init_io(&s->regs, OBJECT(s), &ohca_regs_ops, s,
+                          "ohca-regs", OHCA_REGS_BAR_SIZE);
+    pci_register_bar(pdev, OHCA_BAR_REGS,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->regs);
+
+    memory_region_init_io(&s->db, OBJECT(s), &ohca_db_ops, s,
+                          "ohca-doorbells", OHCA_DB_BAR_SIZE);
+    pci_register_bar(pdev, OHCA_BAR_DB,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->db);
+
+    memory_region_init(&s->msix, OBJECT(s), "ohca-msix", OHCA_MSIX_BAR_SIZE);
+    pci_register_bar(pdev, OHCA_BAR_MSIX,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->msix);
+    if (msix_init(pdev, OHCA_NUM_MSIX, &s->msix, OHCA_BAR_MSIX,
+                  OHCA_MSIX_TABLE_OFFSET, &s->msix, OHCA_BAR_MSIX,
+                  OHCA_MSIX_PBA_OFFSET, 0, errp) < 0) {
+        ohca_engine_destroy(s->engine);
+        s->engine = NULL;
+        return;
+    }
+    for (i = 0; i < OHCA_NUM_MSIX; i++) {
+        msix_vector_use(pdev, i);
+    }
+
+    s->bh = qemu_bh_new_guarded(ohca_bh, s, &dev->mem_reentrancy_guard);
+
+    s->nic = qemu_new_nic(&ohca_net_info, &s->conf,
+                          object_get_typename(OBJECT(s)), dev->id,
+                          &dev->mem_reentrancy_guard, s);
+    qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
+    ohca_engine_set_link(s->engine, !qemu_get_queue(s->nic)->link_down);
+}
+
+static void ohca_exit(PCIDevice *pdev)
+{
+    OhcaState *s = OHCA(pdev);
+
+    qemu_del_nic(s->nic);
+    qemu_bh_delete(s->bh);
+    msix_unuse_all_vectors(pdev);
+    msix_uninit(pdev, &s->msix, &s->msix);
+    ohca_engine_destroy(s->engine);
+    s->engine = NULL;
+}
+
+/* PCI bus reset and system reset: the same as DEV_CTRL.RESET. */
+static void ohca_qdev_reset(DeviceState *dev)
+{
+    OhcaState *s = OHCA(dev);
+
+    ohca_engine_reset(s->engine);
+}
+
+/*
+ * Migration is out of scope for now: the engine's state (rings, resources,
+ * and later QP contexts) has no vmstate description yet.
+ */
+static const VMStateDescription vmstate_ohca = {
+    .name = "ohca",
+    .unmigratable = 1,
+};
+
+static Property ohca_properties[] = {
+    DEFINE_NIC_PROPERTIES(OhcaState, conf),
+    DEFINE_PROP_UINT64("node-guid", OhcaState, node_guid, 0),
+    DEFINE_PROP_UINT64("sys-image-guid", OhcaState, sys_image_guid, 0),
+    DEFINE_PROP_END_OF_LIST(),
+};
+
+static void ohca_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+
+    k->realize = ohca_realize;
+    k->exit = ohca_exit;
+    k->vendor_id = OHCA_PCI_VENDOR_ID;
+    k->device_id = OHCA_PCI_DEVICE_ID;
+    k->revision = OHCA_PCI_REVISION;
+    k->class_id = OHCA_PCI_CLASS;
+    k->subsystem_vendor_id = OHCA_PCI_SUBSYS_VENDOR_ID;
+    k->subsystem_id = OHCA_PCI_SUBSYS_ID;
+    dc->desc = "ohca RoCEv2 RDMA NIC";
+    dc->reset = ohca_qdev_reset;
+    dc->vmsd = &vmstate_ohca;
+    device_class_set_props(dc, ohca_properties);
+    set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+}
+
+static const TypeInfo ohca_info = {
+    .name = TYPE_OHCA,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(OhcaState),
+    .class_init = ohca_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_CONVENTIONAL_PCI_DEVICE },
+        { },
+    },
+};
+
+static void ohca_register_types(void)
+{
+    type_register_static(&ohca_info);
+}
+
+type_init(ohca_register_types)
