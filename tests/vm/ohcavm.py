@@ -705,7 +705,22 @@ def main(argv=None):
     common(p)
 
     args = ap.parse_args(argv)
-    logdir = args.logdir or os.path.join(TOP, "build/test-logs", f"cli-{args.cmd}")
+    # A fresh directory per invocation (several people may run VMs at once);
+    # build/test-logs/cli-<cmd> links to the latest.
+    if args.logdir:
+        logdir = args.logdir
+    else:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        logdir = os.path.join(TOP, "build/test-logs/cli", f"{args.cmd}-{stamp}-{os.getpid()}")
+        os.makedirs(logdir)
+        link = os.path.join(TOP, "build/test-logs", f"cli-{args.cmd}")
+        try:
+            if os.path.islink(link) or not os.path.exists(link):
+                tmp = f"{link}.{os.getpid()}"
+                os.symlink(os.path.relpath(logdir, os.path.dirname(link)), tmp)
+                os.replace(tmp, link)
+        except OSError:
+            pass
     try:
         if args.cmd == "shell":
             with Cluster("cli-shell", nvms=1, nic=args.nic, logdir=logdir,
