@@ -145,11 +145,15 @@ sed -i 's/^\( *\)unpack_edk2_blobs = bzip2.found()$/\1unpack_edk2_blobs = false/
 # --- 6. configure (once) and build -----------------------------------------------
 configure_args=(--target-list=x86_64-softmmu --without-default-features
 	--enable-slirp --enable-tcg --enable-fdt=system --enable-virtfs --enable-attr --enable-cap-ng
-	--disable-docs --disable-install-blobs --firmwarepath=/usr/share/qemu)
+	--disable-docs --disable-install-blobs
+	# Debian spreads the firmware over qemu-system-data, seabios and
+	# ipxe-qemu; search all three so no -L is needed.
+	--firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu)
 if [ ! -f "$build/build.ninja" ] ||
 	[ "$(cat "$tree/.configure-args" 2>/dev/null)" != "${configure_args[*]}" ]; then
+	# Re-running configure in an existing build directory keeps its
+	# objects: ninja then rebuilds only what the new flags affect.
 	log "configuring (${configure_args[*]})"
-	rm -rf "$build"
 	mkdir -p "$build"
 	(cd "$build" && "$src/configure" "${configure_args[@]}") >"$tree/configure.log" 2>&1 ||
 		{ tail -n 40 "$tree/configure.log"; die "configure failed (log: $tree/configure.log)"; }
@@ -161,8 +165,11 @@ start=$SECONDS
 # ninja's status line shows progress ([n/total]); keep it to one line per
 # 200 steps plus errors so long builds show progress without flooding logs.
 set +e
-ninja -C "$build" -j"$jobs" qemu-system-x86_64 2>&1 |
-	awk '/^\[[0-9]+\/[0-9]+\]/ { n++; if (n % 200 == 1) { print; fflush() } next } { print; fflush() }'
+# meson's own regeneration chatter (when a meson.build changed) goes to the
+# log only.
+ninja -C "$build" -j"$jobs" qemu-system-x86_64 2>&1 | tee "$tree/ninja.log" |
+	awk '/^\[[0-9]+\/[0-9]+\]/ { n++; if (n % 200 == 1) { print; fflush() } next }
+	     /error|Error|ERROR|warning:|FAILED|ninja:/ { print; fflush() }'
 rc=${PIPESTATUS[0]}
 set -e
 [ "$rc" -eq 0 ] || die "ninja failed"

@@ -1,0 +1,350 @@
+#!/usr/bin/env python3
+"""End-to-end smoke test of the ohca device inside the built QEMU.
+
+Runs QEMU under the qtest accelerator (no guest code: this script plays the
+driver through qtest's port, memory and MMIO commands), so it exercises the
+real glue: PCI identity and BARs, MSI-X, pci_dma_* against guest RAM, the
+bottom half, the netdev (a dgram socket this script sits on the other end
+of), link changes and reset through QMP.
+
+    qemu-device/tests/qtest_smoke.py [path/to/qemu-system-x86_64]
+
+Exit status 0 when every check passed.
+"""
+
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Constants of the interface (firmware-interface/include/ohca/*.h).
+VENDOR, DEVICE = 0x1AF4, 0x10F0
+REG_MAGIC, REG_ABI, REG_CAPS, REG_DEV_CTRL, REG_DEV_STATUS = 0x0, 0x4, 0xC, 0x20, 0x24
+REG_FATAL, REG_ERR = 0x28, 0x2C
+REG_CMDQ_LO, REG_CMDQ_HI, REG_CMDQ_LOG, REG_CMDQ_PI, REG_CMDQ_CI = 0x40, 0x44, 0x48, 0x4C, 0x50
+REG_EQ_LO, REG_EQ_HI, REG_EQ_LOG, REG_EQ_DB = 0x60, 0x64, 0x68, 0x6C
+REG_TX_PI, REG_RX_PI, REG_IRQ_MASK, REG_PORT = 0x80, 0x84, 0x88, 0xA0
+ST_READY, ST_FATAL, ST_RESET_DONE = 1, 2, 4
+CMD_QUERY_DEVICE, CMD_CREATE_ETH_RING, CMD_ALLOC_UAR, CMD_QUERY_STATS = 0x01, 0x04, 0x06, 0x0A
+EQ_ARM = 1 << 31
+
+BAR0, BAR2, BAR4 = 0xE0000000, 0xE0100000, 0xE0200000
+EQ, CMDQ, OUT, TXR, RXR, BUF = 0x100000, 0x110000, 0x120000, 0x130000, 0x140000, 0x150000
+MSI_ADDR = 0x90000  # MSI-X messages land in RAM here, one u32 per vector
+
+failures = []
+
+
+def check(cond, what):
+    print(("  ok   " if cond else "  FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+class QTest:
+    def __init__(self, qemu, udp_local, udp_remote, tmp):
+        self.qmp_path = os.path.join(tmp, "qmp.sock")
+        argv = [qemu, "-accel", "qtest", "-qtest", "stdio", "-qtest-log", "/dev/null",
+                "-display", "none", "-nodefaults", "-m", "128",
+                "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
+                "-netdev", "dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
+                f"local.port={udp_local},remote.type=inet,remote.host=127.0.0.1,"
+                f"remote.port={udp_remote}",
+                "-device", "ohca,netdev=n0,mac=02:00:00:00:00:01,addr=04.0"]
+        for d in ("/usr/share/qemu", "/usr/share/seabios", "/usr/lib/ipxe/qemu"):
+            if os.path.isdir(d):
+                argv += ["-L", d]
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=sys.stderr, text=True, bufsize=1)
+        for _ in range(100):
+            if os.path.exists(self.qmp_path):
+                break
+            time.sleep(0.05)
+        self.qmp = socket.socket(socket.AF_UNIX)
+        self.qmp.connect(self.qmp_path)
+        self.qmpf = self.qmp.makefile("rw")
+        self.qmpf.readline()
+        self.qmp_cmd("qmp_capabilities")
+
+    def qmp_cmd(self, execute, **args):
+        self.qmpf.write(json.dumps({"execute": execute, "arguments": args}) + "\n")
+        self.qmpf.flush()
+        while True:
+            r = json.loads(self.qmpf.readline())
+            if "return" in r or "error" in r:
+                return r
+
+    def cmd(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        while True:
+            r = self.p.stdout.readline()
+            if not r:
+                raise RuntimeError("qemu exited")
+            if r.startswith("OK") or r.startswith("FAIL") or r.startswith("ERR"):
+                break
+        if not r.startswith("OK"):
+            raise RuntimeError(f"qtest: {line}: {r.strip()}")
+        parts = r.split()
+        return int(parts[1], 16) if len(parts) > 1 else None
+
+    def readl(self, a):
+        return self.cmd(f"readl {a:#x}")
+
+    def writel(self, a, v):
+        self.cmd(f"writel {a:#x} {v:#x}")
+
+    def readb(self, a):
+        return self.cmd(f"readb {a:#x}")
+
+    def write(self, a, data):
+        if data:
+            self.cmd(f"write {a:#x} {len(data)} 0x{data.hex()}")
+
+    def read(self, a, n):
+        self.p.stdin.write(f"read {a:#x} {n}\n")
+        self.p.stdin.flush()
+        r = self.p.stdout.readline().split()
+        return bytes.fromhex(r[1][2:])
+
+    def cfg_addr(self, slot, reg):
+        return 0x80000000 | (slot << 11) | reg
+
+    def cfg_read(self, slot, reg):
+        self.cmd(f"outl 0xcf8 {self.cfg_addr(slot, reg & ~3):#x}")
+        v = self.cmd("inl 0xcfc")
+        return (v >> (8 * (reg & 3))) & 0xFFFFFFFF
+
+    def cfg_write(self, slot, reg, v):
+        self.cmd(f"outl 0xcf8 {self.cfg_addr(slot, reg):#x}")
+        self.cmd(f"outl 0xcfc {v:#x}")
+
+    def close(self):
+        try:
+            self.p.stdin.close()
+            self.p.wait(timeout=10)
+        except Exception:
+            self.p.kill()
+
+
+def wait_for(pred, timeout=5.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def main():
+    qemu = sys.argv[1] if len(sys.argv) > 1 else os.path.join(TOP, "build/qemu/qemu-system-x86_64")
+    wire = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    wire.bind(("127.0.0.1", 0))
+    wire.settimeout(5)
+    udp_remote = wire.getsockname()[1]
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    probe.bind(("127.0.0.1", 0))
+    udp_local = probe.getsockname()[1]
+    probe.close()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        q = QTest(qemu, udp_local, udp_remote, tmp)
+        try:
+            run(q, wire, udp_local)
+        finally:
+            q.close()
+    print(f"qtest smoke: {'PASS' if not failures else 'FAIL (' + str(len(failures)) + ')'}")
+    return 1 if failures else 0
+
+
+def run(q, wire, udp_local):
+    slot = 4
+    print("PCI identity")
+    ids = q.cfg_read(slot, 0)
+    check(ids == (DEVICE << 16) | VENDOR, f"vendor:device {ids & 0xffff:04x}:{ids >> 16:04x}")
+    check(q.cfg_read(slot, 8) >> 8 == 0x020000, "class 0x0200, prog-if 0")
+    check(q.cfg_read(slot, 8) & 0xFF == 1, "revision 1")
+    check(q.cfg_read(slot, 0x2C) == (0x0001 << 16) | 0x1AF4, "subsystem 1af4:0001")
+
+    print("BARs")
+    sizes = {}
+    for bar, base in ((0, BAR0), (2, BAR2), (4, BAR4)):
+        reg = 0x10 + 4 * bar
+        q.cfg_write(slot, reg, 0xFFFFFFFF)
+        q.cfg_write(slot, reg + 4, 0xFFFFFFFF)
+        lo, hi = q.cfg_read(slot, reg), q.cfg_read(slot, reg + 4)
+        check(lo & 0x7 == 0x4, f"BAR{bar} is 64-bit memory")
+        size = (~(((hi << 32) | lo) & ~0xF) + 1) & 0xFFFFFFFFFFFFFFFF
+        sizes[bar] = size
+        q.cfg_write(slot, reg, base)
+        q.cfg_write(slot, reg + 4, 0)
+    check(sizes[0] == 0x4000, f"BAR0 16 KiB ({sizes[0]:#x})")
+    check(sizes[2] == 0x100000, f"BAR2 1 MiB ({sizes[2]:#x})")
+    check(sizes[4] == 0x1000, f"BAR4 4 KiB ({sizes[4]:#x})")
+    q.cfg_write(slot, 0x4, 0x6)  # memory space + bus master
+
+    print("MSI-X")
+    cap = q.cfg_read(slot, 0x34) & 0xFF
+    msix = None
+    while cap:
+        v = q.cfg_read(slot, cap)
+        if v & 0xFF == 0x11:
+            msix = cap
+            break
+        cap = (v >> 8) & 0xFF
+    check(msix is not None, "MSI-X capability present")
+    ctrl = q.cfg_read(slot, msix) >> 16
+    check((ctrl & 0x7FF) + 1 == 8, f"8 vectors ({(ctrl & 0x7ff) + 1})")
+    table = q.cfg_read(slot, msix + 4)
+    check(table & 7 == 4, "table in BAR4")
+    for v in range(8):
+        e = BAR4 + (table & ~7) + 16 * v
+        q.writel(e, MSI_ADDR + 4 * v)
+        q.writel(e + 4, 0)
+        q.writel(e + 8, 0xA000 + v)
+        q.writel(e + 12, 0)
+    q.cfg_write(slot, msix, (1 << 31) | msix)  # enable (bit 15 of control)
+
+    def msi(v):
+        return struct.unpack("<I", q.read(MSI_ADDR + 4 * v, 4))[0]
+
+    print("registers")
+    check(q.readl(BAR0 + REG_MAGIC) == 0x4143484F, "MAGIC")
+    check(q.readl(BAR0 + REG_ABI) == 0x00010000, "ABI_VERSION 1.0")
+    check(q.readl(BAR0 + REG_CAPS) == 0x7, "CAPS")
+    check(q.readl(BAR0 + REG_PORT) == 1, "PORT_STATUS link up")
+
+    print("bring-up")
+    q.writel(BAR0 + REG_DEV_CTRL, 2)
+    check(q.readl(BAR0 + REG_DEV_STATUS) == ST_RESET_DONE, "RESET_DONE")
+    q.write(EQ, bytes(16 * 16))
+    q.writel(BAR0 + REG_EQ_LO, EQ)
+    q.writel(BAR0 + REG_EQ_LOG, 4)
+    q.writel(BAR0 + REG_EQ_DB, EQ_ARM)
+    q.writel(BAR0 + REG_CMDQ_LO, CMDQ)
+    q.writel(BAR0 + REG_CMDQ_LOG, 3)
+    q.writel(BAR0 + REG_DEV_CTRL, 1)
+    check(q.readl(BAR0 + REG_DEV_STATUS) == ST_READY, "READY")
+    check(q.readb(BAR0 + REG_MAGIC) == 0, "byte read reads 0")
+    q.writel(BAR0 + REG_MAGIC, 0)
+    check(q.readl(BAR0 + REG_ERR) == 2, "ERR_COUNT counted both")
+    check(q.readl(BAR2 + 0x5000) == 0, "doorbell page reads 0")
+    q.writel(BAR2 + 0x5000, 1)  # unowned page: counted in db_errors
+
+    state = {"pi": 0, "eq": 0}
+
+    def command(opcode, inline=b"", out_len=0, out_addr=0):
+        slot_ = state["pi"] & 7
+        entry = struct.pack("<HHBBHIHHQQ", opcode, 0x55 + state["pi"], 0, 0, len(inline), 0,
+                            out_len, 0, 0, out_addr) + inline.ljust(32, b"\0")
+        q.write(CMDQ + 64 * slot_, entry)
+        state["pi"] += 1
+        q.writel(BAR0 + REG_CMDQ_PI, state["pi"])
+        ok = wait_for(lambda: q.readl(BAR0 + REG_CMDQ_CI) == state["pi"])
+        check(ok, f"command {opcode:#x} consumed (CI advanced)")
+        e = q.read(CMDQ + 64 * slot_, 64)
+        status, syndrome = e[4], struct.unpack_from("<I", e, 8)[0]
+        eqe = q.read(EQ + 16 * (state["eq"] & 15), 16)
+        typ, flags, code, p0, p1, p2 = struct.unpack("<BBHIII", eqe)
+        check(typ == 1 and flags & 1 and code == status and p0 == 0x55 + state["pi"] - 1
+              and p2 == slot_, f"CMD_DONE event for {opcode:#x}")
+        state["eq"] += 1
+        q.writel(BAR0 + REG_EQ_DB, state["eq"] | EQ_ARM)
+        return status, syndrome
+
+    print("commands")
+    before = msi(0)
+    st, _ = command(CMD_QUERY_DEVICE, out_len=160, out_addr=OUT)
+    check(st == 0, "QUERY_DEVICE OK")
+    out = q.read(OUT, 160)
+    fw, hw, guid = struct.unpack_from("<IIQ", out, 0)
+    part = struct.unpack_from("<I", out, 44)[0]
+    check(guid == 0x000000FFFE000001, f"node GUID is the MAC's EUI-64 ({guid:#018x})")
+    check(part == 0x10F0, "vendor_part_id")
+    check(msi(0) == 0xA000 and before == 0, "MSI-X vector 0 delivered")
+    st, syn = command(0x7F)
+    check(st == 1 and syn == 0x7F, "bad opcode -> BAD_OPCODE")
+    st, syn = command(CMD_QUERY_DEVICE, out_len=160, out_addr=0xFFFFFFF000)
+    check(st == 4 and syn == 1, "output outside RAM -> BAD_ADDR(1)")
+    st, _ = command(CMD_ALLOC_UAR, out_len=8, out_addr=OUT)
+    uar = struct.unpack_from("<I", q.read(OUT, 4))[0]
+    check(st == 0 and uar == 1, "ALLOC_UAR -> page 1")
+    q.writel(BAR2 + 0x1000 * uar, 1)  # owned page: no error
+
+    print("Ethernet TX")
+    for typ, base in ((0, TXR), (1, RXR)):
+        st, _ = command(CMD_CREATE_ETH_RING, struct.pack("<BBHIQ", typ, 4, 0, 0, base))
+        check(st == 0, f"CREATE_ETH_RING type {typ}")
+    frame = bytes.fromhex("ffffffffffff020000000001" "0806") + bytes(range(28))
+    q.write(BUF, frame)
+    q.write(TXR, struct.pack("<QHHI", BUF, len(frame), 0, 0))
+    q.writel(BAR0 + REG_TX_PI, 1)
+    try:
+        got, _ = wire.recvfrom(65536)
+    except socket.timeout:
+        got = b""
+    check(got[: len(frame)] == frame and len(got) == 60, f"frame on the wire, padded to 60 ({len(got)})")
+    ok = wait_for(lambda: struct.unpack_from("<H", q.read(TXR + 10, 2))[0] == 1)
+    check(ok, "TX descriptor DONE")
+    check(wait_for(lambda: msi(1) == 0xA001), "MSI-X vector 1 delivered")
+
+    print("Ethernet RX")
+    q.writel(BAR0 + REG_IRQ_MASK, 0)
+    q.write(RXR, struct.pack("<QHHI", BUF + 0x1000, 2048, 0, 0))
+    q.writel(BAR0 + REG_RX_PI, 1)
+    rx = bytes.fromhex("020000000001" "020000000002" "0800") + bytes(50)
+    wire.sendto(rx, ("127.0.0.1", udp_local))
+    ok = wait_for(lambda: struct.unpack_from("<H", q.read(RXR + 10, 2))[0] == 1)
+    check(ok, "RX descriptor DONE")
+    ln = struct.unpack_from("<H", q.read(RXR + 8, 2))[0]
+    check(ln == len(rx) and q.read(BUF + 0x1000, ln) == rx, "received frame in the buffer")
+    # An ordinary frame with no descriptor waits in QEMU's queue (and the
+    # dgram backend stops reading until it is flushed) ...
+    wire.sendto(rx, ("127.0.0.1", udp_local))
+    # ... so this RoCEv2 frame arrives after it; it never uses the ring.
+    roce = (bytes.fromhex("020000000001" "020000000002" "0800")
+            + bytes.fromhex("4500003c00004000401100000a0000020a000001")
+            + struct.pack(">HHHH", 49152, 4791, 40, 0) + bytes(32))
+    wire.sendto(roce, ("127.0.0.1", udp_local))
+    time.sleep(0.3)
+    q.write(RXR + 16, struct.pack("<QHHI", BUF + 0x2000, 2048, 0, 0))
+    q.writel(BAR0 + REG_RX_PI, 2)
+    ok = wait_for(lambda: struct.unpack_from("<H", q.read(RXR + 16 + 10, 2))[0] == 1)
+    check(ok, "queued frame delivered once a descriptor was posted")
+    st, _ = command(CMD_QUERY_STATS, out_len=128, out_addr=OUT)
+    s = struct.unpack("<16Q", q.read(OUT, 128))
+    check(s[0] == 2, f"eth_rx_frames 2 ({s[0]})")
+    check(s[5] == 1, f"eth_tx_frames 1 ({s[5]})")
+    check(s[8] == 1, f"roce_rx_frames 1 ({s[8]})")
+    check(s[12] == 2, f"reg_errors 2 ({s[12]})")
+    check(s[13] == 1, f"db_errors 1 ({s[13]})")
+
+    print("link")
+    r = q.qmp_cmd("set_link", name="n0", up=False)
+    check("return" in r, "QMP set_link down")
+    check(wait_for(lambda: q.readl(BAR0 + REG_PORT) == 0), "PORT_STATUS down")
+    eqe = q.read(EQ + 16 * (state["eq"] & 15), 16)
+    typ, flags, code, p0 = struct.unpack_from("<BBHI", eqe)
+    check(typ == 2 and flags & 1 and code == 1 and p0 == 1, "PORT_CHANGE(DOWN) event")
+    q.qmp_cmd("set_link", name="n0", up=True)
+    check(wait_for(lambda: q.readl(BAR0 + REG_PORT) == 1), "PORT_STATUS up again")
+
+    print("reset")
+    r = q.qmp_cmd("system_reset")
+    check("return" in r, "QMP system_reset")
+    # The BARs and bus master go away with a system reset; map BAR0 again.
+    q.cfg_write(slot, 0x10, BAR0)
+    q.cfg_write(slot, 0x14, 0)
+    q.cfg_write(slot, 0x4, 0x6)
+    check(wait_for(lambda: q.readl(BAR0 + REG_DEV_STATUS) == ST_RESET_DONE), "DEV_STATUS RESET_DONE")
+    check(q.readl(BAR0 + REG_CMDQ_LO) == 0 and q.readl(BAR0 + REG_ERR) == 0, "registers at power-on values")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
