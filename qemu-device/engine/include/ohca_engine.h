@@ -29,58 +29,55 @@ extern "C" {
 struct ohca_engine;
 
 struct ohca_engine_ops {
-	/* Copy len bytes of guest memory at addr into buf / from buf.
-	 * Return 0 on success, nonzero if any byte could not be accessed. */
-	int (*dma_read)(void *ctx, uint64_t addr, void *buf, size_t len);
-	int (*dma_write)(void *ctx, uint64_t addr, const void *buf, size_t len);
-	/* Signal MSI-X vector 'vector' (< OHCA_NUM_MSIX). */
-	void (*raise_irq)(void *ctx, unsigned int vector);
-	/* Put one Ethernet frame (no FCS) on the wire. */
-	void (*transmit)(void *ctx, const uint8_t *frame, size_t len);
-	/* Ask the host to call ohca_engine_process() soon, from a context where
-	 * no engine entry point is active (a QEMU bottom half). */
-	void (*schedule)(void *ctx);
-	/* The engine can take frames it refused with OHCA_ENGINE_RX_RETRY:
-	 * the host should deliver its queued frames again. Called from
-	 * ohca_engine_process() after the engine has left its critical section,
-	 * so the host may call ohca_engine_receive_frame() from it. */
-	void (*rx_resume)(void *ctx);
+    /* Copy len bytes of guest memory at addr into buf / from buf.
+     * Return 0 on success, nonzero if any byte could not be accessed. */
+    int (*dma_read)(void *ctx, uint64_t addr, void *buf, size_t len);
+    int (*dma_write)(void *ctx, uint64_t addr, const void *buf, size_t len);
+    /* Signal MSI-X vector 'vector' (< OHCA_NUM_MSIX). */
+    void (*raise_irq)(void *ctx, unsigned int vector);
+    /* Put one Ethernet frame (no FCS) on the wire. */
+    void (*transmit)(void *ctx, const uint8_t *frame, size_t len);
+    /* Ask the host to call ohca_engine_process() soon, from a context where
+     * no engine entry point is active (a QEMU bottom half). */
+    void (*schedule)(void *ctx);
+    /* The engine can take frames it refused with OHCA_ENGINE_RX_RETRY:
+     * the host should deliver its queued frames again. Called from
+     * ohca_engine_process() after the engine has left its critical section,
+     * so the host may call ohca_engine_receive_frame() from it. */
+    void (*rx_resume)(void *ctx);
 };
 
 struct ohca_engine_config {
-	uint8_t mac[6];
-	uint64_t node_guid;
-	uint64_t sys_image_guid;
-	bool link_up;		/* initial link state */
+    uint8_t mac[6];
+    uint64_t node_guid;
+    uint64_t sys_image_guid;
+    bool link_up; /* initial link state */
 };
 
 enum ohca_engine_rx_result {
-	OHCA_ENGINE_RX_CONSUMED = 0,	/* delivered or dropped (counted) */
-	OHCA_ENGINE_RX_RETRY = 1,	/* no RX descriptor: hold and retry */
+    OHCA_ENGINE_RX_CONSUMED = 0, /* delivered or dropped (counted) */
+    OHCA_ENGINE_RX_RETRY = 1,    /* no RX descriptor: hold and retry */
 };
 
 /* Returns NULL if ops lacks a callback or allocation fails. The engine
  * starts in its power-on state (as after OHCA_DEV_CTRL_RESET). */
-struct ohca_engine *ohca_engine_create(const struct ohca_engine_ops *ops,
-				       void *ctx,
-				       const struct ohca_engine_config *cfg);
+struct ohca_engine *ohca_engine_create(const struct ohca_engine_ops *ops, void *ctx,
+                                       const struct ohca_engine_config *cfg);
 void ohca_engine_destroy(struct ohca_engine *e);
 
 /* BAR0 access of 'size' bytes (1, 2, 4 or 8) at 'offset'. Only aligned
  * 32-bit accesses are valid; others read 0 / are ignored, and counted. */
-uint64_t ohca_engine_reg_read(struct ohca_engine *e, uint64_t offset,
-			      unsigned int size);
-void ohca_engine_reg_write(struct ohca_engine *e, uint64_t offset,
-			   uint64_t value, unsigned int size);
+uint64_t ohca_engine_reg_read(struct ohca_engine *e, uint64_t offset, unsigned int size);
+void ohca_engine_reg_write(struct ohca_engine *e, uint64_t offset, uint64_t value,
+                           unsigned int size);
 
 /* BAR2 doorbell write: 'page' < OHCA_NUM_DB_PAGES, 'offset' within it. */
-void ohca_engine_db_write(struct ohca_engine *e, uint32_t page,
-			  uint32_t offset, uint64_t value, unsigned int size);
+void ohca_engine_db_write(struct ohca_engine *e, uint32_t page, uint32_t offset, uint64_t value,
+                          unsigned int size);
 
 /* A frame from the wire (no FCS). */
-enum ohca_engine_rx_result ohca_engine_receive_frame(struct ohca_engine *e,
-						     const uint8_t *frame,
-						     size_t len);
+enum ohca_engine_rx_result ohca_engine_receive_frame(struct ohca_engine *e, const uint8_t *frame,
+                                                     size_t len);
 void ohca_engine_set_link(struct ohca_engine *e, bool up);
 
 /* Function-level reset: back to the power-on state; the link state, MAC

@@ -15,9 +15,9 @@ extern "C" {
 
 struct ohca_engine *ohca_engine_create(const struct ohca_engine_ops *ops, void *ctx,
                                        const struct ohca_engine_config *cfg) {
-    if (ops == nullptr || cfg == nullptr || ops->dma_read == nullptr ||
-        ops->dma_write == nullptr || ops->raise_irq == nullptr || ops->transmit == nullptr ||
-        ops->schedule == nullptr || ops->rx_resume == nullptr) {
+    if (ops == nullptr || cfg == nullptr || ops->dma_read == nullptr || ops->dma_write == nullptr ||
+        ops->raise_irq == nullptr || ops->transmit == nullptr || ops->schedule == nullptr ||
+        ops->rx_resume == nullptr) {
         return nullptr;
     }
     ohca::DeviceConfig dc;

@@ -103,8 +103,7 @@ void Device::cmdq_doorbell(uint32_t value) {
 
 void Device::process_cmdq() {
     // At most one ring's worth per call; the rest in a later process().
-    for (uint32_t budget = cmdq_size_; budget > 0 && running() && cmdq_ci_ != cmdq_pi_;
-         --budget) {
+    for (uint32_t budget = cmdq_size_; budget > 0 && running() && cmdq_ci_ != cmdq_pi_; --budget) {
         const uint32_t slot = cmdq_ci_ & (cmdq_size_ - 1);
         const uint64_t addr = cmdq_base_ + uint64_t{slot} * sizeof(ohca_cmd);
         ohca_cmd raw;
@@ -388,12 +387,14 @@ Device::CmdResult Device::cmd_add_gid(const Command &cmd) {
     // An IPv4 GID is ::ffff:a.b.c.d; an IPv6 GID is anything else but the
     // unspecified address.
     const bool mapped = gid_is_ipv4_mapped(entry.gid);
-    const bool zero = std::all_of(entry.gid.begin(), entry.gid.end(), [](uint8_t b) { return b == 0; });
+    const bool zero =
+        std::all_of(entry.gid.begin(), entry.gid.end(), [](uint8_t b) { return b == 0; });
     if ((in.type == OHCA_GID_TYPE_ROCE_V2_IPV4) != mapped || zero) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_add_gid_in, gid)};
     }
     // The source MAC must be unicast and not zero.
-    const bool mac_zero = std::all_of(entry.mac.begin(), entry.mac.end(), [](uint8_t b) { return b == 0; });
+    const bool mac_zero =
+        std::all_of(entry.mac.begin(), entry.mac.end(), [](uint8_t b) { return b == 0; });
     if ((entry.mac[0] & 1) != 0 || mac_zero) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_add_gid_in, mac)};
     }

@@ -43,8 +43,7 @@ EventQueue::PostResult EventQueue::post(const Host &host, const ohca_eqe &eqe) {
     std::memcpy(raw, &entry, sizeof(raw));
     // Body first, then the two bytes holding type and owner.
     constexpr size_t head = offsetof(ohca_eqe, code);
-    if (!host.write(addr + head, raw + head, sizeof(raw) - head) ||
-        !host.write(addr, raw, head)) {
+    if (!host.write(addr + head, raw + head, sizeof(raw) - head) || !host.write(addr, raw, head)) {
         return PostResult::DmaError;
     }
     ++pi_;

@@ -178,9 +178,8 @@ void Device::enable() {
     eq0_.configure(eq_base, eq0_log_size_);
 
     const uint64_t cq_base = (uint64_t{cmdq_base_hi_} << 32) | cmdq_base_lo_;
-    const bool cq_ok = cmdq_log_size_ >= OHCA_CMDQ_LOG_MIN &&
-                       cmdq_log_size_ <= OHCA_CMDQ_LOG_MAX && cq_base != 0 &&
-                       cq_base % sizeof(ohca_cmd) == 0;
+    const bool cq_ok = cmdq_log_size_ >= OHCA_CMDQ_LOG_MIN && cmdq_log_size_ <= OHCA_CMDQ_LOG_MAX &&
+                       cq_base != 0 && cq_base % sizeof(ohca_cmd) == 0;
     if (!cq_ok) {
         enter_fatal(OHCA_FATAL_BAD_CMDQ_CONFIG);
         return;

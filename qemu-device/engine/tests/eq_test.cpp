@@ -81,8 +81,8 @@ TEST_F(EqTest, ArmedRaisesOnceThenDisarms) {
 TEST_F(EqTest, DoorbellGarbageRejected) {
     bring_up();
     const uint32_t errs = rd(OHCA_REG_ERR_COUNT);
-    wr(OHCA_REG_EQ0_DB, 1);              // CI beyond the producer
-    wr(OHCA_REG_EQ0_DB, 0x00010000);     // reserved bits
+    wr(OHCA_REG_EQ0_DB, 1);          // CI beyond the producer
+    wr(OHCA_REG_EQ0_DB, 0x00010000); // reserved bits
     wr(OHCA_REG_EQ0_DB, 0x7fff0000);
     EXPECT_EQ(rd(OHCA_REG_ERR_COUNT), errs + 3);
 }

@@ -108,9 +108,9 @@ TEST_F(EthTest, TxRingWrapsAndBatches) {
 TEST_F(EthTest, TxDoorbellGarbage) {
     create_ring(OHCA_ETH_RING_TX, 2, kTxRing);
     const uint32_t errs = rd(OHCA_REG_ERR_COUNT);
-    wr(OHCA_REG_ETH_TX_PI, 5);        // more than 4 ahead
-    wr(OHCA_REG_ETH_TX_PI, 0x10001);  // high bits
-    wr(OHCA_REG_ETH_RX_PI, 1);        // no RX ring
+    wr(OHCA_REG_ETH_TX_PI, 5);       // more than 4 ahead
+    wr(OHCA_REG_ETH_TX_PI, 0x10001); // high bits
+    wr(OHCA_REG_ETH_RX_PI, 1);       // no RX ring
     EXPECT_EQ(rd(OHCA_REG_ERR_COUNT), errs + 3);
     drain();
     EXPECT_TRUE(host_.wire.empty());

@@ -57,14 +57,14 @@ class FakeHost {
 };
 
 // Guest memory map used by the tests.
-inline constexpr uint64_t kEqBase = 0x400000;      // 1 MiB: up to 64 Ki entries
-inline constexpr uint64_t kCmdqBase = 0x40000;     // up to 1024 entries
-inline constexpr uint64_t kMailbox = 0x100000;     // in/out mailboxes
-inline constexpr uint64_t kOutBuf = 0x108000;      // command output
-inline constexpr uint64_t kTxRing = 0x200000;      // TX descriptors
-inline constexpr uint64_t kRxRing = 0x210000;      // RX descriptors
-inline constexpr uint64_t kBuffers = 0x300000;     // packet buffers, 1 MiB
-inline constexpr uint64_t kUnmapped = 0xdead0000;  // never backed
+inline constexpr uint64_t kEqBase = 0x400000;     // 1 MiB: up to 64 Ki entries
+inline constexpr uint64_t kCmdqBase = 0x40000;    // up to 1024 entries
+inline constexpr uint64_t kMailbox = 0x100000;    // in/out mailboxes
+inline constexpr uint64_t kOutBuf = 0x108000;     // command output
+inline constexpr uint64_t kTxRing = 0x200000;     // TX descriptors
+inline constexpr uint64_t kRxRing = 0x210000;     // RX descriptors
+inline constexpr uint64_t kBuffers = 0x300000;    // packet buffers, 1 MiB
+inline constexpr uint64_t kUnmapped = 0xdead0000; // never backed
 
 inline constexpr uint8_t kMac[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
 inline constexpr uint64_t kNodeGuid = 0x0002c9fffe000001ull;
@@ -106,7 +106,9 @@ class EngineTest : public ::testing::Test {
 
     // Next EQE the driver would consume (validity by owner bit); advances.
     bool next_eqe(ohca_eqe &out);
-    void eq_doorbell(bool arm) { wr(OHCA_REG_EQ0_DB, (eq_ci_ & 0xffff) | (arm ? OHCA_EQ_DB_ARM : 0)); }
+    void eq_doorbell(bool arm) {
+        wr(OHCA_REG_EQ0_DB, (eq_ci_ & 0xffff) | (arm ? OHCA_EQ_DB_ARM : 0));
+    }
 
     ohca_query_stats_out stats();
 
@@ -114,8 +116,12 @@ class EngineTest : public ::testing::Test {
     void create_ring(uint8_t type, uint8_t log_size, uint64_t base);
     void post_tx(const std::vector<uint8_t> &frame);
     void post_rx(uint16_t buf_len);
-    ohca_eth_desc tx_desc(uint32_t i) { return host_.get<ohca_eth_desc>(kTxRing + 16 * (i % tx_size_)); }
-    ohca_eth_desc rx_desc(uint32_t i) { return host_.get<ohca_eth_desc>(kRxRing + 16 * (i % rx_size_)); }
+    ohca_eth_desc tx_desc(uint32_t i) {
+        return host_.get<ohca_eth_desc>(kTxRing + 16 * (i % tx_size_));
+    }
+    ohca_eth_desc rx_desc(uint32_t i) {
+        return host_.get<ohca_eth_desc>(kRxRing + 16 * (i % rx_size_));
+    }
     static uint64_t tx_buf(uint32_t i) { return kBuffers + 0x4000ull * (i % 32); }
     static uint64_t rx_buf(uint32_t i) { return kBuffers + 0x80000 + 0x4000ull * (i % 32); }
     ohca_engine_rx_result rx(const std::vector<uint8_t> &f) {

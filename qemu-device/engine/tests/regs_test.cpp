@@ -2,6 +2,9 @@
 // BAR0 register file: identity, access rules, ENABLE and its checks.
 #include "fake_host.hpp"
 
+#include <ostream>
+#include <string>
+
 namespace ohca::test {
 namespace {
 
@@ -32,8 +35,8 @@ TEST_F(RegsTest, BadWidthsAndOffsetsReadZeroAndCount) {
     EXPECT_EQ(ohca_engine_reg_read(e_, OHCA_REG_MAGIC, 2), 0u);
     EXPECT_EQ(ohca_engine_reg_read(e_, OHCA_REG_MAGIC, 8), 0u);
     EXPECT_EQ(ohca_engine_reg_read(e_, OHCA_REG_MAGIC + 1, 4), 0u);
-    EXPECT_EQ(ohca_engine_reg_read(e_, 0x3ffc, 4), 0u);  // unknown, in BAR
-    EXPECT_EQ(ohca_engine_reg_read(e_, 0x4000, 4), 0u);  // beyond BAR
+    EXPECT_EQ(ohca_engine_reg_read(e_, 0x3ffc, 4), 0u); // unknown, in BAR
+    EXPECT_EQ(ohca_engine_reg_read(e_, 0x4000, 4), 0u); // beyond BAR
     EXPECT_EQ(rd(OHCA_REG_ERR_COUNT), 6u);
 }
 
@@ -95,11 +98,16 @@ TEST_F(RegsTest, UnknownDevCtrlBitsRejected) {
 }
 
 struct BadConfig {
+    const char *name;
     uint64_t cmdq_base;
     uint32_t cmdq_log;
     uint64_t eq_base;
     uint32_t eq_log;
 };
+
+void PrintTo(const BadConfig &c, std::ostream *os) {
+    *os << c.name;
+}
 
 class EnableBadConfigTest : public EngineTest, public ::testing::WithParamInterface<BadConfig> {};
 
@@ -126,15 +134,16 @@ TEST_P(EnableBadConfigTest, GoesFatalWithBadCmdqConfig) {
 
 INSTANTIATE_TEST_SUITE_P(
     Configs, EnableBadConfigTest,
-    ::testing::Values(BadConfig{kCmdqBase, 0, kEqBase, 4},        // cmdq log too small
-                      BadConfig{kCmdqBase, 11, kEqBase, 4},       // cmdq log too big
-                      BadConfig{kCmdqBase + 32, 4, kEqBase, 4},   // cmdq misaligned
-                      BadConfig{0, 4, kEqBase, 4},                // cmdq base 0
-                      BadConfig{kCmdqBase, 4, kEqBase, 1},        // eq log too small
-                      BadConfig{kCmdqBase, 4, kEqBase, 17},       // eq log too big
-                      BadConfig{kCmdqBase, 4, kEqBase + 8, 4},    // eq misaligned
-                      BadConfig{kCmdqBase, 4, 0, 4},              // eq not configured
-                      BadConfig{kCmdqBase, 0xffffffff, kEqBase, 0xffffffff}));
+    ::testing::Values(BadConfig{"CmdqLogTooSmall", kCmdqBase, 0, kEqBase, 4},
+                      BadConfig{"CmdqLogTooBig", kCmdqBase, 11, kEqBase, 4},
+                      BadConfig{"CmdqMisaligned", kCmdqBase + 32, 4, kEqBase, 4},
+                      BadConfig{"CmdqBaseZero", 0, 4, kEqBase, 4},
+                      BadConfig{"EqLogTooSmall", kCmdqBase, 4, kEqBase, 1},
+                      BadConfig{"EqLogTooBig", kCmdqBase, 4, kEqBase, 17},
+                      BadConfig{"EqMisaligned", kCmdqBase, 4, kEqBase + 8, 4},
+                      BadConfig{"EqNotConfigured", kCmdqBase, 4, 0, 4},
+                      BadConfig{"AllOnes", kCmdqBase, 0xffffffff, kEqBase, 0xffffffff}),
+    [](const ::testing::TestParamInfo<BadConfig> &info) { return std::string(info.param.name); });
 
 TEST_F(RegsTest, BadCmdqConfigPostsDeviceFatalWhenEqIsGood) {
     wr(OHCA_REG_EQ0_BASE_LO, static_cast<uint32_t>(kEqBase));
@@ -166,9 +175,9 @@ TEST_F(RegsTest, CmdqRingUnreadableIsFatal) {
 
 TEST_F(RegsTest, CmdqPiGarbageIgnored) {
     bring_up(4);
-    wr(OHCA_REG_CMDQ_PI, 17);          // more than a ring ahead
-    wr(OHCA_REG_CMDQ_PI, 0x10001);     // bits above 15
-    wr(OHCA_REG_CMDQ_PI, 0xffff);      // "behind" CI = far ahead
+    wr(OHCA_REG_CMDQ_PI, 17);      // more than a ring ahead
+    wr(OHCA_REG_CMDQ_PI, 0x10001); // bits above 15
+    wr(OHCA_REG_CMDQ_PI, 0xffff);  // "behind" CI = far ahead
     EXPECT_EQ(rd(OHCA_REG_ERR_COUNT), 3u);
     drain();
     EXPECT_EQ(rd(OHCA_REG_CMDQ_CI), 0u);
@@ -206,9 +215,9 @@ TEST_F(RegsTest, DoorbellReturnsAtOnceWorkRunsInProcess) {
 
 TEST_F(RegsTest, DoorbellPages) {
     bring_up();
-    ohca_engine_db_write(e_, 0, 0, 1, 4); // kernel page: fine
-    ohca_engine_db_write(e_, 5, 0, 1, 4); // not allocated
-    ohca_engine_db_write(e_, 256, 0, 1, 4); // out of range
+    ohca_engine_db_write(e_, 0, 0, 1, 4);    // kernel page: fine
+    ohca_engine_db_write(e_, 5, 0, 1, 4);    // not allocated
+    ohca_engine_db_write(e_, 256, 0, 1, 4);  // out of range
     ohca_engine_db_write(e_, 1, 4096, 1, 4); // offset out of range
     ohca_alloc_uar_out out{};
     ASSERT_EQ(cmd_out(OHCA_CMD_ALLOC_UAR, out).status, OHCA_STATUS_OK);
