@@ -250,11 +250,11 @@ TEST_F(CmdqTest, EntryReservedFields) {
 }
 
 TEST_F(CmdqTest, BadInLen) {
-    ohca_query_port_in in{};
-    in.port = 1;
-    expect(cmd(OHCA_CMD_QUERY_PORT, &in, 7, 64, kOutBuf), OHCA_STATUS_BAD_LEN, 8);
-    expect(cmd(OHCA_CMD_QUERY_PORT, &in, 9, 64, kOutBuf), OHCA_STATUS_BAD_LEN, 8);
-    expect(cmd(OHCA_CMD_NOP, &in, 4), OHCA_STATUS_BAD_LEN, 0);
+    std::array<uint8_t, 16> in{};
+    in[0] = 1; // port
+    expect(cmd(OHCA_CMD_QUERY_PORT, in.data(), 7, 64, kOutBuf), OHCA_STATUS_BAD_LEN, 8);
+    expect(cmd(OHCA_CMD_QUERY_PORT, in.data(), 9, 64, kOutBuf), OHCA_STATUS_BAD_LEN, 8);
+    expect(cmd(OHCA_CMD_NOP, in.data(), 4), OHCA_STATUS_BAD_LEN, 0);
     ohca_cmd c{};
     c.opcode = OHCA_CMD_NOP;
     c.in_len = 4097;
