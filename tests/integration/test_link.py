@@ -13,26 +13,26 @@ WAIT = 30  # seconds the guest allows for each transition
 SCRIPT = r"""
 fail() { echo "FAIL: $*"; exit 1; }
 devstate() { ibv_devinfo -d ohca0 | sed -n 's/^[[:space:]]*state:[[:space:]]*//p'; }
-for i in $(seq 1 CYCLES); do
+for i in $(seq 1 @CYCLES@); do
     ohca_mark "ready-$i"
     ohca_wait_host "down-$i" 120 || fail "host never took the link down"
-    ohca_wait_carrier 0 WAIT || fail "cycle $i: carrier still $(ohca_carrier)"
+    ohca_wait_carrier 0 @WAIT@ || fail "cycle $i: carrier still $(ohca_carrier)"
     if [ "$OHCA_NIC" = ohca ]; then
-        ohca_wait_port DOWN WAIT || fail "cycle $i: port state $(ohca_port_state) after link down"
+        ohca_wait_port DOWN @WAIT@ || fail "cycle $i: port state $(ohca_port_state) after link down"
         [ "$(devstate)" = "PORT_DOWN (1)" ] || fail "cycle $i: ibv_devinfo state '$(devstate)'"
     fi
     echo "cycle $i: down seen"
     ohca_mark "down-seen-$i"
     ohca_wait_host "up-$i" 120 || fail "host never brought the link up"
-    ohca_wait_carrier 1 WAIT || fail "cycle $i: carrier still $(ohca_carrier)"
+    ohca_wait_carrier 1 @WAIT@ || fail "cycle $i: carrier still $(ohca_carrier)"
     if [ "$OHCA_NIC" = ohca ]; then
-        ohca_wait_port ACTIVE WAIT || fail "cycle $i: port state $(ohca_port_state) after link up"
+        ohca_wait_port ACTIVE @WAIT@ || fail "cycle $i: port state $(ohca_port_state) after link up"
         [ "$(devstate)" = "PORT_ACTIVE (4)" ] || fail "cycle $i: ibv_devinfo state '$(devstate)'"
     fi
     echo "cycle $i: up seen"
 done
 echo "LINK OK"
-""".replace("CYCLES", str(CYCLES)).replace("WAIT", str(WAIT))
+""".replace("@CYCLES@", str(CYCLES)).replace("@WAIT@", str(WAIT))
 
 
 def test_link_down_up(vm_cluster):

@@ -12,7 +12,7 @@ SCRIPT = r"""
 fail() { echo "FAIL: $*"; dmesg | tail -n 30; exit 1; }
 ohca_load_core || fail "RDMA core modules"
 ohca_install_provider || fail "provider"
-for i in $(seq 1 CYCLES); do
+for i in $(seq 1 @CYCLES@); do
     insmod /share/ohca.ko || fail "cycle $i: insmod"
     ohca_poll 20 test -e /sys/class/infiniband/ohca0 || fail "cycle $i: /sys/class/infiniband/ohca0 missing after insmod"
     ohca_poll 20 test -e /sys/class/net/eth0 || fail "cycle $i: no net device eth0 after insmod"
@@ -25,7 +25,7 @@ for i in $(seq 1 CYCLES); do
     echo "cycle $i ok"
 done
 echo "ALL CYCLES OK"
-""".replace("CYCLES", str(CYCLES))
+""".replace("@CYCLES@", str(CYCLES))
 
 
 @pytest.mark.ohca_only

@@ -192,6 +192,17 @@ def build_outputs(nic):
     return out
 
 
+def _die_with_parent():
+    """preexec_fn: QEMU gets SIGTERM when the harness process dies, so an
+    interrupted test run leaves no VM behind."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 (best effort)
+        pass
+
+
 def free_udp_ports(n):
     socks = []
     try:
@@ -367,7 +378,7 @@ class VM:
             f.write(self._env())
         shutil.copy(os.path.join(GUEST_DIR, "ohca-lib.sh"), self.share)
         for name, path in files.items():
-            shutil.copy(path, os.path.join(self.share, name))
+            shutil.copy2(path, os.path.join(self.share, name))
         if script is None:  # interactive: init runs preamble.sh, then a shell
             with open(os.path.join(self.share, "preamble.sh"), "w") as f:
                 f.write(". /share/env.sh\n. /share/ohca-lib.sh\n"
@@ -427,13 +438,14 @@ class VM:
             f.write(shlex.join(argv) + "\n")
         self.t_start = time.monotonic()
         if interactive:
-            self.proc = subprocess.Popen(argv)
+            self.proc = subprocess.Popen(argv, preexec_fn=_die_with_parent)
         else:
             self.qemu_log = open(os.path.join(self.logdir, "qemu.log"), "w")
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                          stdout=self.qemu_log,
                                          stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+                                         start_new_session=True,
+                                         preexec_fn=_die_with_parent)
 
     # -- while running --
     def alive(self):
@@ -531,7 +543,7 @@ class Cluster:
 
     def __init__(self, name="run", nvms=1, nic=None, logdir=None, smp=2,
                  mem="2G", module_params="", extra_args=None, append=None,
-                 klog_allow=None, wire=None):
+                 klog_allow=None, wire=None, extra_files=None):
         if nvms not in (1, 2):
             raise HarnessError("nvms must be 1 or 2")
         self.nic = nic or os.environ.get("OHCA_NIC", "ohca")
@@ -550,6 +562,11 @@ class Cluster:
         self.kernel, self.initrd = kernel_and_initrd()
         self.rootfs = rootfs_image()
         self.files = build_outputs(self.nic)
+        # extra_files: {name in the share: host path}, e.g. guest-side tools
+        for fname, path in (extra_files or {}).items():
+            if not os.path.isfile(path):
+                raise HarnessError(f"{path} missing (wanted in the share as {fname})")
+            self.files[fname] = path
         self.sockdir = tempfile.mkdtemp(prefix="ohcavm-")
         os.makedirs(self.logdir, exist_ok=True)
         self.vms = [VM(self, i) for i in range(nvms)]
@@ -705,6 +722,9 @@ def main(argv=None):
     common(p)
 
     args = ap.parse_args(argv)
+    # SIGTERM/SIGHUP unwind like Ctrl-C, so the Cluster context kills QEMU.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     # A fresh directory per invocation (several people may run VMs at once);
     # build/test-logs/cli-<cmd> links to the latest.
     if args.logdir:
@@ -744,6 +764,9 @@ def main(argv=None):
     except HarnessError as e:
         log(f"error: {e}")
         return 2
+    except KeyboardInterrupt:
+        log("interrupted; QEMU stopped")
+        return 130
     rc = 0
     for r in results:
         print(f"===== {r.name}: exit code {r.exit_code}"
