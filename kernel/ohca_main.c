@@ -110,7 +110,7 @@ static int ohca_query_caps(struct ohca_dev *dev)
 
 	ether_addr_copy(dev->port_mac, port.mac);
 	dev->port_mtu = clamp_t(u32, le32_to_cpu(port.mtu), OHCA_ETH_MIN_MTU,
-				 OHCA_ETH_MAX_MTU);
+				OHCA_ETH_MAX_MTU);
 	dev->max_mtu = clamp_t(u32, le32_to_cpu(port.max_mtu),
 			       OHCA_ETH_MIN_MTU, OHCA_ETH_MAX_MTU);
 	dev->speed_mbps = le32_to_cpu(port.speed_mbps);
