@@ -98,7 +98,8 @@ inputs_hash=$(
 		echo "$full_ver"
 		cd "$top"
 		find qemu-device firmware-interface/include -type f \
-			! -path 'qemu-device/engine/tests/*' -print0 | sort -z |
+			! -path 'qemu-device/engine/tests/*' ! -path 'qemu-device/tests/*' \
+			! -name '*.md' -print0 | sort -z |
 			xargs -0 sha256sum
 	} | sha256sum | cut -c1-16
 )
@@ -139,8 +140,11 @@ grep -qx "subdir('ohca')" "$src/hw/meson.build" || die "could not edit hw/meson.
 grep -qx "source ohca/Kconfig" "$src/hw/Kconfig" ||
 	sed -i "/^source nvme\/Kconfig$/a source ohca/Kconfig" "$src/hw/Kconfig"
 grep -qx "source ohca/Kconfig" "$src/hw/Kconfig" || die "could not edit hw/Kconfig"
-sed -i 's/^\( *\)unpack_edk2_blobs = bzip2.found()$/\1unpack_edk2_blobs = false/' \
-	"$src/meson.build"
+# (sed only when needed: rewriting meson.build would make meson regenerate)
+if grep -q '^ *unpack_edk2_blobs = bzip2.found()$' "$src/meson.build"; then
+	sed -i 's/^\( *\)unpack_edk2_blobs = bzip2.found()$/\1unpack_edk2_blobs = false/' \
+		"$src/meson.build"
+fi
 
 # --- 6. configure (once) and build -----------------------------------------------
 configure_args=(--target-list=x86_64-softmmu --without-default-features
@@ -172,7 +176,10 @@ ninja -C "$build" -j"$jobs" qemu-system-x86_64 2>&1 | tee "$tree/ninja.log" |
 	     /error|Error|ERROR|warning:|FAILED|ninja:/ { print; fflush() }'
 rc=${PIPESTATUS[0]}
 set -e
-[ "$rc" -eq 0 ] || die "ninja failed"
+if [ "$rc" -ne 0 ]; then
+	grep -v '^\[[0-9]*/[0-9]*\]' "$tree/ninja.log" | tail -n 60 >&2
+	die "ninja failed (log: $tree/ninja.log)"
+fi
 log "built in $((SECONDS - start))s"
 
 mkdir -p "$bin_dir.tmp"
