@@ -127,7 +127,9 @@ static int ohca_query_caps(struct ohca_dev *dev)
 
 static int ohca_ib_register(struct ohca_dev *dev)
 {
+	unsigned int eq0_irq = pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ);
 	struct ib_device *ibdev = &dev->ibdev;
+	int link_up;
 	int err;
 
 	ibdev->node_type = RDMA_NODE_IB_CA;
@@ -141,6 +143,7 @@ static int ohca_ib_register(struct ohca_dev *dev)
 	err = ib_device_set_netdev(ibdev, dev->netdev, 1);
 	if (err)
 		return err;
+	link_up = atomic_read(&dev->link_up);
 	err = ib_register_device(ibdev, "ohca%d", &dev->pdev->dev);
 	if (err) {
 		dev_err(&dev->pdev->dev, "cannot register the RDMA device: %d\n",
@@ -149,7 +152,13 @@ static int ohca_ib_register(struct ohca_dev *dev)
 		ib_device_set_netdev(ibdev, NULL, 1);
 		return err;
 	}
+
+	/* Pass on a link change the core may have missed while registering. */
+	disable_irq(eq0_irq);
 	set_bit(OHCA_FLAG_IB_REGISTERED, &dev->flags);
+	if (atomic_read(&dev->link_up) != link_up)
+		ohca_port_event(dev, !link_up);
+	enable_irq(eq0_irq);
 	return 0;
 }
 
