@@ -16,11 +16,10 @@ Fixtures:
 
 import os
 import re
-import shutil
 
 import pytest
 
-from vmtest import ohcavm
+from vmtest import ohcavm, make_logdir
 
 
 def pytest_addoption(parser):
@@ -53,10 +52,7 @@ def nic(pytestconfig):
 @pytest.fixture
 def vm_logdir(request):
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name).strip("_")
-    path = os.path.join(ohcavm.TOP, "build", "test-logs", name)
-    shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
-    return path
+    return make_logdir(name)
 
 
 @pytest.fixture

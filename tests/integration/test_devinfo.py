@@ -1,11 +1,8 @@
 """ibv_devinfo -v -d ohca0 reports what the QEMU device was configured with."""
 
-import os
-import shutil
-
 import pytest
 
-from vmtest import assert_ok, ohcavm, parse_devinfo, section
+from vmtest import assert_ok, ohcavm, parse_devinfo, section, make_logdir
 
 # What the device reports as firmware version (register FW_VERSION,
 # formatted major.minor.sub by the driver). Adjust with the device.
@@ -42,8 +39,7 @@ echo "=== end ==="
 @pytest.fixture(scope="module")
 def devinfo(nic):
     # One VM for the whole module; its logs in build/test-logs/test_devinfo.
-    logdir = os.path.join(ohcavm.TOP, "build", "test-logs", "test_devinfo")
-    shutil.rmtree(logdir, ignore_errors=True)
+    logdir = make_logdir("test_devinfo")
     with ohcavm.Cluster("test_devinfo", nvms=1, nic=nic, logdir=logdir) as c:
         c.start(SCRIPT)
         (r,) = c.wait(300)

@@ -2,10 +2,32 @@
 
 import os
 import re
+import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vm"))
 import ohcavm  # noqa: E402  (re-exported for the tests)
+
+
+def make_logdir(name):
+    """build/test-logs/<name>/, emptied. If another live process owns it (two
+    test runs at once in one checkout), build/test-logs/<name>-<pid>/."""
+    base = os.path.join(ohcavm.TOP, "build", "test-logs", name)
+    path = base
+    owner = os.path.join(base, ".owner")
+    try:
+        with open(owner) as f:
+            pid = int(f.read().strip())
+        if pid != os.getpid():
+            os.kill(pid, 0)  # raises if that process is gone
+            path = f"{base}-{os.getpid()}"
+    except (OSError, ValueError):
+        pass
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    with open(os.path.join(path, ".owner"), "w") as f:
+        f.write(f"{os.getpid()}\n")
+    return path
 
 
 def assert_ok(results):
