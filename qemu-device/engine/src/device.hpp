@@ -30,7 +30,8 @@ namespace ohca {
 struct DeviceLimits {
     static constexpr uint32_t fw_version = OHCA_FW_VERSION(1, 0, 0);
     static constexpr uint32_t hw_version = 1;
-    static constexpr uint32_t vendor_id = 0x000000; // no IEEE OUI of our own
+    // No IEEE OUI of our own: report the PCI vendor ID, as efa does.
+    static constexpr uint32_t vendor_id = OHCA_PCI_VENDOR_ID;
     static constexpr uint32_t vendor_part_id = OHCA_PCI_DEVICE_ID;
     static constexpr uint64_t max_mr_size = uint64_t{1} << 40;
     static constexpr uint64_t page_size_cap =

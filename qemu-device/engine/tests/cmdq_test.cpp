@@ -60,6 +60,7 @@ TEST_F(CmdqTest, QueryDevice) {
     EXPECT_EQ(d.sys_image_guid, kNodeGuid);
     EXPECT_EQ(d.max_mr_size, uint64_t{1} << 40);
     EXPECT_EQ(d.page_size_cap, (1ull << 12) | (1ull << 21) | (1ull << 30));
+    EXPECT_EQ(d.vendor_id, 0x1af4u);
     EXPECT_EQ(d.vendor_part_id, 0x10f0u);
     EXPECT_EQ(d.max_qp, 1024u);
     EXPECT_EQ(d.max_qp_wr, 4096u);
