@@ -295,6 +295,16 @@ static void ohca_dealloc_ucontext(struct ib_ucontext *ibuctx)
 	ohca_dealloc_uar(to_ohca_dev(ibuctx->device), uctx->uar_index);
 }
 
+/*
+ * Device removal with the context still open: the core has already zapped
+ * the doorbell mappings and calls dealloc_ucontext() next, so there is
+ * nothing left to stop here. Having the op lets removal proceed without
+ * waiting for the process to close the device.
+ */
+static void ohca_disassociate_ucontext(struct ib_ucontext *ibuctx)
+{
+}
+
 static int ohca_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
 {
 	struct ohca_dev *dev = to_ohca_dev(ibuctx->device);
@@ -348,6 +358,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.alloc_ucontext = ohca_alloc_ucontext,
 	.dealloc_ucontext = ohca_dealloc_ucontext,
 	.del_gid = ohca_del_gid,
+	.disassociate_ucontext = ohca_disassociate_ucontext,
 	.get_dev_fw_str = ohca_get_dev_fw_str,
 	.get_link_layer = ohca_get_link_layer,
 	.get_port_immutable = ohca_get_port_immutable,
