@@ -1,0 +1,54 @@
+"""Self-checks of the harness: the parsers on their own, and one VM run
+proving that a kernel problem in the guest fails the run."""
+
+from vmtest import ohcavm, parse_devinfo
+
+DEVINFO_SAMPLE = (
+    "hca_id:\tohca0\n"
+    "\ttransport:\t\t\tInfiniBand (0)\n"
+    "\tfw_ver:\t\t\t\t1.0.0\n"
+    "\tnode_guid:\t\t\t0002:c9ff:fe00:0001\n"
+    "\tvendor_id:\t\t\t0x1af4\n"
+    "\tmax_qp:\t\t\t\t256\n"
+    "\tdevice_cap_flags:\t\t0x00000000\n"
+    "\t\t\t\t\tSYS_IMAGE_GUID\n"
+    "\t\tmax_tso:\t\t\t0\n"
+    "\t\tport:\t1\n"
+    "\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"
+    "\t\t\tlink_layer:\t\tEthernet\n"
+    "\t\t\tGID[  0]:\t\tfe80::ff:fe00:1, RoCE v2\n"
+    "\t\t\tGID[  1]:\t\t::ffff:10.77.0.1, RoCE v2\n"
+)
+
+
+def test_parse_devinfo():
+    d = parse_devinfo(DEVINFO_SAMPLE)
+    assert d["fields"]["node_guid"] == "0002:c9ff:fe00:0001"
+    assert d["fields"]["max_qp"] == "256"
+    assert "max_tso" not in d["fields"]
+    p = d["ports"][1]
+    assert p["fields"]["state"] == "PORT_ACTIVE (4)"
+    assert p["gids"] == [(0, "fe80::ff:fe00:1", "RoCE v2"),
+                         (1, "::ffff:10.77.0.1", "RoCE v2")]
+
+
+def test_format_guid():
+    assert ohcavm.format_guid(0x0002C9FFFE000001) == "0002:c9ff:fe00:0001"
+
+
+def test_scan_kernel_log():
+    text = ("[    1.0] ohca 0000:00:03.0: ohca0 and eth0 ready\n"
+            "[    2.0] WARNING: CPU: 0 PID: 1 at drivers/x.c:1 f+0x1/0x2\n"
+            "[    2.1] Call Trace:\n"
+            "[    3.0] BUG: KASAN: use-after-free in g\n")
+    hits = ohcavm.scan_kernel_log(text)
+    assert len(hits) == 3
+    assert ohcavm.scan_kernel_log(text, allow=r"drivers/x\.c|Call Trace|KASAN") == []
+
+
+def test_guest_kernel_warning_fails_the_run(vm_run):
+    (r,) = vm_run("echo 'WARNING: CPU: 0 PID: 1 at ohca-harness-selftest' > /dev/kmsg",
+                  preamble=False, timeout=200)
+    assert r.exit_code == 0, r.report()
+    assert not r.ok
+    assert any("ohca-harness-selftest" in l for l in r.kernel_problems), r.report()
