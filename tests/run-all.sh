@@ -44,6 +44,7 @@ stage() {
 stage firmware-interface "" make --no-print-directory firmware-interface-test
 stage engine-unit "" make --no-print-directory engine-test
 stage qemu "" make --no-print-directory qemu
+stage device-smoke qemu /usr/bin/python3 qemu-device/tests/qtest_smoke.py
 stage kernel "" make --no-print-directory kernel
 stage userspace "" make --no-print-directory userspace
 stage userspace-abi userspace make --no-print-directory -C userspace check
