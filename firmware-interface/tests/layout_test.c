@@ -6,6 +6,11 @@
 #include <ohca/ohca-abi.h>
 
 OHCA_ASSERT_SIZE(struct ohca_ibv_alloc_ucontext_resp, 24);
+OHCA_ASSERT_SIZE(struct ohca_ibv_alloc_pd_resp, 8);
+OHCA_ASSERT_SIZE(struct ohca_ibv_create_cq, 16);
+OHCA_ASSERT_SIZE(struct ohca_ibv_create_cq_resp, 8);
+OHCA_ASSERT_SIZE(struct ohca_ibv_create_qp, 24);
+OHCA_ASSERT_SIZE(struct ohca_ibv_create_qp_resp, 8);
 
 int main(void)
 {

@@ -21,4 +21,44 @@ struct ohca_ibv_alloc_ucontext_resp {
 	__u32 reserved;
 };
 
+/* ibv_alloc_pd */
+struct ohca_ibv_alloc_pd_resp {
+	__u32 pdn;
+	__u32 reserved;
+};
+
+/*
+ * ibv_create_cq: the provider allocates the ring (a power-of-two number of
+ * struct ohca_cqe, page aligned, zeroed) and the kernel pins it.
+ */
+struct ohca_ibv_create_cq {
+	__aligned_u64 buf_addr;
+	__u32 log_size;
+	__u32 reserved;
+};
+
+struct ohca_ibv_create_cq_resp {
+	__u32 cqn;
+	__u32 reserved;
+};
+
+/*
+ * ibv_create_qp: the provider sizes the queues from the requested caps,
+ * allocates both rings (page aligned, zeroed) and the kernel pins them.
+ */
+struct ohca_ibv_create_qp {
+	__aligned_u64 sq_buf_addr;
+	__aligned_u64 rq_buf_addr;
+	__u8 sq_log_size;
+	__u8 rq_log_size;
+	__u8 sq_log_stride;
+	__u8 rq_log_stride;
+	__u32 max_inline;
+};
+
+struct ohca_ibv_create_qp_resp {
+	__u32 qpn;
+	__u32 reserved;
+};
+
 #endif /* OHCA_ABI_USER_H */

@@ -51,6 +51,19 @@ enum ohca_cmd_opcode {
 	OHCA_CMD_ADD_GID		= 0x08,
 	OHCA_CMD_DEL_GID		= 0x09,
 	OHCA_CMD_QUERY_STATS		= 0x0a,
+	/* RDMA resources (ABI 1.1) */
+	OHCA_CMD_CREATE_EQ		= 0x10,
+	OHCA_CMD_DESTROY_EQ		= 0x11,
+	OHCA_CMD_CREATE_PD		= 0x12,
+	OHCA_CMD_DESTROY_PD		= 0x13,
+	OHCA_CMD_CREATE_MR		= 0x14,
+	OHCA_CMD_DESTROY_MR		= 0x15,
+	OHCA_CMD_CREATE_CQ		= 0x16,
+	OHCA_CMD_DESTROY_CQ		= 0x17,
+	OHCA_CMD_CREATE_QP		= 0x18,
+	OHCA_CMD_MODIFY_QP		= 0x19,
+	OHCA_CMD_QUERY_QP		= 0x1a,
+	OHCA_CMD_DESTROY_QP		= 0x1b,
 	OHCA_CMD_MAX
 };
 
@@ -254,5 +267,232 @@ struct ohca_query_stats_out {
 	ohca_le64 rsvd[1];
 };
 OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 128);
+
+/* ======================================================================
+ * RDMA resources (ABI 1.1). docs/programming-manual.md §8 gives the rules.
+ * ====================================================================== */
+
+/*
+ * A page list describes a buffer in guest memory (a queue ring or a memory
+ * region) as 'npages' pages of 2^page_shift bytes (12..30), each address
+ * aligned to its page size.
+ *  levels 1: addr points at npages le64 page addresses (npages <= 512).
+ *  levels 2: addr points at ceil(npages / 512) le64 addresses of 4 KiB
+ *            pages, each holding up to 512 page addresses (npages <= 2^18).
+ * The device copies the list when the command executes; later changes to
+ * the list memory have no effect.
+ */
+#define OHCA_PBL_ENTRIES_PER_PAGE	512
+#define OHCA_PBL_MAX_PAGES		(512 * 512)
+#define OHCA_PAGE_SHIFT_MIN		12
+#define OHCA_PAGE_SHIFT_MAX		30
+
+struct ohca_pbl {
+	ohca_le64 addr;
+	ohca_le32 npages;
+	ohca_u8 page_shift;
+	ohca_u8 levels;			/* 1 or 2 */
+	ohca_le16 rsvd;
+};
+OHCA_ASSERT_SIZE(struct ohca_pbl, 16);
+
+/* ---- CREATE_EQ / DESTROY_EQ: completion event queues ------------------- */
+/*
+ * A completion EQ is physically contiguous (2^log_size struct ohca_eqe,
+ * 16-byte aligned) and raises MSI-X vector 'msix_vector' (2..NUM_MSIX-1).
+ * Its doorbell is OHCA_REG_EQ_DB(eqn), with the semantics of EQ0_DB.
+ */
+struct ohca_create_eq_in {
+	ohca_le64 base;
+	ohca_u8 log_size;		/* OHCA_EQ_LOG_MIN..OHCA_EQ_LOG_MAX */
+	ohca_u8 msix_vector;
+	ohca_u8 rsvd[6];
+};
+OHCA_ASSERT_SIZE(struct ohca_create_eq_in, 16);
+
+/* Output of every CREATE_* command: the new object's number or key. */
+struct ohca_create_out {
+	ohca_le32 handle;		/* eqn, pdn, cqn or qpn */
+	ohca_le32 handle2;		/* CREATE_MR: rkey (handle is the lkey) */
+};
+OHCA_ASSERT_SIZE(struct ohca_create_out, 8);
+
+/* Input of every DESTROY_* command and of QUERY_QP. */
+struct ohca_handle_in {
+	ohca_le32 handle;		/* eqn, pdn, lkey, cqn or qpn */
+	ohca_le32 rsvd;
+};
+OHCA_ASSERT_SIZE(struct ohca_handle_in, 8);
+
+/* ---- CREATE_PD / DESTROY_PD: no input; output ohca_create_out ---------- */
+
+/* ---- CREATE_MR / DESTROY_MR -------------------------------------------- */
+/* Access flags, for MRs and QPs (the IBTA verbs values). */
+enum ohca_access {
+	OHCA_ACCESS_LOCAL_WRITE		= 1u << 0,
+	OHCA_ACCESS_REMOTE_WRITE	= 1u << 1,
+	OHCA_ACCESS_REMOTE_READ		= 1u << 2,
+	OHCA_ACCESS_REMOTE_ATOMIC	= 1u << 3,
+};
+
+enum ohca_mr_flags {
+	/* The MR spans all of the bus address space with iova == bus
+	 * address and no page list (the kernel's DMA MR). Local access only. */
+	OHCA_MR_F_PHYSICAL		= 1u << 0,
+};
+
+/*
+ * Keys: bits 31..8 index the device's MR table, bits 7..0 are a tag the
+ * device changes every time the index is reused, so a stale key misses.
+ * Address 'va' in the MR maps to page (va - (iova & ~(pgsz-1))) >> shift.
+ */
+#define OHCA_KEY_INDEX(key)		((key) >> 8)
+#define OHCA_KEY_TAG(key)		((key) & 0xff)
+
+struct ohca_create_mr_in {
+	ohca_le32 pdn;
+	ohca_le32 access;		/* enum ohca_access */
+	ohca_le64 iova;
+	ohca_le64 length;		/* 1..max_mr_size */
+	ohca_le32 flags;		/* enum ohca_mr_flags */
+	ohca_le32 rsvd;
+	struct ohca_pbl pbl;		/* unused with OHCA_MR_F_PHYSICAL */
+};
+OHCA_ASSERT_SIZE(struct ohca_create_mr_in, 48);
+OHCA_ASSERT_OFFSET(struct ohca_create_mr_in, pbl, 32);
+
+/* ---- CREATE_CQ / DESTROY_CQ -------------------------------------------- */
+/*
+ * The ring is 2^log_size struct ohca_cqe in the pages of 'pbl'. Doorbells
+ * for the CQ (consumer index, arming) are accepted only on the doorbell page
+ * 'uar_index' (0: the kernel's page). Completion events go to EQ 'eqn'.
+ */
+struct ohca_create_cq_in {
+	ohca_le32 eqn;
+	ohca_le32 uar_index;
+	ohca_u8 log_size;		/* 1..OHCA_CQ_LOG_MAX */
+	ohca_u8 rsvd[7];
+	struct ohca_pbl pbl;
+};
+OHCA_ASSERT_SIZE(struct ohca_create_cq_in, 32);
+
+#define OHCA_CQ_LOG_MAX			16
+
+/* ---- CREATE_QP / MODIFY_QP / QUERY_QP / DESTROY_QP ---------------------- */
+enum ohca_qp_type {
+	OHCA_QPT_RC			= 0,
+};
+
+/* QP states, the IBTA numbering. */
+enum ohca_qp_state {
+	OHCA_QPS_RESET			= 0,
+	OHCA_QPS_INIT			= 1,
+	OHCA_QPS_RTR			= 2,
+	OHCA_QPS_RTS			= 3,
+	OHCA_QPS_SQD			= 4,
+	OHCA_QPS_SQE			= 5,
+	OHCA_QPS_ERR			= 6,
+};
+
+/*
+ * Send and receive queues: 2^log_size WQEs of 2^log_stride bytes each in
+ * the pages of their page list. A send WQE stride holds the 64-byte header
+ * plus num_sge segments or inline data; a receive WQE stride holds the
+ * 16-byte header plus segments. Doorbells only from page 'uar_index'.
+ */
+#define OHCA_WQ_LOG_MAX			15
+#define OHCA_SQ_LOG_STRIDE_MIN		7	/* header + 4 SGEs */
+#define OHCA_RQ_LOG_STRIDE_MIN		5	/* header + 1 SGE */
+#define OHCA_WQ_LOG_STRIDE_MAX		12
+
+struct ohca_create_qp_in {
+	ohca_u8 type;			/* enum ohca_qp_type */
+	ohca_u8 sq_log_size;
+	ohca_u8 rq_log_size;
+	ohca_u8 sq_log_stride;
+	ohca_u8 rq_log_stride;
+	ohca_u8 rsvd0[3];
+	ohca_le32 pdn;
+	ohca_le32 send_cqn;
+	ohca_le32 recv_cqn;
+	ohca_le32 uar_index;
+	ohca_le32 max_inline;		/* <= stride - 64 and max_inline_data */
+	ohca_le32 rsvd1;
+	struct ohca_pbl sq_pbl;
+	struct ohca_pbl rq_pbl;
+};
+OHCA_ASSERT_SIZE(struct ohca_create_qp_in, 64);
+OHCA_ASSERT_OFFSET(struct ohca_create_qp_in, sq_pbl, 32);
+
+/* MODIFY_QP attribute mask: the IBTA verbs bit values. */
+enum ohca_qp_attr_mask {
+	OHCA_QP_STATE			= 1u << 0,
+	OHCA_QP_CUR_STATE		= 1u << 1,
+	OHCA_QP_ACCESS_FLAGS		= 1u << 3,
+	OHCA_QP_PKEY_INDEX		= 1u << 4,
+	OHCA_QP_PORT			= 1u << 5,
+	OHCA_QP_QKEY			= 1u << 6,
+	OHCA_QP_AV			= 1u << 7,
+	OHCA_QP_PATH_MTU		= 1u << 8,
+	OHCA_QP_TIMEOUT			= 1u << 9,
+	OHCA_QP_RETRY_CNT		= 1u << 10,
+	OHCA_QP_RNR_RETRY		= 1u << 11,
+	OHCA_QP_RQ_PSN			= 1u << 12,
+	OHCA_QP_MAX_QP_RD_ATOMIC	= 1u << 13,
+	OHCA_QP_MIN_RNR_TIMER		= 1u << 15,
+	OHCA_QP_SQ_PSN			= 1u << 16,
+	OHCA_QP_MAX_DEST_RD_ATOMIC	= 1u << 17,
+	OHCA_QP_DEST_QPN		= 1u << 20,
+};
+
+enum ohca_network_type {
+	OHCA_NET_IPV4			= 1,
+	OHCA_NET_IPV6			= 2,
+};
+
+/* Address vector: where the QP's packets go. The driver resolves dmac. */
+struct ohca_av {
+	ohca_u8 dgid[16];		/* network byte order */
+	ohca_u8 dmac[6];
+	ohca_le16 vlan_id;		/* 0xffff: none */
+	ohca_le32 flow_label;
+	ohca_u8 hop_limit;
+	ohca_u8 traffic_class;
+	ohca_u8 sgid_index;
+	ohca_u8 network_type;		/* enum ohca_network_type */
+};
+OHCA_ASSERT_SIZE(struct ohca_av, 32);
+
+struct ohca_qp_attr {
+	ohca_u8 qp_state;		/* enum ohca_qp_state */
+	ohca_u8 cur_qp_state;
+	ohca_u8 path_mtu;		/* IBTA enum: 1=256 .. 5=4096 */
+	ohca_u8 timeout;		/* 4.096 us * 2^timeout, 0 = infinite */
+	ohca_u8 retry_cnt;		/* 0..7 */
+	ohca_u8 rnr_retry;		/* 0..7, 7 = infinite */
+	ohca_u8 min_rnr_timer;		/* IBTA RNR timer code 0..31 */
+	ohca_u8 max_rd_atomic;
+	ohca_u8 max_dest_rd_atomic;
+	ohca_u8 sq_draining;		/* QUERY_QP only */
+	ohca_le16 pkey_index;
+	ohca_le32 access_flags;		/* enum ohca_access (remote ones) */
+	ohca_le32 dest_qpn;
+	ohca_le32 rq_psn;
+	ohca_le32 sq_psn;
+	ohca_le32 qkey;
+	struct ohca_av av;
+};
+OHCA_ASSERT_SIZE(struct ohca_qp_attr, 64);
+OHCA_ASSERT_OFFSET(struct ohca_qp_attr, access_flags, 12);
+OHCA_ASSERT_OFFSET(struct ohca_qp_attr, av, 32);
+
+struct ohca_modify_qp_in {
+	ohca_le32 qpn;
+	ohca_le32 attr_mask;		/* enum ohca_qp_attr_mask */
+	struct ohca_qp_attr attr;
+};
+OHCA_ASSERT_SIZE(struct ohca_modify_qp_in, 72);
+
+/* QUERY_QP: input ohca_handle_in, output ohca_qp_attr. */
 
 #endif /* OHCA_CMD_H */

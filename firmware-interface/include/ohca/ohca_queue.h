@@ -40,6 +40,26 @@ enum ohca_eqe_type {
 	OHCA_EQE_PORT_CHANGE		= 2,
 	/* code: enum ohca_fatal; the device stops until reset. */
 	OHCA_EQE_DEVICE_FATAL		= 3,
+	/* On the CQ's EQ, once per arming: param0: cqn. */
+	OHCA_EQE_CQ_COMPLETION		= 4,
+	/* On EQ 0: code: enum ohca_qp_event, param0: qpn. */
+	OHCA_EQE_QP_EVENT		= 5,
+	/* On EQ 0: code: enum ohca_cq_error, param0: cqn. */
+	OHCA_EQE_CQ_ERROR		= 6,
+};
+
+enum ohca_qp_event {
+	OHCA_QP_EV_COMM_EST		= 1,	/* first packet in RTR */
+	OHCA_QP_EV_SQ_DRAINED		= 2,
+	OHCA_QP_EV_LAST_WQE_REACHED	= 3,
+	OHCA_QP_EV_FATAL		= 4,	/* WQ catastrophic: bad ring DMA */
+	OHCA_QP_EV_REQ_ERR		= 5,	/* invalid request received */
+	OHCA_QP_EV_ACCESS_ERR		= 6,	/* remote access violation */
+};
+
+enum ohca_cq_error {
+	OHCA_CQ_ERR_OVERRUN		= 1,	/* CQ full; the CQ is in error */
+	OHCA_CQ_ERR_ACCESS		= 2,	/* ring not writable */
 };
 
 /*
@@ -69,5 +89,151 @@ enum ohca_eth_desc_flags {
 #define OHCA_ETH_MIN_FRAME		60
 #define OHCA_ETH_HDR_LEN		14
 #define OHCA_ETH_MAX_FRAME		(9000 + 18)
+
+/* ======================================================================
+ * RDMA queues (ABI 1.1)
+ * ====================================================================== */
+
+/*
+ * Doorbells in a doorbell page (BAR2 page uar_index), written as one
+ * aligned 64-bit store: low 32 bits the queue number, high 32 bits the
+ * value. Producer indices are free-running 32-bit WQE counts; a doorbell
+ * whose index moves backwards or more than the queue size ahead of the
+ * device's consumer index, or that names a queue not created on this page,
+ * is ignored and counted in db_errors.
+ */
+#define OHCA_DB_SQ			0x00	/* value: SQ producer index */
+#define OHCA_DB_RQ			0x08	/* value: RQ producer index */
+#define OHCA_DB_CQ			0x10	/* value: CI (bits 23:0) | ARM */
+#define OHCA_DB_CQ_CI_MASK		0x00ffffffu
+#define OHCA_DB_CQ_ARM_NEXT		(1u << 30)	/* any completion */
+#define OHCA_DB_CQ_ARM_SOLICITED	(1u << 31)	/* solicited or error */
+#define OHCA_DB_VALUE(qn, value)	(((uint64_t)(value) << 32) | (qn))
+
+/* Send work request opcodes. */
+enum ohca_wr_opcode {
+	OHCA_WR_RDMA_WRITE		= 0x00,
+	OHCA_WR_RDMA_WRITE_IMM		= 0x01,
+	OHCA_WR_SEND			= 0x02,
+	OHCA_WR_SEND_IMM		= 0x03,
+	OHCA_WR_RDMA_READ		= 0x04,
+};
+
+enum ohca_send_flags {
+	OHCA_WQE_SIGNALED		= 1u << 0,	/* write a CQE on success */
+	OHCA_WQE_SOLICITED		= 1u << 1,
+	OHCA_WQE_FENCE			= 1u << 2,	/* wait for prior READs */
+	OHCA_WQE_INLINE			= 1u << 3,	/* data follows the header */
+};
+
+/* Scatter/gather element, in send and receive WQEs. */
+struct ohca_sge {
+	ohca_le64 addr;
+	ohca_le32 length;
+	ohca_le32 lkey;
+};
+OHCA_ASSERT_SIZE(struct ohca_sge, 16);
+
+/*
+ * Send WQE: this header, then num_sge struct ohca_sge, or with
+ * OHCA_WQE_INLINE inline_len bytes of data. The whole WQE fits its stride.
+ */
+struct ohca_send_wqe {
+	ohca_le64 wr_id;		/* returned in the CQE */
+	ohca_u8 opcode;			/* enum ohca_wr_opcode */
+	ohca_u8 flags;			/* enum ohca_send_flags */
+	ohca_u8 num_sge;
+	ohca_u8 rsvd0;
+	ohca_le32 imm_data;		/* as sent on the wire (big endian) */
+	ohca_le64 remote_addr;		/* RDMA WRITE/READ */
+	ohca_le32 rkey;
+	ohca_le32 inline_len;
+	ohca_le32 rsvd1[8];		/* atomics and UD in later revisions */
+};
+OHCA_ASSERT_SIZE(struct ohca_send_wqe, 64);
+OHCA_ASSERT_OFFSET(struct ohca_send_wqe, imm_data, 12);
+OHCA_ASSERT_OFFSET(struct ohca_send_wqe, remote_addr, 16);
+OHCA_ASSERT_OFFSET(struct ohca_send_wqe, inline_len, 28);
+
+/* Receive WQE: this header, then num_sge struct ohca_sge. */
+struct ohca_recv_wqe {
+	ohca_le64 wr_id;
+	ohca_u8 num_sge;
+	ohca_u8 rsvd[7];
+};
+OHCA_ASSERT_SIZE(struct ohca_recv_wqe, 16);
+
+/* Completion opcodes. */
+enum ohca_cqe_opcode {
+	OHCA_CQE_SEND			= 0x00,
+	OHCA_CQE_RDMA_WRITE		= 0x01,
+	OHCA_CQE_RDMA_READ		= 0x02,
+	OHCA_CQE_RECV			= 0x80,
+	OHCA_CQE_RECV_RDMA_WITH_IMM	= 0x81,
+};
+
+/* Completion status: the IBTA work completion status numbering. */
+enum ohca_cqe_status {
+	OHCA_CQE_SUCCESS		= 0,
+	OHCA_CQE_LOC_LEN_ERR		= 1,
+	OHCA_CQE_LOC_QP_OP_ERR		= 2,
+	OHCA_CQE_LOC_PROT_ERR		= 4,
+	OHCA_CQE_WR_FLUSH_ERR		= 5,
+	OHCA_CQE_BAD_RESP_ERR		= 7,
+	OHCA_CQE_LOC_ACCESS_ERR		= 8,
+	OHCA_CQE_REM_INV_REQ_ERR	= 9,
+	OHCA_CQE_REM_ACCESS_ERR		= 10,
+	OHCA_CQE_REM_OP_ERR		= 11,
+	OHCA_CQE_RETRY_EXC_ERR		= 12,
+	OHCA_CQE_RNR_RETRY_EXC_ERR	= 13,
+	OHCA_CQE_FATAL_ERR		= 15,
+	OHCA_CQE_GENERAL_ERR		= 21,
+};
+
+enum ohca_cqe_flags {
+	OHCA_CQE_F_IMM			= 1u << 0,	/* imm_data valid */
+};
+
+#define OHCA_CQE_OWNER			0x01
+
+/*
+ * Completion queue entry. Ownership works as for EQ entries: the owner bit
+ * (last byte) is 1 on the first pass over the ring and flips on every wrap;
+ * the device writes it after the rest of the entry. For a send completion,
+ * wqe_index is the low 16 bits of the SQ index of the completed WQE, which
+ * also retires every unsignaled WQE before it.
+ */
+struct ohca_cqe {
+	ohca_le64 wr_id;
+	ohca_le32 byte_len;
+	ohca_le32 imm_data;		/* as received (big endian) */
+	ohca_le32 qpn;
+	ohca_le32 src_qp;
+	ohca_u8 opcode;			/* enum ohca_cqe_opcode */
+	ohca_u8 status;			/* enum ohca_cqe_status */
+	ohca_u8 flags;			/* enum ohca_cqe_flags */
+	ohca_u8 rsvd;
+	ohca_le16 wqe_index;
+	ohca_u8 vendor_err;		/* enum ohca_vendor_err */
+	ohca_u8 owner;			/* OHCA_CQE_OWNER */
+};
+OHCA_ASSERT_SIZE(struct ohca_cqe, 32);
+OHCA_ASSERT_OFFSET(struct ohca_cqe, opcode, 24);
+OHCA_ASSERT_OFFSET(struct ohca_cqe, wqe_index, 28);
+OHCA_ASSERT_OFFSET(struct ohca_cqe, owner, 31);
+
+/* Why a completion failed, in more detail than the status. */
+enum ohca_vendor_err {
+	OHCA_VERR_NONE			= 0,
+	OHCA_VERR_BAD_WQE		= 1,	/* opcode, num_sge or lengths */
+	OHCA_VERR_BAD_LKEY		= 2,
+	OHCA_VERR_LKEY_BOUNDS		= 3,
+	OHCA_VERR_LKEY_ACCESS		= 4,
+	OHCA_VERR_LKEY_PD		= 5,
+	OHCA_VERR_DMA			= 6,	/* guest memory not accessible */
+	OHCA_VERR_REMOTE_NAK		= 7,	/* see the status */
+	OHCA_VERR_RECV_TOO_SMALL	= 8,
+	OHCA_VERR_FLUSH			= 9,
+};
 
 #endif /* OHCA_QUEUE_H */

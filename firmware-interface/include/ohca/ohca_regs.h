@@ -35,7 +35,7 @@
 /* Register values that identify the device and interface revision. */
 #define OHCA_MAGIC			0x4143484fu	/* "OHCA" little endian */
 #define OHCA_ABI_MAJOR			1
-#define OHCA_ABI_MINOR			0
+#define OHCA_ABI_MINOR			1
 #define OHCA_ABI_VERSION		((OHCA_ABI_MAJOR << 16) | OHCA_ABI_MINOR)
 #define OHCA_FW_VERSION(maj, min, sub)	(((maj) << 16) | ((min) << 8) | (sub))
 
@@ -121,6 +121,10 @@ enum ohca_fatal {
 enum ohca_port_status {
 	OHCA_PORT_STATUS_LINK_UP	= 1u << 0,
 };
+
+/* Doorbell of completion event queue n (1..max_eq), semantics of EQ0_DB. */
+#define OHCA_REG_EQ_DB(n)		(0x400 + 4 * (n))
+#define OHCA_MAX_EQ			64
 
 /* Ring size limits enforced by the device. */
 #define OHCA_CMDQ_LOG_MIN		1
