@@ -510,6 +510,10 @@ class Driver {
     // gives back a device that brings up and executes commands.
     void check_recovers() {
         h_.clear_hole();
+        static const bool verbose = std::getenv("OHCA_FUZZ_VERBOSE") != nullptr;
+        if (verbose) {
+            report();
+        }
         if (!bring_up(2, 4)) {
             fail("device not READY after reset + bring-up (status %#x, fatal %u)",
                  rd(OHCA_REG_DEV_STATUS), rd(OHCA_REG_FATAL_CODE));
@@ -523,6 +527,33 @@ class Driver {
         if (st2 != OHCA_STATUS_OK) {
             fail("QUERY_STATS after recovery: status %#x", st2);
         }
+    }
+
+    // OHCA_FUZZ_VERBOSE=1: what an input reached (for checking seeds).
+    void report() {
+        const uint32_t status = rd(OHCA_REG_DEV_STATUS);
+        std::fprintf(stderr, "status %#x fatal %u err %u | dma %llu ok %llu faults | irq %llu | "
+                             "tx %llu",
+                     status, rd(OHCA_REG_FATAL_CODE), rd(OHCA_REG_ERR_COUNT),
+                     (unsigned long long)h_.dma_ok, (unsigned long long)h_.dma_faults,
+                     (unsigned long long)h_.irqs, (unsigned long long)h_.frames_out);
+        if (status == OHCA_DEV_STATUS_READY) {
+            ohca_query_stats_out s{};
+            if (cmd(OHCA_CMD_QUERY_STATS, nullptr, 0, sizeof(s), kMailboxOut) == 0) {
+                s = h_.get<ohca_query_stats_out>(kMailboxOut);
+                std::fprintf(stderr,
+                             " | cmd ok %llu failed %llu | eth rx %llu roce rx %llu drop "
+                             "filter %llu nodesc %llu | eth tx %llu err %llu",
+                             (unsigned long long)s.cmd_completed, (unsigned long long)s.cmd_failed,
+                             (unsigned long long)s.eth_rx_frames,
+                             (unsigned long long)s.roce_rx_frames,
+                             (unsigned long long)s.eth_rx_dropped_filter,
+                             (unsigned long long)s.eth_rx_dropped_no_desc,
+                             (unsigned long long)s.eth_tx_frames,
+                             (unsigned long long)s.eth_tx_errors);
+            }
+        }
+        std::fputc('\n', stderr);
     }
 
   private:

@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Writes the seed corpus, fuzz/corpus/<fuzzer>/, for the engine fuzzers.
+
+Each seed is encoded for the structured decoders of fuzz_<fuzzer>.cpp
+(fuzz_common.hpp's Input: little-endian integers; below(n) takes one byte
+when n <= 256, else two; reads past the end give 0). The seeds walk the
+paths a real driver takes — bring-up, every command with a valid input,
+Ethernet rings with descriptors, frames of every kind — so that fuzzing
+starts from deep states. Rerun after changing a decoder:
+    qemu-device/engine/fuzz/gen_corpus.py
+"""
+import hashlib
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CMD_MAX = 0x1C  # OHCA_CMD_MAX (firmware-interface/include/ohca/ohca_cmd.h)
+
+
+class Enc:
+    def __init__(self):
+        self.b = bytearray()
+
+    def u8(self, v):
+        self.b += bytes([v & 0xFF])
+        return self
+
+    def u16(self, v):
+        self.b += struct.pack("<H", v & 0xFFFF)
+        return self
+
+    def u32(self, v):
+        self.b += struct.pack("<I", v & 0xFFFFFFFF)
+        return self
+
+    def u64(self, v):
+        self.b += struct.pack("<Q", v & 0xFFFFFFFFFFFFFFFF)
+        return self
+
+    def below(self, n, v):
+        assert 0 <= v < max(n, 1)
+        if n <= 1:
+            return self
+        return self.u8(v) if n <= 256 else self.u16(v)
+
+    def rng(self, lo, hi, v):
+        return self.below(hi - lo + 1, v - lo)
+
+    def yes(self, n):  # one_in(n) true
+        return self.below(n, 0)
+
+    def no(self, n):  # one_in(n) false
+        return self.below(n, 1)
+
+    def flag(self, v):
+        return self.u8(1 if v else 0)
+
+    def raw(self, data):
+        self.b += bytes(data)
+        return self
+
+    def preferred_addr(self, k=0):  # pick_addr: the preferred address + k*align
+        return self.below(16, 7).below(8, k)
+
+
+NATURAL_IN = {0: 0, 1: 0, 2: 8, 3: 16, 4: 16, 5: 8, 6: 0, 7: 8, 8: 32, 9: 8, 0xA: 0}
+OUT = {1: 4096, 2: 4096, 6: 4096, 0xA: 4096}
+
+
+def cmd_entry(e, op, payload, out=False):
+    """A structured entry (decode_entry) with the natural input length."""
+    e.no(8).no(16).below(CMD_MAX, op).u16(0x100 + op).no(32).no(32)
+    if op not in NATURAL_IN:
+        e.below(14, 0)  # natural_in_len for unknown opcodes: 0
+    e.below(16, 5)  # keep the natural length
+    n = NATURAL_IN.get(op, 0)
+    data = bytes(payload).ljust(n, b"\0")[:n]
+    e.raw(data)
+    e.no(4)  # apply the fix-ups
+    if op == 4 and n >= 16:
+        e.preferred_addr()
+    if n >= 8:
+        e.no(3)  # no planted addresses
+    if n <= 32:
+        e.no(8)
+    else:
+        e.preferred_addr()
+    if out:
+        e.below(8, 3).below(8, 0)  # out_len 4096
+        e.preferred_addr()
+    else:
+        e.below(8, 0)  # out_len 0
+        e.no(16)  # out_addr 0
+
+
+def batch_end(e):
+    e.no(16).rng(1, 8, 4).no(8).no(4)
+
+
+def cmdq_seeds():
+    seeds = {}
+    add_gid4 = bytes(10) + b"\xff\xff" + bytes([10, 0, 0, 1]) + bytes([3, 0, 1, 1]) + \
+        bytes([2, 0, 0, 0, 0, 1]) + b"\xff\xff" + bytes(4)
+    add_gid6 = bytes([0xFE, 0x80]) + bytes(13) + b"\x01" + bytes([4, 0, 1, 2]) + \
+        bytes([2, 0, 0, 0, 0, 1]) + b"\x05\x00" + bytes(4)
+    payloads = {
+        0: b"", 1: b"", 2: b"\x01", 3: struct.pack("<B3xIII", 1, 3, 1500, 1),
+        4: struct.pack("<BB6xQ", 0, 4, 0), 5: b"\x00", 6: b"", 7: struct.pack("<II", 1, 0),
+        8: add_gid4, 9: struct.pack("<HB5x", 3, 1), 0xA: b"",
+    }
+    for op, p in payloads.items():
+        e = Enc().no(8).rng(1, 10, 4).rng(2, 12, 6)
+        e.below(16, 0).rng(1, 8, 1)
+        cmd_entry(e, op, p, out=op in OUT)
+        batch_end(e)
+        seeds[f"op{op:02x}"] = e.b
+    # A driver session: alloc UAR, ADD_GID v4 + v6, rings, stats, dealloc.
+    e = Enc().no(8).rng(1, 10, 5).rng(2, 12, 8)
+    seq = [(6, b""), (8, add_gid4), (8, add_gid6), (4, payloads[4]),
+           (4, struct.pack("<BB6xQ", 1, 5, 0)), (3, payloads[3]), (0xA, b""),
+           (5, b"\x01"), (7, struct.pack("<II", 1, 0)), (9, payloads[9])]
+    e.below(16, 0).rng(1, 8, 8)
+    for op, p in seq[:8]:
+        cmd_entry(e, op, p, out=op in OUT)
+    batch_end(e)
+    e.below(16, 0).rng(1, 8, 2)
+    for op, p in seq[8:]:
+        cmd_entry(e, op, p, out=op in OUT)
+    batch_end(e)
+    seeds["session"] = e.b
+    # The RDMA opcodes (0x10..) with a 64-byte mailbox input each.
+    e = Enc().no(8).rng(1, 10, 5).rng(2, 12, 8)
+    for op in range(0x10, CMD_MAX):
+        e.below(16, 0).rng(1, 8, 1)
+        e.no(8).no(16).below(CMD_MAX, op).u16(op).no(32).no(32)
+        e.below(14, 9)  # 64 bytes
+        e.below(16, 5).raw(bytes(64)).no(4).yes(3).rng(1, 3, 1)
+        e.below(8, 0).preferred_addr(1)  # an address in the first slot
+        e.preferred_addr()  # mailbox
+        e.below(8, 3).below(8, 0).preferred_addr()
+        batch_end(e)
+    seeds["rdma_opcodes"] = e.b
+    # EQ 0 left unconsumed until it overflows, then reset + bring-up.
+    e = Enc().no(8).rng(1, 10, 3).rng(2, 12, 2)
+    for _ in range(5):
+        e.below(16, 0).rng(1, 8, 4)
+        for _ in range(4):
+            cmd_entry(e, 0, b"")
+        e.no(16).rng(1, 8, 4).yes(8)
+    e.below(16, 11).rng(1, 10, 4).rng(2, 12, 6)
+    seeds["eq_overflow"] = e.b
+    return seeds
+
+
+def regs_seeds():
+    R = dict(DEV_CTRL=0x20, CMDQ_LO=0x40, CMDQ_HI=0x44, CMDQ_LOG=0x48, CMDQ_PI=0x4C,
+             EQ_LO=0x60, EQ_HI=0x64, EQ_LOG=0x68, EQ_DB=0x6C, TX_PI=0x80, RX_PI=0x84,
+             IRQ_MASK=0x88)
+    order = [0x000, 0x004, 0x008, 0x00C, 0x010, 0x014, 0x018, 0x01C, 0x020, 0x024, 0x028,
+             0x02C, 0x040, 0x044, 0x048, 0x04C, 0x050, 0x060, 0x064, 0x068, 0x06C, 0x080,
+             0x084, 0x088, 0x0A0]
+    nregs = len(order)
+
+    def wr(e, reg, value_enc):
+        e.below(16, 0).below(nregs, order.index(reg)).no(8)
+        value_enc(e)
+
+    seeds = {}
+    # Manual bring-up through registers, then doorbells and reset mid-way.
+    e = Enc().no(8).flag(False).below(8, 0)
+    wr(e, R["EQ_LO"], lambda e: e.preferred_addr())
+    wr(e, R["EQ_HI"], lambda e: e.no(4))
+    wr(e, R["EQ_LOG"], lambda e: e.below(18, 6))
+    wr(e, R["EQ_DB"], lambda e: e.u16(0).flag(True))
+    wr(e, R["CMDQ_LO"], lambda e: e.preferred_addr())
+    wr(e, R["CMDQ_HI"], lambda e: e.no(4))
+    wr(e, R["CMDQ_LOG"], lambda e: e.below(18, 4))
+    wr(e, R["DEV_CTRL"], lambda e: e.below(4, 1))
+    e.below(16, 11).below(5, 0).below(2, 0).rng(2, 11, 4)  # TX ring
+    e.below(16, 11).below(5, 0).below(2, 1).rng(2, 11, 4)  # RX ring
+    e.below(16, 11).below(5, 2)  # ALLOC_UAR
+    e.below(16, 6).no(8).below(OHCA_NUM_DB_PAGES + 2, 1).no(8).below(1024, 0).u64(5).below(4, 0)
+    e.below(16, 12).below(2, 0).below(28, 0).preferred_addr().no(4).rng(1, 2048, 100)
+    e.below(16, 7)
+    e.below(16, 12).below(2, 1).below(28, 1).preferred_addr().no(4).rng(1, 2048, 1500)
+    e.below(16, 13)
+    frame(e, 0)
+    wr(e, R["DEV_CTRL"], lambda e: e.below(4, 2))  # reset in the middle
+    e.below(16, 10).rng(1, 10, 3).rng(2, 12, 5)
+    e.below(16, 15).flag(True)
+    seeds["manual_bringup"] = e.b
+    # Bring-up by the driver, then hostile register traffic.
+    e = Enc().no(8).flag(True).rng(1, 10, 4).rng(2, 12, 6).below(8, 0)
+    for reg in (R["CMDQ_LO"], R["EQ_LOG"], R["TX_PI"], R["IRQ_MASK"], R["CMDQ_PI"]):
+        wr(e, reg, lambda e: e.u8(0))
+    e.below(16, 4).no(4).below(OHCA_REGS_BAR_SIZE + 8, 0x20).below(7, 1).flag(True).u64(2)
+    e.below(16, 4).no(4).below(OHCA_REGS_BAR_SIZE + 8, 0x22).below(7, 4).flag(False)
+    e.below(16, 14).rng(1, 7, 1).u32(0x20).u32(2)
+    e.below(16, 11).below(5, 4).below(CMD_MAX, 0)
+    e.below(16, 9).flag(False).below(16, 9).flag(True)
+    seeds["hostile"] = e.b
+    return seeds
+
+
+OHCA_NUM_DB_PAGES = 256
+OHCA_REGS_BAR_SIZE = 0x4000
+
+
+def frame(e, kind, dport=4791, payload=24, own=True):
+    """build_frame(): kind 0 IPv4, 2 IPv6, 3 ARP, 4 raw ethertype."""
+    e.below(4, 0 if own else 2).u8(0x99)
+    e.no(4)  # no VLAN
+    e.below(5, kind)
+    if kind in (0, 1):
+        e.no(4).u8(0).u16(20 + 8 + payload).u16(1).no(4).no(8).u16(0).raw([10, 0, 0, 2, 10, 0, 0, 1])
+    elif kind == 2:
+        e.no(8).u8(0).u16(0).u16(8 + payload).no(8).raw(bytes(32))
+    elif kind == 4:
+        e.u16(0x88B5)
+    if kind in (0, 1, 2):
+        e.u16(0xC000)
+        if dport == 4791:
+            e.no(4)
+        else:
+            e.yes(4).u16(dport)
+        e.u16(8 + payload).u16(0)
+    e.no(16).below(200, payload).raw(bytes([0x04] + [0] * (payload - 1)) if payload else b"")
+    e.no(4)
+
+
+def rx_seeds():
+    seeds = {}
+    for name, kind, dport in (("ipv4_roce", 0, 4791), ("ipv6_roce", 2, 4791),
+                              ("ipv4_udp", 0, 53), ("arp", 3, 0), ("other", 4, 0)):
+        e = Enc().no(16).no(16).rng(1, 10, 4).rng(2, 12, 6).no(8).rng(2, 11, 4).below(40, 8)
+        for _ in range(8):
+            e.no(8).no(8).flag(True)
+        e.no(2).below(3, 1)  # one GID
+        e.raw(bytes(16)).flag(True).below(16, 0).flag(True)
+        e.below(2, 0)  # IRQ unmasked
+        for _ in range(3):
+            e.below(16, 0)
+            frame(e, kind, dport)
+        e.below(16, 11).rng(1, 4, 2).flag(True)
+        seeds[name] = e.b
+    # No ring (frames dropped), promiscuous, link flaps, ring recreated.
+    e = Enc().no(16).no(16).rng(1, 10, 4).rng(2, 12, 6).yes(8).yes(2).rng(68, 9000, 9000).below(4, 1)
+    e.below(3, 0).below(2, 1)
+    e.below(16, 0)
+    frame(e, 4, own=False)
+    e.below(16, 12).flag(False).below(16, 0)
+    frame(e, 0)
+    e.below(16, 12).flag(True).below(16, 14).below(4, 1).rng(2, 11, 2)
+    e.below(16, 10).rng(1, 8, 4)
+    for _ in range(4):
+        e.no(8).no(8).flag(False)
+    e.below(16, 0)
+    frame(e, 0, dport=80, payload=100)
+    seeds["promisc_flaps"] = e.b
+    return seeds
+
+
+def eth_desc_seeds():
+    seeds = {}
+    e = Enc().no(16).rng(1, 10, 4).rng(2, 12, 6).rng(2, 11, 4).rng(2, 11, 4).below(2, 0).no(4)
+    for _ in range(2):  # TX: 4 descriptors of 60..1514 bytes with header bytes
+        e.below(16, 0).rng(1, 8, 4)
+        for i in range(4):
+            e.no(4).below(64, 0).below(8, 3).rng(14, 1600, [60, 100, 1514, 14][i]).no(8)
+            e.no(4).raw(bytes([2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0]) + bytes(50))
+        e.no(4).no(4).rng(1, 4, 2)
+    e.below(16, 5).rng(1, 8, 8)  # RX: 8 descriptors
+    for _ in range(8):
+        e.no(4).below(64, 0).below(8, 3).rng(14, 1600, 1600).no(8)
+    e.no(4)
+    for kind in (0, 2, 4):
+        e.below(16, 7)
+        frame(e, kind, dport=1234, payload=40)
+    e.below(16, 12).below(3, 0).flag(True)
+    e.below(16, 11).flag(True).below(2, 0)  # destroy TX
+    e.below(16, 11).flag(False).no(4).below(2, 0).rng(2, 11, 5)  # recreate
+    seeds["tx_rx"] = e.b
+    # Hostile lengths and indices.
+    e = Enc().no(16).rng(1, 10, 4).rng(2, 12, 6).rng(2, 11, 2).rng(2, 11, 2).below(2, 1).no(4)
+    e.below(16, 0).rng(1, 8, 4)
+    for i in range(4):
+        e.no(4).below(64, 0).below(8, i % 3).raw(b"\0\0" if i % 3 == 0 else b"") \
+            .raw(b"" if i % 3 == 0 else (b"\x05" if i % 3 == 1 else b"\x04"))
+        e.no(8).yes(4)
+    e.yes(4).below(8, 3).rng(1, 4096, 100).no(4).rng(1, 4, 1)
+    e.below(16, 10).below(4, 1).below(0x800, 1).rng(1, 64, 2)
+    e.below(16, 0).rng(1, 8, 1).no(4).below(64, 0).below(8, 3).rng(14, 1600, 60).no(8).yes(4).no(4).no(4).rng(1, 4, 1)
+    seeds["hostile"] = e.b
+    return seeds
+
+
+def main():
+    gens = {"cmdq": cmdq_seeds, "regs": regs_seeds, "rx": rx_seeds, "eth_desc": eth_desc_seeds}
+    total = 0
+    for fuzzer, gen in gens.items():
+        d = os.path.join(HERE, "corpus", fuzzer)
+        os.makedirs(d, exist_ok=True)
+        for f in os.listdir(d):
+            if f.startswith("seed-"):
+                os.remove(os.path.join(d, f))
+        for name, data in gen().items():
+            with open(os.path.join(d, f"seed-{name}"), "wb") as fh:
+                fh.write(data)
+            total += len(data)
+    print(f"gen_corpus: {total} bytes")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

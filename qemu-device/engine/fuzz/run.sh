@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Builds the engine fuzzers with clang (libFuzzer + ASan + UBSan) into
+# build/fuzz, replays the seed corpus and the regression inputs, then fuzzes
+# each fuzzer for the given time. Exits non-zero on any crash, sanitizer
+# report, invariant violation, timeout or out-of-memory.
+#
+#   qemu-device/engine/fuzz/run.sh [seconds-per-fuzzer] [fuzzer...]
+#
+#   seconds-per-fuzzer   default 60; 0 = build and replay only
+#   fuzzer               cmdq regs rx eth_desc (default: all)
+#
+# Environment: OHCA_FUZZ_BUILD (build dir, default <repo>/build/fuzz),
+# CXX (default clang++-14 or clang++), OHCA_FUZZ_ARGS (extra libFuzzer args).
+#
+# The working corpus grows in $OHCA_FUZZ_BUILD/corpus/<fuzzer> across runs
+# (seeded from fuzz/corpus/<fuzzer>); crashes land in
+# $OHCA_FUZZ_BUILD/artifacts/<fuzzer>/. To keep a crash as a regression:
+# fix it, then copy the input to fuzz/regressions/<fuzzer>/<name>.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+engine=$(dirname "$here")
+repo=$(cd "$engine/../.." && pwd)
+secs=${1:-60}
+shift || true
+fuzzers=("$@")
+[ ${#fuzzers[@]} -ne 0 ] || fuzzers=(cmdq regs rx eth_desc)
+build=${OHCA_FUZZ_BUILD:-$repo/build/fuzz}
+
+if [ -z "${CXX:-}" ]; then
+	if command -v clang++-14 >/dev/null; then CXX=clang++-14; else CXX=clang++; fi
+fi
+command -v "$CXX" >/dev/null || { echo "fuzz: $CXX not found (tests/deps.sh installs clang-14)" >&2; exit 1; }
+
+gen=()
+command -v ninja >/dev/null && gen=(-G Ninja)
+if [ ! -f "$build/CMakeCache.txt" ]; then
+	cmake -S "$engine" -B "$build" "${gen[@]}" -DCMAKE_CXX_COMPILER="$CXX" \
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DOHCA_ENGINE_FUZZ=ON \
+		-DOHCA_ENGINE_TESTS=OFF >"$build.cmake.log" 2>&1 ||
+		{ cat "$build.cmake.log" >&2; exit 1; }
+fi
+cmake --build "$build" -j"$(nproc)" >"$build/build.log" 2>&1 ||
+	{ tail -40 "$build/build.log" >&2; echo "fuzz: build failed" >&2; exit 1; }
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+status=0
+declare -A summary
+for f in "${fuzzers[@]}"; do
+	bin=$build/fuzz_$f
+	[ -x "$bin" ] || { echo "fuzz: no fuzzer $f" >&2; exit 2; }
+	seeds=$here/corpus/$f
+	regs=$here/regressions/$f
+	work=$build/corpus/$f
+	art=$build/artifacts/$f
+	log=$build/logs/$f.log
+	mkdir -p "$work" "$art" "$build/logs"
+
+	# 1. Replay seeds and regressions (same instrumented build).
+	if ! "$build/fuzz_${f}_replay" "$seeds" "$regs" >"$build/logs/$f.replay.log" 2>&1; then
+		echo "fuzz: $f: REPLAY FAILED (seed corpus or regression input crashes)"
+		tail -30 "$build/logs/$f.replay.log"
+		status=1
+		summary[$f]="replay FAILED"
+		continue
+	fi
+	replayed=$(sed -n 's/^replay: \([0-9]*\) inputs.*/\1/p' "$build/logs/$f.replay.log")
+
+	if [ "$secs" -eq 0 ]; then
+		summary[$f]="replayed $replayed inputs"
+		continue
+	fi
+
+	# 2. Fuzz. The first directory collects new inputs.
+	rc=0
+	# shellcheck disable=SC2086
+	"$bin" "$work" "$seeds" -max_total_time="$secs" -max_len=4096 -timeout=10 \
+		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$art/" \
+		${OHCA_FUZZ_ARGS:-} >"$log" 2>&1 || rc=$?
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+	eps=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+	cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+' "$log" | tail -1)
+	line="replayed ${replayed:-0}, ${execs:-?} execs, ${eps:-?} exec/s, ${cov:-no coverage line}"
+	if [ "$rc" -ne 0 ]; then
+		status=1
+		line="CRASH (rc $rc): $line"
+		echo "fuzz: $f: crash, log $log, inputs:"
+		ls -1 "$art" | sed "s|^|    $art/|"
+		grep -E 'ERROR|invariant violated|runtime error|SUMMARY' "$log" | head -10
+	fi
+	summary[$f]=$line
+	echo "fuzz: $f: $line"
+done
+
+echo "fuzz: summary (${secs}s per fuzzer, build $build)"
+for f in "${fuzzers[@]}"; do
+	printf '  %-9s %s\n' "$f" "${summary[$f]:-not run}"
+done
+exit $status
