@@ -17,6 +17,8 @@ packages=(
 	googletest libgtest-dev libgmock-dev valgrind
 	# the guest root filesystem and the harness
 	debootstrap e2fsprogs python3 python3-pytest
+	# engine fuzzers (libFuzzer, ASan, UBSan) and coverage reports
+	clang-14 libclang-rt-14-dev gcovr
 )
 
 missing=()
