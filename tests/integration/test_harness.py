@@ -46,6 +46,23 @@ def test_scan_kernel_log():
     assert ohcavm.scan_kernel_log(text, allow=r"drivers/x\.c|Call Trace|KASAN") == []
 
 
+def test_scan_kernel_log_debug_kernel():
+    """Boot banners of the debug kernel are no problems, its reports are."""
+    banners = ("[    2.2] rcu: \tRCU lockdep checking is enabled.\n"
+               "[    0.0] Lock dependency validator: Copyright (c) 2006 Red Hat, Inc., Ingo Molnar\n"
+               "[    0.0] kasan: KernelAddressSanitizer initialized (generic)\n"
+               "[   74.8] kmemleak: Kernel memory leak detector initialized (mem pool available: 14942)\n"
+               "[   74.8] kmemleak: Automatic memory scanning thread started\n"
+               "[    9.0] KTAP version 1\n")
+    assert ohcavm.scan_kernel_log(banners) == []
+    reports = ("[ 9.1] WARNING: possible circular locking dependency detected\n"
+               "[ 9.2] BUG: KASAN: slab-out-of-bounds in ohca_x+0x1/0x2 [ohca]\n"
+               "[ 9.3] kmemleak: 2 new suspected memory leaks (see /sys/kernel/debug/kmemleak)\n"
+               "[ 9.4] ODEBUG: free active (active state 0) object type: timer_list\n"
+               "[ 9.5] INFO: trying to register non-static key.\n")
+    assert len(ohcavm.scan_kernel_log(reports)) == 5
+
+
 def test_guest_kernel_warning_fails_the_run(vm_run):
     (r,) = vm_run("echo 'WARNING: CPU: 0 PID: 1 at ohca-harness-selftest' > /dev/kmsg",
                   preamble=False, timeout=200)

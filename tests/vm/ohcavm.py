@@ -70,7 +70,11 @@ KLOG_PATTERNS = [
     r"general protection fault",
     r"KASAN",
     r"UBSAN",
-    r"\blockdep\b",
+    # lockdep's own reports (its boot banner "RCU lockdep checking is
+    # enabled" and "lockdep: ..." info lines are not problems)
+    r"possible deadlock",
+    r"INFO: trying to register non-static key",
+    r"turning off the locking correctness validator",
     r"possible circular locking",
     r"possible recursive locking",
     r"inconsistent lock state",
@@ -81,6 +85,8 @@ KLOG_PATTERNS = [
     r"DEBUG_LOCKS_WARN_ON",
     r"blocked for more than",
     r"unreferenced object",  # kmemleak
+    r"suspected memory leak",  # kmemleak scan summary
+    r"ODEBUG:",  # debug objects
 ]
 KLOG_RE = re.compile("|".join(KLOG_PATTERNS))
 

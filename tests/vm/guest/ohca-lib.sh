@@ -74,6 +74,7 @@ ohca_load_core() {
 	for m in ib_core ib_uverbs rdma_cm rdma_ucm; do
 		# built into a debug kernel (no modules in the image for it)
 		[ -d "/sys/module/$m" ] && continue
+		[ -e "/lib/modules/$(uname -r)/modules.dep" ] || continue
 		modprobe "$m" || { ohca_log "modprobe $m failed"; return 1; }
 	done
 }
