@@ -23,15 +23,29 @@ static const struct verbs_match_ent ohca_match_table[] = {
 };
 
 /*
- * Only these ops are implemented so far; every op left NULL makes
- * libibverbs answer EOPNOTSUPP (its dummy ops) rather than pretend.
+ * Every op left NULL makes libibverbs answer EOPNOTSUPP (its dummy ops)
+ * rather than pretend: no SRQ, AH, MW, XRC, extended CQ/QP or resize.
  */
 static void ohca_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops ohca_ctx_ops = {
+	.alloc_pd = ohca_alloc_pd,
+	.create_cq = ohca_create_cq,
+	.create_qp = ohca_create_qp,
+	.dealloc_pd = ohca_dealloc_pd,
+	.dereg_mr = ohca_dereg_mr,
+	.destroy_cq = ohca_destroy_cq,
+	.destroy_qp = ohca_destroy_qp,
 	.free_context = ohca_free_context,
+	.modify_qp = ohca_modify_qp,
+	.poll_cq = ohca_poll_cq,
+	.post_recv = ohca_post_recv,
+	.post_send = ohca_post_send,
 	.query_device_ex = ohca_query_device_ex,
 	.query_port = ohca_query_port,
+	.query_qp = ohca_query_qp,
+	.reg_mr = ohca_reg_mr,
+	.req_notify_cq = ohca_req_notify_cq,
 };
 
 static int ohca_map_db_page(struct ohca_context *ctx,
@@ -94,6 +108,13 @@ static struct verbs_context *ohca_alloc_context(struct ibv_device *ibdev,
 	if (err)
 		goto err_uninit;
 
+	err = ohca_query_limits(ctx);
+	if (err) {
+		verbs_err(&ctx->vctx, "QUERY_DEVICE failed: errno %d\n", err);
+		goto err_unmap;
+	}
+	pthread_mutex_init(&ctx->qp_table_lock, NULL);
+
 	verbs_set_ops(&ctx->vctx, &ohca_ctx_ops);
 
 	verbs_debug(&ctx->vctx,
@@ -102,6 +123,8 @@ static struct verbs_context *ohca_alloc_context(struct ibv_device *ibdev,
 		    ctx->db_page, ctx->device_caps);
 	return &ctx->vctx;
 
+err_unmap:
+	munmap(ctx->db_page, ctx->db_page_size);
 err_uninit:
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);
@@ -115,6 +138,7 @@ static void ohca_free_context(struct ibv_context *ibctx)
 
 	if (ctx->db_page)
 		munmap(ctx->db_page, ctx->db_page_size);
+	pthread_mutex_destroy(&ctx->qp_table_lock);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);
 }

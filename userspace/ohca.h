@@ -5,6 +5,7 @@
 #ifndef OHCA_PROVIDER_H
 #define OHCA_PROVIDER_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -12,6 +13,8 @@
 #include "ohca_mmio.h"
 
 #include <ohca/ohca-abi.h>
+#include <ohca/ohca_cmd.h>
+#include <ohca/ohca_queue.h>
 #include <ohca/ohca_regs.h>
 
 struct ohca_device {
@@ -19,12 +22,71 @@ struct ohca_device {
 	uint32_t abi_ver;	/* the kernel driver's uverbs ABI */
 };
 
+/*
+ * The device's max_inline_data (QUERY_DEVICE), which neither the uverbs
+ * device attributes nor the ohca uAPI carry: the largest inline send.
+ */
+#define OHCA_MAX_INLINE 256
+
+/* QPs by number, for retiring WQEs from CQEs (a CQ may serve many QPs). */
+#define OHCA_QP_TABLE_SIZE 256
+
+struct ohca_qp;
+
 struct ohca_context {
 	struct verbs_context vctx;
 	void *db_page;		/* this context's doorbell page (BAR2) */
 	size_t db_page_size;
 	uint32_t uar_index;
 	uint32_t device_caps;	/* enum ohca_caps */
+	/* Device limits (query_device at context creation). */
+	uint32_t max_qp_wr;
+	uint32_t max_sge;
+	uint32_t max_cqe;
+	pthread_mutex_t qp_table_lock;
+	struct ohca_qp *qp_table[OHCA_QP_TABLE_SIZE];
+};
+
+struct ohca_pd {
+	struct ibv_pd ibv_pd;
+	uint32_t pdn;
+};
+
+struct ohca_mr {
+	struct verbs_mr vmr;
+};
+
+struct ohca_cq {
+	struct verbs_cq vcq;
+	pthread_spinlock_t lock;
+	struct ohca_cqe *ring;	/* 2^log_size entries, page aligned */
+	size_t ring_size;	/* bytes allocated */
+	uint32_t log_size;
+	uint32_t ci;		/* free-running consumer index */
+	uint32_t cqn;
+	struct ohca_qp *last_qp;	/* lookup cache, under lock */
+};
+
+/* One work queue (SQ or RQ) of a QP. */
+struct ohca_wq {
+	pthread_spinlock_t lock;
+	uint8_t *ring;		/* 2^log_size WQEs of 2^log_stride bytes */
+	size_t ring_size;	/* bytes allocated */
+	uint32_t log_size;
+	uint32_t log_stride;
+	uint32_t pi;		/* free-running producer index */
+	uint32_t ci;		/* free-running: WQEs retired by CQEs */
+	uint32_t max_sge;
+};
+
+struct ohca_qp {
+	struct verbs_qp vqp;
+	struct ohca_wq sq;
+	struct ohca_wq rq;
+	uint32_t qpn;
+	uint32_t max_inline;
+	int sq_sig_all;
+	struct ohca_qp *table_next;	/* ohca_context.qp_table chain */
 };
 
 static inline struct ohca_device *to_ohca_dev(struct ibv_device *ibdev)
@@ -37,10 +99,72 @@ static inline struct ohca_context *to_ohca_ctx(struct ibv_context *ibctx)
 	return ohca_container_of(ibctx, struct ohca_context, vctx.context);
 }
 
+static inline struct ohca_pd *to_ohca_pd(struct ibv_pd *ibpd)
+{
+	return ohca_container_of(ibpd, struct ohca_pd, ibv_pd);
+}
+
+static inline struct ohca_cq *to_ohca_cq(struct ibv_cq *ibcq)
+{
+	return ohca_container_of(ibcq, struct ohca_cq, vcq.cq);
+}
+
+static inline struct ohca_qp *to_ohca_qp(struct ibv_qp *ibqp)
+{
+	return ohca_container_of(ibqp, struct ohca_qp, vqp.qp);
+}
+
+static inline struct ohca_context *ohca_ctx_of_cq(struct ohca_cq *cq)
+{
+	return to_ohca_ctx(cq->vcq.cq.context);
+}
+
+static inline void *ohca_wq_entry(struct ohca_wq *wq, uint32_t idx)
+{
+	return wq->ring +
+	       ((size_t)(idx & ((1u << wq->log_size) - 1)) << wq->log_stride);
+}
+
+static inline uint32_t ohca_roundup_pow2_log(uint32_t n)
+{
+	uint32_t log = 0;
+
+	while ((1ull << log) < n)
+		log++;
+	return log;
+}
+
+/* verbs.c: control path */
 int ohca_query_device_ex(struct ibv_context *ibctx,
 			 const struct ibv_query_device_ex_input *input,
 			 struct ibv_device_attr_ex *attr, size_t attr_size);
 int ohca_query_port(struct ibv_context *ibctx, uint8_t port,
 		    struct ibv_port_attr *port_attr);
+struct ibv_pd *ohca_alloc_pd(struct ibv_context *ibctx);
+int ohca_dealloc_pd(struct ibv_pd *ibpd);
+struct ibv_mr *ohca_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
+			   uint64_t hca_va, int access);
+int ohca_dereg_mr(struct verbs_mr *vmr);
+struct ibv_cq *ohca_create_cq(struct ibv_context *ibctx, int cqe,
+			      struct ibv_comp_channel *channel,
+			      int comp_vector);
+int ohca_destroy_cq(struct ibv_cq *ibcq);
+struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
+			      struct ibv_qp_init_attr *attr);
+int ohca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+		   int attr_mask);
+int ohca_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+		  int attr_mask, struct ibv_qp_init_attr *init_attr);
+int ohca_destroy_qp(struct ibv_qp *ibqp);
+int ohca_query_limits(struct ohca_context *ctx);
+struct ohca_qp *ohca_find_qp(struct ohca_context *ctx, uint32_t qpn);
+
+/* fastpath.c: no system calls */
+int ohca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		   struct ibv_send_wr **bad_wr);
+int ohca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		   struct ibv_recv_wr **bad_wr);
+int ohca_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc);
+int ohca_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
 
 #endif /* OHCA_PROVIDER_H */

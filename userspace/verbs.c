@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * libohca: device and port queries.  Both are answered by the kernel
- * driver (which asks the device once at probe time); the provider adds
- * nothing to them yet.
+ * libohca: the control path.  Device and port queries, PDs, MRs, CQs and
+ * QPs go through the kernel (ibv_cmd_*); the provider sizes and allocates
+ * the rings the kernel pins for the device.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "ohca.h"
 
@@ -40,4 +43,515 @@ int ohca_query_port(struct ibv_context *ibctx, uint8_t port,
 	struct ibv_query_port cmd = {};
 
 	return ibv_cmd_query_port(ibctx, port, port_attr, &cmd, sizeof(cmd));
+}
+
+/* Limits the provider sizes queues against, read once per context. */
+int ohca_query_limits(struct ohca_context *ctx)
+{
+	struct ibv_device_attr_ex attr;
+	int err;
+
+	err = ibv_cmd_query_device_any(&ctx->vctx.context, NULL, &attr,
+				       sizeof(attr), NULL, NULL);
+	if (err)
+		return err;
+	ctx->max_qp_wr = attr.orig_attr.max_qp_wr;
+	ctx->max_sge = attr.orig_attr.max_sge;
+	ctx->max_cqe = attr.orig_attr.max_cqe;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rings: page aligned, zeroed, kept out of fork()ed children.        */
+/* ------------------------------------------------------------------ */
+
+static void *ohca_alloc_ring(size_t size, size_t *alloc_size)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t len;
+	void *buf;
+
+	if (page <= 0)
+		page = 4096;
+	len = (size + (size_t)page - 1) & ~((size_t)page - 1);
+	if (posix_memalign(&buf, (size_t)page, len))
+		return NULL;
+	memset(buf, 0, len);
+	if (ibv_dontfork_range(buf, len)) {
+		free(buf);
+		return NULL;
+	}
+	*alloc_size = len;
+	return buf;
+}
+
+static void ohca_free_ring(void *buf, size_t len)
+{
+	if (!buf)
+		return;
+	ibv_dofork_range(buf, len);
+	free(buf);
+}
+
+/* ------------------------------------------------------------------ */
+/* PD and MR                                                          */
+/* ------------------------------------------------------------------ */
+
+OHCA_DRV_CMD_RESP(ohca_alloc_pd_resp, ib_uverbs_alloc_pd_resp,
+		  ohca_ibv_alloc_pd_resp, 4);
+
+struct ibv_pd *ohca_alloc_pd(struct ibv_context *ibctx)
+{
+	struct ohca_alloc_pd_resp resp = {};
+	struct ibv_alloc_pd cmd = {};
+	struct ohca_pd *pd;
+	int err;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = ibv_cmd_alloc_pd(ibctx, &pd->ibv_pd, &cmd, sizeof(cmd),
+			       &resp.ibv_resp, sizeof(resp));
+	if (err) {
+		verbs_debug(&to_ohca_ctx(ibctx)->vctx,
+			    "ALLOC_PD failed: errno %d\n", err);
+		free(pd);
+		errno = err;
+		return NULL;
+	}
+	pd->pdn = resp.drv.pdn;
+	return &pd->ibv_pd;
+}
+
+int ohca_dealloc_pd(struct ibv_pd *ibpd)
+{
+	int err;
+
+	err = ibv_cmd_dealloc_pd(ibpd);
+	if (err)
+		return err;
+	free(to_ohca_pd(ibpd));
+	return 0;
+}
+
+struct ibv_mr *ohca_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
+			   uint64_t hca_va, int access)
+{
+	struct ib_uverbs_reg_mr_resp resp = {};
+	struct ibv_reg_mr cmd = {};
+	struct ohca_mr *mr;
+	int err;
+
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = ibv_cmd_reg_mr(ibpd, addr, length, hca_va, access, &mr->vmr,
+			     &cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (err) {
+		verbs_debug(&to_ohca_ctx(ibpd->context)->vctx,
+			    "REG_MR failed: errno %d\n", err);
+		free(mr);
+		errno = err;
+		return NULL;
+	}
+	return &mr->vmr.ibv_mr;
+}
+
+int ohca_dereg_mr(struct verbs_mr *vmr)
+{
+	int err;
+
+	err = ibv_cmd_dereg_mr(vmr);
+	if (err)
+		return err;
+	free(ohca_container_of(vmr, struct ohca_mr, vmr));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* CQ                                                                 */
+/* ------------------------------------------------------------------ */
+
+OHCA_DRV_CMD_REQ(ohca_create_cq_cmd, ibv_create_cq, ohca_ibv_create_cq, 8);
+OHCA_DRV_CMD_RESP(ohca_create_cq_resp, ib_uverbs_create_cq_resp,
+		  ohca_ibv_create_cq_resp, 8);
+
+struct ibv_cq *ohca_create_cq(struct ibv_context *ibctx, int cqe,
+			      struct ibv_comp_channel *channel,
+			      int comp_vector)
+{
+	struct ohca_context *ctx = to_ohca_ctx(ibctx);
+	struct ohca_create_cq_resp resp = {};
+	struct ohca_create_cq_cmd cmd = {};
+	struct ohca_cq *cq;
+	uint32_t log;
+	int err;
+
+	/* One slot stays free, so 2^log >= cqe + 1 entries. */
+	if (cqe < 1 || (uint32_t)cqe > ctx->max_cqe) {
+		verbs_debug(&ctx->vctx, "cqe %d out of range 1..%u\n", cqe,
+			    ctx->max_cqe);
+		errno = EINVAL;
+		return NULL;
+	}
+	log = ohca_roundup_pow2_log((uint32_t)cqe + 1);
+	if (log > OHCA_CQ_LOG_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE)) {
+		err = ENOMEM;
+		goto err_free;
+	}
+	cq->log_size = log;
+	cq->ring = ohca_alloc_ring(sizeof(struct ohca_cqe) << log,
+				   &cq->ring_size);
+	if (!cq->ring) {
+		err = ENOMEM;
+		goto err_lock;
+	}
+
+	cmd.drv.buf_addr = (uintptr_t)cq->ring;
+	cmd.drv.log_size = log;
+	err = ibv_cmd_create_cq(ibctx, cqe, channel, comp_vector,
+				&cq->vcq.cq, &cmd.ibv_cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
+	if (err) {
+		verbs_debug(&ctx->vctx, "CREATE_CQ failed: errno %d\n", err);
+		goto err_ring;
+	}
+	cq->cqn = resp.drv.cqn;
+	/* What the ring holds, whatever the kernel echoed. */
+	cq->vcq.cq.cqe = (int)((1u << log) - 1);
+	verbs_debug(&ctx->vctx, "cq %u: %u entries at %p\n", cq->cqn,
+		    1u << log, (void *)cq->ring);
+	return &cq->vcq.cq;
+
+err_ring:
+	ohca_free_ring(cq->ring, cq->ring_size);
+err_lock:
+	pthread_spin_destroy(&cq->lock);
+err_free:
+	free(cq);
+	errno = err;
+	return NULL;
+}
+
+int ohca_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct ohca_cq *cq = to_ohca_cq(ibcq);
+	int err;
+
+	err = ibv_cmd_destroy_cq(ibcq);
+	if (err)
+		return err;
+	ohca_free_ring(cq->ring, cq->ring_size);
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* QP                                                                 */
+/* ------------------------------------------------------------------ */
+
+OHCA_DRV_CMD_REQ(ohca_create_qp_cmd, ibv_create_qp, ohca_ibv_create_qp, 8);
+OHCA_DRV_CMD_RESP(ohca_create_qp_resp, ib_uverbs_create_qp_resp,
+		  ohca_ibv_create_qp_resp, 4);
+
+struct ohca_qp *ohca_find_qp(struct ohca_context *ctx, uint32_t qpn)
+{
+	struct ohca_qp *qp;
+
+	pthread_mutex_lock(&ctx->qp_table_lock);
+	for (qp = ctx->qp_table[qpn % OHCA_QP_TABLE_SIZE]; qp;
+	     qp = qp->table_next)
+		if (qp->qpn == qpn)
+			break;
+	pthread_mutex_unlock(&ctx->qp_table_lock);
+	return qp;
+}
+
+static void ohca_qp_table_insert(struct ohca_context *ctx, struct ohca_qp *qp)
+{
+	struct ohca_qp **head = &ctx->qp_table[qp->qpn % OHCA_QP_TABLE_SIZE];
+
+	pthread_mutex_lock(&ctx->qp_table_lock);
+	qp->table_next = *head;
+	*head = qp;
+	pthread_mutex_unlock(&ctx->qp_table_lock);
+}
+
+static void ohca_qp_table_remove(struct ohca_context *ctx, struct ohca_qp *qp)
+{
+	struct ohca_qp **p = &ctx->qp_table[qp->qpn % OHCA_QP_TABLE_SIZE];
+
+	pthread_mutex_lock(&ctx->qp_table_lock);
+	for (; *p; p = &(*p)->table_next) {
+		if (*p == qp) {
+			*p = qp->table_next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->qp_table_lock);
+}
+
+/* Forget the QP in a CQ's lookup cache (the QP is going away). */
+static void ohca_cq_forget_qp(struct ibv_cq *ibcq, struct ohca_qp *qp)
+{
+	struct ohca_cq *cq;
+
+	if (!ibcq)
+		return;
+	cq = to_ohca_cq(ibcq);
+	pthread_spin_lock(&cq->lock);
+	if (cq->last_qp == qp)
+		cq->last_qp = NULL;
+	pthread_spin_unlock(&cq->lock);
+}
+
+static void ohca_fill_caps(const struct ohca_qp *qp, struct ibv_qp_cap *cap)
+{
+	cap->max_send_wr = 1u << qp->sq.log_size;
+	cap->max_recv_wr = 1u << qp->rq.log_size;
+	cap->max_send_sge = qp->sq.max_sge;
+	cap->max_recv_sge = qp->rq.max_sge;
+	cap->max_inline_data = qp->max_inline;
+}
+
+static int ohca_size_qp(struct ohca_context *ctx, struct ohca_qp *qp,
+			const struct ibv_qp_cap *cap)
+{
+	uint32_t send_wr = cap->max_send_wr ? cap->max_send_wr : 1;
+	uint32_t recv_wr = cap->max_recv_wr ? cap->max_recv_wr : 1;
+	uint32_t send_seg, stride;
+
+	if (cap->max_send_wr > ctx->max_qp_wr ||
+	    cap->max_recv_wr > ctx->max_qp_wr ||
+	    cap->max_send_sge > ctx->max_sge ||
+	    cap->max_recv_sge > ctx->max_sge ||
+	    cap->max_inline_data > OHCA_MAX_INLINE) {
+		verbs_debug(&ctx->vctx,
+			    "caps wr %u/%u sge %u/%u inline %u beyond the device's wr %u sge %u inline %u\n",
+			    cap->max_send_wr, cap->max_recv_wr,
+			    cap->max_send_sge, cap->max_recv_sge,
+			    cap->max_inline_data, ctx->max_qp_wr,
+			    ctx->max_sge, OHCA_MAX_INLINE);
+		return EINVAL;
+	}
+
+	qp->sq.log_size = ohca_roundup_pow2_log(send_wr);
+	qp->rq.log_size = ohca_roundup_pow2_log(recv_wr);
+	if (qp->sq.log_size > OHCA_WQ_LOG_MAX ||
+	    qp->rq.log_size > OHCA_WQ_LOG_MAX)
+		return EINVAL;
+
+	/* send: 64-byte header + max(segments, inline data) */
+	send_seg = 16 * cap->max_send_sge;
+	if (cap->max_inline_data > send_seg)
+		send_seg = cap->max_inline_data;
+	qp->sq.log_stride = ohca_roundup_pow2_log(
+		(uint32_t)sizeof(struct ohca_send_wqe) + send_seg);
+	if (qp->sq.log_stride < OHCA_SQ_LOG_STRIDE_MIN)
+		qp->sq.log_stride = OHCA_SQ_LOG_STRIDE_MIN;
+	/* receive: 16-byte header + segments */
+	qp->rq.log_stride = ohca_roundup_pow2_log(
+		(uint32_t)sizeof(struct ohca_recv_wqe) +
+		16 * cap->max_recv_sge);
+	if (qp->rq.log_stride < OHCA_RQ_LOG_STRIDE_MIN)
+		qp->rq.log_stride = OHCA_RQ_LOG_STRIDE_MIN;
+	if (qp->sq.log_stride > OHCA_WQ_LOG_STRIDE_MAX ||
+	    qp->rq.log_stride > OHCA_WQ_LOG_STRIDE_MAX)
+		return EINVAL;
+
+	/* What the strides hold, within the device's limits. */
+	stride = 1u << qp->sq.log_stride;
+	qp->sq.max_sge = (stride - (uint32_t)sizeof(struct ohca_send_wqe)) /
+			 (uint32_t)sizeof(struct ohca_sge);
+	if (qp->sq.max_sge > ctx->max_sge)
+		qp->sq.max_sge = ctx->max_sge;
+	qp->max_inline = stride - (uint32_t)sizeof(struct ohca_send_wqe);
+	if (qp->max_inline > OHCA_MAX_INLINE)
+		qp->max_inline = OHCA_MAX_INLINE;
+	stride = 1u << qp->rq.log_stride;
+	qp->rq.max_sge = (stride - (uint32_t)sizeof(struct ohca_recv_wqe)) /
+			 (uint32_t)sizeof(struct ohca_sge);
+	if (qp->rq.max_sge > ctx->max_sge)
+		qp->rq.max_sge = ctx->max_sge;
+	return 0;
+}
+
+static int ohca_wq_init(struct ohca_wq *wq)
+{
+	if (pthread_spin_init(&wq->lock, PTHREAD_PROCESS_PRIVATE))
+		return ENOMEM;
+	wq->ring = ohca_alloc_ring((size_t)1 << (wq->log_size + wq->log_stride),
+				   &wq->ring_size);
+	if (!wq->ring) {
+		pthread_spin_destroy(&wq->lock);
+		return ENOMEM;
+	}
+	return 0;
+}
+
+static void ohca_wq_fini(struct ohca_wq *wq)
+{
+	ohca_free_ring(wq->ring, wq->ring_size);
+	pthread_spin_destroy(&wq->lock);
+}
+
+struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
+			      struct ibv_qp_init_attr *attr)
+{
+	struct ohca_context *ctx = to_ohca_ctx(ibpd->context);
+	struct ohca_create_qp_resp resp = {};
+	struct ohca_create_qp_cmd cmd = {};
+	struct ibv_qp_init_attr kattr;
+	struct ohca_qp *qp;
+	int err;
+
+	if (attr->qp_type != IBV_QPT_RC || attr->srq) {
+		verbs_debug(&ctx->vctx,
+			    "only RC QPs without SRQ (qp_type %d, srq %p)\n",
+			    attr->qp_type, (void *)attr->srq);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!attr->send_cq || !attr->recv_cq) {
+		errno = EINVAL;
+		return NULL;
+	}
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = ohca_size_qp(ctx, qp, &attr->cap);
+	if (err)
+		goto err_free;
+	err = ohca_wq_init(&qp->sq);
+	if (err)
+		goto err_free;
+	err = ohca_wq_init(&qp->rq);
+	if (err)
+		goto err_sq;
+
+	cmd.drv.sq_buf_addr = (uintptr_t)qp->sq.ring;
+	cmd.drv.rq_buf_addr = (uintptr_t)qp->rq.ring;
+	cmd.drv.sq_log_size = (uint8_t)qp->sq.log_size;
+	cmd.drv.rq_log_size = (uint8_t)qp->rq.log_size;
+	cmd.drv.sq_log_stride = (uint8_t)qp->sq.log_stride;
+	cmd.drv.rq_log_stride = (uint8_t)qp->rq.log_stride;
+	cmd.drv.max_inline = qp->max_inline;
+
+	/* The kernel sees the caps the rings really have. */
+	kattr = *attr;
+	ohca_fill_caps(qp, &kattr.cap);
+	err = ibv_cmd_create_qp(ibpd, &qp->vqp.qp, &kattr, &cmd.ibv_cmd,
+				sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (err) {
+		verbs_debug(&ctx->vctx, "CREATE_QP failed: errno %d\n", err);
+		goto err_rq;
+	}
+	qp->qpn = resp.drv.qpn;
+	if (qp->qpn != qp->vqp.qp.qp_num)
+		verbs_warn(&ctx->vctx, "qpn %u in the driver response, %u in the core one\n",
+			   qp->qpn, qp->vqp.qp.qp_num);
+	qp->sq_sig_all = attr->sq_sig_all;
+	ohca_fill_caps(qp, &attr->cap);
+	ohca_qp_table_insert(ctx, qp);
+	verbs_debug(&ctx->vctx,
+		    "qp %u: sq %u x %u B at %p, rq %u x %u B at %p, inline %u\n",
+		    qp->qpn, 1u << qp->sq.log_size, 1u << qp->sq.log_stride,
+		    (void *)qp->sq.ring, 1u << qp->rq.log_size,
+		    1u << qp->rq.log_stride, (void *)qp->rq.ring,
+		    qp->max_inline);
+	return &qp->vqp.qp;
+
+err_rq:
+	ohca_wq_fini(&qp->rq);
+err_sq:
+	ohca_wq_fini(&qp->sq);
+err_free:
+	free(qp);
+	errno = err;
+	return NULL;
+}
+
+static void ohca_wq_reset(struct ohca_wq *wq)
+{
+	pthread_spin_lock(&wq->lock);
+	wq->pi = 0;
+	__atomic_store_n(&wq->ci, 0, __ATOMIC_RELAXED);
+	memset(wq->ring, 0, wq->ring_size);
+	pthread_spin_unlock(&wq->lock);
+}
+
+int ohca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+		   int attr_mask)
+{
+	struct ohca_qp *qp = to_ohca_qp(ibqp);
+	struct ibv_modify_qp cmd = {};
+	int err;
+
+	err = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	if (err) {
+		verbs_debug(&to_ohca_ctx(ibqp->context)->vctx,
+			    "MODIFY_QP %u mask 0x%x failed: errno %d\n",
+			    qp->qpn, attr_mask, err);
+		return err;
+	}
+	/* A QP back in RESET starts its rings again at index 0, as the
+	 * device's do. */
+	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
+		ohca_wq_reset(&qp->sq);
+		ohca_wq_reset(&qp->rq);
+	}
+	return 0;
+}
+
+int ohca_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+		  int attr_mask, struct ibv_qp_init_attr *init_attr)
+{
+	struct ohca_qp *qp = to_ohca_qp(ibqp);
+	struct ibv_query_qp cmd = {};
+	int err;
+
+	err = ibv_cmd_query_qp(ibqp, attr, attr_mask, init_attr, &cmd,
+			       sizeof(cmd));
+	if (err)
+		return err;
+	ohca_fill_caps(qp, &attr->cap);
+	init_attr->cap = attr->cap;
+	init_attr->sq_sig_all = qp->sq_sig_all;
+	return 0;
+}
+
+int ohca_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct ohca_context *ctx = to_ohca_ctx(ibqp->context);
+	struct ohca_qp *qp = to_ohca_qp(ibqp);
+	int err;
+
+	err = ibv_cmd_destroy_qp(ibqp);
+	if (err)
+		return err;
+	ohca_qp_table_remove(ctx, qp);
+	ohca_cq_forget_qp(ibqp->send_cq, qp);
+	ohca_cq_forget_qp(ibqp->recv_cq, qp);
+	ohca_wq_fini(&qp->sq);
+	ohca_wq_fini(&qp->rq);
+	free(qp);
+	return 0;
 }

@@ -181,6 +181,54 @@ struct verbs_device {
 void verbs_register_driver_34(const struct verbs_device_ops *ops);
 
 /* ------------------------------------------------------------------ */
+/* Verbs objects the ibv_cmd_* helpers fill (driver.h).                */
+/* ------------------------------------------------------------------ */
+
+enum ibv_mr_type {
+	IBV_MR_TYPE_MR,
+	IBV_MR_TYPE_NULL_MR,
+	IBV_MR_TYPE_IMPORTED_MR,
+	IBV_MR_TYPE_DMABUF_MR,
+};
+
+/* LAYOUT-CRITICAL: ibv_cmd_reg_mr writes ibv_mr, mr_type and access;
+ * ibv_cmd_dereg_mr and libibverbs' ibv_dereg_mr read them. */
+struct verbs_mr {
+	struct ibv_mr ibv_mr;
+	enum ibv_mr_type mr_type;
+	int access;
+};
+
+/* LAYOUT-CRITICAL: the provider's CQ starts with it (libibverbs converts
+ * between ibv_cq and ibv_cq_ex by this union). */
+struct verbs_cq {
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cq_ex;
+	};
+};
+
+struct verbs_xrcd;	/* opaque: XRC is not supported */
+
+enum verbs_qp_mask {
+	VERBS_QP_XRCD = 1 << 0,
+	VERBS_QP_EX = 1 << 1,
+};
+
+/* LAYOUT-CRITICAL: the provider's QP starts with it.  ibv_cmd_create_qp
+ * (the only create helper libohca uses) writes only the ibv_qp part;
+ * comp_mask stays 0 (no XRC, no ibv_qp_ex).  comp_mask moved with every
+ * growth of the public ibv_qp_ex (344 in v43, 352 in v44, 360 in v45). */
+struct verbs_qp {
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qp_ex;
+	};
+	uint32_t comp_mask;
+	struct verbs_xrcd *xrcd;
+};
+
+/* ------------------------------------------------------------------ */
 /* Context (driver.h).                                                 */
 /* ------------------------------------------------------------------ */
 
@@ -198,7 +246,7 @@ struct verbs_context_ops {
 	ohca_unused_op alloc_mw;
 	ohca_unused_op alloc_null_mr;
 	ohca_unused_op alloc_parent_domain;
-	ohca_unused_op alloc_pd;
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
 	ohca_unused_op alloc_td;
 	ohca_unused_op async_event;
 	ohca_unused_op attach_counters_point_flow;
@@ -208,26 +256,29 @@ struct verbs_context_ops {
 	ohca_unused_op cq_event;
 	ohca_unused_op create_ah;
 	ohca_unused_op create_counters;
-	ohca_unused_op create_cq;
+	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
+				    struct ibv_comp_channel *channel,
+				    int comp_vector);
 	ohca_unused_op create_cq_ex;
 	ohca_unused_op create_flow;
 	ohca_unused_op create_flow_action_esp;
-	ohca_unused_op create_qp;
+	struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
+				    struct ibv_qp_init_attr *attr);
 	ohca_unused_op create_qp_ex;
 	ohca_unused_op create_rwq_ind_table;
 	ohca_unused_op create_srq;
 	ohca_unused_op create_srq_ex;
 	ohca_unused_op create_wq;
 	ohca_unused_op dealloc_mw;
-	ohca_unused_op dealloc_pd;
+	int (*dealloc_pd)(struct ibv_pd *pd);
 	ohca_unused_op dealloc_td;
-	ohca_unused_op dereg_mr;
+	int (*dereg_mr)(struct verbs_mr *vmr);
 	ohca_unused_op destroy_ah;
 	ohca_unused_op destroy_counters;
-	ohca_unused_op destroy_cq;
+	int (*destroy_cq)(struct ibv_cq *cq);
 	ohca_unused_op destroy_flow;
 	ohca_unused_op destroy_flow_action;
-	ohca_unused_op destroy_qp;
+	int (*destroy_qp)(struct ibv_qp *qp);
 	ohca_unused_op destroy_rwq_ind_table;
 	ohca_unused_op destroy_srq;
 	ohca_unused_op destroy_wq;
@@ -240,15 +291,18 @@ struct verbs_context_ops {
 	ohca_unused_op import_pd;
 	ohca_unused_op modify_cq;
 	ohca_unused_op modify_flow_action_esp;
-	ohca_unused_op modify_qp;
+	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			 int attr_mask);
 	ohca_unused_op modify_qp_rate_limit;
 	ohca_unused_op modify_srq;
 	ohca_unused_op modify_wq;
 	ohca_unused_op open_qp;
 	ohca_unused_op open_xrcd;
-	ohca_unused_op poll_cq;
-	ohca_unused_op post_recv;
-	ohca_unused_op post_send;
+	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad_wr);
+	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr,
+			 struct ibv_send_wr **bad_wr);
 	ohca_unused_op post_srq_ops;
 	ohca_unused_op post_srq_recv;
 	int (*query_device_ex)(struct ibv_context *context,
@@ -258,15 +312,17 @@ struct verbs_context_ops {
 	ohca_unused_op query_ece;
 	int (*query_port)(struct ibv_context *context, uint8_t port_num,
 			  struct ibv_port_attr *port_attr);
-	ohca_unused_op query_qp;
+	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			int attr_mask, struct ibv_qp_init_attr *init_attr);
 	ohca_unused_op query_qp_data_in_order;
 	ohca_unused_op query_rt_values;
 	ohca_unused_op query_srq;
 	ohca_unused_op read_counters;
 	ohca_unused_op reg_dm_mr;
 	ohca_unused_op reg_dmabuf_mr;
-	ohca_unused_op reg_mr;
-	ohca_unused_op req_notify_cq;
+	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
+				 uint64_t hca_va, int access);
+	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	ohca_unused_op rereg_mr;
 	ohca_unused_op resize_cq;
 	ohca_unused_op set_ece;
@@ -308,6 +364,36 @@ struct ibv_query_port {
 	struct ib_uverbs_query_port core_payload;
 };
 
+struct ibv_alloc_pd {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_alloc_pd core_payload;
+};
+
+struct ibv_reg_mr {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_reg_mr core_payload;
+};
+
+struct ibv_create_cq {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_create_cq core_payload;
+};
+
+struct ibv_create_qp {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_create_qp core_payload;
+};
+
+struct ibv_modify_qp {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_modify_qp core_payload;
+};
+
+struct ibv_query_qp {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_query_qp core_payload;
+};
+
 /* Signatures as of rdma-core 44 (get_context gains fd_arr in 57). */
 int ibv_cmd_get_context(struct verbs_context *context,
 			struct ibv_get_context *cmd, size_t cmd_size,
@@ -321,6 +407,40 @@ int ibv_cmd_query_device_any(struct ibv_context *context,
 int ibv_cmd_query_port(struct ibv_context *context, uint8_t port_num,
 		       struct ibv_port_attr *port_attr,
 		       struct ibv_query_port *cmd, size_t cmd_size);
+
+int ibv_cmd_alloc_pd(struct ibv_context *context, struct ibv_pd *pd,
+		     struct ibv_alloc_pd *cmd, size_t cmd_size,
+		     struct ib_uverbs_alloc_pd_resp *resp, size_t resp_size);
+int ibv_cmd_dealloc_pd(struct ibv_pd *pd);
+int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+		   uint64_t hca_va, int access, struct verbs_mr *vmr,
+		   struct ibv_reg_mr *cmd, size_t cmd_size,
+		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
+int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
+int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
+		      struct ibv_comp_channel *channel, int comp_vector,
+		      struct ibv_cq *cq, struct ibv_create_cq *cmd,
+		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp,
+		      size_t resp_size);
+int ibv_cmd_destroy_cq(struct ibv_cq *cq);
+/* Takes a plain ibv_qp: libibverbs touches no verbs_qp field through it. */
+int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
+		      struct ibv_qp_init_attr *attr, struct ibv_create_qp *cmd,
+		      size_t cmd_size, struct ib_uverbs_create_qp_resp *resp,
+		      size_t resp_size);
+int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+		      int attr_mask, struct ibv_modify_qp *cmd,
+		      size_t cmd_size);
+int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr,
+		     int attr_mask, struct ibv_qp_init_attr *qp_init_attr,
+		     struct ibv_query_qp *cmd, size_t cmd_size);
+int ibv_cmd_destroy_qp(struct ibv_qp *qp);
+
+/* Exported as IBVERBS_1.1 but prototyped only in driver.h: madvise
+ * (MADV_DONTFORK) the pages of a buffer the device accesses, when the
+ * application enabled fork support (ibv_fork_init), else a no-op. */
+int ibv_dontfork_range(void *base, size_t size);
+int ibv_dofork_range(void *base, size_t size);
 
 /*
  * A request or response with driver data: the core part immediately
@@ -337,6 +457,19 @@ int ibv_cmd_query_port(struct ibv_context *context, uint8_t port_num,
 			       sizeof(struct core_resp) +                   \
 				       sizeof(struct drv_resp),             \
 		       #name ": padding around the driver response");       \
+	_Static_assert(sizeof(struct name) % (align) == 0,                  \
+		       #name ": size not a multiple of " #align)
+
+/* The same for a request: core command wrapper, then the driver's part. */
+#define OHCA_DRV_CMD_REQ(name, core_cmd, drv_req, align)                    \
+	struct name {                                                       \
+		struct core_cmd ibv_cmd;                                    \
+		struct drv_req drv;                                         \
+	};                                                                  \
+	_Static_assert(sizeof(struct name) ==                               \
+			       sizeof(struct core_cmd) +                    \
+				       sizeof(struct drv_req),              \
+		       #name ": padding around the driver request");        \
 	_Static_assert(sizeof(struct name) % (align) == 0,                  \
 		       #name ": size not a multiple of " #align)
 
@@ -394,12 +527,48 @@ int ibv_cmd_query_port(struct ibv_context *context, uint8_t port_num,
 	O(struct verbs_device, sysfs, 696)                                  \
 	O(struct verbs_device, core_support, 704)                           \
 	S(struct verbs_context_ops, 608)                                    \
+	O(struct verbs_context_ops, alloc_pd, 40)                           \
+	O(struct verbs_context_ops, create_cq, 120)                         \
+	O(struct verbs_context_ops, create_qp, 152)                         \
+	O(struct verbs_context_ops, dealloc_pd, 208)                        \
+	O(struct verbs_context_ops, dereg_mr, 224)                          \
+	O(struct verbs_context_ops, destroy_cq, 248)                        \
+	O(struct verbs_context_ops, destroy_qp, 272)                        \
 	O(struct verbs_context_ops, free_context, 312)                      \
+	O(struct verbs_context_ops, modify_qp, 376)                         \
+	O(struct verbs_context_ops, poll_cq, 424)                           \
+	O(struct verbs_context_ops, post_recv, 432)                         \
+	O(struct verbs_context_ops, post_send, 440)                         \
 	O(struct verbs_context_ops, query_device_ex, 464)                   \
 	O(struct verbs_context_ops, query_port, 480)                        \
+	O(struct verbs_context_ops, query_qp, 488)                          \
+	O(struct verbs_context_ops, reg_mr, 544)                            \
+	O(struct verbs_context_ops, req_notify_cq, 552)                     \
 	O(struct verbs_context_ops, unimport_pd, 600)                       \
+	S(struct verbs_mr, 56)                                              \
+	O(struct verbs_mr, mr_type, 48)                                     \
+	O(struct verbs_mr, access, 52)                                      \
+	S(struct verbs_cq, 288)                                             \
+	S(struct verbs_qp, 368)                                             \
+	O(struct verbs_qp, comp_mask, 352)                                  \
+	O(struct verbs_qp, xrcd, 360)                                       \
 	S(struct ibv_get_context, 16)                                       \
 	S(struct ibv_query_port, 24)                                        \
+	S(struct ibv_alloc_pd, 16)                                          \
+	S(struct ibv_reg_mr, 48)                                            \
+	S(struct ibv_create_cq, 40)                                         \
+	S(struct ibv_create_qp, 64)                                         \
+	S(struct ibv_modify_qp, 120)                                        \
+	S(struct ibv_query_qp, 24)                                          \
+	S(struct ib_uverbs_alloc_pd_resp, 4)                                \
+	S(struct ib_uverbs_reg_mr_resp, 12)                                 \
+	S(struct ib_uverbs_create_cq_resp, 8)                               \
+	S(struct ib_uverbs_create_qp_resp, 32)                              \
+	S(struct ibv_mr, 48)                                                \
+	S(struct ibv_cq, 128)                                               \
+	S(struct ibv_cq_ex, 288)                                            \
+	S(struct ibv_qp, 160)                                               \
+	S(struct ibv_qp_ex, 352)                                            \
 	S(struct ib_uverbs_get_context_resp, 8)                             \
 	S(struct ib_uverbs_ex_query_device_resp, 304)                       \
 	S(struct ibv_device, 664)                                           \

@@ -32,6 +32,10 @@ static const char *origin(const char *type)
 		"struct verbs_sysfs_dev", "struct verbs_device_ops",
 		"struct verbs_device", "struct verbs_context_ops",
 		"struct ibv_get_context", "struct ibv_query_port",
+		"struct verbs_mr", "struct verbs_cq", "struct verbs_qp",
+		"struct ibv_alloc_pd", "struct ibv_reg_mr",
+		"struct ibv_create_cq", "struct ibv_create_qp",
+		"struct ibv_modify_qp", "struct ibv_query_qp",
 	};
 
 	for (size_t i = 0; i < sizeof(private_types) / sizeof(private_types[0]); i++)
@@ -98,6 +102,34 @@ int main(void)
 	RELATION(sizeof(struct ibv_query_port) ==
 		 sizeof(struct ib_uverbs_cmd_hdr) +
 			 sizeof(struct ib_uverbs_query_port));
+	RELATION(sizeof(struct ibv_alloc_pd) ==
+		 sizeof(struct ib_uverbs_cmd_hdr) +
+			 sizeof(struct ib_uverbs_alloc_pd));
+	RELATION(sizeof(struct ibv_reg_mr) ==
+		 sizeof(struct ib_uverbs_cmd_hdr) +
+			 sizeof(struct ib_uverbs_reg_mr));
+	RELATION(sizeof(struct ibv_create_cq) ==
+		 sizeof(struct ib_uverbs_cmd_hdr) +
+			 sizeof(struct ib_uverbs_create_cq));
+	RELATION(sizeof(struct ibv_create_qp) ==
+		 sizeof(struct ib_uverbs_cmd_hdr) +
+			 sizeof(struct ib_uverbs_create_qp));
+	RELATION(sizeof(struct ibv_modify_qp) ==
+		 sizeof(struct ib_uverbs_cmd_hdr) +
+			 sizeof(struct ib_uverbs_modify_qp));
+	RELATION(sizeof(struct ibv_query_qp) ==
+		 sizeof(struct ib_uverbs_cmd_hdr) +
+			 sizeof(struct ib_uverbs_query_qp));
+	/* verbs_mr/cq/qp start with the installed public objects. */
+	RELATION(offsetof(struct verbs_mr, ibv_mr) == 0);
+	RELATION(offsetof(struct verbs_mr, mr_type) == sizeof(struct ibv_mr));
+	RELATION(sizeof(struct verbs_cq) == sizeof(struct ibv_cq_ex));
+	RELATION(offsetof(struct verbs_qp, comp_mask) ==
+		 sizeof(struct ibv_qp_ex));
+	/* Ops slots libohca fills, by their alphabetical index. */
+	RELATION(offsetof(struct verbs_context_ops, alloc_pd) == 5 * sizeof(void *));
+	RELATION(offsetof(struct verbs_context_ops, poll_cq) == 53 * sizeof(void *));
+	RELATION(offsetof(struct verbs_context_ops, req_notify_cq) == 69 * sizeof(void *));
 	/* rdma-core 44's ib_user_verbs.h copy ends the ex query device
 	 * response with xrc_odp_caps + reserved; the installed one agrees. */
 	RELATION(END(struct ib_uverbs_ex_query_device_resp, reserved) ==

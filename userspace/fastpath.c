@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * libohca: the data path.  Posting writes WQEs into the rings shared with
+ * the device and rings one 64-bit doorbell per call; polling reads CQEs by
+ * their owner bit; arming is a doorbell write.  No system calls here.
+ *
+ * Indices are free-running 32-bit counts.  The SQ and RQ consumer indices
+ * move when their completions are polled: a send CQE retires every WQE up
+ * to and including its wqe_index (unsignaled WQEs before it included), a
+ * receive CQE retires one receive WQE (the device consumes them in order).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "ohca.h"
+
+static inline void ohca_ring_db(struct ohca_context *ctx, unsigned int off,
+				uint32_t qn, uint32_t value)
+{
+	mmio_write64((uint8_t *)ctx->db_page + off, OHCA_DB_VALUE(qn, value));
+}
+
+static inline uint32_t ohca_wq_used(struct ohca_wq *wq)
+{
+	return wq->pi - __atomic_load_n(&wq->ci, __ATOMIC_RELAXED);
+}
+
+static int ohca_wr_opcode(enum ibv_wr_opcode op, uint8_t *out)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+		*out = OHCA_WR_RDMA_WRITE;
+		return 0;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		*out = OHCA_WR_RDMA_WRITE_IMM;
+		return 0;
+	case IBV_WR_SEND:
+		*out = OHCA_WR_SEND;
+		return 0;
+	case IBV_WR_SEND_WITH_IMM:
+		*out = OHCA_WR_SEND_IMM;
+		return 0;
+	case IBV_WR_RDMA_READ:
+		*out = OHCA_WR_RDMA_READ;
+		return 0;
+	default:
+		return EINVAL;
+	}
+}
+
+static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
+			       struct ohca_send_wqe *wqe)
+{
+	uint8_t opcode, flags = 0;
+	int i;
+
+	if (ohca_wr_opcode(wr->opcode, &opcode) || wr->num_sge < 0)
+		return EINVAL;
+
+	if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
+		flags |= OHCA_WQE_SIGNALED;
+	if (wr->send_flags & IBV_SEND_SOLICITED)
+		flags |= OHCA_WQE_SOLICITED;
+	if (wr->send_flags & IBV_SEND_FENCE)
+		flags |= OHCA_WQE_FENCE;
+
+	if ((wr->send_flags & IBV_SEND_INLINE) &&
+	    opcode != OHCA_WR_RDMA_READ) {
+		uint8_t *data = (uint8_t *)(wqe + 1);
+		uint64_t total = 0;
+
+		for (i = 0; i < wr->num_sge; i++)
+			total += wr->sg_list[i].length;
+		if (total > qp->max_inline)
+			return EINVAL;
+		memset(wqe, 0, sizeof(*wqe));
+		for (i = 0; i < wr->num_sge; i++) {
+			memcpy(data, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			data += wr->sg_list[i].length;
+		}
+		flags |= OHCA_WQE_INLINE;
+		wqe->inline_len = htole32((uint32_t)total);
+	} else {
+		struct ohca_sge *sge = (struct ohca_sge *)(wqe + 1);
+
+		if (wr->send_flags & IBV_SEND_INLINE)
+			return EINVAL;	/* RDMA READ has no data to inline */
+		if ((uint32_t)wr->num_sge > qp->sq.max_sge)
+			return EINVAL;
+		memset(wqe, 0, sizeof(*wqe));
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = htole64(wr->sg_list[i].addr);
+			sge[i].length = htole32(wr->sg_list[i].length);
+			sge[i].lkey = htole32(wr->sg_list[i].lkey);
+		}
+		wqe->num_sge = (uint8_t)wr->num_sge;
+	}
+
+	wqe->wr_id = htole64(wr->wr_id);
+	wqe->opcode = opcode;
+	wqe->flags = flags;
+	/* imm_data is already in network byte order: copied as is. */
+	if (opcode == OHCA_WR_SEND_IMM || opcode == OHCA_WR_RDMA_WRITE_IMM)
+		wqe->imm_data = (ohca_le32)wr->imm_data;
+	if (opcode == OHCA_WR_RDMA_WRITE || opcode == OHCA_WR_RDMA_WRITE_IMM ||
+	    opcode == OHCA_WR_RDMA_READ) {
+		wqe->remote_addr = htole64(wr->wr.rdma.remote_addr);
+		wqe->rkey = htole32(wr->wr.rdma.rkey);
+	}
+	return 0;
+}
+
+int ohca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		   struct ibv_send_wr **bad_wr)
+{
+	struct ohca_context *ctx = to_ohca_ctx(ibqp->context);
+	struct ohca_qp *qp = to_ohca_qp(ibqp);
+	struct ohca_wq *sq = &qp->sq;
+	uint32_t posted = 0;
+	int err = 0;
+
+	pthread_spin_lock(&sq->lock);
+	for (; wr; wr = wr->next) {
+		if (ohca_wq_used(sq) >= (1u << sq->log_size)) {
+			err = ENOMEM;
+			break;
+		}
+		err = ohca_build_send_wqe(qp, wr, ohca_wq_entry(sq, sq->pi));
+		if (err)
+			break;
+		sq->pi++;
+		posted++;
+	}
+	if (posted) {
+		/* WQEs in memory before the device may fetch them. */
+		udma_to_device_barrier();
+		ohca_ring_db(ctx, OHCA_DB_SQ, qp->qpn, sq->pi);
+	}
+	pthread_spin_unlock(&sq->lock);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
+int ohca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		   struct ibv_recv_wr **bad_wr)
+{
+	struct ohca_context *ctx = to_ohca_ctx(ibqp->context);
+	struct ohca_qp *qp = to_ohca_qp(ibqp);
+	struct ohca_wq *rq = &qp->rq;
+	uint32_t posted = 0;
+	int err = 0;
+	int i;
+
+	pthread_spin_lock(&rq->lock);
+	for (; wr; wr = wr->next) {
+		struct ohca_recv_wqe *wqe;
+		struct ohca_sge *sge;
+
+		if (ohca_wq_used(rq) >= (1u << rq->log_size)) {
+			err = ENOMEM;
+			break;
+		}
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge) {
+			err = EINVAL;
+			break;
+		}
+		wqe = ohca_wq_entry(rq, rq->pi);
+		sge = (struct ohca_sge *)(wqe + 1);
+		memset(wqe, 0, sizeof(*wqe));
+		wqe->wr_id = htole64(wr->wr_id);
+		wqe->num_sge = (uint8_t)wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = htole64(wr->sg_list[i].addr);
+			sge[i].length = htole32(wr->sg_list[i].length);
+			sge[i].lkey = htole32(wr->sg_list[i].lkey);
+		}
+		rq->pi++;
+		posted++;
+	}
+	if (posted) {
+		udma_to_device_barrier();
+		ohca_ring_db(ctx, OHCA_DB_RQ, qp->qpn, rq->pi);
+	}
+	pthread_spin_unlock(&rq->lock);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
+static enum ibv_wc_status ohca_wc_status(uint8_t status)
+{
+	switch (status) {
+	case OHCA_CQE_SUCCESS:		return IBV_WC_SUCCESS;
+	case OHCA_CQE_LOC_LEN_ERR:	return IBV_WC_LOC_LEN_ERR;
+	case OHCA_CQE_LOC_QP_OP_ERR:	return IBV_WC_LOC_QP_OP_ERR;
+	case OHCA_CQE_LOC_PROT_ERR:	return IBV_WC_LOC_PROT_ERR;
+	case OHCA_CQE_WR_FLUSH_ERR:	return IBV_WC_WR_FLUSH_ERR;
+	case OHCA_CQE_BAD_RESP_ERR:	return IBV_WC_BAD_RESP_ERR;
+	case OHCA_CQE_LOC_ACCESS_ERR:	return IBV_WC_LOC_ACCESS_ERR;
+	case OHCA_CQE_REM_INV_REQ_ERR:	return IBV_WC_REM_INV_REQ_ERR;
+	case OHCA_CQE_REM_ACCESS_ERR:	return IBV_WC_REM_ACCESS_ERR;
+	case OHCA_CQE_REM_OP_ERR:	return IBV_WC_REM_OP_ERR;
+	case OHCA_CQE_RETRY_EXC_ERR:	return IBV_WC_RETRY_EXC_ERR;
+	case OHCA_CQE_RNR_RETRY_EXC_ERR: return IBV_WC_RNR_RETRY_EXC_ERR;
+	/* 15 here; IBV_WC_FATAL_ERR is 19 (15 is REM_INV_RD_REQ_ERR). */
+	case OHCA_CQE_FATAL_ERR:	return IBV_WC_FATAL_ERR;
+	default:			return IBV_WC_GENERAL_ERR;
+	}
+}
+
+static enum ibv_wc_opcode ohca_wc_opcode(uint8_t opcode)
+{
+	switch (opcode) {
+	case OHCA_CQE_SEND:		return IBV_WC_SEND;
+	case OHCA_CQE_RDMA_WRITE:	return IBV_WC_RDMA_WRITE;
+	case OHCA_CQE_RDMA_READ:	return IBV_WC_RDMA_READ;
+	case OHCA_CQE_RECV_RDMA_WITH_IMM: return IBV_WC_RECV_RDMA_WITH_IMM;
+	default:			return IBV_WC_RECV;
+	}
+}
+
+/* Retire the WQEs this CQE completes.  Called under the CQ lock; the
+ * consumer index is read by posters under the queue's lock. */
+static void ohca_retire(struct ohca_qp *qp, const struct ohca_cqe *cqe)
+{
+	struct ohca_wq *wq;
+	uint32_t ci, delta;
+
+	if (cqe->opcode & OHCA_CQE_RECV) {
+		wq = &qp->rq;
+		ci = __atomic_load_n(&wq->ci, __ATOMIC_RELAXED);
+		if (ci != wq->pi)
+			__atomic_store_n(&wq->ci, ci + 1, __ATOMIC_RELAXED);
+		return;
+	}
+	wq = &qp->sq;
+	ci = __atomic_load_n(&wq->ci, __ATOMIC_RELAXED);
+	/* wqe_index: the low 16 bits of the completed WQE's SQ index. */
+	delta = (uint32_t)(uint16_t)(le16toh(cqe->wqe_index) - (uint16_t)ci);
+	if (delta < (1u << wq->log_size))
+		__atomic_store_n(&wq->ci, ci + delta + 1, __ATOMIC_RELAXED);
+}
+
+/* Returns false for a CQE of a QP that no longer exists (dropped). */
+static bool ohca_parse_cqe(struct ohca_cq *cq, const struct ohca_cqe *cqe,
+			   struct ibv_wc *wc)
+{
+	uint32_t qpn = le32toh(cqe->qpn);
+	struct ohca_qp *qp = cq->last_qp;
+
+	if (!qp || qp->qpn != qpn) {
+		qp = ohca_find_qp(ohca_ctx_of_cq(cq), qpn);
+		if (!qp)
+			return false;
+		cq->last_qp = qp;
+	}
+	ohca_retire(qp, cqe);
+
+	wc->wr_id = le64toh(cqe->wr_id);
+	wc->status = ohca_wc_status(cqe->status);
+	wc->opcode = ohca_wc_opcode(cqe->opcode);
+	wc->vendor_err = cqe->vendor_err;
+	wc->byte_len = le32toh(cqe->byte_len);
+	wc->qp_num = qpn;
+	wc->src_qp = le32toh(cqe->src_qp);
+	wc->wc_flags = 0;
+	wc->imm_data = 0;
+	if (cqe->flags & OHCA_CQE_F_IMM) {
+		wc->wc_flags |= IBV_WC_WITH_IMM;
+		/* as on the wire, like ibv_wc.imm_data */
+		wc->imm_data = (__be32)cqe->imm_data;
+	}
+	wc->pkey_index = 0;
+	wc->slid = 0;
+	wc->sl = 0;
+	wc->dlid_path_bits = 0;
+	return true;
+}
+
+int ohca_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+{
+	struct ohca_cq *cq = to_ohca_cq(ibcq);
+	uint32_t mask = (1u << cq->log_size) - 1;
+	uint32_t consumed = 0;
+	int npolled = 0;
+
+	pthread_spin_lock(&cq->lock);
+	while (npolled < num_entries) {
+		struct ohca_cqe *cqe = &cq->ring[cq->ci & mask];
+		uint8_t owner = !((cq->ci >> cq->log_size) & 1);
+
+		if ((*(volatile uint8_t *)&cqe->owner & OHCA_CQE_OWNER) !=
+		    owner)
+			break;
+		/* The owner byte before the rest of the entry. */
+		udma_from_device_barrier();
+		cq->ci++;
+		consumed++;
+		if (ohca_parse_cqe(cq, cqe, &wc[npolled]))
+			npolled++;
+	}
+	if (consumed) {
+		/* Entries read before the device may reuse their slots. */
+		udma_to_device_barrier();
+		ohca_ring_db(ohca_ctx_of_cq(cq), OHCA_DB_CQ, cq->cqn,
+			     cq->ci & OHCA_DB_CQ_CI_MASK);
+	}
+	pthread_spin_unlock(&cq->lock);
+	return npolled;
+}
+
+int ohca_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct ohca_cq *cq = to_ohca_cq(ibcq);
+
+	pthread_spin_lock(&cq->lock);
+	ohca_ring_db(ohca_ctx_of_cq(cq), OHCA_DB_CQ, cq->cqn,
+		     (cq->ci & OHCA_DB_CQ_CI_MASK) |
+			     (solicited_only ? OHCA_DB_CQ_ARM_SOLICITED :
+					       OHCA_DB_CQ_ARM_NEXT));
+	pthread_spin_unlock(&cq->lock);
+	return 0;
+}
