@@ -7,10 +7,14 @@
  * /dev/infiniband/uverbs0 is a clone of /dev/zero in a private mount
  * namespace: ioctl() on it fails with ENOTTY, so libibverbs falls back to
  * the write() ABI, which this library answers for GET_CONTEXT,
- * QUERY_DEVICE (ex) and QUERY_PORT.  It checks the framing libibverbs
- * produced from the provider's buffers (the word counts prove the command
- * and response sizes the compat header declares) and the doorbell mmap()
- * the provider then makes.  NETLINK_RDMA sockets are refused so that
+ * QUERY_DEVICE (ex), QUERY_PORT, ALLOC/DEALLOC_PD, REG/DEREG_MR,
+ * CREATE/DESTROY_CQ and CREATE/MODIFY/QUERY/DESTROY_QP.  It checks the
+ * framing libibverbs produced from the provider's buffers (the word counts
+ * prove the command and response sizes the compat header declares, with
+ * the ohca driver data after them) and the doorbell mmap() the provider
+ * then makes.  The rings the provider hands over (CREATE_CQ/CREATE_QP
+ * driver data) and the doorbell page are exposed to the test program
+ * through fake_uverbs_*() (found with dlsym), as the device would see them.  NETLINK_RDMA sockets are refused so that
  * libibverbs discovers the device through $SYSFS_PATH.
  *
  * Every event is appended to $FAKE_UVERBS_LOG as one line; the script
@@ -31,7 +35,11 @@
 #include <linux/netlink.h>
 #include <rdma/ib_user_verbs.h>
 
+#include <infiniband/verbs.h>	/* IBV_QP_STATE, IBV_QPS_RESET */
+
 #include <ohca/ohca-abi.h>
+#include <ohca/ohca_cmd.h>
+#include <ohca/ohca_queue.h>
 #include <ohca/ohca_regs.h>
 
 #define FAKE_DEV "/dev/infiniband/uverbs0"
@@ -72,6 +80,407 @@ static int is_fake_fd(int fd)
 }
 
 static void *db_addr;
+
+/* Objects the fake kernel created; handle = index + 1. */
+#define FAKE_MAX_OBJ 16
+#define FAKE_PDN_BASE 0x10
+#define FAKE_CQN_BASE 0x20
+#define FAKE_QPN_BASE 0x40
+
+struct fake_cq {
+	int used;
+	uint64_t buf_addr;
+	uint32_t log_size;
+	uint32_t cqe;
+};
+
+struct fake_qp {
+	int used;
+	struct ohca_ibv_create_qp drv;
+	struct ib_uverbs_create_qp core;
+	uint8_t state;
+	uint32_t last_attr_mask;
+};
+
+static int fake_pds[FAKE_MAX_OBJ], fake_mrs[FAKE_MAX_OBJ];
+static struct fake_cq fake_cqs[FAKE_MAX_OBJ];
+static struct fake_qp fake_qps[FAKE_MAX_OBJ];
+
+static int alloc_slot(int *used, size_t stride, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int *u = (int *)((char *)used + i * stride);
+
+		if (!*u) {
+			*u = 1;
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+/* ---- the test program's view of the device side (dlsym) ---- */
+uint64_t fake_uverbs_db_read(unsigned int off);
+uint64_t fake_uverbs_db_read(unsigned int off)
+{
+	if (!db_addr || off > OHCA_DB_PAGE_SIZE - 8)
+		return ~0ull;
+	return *(volatile uint64_t *)((char *)db_addr + off);
+}
+
+void fake_uverbs_db_clear(void);
+void fake_uverbs_db_clear(void)
+{
+	if (db_addr)
+		memset(db_addr, 0, 64);
+}
+
+int fake_uverbs_cq(uint32_t cqn, void **ring, uint32_t *log_size);
+int fake_uverbs_cq(uint32_t cqn, void **ring, uint32_t *log_size)
+{
+	uint32_t i = cqn - FAKE_CQN_BASE;
+
+	if (i >= FAKE_MAX_OBJ || !fake_cqs[i].used)
+		return -1;
+	*ring = (void *)(uintptr_t)fake_cqs[i].buf_addr;
+	*log_size = fake_cqs[i].log_size;
+	return 0;
+}
+
+/* cqn of the n-th created CQ still alive, in creation order (slot). */
+int fake_uverbs_cqn(int slot);
+int fake_uverbs_cqn(int slot)
+{
+	if (slot < 0 || slot >= FAKE_MAX_OBJ || !fake_cqs[slot].used)
+		return -1;
+	return FAKE_CQN_BASE + slot;
+}
+
+const struct ohca_ibv_create_qp *fake_uverbs_qp(uint32_t qpn,
+						const struct ib_uverbs_create_qp **core,
+						uint8_t *state);
+const struct ohca_ibv_create_qp *fake_uverbs_qp(uint32_t qpn,
+						const struct ib_uverbs_create_qp **core,
+						uint8_t *state)
+{
+	uint32_t i = qpn - FAKE_QPN_BASE;
+
+	if (i >= FAKE_MAX_OBJ || !fake_qps[i].used)
+		return NULL;
+	if (core)
+		*core = &fake_qps[i].core;
+	if (state)
+		*state = fake_qps[i].state;
+	return &fake_qps[i].drv;
+}
+
+/* Legacy write framing: in_words counts the whole request (header
+ * included), out_words the response, both in 4-byte words. */
+static int framing(const char *what, const struct ib_uverbs_cmd_hdr *hdr,
+		   size_t len, size_t in, size_t out)
+{
+	logf_("%s in_words=%u out_words=%u len=%zu", what, hdr->in_words,
+	      hdr->out_words, len);
+	if (hdr->in_words * 4u != len || len != in ||
+	    hdr->out_words * 4u != out) {
+		logf_("%s bad framing: expected in %zu out %zu bytes", what, in,
+		      out);
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+static ssize_t alloc_pd(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
+{
+	const struct ib_uverbs_alloc_pd *cmd = (const void *)(hdr + 1);
+	struct {
+		struct ib_uverbs_alloc_pd_resp core;
+		struct ohca_ibv_alloc_pd_resp drv;
+	} resp = {};
+	int i;
+
+	if (framing("ALLOC_PD", hdr, len, sizeof(*hdr) + sizeof(*cmd),
+		    sizeof(resp)))
+		return -1;
+	i = alloc_slot(fake_pds, sizeof(int), FAKE_MAX_OBJ);
+	if (i < 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	resp.core.pd_handle = i + 1;
+	resp.drv.pdn = FAKE_PDN_BASE + i;
+	memcpy((void *)(uintptr_t)cmd->response, &resp, sizeof(resp));
+	logf_("ALLOC_PD ok handle=%u pdn=0x%x", resp.core.pd_handle,
+	      resp.drv.pdn);
+	return len;
+}
+
+static ssize_t dealloc_pd(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
+{
+	const struct ib_uverbs_dealloc_pd *cmd = (const void *)(hdr + 1);
+
+	if (framing("DEALLOC_PD", hdr, len, sizeof(*hdr) + sizeof(*cmd), 0))
+		return -1;
+	if (!cmd->pd_handle || cmd->pd_handle > FAKE_MAX_OBJ ||
+	    !fake_pds[cmd->pd_handle - 1]) {
+		errno = EINVAL;
+		return -1;
+	}
+	fake_pds[cmd->pd_handle - 1] = 0;
+	logf_("DEALLOC_PD ok handle=%u", cmd->pd_handle);
+	return len;
+}
+
+static ssize_t reg_mr(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
+{
+	const struct ib_uverbs_reg_mr *cmd = (const void *)(hdr + 1);
+	struct ib_uverbs_reg_mr_resp resp = {};
+	int i;
+
+	if (framing("REG_MR", hdr, len, sizeof(*hdr) + sizeof(*cmd),
+		    sizeof(resp)))
+		return -1;
+	i = alloc_slot(fake_mrs, sizeof(int), FAKE_MAX_OBJ);
+	if (i < 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	resp.mr_handle = i + 1;
+	resp.lkey = (uint32_t)(i + 1) << 8 | 0x11;
+	resp.rkey = (uint32_t)(i + 1) << 8 | 0x22;
+	memcpy((void *)(uintptr_t)cmd->response, &resp, sizeof(resp));
+	logf_("REG_MR ok handle=%u pd=%u start=0x%llx length=%llu access=0x%x lkey=0x%x",
+	      resp.mr_handle, cmd->pd_handle, (unsigned long long)cmd->start,
+	      (unsigned long long)cmd->length, cmd->access_flags, resp.lkey);
+	return len;
+}
+
+static ssize_t dereg_mr(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
+{
+	const struct ib_uverbs_dereg_mr *cmd = (const void *)(hdr + 1);
+
+	if (framing("DEREG_MR", hdr, len, sizeof(*hdr) + sizeof(*cmd), 0))
+		return -1;
+	if (!cmd->mr_handle || cmd->mr_handle > FAKE_MAX_OBJ ||
+	    !fake_mrs[cmd->mr_handle - 1]) {
+		errno = EINVAL;
+		return -1;
+	}
+	fake_mrs[cmd->mr_handle - 1] = 0;
+	logf_("DEREG_MR ok handle=%u", cmd->mr_handle);
+	return len;
+}
+
+static int page_aligned_zeroed(uint64_t addr, size_t len)
+{
+	const unsigned char *p = (const void *)(uintptr_t)addr;
+
+	if (!addr || addr % 4096)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+static ssize_t create_cq(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
+{
+	const struct ib_uverbs_create_cq *cmd = (const void *)(hdr + 1);
+	const struct ohca_ibv_create_cq *drv = (const void *)(cmd + 1);
+	struct {
+		struct ib_uverbs_create_cq_resp core;
+		struct ohca_ibv_create_cq_resp drv;
+	} resp = {};
+	int i;
+
+	if (framing("CREATE_CQ", hdr, len,
+		    sizeof(*hdr) + sizeof(*cmd) + sizeof(*drv), sizeof(resp)))
+		return -1;
+	logf_("CREATE_CQ cqe=%u comp_channel=%d buf_addr=0x%llx log_size=%u",
+	      cmd->cqe, cmd->comp_channel, (unsigned long long)drv->buf_addr,
+	      drv->log_size);
+	/* What the kernel checks before pinning the ring. */
+	if (drv->log_size < 1 || drv->log_size > OHCA_CQ_LOG_MAX ||
+	    (1u << drv->log_size) < cmd->cqe + 1 || drv->reserved ||
+	    !page_aligned_zeroed(drv->buf_addr,
+				 sizeof(struct ohca_cqe) << drv->log_size)) {
+		logf_("CREATE_CQ bad driver data");
+		errno = EINVAL;
+		return -1;
+	}
+	i = alloc_slot(&fake_cqs[0].used, sizeof(fake_cqs[0]), FAKE_MAX_OBJ);
+	if (i < 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	fake_cqs[i].buf_addr = drv->buf_addr;
+	fake_cqs[i].log_size = drv->log_size;
+	fake_cqs[i].cqe = cmd->cqe;
+	resp.core.cq_handle = i + 1;
+	resp.core.cqe = cmd->cqe;
+	resp.drv.cqn = FAKE_CQN_BASE + i;
+	memcpy((void *)(uintptr_t)cmd->response, &resp, sizeof(resp));
+	logf_("CREATE_CQ ok handle=%u cqn=0x%x", resp.core.cq_handle,
+	      resp.drv.cqn);
+	return len;
+}
+
+static ssize_t destroy_cq(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
+{
+	const struct ib_uverbs_destroy_cq *cmd = (const void *)(hdr + 1);
+	struct ib_uverbs_destroy_cq_resp resp = {};
+
+	if (framing("DESTROY_CQ", hdr, len, sizeof(*hdr) + sizeof(*cmd),
+		    sizeof(resp)))
+		return -1;
+	if (!cmd->cq_handle || cmd->cq_handle > FAKE_MAX_OBJ ||
+	    !fake_cqs[cmd->cq_handle - 1].used) {
+		errno = EINVAL;
+		return -1;
+	}
+	fake_cqs[cmd->cq_handle - 1].used = 0;
+	memcpy((void *)(uintptr_t)cmd->response, &resp, sizeof(resp));
+	logf_("DESTROY_CQ ok handle=%u", cmd->cq_handle);
+	return len;
+}
+
+static ssize_t create_qp(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
+{
+	const struct ib_uverbs_create_qp *cmd = (const void *)(hdr + 1);
+	const struct ohca_ibv_create_qp *drv = (const void *)(cmd + 1);
+	struct {
+		struct ib_uverbs_create_qp_resp core;
+		struct ohca_ibv_create_qp_resp drv;
+	} resp = {};
+	int i;
+
+	if (framing("CREATE_QP", hdr, len,
+		    sizeof(*hdr) + sizeof(*cmd) + sizeof(*drv), sizeof(resp)))
+		return -1;
+	logf_("CREATE_QP type=%u pd=%u send_cq=%u recv_cq=%u caps wr %u/%u sge %u/%u inline %u sig_all %u"
+	      " sq 0x%llx log %u stride %u rq 0x%llx log %u stride %u max_inline %u",
+	      cmd->qp_type, cmd->pd_handle, cmd->send_cq_handle,
+	      cmd->recv_cq_handle, cmd->max_send_wr, cmd->max_recv_wr,
+	      cmd->max_send_sge, cmd->max_recv_sge, cmd->max_inline_data,
+	      cmd->sq_sig_all, (unsigned long long)drv->sq_buf_addr,
+	      drv->sq_log_size, drv->sq_log_stride,
+	      (unsigned long long)drv->rq_buf_addr, drv->rq_log_size,
+	      drv->rq_log_stride, drv->max_inline);
+	/* What the kernel checks before pinning the rings. */
+	if (cmd->qp_type != IB_UVERBS_QPT_RC || cmd->is_srq ||
+	    drv->sq_log_size > OHCA_WQ_LOG_MAX ||
+	    drv->rq_log_size > OHCA_WQ_LOG_MAX ||
+	    drv->sq_log_stride < OHCA_SQ_LOG_STRIDE_MIN ||
+	    drv->rq_log_stride < OHCA_RQ_LOG_STRIDE_MIN ||
+	    drv->sq_log_stride > OHCA_WQ_LOG_STRIDE_MAX ||
+	    drv->rq_log_stride > OHCA_WQ_LOG_STRIDE_MAX ||
+	    drv->max_inline > (1u << drv->sq_log_stride) - 64 ||
+	    cmd->max_send_wr != 1u << drv->sq_log_size ||
+	    cmd->max_recv_wr != 1u << drv->rq_log_size ||
+	    !page_aligned_zeroed(drv->sq_buf_addr,
+				 (size_t)1 << (drv->sq_log_size + drv->sq_log_stride)) ||
+	    !page_aligned_zeroed(drv->rq_buf_addr,
+				 (size_t)1 << (drv->rq_log_size + drv->rq_log_stride))) {
+		logf_("CREATE_QP bad driver data");
+		errno = EINVAL;
+		return -1;
+	}
+	i = alloc_slot(&fake_qps[0].used, sizeof(fake_qps[0]), FAKE_MAX_OBJ);
+	if (i < 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	fake_qps[i].drv = *drv;
+	fake_qps[i].core = *cmd;
+	fake_qps[i].state = IBV_QPS_RESET;
+	resp.core.qp_handle = i + 1;
+	resp.core.qpn = FAKE_QPN_BASE + i;
+	/* a kernel echoing something else: the provider reports its own */
+	resp.core.max_send_wr = cmd->max_send_wr;
+	resp.core.max_recv_wr = cmd->max_recv_wr;
+	resp.core.max_send_sge = 1;
+	resp.core.max_recv_sge = 1;
+	resp.core.max_inline_data = 0;
+	resp.drv.qpn = FAKE_QPN_BASE + i;
+	memcpy((void *)(uintptr_t)cmd->response, &resp, sizeof(resp));
+	logf_("CREATE_QP ok handle=%u qpn=0x%x", resp.core.qp_handle,
+	      resp.drv.qpn);
+	return len;
+}
+
+static struct fake_qp *qp_of(uint32_t handle)
+{
+	if (!handle || handle > FAKE_MAX_OBJ || !fake_qps[handle - 1].used)
+		return NULL;
+	return &fake_qps[handle - 1];
+}
+
+static ssize_t modify_qp(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
+{
+	const struct ib_uverbs_modify_qp *cmd = (const void *)(hdr + 1);
+	struct fake_qp *qp;
+
+	if (framing("MODIFY_QP", hdr, len, sizeof(*hdr) + sizeof(*cmd), 0))
+		return -1;
+	qp = qp_of(cmd->qp_handle);
+	if (!qp) {
+		errno = EINVAL;
+		return -1;
+	}
+	qp->last_attr_mask = cmd->attr_mask;
+	if (cmd->attr_mask & IBV_QP_STATE)
+		qp->state = cmd->qp_state;
+	logf_("MODIFY_QP ok handle=%u mask=0x%x state=%u dest_qp=0x%x",
+	      cmd->qp_handle, cmd->attr_mask, cmd->qp_state,
+	      cmd->dest_qp_num);
+	return len;
+}
+
+static ssize_t query_qp(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
+{
+	const struct ib_uverbs_query_qp *cmd = (const void *)(hdr + 1);
+	struct ib_uverbs_query_qp_resp resp = {};
+	struct fake_qp *qp;
+
+	if (framing("QUERY_QP", hdr, len, sizeof(*hdr) + sizeof(*cmd),
+		    sizeof(resp)))
+		return -1;
+	qp = qp_of(cmd->qp_handle);
+	if (!qp) {
+		errno = EINVAL;
+		return -1;
+	}
+	resp.qp_state = qp->state;
+	resp.cur_qp_state = qp->state;
+	resp.port_num = 1;
+	resp.max_send_wr = 1;	/* the provider reports its own caps */
+	resp.max_recv_wr = 1;
+	resp.sq_sig_all = qp->core.sq_sig_all;
+	memcpy((void *)(uintptr_t)cmd->response, &resp, sizeof(resp));
+	logf_("QUERY_QP ok handle=%u state=%u", cmd->qp_handle, qp->state);
+	return len;
+}
+
+static ssize_t destroy_qp(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
+{
+	const struct ib_uverbs_destroy_qp *cmd = (const void *)(hdr + 1);
+	struct ib_uverbs_destroy_qp_resp resp = {};
+	struct fake_qp *qp;
+
+	if (framing("DESTROY_QP", hdr, len, sizeof(*hdr) + sizeof(*cmd),
+		    sizeof(resp)))
+		return -1;
+	qp = qp_of(cmd->qp_handle);
+	if (!qp) {
+		errno = EINVAL;
+		return -1;
+	}
+	qp->used = 0;
+	memcpy((void *)(uintptr_t)cmd->response, &resp, sizeof(resp));
+	logf_("DESTROY_QP ok handle=%u", cmd->qp_handle);
+	return len;
+}
 
 static ssize_t get_context(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 {
@@ -173,6 +582,26 @@ ssize_t write(int fd, const void *buf, size_t len)
 		return query_port(hdr, len);
 	case IB_USER_VERBS_CMD_FLAG_EXTENDED | IB_USER_VERBS_EX_CMD_QUERY_DEVICE:
 		return query_device_ex(hdr, len);
+	case IB_USER_VERBS_CMD_ALLOC_PD:
+		return alloc_pd(hdr, len);
+	case IB_USER_VERBS_CMD_DEALLOC_PD:
+		return dealloc_pd(hdr, len);
+	case IB_USER_VERBS_CMD_REG_MR:
+		return reg_mr(hdr, len);
+	case IB_USER_VERBS_CMD_DEREG_MR:
+		return dereg_mr(hdr, len);
+	case IB_USER_VERBS_CMD_CREATE_CQ:
+		return create_cq(hdr, len);
+	case IB_USER_VERBS_CMD_DESTROY_CQ:
+		return destroy_cq(hdr, len);
+	case IB_USER_VERBS_CMD_CREATE_QP:
+		return create_qp(hdr, len);
+	case IB_USER_VERBS_CMD_MODIFY_QP:
+		return modify_qp(hdr, len);
+	case IB_USER_VERBS_CMD_QUERY_QP:
+		return query_qp(hdr, len);
+	case IB_USER_VERBS_CMD_DESTROY_QP:
+		return destroy_qp(hdr, len);
 	default:
 		logf_("UNHANDLED command 0x%x len %zu", hdr->command, len);
 		errno = EOPNOTSUPP;

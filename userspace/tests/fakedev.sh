@@ -2,7 +2,8 @@
 # Loads the built libohca into the installed libibverbs on a host without an
 # RDMA device and drives it through device discovery, matching, alloc_device,
 # alloc_context (GET_CONTEXT + doorbell mmap), query_device_ex, query_port
-# and free_context.  This is the run-time proof of the private layouts in
+# and free_context; then the PD/MR/CQ/QP verbs and the data path, with the
+# test program playing the device on the rings (ohca_verbs_fake_test).  This is the run-time proof of the private layouts in
 # compat/ibverbs_private.h: each step only works if libibverbs and libohca
 # agree on verbs_device_ops, verbs_match_ent, verbs_sysfs_dev, verbs_device,
 # verbs_context_ops and the command sizes.
@@ -123,6 +124,43 @@ expect "$work/ctx.out" "port 1: state active \(4\).*link_layer Ethernet" "port a
 expect "$work/ctx.fake" "MUNMAP doorbell len=4096" "free_context slot unmapped the doorbell page"
 if grep -q UNHANDLED "$work/ctx.fake"; then fail "unexpected uverbs commands: $(grep UNHANDLED "$work/ctx.fake")"; fi
 
+echo "fakedev: ohca_verbs_fake_test: PD/MR/CQ/QP commands, WQE bytes in the rings, fabricated CQEs"
+if run verbs "$work/sys" "$out/ohca_verbs_fake_test" ohca0; then
+	pass "ohca_verbs_fake_test exit 0"
+else
+	fail "ohca_verbs_fake_test exit non-zero"
+fi
+sed 's/^/    | /' "$work/verbs.out"
+# Word counts prove the wrapper sizes (header + core, then the ohca driver
+# data) libibverbs and libohca agree on.
+expect "$work/verbs.fake" "ALLOC_PD in_words=4 out_words=3 " \
+	"ALLOC_PD: 16-byte ibv_alloc_pd, 4+8-byte response (ohca_ibv_alloc_pd_resp)"
+expect "$work/verbs.fake" "REG_MR in_words=12 out_words=3 " "REG_MR: 48-byte ibv_reg_mr, 12-byte response"
+expect "$work/verbs.fake" "CREATE_CQ in_words=14 out_words=4 " \
+	"CREATE_CQ: 40-byte ibv_create_cq + 16-byte ohca_ibv_create_cq, 8+8-byte response"
+expect "$work/verbs.fake" "CREATE_CQ cqe=5 comp_channel=-1 buf_addr=0x[0-9a-f]*000 log_size=3" \
+	"CREATE_CQ driver data: page-aligned ring, log_size 3 for 5 CQEs"
+expect "$work/verbs.fake" "CREATE_QP in_words=22 out_words=10 " \
+	"CREATE_QP: 64-byte ibv_create_qp + 24-byte ohca_ibv_create_qp, 32+8-byte response"
+expect "$work/verbs.fake" "CREATE_QP type=2 .* caps wr 8/4 sge 4/3 inline 192 sig_all 0 sq 0x[0-9a-f]*000 log 3 stride 8 rq 0x[0-9a-f]*000 log 2 stride 6 max_inline 192" \
+	"CREATE_QP sizes: the rings' caps in the core request, logs and strides in the driver data"
+expect "$work/verbs.fake" "MODIFY_QP in_words=30 out_words=0 " "MODIFY_QP: 120-byte ibv_modify_qp"
+expect "$work/verbs.fake" "MODIFY_QP ok handle=1 mask=0x129181 state=2 " "INIT->RTR with AV, MTU, dest QPN, RQ PSN, rd atomic, RNR timer"
+expect "$work/verbs.fake" "QUERY_QP in_words=6 out_words=32 " "QUERY_QP: 24-byte ibv_query_qp, 128-byte response"
+expect "$work/verbs.fake" "DESTROY_QP ok" "DESTROY_QP"
+expect "$work/verbs.fake" "DESTROY_CQ ok handle=2" "DESTROY_CQ of both CQs"
+expect "$work/verbs.fake" "DEREG_MR ok" "DEREG_MR"
+expect "$work/verbs.fake" "DEALLOC_PD ok" "DEALLOC_PD"
+if grep -q "UNHANDLED\|bad" "$work/verbs.fake"; then fail "unexpected or malformed commands: $(grep "UNHANDLED\|bad" "$work/verbs.fake")"; fi
+
+echo "fakedev: ohca_verbs_fake_test under valgrind memcheck (rings, CQEs, verbs_cq/verbs_qp/verbs_mr)"
+if run vgverbs "$work/sys" valgrind -q --error-exitcode=99 --leak-check=full \
+	--errors-for-leak-kinds=definite "$out/ohca_verbs_fake_test" ohca0; then
+	pass "no invalid accesses or definite leaks reported"
+else
+	fail "valgrind reported errors"; sed 's/^/    | /' "$work/vgverbs.err" "$work/vgverbs.out"
+fi
+
 echo "fakedev: the same run under valgrind memcheck (libibverbs writes into the provider's verbs_device/context)"
 if run vg "$work/sys" valgrind -q --error-exitcode=99 --leak-check=no \
 	"$out/ohca_ctx_test" ohca0; then
@@ -151,7 +189,7 @@ expect "$work/otherpci.err" "no userspace device-specific driver found for ohca0
 
 if [ "$fails" -ne 0 ]; then
 	echo "fakedev: $fails check(s) failed; logs:"
-	for f in "$work"/ctx.{err,verbs,fake} "$work"/abi2.err "$work"/otherpci.err; do
+	for f in "$work"/ctx.{err,verbs,fake} "$work"/verbs.{err,verbs,fake} "$work"/abi2.err "$work"/otherpci.err; do
 		echo "--- $f"; cat "$f"
 	done
 	exit 1

@@ -1,0 +1,696 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * ohca_verbs_fake_test: the provider's verbs and data path against the
+ * fake uverbs kernel of tests/fake_uverbs.so (LD_PRELOAD, tests/fakedev.sh),
+ * with this program playing the device: it reads the WQEs the provider
+ * wrote into the rings and the doorbells it rang, and writes CQEs into the
+ * CQ rings for ibv_poll_cq to find.
+ *
+ * Ring contents are checked at raw byte offsets, independently of the
+ * structs in ohca_queue.h, so a layout drift on either side shows up.
+ * Host test only: it needs the fake_uverbs_*() hooks.  Exits non-zero on
+ * any failure.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
+
+#include <ohca/ohca-abi.h>
+#include <ohca/ohca_queue.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                   \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			printf("FAIL %s:%d: %s: ", __FILE__, __LINE__,     \
+			       #cond);                                     \
+			printf(__VA_ARGS__);                               \
+			printf("\n");                                      \
+			failures++;                                        \
+		}                                                          \
+	} while (0)
+#define CHECK_EQ(a, b)                                                     \
+	CHECK((uint64_t)(a) == (uint64_t)(b), "0x%" PRIx64 " != 0x%" PRIx64, \
+	      (uint64_t)(a), (uint64_t)(b))
+
+static uint64_t (*db_read)(unsigned int off);
+static void (*db_clear)(void);
+static int (*fake_cq)(uint32_t cqn, void **ring, uint32_t *log_size);
+static int (*fake_cqn)(int slot);
+static const struct ohca_ibv_create_qp *(*fake_qp)(
+	uint32_t qpn, const struct ib_uverbs_create_qp **core, uint8_t *state);
+
+static uint64_t rd(const void *base, size_t off, int bytes)
+{
+	const uint8_t *p = (const uint8_t *)base + off;
+	uint64_t v = 0;
+
+	for (int i = bytes - 1; i >= 0; i--)	/* little endian */
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void wr(void *base, size_t off, int bytes, uint64_t v)
+{
+	uint8_t *p = (uint8_t *)base + off;
+
+	for (int i = 0; i < bytes; i++, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+/* The device side of a CQ: a producer index and the owner phase. */
+struct dev_cq {
+	uint8_t *ring;
+	uint32_t log;
+	uint32_t pi;
+	uint32_t cqn;
+};
+
+struct cqe_spec {
+	uint64_t wr_id;
+	uint32_t byte_len;
+	uint8_t imm[4];		/* wire bytes */
+	uint32_t qpn, src_qp;
+	uint8_t opcode, status, flags, vendor_err;
+	uint16_t wqe_index;
+};
+
+/* Writes the entry and then, last, its owner byte (as the device does). */
+static void push_cqe(struct dev_cq *dcq, const struct cqe_spec *c)
+{
+	uint8_t *e = dcq->ring + 32 * (dcq->pi & ((1u << dcq->log) - 1));
+
+	memset(e, 0, 31);
+	wr(e, 0, 8, c->wr_id);
+	wr(e, 8, 4, c->byte_len);
+	memcpy(e + 12, c->imm, 4);
+	wr(e, 16, 4, c->qpn);
+	wr(e, 20, 4, c->src_qp);
+	e[24] = c->opcode;
+	e[25] = c->status;
+	e[26] = c->flags;
+	wr(e, 28, 2, c->wqe_index);
+	e[30] = c->vendor_err;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	e[31] = !((dcq->pi >> dcq->log) & 1);	/* 1 on the first pass */
+	dcq->pi++;
+}
+
+static uint64_t dbv(uint32_t qn, uint32_t value)
+{
+	return (uint64_t)value << 32 | qn;
+}
+
+static struct ibv_context *open_ohca(const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+
+	for (int i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
+	return ctx;
+}
+
+static int resolve_hooks(void)
+{
+	db_read = (uint64_t (*)(unsigned int))dlsym(RTLD_DEFAULT,
+						    "fake_uverbs_db_read");
+	db_clear = (void (*)(void))dlsym(RTLD_DEFAULT, "fake_uverbs_db_clear");
+	fake_cq = (int (*)(uint32_t, void **, uint32_t *))dlsym(
+		RTLD_DEFAULT, "fake_uverbs_cq");
+	fake_cqn = (int (*)(int))dlsym(RTLD_DEFAULT, "fake_uverbs_cqn");
+	fake_qp = (const struct ohca_ibv_create_qp *(*)(
+		uint32_t, const struct ib_uverbs_create_qp **,
+		uint8_t *))dlsym(RTLD_DEFAULT, "fake_uverbs_qp");
+	return db_read && db_clear && fake_cq && fake_cqn && fake_qp ? 0 : -1;
+}
+
+static int to_rts(struct ibv_qp *qp, uint32_t dest_qpn)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ,
+	};
+	int err;
+
+	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (err)
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest_qpn;
+	a.rq_psn = 0;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+				     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				     IBV_QP_MIN_RNR_TIMER);
+	if (err)
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 0;
+	a.max_rd_atomic = 1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+int main(int argc, char **argv)
+{
+	const char *name = argc > 1 ? argv[1] : "ohca0";
+	const struct ib_uverbs_create_qp *kcore;
+	const struct ohca_ibv_create_qp *kdrv;
+	struct ibv_qp_init_attr init = {}, qinit;
+	struct ibv_send_wr swr[8], *bad_s;
+	struct ibv_recv_wr rwr[8], *bad_r;
+	struct ibv_sge sge[8];
+	struct ibv_qp_attr qattr;
+	struct ibv_context *ctx;
+	struct ibv_cq *scq, *rcq;
+	struct dev_cq dscq, drcq;
+	struct ibv_wc wc[8];
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp;
+	uint8_t *sq, *rq, *buf, state;
+	uint32_t qpn, sq_ci;
+	void *ring;
+	int rc, n;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (resolve_hooks()) {
+		printf("FAIL: fake_uverbs hooks not found (run under fakedev.sh)\n");
+		return 1;
+	}
+	ctx = open_ohca(name);
+	if (!ctx) {
+		printf("FAIL: cannot open %s: %s\n", name, strerror(errno));
+		return 1;
+	}
+
+	/* ---- PD, MR ---- */
+	pd = ibv_alloc_pd(ctx);
+	CHECK(pd, "ibv_alloc_pd: %s", strerror(errno));
+	buf = aligned_alloc(4096, 65536);
+	memset(buf, 0, 65536);
+	mr = ibv_reg_mr(pd, buf, 65536,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				IBV_ACCESS_REMOTE_READ);
+	CHECK(mr, "ibv_reg_mr: %s", strerror(errno));
+	if (!pd || !mr)
+		return 1;
+	CHECK_EQ(mr->lkey, 0x111);
+	CHECK_EQ(mr->rkey, 0x122);
+	CHECK(mr->addr == buf && mr->length == 65536 && mr->pd == pd,
+	      "ibv_mr fields");
+
+	/* ---- CQs: 2^n >= cqe + 1 entries ---- */
+	scq = ibv_create_cq(ctx, 5, NULL, NULL, 0);
+	rcq = ibv_create_cq(ctx, 100, NULL, NULL, 0);
+	CHECK(scq && rcq, "ibv_create_cq: %s", strerror(errno));
+	if (!scq || !rcq)
+		return 1;
+	CHECK_EQ(scq->cqe, 7);
+	CHECK_EQ(rcq->cqe, 127);
+	dscq.cqn = (uint32_t)fake_cqn(0);
+	drcq.cqn = (uint32_t)fake_cqn(1);
+	CHECK(!fake_cq(dscq.cqn, &ring, &dscq.log), "send cq known");
+	dscq.ring = ring;
+	dscq.pi = 0;
+	CHECK(!fake_cq(drcq.cqn, &ring, &drcq.log), "recv cq known");
+	drcq.ring = ring;
+	drcq.pi = 0;
+	CHECK_EQ(dscq.log, 3);
+	CHECK_EQ(drcq.log, 7);
+	CHECK(!ibv_create_cq(ctx, 0, NULL, NULL, 0) && errno == EINVAL,
+	      "cqe 0 refused");
+	CHECK(!ibv_create_cq(ctx, 70000, NULL, NULL, 0) && errno == EINVAL,
+	      "cqe beyond max_cqe refused");
+
+	/* ---- QP: sizes from the caps ---- */
+	init.send_cq = scq;
+	init.recv_cq = rcq;
+	init.qp_type = IBV_QPT_RC;
+	init.cap.max_send_wr = 5;
+	init.cap.max_recv_wr = 3;
+	init.cap.max_send_sge = 3;
+	init.cap.max_recv_sge = 2;
+	init.cap.max_inline_data = 100;
+	qinit = init;
+	qp = ibv_create_qp(pd, &qinit);
+	CHECK(qp, "ibv_create_qp: %s", strerror(errno));
+	if (!qp)
+		return 1;
+	qpn = qp->qp_num;
+	/* send stride roundup(64 + max(16*3, 100)) = 256: 12 SGEs, capped
+	 * by the device's max_sge 4; recv stride roundup(16 + 32) = 64: 3 */
+	CHECK_EQ(qinit.cap.max_send_wr, 8);
+	CHECK_EQ(qinit.cap.max_recv_wr, 4);
+	CHECK_EQ(qinit.cap.max_send_sge, 4);
+	CHECK_EQ(qinit.cap.max_recv_sge, 3);
+	CHECK_EQ(qinit.cap.max_inline_data, 192);
+	kdrv = fake_qp(qpn, &kcore, &state);
+	CHECK(kdrv, "qp 0x%x unknown to the fake kernel", qpn);
+	if (!kdrv)
+		return 1;
+	CHECK_EQ(kdrv->sq_log_size, 3);
+	CHECK_EQ(kdrv->rq_log_size, 2);
+	CHECK_EQ(kdrv->sq_log_stride, 8);
+	CHECK_EQ(kdrv->rq_log_stride, 6);
+	CHECK_EQ(kdrv->max_inline, 192);
+	CHECK_EQ(kcore->max_send_wr, 8);
+	CHECK_EQ(kcore->max_recv_wr, 4);
+	CHECK_EQ(kcore->max_send_sge, 4);
+	CHECK_EQ(kcore->max_recv_sge, 3);
+	CHECK_EQ(kcore->max_inline_data, 192);
+	sq = (uint8_t *)(uintptr_t)kdrv->sq_buf_addr;
+	rq = (uint8_t *)(uintptr_t)kdrv->rq_buf_addr;
+
+	qinit = init;
+	qinit.qp_type = IBV_QPT_UD;
+	CHECK(!ibv_create_qp(pd, &qinit), "UD QP refused");
+	qinit = init;
+	qinit.cap.max_send_sge = 5;
+	CHECK(!ibv_create_qp(pd, &qinit) && errno == EINVAL,
+	      "max_send_sge beyond max_sge refused");
+	qinit = init;
+	qinit.cap.max_inline_data = 257;
+	CHECK(!ibv_create_qp(pd, &qinit) && errno == EINVAL,
+	      "max_inline_data beyond 256 refused");
+	qinit = init;
+	qinit.cap.max_send_wr = 4097;
+	CHECK(!ibv_create_qp(pd, &qinit) && errno == EINVAL,
+	      "max_send_wr beyond max_qp_wr refused");
+
+	/* ---- modify to RTS, query ---- */
+	rc = to_rts(qp, qpn);
+	CHECK(!rc, "modify to RTS: %s", strerror(rc));
+	fake_qp(qpn, NULL, &state);
+	CHECK_EQ(state, IBV_QPS_RTS);
+	memset(&qattr, 0, sizeof(qattr));
+	memset(&qinit, 0, sizeof(qinit));
+	rc = ibv_query_qp(qp, &qattr, IBV_QP_STATE | IBV_QP_CAP, &qinit);
+	CHECK(!rc, "ibv_query_qp: %s", strerror(rc));
+	CHECK_EQ(qattr.qp_state, IBV_QPS_RTS);
+	CHECK_EQ(qattr.cap.max_send_wr, 8);
+	CHECK_EQ(qinit.cap.max_send_wr, 8);
+	CHECK_EQ(qinit.cap.max_recv_sge, 3);
+	CHECK_EQ(qinit.cap.max_inline_data, 192);
+
+	/* ---- post_send: the WQE bytes ---- */
+	db_clear();
+	memset(swr, 0, sizeof(swr));
+	for (int i = 0; i < 64; i++)
+		buf[2000 + i] = (uint8_t)(0xa0 + i);
+	memcpy(buf + 3000, "hello, inline", 13);
+	sge[0] = (struct ibv_sge){ (uintptr_t)buf + 1, 100, mr->lkey };
+	sge[1] = (struct ibv_sge){ (uintptr_t)buf + 1000, 37, mr->lkey };
+	sge[2] = (struct ibv_sge){ (uintptr_t)buf + 4097, 4000, mr->lkey };
+	sge[3] = (struct ibv_sge){ (uintptr_t)buf + 8192, 3, mr->lkey };
+	sge[4] = (struct ibv_sge){ (uintptr_t)buf + 3000, 13, mr->lkey };
+	sge[5] = (struct ibv_sge){ (uintptr_t)buf + 2000, 50, mr->lkey };
+	swr[0].wr_id = 0x1111;
+	swr[0].opcode = IBV_WR_SEND;
+	swr[0].sg_list = &sge[0];
+	swr[0].num_sge = 2;
+	swr[0].send_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+	swr[0].next = &swr[1];
+	swr[1].wr_id = 0x2222;
+	swr[1].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	swr[1].imm_data = htonl(0xdeadbeef);
+	swr[1].sg_list = &sge[2];
+	swr[1].num_sge = 1;
+	swr[1].send_flags = IBV_SEND_FENCE;
+	swr[1].wr.rdma.remote_addr = 0x123456789abull;
+	swr[1].wr.rdma.rkey = 0x4242;
+	swr[1].next = &swr[2];
+	swr[2].wr_id = 0x3333;
+	swr[2].opcode = IBV_WR_RDMA_READ;
+	swr[2].sg_list = &sge[3];
+	swr[2].num_sge = 1;
+	swr[2].send_flags = IBV_SEND_SIGNALED;
+	swr[2].wr.rdma.remote_addr = 0xfedcba98765ull;
+	swr[2].wr.rdma.rkey = 0x77;
+	swr[2].next = &swr[3];
+	swr[3].wr_id = 0x4444;
+	swr[3].opcode = IBV_WR_SEND_WITH_IMM;
+	swr[3].imm_data = htonl(0x01020304);
+	swr[3].sg_list = &sge[4];
+	swr[3].num_sge = 2;
+	swr[3].send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	bad_s = NULL;
+	rc = ibv_post_send(qp, &swr[0], &bad_s);
+	CHECK(!rc && !bad_s, "post_send: %s", strerror(rc));
+	CHECK_EQ(db_read(OHCA_DB_SQ), dbv(qpn, 4));
+	CHECK_EQ(db_read(OHCA_DB_RQ), 0);
+	/* WQE 0: SEND, 2 SGEs */
+	CHECK_EQ(rd(sq, 0, 8), 0x1111);
+	CHECK_EQ(rd(sq, 8, 1), OHCA_WR_SEND);
+	CHECK_EQ(rd(sq, 9, 1), OHCA_WQE_SIGNALED | OHCA_WQE_SOLICITED);
+	CHECK_EQ(rd(sq, 10, 1), 2);
+	CHECK_EQ(rd(sq, 64, 8), (uintptr_t)buf + 1);
+	CHECK_EQ(rd(sq, 72, 4), 100);
+	CHECK_EQ(rd(sq, 76, 4), 0x111);
+	CHECK_EQ(rd(sq, 80, 8), (uintptr_t)buf + 1000);
+	CHECK_EQ(rd(sq, 88, 4), 37);
+	CHECK_EQ(rd(sq, 92, 4), 0x111);
+	/* WQE 1: WRITE_IMM, fenced, unsignaled */
+	CHECK_EQ(rd(sq, 256 + 0, 8), 0x2222);
+	CHECK_EQ(rd(sq, 256 + 8, 1), OHCA_WR_RDMA_WRITE_IMM);
+	CHECK_EQ(rd(sq, 256 + 9, 1), OHCA_WQE_FENCE);
+	CHECK_EQ(rd(sq, 256 + 10, 1), 1);
+	CHECK(!memcmp(sq + 256 + 12, "\xde\xad\xbe\xef", 4),
+	      "imm_data as on the wire");
+	CHECK_EQ(rd(sq, 256 + 16, 8), 0x123456789abull);
+	CHECK_EQ(rd(sq, 256 + 24, 4), 0x4242);
+	CHECK_EQ(rd(sq, 256 + 64, 8), (uintptr_t)buf + 4097);
+	CHECK_EQ(rd(sq, 256 + 72, 4), 4000);
+	/* WQE 2: READ */
+	CHECK_EQ(rd(sq, 512 + 0, 8), 0x3333);
+	CHECK_EQ(rd(sq, 512 + 8, 1), OHCA_WR_RDMA_READ);
+	CHECK_EQ(rd(sq, 512 + 9, 1), OHCA_WQE_SIGNALED);
+	CHECK_EQ(rd(sq, 512 + 16, 8), 0xfedcba98765ull);
+	CHECK_EQ(rd(sq, 512 + 24, 4), 0x77);
+	CHECK_EQ(rd(sq, 512 + 64, 8), (uintptr_t)buf + 8192);
+	CHECK_EQ(rd(sq, 512 + 72, 4), 3);
+	/* WQE 3: SEND_IMM inline, 63 bytes from two SGEs after the header */
+	CHECK_EQ(rd(sq, 768 + 0, 8), 0x4444);
+	CHECK_EQ(rd(sq, 768 + 8, 1), OHCA_WR_SEND_IMM);
+	CHECK_EQ(rd(sq, 768 + 9, 1), OHCA_WQE_SIGNALED | OHCA_WQE_INLINE);
+	CHECK_EQ(rd(sq, 768 + 10, 1), 0);
+	CHECK(!memcmp(sq + 768 + 12, "\x01\x02\x03\x04", 4), "inline imm");
+	CHECK_EQ(rd(sq, 768 + 28, 4), 63);
+	CHECK(!memcmp(sq + 768 + 64, "hello, inline", 13) &&
+		      !memcmp(sq + 768 + 64 + 13, buf + 2000, 50),
+	      "inline data copied");
+
+	/* invalid requests: EINVAL with bad_wr, the good ones before posted */
+	memset(&swr[4], 0, sizeof(swr[4]) * 4);
+	swr[4].wr_id = 0x5555;
+	swr[4].opcode = IBV_WR_SEND;
+	swr[4].sg_list = &sge[0];
+	swr[4].num_sge = 1;
+	swr[4].next = &swr[5];
+	swr[5].opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	swr[5].sg_list = &sge[0];
+	swr[5].num_sge = 1;
+	rc = ibv_post_send(qp, &swr[4], &bad_s);
+	CHECK(rc == EINVAL && bad_s == &swr[5], "atomic refused: rc %d", rc);
+	CHECK_EQ(db_read(OHCA_DB_SQ), dbv(qpn, 5));
+	swr[5].opcode = IBV_WR_SEND;
+	swr[5].num_sge = 5;
+	rc = ibv_post_send(qp, &swr[5], &bad_s);
+	CHECK(rc == EINVAL && bad_s == &swr[5], "5 SGEs refused: rc %d", rc);
+	swr[5].num_sge = 2;
+	sge[6] = (struct ibv_sge){ (uintptr_t)buf, 100, 0 };
+	sge[7] = (struct ibv_sge){ (uintptr_t)buf, 93, 0 };
+	swr[5].sg_list = &sge[6];
+	swr[5].send_flags = IBV_SEND_INLINE;
+	rc = ibv_post_send(qp, &swr[5], &bad_s);
+	CHECK(rc == EINVAL && bad_s == &swr[5], "193 inline bytes refused: rc %d", rc);
+	swr[5].opcode = IBV_WR_RDMA_READ;
+	swr[5].num_sge = 1;
+	rc = ibv_post_send(qp, &swr[5], &bad_s);
+	CHECK(rc == EINVAL && bad_s == &swr[5], "inline READ refused: rc %d", rc);
+	CHECK_EQ(db_read(OHCA_DB_SQ), dbv(qpn, 5));
+
+	/* queue full: 8 slots, 5 used */
+	for (int i = 4; i < 8; i++) {
+		memset(&swr[i], 0, sizeof(swr[i]));
+		swr[i].wr_id = 0x6000 + i;
+		swr[i].opcode = IBV_WR_SEND;
+		swr[i].next = i < 7 ? &swr[i + 1] : NULL;
+	}
+	rc = ibv_post_send(qp, &swr[4], &bad_s);
+	CHECK(rc == ENOMEM && bad_s == &swr[7], "full SQ: rc %d", rc);
+	CHECK_EQ(db_read(OHCA_DB_SQ), dbv(qpn, 8));
+	CHECK_EQ(rd(sq, 7 * 256, 8), 0x6006);
+
+	/* ---- poll: nothing yet, no doorbell ---- */
+	CHECK_EQ(ibv_poll_cq(scq, 8, wc), 0);
+	CHECK_EQ(db_read(OHCA_DB_CQ), 0);
+
+	/* send CQE for WQE 0 retires 1 slot */
+	push_cqe(&dscq, &(struct cqe_spec){ .wr_id = 0x1111, .qpn = qpn,
+					   .opcode = OHCA_CQE_SEND,
+					   .wqe_index = 0 });
+	memset(wc, 0xff, sizeof(wc));
+	n = ibv_poll_cq(scq, 8, wc);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(wc[0].wr_id, 0x1111);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc[0].opcode, IBV_WC_SEND);
+	CHECK_EQ(wc[0].qp_num, qpn);
+	CHECK_EQ(wc[0].wc_flags, 0);
+	CHECK_EQ(wc[0].vendor_err, 0);
+	CHECK_EQ(db_read(OHCA_DB_CQ), dbv(dscq.cqn, 1));
+	swr[7].next = &swr[6];
+	swr[6].next = NULL;
+	rc = ibv_post_send(qp, &swr[7], &bad_s);
+	CHECK(rc == ENOMEM && bad_s == &swr[6], "one slot freed: rc %d", rc);
+	CHECK_EQ(db_read(OHCA_DB_SQ), dbv(qpn, 9));
+	CHECK_EQ(rd(sq, 0, 8), 0x6007);	/* wrapped into slot 0 */
+
+	/* READ completion at wqe_index 2 retires the unsignaled WRITE too */
+	push_cqe(&dscq, &(struct cqe_spec){ .wr_id = 0x3333, .qpn = qpn,
+					   .byte_len = 3,
+					   .opcode = OHCA_CQE_RDMA_READ,
+					   .wqe_index = 2 });
+	n = ibv_poll_cq(scq, 8, wc);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(wc[0].wr_id, 0x3333);
+	CHECK_EQ(wc[0].opcode, IBV_WC_RDMA_READ);
+	CHECK_EQ(wc[0].byte_len, 3);
+	swr[4].next = &swr[5];
+	swr[5] = swr[6];
+	swr[5].next = &swr[6];
+	swr[6].next = NULL;
+	rc = ibv_post_send(qp, &swr[4], &bad_s);
+	CHECK(rc == ENOMEM && bad_s == &swr[6], "two slots freed: rc %d", rc);
+	CHECK_EQ(db_read(OHCA_DB_SQ), dbv(qpn, 11));
+	sq_ci = 3;
+
+	/* ---- post_recv ---- */
+	memset(rwr, 0, sizeof(rwr));
+	rwr[0].wr_id = 0xa0;
+	rwr[0].sg_list = &sge[0];
+	rwr[0].num_sge = 2;
+	rwr[0].next = &rwr[1];
+	rwr[1].wr_id = 0xa1;
+	rwr[1].sg_list = &sge[1];
+	rwr[1].num_sge = 3;
+	rc = ibv_post_recv(qp, &rwr[0], &bad_r);
+	CHECK(!rc, "post_recv: %s", strerror(rc));
+	CHECK_EQ(db_read(OHCA_DB_RQ), dbv(qpn, 2));
+	CHECK_EQ(rd(rq, 0, 8), 0xa0);
+	CHECK_EQ(rd(rq, 8, 1), 2);
+	CHECK_EQ(rd(rq, 16, 8), (uintptr_t)buf + 1);
+	CHECK_EQ(rd(rq, 24, 4), 100);
+	CHECK_EQ(rd(rq, 28, 4), 0x111);
+	CHECK_EQ(rd(rq, 32 + 8, 4), 37);
+	CHECK_EQ(rd(rq, 64, 8), 0xa1);
+	CHECK_EQ(rd(rq, 64 + 8, 1), 3);
+	CHECK_EQ(rd(rq, 64 + 16, 8), (uintptr_t)buf + 1000);
+	CHECK_EQ(rd(rq, 64 + 32, 8), (uintptr_t)buf + 4097);
+	CHECK_EQ(rd(rq, 64 + 32 + 8, 4), 4000);
+	CHECK_EQ(rd(rq, 64 + 48, 8), (uintptr_t)buf + 8192);
+	rwr[2] = rwr[0];
+	rwr[2].num_sge = 4;
+	rwr[2].next = NULL;
+	rc = ibv_post_recv(qp, &rwr[2], &bad_r);
+	CHECK(rc == EINVAL && bad_r == &rwr[2], "4 recv SGEs refused: %d", rc);
+	for (int i = 2; i < 5; i++) {
+		rwr[i] = rwr[0];
+		rwr[i].wr_id = 0xa0 + i;
+		rwr[i].next = i < 4 ? &rwr[i + 1] : NULL;
+	}
+	rc = ibv_post_recv(qp, &rwr[2], &bad_r);
+	CHECK(rc == ENOMEM && bad_r == &rwr[4], "full RQ: rc %d", rc);
+	CHECK_EQ(db_read(OHCA_DB_RQ), dbv(qpn, 4));
+
+	/* receive completions: imm as on the wire, RDMA_WITH_IMM */
+	push_cqe(&drcq, &(struct cqe_spec){ .wr_id = 0xa0, .qpn = qpn,
+					   .byte_len = 137, .src_qp = 0x77,
+					   .imm = { 0xde, 0xad, 0xbe, 0xef },
+					   .opcode = OHCA_CQE_RECV,
+					   .flags = OHCA_CQE_F_IMM });
+	push_cqe(&drcq, &(struct cqe_spec){ .wr_id = 0xa1, .qpn = qpn,
+					   .byte_len = 4000, .src_qp = 0x77,
+					   .imm = { 1, 2, 3, 4 },
+					   .opcode = OHCA_CQE_RECV_RDMA_WITH_IMM,
+					   .flags = OHCA_CQE_F_IMM });
+	push_cqe(&drcq, &(struct cqe_spec){ .wr_id = 0xa2, .qpn = qpn,
+					   .byte_len = 5, .src_qp = 0x77,
+					   .opcode = OHCA_CQE_RECV });
+	n = ibv_poll_cq(rcq, 2, wc);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(wc[0].wr_id, 0xa0);
+	CHECK_EQ(wc[0].opcode, IBV_WC_RECV);
+	CHECK_EQ(wc[0].byte_len, 137);
+	CHECK_EQ(wc[0].src_qp, 0x77);
+	CHECK_EQ(wc[0].wc_flags, IBV_WC_WITH_IMM);
+	CHECK_EQ(ntohl(wc[0].imm_data), 0xdeadbeef);
+	CHECK_EQ(wc[1].wr_id, 0xa1);
+	CHECK_EQ(wc[1].opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	CHECK_EQ(ntohl(wc[1].imm_data), 0x01020304);
+	CHECK_EQ(db_read(OHCA_DB_CQ), dbv(drcq.cqn, 2));
+	n = ibv_poll_cq(rcq, 8, wc);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(wc[0].wr_id, 0xa2);
+	CHECK_EQ(wc[0].wc_flags, 0);
+	CHECK_EQ(db_read(OHCA_DB_CQ), dbv(drcq.cqn, 3));
+	rwr[4].next = &rwr[5];
+	rwr[5] = rwr[4];
+	rwr[5].wr_id = 0xa5;
+	rwr[5].next = &rwr[6];
+	rwr[6] = rwr[4];
+	rwr[6].wr_id = 0xa6;
+	rwr[6].next = &rwr[7];
+	rwr[7] = rwr[4];
+	rwr[7].next = NULL;
+	rc = ibv_post_recv(qp, &rwr[4], &bad_r);
+	CHECK(rc == ENOMEM && bad_r == &rwr[7], "3 RQ slots freed: rc %d", rc);
+	CHECK_EQ(db_read(OHCA_DB_RQ), dbv(qpn, 7));
+
+	/* error statuses and vendor errors */
+	push_cqe(&dscq, &(struct cqe_spec){ .wr_id = 0x10, .qpn = qpn,
+					   .opcode = OHCA_CQE_SEND,
+					   .status = OHCA_CQE_WR_FLUSH_ERR,
+					   .vendor_err = OHCA_VERR_FLUSH,
+					   .wqe_index = (uint16_t)(sq_ci - 1) });
+	push_cqe(&dscq, &(struct cqe_spec){ .wr_id = 0x11, .qpn = qpn,
+					   .opcode = OHCA_CQE_RDMA_WRITE,
+					   .status = OHCA_CQE_FATAL_ERR,
+					   .vendor_err = OHCA_VERR_DMA,
+					   .wqe_index = (uint16_t)(sq_ci - 1) });
+	push_cqe(&dscq, &(struct cqe_spec){ .wr_id = 0x12, .qpn = qpn,
+					   .opcode = OHCA_CQE_SEND,
+					   .status = OHCA_CQE_REM_ACCESS_ERR,
+					   .vendor_err = OHCA_VERR_REMOTE_NAK,
+					   .wqe_index = (uint16_t)(sq_ci - 1) });
+	push_cqe(&dscq, &(struct cqe_spec){ .wr_id = 0x13, .qpn = qpn,
+					   .opcode = OHCA_CQE_SEND,
+					   .status = 200,
+					   .wqe_index = (uint16_t)(sq_ci - 1) });
+	/* a CQE of an unknown QP is consumed and dropped */
+	push_cqe(&dscq, &(struct cqe_spec){ .wr_id = 0x14, .qpn = 0xabcdef,
+					   .opcode = OHCA_CQE_SEND });
+	n = ibv_poll_cq(scq, 8, wc);
+	CHECK_EQ(n, 4);
+	CHECK_EQ(wc[0].status, IBV_WC_WR_FLUSH_ERR);
+	CHECK_EQ(wc[0].vendor_err, OHCA_VERR_FLUSH);
+	CHECK_EQ(wc[1].status, IBV_WC_FATAL_ERR);
+	CHECK_EQ(wc[1].opcode, IBV_WC_RDMA_WRITE);
+	CHECK_EQ(wc[1].vendor_err, OHCA_VERR_DMA);
+	CHECK_EQ(wc[2].status, IBV_WC_REM_ACCESS_ERR);
+	CHECK_EQ(wc[3].status, IBV_WC_GENERAL_ERR);
+	CHECK_EQ(wc[3].wr_id, 0x13);
+	CHECK_EQ(db_read(OHCA_DB_CQ), dbv(dscq.cqn, 7));
+	/* a stale wqe_index (before the consumer index) retired nothing */
+	rc = ibv_post_send(qp, &swr[6], &bad_s);
+	CHECK(rc == ENOMEM, "SQ still full: rc %d", rc);
+
+	/* ---- owner-bit phase over several wraps of the 8-entry CQ ---- */
+	{
+		uint64_t next_wr = 0x1000, expect_wr = 0x1000;
+		int total = 0;
+
+		for (int round = 0; round < 6; round++) {
+			int batch = 1 + (round * 3) % 7;
+
+			for (int i = 0; i < batch; i++)
+				push_cqe(&dscq, &(struct cqe_spec){
+					.wr_id = next_wr++, .qpn = qpn,
+					.opcode = OHCA_CQE_SEND,
+					.wqe_index = (uint16_t)(sq_ci - 1) });
+			for (int got = 0; got < batch;) {
+				n = ibv_poll_cq(scq, 3, wc);
+				CHECK(n > 0 && n <= 3, "round %d: polled %d",
+				      round, n);
+				if (n <= 0)
+					break;
+				for (int i = 0; i < n; i++)
+					CHECK_EQ(wc[i].wr_id, expect_wr++);
+				got += n;
+			}
+			/* the previous pass's entries are not taken again */
+			CHECK_EQ(ibv_poll_cq(scq, 8, wc), 0);
+			total += batch;
+			CHECK_EQ(db_read(OHCA_DB_CQ),
+				 dbv(dscq.cqn, dscq.pi & OHCA_DB_CQ_CI_MASK));
+		}
+		CHECK(dscq.pi >= 3 * 8, "only %u CQEs: %d passes", dscq.pi,
+		      total);
+	}
+
+	/* ---- arming: a doorbell with the consumer index ---- */
+	CHECK_EQ(ibv_req_notify_cq(scq, 0), 0);
+	CHECK_EQ(db_read(OHCA_DB_CQ),
+		 dbv(dscq.cqn, dscq.pi | OHCA_DB_CQ_ARM_NEXT));
+	CHECK_EQ(ibv_req_notify_cq(rcq, 1), 0);
+	CHECK_EQ(db_read(OHCA_DB_CQ),
+		 dbv(drcq.cqn, drcq.pi | OHCA_DB_CQ_ARM_SOLICITED));
+
+	/* ---- back to RESET: the rings start over ---- */
+	memset(&qattr, 0, sizeof(qattr));
+	qattr.qp_state = IBV_QPS_RESET;
+	rc = ibv_modify_qp(qp, &qattr, IBV_QP_STATE);
+	CHECK(!rc, "modify to RESET: %s", strerror(rc));
+	CHECK(sq[0] == 0 && rq[0] == 0, "rings cleared");
+	rc = to_rts(qp, qpn);
+	CHECK(!rc, "modify to RTS again: %s", strerror(rc));
+	swr[6].next = NULL;
+	rc = ibv_post_send(qp, &swr[6], &bad_s);
+	CHECK(!rc, "post after RESET: rc %d", rc);
+	CHECK_EQ(db_read(OHCA_DB_SQ), dbv(qpn, 1));
+
+	/* ---- teardown ---- */
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
+	CHECK(!fake_qp(qpn, NULL, NULL), "qp gone from the fake kernel");
+	/* a CQE for the destroyed QP is dropped, not reported */
+	push_cqe(&dscq, &(struct cqe_spec){ .wr_id = 0x99, .qpn = qpn,
+					   .opcode = OHCA_CQE_SEND });
+	CHECK_EQ(ibv_poll_cq(scq, 8, wc), 0);
+	CHECK_EQ(db_read(OHCA_DB_CQ),
+		 dbv(dscq.cqn, dscq.pi & OHCA_DB_CQ_CI_MASK));
+	CHECK_EQ(ibv_destroy_cq(scq), 0);
+	CHECK_EQ(ibv_destroy_cq(rcq), 0);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	CHECK_EQ(ibv_dealloc_pd(pd), 0);
+	CHECK_EQ(ibv_close_device(ctx), 0);
+	free(buf);
+
+	if (failures) {
+		printf("ohca_verbs_fake_test: %d failure(s)\n", failures);
+		return 1;
+	}
+	printf("ohca_verbs_fake_test: OK\n");
+	return 0;
+}
