@@ -227,7 +227,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 host.clear_hole();
             } else {
                 const uint64_t lo = kGuestBase + in.below(kGuestSize);
-                host.set_hole(lo, lo + in.range(1, 0x2000));
+                host.set_hole(lo, lo + in.range(1, 0x2000), in.one_in(2));
             }
             break;
         }

@@ -67,12 +67,12 @@ class Input {
     uint64_t u64() { return u32() | (uint64_t{u32()} << 32); }
     bool flag() { return (u8() & 1) != 0; }
 
-    // 0..n-1 (n >= 1), one byte when n <= 256, else two.
+    // 0..n-1 (n >= 1): one byte when n <= 256, two when n <= 65536, else four.
     uint32_t below(uint32_t n) {
         if (n <= 1) {
             return 0;
         }
-        const uint32_t v = n <= 256 ? u8() : u16();
+        const uint32_t v = n <= 256 ? u8() : n <= 65536 ? u16() : u32();
         return v % n;
     }
     uint32_t range(uint32_t lo, uint32_t hi) { return lo + below(hi - lo + 1); }
@@ -225,12 +225,18 @@ class Host {
                len <= kGuestSize - (addr - kGuestBase);
     }
 
-    // DMA into [lo, hi) fails: a page the guest unmapped meanwhile.
-    void set_hole(uint64_t lo, uint64_t hi) {
+    // DMA into [lo, hi) fails: a page the guest unmapped meanwhile, or
+    // with writes_only, memory the device can read but not write (ROM, a
+    // read-only IOMMU mapping) — reaches the write-back error paths.
+    void set_hole(uint64_t lo, uint64_t hi, bool writes_only = false) {
         hole_lo_ = lo;
         hole_hi_ = hi;
+        hole_writes_only_ = writes_only;
     }
-    void clear_hole() { hole_lo_ = hole_hi_ = 0; }
+    void clear_hole() {
+        hole_lo_ = hole_hi_ = 0;
+        hole_writes_only_ = false;
+    }
 
     // A one-shot engine call made from inside the next DMA callback, as a
     // DMA aimed at the device's own BAR would: the engine must refuse it.
@@ -249,9 +255,12 @@ class Host {
     uint64_t dma_faults = 0;
 
   private:
-    bool dma_allowed(uint64_t addr, size_t len) const {
+    bool dma_allowed(uint64_t addr, size_t len, bool write) const {
         if (!in_arena(addr, len)) {
             return false;
+        }
+        if (hole_writes_only_ && !write) {
+            return true;
         }
         const uint64_t end = addr + len;
         return hole_hi_ <= addr || end <= hole_lo_;
@@ -299,7 +308,7 @@ class Host {
             fail("dma_read of %zu bytes at %#llx (buf %p)", len, (unsigned long long)addr, buf);
         }
         h.maybe_reenter();
-        if (!h.dma_allowed(addr, len)) {
+        if (!h.dma_allowed(addr, len, false)) {
             ++h.dma_faults;
             // Scribble over the buffer: the engine must not use it.
             std::memset(buf, 0xa5, len);
@@ -315,7 +324,7 @@ class Host {
             fail("dma_write of %zu bytes at %#llx (buf %p)", len, (unsigned long long)addr, buf);
         }
         h.maybe_reenter();
-        if (!h.dma_allowed(addr, len)) {
+        if (!h.dma_allowed(addr, len, true)) {
             ++h.dma_faults;
             // Still read the source, so ASan checks the engine's buffer.
             volatile uint8_t sink = 0;
@@ -356,6 +365,7 @@ class Host {
     ohca_engine *engine_ = nullptr;
     uint64_t hole_lo_ = 0;
     uint64_t hole_hi_ = 0;
+    bool hole_writes_only_ = false;
     Reenter reenter_ = Reenter::None;
     uint32_t reenter_a_ = 0;
     uint32_t reenter_b_ = 0;

@@ -140,17 +140,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 break;
             case 1: {
                 const uint64_t lo = kTxRing + 16 * in.below(0x800);
-                host.set_hole(lo, lo + 16 * in.range(1, 64));
+                host.set_hole(lo, lo + 16 * in.range(1, 64), in.one_in(2));
                 break;
             }
             case 2: {
                 const uint64_t lo = kRxRing + 16 * in.below(0x800);
-                host.set_hole(lo + in.below(16), lo + 16 * in.range(1, 64));
+                host.set_hole(lo + in.below(16), lo + 16 * in.range(1, 64), in.one_in(2));
                 break;
             }
             default: {
                 const uint64_t lo = kBuffers + in.below(kBuffersSize);
-                host.set_hole(lo, lo + in.range(1, 0x4000));
+                host.set_hole(lo, lo + in.range(1, 0x4000), in.one_in(2));
                 break;
             }
             }

@@ -43,7 +43,9 @@ class Enc:
         assert 0 <= v < max(n, 1)
         if n <= 1:
             return self
-        return self.u8(v) if n <= 256 else self.u16(v)
+        if n <= 256:
+            return self.u8(v)
+        return self.u16(v) if n <= 65536 else self.u32(v)
 
     def rng(self, lo, hi, v):
         return self.below(hi - lo + 1, v - lo)
@@ -290,7 +292,7 @@ def eth_desc_seeds():
             .raw(b"" if i % 3 == 0 else (b"\x05" if i % 3 == 1 else b"\x04"))
         e.no(8).yes(4)
     e.yes(4).below(8, 3).rng(1, 4096, 100).no(4).rng(1, 4, 1)
-    e.below(16, 10).below(4, 1).below(0x800, 1).rng(1, 64, 2)
+    e.below(16, 10).below(4, 1).below(0x800, 1).rng(1, 64, 2).no(2)
     e.below(16, 0).rng(1, 8, 1).no(4).below(64, 0).below(8, 3).rng(14, 1600, 60).no(8).yes(4).no(4).no(4).rng(1, 4, 1)
     seeds["hostile"] = e.b
     return seeds
