@@ -28,6 +28,9 @@ struct ohca_device {
  */
 #define OHCA_MAX_INLINE 256
 
+/* No QP has this number (QPNs are 24 bits): marks cleaned CQEs. */
+#define OHCA_NO_QPN 0xffffffffu
+
 /* QPs by number, for retiring WQEs from CQEs (a CQ may serve many QPs). */
 #define OHCA_QP_TABLE_SIZE 256
 

@@ -306,10 +306,17 @@ static void ohca_qp_table_remove(struct ohca_context *ctx, struct ohca_qp *qp)
 	pthread_mutex_unlock(&ctx->qp_table_lock);
 }
 
-/* Forget the QP in a CQ's lookup cache (the QP is going away). */
-static void ohca_cq_forget_qp(struct ibv_cq *ibcq, struct ohca_qp *qp)
+/*
+ * The QP is going away (destroy) or starting over (RESET): forget it in
+ * the CQ's lookup cache, and turn the completions of it that the device
+ * already wrote but nobody polled yet into entries of no QP, which
+ * poll_cq consumes and drops.  A later QP with the same number must not
+ * see them, nor must they retire the restarted rings' slots.
+ */
+static void ohca_cq_clean(struct ibv_cq *ibcq, struct ohca_qp *qp)
 {
 	struct ohca_cq *cq;
+	uint32_t ci;
 
 	if (!ibcq)
 		return;
@@ -317,6 +324,20 @@ static void ohca_cq_forget_qp(struct ibv_cq *ibcq, struct ohca_qp *qp)
 	pthread_spin_lock(&cq->lock);
 	if (cq->last_qp == qp)
 		cq->last_qp = NULL;
+	for (ci = cq->ci;; ci++) {
+		struct ohca_cqe *cqe =
+			&cq->ring[ci & ((1u << cq->log_size) - 1)];
+		uint8_t owner = !((ci >> cq->log_size) & 1);
+
+		if ((*(volatile uint8_t *)&cqe->owner & OHCA_CQE_OWNER) !=
+		    owner)
+			break;
+		udma_from_device_barrier();
+		if (le32toh(cqe->qpn) == qp->qpn)
+			cqe->qpn = htole32(OHCA_NO_QPN);
+		if (ci - cq->ci == (1u << cq->log_size) - 1)
+			break;
+	}
 	pthread_spin_unlock(&cq->lock);
 }
 
@@ -515,6 +536,9 @@ int ohca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	/* A QP back in RESET starts its rings again at index 0, as the
 	 * device's do. */
 	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
+		ohca_cq_clean(ibqp->send_cq, qp);
+		if (ibqp->recv_cq != ibqp->send_cq)
+			ohca_cq_clean(ibqp->recv_cq, qp);
 		ohca_wq_reset(&qp->sq);
 		ohca_wq_reset(&qp->rq);
 	}
@@ -548,8 +572,9 @@ int ohca_destroy_qp(struct ibv_qp *ibqp)
 	if (err)
 		return err;
 	ohca_qp_table_remove(ctx, qp);
-	ohca_cq_forget_qp(ibqp->send_cq, qp);
-	ohca_cq_forget_qp(ibqp->recv_cq, qp);
+	ohca_cq_clean(ibqp->send_cq, qp);
+	if (ibqp->recv_cq != ibqp->send_cq)
+		ohca_cq_clean(ibqp->recv_cq, qp);
 	ohca_wq_fini(&qp->sq);
 	ohca_wq_fini(&qp->rq);
 	free(qp);

@@ -39,9 +39,17 @@ static int failures;
 			failures++;                                        \
 		}                                                          \
 	} while (0)
+/* Evaluates each side once (some have side effects: ibv_poll_cq). */
 #define CHECK_EQ(a, b)                                                     \
-	CHECK((uint64_t)(a) == (uint64_t)(b), "0x%" PRIx64 " != 0x%" PRIx64, \
-	      (uint64_t)(a), (uint64_t)(b))
+	do {                                                               \
+		uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);           \
+		if (a_ != b_) {                                            \
+			printf("FAIL %s:%d: %s == %s: 0x%" PRIx64          \
+			       " != 0x%" PRIx64 "\n", __FILE__, __LINE__,  \
+			       #a, #b, a_, b_);                            \
+			failures++;                                        \
+		}                                                          \
+	} while (0)
 
 static uint64_t (*db_read)(unsigned int off);
 static void (*db_clear)(void);
@@ -198,7 +206,7 @@ int main(int argc, char **argv)
 	struct ibv_wc wc[8];
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
-	struct ibv_qp *qp;
+	struct ibv_qp *qp, *qp2;
 	uint8_t *sq, *rq, *buf, state;
 	uint32_t qpn, sq_ci;
 	void *ring;
@@ -658,12 +666,19 @@ int main(int argc, char **argv)
 	CHECK_EQ(db_read(OHCA_DB_CQ),
 		 dbv(drcq.cqn, drcq.pi | OHCA_DB_CQ_ARM_SOLICITED));
 
-	/* ---- back to RESET: the rings start over ---- */
+	/* ---- back to RESET: the rings start over, its unpolled CQEs are
+	 * dropped (they must not retire the new rings' slots) ---- */
+	push_cqe(&dscq, &(struct cqe_spec){ .wr_id = 0x98, .qpn = qpn,
+					   .opcode = OHCA_CQE_SEND,
+					   .wqe_index = 5 });
 	memset(&qattr, 0, sizeof(qattr));
 	qattr.qp_state = IBV_QPS_RESET;
 	rc = ibv_modify_qp(qp, &qattr, IBV_QP_STATE);
 	CHECK(!rc, "modify to RESET: %s", strerror(rc));
 	CHECK(sq[0] == 0 && rq[0] == 0, "rings cleared");
+	CHECK_EQ(ibv_poll_cq(scq, 8, wc), 0);
+	CHECK_EQ(db_read(OHCA_DB_CQ),
+		 dbv(dscq.cqn, dscq.pi & OHCA_DB_CQ_CI_MASK));
 	rc = to_rts(qp, qpn);
 	CHECK(!rc, "modify to RTS again: %s", strerror(rc));
 	swr[6].next = NULL;
@@ -671,15 +686,34 @@ int main(int argc, char **argv)
 	CHECK(!rc, "post after RESET: rc %d", rc);
 	CHECK_EQ(db_read(OHCA_DB_SQ), dbv(qpn, 1));
 
-	/* ---- teardown ---- */
-	CHECK_EQ(ibv_destroy_qp(qp), 0);
-	CHECK(!fake_qp(qpn, NULL, NULL), "qp gone from the fake kernel");
-	/* a CQE for the destroyed QP is dropped, not reported */
+	/* ---- teardown: unpolled CQEs of a destroyed QP are dropped, those
+	 * of another QP on the same CQ stay ---- */
+	qinit = init;
+	qp2 = ibv_create_qp(pd, &qinit);
+	CHECK(qp2, "second qp: %s", strerror(errno));
+	if (!qp2)
+		return 1;
 	push_cqe(&dscq, &(struct cqe_spec){ .wr_id = 0x99, .qpn = qpn,
 					   .opcode = OHCA_CQE_SEND });
-	CHECK_EQ(ibv_poll_cq(scq, 8, wc), 0);
+	push_cqe(&dscq, &(struct cqe_spec){ .wr_id = 0x9a,
+					   .qpn = qp2->qp_num,
+					   .opcode = OHCA_CQE_SEND,
+					   .status = OHCA_CQE_WR_FLUSH_ERR });
+	push_cqe(&dscq, &(struct cqe_spec){ .wr_id = 0x9b, .qpn = qpn,
+					   .opcode = OHCA_CQE_SEND });
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
+	CHECK(!fake_qp(qpn, NULL, NULL), "qp gone from the fake kernel");
+	memset(wc, 0, sizeof(wc));
+	CHECK_EQ(ibv_poll_cq(scq, 8, wc), 1);
+	CHECK_EQ(wc[0].wr_id, 0x9a);
+	CHECK_EQ(wc[0].qp_num, qp2->qp_num);
 	CHECK_EQ(db_read(OHCA_DB_CQ),
 		 dbv(dscq.cqn, dscq.pi & OHCA_DB_CQ_CI_MASK));
+	/* and one arriving for a QP number nobody has is dropped too */
+	push_cqe(&dscq, &(struct cqe_spec){ .wr_id = 0x9c, .qpn = qpn,
+					   .opcode = OHCA_CQE_SEND });
+	CHECK_EQ(ibv_poll_cq(scq, 8, wc), 0);
+	CHECK_EQ(ibv_destroy_qp(qp2), 0);
 	CHECK_EQ(ibv_destroy_cq(scq), 0);
 	CHECK_EQ(ibv_destroy_cq(rcq), 0);
 	CHECK_EQ(ibv_dereg_mr(mr), 0);
