@@ -401,10 +401,11 @@ static void check_wc(const struct ibv_wc *wc, uint64_t wr_id,
 	if (check_len && wc->byte_len != byte_len)
 		die("iteration %lu %s: side %s byte_len %u, expected %u", iter,
 		    what, s->name, wc->byte_len, byte_len);
-	if (!!(wc->wc_flags & IBV_WC_WITH_IMM) != !!with_imm)
+	/* wc_flags and imm_data are defined for receive completions only */
+	if (with_imm >= 0 && !!(wc->wc_flags & IBV_WC_WITH_IMM) != with_imm)
 		die("iteration %lu %s: side %s wc_flags 0x%x, IBV_WC_WITH_IMM expected %s",
 		    iter, what, s->name, wc->wc_flags, with_imm ? "set" : "clear");
-	if (with_imm && ntohl(wc->imm_data) != imm)
+	if (with_imm > 0 && ntohl(wc->imm_data) != imm)
 		die("iteration %lu %s: side %s imm 0x%08x, expected 0x%08x",
 		    iter, what, s->name, ntohl(wc->imm_data), imm);
 }
@@ -577,7 +578,7 @@ static void one_op(unsigned long iter, enum ibv_wr_opcode op, int ri,
 		 op == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ :
 		 op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM ?
 					  IBV_WC_RDMA_WRITE : IBV_WC_SEND,
-		 op == IBV_WR_RDMA_READ, len, 0, 0, req, what, iter);
+		 op == IBV_WR_RDMA_READ, len, -1, 0, req, what, iter);
 	if (is_recv) {
 		get_wc(resp, &wc, what, iter);
 		check_wc(&wc, rwr.wr_id,
