@@ -51,6 +51,12 @@ stage userspace-abi userspace make --no-print-directory -C userspace check
 stage rootfs "" make --no-print-directory rootfs
 stage integration qemu,kernel,userspace,rootfs \
 	/usr/bin/python3 -m pytest -v -rA tests/integration
+# The debug kernel (KASAN, lockdep, kmemleak, debug objects, KUnit): built
+# once (about 13 minutes on 2 cores), cached in ~/.cache/ohca. Then the
+# smoke tests and the driver's KUnit suites in VMs booted with it.
+stage debug-kernel "" bash tests/debug-kernel/build.sh
+stage debug-smoke qemu,userspace,rootfs,debug-kernel bash tests/debug-kernel/smoke.sh
+stage kunit qemu,userspace,rootfs,debug-kernel bash tests/debug-kernel/kunit.sh
 
 echo
 echo "ohca test summary"

@@ -4,6 +4,15 @@ Options: --nic ohca|virtio (default: env OHCA_NIC or ohca). With --nic virtio
 the tests marked `ohca_only` are deselected, so the pipeline (boot, wire,
 QMP, synchronisation) can be proven without the ohca device.
 
+--kernel stock|debug (default: env OHCA_TEST_KERNEL or stock). With debug the
+VMs boot build/debug-kernel/bzImage (KASAN, lockdep, kmemleak, debug
+objects, KUnit; no initrd) and load build/kernel-debug/ohca.ko (make -C
+kernel debug); OHCA_KERNEL/OHCA_INITRD/OHCA_MODULE still win when set. Every
+job then also checks kmemleak: a baseline (scan + clear) before the job, and
+at its end ohca is unloaded, memory scanned again and any new leak report
+fails the job (and lands in dmesg). Tests marked `debug_kernel` (KUnit)
+are skipped with the stock kernel.
+
 Fixtures:
   nic          the NIC model of this session ("ohca" or "virtio")
   vm_logdir    build/test-logs/<test name>/ (emptied first)
@@ -26,14 +35,30 @@ def pytest_addoption(parser):
     parser.addoption("--nic", choices=("ohca", "virtio"),
                      default=os.environ.get("OHCA_NIC", "ohca"),
                      help="NIC model for the test VMs (default ohca)")
+    parser.addoption("--kernel", choices=("stock", "debug"),
+                     default=os.environ.get("OHCA_TEST_KERNEL", "stock"),
+                     help="guest kernel: Debian's (stock) or build/debug-kernel "
+                          "with build/kernel-debug/ohca.ko (debug)")
 
 
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "ohca_only: needs the ohca device (deselected with --nic virtio)")
+    config.addinivalue_line(
+        "markers", "debug_kernel: needs --kernel debug (skipped otherwise)")
+    if config.getoption("--kernel") == "debug":
+        top = ohcavm.TOP
+        os.environ.setdefault("OHCA_KERNEL", os.path.join(top, "build/debug-kernel/bzImage"))
+        os.environ.setdefault("OHCA_INITRD", "none")
+        os.environ.setdefault("OHCA_MODULE", os.path.join(top, "build/kernel-debug/ohca.ko"))
 
 
 def pytest_collection_modifyitems(config, items):
+    if config.getoption("--kernel") != "debug":
+        skip = pytest.mark.skip(reason="needs --kernel debug")
+        for item in items:
+            if item.get_closest_marker("debug_kernel"):
+                item.add_marker(skip)
     if config.getoption("--nic") == "ohca":
         return
     keep, drop = [], []
@@ -49,6 +74,67 @@ def nic(pytestconfig):
     return pytestconfig.getoption("--nic")
 
 
+@pytest.fixture(scope="session")
+def kernel_kind(pytestconfig):
+    return pytestconfig.getoption("--kernel")
+
+
+# Debug kernel: kmemleak baseline before the job (boot-time reports are
+# the kernel's, not ours), leak check after unloading ohca at its end. The
+# check runs from an EXIT trap, so it also runs after `exit N` in a test's
+# script; it only turns a passing job into a failing one.
+KMEMLEAK_WRAP = r"""
+ohca_kmemleak_check() {
+    local rc=$1 k=/sys/kernel/debug/kmemleak
+    trap - EXIT
+    if grep -q '^ohca ' /proc/modules; then
+        rmmod ohca || { echo "DEBUG-KERNEL: rmmod ohca failed at the end of the job"; [ "$rc" -ne 0 ] || rc=1; }
+    fi
+    if [ -w $k ]; then
+        sleep 6  # kmemleak reports objects older than 5 s only
+        echo scan >$k
+        if [ -s $k ]; then
+            echo "DEBUG-KERNEL: kmemleak found new unreferenced objects:"
+            cat $k
+            head -n 80 $k | sed 's/^/kmemleak-report: /' >/dev/kmsg
+            [ "$rc" -ne 0 ] || rc=1
+        else
+            echo "DEBUG-KERNEL: kmemleak clean"
+        fi
+    else
+        echo "DEBUG-KERNEL: no kmemleak"
+    fi
+    exit "$rc"
+}
+if [ -w /sys/kernel/debug/kmemleak ]; then
+    echo scan >/sys/kernel/debug/kmemleak
+    echo clear >/sys/kernel/debug/kmemleak
+fi
+trap 'ohca_kmemleak_check $?' EXIT
+"""
+
+
+class DebugKernelCluster(ohcavm.Cluster):
+    """A Cluster whose jobs are wrapped in the kmemleak baseline/check (the
+    preamble moves into the wrapped script, after the baseline)."""
+
+    def start(self, scripts, preamble=True, interactive=False):
+        if interactive:
+            return super().start(scripts, preamble, interactive)
+        if isinstance(scripts, dict):
+            scripts = [scripts.get(i, "true") for i in range(self.nvms)]
+        elif isinstance(scripts, str):
+            scripts = [scripts] * self.nvms
+        pre = ""
+        if preamble:
+            pre = ("if ! ohca_preamble; then\n"
+                   "    echo 'ohca: preamble failed' >&2\n"
+                   f"    exit {ohcavm.PREAMBLE_FAILED}\n"
+                   "fi\n")
+        wrapped = [KMEMLEAK_WRAP + pre + "# --- test script ---\n" + s for s in scripts]
+        return super().start(wrapped, preamble=False)
+
+
 @pytest.fixture
 def vm_logdir(request):
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name).strip("_")
@@ -56,13 +142,14 @@ def vm_logdir(request):
 
 
 @pytest.fixture
-def vm_cluster(nic, vm_logdir):
+def vm_cluster(nic, kernel_kind, vm_logdir):
     made = []
+    cls = DebugKernelCluster if kernel_kind == "debug" else ohcavm.Cluster
 
     def make(nvms=1, **kw):
         kw.setdefault("nic", nic)
         kw.setdefault("logdir", vm_logdir)
-        c = ohcavm.Cluster(os.path.basename(vm_logdir), nvms=nvms, **kw)
+        c = cls(os.path.basename(vm_logdir), nvms=nvms, **kw)
         made.append(c)
         return c
 

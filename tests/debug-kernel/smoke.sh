@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# `make test` stage debug-smoke: ohca.ko built against the debug kernel
+# (make -C kernel debug), then the integration smoke tests in VMs booted
+# with it (pytest --kernel debug): load/unload x20, ibv_devinfo, ping
+# between two VMs, link down/up, cmdtest, the harness's own WARNING check.
+# Any KASAN, lockdep, DEBUG_OBJECTS or kmemleak report fails a test (the
+# kernel-log scan; kmemleak is scanned after unloading at the end of every
+# job, see tests/integration/conftest.py). Needs build/debug-kernel
+# (tests/debug-kernel/build.sh), QEMU, the provider and the root fs.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+
+echo "debug-smoke: building ohca.ko against the debug kernel"
+make --no-print-directory -s -C kernel debug
+exec /usr/bin/python3 -m pytest -v -rA --kernel debug \
+	tests/integration/test_module_load.py \
+	tests/integration/test_devinfo.py \
+	tests/integration/test_wire.py::test_ping \
+	tests/integration/test_link.py \
+	tests/integration/test_cmdtest.py \
+	tests/integration/test_harness.py \
+	"$@"
