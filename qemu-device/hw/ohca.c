@@ -16,6 +16,7 @@
 #include "qemu/osdep.h"
 #include "qemu/module.h"
 #include "qemu/main-loop.h"
+#include "qemu/timer.h"
 #include "qapi/error.h"
 #include "hw/pci/pci.h"
 #include "hw/pci/msix.h"
@@ -44,6 +45,7 @@ struct OhcaState {
     NICConf conf;
     NICState *nic;
     QEMUBH *bh;
+    QEMUTimer *timer;           /* the transport's ACK/RNR deadline */
     struct ohca_engine *engine;
 
     uint64_t node_guid;
@@ -99,6 +101,33 @@ static void ohca_rx_resume(void *opaque)
     qemu_flush_queued_packets(qemu_get_queue(s->nic));
 }
 
+/*
+ * Transport timers run in real time: the peers on the wire do too, whatever
+ * the guest's clock does. The deadline only makes the bottom half run.
+ */
+static uint64_t ohca_now_ns(void *opaque)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+}
+
+static void ohca_set_timer(void *opaque, uint64_t deadline_ns)
+{
+    OhcaState *s = opaque;
+
+    if (deadline_ns == 0) {
+        timer_del(s->timer);
+    } else {
+        timer_mod(s->timer, deadline_ns);
+    }
+}
+
+static void ohca_timer_cb(void *opaque)
+{
+    OhcaState *s = opaque;
+
+    qemu_bh_schedule(s->bh);
+}
+
 static const struct ohca_engine_ops ohca_engine_ops = {
     .dma_read = ohca_dma_read,
     .dma_write = ohca_dma_write,
@@ -106,6 +135,8 @@ static const struct ohca_engine_ops ohca_engine_ops = {
     .transmit = ohca_transmit,
     .schedule = ohca_schedule,
     .rx_resume = ohca_rx_resume,
+    .now_ns = ohca_now_ns,
+    .set_timer = ohca_set_timer,
 };
 
 /* Command queue and TX doorbells only schedule this; the work runs here. */
@@ -254,8 +285,11 @@ static void ohca_realize(PCIDevice *pdev, Error **errp)
     cfg.node_guid = s->node_guid;
     cfg.sys_image_guid = s->sys_image_guid;
     cfg.link_up = true;
+    s->timer = timer_new_ns(QEMU_CLOCK_REALTIME, ohca_timer_cb, s);
     s->engine = ohca_engine_create(&ohca_engine_ops, s, &cfg);
     if (!s->engine) {
+        timer_free(s->timer);
+        s->timer = NULL;
         error_setg(errp, "ohca: cannot create the device engine");
         return;
     }
@@ -283,6 +317,8 @@ static void ohca_realize(PCIDevice *pdev, Error **errp)
                   OHCA_MSIX_PBA_OFFSET, 0, errp) < 0) {
         ohca_engine_destroy(s->engine);
         s->engine = NULL;
+        timer_free(s->timer);
+        s->timer = NULL;
         return;
     }
     for (i = 0; i < OHCA_NUM_MSIX; i++) {
@@ -303,6 +339,8 @@ static void ohca_exit(PCIDevice *pdev)
     OhcaState *s = OHCA(pdev);
 
     qemu_del_nic(s->nic);
+    timer_free(s->timer);
+    s->timer = NULL;
     qemu_bh_delete(s->bh);
     msix_unuse_all_vectors(pdev);
     msix_uninit(pdev, &s->msix, &s->msix);

@@ -45,6 +45,14 @@ struct ohca_engine_ops {
      * ohca_engine_process() after the engine has left its critical section,
      * so the host may call ohca_engine_receive_frame() from it. */
     void (*rx_resume)(void *ctx);
+    /* Optional (may be NULL; added with the RDMA transport). now_ns: a
+     * monotonic clock in nanoseconds, the time base of the transport's
+     * timers (local ACK timeout, RNR wait). set_timer: call
+     * ohca_engine_process() once the clock reaches deadline_ns; a new
+     * deadline replaces the previous one, 0 cancels. Without them the
+     * transport never retransmits on timeout. */
+    uint64_t (*now_ns)(void *ctx);
+    void (*set_timer)(void *ctx, uint64_t deadline_ns);
 };
 
 struct ohca_engine_config {
@@ -84,7 +92,8 @@ void ohca_engine_set_link(struct ohca_engine *e, bool up);
  * and GUIDs (properties of the wire and the board) are kept. */
 void ohca_engine_reset(struct ohca_engine *e);
 
-/* Drain pending work (command queue, Ethernet TX). */
+/* Drain pending work (command queue, Ethernet TX, the RDMA transport:
+ * received RoCE frames, send queues, expired timers). */
 void ohca_engine_process(struct ohca_engine *e);
 
 #ifdef __cplusplus

@@ -16,27 +16,13 @@
 #include "device.hpp"
 
 #include "byte_order.hpp"
+#include "command.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <optional>
 
 namespace ohca {
-
-struct Device::Command {
-    uint16_t opcode = 0;
-    std::array<uint8_t, OHCA_CMD_MAILBOX_MAX> in{};
-    size_t in_len = 0;
-    uint64_t out_addr = 0;
-    uint32_t out_len = 0;
-
-    template <class T> [[nodiscard]] T input() const {
-        static_assert(sizeof(T) <= OHCA_CMD_MAILBOX_MAX);
-        T v;
-        std::memcpy(&v, in.data(), sizeof(T));
-        return v;
-    }
-};
 
 namespace {
 
@@ -67,19 +53,29 @@ constexpr CmdSizes sizes_of(uint16_t opcode) {
         return {sizeof(ohca_del_gid_in), 0};
     case OHCA_CMD_QUERY_STATS:
         return {0, sizeof(ohca_query_stats_out)};
+    case OHCA_CMD_CREATE_EQ:
+        return {sizeof(ohca_create_eq_in), sizeof(ohca_create_out)};
+    case OHCA_CMD_CREATE_PD:
+        return {0, sizeof(ohca_create_out)};
+    case OHCA_CMD_CREATE_MR:
+        return {sizeof(ohca_create_mr_in), sizeof(ohca_create_out)};
+    case OHCA_CMD_CREATE_CQ:
+        return {sizeof(ohca_create_cq_in), sizeof(ohca_create_out)};
+    case OHCA_CMD_CREATE_QP:
+        return {sizeof(ohca_create_qp_in), sizeof(ohca_create_out)};
+    case OHCA_CMD_MODIFY_QP:
+        return {sizeof(ohca_modify_qp_in), 0};
+    case OHCA_CMD_QUERY_QP:
+        return {sizeof(ohca_handle_in), sizeof(ohca_qp_attr)};
+    case OHCA_CMD_DESTROY_EQ:
+    case OHCA_CMD_DESTROY_PD:
+    case OHCA_CMD_DESTROY_MR:
+    case OHCA_CMD_DESTROY_CQ:
+    case OHCA_CMD_DESTROY_QP:
+        return {sizeof(ohca_handle_in), 0};
     default: // NOP
         return {0, 0};
     }
-}
-
-// First nonzero byte in [off, off + len) of the input, if any.
-std::optional<uint32_t> nonzero_at(std::span<const uint8_t> in, size_t off, size_t len) {
-    for (size_t i = off; i < off + len && i < in.size(); ++i) {
-        if (in[i] != 0) {
-            return static_cast<uint32_t>(i);
-        }
-    }
-    return std::nullopt;
 }
 
 } // namespace
@@ -191,6 +187,30 @@ Device::CmdResult Device::execute(const Command &cmd) {
         return cmd_del_gid(cmd);
     case OHCA_CMD_QUERY_STATS:
         return cmd_query_stats(cmd);
+    case OHCA_CMD_CREATE_EQ:
+        return cmd_create_eq(cmd);
+    case OHCA_CMD_DESTROY_EQ:
+        return cmd_destroy_eq(cmd);
+    case OHCA_CMD_CREATE_PD:
+        return cmd_create_pd(cmd);
+    case OHCA_CMD_DESTROY_PD:
+        return cmd_destroy_pd(cmd);
+    case OHCA_CMD_CREATE_MR:
+        return cmd_create_mr(cmd);
+    case OHCA_CMD_DESTROY_MR:
+        return cmd_destroy_mr(cmd);
+    case OHCA_CMD_CREATE_CQ:
+        return cmd_create_cq(cmd);
+    case OHCA_CMD_DESTROY_CQ:
+        return cmd_destroy_cq(cmd);
+    case OHCA_CMD_CREATE_QP:
+        return cmd_create_qp(cmd);
+    case OHCA_CMD_MODIFY_QP:
+        return cmd_modify_qp(cmd);
+    case OHCA_CMD_QUERY_QP:
+        return cmd_query_qp(cmd);
+    case OHCA_CMD_DESTROY_QP:
+        return cmd_destroy_qp(cmd);
     default:
         return {OHCA_STATUS_BAD_OPCODE, cmd.opcode};
     }
@@ -358,6 +378,9 @@ Device::CmdResult Device::cmd_dealloc_uar(const Command &cmd) {
     const uint32_t index = le(in.uar_index);
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_dealloc_uar_in, rsvd), sizeof(in.rsvd))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    if (index < OHCA_NUM_DB_PAGES && uar_refs_[index] != 0) {
+        return {OHCA_STATUS_BAD_STATE, index}; // CQs or QPs ring on it
     }
     if (!uars_.release(index)) {
         return {OHCA_STATUS_BAD_HANDLE, index};

@@ -34,6 +34,8 @@ void Device::power_on_state() {
     stats_ = Stats{};
     mtu_ = DeviceLimits::default_mtu;
     rx_mode_ = 0;
+    rdma_power_on();
+    roce_ = RoceCounters{};
 }
 
 void Device::reset() {
@@ -112,13 +114,27 @@ void Device::db_write(uint32_t page, uint32_t offset, uint64_t value, unsigned i
         ++stats_.db_errors;
         return;
     }
-    (void)value;
-    (void)size;
-    // Page 0 is the kernel's; pages 1.. belong to allocated UARs. The
-    // doorbell layout inside a page arrives with the RDMA queues: until
-    // then a write to an owned page has no effect.
-    if (page != 0 && !uars_.allocated(page)) {
+    // Page 0 is the kernel's; pages 1.. belong to allocated UARs. Each
+    // doorbell is one aligned 64-bit store: queue number low, value high.
+    if ((page != 0 && !uars_.allocated(page)) || size != 8 || !running()) {
         ++stats_.db_errors;
+        return;
+    }
+    const auto qn = static_cast<uint32_t>(value);
+    const auto v = static_cast<uint32_t>(value >> 32);
+    switch (offset) {
+    case OHCA_DB_SQ:
+        sq_doorbell(page, qn, v);
+        break;
+    case OHCA_DB_RQ:
+        rq_doorbell(page, qn, v);
+        break;
+    case OHCA_DB_CQ:
+        cq_doorbell(page, qn, v);
+        break;
+    default:
+        ++stats_.db_errors;
+        break;
     }
 }
 
@@ -134,6 +150,9 @@ void Device::process() {
         }
         if (running()) {
             process_eth_tx();
+        }
+        if (running()) {
+            process_rdma();
         }
     }
     if (rx_waiting_ && !rx_would_retry()) {

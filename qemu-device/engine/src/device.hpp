@@ -12,6 +12,8 @@
 #include "event_queue.hpp"
 #include "gid_table.hpp"
 #include "host.hpp"
+#include "rdma_objects.hpp"
+#include "roce_packet.hpp"
 #include "stats.hpp"
 #include "uar_table.hpp"
 
@@ -22,7 +24,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <span>
+#include <vector>
 
 namespace ohca {
 
@@ -58,6 +62,17 @@ struct DeviceLimits {
     static constexpr uint32_t num_ports = 1;
     static constexpr uint32_t speed_mbps = 10000;
     static constexpr uint32_t default_mtu = 1500;
+    // Enforced by CREATE_QP: 2^log_size <= max_qp_wr.
+    static constexpr unsigned int max_wq_log = 12;
+    // Handles: eqn 1..max_eq-1, pdn 1..max_pd, MR index 1..max_mr,
+    // cqn 1..max_cq, qpn 2..max_qp+1 (0 and 1 are the IBTA special QPs).
+    static constexpr uint32_t first_qpn = 2;
+    // Local ACK timeout floor under emulation, and the RoCE RX backlog.
+    static constexpr uint64_t min_ack_timeout_ns = 10'000'000;
+    static constexpr uint64_t min_rnr_delay_ns = 1'000'000;
+    static constexpr size_t max_roce_backlog = 1024;
+    // Packets and WQEs handled per process() call before rescheduling.
+    static constexpr unsigned int process_budget = 4096;
 };
 
 struct DeviceConfig {
@@ -82,13 +97,13 @@ class Device {
     // For tests and the glue's tracing.
     [[nodiscard]] const Stats &stats() const { return stats_; }
 
-  private:
-    struct Command; // a decoded command entry (cmdq.cpp)
+    struct Command; // a decoded command entry (command.hpp)
     struct CmdResult {
         uint8_t status = OHCA_STATUS_OK;
         uint32_t syndrome = 0;
     };
 
+  private:
     // Guards against re-entry from inside a host callback.
     class Entry {
       public:
@@ -134,6 +149,73 @@ class Device {
     CmdResult cmd_del_gid(const Command &cmd);
     CmdResult cmd_query_stats(const Command &cmd);
 
+    // rdma_cmds.cpp: the RDMA resource commands
+    void rdma_power_on();
+    CmdResult write_create_out(const Command &cmd, uint32_t h1, uint32_t h2);
+    CmdResult cmd_create_eq(const Command &cmd);
+    CmdResult cmd_destroy_eq(const Command &cmd);
+    CmdResult cmd_create_pd(const Command &cmd);
+    CmdResult cmd_destroy_pd(const Command &cmd);
+    CmdResult cmd_create_mr(const Command &cmd);
+    CmdResult cmd_destroy_mr(const Command &cmd);
+    CmdResult cmd_create_cq(const Command &cmd);
+    CmdResult cmd_destroy_cq(const Command &cmd);
+    CmdResult cmd_create_qp(const Command &cmd);
+    CmdResult cmd_modify_qp(const Command &cmd);
+    CmdResult cmd_query_qp(const Command &cmd);
+    CmdResult cmd_destroy_qp(const Command &cmd);
+    void apply_qp_state(Qp &qp, uint8_t next);
+
+    // completion.cpp: EQ/CQ doorbells, CQEs, events, errors and flushes
+    void comp_eq_doorbell(uint32_t eqn, uint32_t value);
+    void post_cq_event(uint32_t eqn, uint32_t cqn);
+    bool post_cqe(uint32_t cqn, ohca_cqe cqe, bool solicited);
+    void cq_doorbell(uint32_t page, uint32_t cqn, uint32_t value);
+    void complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr);
+    void complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
+                       std::optional<uint32_t> imm, uint8_t status, uint8_t verr, bool solicited);
+    void qp_to_error(Qp &qp);
+    void flush_qp(Qp &qp);
+    struct KeyResult {
+        uint8_t verr = OHCA_VERR_NONE;
+        const Mr *mr = nullptr;
+    };
+    // Looks up a key for [va, va + len) with 'access' rights in PD 'pdn'.
+    [[nodiscard]] KeyResult check_key(uint32_t key, uint64_t va, uint64_t len, uint32_t access,
+                                      uint32_t pdn) const;
+    bool mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const;
+    bool mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const;
+    Qp *find_qp(uint32_t qpn);
+
+    // requester.cpp: SQ doorbells, WQE processing, segmentation, ACKs,
+    // retransmission
+    void rq_doorbell(uint32_t page, uint32_t qpn, uint32_t value);
+    void sq_doorbell(uint32_t page, uint32_t qpn, uint32_t value);
+    void process_rdma();
+    void process_sq(Qp &qp, unsigned int &budget);
+    bool fetch_send_wqe(Qp &qp);
+    void send_packet(Qp &qp);
+    bool gather(Qp &qp, const SendWr &wr, uint32_t offset, std::span<uint8_t> out);
+    void requester_rx(Qp &qp, const ParsedPacket &pkt);
+    void ack_through(Qp &qp, uint32_t psn);
+    void go_back(Qp &qp, uint32_t psn);
+    void requester_fail(Qp &qp, uint8_t status, uint8_t verr);
+    void check_timers();
+    void update_timer();
+    [[nodiscard]] uint32_t mtu_bytes(const Qp &qp) const;
+    [[nodiscard]] bool build_path(const Qp &qp, PacketPath &path) const;
+    void emit(const Qp &qp, const PacketFields &fields, std::span<const uint8_t> payload);
+
+    // responder.cpp: received RoCE packets
+    void roce_enqueue(std::span<const uint8_t> frame);
+    void roce_rx(std::span<const uint8_t> frame);
+    void responder_rx(Qp &qp, const ParsedPacket &pkt);
+    void send_ack(Qp &qp, uint32_t psn, uint8_t syndrome);
+    void responder_error(Qp &qp, uint8_t nak, uint16_t event);
+    bool load_recv_wqe(Qp &qp);
+    void send_read_responses(Qp &qp, uint32_t psn, const Reth &reth);
+    [[nodiscard]] bool is_local_gid(const std::array<uint8_t, 16> &gid) const;
+
     // eth.cpp
     void eth_tx_doorbell(uint32_t value);
     void eth_rx_doorbell(uint32_t value);
@@ -178,6 +260,41 @@ class Device {
     // Port.
     uint32_t mtu_ = DeviceLimits::default_mtu;
     uint32_t rx_mode_ = 0;
+
+    // RDMA objects.
+    struct MrSlot {
+        std::optional<Mr> mr;
+        uint8_t tag = 0;
+    };
+    Table<CompletionEq> eqs_;
+    Table<Pd> pds_;
+    std::vector<MrSlot> mrs_;
+    Table<Cq> cqs_;
+    Table<Qp> qps_;
+    std::array<uint32_t, OHCA_NUM_DB_PAGES> uar_refs_{};
+    // RoCE frames received (or looped back), handled by process().
+    std::deque<std::vector<uint8_t>> roce_backlog_;
+    uint64_t timer_deadline_ = 0; // last deadline given to set_timer
+
+  public:
+    // Counters of the transport (tests and tracing).
+    struct RoceCounters {
+        uint64_t tx_packets = 0;
+        uint64_t loopback_packets = 0;
+        uint64_t rx_packets = 0;
+        uint64_t rx_bad_icrc = 0;
+        uint64_t rx_malformed = 0;
+        uint64_t rx_no_qp = 0;
+        uint64_t rx_duplicates = 0;
+        uint64_t rx_out_of_seq = 0;
+        uint64_t retransmits = 0;
+        uint64_t timeouts = 0;
+        uint64_t rnr_naks_sent = 0;
+    };
+    [[nodiscard]] const RoceCounters &roce_counters() const { return roce_; }
+
+  private:
+    RoceCounters roce_;
 
     // An Ethernet frame was refused with RX_RETRY and waits in the host.
     bool rx_waiting_ = false;

@@ -190,12 +190,7 @@ ohca_engine_rx_result Device::receive_frame(std::span<const uint8_t> frame) {
         return OHCA_ENGINE_RX_CONSUMED;
     }
     if (is_roce(frame)) {
-        if (running() && cfg_.link_up) {
-            ++stats_.roce_rx_frames;
-            ++stats_.port_rx_frames;
-        } else {
-            ++stats_.roce_rx_dropped;
-        }
+        roce_enqueue(frame); // handled by process()
         return OHCA_ENGINE_RX_CONSUMED;
     }
     return eth_rx(frame);

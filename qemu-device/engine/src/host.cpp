@@ -51,4 +51,14 @@ void Host::rx_resume() const {
     ops_.rx_resume(ctx_);
 }
 
+uint64_t Host::now_ns() const {
+    return ops_.now_ns != nullptr ? ops_.now_ns(ctx_) : 0;
+}
+
+void Host::set_timer(uint64_t deadline_ns) const {
+    if (ops_.set_timer != nullptr) {
+        ops_.set_timer(ctx_, deadline_ns);
+    }
+}
+
 } // namespace ohca

@@ -32,6 +32,10 @@ class Host {
     void transmit(const uint8_t *frame, size_t len) const;
     void schedule() const;
     void rx_resume() const;
+    // Optional callbacks: without now_ns time stands still (0), without
+    // set_timer deadlines are only noticed when process() runs anyway.
+    [[nodiscard]] uint64_t now_ns() const;
+    void set_timer(uint64_t deadline_ns) const;
 
   private:
     ohca_engine_ops ops_;

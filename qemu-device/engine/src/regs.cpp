@@ -68,6 +68,9 @@ uint64_t Device::reg_read(uint64_t offset, unsigned int size) {
     case OHCA_REG_ETH_RX_PI:
         return 0; // write-only
     default:
+        if (offset > OHCA_REG_EQ_DB(0) && offset < OHCA_REG_EQ_DB(OHCA_MAX_EQ)) {
+            return 0; // completion EQ doorbells, write-only
+        }
         ++stats_.reg_errors;
         return 0;
     }
@@ -133,6 +136,10 @@ void Device::reg_write(uint64_t offset, uint64_t value64, unsigned int size) {
         eth_irq_mask_write(value);
         return;
     default:
+        if (offset > OHCA_REG_EQ_DB(0) && offset < OHCA_REG_EQ_DB(OHCA_MAX_EQ)) {
+            comp_eq_doorbell(static_cast<uint32_t>((offset - OHCA_REG_EQ_DB(0)) / 4), value);
+            return;
+        }
         // Read-only and unknown registers.
         ++stats_.reg_errors;
         return;

@@ -86,6 +86,10 @@ ohca_engine_ops FakeHost::ops() {
             h->on_rx_resume();
         }
     };
+    o.now_ns = [](void *ctx) { return static_cast<FakeHost *>(ctx)->now; };
+    o.set_timer = [](void *ctx, uint64_t deadline) {
+        static_cast<FakeHost *>(ctx)->timer = deadline;
+    };
     return o;
 }
 

@@ -12,7 +12,7 @@ using RegsTest = EngineTest;
 
 TEST_F(RegsTest, IdentityRegisters) {
     EXPECT_EQ(rd(OHCA_REG_MAGIC), OHCA_MAGIC);
-    EXPECT_EQ(rd(OHCA_REG_ABI_VERSION), 0x00010000u);
+    EXPECT_EQ(rd(OHCA_REG_ABI_VERSION), 0x00010001u);
     EXPECT_EQ(rd(OHCA_REG_FW_VERSION), uint32_t{OHCA_FW_VERSION(1, 0, 0)});
     EXPECT_EQ(rd(OHCA_REG_CAPS), uint32_t{OHCA_CAP_ROCE_V2 | OHCA_CAP_ETH | OHCA_CAP_RESET});
     EXPECT_EQ(rd(OHCA_REG_NUM_DB_PAGES), 256u);
@@ -215,14 +215,16 @@ TEST_F(RegsTest, DoorbellReturnsAtOnceWorkRunsInProcess) {
 
 TEST_F(RegsTest, DoorbellPages) {
     bring_up();
-    ohca_engine_db_write(e_, 0, 0, 1, 4);    // kernel page: fine
-    ohca_engine_db_write(e_, 5, 0, 1, 4);    // not allocated
-    ohca_engine_db_write(e_, 256, 0, 1, 4);  // out of range
-    ohca_engine_db_write(e_, 1, 4096, 1, 4); // offset out of range
+    ohca_engine_db_write(e_, 0, 0, 1, 4);    // kernel page, but not a 64-bit store
+    ohca_engine_db_write(e_, 5, 0, 1, 8);    // not allocated
+    ohca_engine_db_write(e_, 256, 0, 1, 8);  // out of range
+    ohca_engine_db_write(e_, 1, 4096, 1, 8); // offset out of range
+    EXPECT_EQ(stats().db_errors, 4u);
     ohca_alloc_uar_out out{};
     ASSERT_EQ(cmd_out(OHCA_CMD_ALLOC_UAR, out).status, OHCA_STATUS_OK);
-    ohca_engine_db_write(e_, out.uar_index, 8, 1, 8); // owned now
-    EXPECT_EQ(stats().db_errors, 3u);
+    // Owned now, but names no queue created on this page.
+    ohca_engine_db_write(e_, out.uar_index, OHCA_DB_RQ, OHCA_DB_VALUE(2, 1), 8);
+    EXPECT_EQ(stats().db_errors, 5u);
 }
 
 } // namespace

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Completion queues: CQEs with owner-bit phase, CQ doorbells (consumer
+// index, arming), completion events, overrun; QP errors and flushes.
+#include "byte_order.hpp"
+#include "device.hpp"
+
+#include <cstring>
+
+namespace ohca {
+
+void Device::post_cq_event(uint32_t eqn, uint32_t cqn) {
+    if (eqn == 0) {
+        post_event(OHCA_EQE_CQ_COMPLETION, 0, cqn, 0, 0);
+        return;
+    }
+    if (eqn >= eqs_.size() || !eqs_[eqn] || eqs_[eqn]->stopped) {
+        return;
+    }
+    ohca_eqe eqe{};
+    eqe.type = OHCA_EQE_CQ_COMPLETION;
+    eqe.param0 = le(cqn);
+    if (eqs_[eqn]->eq.post(host_, eqe) != EventQueue::PostResult::Ok) {
+        // A completion EQ that overruns its consumer (or cannot be
+        // written) stops; the device and EQ 0 keep running.
+        eqs_[eqn]->stopped = true;
+    }
+}
+
+bool Device::post_cqe(uint32_t cqn, ohca_cqe cqe, bool solicited) {
+    if (cqn >= cqs_.size() || !cqs_[cqn]) {
+        return false;
+    }
+    Cq &cq = *cqs_[cqn];
+    if (cq.error) {
+        return false;
+    }
+    const uint32_t size = 1u << cq.log_size;
+    if (cq.pi - cq.ci >= size) {
+        cq.error = true;
+        post_event(OHCA_EQE_CQ_ERROR, OHCA_CQ_ERR_OVERRUN, cqn, 0, 0);
+        return false;
+    }
+    cqe.owner = ((cq.pi >> cq.log_size) & 1u) == 0 ? OHCA_CQE_OWNER : 0;
+    const uint64_t off = uint64_t{cq.pi & (size - 1)} * sizeof(ohca_cqe);
+    uint8_t raw[sizeof(ohca_cqe)];
+    std::memcpy(raw, &cqe, sizeof(raw));
+    constexpr size_t body = offsetof(ohca_cqe, owner);
+    if (!cq.ring.write(host_, off, raw, body) ||
+        !cq.ring.write(host_, off + body, raw + body, sizeof(raw) - body)) {
+        cq.error = true;
+        post_event(OHCA_EQE_CQ_ERROR, OHCA_CQ_ERR_ACCESS, cqn, 0, 0);
+        return false;
+    }
+    ++cq.pi;
+    const bool error = cqe.status != OHCA_CQE_SUCCESS;
+    if (cq.arm_next || (cq.arm_solicited && (solicited || error))) {
+        cq.arm_next = false;
+        cq.arm_solicited = false;
+        post_cq_event(cq.eqn, cqn);
+    }
+    return true;
+}
+
+void Device::cq_doorbell(uint32_t page, uint32_t cqn, uint32_t value) {
+    constexpr uint32_t kArm = OHCA_DB_CQ_ARM_NEXT | OHCA_DB_CQ_ARM_SOLICITED;
+    if (cqn >= cqs_.size() || !cqs_[cqn] || cqs_[cqn]->uar != page ||
+        (value & ~(OHCA_DB_CQ_CI_MASK | kArm)) != 0) {
+        ++stats_.db_errors;
+        return;
+    }
+    Cq &cq = *cqs_[cqn];
+    const uint32_t delta = (value - cq.ci) & OHCA_DB_CQ_CI_MASK;
+    if (delta > cq.pi - cq.ci) {
+        ++stats_.db_errors;
+        return;
+    }
+    cq.ci += delta;
+    if ((value & OHCA_DB_CQ_ARM_NEXT) != 0) {
+        if (cq.pi != cq.ci) {
+            // Completions the consumer has not seen: signal at once.
+            post_cq_event(cq.eqn, cqn);
+        } else {
+            cq.arm_next = true;
+        }
+    } else if ((value & OHCA_DB_CQ_ARM_SOLICITED) != 0) {
+        cq.arm_solicited = true;
+    }
+}
+
+void Device::complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) {
+    ohca_cqe cqe{};
+    cqe.wr_id = le(wr.wr_id);
+    cqe.qpn = le(qp.qpn);
+    cqe.status = status;
+    cqe.vendor_err = verr;
+    cqe.wqe_index = le(static_cast<uint16_t>(wr.index));
+    switch (wr.opcode) {
+    case OHCA_WR_RDMA_WRITE:
+    case OHCA_WR_RDMA_WRITE_IMM:
+        cqe.opcode = OHCA_CQE_RDMA_WRITE;
+        break;
+    case OHCA_WR_RDMA_READ:
+        cqe.opcode = OHCA_CQE_RDMA_READ;
+        break;
+    default:
+        cqe.opcode = OHCA_CQE_SEND;
+        break;
+    }
+    if (status == OHCA_CQE_SUCCESS) {
+        cqe.byte_len = le(wr.length);
+    }
+    qp.sq.ci = wr.index + 1;
+    if (status != OHCA_CQE_SUCCESS || (wr.flags & OHCA_WQE_SIGNALED) != 0) {
+        (void)post_cqe(qp.send_cqn, cqe, false);
+    }
+}
+
+void Device::complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
+                           std::optional<uint32_t> imm, uint8_t status, uint8_t verr,
+                           bool solicited) {
+    ohca_cqe cqe{};
+    cqe.wr_id = le(wr_id);
+    cqe.qpn = le(qp.qpn);
+    cqe.src_qp = le(qp.attrs.dest_qpn);
+    cqe.opcode = opcode;
+    cqe.status = status;
+    cqe.vendor_err = verr;
+    cqe.wqe_index = le(static_cast<uint16_t>(qp.rq.ci));
+    if (status == OHCA_CQE_SUCCESS) {
+        cqe.byte_len = le(byte_len);
+        if (imm) {
+            const uint32_t be = byteswap(*imm); // wire order in memory
+            std::memcpy(&cqe.imm_data, &be, sizeof(be));
+            cqe.flags = OHCA_CQE_F_IMM;
+        }
+    }
+    ++qp.rq.ci;
+    (void)post_cqe(qp.recv_cqn, cqe, solicited);
+}
+
+void Device::qp_to_error(Qp &qp) {
+    if (qp.state == OHCA_QPS_ERR) {
+        return;
+    }
+    qp.state = OHCA_QPS_ERR;
+    qp.deadline_ns = 0;
+    qp.rnr_wait = false;
+    flush_qp(qp);
+    update_timer();
+}
+
+// In the error state every outstanding and later WQE completes with
+// WR_FLUSH_ERR, receive WQEs included.
+void Device::flush_qp(Qp &qp) {
+    if (qp.state != OHCA_QPS_ERR) {
+        return;
+    }
+    while (!qp.inflight.empty()) {
+        complete_send(qp, qp.inflight.front(), OHCA_CQE_WR_FLUSH_ERR, OHCA_VERR_FLUSH);
+        qp.inflight.pop_front();
+    }
+    qp.cur_wr = 0;
+    qp.cur_pkt = 0;
+    while (qp.sq_fetched != qp.sq.pi) {
+        SendWr wr;
+        wr.index = qp.sq_fetched;
+        ohca_send_wqe w{};
+        if (qp.sq.ring.read(host_, qp.sq.offset(wr.index), &w, sizeof(w))) {
+            wr.wr_id = le(w.wr_id);
+            wr.opcode = w.opcode;
+        }
+        complete_send(qp, wr, OHCA_CQE_WR_FLUSH_ERR, OHCA_VERR_FLUSH);
+        ++qp.sq_fetched;
+    }
+    if (qp.recv_loaded) {
+        complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_WR_FLUSH_ERR,
+                      OHCA_VERR_FLUSH, false);
+        qp.recv_loaded = false;
+    }
+    while (qp.rq.ci != qp.rq.pi) {
+        ohca_recv_wqe w{};
+        uint64_t wr_id = 0;
+        if (qp.rq.ring.read(host_, qp.rq.offset(qp.rq.ci), &w, sizeof(w))) {
+            wr_id = le(w.wr_id);
+        }
+        complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_WR_FLUSH_ERR,
+                      OHCA_VERR_FLUSH, false);
+    }
+    qp.in_msg = Qp::InMsg::None;
+}
+
+} // namespace ohca

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// A page list copied from guest memory at object creation (struct ohca_pbl,
+// levels 1 and 2), and the translation of byte offsets through it.
+#pragma once
+
+#include "host.hpp"
+
+#include <ohca/ohca_cmd.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace ohca {
+
+class PageList {
+  public:
+    enum class Error { None, Field, Dma };
+    struct LoadResult {
+        Error error = Error::None;
+        uint32_t field = 0; // offset within struct ohca_pbl for Field
+    };
+
+    // Validates the descriptor and copies the page addresses. 'min_bytes'
+    // is the size the pages must cover.
+    LoadResult load(const Host &host, const ohca_pbl &pbl, uint64_t min_bytes);
+
+    [[nodiscard]] unsigned int page_shift() const { return shift_; }
+    [[nodiscard]] uint64_t page_size() const { return uint64_t{1} << shift_; }
+    [[nodiscard]] uint64_t bytes() const { return uint64_t{pages_.size()} << shift_; }
+    [[nodiscard]] size_t npages() const { return pages_.size(); }
+
+    // Bus address of byte 'offset'; nullopt beyond the list.
+    [[nodiscard]] std::optional<uint64_t> translate(uint64_t offset) const;
+
+    // Copies len bytes at 'offset' (may span pages). False on any failure.
+    bool read(const Host &host, uint64_t offset, void *buf, size_t len) const;
+    bool write(const Host &host, uint64_t offset, const void *buf, size_t len) const;
+
+  private:
+    unsigned int shift_ = 12;
+    std::vector<uint64_t> pages_;
+};
+
+} // namespace ohca

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The IBTA RC QP state diagram: which transitions exist and which attributes
+// each requires or allows (the rules of the verbs' modify QP).
+#pragma once
+
+#include <ohca/ohca_cmd.h>
+
+#include <cstdint>
+
+namespace ohca {
+
+struct QpTransition {
+    bool valid = false;
+    uint32_t required = 0;
+    uint32_t optional = 0;
+};
+
+// Rules for cur -> next (states enum ohca_qp_state); OHCA_QP_STATE and
+// OHCA_QP_CUR_STATE are handled by the caller.
+QpTransition qp_transition(uint8_t cur, uint8_t next);
+
+// Whether attr_mask is acceptable for cur -> next.
+bool qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask);
+
+} // namespace ohca

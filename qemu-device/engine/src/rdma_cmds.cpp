@@ -1,0 +1,679 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The RDMA resource commands (programming manual section 8). Every command
+// validates all of its input before it changes any state.
+#include "byte_order.hpp"
+#include "command.hpp"
+#include "device.hpp"
+#include "qp_state.hpp"
+
+#include <algorithm>
+
+namespace ohca {
+
+namespace {
+
+constexpr uint32_t kAccessAll = OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE |
+                                OHCA_ACCESS_REMOTE_READ | OHCA_ACCESS_REMOTE_ATOMIC;
+
+// Lowest free slot in [first, table.size()).
+template <class T> std::optional<uint32_t> free_slot(const Table<T> &t, uint32_t first) {
+    for (uint32_t i = first; i < t.size(); ++i) {
+        if (!t[i]) {
+            return i;
+        }
+    }
+    return std::nullopt;
+}
+
+template <class T> T *lookup(Table<T> &t, uint32_t h) {
+    return h < t.size() && t[h] ? &*t[h] : nullptr;
+}
+
+Device::CmdResult pbl_error(PageList::LoadResult r, size_t pbl_offset) {
+    if (r.error == PageList::Error::Dma) {
+        return {OHCA_STATUS_BAD_ADDR, 0};
+    }
+    return {OHCA_STATUS_BAD_FIELD, static_cast<uint32_t>(pbl_offset + r.field)};
+}
+
+} // namespace
+
+void Device::rdma_power_on() {
+    eqs_.assign(DeviceLimits::max_eq, std::nullopt);
+    pds_.assign(DeviceLimits::max_pd + 1, std::nullopt);
+    mrs_.assign(DeviceLimits::max_mr + 1, MrSlot{});
+    cqs_.assign(DeviceLimits::max_cq + 1, std::nullopt);
+    qps_.assign(DeviceLimits::max_qp + DeviceLimits::first_qpn, std::nullopt);
+    uar_refs_.fill(0);
+    roce_backlog_.clear();
+    if (timer_deadline_ != 0) {
+        timer_deadline_ = 0;
+        host_.set_timer(0);
+    }
+}
+
+Qp *Device::find_qp(uint32_t qpn) {
+    return lookup(qps_, qpn);
+}
+
+Device::CmdResult Device::write_create_out(const Command &cmd, uint32_t h1, uint32_t h2) {
+    ohca_create_out out{};
+    out.handle = le(h1);
+    out.handle2 = le(h2);
+    return write_output(cmd, &out, sizeof(out));
+}
+
+// ---- EQ ---------------------------------------------------------------------
+
+Device::CmdResult Device::cmd_create_eq(const Command &cmd) {
+    const auto in = cmd.input<ohca_create_eq_in>();
+    const uint64_t base = le(in.base);
+    if (base == 0 || base % sizeof(ohca_eqe) != 0) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_eq_in, base)};
+    }
+    if (in.log_size < OHCA_EQ_LOG_MIN || in.log_size > OHCA_EQ_LOG_MAX) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_eq_in, log_size)};
+    }
+    if (in.msix_vector < 2 || in.msix_vector >= OHCA_NUM_MSIX) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_eq_in, msix_vector)};
+    }
+    if (auto off = nonzero_at(cmd.in, offsetof(ohca_create_eq_in, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    const auto eqn = free_slot(eqs_, 1);
+    if (!eqn) {
+        return {OHCA_STATUS_NO_RESOURCES, 0};
+    }
+    if (CmdResult r = write_create_out(cmd, *eqn, 0); r.status != OHCA_STATUS_OK) {
+        return r;
+    }
+    eqs_[*eqn].emplace(in.msix_vector);
+    eqs_[*eqn]->eq.configure(base, in.log_size);
+    return {};
+}
+
+Device::CmdResult Device::cmd_destroy_eq(const Command &cmd) {
+    const auto in = cmd.input<ohca_handle_in>();
+    const uint32_t eqn = le(in.handle);
+    if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    CompletionEq *eq = lookup(eqs_, eqn);
+    if (eq == nullptr) {
+        return {OHCA_STATUS_BAD_HANDLE, eqn};
+    }
+    if (eq->cq_refs != 0) {
+        return {OHCA_STATUS_BAD_STATE, eqn};
+    }
+    eqs_[eqn].reset();
+    return {};
+}
+
+void Device::comp_eq_doorbell(uint32_t eqn, uint32_t value) {
+    CompletionEq *eq = lookup(eqs_, eqn);
+    if (eq == nullptr || !eq->eq.doorbell(host_, value)) {
+        ++stats_.reg_errors;
+    }
+}
+
+// ---- PD ---------------------------------------------------------------------
+
+Device::CmdResult Device::cmd_create_pd(const Command &cmd) {
+    const auto pdn = free_slot(pds_, 1);
+    if (!pdn) {
+        return {OHCA_STATUS_NO_RESOURCES, 0};
+    }
+    if (CmdResult r = write_create_out(cmd, *pdn, 0); r.status != OHCA_STATUS_OK) {
+        return r;
+    }
+    pds_[*pdn].emplace();
+    return {};
+}
+
+Device::CmdResult Device::cmd_destroy_pd(const Command &cmd) {
+    const auto in = cmd.input<ohca_handle_in>();
+    const uint32_t pdn = le(in.handle);
+    if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    Pd *pd = lookup(pds_, pdn);
+    if (pd == nullptr) {
+        return {OHCA_STATUS_BAD_HANDLE, pdn};
+    }
+    if (pd->refs != 0) {
+        return {OHCA_STATUS_BAD_STATE, pdn};
+    }
+    pds_[pdn].reset();
+    return {};
+}
+
+// ---- MR ---------------------------------------------------------------------
+
+Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
+    const auto in = cmd.input<ohca_create_mr_in>();
+    const uint32_t pdn = le(in.pdn);
+    const uint32_t access = le(in.access);
+    const uint64_t iova = le(in.iova);
+    const uint64_t length = le(in.length);
+    const uint32_t flags = le(in.flags);
+    Pd *pd = lookup(pds_, pdn);
+    if (pd == nullptr) {
+        return {OHCA_STATUS_BAD_HANDLE, pdn};
+    }
+    const bool remote = (access & (OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_ATOMIC)) != 0;
+    const bool physical = (flags & OHCA_MR_F_PHYSICAL) != 0;
+    if ((access & ~kAccessAll) != 0 || (remote && (access & OHCA_ACCESS_LOCAL_WRITE) == 0) ||
+        (physical && (access & ~uint32_t{OHCA_ACCESS_LOCAL_WRITE}) != 0)) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_mr_in, access)};
+    }
+    if ((flags & ~uint32_t{OHCA_MR_F_PHYSICAL}) != 0) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_mr_in, flags)};
+    }
+    if (auto off = nonzero_at(cmd.in, offsetof(ohca_create_mr_in, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    Mr mr;
+    mr.pdn = pdn;
+    mr.access = access;
+    mr.physical = physical;
+    if (physical) {
+        // The whole bus address space: iova and length are not used.
+        mr.iova = 0;
+        mr.length = ~uint64_t{0};
+    } else {
+        if (length == 0 || length > DeviceLimits::max_mr_size) {
+            return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_mr_in, length)};
+        }
+        if (iova + (length - 1) < iova) {
+            return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_mr_in, iova)};
+        }
+        const unsigned int shift = in.pbl.page_shift;
+        if (shift < OHCA_PAGE_SHIFT_MIN || shift > OHCA_PAGE_SHIFT_MAX) {
+            return {OHCA_STATUS_BAD_FIELD,
+                    offsetof(ohca_create_mr_in, pbl) + offsetof(ohca_pbl, page_shift)};
+        }
+        const uint64_t first = iova & ((uint64_t{1} << shift) - 1);
+        const auto r = mr.pages.load(host_, in.pbl, first + length);
+        if (r.error != PageList::Error::None) {
+            return pbl_error(r, offsetof(ohca_create_mr_in, pbl));
+        }
+        mr.iova = iova;
+        mr.length = length;
+    }
+    std::optional<uint32_t> index;
+    for (uint32_t i = 1; i < mrs_.size(); ++i) {
+        if (!mrs_[i].mr) {
+            index = i;
+            break;
+        }
+    }
+    if (!index) {
+        return {OHCA_STATUS_NO_RESOURCES, 0};
+    }
+    MrSlot &slot = mrs_[*index];
+    const auto tag = static_cast<uint8_t>(slot.tag + 1);
+    mr.key = (*index << 8) | tag;
+    if (CmdResult r = write_create_out(cmd, mr.key, mr.key); r.status != OHCA_STATUS_OK) {
+        return r;
+    }
+    slot.tag = tag;
+    slot.mr = std::move(mr);
+    ++pd->refs;
+    return {};
+}
+
+Device::CmdResult Device::cmd_destroy_mr(const Command &cmd) {
+    const auto in = cmd.input<ohca_handle_in>();
+    const uint32_t key = le(in.handle);
+    if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    const uint32_t index = OHCA_KEY_INDEX(key);
+    if (index == 0 || index >= mrs_.size() || !mrs_[index].mr || mrs_[index].mr->key != key) {
+        return {OHCA_STATUS_BAD_HANDLE, key};
+    }
+    if (Pd *pd = lookup(pds_, mrs_[index].mr->pdn)) {
+        --pd->refs;
+    }
+    mrs_[index].mr.reset();
+    return {};
+}
+
+Device::KeyResult Device::check_key(uint32_t key, uint64_t va, uint64_t len, uint32_t access,
+                                    uint32_t pdn) const {
+    const uint32_t index = OHCA_KEY_INDEX(key);
+    if (index == 0 || index >= mrs_.size() || !mrs_[index].mr || mrs_[index].mr->key != key) {
+        return {OHCA_VERR_BAD_LKEY, nullptr};
+    }
+    const Mr &mr = *mrs_[index].mr;
+    if (mr.pdn != pdn) {
+        return {OHCA_VERR_LKEY_PD, nullptr};
+    }
+    if ((mr.access & access) != access) {
+        return {OHCA_VERR_LKEY_ACCESS, nullptr};
+    }
+    if (len != 0 && !mr.physical &&
+        (va < mr.iova || va - mr.iova > mr.length || len > mr.length - (va - mr.iova))) {
+        return {OHCA_VERR_LKEY_BOUNDS, nullptr};
+    }
+    if (len != 0 && va + (len - 1) < va) {
+        return {OHCA_VERR_LKEY_BOUNDS, nullptr};
+    }
+    return {OHCA_VERR_NONE, &mr};
+}
+
+bool Device::mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const {
+    if (mr.physical) {
+        return host_.read(va, buf, len);
+    }
+    return mr.pages.read(host_, va - (mr.iova & ~(mr.pages.page_size() - 1)), buf, len);
+}
+
+bool Device::mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const {
+    if (mr.physical) {
+        return host_.write(va, buf, len);
+    }
+    return mr.pages.write(host_, va - (mr.iova & ~(mr.pages.page_size() - 1)), buf, len);
+}
+
+// ---- CQ ---------------------------------------------------------------------
+
+Device::CmdResult Device::cmd_create_cq(const Command &cmd) {
+    const auto in = cmd.input<ohca_create_cq_in>();
+    const uint32_t eqn = le(in.eqn);
+    const uint32_t uar = le(in.uar_index);
+    if (eqn != 0 && lookup(eqs_, eqn) == nullptr) {
+        return {OHCA_STATUS_BAD_HANDLE, eqn};
+    }
+    if (uar >= OHCA_NUM_DB_PAGES || (uar != 0 && !uars_.allocated(uar))) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_cq_in, uar_index)};
+    }
+    if (in.log_size < 1 || in.log_size > OHCA_CQ_LOG_MAX) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_cq_in, log_size)};
+    }
+    if (auto off = nonzero_at(cmd.in, offsetof(ohca_create_cq_in, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    Cq cq;
+    cq.eqn = eqn;
+    cq.uar = uar;
+    cq.log_size = in.log_size;
+    const auto r = cq.ring.load(host_, in.pbl, (uint64_t{1} << in.log_size) * sizeof(ohca_cqe));
+    if (r.error != PageList::Error::None) {
+        return pbl_error(r, offsetof(ohca_create_cq_in, pbl));
+    }
+    const auto cqn = free_slot(cqs_, 1);
+    if (!cqn) {
+        return {OHCA_STATUS_NO_RESOURCES, 0};
+    }
+    if (CmdResult res = write_create_out(cmd, *cqn, 0); res.status != OHCA_STATUS_OK) {
+        return res;
+    }
+    cqs_[*cqn] = std::move(cq);
+    if (eqn != 0) {
+        ++eqs_[eqn]->cq_refs;
+    }
+    ++uar_refs_[uar];
+    return {};
+}
+
+Device::CmdResult Device::cmd_destroy_cq(const Command &cmd) {
+    const auto in = cmd.input<ohca_handle_in>();
+    const uint32_t cqn = le(in.handle);
+    if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    Cq *cq = lookup(cqs_, cqn);
+    if (cq == nullptr) {
+        return {OHCA_STATUS_BAD_HANDLE, cqn};
+    }
+    if (cq->qp_refs != 0) {
+        return {OHCA_STATUS_BAD_STATE, cqn};
+    }
+    if (CompletionEq *eq = lookup(eqs_, cq->eqn)) {
+        --eq->cq_refs;
+    }
+    --uar_refs_[cq->uar];
+    cqs_[cqn].reset();
+    return {};
+}
+
+// ---- QP ---------------------------------------------------------------------
+
+Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
+    using In = ohca_create_qp_in;
+    const auto in = cmd.input<In>();
+    const uint32_t pdn = le(in.pdn);
+    const uint32_t scqn = le(in.send_cqn);
+    const uint32_t rcqn = le(in.recv_cqn);
+    const uint32_t uar = le(in.uar_index);
+    const uint32_t max_inline = le(in.max_inline);
+    if (in.type != OHCA_QPT_RC) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, type)};
+    }
+    if (in.sq_log_size > DeviceLimits::max_wq_log) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, sq_log_size)};
+    }
+    if (in.rq_log_size > DeviceLimits::max_wq_log) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, rq_log_size)};
+    }
+    if (in.sq_log_stride < OHCA_SQ_LOG_STRIDE_MIN || in.sq_log_stride > OHCA_WQ_LOG_STRIDE_MAX) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, sq_log_stride)};
+    }
+    if (in.rq_log_stride < OHCA_RQ_LOG_STRIDE_MIN || in.rq_log_stride > OHCA_WQ_LOG_STRIDE_MAX) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, rq_log_stride)};
+    }
+    if (auto off = nonzero_at(cmd.in, offsetof(In, rsvd0), sizeof(in.rsvd0))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    if (auto off = nonzero_at(cmd.in, offsetof(In, rsvd1), sizeof(in.rsvd1))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    Pd *pd = lookup(pds_, pdn);
+    if (pd == nullptr) {
+        return {OHCA_STATUS_BAD_HANDLE, pdn};
+    }
+    if (lookup(cqs_, scqn) == nullptr) {
+        return {OHCA_STATUS_BAD_HANDLE, scqn};
+    }
+    if (lookup(cqs_, rcqn) == nullptr) {
+        return {OHCA_STATUS_BAD_HANDLE, rcqn};
+    }
+    if (uar >= OHCA_NUM_DB_PAGES || (uar != 0 && !uars_.allocated(uar))) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, uar_index)};
+    }
+    if (max_inline > (1u << in.sq_log_stride) - sizeof(ohca_send_wqe) ||
+        max_inline > DeviceLimits::max_inline_data) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, max_inline)};
+    }
+    Qp qp;
+    qp.pdn = pdn;
+    qp.send_cqn = scqn;
+    qp.recv_cqn = rcqn;
+    qp.uar = uar;
+    qp.max_inline = max_inline;
+    qp.sq.log_size = in.sq_log_size;
+    qp.sq.log_stride = in.sq_log_stride;
+    qp.rq.log_size = in.rq_log_size;
+    qp.rq.log_stride = in.rq_log_stride;
+    auto r = qp.sq.ring.load(host_, in.sq_pbl, uint64_t{qp.sq.size()} << qp.sq.log_stride);
+    if (r.error != PageList::Error::None) {
+        return pbl_error(r, offsetof(In, sq_pbl));
+    }
+    r = qp.rq.ring.load(host_, in.rq_pbl, uint64_t{qp.rq.size()} << qp.rq.log_stride);
+    if (r.error != PageList::Error::None) {
+        return pbl_error(r, offsetof(In, rq_pbl));
+    }
+    const auto qpn = free_slot(qps_, DeviceLimits::first_qpn);
+    if (!qpn) {
+        return {OHCA_STATUS_NO_RESOURCES, 0};
+    }
+    if (CmdResult res = write_create_out(cmd, *qpn, 0); res.status != OHCA_STATUS_OK) {
+        return res;
+    }
+    qp.qpn = *qpn;
+    qps_[*qpn] = std::move(qp);
+    ++pd->refs;
+    ++cqs_[scqn]->qp_refs;
+    ++cqs_[rcqn]->qp_refs;
+    ++uar_refs_[uar];
+    return {};
+}
+
+Device::CmdResult Device::cmd_destroy_qp(const Command &cmd) {
+    const auto in = cmd.input<ohca_handle_in>();
+    const uint32_t qpn = le(in.handle);
+    if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    Qp *qp = find_qp(qpn);
+    if (qp == nullptr) {
+        return {OHCA_STATUS_BAD_HANDLE, qpn};
+    }
+    if (Pd *pd = lookup(pds_, qp->pdn)) {
+        --pd->refs;
+    }
+    if (Cq *cq = lookup(cqs_, qp->send_cqn)) {
+        --cq->qp_refs;
+    }
+    if (Cq *cq = lookup(cqs_, qp->recv_cqn)) {
+        --cq->qp_refs;
+    }
+    --uar_refs_[qp->uar];
+    qps_[qpn].reset();
+    update_timer();
+    return {};
+}
+
+Device::CmdResult Device::cmd_modify_qp(const Command &cmd) {
+    using In = ohca_modify_qp_in;
+    constexpr size_t A = offsetof(In, attr);
+    const auto in = cmd.input<In>();
+    const uint32_t qpn = le(in.qpn);
+    const uint32_t mask = le(in.attr_mask);
+    const ohca_qp_attr &a = in.attr;
+    Qp *qp = find_qp(qpn);
+    if (qp == nullptr) {
+        return {OHCA_STATUS_BAD_HANDLE, qpn};
+    }
+    constexpr uint32_t kKnown =
+        OHCA_QP_STATE | OHCA_QP_CUR_STATE | OHCA_QP_ACCESS_FLAGS | OHCA_QP_PKEY_INDEX |
+        OHCA_QP_PORT | OHCA_QP_QKEY | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_TIMEOUT |
+        OHCA_QP_RETRY_CNT | OHCA_QP_RNR_RETRY | OHCA_QP_RQ_PSN | OHCA_QP_MAX_QP_RD_ATOMIC |
+        OHCA_QP_MIN_RNR_TIMER | OHCA_QP_SQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_DEST_QPN;
+    if ((mask & ~kKnown) != 0) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, attr_mask)};
+    }
+    const uint8_t cur = qp->state;
+    if ((mask & OHCA_QP_STATE) != 0 && a.qp_state > OHCA_QPS_ERR) {
+        return {OHCA_STATUS_BAD_FIELD, A + offsetof(ohca_qp_attr, qp_state)};
+    }
+    if ((mask & OHCA_QP_CUR_STATE) != 0 && a.cur_qp_state != cur) {
+        return {OHCA_STATUS_BAD_FIELD, A + offsetof(ohca_qp_attr, cur_qp_state)};
+    }
+    const uint8_t next = (mask & OHCA_QP_STATE) != 0 ? a.qp_state : cur;
+    if (!qp_mask_ok(cur, next, mask)) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, attr_mask)};
+    }
+    auto bad = [](size_t field) -> CmdResult {
+        return {OHCA_STATUS_BAD_FIELD, static_cast<uint32_t>(A + field)};
+    };
+    if ((mask & OHCA_QP_ACCESS_FLAGS) != 0 && (le(a.access_flags) & ~kAccessAll) != 0) {
+        return bad(offsetof(ohca_qp_attr, access_flags));
+    }
+    if ((mask & OHCA_QP_PKEY_INDEX) != 0 && le(a.pkey_index) >= DeviceLimits::pkey_table_len) {
+        return bad(offsetof(ohca_qp_attr, pkey_index));
+    }
+    if ((mask & OHCA_QP_PATH_MTU) != 0 && (a.path_mtu < 1 || a.path_mtu > 5)) {
+        return bad(offsetof(ohca_qp_attr, path_mtu));
+    }
+    if ((mask & OHCA_QP_TIMEOUT) != 0 && a.timeout > 31) {
+        return bad(offsetof(ohca_qp_attr, timeout));
+    }
+    if ((mask & OHCA_QP_RETRY_CNT) != 0 && a.retry_cnt > 7) {
+        return bad(offsetof(ohca_qp_attr, retry_cnt));
+    }
+    if ((mask & OHCA_QP_RNR_RETRY) != 0 && a.rnr_retry > 7) {
+        return bad(offsetof(ohca_qp_attr, rnr_retry));
+    }
+    if ((mask & OHCA_QP_MIN_RNR_TIMER) != 0 && a.min_rnr_timer > 31) {
+        return bad(offsetof(ohca_qp_attr, min_rnr_timer));
+    }
+    if ((mask & OHCA_QP_MAX_QP_RD_ATOMIC) != 0 &&
+        a.max_rd_atomic > DeviceLimits::max_qp_init_rd_atom) {
+        return bad(offsetof(ohca_qp_attr, max_rd_atomic));
+    }
+    if ((mask & OHCA_QP_MAX_DEST_RD_ATOMIC) != 0 &&
+        a.max_dest_rd_atomic > DeviceLimits::max_qp_rd_atom) {
+        return bad(offsetof(ohca_qp_attr, max_dest_rd_atomic));
+    }
+    if ((mask & OHCA_QP_DEST_QPN) != 0 && le(a.dest_qpn) > kPsnMask) {
+        return bad(offsetof(ohca_qp_attr, dest_qpn));
+    }
+    if ((mask & OHCA_QP_RQ_PSN) != 0 && le(a.rq_psn) > kPsnMask) {
+        return bad(offsetof(ohca_qp_attr, rq_psn));
+    }
+    if ((mask & OHCA_QP_SQ_PSN) != 0 && le(a.sq_psn) > kPsnMask) {
+        return bad(offsetof(ohca_qp_attr, sq_psn));
+    }
+    if ((mask & OHCA_QP_AV) != 0) {
+        constexpr size_t AV = offsetof(ohca_qp_attr, av);
+        const ohca_av &av = a.av;
+        const auto &gid = gids_.get(av.sgid_index);
+        if (!gid) {
+            return bad(AV + offsetof(ohca_av, sgid_index));
+        }
+        const bool v4 = av.network_type == OHCA_NET_IPV4;
+        std::array<uint8_t, 16> dgid{};
+        std::copy(std::begin(av.dgid), std::end(av.dgid), dgid.begin());
+        if ((av.network_type != OHCA_NET_IPV4 && av.network_type != OHCA_NET_IPV6) ||
+            v4 != (gid->type == OHCA_GID_TYPE_ROCE_V2_IPV4)) {
+            return bad(AV + offsetof(ohca_av, network_type));
+        }
+        if (v4 != gid_is_ipv4_mapped(dgid)) {
+            return bad(AV + offsetof(ohca_av, dgid));
+        }
+        const uint16_t vlan = le(av.vlan_id);
+        if (vlan != kNoVlan && vlan > 4095) {
+            return bad(AV + offsetof(ohca_av, vlan_id));
+        }
+        if (le(av.flow_label) > 0xfffff) {
+            return bad(AV + offsetof(ohca_av, flow_label));
+        }
+    }
+
+    // Commit.
+    QpAttrs &s = qp->attrs;
+    if ((mask & OHCA_QP_ACCESS_FLAGS) != 0) {
+        s.access = le(a.access_flags);
+    }
+    if ((mask & OHCA_QP_PKEY_INDEX) != 0) {
+        s.pkey_index = le(a.pkey_index);
+    }
+    if ((mask & OHCA_QP_QKEY) != 0) {
+        s.qkey = le(a.qkey);
+    }
+    if ((mask & OHCA_QP_AV) != 0) {
+        s.av = a.av;
+    }
+    if ((mask & OHCA_QP_PATH_MTU) != 0) {
+        s.path_mtu = a.path_mtu;
+    }
+    if ((mask & OHCA_QP_TIMEOUT) != 0) {
+        s.timeout = a.timeout;
+    }
+    if ((mask & OHCA_QP_RETRY_CNT) != 0) {
+        s.retry_cnt = a.retry_cnt;
+    }
+    if ((mask & OHCA_QP_RNR_RETRY) != 0) {
+        s.rnr_retry = a.rnr_retry;
+    }
+    if ((mask & OHCA_QP_RQ_PSN) != 0) {
+        s.rq_psn = le(a.rq_psn);
+    }
+    if ((mask & OHCA_QP_MAX_QP_RD_ATOMIC) != 0) {
+        s.max_rd_atomic = a.max_rd_atomic;
+    }
+    if ((mask & OHCA_QP_MIN_RNR_TIMER) != 0) {
+        s.min_rnr_timer = a.min_rnr_timer;
+    }
+    if ((mask & OHCA_QP_SQ_PSN) != 0) {
+        s.sq_psn = le(a.sq_psn);
+    }
+    if ((mask & OHCA_QP_MAX_DEST_RD_ATOMIC) != 0) {
+        s.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    }
+    if ((mask & OHCA_QP_DEST_QPN) != 0) {
+        s.dest_qpn = le(a.dest_qpn);
+    }
+    apply_qp_state(*qp, next);
+    return {};
+}
+
+void Device::apply_qp_state(Qp &qp, uint8_t next) {
+    const uint8_t cur = qp.state;
+    qp.state = next;
+    switch (next) {
+    case OHCA_QPS_RESET: {
+        Qp fresh;
+        fresh.qpn = qp.qpn;
+        fresh.pdn = qp.pdn;
+        fresh.send_cqn = qp.send_cqn;
+        fresh.recv_cqn = qp.recv_cqn;
+        fresh.uar = qp.uar;
+        fresh.max_inline = qp.max_inline;
+        fresh.sq = std::move(qp.sq);
+        fresh.rq = std::move(qp.rq);
+        fresh.sq.pi = fresh.sq.ci = 0;
+        fresh.rq.pi = fresh.rq.ci = 0;
+        qp = std::move(fresh);
+        update_timer();
+        break;
+    }
+    case OHCA_QPS_RTR:
+        if (cur == OHCA_QPS_INIT) {
+            qp.epsn = qp.attrs.rq_psn;
+            qp.msn = 0;
+            qp.comm_est = false;
+        }
+        break;
+    case OHCA_QPS_RTS:
+        if (cur == OHCA_QPS_RTR) {
+            qp.next_psn = qp.attrs.sq_psn;
+            qp.una_psn = qp.attrs.sq_psn;
+        }
+        qp.retry_left = qp.attrs.retry_cnt;
+        qp.rnr_left = qp.attrs.rnr_retry;
+        qp.sq_draining = false;
+        host_.schedule();
+        break;
+    case OHCA_QPS_SQD:
+        if (cur == OHCA_QPS_RTS) {
+            qp.sq_draining = true;
+            host_.schedule();
+        }
+        break;
+    case OHCA_QPS_ERR:
+        if (cur != OHCA_QPS_ERR) {
+            qp.state = cur;
+            qp_to_error(qp);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+Device::CmdResult Device::cmd_query_qp(const Command &cmd) {
+    const auto in = cmd.input<ohca_handle_in>();
+    const uint32_t qpn = le(in.handle);
+    if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    const Qp *qp = find_qp(qpn);
+    if (qp == nullptr) {
+        return {OHCA_STATUS_BAD_HANDLE, qpn};
+    }
+    const QpAttrs &s = qp->attrs;
+    ohca_qp_attr out{};
+    out.qp_state = qp->state;
+    out.cur_qp_state = qp->state;
+    out.path_mtu = s.path_mtu;
+    out.timeout = s.timeout;
+    out.retry_cnt = s.retry_cnt;
+    out.rnr_retry = s.rnr_retry;
+    out.min_rnr_timer = s.min_rnr_timer;
+    out.max_rd_atomic = s.max_rd_atomic;
+    out.max_dest_rd_atomic = s.max_dest_rd_atomic;
+    out.sq_draining = qp->sq_draining ? 1 : 0;
+    out.pkey_index = le(s.pkey_index);
+    out.access_flags = le(s.access);
+    out.dest_qpn = le(s.dest_qpn);
+    out.rq_psn = le(s.rq_psn);
+    out.sq_psn = le(s.sq_psn);
+    out.qkey = le(s.qkey);
+    out.av = s.av;
+    return write_output(cmd, &out, sizeof(out));
+}
+
+} // namespace ohca

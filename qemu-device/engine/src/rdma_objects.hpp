@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// RDMA objects owned by the device: completion EQs, PDs, MRs, CQs and QPs,
+// in tables indexed by their handle. Plain values; the behaviour lives in
+// rdma_cmds.cpp (commands), completion.cpp, requester.cpp, responder.cpp.
+#pragma once
+
+#include "event_queue.hpp"
+#include "page_list.hpp"
+
+#include <ohca/ohca_cmd.h>
+#include <ohca/ohca_queue.h>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+namespace ohca {
+
+struct CompletionEq {
+    explicit CompletionEq(unsigned int vector) : eq(vector) {}
+    EventQueue eq;
+    uint32_t cq_refs = 0;
+    bool stopped = false; // overran its consumer
+};
+
+struct Pd {
+    uint32_t refs = 0; // MRs and QPs
+};
+
+struct Mr {
+    uint32_t key = 0;
+    uint32_t pdn = 0;
+    uint32_t access = 0;
+    uint64_t iova = 0;
+    uint64_t length = 0;
+    bool physical = false;
+    PageList pages; // page 0 holds iova & ~(page_size - 1)
+};
+
+struct Cq {
+    uint32_t eqn = 0;
+    uint32_t uar = 0;
+    unsigned int log_size = 0;
+    PageList ring;
+    uint32_t pi = 0; // CQEs written, free running
+    uint32_t ci = 0; // consumer index (24 bits significant in doorbells)
+    bool arm_next = false;
+    bool arm_solicited = false;
+    bool error = false;
+    uint32_t qp_refs = 0;
+};
+
+struct Sge {
+    uint64_t addr = 0;
+    uint32_t length = 0;
+    uint32_t lkey = 0;
+};
+
+// A send WQE the requester has taken from the SQ and not yet retired.
+struct SendWr {
+    uint32_t index = 0; // SQ index (free running)
+    uint64_t wr_id = 0;
+    uint8_t opcode = 0;
+    uint8_t flags = 0;
+    uint32_t imm = 0; // wire value (big-endian interpretation)
+    uint64_t remote_addr = 0;
+    uint32_t rkey = 0;
+    uint32_t length = 0;
+    std::vector<Sge> sges;
+    std::vector<uint8_t> inline_data;
+    bool is_inline = false;
+    uint32_t first_psn = 0;
+    uint32_t npkts = 1;
+    uint32_t read_pkts = 0; // READ: response packets received in order
+    bool read_done = false;
+    // A WQE that failed local checks is never transmitted: it completes
+    // with this status once everything before it has completed.
+    uint8_t local_status = OHCA_CQE_SUCCESS;
+    uint8_t local_verr = OHCA_VERR_NONE;
+};
+
+struct QpAttrs {
+    uint8_t path_mtu = 0; // IBTA enum
+    uint8_t timeout = 0;
+    uint8_t retry_cnt = 0;
+    uint8_t rnr_retry = 0;
+    uint8_t min_rnr_timer = 0;
+    uint8_t max_rd_atomic = 0;
+    uint8_t max_dest_rd_atomic = 0;
+    uint16_t pkey_index = 0;
+    uint32_t access = 0;
+    uint32_t dest_qpn = 0;
+    uint32_t rq_psn = 0;
+    uint32_t sq_psn = 0;
+    uint32_t qkey = 0;
+    ohca_av av{};
+};
+
+struct WorkQueue {
+    unsigned int log_size = 0;
+    unsigned int log_stride = 0;
+    PageList ring;
+    uint32_t pi = 0; // producer index from doorbells
+    uint32_t ci = 0; // next WQE the device consumes / retires
+    [[nodiscard]] uint32_t size() const { return 1u << log_size; }
+    [[nodiscard]] uint64_t offset(uint32_t index) const {
+        return uint64_t{index & (size() - 1)} << log_stride;
+    }
+};
+
+struct Qp {
+    uint32_t qpn = 0;
+    uint8_t state = OHCA_QPS_RESET;
+    uint32_t pdn = 0;
+    uint32_t send_cqn = 0;
+    uint32_t recv_cqn = 0;
+    uint32_t uar = 0;
+    uint32_t max_inline = 0;
+    WorkQueue sq;
+    WorkQueue rq;
+    QpAttrs attrs;
+
+    // Requester. sq.ci: oldest WQE not retired; 'fetched': next to take.
+    uint32_t sq_fetched = 0;
+    std::deque<SendWr> inflight;
+    size_t cur_wr = 0;    // transmit cursor: inflight[cur_wr] ...
+    uint32_t cur_pkt = 0; // ... packet cur_pkt of it
+    uint32_t next_psn = 0;
+    uint32_t una_psn = 0; // oldest unacknowledged PSN
+    uint8_t retry_left = 0;
+    uint8_t rnr_left = 0;
+    bool rnr_wait = false;
+    uint64_t deadline_ns = 0; // ACK or RNR timer, 0 = none
+    bool sq_draining = false;
+
+    // Responder.
+    uint32_t epsn = 0;
+    uint32_t msn = 0;
+    bool nak_sent = false;
+    bool comm_est = false;
+    enum class InMsg : uint8_t { None, Send, Write };
+    InMsg in_msg = InMsg::None;
+    bool recv_loaded = false;
+    uint64_t recv_wr_id = 0;
+    std::vector<Sge> recv_sges;
+    uint32_t recv_offset = 0;
+    uint64_t write_va = 0;
+    uint32_t write_key = 0;
+    uint32_t write_left = 0;
+    uint32_t write_total = 0;
+};
+
+// Ordered by handle; slot 0 unused where 0 is not a valid handle.
+template <class T> using Table = std::vector<std::optional<T>>;
+
+} // namespace ohca

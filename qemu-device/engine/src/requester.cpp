@@ -1,0 +1,614 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The RC requester: SQ/RQ doorbells, send WQEs in order, segmentation into
+// RoCEv2 packets by path MTU, ACK/NAK and READ response handling, go-back-N
+// retransmission on NAK or local ACK timeout, RNR waits.
+#include "byte_order.hpp"
+#include "device.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ohca {
+
+namespace {
+
+constexpr uint8_t kSendFlagsKnown =
+    OHCA_WQE_SIGNALED | OHCA_WQE_SOLICITED | OHCA_WQE_FENCE | OHCA_WQE_INLINE;
+
+// IBTA RNR timer codes, in microseconds x 100 (code 0 is 655.36 ms).
+constexpr std::array<uint32_t, 32> kRnrTimer100us = {
+    65536, 1,    2,    3,    4,    6,     8,     12,    16,    24,   32,
+    48,    64,   96,   128,  192,  256,   384,   512,   768,   1024, 1536,
+    2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
+
+bool is_read(const SendWr &w) {
+    return w.opcode == OHCA_WR_RDMA_READ;
+}
+
+uint32_t wire_imm(uint32_t le_field) {
+    // The WQE holds the immediate as the wire bytes; read them in order.
+    uint8_t b[4];
+    std::memcpy(b, &le_field, 4);
+    return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+}
+
+} // namespace
+
+uint32_t Device::mtu_bytes(const Qp &qp) const {
+    const unsigned int m = std::clamp<unsigned int>(qp.attrs.path_mtu, 1, 5);
+    return 128u << m;
+}
+
+bool Device::is_local_gid(const std::array<uint8_t, 16> &gid) const {
+    for (uint32_t i = 0; i < kGidTableLen; ++i) {
+        const auto &e = gids_.get(i);
+        if (e && e->gid == gid) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool Device::build_path(const Qp &qp, PacketPath &path) const {
+    const ohca_av &av = qp.attrs.av;
+    const auto &gid = gids_.get(av.sgid_index);
+    if (!gid) {
+        return false;
+    }
+    path.smac = gid->mac;
+    std::copy(std::begin(av.dmac), std::end(av.dmac), path.dmac.begin());
+    const uint16_t vlan = le(av.vlan_id);
+    path.vlan_id = vlan != kNoVlan ? vlan : gid->vlan_id;
+    path.ipv6 = av.network_type == OHCA_NET_IPV6;
+    path.sgid = gid->gid;
+    std::copy(std::begin(av.dgid), std::end(av.dgid), path.dgid.begin());
+    path.hop_limit = av.hop_limit != 0 ? av.hop_limit : 64;
+    path.traffic_class = av.traffic_class;
+    path.flow_label = le(av.flow_label) & 0xfffff;
+    path.udp_src_port = static_cast<uint16_t>(0xc000 | (qp.qpn & 0x3fff));
+    return true;
+}
+
+void Device::emit(const Qp &qp, const PacketFields &fields, std::span<const uint8_t> payload) {
+    PacketPath path;
+    if (!build_path(qp, path)) {
+        return; // the source GID went away: the packet is lost
+    }
+    std::vector<uint8_t> frame = build_roce_frame(path, fields, payload);
+    if (is_local_gid(path.dgid)) {
+        ++roce_.loopback_packets;
+        if (roce_backlog_.size() < DeviceLimits::max_roce_backlog) {
+            roce_backlog_.push_back(std::move(frame));
+        }
+        return;
+    }
+    ++roce_.tx_packets;
+    if (cfg_.link_up) {
+        ++stats_.port_tx_frames;
+        host_.transmit(frame.data(), frame.size());
+    }
+}
+
+// ---- doorbells ----------------------------------------------------------------
+
+void Device::sq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
+    Qp *qp = find_qp(qpn);
+    if (qp == nullptr || qp->uar != page || qp->state == OHCA_QPS_RESET) {
+        ++stats_.db_errors;
+        return;
+    }
+    const uint32_t ahead = value - qp->sq.ci;
+    if (ahead > qp->sq.size() || ahead < qp->sq.pi - qp->sq.ci) {
+        ++stats_.db_errors;
+        return;
+    }
+    qp->sq.pi = value;
+    host_.schedule();
+}
+
+void Device::rq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
+    Qp *qp = find_qp(qpn);
+    if (qp == nullptr || qp->uar != page || qp->state == OHCA_QPS_RESET) {
+        ++stats_.db_errors;
+        return;
+    }
+    const uint32_t ahead = value - qp->rq.ci;
+    if (ahead > qp->rq.size() || ahead < qp->rq.pi - qp->rq.ci) {
+        ++stats_.db_errors;
+        return;
+    }
+    qp->rq.pi = value;
+    if (qp->state == OHCA_QPS_ERR) {
+        host_.schedule(); // flushed by process()
+    }
+}
+
+// ---- the work loop ------------------------------------------------------------
+
+void Device::process_rdma() {
+    unsigned int budget = DeviceLimits::process_budget;
+    check_timers();
+    for (;;) {
+        bool progress = false;
+        while (budget > 0 && !roce_backlog_.empty()) {
+            std::vector<uint8_t> frame = std::move(roce_backlog_.front());
+            roce_backlog_.pop_front();
+            roce_rx(frame);
+            --budget;
+            progress = true;
+        }
+        for (auto &slot : qps_) {
+            if (slot && budget > 0) {
+                const unsigned int before = budget;
+                process_sq(*slot, budget);
+                progress = progress || before != budget;
+            }
+        }
+        if (!progress || budget == 0 || !running()) {
+            break;
+        }
+    }
+    if (budget == 0) {
+        host_.schedule();
+    }
+    update_timer();
+}
+
+void Device::process_sq(Qp &qp, unsigned int &budget) {
+    if (qp.state == OHCA_QPS_ERR) {
+        if (!qp.inflight.empty() || qp.sq_fetched != qp.sq.pi || qp.rq.ci != qp.rq.pi) {
+            flush_qp(qp);
+            --budget;
+        }
+        return;
+    }
+    if ((qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD) || qp.rnr_wait) {
+        return;
+    }
+    while (budget > 0 && qp.state != OHCA_QPS_ERR) {
+        if (qp.cur_wr < qp.inflight.size()) {
+            send_packet(qp);
+            --budget;
+        } else if (qp.state == OHCA_QPS_RTS && !qp.sq_draining && qp.sq_fetched != qp.sq.pi) {
+            if (!fetch_send_wqe(qp)) {
+                break;
+            }
+            --budget;
+        } else {
+            break;
+        }
+    }
+    if (qp.state == OHCA_QPS_SQD && qp.sq_draining && qp.inflight.empty()) {
+        qp.sq_draining = false;
+        post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_SQ_DRAINED, qp.qpn, 0, 0);
+    }
+}
+
+bool Device::fetch_send_wqe(Qp &qp) {
+    if (!qp.inflight.empty() && qp.inflight.back().local_status != OHCA_CQE_SUCCESS) {
+        return false; // nothing after a failed WQE is started
+    }
+    SendWr wr;
+    wr.index = qp.sq_fetched;
+    const uint64_t base = qp.sq.offset(wr.index);
+    const uint32_t stride = 1u << qp.sq.log_stride;
+    ohca_send_wqe w{};
+    auto fail = [&](uint8_t status, uint8_t verr) {
+        wr.local_status = status;
+        wr.local_verr = verr;
+        wr.npkts = 0;
+    };
+    if (!qp.sq.ring.read(host_, base, &w, sizeof(w))) {
+        fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_DMA);
+        post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
+    } else {
+        wr.wr_id = le(w.wr_id);
+        wr.opcode = w.opcode;
+        wr.flags = w.flags;
+        wr.imm = wire_imm(w.imm_data);
+        wr.remote_addr = le(w.remote_addr);
+        wr.rkey = le(w.rkey);
+        const bool inl = (w.flags & OHCA_WQE_INLINE) != 0;
+        const uint32_t inline_len = le(w.inline_len);
+        if (w.opcode > OHCA_WR_RDMA_READ || (w.flags & ~kSendFlagsKnown) != 0) {
+            fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
+        } else if ((wr.flags & OHCA_WQE_FENCE) != 0 &&
+                   std::any_of(qp.inflight.begin(), qp.inflight.end(),
+                               [](const SendWr &o) { return is_read(o) && !o.read_done; })) {
+            return false; // fenced behind outstanding READs
+        } else if (is_read(wr) &&
+                   std::count_if(qp.inflight.begin(), qp.inflight.end(), [](const SendWr &o) {
+                       return is_read(o) && !o.read_done;
+                   }) >= std::max<int>(1, qp.attrs.max_rd_atomic)) {
+            return false; // initiator depth reached
+        } else if (inl) {
+            if (is_read(wr) || inline_len > qp.max_inline ||
+                sizeof(ohca_send_wqe) + inline_len > stride) {
+                fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
+            } else {
+                wr.is_inline = true;
+                wr.inline_data.resize(inline_len);
+                wr.length = inline_len;
+                if (!qp.sq.ring.read(host_, base + sizeof(w), wr.inline_data.data(), inline_len)) {
+                    fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_DMA);
+                }
+            }
+        } else if (w.num_sge > DeviceLimits::max_sge ||
+                   sizeof(ohca_send_wqe) + size_t{w.num_sge} * sizeof(ohca_sge) > stride) {
+            fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
+        } else {
+            std::array<ohca_sge, DeviceLimits::max_sge> raw{};
+            if (!qp.sq.ring.read(host_, base + sizeof(w), raw.data(),
+                                 size_t{w.num_sge} * sizeof(ohca_sge))) {
+                fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_DMA);
+            } else {
+                uint64_t total = 0;
+                const uint32_t need = is_read(wr) ? OHCA_ACCESS_LOCAL_WRITE : 0;
+                for (unsigned int i = 0; i < w.num_sge && wr.local_status == 0; ++i) {
+                    Sge s{le(raw[i].addr), le(raw[i].length), le(raw[i].lkey)};
+                    total += s.length;
+                    if (s.length == 0) {
+                        continue;
+                    }
+                    const KeyResult k = check_key(s.lkey, s.addr, s.length, need, qp.pdn);
+                    if (k.verr != OHCA_VERR_NONE) {
+                        fail(OHCA_CQE_LOC_PROT_ERR, k.verr);
+                    }
+                    wr.sges.push_back(s);
+                }
+                if (total > DeviceLimits::max_msg_size) {
+                    fail(OHCA_CQE_LOC_LEN_ERR, OHCA_VERR_BAD_WQE);
+                }
+                wr.length = static_cast<uint32_t>(std::min<uint64_t>(total, UINT32_MAX));
+            }
+        }
+    }
+    if (wr.local_status == OHCA_CQE_SUCCESS) {
+        const uint32_t mtu = mtu_bytes(qp);
+        wr.npkts = std::max<uint32_t>(1, (wr.length + mtu - 1) / mtu);
+        wr.first_psn = qp.next_psn;
+        qp.next_psn = psn_add(qp.next_psn, wr.npkts);
+    }
+    qp.inflight.push_back(std::move(wr));
+    ++qp.sq_fetched;
+    if (qp.inflight.size() == 1 && qp.inflight.front().local_status != OHCA_CQE_SUCCESS) {
+        ack_through(qp, psn_add(qp.una_psn, kPsnMask)); // fails it now
+    }
+    return true;
+}
+
+bool Device::gather(Qp &qp, const SendWr &wr, uint32_t offset, std::span<uint8_t> out) {
+    if (wr.is_inline) {
+        std::memcpy(out.data(), wr.inline_data.data() + offset, out.size());
+        return true;
+    }
+    size_t done = 0;
+    for (const Sge &s : wr.sges) {
+        if (done == out.size()) {
+            break;
+        }
+        if (offset >= s.length) {
+            offset -= s.length;
+            continue;
+        }
+        const size_t n = std::min<size_t>(s.length - offset, out.size() - done);
+        const KeyResult k = check_key(s.lkey, s.addr + offset, n, 0, qp.pdn);
+        if (k.mr == nullptr || !mr_read(*k.mr, s.addr + offset, out.data() + done, n)) {
+            return false;
+        }
+        done += n;
+        offset = 0;
+    }
+    return done == out.size();
+}
+
+void Device::send_packet(Qp &qp) {
+    SendWr &wr = qp.inflight[qp.cur_wr];
+    if (wr.local_status != OHCA_CQE_SUCCESS) {
+        ++qp.cur_wr;
+        qp.cur_pkt = 0;
+        return;
+    }
+    const uint32_t mtu = mtu_bytes(qp);
+    const uint32_t k = qp.cur_pkt;
+    PacketFields f;
+    f.bth.dest_qp = qp.attrs.dest_qpn;
+    f.bth.psn = psn_add(wr.first_psn, k);
+    std::vector<uint8_t> payload;
+    if (is_read(wr)) {
+        const uint32_t off = std::min(wr.length, k * mtu);
+        f.bth.opcode = rc::kReadRequest;
+        f.bth.ack_req = true;
+        f.reth = Reth{wr.remote_addr + off, wr.rkey, wr.length - off};
+        qp.cur_pkt = wr.npkts;
+    } else {
+        const bool write = wr.opcode == OHCA_WR_RDMA_WRITE || wr.opcode == OHCA_WR_RDMA_WRITE_IMM;
+        const bool imm = wr.opcode == OHCA_WR_RDMA_WRITE_IMM || wr.opcode == OHCA_WR_SEND_IMM;
+        const bool first = k == 0;
+        const bool last = k + 1 == wr.npkts;
+        if (first && last) {
+            f.bth.opcode = write ? (imm ? rc::kWriteOnlyImm : rc::kWriteOnly)
+                                 : (imm ? rc::kSendOnlyImm : rc::kSendOnly);
+        } else if (first) {
+            f.bth.opcode = write ? rc::kWriteFirst : rc::kSendFirst;
+        } else if (last) {
+            f.bth.opcode = write ? (imm ? rc::kWriteLastImm : rc::kWriteLast)
+                                 : (imm ? rc::kSendLastImm : rc::kSendLast);
+        } else {
+            f.bth.opcode = write ? rc::kWriteMiddle : rc::kSendMiddle;
+        }
+        if (write && first) {
+            f.reth = Reth{wr.remote_addr, wr.rkey, wr.length};
+        }
+        if (imm && last) {
+            f.imm = wr.imm;
+        }
+        f.bth.ack_req = last;
+        f.bth.solicited = last && (wr.flags & OHCA_WQE_SOLICITED) != 0;
+        const uint32_t off = k * mtu;
+        payload.resize(std::min(mtu, wr.length - off));
+        if (!gather(qp, wr, off, payload)) {
+            // The local buffer went away: the WQE fails in order.
+            wr.local_status = OHCA_CQE_LOC_PROT_ERR;
+            wr.local_verr = OHCA_VERR_DMA;
+            ++qp.cur_wr;
+            qp.cur_pkt = 0;
+            if (qp.cur_wr == 1) {
+                ack_through(qp, psn_add(wr.first_psn, kPsnMask));
+            }
+            return;
+        }
+        ++qp.cur_pkt;
+    }
+    if (qp.cur_pkt >= wr.npkts) {
+        ++qp.cur_wr;
+        qp.cur_pkt = 0;
+    }
+    emit(qp, f, payload);
+    if (qp.deadline_ns == 0 && qp.attrs.timeout != 0) {
+        const uint64_t t =
+            std::max(uint64_t{4096} << qp.attrs.timeout, DeviceLimits::min_ack_timeout_ns);
+        qp.deadline_ns = host_.now_ns() + t;
+    }
+}
+
+// ---- responses ------------------------------------------------------------------
+
+void Device::ack_through(Qp &qp, uint32_t psn) {
+    bool progress = false;
+    while (!qp.inflight.empty() && qp.state != OHCA_QPS_ERR) {
+        SendWr &w = qp.inflight.front();
+        if (w.local_status != OHCA_CQE_SUCCESS) {
+            requester_fail(qp, w.local_status, w.local_verr);
+            return;
+        }
+        const uint32_t last = psn_add(w.first_psn, w.npkts - 1);
+        if (is_read(w) && !w.read_done) {
+            if (psn_diff(psn, psn_add(w.first_psn, w.read_pkts)) >= 0) {
+                // Acknowledged past a READ whose responses were lost.
+                go_back(qp, psn_add(w.first_psn, w.read_pkts));
+            }
+            break;
+        }
+        if (!is_read(w) && psn_diff(psn, last) < 0) {
+            break;
+        }
+        complete_send(qp, w, OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
+        qp.inflight.pop_front();
+        progress = true;
+        if (qp.cur_wr > 0) {
+            --qp.cur_wr;
+        } else {
+            qp.cur_pkt = 0;
+        }
+    }
+    if (psn_diff(psn_add(psn, 1), qp.una_psn) > 0 && psn_diff(psn_add(psn, 1), qp.next_psn) <= 0) {
+        qp.una_psn = psn_add(psn, 1);
+        progress = true;
+    }
+    if (progress) {
+        qp.retry_left = qp.attrs.retry_cnt;
+        qp.rnr_left = qp.attrs.rnr_retry;
+        qp.deadline_ns = 0; // restarted by the next transmission ...
+        if ((qp.cur_wr > 0 || qp.cur_pkt > 0) && qp.attrs.timeout != 0) {
+            // ... or now, for packets still unacknowledged
+            qp.deadline_ns = host_.now_ns() + std::max(uint64_t{4096} << qp.attrs.timeout,
+                                                       DeviceLimits::min_ack_timeout_ns);
+        }
+    }
+}
+
+void Device::go_back(Qp &qp, uint32_t psn) {
+    for (size_t i = 0; i < qp.inflight.size(); ++i) {
+        const SendWr &w = qp.inflight[i];
+        if (w.local_status != OHCA_CQE_SUCCESS) {
+            break;
+        }
+        const int32_t d = psn_diff(psn, w.first_psn);
+        if (d >= 0 && static_cast<uint32_t>(d) < w.npkts) {
+            if (i < qp.cur_wr || (i == qp.cur_wr && static_cast<uint32_t>(d) < qp.cur_pkt)) {
+                ++roce_.retransmits;
+            }
+            qp.cur_wr = i;
+            qp.cur_pkt = static_cast<uint32_t>(d);
+            if (is_read(w)) {
+                qp.inflight[i].read_pkts = qp.cur_pkt;
+            }
+            host_.schedule();
+            return;
+        }
+    }
+}
+
+void Device::requester_fail(Qp &qp, uint8_t status, uint8_t verr) {
+    if (!qp.inflight.empty()) {
+        complete_send(qp, qp.inflight.front(), status, verr);
+        qp.inflight.pop_front();
+    }
+    qp_to_error(qp);
+}
+
+void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
+    if (qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD && qp.state != OHCA_QPS_SQE) {
+        ++roce_.rx_no_qp;
+        return;
+    }
+    const Bth &h = pkt.fields.bth;
+    const uint32_t psn = h.psn;
+    // Only responses to what was sent: [una - 1, next_psn).
+    if (psn_diff(psn, psn_add(qp.una_psn, kPsnMask)) < 0 || psn_diff(psn, qp.next_psn) >= 0) {
+        ++roce_.rx_duplicates;
+        return;
+    }
+    if (h.opcode == rc::kAck) {
+        const uint8_t syn = pkt.fields.aeth->syndrome;
+        const uint8_t code = syn & 0x1f;
+        switch (syn & 0x60) {
+        case kAethAck:
+            ack_through(qp, psn);
+            return;
+        case kAethRnrNak: {
+            ack_through(qp, psn_add(psn, kPsnMask));
+            if (qp.state == OHCA_QPS_ERR) {
+                return;
+            }
+            if (qp.attrs.rnr_retry != 7) {
+                if (qp.rnr_left == 0) {
+                    requester_fail(qp, OHCA_CQE_RNR_RETRY_EXC_ERR, OHCA_VERR_REMOTE_NAK);
+                    return;
+                }
+                --qp.rnr_left;
+            }
+            go_back(qp, psn);
+            qp.rnr_wait = true;
+            qp.deadline_ns = host_.now_ns() + std::max(uint64_t{kRnrTimer100us[code]} * 10'000,
+                                                       DeviceLimits::min_rnr_delay_ns);
+            return;
+        }
+        case kAethNak: {
+            ack_through(qp, psn_add(psn, kPsnMask));
+            if (qp.state == OHCA_QPS_ERR) {
+                return;
+            }
+            if (code == kNakPsnSeq) {
+                go_back(qp, psn);
+                return;
+            }
+            const uint8_t status = code == kNakRemoteAccess ? OHCA_CQE_REM_ACCESS_ERR
+                                   : code == kNakRemoteOp   ? OHCA_CQE_REM_OP_ERR
+                                                            : OHCA_CQE_REM_INV_REQ_ERR;
+            requester_fail(qp, status, OHCA_VERR_REMOTE_NAK);
+            return;
+        }
+        default:
+            return; // reserved syndrome
+        }
+    }
+
+    // READ responses.
+    size_t i = 0;
+    for (; i < qp.inflight.size(); ++i) {
+        const SendWr &w = qp.inflight[i];
+        const int32_t d = psn_diff(psn, w.first_psn);
+        if (w.local_status == OHCA_CQE_SUCCESS && d >= 0 && static_cast<uint32_t>(d) < w.npkts) {
+            break;
+        }
+    }
+    if (i == qp.inflight.size() || !is_read(qp.inflight[i]) || qp.inflight[i].read_done ||
+        psn != psn_add(qp.inflight[i].first_psn, qp.inflight[i].read_pkts)) {
+        ++roce_.rx_out_of_seq;
+        return;
+    }
+    const uint32_t first_psn = qp.inflight[i].first_psn;
+    ack_through(qp, psn_add(first_psn, kPsnMask)); // everything before the READ
+    if (qp.state == OHCA_QPS_ERR || qp.inflight.empty() ||
+        qp.inflight.front().first_psn != first_psn) {
+        return;
+    }
+    SendWr &w = qp.inflight.front();
+    const uint32_t mtu = mtu_bytes(qp);
+    const uint32_t k = w.read_pkts;
+    const bool last = k + 1 == w.npkts;
+    const uint8_t want = w.npkts == 1 ? rc::kReadRespOnly
+                         : k == 0     ? rc::kReadRespFirst
+                         : last       ? rc::kReadRespLast
+                                      : rc::kReadRespMiddle;
+    const size_t want_len = last ? w.length - k * mtu : mtu;
+    if (h.opcode != want || pkt.payload.size() != want_len) {
+        requester_fail(qp, OHCA_CQE_BAD_RESP_ERR, OHCA_VERR_REMOTE_NAK);
+        return;
+    }
+    // Scatter at offset k * mtu.
+    uint32_t offset = k * mtu;
+    size_t done = 0;
+    for (const Sge &s : w.sges) {
+        if (done == pkt.payload.size()) {
+            break;
+        }
+        if (offset >= s.length) {
+            offset -= s.length;
+            continue;
+        }
+        const size_t n = std::min<size_t>(s.length - offset, pkt.payload.size() - done);
+        const KeyResult kr = check_key(s.lkey, s.addr + offset, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
+        if (kr.mr == nullptr || !mr_write(*kr.mr, s.addr + offset, pkt.payload.data() + done, n)) {
+            requester_fail(qp, OHCA_CQE_LOC_PROT_ERR,
+                           kr.mr == nullptr ? kr.verr : uint8_t{OHCA_VERR_DMA});
+            return;
+        }
+        done += n;
+        offset = 0;
+    }
+    ++w.read_pkts;
+    if (last) {
+        w.read_done = true;
+        ack_through(qp, psn);
+    } else {
+        qp.una_psn = psn_add(psn, 1);
+        qp.retry_left = qp.attrs.retry_cnt;
+    }
+}
+
+// ---- timers ---------------------------------------------------------------------
+
+void Device::check_timers() {
+    const uint64_t now = host_.now_ns();
+    for (auto &slot : qps_) {
+        if (!slot || slot->deadline_ns == 0 || now < slot->deadline_ns) {
+            continue;
+        }
+        Qp &qp = *slot;
+        qp.deadline_ns = 0;
+        if (qp.rnr_wait) {
+            qp.rnr_wait = false;
+            host_.schedule();
+            continue;
+        }
+        if (qp.inflight.empty() || (qp.cur_wr == 0 && qp.cur_pkt == 0) ||
+            (qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD)) {
+            continue;
+        }
+        ++roce_.timeouts;
+        if (qp.retry_left == 0) {
+            requester_fail(qp, OHCA_CQE_RETRY_EXC_ERR, OHCA_VERR_NONE);
+            continue;
+        }
+        --qp.retry_left;
+        go_back(qp, qp.una_psn);
+    }
+}
+
+void Device::update_timer() {
+    uint64_t earliest = 0;
+    for (const auto &slot : qps_) {
+        if (slot && slot->deadline_ns != 0 && (earliest == 0 || slot->deadline_ns < earliest)) {
+            earliest = slot->deadline_ns;
+        }
+    }
+    if (earliest != timer_deadline_) {
+        timer_deadline_ = earliest;
+        host_.set_timer(earliest);
+    }
+}
+
+} // namespace ohca

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The RC responder: received RoCE packets are parsed and validated, then
+// requests (SEND, RDMA WRITE, RDMA READ) are executed in PSN order with
+// ACK/NAK generation; responses go to the requester (requester.cpp).
+#include "byte_order.hpp"
+#include "device.hpp"
+
+#include <algorithm>
+
+namespace ohca {
+
+namespace {
+
+constexpr uint8_t kAckCredits = 0x1f; // "invalid credit count": no end-to-end credits
+
+bool is_send(uint8_t op) {
+    return op <= rc::kSendOnlyImm;
+}
+bool is_write(uint8_t op) {
+    return op >= rc::kWriteFirst && op <= rc::kWriteOnlyImm;
+}
+bool starts_message(uint8_t op) {
+    return op == rc::kSendFirst || op == rc::kSendOnly || op == rc::kSendOnlyImm ||
+           op == rc::kWriteFirst || op == rc::kWriteOnly || op == rc::kWriteOnlyImm ||
+           op == rc::kReadRequest;
+}
+bool ends_message(uint8_t op) {
+    return op == rc::kSendLast || op == rc::kSendLastImm || op == rc::kSendOnly ||
+           op == rc::kSendOnlyImm || op == rc::kWriteLast || op == rc::kWriteLastImm ||
+           op == rc::kWriteOnly || op == rc::kWriteOnlyImm;
+}
+bool has_imm(uint8_t op) {
+    return op == rc::kSendLastImm || op == rc::kSendOnlyImm || op == rc::kWriteLastImm ||
+           op == rc::kWriteOnlyImm;
+}
+
+} // namespace
+
+void Device::roce_enqueue(std::span<const uint8_t> frame) {
+    if (!running() || !cfg_.link_up || roce_backlog_.size() >= DeviceLimits::max_roce_backlog) {
+        ++stats_.roce_rx_dropped;
+        return;
+    }
+    ++stats_.roce_rx_frames;
+    ++stats_.port_rx_frames;
+    roce_backlog_.emplace_back(frame.begin(), frame.end());
+    host_.schedule();
+}
+
+void Device::roce_rx(std::span<const uint8_t> frame) {
+    ParsedPacket p;
+    const ParseError err = parse_roce_frame(frame, p);
+    if (err != ParseError::None) {
+        ++(err == ParseError::BadIcrc ? roce_.rx_bad_icrc : roce_.rx_malformed);
+        ++stats_.roce_rx_dropped;
+        return;
+    }
+    const Bth &h = p.fields.bth;
+    Qp *qp = find_qp(h.dest_qp);
+    std::array<uint8_t, 16> peer{};
+    if (qp != nullptr) {
+        std::copy(std::begin(qp->attrs.av.dgid), std::end(qp->attrs.av.dgid), peer.begin());
+    }
+    if (!is_local_gid(p.dgid) || (h.pkey & 0x7fff) != 0x7fff || qp == nullptr || p.sgid != peer) {
+        ++roce_.rx_no_qp;
+        ++stats_.roce_rx_dropped;
+        return;
+    }
+    ++roce_.rx_packets;
+    if (h.opcode >= rc::kReadRespFirst) {
+        requester_rx(*qp, p);
+    } else {
+        responder_rx(*qp, p);
+    }
+}
+
+void Device::send_ack(Qp &qp, uint32_t psn, uint8_t syndrome) {
+    PacketFields f;
+    f.bth.opcode = rc::kAck;
+    f.bth.dest_qp = qp.attrs.dest_qpn;
+    f.bth.psn = psn;
+    f.aeth = Aeth{syndrome, qp.msn};
+    emit(qp, f, {});
+}
+
+void Device::responder_error(Qp &qp, uint8_t nak, uint16_t event) {
+    send_ack(qp, qp.epsn, static_cast<uint8_t>(kAethNak | nak));
+    post_event(OHCA_EQE_QP_EVENT, event, qp.qpn, 0, 0);
+    qp_to_error(qp);
+}
+
+bool Device::load_recv_wqe(Qp &qp) {
+    const uint64_t base = qp.rq.offset(qp.rq.ci);
+    const uint32_t stride = 1u << qp.rq.log_stride;
+    ohca_recv_wqe w{};
+    std::array<ohca_sge, DeviceLimits::max_sge> raw{};
+    uint8_t verr = OHCA_VERR_NONE;
+    if (!qp.rq.ring.read(host_, base, &w, sizeof(w))) {
+        verr = OHCA_VERR_DMA;
+    } else if (w.num_sge > DeviceLimits::max_sge ||
+               sizeof(w) + size_t{w.num_sge} * sizeof(ohca_sge) > stride) {
+        verr = OHCA_VERR_BAD_WQE;
+    } else if (!qp.rq.ring.read(host_, base + sizeof(w), raw.data(),
+                                size_t{w.num_sge} * sizeof(ohca_sge))) {
+        verr = OHCA_VERR_DMA;
+    }
+    if (verr != OHCA_VERR_NONE) {
+        complete_recv(qp, le(w.wr_id), OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_QP_OP_ERR, verr,
+                      false);
+        responder_error(qp, kNakRemoteOp, OHCA_QP_EV_FATAL);
+        return false;
+    }
+    qp.recv_wr_id = le(w.wr_id);
+    qp.recv_sges.clear();
+    for (unsigned int i = 0; i < w.num_sge; ++i) {
+        qp.recv_sges.push_back(Sge{le(raw[i].addr), le(raw[i].length), le(raw[i].lkey)});
+    }
+    qp.recv_loaded = true;
+    qp.recv_offset = 0;
+    return true;
+}
+
+void Device::send_read_responses(Qp &qp, uint32_t psn, const Reth &reth) {
+    const uint32_t mtu = mtu_bytes(qp);
+    const uint32_t n = std::max<uint32_t>(1, (reth.dma_len + mtu - 1) / mtu);
+    const Mr *mr = nullptr;
+    if (reth.dma_len != 0) {
+        mr = check_key(reth.rkey, reth.va, reth.dma_len, OHCA_ACCESS_REMOTE_READ, qp.pdn).mr;
+    }
+    std::vector<uint8_t> payload;
+    for (uint32_t k = 0; k < n; ++k) {
+        PacketFields f;
+        f.bth.dest_qp = qp.attrs.dest_qpn;
+        f.bth.psn = psn_add(psn, k);
+        f.bth.opcode = n == 1       ? rc::kReadRespOnly
+                       : k == 0     ? rc::kReadRespFirst
+                       : k + 1 == n ? rc::kReadRespLast
+                                    : rc::kReadRespMiddle;
+        if (f.bth.opcode != rc::kReadRespMiddle) {
+            f.aeth = Aeth{kAckCredits, qp.msn};
+        }
+        payload.resize(std::min(mtu, reth.dma_len - k * mtu));
+        if (!payload.empty() && (mr == nullptr || !mr_read(*mr, reth.va + uint64_t{k} * mtu,
+                                                           payload.data(), payload.size()))) {
+            responder_error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
+            return;
+        }
+        emit(qp, f, payload);
+    }
+}
+
+void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
+    if (qp.state != OHCA_QPS_RTR && qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD &&
+        qp.state != OHCA_QPS_SQE) {
+        ++roce_.rx_no_qp;
+        return;
+    }
+    if (!qp.comm_est) {
+        qp.comm_est = true;
+        if (qp.state == OHCA_QPS_RTR) {
+            post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_COMM_EST, qp.qpn, 0, 0);
+        }
+    }
+    const Bth &h = pkt.fields.bth;
+    const uint8_t op = h.opcode;
+    const int32_t d = psn_diff(h.psn, qp.epsn);
+    if (d < 0) {
+        ++roce_.rx_duplicates;
+        if (op == rc::kReadRequest) {
+            // Re-execute: READs have no side effects.
+            const Reth &r = *pkt.fields.reth;
+            const bool ok =
+                (qp.attrs.access & OHCA_ACCESS_REMOTE_READ) != 0 &&
+                (r.dma_len == 0 ||
+                 check_key(r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ, qp.pdn).verr ==
+                     OHCA_VERR_NONE);
+            if (ok) {
+                send_read_responses(qp, h.psn, r);
+            }
+            return;
+        }
+        send_ack(qp, psn_add(qp.epsn, kPsnMask), kAckCredits);
+        return;
+    }
+    if (d > 0) {
+        ++roce_.rx_out_of_seq;
+        if (!qp.nak_sent) {
+            qp.nak_sent = true;
+            send_ack(qp, qp.epsn, kAethNak | kNakPsnSeq);
+        }
+        return;
+    }
+    qp.nak_sent = false;
+
+    // Opcode sequence and packet lengths.
+    const uint32_t mtu = mtu_bytes(qp);
+    const size_t len = pkt.payload.size();
+    const bool starts = starts_message(op);
+    const bool ends = ends_message(op);
+    bool seq_ok =
+        starts ? qp.in_msg == Qp::InMsg::None
+               : (is_send(op) ? qp.in_msg == Qp::InMsg::Send : qp.in_msg == Qp::InMsg::Write);
+    if (op == rc::kReadRequest) {
+        seq_ok = qp.in_msg == Qp::InMsg::None;
+    }
+    const bool len_ok = op == rc::kReadRequest || (ends ? len <= mtu : len == mtu);
+    if (!seq_ok || !len_ok) {
+        responder_error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+        return;
+    }
+
+    if (op == rc::kReadRequest) {
+        const Reth &r = *pkt.fields.reth;
+        if ((qp.attrs.access & OHCA_ACCESS_REMOTE_READ) == 0 ||
+            (r.dma_len != 0 &&
+             check_key(r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ, qp.pdn).verr !=
+                 OHCA_VERR_NONE)) {
+            responder_error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
+            return;
+        }
+        send_read_responses(qp, h.psn, r);
+        if (qp.state == OHCA_QPS_ERR) {
+            return;
+        }
+        qp.epsn = psn_add(h.psn, std::max<uint32_t>(1, (r.dma_len + mtu - 1) / mtu));
+        qp.msn = (qp.msn + 1) & kPsnMask;
+        return;
+    }
+
+    // A receive WQE is needed by SEND (at its first packet) and by WRITE
+    // with immediate (at its last): without one, RNR NAK.
+    const bool needs_recv = (is_send(op) && starts) || (is_write(op) && has_imm(op));
+    if (needs_recv && !qp.recv_loaded) {
+        if (qp.rq.ci == qp.rq.pi) {
+            ++roce_.rnr_naks_sent;
+            send_ack(qp, h.psn, static_cast<uint8_t>(kAethRnrNak | qp.attrs.min_rnr_timer));
+            return;
+        }
+        if (!load_recv_wqe(qp)) {
+            return;
+        }
+    }
+
+    if (is_send(op)) {
+        qp.in_msg = Qp::InMsg::Send;
+        // Scatter into the receive WQE's segments.
+        uint32_t offset = qp.recv_offset;
+        size_t done = 0;
+        for (const Sge &s : qp.recv_sges) {
+            if (done == len) {
+                break;
+            }
+            if (offset >= s.length) {
+                offset -= s.length;
+                continue;
+            }
+            const size_t n = std::min<size_t>(s.length - offset, len - done);
+            const KeyResult k =
+                check_key(s.lkey, s.addr + offset, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
+            if (k.mr == nullptr ||
+                !mr_write(*k.mr, s.addr + offset, pkt.payload.data() + done, n)) {
+                qp.recv_loaded = false;
+                complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                              OHCA_CQE_LOC_PROT_ERR,
+                              k.mr == nullptr ? k.verr : uint8_t{OHCA_VERR_DMA}, false);
+                responder_error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
+                return;
+            }
+            done += n;
+            offset = 0;
+        }
+        if (done != len) {
+            qp.recv_loaded = false;
+            complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_LEN_ERR,
+                          OHCA_VERR_RECV_TOO_SMALL, false);
+            responder_error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+            return;
+        }
+        qp.recv_offset += static_cast<uint32_t>(len);
+        if (ends) {
+            qp.recv_loaded = false;
+            qp.in_msg = Qp::InMsg::None;
+            qp.msn = (qp.msn + 1) & kPsnMask;
+            complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, qp.recv_offset, pkt.fields.imm,
+                          OHCA_CQE_SUCCESS, OHCA_VERR_NONE, h.solicited);
+        }
+    } else {
+        if (starts) {
+            const Reth &r = *pkt.fields.reth;
+            const bool only = op == rc::kWriteOnly || op == rc::kWriteOnlyImm;
+            if ((qp.attrs.access & OHCA_ACCESS_REMOTE_WRITE) == 0 ||
+                (r.dma_len != 0 &&
+                 check_key(r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_WRITE, qp.pdn).verr !=
+                     OHCA_VERR_NONE)) {
+                responder_error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
+                return;
+            }
+            if ((only && r.dma_len != len) || (!only && r.dma_len <= len)) {
+                responder_error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+                return;
+            }
+            qp.write_va = r.va;
+            qp.write_key = r.rkey;
+            qp.write_left = r.dma_len;
+            qp.write_total = r.dma_len;
+        }
+        if (len > qp.write_left || (ends && len != qp.write_left)) {
+            responder_error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+            return;
+        }
+        if (len != 0) {
+            const KeyResult k =
+                check_key(qp.write_key, qp.write_va, len, OHCA_ACCESS_REMOTE_WRITE, qp.pdn);
+            if (k.mr == nullptr) {
+                responder_error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
+                return;
+            }
+            if (!mr_write(*k.mr, qp.write_va, pkt.payload.data(), len)) {
+                responder_error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
+                return;
+            }
+        }
+        qp.write_va += len;
+        qp.write_left -= static_cast<uint32_t>(len);
+        qp.in_msg = ends ? Qp::InMsg::None : Qp::InMsg::Write;
+        if (ends) {
+            qp.msn = (qp.msn + 1) & kPsnMask;
+            if (has_imm(op)) {
+                qp.recv_loaded = false;
+                complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV_RDMA_WITH_IMM, qp.write_total,
+                              pkt.fields.imm, OHCA_CQE_SUCCESS, OHCA_VERR_NONE, h.solicited);
+            }
+        }
+    }
+    qp.epsn = psn_add(qp.epsn, 1);
+    if (ends || h.ack_req) {
+        send_ack(qp, h.psn, kAckCredits);
+    }
+}
+
+} // namespace ohca

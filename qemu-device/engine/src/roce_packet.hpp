@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// RoCEv2 packets: Ethernet (optional 802.1Q) / IPv4 or IPv6 / UDP 4791 /
+// BTH [+ RETH] [+ AETH] [+ ImmDt] / payload / pad / ICRC. Building and
+// parsing are pure functions over byte buffers (IBTA vol. 1 ch. 9, annex A17).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace ohca {
+
+inline constexpr uint16_t kRoceUdpPort = 4791;
+inline constexpr uint16_t kDefaultPkey = 0xffff;
+
+// RC opcodes (transport bits 000).
+namespace rc {
+inline constexpr uint8_t kSendFirst = 0x00;
+inline constexpr uint8_t kSendMiddle = 0x01;
+inline constexpr uint8_t kSendLast = 0x02;
+inline constexpr uint8_t kSendLastImm = 0x03;
+inline constexpr uint8_t kSendOnly = 0x04;
+inline constexpr uint8_t kSendOnlyImm = 0x05;
+inline constexpr uint8_t kWriteFirst = 0x06;
+inline constexpr uint8_t kWriteMiddle = 0x07;
+inline constexpr uint8_t kWriteLast = 0x08;
+inline constexpr uint8_t kWriteLastImm = 0x09;
+inline constexpr uint8_t kWriteOnly = 0x0a;
+inline constexpr uint8_t kWriteOnlyImm = 0x0b;
+inline constexpr uint8_t kReadRequest = 0x0c;
+inline constexpr uint8_t kReadRespFirst = 0x0d;
+inline constexpr uint8_t kReadRespMiddle = 0x0e;
+inline constexpr uint8_t kReadRespLast = 0x0f;
+inline constexpr uint8_t kReadRespOnly = 0x10;
+inline constexpr uint8_t kAck = 0x11;
+} // namespace rc
+
+// Which extension headers an RC opcode carries.
+struct OpcodeInfo {
+    bool valid = false;
+    bool reth = false;
+    bool aeth = false;
+    bool imm = false;
+    bool payload = false;
+};
+OpcodeInfo rc_opcode_info(uint8_t opcode);
+
+// AETH syndromes (bits 7:5 type, 4:0 value).
+inline constexpr uint8_t kAethAck = 0x00;    // | credit count (0x1f: invalid)
+inline constexpr uint8_t kAethRnrNak = 0x20; // | RNR timer code
+inline constexpr uint8_t kAethNak = 0x60;    // | NAK code
+inline constexpr uint8_t kNakPsnSeq = 0;
+inline constexpr uint8_t kNakInvalidRequest = 1;
+inline constexpr uint8_t kNakRemoteAccess = 2;
+inline constexpr uint8_t kNakRemoteOp = 3;
+
+struct Bth {
+    uint8_t opcode = 0;
+    bool solicited = false;
+    uint8_t pad = 0;
+    uint16_t pkey = kDefaultPkey;
+    uint32_t dest_qp = 0;
+    bool ack_req = false;
+    uint32_t psn = 0;
+};
+
+struct Reth {
+    uint64_t va = 0;
+    uint32_t rkey = 0;
+    uint32_t dma_len = 0;
+};
+
+struct Aeth {
+    uint8_t syndrome = 0;
+    uint32_t msn = 0;
+};
+
+// Where a packet goes and where it comes from (from the QP's AV and the
+// source GID entry).
+struct PacketPath {
+    std::array<uint8_t, 6> smac{};
+    std::array<uint8_t, 6> dmac{};
+    uint16_t vlan_id = 0xffff; // none
+    bool ipv6 = false;
+    std::array<uint8_t, 16> sgid{};
+    std::array<uint8_t, 16> dgid{};
+    uint8_t hop_limit = 64;
+    uint8_t traffic_class = 0;
+    uint32_t flow_label = 0;
+    uint16_t udp_src_port = 0xc000;
+};
+
+struct PacketFields {
+    Bth bth;
+    std::optional<Reth> reth;
+    std::optional<Aeth> aeth;
+    std::optional<uint32_t> imm; // as on the wire: the 4 bytes, big endian
+};
+
+// Builds a whole frame; the payload is padded to 4 bytes and the ICRC
+// appended. The BTH pad count is computed here.
+std::vector<uint8_t> build_roce_frame(const PacketPath &path, const PacketFields &fields,
+                                      std::span<const uint8_t> payload);
+
+struct ParsedPacket {
+    std::array<uint8_t, 6> smac{};
+    std::array<uint8_t, 6> dmac{};
+    bool ipv6 = false;
+    std::array<uint8_t, 16> sgid{};
+    std::array<uint8_t, 16> dgid{};
+    PacketFields fields;
+    std::span<const uint8_t> payload; // without pad and ICRC
+};
+
+enum class ParseError { None, Malformed, BadIcrc, BadOpcode, BadVersion };
+
+// Parses and validates headers, lengths and the ICRC of a frame.
+ParseError parse_roce_frame(std::span<const uint8_t> frame, ParsedPacket &out);
+
+// CRC-32 (IEEE 802.3, reflected) and the invariant CRC of a frame whose
+// IP header starts at l3 (the ICRC field itself is excluded).
+uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> data);
+uint32_t compute_icrc(std::span<const uint8_t> frame, size_t l3, bool ipv6);
+
+// 24-bit PSN arithmetic.
+inline constexpr uint32_t kPsnMask = 0xffffff;
+inline int32_t psn_diff(uint32_t a, uint32_t b) {
+    return static_cast<int32_t>((a - b) << 8) >> 8;
+}
+inline uint32_t psn_add(uint32_t a, uint32_t n) {
+    return (a + n) & kPsnMask;
+}
+
+} // namespace ohca

@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "rdma_node.hpp"
+
+#include <algorithm>
+
+namespace ohca::test {
+
+namespace {
+constexpr uint64_t kNodeEq = 0x400000;
+constexpr uint64_t kNodeCmdq = 0x40000;
+constexpr uint64_t kNodeMailbox = 0x100000;
+constexpr uint64_t kNodeOut = 0x108000;
+constexpr unsigned int kNodeEqLog = 10;
+constexpr unsigned int kNodeCmdqLog = 4;
+} // namespace
+
+RdmaNode::RdmaNode(uint8_t id, bool ipv6) {
+    mac = {0x02, 0x00, 0x00, 0x00, 0x00, id};
+    host.add_region(kNodeEq, 16u << kNodeEqLog);
+    host.add_region(kNodeCmdq, 64u << kNodeCmdqLog);
+    host.add_region(kNodeMailbox, 0x10000);
+    host.add_region(kRdmaBase, kRdmaSize);
+    const ohca_engine_ops ops = FakeHost::ops();
+    ohca_engine_config cfg{};
+    std::copy(mac.begin(), mac.end(), cfg.mac);
+    cfg.node_guid = 0x0002c9fffe000000ull | id;
+    cfg.sys_image_guid = cfg.node_guid;
+    cfg.link_up = true;
+    e = ohca_engine_create(&ops, &host, &cfg);
+    auto w = [&](uint32_t reg, uint32_t v) { ohca_engine_reg_write(e, reg, v, 4); };
+    w(OHCA_REG_EQ0_BASE_LO, static_cast<uint32_t>(kNodeEq));
+    w(OHCA_REG_EQ0_LOG_SIZE, kNodeEqLog);
+    w(OHCA_REG_CMDQ_BASE_LO, static_cast<uint32_t>(kNodeCmdq));
+    w(OHCA_REG_CMDQ_LOG_SIZE, kNodeCmdqLog);
+    w(OHCA_REG_DEV_CTRL, OHCA_DEV_CTRL_ENABLE);
+
+    ohca_add_gid_in g{};
+    if (ipv6) {
+        gid = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, id};
+        g.type = OHCA_GID_TYPE_ROCE_V2_IPV6;
+    } else {
+        gid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, id};
+        g.type = OHCA_GID_TYPE_ROCE_V2_IPV4;
+    }
+    std::copy(gid.begin(), gid.end(), g.gid);
+    std::copy(mac.begin(), mac.end(), g.mac);
+    g.port = 1;
+    g.vlan_id = 0xffff;
+    EXPECT_EQ(cmd_in(OHCA_CMD_ADD_GID, g).status, OHCA_STATUS_OK);
+}
+
+RdmaNode::~RdmaNode() {
+    ohca_engine_destroy(e);
+}
+
+void RdmaNode::process() {
+    for (int i = 0; i < 100000; ++i) {
+        const unsigned int before = host.schedules;
+        ohca_engine_process(e);
+        if (host.schedules == before) {
+            return;
+        }
+    }
+    ADD_FAILURE() << "engine keeps rescheduling";
+}
+
+CmdOutcome RdmaNode::cmd(uint16_t opcode, const void *in, uint16_t in_len, void *out,
+                         uint16_t out_len) {
+    ohca_cmd c{};
+    c.opcode = opcode;
+    c.token = static_cast<uint16_t>(cmd_pi_);
+    c.in_len = in_len;
+    c.out_len = out_len;
+    c.out_addr = out_len != 0 ? kNodeOut : 0;
+    if (in_len <= OHCA_CMD_INLINE_MAX) {
+        if (in != nullptr) {
+            std::memcpy(c.inline_in, in, in_len);
+        }
+    } else {
+        c.in_addr = kNodeMailbox;
+        EXPECT_TRUE(host.write(kNodeMailbox, in, in_len));
+    }
+    const uint32_t slot = cmd_pi_ & ((1u << kNodeCmdqLog) - 1);
+    host.put(kNodeCmdq + 64ull * slot, c);
+    ++cmd_pi_;
+    ohca_engine_reg_write(e, OHCA_REG_CMDQ_PI, cmd_pi_ & 0xffff, 4);
+    process();
+    const auto done = host.get<ohca_cmd>(kNodeCmdq + 64ull * slot);
+    drain_eq();
+    if (out != nullptr && done.status == OHCA_STATUS_OK) {
+        EXPECT_TRUE(host.read(kNodeOut, out, out_len));
+    }
+    return {done.status, done.syndrome};
+}
+
+std::vector<ohca_eqe> RdmaNode::events() {
+    drain_eq();
+    std::vector<ohca_eqe> v = std::move(pending_);
+    pending_.clear();
+    return v;
+}
+
+void RdmaNode::drain_eq() {
+    std::vector<ohca_eqe> &v = pending_;
+    for (;;) {
+        const uint32_t size = 1u << kNodeEqLog;
+        const auto eqe = host.get<ohca_eqe>(kNodeEq + 16ull * (eq_ci_ & (size - 1)));
+        const uint8_t want = ((eq_ci_ >> kNodeEqLog) & 1) == 0 ? OHCA_EQE_OWNER : 0;
+        if ((eqe.flags & OHCA_EQE_OWNER) != want) {
+            break;
+        }
+        ++eq_ci_;
+        if (eqe.type != OHCA_EQE_CMD_DONE) {
+            v.push_back(eqe);
+        }
+    }
+    ohca_engine_reg_write(e, OHCA_REG_EQ0_DB, eq_ci_ & 0xffff, 4);
+}
+
+uint64_t RdmaNode::alloc(uint64_t bytes, uint64_t align) {
+    next_ = (next_ + align - 1) & ~(align - 1);
+    const uint64_t a = next_;
+    next_ += bytes;
+    EXPECT_LE(next_, kRdmaBase + kRdmaSize) << "test guest memory exhausted";
+    return a;
+}
+
+ohca_pbl RdmaNode::make_pbl(uint64_t addr, uint64_t bytes, unsigned int shift, int levels) {
+    const uint64_t psz = uint64_t{1} << shift;
+    const uint64_t first = addr & ~(psz - 1);
+    const auto n = static_cast<uint32_t>((addr + bytes - first + psz - 1) / psz);
+    ohca_pbl p{};
+    p.npages = n;
+    p.page_shift = static_cast<uint8_t>(shift);
+    p.levels = static_cast<uint8_t>(levels);
+    const uint64_t list = alloc(8ull * std::max<uint32_t>(n, 512), 4096);
+    for (uint32_t i = 0; i < n; ++i) {
+        host.put(list + 8ull * i, first + i * psz);
+    }
+    if (levels == 1) {
+        p.addr = list;
+    } else {
+        const uint32_t nl1 = (n + 511) / 512;
+        const uint64_t l1 = alloc(8ull * nl1, 4096);
+        for (uint32_t i = 0; i < nl1; ++i) {
+            host.put(l1 + 8ull * i, list + 4096ull * i);
+        }
+        p.addr = l1;
+    }
+    return p;
+}
+
+uint32_t RdmaNode::create_pd() {
+    ohca_create_out o{};
+    EXPECT_EQ(cmd(OHCA_CMD_CREATE_PD, nullptr, 0, &o, sizeof(o)).status, OHCA_STATUS_OK);
+    return o.handle;
+}
+
+CqInfo RdmaNode::create_cq(unsigned int log_size, uint32_t eqn, uint32_t uar) {
+    CqInfo cq;
+    cq.size = 1u << log_size;
+    cq.ring = alloc(32ull * cq.size);
+    cq.uar = uar;
+    ohca_create_cq_in in{};
+    in.eqn = eqn;
+    in.uar_index = uar;
+    in.log_size = static_cast<uint8_t>(log_size);
+    in.pbl = make_pbl(cq.ring, 32ull * cq.size);
+    ohca_create_out o{};
+    EXPECT_EQ(cmd(OHCA_CMD_CREATE_CQ, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    cq.cqn = o.handle;
+    return cq;
+}
+
+uint32_t RdmaNode::reg_mr(uint32_t pdn, uint64_t addr, uint64_t len, uint32_t access) {
+    ohca_create_mr_in in{};
+    in.pdn = pdn;
+    in.access = access;
+    in.iova = addr;
+    in.length = len;
+    in.pbl = make_pbl(addr, len);
+    ohca_create_out o{};
+    EXPECT_EQ(cmd(OHCA_CMD_CREATE_MR, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    return o.handle;
+}
+
+QpInfo RdmaNode::create_qp(uint32_t pdn, uint32_t scq, uint32_t rcq, unsigned int sq_log,
+                           unsigned int rq_log, uint32_t uar) {
+    QpInfo q;
+    q.sq_size = 1u << sq_log;
+    q.rq_size = 1u << rq_log;
+    q.sq_stride = 256;
+    q.rq_stride = 64;
+    q.uar = uar;
+    q.sq = alloc(uint64_t{q.sq_size} * q.sq_stride);
+    q.rq = alloc(uint64_t{q.rq_size} * q.rq_stride);
+    ohca_create_qp_in in{};
+    in.type = OHCA_QPT_RC;
+    in.sq_log_size = static_cast<uint8_t>(sq_log);
+    in.rq_log_size = static_cast<uint8_t>(rq_log);
+    in.sq_log_stride = 8;
+    in.rq_log_stride = 6;
+    in.pdn = pdn;
+    in.send_cqn = scq;
+    in.recv_cqn = rcq;
+    in.uar_index = uar;
+    in.max_inline = 128;
+    in.sq_pbl = make_pbl(q.sq, uint64_t{q.sq_size} * q.sq_stride);
+    in.rq_pbl = make_pbl(q.rq, uint64_t{q.rq_size} * q.rq_stride);
+    ohca_create_out o{};
+    EXPECT_EQ(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    q.qpn = o.handle;
+    return q;
+}
+
+CmdOutcome RdmaNode::modify(uint32_t qpn, uint32_t mask, const ohca_qp_attr &attr) {
+    ohca_modify_qp_in in{};
+    in.qpn = qpn;
+    in.attr_mask = mask;
+    in.attr = attr;
+    return cmd_in(OHCA_CMD_MODIFY_QP, in);
+}
+
+ohca_qp_attr RdmaNode::query(uint32_t qpn) {
+    ohca_handle_in in{};
+    in.handle = qpn;
+    ohca_qp_attr a{};
+    EXPECT_EQ(cmd(OHCA_CMD_QUERY_QP, &in, sizeof(in), &a, sizeof(a)).status, OHCA_STATUS_OK);
+    return a;
+}
+
+void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &peer,
+                       uint8_t path_mtu, uint8_t timeout, uint8_t retry, uint8_t rnr_retry,
+                       uint32_t access) {
+    ohca_qp_attr a{};
+    a.qp_state = OHCA_QPS_INIT;
+    a.access_flags = access;
+    ASSERT_EQ(
+        modify(qp.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS, a)
+            .status,
+        OHCA_STATUS_OK);
+    a = {};
+    a.qp_state = OHCA_QPS_RTR;
+    a.path_mtu = path_mtu;
+    a.dest_qpn = remote_qpn;
+    a.rq_psn = 0x100 + remote_qpn;
+    a.max_dest_rd_atomic = 4;
+    a.min_rnr_timer = 1;
+    std::copy(peer.gid.begin(), peer.gid.end(), a.av.dgid);
+    std::copy(peer.mac.begin(), peer.mac.end(), a.av.dmac);
+    a.av.vlan_id = 0xffff;
+    a.av.hop_limit = 64;
+    a.av.sgid_index = 0;
+    a.av.network_type = peer.gid[10] == 0xff ? OHCA_NET_IPV4 : OHCA_NET_IPV6;
+    ASSERT_EQ(modify(qp.qpn,
+                     OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN |
+                         OHCA_QP_RQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_MIN_RNR_TIMER,
+                     a)
+                  .status,
+              OHCA_STATUS_OK);
+    a = {};
+    a.qp_state = OHCA_QPS_RTS;
+    a.sq_psn = 0x100 + qp.qpn;
+    a.timeout = timeout;
+    a.retry_cnt = retry;
+    a.rnr_retry = rnr_retry;
+    a.max_rd_atomic = 4;
+    ASSERT_EQ(modify(qp.qpn,
+                     OHCA_QP_STATE | OHCA_QP_SQ_PSN | OHCA_QP_TIMEOUT | OHCA_QP_RETRY_CNT |
+                         OHCA_QP_RNR_RETRY | OHCA_QP_MAX_QP_RD_ATOMIC,
+                     a)
+                  .status,
+              OHCA_STATUS_OK);
+}
+
+void RdmaNode::ring_sq(const QpInfo &qp) {
+    ohca_engine_db_write(e, qp.uar, OHCA_DB_SQ, OHCA_DB_VALUE(qp.qpn, qp.sq_pi), 8);
+}
+
+void RdmaNode::post_send(QpInfo &qp, const SendReq &r, bool ring) {
+    const uint64_t at = qp.sq + uint64_t{qp.sq_pi % qp.sq_size} * qp.sq_stride;
+    ohca_send_wqe w{};
+    w.wr_id = r.wr_id;
+    w.opcode = r.opcode;
+    w.flags = r.flags;
+    w.imm_data = r.imm;
+    w.remote_addr = r.remote_addr;
+    w.rkey = r.rkey;
+    if (!r.inline_data.empty() || (r.flags & OHCA_WQE_INLINE) != 0) {
+        w.flags |= OHCA_WQE_INLINE;
+        w.inline_len = static_cast<uint32_t>(r.inline_data.size());
+        host.put(at, w);
+        if (!r.inline_data.empty()) {
+            EXPECT_TRUE(host.write(at + 64, r.inline_data.data(), r.inline_data.size()));
+        }
+    } else {
+        w.num_sge = static_cast<uint8_t>(r.sges.size());
+        host.put(at, w);
+        for (size_t i = 0; i < r.sges.size(); ++i) {
+            host.put(at + 64 + 16 * i, r.sges[i]);
+        }
+    }
+    ++qp.sq_pi;
+    if (ring) {
+        ring_sq(qp);
+    }
+}
+
+void RdmaNode::post_recv(QpInfo &qp, uint64_t wr_id, const std::vector<ohca_sge> &sges) {
+    const uint64_t at = qp.rq + uint64_t{qp.rq_pi % qp.rq_size} * qp.rq_stride;
+    ohca_recv_wqe w{};
+    w.wr_id = wr_id;
+    w.num_sge = static_cast<uint8_t>(sges.size());
+    host.put(at, w);
+    for (size_t i = 0; i < sges.size(); ++i) {
+        host.put(at + 16 + 16 * i, sges[i]);
+    }
+    ++qp.rq_pi;
+    ohca_engine_db_write(e, qp.uar, OHCA_DB_RQ, OHCA_DB_VALUE(qp.qpn, qp.rq_pi), 8);
+}
+
+std::vector<ohca_cqe> RdmaNode::poll(CqInfo &cq, size_t max) {
+    std::vector<ohca_cqe> v;
+    const unsigned int log = static_cast<unsigned int>(__builtin_ctz(cq.size));
+    while (v.size() < max) {
+        const auto c = host.get<ohca_cqe>(cq.ring + 32ull * (cq.ci & (cq.size - 1)));
+        const uint8_t want = ((cq.ci >> log) & 1) == 0 ? OHCA_CQE_OWNER : 0;
+        if ((c.owner & OHCA_CQE_OWNER) != want) {
+            break;
+        }
+        v.push_back(c);
+        ++cq.ci;
+    }
+    cq_doorbell(cq, 0);
+    return v;
+}
+
+void RdmaNode::cq_doorbell(const CqInfo &cq, uint32_t flags) {
+    ohca_engine_db_write(e, cq.uar, OHCA_DB_CQ,
+                         OHCA_DB_VALUE(cq.cqn, (cq.ci & OHCA_DB_CQ_CI_MASK) | flags), 8);
+}
+
+ohca_query_stats_out RdmaNode::stats() {
+    ohca_query_stats_out s{};
+    EXPECT_EQ(cmd(OHCA_CMD_QUERY_STATS, nullptr, 0, &s, sizeof(s)).status, OHCA_STATUS_OK);
+    return s;
+}
+
+void pump(RdmaNode &a, RdmaNode &b,
+          const std::function<bool(bool, const std::vector<uint8_t> &)> &drop) {
+    for (int i = 0; i < 100000; ++i) {
+        a.process();
+        b.process();
+        if (a.host.wire.empty() && b.host.wire.empty()) {
+            return;
+        }
+        auto fa = std::move(a.host.wire);
+        auto fb = std::move(b.host.wire);
+        a.host.wire.clear();
+        b.host.wire.clear();
+        for (auto &f : fa) {
+            if (!drop || !drop(true, f)) {
+                ohca_engine_receive_frame(b.e, f.data(), f.size());
+            }
+        }
+        for (auto &f : fb) {
+            if (!drop || !drop(false, f)) {
+                ohca_engine_receive_frame(a.e, f.data(), f.size());
+            }
+        }
+    }
+    ADD_FAILURE() << "wire never went idle";
+}
+
+} // namespace ohca::test

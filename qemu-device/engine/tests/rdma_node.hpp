@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// An ohca device with its guest memory, brought up as a driver would, with
+// helpers to create RDMA objects, post work requests and poll completions.
+// Two nodes can be connected by a fake wire that may drop frames.
+#pragma once
+
+#include "fake_host.hpp"
+
+#include <array>
+#include <functional>
+#include <optional>
+#include <vector>
+
+namespace ohca::test {
+
+inline constexpr uint64_t kRdmaBase = 0x1000000; // 32 MiB of guest memory
+inline constexpr uint64_t kRdmaSize = 0x2000000;
+
+struct QpInfo {
+    uint32_t qpn = 0;
+    uint64_t sq = 0;
+    uint64_t rq = 0;
+    uint32_t sq_size = 0;
+    uint32_t rq_size = 0;
+    uint32_t sq_stride = 0;
+    uint32_t rq_stride = 0;
+    uint32_t sq_pi = 0;
+    uint32_t rq_pi = 0;
+    uint32_t uar = 0;
+};
+
+struct CqInfo {
+    uint32_t cqn = 0;
+    uint64_t ring = 0;
+    uint32_t size = 0;
+    uint32_t ci = 0;
+    uint32_t uar = 0;
+};
+
+struct SendReq {
+    uint64_t wr_id = 1;
+    uint8_t opcode = OHCA_WR_SEND;
+    uint8_t flags = OHCA_WQE_SIGNALED;
+    uint32_t imm = 0;
+    uint64_t remote_addr = 0;
+    uint32_t rkey = 0;
+    std::vector<ohca_sge> sges;
+    std::vector<uint8_t> inline_data;
+};
+
+class RdmaNode {
+  public:
+    explicit RdmaNode(uint8_t id, bool ipv6 = false);
+    ~RdmaNode();
+    RdmaNode(const RdmaNode &) = delete;
+    RdmaNode &operator=(const RdmaNode &) = delete;
+
+    CmdOutcome cmd(uint16_t opcode, const void *in, uint16_t in_len, void *out = nullptr,
+                   uint16_t out_len = 0);
+    template <class In> CmdOutcome cmd_in(uint16_t op, const In &in) {
+        return cmd(op, &in, sizeof(In));
+    }
+
+    uint64_t alloc(uint64_t bytes, uint64_t align = 4096);
+    // A level-1 (or 2) page list of the contiguous range [addr, addr+bytes).
+    ohca_pbl make_pbl(uint64_t addr, uint64_t bytes, unsigned int shift = 12, int levels = 1);
+
+    uint32_t create_pd();
+    CqInfo create_cq(unsigned int log_size = 6, uint32_t eqn = 0, uint32_t uar = 0);
+    // Returns the lkey (== rkey).
+    uint32_t reg_mr(uint32_t pdn, uint64_t addr, uint64_t len, uint32_t access);
+    QpInfo create_qp(uint32_t pdn, uint32_t scq, uint32_t rcq, unsigned int sq_log = 6,
+                     unsigned int rq_log = 6, uint32_t uar = 0);
+    CmdOutcome modify(uint32_t qpn, uint32_t mask, const ohca_qp_attr &attr);
+    // RESET -> INIT -> RTR -> RTS towards remote (gid of 'peer' node id).
+    void connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &peer, uint8_t path_mtu = 3,
+                 uint8_t timeout = 14, uint8_t retry = 7, uint8_t rnr_retry = 7,
+                 uint32_t access = OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ);
+    ohca_qp_attr query(uint32_t qpn);
+
+    void post_send(QpInfo &qp, const SendReq &r, bool ring = true);
+    void post_recv(QpInfo &qp, uint64_t wr_id, const std::vector<ohca_sge> &sges);
+    void ring_sq(const QpInfo &qp);
+    std::vector<ohca_cqe> poll(CqInfo &cq, size_t max = 1024);
+    void cq_doorbell(const CqInfo &cq, uint32_t flags);
+
+    void process(); // until the engine stops rescheduling
+    ohca_query_stats_out stats();
+    std::vector<ohca_eqe> events(); // unconsumed EQ 0 entries
+
+    std::array<uint8_t, 6> mac{};
+    std::array<uint8_t, 16> gid{};
+    FakeHost host;
+    ohca_engine *e = nullptr;
+
+  private:
+    void drain_eq();
+    std::vector<ohca_eqe> pending_;
+    uint32_t cmd_pi_ = 0;
+    uint32_t eq_ci_ = 0;
+    uint64_t next_ = kRdmaBase;
+};
+
+// Moves frames between two nodes until both are idle. 'drop' sees every
+// frame (a->b: from_a true) and returns true to lose it.
+void pump(RdmaNode &a, RdmaNode &b,
+          const std::function<bool(bool from_a, const std::vector<uint8_t> &)> &drop = {});
+
+} // namespace ohca::test
