@@ -15,6 +15,8 @@
 #include <linux/spinlock.h>
 #include <linux/u64_stats_sync.h>
 #include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 
 #include <ohca/ohca_regs.h>
@@ -89,6 +91,22 @@ struct ohca_eq {
 	u32 ci;				/* free-running consumer index */
 };
 
+/* Completion EQ sizes: 2^OHCA_COMP_EQ_LOG entries each. */
+#define OHCA_COMP_EQ_LOG	10
+#define OHCA_MAX_COMP_EQS	(OHCA_NUM_MSIX - 2)
+
+/*
+ * A completion EQ on MSI-X vector 2 + index. Like EQ 0, only its
+ * interrupt handler touches the ring and ci once it exists.
+ */
+struct ohca_comp_eq {
+	struct ohca_eq eq;
+	struct ohca_dev *dev;
+	u32 eqn;
+	int vector;			/* MSI-X vector index */
+	char irq_name[32];
+};
+
 /* Ethernet ring: descriptors plus the skb and mapping of each slot. */
 struct ohca_eth_ring {
 	struct ohca_eth_desc *desc;
@@ -128,6 +146,7 @@ struct ohca_dev {
 	resource_size_t db_bar_addr;	/* BAR2 bus address, for user mmaps */
 	resource_size_t db_bar_len;
 	u32 caps;			/* OHCA_REG_CAPS */
+	u32 abi_minor;			/* OHCA_REG_ABI_VERSION low half */
 	u32 fw_version;			/* OHCA_REG_FW_VERSION */
 	unsigned long flags;		/* enum ohca_dev_flag */
 
@@ -161,6 +180,23 @@ struct ohca_dev {
 	struct work_struct rx_mode_work;
 	u32 rx_mode;			/* last mode sent; rx_mode_work only */
 
+	/* Completion EQs, created at probe; read-only afterwards. */
+	struct ohca_comp_eq comp_eqs[OHCA_MAX_COMP_EQS];
+	int num_comp_eqs;
+
+	/* Kernel doorbell page (BAR2 page 0), for kernel CQs and QPs. */
+	void __iomem *kdb;
+
+	/*
+	 * cqn -> struct ohca_cq and qpn -> struct ohca_qp, for the event
+	 * handlers. The xarrays lock themselves (IRQ-safe); the handlers
+	 * only load. An object is erased after the device destroyed it and
+	 * freed only after synchronize_irq() on the vectors whose handlers
+	 * may still hold it (see ohca_cq.c and ohca_qp.c).
+	 */
+	struct xarray cq_xa;
+	struct xarray qp_xa;
+
 	struct dentry *debugfs;
 };
 
@@ -168,6 +204,68 @@ struct ohca_ucontext {
 	struct ib_ucontext ibucontext;	/* must be first */
 	u32 uar_index;
 	struct rdma_user_mmap_entry *db_entry;
+};
+
+struct ohca_pd {
+	struct ib_pd ibpd;		/* must be first */
+	u32 pdn;
+};
+
+/* Page list memory in DMA-coherent 4 KiB pages, live while in use. */
+struct ohca_pbl_mem {
+	__le64 *top;			/* level 1: the list; level 2: leaves */
+	dma_addr_t top_dma;
+	u32 nleaves;			/* level 2 only */
+	__le64 **leaf;
+	dma_addr_t *leaf_dma;
+};
+
+struct ohca_mr {
+	struct ib_mr ibmr;
+	struct ib_umem *umem;		/* NULL for the DMA MR */
+};
+
+/*
+ * A completion queue. User CQs live in user memory (umem); kernel CQs
+ * have a coherent ring that poll_cq reads under @lock.
+ */
+struct ohca_cq {
+	struct ib_cq ibcq;		/* must be first */
+	u32 cqn;
+	u32 log_size;
+	struct ohca_comp_eq *ceq;
+	struct ib_umem *umem;		/* user CQ */
+	struct ohca_cqe *ring;		/* kernel CQ */
+	dma_addr_t ring_dma;
+	size_t ring_bytes;
+	spinlock_t lock;		/* kernel CQ: guards ci and the ring */
+	u32 ci;				/* free-running consumer index */
+};
+
+/* One work queue (SQ or RQ) of a QP. */
+struct ohca_wq {
+	struct ib_umem *umem;		/* user QP */
+	void *buf;			/* kernel QP: coherent ring */
+	dma_addr_t buf_dma;
+	size_t bytes;
+	u32 log_size;
+	u32 log_stride;
+	u32 pi;				/* kernel QP: free-running, under lock */
+	u32 ci;				/* kernel QP: free-running, under CQ lock */
+	spinlock_t lock;		/* kernel QP: guards pi and the ring */
+};
+
+struct ohca_qp {
+	struct ib_qp ibqp;		/* must be first */
+	u32 qpn;
+	struct ohca_wq sq;
+	struct ohca_wq rq;
+	u32 max_inline;
+	u32 max_send_sge;
+	u32 max_recv_sge;
+	enum ib_sig_type sq_sig_type;
+	struct mutex state_lock;	/* serialises modify_qp, guards state */
+	enum ib_qp_state state;		/* last state set by modify_qp */
 };
 
 struct ohca_user_mmap_entry {
@@ -183,6 +281,26 @@ static inline struct ohca_dev *to_ohca_dev(struct ib_device *ibdev)
 static inline struct ohca_ucontext *to_ohca_uctx(struct ib_ucontext *uctx)
 {
 	return container_of(uctx, struct ohca_ucontext, ibucontext);
+}
+
+static inline struct ohca_pd *to_ohca_pd(struct ib_pd *ibpd)
+{
+	return container_of(ibpd, struct ohca_pd, ibpd);
+}
+
+static inline struct ohca_mr *to_ohca_mr(struct ib_mr *ibmr)
+{
+	return container_of(ibmr, struct ohca_mr, ibmr);
+}
+
+static inline struct ohca_cq *to_ohca_cq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct ohca_cq, ibcq);
+}
+
+static inline struct ohca_qp *to_ohca_qp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct ohca_qp, ibqp);
 }
 
 static inline struct ohca_user_mmap_entry *
@@ -220,9 +338,18 @@ void ohca_cmdq_fail_all(struct ohca_dev *dev);
 int ohca_cmd_query_port(struct ohca_dev *dev, struct ohca_query_port_out *out);
 int ohca_cmd_set_port(struct ohca_dev *dev, u32 mask, u32 mtu, u32 rx_mode);
 
+/* Kernel doorbell: one 64-bit store on doorbell page 0. */
+static inline void ohca_kdb(struct ohca_dev *dev, u32 offset, u32 qn, u32 val)
+{
+	writeq(OHCA_DB_VALUE(qn, val), dev->kdb + offset);
+}
+
 /* ohca_eq.c */
 int ohca_eq0_init(struct ohca_dev *dev);
 void ohca_eq0_destroy(struct ohca_dev *dev);
+int ohca_comp_eqs_create(struct ohca_dev *dev);
+void ohca_comp_eqs_free(struct ohca_dev *dev);
+void ohca_comp_eqs_sync(struct ohca_dev *dev);
 void ohca_handle_fatal(struct ohca_dev *dev, u32 code);
 void ohca_check_fatal(struct ohca_dev *dev);
 
@@ -235,6 +362,56 @@ irqreturn_t ohca_eth_irq(int irq, void *data);
 /* ohca_verbs.c */
 extern const struct ib_device_ops ohca_dev_ops;
 void ohca_port_event(struct ohca_dev *dev, bool up);
+
+/* ohca_mr.c */
+int ohca_cmd_create(struct ohca_dev *dev, u16 opcode, const void *in,
+		    u16 in_len, u32 *handle, u32 *handle2);
+int ohca_cmd_destroy(struct ohca_dev *dev, u16 opcode, u32 handle);
+bool ohca_destroy_failed(struct ohca_dev *dev, int err, const char *what,
+			 u32 handle);
+int ohca_pbl_from_umem(struct ohca_dev *dev, struct ib_umem *umem,
+		       unsigned long pgsz, struct ohca_pbl *pbl,
+		       struct ohca_pbl_mem *mem);
+int ohca_pbl_from_coherent(struct ohca_dev *dev, dma_addr_t addr,
+			   size_t bytes, struct ohca_pbl *pbl,
+			   struct ohca_pbl_mem *mem);
+void ohca_pbl_free(struct ohca_dev *dev, struct ohca_pbl_mem *mem);
+struct ib_umem *ohca_umem_ring(struct ohca_dev *dev, u64 addr, size_t bytes,
+			       struct ohca_pbl *pbl, struct ohca_pbl_mem *mem);
+u32 ohca_access_to_dev(int ib_access);
+int ohca_access_from_dev(u32 access);
+int ohca_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+int ohca_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+struct ib_mr *ohca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+			       u64 iova, int access, struct ib_udata *udata);
+struct ib_mr *ohca_get_dma_mr(struct ib_pd *ibpd, int access);
+int ohca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+
+/* ohca_cq.c */
+int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		   struct ib_udata *udata);
+int ohca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int ohca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int ohca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+void ohca_cq_event(struct ohca_dev *dev, u32 cqn, bool error, u16 code);
+enum ib_wc_status ohca_wc_status(u8 status);
+
+/* ohca_qp.c */
+int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		   struct ib_udata *udata);
+int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+		   int attr_mask, struct ib_udata *udata);
+int ohca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+		  int attr_mask, struct ib_qp_init_attr *init);
+int ohca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int ohca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		   const struct ib_send_wr **bad_wr);
+int ohca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		   const struct ib_recv_wr **bad_wr);
+void ohca_qp_event(struct ohca_dev *dev, u32 qpn, u16 code);
+enum ib_event_type ohca_qp_event_type(u16 code, bool *ok);
+u32 ohca_qp_mask_to_dev(int ib_mask);
+int ohca_wr_opcode(enum ib_wr_opcode opcode);
 
 /* ohca_debugfs.c */
 void ohca_debugfs_init(struct ohca_dev *dev);

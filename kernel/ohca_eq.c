@@ -86,6 +86,12 @@ static void ohca_eqe_handle(struct ohca_dev *dev, const struct ohca_eqe *eqe)
 	case OHCA_EQE_DEVICE_FATAL:
 		ohca_handle_fatal(dev, code);
 		break;
+	case OHCA_EQE_QP_EVENT:
+		ohca_qp_event(dev, le32_to_cpu(eqe->param0), code);
+		break;
+	case OHCA_EQE_CQ_ERROR:
+		ohca_cq_event(dev, le32_to_cpu(eqe->param0), true, code);
+		break;
 	default:
 		dev_warn_ratelimited(&dev->pdev->dev,
 				     "unknown event type %u ignored\n",
@@ -94,25 +100,53 @@ static void ohca_eqe_handle(struct ohca_dev *dev, const struct ohca_eqe *eqe)
 	}
 }
 
+/* The next valid entry of @eq, or NULL. */
+static struct ohca_eqe *ohca_eq_next(struct ohca_eq *eq)
+{
+	struct ohca_eqe *eqe = &eq->ring[eq->ci & (BIT(eq->log_size) - 1)];
+	u8 owner = ((eq->ci >> eq->log_size) & 1) ? 0 : OHCA_EQE_OWNER;
+
+	if ((READ_ONCE(eqe->flags) & OHCA_EQE_OWNER) != owner)
+		return NULL;
+	/* Read the body only after seeing the owner bit. */
+	dma_rmb();
+	return eqe;
+}
+
 static irqreturn_t ohca_eq0_irq(int irq, void *data)
 {
 	struct ohca_dev *dev = data;
 	struct ohca_eq *eq = &dev->eq0;
-	u32 mask = BIT(eq->log_size) - 1;
+	struct ohca_eqe *eqe;
 
-	for (;;) {
-		struct ohca_eqe *eqe = &eq->ring[eq->ci & mask];
-		u8 owner = ((eq->ci >> eq->log_size) & 1) ? 0 : OHCA_EQE_OWNER;
-
-		if ((READ_ONCE(eqe->flags) & OHCA_EQE_OWNER) != owner)
-			break;
-		/* Read the body only after seeing the owner bit. */
-		dma_rmb();
+	while ((eqe = ohca_eq_next(eq))) {
 		ohca_eqe_handle(dev, eqe);
 		eq->ci++;
 	}
 
 	ohca_wr32(dev, OHCA_REG_EQ0_DB,
+		  (eq->ci & OHCA_RING_INDEX_MASK) | OHCA_EQ_DB_ARM);
+	return IRQ_HANDLED;
+}
+
+static irqreturn_t ohca_comp_eq_irq(int irq, void *data)
+{
+	struct ohca_comp_eq *ceq = data;
+	struct ohca_dev *dev = ceq->dev;
+	struct ohca_eq *eq = &ceq->eq;
+	struct ohca_eqe *eqe;
+
+	while ((eqe = ohca_eq_next(eq))) {
+		if (eqe->type == OHCA_EQE_CQ_COMPLETION)
+			ohca_cq_event(dev, le32_to_cpu(eqe->param0), false, 0);
+		else
+			dev_warn_ratelimited(&dev->pdev->dev,
+					     "event type %u on completion EQ %u ignored\n",
+					     eqe->type, ceq->eqn);
+		eq->ci++;
+	}
+
+	ohca_wr32(dev, OHCA_REG_EQ_DB(ceq->eqn),
 		  (eq->ci & OHCA_RING_INDEX_MASK) | OHCA_EQ_DB_ARM);
 	return IRQ_HANDLED;
 }
@@ -160,4 +194,129 @@ void ohca_eq0_destroy(struct ohca_dev *dev)
 	dma_free_coherent(&dev->pdev->dev,
 			  BIT(eq->log_size) * sizeof(*eq->ring),
 			  eq->ring, eq->ring_dma);
+}
+
+static void ohca_comp_eq_free(struct ohca_dev *dev, struct ohca_comp_eq *ceq)
+{
+	unsigned int irq = pci_irq_vector(dev->pdev, ceq->vector);
+
+	irq_set_affinity_hint(irq, NULL);
+	free_irq(irq, ceq);
+	dma_free_coherent(&dev->pdev->dev,
+			  BIT(ceq->eq.log_size) * sizeof(*ceq->eq.ring),
+			  ceq->eq.ring, ceq->eq.ring_dma);
+}
+
+static int ohca_comp_eq_create(struct ohca_dev *dev, struct ohca_comp_eq *ceq,
+			       int vector)
+{
+	struct device *dmadev = &dev->pdev->dev;
+	struct ohca_eq *eq = &ceq->eq;
+	struct ohca_create_eq_in in = {};
+	unsigned int irq, cpu;
+	size_t size;
+	int err;
+
+	ceq->dev = dev;
+	ceq->vector = vector;
+	eq->log_size = OHCA_COMP_EQ_LOG;
+	eq->ci = 0;
+	size = BIT(eq->log_size) * sizeof(*eq->ring);
+	eq->ring = dma_alloc_coherent(dmadev, size, &eq->ring_dma, GFP_KERNEL);
+	if (!eq->ring)
+		return -ENOMEM;
+
+	irq = pci_irq_vector(dev->pdev, vector);
+	snprintf(ceq->irq_name, sizeof(ceq->irq_name), "ohca-ceq%d@%s",
+		 vector - 2, pci_name(dev->pdev));
+	err = request_irq(irq, ohca_comp_eq_irq, 0, ceq->irq_name, ceq);
+	if (err)
+		goto err_free_ring;
+	cpu = cpumask_local_spread(vector - 2, dev_to_node(dmadev));
+	irq_set_affinity_hint(irq, cpumask_of(cpu));
+
+	in.base = cpu_to_le64(eq->ring_dma);
+	in.log_size = eq->log_size;
+	in.msix_vector = vector;
+	err = ohca_cmd_create(dev, OHCA_CMD_CREATE_EQ, &in, sizeof(in),
+			      &ceq->eqn, NULL);
+	if (err)
+		goto err_free_irq;
+	if (!ceq->eqn || ceq->eqn > OHCA_MAX_EQ) {
+		dev_err(dmadev, "device returned bad EQ number %u\n", ceq->eqn);
+		err = -EIO;
+		goto err_free_irq;
+	}
+	ohca_wr32(dev, OHCA_REG_EQ_DB(ceq->eqn), OHCA_EQ_DB_ARM);
+	return 0;
+
+err_free_irq:
+	irq_set_affinity_hint(irq, NULL);
+	free_irq(irq, ceq);
+err_free_ring:
+	dma_free_coherent(dmadev, size, eq->ring, eq->ring_dma);
+	return err;
+}
+
+/*
+ * One completion EQ per online CPU, up to the spare MSI-X vectors and the
+ * device's EQ limit. A device without the RDMA resource commands gets
+ * none; the ib_device then cannot create CQs.
+ */
+int ohca_comp_eqs_create(struct ohca_dev *dev)
+{
+	int want = min3((int)num_online_cpus(), dev->num_vectors - 2,
+			(int)le32_to_cpu(dev->attr.max_eq));
+	int i, err;
+
+	dev->num_comp_eqs = 0;
+	if (dev->abi_minor < 1) {
+		dev_info(&dev->pdev->dev,
+			 "interface 1.%u has no RDMA queues: no completion EQs\n",
+			 dev->abi_minor);
+		return 0;
+	}
+	for (i = 0; i < want; i++) {
+		err = ohca_comp_eq_create(dev, &dev->comp_eqs[i], 2 + i);
+		if (err == -EOPNOTSUPP && !i) {
+			dev_info(&dev->pdev->dev,
+				 "device has no completion EQs: RDMA queues unavailable\n");
+			return 0;
+		}
+		if (err)
+			goto err_destroy;
+		dev->num_comp_eqs++;
+	}
+	return 0;
+
+err_destroy:
+	while (--i >= 0) {
+		struct ohca_comp_eq *ceq = &dev->comp_eqs[i];
+
+		if (!ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_EQ, ceq->eqn))
+			ohca_comp_eq_free(dev, ceq);
+		/* else the device may still write it: leave it */
+	}
+	dev->num_comp_eqs = 0;
+	return err;
+}
+
+/* Called after the device was reset: it no longer writes the rings. */
+void ohca_comp_eqs_free(struct ohca_dev *dev)
+{
+	int i;
+
+	for (i = dev->num_comp_eqs - 1; i >= 0; i--)
+		ohca_comp_eq_free(dev, &dev->comp_eqs[i]);
+	dev->num_comp_eqs = 0;
+}
+
+/* Wait for every completion EQ handler that may be running. */
+void ohca_comp_eqs_sync(struct ohca_dev *dev)
+{
+	int i;
+
+	for (i = 0; i < dev->num_comp_eqs; i++)
+		synchronize_irq(pci_irq_vector(dev->pdev,
+					       dev->comp_eqs[i].vector));
 }

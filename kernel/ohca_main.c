@@ -77,6 +77,7 @@ static int ohca_check_identity(struct ohca_dev *dev)
 			abi >> 16, abi & 0xffff, OHCA_ABI_MAJOR, OHCA_ABI_MINOR);
 		return -ENODEV;
 	}
+	dev->abi_minor = abi & 0xffff;
 	dev->caps = ohca_rd32(dev, OHCA_REG_CAPS);
 	dev->fw_version = ohca_rd32(dev, OHCA_REG_FW_VERSION);
 	if (!(dev->caps & OHCA_CAP_ETH)) {
@@ -134,7 +135,7 @@ static int ohca_ib_register(struct ohca_dev *dev)
 
 	ibdev->node_type = RDMA_NODE_IB_CA;
 	ibdev->phys_port_cnt = 1;
-	ibdev->num_comp_vectors = 1;
+	ibdev->num_comp_vectors = max(1, dev->num_comp_eqs);
 	ibdev->dev.parent = &dev->pdev->dev;
 	ibdev->node_guid = cpu_to_be64(le64_to_cpu(dev->attr.node_guid));
 	strscpy(ibdev->node_desc, "ohca RoCEv2 HCA", sizeof(ibdev->node_desc));
@@ -192,6 +193,13 @@ static int ohca_map_bars(struct ohca_dev *dev)
 		pci_release_mem_regions(pdev);
 		return -ENOMEM;
 	}
+	/* The kernel's doorbell page 0, for kernel CQs and QPs. */
+	dev->kdb = pci_iomap_range(pdev, OHCA_BAR_DB, 0, OHCA_DB_PAGE_SIZE);
+	if (!dev->kdb) {
+		pci_iounmap(pdev, dev->regs);
+		pci_release_mem_regions(pdev);
+		return -ENOMEM;
+	}
 	dev->db_bar_addr = pci_resource_start(pdev, OHCA_BAR_DB);
 	dev->db_bar_len = pci_resource_len(pdev, OHCA_BAR_DB);
 	return 0;
@@ -199,6 +207,7 @@ static int ohca_map_bars(struct ohca_dev *dev)
 
 static void ohca_unmap_bars(struct ohca_dev *dev)
 {
+	pci_iounmap(dev->pdev, dev->kdb);
 	pci_iounmap(dev->pdev, dev->regs);
 	pci_release_mem_regions(dev->pdev);
 }
@@ -232,6 +241,8 @@ static int ohca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return -ENOMEM;
 	dev->pdev = pdev;
 	pci_set_drvdata(pdev, dev);
+	xa_init_flags(&dev->cq_xa, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&dev->qp_xa, XA_FLAGS_LOCK_IRQ);
 
 	err = pci_enable_device_mem(pdev);
 	if (err) {
@@ -269,9 +280,12 @@ static int ohca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	err = ohca_query_caps(dev);
 	if (err)
 		goto err_reset_cmdq;
-	err = ohca_netdev_create(dev);
+	err = ohca_comp_eqs_create(dev);
 	if (err)
 		goto err_reset_cmdq;
+	err = ohca_netdev_create(dev);
+	if (err)
+		goto err_comp_eqs;
 	err = ohca_ib_register(dev);
 	if (err)
 		goto err_netdev;
@@ -284,6 +298,11 @@ static int ohca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 err_netdev:
 	ohca_netdev_destroy(dev);
+err_comp_eqs:
+	ohca_dev_reset(dev);
+	ohca_comp_eqs_free(dev);
+	ohca_cmdq_destroy(dev);
+	goto err_eq;
 err_reset_cmdq:
 	ohca_dev_reset(dev);
 	ohca_cmdq_destroy(dev);
@@ -314,12 +333,16 @@ static void ohca_remove(struct pci_dev *pdev)
 	ohca_netdev_destroy(dev);
 	/* Stop all device DMA before its buffers go away. */
 	ohca_dev_reset(dev);
+	ohca_comp_eqs_free(dev);
 	ohca_cmdq_destroy(dev);
 	ohca_eq0_destroy(dev);
 	pci_free_irq_vectors(pdev);
 	ohca_unmap_bars(dev);
 	pci_clear_master(pdev);
 	pci_disable_device(pdev);
+	WARN_ON(!xa_empty(&dev->qp_xa) || !xa_empty(&dev->cq_xa));
+	xa_destroy(&dev->qp_xa);
+	xa_destroy(&dev->cq_xa);
 	ib_dealloc_device(&dev->ibdev);
 }
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * ohca: ib_device_ops. This revision covers the device, port, GID table
- * and user contexts; the data path (PD, CQ, QP, MR, AH) comes with the
- * RDMA queues, until then the core treats the device as user-only.
+ * ohca: ib_device_ops: the device, port, GID table, user contexts and
+ * doorbell mmap here; PDs and MRs in ohca_mr.c, CQs in ohca_cq.c, RC QPs
+ * in ohca_qp.c.
  */
 #include <linux/etherdevice.h>
 #include <linux/if_vlan.h>
@@ -81,12 +81,15 @@ static int ohca_query_device(struct ib_device *ibdev,
 	props->max_qp_rd_atom = le32_to_cpu(a->max_qp_rd_atom);
 	props->max_qp_init_rd_atom = le32_to_cpu(a->max_qp_init_rd_atom);
 	props->max_res_rd_atom = props->max_qp * props->max_qp_rd_atom;
-	props->max_ah = le32_to_cpu(a->max_ah);
-	props->max_srq = le32_to_cpu(a->max_srq);
-	props->max_srq_wr = le32_to_cpu(a->max_srq_wr);
-	props->max_srq_sge = le32_to_cpu(a->max_sge);
-	props->max_pkeys = dev->pkey_tbl_len;
+	/* No SRQs, address handles or atomics in this driver. */
+	props->max_ah = 0;
+	props->max_srq = 0;
+	props->max_srq_wr = 0;
+	props->max_srq_sge = 0;
+	props->max_pkeys = 1;
 	props->atomic_cap = IB_ATOMIC_NONE;
+	props->masked_atomic_cap = IB_ATOMIC_NONE;
+	props->max_fast_reg_page_list_len = 0;
 	return 0;
 }
 
@@ -355,18 +358,31 @@ const struct ib_device_ops ohca_dev_ops = {
 	.uverbs_abi_ver = OHCA_UVERBS_ABI_VERSION,
 
 	.add_gid = ohca_add_gid,
+	.alloc_pd = ohca_alloc_pd,
 	.alloc_ucontext = ohca_alloc_ucontext,
+	.create_cq = ohca_create_cq,
+	.create_qp = ohca_create_qp,
+	.dealloc_pd = ohca_dealloc_pd,
 	.dealloc_ucontext = ohca_dealloc_ucontext,
 	.del_gid = ohca_del_gid,
+	.dereg_mr = ohca_dereg_mr,
+	.destroy_cq = ohca_destroy_cq,
+	.destroy_qp = ohca_destroy_qp,
 	.disassociate_ucontext = ohca_disassociate_ucontext,
 	.get_dev_fw_str = ohca_get_dev_fw_str,
 	.get_link_layer = ohca_get_link_layer,
 	.get_port_immutable = ohca_get_port_immutable,
 	.mmap = ohca_mmap,
 	.mmap_free = ohca_mmap_free,
+	.modify_qp = ohca_modify_qp,
 	.query_device = ohca_query_device,
 	.query_pkey = ohca_query_pkey,
 	.query_port = ohca_query_port,
+	.query_qp = ohca_query_qp,
+	.reg_user_mr = ohca_reg_user_mr,
 
+	INIT_RDMA_OBJ_SIZE(ib_cq, ohca_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_pd, ohca_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, ohca_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, ohca_ucontext, ibucontext),
 };

@@ -1,0 +1,784 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ohca: RC queue pairs. User QPs have their rings in the process's
+ * memory; kernel QPs have coherent rings posted to here and rung on the
+ * kernel's doorbell page 0.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/if_vlan.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_cache.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include <ohca/ohca-abi.h>
+
+#include "ohca.h"
+
+enum ib_event_type ohca_qp_event_type(u16 code, bool *ok)
+{
+	*ok = true;
+	switch (code) {
+	case OHCA_QP_EV_COMM_EST:
+		return IB_EVENT_COMM_EST;
+	case OHCA_QP_EV_SQ_DRAINED:
+		return IB_EVENT_SQ_DRAINED;
+	case OHCA_QP_EV_LAST_WQE_REACHED:
+		return IB_EVENT_QP_LAST_WQE_REACHED;
+	case OHCA_QP_EV_FATAL:
+		return IB_EVENT_QP_FATAL;
+	case OHCA_QP_EV_REQ_ERR:
+		return IB_EVENT_QP_REQ_ERR;
+	case OHCA_QP_EV_ACCESS_ERR:
+		return IB_EVENT_QP_ACCESS_ERR;
+	default:
+		*ok = false;
+		return IB_EVENT_QP_FATAL;
+	}
+}
+
+/* QP_EVENT on EQ 0, in IRQ context. */
+void ohca_qp_event(struct ohca_dev *dev, u32 qpn, u16 code)
+{
+	struct ohca_qp *qp = xa_load(&dev->qp_xa, qpn);
+	struct ib_event event;
+	bool ok;
+
+	event.event = ohca_qp_event_type(code, &ok);
+	if (!ok) {
+		dev_warn_ratelimited(&dev->pdev->dev,
+				     "unknown event %u for QP 0x%x ignored\n",
+				     code, qpn);
+		return;
+	}
+	if (!qp) {
+		dev_dbg_ratelimited(&dev->pdev->dev,
+				    "event %u for unknown QP 0x%x\n", code, qpn);
+		return;
+	}
+	if (!qp->ibqp.event_handler)
+		return;
+	event.device = &dev->ibdev;
+	event.element.qp = &qp->ibqp;
+	qp->ibqp.event_handler(&event, qp->ibqp.qp_context);
+}
+
+static u32 ohca_max_wr(struct ohca_dev *dev)
+{
+	return le32_to_cpu(dev->attr.max_qp_wr);
+}
+
+static u32 ohca_max_sge(struct ohca_dev *dev)
+{
+	return le32_to_cpu(dev->attr.max_sge);
+}
+
+static u32 ohca_max_inline(struct ohca_dev *dev)
+{
+	return le32_to_cpu(dev->attr.max_inline_data);
+}
+
+/* A queue of 2^log_size WQEs must hold @wr and stay within the limits. */
+static bool ohca_wq_size_ok(struct ohca_dev *dev, u32 log_size, u32 wr)
+{
+	return log_size <= OHCA_WQ_LOG_MAX && BIT(log_size) >= wr &&
+	       BIT(log_size) <= roundup_pow_of_two(ohca_max_wr(dev));
+}
+
+static int ohca_check_caps(struct ohca_dev *dev, struct ib_qp_init_attr *init)
+{
+	struct ib_qp_cap *cap = &init->cap;
+
+	if (init->qp_type != IB_QPT_RC) {
+		ibdev_dbg(&dev->ibdev,
+			  "QP type %d not supported: only RC (GSI and UD not yet)\n",
+			  init->qp_type);
+		return -EOPNOTSUPP;
+	}
+	if (init->srq || init->create_flags || init->rwq_ind_tbl ||
+	    init->xrcd) {
+		ibdev_dbg(&dev->ibdev,
+			  "QP with SRQ, XRC, RSS or create flags %#x not supported\n",
+			  init->create_flags);
+		return -EOPNOTSUPP;
+	}
+	if (cap->max_send_wr > ohca_max_wr(dev) ||
+	    cap->max_recv_wr > ohca_max_wr(dev) ||
+	    cap->max_send_sge > ohca_max_sge(dev) ||
+	    cap->max_recv_sge > ohca_max_sge(dev) ||
+	    cap->max_inline_data > ohca_max_inline(dev)) {
+		ibdev_dbg(&dev->ibdev,
+			  "QP caps wr %u/%u sge %u/%u inline %u beyond the device's\n",
+			  cap->max_send_wr, cap->max_recv_wr, cap->max_send_sge,
+			  cap->max_recv_sge, cap->max_inline_data);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int ohca_qp_create_user(struct ohca_dev *dev, struct ohca_qp *qp,
+			       struct ib_qp_init_attr *init,
+			       struct ohca_create_qp_in *in,
+			       struct ohca_pbl_mem *sq_mem,
+			       struct ohca_pbl_mem *rq_mem,
+			       struct ib_udata *udata)
+{
+	struct ohca_ucontext *uctx =
+		rdma_udata_to_drv_context(udata, struct ohca_ucontext,
+					  ibucontext);
+	struct ib_qp_cap *cap = &init->cap;
+	struct ohca_ibv_create_qp ucmd;
+	int err;
+
+	if (udata->inlen < sizeof(ucmd))
+		return -EINVAL;
+	err = ib_copy_from_udata(&ucmd, udata, sizeof(ucmd));
+	if (err)
+		return err;
+	if (udata->inlen > sizeof(ucmd) &&
+	    !ib_is_udata_cleared(udata, sizeof(ucmd),
+				 udata->inlen - sizeof(ucmd)))
+		return -EINVAL;
+
+	if (!ohca_wq_size_ok(dev, ucmd.sq_log_size, cap->max_send_wr) ||
+	    !ohca_wq_size_ok(dev, ucmd.rq_log_size, cap->max_recv_wr) ||
+	    ucmd.sq_log_stride < OHCA_SQ_LOG_STRIDE_MIN ||
+	    ucmd.sq_log_stride > OHCA_WQ_LOG_STRIDE_MAX ||
+	    ucmd.rq_log_stride < OHCA_RQ_LOG_STRIDE_MIN ||
+	    ucmd.rq_log_stride > OHCA_WQ_LOG_STRIDE_MAX ||
+	    sizeof(struct ohca_send_wqe) +
+	    cap->max_send_sge * sizeof(struct ohca_sge) >
+	    BIT(ucmd.sq_log_stride) ||
+	    sizeof(struct ohca_recv_wqe) +
+	    cap->max_recv_sge * sizeof(struct ohca_sge) >
+	    BIT(ucmd.rq_log_stride) ||
+	    ucmd.max_inline < cap->max_inline_data ||
+	    ucmd.max_inline > ohca_max_inline(dev) ||
+	    ucmd.max_inline > BIT(ucmd.sq_log_stride) -
+			      sizeof(struct ohca_send_wqe)) {
+		ibdev_dbg(&dev->ibdev,
+			  "bad user QP geometry: sq %u/%u rq %u/%u inline %u\n",
+			  ucmd.sq_log_size, ucmd.sq_log_stride,
+			  ucmd.rq_log_size, ucmd.rq_log_stride,
+			  ucmd.max_inline);
+		return -EINVAL;
+	}
+
+	qp->sq.log_size = ucmd.sq_log_size;
+	qp->sq.log_stride = ucmd.sq_log_stride;
+	qp->rq.log_size = ucmd.rq_log_size;
+	qp->rq.log_stride = ucmd.rq_log_stride;
+	qp->max_inline = ucmd.max_inline;
+
+	qp->sq.umem = ohca_umem_ring(dev, ucmd.sq_buf_addr,
+				     BIT(qp->sq.log_size + qp->sq.log_stride),
+				     &in->sq_pbl, sq_mem);
+	if (IS_ERR(qp->sq.umem)) {
+		err = PTR_ERR(qp->sq.umem);
+		qp->sq.umem = NULL;
+		return err;
+	}
+	qp->rq.umem = ohca_umem_ring(dev, ucmd.rq_buf_addr,
+				     BIT(qp->rq.log_size + qp->rq.log_stride),
+				     &in->rq_pbl, rq_mem);
+	if (IS_ERR(qp->rq.umem)) {
+		err = PTR_ERR(qp->rq.umem);
+		qp->rq.umem = NULL;
+		ohca_pbl_free(dev, sq_mem);
+		ib_umem_release(qp->sq.umem);
+		qp->sq.umem = NULL;
+		return err;
+	}
+	in->uar_index = cpu_to_le32(uctx->uar_index);
+	return 0;
+}
+
+static void ohca_wq_free_kernel(struct ohca_dev *dev, struct ohca_wq *wq)
+{
+	if (wq->buf)
+		dma_free_coherent(&dev->pdev->dev, wq->bytes, wq->buf,
+				  wq->buf_dma);
+	wq->buf = NULL;
+}
+
+static int ohca_wq_alloc_kernel(struct ohca_dev *dev, struct ohca_wq *wq,
+				u32 wr, u32 log_stride, struct ohca_pbl *pbl,
+				struct ohca_pbl_mem *mem)
+{
+	int err;
+
+	wq->log_size = order_base_2(max(wr, 1U));
+	wq->log_stride = log_stride;
+	wq->bytes = PAGE_ALIGN(BIT(wq->log_size + wq->log_stride));
+	wq->buf = dma_alloc_coherent(&dev->pdev->dev, wq->bytes, &wq->buf_dma,
+				     GFP_KERNEL);
+	if (!wq->buf)
+		return -ENOMEM;
+	err = ohca_pbl_from_coherent(dev, wq->buf_dma, wq->bytes, pbl, mem);
+	if (err)
+		ohca_wq_free_kernel(dev, wq);
+	return err;
+}
+
+static int ohca_qp_create_kernel(struct ohca_dev *dev, struct ohca_qp *qp,
+				 struct ib_qp_init_attr *init,
+				 struct ohca_create_qp_in *in,
+				 struct ohca_pbl_mem *sq_mem,
+				 struct ohca_pbl_mem *rq_mem)
+{
+	struct ib_qp_cap *cap = &init->cap;
+	u32 sq_stride, rq_stride;
+	int err;
+
+	sq_stride = max_t(u32, OHCA_SQ_LOG_STRIDE_MIN,
+			  order_base_2(sizeof(struct ohca_send_wqe) +
+				       max(cap->max_send_sge * sizeof(struct ohca_sge),
+					   (size_t)cap->max_inline_data)));
+	rq_stride = max_t(u32, OHCA_RQ_LOG_STRIDE_MIN,
+			  order_base_2(sizeof(struct ohca_recv_wqe) +
+				       cap->max_recv_sge * sizeof(struct ohca_sge)));
+	if (sq_stride > OHCA_WQ_LOG_STRIDE_MAX ||
+	    rq_stride > OHCA_WQ_LOG_STRIDE_MAX)
+		return -EINVAL;
+
+	spin_lock_init(&qp->sq.lock);
+	spin_lock_init(&qp->rq.lock);
+	err = ohca_wq_alloc_kernel(dev, &qp->sq, cap->max_send_wr, sq_stride,
+				   &in->sq_pbl, sq_mem);
+	if (err)
+		return err;
+	err = ohca_wq_alloc_kernel(dev, &qp->rq, cap->max_recv_wr, rq_stride,
+				   &in->rq_pbl, rq_mem);
+	if (err) {
+		ohca_pbl_free(dev, sq_mem);
+		ohca_wq_free_kernel(dev, &qp->sq);
+		return err;
+	}
+	qp->max_inline = min_t(u32, ohca_max_inline(dev),
+			       BIT(sq_stride) - sizeof(struct ohca_send_wqe));
+	in->uar_index = 0;
+	return 0;
+}
+
+static void ohca_qp_free_bufs(struct ohca_dev *dev, struct ohca_qp *qp)
+{
+	ib_umem_release(qp->rq.umem);
+	ib_umem_release(qp->sq.umem);
+	qp->rq.umem = NULL;
+	qp->sq.umem = NULL;
+	ohca_wq_free_kernel(dev, &qp->rq);
+	ohca_wq_free_kernel(dev, &qp->sq);
+}
+
+/* The caps the queues really have, reported back to the creator. */
+static void ohca_qp_fill_caps(struct ohca_dev *dev, struct ohca_qp *qp,
+			      struct ib_qp_cap *cap)
+{
+	cap->max_send_wr = BIT(qp->sq.log_size);
+	cap->max_recv_wr = BIT(qp->rq.log_size);
+	cap->max_send_sge = min_t(u32, ohca_max_sge(dev),
+				  (BIT(qp->sq.log_stride) -
+				   sizeof(struct ohca_send_wqe)) /
+				  sizeof(struct ohca_sge));
+	cap->max_recv_sge = min_t(u32, ohca_max_sge(dev),
+				  (BIT(qp->rq.log_stride) -
+				   sizeof(struct ohca_recv_wqe)) /
+				  sizeof(struct ohca_sge));
+	cap->max_inline_data = qp->max_inline;
+}
+
+int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		   struct ib_udata *udata)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibqp->device);
+	struct ohca_qp *qp = to_ohca_qp(ibqp);
+	struct ohca_ibv_create_qp_resp resp = {};
+	struct ohca_pbl_mem sq_mem, rq_mem;
+	struct ohca_create_qp_in in = {};
+	int err;
+
+	err = ohca_check_caps(dev, init);
+	if (err)
+		return err;
+
+	mutex_init(&qp->state_lock);
+	qp->state = IB_QPS_RESET;
+	qp->sq_sig_type = init->sq_sig_type;
+
+	if (udata)
+		err = ohca_qp_create_user(dev, qp, init, &in, &sq_mem, &rq_mem,
+					  udata);
+	else
+		err = ohca_qp_create_kernel(dev, qp, init, &in, &sq_mem,
+					    &rq_mem);
+	if (err)
+		goto err_mutex;
+
+	in.type = OHCA_QPT_RC;
+	in.sq_log_size = qp->sq.log_size;
+	in.rq_log_size = qp->rq.log_size;
+	in.sq_log_stride = qp->sq.log_stride;
+	in.rq_log_stride = qp->rq.log_stride;
+	in.pdn = cpu_to_le32(to_ohca_pd(ibqp->pd)->pdn);
+	in.send_cqn = cpu_to_le32(to_ohca_cq(init->send_cq)->cqn);
+	in.recv_cqn = cpu_to_le32(to_ohca_cq(init->recv_cq)->cqn);
+	in.max_inline = cpu_to_le32(qp->max_inline);
+	err = ohca_cmd_create(dev, OHCA_CMD_CREATE_QP, &in, sizeof(in),
+			      &qp->qpn, NULL);
+	/* The device copied the lists. */
+	ohca_pbl_free(dev, &rq_mem);
+	ohca_pbl_free(dev, &sq_mem);
+	if (err)
+		goto err_free_bufs;
+
+	err = xa_insert_irq(&dev->qp_xa, qp->qpn, qp, GFP_KERNEL);
+	if (err) {
+		dev_err(&dev->pdev->dev, "device reused QP number 0x%x\n",
+			qp->qpn);
+		goto err_destroy;
+	}
+	ibqp->qp_num = qp->qpn;
+	ohca_qp_fill_caps(dev, qp, &init->cap);
+	qp->max_send_sge = init->cap.max_send_sge;
+	qp->max_recv_sge = init->cap.max_recv_sge;
+
+	if (udata) {
+		resp.qpn = qp->qpn;
+		err = ib_copy_to_udata(udata, &resp,
+				       min(sizeof(resp), udata->outlen));
+		if (err)
+			goto err_erase;
+	}
+	return 0;
+
+err_erase:
+	xa_erase_irq(&dev->qp_xa, qp->qpn);
+err_destroy:
+	if (ohca_destroy_failed(dev, ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_QP,
+						      qp->qpn), "QP", qp->qpn))
+		goto err_mutex;
+	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
+err_free_bufs:
+	ohca_qp_free_bufs(dev, qp);
+err_mutex:
+	mutex_destroy(&qp->state_lock);
+	return err;
+}
+
+int ohca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibqp->device);
+	struct ohca_qp *qp = to_ohca_qp(ibqp);
+	int err;
+
+	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_QP, qp->qpn);
+	xa_erase_irq(&dev->qp_xa, qp->qpn);
+	/* No event handler may still hold the QP. */
+	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
+	if (!ohca_destroy_failed(dev, err, "QP", qp->qpn))
+		ohca_qp_free_bufs(dev, qp);
+	mutex_destroy(&qp->state_lock);
+	return 0;
+}
+
+#define OHCA_QP_ATTR_SUPPORTED (IB_QP_STATE | IB_QP_CUR_STATE | \
+				IB_QP_ACCESS_FLAGS | IB_QP_PKEY_INDEX | \
+				IB_QP_PORT | IB_QP_AV | IB_QP_PATH_MTU | \
+				IB_QP_TIMEOUT | IB_QP_RETRY_CNT | \
+				IB_QP_RNR_RETRY | IB_QP_RQ_PSN | \
+				IB_QP_MAX_QP_RD_ATOMIC | IB_QP_MIN_RNR_TIMER | \
+				IB_QP_SQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | \
+				IB_QP_DEST_QPN)
+
+static const struct {
+	int ib;
+	u32 dev;
+} ohca_qp_mask_map[] = {
+	{ IB_QP_STATE, OHCA_QP_STATE },
+	{ IB_QP_CUR_STATE, OHCA_QP_CUR_STATE },
+	{ IB_QP_ACCESS_FLAGS, OHCA_QP_ACCESS_FLAGS },
+	{ IB_QP_PKEY_INDEX, OHCA_QP_PKEY_INDEX },
+	{ IB_QP_PORT, OHCA_QP_PORT },
+	{ IB_QP_AV, OHCA_QP_AV },
+	{ IB_QP_PATH_MTU, OHCA_QP_PATH_MTU },
+	{ IB_QP_TIMEOUT, OHCA_QP_TIMEOUT },
+	{ IB_QP_RETRY_CNT, OHCA_QP_RETRY_CNT },
+	{ IB_QP_RNR_RETRY, OHCA_QP_RNR_RETRY },
+	{ IB_QP_RQ_PSN, OHCA_QP_RQ_PSN },
+	{ IB_QP_MAX_QP_RD_ATOMIC, OHCA_QP_MAX_QP_RD_ATOMIC },
+	{ IB_QP_MIN_RNR_TIMER, OHCA_QP_MIN_RNR_TIMER },
+	{ IB_QP_SQ_PSN, OHCA_QP_SQ_PSN },
+	{ IB_QP_MAX_DEST_RD_ATOMIC, OHCA_QP_MAX_DEST_RD_ATOMIC },
+	{ IB_QP_DEST_QPN, OHCA_QP_DEST_QPN },
+};
+
+u32 ohca_qp_mask_to_dev(int ib_mask)
+{
+	u32 mask = 0;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(ohca_qp_mask_map); i++)
+		if (ib_mask & ohca_qp_mask_map[i].ib)
+			mask |= ohca_qp_mask_map[i].dev;
+	return mask;
+}
+
+/* Address vector from the RoCE ah_attr the core resolved (dmac included). */
+static int ohca_av_from_ah(struct ohca_dev *dev, const struct rdma_ah_attr *ah,
+			   struct ohca_av *av)
+{
+	const struct ib_global_route *grh;
+	const struct ib_gid_attr *sgid_attr;
+	u16 vlan_id = 0xffff;
+	int err;
+
+	if (ah->type != RDMA_AH_ATTR_TYPE_ROCE ||
+	    !(rdma_ah_get_ah_flags(ah) & IB_AH_GRH)) {
+		ibdev_dbg(&dev->ibdev, "address vector without a RoCE GRH\n");
+		return -EINVAL;
+	}
+	grh = rdma_ah_read_grh(ah);
+	sgid_attr = grh->sgid_attr;
+	if (!sgid_attr)
+		return -EINVAL;
+
+	switch (rdma_gid_attr_network_type(sgid_attr)) {
+	case RDMA_NETWORK_IPV4:
+		av->network_type = OHCA_NET_IPV4;
+		break;
+	case RDMA_NETWORK_IPV6:
+		av->network_type = OHCA_NET_IPV6;
+		break;
+	default:
+		ibdev_dbg(&dev->ibdev, "source GID %u is not RoCEv2\n",
+			  grh->sgid_index);
+		return -EINVAL;
+	}
+	err = rdma_read_gid_l2_fields(sgid_attr, &vlan_id, NULL);
+	if (err)
+		return err;
+
+	memcpy(av->dgid, grh->dgid.raw, sizeof(av->dgid));
+	memcpy(av->dmac, ah->roce.dmac, sizeof(av->dmac));
+	av->vlan_id = cpu_to_le16(vlan_id < VLAN_N_VID ? vlan_id : 0xffff);
+	av->flow_label = cpu_to_le32(grh->flow_label);
+	av->hop_limit = grh->hop_limit;
+	av->traffic_class = grh->traffic_class;
+	av->sgid_index = grh->sgid_index;
+	return 0;
+}
+
+int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+		   int attr_mask, struct ib_udata *udata)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibqp->device);
+	struct ohca_qp *qp = to_ohca_qp(ibqp);
+	enum ib_qp_state cur, new;
+	struct ohca_modify_qp_in in = {};
+	struct ohca_qp_attr *a = &in.attr;
+	struct ohca_cmd_args args = {
+		.opcode = OHCA_CMD_MODIFY_QP,
+		.in = &in,
+		.in_len = sizeof(in),
+	};
+	int err;
+
+	if (attr_mask & ~OHCA_QP_ATTR_SUPPORTED) {
+		ibdev_dbg(&dev->ibdev, "QP attributes %#x not supported\n",
+			  attr_mask & ~OHCA_QP_ATTR_SUPPORTED);
+		return -EOPNOTSUPP;
+	}
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EINVAL;
+
+	mutex_lock(&qp->state_lock);
+	cur = attr_mask & IB_QP_CUR_STATE ? attr->cur_qp_state : qp->state;
+	new = attr_mask & IB_QP_STATE ? attr->qp_state : cur;
+	if (!ib_modify_qp_is_ok(cur, new, IB_QPT_RC, attr_mask)) {
+		ibdev_dbg(&dev->ibdev,
+			  "QP 0x%x: bad transition %d -> %d with mask %#x\n",
+			  qp->qpn, cur, new, attr_mask);
+		err = -EINVAL;
+		goto out;
+	}
+	if ((attr_mask & IB_QP_PORT) && attr->port_num != 1) {
+		err = -EINVAL;
+		goto out;
+	}
+	if ((attr_mask & IB_QP_PKEY_INDEX) && attr->pkey_index) {
+		err = -EINVAL;
+		goto out;
+	}
+	if ((attr_mask & IB_QP_ACCESS_FLAGS) &&
+	    (attr->qp_access_flags & IB_ACCESS_REMOTE_ATOMIC)) {
+		ibdev_dbg(&dev->ibdev, "QP remote atomic access not supported\n");
+		err = -EOPNOTSUPP;
+		goto out;
+	}
+
+	in.qpn = cpu_to_le32(qp->qpn);
+	in.attr_mask = cpu_to_le32(ohca_qp_mask_to_dev(attr_mask));
+	a->qp_state = new;
+	a->cur_qp_state = cur;
+	if (attr_mask & IB_QP_AV) {
+		err = ohca_av_from_ah(dev, &attr->ah_attr, &a->av);
+		if (err)
+			goto out;
+	}
+	if (attr_mask & IB_QP_PATH_MTU)
+		a->path_mtu = attr->path_mtu;
+	if (attr_mask & IB_QP_TIMEOUT)
+		a->timeout = attr->timeout;
+	if (attr_mask & IB_QP_RETRY_CNT)
+		a->retry_cnt = attr->retry_cnt;
+	if (attr_mask & IB_QP_RNR_RETRY)
+		a->rnr_retry = attr->rnr_retry;
+	if (attr_mask & IB_QP_MIN_RNR_TIMER)
+		a->min_rnr_timer = attr->min_rnr_timer;
+	if (attr_mask & IB_QP_MAX_QP_RD_ATOMIC)
+		a->max_rd_atomic = attr->max_rd_atomic;
+	if (attr_mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (attr_mask & IB_QP_PKEY_INDEX)
+		a->pkey_index = cpu_to_le16(attr->pkey_index);
+	if (attr_mask & IB_QP_ACCESS_FLAGS)
+		a->access_flags =
+			cpu_to_le32(ohca_access_to_dev(attr->qp_access_flags));
+	if (attr_mask & IB_QP_DEST_QPN)
+		a->dest_qpn = cpu_to_le32(attr->dest_qp_num);
+	if (attr_mask & IB_QP_RQ_PSN)
+		a->rq_psn = cpu_to_le32(attr->rq_psn);
+	if (attr_mask & IB_QP_SQ_PSN)
+		a->sq_psn = cpu_to_le32(attr->sq_psn);
+
+	err = ohca_cmd_exec(dev, &args);
+	if (!err)
+		qp->state = new;
+out:
+	mutex_unlock(&qp->state_lock);
+	return err;
+}
+
+int ohca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+		  int attr_mask, struct ib_qp_init_attr *init)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibqp->device);
+	struct ohca_qp *qp = to_ohca_qp(ibqp);
+	struct ohca_handle_in in = { .handle = cpu_to_le32(qp->qpn) };
+	struct ohca_qp_attr a;
+	struct ohca_cmd_args args = {
+		.opcode = OHCA_CMD_QUERY_QP,
+		.in = &in,
+		.in_len = sizeof(in),
+		.out = &a,
+		.out_len = sizeof(a),
+	};
+	union ib_gid dgid;
+	int err;
+
+	err = ohca_cmd_exec(dev, &args);
+	if (err)
+		return err;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = a.qp_state;
+	attr->cur_qp_state = a.qp_state;
+	attr->path_mtu = a.path_mtu;
+	attr->path_mig_state = IB_MIG_MIGRATED;
+	attr->qkey = le32_to_cpu(a.qkey);
+	attr->rq_psn = le32_to_cpu(a.rq_psn);
+	attr->sq_psn = le32_to_cpu(a.sq_psn);
+	attr->dest_qp_num = le32_to_cpu(a.dest_qpn);
+	attr->qp_access_flags = ohca_access_from_dev(le32_to_cpu(a.access_flags));
+	attr->pkey_index = le16_to_cpu(a.pkey_index);
+	attr->sq_draining = a.sq_draining;
+	attr->max_rd_atomic = a.max_rd_atomic;
+	attr->max_dest_rd_atomic = a.max_dest_rd_atomic;
+	attr->min_rnr_timer = a.min_rnr_timer;
+	attr->port_num = 1;
+	attr->timeout = a.timeout;
+	attr->retry_cnt = a.retry_cnt;
+	attr->rnr_retry = a.rnr_retry;
+	ohca_qp_fill_caps(dev, qp, &attr->cap);
+
+	attr->ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&attr->ah_attr, 1);
+	memcpy(dgid.raw, a.av.dgid, sizeof(dgid.raw));
+	rdma_ah_set_grh(&attr->ah_attr, &dgid, le32_to_cpu(a.av.flow_label),
+			a.av.sgid_index, a.av.hop_limit, a.av.traffic_class);
+	memcpy(attr->ah_attr.roce.dmac, a.av.dmac, ETH_ALEN);
+
+	memset(init, 0, sizeof(*init));
+	init->qp_type = IB_QPT_RC;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->sq_sig_type = qp->sq_sig_type;
+	init->cap = attr->cap;
+	return 0;
+}
+
+int ohca_wr_opcode(enum ib_wr_opcode opcode)
+{
+	switch (opcode) {
+	case IB_WR_RDMA_WRITE:
+		return OHCA_WR_RDMA_WRITE;
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return OHCA_WR_RDMA_WRITE_IMM;
+	case IB_WR_SEND:
+		return OHCA_WR_SEND;
+	case IB_WR_SEND_WITH_IMM:
+		return OHCA_WR_SEND_IMM;
+	case IB_WR_RDMA_READ:
+		return OHCA_WR_RDMA_READ;
+	default:
+		return -EINVAL;
+	}
+}
+
+static void *ohca_wqe(struct ohca_wq *wq, u32 index)
+{
+	return wq->buf + ((index & (BIT(wq->log_size) - 1)) << wq->log_stride);
+}
+
+/* Copy the data of an inline send; kernel SGEs hold virtual addresses. */
+static int ohca_copy_inline(struct ohca_qp *qp, const struct ib_send_wr *wr,
+			    struct ohca_send_wqe *wqe)
+{
+	u8 *dst = (u8 *)(wqe + 1);
+	u32 len = 0;
+	int i;
+
+	for (i = 0; i < wr->num_sge; i++) {
+		const struct ib_sge *sge = &wr->sg_list[i];
+
+		if (sge->length > qp->max_inline - len)
+			return -EINVAL;
+		memcpy(dst + len, (void *)(uintptr_t)sge->addr, sge->length);
+		len += sge->length;
+	}
+	wqe->inline_len = cpu_to_le32(len);
+	wqe->flags |= OHCA_WQE_INLINE;
+	return 0;
+}
+
+static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ib_send_wr *wr,
+			       struct ohca_send_wqe *wqe)
+{
+	struct ohca_sge *seg = (struct ohca_sge *)(wqe + 1);
+	int opcode = ohca_wr_opcode(wr->opcode);
+	int i;
+
+	if (opcode < 0)
+		return opcode;
+
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->wr_id = cpu_to_le64(wr->wr_id);
+	wqe->opcode = opcode;
+	if ((wr->send_flags & IB_SEND_SIGNALED) ||
+	    qp->sq_sig_type == IB_SIGNAL_ALL_WR)
+		wqe->flags |= OHCA_WQE_SIGNALED;
+	if (wr->send_flags & IB_SEND_SOLICITED)
+		wqe->flags |= OHCA_WQE_SOLICITED;
+	if (wr->send_flags & IB_SEND_FENCE)
+		wqe->flags |= OHCA_WQE_FENCE;
+	if (wr->opcode == IB_WR_SEND_WITH_IMM ||
+	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
+		wqe->imm_data = (__force __le32)wr->ex.imm_data;
+	if (wr->opcode == IB_WR_RDMA_WRITE ||
+	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM ||
+	    wr->opcode == IB_WR_RDMA_READ) {
+		wqe->remote_addr = cpu_to_le64(rdma_wr(wr)->remote_addr);
+		wqe->rkey = cpu_to_le32(rdma_wr(wr)->rkey);
+	}
+
+	if ((wr->send_flags & IB_SEND_INLINE) && wr->opcode != IB_WR_RDMA_READ)
+		return ohca_copy_inline(qp, wr, wqe);
+
+	if (wr->num_sge > qp->max_send_sge)
+		return -EINVAL;
+	wqe->num_sge = wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++) {
+		seg[i].addr = cpu_to_le64(wr->sg_list[i].addr);
+		seg[i].length = cpu_to_le32(wr->sg_list[i].length);
+		seg[i].lkey = cpu_to_le32(wr->sg_list[i].lkey);
+	}
+	return 0;
+}
+
+int ohca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		   const struct ib_send_wr **bad_wr)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibqp->device);
+	struct ohca_qp *qp = to_ohca_qp(ibqp);
+	struct ohca_wq *sq = &qp->sq;
+	unsigned long flags;
+	u32 start;
+	int err = 0;
+
+	spin_lock_irqsave(&sq->lock, flags);
+	start = sq->pi;
+	for (; wr; wr = wr->next) {
+		if (sq->pi - READ_ONCE(sq->ci) >= BIT(sq->log_size)) {
+			err = -ENOMEM;
+			break;
+		}
+		err = ohca_build_send_wqe(qp, wr, ohca_wqe(sq, sq->pi));
+		if (err)
+			break;
+		sq->pi++;
+	}
+	/* writeq() orders the WQE stores before the doorbell. */
+	if (sq->pi != start)
+		ohca_kdb(dev, OHCA_DB_SQ, qp->qpn, sq->pi);
+	spin_unlock_irqrestore(&sq->lock, flags);
+
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
+int ohca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		   const struct ib_recv_wr **bad_wr)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibqp->device);
+	struct ohca_qp *qp = to_ohca_qp(ibqp);
+	struct ohca_wq *rq = &qp->rq;
+	unsigned long flags;
+	u32 start;
+	int err = 0;
+	int i;
+
+	spin_lock_irqsave(&rq->lock, flags);
+	start = rq->pi;
+	for (; wr; wr = wr->next) {
+		struct ohca_recv_wqe *wqe;
+		struct ohca_sge *seg;
+
+		if (rq->pi - READ_ONCE(rq->ci) >= BIT(rq->log_size)) {
+			err = -ENOMEM;
+			break;
+		}
+		if (wr->num_sge > qp->max_recv_sge) {
+			err = -EINVAL;
+			break;
+		}
+		wqe = ohca_wqe(rq, rq->pi);
+		seg = (struct ohca_sge *)(wqe + 1);
+		memset(wqe, 0, sizeof(*wqe));
+		wqe->wr_id = cpu_to_le64(wr->wr_id);
+		wqe->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			seg[i].addr = cpu_to_le64(wr->sg_list[i].addr);
+			seg[i].length = cpu_to_le32(wr->sg_list[i].length);
+			seg[i].lkey = cpu_to_le32(wr->sg_list[i].lkey);
+		}
+		rq->pi++;
+	}
+	if (rq->pi != start)
+		ohca_kdb(dev, OHCA_DB_RQ, qp->qpn, rq->pi);
+	spin_unlock_irqrestore(&rq->lock, flags);
+
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
