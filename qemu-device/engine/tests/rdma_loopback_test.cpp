@@ -25,9 +25,11 @@ class LoopbackTest : public ::testing::Test {
         n.connect(b, a.qpn, n, mtu);
         src = n.alloc(1 << 20);
         dst = n.alloc(1 << 20);
-        for (uint32_t i = 0; i < (1u << 20); ++i) {
-            n.host.put<uint8_t>(src + i, static_cast<uint8_t>(i * 7 + 3));
+        std::vector<uint8_t> pattern(1 << 20);
+        for (uint32_t i = 0; i < pattern.size(); ++i) {
+            pattern[i] = static_cast<uint8_t>(i * 7 + 3);
         }
+        EXPECT_TRUE(n.host.write(src, pattern.data(), pattern.size()));
         lsrc = n.reg_mr(pd, src, 1 << 20, kAllAccess);
         ldst = n.reg_mr(pd, dst, 1 << 20, kAllAccess);
     }
