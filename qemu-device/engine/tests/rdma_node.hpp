@@ -58,7 +58,8 @@ class RdmaNode {
     CmdOutcome cmd(uint16_t opcode, const void *in, uint16_t in_len, void *out = nullptr,
                    uint16_t out_len = 0);
     template <class In> CmdOutcome cmd_in(uint16_t op, const In &in) {
-        return cmd(op, &in, sizeof(In));
+        std::array<uint8_t, 64> scratch{};
+        return cmd(op, &in, sizeof(In), scratch.data(), sizeof(scratch));
     }
 
     uint64_t alloc(uint64_t bytes, uint64_t align = 4096);
