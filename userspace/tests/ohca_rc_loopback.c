@@ -8,10 +8,12 @@
  * compared with its expected image (data where it should land, the canary
  * everywhere else) and every completion is checked (wr_id, status, opcode,
  * byte_len, imm, qp_num).  A last phase waits for completions through a
- * completion channel (req_notify_cq + ibv_get_cq_event).
+ * completion channel (req_notify_cq + ibv_get_cq_event).  Then (unless
+ * -E) a WRITE with a bad rkey must fail with REM_ACCESS_ERR, the next WR
+ * be flushed, and after RESET and a new connection traffic runs again.
  *
  *   ohca_rc_loopback [-d ibdev] [-p port] [-n iterations] [-s seed]
- *                    [-m max_msg] gid_index
+ *                    [-m max_msg] [-E] gid_index
  *
  * gid_index: a RoCEv2 GID of the port (e.g. the IPv4-mapped one); both QPs
  * use it as source and destination.  Exits 0 when everything matched,
@@ -58,6 +60,10 @@ static unsigned int max_msg = 20000;
 static uint64_t next_wr_id = 1;
 static unsigned long n_ops[8];
 static uint32_t mtu_bytes;
+static uint8_t port_num;
+static int gid_idx;
+static union ibv_gid port_gid;
+static enum ibv_mtu port_mtu;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
@@ -230,6 +236,10 @@ static void setup(const char *dev, uint8_t port, int gid_index)
 		    init.cap.max_recv_wr < QUEUE_DEPTH)
 			die("qp caps smaller than requested");
 	}
+	port_num = port;
+	gid_idx = gid_index;
+	port_gid = gid;
+	port_mtu = pattr.active_mtu;
 	for (int i = 0; i < 2; i++)
 		connect_qp(sides[i].qp, sides[!i].qp->qp_num, port, gid_index,
 			   &gid, pattr.active_mtu);
@@ -598,9 +608,86 @@ static void one_op(unsigned long iter, enum ibv_wr_opcode op, int ri,
 	n_ops[op]++;
 }
 
+/*
+ * An RDMA WRITE with a wrong rkey must complete with REM_ACCESS_ERR and
+ * put the requester in the error state, where the next WR is flushed;
+ * then both QPs go through RESET and are connected again (the provider
+ * and the device restart their ring indices at 0).
+ */
+static void error_and_recovery(unsigned long iter)
+{
+	struct side *a = &sides[0], *b = &sides[1];
+	struct ibv_send_wr wr, *bad_s;
+	struct ibv_qp_attr attr;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	uint64_t deadline;
+	int err;
+
+	reset_side(a);
+	reset_side(b);
+	fill_random(a->buf, 100);
+	memcpy(a->expect, a->buf, 100);
+	sge = (struct ibv_sge){ (uintptr_t)a->buf, 100, a->mr->lkey };
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = next_wr_id++;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.wr.rdma.remote_addr = (uintptr_t)b->buf + AREA;
+	wr.wr.rdma.rkey = b->mr->rkey ^ 0x5500;	/* another index */
+	err = ibv_post_send(a->qp, &wr, &bad_s);
+	if (err)
+		die("error phase: ibv_post_send: %s", strerror(err));
+	get_wc(a, &wc, "WRITE with a bad rkey", iter);
+	if (wc.wr_id != wr.wr_id || wc.status != IBV_WC_REM_ACCESS_ERR)
+		die("error phase: WRITE with a bad rkey completed with wr_id 0x%" PRIx64 " status %s (%d) vendor_err %u, expected REM_ACCESS_ERR",
+		    wc.wr_id, ibv_wc_status_str(wc.status), wc.status,
+		    wc.vendor_err);
+	/* the requester is in error now: the next WR is flushed */
+	wr.wr_id = next_wr_id++;
+	wr.wr.rdma.rkey = b->mr->rkey;
+	err = ibv_post_send(a->qp, &wr, &bad_s);
+	if (err)
+		die("error phase: ibv_post_send after the error: %s",
+		    strerror(err));
+	get_wc(a, &wc, "WRITE after the error", iter);
+	if (wc.wr_id != wr.wr_id || wc.status != IBV_WC_WR_FLUSH_ERR)
+		die("error phase: WRITE after the error completed with wr_id 0x%" PRIx64 " status %s (%d), expected WR_FLUSH_ERR",
+		    wc.wr_id, ibv_wc_status_str(wc.status), wc.status);
+	/* nothing was written on B; B may report no completion at all */
+	deadline = now_ms() + 200;
+	while (now_ms() < deadline)
+		if (ibv_poll_cq(b->cq, 1, &wc) > 0 &&
+		    wc.status != IBV_WC_WR_FLUSH_ERR)
+			die("error phase: side B completion status %s",
+			    ibv_wc_status_str(wc.status));
+	check_side(a, "error phase", iter);
+	check_side(b, "error phase", iter);
+
+	for (int i = 0; i < 2; i++) {
+		memset(&attr, 0, sizeof(attr));
+		attr.qp_state = IBV_QPS_RESET;
+		err = ibv_modify_qp(sides[i].qp, &attr, IBV_QP_STATE);
+		if (err)
+			die("error phase: qp %u to RESET: %s",
+			    sides[i].qp->qp_num, strerror(err));
+	}
+	for (int i = 0; i < 2; i++)
+		connect_qp(sides[i].qp, sides[!i].qp->qp_num, port_num,
+			   gid_idx, &port_gid, port_mtu);
+	for (int i = 0; i < 2; i++)
+		if (ibv_poll_cq(sides[i].cq, 1, &wc) != 0)
+			die("error phase: completion on side %s after RESET: wr_id 0x%" PRIx64 " status %s",
+			    sides[i].name, wc.wr_id,
+			    ibv_wc_status_str(wc.status));
+	printf("error phase: REM_ACCESS_ERR, WR_FLUSH_ERR, RESET and reconnect ok\n");
+}
+
 static void usage(const char *argv0)
 {
-	printf("usage: %s [-d ibdev] [-p port] [-n iterations] [-s seed] [-m max_msg] gid_index\n",
+	printf("usage: %s [-d ibdev] [-p port] [-n iterations] [-s seed] [-m max_msg] [-E] gid_index\n",
 	       argv0);
 	exit(2);
 }
@@ -614,16 +701,17 @@ int main(int argc, char **argv)
 	unsigned long iters = 500, iter = 0;
 	const char *dev = NULL;
 	uint64_t seed = 0;
-	int port = 1, gid_index, opt;
+	int port = 1, gid_index, opt, no_error_phase = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "d:p:n:s:m:h")) != -1) {
+	while ((opt = getopt(argc, argv, "d:p:n:s:m:Eh")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'p': port = atoi(optarg); break;
 		case 'n': iters = strtoul(optarg, NULL, 0); break;
 		case 's': seed = strtoull(optarg, NULL, 0); break;
 		case 'm': max_msg = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'E': no_error_phase = 1; break;
 		default: usage(argv[0]);
 		}
 	}
@@ -662,6 +750,15 @@ int main(int argc, char **argv)
 	use_events = 1;
 	for (unsigned long e = 0; e < 20; e++, iter++)
 		one_op(iter, ops[rnd_below(5)], (int)rnd_below(2), 0, -1);
+	use_events = 0;
+	/* an error, RESET, and traffic again on the restarted rings */
+	if (!no_error_phase) {
+		error_and_recovery(iter++);
+		for (unsigned long e = 0; e < 50; e++, iter++)
+			one_op(iter, ops[rnd_below(5)], (int)rnd_below(2),
+			       rnd_below(4) == 0 ? 1 + (int)rnd_below(4) : 0,
+			       -1);
+	}
 
 	printf("ops: SEND %lu SEND_IMM %lu WRITE %lu WRITE_IMM %lu READ %lu\n",
 	       n_ops[IBV_WR_SEND], n_ops[IBV_WR_SEND_WITH_IMM],
