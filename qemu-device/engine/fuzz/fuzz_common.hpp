@@ -168,6 +168,8 @@ class Host {
         ops.transmit = &Host::transmit_cb;
         ops.schedule = &Host::schedule_cb;
         ops.rx_resume = &Host::rx_resume_cb;
+        ops.now_ns = &Host::now_ns_cb;
+        ops.set_timer = &Host::set_timer_cb;
         ohca_engine_config cfg{};
         const uint8_t mac[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
         std::memcpy(cfg.mac, mac, 6);
@@ -354,6 +356,16 @@ class Host {
         ++self(ctx).frames_out;
     }
     static void schedule_cb(void *ctx) { ++self(ctx).schedules; }
+    // A virtual clock: every reading moves it on by 1 ms, so transport
+    // timers (ACK timeout, RNR wait) expire within a few process() calls.
+    static uint64_t now_ns_cb(void *ctx) { return self(ctx).now_ns_ += 1000000; }
+    static void set_timer_cb(void *ctx, uint64_t deadline_ns) {
+        Host &h = self(ctx);
+        h.timer_ns_ = deadline_ns;
+        if (deadline_ns != 0) {
+            ++h.schedules; // the driver's drain() runs process() again
+        }
+    }
     static void rx_resume_cb(void *ctx) { ++self(ctx).rx_resumes; }
 
     static uint8_t *arena() {
@@ -366,6 +378,8 @@ class Host {
     uint64_t hole_lo_ = 0;
     uint64_t hole_hi_ = 0;
     bool hole_writes_only_ = false;
+    uint64_t now_ns_ = 1;
+    uint64_t timer_ns_ = 0;
     Reenter reenter_ = Reenter::None;
     uint32_t reenter_a_ = 0;
     uint32_t reenter_b_ = 0;
