@@ -320,6 +320,7 @@ void Device::send_packet(Qp &qp) {
         f.bth.opcode = rc::kReadRequest;
         f.bth.ack_req = true;
         f.reth = Reth{wr.remote_addr + off, wr.rkey, wr.length - off};
+        wr.read_start = k;
         qp.cur_pkt = wr.npkts;
     } else {
         const bool write = wr.opcode == OHCA_WR_RDMA_WRITE || wr.opcode == OHCA_WR_RDMA_WRITE_IMM;
@@ -529,12 +530,19 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
     const uint32_t mtu = mtu_bytes(qp);
     const uint32_t k = w.read_pkts;
     const bool last = k + 1 == w.npkts;
-    const uint8_t want = w.npkts == 1 ? rc::kReadRespOnly
-                         : k == 0     ? rc::kReadRespFirst
-                         : last       ? rc::kReadRespLast
-                                      : rc::kReadRespMiddle;
+    // Responses restart with FIRST (or ONLY) at the packet the latest
+    // request asked from.
+    const bool first = k == w.read_start;
+    const uint8_t want = first && last ? rc::kReadRespOnly
+                         : first       ? rc::kReadRespFirst
+                         : last        ? rc::kReadRespLast
+                                       : rc::kReadRespMiddle;
     const size_t want_len = last ? w.length - k * mtu : mtu;
-    if (h.opcode != want || pkt.payload.size() != want_len) {
+    if (h.opcode != want) {
+        ++roce_.rx_out_of_seq; // from an earlier request: the timer recovers
+        return;
+    }
+    if (pkt.payload.size() != want_len) {
         requester_fail(qp, OHCA_CQE_BAD_RESP_ERR, OHCA_VERR_REMOTE_NAK);
         return;
     }

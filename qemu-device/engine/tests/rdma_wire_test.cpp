@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Two devices on a fake wire: segmentation, loss and retransmission, RNR,
+// retry exhaustion, remote errors, flushes and duplicates.
+#include "rdma_node.hpp"
+#include "roce_packet.hpp"
+
+#include <cstdlib>
+#include <random>
+
+namespace ohca::test {
+namespace {
+
+constexpr uint32_t kAllAccess =
+    OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ;
+
+struct Side {
+    uint32_t pd = 0;
+    CqInfo scq, rcq;
+    QpInfo qp;
+    uint64_t buf = 0;
+    uint32_t key = 0;
+};
+
+class WireTest : public ::testing::Test {
+  protected:
+    void setup(bool ipv6 = false, uint8_t mtu = 3, uint8_t retry = 7, uint8_t rnr_retry = 7) {
+        if (ipv6) {
+            a6 = std::make_unique<RdmaNode>(1, true);
+            b6 = std::make_unique<RdmaNode>(2, true);
+        }
+        for (int i = 0; i < 2; ++i) {
+            RdmaNode &n = node(i);
+            Side &s = side[i];
+            s.pd = n.create_pd();
+            s.scq = n.create_cq(8);
+            s.rcq = n.create_cq(8);
+            s.qp = n.create_qp(s.pd, s.scq.cqn, s.rcq.cqn);
+            s.buf = n.alloc(1 << 20);
+            s.key = n.reg_mr(s.pd, s.buf, 1 << 20, kAllAccess);
+            std::vector<uint8_t> pattern(1 << 20);
+            for (size_t k = 0; k < pattern.size(); ++k) {
+                pattern[k] = static_cast<uint8_t>(k * (i + 3) + 1);
+            }
+            EXPECT_TRUE(n.host.write(s.buf, pattern.data(), pattern.size()));
+        }
+        node(0).connect(side[0].qp, side[1].qp.qpn, node(1), mtu, 14, retry, rnr_retry);
+        node(1).connect(side[1].qp, side[0].qp.qpn, node(0), mtu, 14, retry, rnr_retry);
+    }
+    RdmaNode &node(int i) {
+        if (a6) {
+            return i == 0 ? *a6 : *b6;
+        }
+        return i == 0 ? a : b;
+    }
+    // Pumps the wire, advancing time by 'step' whenever it goes idle, until
+    // pred() holds or 'rounds' are used up.
+    bool run(const std::function<bool()> &pred,
+             const std::function<bool(bool, const std::vector<uint8_t> &)> &drop = {},
+             int rounds = 50, uint64_t step = 20'000'000) {
+        for (int r = 0; r < rounds; ++r) {
+            pump(node(0), node(1), drop);
+            if (pred()) {
+                return true;
+            }
+            node(0).host.now += step;
+            node(1).host.now += step;
+        }
+        return pred();
+    }
+    bool same(uint64_t x, uint64_t y, size_t len) {
+        std::vector<uint8_t> p(len), q(len);
+        EXPECT_TRUE(node(0).host.read(x, p.data(), len));
+        EXPECT_TRUE(node(1).host.read(y, q.data(), len));
+        return p == q;
+    }
+
+    RdmaNode a{1};
+    RdmaNode b{2};
+    std::unique_ptr<RdmaNode> a6, b6;
+    Side side[2];
+    std::vector<ohca_cqe> sc, rc;
+};
+
+class MtuTest : public WireTest, public ::testing::WithParamInterface<uint8_t> {};
+
+TEST_P(MtuTest, Segmentation) {
+    const uint8_t mtu = GetParam();
+    setup(false, mtu);
+    const uint32_t bytes = 128u << mtu;
+    const uint32_t len = 3 * bytes + 5;
+    b.post_recv(side[1].qp, 1, {{side[1].buf, len, side[1].key}});
+    SendReq r;
+    r.sges = {{side[0].buf, len, side[0].key}};
+    a.post_send(side[0].qp, r);
+    a.process();
+    ASSERT_EQ(a.host.wire.size(), 4u);
+    const uint8_t ops[4] = {rc::kSendFirst, rc::kSendMiddle, rc::kSendMiddle, rc::kSendLast};
+    for (size_t i = 0; i < 4; ++i) {
+        ParsedPacket p;
+        ASSERT_EQ(parse_roce_frame(a.host.wire[i], p), ParseError::None);
+        EXPECT_EQ(p.fields.bth.opcode, ops[i]);
+        EXPECT_EQ(p.payload.size(), i < 3 ? bytes : 5u);
+        EXPECT_EQ(p.fields.bth.psn, psn_add(0x100 + side[0].qp.qpn, uint32_t(i)));
+        EXPECT_EQ(p.fields.bth.dest_qp, side[1].qp.qpn);
+        EXPECT_EQ(p.fields.bth.ack_req, i == 3);
+        EXPECT_EQ(p.fields.bth.pad, i == 3 ? 3 : 0);
+        EXPECT_EQ(p.smac, a.mac);
+        EXPECT_EQ(p.dmac, b.mac);
+        EXPECT_EQ(p.sgid, a.gid);
+        EXPECT_EQ(p.dgid, b.gid);
+    }
+    ASSERT_TRUE(run([&] { return !b.poll(side[1].rcq).empty(); }));
+    EXPECT_TRUE(same(side[0].buf, side[1].buf, len));
+    ASSERT_TRUE(run([&] { return !a.poll(side[0].scq).empty(); }));
+    // RDMA WRITE and READ of the same size.
+    SendReq w;
+    w.opcode = OHCA_WR_RDMA_WRITE;
+    w.remote_addr = side[1].buf + 0x10000;
+    w.rkey = side[1].key;
+    w.sges = {{side[0].buf + 0x10000, len, side[0].key}};
+    a.post_send(side[0].qp, w);
+    w.opcode = OHCA_WR_RDMA_READ;
+    w.remote_addr = side[1].buf + 0x20000;
+    w.sges = {{side[0].buf + 0x30000, len, side[0].key}};
+    a.post_send(side[0].qp, w);
+    ASSERT_TRUE(run([&] {
+        auto v = a.poll(side[0].scq);
+        sc.insert(sc.end(), v.begin(), v.end());
+        return sc.size() == 2;
+    }));
+    EXPECT_TRUE(same(side[0].buf + 0x10000, side[1].buf + 0x10000, len));
+    EXPECT_TRUE(same(side[0].buf + 0x30000, side[1].buf + 0x20000, len));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllMtus, MtuTest, ::testing::Values(1, 2, 3, 4, 5));
+
+TEST_F(WireTest, SendWriteReadOverIpv6) {
+    setup(true);
+    RdmaNode &x = node(0), &y = node(1);
+    y.post_recv(side[1].qp, 5, {{side[1].buf, 8192, side[1].key}});
+    SendReq s;
+    s.sges = {{side[0].buf, 5000, side[0].key}};
+    x.post_send(side[0].qp, s);
+    SendReq w;
+    w.opcode = OHCA_WR_RDMA_WRITE;
+    w.remote_addr = side[1].buf + 0x10000;
+    w.rkey = side[1].key;
+    w.sges = {{side[0].buf + 0x20000, 7000, side[0].key}};
+    x.post_send(side[0].qp, w);
+    SendReq r;
+    r.opcode = OHCA_WR_RDMA_READ;
+    r.flags = OHCA_WQE_SIGNALED | OHCA_WQE_FENCE;
+    r.remote_addr = side[1].buf + 0x40000;
+    r.rkey = side[1].key;
+    r.sges = {{side[0].buf + 0x50000, 9000, side[0].key}};
+    x.post_send(side[0].qp, r);
+    ParsedPacket p;
+    x.process();
+    ASSERT_FALSE(x.host.wire.empty());
+    ASSERT_EQ(parse_roce_frame(x.host.wire[0], p), ParseError::None);
+    EXPECT_TRUE(p.ipv6);
+    ASSERT_TRUE(run([&] {
+        auto v = x.poll(side[0].scq);
+        sc.insert(sc.end(), v.begin(), v.end());
+        return sc.size() == 3;
+    }));
+    for (const auto &c : sc) {
+        EXPECT_EQ(c.status, OHCA_CQE_SUCCESS);
+    }
+    EXPECT_EQ(sc[2].opcode, OHCA_CQE_RDMA_READ);
+    rc = y.poll(side[1].rcq);
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].byte_len, 5000u);
+    EXPECT_TRUE(same(side[0].buf, side[1].buf, 5000));
+    EXPECT_TRUE(same(side[0].buf + 0x20000, side[1].buf + 0x10000, 7000));
+    EXPECT_TRUE(same(side[0].buf + 0x50000, side[1].buf + 0x40000, 9000));
+}
+
+class LossTest : public WireTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(LossTest, RecoveredByRetransmission) {
+    setup();
+    const int every = GetParam();
+    for (int i = 0; i < 8; ++i) {
+        b.post_recv(side[1].qp, 100 + i, {{side[1].buf + 0x10000ull * i, 0x10000, side[1].key}});
+    }
+    for (int i = 0; i < 8; ++i) {
+        SendReq s;
+        s.wr_id = i;
+        s.sges = {{side[0].buf + 0x10000ull * i, 10000, side[0].key}};
+        a.post_send(side[0].qp, s);
+    }
+    SendReq r;
+    r.opcode = OHCA_WR_RDMA_READ;
+    r.wr_id = 99;
+    r.remote_addr = side[1].buf + 0x90000;
+    r.rkey = side[1].key;
+    r.sges = {{side[0].buf + 0x90000, 20000, side[0].key}};
+    a.post_send(side[0].qp, r);
+    // Positive: lose 1 in n frames; negative: only frames from b (ACKs,
+    // NAKs, READ responses). Pseudo-random with a fixed seed.
+    std::mt19937 rng(static_cast<unsigned int>(every + 100));
+    auto drop = [&](bool from_a, const std::vector<uint8_t> &) {
+        return (every > 0 || !from_a) && rng() % static_cast<unsigned>(std::abs(every)) == 0;
+    };
+    ASSERT_TRUE(run(
+        [&] {
+            auto v = a.poll(side[0].scq);
+            sc.insert(sc.end(), v.begin(), v.end());
+            auto w = b.poll(side[1].rcq);
+            rc.insert(rc.end(), w.begin(), w.end());
+            return sc.size() == 9 && rc.size() == 8;
+        },
+        drop, 2000))
+        << sc.size() << " " << rc.size() << " state " << int(a.query(side[0].qp.qpn).qp_state)
+        << " " << int(b.query(side[1].qp.qpn).qp_state) << " "
+        << (sc.empty() ? -1 : int(sc.back().status)) << " wr "
+        << (sc.empty() ? 0 : sc.back().wr_id);
+    for (int i = 0; i < 8; ++i) {
+        EXPECT_EQ(sc[i].status, OHCA_CQE_SUCCESS);
+        EXPECT_EQ(sc[i].wr_id, uint64_t(i));
+        EXPECT_EQ(rc[i].wr_id, uint64_t(100 + i)); // delivered once, in order
+        EXPECT_EQ(rc[i].byte_len, 10000u);
+        EXPECT_TRUE(same(side[0].buf + 0x10000ull * i, side[1].buf + 0x10000ull * i, 10000));
+    }
+    EXPECT_EQ(sc[8].wr_id, 99u);
+    EXPECT_EQ(sc[8].status, OHCA_CQE_SUCCESS);
+    EXPECT_TRUE(same(side[0].buf + 0x90000, side[1].buf + 0x90000, 20000));
+    EXPECT_TRUE(b.poll(side[1].rcq).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(DropRates, LossTest, ::testing::Values(3, 4, 5, 7, 11, -2, -3));
+
+TEST_F(WireTest, DuplicatesAreAckedNotRedelivered) {
+    setup();
+    b.post_recv(side[1].qp, 1, {{side[1].buf, 4096, side[1].key}});
+    b.post_recv(side[1].qp, 2, {{side[1].buf + 4096, 4096, side[1].key}});
+    SendReq s;
+    s.sges = {{side[0].buf, 100, side[0].key}};
+    a.post_send(side[0].qp, s);
+    a.process();
+    ASSERT_EQ(a.host.wire.size(), 1u);
+    const auto frame = a.host.wire[0];
+    pump(a, b);
+    ohca_engine_receive_frame(b.e, frame.data(), frame.size()); // again
+    pump(a, b);
+    EXPECT_EQ(b.poll(side[1].rcq).size(), 1u);
+    EXPECT_EQ(a.poll(side[0].scq).size(), 1u);
+    // A corrupted frame is dropped and counted.
+    auto bad = frame;
+    bad[bad.size() - 10] ^= 0x40;
+    const uint64_t dropped = b.stats().roce_rx_dropped;
+    ohca_engine_receive_frame(b.e, bad.data(), bad.size());
+    b.process();
+    EXPECT_EQ(b.stats().roce_rx_dropped, dropped + 1);
+}
+
+TEST_F(WireTest, RnrNakThenRecvPosted) {
+    setup();
+    SendReq s;
+    s.sges = {{side[0].buf, 100, side[0].key}};
+    a.post_send(side[0].qp, s);
+    pump(a, b);
+    EXPECT_TRUE(a.poll(side[0].scq).empty());
+    b.post_recv(side[1].qp, 1, {{side[1].buf, 4096, side[1].key}});
+    ASSERT_TRUE(run([&] { return !b.poll(side[1].rcq).empty(); }));
+    ASSERT_TRUE(run([&] {
+        sc = a.poll(side[0].scq);
+        return !sc.empty();
+    }));
+    EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
+}
+
+TEST_F(WireTest, RnrRetryExhausted) {
+    setup(false, 3, 7, 2);
+    SendReq s;
+    s.sges = {{side[0].buf, 100, side[0].key}};
+    a.post_send(side[0].qp, s);
+    s.wr_id = 2;
+    a.post_send(side[0].qp, s);
+    ASSERT_TRUE(run([&] {
+        auto v = a.poll(side[0].scq);
+        sc.insert(sc.end(), v.begin(), v.end());
+        return sc.size() == 2;
+    }));
+    EXPECT_EQ(sc[0].status, OHCA_CQE_RNR_RETRY_EXC_ERR);
+    EXPECT_EQ(sc[1].status, OHCA_CQE_WR_FLUSH_ERR);
+    EXPECT_EQ(sc[1].vendor_err, OHCA_VERR_FLUSH);
+    EXPECT_EQ(a.query(side[0].qp.qpn).qp_state, OHCA_QPS_ERR);
+}
+
+TEST_F(WireTest, RetryExhaustedWhenThePeerIsGone) {
+    setup(false, 3, 2);
+    SendReq w;
+    w.opcode = OHCA_WR_RDMA_WRITE;
+    w.remote_addr = side[1].buf;
+    w.rkey = side[1].key;
+    w.sges = {{side[0].buf, 100, side[0].key}};
+    a.post_send(side[0].qp, w);
+    auto all = [](bool, const std::vector<uint8_t> &) { return true; };
+    unsigned int sent = 0;
+    ASSERT_TRUE(run(
+        [&] {
+            sent += static_cast<unsigned int>(a.host.wire.size());
+            sc = a.poll(side[0].scq);
+            return !sc.empty();
+        },
+        all, 20));
+    EXPECT_EQ(sc[0].status, OHCA_CQE_RETRY_EXC_ERR);
+    EXPECT_EQ(a.query(side[0].qp.qpn).qp_state, OHCA_QPS_ERR);
+    // Later work requests complete with WR_FLUSH_ERR.
+    w.wr_id = 7;
+    a.post_send(side[0].qp, w);
+    a.process();
+    sc = a.poll(side[0].scq);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].wr_id, 7u);
+    EXPECT_EQ(sc[0].status, OHCA_CQE_WR_FLUSH_ERR);
+}
+
+TEST_F(WireTest, RemoteAccessErrors) {
+    struct Case {
+        uint64_t addr;
+        uint32_t key;
+        uint8_t op;
+    };
+    setup();
+    const Case cases[] = {
+        {side[1].buf, side[1].key ^ 1, OHCA_WR_RDMA_WRITE},              // stale tag
+        {side[1].buf + (1 << 20) - 10, side[1].key, OHCA_WR_RDMA_WRITE}, // bounds
+        {side[1].buf, side[1].key + 0x100, OHCA_WR_RDMA_READ},           // no such index
+    };
+    for (const Case &c : cases) {
+        SendReq w;
+        w.opcode = c.op;
+        w.remote_addr = c.addr;
+        w.rkey = c.key;
+        w.sges = {{side[0].buf, 100, side[0].key}};
+        a.post_send(side[0].qp, w);
+        b.post_recv(side[1].qp, 1, {{side[1].buf, 16, side[1].key}});
+        ASSERT_TRUE(run([&] {
+            sc = a.poll(side[0].scq);
+            return !sc.empty();
+        }));
+        EXPECT_EQ(sc[0].status, OHCA_CQE_REM_ACCESS_ERR);
+        EXPECT_EQ(sc[0].vendor_err, OHCA_VERR_REMOTE_NAK);
+        EXPECT_EQ(a.query(side[0].qp.qpn).qp_state, OHCA_QPS_ERR);
+        // The responder went to ERR: its receive WQE is flushed, and the
+        // driver hears about it on EQ 0.
+        rc = b.poll(side[1].rcq);
+        ASSERT_EQ(rc.size(), 1u);
+        EXPECT_EQ(rc[0].status, OHCA_CQE_WR_FLUSH_ERR);
+        auto ev = b.events();
+        ASSERT_FALSE(ev.empty());
+        EXPECT_EQ(ev.back().code, OHCA_QP_EV_ACCESS_ERR);
+        // Both back to RTS for the next case.
+        for (int i = 0; i < 2; ++i) {
+            ohca_qp_attr at{};
+            at.qp_state = OHCA_QPS_RESET;
+            ASSERT_EQ(node(i).modify(side[i].qp.qpn, OHCA_QP_STATE, at).status, OHCA_STATUS_OK);
+            side[i].qp.sq_pi = side[i].qp.rq_pi = 0;
+            node(i).connect(side[i].qp, side[1 - i].qp.qpn, node(1 - i));
+        }
+    }
+}
+
+TEST_F(WireTest, QpWithoutRemoteWriteAccess) {
+    setup();
+    ohca_qp_attr at{};
+    at.access_flags = OHCA_ACCESS_REMOTE_READ;
+    ASSERT_EQ(b.modify(side[1].qp.qpn, OHCA_QP_ACCESS_FLAGS, at).status, OHCA_STATUS_OK);
+    SendReq w;
+    w.opcode = OHCA_WR_RDMA_WRITE;
+    w.remote_addr = side[1].buf;
+    w.rkey = side[1].key;
+    w.sges = {{side[0].buf, 100, side[0].key}};
+    a.post_send(side[0].qp, w);
+    ASSERT_TRUE(run([&] {
+        sc = a.poll(side[0].scq);
+        return !sc.empty();
+    }));
+    EXPECT_EQ(sc[0].status, OHCA_CQE_REM_ACCESS_ERR);
+}
+
+TEST_F(WireTest, ReceiveBufferTooSmall) {
+    setup();
+    b.post_recv(side[1].qp, 1, {{side[1].buf, 50, side[1].key}});
+    SendReq s;
+    s.sges = {{side[0].buf, 100, side[0].key}};
+    a.post_send(side[0].qp, s);
+    ASSERT_TRUE(run([&] {
+        sc = a.poll(side[0].scq);
+        return !sc.empty();
+    }));
+    EXPECT_EQ(sc[0].status, OHCA_CQE_REM_INV_REQ_ERR);
+    rc = b.poll(side[1].rcq);
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].status, OHCA_CQE_LOC_LEN_ERR);
+    EXPECT_EQ(rc[0].vendor_err, OHCA_VERR_RECV_TOO_SMALL);
+}
+
+TEST_F(WireTest, LocalKeyErrors) {
+    setup();
+    const uint32_t other_pd = a.create_pd();
+    const uint32_t foreign = a.reg_mr(other_pd, side[0].buf, 4096, kAllAccess);
+    const uint32_t ro = a.reg_mr(side[0].pd, side[0].buf, 4096, 0);
+    struct Case {
+        ohca_sge sge;
+        uint8_t op;
+        uint8_t verr;
+    };
+    const Case cases[] = {
+        {{side[0].buf, 100, side[0].key + 0x10000}, OHCA_WR_SEND, OHCA_VERR_BAD_LKEY},
+        {{side[0].buf - 1, 100, side[0].key}, OHCA_WR_SEND, OHCA_VERR_LKEY_BOUNDS},
+        {{side[0].buf, 100, foreign}, OHCA_WR_SEND, OHCA_VERR_LKEY_PD},
+        {{side[0].buf, 100, ro}, OHCA_WR_RDMA_READ, OHCA_VERR_LKEY_ACCESS},
+    };
+    for (const Case &c : cases) {
+        SendReq s;
+        s.opcode = c.op;
+        s.remote_addr = side[1].buf;
+        s.rkey = side[1].key;
+        s.sges = {c.sge};
+        a.post_send(side[0].qp, s);
+        a.process();
+        sc = a.poll(side[0].scq);
+        ASSERT_EQ(sc.size(), 1u);
+        EXPECT_EQ(sc[0].status, OHCA_CQE_LOC_PROT_ERR);
+        EXPECT_EQ(sc[0].vendor_err, c.verr);
+        EXPECT_TRUE(a.host.wire.empty());
+        ohca_qp_attr at{};
+        at.qp_state = OHCA_QPS_RESET;
+        ASSERT_EQ(a.modify(side[0].qp.qpn, OHCA_QP_STATE, at).status, OHCA_STATUS_OK);
+        side[0].qp.sq_pi = 0;
+        a.connect(side[0].qp, side[1].qp.qpn, b);
+    }
+}
+
+} // namespace
+} // namespace ohca::test
