@@ -211,6 +211,10 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
 
     if (op == rc::kReadRequest) {
         const Reth &r = *pkt.fields.reth;
+        if (r.dma_len > DeviceLimits::max_msg_size) {
+            responder_error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+            return;
+        }
         if ((qp.attrs.access & OHCA_ACCESS_REMOTE_READ) == 0 ||
             (r.dma_len != 0 &&
              check_key(r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ, qp.pdn).verr !=
