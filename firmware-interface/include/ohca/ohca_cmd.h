@@ -301,6 +301,9 @@ OHCA_ASSERT_SIZE(struct ohca_pbl, 16);
  * A completion EQ is physically contiguous (2^log_size struct ohca_eqe,
  * 16-byte aligned) and raises MSI-X vector 'msix_vector' (2..NUM_MSIX-1).
  * Its doorbell is OHCA_REG_EQ_DB(eqn), with the semantics of EQ0_DB.
+ * (1.1 clarification) eqn is 1..max_eq-1 (max_eq counts EQ 0). A completion
+ * EQ that would overrun its consumer stops posting events; the device and
+ * EQ 0 keep running.
  */
 struct ohca_create_eq_in {
 	ohca_le64 base;
@@ -313,7 +316,8 @@ OHCA_ASSERT_SIZE(struct ohca_create_eq_in, 16);
 /* Output of every CREATE_* command: the new object's number or key. */
 struct ohca_create_out {
 	ohca_le32 handle;		/* eqn, pdn, cqn or qpn */
-	ohca_le32 handle2;		/* CREATE_MR: rkey (handle is the lkey) */
+	ohca_le32 handle2;		/* CREATE_MR: rkey (handle is the lkey;
+					 * the device returns rkey == lkey) */
 };
 OHCA_ASSERT_SIZE(struct ohca_create_out, 8);
 
@@ -365,7 +369,9 @@ OHCA_ASSERT_OFFSET(struct ohca_create_mr_in, pbl, 32);
 /*
  * The ring is 2^log_size struct ohca_cqe in the pages of 'pbl'. Doorbells
  * for the CQ (consumer index, arming) are accepted only on the doorbell page
- * 'uar_index' (0: the kernel's page). Completion events go to EQ 'eqn'.
+ * 'uar_index' (0: the kernel's page). Completion events go to EQ 'eqn'
+ * (1.1 clarification: eqn 0 selects EQ 0). A page list that cannot be read
+ * fails any CREATE_* with BAD_ADDR, syndrome 0.
  */
 struct ohca_create_cq_in {
 	ohca_le32 eqn;
@@ -430,7 +436,7 @@ enum ohca_qp_attr_mask {
 	OHCA_QP_CUR_STATE		= 1u << 1,
 	OHCA_QP_ACCESS_FLAGS		= 1u << 3,
 	OHCA_QP_PKEY_INDEX		= 1u << 4,
-	OHCA_QP_PORT			= 1u << 5,
+	OHCA_QP_PORT			= 1u << 5,	/* port 1; no attr field */
 	OHCA_QP_QKEY			= 1u << 6,
 	OHCA_QP_AV			= 1u << 7,
 	OHCA_QP_PATH_MTU		= 1u << 8,

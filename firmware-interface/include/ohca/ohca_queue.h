@@ -100,7 +100,8 @@ enum ohca_eth_desc_flags {
  * value. Producer indices are free-running 32-bit WQE counts; a doorbell
  * whose index moves backwards or more than the queue size ahead of the
  * device's consumer index, or that names a queue not created on this page,
- * is ignored and counted in db_errors.
+ * is ignored and counted in db_errors. (1.1 clarification) So are other
+ * store widths or offsets, and SQ/RQ doorbells for a QP in RESET.
  */
 #define OHCA_DB_SQ			0x00	/* value: SQ producer index */
 #define OHCA_DB_RQ			0x08	/* value: RQ producer index */
@@ -202,6 +203,10 @@ enum ohca_cqe_flags {
  * the device writes it after the rest of the entry. For a send completion,
  * wqe_index is the low 16 bits of the SQ index of the completed WQE, which
  * also retires every unsignaled WQE before it.
+ * (1.1 clarification) A send completion's byte_len is the message length.
+ * A receive completion's wqe_index is the RQ index of the consumed WQE and
+ * src_qp the QP's dest_qpn. OHCA_DB_CQ_ARM_NEXT with completions the CQ
+ * doorbell has not consumed yet raises the event at once.
  */
 struct ohca_cqe {
 	ohca_le64 wr_id;

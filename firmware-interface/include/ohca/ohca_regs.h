@@ -122,7 +122,9 @@ enum ohca_port_status {
 	OHCA_PORT_STATUS_LINK_UP	= 1u << 0,
 };
 
-/* Doorbell of completion event queue n (1..max_eq), semantics of EQ0_DB. */
+/* Doorbell of completion event queue n (1..max_eq-1), semantics of EQ0_DB;
+ * write-only. A write for an EQ that does not exist is ignored and counted
+ * in OHCA_REG_ERR_COUNT (1.1 clarification). */
 #define OHCA_REG_EQ_DB(n)		(0x400 + 4 * (n))
 #define OHCA_MAX_EQ			64
 
