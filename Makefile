@@ -10,7 +10,7 @@ PYTHON := /usr/bin/python3
 export OHCA_CACHE ?= $(HOME)/.cache/ohca
 
 .PHONY: all deps build qemu engine engine-test kernel userspace rootfs \
-	firmware-interface-test test demo vm clean
+	firmware-interface-test test demo vm fuzz coverage clean
 
 all: build
 
@@ -37,6 +37,15 @@ userspace: deps
 
 rootfs: deps
 	@bash tests/vm/mkrootfs.sh
+
+# libFuzzer fuzzers of the device engine with ASan+UBSan; FUZZ_SECONDS each.
+FUZZ_SECONDS ?= 300
+fuzz: deps
+	@bash qemu-device/engine/fuzz/run.sh $(FUZZ_SECONDS)
+
+# Line and function coverage of the engine by its unit tests.
+coverage: deps
+	@bash qemu-device/engine/coverage.sh
 
 firmware-interface-test:
 	@$(MAKE) -C firmware-interface test
