@@ -438,3 +438,87 @@ TEST_F(WireTest, LocalKeyErrors) {
 
 } // namespace
 } // namespace ohca::test
+
+namespace ohca::test {
+namespace {
+
+TEST_F(WireTest, SqdDrainsOutstandingWork) {
+    setup();
+    SendReq w;
+    w.opcode = OHCA_WR_RDMA_WRITE;
+    w.remote_addr = side[1].buf;
+    w.rkey = side[1].key;
+    w.sges = {{side[0].buf, 5000, side[0].key}};
+    a.post_send(side[0].qp, w);
+    a.process(); // sent, not acknowledged
+    ohca_qp_attr at{};
+    at.qp_state = OHCA_QPS_SQD;
+    ASSERT_EQ(a.modify(side[0].qp.qpn, OHCA_QP_STATE, at).status, OHCA_STATUS_OK);
+    EXPECT_EQ(a.query(side[0].qp.qpn).sq_draining, 1);
+    a.post_send(side[0].qp, w); // not started while SQD
+    EXPECT_TRUE(a.events().empty());
+    pump(a, b);
+    auto ev = a.events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].code, OHCA_QP_EV_SQ_DRAINED);
+    EXPECT_EQ(a.query(side[0].qp.qpn).sq_draining, 0);
+    EXPECT_EQ(a.poll(side[0].scq).size(), 1u);
+    at.qp_state = OHCA_QPS_RTS;
+    ASSERT_EQ(a.modify(side[0].qp.qpn, OHCA_QP_STATE, at).status, OHCA_STATUS_OK);
+    pump(a, b);
+    EXPECT_EQ(a.poll(side[0].scq).size(), 1u);
+}
+
+TEST_F(WireTest, FenceWaitsForReads) {
+    setup();
+    SendReq r;
+    r.opcode = OHCA_WR_RDMA_READ;
+    r.remote_addr = side[1].buf;
+    r.rkey = side[1].key;
+    r.sges = {{side[0].buf + 0x8000, 3000, side[0].key}};
+    a.post_send(side[0].qp, r);
+    SendReq w;
+    w.opcode = OHCA_WR_RDMA_WRITE;
+    w.flags = OHCA_WQE_SIGNALED | OHCA_WQE_FENCE;
+    w.remote_addr = side[1].buf + 0x10000;
+    w.rkey = side[1].key;
+    w.sges = {{side[0].buf + 0x8000, 3000, side[0].key}}; // what the READ fetched
+    a.post_send(side[0].qp, w);
+    a.process();
+    ASSERT_EQ(a.host.wire.size(), 1u); // only the READ request
+    ASSERT_TRUE(run([&] {
+        auto v = a.poll(side[0].scq);
+        sc.insert(sc.end(), v.begin(), v.end());
+        return sc.size() == 2;
+    }));
+    // The WRITE carried the data the READ brought back.
+    std::vector<uint8_t> x(3000), y(3000);
+    ASSERT_TRUE(b.host.read(side[1].buf, x.data(), 3000));
+    ASSERT_TRUE(b.host.read(side[1].buf + 0x10000, y.data(), 3000));
+    EXPECT_EQ(x, y);
+}
+
+TEST_F(WireTest, SolicitedEvent) {
+    setup();
+    b.cq_doorbell(side[1].rcq, OHCA_DB_CQ_ARM_SOLICITED);
+    for (int i = 0; i < 2; ++i) {
+        b.post_recv(side[1].qp, i, {{side[1].buf, 4096, side[1].key}});
+    }
+    SendReq s;
+    s.sges = {{side[0].buf, 10, side[0].key}};
+    a.post_send(side[0].qp, s); // not solicited: no event
+    pump(a, b);
+    auto ev = b.events();
+    EXPECT_TRUE(ev.empty());
+    s.flags = OHCA_WQE_SIGNALED | OHCA_WQE_SOLICITED;
+    a.post_send(side[0].qp, s);
+    pump(a, b);
+    ev = b.events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].type, OHCA_EQE_CQ_COMPLETION);
+    EXPECT_EQ(ev[0].param0, side[1].rcq.cqn);
+    EXPECT_EQ(b.poll(side[1].rcq).size(), 2u);
+}
+
+} // namespace
+} // namespace ohca::test
