@@ -50,9 +50,10 @@ QpTransition qp_transition(uint8_t cur, uint8_t next) {
         }
         if (next == OHCA_QPS_SQD) {
             return {true, 0,
-                    OHCA_QP_PKEY_INDEX | OHCA_QP_AV | OHCA_QP_TIMEOUT | OHCA_QP_RETRY_CNT |
-                        OHCA_QP_RNR_RETRY | OHCA_QP_MAX_QP_RD_ATOMIC | OHCA_QP_MAX_DEST_RD_ATOMIC |
-                        OHCA_QP_CUR_STATE | OHCA_QP_ACCESS_FLAGS | OHCA_QP_MIN_RNR_TIMER};
+                    OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_AV | OHCA_QP_TIMEOUT |
+                        OHCA_QP_RETRY_CNT | OHCA_QP_RNR_RETRY | OHCA_QP_MAX_QP_RD_ATOMIC |
+                        OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_CUR_STATE | OHCA_QP_ACCESS_FLAGS |
+                        OHCA_QP_MIN_RNR_TIMER};
         }
         break;
     case OHCA_QPS_SQE:

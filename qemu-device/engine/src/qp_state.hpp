@@ -15,6 +15,9 @@ struct QpTransition {
     uint32_t optional = 0;
 };
 
+// The sets are those of the verbs' ib_modify_qp_is_ok() for RC (without
+// alternate paths and path migration, which the device does not support),
+// so whatever the kernel's check lets through the device accepts.
 // Rules for cur -> next (states enum ohca_qp_state); OHCA_QP_STATE and
 // OHCA_QP_CUR_STATE are handled by the caller.
 QpTransition qp_transition(uint8_t cur, uint8_t next);
