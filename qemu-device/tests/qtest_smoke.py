@@ -36,6 +36,7 @@ EQ_ARM = 1 << 31
 
 BAR0, BAR2, BAR4 = 0xE0000000, 0xE0100000, 0xE0200000
 EQ, CMDQ, OUT, TXR, RXR, BUF = 0x100000, 0x110000, 0x120000, 0x130000, 0x140000, 0x150000
+MBOX, RDMA = 0x160000, 0x200000  # command mailbox; RDMA rings and buffers
 MSI_ADDR = 0x90000  # MSI-X messages land in RAM here, one u32 per vector
 
 failures = []
@@ -99,6 +100,9 @@ class QTest:
 
     def writel(self, a, v):
         self.cmd(f"writel {a:#x} {v:#x}")
+
+    def writeq(self, a, v):
+        self.cmd(f"writeq {a:#x} {v:#x}")
 
     def readb(self, a):
         return self.cmd(f"readb {a:#x}")
@@ -241,8 +245,12 @@ def run(q, wire, udp_local):
 
     def command(opcode, inline=b"", out_len=0, out_addr=0):
         slot_ = state["pi"] & 7
+        in_addr, body = 0, inline
+        if len(inline) > 32:  # mailbox
+            q.write(MBOX, inline)
+            in_addr, body = MBOX, b""
         entry = struct.pack("<HHBBHIHHQQ", opcode, 0x55 + state["pi"], 0, 0, len(inline), 0,
-                            out_len, 0, 0, out_addr) + inline.ljust(32, b"\0")
+                            out_len, 0, in_addr, out_addr) + body.ljust(32, b"\0")
         q.write(CMDQ + 64 * slot_, entry)
         state["pi"] += 1
         q.writel(BAR0 + REG_CMDQ_PI, state["pi"])
@@ -252,7 +260,8 @@ def run(q, wire, udp_local):
         status, syndrome = e[4], struct.unpack_from("<I", e, 8)[0]
         eqe = q.read(EQ + 16 * (state["eq"] & 15), 16)
         typ, flags, code, p0, p1, p2 = struct.unpack("<BBHIII", eqe)
-        check(typ == 1 and flags & 1 and code == status and p0 == 0x55 + state["pi"] - 1
+        owner = 0 if (state["eq"] >> 4) & 1 else 1  # flips on every wrap of the 16 entries
+        check(typ == 1 and flags & 1 == owner and code == status and p0 == 0x55 + state["pi"] - 1
               and p2 == slot_, f"CMD_DONE event for {opcode:#x}")
         state["eq"] += 1
         q.writel(BAR0 + REG_EQ_DB, state["eq"] | EQ_ARM)
@@ -327,13 +336,16 @@ def run(q, wire, udp_local):
     check(s[12] == 2, f"reg_errors 2 ({s[12]})")
     check(s[13] == 2, f"db_errors 2 ({s[13]})")
 
+    rdma_loopback(q, command)
+
     print("link")
     r = q.qmp_cmd("set_link", name="n0", up=False)
     check("return" in r, "QMP set_link down")
     check(wait_for(lambda: q.readl(BAR0 + REG_PORT) == 0), "PORT_STATUS down")
     eqe = q.read(EQ + 16 * (state["eq"] & 15), 16)
     typ, flags, code, p0 = struct.unpack_from("<BBHI", eqe)
-    check(typ == 2 and flags & 1 and code == 1 and p0 == 1, "PORT_CHANGE(DOWN) event")
+    owner = 0 if (state["eq"] >> 4) & 1 else 1
+    check(typ == 2 and flags & 1 == owner and code == 1 and p0 == 1, "PORT_CHANGE(DOWN) event")
     q.qmp_cmd("set_link", name="n0", up=True)
     check(wait_for(lambda: q.readl(BAR0 + REG_PORT) == 1), "PORT_STATUS up again")
 
@@ -346,6 +358,81 @@ def run(q, wire, udp_local):
     q.cfg_write(slot, 0x4, 0x6)
     check(wait_for(lambda: q.readl(BAR0 + REG_DEV_STATUS) == ST_RESET_DONE), "DEV_STATUS RESET_DONE")
     check(q.readl(BAR0 + REG_CMDQ_LO) == 0 and q.readl(BAR0 + REG_ERR) == 0, "registers at power-on values")
+
+
+def rdma_loopback(q, command):
+    """RC RDMA WRITE and SEND between two QPs of the device, looped back
+    inside it: commands by mailbox, 64-bit doorbells in BAR2 page 0, CQEs."""
+    print("RDMA loopback")
+    cq_ring, sq = RDMA, [RDMA + 0x1000, RDMA + 0x3000]
+    rq, src, dst, pbls = [RDMA + 0x2000, RDMA + 0x4000], RDMA + 0x10000, RDMA + 0x11000, RDMA + 0x20000
+
+    def pbl(n, pages):
+        addr = pbls + 0x1000 * n
+        q.write(addr, struct.pack(f"<{len(pages)}Q", *pages))
+        return struct.pack("<QIBBH", addr, len(pages), 12, 1, 0)
+
+    def create(opcode, inline=b""):
+        st, _ = command(opcode, inline, out_len=8, out_addr=OUT)
+        return st, struct.unpack_from("<I", q.read(OUT, 4))[0]
+
+    q.write(RDMA, bytes(0x22000))
+    gid = bytes(10) + b"\xff\xff" + bytes([10, 0, 0, 1])
+    st, _ = command(0x08, struct.pack("<16sHBB6sHI", gid, 0, 1, 1, bytes.fromhex("020000000001"),
+                                      0xFFFF, 0))
+    check(st == 0, "ADD_GID ::ffff:10.0.0.1")
+    st, pd = create(0x12)
+    check(st == 0 and pd == 1, "CREATE_PD -> 1")
+    st, cqn = create(0x16, struct.pack("<IIB7x", 0, 0, 4) + pbl(0, [cq_ring]))
+    check(st == 0 and cqn == 1, "CREATE_CQ -> 1")
+    st, key = create(0x14, struct.pack("<IIQQII", pd, 7, src, 0x2000, 0, 0) + pbl(1, [src, dst]))
+    check(st == 0 and key >> 8 == 1, f"CREATE_MR -> key {key:#x}")
+    qpn = []
+    for i in range(2):
+        st, n = create(0x18, struct.pack("<BBBBB3xIIIIII", 0, 2, 2, 7, 5, pd, cqn, cqn, 0, 64, 0)
+                       + pbl(2 + 2 * i, [sq[i]]) + pbl(3 + 2 * i, [rq[i]]))
+        qpn.append(n)
+    check(qpn == [2, 3], f"CREATE_QP -> {qpn}")
+    av = struct.pack("<16s6sHIBBBB", gid, bytes.fromhex("020000000001"), 0xFFFF, 0, 64, 0, 0, 1)
+    ok = True
+    for i in range(2):
+        for mask, attr in (
+                (0x39, struct.pack("<10BHIIIII", 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0)),
+                (0x129181, struct.pack("<10BHIIIII", 2, 0, 3, 0, 0, 0, 1, 0, 4, 0, 0, 0,
+                                       qpn[1 - i], 100, 0, 0)),
+                (0x12E01, struct.pack("<10BHIIIII", 3, 0, 0, 14, 7, 7, 0, 4, 0, 0, 0, 0, 0, 0,
+                                      100, 0))):
+            st, syn = command(0x19, struct.pack("<II", qpn[i], mask) + attr + av)
+            ok = ok and st == 0
+    check(ok, "MODIFY_QP RESET -> INIT -> RTR -> RTS (both)")
+
+    payload = bytes((i * 7 + 1) & 0xFF for i in range(3000))
+    q.write(src, payload)
+    # RQ of QP 3: one receive WQE for the SEND.
+    q.write(rq[1], struct.pack("<QB7xQII", 0xBEEF, 1, dst + 3000, 1000, key))
+    q.writeq(BAR2 + OHCA_DB_RQ, (1 << 32) | qpn[1])
+    # SQ of QP 2: RDMA WRITE of 3000 bytes, then SEND of 500.
+    q.write(sq[0], struct.pack("<QBBBBIQII32xQII", 0x11, 0, 1, 1, 0, 0, dst, key, 0, src, 3000, key))
+    q.write(sq[0] + 128, struct.pack("<QBBBBIQII32xQII", 0x22, 2, 1, 1, 0, 0, 0, 0, 0,
+                                     src, 500, key))
+    q.writeq(BAR2 + OHCA_DB_SQ, (2 << 32) | qpn[0])
+
+    def cqe(i):
+        return struct.unpack("<QIIIIBBBBHBB", q.read(cq_ring + 32 * i, 32))
+
+    check(wait_for(lambda: cqe(2)[11] == 1), "three CQEs written")
+    c = [cqe(i) for i in range(3)]
+    by_id = {e[0]: e for e in c}
+    check(by_id.get(0x11, (0,) * 12)[5:7] == (1, 0), "RDMA WRITE completed: opcode, status OK")
+    check(by_id.get(0x22, (0,) * 12)[5:7] == (0, 0), "SEND completed")
+    r = by_id.get(0xBEEF, (0,) * 12)
+    check(r[5:7] == (0x80, 0) and r[1] == 500 and r[3] == qpn[1] and r[4] == qpn[0],
+          "RECV completion: byte_len 500, qpn, src_qp")
+    check(q.read(dst, 3000) == payload, "written bytes arrived")
+    check(q.read(dst + 3000, 500) == payload[:500], "sent bytes arrived")
+
+
+OHCA_DB_SQ, OHCA_DB_RQ = 0x00, 0x08
 
 
 if __name__ == "__main__":
