@@ -204,7 +204,6 @@ static enum ibv_wc_status ohca_wc_status(uint8_t status)
 	case OHCA_CQE_REM_OP_ERR:	return IBV_WC_REM_OP_ERR;
 	case OHCA_CQE_RETRY_EXC_ERR:	return IBV_WC_RETRY_EXC_ERR;
 	case OHCA_CQE_RNR_RETRY_EXC_ERR: return IBV_WC_RNR_RETRY_EXC_ERR;
-	/* 15 here; IBV_WC_FATAL_ERR is 19 (15 is REM_INV_RD_REQ_ERR). */
 	case OHCA_CQE_FATAL_ERR:	return IBV_WC_FATAL_ERR;
 	default:			return IBV_WC_GENERAL_ERR;
 	}
