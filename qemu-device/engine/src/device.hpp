@@ -263,7 +263,7 @@ class Device {
 
     // RDMA objects.
     struct MrSlot {
-        std::optional<Mr> mr;
+        std::unique_ptr<Mr> mr;
         uint8_t tag = 0;
     };
     Table<CompletionEq> eqs_;

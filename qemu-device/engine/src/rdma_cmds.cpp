@@ -26,7 +26,7 @@ template <class T> std::optional<uint32_t> free_slot(const Table<T> &t, uint32_t
 }
 
 template <class T> T *lookup(Table<T> &t, uint32_t h) {
-    return h < t.size() && t[h] ? &*t[h] : nullptr;
+    return h < t.size() ? t[h].get() : nullptr;
 }
 
 Device::CmdResult pbl_error(PageList::LoadResult r, size_t pbl_offset) {
@@ -39,11 +39,16 @@ Device::CmdResult pbl_error(PageList::LoadResult r, size_t pbl_offset) {
 } // namespace
 
 void Device::rdma_power_on() {
-    eqs_.assign(DeviceLimits::max_eq, std::nullopt);
-    pds_.assign(DeviceLimits::max_pd + 1, std::nullopt);
-    mrs_.assign(DeviceLimits::max_mr + 1, MrSlot{});
-    cqs_.assign(DeviceLimits::max_cq + 1, std::nullopt);
-    qps_.assign(DeviceLimits::max_qp + DeviceLimits::first_qpn, std::nullopt);
+    eqs_.clear();
+    eqs_.resize(DeviceLimits::max_eq);
+    pds_.clear();
+    pds_.resize(DeviceLimits::max_pd + 1);
+    mrs_.clear();
+    mrs_.resize(DeviceLimits::max_mr + 1);
+    cqs_.clear();
+    cqs_.resize(DeviceLimits::max_cq + 1);
+    qps_.clear();
+    qps_.resize(DeviceLimits::max_qp + DeviceLimits::first_qpn);
     uar_refs_.fill(0);
     roce_backlog_.clear();
     if (timer_deadline_ != 0) {
@@ -87,7 +92,7 @@ Device::CmdResult Device::cmd_create_eq(const Command &cmd) {
     if (CmdResult r = write_create_out(cmd, *eqn, 0); r.status != OHCA_STATUS_OK) {
         return r;
     }
-    eqs_[*eqn].emplace(in.msix_vector);
+    eqs_[*eqn] = std::make_unique<CompletionEq>(in.msix_vector);
     eqs_[*eqn]->eq.configure(base, in.log_size);
     return {};
 }
@@ -126,7 +131,7 @@ Device::CmdResult Device::cmd_create_pd(const Command &cmd) {
     if (CmdResult r = write_create_out(cmd, *pdn, 0); r.status != OHCA_STATUS_OK) {
         return r;
     }
-    pds_[*pdn].emplace();
+    pds_[*pdn] = std::make_unique<Pd>();
     return {};
 }
 
@@ -217,7 +222,7 @@ Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
         return r;
     }
     slot.tag = tag;
-    slot.mr = std::move(mr);
+    slot.mr = std::make_unique<Mr>(std::move(mr));
     ++pd->refs;
     return {};
 }
@@ -309,7 +314,7 @@ Device::CmdResult Device::cmd_create_cq(const Command &cmd) {
     if (CmdResult res = write_create_out(cmd, *cqn, 0); res.status != OHCA_STATUS_OK) {
         return res;
     }
-    cqs_[*cqn] = std::move(cq);
+    cqs_[*cqn] = std::make_unique<Cq>(std::move(cq));
     if (eqn != 0) {
         ++eqs_[eqn]->cq_refs;
     }
@@ -412,7 +417,7 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
         return res;
     }
     qp.qpn = *qpn;
-    qps_[*qpn] = std::move(qp);
+    qps_[*qpn] = std::make_unique<Qp>(std::move(qp));
     ++pd->refs;
     ++cqs_[scqn]->qp_refs;
     ++cqs_[rcqn]->qp_refs;

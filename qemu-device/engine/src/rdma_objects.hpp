@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -153,7 +154,8 @@ struct Qp {
     uint32_t write_total = 0;
 };
 
-// Ordered by handle; slot 0 unused where 0 is not a valid handle.
-template <class T> using Table = std::vector<std::optional<T>>;
+// Ordered by handle; slot 0 unused where 0 is not a valid handle. Objects
+// live on the heap so that an empty table is cheap to create and reset.
+template <class T> using Table = std::vector<std::unique_ptr<T>>;
 
 } // namespace ohca
