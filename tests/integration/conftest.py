@@ -51,6 +51,7 @@ def pytest_configure(config):
         os.environ.setdefault("OHCA_KERNEL", os.path.join(top, "build/debug-kernel/bzImage"))
         os.environ.setdefault("OHCA_INITRD", "none")
         os.environ.setdefault("OHCA_MODULE", os.path.join(top, "build/kernel-debug/ohca.ko"))
+        _debug_kernel_everywhere(config)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -160,6 +161,13 @@ class DebugKernelCluster(ohcavm.Cluster):
                    "fi\n")
         wrapped = [KMEMLEAK_WRAP + pre + "# --- test script ---\n" + s for s in scripts]
         return super().start(wrapped, preamble=False)
+
+
+def _debug_kernel_everywhere(config):
+    """With --kernel debug, clusters made directly (module-scoped fixtures
+    such as test_devinfo's) get the same treatment as vm_cluster's."""
+    if config.getoption("--kernel") == "debug":
+        ohcavm.Cluster = DebugKernelCluster
 
 
 @pytest.fixture
