@@ -185,6 +185,11 @@ def build_outputs(nic):
         "libohca-rdmav34.so": os.path.join(provdir, "libohca-rdmav34.so"),
         "ohca.driver": os.path.join(provdir, "ohca.driver"),
     }
+    # Guest test programs: copied when built; the tests that run them check.
+    for prog in ("ohca_ctx_test", "ohca_rc_loopback"):
+        path = os.path.join(provdir, prog)
+        if os.path.isfile(path):
+            files[prog] = path
     out = {}
     missing = []
     for name, path in files.items():
