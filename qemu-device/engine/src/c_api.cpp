@@ -11,6 +11,12 @@ struct ohca_engine {
     ohca::Device device;
 };
 
+namespace ohca {
+const Device &device_of(const ohca_engine *e) {
+    return e->device;
+}
+} // namespace ohca
+
 extern "C" {
 
 struct ohca_engine *ohca_engine_create(const struct ohca_engine_ops *ops, void *ctx,

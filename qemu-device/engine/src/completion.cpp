@@ -143,6 +143,7 @@ void Device::qp_to_error(Qp &qp) {
         return;
     }
     qp.state = OHCA_QPS_ERR;
+    qp.resp_queue.clear();
     qp.deadline_ns = 0;
     qp.rnr_wait = false;
     flush_qp(qp);

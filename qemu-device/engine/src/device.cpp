@@ -155,7 +155,9 @@ void Device::process() {
             process_rdma();
         }
     }
-    if (rx_waiting_ && !rx_would_retry()) {
+    // Resume a held frame once it could be taken: either kind may be held.
+    if (rx_waiting_ &&
+        (!rx_would_retry() || roce_backlog_.size() < DeviceLimits::max_roce_backlog)) {
         rx_waiting_ = false;
         host_.rx_resume();
     }

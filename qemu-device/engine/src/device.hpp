@@ -71,6 +71,15 @@ struct DeviceLimits {
     static constexpr uint64_t min_ack_timeout_ns = 10'000'000;
     static constexpr uint64_t min_rnr_delay_ns = 1'000'000;
     static constexpr size_t max_roce_backlog = 1024;
+    // Looped-back packets a QP may generate only while the backlog has this
+    // much room left (ACKs answer consumed packets and need no room).
+    static constexpr size_t loopback_reserve = 64;
+    // READ response packets one QP sends per pass of the work loop.
+    static constexpr unsigned int read_resp_per_pass = 64;
+    // SEND/WRITE packets beyond the oldest unacknowledged PSN, and how often
+    // the requester asks for an ACK inside a long message.
+    static constexpr uint32_t send_window = 256;
+    static constexpr uint32_t ack_req_every = 64;
     // Packets and WQEs handled per process() call before rescheduling.
     static constexpr unsigned int process_budget = 4096;
 };
@@ -213,7 +222,10 @@ class Device {
     void send_ack(Qp &qp, uint32_t psn, uint8_t syndrome);
     void responder_error(Qp &qp, uint8_t nak, uint16_t event);
     bool load_recv_wqe(Qp &qp);
-    void send_read_responses(Qp &qp, uint32_t psn, const Reth &reth);
+    void queue_read_response(Qp &qp, uint32_t psn, const Reth &reth);
+    void process_responses(Qp &qp, unsigned int &budget);
+    [[nodiscard]] bool tx_room(const Qp &qp) const;
+    void restart_ack_timer(Qp &qp);
     [[nodiscard]] bool is_local_gid(const std::array<uint8_t, 16> &gid) const;
 
     // eth.cpp
@@ -299,5 +311,8 @@ class Device {
     // An Ethernet frame was refused with RX_RETRY and waits in the host.
     bool rx_waiting_ = false;
 };
+
+// The device behind a C handle, for tests and tracing (c_api.cpp).
+const Device &device_of(const ohca_engine *e);
 
 } // namespace ohca

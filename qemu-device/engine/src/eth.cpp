@@ -190,6 +190,13 @@ ohca_engine_rx_result Device::receive_frame(std::span<const uint8_t> frame) {
         return OHCA_ENGINE_RX_CONSUMED;
     }
     if (is_roce(frame)) {
+        if (running() && cfg_.link_up &&
+            roce_backlog_.size() >= DeviceLimits::max_roce_backlog) {
+            // Backpressure: the host holds the frame until rx_resume.
+            rx_waiting_ = true;
+            host_.schedule();
+            return OHCA_ENGINE_RX_RETRY;
+        }
         roce_enqueue(frame); // handled by process()
         return OHCA_ENGINE_RX_CONSUMED;
     }

@@ -83,6 +83,21 @@ struct SendWr {
     uint8_t local_verr = OHCA_VERR_NONE;
 };
 
+// A response the responder owes, sent in PSN order by process(): an ACK/NAK
+// queued behind READ responses, or a READ response cursor (an IBTA
+// responder resource) that generates its packets a bounded number at a time.
+struct RespItem {
+    bool read = false;
+    uint32_t psn = 0; // ACK: its PSN; READ: PSN of the first response
+    uint8_t syndrome = 0;
+    uint32_t msn = 0;
+    uint64_t va = 0; // READ: remote address of the first response's data
+    uint32_t rkey = 0;
+    uint32_t len = 0;   // READ: bytes from va
+    uint32_t npkts = 1; // READ: response packets in all
+    uint32_t next = 0;  // READ: next packet to send
+};
+
 struct QpAttrs {
     uint8_t path_mtu = 0; // IBTA enum
     uint8_t timeout = 0;
@@ -152,6 +167,7 @@ struct Qp {
     uint32_t write_key = 0;
     uint32_t write_left = 0;
     uint32_t write_total = 0;
+    std::deque<RespItem> resp_queue; // responses not yet sent, in PSN order
 };
 
 // Ordered by handle; slot 0 unused where 0 is not a valid handle. Objects

@@ -76,16 +76,34 @@ void Device::emit(const Qp &qp, const PacketFields &fields, std::span<const uint
     }
     std::vector<uint8_t> frame = build_roce_frame(path, fields, payload);
     if (is_local_gid(path.dgid)) {
+        // Never dropped: producers of looped-back packets wait for room
+        // (tx_room), so the backlog stays within its bound.
         ++roce_.loopback_packets;
-        if (roce_backlog_.size() < DeviceLimits::max_roce_backlog) {
-            roce_backlog_.push_back(std::move(frame));
-        }
+        roce_backlog_.push_back(std::move(frame));
+        host_.schedule();
         return;
     }
     ++roce_.tx_packets;
     if (cfg_.link_up) {
         ++stats_.port_tx_frames;
         host_.transmit(frame.data(), frame.size());
+    }
+}
+
+bool Device::tx_room(const Qp &qp) const {
+    if (roce_backlog_.size() + DeviceLimits::loopback_reserve < DeviceLimits::max_roce_backlog) {
+        return true;
+    }
+    std::array<uint8_t, 16> dgid{};
+    std::copy(std::begin(qp.attrs.av.dgid), std::end(qp.attrs.av.dgid), dgid.begin());
+    return !is_local_gid(dgid);
+}
+
+void Device::restart_ack_timer(Qp &qp) {
+    qp.deadline_ns = 0;
+    if (qp.attrs.timeout != 0) {
+        qp.deadline_ns = host_.now_ns() + std::max(uint64_t{4096} << qp.attrs.timeout,
+                                                   DeviceLimits::min_ack_timeout_ns);
     }
 }
 
@@ -140,6 +158,7 @@ void Device::process_rdma() {
         for (auto &slot : qps_) {
             if (slot && budget > 0) {
                 const unsigned int before = budget;
+                process_responses(*slot, budget);
                 process_sq(*slot, budget);
                 progress = progress || before != budget;
             }
@@ -167,6 +186,16 @@ void Device::process_sq(Qp &qp, unsigned int &budget) {
     }
     while (budget > 0 && qp.state != OHCA_QPS_ERR) {
         if (qp.cur_wr < qp.inflight.size()) {
+            const SendWr &w = qp.inflight[qp.cur_wr];
+            if (!tx_room(qp)) {
+                host_.schedule(); // the loopback backlog drains first
+                break;
+            }
+            if (!is_read(w) && w.local_status == OHCA_CQE_SUCCESS &&
+                psn_diff(psn_add(w.first_psn, qp.cur_pkt), qp.una_psn) >=
+                    static_cast<int32_t>(DeviceLimits::send_window)) {
+                break; // send window full: resumed by the next ACK
+            }
             send_packet(qp);
             --budget;
         } else if (qp.state == OHCA_QPS_RTS && !qp.sq_draining && qp.sq_fetched != qp.sq.pi) {
@@ -344,7 +373,8 @@ void Device::send_packet(Qp &qp) {
         if (imm && last) {
             f.imm = wr.imm;
         }
-        f.bth.ack_req = last;
+        // Long messages ask for ACKs on the way, which open the send window.
+        f.bth.ack_req = last || (k + 1) % DeviceLimits::ack_req_every == 0;
         f.bth.solicited = last && (wr.flags & OHCA_WQE_SOLICITED) != 0;
         const uint32_t off = k * mtu;
         payload.resize(std::min(mtu, wr.length - off));
@@ -408,6 +438,7 @@ void Device::ack_through(Qp &qp, uint32_t psn) {
         progress = true;
     }
     if (progress) {
+        host_.schedule(); // the send window may have opened
         qp.retry_left = qp.attrs.retry_cnt;
         qp.rnr_left = qp.attrs.rnr_retry;
         qp.deadline_ns = 0; // restarted by the next transmission ...
@@ -574,6 +605,8 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
     } else {
         qp.una_psn = psn_add(psn, 1);
         qp.retry_left = qp.attrs.retry_cnt;
+        // Progress on an outstanding request restarts the ACK timer.
+        restart_ack_timer(qp);
     }
 }
 

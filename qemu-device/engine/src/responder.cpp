@@ -75,6 +75,15 @@ void Device::roce_rx(std::span<const uint8_t> frame) {
 }
 
 void Device::send_ack(Qp &qp, uint32_t psn, uint8_t syndrome) {
+    if (!qp.resp_queue.empty()) {
+        // Behind READ responses still being sent.
+        RespItem it;
+        it.psn = psn;
+        it.syndrome = syndrome;
+        it.msn = qp.msn;
+        qp.resp_queue.push_back(it);
+        return;
+    }
     PacketFields f;
     f.bth.opcode = rc::kAck;
     f.bth.dest_qp = qp.attrs.dest_qpn;
@@ -84,6 +93,7 @@ void Device::send_ack(Qp &qp, uint32_t psn, uint8_t syndrome) {
 }
 
 void Device::responder_error(Qp &qp, uint8_t nak, uint16_t event) {
+    qp.resp_queue.clear(); // the QP goes to ERR: only the NAK is sent
     send_ack(qp, qp.epsn, static_cast<uint8_t>(kAethNak | nak));
     post_event(OHCA_EQE_QP_EVENT, event, qp.qpn, 0, 0);
     qp_to_error(qp);
@@ -120,32 +130,71 @@ bool Device::load_recv_wqe(Qp &qp) {
     return true;
 }
 
-void Device::send_read_responses(Qp &qp, uint32_t psn, const Reth &reth) {
+void Device::queue_read_response(Qp &qp, uint32_t psn, const Reth &reth) {
     const uint32_t mtu = mtu_bytes(qp);
-    const uint32_t n = std::max<uint32_t>(1, (reth.dma_len + mtu - 1) / mtu);
-    const Mr *mr = nullptr;
-    if (reth.dma_len != 0) {
-        mr = check_key(reth.rkey, reth.va, reth.dma_len, OHCA_ACCESS_REMOTE_READ, qp.pdn).mr;
-    }
+    RespItem it;
+    it.read = true;
+    it.psn = psn;
+    it.msn = qp.msn;
+    it.va = reth.va;
+    it.rkey = reth.rkey;
+    it.len = reth.dma_len;
+    it.npkts = std::max<uint32_t>(1, (reth.dma_len + mtu - 1) / mtu);
+    qp.resp_queue.push_back(it);
+    host_.schedule();
+}
+
+// Sends queued responses in order: at most read_resp_per_pass READ response
+// packets, and only while a looped-back destination has room.
+void Device::process_responses(Qp &qp, unsigned int &budget) {
+    unsigned int sent = 0;
+    const uint32_t mtu = mtu_bytes(qp);
     std::vector<uint8_t> payload;
-    for (uint32_t k = 0; k < n; ++k) {
+    while (!qp.resp_queue.empty() && budget > 0 && qp.state != OHCA_QPS_ERR) {
+        RespItem &it = qp.resp_queue.front();
         PacketFields f;
         f.bth.dest_qp = qp.attrs.dest_qpn;
-        f.bth.psn = psn_add(psn, k);
+        if (!it.read) {
+            f.bth.opcode = rc::kAck;
+            f.bth.psn = it.psn;
+            f.aeth = Aeth{it.syndrome, it.msn};
+            qp.resp_queue.pop_front();
+            emit(qp, f, {});
+            --budget;
+            continue;
+        }
+        if (sent >= DeviceLimits::read_resp_per_pass || !tx_room(qp)) {
+            host_.schedule(); // the rest on a later pass
+            return;
+        }
+        const uint32_t k = it.next;
+        const uint32_t n = it.npkts;
+        f.bth.psn = psn_add(it.psn, k);
         f.bth.opcode = n == 1       ? rc::kReadRespOnly
                        : k == 0     ? rc::kReadRespFirst
                        : k + 1 == n ? rc::kReadRespLast
                                     : rc::kReadRespMiddle;
         if (f.bth.opcode != rc::kReadRespMiddle) {
-            f.aeth = Aeth{kAckCredits, qp.msn};
+            f.aeth = Aeth{kAckCredits, it.msn};
         }
-        payload.resize(std::min(mtu, reth.dma_len - k * mtu));
-        if (!payload.empty() && (mr == nullptr || !mr_read(*mr, reth.va + uint64_t{k} * mtu,
-                                                           payload.data(), payload.size()))) {
-            responder_error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
-            return;
+        const uint64_t va = it.va + uint64_t{k} * mtu;
+        payload.resize(std::min(mtu, it.len - k * mtu));
+        if (!payload.empty()) {
+            // The region may have gone since the request was checked.
+            const Mr *mr =
+                check_key(it.rkey, va, payload.size(), OHCA_ACCESS_REMOTE_READ, qp.pdn).mr;
+            if (mr == nullptr || !mr_read(*mr, va, payload.data(), payload.size())) {
+                qp.resp_queue.clear();
+                responder_error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
+                return;
+            }
+        }
+        if (++it.next == n) {
+            qp.resp_queue.pop_front();
         }
         emit(qp, f, payload);
+        ++sent;
+        --budget;
     }
 }
 
@@ -175,7 +224,19 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
                  check_key(r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ, qp.pdn).verr ==
                      OHCA_VERR_NONE);
             if (ok) {
-                send_read_responses(qp, h.psn, r);
+                // Restart from the requested PSN: drop what is queued from
+                // there on (the requester goes back and asks again).
+                auto &q = qp.resp_queue;
+                while (!q.empty() && psn_diff(q.back().psn, h.psn) >= 0) {
+                    q.pop_back();
+                }
+                if (!q.empty() && q.back().read &&
+                    psn_diff(psn_add(q.back().psn, q.back().npkts), h.psn) > 0) {
+                    // h.psn falls inside this READ: the requester has what
+                    // came before and asks for the rest again now.
+                    q.pop_back();
+                }
+                queue_read_response(qp, h.psn, r);
             }
             return;
         }
@@ -222,10 +283,7 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
             responder_error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
             return;
         }
-        send_read_responses(qp, h.psn, r);
-        if (qp.state == OHCA_QPS_ERR) {
-            return;
-        }
+        queue_read_response(qp, h.psn, r);
         qp.epsn = psn_add(h.psn, std::max<uint32_t>(1, (r.dma_len + mtu - 1) / mtu));
         qp.msn = (qp.msn + 1) & kPsnMask;
         return;

@@ -231,7 +231,7 @@ ohca_qp_attr RdmaNode::query(uint32_t qpn) {
 
 void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &peer,
                        uint8_t path_mtu, uint8_t timeout, uint8_t retry, uint8_t rnr_retry,
-                       uint32_t access) {
+                       uint32_t access, uint8_t rd_atomic) {
     ohca_qp_attr a{};
     a.qp_state = OHCA_QPS_INIT;
     a.access_flags = access;
@@ -244,7 +244,7 @@ void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &pe
     a.path_mtu = path_mtu;
     a.dest_qpn = remote_qpn;
     a.rq_psn = 0x100 + remote_qpn;
-    a.max_dest_rd_atomic = 4;
+    a.max_dest_rd_atomic = rd_atomic;
     a.min_rnr_timer = 1;
     std::copy(peer.gid.begin(), peer.gid.end(), a.av.dgid);
     std::copy(peer.mac.begin(), peer.mac.end(), a.av.dmac);
@@ -264,7 +264,7 @@ void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &pe
     a.timeout = timeout;
     a.retry_cnt = retry;
     a.rnr_retry = rnr_retry;
-    a.max_rd_atomic = 4;
+    a.max_rd_atomic = rd_atomic;
     ASSERT_EQ(modify(qp.qpn,
                      OHCA_QP_STATE | OHCA_QP_SQ_PSN | OHCA_QP_TIMEOUT | OHCA_QP_RETRY_CNT |
                          OHCA_QP_RNR_RETRY | OHCA_QP_MAX_QP_RD_ATOMIC,
@@ -358,16 +358,25 @@ void pump(RdmaNode &a, RdmaNode &b,
         auto fb = std::move(b.host.wire);
         a.host.wire.clear();
         b.host.wire.clear();
-        for (auto &f : fa) {
-            if (!drop || !drop(true, f)) {
-                ohca_engine_receive_frame(b.e, f.data(), f.size());
+        // A frame the receiver holds back (RX_RETRY) stays on the wire, with
+        // everything after it, for the next round.
+        auto deliver = [&](std::vector<std::vector<uint8_t>> &frames, RdmaNode &from,
+                           RdmaNode &to, bool from_a) {
+            for (size_t k = 0; k < frames.size(); ++k) {
+                auto &f = frames[k];
+                if (drop && drop(from_a, f)) {
+                    continue;
+                }
+                if (ohca_engine_receive_frame(to.e, f.data(), f.size()) == OHCA_ENGINE_RX_RETRY) {
+                    from.host.wire.insert(from.host.wire.begin(),
+                                          std::make_move_iterator(frames.begin() + k),
+                                          std::make_move_iterator(frames.end()));
+                    return;
+                }
             }
-        }
-        for (auto &f : fb) {
-            if (!drop || !drop(false, f)) {
-                ohca_engine_receive_frame(a.e, f.data(), f.size());
-            }
-        }
+        };
+        deliver(fa, a, b, true);
+        deliver(fb, b, a, false);
     }
     ADD_FAILURE() << "wire never went idle";
 }

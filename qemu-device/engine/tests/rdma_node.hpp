@@ -76,7 +76,8 @@ class RdmaNode {
     // RESET -> INIT -> RTR -> RTS towards remote (gid of 'peer' node id).
     void connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &peer, uint8_t path_mtu = 3,
                  uint8_t timeout = 14, uint8_t retry = 7, uint8_t rnr_retry = 7,
-                 uint32_t access = OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ);
+                 uint32_t access = OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ,
+                 uint8_t rd_atomic = 4);
     ohca_qp_attr query(uint32_t qpn);
 
     void post_send(QpInfo &qp, const SendReq &r, bool ring = true);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Two devices on a fake wire: segmentation, loss and retransmission, RNR,
 // retry exhaustion, remote errors, flushes and duplicates.
+#include "device.hpp"
 #include "rdma_node.hpp"
 #include "roce_packet.hpp"
 
@@ -23,7 +24,8 @@ struct Side {
 
 class WireTest : public ::testing::Test {
   protected:
-    void setup(bool ipv6 = false, uint8_t mtu = 3, uint8_t retry = 7, uint8_t rnr_retry = 7) {
+    void setup(bool ipv6 = false, uint8_t mtu = 3, uint8_t retry = 7, uint8_t rnr_retry = 7,
+               uint8_t rd_atomic = 4) {
         if (ipv6) {
             a6 = std::make_unique<RdmaNode>(1, true);
             b6 = std::make_unique<RdmaNode>(2, true);
@@ -43,8 +45,11 @@ class WireTest : public ::testing::Test {
             }
             EXPECT_TRUE(n.host.write(s.buf, pattern.data(), pattern.size()));
         }
-        node(0).connect(side[0].qp, side[1].qp.qpn, node(1), mtu, 14, retry, rnr_retry);
-        node(1).connect(side[1].qp, side[0].qp.qpn, node(0), mtu, 14, retry, rnr_retry);
+        const uint32_t remote = OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ;
+        node(0).connect(side[0].qp, side[1].qp.qpn, node(1), mtu, 14, retry, rnr_retry, remote,
+                        rd_atomic);
+        node(1).connect(side[1].qp, side[0].qp.qpn, node(0), mtu, 14, retry, rnr_retry, remote,
+                        rd_atomic);
     }
     RdmaNode &node(int i) {
         if (a6) {
@@ -518,6 +523,51 @@ TEST_F(WireTest, SolicitedEvent) {
     EXPECT_EQ(ev[0].type, OHCA_EQE_CQ_COMPLETION);
     EXPECT_EQ(ev[0].param0, side[1].rcq.cqn);
     EXPECT_EQ(b.poll(side[1].rcq).size(), 2u);
+}
+
+// 16 outstanding 1 MiB READs over the wire: the receiver holds frames back
+// (RX_RETRY) instead of dropping them, so nothing is retransmitted.
+TEST_F(WireTest, SixteenLargeReadsOutstanding) {
+    constexpr uint32_t kLen = 1 << 20;
+    setup(false, 3, 7, 7, 16);
+    RdmaNode &x = node(0), &y = node(1);
+    std::vector<uint64_t> bufs;
+    std::vector<uint32_t> keys;
+    for (uint32_t i = 0; i < 16; ++i) {
+        bufs.push_back(x.alloc(kLen));
+        keys.push_back(x.reg_mr(side[0].pd, bufs[i], kLen, kAllAccess));
+    }
+    for (uint32_t i = 0; i < 16; ++i) {
+        SendReq r;
+        r.wr_id = 1000 + i;
+        r.opcode = OHCA_WR_RDMA_READ;
+        r.remote_addr = side[1].buf;
+        r.rkey = side[1].key;
+        r.sges = {{bufs[i], kLen, keys[i]}};
+        x.post_send(side[0].qp, r, false);
+    }
+    x.ring_sq(side[0].qp);
+    ASSERT_TRUE(run([&] {
+        auto v = x.poll(side[0].scq);
+        sc.insert(sc.end(), v.begin(), v.end());
+        return sc.size() == 16;
+    }));
+    for (uint32_t i = 0; i < 16; ++i) {
+        EXPECT_EQ(sc[i].status, OHCA_CQE_SUCCESS);
+        EXPECT_EQ(sc[i].wr_id, 1000u + i);
+        std::vector<uint8_t> p(kLen), q(kLen);
+        EXPECT_TRUE(x.host.read(bufs[i], p.data(), kLen));
+        EXPECT_TRUE(y.host.read(side[1].buf, q.data(), kLen));
+        EXPECT_TRUE(p == q) << i;
+    }
+    for (int i = 0; i < 2; ++i) {
+        const auto &c = device_of(node(i).e).roce_counters();
+        EXPECT_EQ(c.retransmits, 0u) << i;
+        EXPECT_EQ(c.timeouts, 0u) << i;
+        EXPECT_EQ(c.rx_out_of_seq, 0u) << i;
+        EXPECT_EQ(node(i).stats().roce_rx_dropped, 0u) << i;
+    }
+    EXPECT_EQ(device_of(y.e).roce_counters().tx_packets, 16u * 1024);
 }
 
 } // namespace
