@@ -186,7 +186,8 @@ def build_outputs(nic):
         "ohca.driver": os.path.join(provdir, "ohca.driver"),
     }
     # Guest test programs: copied when built; the tests that run them check.
-    for prog in ("ohca_ctx_test", "ohca_rc_loopback"):
+    for prog in ("ohca_ctx_test", "ohca_rc_loopback", "ohca_rc_nosyscall",
+                 "ohca_rc_negative"):
         path = os.path.join(provdir, prog)
         if os.path.isfile(path):
             files[prog] = path
