@@ -192,8 +192,9 @@ int ohca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	struct ohca_cq *cq = to_ohca_cq(ibcq);
 	int err;
 
-	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_CQ, cq->cqn);
+	/* Erase first: the device may reuse the number once it is destroyed. */
 	xa_erase_irq(&dev->cq_xa, cq->cqn);
+	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_CQ, cq->cqn);
 	/* No event handler may still hold the CQ. */
 	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
 	synchronize_irq(pci_irq_vector(dev->pdev, cq->ceq->vector));

@@ -370,8 +370,12 @@ int ohca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct ohca_qp *qp = to_ohca_qp(ibqp);
 	int err;
 
-	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_QP, qp->qpn);
+	/*
+	 * Erase first: once DESTROY_QP completes the device may hand the
+	 * number to a QP another process is creating.
+	 */
 	xa_erase_irq(&dev->qp_xa, qp->qpn);
+	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_QP, qp->qpn);
 	/* No event handler may still hold the QP. */
 	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
 	if (!ohca_destroy_failed(dev, err, "QP", qp->qpn))
@@ -467,6 +471,17 @@ static int ohca_av_from_ah(struct ohca_dev *dev, const struct rdma_ah_attr *ah,
 	return 0;
 }
 
+/* Kernel QP back in RESET: nothing is posted or outstanding any more. */
+static void ohca_wq_reset(struct ohca_wq *wq)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&wq->lock, flags);
+	wq->pi = 0;
+	WRITE_ONCE(wq->ci, 0);
+	spin_unlock_irqrestore(&wq->lock, flags);
+}
+
 int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		   int attr_mask, struct ib_udata *udata)
 {
@@ -552,8 +567,14 @@ int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		a->sq_psn = cpu_to_le32(attr->sq_psn);
 
 	err = ohca_cmd_exec(dev, &args);
-	if (!err)
+	if (!err) {
 		qp->state = new;
+		/* The device starts the rings of a QP in RESET at index 0. */
+		if (new == IB_QPS_RESET && qp->sq.buf) {
+			ohca_wq_reset(&qp->sq);
+			ohca_wq_reset(&qp->rq);
+		}
+	}
 out:
 	mutex_unlock(&qp->state_lock);
 	return err;

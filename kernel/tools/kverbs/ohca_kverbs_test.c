@@ -4,7 +4,8 @@
  * ohca device. On load it connects two RC QPs of "ohca0" to each other
  * through the port's RoCEv2 GID at index gid_index, sends messages (plain,
  * with immediate, inline) and checks data and completions, then waits for
- * a completion event on an armed CQ. insmod fails with the error when any
+ * a completion event on an armed CQ, then resets both QPs, reconnects them
+ * and sends again. insmod fails with the error when any
  * check fails; on success the module stays loaded doing nothing.
  */
 #include <linux/completion.h>
@@ -279,7 +280,28 @@ static int kv_run(struct kv_ctx *kv)
 			return err;
 		}
 	}
-	pr_info("ohca_kverbs_test: %d sends on %s OK\n", 3 * NUM_WR,
+
+	/* Back to RESET and reconnected: the rings start over at index 0. */
+	for (i = 0; i < 2; i++) {
+		qattr.qp_state = IB_QPS_RESET;
+		err = ib_modify_qp(kv->qp[i], &qattr, IB_QP_STATE);
+		if (err)
+			return err;
+	}
+	for (i = 0; i < 2; i++) {
+		err = kv_connect(kv, i, &gid);
+		if (err)
+			return err;
+	}
+	for (i = 0; i < NUM_WR + 3; i++) {
+		err = kv_send(kv, 100 + i, i, false, false, false);
+		if (err) {
+			pr_err("ohca_kverbs_test: after RESET, round %d: %d\n",
+			       i, err);
+			return err;
+		}
+	}
+	pr_info("ohca_kverbs_test: %d sends on %s OK\n", 4 * NUM_WR + 3,
 		dev_name(&kv->dev->dev));
 	return 0;
 }
