@@ -10,7 +10,7 @@ PYTHON := /usr/bin/python3
 export OHCA_CACHE ?= $(HOME)/.cache/ohca
 
 .PHONY: all deps build qemu engine engine-test kernel userspace rootfs \
-	firmware-interface-test test demo vm fuzz coverage clean
+	firmware-interface-test test demo vm fuzz coverage bench clean
 
 all: build
 
@@ -42,6 +42,10 @@ rootfs: deps
 FUZZ_SECONDS ?= 300
 fuzz: deps
 	@bash qemu-device/engine/fuzz/run.sh $(FUZZ_SECONDS)
+
+# perftest on ohca0 and rxe0 in one VM, one table with ratios (not a test).
+bench: deps build rootfs
+	@$(PYTHON) tests/bench/bench.py
 
 # Line and function coverage of the engine by its unit tests.
 coverage: deps
