@@ -8,6 +8,11 @@ from vmtest import assert_ok
 PING = r"""
 ohca_barrier up || exit 1
 ping -c 5 -W 2 "$OHCA_PEER_IP"
+rc=$?
+# Stay up until the peer has its replies too: a VM that powers off early
+# drops the peer's last echo request.
+ohca_barrier pinged || exit 1
+exit $rc
 """
 
 
