@@ -128,3 +128,39 @@ def test_rc_two_vms(vm_run):
     assert_ok([server, client])
     assert client.output.count("CLIENT OK") == len(cmds), client.report()
     assert server.output.count("SERVED") == len(cmds), server.report()
+
+
+# ohca_rc_integrity (userspace/tests): a server and a client, each checking
+# every byte and completion of batches of SEND/SEND_IMM/WRITE/WRITE_IMM/READ
+# at odd sizes, offsets and SGE counts. The netdev MTU is raised to 9000 so
+# the port's active MTU is 4096 and every path MTU below it can be chosen.
+INTEGRITY_MTUS = (256, 1024, 4096)
+INTEGRITY_ITERS = 60
+
+INTEGRITY_LOOPBACK = rf"""
+rc=0
+ip link set "$OHCA_IFACE" mtu 9000 || exit 1
+for mtu in {{mtus}}; do
+	port=$((19800 + mtu / 256))
+	/share/ohca_rc_integrity -d "$OHCA_IBDEV" -g {GID} -p $port > /tmp/srv.log 2>&1 &
+	srv=$!
+	/share/ohca_rc_integrity -d "$OHCA_IBDEV" -g {GID} -p $port -n {INTEGRITY_ITERS} -M $mtu 127.0.0.1 || rc=1
+	wait $srv || rc=1
+	echo "server: $(tail -n 1 /tmp/srv.log)"
+done
+exit $rc
+"""
+
+
+def test_rc_integrity_loopback(vm_run):
+    """ohca_rc_integrity server and client in one VM (looped back inside
+    the device) at path MTUs 256, 1024 and 4096."""
+    script = INTEGRITY_LOOPBACK.replace("{mtus}", " ".join(map(str, INTEGRITY_MTUS)))
+    (r,) = vm_run(script, timeout=600)
+    assert_ok([r])
+    for role in ("client", "server"):
+        for mtu in INTEGRITY_MTUS:
+            assert re.search(rf"^(server: )?ohca_rc_integrity: PASS role={role} mtu={mtu} "
+                             rf"\S+ iterations={INTEGRITY_ITERS}/", r.output, re.M), r.report()
+    assert "FAIL" not in r.output, r.report()
+
