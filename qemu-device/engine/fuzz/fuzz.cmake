@@ -6,7 +6,7 @@
 # OHCA_ENGINE_FUZZ_REPLAY=ON (default, any compiler): fuzz_<name>_replay
 #   programs that run the same entry points over fuzz/corpus/<name> and
 #   fuzz/regressions/<name>, registered with ctest as fuzz_replay_<name>.
-set(OHCA_FUZZERS cmdq regs rx eth_desc)
+set(OHCA_FUZZERS cmdq regs rx eth_desc rdma)
 set(OHCA_FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
 
 if(OHCA_ENGINE_FUZZ AND NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
@@ -20,14 +20,14 @@ endif()
 foreach(f ${OHCA_FUZZERS})
     if(OHCA_ENGINE_FUZZ)
         add_executable(fuzz_${f} ${OHCA_FUZZ_DIR}/fuzz_${f}.cpp)
-        target_include_directories(fuzz_${f} PRIVATE ${OHCA_FUZZ_DIR})
+        target_include_directories(fuzz_${f} PRIVATE ${OHCA_FUZZ_DIR} src)
         target_compile_options(fuzz_${f} PRIVATE -Wall -Wextra -Werror -fsanitize=fuzzer)
         target_link_options(fuzz_${f} PRIVATE -fsanitize=fuzzer)
         target_link_libraries(fuzz_${f} PRIVATE ohca_engine)
     endif()
     if(OHCA_ENGINE_FUZZ_REPLAY)
         add_executable(fuzz_${f}_replay ${OHCA_FUZZ_DIR}/fuzz_${f}.cpp ${OHCA_FUZZ_DIR}/replay.cpp)
-        target_include_directories(fuzz_${f}_replay PRIVATE ${OHCA_FUZZ_DIR})
+        target_include_directories(fuzz_${f}_replay PRIVATE ${OHCA_FUZZ_DIR} src)
         target_compile_options(fuzz_${f}_replay PRIVATE -Wall -Wextra -Werror)
         target_link_libraries(fuzz_${f}_replay PRIVATE ohca_engine)
         add_test(NAME fuzz_replay_${f}

@@ -249,6 +249,9 @@ class Host {
         reenter_b_ = b;
     }
 
+    // Moves the virtual clock on, so armed transport timers expire.
+    void advance_clock(uint64_t ns) { now_ns_ += ns; }
+
     uint64_t schedules = 0;
     uint64_t rx_resumes = 0;
     uint64_t irqs = 0;

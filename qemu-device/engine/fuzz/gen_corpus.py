@@ -298,8 +298,123 @@ def eth_desc_seeds():
     return seeds
 
 
+# ---- fuzz_rdma: [op u8, len u16, args] records (fuzz_rdma.cpp) ---------------------
+R_PD, R_MR, R_CQ, R_QP, R_CONNECT = 0, 2, 4, 6, 8
+R_SEND, R_RECV, R_INJECT, R_RUN, R_POLL, R_EQ, R_HOLE, R_MISC = 10, 12, 13, 15, 16, 17, 18, 19
+
+
+def rop(e, code, args=b""):
+    e.u8(code).u16(len(args)).raw(args)
+
+
+def r_send(qp, opcode, sges, remote_off=0, flags=1, imm=0):
+    a = Enc().u8(qp).u8(0).u8(0).u8(opcode).u8(flags).u8(0).u32(imm)
+    a.u8(0).u8(0).u16(remote_off).u8(0).u8(0).u8(len(sges))
+    for off, ln in sges:
+        a.u8(0).u8(0).u32(off).u16(ln)
+    return a.u8(0).u8(0).u8(15).b
+
+
+def r_recv(qp, sges):
+    a = Enc().u8(qp).u8(0).u8(0).u8(len(sges) - 1)
+    for off, ln in sges:
+        a.u8(0).u8(0).u32(off).u16(ln)
+    return a.u8(0).u8(0).u8(7).b
+
+
+def r_inject(qp, opcode, payload=b"", reth=None, aeth=None, psn_delta=0):
+    a = Enc().u8(qp).u16(0xc123).u8(opcode).u8(0).u8(0).u8(1).u8(0).u8(0)
+    a.u8(4 + psn_delta).u8(0)
+    if reth is not None:  # (offset, length)
+        a.u8(0).u8(0).u32(reth[0]).u8(1).u16(reth[1])
+    if aeth is not None:  # (kind 0 ack / 1 rnr / 2 nak, value, msn)
+        a.u8(aeth[0]).u8(aeth[1]).u32(aeth[2]).u8(0)
+    if opcode in (0x03, 0x05, 0x09, 0x0B):
+        a.u32(0x11223344)
+    if opcode not in (0x0C, 0x11):
+        a.u8(1).u16(len(payload)).raw(payload)
+    return a.u8(0).u8(3).b
+
+
+def r_run(step=1, rounds=63):
+    return bytes([step, rounds])
+
+
+def rdma_seeds():
+    seeds = {}
+    e = Enc().u8(0)
+    rop(e, 0)  # no quick start: every op once with default arguments
+    e.b = bytearray(b"\xff")
+    for code in range(20):
+        rop(e, code)
+    seeds["each_op"] = e.b
+
+    def qs():
+        return Enc().u8(0).u16(0)  # quick start: PD, MR, 2 CQs, 2 QPs in RTS
+
+    e = qs()
+    rop(e, R_RECV, r_recv(1, [(0x8000, 100)]))
+    rop(e, R_SEND, r_send(0, 2, [(0, 100)]))
+    rop(e, R_RECV, r_recv(1, [(0x9000, 3000), (0xa000, 2000)]))
+    rop(e, R_SEND, r_send(0, 3, [(0, 2500), (0x4000, 2000)], imm=0xabcdef))
+    rop(e, R_RUN, r_run())
+    rop(e, R_POLL, bytes([0, 1]))
+    rop(e, R_POLL, bytes([1, 1]))
+    seeds["loopback_send"] = e.b
+
+    e = qs()
+    rop(e, R_SEND, r_send(0, 0, [(0, 5000)], remote_off=0x6000))
+    rop(e, R_RECV, r_recv(1, [(0x8000, 64)]))
+    rop(e, R_SEND, r_send(0, 1, [(0x100, 64)], remote_off=0x7000))
+    rop(e, R_SEND, r_send(0, 4, [(0x10000, 4000)], remote_off=0x100))
+    rop(e, R_SEND, r_send(1, 4, [(0x12000, 300)], remote_off=0x200, flags=5))
+    rop(e, R_RUN, r_run())
+    rop(e, R_POLL, bytes([0, 2]))
+    seeds["loopback_write_read"] = e.b
+
+    e = qs()
+    rop(e, R_RECV, r_recv(0, [(0x8000, 200)]))
+    rop(e, R_INJECT, r_inject(0, 0x04, bytes(range(32))))
+    rop(e, R_INJECT, r_inject(0, 0x0A, bytes(range(64)), reth=(0x1000, 64), psn_delta=1))
+    rop(e, R_INJECT, r_inject(0, 0x00, bytes(1024), psn_delta=2))
+    rop(e, R_INJECT, r_inject(0, 0x0C, reth=(0x2000, 3000), psn_delta=0))
+    rop(e, R_INJECT, r_inject(0, 0x11, aeth=(0, 0x1f, 0)))
+    rop(e, R_INJECT, r_inject(0, 0x11, aeth=(2, 0, 1)))
+    rop(e, R_INJECT, r_inject(0, 0x10, bytes(16), aeth=(0, 0, 1)))
+    rop(e, R_RUN, r_run(2))
+    seeds["inject"] = e.b
+
+    # QP 2 towards the fake remote peer: nothing answers, so the
+    # retransmission timer fires until retry_cnt is exhausted.
+    e = qs()
+    rop(e, R_CQ, bytes([2]))
+    rop(e, R_QP, bytes([2]))
+    rop(e, R_CONNECT, bytes([2, 0]))
+    rop(e, R_CONNECT, bytes([2, 0, 2, 0xC0, 3, 0, 0]))
+    rop(e, R_CONNECT, bytes([2, 0, 0, 0, 1, 0, 1, 0, 1]))
+    rop(e, R_SEND, r_send(2, 2, [(0, 3000)]))
+    rop(e, R_INJECT, r_inject(2, 0x11, aeth=(1, 4, 0)))
+    for step in (2, 2, 3, 3, 4):
+        rop(e, R_RUN, r_run(step))
+    rop(e, R_POLL, bytes([0, 0]))
+    seeds["remote_retry"] = e.b
+
+    e = qs()
+    rop(e, R_EQ, bytes([0]))
+    rop(e, R_CQ, bytes([3]))
+    rop(e, R_HOLE, bytes([0, 0, 0x10, 0x40, 0x00]))
+    rop(e, R_RECV, r_recv(1, [(0x8000, 100)]))
+    rop(e, R_SEND, r_send(0, 2, [(0, 100)]))
+    rop(e, R_HOLE, bytes([1]))
+    rop(e, R_MISC, bytes([3, 1]))
+    rop(e, R_CQ, bytes([0]))
+    seeds["eq_hole_reset"] = e.b
+    return seeds
+
+
 def main():
-    gens = {"cmdq": cmdq_seeds, "regs": regs_seeds, "rx": rx_seeds, "eth_desc": eth_desc_seeds}
+    gens = {"cmdq": cmdq_seeds, "regs": regs_seeds, "rx": rx_seeds, "eth_desc": eth_desc_seeds,
+            "rdma": rdma_seeds}
     total = 0
     for fuzzer, gen in gens.items():
         d = os.path.join(HERE, "corpus", fuzzer)

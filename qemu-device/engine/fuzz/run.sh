@@ -8,7 +8,7 @@
 #   qemu-device/engine/fuzz/run.sh [seconds-per-fuzzer] [fuzzer...]
 #
 #   seconds-per-fuzzer   default 60; 0 = build and replay only
-#   fuzzer               cmdq regs rx eth_desc (default: all)
+#   fuzzer               cmdq regs rx eth_desc rdma (default: all)
 #
 # Environment: OHCA_FUZZ_BUILD (build dir, default <repo>/build/fuzz),
 # CXX (default clang++-14 or clang++), OHCA_FUZZ_ARGS (extra libFuzzer args).
@@ -25,7 +25,7 @@ repo=$(cd "$engine/../.." && pwd)
 secs=${1:-60}
 shift || true
 fuzzers=("$@")
-[ ${#fuzzers[@]} -ne 0 ] || fuzzers=(cmdq regs rx eth_desc)
+[ ${#fuzzers[@]} -ne 0 ] || fuzzers=(cmdq regs rx eth_desc rdma)
 build=${OHCA_FUZZ_BUILD:-$repo/build/fuzz}
 
 if [ -z "${CXX:-}" ]; then
