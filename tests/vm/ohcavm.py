@@ -191,6 +191,8 @@ def build_outputs(nic):
         path = os.path.join(provdir, prog)
         if os.path.isfile(path):
             files[prog] = path
+    # Guest scripts from tests/vm/guest.
+    files["ohca_holder.py"] = os.path.join(GUEST_DIR, "ohca_holder.py")
     out = {}
     missing = []
     for name, path in files.items():
