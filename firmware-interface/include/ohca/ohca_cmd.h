@@ -265,8 +265,45 @@ struct ohca_query_stats_out {
 						 * descriptor completes with
 						 * DONE | ERROR (rev 1.0 addition) */
 	ohca_le64 rsvd[1];
+	/*
+	 * RoCE transport counters (rev 1.1 addition). The device writes
+	 * min(out_len, sizeof) bytes and accepts out_len >= the first 128
+	 * (OHCA_QUERY_STATS_OUT_V1_SIZE), so a driver that knows only the
+	 * first part keeps working. Totals over all QPs since reset.
+	 */
+	ohca_le64 roce_tx_pkts;			/* put on the wire or looped back */
+	ohca_le64 roce_rx_pkts;			/* accepted for a QP */
+	ohca_le64 rc_retrans_pkts;		/* packets sent again */
+	ohca_le64 rc_retrans_events;		/* go-back-N restarts */
+	ohca_le64 rc_local_ack_timeouts;	/* ACK timer expired */
+	ohca_le64 rc_seq_naks_sent;		/* NAK PSN sequence error */
+	ohca_le64 rc_seq_naks_rcvd;
+	ohca_le64 rc_rnr_naks_sent;
+	ohca_le64 rc_rnr_naks_rcvd;
+	ohca_le64 rc_dup_requests;		/* responder: PSN already seen */
+	ohca_le64 rc_out_of_seq_dropped;	/* PSN ahead, or unexpected
+						 * READ response */
+	ohca_le64 rc_stale_responses;		/* ACK/response outside the
+						 * outstanding PSN window */
+	ohca_le64 rc_retry_exceeded;		/* retry_cnt exhausted */
+	ohca_le64 rc_rnr_retry_exceeded;	/* rnr_retry exhausted */
+	ohca_le64 rc_error_naks_sent;		/* invalid request, remote
+						 * access, remote operation */
+	ohca_le64 rc_error_naks_rcvd;
+	ohca_le64 roce_icrc_errors;		/* dropped: bad ICRC */
+	ohca_le64 roce_bad_header;		/* dropped: bad Ethernet/IP/UDP/
+						 * BTH header or length */
+	ohca_le64 roce_bad_opcode;		/* dropped: unknown opcode */
+	ohca_le64 roce_bad_qpn;			/* dropped: no such QP, QP not
+						 * ready, wrong GID or P_Key */
+	ohca_le64 rsvd2[12];
 };
-OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 128);
+#define OHCA_QUERY_STATS_OUT_V1_SIZE	128
+OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 384);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, eth_rx_errors, 112);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, roce_tx_pkts,
+		   OHCA_QUERY_STATS_OUT_V1_SIZE);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, roce_bad_qpn, 280);
 
 /* ======================================================================
  * RDMA resources (ABI 1.1). docs/programming-manual.md §8 gives the rules.

@@ -52,7 +52,8 @@ constexpr CmdSizes sizes_of(uint16_t opcode) {
     case OHCA_CMD_DEL_GID:
         return {sizeof(ohca_del_gid_in), 0};
     case OHCA_CMD_QUERY_STATS:
-        return {0, sizeof(ohca_query_stats_out)};
+        // Grown compatibly: the rev 1.0 part is the minimum.
+        return {0, OHCA_QUERY_STATS_OUT_V1_SIZE};
     case OHCA_CMD_CREATE_EQ:
         return {sizeof(ohca_create_eq_in), sizeof(ohca_create_out)};
     case OHCA_CMD_CREATE_PD:
@@ -466,7 +467,29 @@ Device::CmdResult Device::cmd_query_stats(const Command &cmd) {
     out.reg_errors = le(stats_.reg_errors);
     out.db_errors = le(stats_.db_errors);
     out.eth_rx_errors = le(stats_.eth_rx_errors);
-    return write_output(cmd, &out, sizeof(out));
+    const RoceCounters &r = roce_;
+    out.roce_tx_pkts = le(r.tx_packets + r.loopback_packets);
+    out.roce_rx_pkts = le(r.rx_packets);
+    out.rc_retrans_pkts = le(r.retrans_pkts);
+    out.rc_retrans_events = le(r.retransmits);
+    out.rc_local_ack_timeouts = le(r.timeouts);
+    out.rc_seq_naks_sent = le(r.seq_naks_sent);
+    out.rc_seq_naks_rcvd = le(r.seq_naks_rcvd);
+    out.rc_rnr_naks_sent = le(r.rnr_naks_sent);
+    out.rc_rnr_naks_rcvd = le(r.rnr_naks_rcvd);
+    out.rc_dup_requests = le(r.rx_duplicates);
+    out.rc_out_of_seq_dropped = le(r.rx_out_of_seq);
+    out.rc_stale_responses = le(r.stale_responses);
+    out.rc_retry_exceeded = le(r.retry_exceeded);
+    out.rc_rnr_retry_exceeded = le(r.rnr_retry_exceeded);
+    out.rc_error_naks_sent = le(r.error_naks_sent);
+    out.rc_error_naks_rcvd = le(r.error_naks_rcvd);
+    out.roce_icrc_errors = le(r.rx_bad_icrc);
+    out.roce_bad_header = le(r.rx_malformed);
+    out.roce_bad_opcode = le(r.rx_bad_opcode);
+    out.roce_bad_qpn = le(r.rx_no_qp);
+    // A driver that knows only the rev 1.0 part gets only that part.
+    return write_output(cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
 }
 
 } // namespace ohca

@@ -289,19 +289,30 @@ class Device {
     uint64_t timer_deadline_ = 0; // last deadline given to set_timer
 
   public:
-    // Counters of the transport (tests and tracing).
+    // Counters of the transport, reported by QUERY_STATS (rev 1.1 part;
+    // docs/programming-manual.md says what each one counts).
     struct RoceCounters {
         uint64_t tx_packets = 0;
         uint64_t loopback_packets = 0;
         uint64_t rx_packets = 0;
         uint64_t rx_bad_icrc = 0;
-        uint64_t rx_malformed = 0;
+        uint64_t rx_malformed = 0; // bad Ethernet/IP/UDP/BTH header or length
+        uint64_t rx_bad_opcode = 0;
         uint64_t rx_no_qp = 0;
-        uint64_t rx_duplicates = 0;
+        uint64_t rx_duplicates = 0;   // responder: requests with an old PSN
+        uint64_t stale_responses = 0; // requester: outside [una - 1, next)
         uint64_t rx_out_of_seq = 0;
-        uint64_t retransmits = 0;
+        uint64_t retransmits = 0; // go-back-N restarts
+        uint64_t retrans_pkts = 0;
         uint64_t timeouts = 0;
+        uint64_t seq_naks_sent = 0;
+        uint64_t seq_naks_rcvd = 0;
         uint64_t rnr_naks_sent = 0;
+        uint64_t rnr_naks_rcvd = 0;
+        uint64_t error_naks_sent = 0;
+        uint64_t error_naks_rcvd = 0;
+        uint64_t retry_exceeded = 0;
+        uint64_t rnr_retry_exceeded = 0;
     };
     [[nodiscard]] const RoceCounters &roce_counters() const { return roce_; }
 

@@ -626,6 +626,7 @@ void Device::apply_qp_state(Qp &qp, uint8_t next) {
         if (cur == OHCA_QPS_RTR) {
             qp.next_psn = qp.attrs.sq_psn;
             qp.una_psn = qp.attrs.sq_psn;
+            qp.sent_psn = qp.attrs.sq_psn;
         }
         qp.retry_left = qp.attrs.retry_cnt;
         qp.rnr_left = qp.attrs.rnr_retry;

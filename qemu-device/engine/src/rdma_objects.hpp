@@ -145,7 +145,8 @@ struct Qp {
     size_t cur_wr = 0;    // transmit cursor: inflight[cur_wr] ...
     uint32_t cur_pkt = 0; // ... packet cur_pkt of it
     uint32_t next_psn = 0;
-    uint32_t una_psn = 0; // oldest unacknowledged PSN
+    uint32_t una_psn = 0;  // oldest unacknowledged PSN
+    uint32_t sent_psn = 0; // past the highest PSN sent: below it is a resend
     uint8_t retry_left = 0;
     uint8_t rnr_left = 0;
     bool rnr_wait = false;

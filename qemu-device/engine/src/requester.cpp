@@ -343,6 +343,14 @@ void Device::send_packet(Qp &qp) {
     PacketFields f;
     f.bth.dest_qp = qp.attrs.dest_qpn;
     f.bth.psn = psn_add(wr.first_psn, k);
+    // A READ request stands for all its response PSNs.
+    const uint32_t end_psn = is_read(wr) ? psn_add(wr.first_psn, wr.npkts) : psn_add(f.bth.psn, 1);
+    if (psn_diff(f.bth.psn, qp.sent_psn) < 0) {
+        ++roce_.retrans_pkts;
+    }
+    if (psn_diff(end_psn, qp.sent_psn) > 0) {
+        qp.sent_psn = end_psn;
+    }
     std::vector<uint8_t> payload;
     if (is_read(wr)) {
         const uint32_t off = std::min(wr.length, k * mtu);
@@ -489,7 +497,7 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
     const uint32_t psn = h.psn;
     // Only responses to what was sent: [una - 1, next_psn).
     if (psn_diff(psn, psn_add(qp.una_psn, kPsnMask)) < 0 || psn_diff(psn, qp.next_psn) >= 0) {
-        ++roce_.rx_duplicates;
+        ++roce_.stale_responses;
         return;
     }
     if (h.opcode == rc::kAck) {
@@ -500,12 +508,14 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
             ack_through(qp, psn);
             return;
         case kAethRnrNak: {
+            ++roce_.rnr_naks_rcvd;
             ack_through(qp, psn_add(psn, kPsnMask));
             if (qp.state == OHCA_QPS_ERR) {
                 return;
             }
             if (qp.attrs.rnr_retry != 7) {
                 if (qp.rnr_left == 0) {
+                    ++roce_.rnr_retry_exceeded;
                     requester_fail(qp, OHCA_CQE_RNR_RETRY_EXC_ERR, OHCA_VERR_REMOTE_NAK);
                     return;
                 }
@@ -523,9 +533,11 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
                 return;
             }
             if (code == kNakPsnSeq) {
+                ++roce_.seq_naks_rcvd;
                 go_back(qp, psn);
                 return;
             }
+            ++roce_.error_naks_rcvd;
             const uint8_t status = code == kNakRemoteAccess ? OHCA_CQE_REM_ACCESS_ERR
                                    : code == kNakRemoteOp   ? OHCA_CQE_REM_OP_ERR
                                                             : OHCA_CQE_REM_INV_REQ_ERR;
@@ -631,6 +643,7 @@ void Device::check_timers() {
         }
         ++roce_.timeouts;
         if (qp.retry_left == 0) {
+            ++roce_.retry_exceeded;
             requester_fail(qp, OHCA_CQE_RETRY_EXC_ERR, OHCA_VERR_NONE);
             continue;
         }

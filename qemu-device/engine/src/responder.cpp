@@ -51,7 +51,9 @@ void Device::roce_rx(std::span<const uint8_t> frame) {
     ParsedPacket p;
     const ParseError err = parse_roce_frame(frame, p);
     if (err != ParseError::None) {
-        ++(err == ParseError::BadIcrc ? roce_.rx_bad_icrc : roce_.rx_malformed);
+        ++(err == ParseError::BadIcrc     ? roce_.rx_bad_icrc
+           : err == ParseError::BadOpcode ? roce_.rx_bad_opcode
+                                          : roce_.rx_malformed);
         ++stats_.roce_rx_dropped;
         return;
     }
@@ -93,6 +95,7 @@ void Device::send_ack(Qp &qp, uint32_t psn, uint8_t syndrome) {
 }
 
 void Device::responder_error(Qp &qp, uint8_t nak, uint16_t event) {
+    ++roce_.error_naks_sent;
     qp.resp_queue.clear(); // the QP goes to ERR: only the NAK is sent
     send_ack(qp, qp.epsn, static_cast<uint8_t>(kAethNak | nak));
     post_event(OHCA_EQE_QP_EVENT, event, qp.qpn, 0, 0);
@@ -247,6 +250,7 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
         ++roce_.rx_out_of_seq;
         if (!qp.nak_sent) {
             qp.nak_sent = true;
+            ++roce_.seq_naks_sent;
             send_ack(qp, qp.epsn, kAethNak | kNakPsnSeq);
         }
         return;

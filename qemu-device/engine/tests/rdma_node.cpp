@@ -243,7 +243,7 @@ void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &pe
     a.qp_state = OHCA_QPS_RTR;
     a.path_mtu = path_mtu;
     a.dest_qpn = remote_qpn;
-    a.rq_psn = 0x100 + remote_qpn;
+    a.rq_psn = (peer.psn_base + remote_qpn) & 0xffffff;
     a.max_dest_rd_atomic = rd_atomic;
     a.min_rnr_timer = 1;
     std::copy(peer.gid.begin(), peer.gid.end(), a.av.dgid);
@@ -260,7 +260,7 @@ void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &pe
               OHCA_STATUS_OK);
     a = {};
     a.qp_state = OHCA_QPS_RTS;
-    a.sq_psn = 0x100 + qp.qpn;
+    a.sq_psn = (psn_base + qp.qpn) & 0xffffff;
     a.timeout = timeout;
     a.retry_cnt = retry;
     a.rnr_retry = rnr_retry;
@@ -360,8 +360,8 @@ void pump(RdmaNode &a, RdmaNode &b,
         b.host.wire.clear();
         // A frame the receiver holds back (RX_RETRY) stays on the wire, with
         // everything after it, for the next round.
-        auto deliver = [&](std::vector<std::vector<uint8_t>> &frames, RdmaNode &from,
-                           RdmaNode &to, bool from_a) {
+        auto deliver = [&](std::vector<std::vector<uint8_t>> &frames, RdmaNode &from, RdmaNode &to,
+                           bool from_a) {
             for (size_t k = 0; k < frames.size(); ++k) {
                 auto &f = frames[k];
                 if (drop && drop(from_a, f)) {

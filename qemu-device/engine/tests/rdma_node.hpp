@@ -94,6 +94,7 @@ class RdmaNode {
     std::array<uint8_t, 16> gid{};
     FakeHost host;
     ohca_engine *e = nullptr;
+    uint32_t psn_base = 0x100; // connect(): first PSN is psn_base + QPN (mod 2^24)
 
   private:
     void drain_eq();
