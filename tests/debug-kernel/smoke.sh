@@ -2,7 +2,9 @@
 # `make test` stage debug-smoke: ohca.ko built against the debug kernel
 # (make -C kernel debug), then the integration smoke tests in VMs booted
 # with it (pytest --kernel debug): load/unload x20, ibv_devinfo, ping
-# between two VMs, link down/up, cmdtest, the harness's own WARNING check.
+# between two VMs, link down/up, cmdtest, the harness's own WARNING check,
+# and rmmod x5 while a process holds PD/MR/CQ/QP with its doorbell mapped
+# (the disassociate path; test_lifecycle.py, 50 cycles on the normal kernel).
 # Any KASAN, lockdep, DEBUG_OBJECTS or kmemleak report fails a test (the
 # kernel-log scan; kmemleak is scanned after unloading at the end of every
 # job, see tests/integration/conftest.py). Needs build/debug-kernel
@@ -13,6 +15,7 @@ cd "$top"
 
 echo "debug-smoke: building ohca.ko against the debug kernel"
 make --no-print-directory -s -C kernel debug
+export OHCA_LIFECYCLE_RELOADS=${OHCA_LIFECYCLE_RELOADS:-5}
 exec /usr/bin/python3 -m pytest -v -rA --kernel debug \
 	tests/integration/test_module_load.py \
 	tests/integration/test_devinfo.py \
@@ -20,4 +23,5 @@ exec /usr/bin/python3 -m pytest -v -rA --kernel debug \
 	tests/integration/test_link.py \
 	tests/integration/test_cmdtest.py \
 	tests/integration/test_harness.py \
+	tests/integration/test_lifecycle.py::test_reload_with_resources \
 	"$@"
