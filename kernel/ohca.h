@@ -413,6 +413,9 @@ enum ib_event_type ohca_qp_event_type(u16 code, bool *ok);
 u32 ohca_qp_mask_to_dev(int ib_mask);
 int ohca_wr_opcode(enum ib_wr_opcode opcode);
 
+/* ohca_stats.c */
+extern const struct ib_device_ops ohca_stats_ops;
+
 /* ohca_debugfs.c */
 void ohca_debugfs_init(struct ohca_dev *dev);
 void ohca_debugfs_cleanup(struct ohca_dev *dev);

@@ -140,6 +140,7 @@ static int ohca_ib_register(struct ohca_dev *dev)
 	ibdev->node_guid = cpu_to_be64(le64_to_cpu(dev->attr.node_guid));
 	strscpy(ibdev->node_desc, "ohca RoCEv2 HCA", sizeof(ibdev->node_desc));
 	ib_set_device_ops(ibdev, &ohca_dev_ops);
+	ib_set_device_ops(ibdev, &ohca_stats_ops);
 
 	err = ib_device_set_netdev(ibdev, dev->netdev, 1);
 	if (err)
