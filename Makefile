@@ -10,7 +10,8 @@ PYTHON := /usr/bin/python3
 export OHCA_CACHE ?= $(HOME)/.cache/ohca
 
 .PHONY: all deps build qemu engine engine-test kernel userspace rootfs \
-	firmware-interface-test test demo vm fuzz coverage bench clean
+	firmware-interface-test test demo vm fuzz coverage bench clean \
+	wire wire-test
 
 all: build
 
@@ -50,6 +51,13 @@ bench: deps build rootfs
 # Line and function coverage of the engine by its unit tests.
 coverage: deps
 	@bash qemu-device/engine/coverage.sh
+
+# The fault-injection wire between two VMs (tests/wire, docs/wire.md).
+wire:
+	@$(MAKE) --no-print-directory -C tests/wire
+
+wire-test:
+	@$(MAKE) --no-print-directory -C tests/wire test
 
 firmware-interface-test:
 	@$(MAKE) -C firmware-interface test

@@ -44,6 +44,7 @@ stage() {
 stage firmware-interface "" make --no-print-directory firmware-interface-test
 stage engine-unit "" make --no-print-directory engine-test
 stage engine-fuzz "" bash qemu-device/engine/fuzz/run.sh 30
+stage wire-unit "" make --no-print-directory wire-test
 stage qemu "" make --no-print-directory qemu
 stage device-smoke qemu /usr/bin/python3 qemu-device/tests/qtest_smoke.py
 stage kernel "" make --no-print-directory kernel

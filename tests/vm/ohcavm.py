@@ -571,6 +571,16 @@ class Cluster:
         self.extra_args = list(extra_args or [])
         self.append = append if append is not None else os.environ.get("OHCA_APPEND", "")
         self.klog_allow = klog_allow or os.environ.get("OHCA_KLOG_ALLOW")
+        # wire: "dgram", "user", or a dict of faults for the fault wire
+        # (tests/wire/ohca_wire between the two VMs' dgram netdevs), e.g.
+        # {"loss": 0.05, "dup": 0.01, "reorder": 0.02, "corrupt": 0.01,
+        #  "seed": 1}; see start_fault_wire().
+        self.fault_wire = None
+        self.wire_proc = None
+        self.wire_stats = None
+        if isinstance(wire, dict):
+            self.fault_wire = dict(wire)
+            wire = "faulty"
         self.wire = wire or ("dgram" if nvms == 2 else "user")
         self.qemu = find_qemu(self.nic)
         self.kernel, self.initrd = kernel_and_initrd()
@@ -602,6 +612,7 @@ class Cluster:
             vm.kill()
             if getattr(vm, "qemu_log", None):
                 vm.qemu_log.close()
+        self.stop_fault_wire()
         shutil.rmtree(self.sockdir, ignore_errors=True)
 
     def _wire(self):
@@ -615,8 +626,80 @@ class Cluster:
             for vm, (lp, rp) in zip(self.vms, ((pa, pb), (pb, pa))):
                 vm.netdev_args = (f"dgram,local.type=inet,local.host=127.0.0.1,local.port={lp},"
                                   f"remote.type=inet,remote.host=127.0.0.1,remote.port={rp}")
+        elif self.wire == "faulty":
+            if self.nvms != 2:
+                raise HarnessError("the fault wire needs two VMs")
+            ports = free_udp_ports(4)  # vm0, vm1, the wire's side for each
+            for i, vm in enumerate(self.vms):
+                vm.netdev_args = (f"dgram,local.type=inet,local.host=127.0.0.1,"
+                                  f"local.port={ports[i]},remote.type=inet,"
+                                  f"remote.host=127.0.0.1,remote.port={ports[2 + i]}")
+            self.start_fault_wire(ports)
         else:
             raise HarnessError(f"unknown wire '{self.wire}'")
+
+    WIRE_FAULTS = ("loss", "dup", "reorder", "delay", "corrupt")
+
+    def start_fault_wire(self, ports):
+        """Starts ohca_wire between the VMs. Keys of self.fault_wire: loss,
+        dup, reorder, delay, corrupt (probabilities, both directions; a
+        "_ab"/"_ba" suffix for one direction: vm0 to vm1 is ab), delay_us,
+        hold_us, seed (default 1), all_frames (False: only RoCE frames get
+        faults), pcap (True: <logdir>/wire/wire.pcap). Its log and
+        stats.json go to <logdir>/wire/."""
+        binary = os.environ.get("OHCA_WIRE", os.path.join(TOP, "build/wire/ohca_wire"))
+        if "OHCA_WIRE" not in os.environ:
+            # Small and quick to build: make sure it is current.
+            r = subprocess.run(["make", "-s", "-C", os.path.join(TOP, "tests/wire")],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                raise HarnessError(f"building ohca_wire failed:\n{r.stdout}{r.stderr}")
+        wdir = os.path.join(self.logdir, "wire")
+        os.makedirs(wdir, exist_ok=True)
+        self.wire_stats_path = os.path.join(wdir, "stats.json")
+        argv = [binary, "--a", f"{ports[2]}:{ports[0]}", "--b", f"{ports[3]}:{ports[1]}",
+                "--stats", self.wire_stats_path]
+        cfg = dict(self.fault_wire)
+        argv += ["--seed", str(cfg.pop("seed", 1))]
+        for key, val in cfg.items():
+            base = key[:-3] if key.endswith(("_ab", "_ba")) else key
+            if base in self.WIRE_FAULTS:
+                argv += [f"--{base}{'-' + key[-2:] if base != key else ''}", str(val)]
+            elif key in ("delay_us", "hold_us"):
+                argv += [f"--{key.replace('_', '-')}", str(val)]
+            elif key == "all_frames":
+                if val:
+                    argv.append("--all-frames")
+            elif key == "pcap":
+                if val:
+                    argv += ["--pcap", os.path.join(wdir, "wire.pcap")]
+            else:
+                raise HarnessError(f"unknown fault wire option '{key}'")
+        with open(os.path.join(wdir, "cmdline.txt"), "w") as f:
+            f.write(" ".join(shlex.quote(a) for a in argv) + "\n")
+        self.wire_log = open(os.path.join(wdir, "wire.log"), "w")
+        self.wire_proc = subprocess.Popen(argv, stdout=self.wire_log, stderr=subprocess.STDOUT)
+
+    def stop_fault_wire(self):
+        """Stops ohca_wire (it writes its statistics) and returns them:
+        {"a_to_b": {...}, "b_to_a": {...}} (a is vm0), or None."""
+        if self.wire_proc is None:
+            return self.wire_stats
+        if self.wire_proc.poll() is None:
+            self.wire_proc.send_signal(signal.SIGTERM)
+            try:
+                self.wire_proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.wire_proc.kill()
+                self.wire_proc.wait()
+        self.wire_proc = None
+        self.wire_log.close()
+        try:
+            with open(self.wire_stats_path) as f:
+                self.wire_stats = json.load(f)
+        except (OSError, ValueError):
+            self.wire_stats = None
+        return self.wire_stats
 
     def start(self, scripts, preamble=True, interactive=False):
         """scripts: one shell script for every VM, a list, or {index: script};
@@ -685,6 +768,7 @@ class Cluster:
             vm.result = r
             results.append(r)
         self._stop.set()
+        self.stop_fault_wire()
         return results
 
     def interactive(self):
