@@ -423,9 +423,13 @@ void Device::ack_through(Qp &qp, uint32_t psn) {
         }
         const uint32_t last = psn_add(w.first_psn, w.npkts - 1);
         if (is_read(w) && !w.read_done) {
-            if (psn_diff(psn, psn_add(w.first_psn, w.read_pkts)) >= 0) {
-                // Acknowledged past a READ whose responses were lost.
-                go_back(qp, psn_add(w.first_psn, w.read_pkts));
+            const uint32_t resume = psn_add(w.first_psn, w.read_pkts);
+            if (psn_diff(psn, resume) >= 0) {
+                // Acknowledged past a READ whose responses were lost: ask
+                // again from the first missing one, and keep una there, or
+                // the responses asked for would be dropped as duplicates.
+                go_back(qp, resume);
+                psn = psn_add(resume, kPsnMask);
             }
             break;
         }
