@@ -25,8 +25,8 @@ using namespace ohca::fuzz;
 namespace {
 
 // Guest memory for RDMA objects, inside the fuzz arena's buffer area.
-constexpr uint64_t kPbl = kScratch;               // level-1 page list (4 KiB)
-constexpr uint64_t kPbl2 = kScratch + 0x1000;     // level-2 pages (16 KiB)
+constexpr uint64_t kPbl = kScratch;               // page lists (2 x 2 KiB)
+constexpr uint64_t kPbl2 = kScratch + 0x1000;     // level-2 tops (2 x 4 KiB)
 constexpr uint64_t kCqRings = kBuffers;           // 4 x 8 KiB (log <= 8)
 constexpr uint64_t kSqRings = kBuffers + 0x8000;  // 4 x 16 KiB
 constexpr uint64_t kRqRings = kBuffers + 0x18000; // 4 x 4 KiB
@@ -222,23 +222,26 @@ class Rdma {
     // A page list of [addr, addr+bytes) in 4 KiB pages, written to kPbl (the
     // device copies it while the command runs), sometimes two-level or with
     // fuzzed fields.
-    ohca_pbl pbl(Input &in, uint64_t addr, uint64_t bytes) {
+    ohca_pbl pbl(Input &in, uint64_t addr, uint64_t bytes, unsigned int which = 0) {
+        // Two lists per command (a QP's SQ and RQ) must not share memory.
+        const uint64_t list = kPbl + 0x800ull * which;
+        const uint64_t top = kPbl2 + 0x1000ull * which;
         ohca_pbl p{};
         const uint64_t first = addr & ~uint64_t{0xfff};
         const auto n =
-            static_cast<uint32_t>(std::min<uint64_t>((addr + bytes - first + 0xfff) >> 12, 512));
+            static_cast<uint32_t>(std::min<uint64_t>((addr + bytes - first + 0xfff) >> 12, 256));
         for (uint32_t i = 0; i < n; ++i) {
-            h_.put<uint64_t>(kPbl + 8ull * i, first + 4096ull * i);
+            h_.put<uint64_t>(list + 8ull * i, first + 4096ull * i);
         }
-        p.addr = kPbl;
+        p.addr = list;
         p.npages = n;
         p.page_shift = 12;
         p.levels = 1;
         if (bad(in)) {
             switch (in.below(6)) {
             case 0: // two levels: kPbl2 holds one pointer to the list
-                h_.put<uint64_t>(kPbl2, kPbl);
-                p.addr = kPbl2;
+                h_.put<uint64_t>(top, list);
+                p.addr = top;
                 p.levels = 2;
                 break;
             case 1:
@@ -248,10 +251,10 @@ class Rdma {
                 p.page_shift = in.u8();
                 break;
             case 3:
-                p.addr = pick_addr(in, kPbl, 8);
+                p.addr = pick_addr(in, list, 8);
                 break;
             case 4: // a page outside guest memory in the list
-                h_.put<uint64_t>(kPbl + 8ull * in.below(n), pick_addr(in, first, 4096));
+                h_.put<uint64_t>(list + 8ull * in.below(n), pick_addr(in, first, 4096));
                 break;
             default:
                 p.levels = in.u8();
@@ -353,7 +356,7 @@ class Rdma {
         q.uar_index = bad(in) ? in.u32() : 0;
         q.max_inline = bad(in) ? in.u32() : 64;
         q.sq_pbl = pbl(in, kSqRings + 0x4000ull * i, 0x4000);
-        q.rq_pbl = pbl(in, kRqRings + 0x1000ull * i, 0x1000);
+        q.rq_pbl = pbl(in, kRqRings + 0x1000ull * i, 0x1000, 1);
         if (bad(in)) {
             q.rsvd0[in.below(3)] = in.u8();
             q.rsvd1 = in.u32();
