@@ -308,7 +308,10 @@ bool Device::fetch_send_wqe(Qp &qp) {
 
 bool Device::gather(Qp &qp, const SendWr &wr, uint32_t offset, std::span<uint8_t> out) {
     if (wr.is_inline) {
-        std::memcpy(out.data(), wr.inline_data.data() + offset, out.size());
+        // A zero-length inline WQE has no data buffer (memcpy from NULL).
+        if (!out.empty()) {
+            std::memcpy(out.data(), wr.inline_data.data() + offset, out.size());
+        }
         return true;
     }
     size_t done = 0;

@@ -107,6 +107,24 @@ TEST_F(LoopbackTest, InlineSend) {
     EXPECT_EQ(n.host.get<uint8_t>(dst + 4), 5u);
 }
 
+// Found by fuzz_rdma: a zero-length inline SEND has no data buffer; it
+// completes on both sides with length 0 (and no memcpy from NULL, which
+// the UBSan fuzz build reports).
+TEST_F(LoopbackTest, InlineSendZeroLength) {
+    n.post_recv(b, 1, {{dst, 256, ldst}});
+    SendReq r;
+    r.flags = OHCA_WQE_SIGNALED | OHCA_WQE_INLINE;
+    n.post_send(a, r);
+    n.process();
+    auto rc = n.poll(rcq);
+    auto sc = n.poll(scq);
+    ASSERT_EQ(rc.size(), 1u);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(rc[0].status, OHCA_CQE_SUCCESS);
+    EXPECT_EQ(rc[0].byte_len, 0u);
+    EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
+}
+
 TEST_F(LoopbackTest, RdmaWriteLarge) {
     SendReq r;
     r.opcode = OHCA_WR_RDMA_WRITE;
