@@ -84,6 +84,11 @@ void Device::emit(const Qp &qp, const PacketFields &fields, std::span<const uint
         return;
     }
     ++roce_.tx_packets;
+    if (frame.size() < OHCA_ETH_MIN_FRAME) {
+        // A zero-length SEND or WRITE over IPv4 is 58 bytes: Ethernet
+        // padding after the ICRC (receivers go by the IP length).
+        frame.resize(OHCA_ETH_MIN_FRAME, 0);
+    }
     if (cfg_.link_up) {
         ++stats_.port_tx_frames;
         host_.transmit(frame.data(), frame.size());

@@ -139,6 +139,24 @@ TEST_P(MtuTest, Segmentation) {
 
 INSTANTIATE_TEST_SUITE_P(AllMtus, MtuTest, ::testing::Values(1, 2, 3, 4, 5));
 
+// Found by fuzz_rdma: a zero-length SEND over IPv4 is 58 bytes; the device
+// pads it to the Ethernet minimum, and the peer still takes it (it goes by
+// the IP length, not the frame length).
+TEST_F(WireTest, ZeroLengthSendIsPaddedToTheEthernetMinimum) {
+    setup();
+    node(1).post_recv(side[1].qp, 9, {{side[1].buf, 64, side[1].key}});
+    SendReq r;
+    node(0).post_send(side[0].qp, r);
+    node(0).process();
+    ASSERT_EQ(node(0).host.wire.size(), 1u);
+    EXPECT_EQ(node(0).host.wire[0].size(), size_t{OHCA_ETH_MIN_FRAME});
+    ASSERT_TRUE(run([&] { return !node(0).poll(side[0].scq).empty(); }));
+    const auto rcqe = node(1).poll(side[1].rcq);
+    ASSERT_EQ(rcqe.size(), 1u);
+    EXPECT_EQ(rcqe[0].status, OHCA_CQE_SUCCESS);
+    EXPECT_EQ(rcqe[0].byte_len, 0u);
+}
+
 TEST_F(WireTest, SendWriteReadOverIpv6) {
     setup(true);
     RdmaNode &x = node(0), &y = node(1);
