@@ -92,6 +92,55 @@ def test_kill_during_traffic(vm_run):
     assert len(re.findall(r"^kill round \d '.*' ok", r.output, re.M)) == 9, r.report()
 
 
+# The PCI function has no reset method the guest can trigger (conventional
+# PCI, no FLR or PM reset), so "the device goes away during traffic" is
+# driven through the driver: unbind in the middle of ib_write_bw,
+# ib_read_bw and ibv_rc_pingpong. Unbinding must not wait for the
+# processes, perftest must end on its own, pingpong (which polls forever)
+# must die on SIGKILL, and after bind the device carries traffic again.
+UNBIND_DURING_TRAFFIC = r"""
+fail() { echo "FAIL: $*"; dmesg | tail -n 30; exit 1; }
+counts() { rdma resource show "$OHCA_IBDEV" 2>/dev/null; }
+pci=$(basename "$(readlink -f /sys/class/infiniband/$OHCA_IBDEV/device)")
+echo "PCI function $pci"
+for t in "ib_write_bw -x @GID@ -F -D 8" "ib_read_bw -x @GID@ -F -D 8" \
+         "ibv_rc_pingpong -g @GID@ -n 100000000"; do
+    $t -d "$OHCA_IBDEV" >/tmp/srv.log 2>&1 &
+    srv=$!
+    sleep 1
+    $t -d "$OHCA_IBDEV" 127.0.0.1 >/tmp/cli.log 2>&1 &
+    cli=$!
+    ohca_poll 30 eval 'counts | grep -Eq "qp [2-9]"' || fail "'$t' did not start: $(counts)"
+    sleep 2
+    timeout 60 sh -c "echo $pci > /sys/bus/pci/drivers/ohca/unbind" || fail "'$t': unbind hung or failed"
+    [ ! -e /sys/class/infiniband/$OHCA_IBDEV ] || fail "'$t': $OHCA_IBDEV still there"
+    # perftest runs for a fixed time and must end by itself; pingpong polls
+    # its CQ forever (it never reads async events), so it is killed: either
+    # way nothing may be stuck in the kernel.
+    case $t in ibv_rc_pingpong*) sleep 2; kill -9 $srv $cli ;; esac
+    ohca_poll 90 eval '! kill -0 $srv 2>/dev/null && ! kill -0 $cli 2>/dev/null' ||
+        { kill -9 $srv $cli 2>/dev/null; fail "'$t': a process hangs after the unbind: $(ps -o pid,stat,wchan:30,cmd -p $srv,$cli)"; }
+    wait 2>/dev/null
+    echo $pci > /sys/bus/pci/drivers/ohca/bind || fail "'$t': bind"
+    ohca_net_up || fail "'$t': net up"
+    ohca_wait_port ACTIVE 60 || fail "'$t': port"
+    echo "unbind during '$t' ok"
+done
+timeout 120 ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -F -n 100 >/tmp/srv.log 2>&1 &
+srv=$!
+ohca_retry 20 timeout 120 ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -F -n 100 127.0.0.1 || fail "ib_write_bw after rebinding"
+wait $srv || fail "ib_write_bw server after rebinding"
+echo "UNBIND OK"
+"""
+
+
+def test_unbind_during_traffic(vm_run):
+    (r,) = vm_run(UNBIND_DURING_TRAFFIC.replace("@GID@", str(GID)), timeout=600)
+    assert_ok([r])
+    assert "UNBIND OK" in r.output, r.report()
+    assert len(re.findall(r"^unbind during '.*' ok$", r.output, re.M)) == 3, r.report()
+
+
 # Creates each object type until the device refuses, twice: the refusal
 # must be a clean ENOMEM/EINVAL exactly at the limit QUERY_DEVICE advertises
 # (no WARN: the kernel-log scan fails the job), and after freeing everything
