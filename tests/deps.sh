@@ -19,6 +19,8 @@ packages=(
 	debootstrap e2fsprogs python3 python3-pytest
 	# engine fuzzers (libFuzzer, ASan, UBSan) and coverage reports
 	clang-14 libclang-rt-14-dev gcovr
+	# the RoCEv2 conformance check (tests/integration/roce_pcap.py)
+	tshark
 )
 
 missing=()
@@ -40,6 +42,9 @@ fi
 
 echo "deps: installing ${#missing[@]} packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# wireshark-common asks whether non-root users may capture: no (tests read
+# capture files only), answered beforehand so the install stays silent.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
 echo "deps: done"

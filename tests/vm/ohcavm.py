@@ -61,6 +61,9 @@ IFACE = "eth0"
 NETDEV_ID = "n0"
 FIRMWARE_DIRS = ["/usr/share/qemu", "/usr/share/seabios", "/usr/lib/ipxe/qemu"]
 NIC_ID = "nic0"
+RXE_IBDEV = "rxe0"
+# ohca: the device; virtio: virtio-net only; rxe: virtio-net + rdma_rxe
+NIC_KINDS = ("ohca", "virtio", "rxe")
 
 # Kernel log lines that make a run fail (matched case-sensitively).
 KLOG_PATTERNS = [
@@ -347,7 +350,7 @@ class VM:
         self.cluster = cluster
         self.index = index
         self.name = f"vm{index}"
-        self.nic = cluster.nic
+        self.nic = cluster.nics[index]
         self.ip = IPS[index]
         self.mac = MACS[index]
         self.node_guid = NODE_GUIDS[index]
@@ -355,6 +358,7 @@ class VM:
         self.share = os.path.join(self.logdir, "share")
         self.sync = os.path.join(self.share, "sync")
         self.console_path = os.path.join(self.logdir, "console.log")
+        self.capture_path = os.path.join(self.logdir, "wire.pcap")
         self.qmp_path = os.path.join(cluster.sockdir, f"{self.name}.qmp")
         self.qmp = QMP(self.qmp_path)
         self.proc = None
@@ -372,13 +376,14 @@ class VM:
             "OHCA_NUM_VMS": str(self.cluster.nvms),
             "OHCA_NIC": self.nic,
             "OHCA_IFACE": IFACE,
-            "OHCA_IBDEV": IBDEV,
+            "OHCA_IBDEV": RXE_IBDEV if self.nic == "rxe" else IBDEV,
             "OHCA_IP": self.ip,
             "OHCA_PREFIX": str(PREFIX),
             "OHCA_PEER_IP": peers[0] if peers else "",
             "OHCA_MAC": self.mac,
             "OHCA_NODE_GUID": f"0x{self.node_guid:016x}",
             "OHCA_MODULE_PARAMS": self.cluster.module_params,
+            "OHCA_MTU": str(self.cluster.mtu or ""),
         }
         return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
 
@@ -438,6 +443,10 @@ class VM:
             argv += ["-chardev", f"file,id=ser0,path={self.console_path}",
                      "-serial", "chardev:ser0"]
         argv += ["-netdev", f"{self.netdev_args},id={NETDEV_ID}"]
+        if self.index in c.capture:
+            # Both directions of the netdev, before the NIC sees them.
+            argv += ["-object", f"filter-dump,id=cap0,netdev={NETDEV_ID},"
+                     f"file={self.capture_path}"]
         if self.nic == "ohca":
             dev = (f"ohca,id={NIC_ID},netdev={NETDEV_ID},mac={self.mac},"
                    f"node-guid=0x{self.node_guid:016x}")
@@ -557,12 +566,24 @@ class Cluster:
 
     def __init__(self, name="run", nvms=1, nic=None, logdir=None, smp=2,
                  mem="2G", module_params="", extra_args=None, append=None,
-                 klog_allow=None, wire=None, extra_files=None):
+                 klog_allow=None, wire=None, extra_files=None, nics=None,
+                 mtu=None, capture=()):
         if nvms not in (1, 2):
             raise HarnessError("nvms must be 1 or 2")
         self.nic = nic or os.environ.get("OHCA_NIC", "ohca")
-        if self.nic not in ("ohca", "virtio"):
-            raise HarnessError(f"unknown nic '{self.nic}' (ohca|virtio)")
+        # nics: one NIC kind per VM (default: nic for all). "rxe" is
+        # virtio-net with Linux soft-RoCE (rxe0) on it, the interop peer.
+        self.nics = list(nics) if nics else [self.nic] * nvms
+        if len(self.nics) != nvms:
+            raise HarnessError("nics: one entry per VM expected")
+        for n in self.nics:
+            if n not in NIC_KINDS:
+                raise HarnessError(f"unknown nic '{n}' ({'|'.join(NIC_KINDS)})")
+        # mtu: eth0's MTU set by the preamble (None: the driver's default)
+        self.mtu = mtu
+        # capture: VM indices whose netdev traffic goes to vmN/wire.pcap
+        # (QEMU filter-dump); True means VM 0 (it sees both directions)
+        self.capture = {0} if capture is True else set(capture or ())
         self.nvms = nvms
         self.logdir = os.path.abspath(logdir or os.path.join(TOP, "build/test-logs", name))
         self.smp = smp
@@ -582,10 +603,11 @@ class Cluster:
             self.fault_wire = dict(wire)
             wire = "faulty"
         self.wire = wire or ("dgram" if nvms == 2 else "user")
-        self.qemu = find_qemu(self.nic)
+        need = "ohca" if "ohca" in self.nics else "virtio"
+        self.qemu = find_qemu(need)
         self.kernel, self.initrd = kernel_and_initrd()
         self.rootfs = rootfs_image()
-        self.files = build_outputs(self.nic)
+        self.files = build_outputs(need)
         # extra_files: {name in the share: host path}, e.g. guest-side tools
         for fname, path in (extra_files or {}).items():
             if not os.path.isfile(path):
@@ -798,7 +820,7 @@ def main(argv=None):
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     def common(p):
-        p.add_argument("--nic", choices=("ohca", "virtio"),
+        p.add_argument("--nic", choices=NIC_KINDS,
                        default=os.environ.get("OHCA_NIC", "ohca"),
                        help="NIC model (default ohca, env OHCA_NIC)")
         p.add_argument("--no-preamble", action="store_true",
@@ -812,6 +834,11 @@ def main(argv=None):
     common(p)
     p.add_argument("--vms", type=int, choices=(1, 2), default=1)
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
+    p.add_argument("--nics", help="NIC kind per VM, comma-separated "
+                   "(e.g. ohca,rxe: vm1 is virtio-net + rdma_rxe)")
+    p.add_argument("--mtu", type=int, help="eth0 MTU set by the preamble")
+    p.add_argument("--capture", action="store_true",
+                   help="vm0's wire traffic to <logdir>/vm0/wire.pcap (filter-dump)")
     p.add_argument("--vm-script", action="append", default=[], metavar="I=FILE",
                    help="script file for VM I instead of the command (repeatable)")
     p.add_argument("command", nargs="*", help="shell command (after --)")
@@ -858,7 +885,9 @@ def main(argv=None):
         results = run(scripts, nvms=args.vms, nic=args.nic, name="cli-run",
                       timeout=args.timeout, preamble=not args.no_preamble,
                       logdir=logdir, extra_args=args.qemu_arg,
-                      module_params=args.module_params)
+                      module_params=args.module_params,
+                      nics=args.nics.split(",") if args.nics else None,
+                      mtu=args.mtu, capture=args.capture)
     except HarnessError as e:
         log(f"error: {e}")
         return 2

@@ -6,7 +6,7 @@
 # shells get it too (source /share/ohca-lib.sh).
 #
 # Environment (from /share/env.sh): OHCA_VM_INDEX OHCA_VM_NAME OHCA_NUM_VMS
-# OHCA_NIC (ohca|virtio) OHCA_IFACE OHCA_IBDEV OHCA_IP OHCA_PREFIX
+# OHCA_NIC (ohca|virtio|rxe) OHCA_MTU OHCA_IFACE OHCA_IBDEV OHCA_IP OHCA_PREFIX
 # OHCA_PEER_IP OHCA_MAC OHCA_NODE_GUID OHCA_MODULE_PARAMS.
 #
 # Host/guest synchronisation goes through files in /share/sync/:
@@ -133,8 +133,28 @@ ohca_net_up() {
 		ohca_log "no network interface $OHCA_IFACE; interfaces: $(ls /sys/class/net | tr '\n' ' ')"
 		return 1
 	fi
+	if [ -n "$OHCA_MTU" ]; then
+		ip link set "$OHCA_IFACE" mtu "$OHCA_MTU" || return 1
+	fi
 	ip link set "$OHCA_IFACE" up || return 1
 	ip addr add "$OHCA_IP/$OHCA_PREFIX" dev "$OHCA_IFACE" || return 1
+}
+
+# ohca_gid_index [IP]: the index of the RoCE v2 GID of IP (default
+# $OHCA_IP) on port 1 of $OHCA_IBDEV. ohca has RoCE v2 GIDs only; rxe has a
+# v1 and a v2 entry per address, in an order that depends on events.
+ohca_gid_index() {
+	local ip=${1:-$OHCA_IP} d=/sys/class/infiniband/$OHCA_IBDEV/ports/1 want g i
+	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${ip//./ })
+	for g in "$d"/gids/*; do
+		i=${g##*/}
+		if [ "$(cat "$g" 2>/dev/null)" = "$want" ] &&
+			[ "$(cat "$d/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ]; then
+			echo "$i"
+			return 0
+		fi
+	done
+	return 1
 }
 
 # The standard preamble: driver, provider, address, link (and port) up.
@@ -144,6 +164,15 @@ ohca_preamble() {
 		ohca_load_core && ohca_insmod && ohca_install_provider || return 1
 		ohca_net_up || return 1
 		ohca_wait_carrier 1 30 || return 1
+		ohca_wait_port ACTIVE 60 || return 1
+		;;
+	rxe)
+		# the interop peer: Linux soft-RoCE on virtio-net
+		modprobe virtio_net 2>/dev/null
+		ohca_net_up || return 1
+		ohca_wait_carrier 1 30 || return 1
+		modprobe rdma_rxe || { ohca_log "modprobe rdma_rxe failed"; return 1; }
+		rdma link add "$OHCA_IBDEV" type rxe netdev "$OHCA_IFACE" || return 1
 		ohca_wait_port ACTIVE 60 || return 1
 		;;
 	*)
