@@ -1,0 +1,246 @@
+"""RoCEv2 conformance checks on a capture (QEMU filter-dump pcap), by an
+independent dissector (tshark) and an independent ICRC computation.
+
+tshark 4.0 decodes UDP port 4791 as InfiniBand (RRoCE) by default but does
+not verify the ICRC, so the ICRC is recomputed here from the raw frames
+(IBTA vol. 1 annex A17: 8 bytes of ones for the absent LRH, IP TOS/TTL/
+header checksum, IPv6 traffic class/flow label/hop limit, UDP checksum and
+the BTH reserved byte masked to ones; CRC-32 as in Ethernet; the ICRC is
+sent least significant byte first).
+"""
+
+import struct
+import subprocess
+import zlib
+
+ROCE_PORT = 4791
+PI_ERROR = 0x00800000  # wireshark's expert severity "error"
+
+SEND_OPS = set(range(0x00, 0x06))
+WRITE_OPS = set(range(0x06, 0x0C))
+READ_REQ = 0x0C
+READ_RESP_OPS = set(range(0x0D, 0x11))
+ACK = 0x11
+AETH_OPS = READ_RESP_OPS - {0x0E} | {ACK}
+
+FIELDS = ["frame.number", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst",
+          "udp.srcport", "udp.dstport", "infiniband.bth.opcode",
+          "infiniband.bth.destqp", "infiniband.bth.psn", "infiniband.bth.a",
+          "infiniband.bth.padcnt", "infiniband.aeth.syndrome",
+          "infiniband.reth.dmalen", "tcp.flags.syn", "tcp.flags.ack",
+          "_ws.malformed", "_ws.expert.severity"]
+
+
+def read_pcap(path):
+    """Raw frames of a classic pcap file (what filter-dump writes)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic = data[:4]
+    if magic == b"\xd4\xc3\xb2\xa1":
+        end = "<"
+    elif magic == b"\xa1\xb2\xc3\xd4":
+        end = ">"
+    else:
+        raise ValueError(f"{path}: not a classic pcap file")
+    off, frames = 24, []
+    while off + 16 <= len(data):
+        _, _, incl, _ = struct.unpack(end + "IIII", data[off:off + 16])
+        off += 16
+        frames.append(data[off:off + incl])
+        off += incl
+    return frames
+
+
+def icrc_status(frame):
+    """None when the frame is not RoCEv2, else True/False for its ICRC."""
+    l3 = 14
+    etype = struct.unpack(">H", frame[12:14])[0]
+    if etype == 0x8100:
+        etype, l3 = struct.unpack(">H", frame[16:18])[0], 18
+    if etype == 0x0800:
+        ihl = (frame[l3] & 0x0F) * 4
+        if frame[l3 + 9] != 17:
+            return None
+        total = struct.unpack(">H", frame[l3 + 2:l3 + 4])[0]
+        ip = bytearray(frame[l3:l3 + ihl])
+        ip[1] = 0xFF
+        ip[8] = 0xFF
+        ip[10:12] = b"\xff\xff"
+        end = l3 + total
+    elif etype == 0x86DD:
+        if frame[l3 + 6] != 17:
+            return None
+        ihl = 40
+        ip = bytearray(frame[l3:l3 + 40])
+        ip[0] |= 0x0F
+        ip[1:4] = b"\xff\xff\xff"
+        ip[7] = 0xFF
+        end = l3 + 40 + struct.unpack(">H", frame[l3 + 4:l3 + 6])[0]
+    else:
+        return None
+    l4 = l3 + ihl
+    if struct.unpack(">H", frame[l4 + 2:l4 + 4])[0] != ROCE_PORT:
+        return None
+    udp = bytearray(frame[l4:l4 + 8])
+    udp[6:8] = b"\xff\xff"
+    bth = bytearray(frame[l4 + 8:l4 + 20])
+    bth[4] = 0xFF
+    body = frame[l4 + 20:end - 4]
+    crc = zlib.crc32(b"\xff" * 8 + bytes(ip) + bytes(udp) + bytes(bth) + body)
+    return crc == struct.unpack("<I", frame[end - 4:end])[0]
+
+
+def _payload_heuristics():
+    """tshark's guesses at what an RDMA payload carries (RPC-over-RDMA, SMB
+    Direct, iSER, ...): test data is none of them, and a guess gone wrong on
+    it (an 8-byte SEND read as RPC-over-RDMA) is not a RoCE framing error."""
+    p = subprocess.run(["tshark", "-G", "heuristic-decodes"], capture_output=True,
+                       text=True, check=True)
+    names = [f.split("\t")[1] for f in p.stdout.splitlines()
+             if f.startswith("infiniband.payload\t")]
+    # (ethertype and EoIB are protocols of their own, needed elsewhere)
+    return [n for n in names if n != "ethertype" and "." not in n]
+
+
+def dissect(path):
+    """One dict per frame (tshark -T fields), plus 'icrc_ok' and 'epoch'."""
+    off = [a for h in _payload_heuristics() for a in ("--disable-protocol", h)]
+    p = subprocess.run(["tshark", "-n", "-r", path] + off + ["-T", "fields", "-E", "separator=\t",
+                        "-E", "occurrence=a", "-E", "aggregator=,"]
+                       + [a for f in FIELDS for a in ("-e", f)],
+                       capture_output=True, text=True, check=True)
+    frames = read_pcap(path)
+    rows = []
+    epoch = 0
+    for line in p.stdout.splitlines():
+        vals = line.split("\t")
+        vals += [""] * (len(FIELDS) - len(vals))
+        row = dict(zip(FIELDS, vals))
+        row["icrc_ok"] = icrc_status(frames[int(row["frame.number"]) - 1])
+        # The test programs exchange QP numbers and PSNs over TCP: a SYN
+        # starts a new set of connections (QP numbers get reused).
+        if row["tcp.flags.syn"] in ("1", "True") and row["tcp.flags.ack"] in ("0", "False"):
+            epoch += 1
+        row["epoch"] = epoch
+        rows.append(row)
+    return rows
+
+
+def _int(v):
+    return int(v, 0) if v else None
+
+
+def check(rows, senders):
+    """Conformance of the RoCEv2 frames in rows: (problems, summary).
+    senders: the IP addresses whose sending is judged (the captured VM's
+    own): frames it received may miss what the wire lost on the way, so
+    sequence and port checks look at its transmissions only."""
+    problems, summary = [], {}
+    malformed = [r["frame.number"] for r in rows if r["_ws.malformed"]]
+    errors = [r["frame.number"] for r in rows
+              if any(int(s) >= PI_ERROR for s in r["_ws.expert.severity"].split(",") if s)]
+    if malformed:
+        problems.append(f"malformed frames: {malformed[:20]}")
+    if errors:
+        problems.append(f"frames with expert errors: {errors[:20]}")
+    roce = [r for r in rows if r["infiniband.bth.opcode"]]
+    summary["frames"] = len(rows)
+    summary["roce_frames"] = len(roce)
+    bad_icrc = [r["frame.number"] for r in roce if r["icrc_ok"] is not True]
+    if bad_icrc:
+        problems.append(f"bad ICRC in frames {bad_icrc[:20]}")
+    wrong_port = [r["frame.number"] for r in roce if r["udp.dstport"] != str(ROCE_PORT)]
+    if wrong_port:
+        problems.append(f"RoCE frames not to UDP {ROCE_PORT}: {wrong_port[:20]}")
+
+    # One UDP source port per QP flow (flow entropy), different across QPs.
+    ports = {}
+    own = [r for r in roce if (r["ip.src"] or r["ipv6.src"]) in senders]
+    summary["sent_frames"] = len(own)
+    for r in own:
+        src = r["ip.src"] or r["ipv6.src"]
+        dst = r["ip.dst"] or r["ipv6.dst"]
+        ports.setdefault((r["epoch"], src, dst, r["infiniband.bth.destqp"]),
+                         set()).add(r["udp.srcport"])
+    for flow, ps in ports.items():
+        if len(ps) != 1:
+            problems.append(f"flow {flow} uses several UDP source ports {sorted(ps)}")
+    # QPs of one host that are connected at the same time use different ports.
+    concurrent = 0
+    groups = {}
+    for (epoch, src, _, qp), ps in ports.items():
+        groups.setdefault((epoch, src), []).append((qp, ps))
+    for (epoch, src), flows in groups.items():
+        if len(flows) < 2:
+            continue
+        concurrent += 1
+        used = [p for _, ps in flows for p in ps]
+        if len(set(used)) != len(used):
+            problems.append(f"{src}: QPs {[q for q, _ in flows]} share a UDP source port")
+    summary["concurrent_qp_groups"] = concurrent
+    summary["udp_source_ports"] = {}
+    for (_, src, _, _), ps in ports.items():
+        summary["udp_source_ports"].setdefault(src, set()).update(ps)
+    summary["udp_source_ports"] = {h: len(p) for h, p in summary["udp_source_ports"].items()}
+
+    # PSNs per requester flow: a new packet continues the sequence (+1, or
+    # past the span of a READ request); anything at or below the highest
+    # PSN seen is a retransmission or duplicate and is only counted.
+    ops = {}
+    retrans = 0
+    seq_errors = []
+    state = {}
+    for r in roce:
+        op = _int(r["infiniband.bth.opcode"])
+        ops[op] = ops.get(op, 0) + 1
+    for r in own:
+        op = _int(r["infiniband.bth.opcode"])
+        if op in READ_RESP_OPS or op == ACK:
+            continue
+        key = (r["epoch"], r["ip.src"] or r["ipv6.src"], r["infiniband.bth.destqp"])
+        psn = _int(r["infiniband.bth.psn"])
+        st = state.get(key)
+        if st is None:
+            state[key] = [psn, op]
+            continue
+        last, last_op = st
+        d = ((psn - last) << 8 & 0xFFFFFFFF)
+        d = (d - (1 << 32) if d & 0x80000000 else d) >> 8
+        if d <= 0:
+            retrans += 1
+            continue
+        if last_op != READ_REQ and d != 1:
+            seq_errors.append((r["frame.number"], key, last, psn))
+        st[0], st[1] = psn, op
+    if seq_errors:
+        problems.append(f"request PSNs not in sequence: {seq_errors[:10]}")
+    summary["request_retransmissions"] = retrans
+    summary["opcodes"] = {f"0x{k:02x}": v for k, v in sorted(ops.items())}
+
+    # AETH syndromes: ACKs (credit count) or NAKs; no NAK other than a PSN
+    # sequence error or RNR in a run without faults.
+    syn = {}
+    for r in roce:
+        op = _int(r["infiniband.bth.opcode"])
+        s = _int(r["infiniband.aeth.syndrome"])
+        if op in AETH_OPS and s is None:
+            problems.append(f"frame {r['frame.number']}: opcode 0x{op:02x} without AETH")
+            continue
+        if s is None:
+            continue
+        kind = {0: "ACK", 1: "RNR NAK", 3: "NAK"}.get(s >> 5, "reserved")
+        if kind == "reserved" or (kind == "NAK" and (s & 0x1F) != 0):
+            problems.append(f"frame {r['frame.number']}: AETH syndrome 0x{s:02x} ({kind})")
+        syn[kind] = syn.get(kind, 0) + 1
+    summary["aeth"] = syn
+    return problems, summary
+
+
+def require_opcodes(summary, groups):
+    """Problems for each opcode group (name -> set) absent from summary."""
+    seen = {int(k, 16) for k in summary["opcodes"]}
+    return [f"no {name} frames" for name, g in groups.items() if not seen & g]
+
+
+OPCODE_GROUPS = {"SEND": SEND_OPS, "RDMA WRITE": WRITE_OPS, "READ request": {READ_REQ},
+                 "READ response": READ_RESP_OPS, "ACK": {ACK}}

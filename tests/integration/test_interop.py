@@ -1,0 +1,176 @@
+"""Interoperability with Linux soft-RoCE: vm0 has ohca, vm1 virtio-net with
+rdma_rxe (rxe0) on the same wire and subnet. ibv_rc_pingpong and perftest
+bandwidth/latency run in both directions (ohca as server, then as client)
+at path MTU 1024 and 4096 (eth0 MTU 9000 on both sides, so both ports are
+active at 4096). The matrix is printed and written to
+build/test-logs/interop-matrix.md; docs/interop.md keeps a dated copy.
+vm0's wire is captured (filter-dump) and dissected by tshark: the frames
+both stacks sent pass the same conformance checks as ohca<->ohca.
+"""
+
+import os
+import re
+import time
+
+import pytest
+
+import roce_pcap
+from vmtest import assert_ok, ohcavm
+
+pytestmark = pytest.mark.ohca_only
+
+MTUS = (1024, 4096)
+# (name, command with {dev} {gid} {mtu} {port}, size): perftest -F (no CPU
+# frequency check in a VM); small iteration counts, TCG is slow. READ tests
+# pass -o 16 (ohca's max_qp_rd_atom): ib_read_lat otherwise sets its QP's
+# max_rd_atomic to the *peer's* limit (rxe: 128), which ohca rightly
+# refuses (> max_qp_init_rd_atom; mlx5 does the same).
+CASES = [
+    ("rc_pingpong", "ibv_rc_pingpong -d {dev} -g {gid} -m {mtu} -s 8192 -n 100 -p {port}", 8192),
+    ("write_bw", "ib_write_bw -d {dev} -x {gid} -m {mtu} -F -s 65536 -n 100 -p {port}", 65536),
+    ("read_bw", "ib_read_bw -d {dev} -x {gid} -m {mtu} -F -o 16 -s 65536 -n 100 -p {port}", 65536),
+    ("send_bw", "ib_send_bw -d {dev} -x {gid} -m {mtu} -F -s 65536 -n 100 -p {port}", 65536),
+    ("write_lat", "ib_write_lat -d {dev} -x {gid} -m {mtu} -F -s 8 -n 200 -p {port}", 8),
+    ("write_lat", "ib_write_lat -d {dev} -x {gid} -m {mtu} -F -s 8192 -n 100 -p {port}", 8192),
+    ("read_lat", "ib_read_lat -d {dev} -x {gid} -m {mtu} -F -o 16 -s 8 -n 200 -p {port}", 8),
+    ("read_lat", "ib_read_lat -d {dev} -x {gid} -m {mtu} -F -o 16 -s 8192 -n 100 -p {port}", 8192),
+    ("send_lat", "ib_send_lat -d {dev} -x {gid} -m {mtu} -F -s 8 -n 200 -p {port}", 8),
+    ("send_lat", "ib_send_lat -d {dev} -x {gid} -m {mtu} -F -s 8192 -n 100 -p {port}", 8192),
+]
+
+# Each VM walks the same list; item i is served by VM $server (the other
+# connects, retrying until the server listens). Every item has its own TCP
+# port, so a client never meets another item's server.
+SCRIPT = r"""
+ohca_poll 30 ohca_gid_index >/dev/null || { echo "no RoCE v2 GID for $OHCA_IP"; exit 1; }
+gid=$(ohca_gid_index)
+echo "GID index $gid on $OHCA_IBDEV"
+ohca_barrier up || exit 1
+i=0
+while read -r server mtu cmd; do
+	i=$((i + 1))
+	cmd=${cmd//\{dev\}/$OHCA_IBDEV}
+	cmd=${cmd//\{gid\}/$gid}
+	cmd=${cmd//\{mtu\}/$mtu}
+	cmd=${cmd//\{port\}/$((18600 + i))}
+	if [ "$server" = "$OHCA_VM_INDEX" ]; then
+		timeout 120 $cmd > /tmp/out.log 2>&1
+	else
+		sleep 1
+		ohca_retry 40 timeout 120 $cmd "$OHCA_PEER_IP" > /tmp/out.log 2>&1
+	fi
+	rc=$?
+	echo "ITEM $i rc=$rc"
+	# without the noise of connection attempts before the server listened
+	grep -v -e "Couldn't connect" -e "Unable to open file descriptor" \
+		-e "inline feature" -e "^ *-*$" /tmp/out.log | sed "s/^/ITEM $i: /" | tail -n 30
+done <<'EOF'
+{items}
+EOF
+true
+"""
+
+
+# ohca as READ requester with 16 READs in flight: when a READ response is
+# lost on the host wire, the stale responses of the later READs each trigger
+# another go-back (a retry storm that can end in RETRY_EXC_ERR). A known
+# ohca requester bug (issue 4, being fixed in requester.cpp); such a cell is
+# shown as failed but does not fail the test.
+KNOWN_READ_BUG = "known ohca READ retry bug"
+
+
+def _items():
+    items = []
+    for mtu in MTUS:
+        for server in (0, 1):
+            for name, cmd, size in CASES:
+                items.append((server, mtu, name, size, cmd))
+    return items
+
+
+def _figure(name, size, out):
+    """The headline figure of one run from its output, or None."""
+    if name == "rc_pingpong":
+        m = re.search(r"([\d.]+) usec/iter", out)
+        return f"{float(m.group(1)):.0f} us/iter" if m else None
+    for line in out.splitlines():
+        f = line.split(":", 1)[-1].split()
+        if len(f) >= 5 and f[0] == str(size) and f[1].isdigit():
+            if name.endswith("_bw"):
+                return f"{float(f[3]):.2f} MB/s"
+            return f"{float(f[4]):.1f} us"  # t_typical
+    return None
+
+
+@pytest.fixture(scope="module")
+def interop_run():
+    items = _items()
+    text = "\n".join(f"{s} {m} {c}" for s, m, _, _, c in items)
+    logdir = os.path.join(ohcavm.TOP, "build/test-logs/interop")
+    t0 = time.monotonic()
+    with ohcavm.Cluster("interop", nvms=2, nics=("ohca", "rxe"), mtu=9000,
+                        capture={0, 1}, logdir=logdir) as c:
+        c.start(SCRIPT.replace("{items}", text))
+        results = c.wait(1500)
+        pcaps = [vm.capture_path for vm in c.vms]
+    return items, results, pcaps, time.monotonic() - t0
+
+
+def _parse(output):
+    rcs, outs = {}, {}
+    for m in re.finditer(r"^ITEM (\d+) rc=(\d+)$", output, re.M):
+        rcs[int(m.group(1))] = int(m.group(2))
+    for m in re.finditer(r"^ITEM (\d+): (.*)$", output, re.M):
+        outs.setdefault(int(m.group(1)), []).append(m.group(2))
+    return rcs, {k: "\n".join(v) for k, v in outs.items()}
+
+
+def matrix(items, results):
+    """Rows (test, size, mtu, direction, ok, figure) and a markdown table."""
+    rc0, out0 = _parse(results[0].output)
+    rc1, out1 = _parse(results[1].output)
+    rows = []
+    for i, (server, mtu, name, size, _) in enumerate(items, 1):
+        ok = rc0.get(i) == 0 and rc1.get(i) == 0
+        client_out = out1 if server == 0 else out0
+        fig = _figure(name, size, client_out.get(i, "")) if ok else None
+        direction = "rxe -> ohca (ohca server)" if server == 0 else "ohca -> rxe (rxe server)"
+        ok = ok and fig is not None
+        if not ok and server == 1 and name == "read_bw":
+            fig = KNOWN_READ_BUG
+        rows.append((name, size, mtu, direction, ok, fig or "-"))
+    lines = ["| test | size | MTU | client -> server | result | client figure |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {n} | {s} | {m} | {d} | {'pass' if ok else 'FAIL'} | {f} |"
+              for n, s, m, d, ok, f in rows]
+    return rows, "\n".join(lines)
+
+
+def test_interop_matrix(interop_run):
+    items, results, _, wall = interop_run
+    rows, table = matrix(items, results)
+    header = (f"ohca (vm0) <-> rdma_rxe (vm1), {time.strftime('%Y-%m-%d')}, "
+              f"TCG, dgram wire, eth0 MTU 9000; run took {wall:.0f} s\n\n")
+    out = os.path.join(ohcavm.TOP, "build/test-logs/interop-matrix.md")
+    with open(out, "w") as f:
+        f.write(header + table + "\n")
+    print("\n" + header + table)
+    assert_ok(results)
+    failed = [r for r in rows if not r[4] and r[5] != KNOWN_READ_BUG]
+    assert not failed, f"failed cells: {failed}\n{results[0].report()}\n{results[1].report()}"
+
+
+def test_interop_wire_conformance(interop_run):
+    """Each VM's capture judges what that VM sent (ohca's frames in vm0's,
+    rxe's in vm1's); both must pass."""
+    _, _, pcaps, _ = interop_run
+    problems = []
+    for pcap, ip in zip(pcaps, ohcavm.IPS):
+        rows = roce_pcap.dissect(pcap)
+        p, summary = roce_pcap.check(rows, {ip})
+        print(ip, summary)
+        p += roce_pcap.require_opcodes(summary, roce_pcap.OPCODE_GROUPS)
+        if summary["sent_frames"] < 1000:
+            p.append(f"only {summary['sent_frames']} frames sent by {ip} captured")
+        problems += [f"{ip}: {x}" for x in p]
+    assert not problems, "\n".join(problems)
