@@ -90,21 +90,19 @@ def icrc_status(frame):
     return crc == struct.unpack("<I", frame[end - 4:end])[0]
 
 
-def _payload_heuristics():
-    """tshark's guesses at what an RDMA payload carries (RPC-over-RDMA, SMB
-    Direct, iSER, ...): test data is none of them, and a guess gone wrong on
-    it (an 8-byte SEND read as RPC-over-RDMA) is not a RoCE framing error."""
-    p = subprocess.run(["tshark", "-G", "heuristic-decodes"], capture_output=True,
-                       text=True, check=True)
-    names = [f.split("\t")[1] for f in p.stdout.splitlines()
-             if f.startswith("infiniband.payload\t")]
-    # (ethertype and EoIB are protocols of their own, needed elsewhere)
-    return [n for n in names if n != "ethertype" and "." not in n]
+# tshark's guesses at what an RDMA payload carries (Ethernet, RPC-over-RDMA,
+# SMB Direct, iSER, ...; the short names of tshark 4.0's "infiniband.payload"
+# heuristics). Test data is none of them, and a guess gone wrong on it (an
+# 8-byte SEND read as RPC-over-RDMA, a reassembled SEND as an Ethernet frame)
+# is not a RoCE framing error; the dissection of the RoCE headers is kept.
+PAYLOAD_HEURISTICS = ["eth_over_ib", "fc_infiniband", "sdp_infiniband", "iser_infiniband",
+                      "lnet_ib", "rpcrdma_infiniband", "smb_direct_infiniband", "nvme_rdma",
+                      "mellanox_eoib", "smcr_infiniband"]
 
 
 def dissect(path):
     """One dict per frame (tshark -T fields), plus 'icrc_ok' and 'epoch'."""
-    off = [a for h in _payload_heuristics() for a in ("--disable-protocol", h)]
+    off = [a for h in PAYLOAD_HEURISTICS for a in ("--disable-heuristic", h)]
     p = subprocess.run(["tshark", "-n", "-r", path] + off + ["-T", "fields", "-E", "separator=\t",
                         "-E", "occurrence=a", "-E", "aggregator=,"]
                        + [a for f in FIELDS for a in ("-e", f)],
