@@ -9,9 +9,9 @@ SHELL := /bin/bash
 PYTHON := /usr/bin/python3
 export OHCA_CACHE ?= $(HOME)/.cache/ohca
 
-.PHONY: all deps build qemu engine engine-test kernel userspace rootfs \
-	firmware-interface-test test demo vm fuzz coverage bench clean \
-	wire wire-test
+.PHONY: all deps build qemu qemu-asan test-asan engine engine-test kernel \
+	userspace rootfs firmware-interface-test test demo vm fuzz coverage \
+	bench clean wire wire-test
 
 all: build
 
@@ -22,6 +22,14 @@ build: qemu kernel userspace
 
 qemu: deps
 	@bash qemu-device/build.sh
+
+# QEMU with ASan + UBSan (build/qemu-asan), and the device-facing
+# integration tests on it.
+qemu-asan: deps
+	@bash qemu-device/build.sh --asan
+
+test-asan: deps kernel userspace rootfs
+	@bash tests/asan/run.sh
 
 engine: deps
 	@cmake -S qemu-device/engine -B build/engine -G Ninja -DCMAKE_BUILD_TYPE=Debug >/dev/null

@@ -3,23 +3,42 @@
 # the result to build/qemu/qemu-system-x86_64 in the repository.
 #
 #   qemu-device/build.sh            build (or reuse) and link
+#   qemu-device/build.sh --asan     the sanitizer variant: all of QEMU, the
+#                                   glue and the engine with ASan + UBSan
+#                                   (configure --enable-sanitizers), linked
+#                                   to build/qemu-asan/qemu-system-x86_64
+#   OHCA_QEMU_VARIANT=asan ...      the same as --asan
 #   OHCA_CACHE=/path ...            cache location (default ~/.cache/ohca)
 #   OHCA_JOBS=N ...                 ninja parallelism (default 2)
 #
 # Layout of the cache:
 #   qemu-src-<ver>/            pristine `apt-get source qemu` (fetched once)
-#   qemu-tree-<ver>/src        working copy with hw/ohca overlaid
-#   qemu-tree-<ver>/build      the one build directory, reused so that a
-#                              change in qemu-device/ rebuilds incrementally
+#   qemu-tree-<ver>/src        working copy with hw/ohca overlaid (shared by
+#                              both variants; builds are serialised by a lock)
+#   qemu-tree-<ver>/build      the build directory of each variant, reused so
+#   qemu-tree-<ver>/build-asan that a change in qemu-device/ rebuilds
+#                              incrementally
 #   qemu-bin/<hash>/           finished binaries keyed by a hash of the QEMU
-#                              version and every input file; a second run
+#   qemu-bin/asan-<hash>/      version and every input file; a second run
 #                              with unchanged inputs only relinks
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${OHCA_CACHE:-$HOME/.cache/ohca}
 jobs=${OHCA_JOBS:-2}
-out_dir=$top/build/qemu
+variant=${OHCA_QEMU_VARIANT:-default}
+for arg in "$@"; do
+	case "$arg" in
+	--asan) variant=asan ;;
+	*) printf 'qemu-device/build: unknown argument %s\n' "$arg" >&2; exit 2 ;;
+	esac
+done
+case "$variant" in
+default | "") variant=default; suffix=""; bin_prefix="" ;;
+asan) suffix=-asan; bin_prefix=asan- ;;
+*) printf 'qemu-device/build: unknown OHCA_QEMU_VARIANT %s (default|asan)\n' "$variant" >&2; exit 2 ;;
+esac
+out_dir=$top/build/qemu$suffix
 
 log() { printf 'qemu-device/build: %s\n' "$*"; }
 die() { printf 'qemu-device/build: error: %s\n' "$*" >&2; exit 1; }
@@ -89,7 +108,7 @@ if [ ! -f "$src_cache/.complete" ]; then
 	mv "$src_cache.tmp" "$src_cache"
 	touch "$src_cache/.complete"
 fi
-pristine=$(find "$src_cache" -mindepth 1 -maxdepth 1 -type d -name 'qemu-*' | head -n 1)
+pristine=$(find -H "$src_cache" -mindepth 1 -maxdepth 1 -type d -name 'qemu-*' | head -n 1)
 [ -n "$pristine" ] && [ -f "$pristine/meson.build" ] || die "no unpacked source in $src_cache"
 
 # --- 4. input hash: cached result? ------------------------------------------------
@@ -103,7 +122,7 @@ inputs_hash=$(
 			xargs -0 sha256sum
 	} | sha256sum | cut -c1-16
 )
-bin_dir=$cache/qemu-bin/$inputs_hash
+bin_dir=$cache/qemu-bin/$bin_prefix$inputs_hash
 mkdir -p "$out_dir"
 if [ -x "$bin_dir/qemu-system-x86_64" ]; then
 	ln -sfn "$bin_dir/qemu-system-x86_64" "$out_dir/qemu-system-x86_64"
@@ -114,7 +133,11 @@ fi
 # --- 5. working tree: pristine copy + overlay ---------------------------------------
 tree=$cache/qemu-tree-$ver
 src=$tree/src
-build=$tree/build
+build=$tree/build$suffix
+# Both variants overlay the one source tree: one build at a time.
+mkdir -p "$tree"
+exec 9>"$cache/qemu-tree-$ver.lock"
+flock 9
 if [ ! -f "$tree/.src-complete" ]; then
 	log "copying pristine source to $src"
 	rm -rf "$tree"
@@ -153,15 +176,18 @@ configure_args=(--target-list=x86_64-softmmu --without-default-features
 	# Debian spreads the firmware over qemu-system-data, seabios and
 	# ipxe-qemu; search all three so no -L is needed.
 	--firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu)
+# QEMU's own sanitizer switch: -fsanitize=address,undefined for C and (through
+# qemu_cxxflags) the C++ engine, and the link.
+[ "$variant" != asan ] || configure_args+=(--enable-sanitizers)
 if [ ! -f "$build/build.ninja" ] ||
-	[ "$(cat "$tree/.configure-args" 2>/dev/null)" != "${configure_args[*]}" ]; then
+	[ "$(cat "$tree/.configure-args$suffix" 2>/dev/null)" != "${configure_args[*]}" ]; then
 	# Re-running configure in an existing build directory keeps its
 	# objects: ninja then rebuilds only what the new flags affect.
 	log "configuring (${configure_args[*]})"
 	mkdir -p "$build"
-	(cd "$build" && "$src/configure" "${configure_args[@]}") >"$tree/configure.log" 2>&1 ||
-		{ tail -n 40 "$tree/configure.log"; die "configure failed (log: $tree/configure.log)"; }
-	echo "${configure_args[*]}" >"$tree/.configure-args"
+	(cd "$build" && "$src/configure" "${configure_args[@]}") >"$tree/configure$suffix.log" 2>&1 ||
+		{ tail -n 40 "$tree/configure$suffix.log"; die "configure failed (log: $tree/configure$suffix.log)"; }
+	echo "${configure_args[*]}" >"$tree/.configure-args$suffix"
 fi
 
 log "building with ninja -j$jobs in $build"
@@ -171,14 +197,14 @@ start=$SECONDS
 set +e
 # meson's own regeneration chatter (when a meson.build changed) goes to the
 # log only.
-ninja -C "$build" -j"$jobs" qemu-system-x86_64 2>&1 | tee "$tree/ninja.log" |
+ninja -C "$build" -j"$jobs" qemu-system-x86_64 2>&1 | tee "$tree/ninja$suffix.log" |
 	awk '/^\[[0-9]+\/[0-9]+\]/ { n++; if (n % 200 == 1) { print; fflush() } next }
 	     /error|Error|ERROR|warning:|FAILED|ninja:/ { print; fflush() }'
 rc=${PIPESTATUS[0]}
 set -e
 if [ "$rc" -ne 0 ]; then
-	grep -v '^\[[0-9]*/[0-9]*\]' "$tree/ninja.log" | tail -n 60 >&2
-	die "ninja failed (log: $tree/ninja.log)"
+	grep -v '^\[[0-9]*/[0-9]*\]' "$tree/ninja$suffix.log" | tail -n 60 >&2
+	die "ninja failed (log: $tree/ninja$suffix.log)"
 fi
 log "built in $((SECONDS - start))s"
 
@@ -188,7 +214,8 @@ rm -rf "$bin_dir"
 mv "$bin_dir.tmp" "$bin_dir"
 ln -sfn "$bin_dir/qemu-system-x86_64" "$out_dir/qemu-system-x86_64"
 
-# Keep the three most recent binaries.
-ls -1dt "$cache"/qemu-bin/*/ 2>/dev/null | tail -n +4 | xargs -r rm -rf
+# Keep the three most recent binaries of this variant (hashes are 16 hex
+# digits, so the default variant's pattern does not match asan-*).
+ls -1dt "$cache"/qemu-bin/"$bin_prefix"????????????????/ 2>/dev/null | tail -n +4 | xargs -r rm -rf
 
 log "done: $out_dir/qemu-system-x86_64 -> $bin_dir/qemu-system-x86_64"

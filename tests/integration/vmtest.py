@@ -38,7 +38,7 @@ def assert_ok(results):
 
 
 def assert_klog_clean(results):
-    bad = [r for r in results if r.kernel_problems]
+    bad = [r for r in results if r.kernel_problems or r.sanitizer]
     if bad:
         raise AssertionError("\n\n".join(r.report() for r in bad))
 

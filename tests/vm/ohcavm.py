@@ -21,7 +21,8 @@ Everything a run produces lands in its log directory (default
 build/test-logs/<name>/): per VM console.log, qemu.log, cmdline.txt and
 share/ (job.sh, output.log, dmesg.txt, exit-code, sync/).
 
-Environment: OHCA_QEMU (default build/qemu/qemu-system-x86_64), OHCA_KERNEL,
+Environment: OHCA_QEMU (default build/qemu/qemu-system-x86_64, or with
+OHCA_QEMU_VARIANT=asan build/qemu-asan/qemu-system-x86_64), OHCA_KERNEL,
 OHCA_INITRD ("none" for no initrd), OHCA_GUEST_KVER, OHCA_ROOTFS,
 OHCA_MODULE (default build/kernel/ohca.ko), OHCA_PROVIDER_DIR (default
 build/userspace), OHCA_CACHE, OHCA_NIC, OHCA_APPEND (extra kernel arguments),
@@ -144,6 +145,15 @@ def find_qemu(nic):
         if not os.access(path, os.X_OK):
             raise HarnessError(f"OHCA_QEMU={env}: not an executable")
         return path
+    variant = os.environ.get("OHCA_QEMU_VARIANT", "default")
+    if variant == "asan":
+        built = os.path.join(TOP, "build/qemu-asan/qemu-system-x86_64")
+        if not os.access(built, os.X_OK):
+            raise HarnessError(f"{built} missing: build it with "
+                               "qemu-device/build.sh --asan (make qemu-asan)")
+        return built
+    if variant not in ("default", ""):
+        raise HarnessError(f"OHCA_QEMU_VARIANT={variant}: expected default or asan")
     built = os.path.join(TOP, "build/qemu/qemu-system-x86_64")
     if os.access(built, os.X_OK):
         return built
@@ -190,7 +200,7 @@ def build_outputs(nic):
     }
     # Guest test programs: copied when built; the tests that run them check.
     for prog in ("ohca_ctx_test", "ohca_rc_loopback", "ohca_rc_nosyscall",
-                 "ohca_rc_negative", "ohca_rc_integrity"):
+                 "ohca_rc_negative", "ohca_rc_integrity", "ohca_hostile"):
         path = os.path.join(provdir, prog)
         if os.path.isfile(path):
             files[prog] = path
@@ -237,6 +247,43 @@ def format_guid(guid):
     """A node GUID as ibv_devinfo prints it: xxxx:xxxx:xxxx:xxxx."""
     h = f"{guid:016x}"
     return ":".join(h[i:i + 4] for i in range(0, 16, 4))
+
+
+# A sanitizer build of QEMU (qemu-device/build.sh --asan) stops at its first
+# report and writes it to <vm logdir>/sanitizer.<pid>; any such file, or a
+# report on QEMU's stderr, fails the run. The options are harmless for an
+# uninstrumented QEMU. Leak checking is off: QEMU itself leaks at exit, the
+# engine's leaks are the fuzzers' and unit tests' business.
+SANITIZER_RE = re.compile(r"ERROR: AddressSanitizer|runtime error:|ERROR: UndefinedBehaviorSanitizer"
+                          r"|SUMMARY: (Address|UndefinedBehavior)Sanitizer")
+
+
+def sanitizer_env(logdir):
+    path = os.path.join(logdir, "sanitizer")
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = ("halt_on_error=1:abort_on_error=1:detect_leaks=0:"
+                           f"print_stacktrace=1:log_path={path}")
+    env["UBSAN_OPTIONS"] = f"halt_on_error=1:abort_on_error=1:print_stacktrace=1:log_path={path}"
+    return env
+
+
+def sanitizer_reports(logdir, qemu_log=""):
+    """Texts of the sanitizer reports of one VM (empty list: clean)."""
+    out = []
+    try:
+        names = sorted(os.listdir(logdir))
+    except FileNotFoundError:
+        names = []
+    for name in names:
+        if name.startswith("sanitizer."):
+            with open(os.path.join(logdir, name), errors="replace") as f:
+                text = f.read()
+            # ASan's makecontext warning (QEMU's coroutines) is no report
+            if SANITIZER_RE.search(text):
+                out.append(f"{name}:\n{text}")
+    if SANITIZER_RE.search(qemu_log):
+        out.append("qemu.log:\n" + qemu_log[-4000:])
+    return out
 
 
 def scan_kernel_log(text, allow=None):
@@ -305,12 +352,13 @@ class Result:
         self.dmesg = ""
         self.kernel_problems = []
         self.error = None           # harness-level description of a failure
+        self.sanitizer = []         # sanitizer reports of QEMU (ASan build)
         self.boot_to_job = None     # s from QEMU start to the job starting
         self.duration = None        # s from QEMU start to the result
 
     @property
     def ok(self):
-        return (self.exit_code == 0 and not self.timed_out
+        return (self.exit_code == 0 and not self.timed_out and not self.sanitizer
                 and not self.kernel_problems and self.error is None)
 
     def console_tail(self, n=40):
@@ -324,6 +372,8 @@ class Result:
             parts.append(self.error)
         if self.kernel_problems:
             parts.append(f"{len(self.kernel_problems)} kernel log problem(s)")
+        if self.sanitizer:
+            parts.append(f"{len(self.sanitizer)} QEMU sanitizer report(s)")
         return ", ".join(parts)
 
     def report(self):
@@ -332,6 +382,9 @@ class Result:
         if self.kernel_problems:
             lines.append("  kernel log problems:")
             lines += ["    " + l for l in self.kernel_problems[:40]]
+        for rep in self.sanitizer:
+            lines.append("  --- QEMU sanitizer report ---")
+            lines += ["    " + l for l in rep.splitlines()[:60]]
         lines.append("  --- job output ---")
         lines += ["  " + l for l in self.output.splitlines()[-80:]]
         if self.exit_code is None or self.timed_out or self.error:
@@ -461,14 +514,16 @@ class VM:
             f.write(shlex.join(argv) + "\n")
         self.t_start = time.monotonic()
         if interactive:
-            self.proc = subprocess.Popen(argv, preexec_fn=_die_with_parent)
+            self.proc = subprocess.Popen(argv, preexec_fn=_die_with_parent,
+                                         env=sanitizer_env(self.logdir))
         else:
             self.qemu_log = open(os.path.join(self.logdir, "qemu.log"), "w")
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                          stdout=self.qemu_log,
                                          stderr=subprocess.STDOUT,
                                          start_new_session=True,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=_die_with_parent,
+                                         env=sanitizer_env(self.logdir))
 
     # -- while running --
     def alive(self):
@@ -546,6 +601,7 @@ class VM:
             if not any(body in p for p in probs):
                 probs.append(line)
         r.kernel_problems = probs
+        r.sanitizer = sanitizer_reports(self.logdir, r.qemu_log)
         if self.t_job is not None and self.t_start is not None:
             r.boot_to_job = self.t_job - self.t_start
         if r.exit_code is None and r.error is None:
@@ -902,7 +958,7 @@ def main(argv=None):
         sys.stdout.write(r.output)
         if r.output and not r.output.endswith("\n"):
             print()
-        if r.kernel_problems or r.timed_out or r.error:
+        if r.kernel_problems or r.timed_out or r.error or r.sanitizer:
             print(r.report(), file=sys.stderr)
         if rc == 0:
             if r.timed_out:
@@ -911,7 +967,7 @@ def main(argv=None):
                 rc = 1
             elif r.exit_code != 0:
                 rc = r.exit_code
-            elif r.kernel_problems:
+            elif r.kernel_problems or r.sanitizer:
                 rc = 1
     log(f"done in {time.monotonic() - t0:.1f}s; logs in {logdir}")
     return rc
