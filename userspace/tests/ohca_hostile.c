@@ -1,0 +1,1856 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * ohca_hostile: a hostile guest for the ohca device. Runs as root in a test
+ * VM with ohca.ko unbound: maps BAR0 and BAR2 through sysfs, takes DMA memory
+ * from locked anonymous pages (bus address = physical address from
+ * /proc/self/pagemap; the VM has no IOMMU) and drives the device directly
+ * with adversarial registers, commands, WQEs and doorbells. Every case
+ * checks the reaction docs/programming-manual.md and qemu-device/README.md
+ * document (a status and syndrome, a fatal state, a counted and ignored
+ * write, an error completion) and prints "PASS name" or "FAIL name: why".
+ * At the end the device is reset and left for the driver to bind again.
+ *
+ *   ohca_hostile [-v] [-l] [-s seed] [case...]   (-l lists the cases)
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ohca/ohca_cmd.h>
+#include <ohca/ohca_queue.h>
+#include <ohca/ohca_regs.h>
+
+/* Bus addresses that are never RAM or MMIO in the 2 GiB test VM. */
+#define NOWHERE		0x00007f0000000000ull
+#define WRAPS		0xffffffffffffffc0ull
+#define NPAGES		48
+#define PG		4096u
+
+static volatile uint8_t *bar0;
+static volatile uint8_t *bar2;
+static uint64_t bar0_bus, bar2_bus;
+static char pci_dir[300];
+static int verbose;
+
+/* DMA pages: virtual address and bus address. */
+static uint8_t *pages;
+static uint64_t page_bus[NPAGES];
+enum { P_EQ, P_CMDQ, P_IN, P_OUT, P_CQ, P_SQ, P_RQ, P_DATA, P_PBL, P_PBL2,
+	P_SCRATCH };
+
+static void *pva(int p) { return pages + (size_t)p * PG; }
+static uint64_t pba(int p) { return page_bus[p]; }
+
+static char fail_msg[512];
+static bool failf(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(fail_msg, sizeof(fail_msg), fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+#define CHECK(cond, ...) do { if (!(cond)) return failf(__VA_ARGS__); } while (0)
+
+/* ---- registers ---------------------------------------------------------- */
+
+static uint32_t rd(uint32_t off)
+{
+	return *(volatile uint32_t *)(bar0 + off);
+}
+
+static void wr(uint32_t off, uint32_t v)
+{
+	*(volatile uint32_t *)(bar0 + off) = v;
+	__sync_synchronize();
+}
+
+static void db64(uint32_t page, uint32_t off, uint32_t qn, uint32_t value)
+{
+	*(volatile uint64_t *)(bar2 + (size_t)page * PG + off) =
+		OHCA_DB_VALUE(qn, value);
+	__sync_synchronize();
+}
+
+static void msleep(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Polls until (reg & mask) == want, at most 3 s (TCG is slow). */
+static bool wait_reg(uint32_t off, uint32_t mask, uint32_t want)
+{
+	for (int i = 0; i < 3000; i++) {
+		if ((rd(off) & mask) == want)
+			return true;
+		msleep(1);
+	}
+	return false;
+}
+
+/* ---- bring-up and the command queue ------------------------------------ */
+
+#define CMDQ_LOG 6
+#define EQ_LOG 8
+static uint16_t cmd_pi;
+static uint32_t eq_ci;
+
+static bool dev_reset(void)
+{
+	wr(OHCA_REG_DEV_CTRL, OHCA_DEV_CTRL_RESET);
+	return wait_reg(OHCA_REG_DEV_STATUS, ~0u, OHCA_DEV_STATUS_RESET_DONE);
+}
+
+static bool bring_up_with(uint64_t eq, unsigned int eq_log, uint64_t cq,
+			  unsigned int cq_log)
+{
+	if (!dev_reset())
+		return failf("no RESET_DONE after reset (status %#x)",
+			     rd(OHCA_REG_DEV_STATUS));
+	memset(pva(P_EQ), 0, PG);
+	memset(pva(P_CMDQ), 0, PG);
+	cmd_pi = 0;
+	eq_ci = 0;
+	wr(OHCA_REG_EQ0_BASE_LO, (uint32_t)eq);
+	wr(OHCA_REG_EQ0_BASE_HI, (uint32_t)(eq >> 32));
+	wr(OHCA_REG_EQ0_LOG_SIZE, eq_log);
+	wr(OHCA_REG_CMDQ_BASE_LO, (uint32_t)cq);
+	wr(OHCA_REG_CMDQ_BASE_HI, (uint32_t)(cq >> 32));
+	wr(OHCA_REG_CMDQ_LOG_SIZE, cq_log);
+	wr(OHCA_REG_DEV_CTRL, OHCA_DEV_CTRL_ENABLE);
+	return true;
+}
+
+static bool bring_up(void)
+{
+	if (!bring_up_with(pba(P_EQ), EQ_LOG, pba(P_CMDQ), CMDQ_LOG))
+		return false;
+	CHECK(rd(OHCA_REG_DEV_STATUS) == OHCA_DEV_STATUS_READY,
+	      "not READY after bring-up: status %#x fatal %u",
+	      rd(OHCA_REG_DEV_STATUS), rd(OHCA_REG_FATAL_CODE));
+	return true;
+}
+
+/* Returns every valid EQ 0 entry to the device. */
+static void eq_drain(void)
+{
+	struct ohca_eqe *eq = pva(P_EQ);
+
+	for (;;) {
+		struct ohca_eqe *e = &eq[eq_ci & ((1u << EQ_LOG) - 1)];
+		bool owner = !((eq_ci >> EQ_LOG) & 1);
+
+		if (!!(__atomic_load_n(&e->flags, __ATOMIC_ACQUIRE) &
+		       OHCA_EQE_OWNER) != owner)
+			break;
+		eq_ci++;
+	}
+	wr(OHCA_REG_EQ0_DB, eq_ci & OHCA_RING_INDEX_MASK);
+}
+
+static struct ohca_cmd *slot_of(uint16_t pi)
+{
+	return (struct ohca_cmd *)pva(P_CMDQ) + (pi & ((1u << CMDQ_LOG) - 1));
+}
+
+/* Posts *c as the next entry and waits for it; 0 or -1 (no completion). */
+static int post_raw(const struct ohca_cmd *c, uint8_t *status, uint32_t *syn)
+{
+	struct ohca_cmd *e = slot_of(cmd_pi);
+	uint16_t want = cmd_pi + 1;
+
+	memcpy(e, c, sizeof(*e));
+	e->status = 0xff;
+	__sync_synchronize();
+	cmd_pi = want;
+	wr(OHCA_REG_CMDQ_PI, cmd_pi);
+	if (!wait_reg(OHCA_REG_CMDQ_CI, 0xffff, want))
+		return -1;
+	__sync_synchronize();
+	*status = e->status;
+	*syn = e->syndrome;
+	eq_drain();
+	return 0;
+}
+
+static uint8_t last_status;
+static uint32_t last_syn;
+
+/* A command with input (inline or from the P_IN mailbox) and output to
+ * P_OUT; returns its status (0xfe: no completion). */
+static uint8_t cmd(uint16_t op, const void *in, uint16_t in_len,
+		   uint16_t out_len)
+{
+	struct ohca_cmd c = { 0 };
+
+	c.opcode = op;
+	c.token = 0x5a5a;
+	c.in_len = in_len;
+	c.out_len = out_len;
+	if (out_len)
+		c.out_addr = pba(P_OUT);
+	if (in_len <= OHCA_CMD_INLINE_MAX) {
+		memcpy(c.inline_in, in, in_len);
+	} else {
+		memcpy(pva(P_IN), in, in_len);
+		c.in_addr = pba(P_IN);
+	}
+	if (post_raw(&c, &last_status, &last_syn))
+		return last_status = 0xfe;
+	return last_status;
+}
+
+#define EXPECT_CMD(call, st, syn) do {					\
+	uint8_t s_ = (call);						\
+	CHECK(s_ == (st) && last_syn == (uint32_t)(syn),			\
+	      "%s: status %#x syndrome %#x, want %#x/%#x", #call, s_,	\
+	      last_syn, (unsigned int)(st), (unsigned int)(syn));		\
+} while (0)
+
+static uint32_t out_handle(void)
+{
+	return ((struct ohca_create_out *)pva(P_OUT))->handle;
+}
+
+static uint64_t db_errors(void)
+{
+	if (cmd(OHCA_CMD_QUERY_STATS, NULL, 0, 128) != OHCA_STATUS_OK)
+		return ~0ull;
+	return ((struct ohca_query_stats_out *)pva(P_OUT))->db_errors;
+}
+
+static bool nop_ok(void)
+{
+	CHECK(cmd(OHCA_CMD_NOP, NULL, 0, 0) == OHCA_STATUS_OK,
+	      "NOP afterwards: status %#x", last_status);
+	return true;
+}
+
+static bool expect_fatal(uint32_t code)
+{
+	CHECK(wait_reg(OHCA_REG_DEV_STATUS, OHCA_DEV_STATUS_FATAL,
+		       OHCA_DEV_STATUS_FATAL),
+	      "not FATAL: status %#x", rd(OHCA_REG_DEV_STATUS));
+	CHECK(rd(OHCA_REG_FATAL_CODE) == code, "fatal code %u, want %u",
+	      rd(OHCA_REG_FATAL_CODE), code);
+	CHECK(!(rd(OHCA_REG_DEV_STATUS) & OHCA_DEV_STATUS_READY),
+	      "READY and FATAL at once");
+	return true;
+}
+
+/* ---- RDMA objects -------------------------------------------------------- */
+
+static uint32_t mk_pd(void)
+{
+	return cmd(OHCA_CMD_CREATE_PD, NULL, 0, 8) ? 0 : out_handle();
+}
+
+static void pbl1(struct ohca_pbl *p, int page_list, int data_page)
+{
+	uint64_t *l = pva(page_list);
+
+	l[0] = pba(data_page);
+	p->addr = pba(page_list);
+	p->npages = 1;
+	p->page_shift = 12;
+	p->levels = 1;
+}
+
+static uint32_t mk_mr(uint32_t pd, uint32_t access)
+{
+	struct ohca_create_mr_in in = { .pdn = pd, .access = access,
+		.iova = 0x10000, .length = PG };
+
+	pbl1(&in.pbl, P_PBL, P_DATA);
+	return cmd(OHCA_CMD_CREATE_MR, &in, sizeof(in), 8) ? 0 : out_handle();
+}
+
+static uint32_t mk_cq(uint32_t eqn, uint32_t uar)
+{
+	struct ohca_create_cq_in in = { .eqn = eqn, .uar_index = uar,
+		.log_size = 7 };
+
+	memset(pva(P_CQ), 0, PG);
+	pbl1(&in.pbl, P_PBL2, P_CQ);
+	return cmd(OHCA_CMD_CREATE_CQ, &in, sizeof(in), 8) ? 0 : out_handle();
+}
+
+static void qp_in(struct ohca_create_qp_in *in, uint32_t pd, uint32_t cq)
+{
+	uint64_t *l = pva(P_SCRATCH);
+
+	memset(in, 0, sizeof(*in));
+	in->sq_log_size = 5;	/* 32 x 128 B = one page */
+	in->rq_log_size = 5;
+	in->sq_log_stride = 7;
+	in->rq_log_stride = 7;
+	in->pdn = pd;
+	in->send_cqn = cq;
+	in->recv_cqn = cq;
+	in->max_inline = 64;
+	l[0] = pba(P_SQ);
+	l[1] = pba(P_RQ);
+	in->sq_pbl = (struct ohca_pbl){ pba(P_SCRATCH), 1, 12, 1, 0 };
+	in->rq_pbl = (struct ohca_pbl){ pba(P_SCRATCH) + 8, 1, 12, 1, 0 };
+}
+
+static uint32_t mk_qp(uint32_t pd, uint32_t cq)
+{
+	struct ohca_create_qp_in in;
+
+	qp_in(&in, pd, cq);
+	return cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8) ? 0 : out_handle();
+}
+
+static uint8_t destroy(uint16_t op, uint32_t h)
+{
+	struct ohca_handle_in in = { .handle = h };
+
+	return cmd(op, &in, sizeof(in), 0);
+}
+
+static const uint8_t gid_v4[16] = { [10] = 0xff, [11] = 0xff, 10, 99, 0, 1 };
+
+static bool add_gid0(void)
+{
+	struct ohca_add_gid_in g = { .index = 0, .port = 1,
+		.type = OHCA_GID_TYPE_ROCE_V2_IPV4,
+		.mac = { 0x02, 0, 0, 0, 0x99, 1 }, .vlan_id = 0xffff };
+
+	memcpy(g.gid, gid_v4, 16);
+	CHECK(cmd(OHCA_CMD_ADD_GID, &g, sizeof(g), 0) == 0, "ADD_GID: %#x",
+	      last_status);
+	return true;
+}
+
+static uint8_t modify(uint32_t qpn, uint32_t mask, const struct ohca_qp_attr *a)
+{
+	struct ohca_modify_qp_in in = { .qpn = qpn, .attr_mask = mask };
+
+	if (a)
+		in.attr = *a;
+	return cmd(OHCA_CMD_MODIFY_QP, &in, sizeof(in), 0);
+}
+
+/* RESET -> INIT -> RTR -> RTS, the QP connected to itself (loopback). */
+static bool qp_to_rts(uint32_t qpn)
+{
+	struct ohca_qp_attr a = { 0 };
+
+	a.qp_state = OHCA_QPS_INIT;
+	CHECK(modify(qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT |
+		     OHCA_QP_ACCESS_FLAGS, &a) == 0, "to INIT: %#x/%#x",
+	      last_status, last_syn);
+	a.qp_state = OHCA_QPS_RTR;
+	a.path_mtu = 3;
+	a.dest_qpn = qpn;
+	a.min_rnr_timer = 1;
+	memcpy(a.av.dgid, gid_v4, 16);
+	memcpy(a.av.dmac, "\x02\0\0\0\x99\x01", 6);
+	a.av.vlan_id = 0xffff;
+	a.av.network_type = OHCA_NET_IPV4;
+	CHECK(modify(qpn, OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU |
+		     OHCA_QP_DEST_QPN | OHCA_QP_RQ_PSN |
+		     OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_MIN_RNR_TIMER, &a) == 0,
+	      "to RTR: %#x/%#x", last_status, last_syn);
+	a.qp_state = OHCA_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 1;
+	a.rnr_retry = 1;
+	CHECK(modify(qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN | OHCA_QP_TIMEOUT |
+		     OHCA_QP_RETRY_CNT | OHCA_QP_RNR_RETRY |
+		     OHCA_QP_MAX_QP_RD_ATOMIC, &a) == 0, "to RTS: %#x/%#x",
+	      last_status, last_syn);
+	return true;
+}
+
+/* A fresh device with GID 0, a PD, an MR on P_DATA, a CQ and an RTS QP on
+ * page 0. */
+static uint32_t g_pd, g_mr, g_cq, g_qp;
+
+static bool rdma_setup(void)
+{
+	if (!bring_up() || !add_gid0())
+		return false;
+	g_pd = mk_pd();
+	CHECK(g_pd, "CREATE_PD: %#x", last_status);
+	g_mr = mk_mr(g_pd, OHCA_ACCESS_LOCAL_WRITE);
+	CHECK(g_mr, "CREATE_MR: %#x/%#x", last_status, last_syn);
+	g_cq = mk_cq(0, 0);
+	CHECK(g_cq, "CREATE_CQ: %#x/%#x", last_status, last_syn);
+	memset(pva(P_SQ), 0, PG);
+	memset(pva(P_RQ), 0, PG);
+	g_qp = mk_qp(g_pd, g_cq);
+	CHECK(g_qp, "CREATE_QP: %#x/%#x", last_status, last_syn);
+	return qp_to_rts(g_qp);
+}
+
+/* Posts the send WQE 'w' (+ sges) at SQ index 0, rings, waits for CQE 0. */
+static bool post_wqe(const struct ohca_send_wqe *w, const struct ohca_sge *sg,
+		     int nsg, uint8_t want_status, uint8_t want_verr)
+{
+	uint8_t *slot = pva(P_SQ);
+	struct ohca_cqe *cqe = pva(P_CQ);
+
+	memcpy(slot, w, sizeof(*w));
+	if (nsg)
+		memcpy(slot + sizeof(*w), sg, sizeof(*sg) * nsg);
+	__sync_synchronize();
+	db64(0, OHCA_DB_SQ, g_qp, 1);
+	for (int i = 0; i < 3000 && !(cqe->owner & OHCA_CQE_OWNER); i++)
+		msleep(1);
+	CHECK(cqe->owner & OHCA_CQE_OWNER, "no completion");
+	CHECK(cqe->status == want_status && cqe->vendor_err == want_verr,
+	      "CQE status %u verr %u, want %u/%u", cqe->status,
+	      cqe->vendor_err, want_status, want_verr);
+	CHECK(cqe->qpn == g_qp && cqe->wr_id == w->wr_id,
+	      "CQE qpn %u wr_id %#llx", cqe->qpn,
+	      (unsigned long long)cqe->wr_id);
+	return nop_ok();
+}
+
+/* ===== the cases ========================================================== */
+
+static bool t_reg_identity(void)
+{
+	CHECK(rd(OHCA_REG_MAGIC) == OHCA_MAGIC, "magic %#x", rd(OHCA_REG_MAGIC));
+	CHECK(rd(OHCA_REG_ABI_VERSION) >> 16 == OHCA_ABI_MAJOR, "abi %#x",
+	      rd(OHCA_REG_ABI_VERSION));
+	CHECK(rd(OHCA_REG_NUM_DB_PAGES) == OHCA_NUM_DB_PAGES, "db pages");
+	return true;
+}
+
+static bool t_reg_readonly_writes(void)
+{
+	static const uint32_t ro[] = { OHCA_REG_MAGIC, OHCA_REG_ABI_VERSION,
+		OHCA_REG_FW_VERSION, OHCA_REG_CAPS, OHCA_REG_NUM_DB_PAGES,
+		OHCA_REG_NUM_MSIX, OHCA_REG_MAX_CMDQ_LOG, OHCA_REG_MAX_EQ_LOG,
+		OHCA_REG_DEV_STATUS, OHCA_REG_FATAL_CODE, OHCA_REG_ERR_COUNT,
+		OHCA_REG_CMDQ_CI, OHCA_REG_PORT_STATUS };
+	uint32_t before = rd(OHCA_REG_ERR_COUNT);
+
+	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++)
+		wr(ro[i], 0xdeadbeef);
+	CHECK(rd(OHCA_REG_MAGIC) == OHCA_MAGIC, "magic changed");
+	CHECK(rd(OHCA_REG_ERR_COUNT) - before == sizeof(ro) / sizeof(ro[0]),
+	      "ERR_COUNT +%u, want +%zu", rd(OHCA_REG_ERR_COUNT) - before,
+	      sizeof(ro) / sizeof(ro[0]));
+	return true;
+}
+
+static bool t_reg_narrow_wide_unaligned(void)
+{
+	uint32_t before;
+	uint8_t b;
+
+	if (!dev_reset())	/* ring registers writable and 0 */
+		return failf("reset");
+	before = rd(OHCA_REG_ERR_COUNT);
+	b = *(volatile uint8_t *)(bar0 + OHCA_REG_MAGIC);
+	uint16_t h = *(volatile uint16_t *)(bar0 + OHCA_REG_MAGIC + 2);
+	uint64_t q = *(volatile uint64_t *)(bar0 + OHCA_REG_MAGIC);
+
+	*(volatile uint8_t *)(bar0 + OHCA_REG_DEV_CTRL) = OHCA_DEV_CTRL_RESET;
+	*(volatile uint16_t *)(bar0 + OHCA_REG_CMDQ_LOG_SIZE) = 3;
+	*(volatile uint32_t *)(bar0 + OHCA_REG_CMDQ_BASE_LO + 1) = 0x1000;
+	*(volatile uint64_t *)(bar0 + OHCA_REG_CMDQ_BASE_LO) = ~0ull;
+	__sync_synchronize();
+	CHECK(b == 0 && h == 0 && q == 0, "narrow/wide reads not 0: %#x %#x %#llx",
+	      b, h, (unsigned long long)q);
+	CHECK(rd(OHCA_REG_CMDQ_LOG_SIZE) == 0 && rd(OHCA_REG_CMDQ_BASE_LO) == 0,
+	      "a rejected write landed");
+	/* QEMU may split a rejected access into several: at least one count
+	 * each. */
+	CHECK(rd(OHCA_REG_ERR_COUNT) - before >= 7, "ERR_COUNT +%u, want >= +7",
+	      rd(OHCA_REG_ERR_COUNT) - before);
+	return true;
+}
+
+static bool t_reg_unknown_offsets(void)
+{
+	uint32_t before = rd(OHCA_REG_ERR_COUNT), n = 0;
+
+	for (uint32_t off = 0x0b0; off < 0x400; off += 4, n++)
+		wr(off, 0xffffffff);
+	for (uint32_t off = OHCA_REG_EQ_DB(OHCA_MAX_EQ); off < OHCA_REGS_BAR_SIZE;
+	     off += 4, n++) {
+		if (rd(off) != 0)
+			return failf("offset %#x reads %#x", off, rd(off));
+		n++;
+		wr(off, 0x12345678);
+	}
+	CHECK(rd(OHCA_REG_ERR_COUNT) - before == n, "ERR_COUNT +%u, want +%u",
+	      rd(OHCA_REG_ERR_COUNT) - before, n);
+	return true;
+}
+
+static bool t_reg_dev_ctrl_unknown_bits(void)
+{
+	uint32_t before = rd(OHCA_REG_ERR_COUNT);
+
+	wr(OHCA_REG_DEV_CTRL, 0xfffffffc);
+	wr(OHCA_REG_DEV_CTRL, OHCA_DEV_CTRL_ENABLE | 8);
+	CHECK(rd(OHCA_REG_ERR_COUNT) - before == 2, "ERR_COUNT +%u",
+	      rd(OHCA_REG_ERR_COUNT) - before);
+	CHECK(rd(OHCA_REG_DEV_STATUS) == OHCA_DEV_STATUS_READY, "status %#x",
+	      rd(OHCA_REG_DEV_STATUS));
+	return nop_ok();
+}
+
+static bool bad_config(uint64_t eq, unsigned int eql, uint64_t cq,
+		       unsigned int cql)
+{
+	if (!bring_up_with(eq, eql, cq, cql))
+		return false;
+	return expect_fatal(OHCA_FATAL_BAD_CMDQ_CONFIG);
+}
+
+static bool t_enable_cmdq_log0(void) { return bad_config(pba(P_EQ), 8, pba(P_CMDQ), 0); }
+static bool t_enable_cmdq_log11(void) { return bad_config(pba(P_EQ), 8, pba(P_CMDQ), 11); }
+static bool t_enable_cmdq_log_huge(void) { return bad_config(pba(P_EQ), 8, pba(P_CMDQ), 0xffffffff); }
+static bool t_enable_cmdq_unaligned(void) { return bad_config(pba(P_EQ), 8, pba(P_CMDQ) + 32, 6); }
+static bool t_enable_cmdq_base0(void) { return bad_config(pba(P_EQ), 8, 0, 6); }
+static bool t_enable_eq_base0(void) { return bad_config(0, 8, pba(P_CMDQ), 6); }
+static bool t_enable_eq_log17(void) { return bad_config(pba(P_EQ), 17, pba(P_CMDQ), 6); }
+static bool t_enable_eq_unaligned(void) { return bad_config(pba(P_EQ) + 8, 8, pba(P_CMDQ), 6); }
+
+static bool t_enable_while_fatal(void)
+{
+	uint32_t before;
+
+	if (!bad_config(pba(P_EQ), 8, pba(P_CMDQ), 0))
+		return false;
+	before = rd(OHCA_REG_ERR_COUNT);
+	wr(OHCA_REG_DEV_CTRL, OHCA_DEV_CTRL_ENABLE);
+	CHECK(rd(OHCA_REG_ERR_COUNT) - before == 1, "ENABLE while FATAL not counted");
+	return expect_fatal(OHCA_FATAL_BAD_CMDQ_CONFIG);
+}
+
+static bool t_config_frozen_when_ready(void)
+{
+	uint32_t before = rd(OHCA_REG_ERR_COUNT);
+	uint32_t base = rd(OHCA_REG_CMDQ_BASE_LO);
+
+	wr(OHCA_REG_CMDQ_BASE_LO, 0x1000);
+	wr(OHCA_REG_EQ0_LOG_SIZE, 2);
+	CHECK(rd(OHCA_REG_CMDQ_BASE_LO) == base && rd(OHCA_REG_EQ0_LOG_SIZE) == EQ_LOG,
+	      "ring registers changed while READY");
+	CHECK(rd(OHCA_REG_ERR_COUNT) - before == 2, "ERR_COUNT +%u",
+	      rd(OHCA_REG_ERR_COUNT) - before);
+	return nop_ok();
+}
+
+static bool pi_rejected(uint32_t v)
+{
+	uint32_t before = rd(OHCA_REG_ERR_COUNT), ci = rd(OHCA_REG_CMDQ_CI);
+
+	wr(OHCA_REG_CMDQ_PI, v);
+	msleep(20);
+	CHECK(rd(OHCA_REG_ERR_COUNT) - before == 1, "PI %#x not counted", v);
+	CHECK(rd(OHCA_REG_CMDQ_CI) == ci, "PI %#x moved CI", v);
+	return nop_ok();
+}
+
+static bool t_cmdq_pi_high_bits(void) { return pi_rejected(0x10000 | (cmd_pi + 1)); }
+static bool t_cmdq_pi_beyond_ring(void) { return pi_rejected((uint16_t)(cmd_pi + (1u << CMDQ_LOG) + 1)); }
+static bool t_cmdq_pi_backwards(void) { return pi_rejected((uint16_t)(cmd_pi - 1)); }
+
+static bool t_eq0_db_bad(void)
+{
+	uint32_t before = rd(OHCA_REG_ERR_COUNT);
+
+	wr(OHCA_REG_EQ0_DB, (eq_ci & 0xffff) | (1u << 20));
+	wr(OHCA_REG_EQ0_DB, (eq_ci + 5) & 0xffff);	/* beyond the producer */
+	CHECK(rd(OHCA_REG_ERR_COUNT) - before == 2, "ERR_COUNT +%u",
+	      rd(OHCA_REG_ERR_COUNT) - before);
+	return nop_ok();
+}
+
+static bool t_comp_eq_db_missing(void)
+{
+	uint32_t before = rd(OHCA_REG_ERR_COUNT);
+
+	for (uint32_t n = 1; n < OHCA_MAX_EQ; n++)
+		wr(OHCA_REG_EQ_DB(n), OHCA_EQ_DB_ARM | n);
+	CHECK(rd(OHCA_REG_ERR_COUNT) - before == OHCA_MAX_EQ - 1, "ERR_COUNT +%u",
+	      rd(OHCA_REG_ERR_COUNT) - before);
+	return nop_ok();
+}
+
+static bool t_eth_doorbells_without_ring(void)
+{
+	uint32_t before = rd(OHCA_REG_ERR_COUNT);
+
+	wr(OHCA_REG_ETH_TX_PI, 1);
+	wr(OHCA_REG_ETH_RX_PI, 7);
+	wr(OHCA_REG_ETH_IRQ_MASK, 2);
+	CHECK(rd(OHCA_REG_ERR_COUNT) - before == 3, "ERR_COUNT +%u",
+	      rd(OHCA_REG_ERR_COUNT) - before);
+	return nop_ok();
+}
+
+static bool t_cmdq_ring_outside_ram(void)
+{
+	if (!bring_up_with(pba(P_EQ), EQ_LOG, NOWHERE, CMDQ_LOG))
+		return false;
+	wr(OHCA_REG_CMDQ_PI, 1);
+	return expect_fatal(OHCA_FATAL_CMDQ_DMA);
+}
+
+static bool t_cmdq_ring_on_own_bar0(void)
+{
+	if (!bring_up_with(pba(P_EQ), EQ_LOG, bar0_bus, CMDQ_LOG))
+		return false;
+	wr(OHCA_REG_CMDQ_PI, 1);
+	return expect_fatal(OHCA_FATAL_CMDQ_DMA);
+}
+
+static bool t_eq0_outside_ram(void)
+{
+	if (!bring_up_with(NOWHERE, EQ_LOG, pba(P_CMDQ), CMDQ_LOG))
+		return false;
+	CHECK(rd(OHCA_REG_DEV_STATUS) == OHCA_DEV_STATUS_READY, "not READY");
+	wr(OHCA_REG_CMDQ_PI, 1);	/* NOP: its CMD_DONE cannot be posted */
+	return expect_fatal(OHCA_FATAL_EQ_DMA);
+}
+
+static bool t_eq0_on_own_bar2(void)
+{
+	if (!bring_up_with(bar2_bus, EQ_LOG, pba(P_CMDQ), CMDQ_LOG))
+		return false;
+	wr(OHCA_REG_CMDQ_PI, 1);
+	return expect_fatal(OHCA_FATAL_EQ_DMA);
+}
+
+static bool t_eq0_overflow(void)
+{
+	/* 4 entries; 5 commands without returning any. */
+	if (!bring_up_with(pba(P_EQ), 2, pba(P_CMDQ), CMDQ_LOG))
+		return false;
+	wr(OHCA_REG_CMDQ_PI, 5);
+	return expect_fatal(OHCA_FATAL_EQ_OVERFLOW);
+}
+
+static bool t_bus_master_off(void)
+{
+	char path[400];
+	uint16_t cmdreg;
+	int fd;
+	bool ok;
+
+	snprintf(path, sizeof(path), "%s/config", pci_dir);
+	fd = open(path, O_RDWR);
+	CHECK(fd >= 0, "open config: %s", strerror(errno));
+	CHECK(pread(fd, &cmdreg, 2, 4) == 2, "read command register");
+	cmdreg &= ~4;
+	CHECK(pwrite(fd, &cmdreg, 2, 4) == 2, "clear bus master");
+	wr(OHCA_REG_CMDQ_PI, cmd_pi + 1);
+	ok = expect_fatal(OHCA_FATAL_CMDQ_DMA);
+	cmdreg |= 4;
+	if (pwrite(fd, &cmdreg, 2, 4) != 2)
+		ok = failf("restore bus master");
+	close(fd);
+	return ok;
+}
+
+static bool t_reset_mid_command(void)
+{
+	for (int i = 0; i < (1 << CMDQ_LOG); i++) {
+		struct ohca_cmd *e = slot_of(i);
+
+		memset(e, 0, sizeof(*e));
+		e->opcode = i & 1 ? OHCA_CMD_QUERY_DEVICE : OHCA_CMD_CREATE_PD;
+		e->out_len = 160;
+		e->out_addr = pba(P_OUT);
+	}
+	wr(OHCA_REG_CMDQ_PI, 1u << CMDQ_LOG);
+	wr(OHCA_REG_DEV_CTRL, OHCA_DEV_CTRL_RESET);
+	CHECK(rd(OHCA_REG_DEV_STATUS) == OHCA_DEV_STATUS_RESET_DONE,
+	      "status %#x after reset", rd(OHCA_REG_DEV_STATUS));
+	CHECK(rd(OHCA_REG_CMDQ_CI) == 0 && rd(OHCA_REG_CMDQ_LOG_SIZE) == 0,
+	      "registers survived the reset");
+	return bring_up() && nop_ok();
+}
+
+static bool t_reg_random_sweep(void)
+{
+	/* Random values to every BAR0 offset, three rounds; then the device
+	 * must still reset and come up. */
+	for (int round = 0; round < 3; round++)
+		for (uint32_t off = 0; off < OHCA_REGS_BAR_SIZE; off += 4) {
+			uint32_t v = (uint32_t)random();
+
+			if (off == OHCA_REG_DEV_CTRL)
+				v &= OHCA_DEV_CTRL_ENABLE;
+			wr(off, v);
+		}
+	CHECK(rd(OHCA_REG_MAGIC) == OHCA_MAGIC, "magic");
+	return bring_up() && nop_ok();
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+static bool raw_expect(struct ohca_cmd *c, uint8_t st, uint32_t syn)
+{
+	uint8_t s;
+	uint32_t y;
+
+	CHECK(post_raw(c, &s, &y) == 0, "no completion");
+	CHECK(s == st && y == syn, "status %#x syndrome %#x, want %#x/%#x", s, y,
+	      st, syn);
+	return nop_ok();
+}
+
+static bool t_cmd_bad_opcodes(void)
+{
+	static const uint16_t ops[] = { 0x0b, 0x0f, OHCA_CMD_MAX, 0x7fff, 0xffff };
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		struct ohca_cmd c = { .opcode = ops[i] };
+
+		if (!raw_expect(&c, OHCA_STATUS_BAD_OPCODE, ops[i]))
+			return false;
+	}
+	return true;
+}
+
+static bool t_cmd_rsvd0(void)
+{
+	struct ohca_cmd c = { .rsvd0 = 1 };
+
+	return raw_expect(&c, OHCA_STATUS_RESERVED_NONZERO, OHCA_SYNDROME_ENTRY | 5);
+}
+
+static bool t_cmd_rsvd1(void)
+{
+	struct ohca_cmd c = { .rsvd1 = 0x8000 };
+
+	return raw_expect(&c, OHCA_STATUS_RESERVED_NONZERO, OHCA_SYNDROME_ENTRY | 14);
+}
+
+static bool t_cmd_out_addr_no_len(void)
+{
+	struct ohca_cmd c = { .out_addr = NOWHERE };
+
+	return raw_expect(&c, OHCA_STATUS_BAD_FIELD, OHCA_SYNDROME_ENTRY | 24);
+}
+
+static bool t_cmd_in_len_huge(void)
+{
+	struct ohca_cmd c = { .opcode = OHCA_CMD_CREATE_MR, .in_len = 0xffff,
+		.in_addr = pba(P_IN) };
+
+	return raw_expect(&c, OHCA_STATUS_BAD_LEN, OHCA_CMD_MAILBOX_MAX);
+}
+
+static bool t_cmd_out_len_huge(void)
+{
+	struct ohca_cmd c = { .opcode = OHCA_CMD_QUERY_DEVICE, .out_len = 4097,
+		.out_addr = pba(P_OUT) };
+
+	return raw_expect(&c, OHCA_STATUS_BAD_LEN, OHCA_CMD_MAILBOX_MAX);
+}
+
+static bool t_cmd_in_len_wrong(void)
+{
+	uint8_t in[64] = { 1 };
+
+	EXPECT_CMD(cmd(OHCA_CMD_QUERY_PORT, in, 7, 64), OHCA_STATUS_BAD_LEN, 8);
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, in, 63, 8), OHCA_STATUS_BAD_LEN, 64);
+	EXPECT_CMD(cmd(OHCA_CMD_NOP, in, 1, 0), OHCA_STATUS_BAD_LEN, 0);
+	return true;
+}
+
+static bool t_cmd_out_len_short(void)
+{
+	EXPECT_CMD(cmd(OHCA_CMD_QUERY_DEVICE, NULL, 0, 159), OHCA_STATUS_BAD_LEN, 160);
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_PD, NULL, 0, 7), OHCA_STATUS_BAD_LEN, 8);
+	return true;
+}
+
+static bool t_cmd_mailbox_outside_ram(void)
+{
+	struct ohca_cmd c = { .opcode = OHCA_CMD_CREATE_MR, .in_len = 48,
+		.in_addr = NOWHERE, .out_len = 8, .out_addr = pba(P_OUT) };
+
+	return raw_expect(&c, OHCA_STATUS_BAD_ADDR, 0);
+}
+
+static bool t_cmd_mailbox_wraps(void)
+{
+	struct ohca_cmd c = { .opcode = OHCA_CMD_CREATE_QP, .in_len = 64,
+		.in_addr = WRAPS + 32, .out_len = 8, .out_addr = pba(P_OUT) };
+
+	return raw_expect(&c, OHCA_STATUS_BAD_ADDR, 0);
+}
+
+static bool t_cmd_mailbox_on_own_bar0(void)
+{
+	struct ohca_cmd c = { .opcode = OHCA_CMD_CREATE_MR, .in_len = 48,
+		.in_addr = bar0_bus, .out_len = 8, .out_addr = pba(P_OUT) };
+
+	/* The device must not read its own registers as input. */
+	return raw_expect(&c, OHCA_STATUS_BAD_ADDR, 0);
+}
+
+static bool t_cmd_output_outside_ram(void)
+{
+	struct ohca_cmd c = { .opcode = OHCA_CMD_QUERY_DEVICE, .out_len = 160,
+		.out_addr = NOWHERE };
+
+	if (!raw_expect(&c, OHCA_STATUS_BAD_ADDR, 1))
+		return false;
+	c.out_addr = WRAPS;
+	return raw_expect(&c, OHCA_STATUS_BAD_ADDR, 1);
+}
+
+static bool t_cmd_output_on_own_bars(void)
+{
+	struct ohca_cmd c = { .opcode = OHCA_CMD_QUERY_STATS, .out_len = 128,
+		.out_addr = bar0_bus + OHCA_REG_DEV_CTRL };
+
+	if (!raw_expect(&c, OHCA_STATUS_BAD_ADDR, 1))
+		return false;
+	c.out_addr = bar2_bus;
+	return raw_expect(&c, OHCA_STATUS_BAD_ADDR, 1);
+}
+
+static bool t_cmd_output_over_own_entry(void)
+{
+	struct ohca_cmd c = { .opcode = OHCA_CMD_ALLOC_UAR, .out_len = 8,
+		.out_addr = pba(P_CMDQ) + (cmd_pi & ((1u << CMDQ_LOG) - 1)) * 64 + 32 };
+
+	return raw_expect(&c, OHCA_STATUS_OK, 0);
+}
+
+static bool t_cmd_port_fields(void)
+{
+	struct ohca_query_port_in qp = { .port = 2 };
+	struct ohca_set_port_in sp = { .port = 1, .mask = OHCA_SET_PORT_MTU,
+		.mtu = 67 };
+
+	EXPECT_CMD(cmd(OHCA_CMD_QUERY_PORT, &qp, 8, 64), OHCA_STATUS_BAD_FIELD, 0);
+	EXPECT_CMD(cmd(OHCA_CMD_SET_PORT, &sp, 16, 0), OHCA_STATUS_BAD_FIELD, 8);
+	sp.mtu = 9001;
+	EXPECT_CMD(cmd(OHCA_CMD_SET_PORT, &sp, 16, 0), OHCA_STATUS_BAD_FIELD, 8);
+	sp.mask = 0x80000000;
+	EXPECT_CMD(cmd(OHCA_CMD_SET_PORT, &sp, 16, 0), OHCA_STATUS_BAD_FIELD, 4);
+	return true;
+}
+
+static bool t_cmd_eth_ring_outside_ram(void)
+{
+	struct ohca_create_eth_ring_in in = { .type = OHCA_ETH_RING_RX,
+		.log_size = 12, .base = NOWHERE };
+
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_ETH_RING, &in, 16, 0), OHCA_STATUS_BAD_FIELD, 8);
+	in.base = bar0_bus;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_ETH_RING, &in, 16, 0), OHCA_STATUS_BAD_FIELD, 8);
+	in.log_size = 13;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_ETH_RING, &in, 16, 0), OHCA_STATUS_BAD_FIELD, 1);
+	in.type = 2;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_ETH_RING, &in, 16, 0), OHCA_STATUS_BAD_FIELD, 0);
+	return true;
+}
+
+static bool t_cmd_eth_tx_bad_descriptors(void)
+{
+	struct ohca_create_eth_ring_in in = { .type = OHCA_ETH_RING_TX,
+		.log_size = 2, .base = pba(P_SCRATCH) };
+	struct ohca_eth_desc *d = pva(P_SCRATCH);
+
+	memset(d, 0, 64);
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_ETH_RING, &in, 16, 0), 0, 0);
+	d[0] = (struct ohca_eth_desc){ .addr = NOWHERE, .len = 100 };
+	d[1] = (struct ohca_eth_desc){ .addr = pba(P_DATA), .len = 0 };
+	d[2] = (struct ohca_eth_desc){ .addr = pba(P_DATA), .len = 0xffff };
+	d[3] = (struct ohca_eth_desc){ .addr = WRAPS, .len = 200 };
+	__sync_synchronize();
+	wr(OHCA_REG_ETH_TX_PI, 4);
+	for (int i = 0; i < 3000 && !(d[3].flags & OHCA_ETH_DESC_DONE); i++)
+		msleep(1);
+	for (int i = 0; i < 4; i++)
+		CHECK(d[i].flags == (OHCA_ETH_DESC_DONE | OHCA_ETH_DESC_ERROR),
+		      "descriptor %d flags %#x", i, d[i].flags);
+	{
+		struct ohca_destroy_eth_ring_in dt = { .type = OHCA_ETH_RING_TX };
+
+		EXPECT_CMD(cmd(OHCA_CMD_DESTROY_ETH_RING, &dt, 8, 0), 0, 0);
+	}
+	return true;
+}
+
+static bool t_cmd_uar_exhaustion(void)
+{
+	struct ohca_dealloc_uar_in d = { 0 };
+	uint32_t n = 0;
+
+	while (cmd(OHCA_CMD_ALLOC_UAR, NULL, 0, 8) == OHCA_STATUS_OK)
+		n++;
+	CHECK(last_status == OHCA_STATUS_NO_RESOURCES && n == OHCA_NUM_DB_PAGES - 1,
+	      "%u UARs, then status %#x", n, last_status);
+	for (d.uar_index = 1; d.uar_index < OHCA_NUM_DB_PAGES; d.uar_index++)
+		CHECK(cmd(OHCA_CMD_DEALLOC_UAR, &d, 8, 0) == 0, "dealloc %u",
+		      d.uar_index);
+	d.uar_index = 0;
+	EXPECT_CMD(cmd(OHCA_CMD_DEALLOC_UAR, &d, 8, 0), OHCA_STATUS_BAD_HANDLE, 0);
+	d.uar_index = 0xffffffff;
+	EXPECT_CMD(cmd(OHCA_CMD_DEALLOC_UAR, &d, 8, 0), OHCA_STATUS_BAD_HANDLE,
+		   0xffffffff);
+	d.uar_index = 5;
+	EXPECT_CMD(cmd(OHCA_CMD_DEALLOC_UAR, &d, 8, 0), OHCA_STATUS_BAD_HANDLE, 5);
+	return true;
+}
+
+static bool t_cmd_gid_fields(void)
+{
+	struct ohca_add_gid_in g = { .index = 16, .port = 1,
+		.type = OHCA_GID_TYPE_ROCE_V2_IPV4, .mac = { 2, 0, 0, 0, 0, 9 },
+		.vlan_id = 0xffff };
+	struct ohca_del_gid_in d = { .index = 3, .port = 1 };
+
+	memcpy(g.gid, gid_v4, 16);
+	EXPECT_CMD(cmd(OHCA_CMD_ADD_GID, &g, 32, 0), OHCA_STATUS_BAD_FIELD, 16);
+	g.index = 0;
+	g.mac[0] = 1;
+	EXPECT_CMD(cmd(OHCA_CMD_ADD_GID, &g, 32, 0), OHCA_STATUS_BAD_FIELD, 20);
+	g.mac[0] = 2;
+	g.vlan_id = 4096;
+	EXPECT_CMD(cmd(OHCA_CMD_ADD_GID, &g, 32, 0), OHCA_STATUS_BAD_FIELD, 26);
+	EXPECT_CMD(cmd(OHCA_CMD_DEL_GID, &d, 8, 0), OHCA_STATUS_BAD_HANDLE, 3);
+	d.index = 0xffff;
+	EXPECT_CMD(cmd(OHCA_CMD_DEL_GID, &d, 8, 0), OHCA_STATUS_BAD_FIELD, 0);
+	return true;
+}
+
+static bool t_cmd_eq_fields(void)
+{
+	struct ohca_create_eq_in in = { .base = pba(P_SCRATCH), .log_size = 4,
+		.msix_vector = 1 };
+
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_EQ, &in, 16, 8), OHCA_STATUS_BAD_FIELD, 9);
+	in.msix_vector = OHCA_NUM_MSIX;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_EQ, &in, 16, 8), OHCA_STATUS_BAD_FIELD, 9);
+	in.msix_vector = 2;
+	in.log_size = 17;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_EQ, &in, 16, 8), OHCA_STATUS_BAD_FIELD, 8);
+	in.log_size = 4;
+	in.base += 4;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_EQ, &in, 16, 8), OHCA_STATUS_BAD_FIELD, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_EQ, 0), OHCA_STATUS_BAD_HANDLE, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_EQ, 7), OHCA_STATUS_BAD_HANDLE, 7);
+	return true;
+}
+
+static bool t_cmd_eq_exhaustion(void)
+{
+	struct ohca_create_eq_in in = { .base = NOWHERE, .log_size = 4,
+		.msix_vector = 2 };
+	uint32_t n = 0;
+
+	while (cmd(OHCA_CMD_CREATE_EQ, &in, 16, 8) == OHCA_STATUS_OK)
+		n++;
+	CHECK(last_status == OHCA_STATUS_NO_RESOURCES && n == 6,
+	      "%u EQs, then %#x", n, last_status);
+	for (uint32_t e = 1; e <= n; e++)
+		CHECK(destroy(OHCA_CMD_DESTROY_EQ, e) == 0, "destroy EQ %u", e);
+	return true;
+}
+
+static bool t_pd_double_destroy(void)
+{
+	uint32_t pd = mk_pd();
+
+	CHECK(pd, "CREATE_PD");
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_PD, pd), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_PD, pd), OHCA_STATUS_BAD_HANDLE, pd);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_PD, 0xffffffff), OHCA_STATUS_BAD_HANDLE,
+		   0xffffffff);
+	return true;
+}
+
+static bool t_pd_destroy_with_live_mr(void)
+{
+	uint32_t pd = mk_pd(), mr;
+
+	CHECK(pd, "CREATE_PD");
+	mr = mk_mr(pd, 0);
+	CHECK(mr, "CREATE_MR %#x/%#x", last_status, last_syn);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_PD, pd), OHCA_STATUS_BAD_STATE, pd);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_MR, mr), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_PD, pd), 0, 0);
+	return true;
+}
+
+static bool t_mr_stale_key(void)
+{
+	uint32_t pd = mk_pd(), mr, mr2;
+
+	mr = mk_mr(pd, 0);
+	CHECK(mr, "CREATE_MR");
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_MR, mr), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_MR, mr), OHCA_STATUS_BAD_HANDLE, mr);
+	mr2 = mk_mr(pd, 0);
+	CHECK(mr2 && mr2 != mr && OHCA_KEY_INDEX(mr2) == OHCA_KEY_INDEX(mr),
+	      "reused key %#x after %#x", mr2, mr);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_MR, mr), OHCA_STATUS_BAD_HANDLE, mr);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_MR, mr2), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_PD, pd), 0, 0);
+	return true;
+}
+
+static bool mr_expect(struct ohca_create_mr_in *in, uint8_t st, uint32_t syn)
+{
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_MR, in, sizeof(*in), 8), st, syn);
+	return true;
+}
+
+#define PBL(f) (32 + offsetof(struct ohca_pbl, f))
+
+static bool t_mr_fields(void)
+{
+	uint32_t pd = mk_pd();
+	struct ohca_create_mr_in in = { .pdn = pd, .iova = 0, .length = PG };
+
+	pbl1(&in.pbl, P_PBL, P_DATA);
+	in.pdn = 0x12345;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_HANDLE, 0x12345))
+		return false;
+	in.pdn = pd;
+	in.access = OHCA_ACCESS_REMOTE_WRITE;	/* without LOCAL_WRITE */
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, 4))
+		return false;
+	in.access = 0;
+	in.length = 0;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, 16))
+		return false;
+	in.length = ~0ull;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, 16))
+		return false;
+	in.length = 100;
+	in.iova = ~0ull - 10;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, 8))
+		return false;
+	in.iova = 0;
+	in.flags = 2;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, 24))
+		return false;
+	in.flags = 0;
+	in.rsvd = 1;
+	if (!mr_expect(&in, OHCA_STATUS_RESERVED_NONZERO, 28))
+		return false;
+	return destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
+}
+
+static bool t_mr_page_list(void)
+{
+	uint32_t pd = mk_pd();
+	struct ohca_create_mr_in in = { .pdn = pd, .length = 3 * PG };
+	uint64_t *l = pva(P_PBL);
+
+	pbl1(&in.pbl, P_PBL, P_DATA);
+	in.pbl.page_shift = 11;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, PBL(page_shift)))
+		return false;
+	in.pbl.page_shift = 31;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, PBL(page_shift)))
+		return false;
+	in.pbl.page_shift = 12;
+	in.pbl.npages = 1;	/* too short for 3 pages */
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, PBL(npages)))
+		return false;
+	in.pbl.npages = 513;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, PBL(npages)))
+		return false;
+	in.pbl.npages = 3;
+	in.pbl.levels = 3;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, PBL(levels)))
+		return false;
+	in.pbl.levels = 1;
+	in.pbl.addr = NOWHERE;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_ADDR, 0))
+		return false;
+	in.pbl.addr = bar0_bus;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_ADDR, 0))
+		return false;
+	in.pbl.addr = pba(P_PBL) + 4;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, PBL(addr)))
+		return false;
+	in.pbl.addr = pba(P_PBL);
+	l[0] = pba(P_DATA);
+	l[1] = pba(P_DATA) + 8;	/* misaligned page */
+	l[2] = pba(P_DATA);
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, PBL(addr)))
+		return false;
+	return destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
+}
+
+static bool t_mr_huge_two_level(void)
+{
+	/* The largest list: 2^18 pages of 1 GiB, all outside RAM except that
+	 * the device only records them. Then one with an L1 entry of 0. */
+	uint32_t pd = mk_pd(), key;
+	struct ohca_create_mr_in in = { .pdn = pd, .length = 1ull << 31 };
+	uint64_t *l1 = pva(P_PBL), *l2 = pva(P_PBL2);
+
+	for (int i = 0; i < 512; i++) {
+		l1[i] = pba(P_PBL2);
+		l2[i] = (uint64_t)(i + 1) << 40;
+	}
+	in.pbl = (struct ohca_pbl){ pba(P_PBL), OHCA_PBL_MAX_PAGES, 30, 2, 0 };
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_MR, &in, sizeof(in), 8), 0, 0);
+	key = out_handle();
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_MR, key), 0, 0);
+	l1[100] = 0;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, PBL(addr)))
+		return false;
+	l1[100] = NOWHERE;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_ADDR, 0))
+		return false;
+	return destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
+}
+
+static bool t_cq_fields(void)
+{
+	struct ohca_create_cq_in in = { .eqn = 3, .log_size = 7 };
+
+	pbl1(&in.pbl, P_PBL2, P_CQ);
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_CQ, &in, 32, 8), OHCA_STATUS_BAD_HANDLE, 3);
+	in.eqn = 0;
+	in.uar_index = 9;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_CQ, &in, 32, 8), OHCA_STATUS_BAD_FIELD, 4);
+	in.uar_index = 0;
+	in.log_size = 17;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_CQ, &in, 32, 8), OHCA_STATUS_BAD_FIELD, 8);
+	in.log_size = 8;	/* 8 KiB ring in a one-page list */
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_CQ, &in, 32, 8), OHCA_STATUS_BAD_FIELD,
+		   16 + offsetof(struct ohca_pbl, npages));
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_CQ, 1), OHCA_STATUS_BAD_HANDLE, 1);
+	return true;
+}
+
+static bool t_destroy_in_use(void)
+{
+	struct ohca_create_eq_in eq = { .base = pba(P_SCRATCH), .log_size = 4,
+		.msix_vector = 2 };
+	uint32_t eqn, uar, pd, cq, qp;
+	struct ohca_dealloc_uar_in du;
+
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_EQ, &eq, 16, 8), 0, 0);
+	eqn = out_handle();
+	EXPECT_CMD(cmd(OHCA_CMD_ALLOC_UAR, NULL, 0, 8), 0, 0);
+	uar = out_handle();
+	pd = mk_pd();
+	cq = mk_cq(eqn, uar);
+	CHECK(cq, "CREATE_CQ %#x/%#x", last_status, last_syn);
+	qp = mk_qp(pd, cq);
+	CHECK(qp, "CREATE_QP %#x/%#x", last_status, last_syn);
+	du.uar_index = uar;
+	du.rsvd = 0;
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_CQ, cq), OHCA_STATUS_BAD_STATE, cq);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_PD, pd), OHCA_STATUS_BAD_STATE, pd);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_EQ, eqn), OHCA_STATUS_BAD_STATE, eqn);
+	EXPECT_CMD(cmd(OHCA_CMD_DEALLOC_UAR, &du, 8, 0), OHCA_STATUS_BAD_STATE, uar);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_QP, qp), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_QP, qp), OHCA_STATUS_BAD_HANDLE, qp);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_CQ, cq), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_EQ, eqn), 0, 0);
+	EXPECT_CMD(cmd(OHCA_CMD_DEALLOC_UAR, &du, 8, 0), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_PD, pd), 0, 0);
+	return true;
+}
+
+static bool t_qp_fields(void)
+{
+	uint32_t pd = mk_pd(), cq = mk_cq(0, 0);
+	struct ohca_create_qp_in in;
+
+	CHECK(pd && cq, "setup");
+#define QP_BAD(field, val, st, syn) do {				\
+	qp_in(&in, pd, cq);						\
+	in.field = (val);						\
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, 64, 8), st, syn);	\
+} while (0)
+	QP_BAD(type, 3, OHCA_STATUS_BAD_FIELD, 0);
+	QP_BAD(sq_log_size, 13, OHCA_STATUS_BAD_FIELD, 1);
+	QP_BAD(rq_log_size, 0xff, OHCA_STATUS_BAD_FIELD, 2);
+	QP_BAD(sq_log_stride, 6, OHCA_STATUS_BAD_FIELD, 3);
+	QP_BAD(rq_log_stride, 13, OHCA_STATUS_BAD_FIELD, 4);
+	QP_BAD(pdn, 999, OHCA_STATUS_BAD_HANDLE, 999);
+	QP_BAD(send_cqn, 0, OHCA_STATUS_BAD_HANDLE, 0);
+	QP_BAD(recv_cqn, 0xffffffff, OHCA_STATUS_BAD_HANDLE, 0xffffffff);
+	QP_BAD(uar_index, 256, OHCA_STATUS_BAD_FIELD, 20);
+	QP_BAD(max_inline, 65, OHCA_STATUS_BAD_FIELD, 24);
+	QP_BAD(sq_pbl.addr, NOWHERE, OHCA_STATUS_BAD_ADDR, 0);
+	QP_BAD(sq_log_size, 6, OHCA_STATUS_BAD_FIELD, 32 + 8);
+	return destroy(OHCA_CMD_DESTROY_CQ, cq) == 0 &&
+	       destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
+}
+
+static bool t_modify_qp_bad(void)
+{
+	struct ohca_qp_attr a = { 0 };
+
+	if (!rdma_setup())
+		return false;
+	a.qp_state = OHCA_QPS_INIT;	/* RTS -> INIT is not in the diagram */
+	EXPECT_CMD(modify(g_qp, OHCA_QP_STATE, &a), OHCA_STATUS_BAD_FIELD, 4);
+	EXPECT_CMD(modify(g_qp, 1u << 25, &a), OHCA_STATUS_BAD_FIELD, 4);
+	a.qp_state = 9;
+	EXPECT_CMD(modify(g_qp, OHCA_QP_STATE, &a), OHCA_STATUS_BAD_FIELD, 8);
+	a.cur_qp_state = OHCA_QPS_INIT;
+	EXPECT_CMD(modify(g_qp, OHCA_QP_CUR_STATE, &a), OHCA_STATUS_BAD_FIELD, 9);
+	a.qp_state = OHCA_QPS_RTS;
+	a.min_rnr_timer = 32;
+	EXPECT_CMD(modify(g_qp, OHCA_QP_STATE | OHCA_QP_MIN_RNR_TIMER, &a),
+		   OHCA_STATUS_BAD_FIELD, 8 + 6);
+	EXPECT_CMD(modify(0x777, OHCA_QP_STATE, &a), OHCA_STATUS_BAD_HANDLE, 0x777);
+	return true;
+}
+
+static bool t_qp_use_after_destroy(void)
+{
+	struct ohca_handle_in h = { .handle = g_qp };
+	struct ohca_qp_attr a = { .qp_state = OHCA_QPS_ERR };
+	uint64_t before;
+
+	EXPECT_CMD(cmd(OHCA_CMD_QUERY_QP, &h, 8, 64), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_QP, g_qp), 0, 0);
+	EXPECT_CMD(cmd(OHCA_CMD_QUERY_QP, &h, 8, 64), OHCA_STATUS_BAD_HANDLE, g_qp);
+	EXPECT_CMD(modify(g_qp, OHCA_QP_STATE, &a), OHCA_STATUS_BAD_HANDLE, g_qp);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_QP, g_qp), OHCA_STATUS_BAD_HANDLE, g_qp);
+	before = db_errors();
+	db64(0, OHCA_DB_SQ, g_qp, 1);
+	db64(0, OHCA_DB_RQ, g_qp, 1);
+	CHECK(db_errors() - before == 2, "doorbells of a destroyed QP not counted");
+	return true;
+}
+
+/* ---- WQEs ------------------------------------------------------------------ */
+
+static bool wqe_case(struct ohca_send_wqe *w, struct ohca_sge *sg, int nsg,
+		     uint8_t st, uint8_t verr)
+{
+	if (!rdma_setup())
+		return false;
+	w->wr_id = 0xabcdef;
+	w->flags |= OHCA_WQE_SIGNALED;
+	return post_wqe(w, sg, nsg, st, verr);
+}
+
+static bool t_wqe_bad_opcode(void)
+{
+	struct ohca_send_wqe w = { .opcode = 0x77 };
+
+	return wqe_case(&w, NULL, 0, OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
+}
+
+static bool t_wqe_unknown_flags(void)
+{
+	struct ohca_send_wqe w = { .opcode = OHCA_WR_SEND, .flags = 0x80 };
+
+	return wqe_case(&w, NULL, 0, OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
+}
+
+static bool t_wqe_num_sge_huge(void)
+{
+	struct ohca_send_wqe w = { .opcode = OHCA_WR_SEND, .num_sge = 255 };
+
+	return wqe_case(&w, NULL, 0, OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
+}
+
+static bool t_wqe_num_sge_beyond_stride(void)
+{
+	struct ohca_send_wqe w = { .opcode = OHCA_WR_SEND, .num_sge = 5 };
+
+	return wqe_case(&w, NULL, 0, OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
+}
+
+static bool t_wqe_bad_lkey(void)
+{
+	struct ohca_send_wqe w = { .opcode = OHCA_WR_SEND, .num_sge = 1 };
+	struct ohca_sge s = { .addr = 0x10000, .length = 16, .lkey = 0xffffff00 };
+
+	return wqe_case(&w, &s, 1, OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_BAD_LKEY);
+}
+
+static bool t_wqe_message_too_long(void)
+{
+	/* Three 4 GiB - 1 segments: more than max_msg_size. */
+	struct ohca_send_wqe w = { .opcode = OHCA_WR_SEND, .num_sge = 3 };
+	struct ohca_sge s[3];
+
+	if (!rdma_setup())
+		return false;
+	for (int i = 0; i < 3; i++)
+		s[i] = (struct ohca_sge){ 0x10000, 0xffffffff, g_mr };
+	w.wr_id = 0xabcdef;
+	w.flags = OHCA_WQE_SIGNALED;
+	return post_wqe(&w, s, 3, OHCA_CQE_LOC_LEN_ERR, OHCA_VERR_BAD_WQE);
+}
+
+static bool t_wqe_length_overflow(void)
+{
+	/* Within max_msg_size, but past the end of the MR. */
+	struct ohca_send_wqe w = { .opcode = OHCA_WR_SEND, .num_sge = 1 };
+	struct ohca_sge s = { .addr = 0x10000 + PG - 1, .length = 0x7fffffff };
+
+	if (!rdma_setup())
+		return false;
+	s.lkey = g_mr;
+	w.wr_id = 0xabcdef;
+	w.flags = OHCA_WQE_SIGNALED;
+	return post_wqe(&w, &s, 1, OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_LKEY_BOUNDS);
+}
+
+static bool t_wqe_sge_address_wraps(void)
+{
+	struct ohca_send_wqe w = { .opcode = OHCA_WR_RDMA_WRITE, .num_sge = 1,
+		.remote_addr = 0x10000, .rkey = 0 };
+	struct ohca_sge s = { .addr = ~0ull - 8, .length = 64 };
+
+	if (!rdma_setup())
+		return false;
+	s.lkey = g_mr;
+	w.wr_id = 0xabcdef;
+	w.flags = OHCA_WQE_SIGNALED;
+	return post_wqe(&w, &s, 1, OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_LKEY_BOUNDS);
+}
+
+static bool t_wqe_inline_too_long(void)
+{
+	struct ohca_send_wqe w = { .opcode = OHCA_WR_SEND,
+		.flags = OHCA_WQE_INLINE, .inline_len = 0xfffffff0 };
+
+	return wqe_case(&w, NULL, 0, OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
+}
+
+static bool t_wqe_inline_read(void)
+{
+	struct ohca_send_wqe w = { .opcode = OHCA_WR_RDMA_READ,
+		.flags = OHCA_WQE_INLINE, .inline_len = 8 };
+
+	return wqe_case(&w, NULL, 0, OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
+}
+
+static bool t_wqe_then_flush(void)
+{
+	/* After a failed WQE the QP is in ERR: the next WQE is flushed. */
+	struct ohca_send_wqe w = { .opcode = 0x77, .wr_id = 1,
+		.flags = OHCA_WQE_SIGNALED };
+	struct ohca_cqe *cqe = pva(P_CQ);
+	uint8_t *sq = pva(P_SQ);
+
+	if (!rdma_setup())
+		return false;
+	memcpy(sq, &w, sizeof(w));
+	w.opcode = OHCA_WR_SEND;
+	w.wr_id = 2;
+	memcpy(sq + 128, &w, sizeof(w));
+	__sync_synchronize();
+	db64(0, OHCA_DB_SQ, g_qp, 2);
+	for (int i = 0; i < 3000 && !(cqe[1].owner & 1); i++)
+		msleep(1);
+	CHECK(cqe[0].status == OHCA_CQE_LOC_QP_OP_ERR && cqe[0].wr_id == 1,
+	      "first CQE %u", cqe[0].status);
+	CHECK((cqe[1].owner & 1) && cqe[1].status == OHCA_CQE_WR_FLUSH_ERR &&
+	      cqe[1].wr_id == 2, "second CQE status %u owner %u", cqe[1].status,
+	      cqe[1].owner);
+	return nop_ok();
+}
+
+static bool t_sq_ring_outside_ram(void)
+{
+	/* The SQ page list names memory that does not exist: the WQE cannot
+	 * be read -> LOC_QP_OP_ERR / DMA and QP_EVENT FATAL on EQ 0. */
+	uint64_t *l = pva(P_SCRATCH);
+	struct ohca_cqe *cqe = pva(P_CQ);
+
+	if (!rdma_setup())
+		return false;
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_QP, g_qp), 0, 0);
+	{
+		struct ohca_create_qp_in in;
+
+		qp_in(&in, g_pd, g_cq);
+		l[0] = NOWHERE;
+		EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, 64, 8), 0, 0);
+		g_qp = out_handle();
+	}
+	if (!qp_to_rts(g_qp))
+		return false;
+	db64(0, OHCA_DB_SQ, g_qp, 1);
+	for (int i = 0; i < 3000 && !(cqe[0].owner & 1); i++)
+		msleep(1);
+	CHECK((cqe[0].owner & 1) && cqe[0].status == OHCA_CQE_LOC_QP_OP_ERR &&
+	      cqe[0].vendor_err == OHCA_VERR_DMA, "CQE status %u verr %u owner %u",
+	      cqe[0].status, cqe[0].vendor_err, cqe[0].owner);
+	return nop_ok();
+}
+
+static bool t_cq_ring_outside_ram(void)
+{
+	/* A CQ that cannot be written: CQ_ERROR ACCESS on EQ 0, device alive. */
+	struct ohca_create_cq_in in = { .log_size = 7 };
+	uint64_t *l = pva(P_PBL2);
+	struct ohca_send_wqe w = { .opcode = 0x77, .flags = OHCA_WQE_SIGNALED };
+	struct ohca_eqe *eq = pva(P_EQ);
+	bool seen = false;
+
+	if (!bring_up() || !add_gid0())
+		return false;
+	g_pd = mk_pd();
+	in.pbl = (struct ohca_pbl){ pba(P_PBL2), 1, 12, 1, 0 };
+	l[0] = NOWHERE;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_CQ, &in, 32, 8), 0, 0);
+	g_cq = out_handle();
+	memset(pva(P_SQ), 0, PG);
+	g_qp = mk_qp(g_pd, g_cq);
+	CHECK(g_qp && qp_to_rts(g_qp), "QP");
+	memcpy(pva(P_SQ), &w, sizeof(w));
+	__sync_synchronize();
+	db64(0, OHCA_DB_SQ, g_qp, 1);
+	for (int t = 0; t < 3000 && !seen; t++) {
+		for (int i = 0; i < (1 << EQ_LOG); i++)
+			if ((eq[i].flags & 1) && eq[i].type == OHCA_EQE_CQ_ERROR &&
+			    eq[i].code == OHCA_CQ_ERR_ACCESS && eq[i].param0 == g_cq)
+				seen = true;
+		msleep(1);
+	}
+	CHECK(seen, "no CQ_ERROR ACCESS event");
+	eq_drain();
+	return nop_ok();
+}
+
+/* ---- doorbells --------------------------------------------------------------- */
+
+static bool t_db_rejected(void)
+{
+	uint64_t before;
+
+	if (!rdma_setup())
+		return false;
+	before = db_errors();
+	db64(0, OHCA_DB_SQ, 999, 1);		/* no such QP */
+	db64(0, OHCA_DB_SQ, g_qp, 33);		/* beyond the ring */
+	db64(7, OHCA_DB_SQ, g_qp, 1);		/* page not allocated */
+	db64(0, 0x18, g_qp, 1);			/* no such doorbell */
+	db64(0, OHCA_DB_CQ, g_cq, 1u << 25);	/* bits 29..24 */
+	db64(0, OHCA_DB_CQ, 12345, 0);		/* no such CQ */
+	*(volatile uint32_t *)(bar2 + OHCA_DB_SQ) = g_qp;	/* 32-bit store */
+	*(volatile uint8_t *)(bar2 + 3) = 1;
+	__sync_synchronize();
+	CHECK(db_errors() - before == 8, "db_errors +%llu, want +8",
+	      (unsigned long long)(db_errors() - before));
+	CHECK(*(volatile uint64_t *)bar2 == 0, "doorbell page reads non-zero");
+	return nop_ok();
+}
+
+static bool t_db_backwards_and_reset_qp(void)
+{
+	struct ohca_qp_attr a = { .qp_state = OHCA_QPS_RESET };
+	uint64_t before;
+
+	if (!rdma_setup())
+		return false;
+	/* NOPs on the SQ would fail; post nothing, move PI back instead. */
+	before = db_errors();
+	db64(0, OHCA_DB_RQ, g_qp, 4);
+	db64(0, OHCA_DB_RQ, g_qp, 2);		/* backwards */
+	EXPECT_CMD(modify(g_qp, OHCA_QP_STATE, &a), 0, 0);
+	db64(0, OHCA_DB_SQ, g_qp, 1);		/* QP in RESET */
+	CHECK(db_errors() - before == 2, "db_errors +%llu, want +2",
+	      (unsigned long long)(db_errors() - before));
+	return nop_ok();
+}
+
+static bool t_db_flood(void)
+{
+	uint64_t before;
+
+	if (!rdma_setup())
+		return false;
+	before = db_errors();
+	for (int i = 0; i < 200000; i++) {
+		uint32_t page = random() % 4, off = (random() % 4) * 8;
+
+		db64(page, off, (uint32_t)random() % 8, (uint32_t)random());
+	}
+	CHECK(db_errors() > before, "no doorbell error counted");
+	return nop_ok();
+}
+
+static bool t_db_random_everything(void)
+{
+	/* Random widths, offsets and values over all of BAR2. */
+	for (int i = 0; i < 50000; i++) {
+		size_t off = (size_t)random() % OHCA_DB_BAR_SIZE;
+
+		switch (random() % 4) {
+		case 0: *(volatile uint8_t *)(bar2 + off) = random(); break;
+		case 1: *(volatile uint16_t *)(bar2 + (off & ~1ul)) = random(); break;
+		case 2: *(volatile uint32_t *)(bar2 + (off & ~3ul)) = random(); break;
+		default:
+			*(volatile uint64_t *)(bar2 + (off & ~7ul)) =
+				((uint64_t)random() << 32) | random();
+		}
+	}
+	__sync_synchronize();
+	return nop_ok();
+}
+
+static bool t_cmd_random_entries(void)
+{
+	/* Random entries (addresses never inside the guest's RAM except the
+	 * mailbox pages): every one completes, the queue keeps going. */
+	for (int i = 0; i < 2000; i++) {
+		struct ohca_cmd c;
+		uint8_t *p = (uint8_t *)&c, s;
+		uint32_t y;
+
+		for (size_t j = 0; j < sizeof(c); j++)
+			p[j] = random();
+		c.opcode %= OHCA_CMD_MAX + 2;
+		if (random() % 2)
+			c.rsvd0 = c.rsvd1 = 0;
+		switch (random() % 3) {
+		case 0: c.in_addr = pba(P_IN); break;
+		case 1: c.in_addr = NOWHERE + (random() & ~63); break;
+		default: break;
+		}
+		switch (random() % 3) {
+		case 0: c.out_addr = pba(P_OUT); c.out_len %= PG; break;
+		case 1: c.out_addr = 0; c.out_len = 0; break;
+		default: c.out_addr |= 1ull << 62; break;
+		}
+		c.in_len %= random() % 2 ? 80 : 0x2000;
+		memset(pva(P_IN), (int)random(), PG);
+		if (post_raw(&c, &s, &y))
+			return failf("entry %d (opcode %#x) never completed", i, c.opcode);
+		if (!(rd(OHCA_REG_DEV_STATUS) & OHCA_DEV_STATUS_READY))
+			return failf("device left READY after entry %d: %#x", i,
+				     rd(OHCA_REG_DEV_STATUS));
+		CHECK(s <= OHCA_STATUS_INTERNAL, "status %#x", s);
+	}
+	return nop_ok();
+}
+
+static bool t_rdma_random_commands(void)
+{
+	/* Random but well-formed-length RDMA commands against live objects. */
+	static const uint16_t ops[] = { OHCA_CMD_CREATE_MR, OHCA_CMD_DESTROY_MR,
+		OHCA_CMD_CREATE_CQ, OHCA_CMD_DESTROY_CQ, OHCA_CMD_CREATE_QP,
+		OHCA_CMD_MODIFY_QP, OHCA_CMD_QUERY_QP, OHCA_CMD_DESTROY_QP,
+		OHCA_CMD_DESTROY_PD, OHCA_CMD_CREATE_EQ, OHCA_CMD_DESTROY_EQ };
+	static const uint16_t lens[] = { 48, 8, 32, 8, 64, 72, 8, 8, 8, 16, 8 };
+	uint8_t in[80];
+
+	if (!rdma_setup())
+		return false;
+	for (int i = 0; i < 2000; i++) {
+		int k = random() % 11;
+
+		for (size_t j = 0; j < sizeof(in); j++)
+			in[j] = random() % 4 ? random() % 4 : random();
+		if (k == 2 || k == 4) {	/* page lists into our pages */
+			struct ohca_pbl *p = (struct ohca_pbl *)(in + (k == 2 ? 16 : 32));
+
+			p->addr = pba(P_PBL) + (random() % 4) * 8;
+		}
+		if (cmd(ops[k], in, lens[k], 80) == 0xfe)
+			return failf("command %#x never completed", ops[k]);
+		CHECK(rd(OHCA_REG_DEV_STATUS) & OHCA_DEV_STATUS_READY,
+		      "device left READY: %#x", rd(OHCA_REG_DEV_STATUS));
+	}
+	return nop_ok();
+}
+
+/* ---- table ------------------------------------------------------------------ */
+
+struct hcase {
+	const char *name;
+	bool (*fn)(void);
+	bool fresh;	/* bring the device up first */
+};
+
+static const struct hcase cases[] = {
+	{ "reg_identity", t_reg_identity, true },
+	{ "reg_readonly_writes", t_reg_readonly_writes, true },
+	{ "reg_narrow_wide_unaligned", t_reg_narrow_wide_unaligned, false },
+	{ "reg_unknown_offsets", t_reg_unknown_offsets, true },
+	{ "reg_dev_ctrl_unknown_bits", t_reg_dev_ctrl_unknown_bits, true },
+	{ "enable_cmdq_log0", t_enable_cmdq_log0, false },
+	{ "enable_cmdq_log11", t_enable_cmdq_log11, false },
+	{ "enable_cmdq_log_huge", t_enable_cmdq_log_huge, false },
+	{ "enable_cmdq_unaligned", t_enable_cmdq_unaligned, false },
+	{ "enable_cmdq_base0", t_enable_cmdq_base0, false },
+	{ "enable_eq_base0", t_enable_eq_base0, false },
+	{ "enable_eq_log17", t_enable_eq_log17, false },
+	{ "enable_eq_unaligned", t_enable_eq_unaligned, false },
+	{ "enable_while_fatal", t_enable_while_fatal, false },
+	{ "config_frozen_when_ready", t_config_frozen_when_ready, true },
+	{ "cmdq_pi_high_bits", t_cmdq_pi_high_bits, true },
+	{ "cmdq_pi_beyond_ring", t_cmdq_pi_beyond_ring, true },
+	{ "cmdq_pi_backwards", t_cmdq_pi_backwards, true },
+	{ "eq0_db_bad", t_eq0_db_bad, true },
+	{ "comp_eq_db_missing", t_comp_eq_db_missing, true },
+	{ "eth_doorbells_without_ring", t_eth_doorbells_without_ring, true },
+	{ "cmdq_ring_outside_ram", t_cmdq_ring_outside_ram, false },
+	{ "cmdq_ring_on_own_bar0", t_cmdq_ring_on_own_bar0, false },
+	{ "eq0_outside_ram", t_eq0_outside_ram, false },
+	{ "eq0_on_own_bar2", t_eq0_on_own_bar2, false },
+	{ "eq0_overflow", t_eq0_overflow, false },
+	{ "bus_master_off", t_bus_master_off, true },
+	{ "reset_mid_command", t_reset_mid_command, true },
+	{ "reg_random_sweep", t_reg_random_sweep, true },
+	{ "cmd_bad_opcodes", t_cmd_bad_opcodes, true },
+	{ "cmd_rsvd0", t_cmd_rsvd0, true },
+	{ "cmd_rsvd1", t_cmd_rsvd1, true },
+	{ "cmd_out_addr_no_len", t_cmd_out_addr_no_len, true },
+	{ "cmd_in_len_huge", t_cmd_in_len_huge, true },
+	{ "cmd_out_len_huge", t_cmd_out_len_huge, true },
+	{ "cmd_in_len_wrong", t_cmd_in_len_wrong, true },
+	{ "cmd_out_len_short", t_cmd_out_len_short, true },
+	{ "cmd_mailbox_outside_ram", t_cmd_mailbox_outside_ram, true },
+	{ "cmd_mailbox_wraps", t_cmd_mailbox_wraps, true },
+	{ "cmd_mailbox_on_own_bar0", t_cmd_mailbox_on_own_bar0, true },
+	{ "cmd_output_outside_ram", t_cmd_output_outside_ram, true },
+	{ "cmd_output_on_own_bars", t_cmd_output_on_own_bars, true },
+	{ "cmd_output_over_own_entry", t_cmd_output_over_own_entry, true },
+	{ "cmd_port_fields", t_cmd_port_fields, true },
+	{ "cmd_eth_ring_outside_ram", t_cmd_eth_ring_outside_ram, true },
+	{ "cmd_eth_tx_bad_descriptors", t_cmd_eth_tx_bad_descriptors, true },
+	{ "cmd_uar_exhaustion", t_cmd_uar_exhaustion, true },
+	{ "cmd_gid_fields", t_cmd_gid_fields, true },
+	{ "cmd_eq_fields", t_cmd_eq_fields, true },
+	{ "cmd_eq_exhaustion", t_cmd_eq_exhaustion, true },
+	{ "pd_double_destroy", t_pd_double_destroy, true },
+	{ "pd_destroy_with_live_mr", t_pd_destroy_with_live_mr, true },
+	{ "mr_stale_key", t_mr_stale_key, true },
+	{ "mr_fields", t_mr_fields, true },
+	{ "mr_page_list", t_mr_page_list, true },
+	{ "mr_huge_two_level", t_mr_huge_two_level, true },
+	{ "cq_fields", t_cq_fields, true },
+	{ "destroy_in_use", t_destroy_in_use, true },
+	{ "qp_fields", t_qp_fields, true },
+	{ "modify_qp_bad", t_modify_qp_bad, false },
+	{ "qp_use_after_destroy", t_qp_use_after_destroy, false },
+	{ "wqe_bad_opcode", t_wqe_bad_opcode, false },
+	{ "wqe_unknown_flags", t_wqe_unknown_flags, false },
+	{ "wqe_num_sge_huge", t_wqe_num_sge_huge, false },
+	{ "wqe_num_sge_beyond_stride", t_wqe_num_sge_beyond_stride, false },
+	{ "wqe_bad_lkey", t_wqe_bad_lkey, false },
+	{ "wqe_length_overflow", t_wqe_length_overflow, false },
+	{ "wqe_message_too_long", t_wqe_message_too_long, false },
+	{ "wqe_sge_address_wraps", t_wqe_sge_address_wraps, false },
+	{ "wqe_inline_too_long", t_wqe_inline_too_long, false },
+	{ "wqe_inline_read", t_wqe_inline_read, false },
+	{ "wqe_then_flush", t_wqe_then_flush, false },
+	{ "sq_ring_outside_ram", t_sq_ring_outside_ram, false },
+	{ "cq_ring_outside_ram", t_cq_ring_outside_ram, false },
+	{ "db_rejected", t_db_rejected, false },
+	{ "db_backwards_and_reset_qp", t_db_backwards_and_reset_qp, false },
+	{ "db_flood", t_db_flood, false },
+	{ "db_random_everything", t_db_random_everything, true },
+	{ "cmd_random_entries", t_cmd_random_entries, true },
+	{ "rdma_random_commands", t_rdma_random_commands, false },
+};
+
+/* ---- setup ------------------------------------------------------------------ */
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = write(fd, s, strlen(s)) == (ssize_t)strlen(s) ? 0 : -1;
+	close(fd);
+	return rc;
+}
+
+static int find_device(void)
+{
+	DIR *d = opendir("/sys/bus/pci/devices");
+	struct dirent *e;
+	char p[400], buf[32];
+	int found = 0;
+
+	if (!d)
+		return -1;
+	while (!found && (e = readdir(d))) {
+		unsigned int ven = 0, dev = 0;
+		FILE *f;
+
+		snprintf(p, sizeof(p), "/sys/bus/pci/devices/%s/vendor", e->d_name);
+		f = fopen(p, "r");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f))
+			ven = strtoul(buf, NULL, 0);
+		fclose(f);
+		snprintf(p, sizeof(p), "/sys/bus/pci/devices/%s/device", e->d_name);
+		f = fopen(p, "r");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f))
+			dev = strtoul(buf, NULL, 0);
+		fclose(f);
+		if (ven == OHCA_PCI_VENDOR_ID && dev == OHCA_PCI_DEVICE_ID) {
+			snprintf(pci_dir, sizeof(pci_dir), "/sys/bus/pci/devices/%s",
+				 e->d_name);
+			found = 1;
+		}
+	}
+	closedir(d);
+	return found ? 0 : -1;
+}
+
+static void *map_bar(int bar, size_t len, uint64_t *bus)
+{
+	char p[400];
+	FILE *f;
+	unsigned long long start = 0, end, flags;
+	void *m;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/resource", pci_dir);
+	f = fopen(p, "r");
+	if (!f)
+		return NULL;
+	for (int i = 0; i <= bar; i++)
+		if (fscanf(f, "%llx %llx %llx", &start, &end, &flags) != 3)
+			start = 0;
+	fclose(f);
+	*bus = start;
+	snprintf(p, sizeof(p), "%s/resource%d", pci_dir, bar);
+	fd = open(p, O_RDWR | O_SYNC);
+	if (fd < 0)
+		return NULL;
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+static int setup_dma(void)
+{
+	int fd;
+
+	pages = mmap(NULL, (size_t)NPAGES * PG, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_LOCKED | MAP_POPULATE, -1, 0);
+	if (pages == MAP_FAILED)
+		return -1;
+	memset(pages, 0, (size_t)NPAGES * PG);
+	fd = open("/proc/self/pagemap", O_RDONLY);
+	if (fd < 0)
+		return -1;
+	for (int i = 0; i < NPAGES; i++) {
+		uint64_t ent;
+		off_t off = (off_t)(((uintptr_t)pages / PG) + i) * 8;
+
+		if (pread(fd, &ent, 8, off) != 8 || !(ent & (1ull << 63)) ||
+		    !(ent & ((1ull << 55) - 1))) {
+			close(fd);
+			return -1;
+		}
+		page_bus[i] = (ent & ((1ull << 55) - 1)) * PG;
+	}
+	close(fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char p[450];
+	unsigned int seed = 1;
+	int opt, pass = 0, fail = 0;
+	uint16_t cmdreg;
+	int fd;
+
+	while ((opt = getopt(argc, argv, "vls:")) != -1) {
+		switch (opt) {
+		case 'v': verbose = 1; break;
+		case 's': seed = strtoul(optarg, NULL, 0); break;
+		case 'l':
+			for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+				printf("%s\n", cases[i].name);
+			return 0;
+		default:
+			fprintf(stderr, "usage: %s [-v] [-l] [-s seed] [case...]\n", argv[0]);
+			return 2;
+		}
+	}
+	srandom(seed);
+	if (find_device()) {
+		fprintf(stderr, "ohca_hostile: no ohca PCI function\n");
+		return 2;
+	}
+	snprintf(p, sizeof(p), "%s/driver/unbind", pci_dir);
+	if (access(p, W_OK) == 0 && write_str(p, strrchr(pci_dir, '/') + 1)) {
+		fprintf(stderr, "ohca_hostile: cannot unbind the driver\n");
+		return 2;
+	}
+	snprintf(p, sizeof(p), "%s/enable", pci_dir);
+	write_str(p, "1");
+	snprintf(p, sizeof(p), "%s/config", pci_dir);
+	fd = open(p, O_RDWR);
+	if (fd < 0 || pread(fd, &cmdreg, 2, 4) != 2) {
+		fprintf(stderr, "ohca_hostile: config space: %s\n", strerror(errno));
+		return 2;
+	}
+	cmdreg |= 6;	/* memory space, bus master */
+	if (pwrite(fd, &cmdreg, 2, 4) != 2)
+		return 2;
+	close(fd);
+	bar0 = map_bar(OHCA_BAR_REGS, OHCA_REGS_BAR_SIZE, &bar0_bus);
+	bar2 = map_bar(OHCA_BAR_DB, OHCA_DB_BAR_SIZE, &bar2_bus);
+	if (!bar0 || !bar2 || setup_dma()) {
+		fprintf(stderr, "ohca_hostile: cannot map the BARs or DMA memory\n");
+		return 2;
+	}
+	if (verbose)
+		printf("device %s BAR0 %#llx BAR2 %#llx, DMA page 0 at %#llx\n",
+		       pci_dir, (unsigned long long)bar0_bus,
+		       (unsigned long long)bar2_bus, (unsigned long long)page_bus[0]);
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct hcase *c = &cases[i];
+		bool ok, want = optind >= argc;
+
+		for (int a = optind; a < argc; a++)
+			want |= strcmp(argv[a], c->name) == 0;
+		if (!want)
+			continue;
+		fail_msg[0] = 0;
+		ok = (!c->fresh || bring_up()) && c->fn();
+		if (ok) {
+			printf("PASS %s\n", c->name);
+			pass++;
+		} else {
+			printf("FAIL %s: %s\n", c->name, fail_msg);
+			fail++;
+		}
+		fflush(stdout);
+	}
+	/* Leave the device as the driver expects it. */
+	if (!dev_reset()) {
+		printf("FAIL final_reset: no RESET_DONE\n");
+		fail++;
+	}
+	printf("ohca_hostile: %d passed, %d failed\n", pass, fail);
+	return fail ? 1 : 0;
+}
