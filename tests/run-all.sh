@@ -53,6 +53,9 @@ stage userspace-abi userspace make --no-print-directory -C userspace check
 stage rootfs "" make --no-print-directory rootfs
 stage integration qemu,kernel,userspace,rootfs \
 	/usr/bin/python3 -m pytest -v -rA tests/integration
+# QEMU built with ASan + UBSan (about 9 minutes once, cached) and the
+# device-facing integration tests, the hostile guest among them, on it.
+stage asan qemu,kernel,userspace,rootfs bash tests/asan/run.sh
 # The debug kernel (KASAN, lockdep, kmemleak, debug objects, KUnit): built
 # once (about 13 minutes on 2 cores), cached in ~/.cache/ohca. Then the
 # smoke tests and the driver's KUnit suites in VMs booted with it.
