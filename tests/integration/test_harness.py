@@ -46,6 +46,25 @@ def test_scan_kernel_log():
     assert ohcavm.scan_kernel_log(text, allow=r"drivers/x\.c|Call Trace|KASAN") == []
 
 
+def test_sanitizer_reports(tmp_path):
+    """The ASan build's log files: a report counts, the coroutine warning
+    and an empty log do not; a report on QEMU's stderr counts too."""
+    d = str(tmp_path)
+    assert ohcavm.sanitizer_reports(d) == []
+    (tmp_path / "sanitizer.1").write_text(
+        "==1==WARNING: ASan doesn't fully support makecontext/swapcontext functions\n")
+    (tmp_path / "sanitizer.2").write_text("")
+    assert ohcavm.sanitizer_reports(d) == []
+    assert len(ohcavm.sanitizer_reports(d, "hw/ohca/ohca.c:12:3: runtime error: shift\n")) == 1
+    (tmp_path / "sanitizer.3").write_text(
+        "==3==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x6\n")
+    reps = ohcavm.sanitizer_reports(d)
+    assert len(reps) == 1 and reps[0].startswith("sanitizer.3")
+    env = ohcavm.sanitizer_env(d)
+    assert "halt_on_error=1" in env["ASAN_OPTIONS"]
+    assert f"log_path={d}/sanitizer" in env["UBSAN_OPTIONS"]
+
+
 def test_scan_kernel_log_debug_kernel():
     """Boot banners of the debug kernel are no problems, its reports are."""
     banners = ("[    2.2] rcu: \tRCU lockdep checking is enabled.\n"
