@@ -1,0 +1,88 @@
+"""RC through a faulty wire between two VMs (tests/wire/ohca_wire between
+the two dgram netdevs): ohca_rc_integrity checks every byte and completion
+at 5 % loss of RoCE frames and with duplication, reordering and delay; the
+device's hw counters
+(/sys/class/infiniband/ohca0/ports/1/hw_counters) must show the recovery.
+GID index 1 is the port's RoCEv2 GID for its IPv4 address."""
+
+import re
+
+import pytest
+
+from vmtest import assert_ok
+
+pytestmark = pytest.mark.ohca_only
+
+ITERS = 12
+
+SERVER = r"""
+ohca_barrier up || exit 1
+timeout 300 /share/ohca_rc_integrity -d "$OHCA_IBDEV" -g 1 -p 18700 -t 240 > /tmp/srv.log 2>&1
+rc=$?
+tail -n 5 /tmp/srv.log
+{counters}
+exit $rc
+"""
+
+CLIENT = r"""
+ohca_barrier up || exit 1
+ohca_retry 30 timeout 300 /share/ohca_rc_integrity -d "$OHCA_IBDEV" -g 1 -p 18700 -t 240 \
+	-n {iters} -s {seed} "$OHCA_PEER_IP" > /tmp/cli.log 2>&1
+rc=$?
+tail -n 5 /tmp/cli.log
+{counters}
+exit $rc
+"""
+
+COUNTERS = r"""
+for f in /sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters/*; do
+	echo "COUNTER $(basename "$f") $(cat "$f")"
+done
+"""
+
+# Not yet here (docs/wire.md): 20 % loss ends in RETRY_EXC_ERR (go-back-N
+# of a 256-packet window rarely gets a whole window through), 1 % loss
+# drops nothing in this short run with seed 1, corruption is unverified.
+CASES = {
+    "loss5": {"loss": 0.05},
+    "dup_reorder": {"dup": 0.03, "reorder": 0.03, "delay": 0.02, "delay_us": 3000},
+}
+
+
+def counters(output):
+    return {m[1]: int(m[2]) for m in re.finditer(r"^COUNTER (\w+) (\d+)$", output, re.M)}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_rc_integrity_through_faults(vm_cluster, case):
+    faults = dict(CASES[case], seed=1)
+    c = vm_cluster(nvms=2, wire=faults)
+    c.start({0: SERVER.replace("{counters}", COUNTERS),
+             1: CLIENT.replace("{counters}", COUNTERS).replace("{iters}", str(ITERS))
+                      .replace("{seed}", "7")})
+    server, client = c.wait(600)
+    wire = c.stop_fault_wire()
+    print(f"{case}: wire {wire}")
+    assert_ok([server, client])
+    assert re.search(r"ohca_rc_integrity: PASS role=client .*iterations=%d/" % ITERS,
+                     client.output), client.report()
+    assert re.search(r"ohca_rc_integrity: PASS role=server", server.output), server.report()
+    cs, cc = counters(server.output), counters(client.output)
+    assert "rc_retrans_pkts" in cs and "roce_icrc_errors" in cc, server.report()
+    total = {k: cs.get(k, 0) + cc.get(k, 0) for k in set(cs) | set(cc)}
+    print(f"{case}: counters (both VMs) {dict(sorted(total.items()))}")
+    assert wire is not None
+    made = {k: wire["a_to_b"][k] + wire["b_to_a"][k] for k in wire["a_to_b"]}
+    assert total["roce_tx_pkts"] > 0 and total["roce_rx_pkts"] > 0
+    if made["dropped"]:
+        assert total["rc_retrans_pkts"] > 0, (made, total)
+        assert total["rc_local_ack_timeouts"] + total["rc_seq_naks_rcvd"] > 0, total
+    if made["corrupted"]:
+        assert total["roce_icrc_errors"] > 0, (made, total)
+    if made["duplicated"]:
+        assert total["rc_dup_requests"] + total["rc_stale_responses"] > 0, (made, total)
+    if case.startswith("loss") or case == "corrupt":
+        assert made["dropped"] + made["corrupted"] > 0, made  # the faults happened
+    if case == "dup_reorder":
+        assert made["duplicated"] > 0 and made["reordered"] > 0, made
+    assert total["rc_retry_exceeded"] == 0 and total["rc_error_naks_sent"] == 0, total
