@@ -389,9 +389,7 @@ TEST_P(LossyWireTest, EveryByteOnceAndCountersMove) {
             a.post_send(side[0].qp, rdma(OHCA_WR_RDMA_WRITE, i, off, kLen));
             break;
         default:
-            // READs under loss are covered by LossTest (rdma_wire_test.cpp);
-            // here a second WRITE, until READ retransmission is reworked.
-            a.post_send(side[0].qp, rdma(OHCA_WR_RDMA_WRITE, i, off, kLen));
+            a.post_send(side[0].qp, rdma(OHCA_WR_RDMA_READ, i, off, kLen));
             break;
         }
     }
@@ -424,7 +422,9 @@ TEST_P(LossyWireTest, EveryByteOnceAndCountersMove) {
     const ohca_query_stats_out sa = a.stats(), sb = b.stats();
     EXPECT_EQ(made.drop, c.loss > 0);
     EXPECT_EQ(made.corrupt, c.corrupt > 0);
-    if (made.drop || made.corrupt) {
+    // A lost ACK may be covered by the next one, so a few drops need not
+    // cost a retransmission; at 5 % and more some always do.
+    if (c.loss >= 50 || made.corrupt) {
         EXPECT_GT(sa.rc_retrans_pkts, 0u);
         EXPECT_GT(sa.rc_retrans_events, 0u);
     }
@@ -436,7 +436,7 @@ TEST_P(LossyWireTest, EveryByteOnceAndCountersMove) {
     } else {
         EXPECT_EQ(sa.roce_icrc_errors + sb.roce_icrc_errors, 0u);
     }
-    if (made.drop) {
+    if (c.loss >= 50) {
         EXPECT_GT(sb.rc_out_of_seq_dropped + sa.rc_local_ack_timeouts, 0u);
     }
 }
