@@ -164,3 +164,31 @@ def test_rc_integrity_loopback(vm_run):
                              rf"\S+ iterations={INTEGRITY_ITERS}/", r.output, re.M), r.report()
     assert "FAIL" not in r.output, r.report()
 
+
+INTEGRITY_TWO_VM = r"""
+rc=0
+ip link set "$OHCA_IFACE" mtu 9000 || exit 1
+ohca_barrier mtu || exit 1
+for mtu in {mtus}; do
+	port=$((19800 + mtu / 256))
+	if [ "$OHCA_VM_INDEX" = 0 ]; then
+		/share/ohca_rc_integrity -d ohca0 -g {gid} -p $port || rc=1
+	else
+		/share/ohca_rc_integrity -d ohca0 -g {gid} -p $port -n {iters} -M $mtu "$OHCA_PEER_IP" || rc=1
+	fi
+done
+exit $rc
+"""
+
+
+def test_rc_integrity_two_vms(vm_run):
+    """ohca_rc_integrity between two VMs over the wire (server in vm0,
+    client in vm1) at path MTUs 256, 1024 and 4096."""
+    script = INTEGRITY_TWO_VM.format(mtus=" ".join(map(str, INTEGRITY_MTUS)), gid=GID,
+                                     iters=INTEGRITY_ITERS)
+    server, client = vm_run({0: script, 1: script}, nvms=2, timeout=900)
+    assert_ok([server, client])
+    for role, r in (("server", server), ("client", client)):
+        for mtu in INTEGRITY_MTUS:
+            assert re.search(rf"^ohca_rc_integrity: PASS role={role} mtu={mtu} "
+                             rf"\S+ iterations={INTEGRITY_ITERS}/", r.output, re.M), r.report()
