@@ -28,4 +28,4 @@ for t in "${tests[@]}"; do
 	f=${t%%::*}
 	[ -f "tests/integration/$f" ] && sel+=("tests/integration/$t")
 done
-exec /usr/bin/python3 -m pytest -v -rA -p no:cacheprovider "${sel[@]}"
+exec /usr/bin/python3 -m pytest -v -rA "${sel[@]}"
