@@ -10,7 +10,7 @@ PYTHON := /usr/bin/python3
 export OHCA_CACHE ?= $(HOME)/.cache/ohca
 
 .PHONY: all deps build qemu qemu-asan test-asan engine engine-test kernel \
-	userspace rootfs firmware-interface-test test demo vm fuzz coverage \
+	userspace rootfs firmware-interface firmware-interface-test test demo vm fuzz coverage \
 	bench clean wire wire-test
 
 all: build
@@ -18,7 +18,7 @@ all: build
 deps:
 	@bash tests/deps.sh
 
-build: qemu kernel userspace
+build: firmware-interface qemu kernel userspace
 
 qemu: deps
 	@bash qemu-device/build.sh
@@ -66,6 +66,10 @@ wire:
 
 wire-test:
 	@$(MAKE) --no-print-directory -C tests/wire test
+
+# ohca_fwif.py: the interface for Python tools, generated from the headers.
+firmware-interface:
+	@$(MAKE) -C firmware-interface python
 
 firmware-interface-test:
 	@$(MAKE) -C firmware-interface test

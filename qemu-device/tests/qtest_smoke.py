@@ -23,17 +23,41 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# Constants of the interface (firmware-interface/include/ohca/*.h).
-VENDOR, DEVICE = 0x1AF4, 0x10F0
-REG_MAGIC, REG_ABI, REG_CAPS, REG_DEV_CTRL, REG_DEV_STATUS = 0x0, 0x4, 0xC, 0x20, 0x24
-REG_FATAL, REG_ERR = 0x28, 0x2C
-REG_CMDQ_LO, REG_CMDQ_HI, REG_CMDQ_LOG, REG_CMDQ_PI, REG_CMDQ_CI = 0x40, 0x44, 0x48, 0x4C, 0x50
-REG_EQ_LO, REG_EQ_HI, REG_EQ_LOG, REG_EQ_DB = 0x60, 0x64, 0x68, 0x6C
-REG_TX_PI, REG_RX_PI, REG_IRQ_MASK, REG_PORT = 0x80, 0x84, 0x88, 0xA0
-ST_READY, ST_FATAL, ST_RESET_DONE = 1, 2, 4
-CMD_QUERY_DEVICE, CMD_CREATE_ETH_RING, CMD_ALLOC_UAR, CMD_QUERY_STATS = 0x01, 0x04, 0x06, 0x0A
-EQ_ARM = 1 << 31
+# The interface, generated from firmware-interface/include/ohca by
+# firmware-interface/tools/gen_python.py (make firmware-interface-test).
+if not os.path.isfile(os.path.join(TOP, "build", "firmware-interface", "ohca_fwif.py")):
+    subprocess.run(["make", "-s", "-C", os.path.join(TOP, "firmware-interface"), "python"],
+                   stdout=sys.stderr, check=True)
+sys.path.insert(0, os.path.join(TOP, "build", "firmware-interface"))
+import ohca_fwif as fw  # noqa: E402
 
+SZ, OFF = fw.SIZEOF, fw.OFFSETOF
+VENDOR, DEVICE = fw.OHCA_PCI_VENDOR_ID, fw.OHCA_PCI_DEVICE_ID
+REG_MAGIC, REG_ABI, REG_CAPS = fw.OHCA_REG_MAGIC, fw.OHCA_REG_ABI_VERSION, fw.OHCA_REG_CAPS
+REG_DEV_CTRL, REG_DEV_STATUS = fw.OHCA_REG_DEV_CTRL, fw.OHCA_REG_DEV_STATUS
+REG_ERR = fw.OHCA_REG_ERR_COUNT
+REG_CMDQ_LO, REG_CMDQ_LOG = fw.OHCA_REG_CMDQ_BASE_LO, fw.OHCA_REG_CMDQ_LOG_SIZE
+REG_CMDQ_PI, REG_CMDQ_CI = fw.OHCA_REG_CMDQ_PI, fw.OHCA_REG_CMDQ_CI
+REG_EQ_LO, REG_EQ_LOG, REG_EQ_DB = fw.OHCA_REG_EQ0_BASE_LO, fw.OHCA_REG_EQ0_LOG_SIZE, fw.OHCA_REG_EQ0_DB
+REG_TX_PI, REG_RX_PI = fw.OHCA_REG_ETH_TX_PI, fw.OHCA_REG_ETH_RX_PI
+REG_IRQ_MASK, REG_PORT = fw.OHCA_REG_ETH_IRQ_MASK, fw.OHCA_REG_PORT_STATUS
+ST_READY, ST_RESET_DONE = fw.OHCA_DEV_STATUS_READY, fw.OHCA_DEV_STATUS_RESET_DONE
+EQ_ARM = fw.OHCA_EQ_DB_ARM
+DEVICE_OUT, STATS_OUT = SZ["ohca_query_device_out"], SZ["ohca_query_stats_out"]
+CMD_FMT, EQE_FMT, ETH_DESC_FMT = "<HHBBHIHHQQ", "<BBHIII", "<QHHI"
+SEND_WQE_FMT, RECV_WQE_FMT = "<QBBBBIQII32xQII", "<QB7xQII"  # one SGE after the header
+CQE_FMT = "<QIIIIBBBBHBB"
+QP_ATTR_FMT, AV_FMT = "<10BHIIIII", "<16s6sHIBBBB"
+assert struct.calcsize(CMD_FMT) + fw.OHCA_CMD_INLINE_MAX == SZ["ohca_cmd"]
+assert struct.calcsize(EQE_FMT) == SZ["ohca_eqe"]
+assert struct.calcsize(ETH_DESC_FMT) == SZ["ohca_eth_desc"]
+assert struct.calcsize(SEND_WQE_FMT) == SZ["ohca_send_wqe"] + SZ["ohca_sge"]
+assert struct.calcsize(RECV_WQE_FMT) == SZ["ohca_recv_wqe"] + SZ["ohca_sge"]
+assert struct.calcsize(CQE_FMT) == SZ["ohca_cqe"]
+assert struct.calcsize(QP_ATTR_FMT) == OFF["ohca_qp_attr"]["av"]
+assert struct.calcsize(AV_FMT) == SZ["ohca_av"]
+
+# Where this test places things in the 128 MiB guest's address space.
 BAR0, BAR2, BAR4 = 0xE0000000, 0xE0100000, 0xE0200000
 EQ, CMDQ, OUT, TXR, RXR, BUF = 0x100000, 0x110000, 0x120000, 0x130000, 0x140000, 0x150000
 MBOX, RDMA = 0x160000, 0x200000  # command mailbox; RDMA rings and buffers
@@ -172,13 +196,14 @@ def run(q, wire, udp_local):
     print("PCI identity")
     ids = q.cfg_read(slot, 0)
     check(ids == (DEVICE << 16) | VENDOR, f"vendor:device {ids & 0xffff:04x}:{ids >> 16:04x}")
-    check(q.cfg_read(slot, 8) >> 8 == 0x020000, "class 0x0200, prog-if 0")
-    check(q.cfg_read(slot, 8) & 0xFF == 1, "revision 1")
-    check(q.cfg_read(slot, 0x2C) == (0x0001 << 16) | 0x1AF4, "subsystem 1af4:0001")
+    check(q.cfg_read(slot, 8) >> 8 == fw.OHCA_PCI_CLASS << 8, "class 0x0200, prog-if 0")
+    check(q.cfg_read(slot, 8) & 0xFF == fw.OHCA_PCI_REVISION, "revision")
+    check(q.cfg_read(slot, 0x2C) == (fw.OHCA_PCI_SUBSYS_ID << 16) | fw.OHCA_PCI_SUBSYS_VENDOR_ID,
+          "subsystem ids")
 
     print("BARs")
     sizes = {}
-    for bar, base in ((0, BAR0), (2, BAR2), (4, BAR4)):
+    for bar, base in ((fw.OHCA_BAR_REGS, BAR0), (fw.OHCA_BAR_DB, BAR2), (fw.OHCA_BAR_MSIX, BAR4)):
         reg = 0x10 + 4 * bar
         q.cfg_write(slot, reg, 0xFFFFFFFF)
         q.cfg_write(slot, reg + 4, 0xFFFFFFFF)
@@ -188,9 +213,9 @@ def run(q, wire, udp_local):
         sizes[bar] = size
         q.cfg_write(slot, reg, base)
         q.cfg_write(slot, reg + 4, 0)
-    check(sizes[0] == 0x4000, f"BAR0 16 KiB ({sizes[0]:#x})")
-    check(sizes[2] == 0x100000, f"BAR2 1 MiB ({sizes[2]:#x})")
-    check(sizes[4] == 0x1000, f"BAR4 4 KiB ({sizes[4]:#x})")
+    check(sizes[0] == fw.OHCA_REGS_BAR_SIZE, f"BAR0 size ({sizes[0]:#x})")
+    check(sizes[2] == fw.OHCA_DB_BAR_SIZE, f"BAR2 size ({sizes[2]:#x})")
+    check(sizes[4] == fw.OHCA_MSIX_BAR_SIZE, f"BAR4 size ({sizes[4]:#x})")
     q.cfg_write(slot, 0x4, 0x6)  # memory space + bus master
 
     print("MSI-X")
@@ -204,10 +229,10 @@ def run(q, wire, udp_local):
         cap = (v >> 8) & 0xFF
     check(msix is not None, "MSI-X capability present")
     ctrl = q.cfg_read(slot, msix) >> 16
-    check((ctrl & 0x7FF) + 1 == 8, f"8 vectors ({(ctrl & 0x7ff) + 1})")
+    check((ctrl & 0x7FF) + 1 == fw.OHCA_NUM_MSIX, f"vectors ({(ctrl & 0x7ff) + 1})")
     table = q.cfg_read(slot, msix + 4)
     check(table & 7 == 4, "table in BAR4")
-    for v in range(8):
+    for v in range(fw.OHCA_NUM_MSIX):
         e = BAR4 + (table & ~7) + 16 * v
         q.writel(e, MSI_ADDR + 4 * v)
         q.writel(e + 4, 0)
@@ -219,13 +244,13 @@ def run(q, wire, udp_local):
         return struct.unpack("<I", q.read(MSI_ADDR + 4 * v, 4))[0]
 
     print("registers")
-    check(q.readl(BAR0 + REG_MAGIC) == 0x4143484F, "MAGIC")
-    check(q.readl(BAR0 + REG_ABI) == 0x00010001, "ABI_VERSION 1.1")
+    check(q.readl(BAR0 + REG_MAGIC) == fw.OHCA_MAGIC, "MAGIC")
+    check(q.readl(BAR0 + REG_ABI) == fw.OHCA_ABI_VERSION, "ABI_VERSION")
     check(q.readl(BAR0 + REG_CAPS) == 0x7, "CAPS")
     check(q.readl(BAR0 + REG_PORT) == 1, "PORT_STATUS link up")
 
     print("bring-up")
-    q.writel(BAR0 + REG_DEV_CTRL, 2)
+    q.writel(BAR0 + REG_DEV_CTRL, fw.OHCA_DEV_CTRL_RESET)
     check(q.readl(BAR0 + REG_DEV_STATUS) == ST_RESET_DONE, "RESET_DONE")
     q.write(EQ, bytes(16 * 16))
     q.writel(BAR0 + REG_EQ_LO, EQ)
@@ -233,7 +258,7 @@ def run(q, wire, udp_local):
     q.writel(BAR0 + REG_EQ_DB, EQ_ARM)
     q.writel(BAR0 + REG_CMDQ_LO, CMDQ)
     q.writel(BAR0 + REG_CMDQ_LOG, 3)
-    q.writel(BAR0 + REG_DEV_CTRL, 1)
+    q.writel(BAR0 + REG_DEV_CTRL, fw.OHCA_DEV_CTRL_ENABLE)
     check(q.readl(BAR0 + REG_DEV_STATUS) == ST_READY, "READY")
     check(q.readb(BAR0 + REG_MAGIC) == 0, "byte read reads 0")
     q.writel(BAR0 + REG_MAGIC, 0)
@@ -246,22 +271,23 @@ def run(q, wire, udp_local):
     def command(opcode, inline=b"", out_len=0, out_addr=0):
         slot_ = state["pi"] & 7
         in_addr, body = 0, inline
-        if len(inline) > 32:  # mailbox
+        if len(inline) > fw.OHCA_CMD_INLINE_MAX:  # mailbox
             q.write(MBOX, inline)
             in_addr, body = MBOX, b""
-        entry = struct.pack("<HHBBHIHHQQ", opcode, 0x55 + state["pi"], 0, 0, len(inline), 0,
-                            out_len, 0, in_addr, out_addr) + body.ljust(32, b"\0")
+        entry = struct.pack(CMD_FMT, opcode, 0x55 + state["pi"], 0, 0, len(inline), 0,
+                            out_len, 0, in_addr, out_addr) + body.ljust(fw.OHCA_CMD_INLINE_MAX, b"\0")
         q.write(CMDQ + 64 * slot_, entry)
         state["pi"] += 1
         q.writel(BAR0 + REG_CMDQ_PI, state["pi"])
         ok = wait_for(lambda: q.readl(BAR0 + REG_CMDQ_CI) == state["pi"])
         check(ok, f"command {opcode:#x} consumed (CI advanced)")
         e = q.read(CMDQ + 64 * slot_, 64)
-        status, syndrome = e[4], struct.unpack_from("<I", e, 8)[0]
+        status = e[OFF["ohca_cmd"]["status"]]
+        syndrome = struct.unpack_from("<I", e, OFF["ohca_cmd"]["syndrome"])[0]
         eqe = q.read(EQ + 16 * (state["eq"] & 15), 16)
-        typ, flags, code, p0, p1, p2 = struct.unpack("<BBHIII", eqe)
+        typ, flags, code, p0, p1, p2 = struct.unpack(EQE_FMT, eqe)
         owner = 0 if (state["eq"] >> 4) & 1 else 1  # flips on every wrap of the 16 entries
-        check(typ == 1 and flags & 1 == owner and code == status and p0 == 0x55 + state["pi"] - 1
+        check(typ == fw.OHCA_EQE_CMD_DONE and flags & fw.OHCA_EQE_OWNER == owner and code == status and p0 == 0x55 + state["pi"] - 1
               and p2 == slot_, f"CMD_DONE event for {opcode:#x}")
         state["eq"] += 1
         q.writel(BAR0 + REG_EQ_DB, state["eq"] | EQ_ARM)
@@ -269,45 +295,46 @@ def run(q, wire, udp_local):
 
     print("commands")
     before = msi(0)
-    st, _ = command(CMD_QUERY_DEVICE, out_len=160, out_addr=OUT)
+    st, _ = command(fw.OHCA_CMD_QUERY_DEVICE, out_len=DEVICE_OUT, out_addr=OUT)
     check(st == 0, "QUERY_DEVICE OK")
-    out = q.read(OUT, 160)
-    fw, hw, guid = struct.unpack_from("<IIQ", out, 0)
-    part = struct.unpack_from("<I", out, 44)[0]
+    out = q.read(OUT, DEVICE_OUT)
+    guid = struct.unpack_from("<Q", out, OFF["ohca_query_device_out"]["node_guid"])[0]
+    part = struct.unpack_from("<I", out, OFF["ohca_query_device_out"]["vendor_part_id"])[0]
     check(guid == 0x000000FFFE000001, f"node GUID is the MAC's EUI-64 ({guid:#018x})")
-    check(part == 0x10F0, "vendor_part_id")
+    check(part == DEVICE, "vendor_part_id")
     check(msi(0) == 0xA000 and before == 0, "MSI-X vector 0 delivered")
     st, syn = command(0x7F)
-    check(st == 1 and syn == 0x7F, "bad opcode -> BAD_OPCODE")
-    st, syn = command(CMD_QUERY_DEVICE, out_len=160, out_addr=0xFFFFFFF000)
-    check(st == 4 and syn == 1, "output outside RAM -> BAD_ADDR(1)")
-    st, _ = command(CMD_ALLOC_UAR, out_len=8, out_addr=OUT)
+    check(st == fw.OHCA_STATUS_BAD_OPCODE and syn == 0x7F, "bad opcode -> BAD_OPCODE")
+    st, syn = command(fw.OHCA_CMD_QUERY_DEVICE, out_len=DEVICE_OUT, out_addr=0xFFFFFFF000)
+    check(st == fw.OHCA_STATUS_BAD_ADDR and syn == 1, "output outside RAM -> BAD_ADDR(1)")
+    st, _ = command(fw.OHCA_CMD_ALLOC_UAR, out_len=SZ["ohca_alloc_uar_out"], out_addr=OUT)
     uar = struct.unpack_from("<I", q.read(OUT, 4))[0]
     check(st == 0 and uar == 1, "ALLOC_UAR -> page 1")
     # Owned page, but a 32-bit store names no queue (doorbells are one
     # 64-bit store: queue number low, value high): counted too.
-    q.writel(BAR2 + 0x1000 * uar, 1)
+    q.writel(BAR2 + fw.OHCA_DB_PAGE_SIZE * uar, 1)
 
     print("Ethernet TX")
-    for typ, base in ((0, TXR), (1, RXR)):
-        st, _ = command(CMD_CREATE_ETH_RING, struct.pack("<BBHIQ", typ, 4, 0, 0, base))
+    for typ, base in ((fw.OHCA_ETH_RING_TX, TXR), (fw.OHCA_ETH_RING_RX, RXR)):
+        st, _ = command(fw.OHCA_CMD_CREATE_ETH_RING, struct.pack("<BBHIQ", typ, 4, 0, 0, base))
         check(st == 0, f"CREATE_ETH_RING type {typ}")
     frame = bytes.fromhex("ffffffffffff020000000001" "0806") + bytes(range(28))
     q.write(BUF, frame)
-    q.write(TXR, struct.pack("<QHHI", BUF, len(frame), 0, 0))
+    q.write(TXR, struct.pack(ETH_DESC_FMT, BUF, len(frame), 0, 0))
     q.writel(BAR0 + REG_TX_PI, 1)
     try:
         got, _ = wire.recvfrom(65536)
     except socket.timeout:
         got = b""
-    check(got[: len(frame)] == frame and len(got) == 60, f"frame on the wire, padded to 60 ({len(got)})")
+    check(got[: len(frame)] == frame and len(got) == fw.OHCA_ETH_MIN_FRAME,
+          f"frame on the wire, padded to the minimum ({len(got)})")
     ok = wait_for(lambda: struct.unpack_from("<H", q.read(TXR + 10, 2))[0] == 1)
     check(ok, "TX descriptor DONE")
     check(wait_for(lambda: msi(1) == 0xA001), "MSI-X vector 1 delivered")
 
     print("Ethernet RX")
     q.writel(BAR0 + REG_IRQ_MASK, 0)
-    q.write(RXR, struct.pack("<QHHI", BUF + 0x1000, 2048, 0, 0))
+    q.write(RXR, struct.pack(ETH_DESC_FMT, BUF + 0x1000, 2048, 0, 0))
     q.writel(BAR0 + REG_RX_PI, 1)
     rx = bytes.fromhex("020000000001" "020000000002" "0800") + bytes(50)
     wire.sendto(rx, ("127.0.0.1", udp_local))
@@ -324,17 +351,21 @@ def run(q, wire, udp_local):
             + struct.pack(">HHHH", 49152, 4791, 40, 0) + bytes(32))
     wire.sendto(roce, ("127.0.0.1", udp_local))
     time.sleep(0.3)
-    q.write(RXR + 16, struct.pack("<QHHI", BUF + 0x2000, 2048, 0, 0))
+    q.write(RXR + 16, struct.pack(ETH_DESC_FMT, BUF + 0x2000, 2048, 0, 0))
     q.writel(BAR0 + REG_RX_PI, 2)
     ok = wait_for(lambda: struct.unpack_from("<H", q.read(RXR + 16 + 10, 2))[0] == 1)
     check(ok, "queued frame delivered once a descriptor was posted")
-    st, _ = command(CMD_QUERY_STATS, out_len=128, out_addr=OUT)
-    s = struct.unpack("<16Q", q.read(OUT, 128))
-    check(s[0] == 2, f"eth_rx_frames 2 ({s[0]})")
-    check(s[5] == 1, f"eth_tx_frames 1 ({s[5]})")
-    check(s[8] == 1, f"roce_rx_frames 1 ({s[8]})")
-    check(s[12] == 2, f"reg_errors 2 ({s[12]})")
-    check(s[13] == 2, f"db_errors 2 ({s[13]})")
+    st, _ = command(fw.OHCA_CMD_QUERY_STATS, out_len=STATS_OUT, out_addr=OUT)
+    raw = q.read(OUT, STATS_OUT)
+
+    def stat(name):
+        return struct.unpack_from("<Q", raw, OFF["ohca_query_stats_out"][name])[0]
+
+    check(stat("eth_rx_frames") == 2, f"eth_rx_frames 2 ({stat('eth_rx_frames')})")
+    check(stat("eth_tx_frames") == 1, f"eth_tx_frames 1 ({stat('eth_tx_frames')})")
+    check(stat("roce_rx_frames") == 1, f"roce_rx_frames 1 ({stat('roce_rx_frames')})")
+    check(stat("reg_errors") == 2, f"reg_errors 2 ({stat('reg_errors')})")
+    check(stat("db_errors") == 2, f"db_errors 2 ({stat('db_errors')})")
 
     rdma_loopback(q, command)
 
@@ -343,9 +374,10 @@ def run(q, wire, udp_local):
     check("return" in r, "QMP set_link down")
     check(wait_for(lambda: q.readl(BAR0 + REG_PORT) == 0), "PORT_STATUS down")
     eqe = q.read(EQ + 16 * (state["eq"] & 15), 16)
-    typ, flags, code, p0 = struct.unpack_from("<BBHI", eqe)
+    typ, flags, code, p0 = struct.unpack_from(EQE_FMT[:5], eqe)
     owner = 0 if (state["eq"] >> 4) & 1 else 1
-    check(typ == 2 and flags & 1 == owner and code == 1 and p0 == 1, "PORT_CHANGE(DOWN) event")
+    check(typ == fw.OHCA_EQE_PORT_CHANGE and flags & fw.OHCA_EQE_OWNER == owner
+          and code == fw.OHCA_PORT_DOWN and p0 == 1, "PORT_CHANGE(DOWN) event")
     q.qmp_cmd("set_link", name="n0", up=True)
     check(wait_for(lambda: q.readl(BAR0 + REG_PORT) == 1), "PORT_STATUS up again")
 
@@ -373,66 +405,78 @@ def rdma_loopback(q, command):
         return struct.pack("<QIBBH", addr, len(pages), 12, 1, 0)
 
     def create(opcode, inline=b""):
-        st, _ = command(opcode, inline, out_len=8, out_addr=OUT)
+        st, _ = command(opcode, inline, out_len=SZ["ohca_create_out"], out_addr=OUT)
         return st, struct.unpack_from("<I", q.read(OUT, 4))[0]
 
     q.write(RDMA, bytes(0x22000))
     gid = bytes(10) + b"\xff\xff" + bytes([10, 0, 0, 1])
-    st, _ = command(0x08, struct.pack("<16sHBB6sHI", gid, 0, 1, 1, bytes.fromhex("020000000001"),
-                                      0xFFFF, 0))
+    st, _ = command(fw.OHCA_CMD_ADD_GID,
+                    struct.pack("<16sHBB6sHI", gid, 0, 1, fw.OHCA_GID_TYPE_ROCE_V2_IPV4,
+                                bytes.fromhex("020000000001"), 0xFFFF, 0))
     check(st == 0, "ADD_GID ::ffff:10.0.0.1")
-    st, pd = create(0x12)
+    st, pd = create(fw.OHCA_CMD_CREATE_PD)
     check(st == 0 and pd == 1, "CREATE_PD -> 1")
-    st, cqn = create(0x16, struct.pack("<IIB7x", 0, 0, 4) + pbl(0, [cq_ring]))
+    st, cqn = create(fw.OHCA_CMD_CREATE_CQ, struct.pack("<IIB7x", 0, 0, 4) + pbl(0, [cq_ring]))
     check(st == 0 and cqn == 1, "CREATE_CQ -> 1")
-    st, key = create(0x14, struct.pack("<IIQQII", pd, 7, src, 0x2000, 0, 0) + pbl(1, [src, dst]))
+    access = (fw.OHCA_ACCESS_LOCAL_WRITE | fw.OHCA_ACCESS_REMOTE_WRITE
+              | fw.OHCA_ACCESS_REMOTE_READ)
+    st, key = create(fw.OHCA_CMD_CREATE_MR,
+                     struct.pack("<IIQQII", pd, access, src, 0x2000, 0, 0) + pbl(1, [src, dst]))
     check(st == 0 and key >> 8 == 1, f"CREATE_MR -> key {key:#x}")
     qpn = []
     for i in range(2):
-        st, n = create(0x18, struct.pack("<BBBBB3xIIIIII", 0, 2, 2, 7, 5, pd, cqn, cqn, 0, 64, 0)
-                       + pbl(2 + 2 * i, [sq[i]]) + pbl(3 + 2 * i, [rq[i]]))
+        qp_in = struct.pack("<BBBBB3xIIIIII", fw.OHCA_QPT_RC, 2, 2, fw.OHCA_SQ_LOG_STRIDE_MIN,
+                            fw.OHCA_RQ_LOG_STRIDE_MIN, pd, cqn, cqn, 0, 64, 0)
+        st, n = create(fw.OHCA_CMD_CREATE_QP,
+                       qp_in + pbl(2 + 2 * i, [sq[i]]) + pbl(3 + 2 * i, [rq[i]]))
         qpn.append(n)
     check(qpn == [2, 3], f"CREATE_QP -> {qpn}")
-    av = struct.pack("<16s6sHIBBBB", gid, bytes.fromhex("020000000001"), 0xFFFF, 0, 64, 0, 0, 1)
+    av = struct.pack(AV_FMT, gid, bytes.fromhex("020000000001"), 0xFFFF, 0, 64, 0, 0, 1)
+    TO_INIT = fw.OHCA_QP_STATE | fw.OHCA_QP_ACCESS_FLAGS | fw.OHCA_QP_PKEY_INDEX | fw.OHCA_QP_PORT
+    TO_RTR = (fw.OHCA_QP_STATE | fw.OHCA_QP_AV | fw.OHCA_QP_PATH_MTU | fw.OHCA_QP_RQ_PSN
+              | fw.OHCA_QP_MIN_RNR_TIMER | fw.OHCA_QP_MAX_DEST_RD_ATOMIC | fw.OHCA_QP_DEST_QPN)
+    TO_RTS = (fw.OHCA_QP_STATE | fw.OHCA_QP_TIMEOUT | fw.OHCA_QP_RETRY_CNT | fw.OHCA_QP_RNR_RETRY
+              | fw.OHCA_QP_SQ_PSN | fw.OHCA_QP_MAX_QP_RD_ATOMIC)
     ok = True
     for i in range(2):
         for mask, attr in (
-                (0x39, struct.pack("<10BHIIIII", 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0)),
-                (0x129181, struct.pack("<10BHIIIII", 2, 0, 3, 0, 0, 0, 1, 0, 4, 0, 0, 0,
+                (TO_INIT, struct.pack(QP_ATTR_FMT, fw.OHCA_QPS_INIT, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                      access, 0, 0, 0, 0)),
+                (TO_RTR, struct.pack(QP_ATTR_FMT, fw.OHCA_QPS_RTR, 0, 3, 0, 0, 0, 1, 0, 4, 0, 0, 0,
                                        qpn[1 - i], 100, 0, 0)),
-                (0x12E01, struct.pack("<10BHIIIII", 3, 0, 0, 14, 7, 7, 0, 4, 0, 0, 0, 0, 0, 0,
+                (TO_RTS, struct.pack(QP_ATTR_FMT, fw.OHCA_QPS_RTS, 0, 0, 14, 7, 7, 0, 4, 0, 0, 0, 0, 0, 0,
                                       100, 0))):
-            st, syn = command(0x19, struct.pack("<II", qpn[i], mask) + attr + av)
+            st, syn = command(fw.OHCA_CMD_MODIFY_QP, struct.pack("<II", qpn[i], mask) + attr + av)
             ok = ok and st == 0
     check(ok, "MODIFY_QP RESET -> INIT -> RTR -> RTS (both)")
 
     payload = bytes((i * 7 + 1) & 0xFF for i in range(3000))
     q.write(src, payload)
     # RQ of QP 3: one receive WQE for the SEND.
-    q.write(rq[1], struct.pack("<QB7xQII", 0xBEEF, 1, dst + 3000, 1000, key))
-    q.writeq(BAR2 + OHCA_DB_RQ, (1 << 32) | qpn[1])
+    q.write(rq[1], struct.pack(RECV_WQE_FMT, 0xBEEF, 1, dst + 3000, 1000, key))
+    q.writeq(BAR2 + fw.OHCA_DB_RQ, (1 << 32) | qpn[1])
     # SQ of QP 2: RDMA WRITE of 3000 bytes, then SEND of 500.
-    q.write(sq[0], struct.pack("<QBBBBIQII32xQII", 0x11, 0, 1, 1, 0, 0, dst, key, 0, src, 3000, key))
-    q.write(sq[0] + 128, struct.pack("<QBBBBIQII32xQII", 0x22, 2, 1, 1, 0, 0, 0, 0, 0,
+    sig = fw.OHCA_WQE_SIGNALED
+    q.write(sq[0], struct.pack(SEND_WQE_FMT, 0x11, fw.OHCA_WR_RDMA_WRITE, sig, 1, 0, 0, dst, key, 0, src, 3000, key))
+    q.write(sq[0] + (1 << fw.OHCA_SQ_LOG_STRIDE_MIN),
+            struct.pack(SEND_WQE_FMT, 0x22, fw.OHCA_WR_SEND, sig, 1, 0, 0, 0, 0, 0,
                                      src, 500, key))
-    q.writeq(BAR2 + OHCA_DB_SQ, (2 << 32) | qpn[0])
+    q.writeq(BAR2 + fw.OHCA_DB_SQ, (2 << 32) | qpn[0])
 
     def cqe(i):
-        return struct.unpack("<QIIIIBBBBHBB", q.read(cq_ring + 32 * i, 32))
+        return struct.unpack(CQE_FMT, q.read(cq_ring + SZ["ohca_cqe"] * i, SZ["ohca_cqe"]))
 
     check(wait_for(lambda: cqe(2)[11] == 1), "three CQEs written")
     c = [cqe(i) for i in range(3)]
     by_id = {e[0]: e for e in c}
-    check(by_id.get(0x11, (0,) * 12)[5:7] == (1, 0), "RDMA WRITE completed: opcode, status OK")
-    check(by_id.get(0x22, (0,) * 12)[5:7] == (0, 0), "SEND completed")
+    check(by_id.get(0x11, (0,) * 12)[5:7] == (fw.OHCA_CQE_RDMA_WRITE, fw.OHCA_CQE_SUCCESS), "RDMA WRITE completed: opcode, status OK")
+    check(by_id.get(0x22, (0,) * 12)[5:7] == (fw.OHCA_CQE_SEND, fw.OHCA_CQE_SUCCESS), "SEND completed")
     r = by_id.get(0xBEEF, (0,) * 12)
-    check(r[5:7] == (0x80, 0) and r[1] == 500 and r[3] == qpn[1] and r[4] == qpn[0],
+    check(r[5:7] == (fw.OHCA_CQE_RECV, fw.OHCA_CQE_SUCCESS) and r[1] == 500 and r[3] == qpn[1] and r[4] == qpn[0],
           "RECV completion: byte_len 500, qpn, src_qp")
     check(q.read(dst, 3000) == payload, "written bytes arrived")
     check(q.read(dst + 3000, 500) == payload[:500], "sent bytes arrived")
 
-
-OHCA_DB_SQ, OHCA_DB_RQ = 0x00, 0x08
 
 
 if __name__ == "__main__":

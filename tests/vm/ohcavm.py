@@ -206,6 +206,13 @@ def build_outputs(nic):
             files[prog] = path
     # Guest scripts from tests/vm/guest.
     files["ohca_holder.py"] = os.path.join(GUEST_DIR, "ohca_holder.py")
+    # The firmware interface for guest-side Python tools (ohca-cmdtest),
+    # generated from the headers; cheap, so made here when missing.
+    fwif = os.path.join(TOP, "build/firmware-interface/ohca_fwif.py")
+    if not os.path.isfile(fwif):
+        subprocess.run(["make", "-s", "-C", os.path.join(TOP, "firmware-interface"), "python"],
+                       stdout=sys.stderr, check=False)
+    files["ohca_fwif.py"] = fwif
     out = {}
     missing = []
     for name, path in files.items():
