@@ -7,7 +7,7 @@
 #
 # The set is chosen for the 90-minute budget of `make test`: every test
 # here drives guest-controlled input into the device (module load/unload,
-# devinfo, the Ethernet path, RC data, RC error paths, malformed commands
+# the Ethernet path, RC data, RC error paths, malformed commands
 # through the driver, and the hostile guest).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -16,7 +16,6 @@ bash qemu-device/build.sh --asan
 export OHCA_QEMU_VARIANT=asan
 tests=(
 	test_module_load.py
-	test_devinfo.py
 	"test_wire.py::test_ping"
 	"test_rc.py::test_rc_data_integrity_loopback"
 	test_rc_negative.py
