@@ -1019,7 +1019,8 @@ static bool mr_expect(struct ohca_create_mr_in *in, uint8_t st, uint32_t syn)
 	return true;
 }
 
-#define PBL(f) (32 + offsetof(struct ohca_pbl, f))
+#define PBL(f) (offsetof(struct ohca_create_mr_in, pbl) + \
+		offsetof(struct ohca_pbl, f))
 
 static bool t_mr_fields(void)
 {
