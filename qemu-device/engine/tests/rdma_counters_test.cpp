@@ -12,8 +12,6 @@
 namespace ohca::test {
 namespace {
 
-constexpr uint32_t kAllAccess =
-    OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ;
 constexpr uint32_t kRemote = OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ;
 constexpr size_t kBuf = 1 << 20;
 
@@ -86,32 +84,14 @@ void fault_pump(RdmaNode &a, RdmaNode &b, const FaultFn &fault) {
     ADD_FAILURE() << "wire never went idle";
 }
 
-struct Side {
-    uint32_t pd = 0;
-    CqInfo scq, rcq;
-    QpInfo qp;
-    uint64_t buf = 0;
-    uint32_t key = 0;
-};
-
 class CountersTest : public ::testing::Test {
   protected:
     void setup(uint8_t retry = 7, uint8_t rnr_retry = 7, uint32_t psn_base = 0x100) {
         a.psn_base = b.psn_base = psn_base;
         for (int i = 0; i < 2; ++i) {
-            RdmaNode &n = node(i);
-            Side &s = side[i];
-            s.pd = n.create_pd();
-            s.scq = n.create_cq(8);
-            s.rcq = n.create_cq(8);
-            s.qp = n.create_qp(s.pd, s.scq.cqn, s.rcq.cqn, 8, 8);
-            s.buf = n.alloc(kBuf);
-            s.key = n.reg_mr(s.pd, s.buf, kBuf, kAllAccess);
-            std::vector<uint8_t> pattern(kBuf);
-            for (size_t k = 0; k < pattern.size(); ++k) {
-                pattern[k] = static_cast<uint8_t>(k * (i + 5) + (k >> 11) + 7);
-            }
-            EXPECT_TRUE(n.host.write(s.buf, pattern.data(), pattern.size()));
+            side[i] = make_side(node(i), kBuf, 8, [i](size_t k) {
+                return static_cast<uint8_t>(k * (i + 5) + (k >> 11) + 7);
+            });
         }
         a.connect(side[0].qp, side[1].qp.qpn, b, 3, 14, retry, rnr_retry, kRemote);
         b.connect(side[1].qp, side[0].qp.qpn, a, 3, 14, retry, rnr_retry, kRemote);

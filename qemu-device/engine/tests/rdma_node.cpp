@@ -346,6 +346,24 @@ ohca_query_stats_out RdmaNode::stats() {
     return s;
 }
 
+Side make_side(RdmaNode &n, size_t bytes, unsigned int qp_log,
+               const std::function<uint8_t(size_t k)> &pattern) {
+    Side s;
+    s.pd = n.create_pd();
+    s.scq = n.create_cq(8);
+    s.rcq = n.create_cq(8);
+    s.qp = n.create_qp(s.pd, s.scq.cqn, s.rcq.cqn, qp_log, qp_log);
+    s.buf = n.alloc(bytes);
+    s.key = n.reg_mr(s.pd, s.buf, bytes,
+                     OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ);
+    std::vector<uint8_t> data(bytes);
+    for (size_t k = 0; k < bytes; ++k) {
+        data[k] = pattern(k);
+    }
+    EXPECT_TRUE(n.host.write(s.buf, data.data(), data.size()));
+    return s;
+}
+
 void pump(RdmaNode &a, RdmaNode &b,
           const std::function<bool(bool, const std::vector<uint8_t> &)> &drop) {
     for (int i = 0; i < 100000; ++i) {

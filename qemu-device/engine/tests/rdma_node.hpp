@@ -104,6 +104,18 @@ class RdmaNode {
     uint64_t next_ = kRdmaBase;
 };
 
+// One end of an RC connection: a PD, send and receive CQs of 256 entries,
+// a QP, and a buffer registered with every access and filled with pattern(k).
+struct Side {
+    uint32_t pd = 0;
+    CqInfo scq, rcq;
+    QpInfo qp;
+    uint64_t buf = 0;
+    uint32_t key = 0;
+};
+Side make_side(RdmaNode &n, size_t bytes, unsigned int qp_log,
+               const std::function<uint8_t(size_t k)> &pattern);
+
 // Moves frames between two nodes until both are idle. 'drop' sees every
 // frame (a->b: from_a true) and returns true to lose it.
 void pump(RdmaNode &a, RdmaNode &b,

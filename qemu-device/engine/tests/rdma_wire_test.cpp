@@ -14,14 +14,6 @@ namespace {
 constexpr uint32_t kAllAccess =
     OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ;
 
-struct Side {
-    uint32_t pd = 0;
-    CqInfo scq, rcq;
-    QpInfo qp;
-    uint64_t buf = 0;
-    uint32_t key = 0;
-};
-
 class WireTest : public ::testing::Test {
   protected:
     void setup(bool ipv6 = false, uint8_t mtu = 3, uint8_t retry = 7, uint8_t rnr_retry = 7,
@@ -31,19 +23,8 @@ class WireTest : public ::testing::Test {
             b6 = std::make_unique<RdmaNode>(2, true);
         }
         for (int i = 0; i < 2; ++i) {
-            RdmaNode &n = node(i);
-            Side &s = side[i];
-            s.pd = n.create_pd();
-            s.scq = n.create_cq(8);
-            s.rcq = n.create_cq(8);
-            s.qp = n.create_qp(s.pd, s.scq.cqn, s.rcq.cqn);
-            s.buf = n.alloc(1 << 20);
-            s.key = n.reg_mr(s.pd, s.buf, 1 << 20, kAllAccess);
-            std::vector<uint8_t> pattern(1 << 20);
-            for (size_t k = 0; k < pattern.size(); ++k) {
-                pattern[k] = static_cast<uint8_t>(k * (i + 3) + 1);
-            }
-            EXPECT_TRUE(n.host.write(s.buf, pattern.data(), pattern.size()));
+            side[i] = make_side(node(i), 1 << 20, 6,
+                                [i](size_t k) { return static_cast<uint8_t>(k * (i + 3) + 1); });
         }
         const uint32_t remote = OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ;
         node(0).connect(side[0].qp, side[1].qp.qpn, node(1), mtu, 14, retry, rnr_retry, remote,
