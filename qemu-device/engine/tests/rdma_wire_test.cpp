@@ -53,6 +53,18 @@ class WireTest : public ::testing::Test {
         }
         return pred();
     }
+    // How many completions node(0)'s send CQ and node(1)'s receive CQ have
+    // given so far (kept in sc and rc).
+    size_t sends() {
+        auto v = node(0).poll(side[0].scq);
+        sc.insert(sc.end(), v.begin(), v.end());
+        return sc.size();
+    }
+    size_t receives() {
+        auto v = node(1).poll(side[1].rcq);
+        rc.insert(rc.end(), v.begin(), v.end());
+        return rc.size();
+    }
     bool same(uint64_t x, uint64_t y, size_t len) {
         std::vector<uint8_t> p(len), q(len);
         EXPECT_TRUE(node(0).host.read(x, p.data(), len));
@@ -109,11 +121,7 @@ TEST_P(MtuTest, Segmentation) {
     w.remote_addr = side[1].buf + 0x20000;
     w.sges = {{side[0].buf + 0x30000, len, side[0].key}};
     a.post_send(side[0].qp, w);
-    ASSERT_TRUE(run([&] {
-        auto v = a.poll(side[0].scq);
-        sc.insert(sc.end(), v.begin(), v.end());
-        return sc.size() == 2;
-    }));
+    ASSERT_TRUE(run([&] { return sends() == 2; }));
     EXPECT_TRUE(same(side[0].buf + 0x10000, side[1].buf + 0x10000, len));
     EXPECT_TRUE(same(side[0].buf + 0x30000, side[1].buf + 0x20000, len));
 }
@@ -163,11 +171,7 @@ TEST_F(WireTest, SendWriteReadOverIpv6) {
     ASSERT_FALSE(x.host.wire.empty());
     ASSERT_EQ(parse_roce_frame(x.host.wire[0], p), ParseError::None);
     EXPECT_TRUE(p.ipv6);
-    ASSERT_TRUE(run([&] {
-        auto v = x.poll(side[0].scq);
-        sc.insert(sc.end(), v.begin(), v.end());
-        return sc.size() == 3;
-    }));
+    ASSERT_TRUE(run([&] { return sends() == 3; }));
     for (const auto &c : sc) {
         EXPECT_EQ(c.status, OHCA_CQE_SUCCESS);
     }
@@ -209,11 +213,8 @@ TEST_P(LossTest, RecoveredByRetransmission) {
     };
     ASSERT_TRUE(run(
         [&] {
-            auto v = a.poll(side[0].scq);
-            sc.insert(sc.end(), v.begin(), v.end());
-            auto w = b.poll(side[1].rcq);
-            rc.insert(rc.end(), w.begin(), w.end());
-            return sc.size() == 9 && rc.size() == 8;
+            const size_t s = sends(); // both polled every round
+            return receives() == 8 && s == 9;
         },
         drop, 2000))
         << sc.size() << " " << rc.size() << " state " << int(a.query(side[0].qp.qpn).qp_state)
@@ -282,11 +283,7 @@ TEST_F(WireTest, RnrRetryExhausted) {
     a.post_send(side[0].qp, s);
     s.wr_id = 2;
     a.post_send(side[0].qp, s);
-    ASSERT_TRUE(run([&] {
-        auto v = a.poll(side[0].scq);
-        sc.insert(sc.end(), v.begin(), v.end());
-        return sc.size() == 2;
-    }));
+    ASSERT_TRUE(run([&] { return sends() == 2; }));
     EXPECT_EQ(sc[0].status, OHCA_CQE_RNR_RETRY_EXC_ERR);
     EXPECT_EQ(sc[1].status, OHCA_CQE_WR_FLUSH_ERR);
     EXPECT_EQ(sc[1].vendor_err, OHCA_VERR_FLUSH);
@@ -490,11 +487,7 @@ TEST_F(WireTest, FenceWaitsForReads) {
     a.post_send(side[0].qp, w);
     a.process();
     ASSERT_EQ(a.host.wire.size(), 1u); // only the READ request
-    ASSERT_TRUE(run([&] {
-        auto v = a.poll(side[0].scq);
-        sc.insert(sc.end(), v.begin(), v.end());
-        return sc.size() == 2;
-    }));
+    ASSERT_TRUE(run([&] { return sends() == 2; }));
     // The WRITE carried the data the READ brought back.
     std::vector<uint8_t> x(3000), y(3000);
     ASSERT_TRUE(b.host.read(side[1].buf, x.data(), 3000));
@@ -546,11 +539,7 @@ TEST_F(WireTest, SixteenLargeReadsOutstanding) {
         x.post_send(side[0].qp, r, false);
     }
     x.ring_sq(side[0].qp);
-    ASSERT_TRUE(run([&] {
-        auto v = x.poll(side[0].scq);
-        sc.insert(sc.end(), v.begin(), v.end());
-        return sc.size() == 16;
-    }));
+    ASSERT_TRUE(run([&] { return sends() == 16; }));
     for (uint32_t i = 0; i < 16; ++i) {
         EXPECT_EQ(sc[i].status, OHCA_CQE_SUCCESS);
         EXPECT_EQ(sc[i].wr_id, 1000u + i);
@@ -600,13 +589,9 @@ TEST_P(LongReadLossTest, ReadResumesAndCompletes) {
     auto drop = [&](bool from_a, const std::vector<uint8_t> &) {
         return (every > 0 || !from_a) && rng() % static_cast<unsigned>(std::abs(every)) == 0;
     };
-    ASSERT_TRUE(run(
-        [&] {
-            auto v = a.poll(side[0].scq);
-            sc.insert(sc.end(), v.begin(), v.end());
-            return sc.size() >= 2 || (!sc.empty() && sc.back().status != OHCA_CQE_SUCCESS);
-        },
-        drop, 4000))
+    ASSERT_TRUE(
+        run([&] { return sends() >= 2 || (!sc.empty() && sc.back().status != OHCA_CQE_SUCCESS); },
+            drop, 4000))
         << sc.size() << " state " << int(a.query(side[0].qp.qpn).qp_state);
     ASSERT_EQ(sc.size(), 2u) << "status " << int(sc.back().status);
     EXPECT_EQ(sc[0].wr_id, 1u);
