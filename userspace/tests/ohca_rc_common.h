@@ -12,6 +12,8 @@
 #include <string.h>
 #include <infiniband/verbs.h>
 
+#include "ohca_rc_connect.h"
+
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static union ibv_gid port_gid;
@@ -83,49 +85,19 @@ static struct ibv_qp *make_qp(struct ibv_cq *cq, uint32_t depth)
 static void connect_qp(struct ibv_qp *qp, uint32_t dest_qpn, int access,
 		       uint8_t rnr_retry, uint8_t min_rnr_timer)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = port_num,
-		.qp_access_flags = access,
+	const struct rc_path path = {
+		.port = port_num, .sgid_index = (uint8_t)gid_idx,
+		.dgid = port_gid, .mtu = port_attr.active_mtu,
+		.dest_qpn = dest_qpn, .rq_psn = 0x100, .sq_psn = 0x100,
+		.access = access, .rd_atomic = 4,
+		.min_rnr_timer = min_rnr_timer, .timeout = 14, .retry_cnt = 7,
+		.rnr_retry = rnr_retry,
 	};
-	int err;
+	const char *step;
+	int err = rc_connect(qp, &path, &step);
 
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	if (err)
-		die("qp %u RESET->INIT: %s", qp->qp_num, strerror(err));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = port_attr.active_mtu;
-	a.dest_qp_num = dest_qpn;
-	a.rq_psn = 0x100;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = min_rnr_timer;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = port_num;
-	a.ah_attr.grh.dgid = port_gid;
-	a.ah_attr.grh.sgid_index = (uint8_t)gid_idx;
-	a.ah_attr.grh.hop_limit = 64;
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-	if (err)
-		die("qp %u INIT->RTR: %s", qp->qp_num, strerror(err));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = rnr_retry;
-	a.sq_psn = 0x100;
-	a.max_rd_atomic = 4;
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-	if (err)
-		die("qp %u RTR->RTS: %s", qp->qp_num, strerror(err));
+		die("qp %u %s: %s", qp->qp_num, step, strerror(err));
 }
-
-#define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
-		 IBV_ACCESS_REMOTE_READ)
 
 #endif

@@ -45,6 +45,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "ohca_rc_connect.h"
+
 #define AREA		(1024 * 1024)	/* local SGE area, then RDMA area */
 #define BUF_SIZE	(2 * AREA)
 #define MAX_SGE		4
@@ -357,49 +359,20 @@ static void open_verbs(const char *name)
 
 static void connect_qp(void)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = port_num,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
-				   IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ,
+	struct rc_path path = {
+		.port = port_num, .sgid_index = (uint8_t)gid_idx,
+		.mtu = mtu_enum(prm.mtu), .dest_qpn = remote.qpn,
+		.rq_psn = remote.psn, .sq_psn = local.psn, .access = ACC_ALL,
+		.rd_atomic = 4, .min_rnr_timer = 12, .timeout = qp_timeout,
+		.retry_cnt = retry_cnt, .rnr_retry = 7,
 	};
+	const char *step;
 	int err;
 
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	memcpy(path.dgid.raw, remote.gid, 16);
+	err = rc_connect(qp, &path, &step);
 	if (err)
-		setup_fail("RESET->INIT: %s", strerror(err));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = mtu_enum(prm.mtu);
-	a.dest_qp_num = remote.qpn;
-	a.rq_psn = remote.psn;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = port_num;
-	memcpy(a.ah_attr.grh.dgid.raw, remote.gid, 16);
-	a.ah_attr.grh.sgid_index = (uint8_t)gid_idx;
-	a.ah_attr.grh.hop_limit = 64;
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER);
-	if (err)
-		setup_fail("INIT->RTR: %s", strerror(err));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = qp_timeout;
-	a.retry_cnt = retry_cnt;
-	a.rnr_retry = 7;
-	a.sq_psn = local.psn;
-	a.max_rd_atomic = 4;
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-	if (err)
-		setup_fail("RTR->RTS: %s", strerror(err));
+		setup_fail("%s: %s", step, strerror(err));
 }
 
 static void exchange(const char *host, int port)

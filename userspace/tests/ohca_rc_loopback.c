@@ -34,6 +34,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "ohca_rc_connect.h"
+
 #define AREA		(128 * 1024)	/* per side: local area + remote area */
 #define BUF_SIZE	(2 * AREA)
 #define MAX_SGE		4
@@ -125,53 +127,19 @@ static void connect_qp(struct ibv_qp *qp, uint32_t dest_qpn, uint8_t port,
 		       int gid_index, const union ibv_gid *gid,
 		       enum ibv_mtu mtu)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.pkey_index = 0,
-		.port_num = port,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
-				   IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ,
+	const struct rc_path path = {
+		.port = port, .sgid_index = (uint8_t)gid_index, .dgid = *gid,
+		.mtu = mtu, .dest_qpn = dest_qpn,
+		.rq_psn = 0x1234, .sq_psn = 0x1234, .access = ACC_ALL,
+		.rd_atomic = 4, .min_rnr_timer = 12, .timeout = 14,
+		.retry_cnt = 7, .rnr_retry = 7,
 	};
-	int err;
+	const char *step;
+	int err = rc_connect(qp, &path, &step);
 
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	if (err)
-		die("qp %u RESET->INIT: %s", qp->qp_num, strerror(err));
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = dest_qpn;
-	a.rq_psn = 0x1234;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = port;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.sgid_index = (uint8_t)gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-				     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				     IBV_QP_MIN_RNR_TIMER);
-	if (err)
-		die("qp %u INIT->RTR (dest qpn %u, gid index %d): %s",
-		    qp->qp_num, dest_qpn, gid_index, strerror(err));
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0x1234;
-	a.max_rd_atomic = 4;
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-	if (err)
-		die("qp %u RTR->RTS: %s", qp->qp_num, strerror(err));
+		die("qp %u %s (dest qpn %u, gid index %d): %s", qp->qp_num,
+		    step, dest_qpn, gid_index, strerror(err));
 }
 
 static void setup(const char *dev, uint8_t port, int gid_index)
