@@ -15,6 +15,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/module.h"
+#include "qemu/range.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "qapi/error.h"
@@ -50,6 +51,8 @@ struct OhcaState {
 
     uint64_t node_guid;
     uint64_t sys_image_guid;
+
+    uint8_t af_cap;             /* config offset of the AF capability */
 };
 
 /* ---- engine callbacks ------------------------------------------------- */
@@ -271,7 +274,7 @@ static void ohca_realize(PCIDevice *pdev, Error **errp)
     OhcaState *s = OHCA(pdev);
     DeviceState *dev = DEVICE(pdev);
     struct ohca_engine_config cfg = { 0 };
-    int i;
+    int i, ret;
 
     qemu_macaddr_default_if_unset(&s->conf.macaddr);
     if (s->node_guid == 0) {
@@ -325,6 +328,28 @@ static void ohca_realize(PCIDevice *pdev, Error **errp)
         msix_vector_use(pdev, i);
     }
 
+    /*
+     * PCI Advanced Features with FLR: the function is conventional PCI
+     * (the VMs use the i440fx "pc" machine, which has no PCIe slots), and
+     * on the root bus without a PM soft reset this is the only function
+     * reset the guest's PCI core can use. TP is always clear: DMA is
+     * synchronous here, so no transaction is ever pending.
+     */
+    ret = pci_add_capability(pdev, PCI_CAP_ID_AF, 0, PCI_CAP_AF_SIZEOF,
+                             errp);
+    if (ret < 0) {
+        msix_unuse_all_vectors(pdev);
+        msix_uninit(pdev, &s->msix, &s->msix);
+        ohca_engine_destroy(s->engine);
+        s->engine = NULL;
+        timer_free(s->timer);
+        s->timer = NULL;
+        return;
+    }
+    s->af_cap = ret;
+    pdev->config[s->af_cap + PCI_AF_LENGTH] = PCI_CAP_AF_SIZEOF;
+    pdev->config[s->af_cap + PCI_AF_CAP] = PCI_AF_CAP_TP | PCI_AF_CAP_FLR;
+
     s->bh = qemu_bh_new_guarded(ohca_bh, s, &dev->mem_reentrancy_guard);
 
     s->nic = qemu_new_nic(&ohca_net_info, &s->conf,
@@ -346,6 +371,27 @@ static void ohca_exit(PCIDevice *pdev)
     msix_uninit(pdev, &s->msix, &s->msix);
     ohca_engine_destroy(s->engine);
     s->engine = NULL;
+}
+
+/*
+ * Config space writes. Every AF register is read-only to the default
+ * handler (wmask 0), so the guest cannot change the capability; only the
+ * "initiate FLR" bit of AF_CTRL is acted on here, and it reads back as 0
+ * as the PCI spec requires. Other AF_CTRL bits are reserved and ignored.
+ */
+static void ohca_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
+                              int len)
+{
+    OhcaState *s = OHCA(pdev);
+    uint32_t ctrl = s->af_cap + PCI_AF_CTRL;
+
+    pci_default_write_config(pdev, addr, val, len);
+
+    if (ranges_overlap(addr, len, ctrl, 1) &&
+        ((val >> ((ctrl - addr) * 8)) & PCI_AF_CTRL_FLR)) {
+        /* Like a bus reset: engine, command register, BARs and MSI-X. */
+        pci_device_reset(pdev);
+    }
 }
 
 /* PCI bus reset and system reset: the same as DEV_CTRL.RESET. */
@@ -379,6 +425,7 @@ static void ohca_class_init(ObjectClass *klass, void *data)
 
     k->realize = ohca_realize;
     k->exit = ohca_exit;
+    k->config_write = ohca_write_config;
     k->vendor_id = OHCA_PCI_VENDOR_ID;
     k->device_id = OHCA_PCI_DEVICE_ID;
     k->revision = OHCA_PCI_REVISION;

@@ -161,6 +161,22 @@ class QTest:
             self.p.kill()
 
 
+# Standard PCI config space (Linux include/uapi/linux/pci_regs.h).
+PCI_CAP_ID_MSIX, PCI_CAP_ID_AF = 0x11, 0x13
+PCI_CAP_AF_SIZEOF, PCI_AF_CAP_TP, PCI_AF_CAP_FLR, PCI_AF_CTRL_FLR = 6, 0x01, 0x02, 0x01
+
+
+def find_cap(q, slot, cap_id):
+    """Config offset of capability cap_id, walking the list, or None."""
+    cap, seen = q.cfg_read(slot, 0x34) & 0xFC, 0
+    while cap and seen < 48:
+        v = q.cfg_read(slot, cap)
+        if v & 0xFF == cap_id:
+            return cap
+        cap, seen = (v >> 8) & 0xFC, seen + 1
+    return None
+
+
 def wait_for(pred, timeout=5.0):
     end = time.time() + timeout
     while time.time() < end:
@@ -219,26 +235,23 @@ def run(q, wire, udp_local):
     q.cfg_write(slot, 0x4, 0x6)  # memory space + bus master
 
     print("MSI-X")
-    cap = q.cfg_read(slot, 0x34) & 0xFF
-    msix = None
-    while cap:
-        v = q.cfg_read(slot, cap)
-        if v & 0xFF == 0x11:
-            msix = cap
-            break
-        cap = (v >> 8) & 0xFF
+    msix = find_cap(q, slot, PCI_CAP_ID_MSIX)
     check(msix is not None, "MSI-X capability present")
     ctrl = q.cfg_read(slot, msix) >> 16
     check((ctrl & 0x7FF) + 1 == fw.OHCA_NUM_MSIX, f"vectors ({(ctrl & 0x7ff) + 1})")
     table = q.cfg_read(slot, msix + 4)
     check(table & 7 == 4, "table in BAR4")
-    for v in range(fw.OHCA_NUM_MSIX):
-        e = BAR4 + (table & ~7) + 16 * v
-        q.writel(e, MSI_ADDR + 4 * v)
-        q.writel(e + 4, 0)
-        q.writel(e + 8, 0xA000 + v)
-        q.writel(e + 12, 0)
-    q.cfg_write(slot, msix, (1 << 31) | msix)  # enable (bit 15 of control)
+
+    def msix_enable():
+        for v in range(fw.OHCA_NUM_MSIX):
+            e = BAR4 + (table & ~7) + 16 * v
+            q.writel(e, MSI_ADDR + 4 * v)
+            q.writel(e + 4, 0)
+            q.writel(e + 8, 0xA000 + v)
+            q.writel(e + 12, 0)
+        q.cfg_write(slot, msix, (1 << 31) | msix)  # enable (bit 15 of control)
+
+    msix_enable()
 
     def msi(v):
         return struct.unpack("<I", q.read(MSI_ADDR + 4 * v, 4))[0]
@@ -249,17 +262,20 @@ def run(q, wire, udp_local):
     check(q.readl(BAR0 + REG_CAPS) == 0x7, "CAPS")
     check(q.readl(BAR0 + REG_PORT) == 1, "PORT_STATUS link up")
 
+    def bring_up():
+        q.writel(BAR0 + REG_DEV_CTRL, fw.OHCA_DEV_CTRL_RESET)
+        check(q.readl(BAR0 + REG_DEV_STATUS) == ST_RESET_DONE, "RESET_DONE")
+        q.write(EQ, bytes(16 * 16))
+        q.writel(BAR0 + REG_EQ_LO, EQ)
+        q.writel(BAR0 + REG_EQ_LOG, 4)
+        q.writel(BAR0 + REG_EQ_DB, EQ_ARM)
+        q.writel(BAR0 + REG_CMDQ_LO, CMDQ)
+        q.writel(BAR0 + REG_CMDQ_LOG, 3)
+        q.writel(BAR0 + REG_DEV_CTRL, fw.OHCA_DEV_CTRL_ENABLE)
+        check(q.readl(BAR0 + REG_DEV_STATUS) == ST_READY, "READY")
+
     print("bring-up")
-    q.writel(BAR0 + REG_DEV_CTRL, fw.OHCA_DEV_CTRL_RESET)
-    check(q.readl(BAR0 + REG_DEV_STATUS) == ST_RESET_DONE, "RESET_DONE")
-    q.write(EQ, bytes(16 * 16))
-    q.writel(BAR0 + REG_EQ_LO, EQ)
-    q.writel(BAR0 + REG_EQ_LOG, 4)
-    q.writel(BAR0 + REG_EQ_DB, EQ_ARM)
-    q.writel(BAR0 + REG_CMDQ_LO, CMDQ)
-    q.writel(BAR0 + REG_CMDQ_LOG, 3)
-    q.writel(BAR0 + REG_DEV_CTRL, fw.OHCA_DEV_CTRL_ENABLE)
-    check(q.readl(BAR0 + REG_DEV_STATUS) == ST_READY, "READY")
+    bring_up()
     check(q.readb(BAR0 + REG_MAGIC) == 0, "byte read reads 0")
     q.writel(BAR0 + REG_MAGIC, 0)
     check(q.readl(BAR0 + REG_ERR) == 2, "ERR_COUNT counted both")
@@ -380,6 +396,42 @@ def run(q, wire, udp_local):
           and code == fw.OHCA_PORT_DOWN and p0 == 1, "PORT_CHANGE(DOWN) event")
     q.qmp_cmd("set_link", name="n0", up=True)
     check(wait_for(lambda: q.readl(BAR0 + REG_PORT) == 1), "PORT_STATUS up again")
+
+    print("function level reset (PCI Advanced Features)")
+    af = find_cap(q, slot, PCI_CAP_ID_AF)
+    check(af is not None, "AF capability present")
+    hdr = q.cfg_read(slot, af)
+    check((hdr >> 16) & 0xFF == PCI_CAP_AF_SIZEOF, "AF length 6")
+    check((hdr >> 24) & 0xFF == PCI_AF_CAP_TP | PCI_AF_CAP_FLR, "AF_CAP: TP and FLR")
+    # AF_CAP is read-only; reserved AF_CTRL bits and AF_STATUS change nothing.
+    q.cfg_write(slot, af, hdr & 0x00FFFFFF)
+    q.cfg_write(slot, af + 4, 0xFFFE)
+    check(q.cfg_read(slot, af) == hdr and q.cfg_read(slot, af + 4) & 0xFFFF == 0,
+          "AF registers ignore writes other than FLR")
+    check(q.readl(BAR0 + REG_DEV_STATUS) == ST_READY, "still READY without FLR")
+    check(q.readl(BAR0 + REG_ERR) != 0, "ERR_COUNT non-zero before the FLR")
+    q.cfg_write(slot, af + 4, PCI_AF_CTRL_FLR)
+    check(q.cfg_read(slot, af + 4) & 0xFF == 0, "AF_CTRL FLR bit reads 0")
+    check(q.cfg_read(slot, 0x4) & 0x7 == 0, "FLR cleared memory space and bus master")
+    check(q.cfg_read(slot, 0x10) == 0x4, "FLR cleared BAR0")
+    check(q.cfg_read(slot, msix) >> 31 == 0, "FLR disabled MSI-X")
+    # Map the function again, as the OS restores it after an FLR.
+    for bar, base in ((fw.OHCA_BAR_REGS, BAR0), (fw.OHCA_BAR_DB, BAR2), (fw.OHCA_BAR_MSIX, BAR4)):
+        q.cfg_write(slot, 0x10 + 4 * bar, base)
+        q.cfg_write(slot, 0x14 + 4 * bar, 0)
+    q.cfg_write(slot, 0x4, 0x6)
+    check(q.readl(BAR0 + REG_DEV_STATUS) == ST_RESET_DONE, "FLR reset the engine (RESET_DONE)")
+    check(q.readl(BAR0 + REG_CMDQ_LO) == 0 and q.readl(BAR0 + REG_ERR) == 0,
+          "FLR: registers at power-on values")
+    msix_enable()
+    q.write(MSI_ADDR, bytes(4 * fw.OHCA_NUM_MSIX))
+    bring_up()
+    state["pi"], state["eq"] = 0, 0
+    st, _ = command(fw.OHCA_CMD_QUERY_DEVICE, out_len=DEVICE_OUT, out_addr=OUT)
+    check(st == 0 and msi(0) == 0xA000, f"QUERY_DEVICE and its MSI-X after the FLR ({st}, {msi(0):#x})")
+    st, _ = command(fw.OHCA_CMD_CREATE_PD, out_len=SZ["ohca_create_out"], out_addr=OUT)
+    pd = struct.unpack_from("<I", q.read(OUT, 4))[0]
+    check(st == 0 and pd == 1, "FLR freed every resource (CREATE_PD -> 1 again)")
 
     print("reset")
     r = q.qmp_cmd("system_reset")
