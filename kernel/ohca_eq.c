@@ -34,7 +34,7 @@ void ohca_handle_fatal(struct ohca_dev *dev, u32 code)
 		return;
 
 	dev_err(&dev->pdev->dev,
-		"device fatal error %u (%s); the device is stopped until the driver is reloaded\n",
+		"device fatal error %u (%s); the device is stopped until a function reset or driver reload\n",
 		code, ohca_fatal_name(code));
 	ohca_cmdq_fail_all(dev);
 

@@ -230,7 +230,13 @@ static int ohca_alloc_vectors(struct ohca_dev *dev)
 	return 0;
 }
 
-static int ohca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+/*
+ * Bring the function up from scratch: at probe and again after a function
+ * reset, which the driver rides through by tearing everything down and
+ * starting over (the ib_device cannot be registered twice). Sets the PCI
+ * driver data on success only.
+ */
+static struct ohca_dev *ohca_dev_init(struct pci_dev *pdev)
 {
 	struct ohca_dev *dev;
 	int err;
@@ -239,9 +245,8 @@ static int ohca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 	dev = ib_alloc_device(ohca_dev, ibdev);
 	if (!dev)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	dev->pdev = pdev;
-	pci_set_drvdata(pdev, dev);
 	xa_init_flags(&dev->cq_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_LOCK_IRQ);
 
@@ -291,11 +296,12 @@ static int ohca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (err)
 		goto err_netdev;
 	ohca_debugfs_init(dev);
+	pci_set_drvdata(pdev, dev);
 
 	dev_info(&pdev->dev, "%s and %s ready, MAC %pM, node GUID %016llx\n",
 		 dev_name(&dev->ibdev.dev), dev->netdev->name, dev->port_mac,
 		 le64_to_cpu(dev->attr.node_guid));
-	return 0;
+	return dev;
 
 err_netdev:
 	ohca_netdev_destroy(dev);
@@ -322,13 +328,19 @@ err_disable:
 	pci_disable_device(pdev);
 err_dealloc:
 	ib_dealloc_device(&dev->ibdev);
-	return err;
+	return ERR_PTR(err);
 }
 
-static void ohca_remove(struct pci_dev *pdev)
+/*
+ * The reverse of ohca_dev_init(). Unregistering the ib_device
+ * disassociates open user contexts (they get IB_EVENT_DEVICE_FATAL and
+ * their resources are destroyed) instead of waiting for the processes.
+ */
+static void ohca_dev_teardown(struct ohca_dev *dev)
 {
-	struct ohca_dev *dev = pci_get_drvdata(pdev);
+	struct pci_dev *pdev = dev->pdev;
 
+	pci_set_drvdata(pdev, NULL);
 	ohca_debugfs_cleanup(dev);
 	ohca_ib_unregister(dev);
 	ohca_netdev_destroy(dev);
@@ -347,11 +359,62 @@ static void ohca_remove(struct pci_dev *pdev)
 	ib_dealloc_device(&dev->ibdev);
 }
 
+static int ohca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	return PTR_ERR_OR_ZERO(ohca_dev_init(pdev));
+}
+
+/* No driver data: a reset the device did not come back from. */
+static void ohca_remove(struct pci_dev *pdev)
+{
+	struct ohca_dev *dev = pci_get_drvdata(pdev);
+
+	if (dev)
+		ohca_dev_teardown(dev);
+}
+
+/*
+ * Function reset (sysfs "reset", VFIO, ...), with the device lock held:
+ * everything goes down as on removal before the PCI core saves the config
+ * space and resets the function.
+ */
+static void ohca_reset_prepare(struct pci_dev *pdev)
+{
+	struct ohca_dev *dev = pci_get_drvdata(pdev);
+
+	if (!dev)
+		return;
+	dev_info(&pdev->dev, "function reset: stopping %s and %s\n",
+		 dev_name(&dev->ibdev.dev), dev->netdev->name);
+	ohca_dev_teardown(dev);
+}
+
+/*
+ * After the reset the device is brought up from scratch. If that fails
+ * the function stays without driver data and with nothing allocated:
+ * removal is then a no-op, and a further reset tries again.
+ */
+static void ohca_reset_done(struct pci_dev *pdev)
+{
+	struct ohca_dev *dev = ohca_dev_init(pdev);
+
+	if (IS_ERR(dev))
+		dev_err(&pdev->dev,
+			"device did not come back after the function reset (%pe); it stays down until the next reset or driver reload\n",
+			dev);
+}
+
+static const struct pci_error_handlers ohca_err_handlers = {
+	.reset_prepare	= ohca_reset_prepare,
+	.reset_done	= ohca_reset_done,
+};
+
 static struct pci_driver ohca_pci_driver = {
 	.name		= DRV_NAME,
 	.id_table	= ohca_pci_ids,
 	.probe		= ohca_probe,
 	.remove		= ohca_remove,
+	.err_handler	= &ohca_err_handlers,
 };
 
 static int __init ohca_init(void)
