@@ -1,5 +1,6 @@
 """Lifecycle under load: the driver unloaded while a process holds resources
-(disassociate), processes killed mid-traffic, resource exhaustion.
+(disassociate), processes killed, the driver unbound and the PCI function
+reset mid-traffic, resource exhaustion.
 
 Each test is one VM job; the jobs print one line per step so a hang shows
 where. GID index 1 is the port's RoCEv2 GID for its IPv4 address."""
@@ -50,108 +51,159 @@ def test_reload_with_resources(vm_run):
     assert len(re.findall(r"^reload \d+ ok$", r.output, re.M)) == RELOADS, r.report()
 
 
-# `rdma resource` counts what the RDMA core tracks for the device: after the
-# killed processes are gone it must be back to zero; perftest and pingpong
-# then run again.
-KILL_DURING_TRAFFIC = r"""
+# Traffic disruption cycles, shared by the kill, unbind and reset tests:
+# for each round and each traffic program, @BEFORE@ runs, a server and a
+# client run looped back through the device (the core then counts @QPS@
+# QPs), @DISRUPT@ hits them mid-traffic, and then:
+# - perftest (which has timeouts of its own) must end by itself;
+# - ibv_rc_pingpong has none: a survivor waiting for a receive waits forever,
+#   as on hardware (packets to a destroyed QP are dropped, and pingpong
+#   never reads async events), so after a few seconds it is killed, and it
+#   must die on SIGKILL, i.e. not be stuck in the driver;
+# - @RECOVER@ brings the device back, and the round prints "@LABEL@ ... ok".
+# At the end ib_write_bw must run again. `rdma resource` counts what the
+# RDMA core tracks for the device.
+TRAFFIC_CYCLES = r"""
 fail() { echo "FAIL: $*"; dmesg | tail -n 30; exit 1; }
-counts() { rdma resource show "$OHCA_IBDEV"; }
+counts() { rdma resource show "$OHCA_IBDEV" 2>/dev/null; }
 idle() { counts | grep -Eq 'pd 0 cq 0 qp 0 .*mr 0'; }
-for round in 1 2 3; do
-    for t in "ib_write_bw -x @GID@ -F -D 30" "ib_read_bw -x @GID@ -F -D 30" \
-             "ibv_rc_pingpong -g @GID@ -n 100000000"; do
+gone() { ! kill -0 $srv 2>/dev/null && ! kill -0 $cli 2>/dev/null; }
+pci=$(basename "$(readlink -f /sys/class/infiniband/$OHCA_IBDEV/device)")
+echo "PCI function $pci"
+for round in $(seq 1 @ROUNDS@); do
+    for t in @PROGRAMS@; do
+        @BEFORE@
         $t -d "$OHCA_IBDEV" >/tmp/srv.log 2>&1 &
         srv=$!
         sleep 1
         $t -d "$OHCA_IBDEV" 127.0.0.1 >/tmp/cli.log 2>&1 &
         cli=$!
-        ohca_poll 30 eval 'counts | grep -Eq "qp [2-9]"' || fail "round $round: '$t' did not start: $(counts)"
+        ohca_poll 30 eval 'counts | grep -Eq "qp @QPS@"' || fail "round $round: '$t' did not start: $(counts)"
         sleep 2
-        victim=$cli; [ $round = 2 ] && victim=$srv
-        [ $round = 3 ] && { kill -9 $srv $cli; } || kill -9 $victim
-        # The survivor sees its peer vanish (RETRY_EXC or a socket error)...
-        gone() { ! kill -0 $srv 2>/dev/null && ! kill -0 $cli 2>/dev/null; }
+        @DISRUPT@
         case $t in
         ibv_rc_pingpong*)
-            # ... except pingpong, which has no timeout of its own: a survivor
-            # waiting for a receive waits forever, as on hardware (packets
-            # to the destroyed QP are dropped). It must still die on SIGKILL,
-            # i.e. not be stuck in the driver.
-            ohca_poll 20 gone || {
+            ohca_poll 5 gone || {
                 kill -9 $srv $cli 2>/dev/null
-                ohca_poll 10 gone || fail "round $round: '$t' survivor does not die on SIGKILL"
+                ohca_poll 10 gone || fail "round $round: '$t' does not die on SIGKILL: $(ps -o pid,stat,wchan:30,cmd -p $srv,$cli)"
             } ;;
         *)
-            ohca_poll 60 gone ||
-                { kill -9 $srv $cli 2>/dev/null; wait; fail "round $round: '$t' survivor hangs"; } ;;
+            ohca_poll 90 gone || {
+                ps -o pid,stat,wchan:30,cmd -p $srv,$cli
+                kill -9 $srv $cli 2>/dev/null; wait; fail "round $round: '$t' hangs"
+            } ;;
         esac
         wait 2>/dev/null
-        ohca_poll 30 idle || fail "round $round: '$t': resources left: $(counts)"
-        echo "kill round $round '$t' ok: $(counts)"
+        @RECOVER@
+        echo "@LABEL@ round $round '$t' ok"
     done
 done
 timeout 120 ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -F -n 100 >/tmp/srv.log 2>&1 &
 srv=$!
-ohca_retry 20 timeout 120 ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -F -n 100 127.0.0.1 || fail "ib_write_bw after the kills"
-wait $srv || fail "ib_write_bw server after the kills"
-echo "KILLS OK"
+ohca_retry 20 timeout 120 ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -F -n 100 127.0.0.1 || fail "ib_write_bw after the last round"
+wait $srv || fail "ib_write_bw server after the last round"
+@AFTER@
+echo "CYCLES OK"
 """
 
 
+def traffic_cycles(vm_run, label, programs, disrupt, recover, rounds=1,
+                   before="", after="", qps="[2-9]", timeout=600):
+    """Runs TRAFFIC_CYCLES and checks that every round of every program
+    passed. programs are shell words; before, disrupt, recover and after
+    are shell snippets ($srv, $cli, $round, $t and $pci are set)."""
+    script = TRAFFIC_CYCLES
+    for key, val in (("@BEFORE@", before), ("@DISRUPT@", disrupt),
+                     ("@RECOVER@", recover), ("@QPS@", qps),
+                     ("@AFTER@", after), ("@LABEL@", label),
+                     ("@ROUNDS@", str(rounds)),
+                     ("@PROGRAMS@", " ".join(f'"{p}"' for p in programs)),
+                     ("@GID@", str(GID))):
+        script = script.replace(key, val)
+    (r,) = vm_run(script, timeout=timeout)
+    assert_ok([r])
+    assert "CYCLES OK" in r.output, r.report()
+    done = re.findall(rf"^{label} round \d+ '.*' ok$", r.output, re.M)
+    assert len(done) == rounds * len(programs), r.report()
+    return r
+
+
+# Round 1 kills the client, round 2 the server, round 3 both; the survivor
+# sees its peer vanish (RETRY_EXC or a socket error). Afterwards every
+# resource is gone.
 def test_kill_during_traffic(vm_run):
-    (r,) = vm_run(KILL_DURING_TRAFFIC.replace("@GID@", str(GID)), timeout=900)
-    assert_ok([r])
-    assert "KILLS OK" in r.output, r.report()
-    assert len(re.findall(r"^kill round \d '.*' ok", r.output, re.M)) == 9, r.report()
+    traffic_cycles(
+        vm_run, "kill", rounds=3, timeout=900,
+        programs=(f"ib_write_bw -x {GID} -F -D 30", f"ib_read_bw -x {GID} -F -D 30",
+                  f"ibv_rc_pingpong -g {GID} -n 100000000"),
+        disrupt='case $round in 1) kill -9 $cli ;; 2) kill -9 $srv ;; *) kill -9 $srv $cli ;; esac',
+        recover='ohca_poll 30 idle || fail "round $round: \'$t\': resources left: $(counts)"')
 
 
-# The PCI function has no reset method the guest can trigger (conventional
-# PCI, no FLR or PM reset), so "the device goes away during traffic" is
-# driven through the driver: unbind in the middle of ib_write_bw,
-# ib_read_bw and ibv_rc_pingpong. Unbinding must not wait for the
-# processes, perftest must end on its own, pingpong (which polls forever)
-# must die on SIGKILL, and after bind the device carries traffic again.
-UNBIND_DURING_TRAFFIC = r"""
-fail() { echo "FAIL: $*"; dmesg | tail -n 30; exit 1; }
-counts() { rdma resource show "$OHCA_IBDEV" 2>/dev/null; }
-pci=$(basename "$(readlink -f /sys/class/infiniband/$OHCA_IBDEV/device)")
-echo "PCI function $pci"
-for t in "ib_write_bw -x @GID@ -F -D 8" "ib_read_bw -x @GID@ -F -D 8" \
-         "ibv_rc_pingpong -g @GID@ -n 100000000"; do
-    $t -d "$OHCA_IBDEV" >/tmp/srv.log 2>&1 &
-    srv=$!
-    sleep 1
-    $t -d "$OHCA_IBDEV" 127.0.0.1 >/tmp/cli.log 2>&1 &
-    cli=$!
-    ohca_poll 30 eval 'counts | grep -Eq "qp [2-9]"' || fail "'$t' did not start: $(counts)"
-    sleep 2
-    timeout 60 sh -c "echo $pci > /sys/bus/pci/drivers/ohca/unbind" || fail "'$t': unbind hung or failed"
-    [ ! -e /sys/class/infiniband/$OHCA_IBDEV ] || fail "'$t': $OHCA_IBDEV still there"
-    # perftest runs for a fixed time and must end by itself; pingpong polls
-    # its CQ forever (it never reads async events), so it is killed: either
-    # way nothing may be stuck in the kernel.
-    case $t in ibv_rc_pingpong*) sleep 2; kill -9 $srv $cli ;; esac
-    ohca_poll 90 eval '! kill -0 $srv 2>/dev/null && ! kill -0 $cli 2>/dev/null' ||
-        { kill -9 $srv $cli 2>/dev/null; fail "'$t': a process hangs after the unbind: $(ps -o pid,stat,wchan:30,cmd -p $srv,$cli)"; }
-    wait 2>/dev/null
-    echo $pci > /sys/bus/pci/drivers/ohca/bind || fail "'$t': bind"
-    ohca_net_up || fail "'$t': net up"
-    ohca_wait_port ACTIVE 60 || fail "'$t': port"
-    echo "unbind during '$t' ok"
-done
-timeout 120 ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -F -n 100 >/tmp/srv.log 2>&1 &
-srv=$!
-ohca_retry 20 timeout 120 ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -F -n 100 127.0.0.1 || fail "ib_write_bw after rebinding"
-wait $srv || fail "ib_write_bw server after rebinding"
-echo "UNBIND OK"
-"""
-
-
+# Unbinding the driver in the middle of the traffic must not wait for the
+# processes; after bind the device carries traffic again.
 def test_unbind_during_traffic(vm_run):
-    (r,) = vm_run(UNBIND_DURING_TRAFFIC.replace("@GID@", str(GID)), timeout=600)
-    assert_ok([r])
-    assert "UNBIND OK" in r.output, r.report()
-    assert len(re.findall(r"^unbind during '.*' ok$", r.output, re.M)) == 3, r.report()
+    traffic_cycles(
+        vm_run, "unbind",
+        programs=(f"ib_write_bw -x {GID} -F -D 8", f"ib_read_bw -x {GID} -F -D 8",
+                  f"ibv_rc_pingpong -g {GID} -n 100000000"),
+        disrupt=r"""timeout 60 sh -c "echo $pci > /sys/bus/pci/drivers/ohca/unbind" || fail "'$t': unbind hung or failed"
+        [ ! -e /sys/class/infiniband/$OHCA_IBDEV ] || fail "'$t': $OHCA_IBDEV still there" """,
+        recover=r"""echo $pci > /sys/bus/pci/drivers/ohca/bind || fail "'$t': bind"
+        ohca_net_up || fail "'$t': net up"
+        ohca_wait_port ACTIVE 60 || fail "'$t': port" """)
+
+
+# A function reset (PCI Advanced Features FLR, through the PCI core's
+# reset_prepare/reset_done) in the middle of the traffic, with an
+# ohca_holder.py process holding resources as well: the reset must not wait
+# for the processes, the holder must get DEVICE_FATAL and see its verbs
+# fail, and afterwards the driver has brought the device back by itself
+# (no bind): port ACTIVE, ping over the Ethernet port, an RC pingpong with
+# its buffers checked. Then a few resets in a row, each with a holder.
+RESET = r"""timeout 60 sh -c "echo 1 > /sys/bus/pci/devices/$pci/reset" || fail "'$t': reset hung or failed"
+        ohca_poll 30 eval '! kill -0 $holder 2>/dev/null' || fail "'$t': the holder hangs after the reset"
+        wait $holder || fail "'$t': holder exited $?: $(cat /tmp/holder.log)"
+        grep -q FATAL-EVENT /tmp/holder.log || fail "'$t': holder saw no DEVICE_FATAL"
+        grep -q VERBS-FAIL-CLEANLY /tmp/holder.log || fail "'$t': holder's verbs after the reset" """
+
+HOLD = r"""rm -f /tmp/holder.log
+        python3 /share/ohca_holder.py "$OHCA_IBDEV" @GID@ 120 >/tmp/holder.log 2>&1 &
+        holder=$!
+        ohca_poll 60 grep -q READY /tmp/holder.log || fail "holder not ready: $(cat /tmp/holder.log)" """
+
+BACK = r"""ohca_poll 30 test -e /sys/class/infiniband/$OHCA_IBDEV || fail "no $OHCA_IBDEV after the reset"
+        ohca_net_up || fail "net up after the reset"
+        ohca_wait_port ACTIVE 60 || fail "port after the reset"
+        ibv_devinfo -d "$OHCA_IBDEV" | grep -q PORT_ACTIVE || fail "ibv_devinfo after the reset"
+        ping -c 2 -W 2 10.77.0.254 >/dev/null || fail "no ping after the reset" """
+
+RESET_AFTER = r"""for i in 1 2 3; do
+    t="reset in a row $i"
+    @HOLD@
+    @RESET@
+    @BACK@
+    echo "reset in a row $i ok"
+done
+timeout 120 ibv_rc_pingpong -d "$OHCA_IBDEV" -g @GID@ -n 200 -c >/tmp/srv.log 2>&1 &
+srv=$!
+ohca_retry 20 timeout 120 ibv_rc_pingpong -d "$OHCA_IBDEV" -g @GID@ -n 200 -c 127.0.0.1 || fail "checked RC pingpong after the resets"
+wait $srv || fail "pingpong server after the resets: $(cat /tmp/srv.log)"
+grep -q "iters" /tmp/srv.log || fail "pingpong server did not finish: $(cat /tmp/srv.log)"
+dmesg | grep -q "device did not come back" && fail "a reset left the device down"
+echo "RESETS OK" """
+
+
+def test_reset_during_traffic(vm_run):
+    r = traffic_cycles(
+        vm_run, "reset",
+        programs=(f"ib_write_bw -x {GID} -F -D 8", f"ibv_rc_pingpong -g {GID} -n 100000000"),
+        before=HOLD.replace("@GID@", str(GID)), qps="[3-9]",
+        disrupt=RESET, recover=BACK,
+        after=(RESET_AFTER.replace("@HOLD@", HOLD).replace("@RESET@", RESET)
+               .replace("@BACK@", BACK).replace("@GID@", str(GID))))
+    assert "RESETS OK" in r.output, r.report()
+    assert len(re.findall(r"^reset in a row \d ok$", r.output, re.M)) == 3, r.report()
 
 
 # Creates each object type until the device refuses, twice: the refusal
