@@ -1243,110 +1243,75 @@ static bool t_qp_use_after_destroy(void)
 
 /* ---- WQEs ------------------------------------------------------------------ */
 
-static bool wqe_case(struct ohca_send_wqe *w, struct ohca_sge *sg, int nsg,
-		     uint8_t st, uint8_t verr)
+/* A malformed send WQE and the error completion it must get. */
+struct wqe_case {
+	struct ohca_send_wqe w;
+	struct ohca_sge sg[3];
+	int nsg;		/* SGEs written after the WQE */
+	bool own_lkey;		/* the SGEs use the MR rdma_setup() registered */
+	uint8_t status, verr;
+};
+
+static bool run_wqe_case(const struct wqe_case *c)
 {
-	if (!rdma_setup())
-		return false;
-	w->wr_id = 0xabcdef;
-	w->flags |= OHCA_WQE_SIGNALED;
-	return post_wqe(w, sg, nsg, st, verr);
-}
-
-static bool t_wqe_bad_opcode(void)
-{
-	struct ohca_send_wqe w = { .opcode = 0x77 };
-
-	return wqe_case(&w, NULL, 0, OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
-}
-
-static bool t_wqe_unknown_flags(void)
-{
-	struct ohca_send_wqe w = { .opcode = OHCA_WR_SEND, .flags = 0x80 };
-
-	return wqe_case(&w, NULL, 0, OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
-}
-
-static bool t_wqe_num_sge_huge(void)
-{
-	struct ohca_send_wqe w = { .opcode = OHCA_WR_SEND, .num_sge = 255 };
-
-	return wqe_case(&w, NULL, 0, OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
-}
-
-static bool t_wqe_num_sge_beyond_stride(void)
-{
-	struct ohca_send_wqe w = { .opcode = OHCA_WR_SEND, .num_sge = 5 };
-
-	return wqe_case(&w, NULL, 0, OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
-}
-
-static bool t_wqe_bad_lkey(void)
-{
-	struct ohca_send_wqe w = { .opcode = OHCA_WR_SEND, .num_sge = 1 };
-	struct ohca_sge s = { .addr = 0x10000, .length = 16, .lkey = 0xffffff00 };
-
-	return wqe_case(&w, &s, 1, OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_BAD_LKEY);
-}
-
-static bool t_wqe_message_too_long(void)
-{
-	/* Three 4 GiB - 1 segments: more than max_msg_size. */
-	struct ohca_send_wqe w = { .opcode = OHCA_WR_SEND, .num_sge = 3 };
-	struct ohca_sge s[3];
+	struct ohca_send_wqe w = c->w;
+	struct ohca_sge sg[3];
 
 	if (!rdma_setup())
 		return false;
-	for (int i = 0; i < 3; i++)
-		s[i] = (struct ohca_sge){ 0x10000, 0xffffffff, g_mr };
+	memcpy(sg, c->sg, sizeof(sg));
+	for (int i = 0; c->own_lkey && i < c->nsg; i++)
+		sg[i].lkey = g_mr;
 	w.wr_id = 0xabcdef;
-	w.flags = OHCA_WQE_SIGNALED;
-	return post_wqe(&w, s, 3, OHCA_CQE_LOC_LEN_ERR, OHCA_VERR_BAD_WQE);
+	w.flags |= OHCA_WQE_SIGNALED;
+	return post_wqe(&w, sg, c->nsg, c->status, c->verr);
 }
 
-static bool t_wqe_length_overflow(void)
-{
-	/* Within max_msg_size, but past the end of the MR. */
-	struct ohca_send_wqe w = { .opcode = OHCA_WR_SEND, .num_sge = 1 };
-	struct ohca_sge s = { .addr = 0x10000 + PG - 1, .length = 0x7fffffff };
-
-	if (!rdma_setup())
-		return false;
-	s.lkey = g_mr;
-	w.wr_id = 0xabcdef;
-	w.flags = OHCA_WQE_SIGNALED;
-	return post_wqe(&w, &s, 1, OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_LKEY_BOUNDS);
+/* One case function per malformed WQE, named as in cases[]. */
+#define WQE_CASE(fn, ...)						\
+static bool fn(void)							\
+{									\
+	static const struct wqe_case c = { __VA_ARGS__ };		\
+									\
+	return run_wqe_case(&c);					\
 }
-
-static bool t_wqe_sge_address_wraps(void)
-{
-	struct ohca_send_wqe w = { .opcode = OHCA_WR_RDMA_WRITE, .num_sge = 1,
-		.remote_addr = 0x10000, .rkey = 0 };
-	struct ohca_sge s = { .addr = ~0ull - 8, .length = 64 };
-
-	if (!rdma_setup())
-		return false;
-	s.lkey = g_mr;
-	w.wr_id = 0xabcdef;
-	w.flags = OHCA_WQE_SIGNALED;
-	return post_wqe(&w, &s, 1, OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_LKEY_BOUNDS);
-}
-
-static bool t_wqe_inline_too_long(void)
-{
-	struct ohca_send_wqe w = { .opcode = OHCA_WR_SEND,
-		.flags = OHCA_WQE_INLINE, .inline_len = 0xfffffff0 };
-
-	return wqe_case(&w, NULL, 0, OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
-}
-
-static bool t_wqe_inline_read(void)
-{
-	struct ohca_send_wqe w = { .opcode = OHCA_WR_RDMA_READ,
-		.flags = OHCA_WQE_INLINE, .inline_len = 8 };
-
-	return wqe_case(&w, NULL, 0, OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
-}
+#define BAD_WQE .status = OHCA_CQE_LOC_QP_OP_ERR, .verr = OHCA_VERR_BAD_WQE
+WQE_CASE(t_wqe_bad_opcode, .w = { .opcode = 0x77 }, BAD_WQE)
+WQE_CASE(t_wqe_unknown_flags,
+	 .w = { .opcode = OHCA_WR_SEND, .flags = 0x80 }, BAD_WQE)
+WQE_CASE(t_wqe_num_sge_huge,
+	 .w = { .opcode = OHCA_WR_SEND, .num_sge = 255 }, BAD_WQE)
+WQE_CASE(t_wqe_num_sge_beyond_stride,
+	 .w = { .opcode = OHCA_WR_SEND, .num_sge = 5 }, BAD_WQE)
+WQE_CASE(t_wqe_bad_lkey, .w = { .opcode = OHCA_WR_SEND, .num_sge = 1 },
+	 .sg = { { 0x10000, 16, 0xffffff00 } }, .nsg = 1,
+	 .status = OHCA_CQE_LOC_PROT_ERR, .verr = OHCA_VERR_BAD_LKEY)
+/* Within max_msg_size, but past the end of the MR. */
+WQE_CASE(t_wqe_length_overflow,
+	 .w = { .opcode = OHCA_WR_SEND, .num_sge = 1 },
+	 .sg = { { 0x10000 + PG - 1, 0x7fffffff, 0 } }, .nsg = 1,
+	 .own_lkey = true, .status = OHCA_CQE_LOC_PROT_ERR,
+	 .verr = OHCA_VERR_LKEY_BOUNDS)
+/* Three 4 GiB - 1 segments: more than max_msg_size. */
+WQE_CASE(t_wqe_message_too_long,
+	 .w = { .opcode = OHCA_WR_SEND, .num_sge = 3 },
+	 .sg = { { 0x10000, 0xffffffff, 0 }, { 0x10000, 0xffffffff, 0 },
+		 { 0x10000, 0xffffffff, 0 } }, .nsg = 3,
+	 .own_lkey = true, .status = OHCA_CQE_LOC_LEN_ERR,
+	 .verr = OHCA_VERR_BAD_WQE)
+WQE_CASE(t_wqe_sge_address_wraps,
+	 .w = { .opcode = OHCA_WR_RDMA_WRITE, .num_sge = 1,
+		.remote_addr = 0x10000 },
+	 .sg = { { ~0ull - 8, 64, 0 } }, .nsg = 1, .own_lkey = true,
+	 .status = OHCA_CQE_LOC_PROT_ERR, .verr = OHCA_VERR_LKEY_BOUNDS)
+WQE_CASE(t_wqe_inline_too_long,
+	 .w = { .opcode = OHCA_WR_SEND, .flags = OHCA_WQE_INLINE,
+		.inline_len = 0xfffffff0 }, BAD_WQE)
+WQE_CASE(t_wqe_inline_read,
+	 .w = { .opcode = OHCA_WR_RDMA_READ, .flags = OHCA_WQE_INLINE,
+		.inline_len = 8 }, BAD_WQE)
+#undef BAD_WQE
+#undef WQE_CASE
 
 static bool t_wqe_then_flush(void)
 {
