@@ -242,3 +242,15 @@ def require_opcodes(summary, groups):
 
 OPCODE_GROUPS = {"SEND": SEND_OPS, "RDMA WRITE": WRITE_OPS, "READ request": {READ_REQ},
                  "READ response": READ_RESP_OPS, "ACK": {ACK}}
+
+
+def judge(pcap, ip, min_sent):
+    """What 'ip' sent in 'pcap' against check(), every opcode group and at
+    least min_sent frames: (problems, rows, summary)."""
+    rows = dissect(pcap)
+    problems, summary = check(rows, {ip})
+    print(ip, summary)
+    problems += require_opcodes(summary, OPCODE_GROUPS)
+    if summary["sent_frames"] < min_sent:
+        problems.append(f"only {summary['sent_frames']} frames sent by {ip} captured")
+    return problems, rows, summary

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+import peer_runs
 import roce_pcap
 from vmtest import assert_ok, ohcavm
 
@@ -38,39 +39,6 @@ CASES = [
     # the client's -n/-M reach the server over TCP
     ("rc_integrity", "/share/ohca_rc_integrity -d {dev} -g {gid} -M {mtu} -n 30 -p {port}", "mixed"),
 ]
-
-# Each VM walks the same list; item i is served by VM $server (the other
-# connects, retrying until the server listens). Every item has its own TCP
-# port, so a client never meets another item's server.
-SCRIPT = r"""
-ohca_poll 30 ohca_gid_index >/dev/null || { echo "no RoCE v2 GID for $OHCA_IP"; exit 1; }
-gid=$(ohca_gid_index)
-echo "GID index $gid on $OHCA_IBDEV"
-ohca_barrier up || exit 1
-i=0
-while read -r server mtu cmd; do
-	i=$((i + 1))
-	cmd=${cmd//\{dev\}/$OHCA_IBDEV}
-	cmd=${cmd//\{gid\}/$gid}
-	cmd=${cmd//\{mtu\}/$mtu}
-	cmd=${cmd//\{port\}/$((18600 + i))}
-	if [ "$server" = "$OHCA_VM_INDEX" ]; then
-		timeout 120 $cmd > /tmp/out.log 2>&1
-	else
-		sleep 1
-		ohca_retry 40 timeout 120 $cmd "$OHCA_PEER_IP" > /tmp/out.log 2>&1
-	fi
-	rc=$?
-	echo "ITEM $i rc=$rc"
-	# without the noise of connection attempts before the server listened
-	grep -v -e "Couldn't connect" -e "Unable to open file descriptor" \
-		-e "inline feature" -e "^ *-*$" /tmp/out.log | sed "s/^/ITEM $i: /" | tail -n 30
-done <<'EOF'
-{items}
-EOF
-true
-"""
-
 
 # ohca as READ requester with 16 READs in flight: when a READ response is
 # lost on the host wire, the stale responses of the later READs each trigger
@@ -110,30 +78,21 @@ def _figure(name, size, out):
 @pytest.fixture(scope="module")
 def interop_run():
     items = _items()
-    text = "\n".join(f"{s} {m} {c}" for s, m, _, _, c in items)
     logdir = os.path.join(ohcavm.TOP, "build/test-logs/interop")
     t0 = time.monotonic()
     with ohcavm.Cluster("interop", nvms=2, nics=("ohca", "rxe"), mtu=9000,
                         capture={0, 1}, logdir=logdir) as c:
-        c.start(SCRIPT.replace("{items}", text))
+        c.start(peer_runs.script((s, cmd.replace("{mtu}", str(m)))
+                                 for s, m, _, _, cmd in items))
         results = c.wait(1500)
         pcaps = [vm.capture_path for vm in c.vms]
     return items, results, pcaps, time.monotonic() - t0
 
 
-def _parse(output):
-    rcs, outs = {}, {}
-    for m in re.finditer(r"^ITEM (\d+) rc=(\d+)$", output, re.M):
-        rcs[int(m.group(1))] = int(m.group(2))
-    for m in re.finditer(r"^ITEM (\d+): (.*)$", output, re.M):
-        outs.setdefault(int(m.group(1)), []).append(m.group(2))
-    return rcs, {k: "\n".join(v) for k, v in outs.items()}
-
-
 def matrix(items, results):
     """Rows (test, size, mtu, direction, ok, figure) and a markdown table."""
-    rc0, out0 = _parse(results[0].output)
-    rc1, out1 = _parse(results[1].output)
+    rc0, out0 = peer_runs.parse(results[0].output)
+    rc1, out1 = peer_runs.parse(results[1].output)
     rows = []
     for i, (server, mtu, name, size, _) in enumerate(items, 1):
         ok = rc0.get(i) == 0 and rc1.get(i) == 0
@@ -171,11 +130,6 @@ def test_interop_wire_conformance(interop_run):
     _, _, pcaps, _ = interop_run
     problems = []
     for pcap, ip in zip(pcaps, ohcavm.IPS):
-        rows = roce_pcap.dissect(pcap)
-        p, summary = roce_pcap.check(rows, {ip})
-        print(ip, summary)
-        p += roce_pcap.require_opcodes(summary, roce_pcap.OPCODE_GROUPS)
-        if summary["sent_frames"] < 1000:
-            p.append(f"only {summary['sent_frames']} frames sent by {ip} captured")
+        p, _, _ = roce_pcap.judge(pcap, ip, 1000)
         problems += [f"{ip}: {x}" for x in p]
     assert not problems, "\n".join(problems)
