@@ -76,9 +76,15 @@ struct DeviceLimits {
     static constexpr size_t loopback_reserve = 64;
     // READ response packets one QP sends per pass of the work loop.
     static constexpr unsigned int read_resp_per_pass = 64;
-    // SEND/WRITE packets beyond the oldest unacknowledged PSN, and how often
-    // the requester asks for an ACK inside a long message.
-    static constexpr uint32_t send_window = 256;
+    // The requester's congestion window: packets past the oldest
+    // unacknowledged PSN, READ response PSNs included (docs/wire.md). It
+    // starts at initial_window, halves on a NAK or skipped responses, drops to
+    // min_window on an ACK timeout and grows back as ACKs arrive.
+    static constexpr uint32_t initial_window = 256;
+    static constexpr uint32_t min_window = 4;
+    static constexpr uint32_t max_window = 1024;
+    // How often the requester asks for an ACK inside a long message (more
+    // often when the window is smaller).
     static constexpr uint32_t ack_req_every = 64;
     // Packets and WQEs handled per process() call before rescheduling.
     static constexpr unsigned int process_budget = 4096;
@@ -208,6 +214,8 @@ class Device {
     void requester_rx(Qp &qp, const ParsedPacket &pkt);
     void ack_through(Qp &qp, uint32_t psn);
     void go_back(Qp &qp, uint32_t psn);
+    void recover_from(Qp &qp, uint32_t psn, bool timeout);
+    void advance_una(Qp &qp, uint32_t una);
     void requester_fail(Qp &qp, uint8_t status, uint8_t verr);
     void check_timers();
     void update_timer();

@@ -151,6 +151,13 @@ struct Qp {
     uint8_t rnr_left = 0;
     bool rnr_wait = false;
     uint64_t deadline_ns = 0; // ACK or RNR timer, 0 = none
+    uint32_t cwnd = 0;        // congestion window, packets (DeviceLimits)
+    uint32_t ssthresh = 0;    // slow start below it, +1 per window above
+    uint32_t cwnd_acked = 0;  // packets acknowledged towards the next +1
+    // Gone back to recover_psn for a loss: further signs of the same loss
+    // (responses of later READs, duplicate ACKs) do not go back again.
+    bool recovering = false;
+    uint32_t recover_psn = 0;
     bool sq_draining = false;
 
     // Responder.

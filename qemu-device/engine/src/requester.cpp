@@ -196,10 +196,13 @@ void Device::process_sq(Qp &qp, unsigned int &budget) {
                 host_.schedule(); // the loopback backlog drains first
                 break;
             }
-            if (!is_read(w) && w.local_status == OHCA_CQE_SUCCESS &&
-                psn_diff(psn_add(w.first_psn, qp.cur_pkt), qp.una_psn) >=
-                    static_cast<int32_t>(DeviceLimits::send_window)) {
-                break; // send window full: resumed by the next ACK
+            // A READ request stands for all its responses; the oldest
+            // outstanding one may always go, whatever its length.
+            const uint32_t end =
+                is_read(w) ? psn_add(w.first_psn, w.npkts) : psn_add(w.first_psn, qp.cur_pkt + 1);
+            if (w.local_status == OHCA_CQE_SUCCESS && !(is_read(w) && qp.cur_wr == 0) &&
+                psn_diff(end, qp.una_psn) > static_cast<int32_t>(qp.cwnd)) {
+                break; // window full: resumed by the next ACK or response
             }
             send_packet(qp);
             --budget;
@@ -389,8 +392,12 @@ void Device::send_packet(Qp &qp) {
         if (imm && last) {
             f.imm = wr.imm;
         }
-        // Long messages ask for ACKs on the way, which open the send window.
-        f.bth.ack_req = last || (k + 1) % DeviceLimits::ack_req_every == 0;
+        // Long messages ask for ACKs on the way, which open the window; so
+        // does the packet that fills it.
+        const uint32_t every = std::clamp(qp.cwnd / 2, 1u, DeviceLimits::ack_req_every);
+        f.bth.ack_req =
+            last || (k + 1) % every == 0 ||
+            psn_diff(psn_add(f.bth.psn, 1), qp.una_psn) >= static_cast<int32_t>(qp.cwnd);
         f.bth.solicited = last && (wr.flags & OHCA_WQE_SOLICITED) != 0;
         const uint32_t off = k * mtu;
         payload.resize(std::min(mtu, wr.length - off));
@@ -436,7 +443,7 @@ void Device::ack_through(Qp &qp, uint32_t psn) {
                 // Acknowledged past a READ whose responses were lost: ask
                 // again from the first missing one, and keep una there, or
                 // the responses asked for would be dropped as duplicates.
-                go_back(qp, resume);
+                recover_from(qp, resume, false);
                 psn = psn_add(resume, kPsnMask);
             }
             break;
@@ -454,7 +461,7 @@ void Device::ack_through(Qp &qp, uint32_t psn) {
         }
     }
     if (psn_diff(psn_add(psn, 1), qp.una_psn) > 0 && psn_diff(psn_add(psn, 1), qp.next_psn) <= 0) {
-        qp.una_psn = psn_add(psn, 1);
+        advance_una(qp, psn_add(psn, 1));
         progress = true;
     }
     if (progress) {
@@ -489,6 +496,45 @@ void Device::go_back(Qp &qp, uint32_t psn) {
             host_.schedule();
             return;
         }
+    }
+}
+
+// A loss was seen: a NAK sequence error, responses past an unfinished READ,
+// or the ACK timer. The window shrinks (to its minimum on a timeout: nothing
+// came back at all) and transmission resumes at 'psn' -- once per loss, or
+// every stale response of the READs behind would re-request them all again.
+void Device::recover_from(Qp &qp, uint32_t psn, bool timeout) {
+    if (!timeout && qp.recovering && qp.recover_psn == psn) {
+        return;
+    }
+    qp.ssthresh = std::max(qp.cwnd / 2, DeviceLimits::min_window);
+    qp.cwnd = timeout ? DeviceLimits::min_window : qp.ssthresh;
+    qp.cwnd_acked = 0;
+    qp.recovering = true;
+    qp.recover_psn = psn;
+    go_back(qp, psn);
+}
+
+// The peer has every PSN before 'una'. The window grows by the packets
+// acknowledged below ssthresh and by one per window above it; a recovery
+// ends once the PSN it went back to is acknowledged.
+void Device::advance_una(Qp &qp, uint32_t una) {
+    const auto acked = static_cast<uint32_t>(psn_diff(una, qp.una_psn));
+    qp.una_psn = una;
+    if (qp.recovering && psn_diff(una, qp.recover_psn) > 0) {
+        qp.recovering = false;
+    }
+    if (qp.cwnd < qp.ssthresh) {
+        qp.cwnd = std::min(qp.cwnd + acked, qp.ssthresh);
+        return;
+    }
+    qp.cwnd_acked += acked;
+    while (qp.cwnd_acked >= qp.cwnd && qp.cwnd < DeviceLimits::max_window) {
+        qp.cwnd_acked -= qp.cwnd;
+        ++qp.cwnd;
+    }
+    if (qp.cwnd == DeviceLimits::max_window) {
+        qp.cwnd_acked = 0;
     }
 }
 
@@ -546,7 +592,7 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
             }
             if (code == kNakPsnSeq) {
                 ++roce_.seq_naks_rcvd;
-                go_back(qp, psn);
+                recover_from(qp, psn, false);
                 return;
             }
             ++roce_.error_naks_rcvd;
@@ -571,8 +617,8 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
         }
     }
     if (i == qp.inflight.size() || !is_read(qp.inflight[i]) || qp.inflight[i].read_done ||
-        psn != psn_add(qp.inflight[i].first_psn, qp.inflight[i].read_pkts)) {
-        ++roce_.rx_out_of_seq;
+        psn_diff(psn, psn_add(qp.inflight[i].first_psn, qp.inflight[i].read_pkts)) < 0) {
+        ++roce_.rx_out_of_seq; // stale: placed already, or not a READ's
         return;
     }
     const uint32_t first_psn = qp.inflight[i].first_psn;
@@ -582,18 +628,29 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
         return;
     }
     SendWr &w = qp.inflight.front();
+    const uint32_t expected = psn_add(first_psn, w.read_pkts);
+    if (psn != expected) {
+        // Responses before this one went missing: ask again from the first
+        // of them now rather than at the ACK timeout (once per loss).
+        ++roce_.rx_out_of_seq;
+        recover_from(qp, expected, false);
+        return;
+    }
     const uint32_t mtu = mtu_bytes(qp);
     const uint32_t k = w.read_pkts;
     const bool last = k + 1 == w.npkts;
-    // Responses restart with FIRST (or ONLY) at the packet the latest
-    // request asked from.
+    // Responses start with FIRST (or ONLY) at the packet the latest request
+    // asked from; a replay from inside a READ may also go on with MIDDLE or
+    // LAST there, as Linux rxe sends it (docs/interop.md).
     const bool first = k == w.read_start;
+    const bool replay_ok = first && k > 0;
     const uint8_t want = first && last ? rc::kReadRespOnly
                          : first       ? rc::kReadRespFirst
                          : last        ? rc::kReadRespLast
                                        : rc::kReadRespMiddle;
+    const uint8_t replay = last ? rc::kReadRespLast : rc::kReadRespMiddle;
     const size_t want_len = last ? w.length - k * mtu : mtu;
-    if (h.opcode != want) {
+    if (h.opcode != want && !(replay_ok && h.opcode == replay)) {
         ++roce_.rx_out_of_seq; // from an earlier request: the timer recovers
         return;
     }
@@ -627,7 +684,10 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
         w.read_done = true;
         ack_through(qp, psn);
     } else {
-        qp.una_psn = psn_add(psn, 1);
+        advance_una(qp, psn_add(psn, 1));
+        if (qp.cur_wr < qp.inflight.size() || qp.sq_fetched != qp.sq.pi) {
+            host_.schedule(); // the window may have opened
+        }
         qp.retry_left = qp.attrs.retry_cnt;
         // Progress on an outstanding request restarts the ACK timer.
         restart_ack_timer(qp);
@@ -660,7 +720,7 @@ void Device::check_timers() {
             continue;
         }
         --qp.retry_left;
-        go_back(qp, qp.una_psn);
+        recover_from(qp, qp.una_psn, true);
     }
 }
 

@@ -609,5 +609,123 @@ INSTANTIATE_TEST_SUITE_P(MtuDropSeed, LongReadLossTest,
                                             ::testing::Values(-5, -17, 9, 50),
                                             ::testing::Values(1, 2, 3)));
 
+// A wire that carries at most 'capacity' frames each way per round (1 ms)
+// and drops the rest, as a full socket buffer between two VMs does: bursts
+// beyond what the path holds are lost together. The requester must find the
+// rate the path takes (its window) instead of re-requesting everything on
+// every sign of loss, which ended 64 KiB ib_read_bw runs in RETRY_EXC_ERR.
+class CongestedWireTest : public WireTest {
+  protected:
+    bool run_congested(const std::function<bool()> &pred, size_t capacity, int rounds = 20000) {
+        for (int r = 0; r < rounds; ++r) {
+            node(0).process();
+            node(1).process();
+            if (pred()) {
+                return true;
+            }
+            const bool idle = node(0).host.wire.empty() && node(1).host.wire.empty();
+            for (int from = 0; from < 2; ++from) {
+                auto frames = std::move(node(from).host.wire);
+                node(from).host.wire.clear();
+                sent[from] += frames.size();
+                const size_t n = std::min(capacity, frames.size());
+                dropped[from] += frames.size() - n;
+                for (size_t k = 0; k < n; ++k) {
+                    if (ohca_engine_receive_frame(node(1 - from).e, frames[k].data(),
+                                                  frames[k].size()) == OHCA_ENGINE_RX_RETRY) {
+                        ++dropped[from];
+                    }
+                }
+            }
+            const uint64_t step = idle ? 20'000'000 : 1'000'000;
+            node(0).host.now += step;
+            node(1).host.now += step;
+        }
+        return pred();
+    }
+    uint64_t sent[2] = {0, 0};
+    uint64_t dropped[2] = {0, 0};
+};
+
+TEST_F(CongestedWireTest, SixteenReadsFindThePathRate) {
+    constexpr uint32_t kLen = 64 * 1024;
+    setup(false, 3, 7, 7, 16); // MTU 1024: 64 responses per READ
+    for (uint32_t i = 0; i < 16; ++i) {
+        SendReq r;
+        r.wr_id = 100 + i;
+        r.opcode = OHCA_WR_RDMA_READ;
+        r.remote_addr = side[1].buf + (i % 4) * kLen;
+        r.rkey = side[1].key;
+        r.sges = {{side[0].buf + i * kLen % (1 << 20), kLen, side[0].key}};
+        a.post_send(side[0].qp, r, false);
+    }
+    a.ring_sq(side[0].qp);
+    ASSERT_TRUE(run_congested(
+        [&] {
+            auto v = a.poll(side[0].scq);
+            sc.insert(sc.end(), v.begin(), v.end());
+            return sc.size() == 16 || (!sc.empty() && sc.back().status != OHCA_CQE_SUCCESS);
+        },
+        100))
+        << sc.size();
+    ASSERT_EQ(sc.size(), 16u);
+    for (uint32_t i = 0; i < 16; ++i) {
+        EXPECT_EQ(sc[i].status, OHCA_CQE_SUCCESS) << i;
+        EXPECT_EQ(sc[i].wr_id, 100u + i);
+    }
+    // The last four READs landed last in the same 1 MiB buffer.
+    for (uint32_t i = 12; i < 16; ++i) {
+        EXPECT_TRUE(same(side[0].buf + i * kLen % (1 << 20), side[1].buf + (i % 4) * kLen, kLen))
+            << i;
+    }
+    const auto &c = device_of(a.e).roce_counters();
+    EXPECT_GT(dropped[1], 0u); // the path did overflow ...
+    EXPECT_EQ(c.retry_exceeded, 0u);
+    // ... and the responder sent at most twice the 1024 responses needed.
+    EXPECT_LE(sent[1], 2u * 1024) << "retransmits " << c.retransmits << " timeouts " << c.timeouts;
+}
+
+// 20 % of the frames lost each way, long messages: go-back-N with a full
+// window rarely gets a window through, so the window has to shrink.
+TEST_F(CongestedWireTest, LongMessagesThroughTwentyPercentLoss) {
+    constexpr uint32_t kLen = 256 * 1024;
+    setup(false, 3, 7, 7, 4);
+    for (uint32_t i = 0; i < 4; ++i) {
+        SendReq r;
+        r.wr_id = 200 + i;
+        r.opcode = i % 2 == 0 ? OHCA_WR_RDMA_WRITE : OHCA_WR_RDMA_READ;
+        r.remote_addr = side[1].buf + i * kLen;
+        r.rkey = side[1].key;
+        r.sges = {{side[0].buf + i * kLen, kLen, side[0].key}};
+        a.post_send(side[0].qp, r, false);
+    }
+    a.ring_sq(side[0].qp);
+    std::mt19937 rng(20);
+    uint64_t frames[2] = {0, 0};
+    ASSERT_TRUE(run(
+        [&] {
+            auto v = a.poll(side[0].scq);
+            sc.insert(sc.end(), v.begin(), v.end());
+            return sc.size() == 4 || (!sc.empty() && sc.back().status != OHCA_CQE_SUCCESS);
+        },
+        [&](bool from_a, const std::vector<uint8_t> &) {
+            ++frames[from_a ? 0 : 1];
+            return rng() % 5 == 0;
+        },
+        20000, 5'000'000))
+        << sc.size();
+    ASSERT_EQ(sc.size(), 4u);
+    for (uint32_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(sc[i].status, OHCA_CQE_SUCCESS) << i;
+        EXPECT_TRUE(same(side[0].buf + i * kLen, side[1].buf + i * kLen, kLen)) << i;
+    }
+    const auto &c = device_of(a.e).roce_counters();
+    EXPECT_GT(c.retransmits, 0u);
+    EXPECT_EQ(c.retry_exceeded, 0u);
+    // 1024 data packets are needed; re-requesting every outstanding READ on
+    // each sign of loss, with a fixed window, took 46 times as many frames.
+    EXPECT_LE(frames[0] + frames[1], 25u * 1024) << "timeouts " << c.timeouts;
+}
+
 } // namespace
 } // namespace ohca::test
