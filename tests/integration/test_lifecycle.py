@@ -185,6 +185,29 @@ RESET_AFTER = r"""for i in 1 2 3; do
     @BACK@
     echo "reset in a row $i ok"
 done
+# A device that went fatal comes back through a reset as well: with bus
+# mastering off the next command's ring read fails (FATAL CMDQ_DMA), the
+# driver's command times out and it reports DEVICE_FATAL; the holder's
+# verbs fail; the function reset then brings the device back.
+t="fatal, then reset"
+@HOLD@
+python3 - "/sys/bus/pci/devices/$pci/config" <<'PYEOF' || fail "cannot clear bus master"
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(4)
+    cmd = int.from_bytes(f.read(2), "little") & ~4
+    f.seek(4)
+    f.write(cmd.to_bytes(2, "little"))
+PYEOF
+cat /sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters/* >/dev/null 2>&1
+ohca_poll 30 eval '! kill -0 $holder 2>/dev/null' || fail "the holder hangs after the fatal error"
+wait $holder || fail "holder exited $? after the fatal error: $(cat /tmp/holder.log)"
+grep -q FATAL-EVENT /tmp/holder.log || fail "holder saw no DEVICE_FATAL"
+grep -q VERBS-FAIL-CLEANLY /tmp/holder.log || fail "holder's verbs after the fatal error"
+dmesg | grep -q "device fatal error" || fail "no fatal error in the kernel log"
+timeout 60 sh -c "echo 1 > /sys/bus/pci/devices/$pci/reset" || fail "reset of the fatal device hung or failed"
+@BACK@
+echo "fatal, then reset ok"
 timeout 120 ibv_rc_pingpong -d "$OHCA_IBDEV" -g @GID@ -n 200 -c >/tmp/srv.log 2>&1 &
 srv=$!
 ohca_retry 20 timeout 120 ibv_rc_pingpong -d "$OHCA_IBDEV" -g @GID@ -n 200 -c 127.0.0.1 || fail "checked RC pingpong after the resets"
@@ -204,6 +227,7 @@ def test_reset_during_traffic(vm_run):
                .replace("@BACK@", BACK).replace("@GID@", str(GID))))
     assert "RESETS OK" in r.output, r.report()
     assert len(re.findall(r"^reset in a row \d ok$", r.output, re.M)) == 3, r.report()
+    assert "fatal, then reset ok" in r.output, r.report()
 
 
 # Creates each object type until the device refuses, twice: the refusal
