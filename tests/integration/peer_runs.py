@@ -3,21 +3,32 @@ test_interop.py. Each VM walks the same list of items; item i is served by
 the VM the item names, the other connects (retrying until the server
 listens) to a TCP port of item i's own, so a client never meets another
 item's server. A command may use {dev}, {gid} and {port}: the VM's RDMA
-device, its RoCE v2 GID index for its IPv4 address, and the item's port.
+device, its RoCE v2 GID index for its IPv4 address, and the item's port;
+and {gid6} / {gid6g}: the RoCE v2 GID indexes of its IPv6 link-local
+address and of a unique-local address the job adds (IPV6_GLOBAL), reached
+through neighbour discovery. With IPv6 items, each VM's eth0 gets a hop
+limit of its own (IPV6_HOP_LIMITS), which the RDMA core copies from the
+route into every RoCE v2 path, so the frames can show they carry it.
 """
 
+import ipaddress
 import re
+
+IPV6_GLOBAL = ("fd00:77::1", "fd00:77::2")
+IPV6_HOP_LIMITS = (41, 47)
 
 SCRIPT = r"""
 ohca_poll 30 ohca_gid_index >/dev/null || { echo "no RoCE v2 GID for $OHCA_IP"; exit 1; }
 gid=$(ohca_gid_index)
 echo "GID index $gid on $OHCA_IBDEV"
-ohca_barrier up || exit 1
+{ipv6}ohca_barrier up || exit 1
 i=0
 while read -r server cmd; do
 	i=$((i + 1))
 	cmd=${cmd//\{dev\}/$OHCA_IBDEV}
 	cmd=${cmd//\{gid\}/$gid}
+	cmd=${cmd//\{gid6\}/$gid6}
+	cmd=${cmd//\{gid6g\}/$gid6g}
 	cmd=${cmd//\{port\}/$((18600 + i))}
 	if [ "$server" = "$OHCA_VM_INDEX" ]; then
 		timeout 120 $cmd > /tmp/out.log 2>&1
@@ -36,10 +47,40 @@ EOF
 true
 """
 
+# nodad: the address is unique by construction, and a tentative address
+# cannot be a source yet
+SCRIPT_IPV6 = r"""
+ga=({ga})
+hl=({hl})
+ip -6 addr add "${ga[$OHCA_VM_INDEX]}/64" dev "$OHCA_IFACE" nodad || exit 1
+echo "${hl[$OHCA_VM_INDEX]}" >"/proc/sys/net/ipv6/conf/$OHCA_IFACE/hop_limit" || exit 1
+if ! ohca_poll 30 ohca_gid6_index link >/dev/null || ! ohca_poll 30 ohca_gid6_index global >/dev/null; then
+	echo "no RoCE v2 GID for the IPv6 addresses: $(ip -6 -br addr show dev "$OHCA_IFACE")"
+	exit 1
+fi
+gid6=$(ohca_gid6_index link)
+gid6g=$(ohca_gid6_index global)
+echo "IPV6 link $(ohca_ipv6_addr link) GID index $gid6"
+echo "IPV6 global $(ohca_ipv6_addr global) GID index $gid6g"
+"""
+
 
 def script(items):
     """The job for both VMs: items are (server VM index, command)."""
-    return SCRIPT.replace("{items}", "\n".join(f"{s} {cmd}" for s, cmd in items))
+    items = list(items)
+    ipv6 = ""
+    if any("{gid6" in cmd for _, cmd in items):
+        ipv6 = (SCRIPT_IPV6.replace("{ga}", " ".join(IPV6_GLOBAL))
+                .replace("{hl}", " ".join(map(str, IPV6_HOP_LIMITS))).lstrip("\n"))
+    return (SCRIPT.replace("{ipv6}", ipv6)
+            .replace("{items}", "\n".join(f"{s} {cmd}" for s, cmd in items)))
+
+
+def ipv6_addrs(output):
+    """{"link": address, "global": address} a VM's job reported, in the
+    compressed form tshark prints."""
+    return {m.group(1): ipaddress.IPv6Address(m.group(2)).compressed
+            for m in re.finditer(r"^IPV6 (link|global) (\S+) ", output, re.M)}
 
 
 def parse(output):

@@ -7,6 +7,11 @@ not verify the ICRC, so the ICRC is recomputed here from the raw frames
 header checksum, IPv6 traffic class/flow label/hop limit, UDP checksum and
 the BTH reserved byte masked to ones; CRC-32 as in Ethernet; the ICRC is
 sent least significant byte first).
+
+The UDP checksum of RoCE frames is zero over IPv6 as over IPv4 (ohca and
+rxe alike: the ICRC covers the datagram, the zero-checksum mode RFC 6935
+allows for tunnels); tshark is told so (udp.ignore_ipv6_zero_checksum)
+and check_ipv6 asserts that the checksum is exactly zero.
 """
 
 import struct
@@ -24,7 +29,7 @@ ACK = 0x11
 AETH_OPS = READ_RESP_OPS - {0x0E} | {ACK}
 
 FIELDS = ["frame.number", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst",
-          "udp.srcport", "udp.dstport", "infiniband.bth.opcode",
+          "ipv6.tclass", "ipv6.flow", "ipv6.hlim", "ipv6.nxt", "udp.checksum", "udp.srcport", "udp.dstport", "infiniband.bth.opcode",
           "infiniband.bth.destqp", "infiniband.bth.psn", "infiniband.bth.a",
           "infiniband.bth.padcnt", "infiniband.aeth.syndrome",
           "infiniband.reth.dmalen", "tcp.flags.syn", "tcp.flags.ack",
@@ -52,7 +57,8 @@ def read_pcap(path):
 
 
 def icrc_status(frame):
-    """None when the frame is not RoCEv2, else True/False for its ICRC."""
+    """None when the frame is not RoCEv2, else True/False for its ICRC
+    (False too when the IP length does not fit the frame)."""
     l3 = 14
     etype = struct.unpack(">H", frame[12:14])[0]
     if etype == 0x8100:
@@ -85,6 +91,8 @@ def icrc_status(frame):
     udp[6:8] = b"\xff\xff"
     bth = bytearray(frame[l4 + 8:l4 + 20])
     bth[4] = 0xFF
+    if end > len(frame) or end < l4 + 24:
+        return False  # the IP length disagrees with the frame
     body = frame[l4 + 20:end - 4]
     crc = zlib.crc32(b"\xff" * 8 + bytes(ip) + bytes(udp) + bytes(bth) + body)
     return crc == struct.unpack("<I", frame[end - 4:end])[0]
@@ -103,7 +111,8 @@ PAYLOAD_HEURISTICS = ["eth_over_ib", "fc_infiniband", "sdp_infiniband", "iser_in
 def dissect(path):
     """One dict per frame (tshark -T fields), plus 'icrc_ok' and 'epoch'."""
     off = [a for h in PAYLOAD_HEURISTICS for a in ("--disable-heuristic", h)]
-    p = subprocess.run(["tshark", "-n", "-r", path] + off + ["-T", "fields", "-E", "separator=\t",
+    p = subprocess.run(["tshark", "-n", "-r", path, "-o", "udp.ignore_ipv6_zero_checksum:TRUE"]
+                       + off + ["-T", "fields", "-E", "separator=\t",
                         "-E", "occurrence=a", "-E", "aggregator=,"]
                        + [a for f in FIELDS for a in ("-e", f)],
                        capture_output=True, text=True, check=True)
@@ -244,13 +253,53 @@ OPCODE_GROUPS = {"SEND": SEND_OPS, "RDMA WRITE": WRITE_OPS, "READ request": {REA
                  "READ response": READ_RESP_OPS, "ACK": {ACK}}
 
 
-def judge(pcap, ip, min_sent):
-    """What 'ip' sent in 'pcap' against check(), every opcode group and at
-    least min_sent frames: (problems, rows, summary)."""
+def judge(pcap, ips, min_sent):
+    """What 'ips' (one address or a set: a VM's IPv4 and IPv6 addresses)
+    sent in 'pcap' against check(), every opcode group and at least
+    min_sent frames: (problems, rows, summary)."""
+    ips = {ips} if isinstance(ips, str) else set(ips)
     rows = dissect(pcap)
-    problems, summary = check(rows, {ip})
-    print(ip, summary)
+    problems, summary = check(rows, ips)
+    print(sorted(ips), summary)
     problems += require_opcodes(summary, OPCODE_GROUPS)
     if summary["sent_frames"] < min_sent:
-        problems.append(f"only {summary['sent_frames']} frames sent by {ip} captured")
+        problems.append(f"only {summary['sent_frames']} frames sent by {sorted(ips)} captured")
     return problems, rows, summary
+
+
+def check_ipv6(rows, min_sent, hop_limit, tclasses):
+    """IPv6 framing of the RoCE frames in rows: (problems, summary).
+    min_sent: {IPv6 source address: fewest frames it must have sent}, the
+    senders judged; hop_limit: what their path has (the route's, which
+    the RDMA core puts in the AV); tclasses: the set of traffic classes
+    (DSCP and ECN) the programs asked for. The opcode groups of all IPv6
+    frames, both directions, must be complete."""
+    problems = []
+    v6 = [r for r in rows if r["infiniband.bth.opcode"] and r["ipv6.src"]]
+    own = [r for r in v6 if r["ipv6.src"] in min_sent]
+    sent = {a: sum(r["ipv6.src"] == a for r in own) for a in min_sent}
+    for a, n in min_sent.items():
+        if sent[a] < n:
+            problems.append(f"{a} sent only {sent[a]} RoCE frames over IPv6 (< {n})")
+    for what, field, want in (("next header", "ipv6.nxt", 17), ("hop limit", "ipv6.hlim", hop_limit),
+                              ("UDP checksum", "udp.checksum", 0)):
+        bad = [r["frame.number"] for r in own if _int(r[field]) != want]
+        if bad:
+            problems.append(f"{what} not {want} in frames {bad[:20]}")
+    # one traffic class per connection, and each program's own
+    flows = {}
+    for r in own:
+        flows.setdefault((r["epoch"], r["ipv6.src"], r["ipv6.dst"], r["infiniband.bth.destqp"]),
+                         set()).add(_int(r["ipv6.tclass"]))
+    for flow, tcs in flows.items():
+        if len(tcs) != 1:
+            problems.append(f"flow {flow} uses several traffic classes {sorted(tcs)}")
+    seen = set().union(*flows.values()) if flows else set()
+    if seen != set(tclasses):
+        problems.append(f"traffic classes {sorted(seen)}, expected {sorted(tclasses)}")
+    _, summary = check(v6, set(min_sent))
+    problems += require_opcodes(summary, OPCODE_GROUPS)
+    summary = {"sent": sent, "traffic_classes": sorted(seen),
+               "flow_labels": sorted({_int(r["ipv6.flow"]) for r in own}),
+               "opcodes": summary["opcodes"]}
+    return problems, summary

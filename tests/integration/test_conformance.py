@@ -8,6 +8,10 @@ capture. The ohca<->rxe captures are checked the same way in
 test_interop.py. READ traffic comes from ib_read_lat (one READ in flight):
 many READs in flight over a lossy host wire still hit a known requester
 retry bug (docs/interop.md).
+The IPv6 items run over the RoCE v2 GIDs of each VM's IPv6 link-local
+address and of a unique-local one (fd00:77::/64, destination MAC by
+neighbour discovery), with a traffic class per program and a hop limit
+per VM; roce_pcap.check_ipv6 asserts them on the frames.
 """
 
 import pytest
@@ -25,7 +29,13 @@ ITEMS = [(0, cmd) for cmd in (
     "ib_read_lat -d {dev} -x {gid} -m 4096 -F -s 9002 -n 50 -p {port}",
     "ib_send_bw -d {dev} -x {gid} -m 4096 -F -s 4097 -n 50 -p {port}",
     "ib_write_lat -d {dev} -x {gid} -m 1024 -F -s 3 -n 50 -p {port}",
+    # IPv6: traffic class 0 (ibv_rc_pingpong has no option), 106 = DSCP 26
+    # with ECN ECT(0), 185 = DSCP 46 with ECN ECT(1)
+    "ibv_rc_pingpong -d {dev} -g {gid6} -m 1024 -s 3001 -n 20 -p {port}",
+    "ib_write_bw -d {dev} -x {gid6g} -m 1024 -F --tclass=106 -s 5002 -n 20 -p {port}",
+    "ib_read_lat -d {dev} -x {gid6g} -m 1024 -F --tclass=185 -s 5003 -n 30 -p {port}",
 )]
+IPV6_TCLASSES = {0, 106, 185}
 
 
 def test_conformance_ohca_ohca(vm_run, vm_logdir):
@@ -37,7 +47,15 @@ def test_conformance_ohca_ohca(vm_run, vm_logdir):
         assert rcs == {i: 0 for i in range(1, len(ITEMS) + 1)}, r.report()
     problems = []
     for i, ip in enumerate(ohcavm.IPS):
-        p, rows, summary = roce_pcap.judge(f"{vm_logdir}/vm{i}/wire.pcap", ip, 200)
+        v6 = peer_runs.ipv6_addrs(results[i].output)
+        assert set(v6) == {"link", "global"}, results[i].report()
+        assert v6["global"] == peer_runs.IPV6_GLOBAL[i]
+        p, rows, summary = roce_pcap.judge(f"{vm_logdir}/vm{i}/wire.pcap",
+                                           {ip} | set(v6.values()), 200)
+        p6, summary6 = roce_pcap.check_ipv6(rows, {a: 20 for a in v6.values()},
+                                            peer_runs.IPV6_HOP_LIMITS[i], IPV6_TCLASSES)
+        print(v6, summary6)
+        p += p6
         if summary["concurrent_qp_groups"] < 1:
             p.append("no two QPs of one host were connected at once (ib_write_bw -q 2)")
         # pad counts 1..3 occur (odd message sizes)
@@ -84,3 +102,39 @@ def test_icrc_checker_rejects_corruption(tmp_path):
     qp[14 + 20 + 8 + 7] ^= 1  # destination QP is invariant
     assert roce_pcap.icrc_status(bytes(qp)) is False
     assert roce_pcap.icrc_status(eth[:12] + b"\x08\x06" + bytes(28)) is None
+
+    # IPv6 (link-local addresses): traffic class, flow label and hop limit
+    # are variant, the rest of the header invariant.
+    ip6 = bytearray(struct.pack(">IHBB", 6 << 28 | 0x6A << 20 | 0x12345, 28, 17, 64)
+                    + bytes.fromhex("fe80000000000000000000fffe000001")
+                    + bytes.fromhex("fe80000000000000000000fffe000002"))
+    eth6 = eth[:12] + b"\x86\xdd"
+
+    def frame6(ip6):
+        mi, mu, mb = bytearray(ip6), bytearray(udp), bytearray(bth)
+        mi[0:4] = b"\x6f\xff\xff\xff"
+        mi[7] = 0xFF
+        mu[6:8] = b"\xff\xff"
+        mb[4] = 0xFF
+        crc = zlib.crc32(b"\xff" * 8 + bytes(mi) + bytes(mu) + bytes(mb) + aeth)
+        return eth6 + bytes(ip6) + bytes(udp) + bytes(bth) + aeth + struct.pack("<I", crc)
+
+    good6 = frame6(ip6)
+    assert roce_pcap.icrc_status(good6) is True
+    for off, val in ((0, 0x60), (1, 0x00), (2, 0xAB), (3, 0x00), (7, 1)):
+        # traffic class (both nibbles), flow label, hop limit
+        v = bytearray(good6)
+        v[14 + off] = val
+        assert roce_pcap.icrc_status(bytes(v)) is True, off
+    for off in (4, 5, 6, 8, 39):  # payload length, next header, addresses
+        v = bytearray(good6)
+        v[14 + off] ^= 1
+        assert roce_pcap.icrc_status(bytes(v)) is not True, off
+    v = bytearray(good6)
+    v[-6] ^= 1  # AETH MSN
+    assert roce_pcap.icrc_status(bytes(v)) is False
+    # the IPv4 masks are not applied to IPv6: a change in byte 9 (inside
+    # the source address) is caught
+    v = bytearray(good6)
+    v[14 + 9] ^= 0x80
+    assert roce_pcap.icrc_status(bytes(v)) is False

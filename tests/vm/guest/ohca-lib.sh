@@ -140,21 +140,50 @@ ohca_net_up() {
 	ip addr add "$OHCA_IP/$OHCA_PREFIX" dev "$OHCA_IFACE" || return 1
 }
 
-# ohca_gid_index [IP]: the index of the RoCE v2 GID of IP (default
-# $OHCA_IP) on port 1 of $OHCA_IBDEV. ohca has RoCE v2 GIDs only; rxe has a
-# v1 and a v2 entry per address, in an order that depends on events.
-ohca_gid_index() {
-	local ip=${1:-$OHCA_IP} d=/sys/class/infiniband/$OHCA_IBDEV/ports/1 want g i
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${ip//./ })
+# ohca_gid_lookup GID: the index of the RoCE v2 entry holding GID (in the
+# sysfs form, eight groups of four hex digits) on port 1 of $OHCA_IBDEV.
+# ohca has RoCE v2 GIDs only; rxe has a v1 and a v2 entry per address, in an
+# order that depends on events.
+ohca_gid_lookup() {
+	local d=/sys/class/infiniband/$OHCA_IBDEV/ports/1 g i
 	for g in "$d"/gids/*; do
 		i=${g##*/}
-		if [ "$(cat "$g" 2>/dev/null)" = "$want" ] &&
+		if [ "$(cat "$g" 2>/dev/null)" = "$1" ] &&
 			[ "$(cat "$d/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ]; then
 			echo "$i"
 			return 0
 		fi
 	done
 	return 1
+}
+
+# ohca_gid_index [IP]: the index of the RoCE v2 GID of IPv4 address IP
+# (default $OHCA_IP), IPv4-mapped.
+ohca_gid_index() {
+	local ip=${1:-$OHCA_IP}
+	ohca_gid_lookup "$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${ip//./ })"
+}
+
+# ohca_ipv6_addr [link|global]: $OHCA_IFACE's IPv6 address of that scope
+# (default link), in the GID table's form; fails while it is tentative
+# (duplicate address detection not done: not usable as a source yet).
+ohca_ipv6_addr() {
+	local want=00 a idx plen scope flags dev
+	[ "${1:-link}" = link ] && want=20
+	while read -r a idx plen scope flags dev; do
+		[ "$dev" = "$OHCA_IFACE" ] && [ "$scope" = "$want" ] || continue
+		[ $((0x$flags & 0x40)) -eq 0 ] || continue
+		echo "${a:0:4}:${a:4:4}:${a:8:4}:${a:12:4}:${a:16:4}:${a:20:4}:${a:24:4}:${a:28:4}"
+		return 0
+	done </proc/net/if_inet6
+	return 1
+}
+
+# ohca_gid6_index [link|global]: the index of the RoCE v2 GID of
+# $OHCA_IFACE's IPv6 address of that scope (default link).
+ohca_gid6_index() {
+	local a
+	a=$(ohca_ipv6_addr "$@") && ohca_gid_lookup "$a"
 }
 
 # The standard preamble: driver, provider, address, link (and port) up.
