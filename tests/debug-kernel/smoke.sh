@@ -3,8 +3,11 @@
 # (make -C kernel debug), then the integration smoke tests in VMs booted
 # with it (pytest --kernel debug): load/unload x20, ibv_devinfo, ping
 # between two VMs, link down/up, cmdtest, the harness's own WARNING check,
-# and rmmod x5 while a process holds PD/MR/CQ/QP with its doorbell mapped
-# (the disassociate path; test_lifecycle.py, 50 cycles on the normal kernel).
+# rmmod x5 while a process holds PD/MR/CQ/QP with its doorbell mapped
+# (the disassociate path; test_lifecycle.py, 50 cycles on the normal kernel),
+# and RC traffic plus the rdma-core suite in one VM (test_debug_traffic.py:
+# integrity and pingpong loopback, the RC error completions, the upstream
+# suite without its rdma_cm cases).
 # Any KASAN, lockdep, DEBUG_OBJECTS or kmemleak report fails a test (the
 # kernel-log scan; kmemleak is scanned after unloading at the end of every
 # job, see tests/integration/conftest.py). Needs build/debug-kernel
@@ -24,4 +27,5 @@ exec /usr/bin/python3 -m pytest -v -rA --kernel debug \
 	tests/integration/test_cmdtest.py \
 	tests/integration/test_harness.py \
 	tests/integration/test_lifecycle.py::test_reload_with_resources \
+	tests/integration/test_debug_traffic.py \
 	"$@"

@@ -44,10 +44,14 @@ done
 """
 
 
+def check_pingpong_loopback(output):
+    assert len(re.findall(r"500 iters in", output)) == 4, output
+
+
 def test_rc_pingpong_loopback(vm_run):
     (r,) = vm_run(PINGPONG_LOOPBACK, timeout=400)
     assert_ok([r])
-    assert len(re.findall(r"500 iters in", r.output)) == 4, r.report()
+    check_pingpong_loopback(r.output)
 
 
 PERFTEST_LOOPBACK = r"""
@@ -170,17 +174,24 @@ exit $rc
 """
 
 
-def test_rc_integrity_loopback(vm_run):
-    """ohca_rc_integrity server and client in one VM (looped back inside
-    the device) at path MTUs 256, 1024 and 4096."""
-    script = INTEGRITY_LOOPBACK.replace("{mtus}", " ".join(map(str, INTEGRITY_MTUS)))
-    (r,) = vm_run(script, timeout=600)
-    assert_ok([r])
+def integrity_loopback_script():
+    return INTEGRITY_LOOPBACK.replace("{mtus}", " ".join(map(str, INTEGRITY_MTUS)))
+
+
+def check_integrity_loopback(output):
     for role in ("client", "server"):
         for mtu in INTEGRITY_MTUS:
             assert re.search(rf"^(server: )?ohca_rc_integrity: PASS role={role} mtu={mtu} "
-                             rf"\S+ iterations={INTEGRITY_ITERS}/", r.output, re.M), r.report()
-    assert "FAIL" not in r.output, r.report()
+                             rf"\S+ iterations={INTEGRITY_ITERS}/", output, re.M), output
+    assert "FAIL" not in output, output
+
+
+def test_rc_integrity_loopback(vm_run):
+    """ohca_rc_integrity server and client in one VM (looped back inside
+    the device) at path MTUs 256, 1024 and 4096."""
+    (r,) = vm_run(integrity_loopback_script(), timeout=600)
+    assert_ok([r])
+    check_integrity_loopback(r.output)
 
 
 INTEGRITY_TWO_VM = r"""

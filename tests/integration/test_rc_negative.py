@@ -29,13 +29,17 @@ exit $rc
 """
 
 
+def check_negative(output):
+    passed = re.findall(r"^PASS (\S+):", output, re.M)
+    assert len(passed) >= 16, output
+    assert not re.search(r"^FAIL ", output, re.M), output
+    assert "ohca_rc_negative: %d passed, 0 failed" % len(passed) in output, output
+    assert "PORT_ACTIVE" in output, output
+    assert "ohca_rc_loopback: OK" in output, output
+
+
 def test_rc_negative(vm_run):
     (r,) = vm_run(SCRIPT, timeout=240)
     print("\n" + r.output)
     assert_ok([r])
-    passed = re.findall(r"^PASS (\S+):", r.output, re.M)
-    assert len(passed) >= 16, r.report()
-    assert not re.search(r"^FAIL ", r.output, re.M), r.report()
-    assert "ohca_rc_negative: %d passed, 0 failed" % len(passed) in r.output
-    assert "PORT_ACTIVE" in r.output, r.report()
-    assert "ohca_rc_loopback: OK" in r.output, r.report()
+    check_negative(r.output)

@@ -1,0 +1,61 @@
+"""RC traffic and the rdma-core suite on the debug kernel (issue 5), in ONE
+VM job: a debug-kernel boot under TCG costs about two minutes, so the
+parts share it instead of booting once per test.
+
+The parts are the normal-kernel tests' own scripts and checks:
+test_rc.py's integrity loopback (ohca_rc_integrity at path MTUs 256, 1024,
+4096) and ibv_rc_pingpong loopback (polling and events), test_rc_negative's
+error completions, and rdma-core's upstream suite without its rdma_cm cases
+(they need QP1/CM, which ohca does not implement: they can only error, and
+waiting out their timeouts costs minutes). Each part runs in a subshell and
+its section of the output is checked as its own test checks it. KASAN,
+lockdep and DEBUG_OBJECTS reports fail through the kernel-log scan;
+kmemleak is scanned after unloading ohca at the end of the job
+(conftest.py). Needs --kernel debug (tests/debug-kernel/smoke.sh)."""
+
+import re
+
+import pytest
+
+from test_rc import (PINGPONG_LOOPBACK, check_integrity_loopback, check_pingpong_loopback,
+                     integrity_loopback_script)
+from test_rc_negative import SCRIPT as NEGATIVE, check_negative
+from test_rc_rdma_core_suite import check_suite, suite_script
+from vmtest import assert_ok, section
+
+pytestmark = [pytest.mark.ohca_only, pytest.mark.debug_kernel]
+
+# seconds inside the guest for the suite: about 150 s measured on the debug
+# kernel (2026-12-01), 44 s on the stock one
+SUITE_TIMEOUT = 480
+PARTS = (
+    ("integrity", integrity_loopback_script(), check_integrity_loopback),
+    ("pingpong", PINGPONG_LOOPBACK, check_pingpong_loopback),
+    ("negative", NEGATIVE, check_negative),
+    ("suite", suite_script(SUITE_TIMEOUT, exclude=("rdmacm",)), check_suite),
+)
+
+
+def job():
+    # the integrity part raises the MTU; every part starts from the same one
+    out = ["rc=0", 'mtu0=$(cat "/sys/class/net/$OHCA_IFACE/mtu")']
+    for name, script, _ in PARTS:
+        out += [f"echo '=== {name} ==='",
+                f"echo \"debug-traffic: {name} at $(cut -d' ' -f1 /proc/uptime) s\" >/dev/kmsg",
+                "(", script, ")",
+                "prc=$?",
+                f"echo \"PART {name} rc=$prc\"",
+                "[ $prc -eq 0 ] || rc=1",
+                'ip link set "$OHCA_IFACE" mtu "$mtu0" && ohca_wait_port ACTIVE 60 || rc=1']
+    out += ["echo '=== end ==='", "exit $rc"]
+    return "\n".join(out)
+
+
+def test_rc_traffic_and_suite_debug_kernel(vm_run):
+    # host-side timeout: the conftest scales it by the debug factor (3)
+    (r,) = vm_run(job(), timeout=SUITE_TIMEOUT + 600)
+    for name, _, check in PARTS:
+        text = section(r.output, name)
+        assert re.search(rf"^PART {name} rc=0$", text, re.M), f"part {name} failed\n" + r.report()
+        check(text)
+    assert_ok([r])
