@@ -51,13 +51,8 @@ stage kernel "" make --no-print-directory kernel
 stage userspace "" make --no-print-directory userspace
 stage userspace-abi userspace make --no-print-directory -C userspace check
 stage rootfs "" make --no-print-directory rootfs
-# test_interop is left out until ohca's READ re-request storm is fixed: after
-# the known ib_read_bw failure (ohca as requester) the later items of a run
-# can cascade into failures (seen 2026-12-01). Run it by hand:
-# pytest tests/integration/test_interop.py
 stage integration qemu,kernel,userspace,rootfs \
-	/usr/bin/python3 -m pytest -v -rA tests/integration \
-	--ignore=tests/integration/test_interop.py
+	/usr/bin/python3 -m pytest -v -rA tests/integration
 # QEMU built with ASan + UBSan (about 9 minutes once, cached) and the
 # device-facing integration tests, the hostile guest among them, on it.
 stage asan qemu,kernel,userspace,rootfs bash tests/asan/run.sh

@@ -40,14 +40,6 @@ CASES = [
     ("rc_integrity", "/share/ohca_rc_integrity -d {dev} -g {gid} -M {mtu} -n 30 -p {port}", "mixed"),
 ]
 
-# ohca as READ requester with 16 READs in flight: when a READ response is
-# lost on the host wire, the stale responses of the later READs each trigger
-# another go-back (a retry storm that can end in RETRY_EXC_ERR). A known
-# ohca requester bug (issue 4, being fixed in requester.cpp); such a cell is
-# shown as failed but does not fail the test.
-KNOWN_READ_BUG = "known ohca READ retry bug"
-
-
 def _items():
     items = []
     for mtu in MTUS:
@@ -100,8 +92,6 @@ def matrix(items, results):
         fig = _figure(name, size, client_out.get(i, "")) if ok else None
         direction = "rxe -> ohca (ohca server)" if server == 0 else "ohca -> rxe (rxe server)"
         ok = ok and fig is not None
-        if not ok and server == 1 and name == "read_bw":
-            fig = KNOWN_READ_BUG
         rows.append((name, size, mtu, direction, ok, fig or "-"))
     lines = ["| test | size | MTU | client -> server | result | client figure |",
              "|---|---|---|---|---|---|"]
@@ -120,7 +110,7 @@ def test_interop_matrix(interop_run):
         f.write(header + table + "\n")
     print("\n" + header + table)
     assert_ok(results)
-    failed = [r for r in rows if not r[4] and r[5] != KNOWN_READ_BUG]
+    failed = [r for r in rows if not r[4]]
     assert not failed, f"failed cells: {failed}\n{results[0].report()}\n{results[1].report()}"
 
 

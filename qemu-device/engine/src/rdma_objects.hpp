@@ -75,7 +75,8 @@ struct SendWr {
     uint32_t first_psn = 0;
     uint32_t npkts = 1;
     uint32_t read_pkts = 0;  // READ: response packets received in order
-    uint32_t read_start = 0; // READ: packet the last request asked from
+    uint32_t read_start = 0; // READ: packets the last request asked for:
+    uint32_t read_end = 0;   // [read_start, read_end)
     bool read_done = false;
     // A WQE that failed local checks is never transmitted: it completes
     // with this status once everything before it has completed.

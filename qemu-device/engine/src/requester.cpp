@@ -204,6 +204,9 @@ void Device::process_sq(Qp &qp, unsigned int &budget) {
                 psn_diff(end, qp.una_psn) > static_cast<int32_t>(qp.cwnd)) {
                 break; // window full: resumed by the next ACK or response
             }
+            if (is_read(w) && w.read_pkts < qp.cur_pkt) {
+                break; // the part of this READ asked again is still arriving
+            }
             send_packet(qp);
             --budget;
         } else if (qp.state == OHCA_QPS_RTS && !qp.sq_draining && qp.sq_fetched != qp.sq.pi) {
@@ -354,8 +357,13 @@ void Device::send_packet(Qp &qp) {
     PacketFields f;
     f.bth.dest_qp = qp.attrs.dest_qpn;
     f.bth.psn = psn_add(wr.first_psn, k);
-    // A READ request stands for all its response PSNs.
-    const uint32_t end_psn = is_read(wr) ? psn_add(wr.first_psn, wr.npkts) : psn_add(f.bth.psn, 1);
+    // A READ request stands for all its response PSNs. Once a response
+    // has come, the responder holds the whole READ, and a request again
+    // asks for no more than the window: a lossy path would drop most of a
+    // long replay again. (Before that, only the whole READ is a request
+    // the responder can take.)
+    const uint32_t read_n = k > 0 ? std::min(wr.npkts - k, std::max(qp.cwnd, 1u)) : wr.npkts;
+    const uint32_t end_psn = is_read(wr) ? psn_add(f.bth.psn, read_n) : psn_add(f.bth.psn, 1);
     if (psn_diff(f.bth.psn, qp.sent_psn) < 0) {
         ++roce_.retrans_pkts;
     }
@@ -367,9 +375,10 @@ void Device::send_packet(Qp &qp) {
         const uint32_t off = std::min(wr.length, k * mtu);
         f.bth.opcode = rc::kReadRequest;
         f.bth.ack_req = true;
-        f.reth = Reth{wr.remote_addr + off, wr.rkey, wr.length - off};
+        f.reth = Reth{wr.remote_addr + off, wr.rkey, std::min(wr.length - off, read_n * mtu)};
         wr.read_start = k;
-        qp.cur_pkt = wr.npkts;
+        wr.read_end = k + read_n;
+        qp.cur_pkt = wr.read_end;
     } else {
         const bool write = wr.opcode == OHCA_WR_RDMA_WRITE || wr.opcode == OHCA_WR_RDMA_WRITE_IMM;
         const bool imm = wr.opcode == OHCA_WR_RDMA_WRITE_IMM || wr.opcode == OHCA_WR_SEND_IMM;
@@ -638,7 +647,7 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
     }
     const uint32_t mtu = mtu_bytes(qp);
     const uint32_t k = w.read_pkts;
-    const bool last = k + 1 == w.npkts;
+    const bool last = k + 1 == w.read_end;
     // Responses start with FIRST (or ONLY) at the packet the latest request
     // asked from; a replay from inside a READ may also go on with MIDDLE or
     // LAST there, as Linux rxe sends it (docs/interop.md).
@@ -649,7 +658,7 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
                          : last        ? rc::kReadRespLast
                                        : rc::kReadRespMiddle;
     const uint8_t replay = last ? rc::kReadRespLast : rc::kReadRespMiddle;
-    const size_t want_len = last ? w.length - k * mtu : mtu;
+    const size_t want_len = k + 1 == w.npkts ? w.length - k * mtu : mtu;
     if (h.opcode != want && !(replay_ok && h.opcode == replay)) {
         ++roce_.rx_out_of_seq; // from an earlier request: the timer recovers
         return;
@@ -680,13 +689,13 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
         offset = 0;
     }
     ++w.read_pkts;
-    if (last) {
+    if (w.read_pkts == w.npkts) {
         w.read_done = true;
         ack_through(qp, psn);
     } else {
         advance_una(qp, psn_add(psn, 1));
         if (qp.cur_wr < qp.inflight.size() || qp.sq_fetched != qp.sq.pi) {
-            host_.schedule(); // the window may have opened
+            host_.schedule(); // the window, or the next part of this READ, may go
         }
         qp.retry_left = qp.attrs.retry_cnt;
         // Progress on an outstanding request restarts the ACK timer.
