@@ -5,9 +5,7 @@ two QPs at once (UDP source port per QP) and sizes whose last packet needs
 pad 1, 2 and 3 from each side; then tshark: no malformed frame, no expert
 error, fields asserted (roce_pcap.check) on what each VM sent, in its own
 capture. The ohca<->rxe captures are checked the same way in
-test_interop.py. READ traffic comes from ib_read_lat (one READ in flight):
-many READs in flight over a lossy host wire still hit a known requester
-retry bug (docs/interop.md).
+test_interop.py. READ traffic comes from ib_read_lat.
 The IPv6 items run over the RoCE v2 GIDs of each VM's IPv6 link-local
 address and of a unique-local one (fd00:77::/64, destination MAC by
 neighbour discovery), with a traffic class per program and a hop limit
