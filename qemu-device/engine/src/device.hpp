@@ -68,7 +68,7 @@ struct DeviceLimits {
     // cqn 1..max_cq, qpn 2..max_qp+1 (0 and 1 are the IBTA special QPs).
     static constexpr uint32_t first_qpn = 2;
     // Local ACK timeout floor under emulation, and the RoCE RX backlog.
-    static constexpr uint64_t min_ack_timeout_ns = 10'000'000;
+    static constexpr uint64_t min_ack_timeout_ns = 200'000'000;
     static constexpr uint64_t min_rnr_delay_ns = 1'000'000;
     static constexpr size_t max_roce_backlog = 1024;
     // Looped-back packets a QP may generate only while the backlog has this

@@ -213,7 +213,7 @@ TEST_F(CountersTest, RetryExceeded) {
     setup(2);
     a.post_send(side[0].qp, rdma(OHCA_WR_RDMA_WRITE, 1, 0, 100));
     auto all = [](bool, const std::vector<uint8_t> &) { return Fate{true}; };
-    ASSERT_TRUE(completes(1, 0, all, 20));
+    ASSERT_TRUE(completes(1, 0, all, 60));
     EXPECT_EQ(sc[0].status, OHCA_CQE_RETRY_EXC_ERR);
     const ohca_query_stats_out s = a.stats();
     EXPECT_EQ(s.rc_retry_exceeded, 1u);

@@ -306,7 +306,7 @@ TEST_F(WireTest, RetryExhaustedWhenThePeerIsGone) {
             sc = a.poll(side[0].scq);
             return !sc.empty();
         },
-        all, 20));
+        all, 60));
     EXPECT_EQ(sc[0].status, OHCA_CQE_RETRY_EXC_ERR);
     EXPECT_EQ(a.query(side[0].qp.qpn).qp_state, OHCA_QPS_ERR);
     // Later work requests complete with WR_FLUSH_ERR.
