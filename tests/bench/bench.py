@@ -1,27 +1,40 @@
 #!/usr/bin/env python3
-"""ohca vs soft-RoCE (rxe) bandwidth and latency, one VM, same run.
+"""ohca vs soft-RoCE (rxe) bandwidth and latency: one VM, then two VMs.
 
-Boots one VM (TCG), loads ohca, adds rxe0 on the same netdev (eth0, which
+One VM (--mode one): loads ohca, adds rxe0 on the same netdev (eth0, which
 ohca drives), and runs perftest in loopback (server and client in the VM,
-client connecting to 127.0.0.1) on each device in turn:
+client connecting to 127.0.0.1) on each device in turn.
+
+Two VMs (--mode two): server in vm0, client in vm1, on one wire (QEMU dgram
+netdevs). First two ohca VMs (ohca0 <-> ohca0), then two virtio-net VMs
+with rdma_rxe (rxe0 <-> rxe0) -- rxe cannot share ohca's netdev between VMs,
+because the device takes every UDP 4791 frame for its RDMA engine. Both
+clusters run the same cells; one table puts them side by side.
+
+Cells, in both modes:
 
   ib_write_bw ib_read_bw ib_send_bw  at 64 B, 4 KiB, 64 KiB, 1 MiB  (MB/s, BW average)
-  ib_write_lat ib_read_lat ib_send_lat at 2 B, 4 KiB                  (µs, t_typical = median)
+  ib_write_lat ib_read_lat ib_send_lat at 2 B, 4 KiB                  (us, t_typical = median)
 
-then prints one table with the ohca/rxe ratio (for latency: rxe/ohca, so
-> 1 means ohca is better in both).  No assertions: figures only.  Absolute
-numbers reflect QEMU/TCG emulation, not hardware.
+Each table has the ohca/rxe ratio (for latency: rxe/ohca, so > 1 means ohca
+is better in both). A run that fails shows why in its cell ("failed: status
+12" is perftest's completion status, 12 = IBV_WC_RETRY_EXC_ERR; "failed:
+timeout", "failed: rc N") and the bench goes on with the next cell. No
+assertions on speed: figures only. Absolute numbers reflect QEMU/TCG
+emulation, not hardware.
 
-    python3 tests/bench/bench.py [--iters N] [--timeout S]
+    python3 tests/bench/bench.py [--mode one|two|both] [--iters N] [--timeout S]
 
 ohca uses GID index 1 (its RoCEv2 IPv4 GID); rxe0's RoCEv2 IPv4 GID index
-is looked up in sysfs.  Exit 0 when every run produced a figure, 1 otherwise.
+is looked up in sysfs. Exit 0 when every cell produced a figure, 1 when some
+cell failed (all tables are printed anyway), 2 when a VM could not be run.
 """
 
 import argparse
 import os
 import re
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -32,59 +45,132 @@ BW = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
 BW_SIZES = (64, 4096, 65536, 1048576)
 LAT = ("ib_write_lat", "ib_read_lat", "ib_send_lat")
 LAT_SIZES = (2, 4096)
+DEVS = ("ohca0", "rxe0")
 
-SCRIPT = r"""
+# Shared by both modes. bench_client runs one perftest client and prints
+#   RESULT <dev> <test> <size> rc=<exit> status=<wc status or -> :<figure line>
+# It retries only while the server is not listening yet ("Couldn't
+# connect"): a run that failed for real is reported, not retried.
+COMMON = r"""
+bench_client() {  # dev gid test size iters server-ip port
+	local start=$SECONDS c line st
+	while :; do
+		timeout 150 $3 -d $1 -x $2 -F -s $4 -n $5 -p $7 $6 </dev/null > /tmp/cli.log 2>&1
+		c=$?
+		[ $c -ne 0 ] && grep -q "Couldn't connect" /tmp/cli.log &&
+			[ $((SECONDS - start)) -lt 30 ] || break
+		sleep 0.5
+	done
+	line=$(grep -E "^ *$4 +[0-9]+ " /tmp/cli.log | tail -1)
+	st=$(grep -oE "Failed status [0-9]+" /tmp/cli.log | head -1 | grep -oE "[0-9]+$")
+	echo "RESULT $1 $3 $4 rc=$c status=${st:--} :$line"
+	[ $c -eq 0 ] || tail -n 5 /tmp/cli.log
+}
+# bench_reap pid: the server's exit code; a server left waiting by a failed
+# client is killed after 10 s rather than holding up the next cell
+bench_reap() {
+	local k
+	for k in $(seq 50); do
+		kill -0 $1 2>/dev/null || break
+		sleep 0.2
+	done
+	kill $1 2>/dev/null
+	wait $1
+}
+"""
+
+ONE_VM = COMMON + r"""
 modprobe rdma_rxe || { echo "no rdma_rxe"; exit 3; }
 rdma link add rxe0 type rxe netdev "$OHCA_IFACE" || exit 3
-# rxe0's RoCEv2 GID for the IPv4 address
-rxe_gid=
-for i in $(seq 0 15); do
-	g=$(cat /sys/class/infiniband/rxe0/ports/1/gids/$i 2>/dev/null) || continue
-	t=$(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$i 2>/dev/null)
-	case "$g" in 0000:0000:0000:0000:0000:ffff:*) [ "$t" = "RoCE v2" ] && { rxe_gid=$i; break; };; esac
-done
-[ -n "$rxe_gid" ] || { echo "no RoCE v2 IPv4 GID on rxe0"; ibv_devinfo -v -d rxe0; exit 3; }
+OHCA_IBDEV=rxe0 ohca_poll 30 ohca_gid_index >/dev/null || {
+	echo "no RoCE v2 IPv4 GID on rxe0"; ibv_devinfo -v -d rxe0; exit 3; }
+rxe_gid=$(OHCA_IBDEV=rxe0 ohca_gid_index)
 echo "GIDS ohca0=1 rxe0=$rxe_gid"
 ibv_devinfo -d rxe0 | grep -E "hca_id|state|active_mtu"
 ibv_devinfo -d ohca0 | grep -E "hca_id|state|active_mtu"
 port=18500
-run() {  # dev gid test size iters
-	port=$((port + 1))
-	timeout 120 $3 -d $1 -x $2 -F -s $4 -n $5 -p $port > /tmp/srv.log 2>&1 &
-	srv=$!
-	ohca_retry 20 timeout 120 $3 -d $1 -x $2 -F -s $4 -n $5 -p $port 127.0.0.1 > /tmp/cli.log 2>&1
-	c=$?
-	wait $srv
-	line=$(grep -E "^ *$4 +[0-9]+ " /tmp/cli.log | tail -1)
-	echo "RESULT $1 $3 $4 rc=$c :$line"
-	[ $c -eq 0 ] || tail -n 5 /tmp/cli.log /tmp/srv.log
-}
-for t in {bw}; do for s in {bw_sizes}; do
-	n={iters}; [ $s -ge 1048576 ] && n=$(( {iters} / 4 + 1 ))
-	for dev in ohca0 rxe0; do g=1; [ $dev = rxe0 ] && g=$rxe_gid; run $dev $g $t $s $n; done
-done; done
-for t in {lat}; do for s in {lat_sizes}; do
-	for dev in ohca0 rxe0; do g=1; [ $dev = rxe0 ] && g=$rxe_gid; run $dev $g $t $s {iters}; done
-done; done
+while read -r t s n; do
+	for dev in ohca0 rxe0; do
+		g=1; [ $dev = rxe0 ] && g=$rxe_gid
+		port=$((port + 1))
+		timeout 150 $t -d $dev -x $g -F -s $s -n $n -p $port </dev/null > /tmp/srv.log 2>&1 &
+		srv=$!
+		bench_client $dev $g $t $s $n 127.0.0.1 $port
+		bench_reap $srv || { echo "server: rc=$?"; tail -n 5 /tmp/srv.log; }
+	done
+done <<'EOF'
+{cells}
+EOF
 rdma link delete rxe0
 exit 0
 """
 
+# Both VMs run this; barriers before and after each cell keep server and
+# client in step (the server is reaped once its client is done).
+TWO_VM = COMMON + r"""
+ohca_poll 30 ohca_gid_index >/dev/null || { echo "no RoCE v2 IPv4 GID on $OHCA_IBDEV"; exit 3; }
+gid=$(ohca_gid_index)
+echo "GID $OHCA_IBDEV $gid"
+ibv_devinfo -d "$OHCA_IBDEV" | grep -E "hca_id|state|active_mtu"
+i=0 port=18500
+while read -r t s n; do
+	i=$((i + 1)) port=$((port + 1))
+	ohca_barrier cell$i 400 || exit 1
+	if [ "$OHCA_VM_INDEX" = 0 ]; then
+		timeout 150 $t -d "$OHCA_IBDEV" -x $gid -F -s $s -n $n -p $port </dev/null > /tmp/srv.log 2>&1 &
+		srv=$!
+		ohca_barrier done$i 400
+		bench_reap $srv
+		c=$?
+		echo "SERVED $OHCA_IBDEV $t $s rc=$c"
+		[ $c -eq 0 ] || tail -n 5 /tmp/srv.log
+	else
+		bench_client "$OHCA_IBDEV" $gid $t $s $n "$OHCA_PEER_IP" $port
+		ohca_barrier done$i 400
+	fi
+done <<'EOF'
+{cells}
+EOF
+exit 0
+"""
+
+
+def cells(iters):
+    """(test, size, iterations) in table order; 1 MiB runs iters/4+1
+    (perftest wants at least 5)."""
+    out = []
+    for tests, sizes in ((BW, BW_SIZES), (LAT, LAT_SIZES)):
+        for t in tests:
+            for s in sizes:
+                out.append((t, s, max(5, iters // 4 + 1 if s >= 1048576 else iters)))
+    return out
+
+
+def script_for(template, iters):
+    return template.replace("{cells}", "\n".join(f"{t} {s} {n}" for t, s, n in cells(iters)))
+
+
+def figure(test, rc, status, line):
+    """The cell's value: a float, or a string saying why there is none."""
+    if rc != 0:
+        if status != "-":
+            return f"failed: status {status}"
+        return "failed: timeout" if rc == 124 else f"failed: rc {rc}"
+    cols = line.split()
+    try:
+        # bw: bytes iters peak avg msgrate; lat: bytes iters min max typical ...
+        return float(cols[3] if test.endswith("_bw") else cols[4])
+    except (IndexError, ValueError):
+        return "failed: no figure"
+
 
 def parse(output):
-    """{(dev, test, size): value} — BW average (MB/s) or t_typical (µs)."""
+    """{(dev, test, size): float or failure text}."""
     res = {}
-    for m in re.finditer(r"^RESULT (\S+) (\S+) (\d+) rc=(\d+) :(.*)$", output, re.M):
-        dev, test, size, rc, line = m.groups()
-        cols = line.split()
-        try:
-            if test.endswith("_bw"):
-                val = float(cols[3])            # bytes iters peak avg msgrate
-            else:
-                val = float(cols[4])            # bytes iters min max typical avg ...
-        except (IndexError, ValueError):
-            val = None
-        res[(dev, test, int(size))] = val if rc == "0" else None
+    for m in re.finditer(r"^RESULT (\S+) (\S+) (\d+) rc=(\d+) status=(\S+) :(.*)$",
+                         output, re.M):
+        dev, test, size, rc, status, line = m.groups()
+        res[(dev, test, int(size))] = figure(test, int(rc), status, line)
     return res
 
 
@@ -92,59 +178,136 @@ def fmt_size(s):
     return f"{s // 1048576} MiB" if s >= 1048576 else f"{s // 1024} KiB" if s >= 1024 else f"{s} B"
 
 
-def table(res):
-    rows = [("test", "size", "ohca0", "rxe0", "unit", "ratio")]
+def table(res, heads=DEVS):
+    """The text table and whether every cell has a figure."""
+    rows = [("test", "size", heads[0], heads[1], "unit", "ratio")]
     ok = True
     for tests, sizes, unit in ((BW, BW_SIZES, "MB/s"), (LAT, LAT_SIZES, "us")):
         for t in tests:
             for s in sizes:
-                o, x = res.get(("ohca0", t, s)), res.get(("rxe0", t, s))
-                ok &= o is not None and x is not None
-                if o and x:
+                o = res.get(("ohca0", t, s), "failed: no result")
+                x = res.get(("rxe0", t, s), "failed: no result")
+                good = isinstance(o, float) and isinstance(x, float)
+                ok &= good
+                ratio = "-"
+                if good and o > 0 and x > 0:
                     ratio = f"{o / x:.2f}" if unit == "MB/s" else f"{x / o:.2f}"
-                else:
-                    ratio = "-"
-                rows.append((t, fmt_size(s), f"{o:.2f}" if o is not None else "FAIL",
-                             f"{x:.2f}" if x is not None else "FAIL", unit, ratio))
+                rows.append((t, fmt_size(s), f"{o:.2f}" if isinstance(o, float) else o,
+                             f"{x:.2f}" if isinstance(x, float) else x, unit, ratio))
     w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for i, r in enumerate(rows):
         lines.append("  ".join(c.rjust(w[k]) if k in (2, 3, 5) else c.ljust(w[k])
-                               for k, c in enumerate(r)))
+                               for k, c in enumerate(r)).rstrip())
         if i == 0:
             lines.append("  ".join("-" * x for x in w))
     return "\n".join(lines), ok
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--iters", type=int, default=200, help="iterations per run (1 MiB: iters/4+1)")
-    ap.add_argument("--timeout", type=float, default=1200)
-    ap.add_argument("--logdir", default=os.path.join(ohcavm.TOP, "build/test-logs/bench"))
-    args = ap.parse_args()
-    script = (SCRIPT.replace("{bw}", " ".join(BW)).replace("{lat}", " ".join(LAT))
-              .replace("{bw_sizes}", " ".join(map(str, BW_SIZES)))
-              .replace("{lat_sizes}", " ".join(map(str, LAT_SIZES)))
-              .replace("{iters}", str(args.iters)))
-    t0 = time.monotonic()
-    try:
-        (r,) = ohcavm.run(script, nvms=1, nic="ohca", name="bench",
-                          timeout=args.timeout, logdir=args.logdir)
-    except ohcavm.HarnessError as e:
-        print(f"bench: {e}", file=sys.stderr)
-        return 2
-    if r.exit_code != 0 or r.kernel_problems or r.timed_out:
-        print(r.report(), file=sys.stderr)
-    text, ok = table(parse(r.output))
-    gids = re.search(r"^GIDS .*$", r.output, re.M)
-    print(f"ohca vs rxe, one VM (TCG), perftest loopback via 127.0.0.1, "
+class Progress(threading.Thread):
+    """Echoes the RESULT lines of a running VM's output (runs take minutes)."""
+
+    def __init__(self, vm, label):
+        super().__init__(daemon=True)
+        self.path = os.path.join(vm.share, "output.log")
+        self.label = label
+        self.done = threading.Event()
+
+    def run(self):
+        seen = 0
+        while True:
+            stop = self.done.wait(2)
+            try:
+                with open(self.path, errors="replace") as f:
+                    lines = f.read().splitlines()
+            except FileNotFoundError:
+                lines = []
+            for line in lines[seen:]:
+                if line.startswith("RESULT "):
+                    print(f"  [{self.label}] {line}", flush=True)
+            seen = max(seen, len(lines))
+            if stop:
+                return
+
+
+def run_cluster(name, script, nics, timeout, logdir, watch):
+    """Runs script on a Cluster of len(nics) VMs, echoing VM watch's
+    results as they come; returns the list of Result."""
+    with ohcavm.Cluster(name, nvms=len(nics), nics=nics,
+                        logdir=os.path.join(logdir, name)) as c:
+        c.start(script)
+        p = Progress(c.vms[watch], name)
+        p.start()
+        try:
+            return c.wait(timeout)
+        finally:
+            p.done.set()
+            p.join()
+
+
+def complain(results):
+    """Prints the report of every VM that did not end cleanly."""
+    for r in results:
+        if r.exit_code != 0 or r.kernel_problems or r.timed_out or r.error:
+            print(r.report(), file=sys.stderr)
+
+
+def one_vm(args):
+    results = run_cluster("one-vm", script_for(ONE_VM, args.iters), ("ohca",),
+                          args.timeout, args.logdir, 0)
+    complain(results)
+    text, ok = table(parse(results[0].output))
+    gids = re.search(r"^GIDS .*$", results[0].output, re.M)
+    print(f"\nohca vs rxe, one VM (TCG), perftest loopback via 127.0.0.1, "
           f"{args.iters} iterations ({args.iters // 4 + 1} at 1 MiB); "
           f"{gids.group(0) if gids else ''}")
-    print("bandwidth: BW average MB/s, ratio ohca/rxe; latency: t_typical (median) us, "
-          "ratio rxe/ohca (> 1: ohca better)\n")
-    print(text)
+    return text, ok and all(r.ok for r in results)
+
+
+def two_vms(args):
+    res, ok = {}, True
+    script = script_for(TWO_VM, args.iters)
+    for kind in ("ohca", "rxe"):
+        # the client (vm1) prints the figures
+        results = run_cluster(f"two-vm-{kind}", script, (kind, kind),
+                              args.timeout, args.logdir, 1)
+        complain(results)
+        res.update(parse(results[1].output))
+        ok &= all(r.ok for r in results)
+    text, cells_ok = table(res, heads=("ohca0<->ohca0", "rxe0<->rxe0"))
+    print(f"\nohca vs rxe, two VMs (TCG) on one wire (QEMU dgram netdevs), server "
+          f"vm0, client vm1, {args.iters} iterations ({args.iters // 4 + 1} at 1 MiB)")
+    return text, ok and cells_ok
+
+
+LEGEND = ("bandwidth: BW average MB/s, ratio ohca/rxe; latency: t_typical (median) us, "
+          "ratio rxe/ohca (> 1: ohca better)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mode", choices=("one", "two", "both"), default="both",
+                    help="one VM (loopback), two VMs on one wire, or both (default)")
+    ap.add_argument("--iters", type=int, default=200, help="iterations per run (1 MiB: iters/4+1)")
+    ap.add_argument("--timeout", type=float, default=2400, help="seconds per cluster")
+    ap.add_argument("--logdir", default=os.path.join(ohcavm.TOP, "build/test-logs/bench"))
+    args = ap.parse_args()
+    t0 = time.monotonic()
+    ok = True
+    for mode, fn in (("one", one_vm), ("two", two_vms)):
+        if args.mode not in (mode, "both"):
+            continue
+        print(f"bench: {fn.__name__.replace('_', ' ')} ...", flush=True)
+        try:
+            text, good = fn(args)
+        except ohcavm.HarnessError as e:
+            print(f"bench: {e}", file=sys.stderr)
+            return 2
+        print(LEGEND + "\n")
+        print(text, flush=True)
+        ok &= good
     print(f"\nbench: {time.monotonic() - t0:.0f}s; logs in {args.logdir}")
-    return 0 if ok and r.ok else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
