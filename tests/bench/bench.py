@@ -31,6 +31,7 @@ cell failed (all tables are printed anyway), 2 when a VM could not be run.
 """
 
 import argparse
+import math
 import os
 import re
 import sys
@@ -159,9 +160,11 @@ def figure(test, rc, status, line):
     cols = line.split()
     try:
         # bw: bytes iters peak avg msgrate; lat: bytes iters min max typical ...
-        return float(cols[3] if test.endswith("_bw") else cols[4])
+        val = float(cols[3] if test.endswith("_bw") else cols[4])
     except (IndexError, ValueError):
         return "failed: no figure"
+    # perftest sometimes prints inf/nan for every statistic of a latency run
+    return val if math.isfinite(val) else f"no figure: {cols[4]}"
 
 
 def parse(output):
@@ -191,7 +194,8 @@ def table(res, heads=DEVS):
                 ok &= good
                 ratio = "-"
                 if good and o > 0 and x > 0:
-                    ratio = f"{o / x:.2f}" if unit == "MB/s" else f"{x / o:.2f}"
+                    q = o / x if unit == "MB/s" else x / o
+                    ratio = f"{q:.2f}" if q >= 0.1 else f"{q:.3f}"
                 rows.append((t, fmt_size(s), f"{o:.2f}" if isinstance(o, float) else o,
                              f"{x:.2f}" if isinstance(x, float) else x, unit, ratio))
     w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
