@@ -98,6 +98,7 @@ while read -r cmd; do
 done <<'EOF'
 {cmds}
 EOF
+ohca_hw_counters
 exit $rc
 """
 
@@ -115,6 +116,7 @@ while read -r cmd; do
 done <<'EOF'
 {cmds}
 EOF
+ohca_hw_counters
 exit $rc
 """
 
@@ -147,6 +149,8 @@ def test_perftest_two_vms(vm_run):
     for line in client.output.splitlines():
         if line.startswith(("CLIENT OK", "client failed")) or re.match(r"^ *\d+ +\d+ ", line):
             print("  " + line)
+    for name, r in (("server", server), ("client", client)):
+        print(f"{name} " + "".join(re.findall(r"^HW_COUNTERS.*$", r.output, re.M)))
     assert_ok([server, client])
     assert client.output.count("CLIENT OK") == len(cmds), client.report()
     assert server.output.count("SERVED") == len(cmds), server.report()

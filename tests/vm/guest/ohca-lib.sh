@@ -140,6 +140,17 @@ ohca_net_up() {
 	ip addr add "$OHCA_IP/$OHCA_PREFIX" dev "$OHCA_IFACE" || return 1
 }
 
+# ohca_hw_counters: port 1's transport counters on one line (name=value),
+# so that a failed run shows what the device saw (retransmissions, timeouts).
+ohca_hw_counters() {
+	local d=/sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters f line=
+	[ -d "$d" ] || return 0
+	for f in "$d"/*; do
+		line="$line ${f##*/}=$(cat "$f")"
+	done
+	echo "HW_COUNTERS$line"
+}
+
 # ohca_gid_lookup GID: the index of the RoCE v2 entry holding GID (in the
 # sysfs form, eight groups of four hex digits) on port 1 of $OHCA_IBDEV.
 # ohca has RoCE v2 GIDs only; rxe has a v1 and a v2 entry per address, in an
