@@ -419,6 +419,7 @@ extern const struct ib_device_ops ohca_stats_ops;
 /* ohca_debugfs.c */
 void ohca_debugfs_init(struct ohca_dev *dev);
 void ohca_debugfs_cleanup(struct ohca_dev *dev);
+int ohca_init_fault(struct ohca_dev *dev, unsigned int *step);
 void ohca_debugfs_module_init(void);
 void ohca_debugfs_module_exit(void);
 

@@ -9,6 +9,11 @@
  *        "out <hex>" with the output bytes. Each open file keeps its own
  *        last result.
  * stats  the device counters (QUERY_STATS).
+ *
+ * /sys/kernel/debug/ohca/fail_init, module-wide: writing N > 0 makes the
+ * next device bring-up (probe or the end of a function reset) fail with
+ * -EIO instead of running its step N, once; the file reads 0 again when
+ * that happened. This exercises the error unwinding of every step.
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
@@ -20,6 +25,7 @@
 #define OHCA_DBG_OUT_MAX	256
 
 static struct dentry *ohca_debugfs_root;
+static u32 ohca_dbg_fail_init;		/* see above; taken by cmpxchg */
 
 struct ohca_dbg_cmd {
 	struct ohca_dev *dev;
@@ -178,11 +184,26 @@ void ohca_debugfs_cleanup(struct ohca_dev *dev)
 	dev->debugfs = NULL;
 }
 
+/* Counts the bring-up steps in @step; -EIO if fail_init names this one. */
+int ohca_init_fault(struct ohca_dev *dev, unsigned int *step)
+{
+	u32 n = ++*step;
+
+	if (cmpxchg(&ohca_dbg_fail_init, n, 0) != n)
+		return 0;
+	dev_info(&dev->pdev->dev, "fail_init: failing bring-up step %u\n", n);
+	return -EIO;
+}
+
 void ohca_debugfs_module_init(void)
 {
 	ohca_debugfs_root = debugfs_create_dir(DRV_NAME, NULL);
-	if (IS_ERR(ohca_debugfs_root))
+	if (IS_ERR(ohca_debugfs_root)) {
 		ohca_debugfs_root = NULL;
+		return;
+	}
+	debugfs_create_u32("fail_init", 0600, ohca_debugfs_root,
+			   &ohca_dbg_fail_init);
 }
 
 void ohca_debugfs_module_exit(void)

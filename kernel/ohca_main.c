@@ -234,10 +234,12 @@ static int ohca_alloc_vectors(struct ohca_dev *dev)
  * Bring the function up from scratch: at probe and again after a function
  * reset, which the driver rides through by tearing everything down and
  * starting over (the ib_device cannot be registered twice). Sets the PCI
- * driver data on success only.
+ * driver data on success only. Each step may be replaced by an injected
+ * failure (ohca_init_fault(), the debugfs fail_init hook).
  */
 static struct ohca_dev *ohca_dev_init(struct pci_dev *pdev)
 {
+	unsigned int step = 0;
 	struct ohca_dev *dev;
 	int err;
 
@@ -250,49 +252,50 @@ static struct ohca_dev *ohca_dev_init(struct pci_dev *pdev)
 	xa_init_flags(&dev->cq_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_LOCK_IRQ);
 
-	err = pci_enable_device_mem(pdev);
+	err = ohca_init_fault(dev, &step) ?: pci_enable_device_mem(pdev);
 	if (err) {
 		dev_err(&pdev->dev, "cannot enable the PCI device: %d\n", err);
 		goto err_dealloc;
 	}
-	err = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	err = ohca_init_fault(dev, &step) ?:
+	      dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
 	if (err) {
 		dev_err(&pdev->dev, "no usable 64-bit DMA: %d\n", err);
 		goto err_disable;
 	}
 	pci_set_master(pdev);
 
-	err = ohca_map_bars(dev);
+	err = ohca_init_fault(dev, &step) ?: ohca_map_bars(dev);
 	if (err)
 		goto err_clear_master;
-	err = ohca_check_identity(dev);
+	err = ohca_init_fault(dev, &step) ?: ohca_check_identity(dev);
 	if (err)
 		goto err_unmap;
-	err = ohca_dev_reset(dev);
+	err = ohca_init_fault(dev, &step) ?: ohca_dev_reset(dev);
 	if (err)
 		goto err_unmap;
-	err = ohca_alloc_vectors(dev);
+	err = ohca_init_fault(dev, &step) ?: ohca_alloc_vectors(dev);
 	if (err)
 		goto err_unmap;
-	err = ohca_eq0_init(dev);
+	err = ohca_init_fault(dev, &step) ?: ohca_eq0_init(dev);
 	if (err)
 		goto err_free_vectors;
-	err = ohca_cmdq_init(dev);
+	err = ohca_init_fault(dev, &step) ?: ohca_cmdq_init(dev);
 	if (err)
 		goto err_reset_eq;
-	err = ohca_dev_enable(dev);
+	err = ohca_init_fault(dev, &step) ?: ohca_dev_enable(dev);
 	if (err)
 		goto err_reset_cmdq;
-	err = ohca_query_caps(dev);
+	err = ohca_init_fault(dev, &step) ?: ohca_query_caps(dev);
 	if (err)
 		goto err_reset_cmdq;
-	err = ohca_comp_eqs_create(dev);
+	err = ohca_init_fault(dev, &step) ?: ohca_comp_eqs_create(dev);
 	if (err)
 		goto err_reset_cmdq;
-	err = ohca_netdev_create(dev);
+	err = ohca_init_fault(dev, &step) ?: ohca_netdev_create(dev);
 	if (err)
 		goto err_comp_eqs;
-	err = ohca_ib_register(dev);
+	err = ohca_init_fault(dev, &step) ?: ohca_ib_register(dev);
 	if (err)
 		goto err_netdev;
 	ohca_debugfs_init(dev);

@@ -208,12 +208,35 @@ dmesg | grep -q "device fatal error" || fail "no fatal error in the kernel log"
 timeout 60 sh -c "echo 1 > /sys/bus/pci/devices/$pci/reset" || fail "reset of the fatal device hung or failed"
 @BACK@
 echo "fatal, then reset ok"
+dmesg | grep -q "device did not come back" && fail "a reset left the device down"
+# Failed bring-ups: the debugfs hook fail_init makes step N of the next
+# bring-up fail, for N = 1, 2, ... until the device comes back by itself
+# (N past the last step). Each failure must leave its dev_err and neither
+# the ib_device nor the netdev (and with the debug kernel: no leak), and
+# the next reset must try again.
+f=/sys/kernel/debug/ohca/fail_init
+n=0
+while :; do
+    n=$((n + 1))
+    [ $n -le 40 ] || fail "fail_init: no bring-up with fewer than 40 steps"
+    echo $n >$f
+    before=$(dmesg | grep -c "device did not come back")
+    timeout 60 sh -c "echo 1 > /sys/bus/pci/devices/$pci/reset" || fail "reset with fail_init=$n hung or failed"
+    [ "$(cat $f)" = 0 ] || break
+    [ "$(dmesg | grep -c 'device did not come back')" -gt "$before" ] || fail "fail_init=$n: no dev_err"
+    [ ! -e /sys/class/infiniband/$OHCA_IBDEV ] || fail "fail_init=$n: $OHCA_IBDEV exists"
+    [ ! -e /sys/class/net/$OHCA_IFACE ] || fail "fail_init=$n: $OHCA_IFACE exists"
+    echo "bring-up step $n failed cleanly"
+done
+echo 0 >$f
+[ $n -gt 10 ] || fail "only $((n - 1)) bring-up steps failed"
+@BACK@
+echo "failed bring-ups ok"
 timeout 120 ibv_rc_pingpong -d "$OHCA_IBDEV" -g @GID@ -n 200 -c >/tmp/srv.log 2>&1 &
 srv=$!
 ohca_retry 20 timeout 120 ibv_rc_pingpong -d "$OHCA_IBDEV" -g @GID@ -n 200 -c 127.0.0.1 || fail "checked RC pingpong after the resets"
 wait $srv || fail "pingpong server after the resets: $(cat /tmp/srv.log)"
 grep -q "iters" /tmp/srv.log || fail "pingpong server did not finish: $(cat /tmp/srv.log)"
-dmesg | grep -q "device did not come back" && fail "a reset left the device down"
 echo "RESETS OK" """
 
 
@@ -228,6 +251,8 @@ def test_reset_during_traffic(vm_run):
     assert "RESETS OK" in r.output, r.report()
     assert len(re.findall(r"^reset in a row \d ok$", r.output, re.M)) == 3, r.report()
     assert "fatal, then reset ok" in r.output, r.report()
+    assert "failed bring-ups ok" in r.output, r.report()
+    assert len(re.findall(r"^bring-up step \d+ failed cleanly$", r.output, re.M)) >= 10, r.report()
 
 
 # Creates each object type until the device refuses, twice: the refusal
