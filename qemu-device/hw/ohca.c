@@ -394,7 +394,7 @@ static void ohca_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
     }
 }
 
-/* PCI bus reset and system reset: the same as DEV_CTRL.RESET. */
+/* PCI bus reset, system reset and FLR: the same as DEV_CTRL.RESET. */
 static void ohca_qdev_reset(DeviceState *dev)
 {
     OhcaState *s = OHCA(dev);
