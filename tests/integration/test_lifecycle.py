@@ -75,10 +75,13 @@ for round in $(seq 1 @ROUNDS@); do
         @BEFORE@
         $t -d "$OHCA_IBDEV" >/tmp/srv.log 2>&1 &
         srv=$!
-        sleep 1
+        # perftest and pingpong both listen on TCP 18515 for the exchange.
+        ohca_poll 30 eval 'ss -Hltn "sport = :18515" | grep -q .' ||
+            fail "round $round: '$t' server does not listen: $(cat /tmp/srv.log)"
         $t -d "$OHCA_IBDEV" 127.0.0.1 >/tmp/cli.log 2>&1 &
         cli=$!
-        ohca_poll 30 eval 'counts | grep -Eq "qp @QPS@"' || fail "round $round: '$t' did not start: $(counts)"
+        ohca_poll 30 eval 'counts | grep -Eq "qp @QPS@"' ||
+            fail "round $round: '$t' did not start: $(counts); server: $(cat /tmp/srv.log); client: $(cat /tmp/cli.log)"
         sleep 2
         @DISRUPT@
         case $t in
