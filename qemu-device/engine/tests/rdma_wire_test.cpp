@@ -645,6 +645,26 @@ class CongestedWireTest : public WireTest {
         }
         return pred();
     }
+    // Posts n READs of len bytes (wr_id first + i) from remote(i) on node 1
+    // into local(i) on node 0, then waits until all have completed or one
+    // has failed, through a path of 100 frames a round each way.
+    bool reads_complete(uint32_t n, uint32_t len, uint64_t first,
+                        const std::function<uint64_t(uint32_t)> &remote,
+                        const std::function<uint64_t(uint32_t)> &local) {
+        for (uint32_t i = 0; i < n; ++i) {
+            SendReq r;
+            r.wr_id = first + i;
+            r.opcode = OHCA_WR_RDMA_READ;
+            r.remote_addr = remote(i);
+            r.rkey = side[1].key;
+            r.sges = {{local(i), len, side[0].key}};
+            a.post_send(side[0].qp, r, false);
+        }
+        a.ring_sq(side[0].qp);
+        return run_congested(
+            [&] { return sends() == n || (!sc.empty() && sc.back().status != OHCA_CQE_SUCCESS); },
+            100);
+    }
     uint64_t sent[2] = {0, 0};
     uint64_t dropped[2] = {0, 0};
 };
@@ -652,24 +672,9 @@ class CongestedWireTest : public WireTest {
 TEST_F(CongestedWireTest, SixteenReadsFindThePathRate) {
     constexpr uint32_t kLen = 64 * 1024;
     setup(false, 3, 7, 7, 16); // MTU 1024: 64 responses per READ
-    for (uint32_t i = 0; i < 16; ++i) {
-        SendReq r;
-        r.wr_id = 100 + i;
-        r.opcode = OHCA_WR_RDMA_READ;
-        r.remote_addr = side[1].buf + (i % 4) * kLen;
-        r.rkey = side[1].key;
-        r.sges = {{side[0].buf + i * kLen % (1 << 20), kLen, side[0].key}};
-        a.post_send(side[0].qp, r, false);
-    }
-    a.ring_sq(side[0].qp);
-    ASSERT_TRUE(run_congested(
-        [&] {
-            auto v = a.poll(side[0].scq);
-            sc.insert(sc.end(), v.begin(), v.end());
-            return sc.size() == 16 || (!sc.empty() && sc.back().status != OHCA_CQE_SUCCESS);
-        },
-        100))
-        << sc.size();
+    auto remote = [&](uint32_t i) { return side[1].buf + (i % 4) * kLen; };
+    auto local = [&](uint32_t i) { return side[0].buf + i * kLen % (1 << 20); };
+    ASSERT_TRUE(reads_complete(16, kLen, 100, remote, local)) << sc.size();
     ASSERT_EQ(sc.size(), 16u);
     for (uint32_t i = 0; i < 16; ++i) {
         EXPECT_EQ(sc[i].status, OHCA_CQE_SUCCESS) << i;
@@ -677,8 +682,7 @@ TEST_F(CongestedWireTest, SixteenReadsFindThePathRate) {
     }
     // The last four READs landed last in the same 1 MiB buffer.
     for (uint32_t i = 12; i < 16; ++i) {
-        EXPECT_TRUE(same(side[0].buf + i * kLen % (1 << 20), side[1].buf + (i % 4) * kLen, kLen))
-            << i;
+        EXPECT_TRUE(same(local(i), remote(i), kLen)) << i;
     }
     const auto &c = device_of(a.e).roce_counters();
     EXPECT_GT(dropped[1], 0u); // the path did overflow ...
@@ -692,31 +696,17 @@ TEST_F(CongestedWireTest, SixteenReadsFindThePathRate) {
 TEST_F(CongestedWireTest, LongReadsAreAskedAgainInParts) {
     constexpr uint32_t kLen = 256 * 1024;
     setup(false, 1, 7, 7, 4); // MTU 256: 1024 responses per READ
-    for (uint32_t i = 0; i < 4; ++i) {
-        SendReq r;
-        r.wr_id = 300 + i;
-        r.opcode = OHCA_WR_RDMA_READ;
-        r.remote_addr = side[1].buf + (3 - i) * kLen;
-        r.rkey = side[1].key;
-        r.sges = {{side[0].buf + i * kLen, kLen, side[0].key}};
-        a.post_send(side[0].qp, r, false);
-    }
-    a.ring_sq(side[0].qp);
-    ASSERT_TRUE(run_congested(
-        [&] {
-            auto v = a.poll(side[0].scq);
-            sc.insert(sc.end(), v.begin(), v.end());
-            return sc.size() == 4 || (!sc.empty() && sc.back().status != OHCA_CQE_SUCCESS);
-        },
-        100))
-        << sc.size();
+    auto remote = [&](uint32_t i) { return side[1].buf + (3 - i) * kLen; };
+    auto local = [&](uint32_t i) { return side[0].buf + i * kLen; };
+    ASSERT_TRUE(reads_complete(4, kLen, 300, remote, local)) << sc.size();
     ASSERT_EQ(sc.size(), 4u);
     for (uint32_t i = 0; i < 4; ++i) {
         EXPECT_EQ(sc[i].status, OHCA_CQE_SUCCESS) << i;
         EXPECT_EQ(sc[i].byte_len, kLen);
     }
-    EXPECT_TRUE(same(side[0].buf, side[1].buf + 3 * kLen, kLen));
-    EXPECT_TRUE(same(side[0].buf + 3 * kLen, side[1].buf, kLen));
+    for (uint32_t i = 0; i < 4; ++i) {
+        EXPECT_TRUE(same(local(i), remote(i), kLen)) << i;
+    }
     const auto &c = device_of(a.e).roce_counters();
     EXPECT_GT(dropped[1], 0u);
     EXPECT_EQ(c.retry_exceeded, 0u);
@@ -740,17 +730,13 @@ TEST_F(CongestedWireTest, LongMessagesThroughTwentyPercentLoss) {
     a.ring_sq(side[0].qp);
     std::mt19937 rng(20);
     uint64_t frames[2] = {0, 0};
-    ASSERT_TRUE(run(
-        [&] {
-            auto v = a.poll(side[0].scq);
-            sc.insert(sc.end(), v.begin(), v.end());
-            return sc.size() == 4 || (!sc.empty() && sc.back().status != OHCA_CQE_SUCCESS);
-        },
-        [&](bool from_a, const std::vector<uint8_t> &) {
-            ++frames[from_a ? 0 : 1];
-            return rng() % 5 == 0;
-        },
-        20000, 5'000'000))
+    ASSERT_TRUE(
+        run([&] { return sends() == 4 || (!sc.empty() && sc.back().status != OHCA_CQE_SUCCESS); },
+            [&](bool from_a, const std::vector<uint8_t> &) {
+                ++frames[from_a ? 0 : 1];
+                return rng() % 5 == 0;
+            },
+            20000, 5'000'000))
         << sc.size();
     ASSERT_EQ(sc.size(), 4u);
     for (uint32_t i = 0; i < 4; ++i) {
