@@ -3,7 +3,8 @@ rdma_rxe (rxe0) on the same wire and subnet. ibv_rc_pingpong, perftest
 bandwidth/latency and ohca_rc_integrity (every byte checked) run in both
 directions (ohca as server, then as client)
 at path MTU 1024 and 4096 (eth0 MTU 9000 on both sides, so both ports are
-active at 4096). The matrix is printed and written to
+active at 4096), and ohca_rc_integrity once each way over IPv6 (the
+unique-local GIDs, MTU 1024). The matrix is printed and written to
 build/test-logs/interop-matrix.md; docs/interop.md keeps a dated copy.
 vm0's wire is captured (filter-dump) and dissected by tshark: the frames
 both stacks sent pass the same conformance checks as ohca<->ohca.
@@ -40,18 +41,28 @@ CASES = [
     ("rc_integrity", "/share/ohca_rc_integrity -d {dev} -g {gid} -M {mtu} -n 30 -p {port}", "mixed"),
 ]
 
+# over the IPv6 GIDs (peer_runs: fd00:77::/64, a hop limit per VM)
+IPV6_CASES = [
+    ("rc_integrity IPv6", "/share/ohca_rc_integrity -d {dev} -g {gid6g} -M {mtu} -n 10 -p {port}",
+     "mixed"),
+]
+
+
 def _items():
     items = []
     for mtu in MTUS:
         for server in (0, 1):
             for name, cmd, size in CASES:
                 items.append((server, mtu, name, size, cmd))
+    for server in (0, 1):
+        for name, cmd, size in IPV6_CASES:
+            items.append((server, 1024, name, size, cmd))
     return items
 
 
 def _figure(name, size, out):
     """The headline figure of one run from its output, or None."""
-    if name == "rc_integrity":
+    if name.startswith("rc_integrity"):
         m = re.search(r"^ohca_rc_integrity: PASS .*?iterations=(\S+) completions=(\d+) "
                       r"bytes=(\d+)", out, re.M)
         return f"PASS {m.group(1)} iterations, {m.group(3)} B checked" if m else None
@@ -117,9 +128,17 @@ def test_interop_matrix(interop_run):
 def test_interop_wire_conformance(interop_run):
     """Each VM's capture judges what that VM sent (ohca's frames in vm0's,
     rxe's in vm1's); both must pass."""
-    _, _, pcaps, _ = interop_run
+    _, results, pcaps, _ = interop_run
     problems = []
-    for pcap, ip in zip(pcaps, ohcavm.IPS):
-        p, _, _ = roce_pcap.judge(pcap, ip, 1000)
+    for i, (pcap, ip) in enumerate(zip(pcaps, ohcavm.IPS)):
+        v6 = peer_runs.ipv6_addrs(results[i].output)
+        p, rows, _ = roce_pcap.judge(pcap, {ip} | set(v6.values()), 1000)
+        if "global" in v6:
+            p6, summary6 = roce_pcap.check_ipv6(rows, {v6["global"]: 20},
+                                                peer_runs.IPV6_HOP_LIMITS[i], {0})
+            print(v6, summary6)
+            p += p6
+        else:
+            p.append("no IPv6 address reported")
         problems += [f"{ip}: {x}" for x in p]
     assert not problems, "\n".join(problems)
