@@ -357,13 +357,15 @@ void Device::send_packet(Qp &qp) {
     PacketFields f;
     f.bth.dest_qp = qp.attrs.dest_qpn;
     f.bth.psn = psn_add(wr.first_psn, k);
-    // A READ request stands for all its response PSNs. Once a response
-    // has come, the responder holds the whole READ, and a request again
-    // asks for no more than the window: a lossy path would drop most of a
-    // long replay again. (Before that, only the whole READ is a request
-    // the responder can take.)
-    const uint32_t read_n = k > 0 ? std::min(wr.npkts - k, std::max(qp.cwnd, 1u)) : wr.npkts;
-    const uint32_t end_psn = is_read(wr) ? psn_add(f.bth.psn, read_n) : psn_add(f.bth.psn, 1);
+    // PSNs this packet stands for: one, or a READ request's responses. Once
+    // a response has come, the responder holds the whole READ, and a request
+    // again asks for no more than the window: a lossy path would drop most
+    // of a long replay again. (Before that, only the whole READ is a
+    // request the responder can take.)
+    const uint32_t span = !is_read(wr) ? 1
+                          : k > 0      ? std::min(wr.npkts - k, std::max(qp.cwnd, 1u))
+                                       : wr.npkts;
+    const uint32_t end_psn = psn_add(f.bth.psn, span);
     if (psn_diff(f.bth.psn, qp.sent_psn) < 0) {
         ++roce_.retrans_pkts;
     }
@@ -375,9 +377,9 @@ void Device::send_packet(Qp &qp) {
         const uint32_t off = std::min(wr.length, k * mtu);
         f.bth.opcode = rc::kReadRequest;
         f.bth.ack_req = true;
-        f.reth = Reth{wr.remote_addr + off, wr.rkey, std::min(wr.length - off, read_n * mtu)};
+        f.reth = Reth{wr.remote_addr + off, wr.rkey, std::min(wr.length - off, span * mtu)};
         wr.read_start = k;
-        wr.read_end = k + read_n;
+        wr.read_end = k + span;
         qp.cur_pkt = wr.read_end;
     } else {
         const bool write = wr.opcode == OHCA_WR_RDMA_WRITE || wr.opcode == OHCA_WR_RDMA_WRITE_IMM;
@@ -428,10 +430,8 @@ void Device::send_packet(Qp &qp) {
         qp.cur_pkt = 0;
     }
     emit(qp, f, payload);
-    if (qp.deadline_ns == 0 && qp.attrs.timeout != 0) {
-        const uint64_t t =
-            std::max(uint64_t{4096} << qp.attrs.timeout, DeviceLimits::min_ack_timeout_ns);
-        qp.deadline_ns = host_.now_ns() + t;
+    if (qp.deadline_ns == 0) {
+        restart_ack_timer(qp);
     }
 }
 
@@ -478,10 +478,8 @@ void Device::ack_through(Qp &qp, uint32_t psn) {
         qp.retry_left = qp.attrs.retry_cnt;
         qp.rnr_left = qp.attrs.rnr_retry;
         qp.deadline_ns = 0; // restarted by the next transmission ...
-        if ((qp.cur_wr > 0 || qp.cur_pkt > 0) && qp.attrs.timeout != 0) {
-            // ... or now, for packets still unacknowledged
-            qp.deadline_ns = host_.now_ns() + std::max(uint64_t{4096} << qp.attrs.timeout,
-                                                       DeviceLimits::min_ack_timeout_ns);
+        if (qp.cur_wr > 0 || qp.cur_pkt > 0) {
+            restart_ack_timer(qp); // ... or now, for packets still unacknowledged
         }
     }
 }
