@@ -48,6 +48,9 @@ CMD_FMT, EQE_FMT, ETH_DESC_FMT = "<HHBBHIHHQQ", "<BBHIII", "<QHHI"
 SEND_WQE_FMT, RECV_WQE_FMT = "<QBBBBIQII32xQII", "<QB7xQII"  # one SGE after the header
 CQE_FMT = "<QIIIIBBBBHBB"
 QP_ATTR_FMT, AV_FMT = "<10BHIIIII", "<16s6sHIBBBB"
+# Command inputs up to their page lists (which follow as PBL_FMT each).
+ETH_RING_FMT, PBL_FMT, ADD_GID_FMT = "<BBHIQ", "<QIBBH", "<16sHBB6sHI"
+CREATE_CQ_FMT, CREATE_MR_FMT, CREATE_QP_FMT = "<IIB7x", "<IIQQII", "<BBBBB3xIIIIII"
 assert struct.calcsize(CMD_FMT) + fw.OHCA_CMD_INLINE_MAX == SZ["ohca_cmd"]
 assert struct.calcsize(EQE_FMT) == SZ["ohca_eqe"]
 assert struct.calcsize(ETH_DESC_FMT) == SZ["ohca_eth_desc"]
@@ -56,6 +59,12 @@ assert struct.calcsize(RECV_WQE_FMT) == SZ["ohca_recv_wqe"] + SZ["ohca_sge"]
 assert struct.calcsize(CQE_FMT) == SZ["ohca_cqe"]
 assert struct.calcsize(QP_ATTR_FMT) == OFF["ohca_qp_attr"]["av"]
 assert struct.calcsize(AV_FMT) == SZ["ohca_av"]
+assert struct.calcsize(ETH_RING_FMT) == SZ["ohca_create_eth_ring_in"]
+assert struct.calcsize(PBL_FMT) == SZ["ohca_pbl"]
+assert struct.calcsize(ADD_GID_FMT) == SZ["ohca_add_gid_in"]
+assert struct.calcsize(CREATE_CQ_FMT) == OFF["ohca_create_cq_in"]["pbl"]
+assert struct.calcsize(CREATE_MR_FMT) == OFF["ohca_create_mr_in"]["pbl"]
+assert struct.calcsize(CREATE_QP_FMT) == OFF["ohca_create_qp_in"]["sq_pbl"]
 
 # Where this test places things in the 128 MiB guest's address space.
 BAR0, BAR2, BAR4 = 0xE0000000, 0xE0100000, 0xE0200000
@@ -332,7 +341,7 @@ def run(q, wire, udp_local):
 
     print("Ethernet TX")
     for typ, base in ((fw.OHCA_ETH_RING_TX, TXR), (fw.OHCA_ETH_RING_RX, RXR)):
-        st, _ = command(fw.OHCA_CMD_CREATE_ETH_RING, struct.pack("<BBHIQ", typ, 4, 0, 0, base))
+        st, _ = command(fw.OHCA_CMD_CREATE_ETH_RING, struct.pack(ETH_RING_FMT, typ, 4, 0, 0, base))
         check(st == 0, f"CREATE_ETH_RING type {typ}")
     frame = bytes.fromhex("ffffffffffff020000000001" "0806") + bytes(range(28))
     q.write(BUF, frame)
@@ -454,7 +463,7 @@ def rdma_loopback(q, command):
     def pbl(n, pages):
         addr = pbls + 0x1000 * n
         q.write(addr, struct.pack(f"<{len(pages)}Q", *pages))
-        return struct.pack("<QIBBH", addr, len(pages), 12, 1, 0)
+        return struct.pack(PBL_FMT, addr, len(pages), 12, 1, 0)
 
     def create(opcode, inline=b""):
         st, _ = command(opcode, inline, out_len=SZ["ohca_create_out"], out_addr=OUT)
@@ -463,21 +472,21 @@ def rdma_loopback(q, command):
     q.write(RDMA, bytes(0x22000))
     gid = bytes(10) + b"\xff\xff" + bytes([10, 0, 0, 1])
     st, _ = command(fw.OHCA_CMD_ADD_GID,
-                    struct.pack("<16sHBB6sHI", gid, 0, 1, fw.OHCA_GID_TYPE_ROCE_V2_IPV4,
+                    struct.pack(ADD_GID_FMT, gid, 0, 1, fw.OHCA_GID_TYPE_ROCE_V2_IPV4,
                                 bytes.fromhex("020000000001"), 0xFFFF, 0))
     check(st == 0, "ADD_GID ::ffff:10.0.0.1")
     st, pd = create(fw.OHCA_CMD_CREATE_PD)
     check(st == 0 and pd == 1, "CREATE_PD -> 1")
-    st, cqn = create(fw.OHCA_CMD_CREATE_CQ, struct.pack("<IIB7x", 0, 0, 4) + pbl(0, [cq_ring]))
+    st, cqn = create(fw.OHCA_CMD_CREATE_CQ, struct.pack(CREATE_CQ_FMT, 0, 0, 4) + pbl(0, [cq_ring]))
     check(st == 0 and cqn == 1, "CREATE_CQ -> 1")
     access = (fw.OHCA_ACCESS_LOCAL_WRITE | fw.OHCA_ACCESS_REMOTE_WRITE
               | fw.OHCA_ACCESS_REMOTE_READ)
     st, key = create(fw.OHCA_CMD_CREATE_MR,
-                     struct.pack("<IIQQII", pd, access, src, 0x2000, 0, 0) + pbl(1, [src, dst]))
+                     struct.pack(CREATE_MR_FMT, pd, access, src, 0x2000, 0, 0) + pbl(1, [src, dst]))
     check(st == 0 and key >> 8 == 1, f"CREATE_MR -> key {key:#x}")
     qpn = []
     for i in range(2):
-        qp_in = struct.pack("<BBBBB3xIIIIII", fw.OHCA_QPT_RC, 2, 2, fw.OHCA_SQ_LOG_STRIDE_MIN,
+        qp_in = struct.pack(CREATE_QP_FMT, fw.OHCA_QPT_RC, 2, 2, fw.OHCA_SQ_LOG_STRIDE_MIN,
                             fw.OHCA_RQ_LOG_STRIDE_MIN, pd, cqn, cqn, 0, 64, 0)
         st, n = create(fw.OHCA_CMD_CREATE_QP,
                        qp_in + pbl(2 + 2 * i, [sq[i]]) + pbl(3 + 2 * i, [rq[i]]))
