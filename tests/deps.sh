@@ -10,13 +10,20 @@ packages=(
 	libglib2.0-dev libpixman-1-dev libfdt-dev libslirp-dev libattr1-dev
 	libcap-ng-dev qemu-system-data seabios ipxe-qemu
 	# the guest kernel and the headers ohca.ko builds against
-	linux-image-amd64 linux-headers-amd64 linux-source-6.1 sparse
+	linux-image-amd64 linux-headers-amd64 linux-source-6.1 sparse kmod
+	# the debug kernel build (objtool needs libelf, certs need openssl)
+	bc libelf-dev libssl-dev xz-utils
 	# the provider and the host side of the RDMA stack
 	libibverbs-dev rdma-core ibverbs-providers
+	# rdma-core's upstream test suite (/usr/share/doc/rdma-core/tests), which
+	# the guest image carries
+	python3-pyverbs
 	# engine unit tests
 	googletest libgtest-dev libgmock-dev valgrind
 	# the guest root filesystem and the harness
 	debootstrap e2fsprogs python3 python3-pytest
+	# the host-dependency audit (tests/hostdeps.py)
+	strace
 	# engine fuzzers (libFuzzer, ASan, UBSan) and coverage reports
 	clang-14 libclang-rt-14-dev gcovr
 	# the RoCEv2 conformance check (tests/integration/roce_pcap.py)

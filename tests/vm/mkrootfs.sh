@@ -84,7 +84,7 @@ fi
 for tool in debootstrap mke2fs sha256sum; do
 	command -v "$tool" >/dev/null || die "'$tool' not found (install debootstrap e2fsprogs: tests/deps.sh)"
 done
-[ -d "$testsrc" ] || die "$testsrc missing: install rdma-core on the host (apt-get install rdma-core)"
+[ -d "$testsrc" ] || die "$testsrc missing: it comes from the package python3-pyverbs (tests/deps.sh installs it)"
 
 # The mirror: the host's own apt source for $suite, read at run time; if none
 # is configured, debootstrap's built-in default.
