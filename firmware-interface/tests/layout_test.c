@@ -11,6 +11,8 @@ OHCA_ASSERT_SIZE(struct ohca_ibv_create_cq, 16);
 OHCA_ASSERT_SIZE(struct ohca_ibv_create_cq_resp, 8);
 OHCA_ASSERT_SIZE(struct ohca_ibv_create_qp, 24);
 OHCA_ASSERT_SIZE(struct ohca_ibv_create_qp_resp, 8);
+OHCA_ASSERT_SIZE(struct ohca_ibv_create_srq, 16);
+OHCA_ASSERT_SIZE(struct ohca_ibv_create_srq_resp, 8);
 
 int main(void)
 {

@@ -45,6 +45,8 @@ struct ohca_ibv_create_cq_resp {
 /*
  * ibv_create_qp: the provider sizes the queues from the requested caps,
  * allocates both rings (page aligned, zeroed) and the kernel pins them.
+ * A QP on an SRQ has no receive ring: rq_buf_addr, rq_log_size and
+ * rq_log_stride are 0.
  */
 struct ohca_ibv_create_qp {
 	__aligned_u64 sq_buf_addr;
@@ -58,6 +60,23 @@ struct ohca_ibv_create_qp {
 
 struct ohca_ibv_create_qp_resp {
 	__u32 qpn;
+	__u32 reserved;
+};
+
+/*
+ * ibv_create_srq: the provider allocates the ring of 2^log_size receive
+ * WQEs of 2^log_stride bytes (page aligned, zeroed); the kernel pins it.
+ */
+struct ohca_ibv_create_srq {
+	__aligned_u64 buf_addr;
+	__u8 log_size;
+	__u8 log_stride;
+	__u16 reserved0;
+	__u32 reserved1;
+};
+
+struct ohca_ibv_create_srq_resp {
+	__u32 srqn;
 	__u32 reserved;
 };
 

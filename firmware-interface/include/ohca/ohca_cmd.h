@@ -64,6 +64,11 @@ enum ohca_cmd_opcode {
 	OHCA_CMD_MODIFY_QP		= 0x19,
 	OHCA_CMD_QUERY_QP		= 0x1a,
 	OHCA_CMD_DESTROY_QP		= 0x1b,
+	/* Shared receive queues (ABI 1.2) */
+	OHCA_CMD_CREATE_SRQ		= 0x20,
+	OHCA_CMD_MODIFY_SRQ		= 0x21,
+	OHCA_CMD_QUERY_SRQ		= 0x22,
+	OHCA_CMD_DESTROY_SRQ		= 0x23,
 	OHCA_CMD_MAX
 };
 
@@ -118,12 +123,27 @@ struct ohca_query_device_out {
 	ohca_le32 gid_table_len;
 	ohca_le32 pkey_table_len;
 	ohca_le32 num_ports;
-	ohca_le32 rsvd[8];
+	ohca_le32 atomic_cap;		/* enum ohca_atomic_cap (ABI 1.2) */
+	ohca_le32 max_srq_sge;		/* SGEs per SRQ WQE (ABI 1.2) */
+	ohca_le32 rsvd[6];
 };
 OHCA_ASSERT_SIZE(struct ohca_query_device_out, 160);
+OHCA_ASSERT_OFFSET(struct ohca_query_device_out, atomic_cap, 128);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, node_guid, 8);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, vendor_id, 40);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, num_ports, 124);
+
+/*
+ * What the device's atomics are atomic against (the IBTA atomic capability).
+ * HCA: atomic against every atomic operation of this device (all QPs), but
+ * not against the host CPUs or other devices writing the same memory. GLOB:
+ * also against those. NONE: no atomics.
+ */
+enum ohca_atomic_cap {
+	OHCA_ATOMIC_NONE		= 0,
+	OHCA_ATOMIC_HCA			= 1,
+	OHCA_ATOMIC_GLOB		= 2,
+};
 
 /* ---- QUERY_PORT -------------------------------------------------------- */
 struct ohca_query_port_in {
@@ -460,11 +480,17 @@ struct ohca_create_qp_in {
 	ohca_le32 recv_cqn;
 	ohca_le32 uar_index;
 	ohca_le32 max_inline;		/* <= stride - 64 and max_inline_data */
-	ohca_le32 rsvd1;
+	/*
+	 * (ABI 1.2) 0: the QP has its own receive queue. Otherwise the SRQ
+	 * (in the same PD) its receives come from; the QP then has no RQ:
+	 * rq_log_size, rq_log_stride and rq_pbl must be zero.
+	 */
+	ohca_le32 srqn;
 	struct ohca_pbl sq_pbl;
 	struct ohca_pbl rq_pbl;
 };
 OHCA_ASSERT_SIZE(struct ohca_create_qp_in, 64);
+OHCA_ASSERT_OFFSET(struct ohca_create_qp_in, srqn, 28);
 OHCA_ASSERT_OFFSET(struct ohca_create_qp_in, sq_pbl, 32);
 
 /* MODIFY_QP attribute mask: the IBTA verbs bit values. */
@@ -537,5 +563,58 @@ struct ohca_modify_qp_in {
 OHCA_ASSERT_SIZE(struct ohca_modify_qp_in, 72);
 
 /* QUERY_QP: input ohca_handle_in, output ohca_qp_attr. */
+
+/* ---- CREATE_SRQ / MODIFY_SRQ / QUERY_SRQ / DESTROY_SRQ (ABI 1.2) ------- */
+/*
+ * A shared receive queue: 2^log_size receive WQEs (struct ohca_recv_wqe and
+ * its segments) of 2^log_stride bytes in the pages of 'pbl', posted through
+ * the OHCA_DB_SRQ doorbell of page 'uar_index'. QPs created with its srqn
+ * take their receive WQEs from it, in ring order, whichever QP comes first.
+ * A WQE's slot may be reused once the device has taken it, which is no
+ * later than its completion. 2^log_size <= max_srq_wr; srqn 1..max_srq.
+ *
+ * 'limit' arms the SRQ limit: when the WQEs the device has not taken yet
+ * drop below it, the device posts OHCA_EQE_SRQ_EVENT LIMIT_REACHED once and
+ * disarms (limit becomes 0). MODIFY_SRQ with OHCA_SRQ_LIMIT sets it again;
+ * a limit at or above 2^log_size is BAD_FIELD. An SRQ ring the device cannot
+ * read posts SRQ_EVENT ERR and the SRQ stops (its QPs get RNR NAKs).
+ * DESTROY_SRQ of an SRQ that QPs still use is BAD_STATE.
+ */
+struct ohca_create_srq_in {
+	ohca_le32 pdn;
+	ohca_le32 uar_index;
+	ohca_u8 log_size;		/* 1..OHCA_WQ_LOG_MAX, <= max_srq_wr */
+	ohca_u8 log_stride;		/* OHCA_RQ_LOG_STRIDE_MIN..MAX */
+	ohca_u8 rsvd0[2];
+	ohca_le32 limit;		/* 0: not armed */
+	struct ohca_pbl pbl;
+};
+OHCA_ASSERT_SIZE(struct ohca_create_srq_in, 32);
+OHCA_ASSERT_OFFSET(struct ohca_create_srq_in, limit, 12);
+OHCA_ASSERT_OFFSET(struct ohca_create_srq_in, pbl, 16);
+
+enum ohca_srq_attr_mask {
+	OHCA_SRQ_LIMIT			= 1u << 1,	/* IBV_SRQ_LIMIT */
+};
+
+struct ohca_modify_srq_in {
+	ohca_le32 srqn;
+	ohca_le32 attr_mask;		/* enum ohca_srq_attr_mask */
+	ohca_le32 limit;
+	ohca_le32 rsvd;
+};
+OHCA_ASSERT_SIZE(struct ohca_modify_srq_in, 16);
+
+/* QUERY_SRQ: input ohca_handle_in (srqn), output: */
+struct ohca_query_srq_out {
+	ohca_le32 limit;		/* 0 once the limit event fired */
+	ohca_le32 wqes;			/* posted, not yet taken by the device */
+	ohca_u8 log_size;
+	ohca_u8 log_stride;
+	ohca_u8 error;			/* 1: stopped after a ring access error */
+	ohca_u8 rsvd0;
+	ohca_le32 qp_refs;		/* QPs using the SRQ */
+};
+OHCA_ASSERT_SIZE(struct ohca_query_srq_out, 16);
 
 #endif /* OHCA_CMD_H */

@@ -46,6 +46,8 @@ enum ohca_eqe_type {
 	OHCA_EQE_QP_EVENT		= 5,
 	/* On EQ 0: code: enum ohca_cq_error, param0: cqn. */
 	OHCA_EQE_CQ_ERROR		= 6,
+	/* On EQ 0: code: enum ohca_srq_event, param0: srqn (ABI 1.2). */
+	OHCA_EQE_SRQ_EVENT		= 7,
 };
 
 enum ohca_qp_event {
@@ -55,6 +57,11 @@ enum ohca_qp_event {
 	OHCA_QP_EV_FATAL		= 4,	/* WQ catastrophic: bad ring DMA */
 	OHCA_QP_EV_REQ_ERR		= 5,	/* invalid request received */
 	OHCA_QP_EV_ACCESS_ERR		= 6,	/* remote access violation */
+};
+
+enum ohca_srq_event {
+	OHCA_SRQ_EV_LIMIT_REACHED	= 1,	/* fewer WQEs than the limit */
+	OHCA_SRQ_EV_ERR			= 2,	/* ring not readable: stopped */
 };
 
 enum ohca_cq_error {
@@ -106,6 +113,8 @@ enum ohca_eth_desc_flags {
 #define OHCA_DB_SQ			0x00	/* value: SQ producer index */
 #define OHCA_DB_RQ			0x08	/* value: RQ producer index */
 #define OHCA_DB_CQ			0x10	/* value: CI (bits 23:0) | ARM */
+#define OHCA_DB_SRQ			0x18	/* value: SRQ producer index
+						 * (ABI 1.2) */
 #define OHCA_DB_CQ_CI_MASK		0x00ffffffu
 #define OHCA_DB_CQ_ARM_NEXT		(1u << 30)	/* any completion */
 #define OHCA_DB_CQ_ARM_SOLICITED	(1u << 31)	/* solicited or error */
@@ -118,6 +127,11 @@ enum ohca_wr_opcode {
 	OHCA_WR_SEND			= 0x02,
 	OHCA_WR_SEND_IMM		= 0x03,
 	OHCA_WR_RDMA_READ		= 0x04,
+	/* (ABI 1.2) 8-byte atomics on an 8-byte aligned remote_addr; one SGE
+	 * of 8 bytes with LOCAL_WRITE receives the value the remote memory
+	 * held before the operation. */
+	OHCA_WR_ATOMIC_CMP_SWP		= 0x05,	/* if *va == cmp_add: *va = swap */
+	OHCA_WR_ATOMIC_FETCH_ADD	= 0x06,	/* *va += cmp_add (mod 2^64) */
 };
 
 enum ohca_send_flags {
@@ -149,12 +163,17 @@ struct ohca_send_wqe {
 	ohca_le64 remote_addr;		/* RDMA WRITE/READ */
 	ohca_le32 rkey;
 	ohca_le32 inline_len;
-	ohca_le32 rsvd1[8];		/* atomics and UD in later revisions */
+	ohca_le64 cmp_add;		/* ATOMIC_CMP_SWP: compare value;
+					 * ATOMIC_FETCH_ADD: the addend */
+	ohca_le64 swap;			/* ATOMIC_CMP_SWP: the new value */
+	ohca_le32 rsvd1[4];		/* UD in a later revision */
 };
 OHCA_ASSERT_SIZE(struct ohca_send_wqe, 64);
 OHCA_ASSERT_OFFSET(struct ohca_send_wqe, imm_data, 12);
 OHCA_ASSERT_OFFSET(struct ohca_send_wqe, remote_addr, 16);
 OHCA_ASSERT_OFFSET(struct ohca_send_wqe, inline_len, 28);
+OHCA_ASSERT_OFFSET(struct ohca_send_wqe, cmp_add, 32);
+OHCA_ASSERT_OFFSET(struct ohca_send_wqe, swap, 40);
 
 /* Receive WQE: this header, then num_sge struct ohca_sge. */
 struct ohca_recv_wqe {
@@ -169,6 +188,8 @@ enum ohca_cqe_opcode {
 	OHCA_CQE_SEND			= 0x00,
 	OHCA_CQE_RDMA_WRITE		= 0x01,
 	OHCA_CQE_RDMA_READ		= 0x02,
+	OHCA_CQE_COMP_SWAP		= 0x03,	/* byte_len 8 (ABI 1.2) */
+	OHCA_CQE_FETCH_ADD		= 0x04,	/* byte_len 8 (ABI 1.2) */
 	OHCA_CQE_RECV			= 0x80,
 	OHCA_CQE_RECV_RDMA_WITH_IMM	= 0x81,
 };
@@ -204,8 +225,8 @@ enum ohca_cqe_flags {
  * wqe_index is the low 16 bits of the SQ index of the completed WQE, which
  * also retires every unsignaled WQE before it.
  * (1.1 clarification) A send completion's byte_len is the message length.
- * A receive completion's wqe_index is the RQ index of the consumed WQE and
- * src_qp the QP's dest_qpn. OHCA_DB_CQ_ARM_NEXT with completions the CQ
+ * A receive completion's wqe_index is the RQ index of the consumed WQE (the
+ * SRQ index for a QP on an SRQ, ABI 1.2) and src_qp the QP's dest_qpn. OHCA_DB_CQ_ARM_NEXT with completions the CQ
  * doorbell has not consumed yet raises the event at once.
  */
 struct ohca_cqe {

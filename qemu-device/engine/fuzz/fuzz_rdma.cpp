@@ -359,7 +359,7 @@ class Rdma {
         q.rq_pbl = pbl(in, kRqRings + 0x1000ull * i, 0x1000, 1);
         if (bad(in)) {
             q.rsvd0[in.below(3)] = in.u8();
-            q.rsvd1 = in.u32();
+            q.srqn = in.u32();
         }
         ohca_create_out o{};
         if (create(OHCA_CMD_CREATE_QP, &q, sizeof(q), o)) {
@@ -576,7 +576,7 @@ class Rdma {
             }
             if (bad(in)) {
                 w.rsvd0 = in.u8();
-                w.rsvd1[in.below(8)] = in.u32();
+                w.rsvd1[in.below(4)] = in.u32();
             }
             h_.put(at, w);
             ++qp->sq_pi;

@@ -371,8 +371,8 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     if (auto off = nonzero_at(cmd.in, offsetof(In, rsvd0), sizeof(in.rsvd0))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
     }
-    if (auto off = nonzero_at(cmd.in, offsetof(In, rsvd1), sizeof(in.rsvd1))) {
-        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    if (le(in.srqn) != 0) {
+        return {OHCA_STATUS_BAD_HANDLE, le(in.srqn)}; // no SRQ exists
     }
     Pd *pd = lookup(pds_, pdn);
     if (pd == nullptr) {
