@@ -16,13 +16,7 @@
 
 #include "ohca.h"
 
-/*
- * Largest RoCEv2 header stack in front of the payload: Ethernet + VLAN
- * is outside the MTU, inside it IPv6 (40) + UDP (8) + BTH (12) + the
- * largest extension headers and ICRC, rounded up as rxe does.
- */
-#define OHCA_ROCE_HDR_OVERHEAD	80
-
+/* The IB MTU that fits an Ethernet MTU with the RoCEv2 headers. */
 static enum ib_mtu ohca_eth_mtu_to_ib(u32 eth_mtu)
 {
 	if (eth_mtu <= OHCA_ROCE_HDR_OVERHEAD)

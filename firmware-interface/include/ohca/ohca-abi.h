@@ -80,4 +80,17 @@ struct ohca_ibv_create_srq_resp {
 	__u32 reserved;
 };
 
+/*
+ * ibv_create_ah: the address handle lives in the provider only; it puts
+ * the address vector into every UD send WQE (struct ohca_ud_seg). The
+ * kernel answers with what the provider cannot know: the destination MAC
+ * the RDMA core resolved, the source GID's VLAN and network type.
+ */
+struct ohca_ibv_create_ah_resp {
+	__u8 dmac[6];
+	__u16 vlan_id;			/* 0xffff: no VLAN */
+	__u8 network_type;		/* enum ohca_network_type */
+	__u8 reserved[7];
+};
+
 #endif /* OHCA_ABI_USER_H */

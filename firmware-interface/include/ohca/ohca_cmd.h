@@ -316,7 +316,10 @@ struct ohca_query_stats_out {
 	ohca_le64 roce_bad_opcode;		/* dropped: unknown opcode */
 	ohca_le64 roce_bad_qpn;			/* dropped: no such QP, QP not
 						 * ready, wrong GID or P_Key */
-	ohca_le64 rsvd2[12];
+	ohca_le64 ud_rx_no_wqe;			/* UD: dropped, no receive WQE
+						 * posted (ABI 1.2) */
+	ohca_le64 ud_rx_bad_qkey;		/* UD: dropped, Q_Key mismatch */
+	ohca_le64 rsvd2[10];
 };
 #define OHCA_QUERY_STATS_OUT_V1_SIZE	128
 OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 384);
@@ -324,6 +327,7 @@ OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, eth_rx_errors, 112);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, roce_tx_pkts,
 		   OHCA_QUERY_STATS_OUT_V1_SIZE);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, roce_bad_qpn, 280);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, ud_rx_bad_qkey, 296);
 
 /* ======================================================================
  * RDMA resources (ABI 1.1). docs/programming-manual.md §8 gives the rules.
@@ -442,8 +446,25 @@ OHCA_ASSERT_SIZE(struct ohca_create_cq_in, 32);
 #define OHCA_CQ_LOG_MAX			16
 
 /* ---- CREATE_QP / MODIFY_QP / QUERY_QP / DESTROY_QP ---------------------- */
+/*
+ * (ABI 1.2, OHCA_CAP_UD) UD QPs send and receive single-packet SENDs with a
+ * DETH; their send WQEs carry an address vector (struct ohca_ud_seg,
+ * ohca_queue.h). The GSI QP is a UD QP with number OHCA_GSI_QPN that
+ * receives the packets addressed to QP 1; one may exist, created on
+ * doorbell page 0 (by the kernel). UD QPs take the UD transitions of the
+ * verbs' modify QP: RESET->INIT needs PKEY_INDEX, PORT and QKEY; RTR->RTS
+ * needs SQ_PSN; QKEY may change in any later transition; AV, PATH_MTU,
+ * DEST_QPN and the RC attributes are refused. A UD message may be as long
+ * as the largest IBTA MTU (256..4096) not above the port's Ethernet MTU
+ * minus OHCA_ROCE_HDR_OVERHEAD; a longer one completes with LOC_LEN_ERR.
+ */
+/* IPv6 + UDP + BTH + the largest extension headers + ICRC, rounded up. */
+#define OHCA_ROCE_HDR_OVERHEAD		80
+
 enum ohca_qp_type {
 	OHCA_QPT_RC			= 0,
+	OHCA_QPT_UD			= 1,
+	OHCA_QPT_GSI			= 2,
 };
 
 /* QP states, the IBTA numbering. */

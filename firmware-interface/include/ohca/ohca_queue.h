@@ -7,6 +7,7 @@
 #define OHCA_QUEUE_H
 
 #include "ohca_types.h"
+#include "ohca_cmd.h"
 
 /*
  * Event queue entry. The device writes entries in ring order; the owner
@@ -166,7 +167,7 @@ struct ohca_send_wqe {
 	ohca_le64 cmp_add;		/* ATOMIC_CMP_SWP: compare value;
 					 * ATOMIC_FETCH_ADD: the addend */
 	ohca_le64 swap;			/* ATOMIC_CMP_SWP: the new value */
-	ohca_le32 rsvd1[4];		/* UD in a later revision */
+	ohca_le32 rsvd1[4];
 };
 OHCA_ASSERT_SIZE(struct ohca_send_wqe, 64);
 OHCA_ASSERT_OFFSET(struct ohca_send_wqe, imm_data, 12);
@@ -174,6 +175,47 @@ OHCA_ASSERT_OFFSET(struct ohca_send_wqe, remote_addr, 16);
 OHCA_ASSERT_OFFSET(struct ohca_send_wqe, inline_len, 28);
 OHCA_ASSERT_OFFSET(struct ohca_send_wqe, cmp_add, 32);
 OHCA_ASSERT_OFFSET(struct ohca_send_wqe, swap, 40);
+
+/*
+ * (ABI 1.2) UD send WQE, on QPs of type OHCA_QPT_UD and OHCA_QPT_GSI:
+ * struct ohca_send_wqe (opcode SEND or SEND_IMM; remote_addr and rkey
+ * unused), then this segment, then num_sge struct ohca_sge or inline data.
+ * The address vector travels in every WQE, so the device keeps no address
+ * handle table and creating an address handle needs no command (the kernel
+ * creates them in atomic context). The device validates the vector for each
+ * WQE as MODIFY_QP validates a QP's: a bad one completes the WQE with
+ * LOC_QP_OP_ERR / OHCA_VERR_BAD_AV.
+ * A Q_Key with bit 31 set (a controlled Q_Key) is never sent as given: the
+ * device sends the QP's own Q_Key instead (IBTA 10.2.5). Only the driver
+ * sets a QP's Q_Key, so only a QP it let have a controlled Q_Key (GSI, or
+ * a privileged creator) can send one.
+ */
+struct ohca_ud_seg {
+	struct ohca_av av;		/* see struct ohca_av (ohca_cmd.h) */
+	ohca_le32 remote_qpn;		/* 24 bits */
+	ohca_le32 qkey;
+	ohca_le32 rsvd[2];
+};
+OHCA_ASSERT_SIZE(struct ohca_ud_seg, 48);
+OHCA_ASSERT_OFFSET(struct ohca_ud_seg, remote_qpn, 32);
+OHCA_ASSERT_OFFSET(struct ohca_ud_seg, qkey, 36);
+
+/* Where a UD WQE's data segments or inline data start. */
+#define OHCA_UD_WQE_HDR_LEN	(64 + 48)
+OHCA_STATIC_ASSERT(OHCA_UD_WQE_HDR_LEN ==
+		   sizeof(struct ohca_send_wqe) + sizeof(struct ohca_ud_seg),
+		   "UD WQE header");
+
+/*
+ * A UD receive buffer starts with the 40-byte GRH (IBTA 11.4.1.2): for an
+ * IPv6 packet its IPv6 header; for an IPv4 packet 20 zero bytes followed
+ * by its IPv4 header (the RoCEv2 convention). Payload follows; byte_len
+ * counts both.
+ */
+#define OHCA_UD_GRH_LEN			40
+#define OHCA_GSI_QPN			1
+#define OHCA_GSI_QKEY			0x80010000u
+#define OHCA_QKEY_CONTROLLED		0x80000000u
 
 /* Receive WQE: this header, then num_sge struct ohca_sge. */
 struct ohca_recv_wqe {
@@ -214,6 +256,10 @@ enum ohca_cqe_status {
 
 enum ohca_cqe_flags {
 	OHCA_CQE_F_IMM			= 1u << 0,	/* imm_data valid */
+	/* (ABI 1.2) UD receives: the buffer starts with the GRH */
+	OHCA_CQE_F_GRH			= 1u << 1,
+	/* (ABI 1.2) UD receives: the packet was RoCEv2 over IPv4 */
+	OHCA_CQE_F_IPV4			= 1u << 2,
 };
 
 #define OHCA_CQE_OWNER			0x01
@@ -228,6 +274,10 @@ enum ohca_cqe_flags {
  * A receive completion's wqe_index is the RQ index of the consumed WQE (the
  * SRQ index for a QP on an SRQ, ABI 1.2) and src_qp the QP's dest_qpn. OHCA_DB_CQ_ARM_NEXT with completions the CQ
  * doorbell has not consumed yet raises the event at once.
+ * (ABI 1.2) A UD or GSI receive completion has src_qp from the packet's
+ * DETH, flags OHCA_CQE_F_GRH (always) and OHCA_CQE_F_IPV4, byte_len
+ * including the 40 GRH bytes, and sl the 802.1Q priority of a tagged frame
+ * (0 untagged); the P_Key index is always 0.
  */
 struct ohca_cqe {
 	ohca_le64 wr_id;
@@ -238,13 +288,14 @@ struct ohca_cqe {
 	ohca_u8 opcode;			/* enum ohca_cqe_opcode */
 	ohca_u8 status;			/* enum ohca_cqe_status */
 	ohca_u8 flags;			/* enum ohca_cqe_flags */
-	ohca_u8 rsvd;
+	ohca_u8 sl;			/* UD receives; 0 otherwise */
 	ohca_le16 wqe_index;
 	ohca_u8 vendor_err;		/* enum ohca_vendor_err */
 	ohca_u8 owner;			/* OHCA_CQE_OWNER */
 };
 OHCA_ASSERT_SIZE(struct ohca_cqe, 32);
 OHCA_ASSERT_OFFSET(struct ohca_cqe, opcode, 24);
+OHCA_ASSERT_OFFSET(struct ohca_cqe, sl, 27);
 OHCA_ASSERT_OFFSET(struct ohca_cqe, wqe_index, 28);
 OHCA_ASSERT_OFFSET(struct ohca_cqe, owner, 31);
 
@@ -260,6 +311,8 @@ enum ohca_vendor_err {
 	OHCA_VERR_REMOTE_NAK		= 7,	/* see the status */
 	OHCA_VERR_RECV_TOO_SMALL	= 8,
 	OHCA_VERR_FLUSH			= 9,
+	OHCA_VERR_BAD_AV		= 10,	/* UD: address vector (ABI 1.2) */
+	OHCA_VERR_MSG_TOO_LONG		= 11,	/* UD: message over the MTU */
 };
 
 #endif /* OHCA_QUEUE_H */

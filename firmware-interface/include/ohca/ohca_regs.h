@@ -94,6 +94,8 @@ enum ohca_caps {
 	OHCA_CAP_ROCE_V2		= 1u << 0,
 	OHCA_CAP_ETH			= 1u << 1,
 	OHCA_CAP_RESET			= 1u << 2,
+	/* UD and GSI QPs, the UD WQE segment and UD CQE fields (ABI 1.2) */
+	OHCA_CAP_UD			= 1u << 3,
 };
 
 enum ohca_dev_ctrl {

@@ -488,6 +488,8 @@ Device::CmdResult Device::cmd_query_stats(const Command &cmd) {
     out.roce_bad_header = le(r.rx_malformed);
     out.roce_bad_opcode = le(r.rx_bad_opcode);
     out.roce_bad_qpn = le(r.rx_no_qp);
+    out.ud_rx_no_wqe = le(r.ud_rx_no_wqe);
+    out.ud_rx_bad_qkey = le(r.ud_rx_bad_qkey);
     // A driver that knows only the rev 1.0 part gets only that part.
     return write_output(cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
 }

@@ -6,6 +6,8 @@
 //   regs.cpp    the BAR0 register file
 //   cmdq.cpp    the command queue and every command
 //   eth.cpp     the Ethernet TX/RX rings and receive classification
+// and the RDMA transports: RC in requester.cpp/responder.cpp, UD in ud.cpp
+// (class UdTransport, which uses the shared parts below).
 #pragma once
 
 #include "eth_ring.hpp"
@@ -16,6 +18,7 @@
 #include "roce_packet.hpp"
 #include "stats.hpp"
 #include "uar_table.hpp"
+#include "ud.hpp"
 
 #include <ohca/ohca_cmd.h>
 #include <ohca/ohca_queue.h>
@@ -119,6 +122,8 @@ class Device {
     };
 
   private:
+    friend class UdTransport;
+
     // Guards against re-entry from inside a host callback.
     class Entry {
       public:
@@ -222,6 +227,12 @@ class Device {
     [[nodiscard]] uint32_t mtu_bytes(const Qp &qp) const;
     [[nodiscard]] bool build_path(const Qp &qp, PacketPath &path) const;
     void emit(const Qp &qp, const PacketFields &fields, std::span<const uint8_t> payload);
+    // Builds the frame and puts it on the wire, or on the backlog when it
+    // is for one of the device's own GIDs.
+    void transmit_roce(const PacketPath &path, const PacketFields &fields,
+                       std::span<const uint8_t> payload);
+    // Whether a looped-back packet may be generated now (see tx_room).
+    [[nodiscard]] bool loopback_room() const;
 
     // responder.cpp: received RoCE packets
     void roce_enqueue(std::span<const uint8_t> frame);
@@ -321,6 +332,8 @@ class Device {
         uint64_t error_naks_rcvd = 0;
         uint64_t retry_exceeded = 0;
         uint64_t rnr_retry_exceeded = 0;
+        uint64_t ud_rx_no_wqe = 0;   // UD: dropped, no receive WQE
+        uint64_t ud_rx_bad_qkey = 0; // UD: dropped, Q_Key mismatch
     };
     [[nodiscard]] const RoceCounters &roce_counters() const { return roce_; }
 

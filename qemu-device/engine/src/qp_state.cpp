@@ -67,13 +67,76 @@ QpTransition qp_transition(uint8_t cur, uint8_t next) {
     return {};
 }
 
-bool qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask) {
-    const QpTransition t = qp_transition(cur, next);
+namespace {
+bool mask_fits(const QpTransition &t, uint32_t attr_mask) {
     if (!t.valid) {
         return false;
     }
     const uint32_t m = attr_mask & ~uint32_t{OHCA_QP_STATE};
     return (m & t.required) == t.required && (m & ~(t.required | t.optional)) == 0;
+}
+} // namespace
+
+bool qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask) {
+    return mask_fits(qp_transition(cur, next), attr_mask);
+}
+
+QpTransition ud_qp_transition(uint8_t cur, uint8_t next) {
+    constexpr uint32_t kPath = OHCA_QP_PKEY_INDEX | OHCA_QP_PORT;
+    if (cur > OHCA_QPS_ERR || next > OHCA_QPS_ERR) {
+        return {};
+    }
+    if (next == OHCA_QPS_RESET || next == OHCA_QPS_ERR) {
+        return {true, 0, 0};
+    }
+    switch (cur) {
+    case OHCA_QPS_RESET:
+        if (next == OHCA_QPS_INIT) {
+            return {true, kPath | OHCA_QP_QKEY, 0};
+        }
+        break;
+    case OHCA_QPS_INIT:
+        if (next == OHCA_QPS_INIT) {
+            return {true, 0, kPath | OHCA_QP_QKEY};
+        }
+        if (next == OHCA_QPS_RTR) {
+            return {true, 0, OHCA_QP_PKEY_INDEX | OHCA_QP_QKEY};
+        }
+        break;
+    case OHCA_QPS_RTR:
+        if (next == OHCA_QPS_RTS) {
+            return {true, OHCA_QP_SQ_PSN, OHCA_QP_CUR_STATE | OHCA_QP_QKEY};
+        }
+        break;
+    case OHCA_QPS_RTS:
+        if (next == OHCA_QPS_RTS) {
+            return {true, 0, OHCA_QP_CUR_STATE | OHCA_QP_QKEY};
+        }
+        if (next == OHCA_QPS_SQD) {
+            return {true, 0, 0};
+        }
+        break;
+    case OHCA_QPS_SQD:
+        if (next == OHCA_QPS_RTS) {
+            return {true, 0, OHCA_QP_CUR_STATE | OHCA_QP_QKEY};
+        }
+        if (next == OHCA_QPS_SQD) {
+            return {true, 0, OHCA_QP_PKEY_INDEX | OHCA_QP_QKEY};
+        }
+        break;
+    case OHCA_QPS_SQE:
+        if (next == OHCA_QPS_RTS) {
+            return {true, 0, OHCA_QP_CUR_STATE | OHCA_QP_QKEY};
+        }
+        break;
+    default:
+        break;
+    }
+    return {};
+}
+
+bool ud_qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask) {
+    return mask_fits(ud_qp_transition(cur, next), attr_mask);
 }
 
 } // namespace ohca

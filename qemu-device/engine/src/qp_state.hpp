@@ -25,4 +25,9 @@ QpTransition qp_transition(uint8_t cur, uint8_t next);
 // Whether attr_mask is acceptable for cur -> next.
 bool qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask);
 
+// The same for UD and GSI QPs (the verbs' UD column): Q_Key instead of
+// the connection attributes.
+QpTransition ud_qp_transition(uint8_t cur, uint8_t next);
+bool ud_qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask);
+
 } // namespace ohca

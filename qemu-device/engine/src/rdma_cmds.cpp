@@ -353,9 +353,11 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     const uint32_t rcqn = le(in.recv_cqn);
     const uint32_t uar = le(in.uar_index);
     const uint32_t max_inline = le(in.max_inline);
-    if (in.type != OHCA_QPT_RC) {
+    if (in.type != OHCA_QPT_RC && in.type != OHCA_QPT_UD && in.type != OHCA_QPT_GSI) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, type)};
     }
+    // UD WQEs carry the address vector before their data.
+    const size_t sq_hdr = in.type == OHCA_QPT_RC ? sizeof(ohca_send_wqe) : OHCA_UD_WQE_HDR_LEN;
     if (in.sq_log_size > DeviceLimits::max_wq_log) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, sq_log_size)};
     }
@@ -387,7 +389,7 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     if (uar >= OHCA_NUM_DB_PAGES || (uar != 0 && !uars_.allocated(uar))) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, uar_index)};
     }
-    if (max_inline > (1u << in.sq_log_stride) - sizeof(ohca_send_wqe) ||
+    if (max_inline > (1u << in.sq_log_stride) - sq_hdr ||
         max_inline > DeviceLimits::max_inline_data) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, max_inline)};
     }
@@ -409,7 +411,19 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     if (r.error != PageList::Error::None) {
         return pbl_error(r, offsetof(In, rq_pbl));
     }
-    const auto qpn = free_slot(qps_, DeviceLimits::first_qpn);
+    std::optional<uint32_t> qpn;
+    if (in.type == OHCA_QPT_GSI) {
+        // QP 1, one per device, owned by the kernel's doorbell page.
+        if (uar != 0) {
+            return {OHCA_STATUS_BAD_FIELD, offsetof(In, uar_index)};
+        }
+        if (qps_[OHCA_GSI_QPN]) {
+            return {OHCA_STATUS_BAD_STATE, OHCA_GSI_QPN};
+        }
+        qpn = OHCA_GSI_QPN;
+    } else {
+        qpn = free_slot(qps_, DeviceLimits::first_qpn);
+    }
     if (!qpn) {
         return {OHCA_STATUS_NO_RESOURCES, 0};
     }
@@ -417,6 +431,7 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
         return res;
     }
     qp.qpn = *qpn;
+    qp.type = in.type;
     qps_[*qpn] = std::make_unique<Qp>(std::move(qp));
     ++pd->refs;
     ++cqs_[scqn]->qp_refs;
@@ -477,7 +492,7 @@ Device::CmdResult Device::cmd_modify_qp(const Command &cmd) {
         return {OHCA_STATUS_BAD_FIELD, A + offsetof(ohca_qp_attr, cur_qp_state)};
     }
     const uint8_t next = (mask & OHCA_QP_STATE) != 0 ? a.qp_state : cur;
-    if (!qp_mask_ok(cur, next, mask)) {
+    if (!(qp->type == OHCA_QPT_RC ? qp_mask_ok(cur, next, mask) : ud_qp_mask_ok(cur, next, mask))) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, attr_mask)};
     }
     auto bad = [](size_t field) -> CmdResult {
@@ -522,28 +537,8 @@ Device::CmdResult Device::cmd_modify_qp(const Command &cmd) {
         return bad(offsetof(ohca_qp_attr, sq_psn));
     }
     if ((mask & OHCA_QP_AV) != 0) {
-        constexpr size_t AV = offsetof(ohca_qp_attr, av);
-        const ohca_av &av = a.av;
-        const auto &gid = gids_.get(av.sgid_index);
-        if (!gid) {
-            return bad(AV + offsetof(ohca_av, sgid_index));
-        }
-        const bool v4 = av.network_type == OHCA_NET_IPV4;
-        std::array<uint8_t, 16> dgid{};
-        std::copy(std::begin(av.dgid), std::end(av.dgid), dgid.begin());
-        if ((av.network_type != OHCA_NET_IPV4 && av.network_type != OHCA_NET_IPV6) ||
-            v4 != (gid->type == OHCA_GID_TYPE_ROCE_V2_IPV4)) {
-            return bad(AV + offsetof(ohca_av, network_type));
-        }
-        if (v4 != gid_is_ipv4_mapped(dgid)) {
-            return bad(AV + offsetof(ohca_av, dgid));
-        }
-        const uint16_t vlan = le(av.vlan_id);
-        if (vlan != kNoVlan && vlan > 4095) {
-            return bad(AV + offsetof(ohca_av, vlan_id));
-        }
-        if (le(av.flow_label) > 0xfffff) {
-            return bad(AV + offsetof(ohca_av, flow_label));
+        if (auto off = av_bad_field(gids_, a.av)) {
+            return bad(offsetof(ohca_qp_attr, av) + *off);
         }
     }
 
@@ -602,6 +597,7 @@ void Device::apply_qp_state(Qp &qp, uint8_t next) {
     case OHCA_QPS_RESET: {
         Qp fresh;
         fresh.qpn = qp.qpn;
+        fresh.type = qp.type;
         fresh.pdn = qp.pdn;
         fresh.send_cqn = qp.send_cqn;
         fresh.recv_cqn = qp.recv_cqn;

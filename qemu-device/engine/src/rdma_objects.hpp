@@ -130,6 +130,7 @@ struct WorkQueue {
 
 struct Qp {
     uint32_t qpn = 0;
+    uint8_t type = OHCA_QPT_RC; // enum ohca_qp_type
     uint8_t state = OHCA_QPS_RESET;
     uint32_t pdn = 0;
     uint32_t send_cqn = 0;
@@ -140,7 +141,8 @@ struct Qp {
     WorkQueue rq;
     QpAttrs attrs;
 
-    // Requester. sq.ci: oldest WQE not retired; 'fetched': next to take.
+    // Requester (UD: sq_fetched, next_psn and sq_draining only).
+    // sq.ci: oldest WQE not retired; 'fetched': next to take.
     uint32_t sq_fetched = 0;
     std::deque<SendWr> inflight;
     size_t cur_wr = 0;    // transmit cursor: inflight[cur_wr] ...

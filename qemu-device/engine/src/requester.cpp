@@ -74,6 +74,11 @@ void Device::emit(const Qp &qp, const PacketFields &fields, std::span<const uint
     if (!build_path(qp, path)) {
         return; // the source GID went away: the packet is lost
     }
+    transmit_roce(path, fields, payload);
+}
+
+void Device::transmit_roce(const PacketPath &path, const PacketFields &fields,
+                           std::span<const uint8_t> payload) {
     std::vector<uint8_t> frame = build_roce_frame(path, fields, payload);
     if (is_local_gid(path.dgid)) {
         // Never dropped: producers of looped-back packets wait for room
@@ -95,8 +100,12 @@ void Device::emit(const Qp &qp, const PacketFields &fields, std::span<const uint
     }
 }
 
+bool Device::loopback_room() const {
+    return roce_backlog_.size() + DeviceLimits::loopback_reserve < DeviceLimits::max_roce_backlog;
+}
+
 bool Device::tx_room(const Qp &qp) const {
-    if (roce_backlog_.size() + DeviceLimits::loopback_reserve < DeviceLimits::max_roce_backlog) {
+    if (loopback_room()) {
         return true;
     }
     std::array<uint8_t, 16> dgid{};
@@ -163,8 +172,12 @@ void Device::process_rdma() {
         for (auto &slot : qps_) {
             if (slot && budget > 0) {
                 const unsigned int before = budget;
-                process_responses(*slot, budget);
-                process_sq(*slot, budget);
+                if (slot->type != OHCA_QPT_RC) {
+                    UdTransport::process_sq(*this, *slot, budget);
+                } else {
+                    process_responses(*slot, budget);
+                    process_sq(*slot, budget);
+                }
                 progress = progress || before != budget;
             }
         }

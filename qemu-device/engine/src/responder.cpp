@@ -59,6 +59,19 @@ void Device::roce_rx(std::span<const uint8_t> frame) {
     }
     const Bth &h = p.fields.bth;
     Qp *qp = find_qp(h.dest_qp);
+    if (qp != nullptr && qp->type != OHCA_QPT_RC) {
+        // UD: any source, UD opcodes only (ud.cpp).
+        if (!is_local_gid(p.dgid) || (h.pkey & 0x7fff) != 0x7fff) {
+            ++roce_.rx_no_qp;
+            ++stats_.roce_rx_dropped;
+        } else if (!is_ud_opcode(h.opcode)) {
+            ++roce_.rx_bad_opcode;
+            ++stats_.roce_rx_dropped;
+        } else {
+            UdTransport::rx(*this, *qp, p);
+        }
+        return;
+    }
     std::array<uint8_t, 16> peer{};
     if (qp != nullptr) {
         std::copy(std::begin(qp->attrs.av.dgid), std::end(qp->attrs.av.dgid), peer.begin());
@@ -68,8 +81,15 @@ void Device::roce_rx(std::span<const uint8_t> frame) {
         ++stats_.roce_rx_dropped;
         return;
     }
+    if (is_ud_opcode(h.opcode) || h.opcode == rc::kAtomicAck) {
+        // UD to an RC QP; or an atomic response, when this requester
+        // sends no atomics.
+        ++roce_.rx_bad_opcode;
+        ++stats_.roce_rx_dropped;
+        return;
+    }
     ++roce_.rx_packets;
-    if (h.opcode >= rc::kReadRespFirst) {
+    if (h.opcode >= rc::kReadRespFirst && h.opcode <= rc::kAck) {
         requester_rx(*qp, p);
     } else {
         responder_rx(*qp, p);
@@ -256,6 +276,14 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
         return;
     }
     qp.nak_sent = false;
+
+    // Atomics are not executed (yet): the IBTA answer for an operation the
+    // responder does not support is NAK Invalid Request. The one place
+    // that decides it; atomic execution replaces this.
+    if (op == rc::kCompareSwap || op == rc::kFetchAdd) {
+        responder_error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+        return;
+    }
 
     // Opcode sequence and packet lengths.
     const uint32_t mtu = mtu_bytes(qp);

@@ -12,6 +12,9 @@ constexpr uint16_t kEthIpv6 = 0x86dd;
 constexpr uint16_t kEthVlan = 0x8100;
 constexpr uint8_t kIpProtoUdp = 17;
 constexpr size_t kBthLen = 12;
+constexpr size_t kDethLen = 8;
+constexpr size_t kAtomicEthLen = 28;
+constexpr size_t kAtomicAckEthLen = 8;
 constexpr size_t kRethLen = 16;
 constexpr size_t kAethLen = 4;
 constexpr size_t kImmLen = 4;
@@ -60,8 +63,31 @@ uint16_t ip_checksum(std::span<const uint8_t> hdr) {
 
 } // namespace
 
+OpcodeInfo opcode_info(uint8_t op) {
+    if (is_ud_opcode(op)) {
+        OpcodeInfo i;
+        i.valid = true;
+        i.deth = true;
+        i.imm = op == ud::kSendOnlyImm;
+        i.payload = true;
+        return i;
+    }
+    return rc_opcode_info(op);
+}
+
 OpcodeInfo rc_opcode_info(uint8_t op) {
     OpcodeInfo i;
+    if (op == rc::kCompareSwap || op == rc::kFetchAdd) {
+        i.valid = true;
+        i.atomic_eth = true;
+        return i;
+    }
+    if (op == rc::kAtomicAck) {
+        i.valid = true;
+        i.aeth = true;
+        i.atomic_ack_eth = true;
+        return i;
+    }
     if (op > rc::kAck) {
         return i;
     }
@@ -121,8 +147,8 @@ std::vector<uint8_t> build_roce_frame(const PacketPath &path, const PacketFields
                                       std::span<const uint8_t> payload) {
     const size_t l3 = path.vlan_id != 0xffff ? 18 : 14;
     const size_t ip_len = path.ipv6 ? 40 : 20;
-    const size_t ext =
-        (fields.reth ? kRethLen : 0) + (fields.aeth ? kAethLen : 0) + (fields.imm ? kImmLen : 0);
+    const size_t ext = (fields.deth ? kDethLen : 0) + (fields.reth ? kRethLen : 0) +
+                       (fields.aeth ? kAethLen : 0) + (fields.imm ? kImmLen : 0);
     const size_t pad = (4 - (payload.size() & 3)) & 3;
     const size_t udp_len = kUdpLen + kBthLen + ext + payload.size() + pad + kIcrcLen;
     std::vector<uint8_t> f(l3 + ip_len + udp_len, 0);
@@ -167,6 +193,11 @@ std::vector<uint8_t> build_roce_frame(const PacketPath &path, const PacketFields
     put32(f, off + 4, h.dest_qp & 0xffffff); // resv8a = 0
     put32(f, off + 8, (h.ack_req ? 0x80000000u : 0) | (h.psn & kPsnMask));
     off += kBthLen;
+    if (fields.deth) {
+        put32(f, off, fields.deth->qkey);
+        put32(f, off + 4, fields.deth->src_qp & 0xffffff); // reserved byte 0
+        off += kDethLen;
+    }
     if (fields.reth) {
         put32(f, off, static_cast<uint32_t>(fields.reth->va >> 32));
         put32(f, off + 4, static_cast<uint32_t>(fields.reth->va));
@@ -198,11 +229,13 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
     std::copy_n(f.begin(), 6, out.dmac.begin());
     std::copy_n(f.begin() + 6, 6, out.smac.begin());
     size_t l3 = 14;
+    out.vlan_pcp = 0;
     uint16_t type = get16(f, 12);
     if (type == kEthVlan) {
         if (f.size() < 18) {
             return ParseError::Malformed;
         }
+        out.vlan_pcp = static_cast<uint8_t>(f[14] >> 5);
         type = get16(f, 16);
         l3 = 18;
     }
@@ -221,6 +254,7 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
         std::copy_n(f.begin() + static_cast<long>(l3 + 16), 4, out.dgid.begin() + 12);
         ip_total = get16(f, l3 + 2);
         l4 = l3 + 20;
+        out.ip_header = f.subspan(l3, 20);
     } else if (type == kEthIpv6) {
         if (f.size() < l3 + 40 || (f[l3] >> 4) != 6 || f[l3 + 6] != kIpProtoUdp) {
             return ParseError::Malformed;
@@ -230,6 +264,7 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
         std::copy_n(f.begin() + static_cast<long>(l3 + 24), 16, out.dgid.begin());
         ip_total = 40 + size_t{get16(f, l3 + 4)};
         l4 = l3 + 40;
+        out.ip_header = f.subspan(l3, 40);
     } else {
         return ParseError::Malformed;
     }
@@ -258,20 +293,26 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
     if (compute_icrc(f, l3, out.ipv6) != icrc) {
         return ParseError::BadIcrc;
     }
-    const OpcodeInfo info = rc_opcode_info(h.opcode);
+    const OpcodeInfo info = opcode_info(h.opcode);
     if (!info.valid) {
         return ParseError::BadOpcode;
     }
     size_t off = b + kBthLen;
     const size_t end = f.size() - kIcrcLen;
-    const size_t ext =
-        (info.reth ? kRethLen : 0) + (info.aeth ? kAethLen : 0) + (info.imm ? kImmLen : 0);
+    const size_t ext = (info.deth ? kDethLen : 0) + (info.reth ? kRethLen : 0) +
+                       (info.aeth ? kAethLen : 0) + (info.atomic_eth ? kAtomicEthLen : 0) +
+                       (info.atomic_ack_eth ? kAtomicAckEthLen : 0) + (info.imm ? kImmLen : 0);
     if (end < off + ext) {
         return ParseError::Malformed;
     }
+    out.fields.deth.reset();
     out.fields.reth.reset();
     out.fields.aeth.reset();
     out.fields.imm.reset();
+    if (info.deth) {
+        out.fields.deth = Deth{get32(f, off), get32(f, off + 4) & 0xffffff};
+        off += kDethLen;
+    }
     if (info.reth) {
         Reth r;
         r.va = (uint64_t{get32(f, off)} << 32) | get32(f, off + 4);
@@ -287,6 +328,7 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
         out.fields.aeth = a;
         off += kAethLen;
     }
+    off += (info.atomic_eth ? kAtomicEthLen : 0) + (info.atomic_ack_eth ? kAtomicAckEthLen : 0);
     if (info.imm) {
         out.fields.imm = get32(f, off);
         off += kImmLen;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // RoCEv2 packets: Ethernet (optional 802.1Q) / IPv4 or IPv6 / UDP 4791 /
-// BTH [+ RETH] [+ AETH] [+ ImmDt] / payload / pad / ICRC. Building and
+// BTH [+ DETH] [+ RETH] [+ AETH] [+ AtomicETH] [+ ImmDt] / payload / pad /
+// ICRC. Building and
 // parsing are pure functions over byte buffers (IBTA vol. 1 ch. 9, annex A17).
 #pragma once
 
@@ -36,17 +37,35 @@ inline constexpr uint8_t kReadRespMiddle = 0x0e;
 inline constexpr uint8_t kReadRespLast = 0x0f;
 inline constexpr uint8_t kReadRespOnly = 0x10;
 inline constexpr uint8_t kAck = 0x11;
+// Parsed so that the responder can refuse them (docs/programming-manual.md).
+inline constexpr uint8_t kAtomicAck = 0x12;
+inline constexpr uint8_t kCompareSwap = 0x13;
+inline constexpr uint8_t kFetchAdd = 0x14;
 } // namespace rc
 
-// Which extension headers an RC opcode carries.
+// UD opcodes (transport bits 011): single-packet SENDs only.
+namespace ud {
+inline constexpr uint8_t kSendOnly = 0x64;
+inline constexpr uint8_t kSendOnlyImm = 0x65;
+} // namespace ud
+
+// Which extension headers an opcode carries.
 struct OpcodeInfo {
     bool valid = false;
+    bool deth = false;
     bool reth = false;
     bool aeth = false;
+    bool atomic_eth = false;     // 28 bytes, not decoded here
+    bool atomic_ack_eth = false; // 8 bytes, not decoded here
     bool imm = false;
     bool payload = false;
 };
 OpcodeInfo rc_opcode_info(uint8_t opcode);
+// Any opcode the device parses: RC (rc_opcode_info) and UD.
+OpcodeInfo opcode_info(uint8_t opcode);
+[[nodiscard]] inline bool is_ud_opcode(uint8_t op) {
+    return op == ud::kSendOnly || op == ud::kSendOnlyImm;
+}
 
 // AETH syndromes (bits 7:5 type, 4:0 value).
 inline constexpr uint8_t kAethAck = 0x00;    // | credit count (0x1f: invalid)
@@ -65,6 +84,11 @@ struct Bth {
     uint32_t dest_qp = 0;
     bool ack_req = false;
     uint32_t psn = 0;
+};
+
+struct Deth {
+    uint32_t qkey = 0;
+    uint32_t src_qp = 0; // 24 bits
 };
 
 struct Reth {
@@ -95,6 +119,7 @@ struct PacketPath {
 
 struct PacketFields {
     Bth bth;
+    std::optional<Deth> deth;
     std::optional<Reth> reth;
     std::optional<Aeth> aeth;
     std::optional<uint32_t> imm; // as on the wire: the 4 bytes, big endian
@@ -111,6 +136,8 @@ struct ParsedPacket {
     bool ipv6 = false;
     std::array<uint8_t, 16> sgid{};
     std::array<uint8_t, 16> dgid{};
+    uint8_t vlan_pcp = 0;               // 802.1Q priority, 0 untagged
+    std::span<const uint8_t> ip_header; // the 20 (IPv4) or 40 (IPv6) bytes
     PacketFields fields;
     std::span<const uint8_t> payload; // without pad and ICRC
 };

@@ -122,9 +122,9 @@ TEST(RocePacket, RejectsMalformed) {
     padded.resize(frame.size() + 6, 0);
     EXPECT_EQ(parse_roce_frame(padded, p), ParseError::None);
     // An unknown opcode with a valid ICRC.
-    f.bth.opcode = 0x64; // UD
-    auto ud = build_roce_frame(test_path(false), f, payload);
-    EXPECT_EQ(parse_roce_frame(ud, p), ParseError::BadOpcode);
+    f.bth.opcode = 0x44; // RD SEND ONLY: no RD transport
+    auto rd = build_roce_frame(test_path(false), f, payload);
+    EXPECT_EQ(parse_roce_frame(rd, p), ParseError::BadOpcode);
 }
 
 TEST(Psn, Arithmetic) {

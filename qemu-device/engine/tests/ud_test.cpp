@@ -1,0 +1,576 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The UD transport: frames (BTH + DETH, ICRC), Q_Keys, the GRH at the start
+// of receive buffers, drops without a receive WQE, the GSI QP, UD state
+// rules, loopback and a bounded flood; and the RC responder's answer to
+// atomic requests.
+#include "device.hpp"
+#include "rdma_node.hpp"
+#include "roce_packet.hpp"
+
+#include <cstring>
+
+namespace ohca::test {
+namespace {
+
+constexpr uint32_t kQkey = 0x11111111;
+
+struct UdQp {
+    QpInfo q;
+    uint32_t pd = 0;
+    CqInfo scq, rcq;
+    uint64_t buf = 0; // 64 KiB, registered as 'key'
+    uint32_t key = 0;
+};
+
+// A UD (or GSI) QP, 256-byte send stride, 64-byte receive stride.
+CmdOutcome create_ud(RdmaNode &n, UdQp &u, uint8_t type = OHCA_QPT_UD, uint32_t uar = 0) {
+    u.pd = n.create_pd();
+    u.scq = n.create_cq(8);
+    u.rcq = n.create_cq(8);
+    u.q.sq_size = 64;
+    u.q.rq_size = 64;
+    u.q.sq_stride = 256;
+    u.q.rq_stride = 64;
+    u.q.uar = uar;
+    u.q.sq = n.alloc(uint64_t{u.q.sq_size} * u.q.sq_stride);
+    u.q.rq = n.alloc(uint64_t{u.q.rq_size} * u.q.rq_stride);
+    u.buf = n.alloc(1 << 16);
+    u.key = n.reg_mr(u.pd, u.buf, 1 << 16, OHCA_ACCESS_LOCAL_WRITE);
+    ohca_create_qp_in in{};
+    in.type = type;
+    in.sq_log_size = 6;
+    in.rq_log_size = 6;
+    in.sq_log_stride = 8;
+    in.rq_log_stride = 6;
+    in.pdn = u.pd;
+    in.send_cqn = u.scq.cqn;
+    in.recv_cqn = u.rcq.cqn;
+    in.uar_index = uar;
+    in.max_inline = 128;
+    in.sq_pbl = n.make_pbl(u.q.sq, uint64_t{u.q.sq_size} * u.q.sq_stride);
+    in.rq_pbl = n.make_pbl(u.q.rq, uint64_t{u.q.rq_size} * u.q.rq_stride);
+    ohca_create_out o{};
+    const CmdOutcome r = n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o));
+    u.q.qpn = o.handle;
+    return r;
+}
+
+void ud_to_rts(RdmaNode &n, const UdQp &u, uint32_t qkey = kQkey) {
+    ohca_qp_attr a{};
+    a.qp_state = OHCA_QPS_INIT;
+    a.qkey = qkey;
+    ASSERT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_QKEY, a)
+                  .status,
+              OHCA_STATUS_OK);
+    a = {};
+    a.qp_state = OHCA_QPS_RTR;
+    ASSERT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE, a).status, OHCA_STATUS_OK);
+    a.qp_state = OHCA_QPS_RTS;
+    a.sq_psn = 0x123;
+    ASSERT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN, a).status, OHCA_STATUS_OK);
+}
+
+UdQp make_ud(RdmaNode &n, uint8_t type = OHCA_QPT_UD, uint32_t qkey = kQkey) {
+    UdQp u;
+    EXPECT_EQ(create_ud(n, u, type).status, OHCA_STATUS_OK);
+    ud_to_rts(n, u, qkey);
+    return u;
+}
+
+struct UdSend {
+    uint64_t wr_id = 1;
+    uint8_t opcode = OHCA_WR_SEND;
+    uint8_t flags = OHCA_WQE_SIGNALED;
+    uint32_t imm = 0;
+    uint32_t qkey = kQkey;
+    std::vector<ohca_sge> sges;
+    std::vector<uint8_t> inline_data;
+    ohca_av av{};
+};
+
+ohca_av av_to(const RdmaNode &peer) {
+    ohca_av av{};
+    std::copy(peer.gid.begin(), peer.gid.end(), av.dgid);
+    std::copy(peer.mac.begin(), peer.mac.end(), av.dmac);
+    av.vlan_id = 0xffff;
+    av.hop_limit = 64;
+    av.network_type = peer.gid[10] == 0xff ? OHCA_NET_IPV4 : OHCA_NET_IPV6;
+    return av;
+}
+
+void post_ud(RdmaNode &n, UdQp &u, uint32_t dqpn, const UdSend &s) {
+    const uint64_t at = u.q.sq + uint64_t{u.q.sq_pi % u.q.sq_size} * u.q.sq_stride;
+    ohca_send_wqe w{};
+    w.wr_id = s.wr_id;
+    w.opcode = s.opcode;
+    w.flags = s.flags;
+    w.imm_data = s.imm;
+    ohca_ud_seg seg{};
+    seg.av = s.av;
+    seg.remote_qpn = dqpn;
+    seg.qkey = s.qkey;
+    if (!s.inline_data.empty()) {
+        w.flags |= OHCA_WQE_INLINE;
+        w.inline_len = static_cast<uint32_t>(s.inline_data.size());
+        EXPECT_TRUE(
+            n.host.write(at + OHCA_UD_WQE_HDR_LEN, s.inline_data.data(), s.inline_data.size()));
+    } else {
+        w.num_sge = static_cast<uint8_t>(s.sges.size());
+        for (size_t i = 0; i < s.sges.size(); ++i) {
+            n.host.put(at + OHCA_UD_WQE_HDR_LEN + 16 * i, s.sges[i]);
+        }
+    }
+    n.host.put(at, w);
+    n.host.put(at + sizeof(w), seg);
+    ++u.q.sq_pi;
+    n.ring_sq(u.q);
+}
+
+std::vector<uint8_t> bytes(size_t n, uint8_t seed) {
+    std::vector<uint8_t> v(n);
+    for (size_t i = 0; i < n; ++i) {
+        v[i] = static_cast<uint8_t>(i * 13 + seed);
+    }
+    return v;
+}
+
+std::vector<uint8_t> read(RdmaNode &n, uint64_t at, size_t len) {
+    std::vector<uint8_t> v(len);
+    EXPECT_TRUE(n.host.read(at, v.data(), len));
+    return v;
+}
+
+class UdTest : public ::testing::Test {
+  protected:
+    RdmaNode n{1};
+};
+
+TEST_F(UdTest, LoopbackSendWithImmDeliversGrhAndPayload) {
+    UdQp a = make_ud(n);
+    UdQp b = make_ud(n);
+    const auto data = bytes(300, 5);
+    ASSERT_TRUE(n.host.write(a.buf, data.data(), data.size()));
+    n.post_recv(b.q, 42, {{b.buf, 2048, b.key}});
+    UdSend s;
+    s.wr_id = 9;
+    s.opcode = OHCA_WR_SEND_IMM;
+    s.imm = 0x04030201; // wire bytes 01 02 03 04
+    s.sges = {{a.buf, 300, a.key}};
+    s.av = av_to(n);
+    post_ud(n, a, b.q.qpn, s);
+    n.process();
+    EXPECT_TRUE(n.host.wire.empty()); // own GID: looped back inside
+    auto sc = n.poll(a.scq);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
+    EXPECT_EQ(sc[0].opcode, OHCA_CQE_SEND);
+    EXPECT_EQ(sc[0].wr_id, 9u);
+    EXPECT_EQ(sc[0].byte_len, 300u);
+    auto rc = n.poll(b.rcq);
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].status, OHCA_CQE_SUCCESS);
+    EXPECT_EQ(rc[0].wr_id, 42u);
+    EXPECT_EQ(rc[0].byte_len, 340u);
+    EXPECT_EQ(rc[0].src_qp, a.q.qpn);
+    EXPECT_EQ(rc[0].qpn, b.q.qpn);
+    EXPECT_EQ(rc[0].flags, OHCA_CQE_F_GRH | OHCA_CQE_F_IPV4 | OHCA_CQE_F_IMM);
+    EXPECT_EQ(rc[0].imm_data, 0x04030201u);
+    EXPECT_EQ(rc[0].sl, 0u);
+    const auto got = read(n, b.buf, 340);
+    // 20 zero bytes, then the IPv4 header: version/IHL, UDP, our addresses.
+    EXPECT_EQ(std::vector<uint8_t>(got.begin(), got.begin() + 20), std::vector<uint8_t>(20, 0));
+    EXPECT_EQ(got[20], 0x45);
+    EXPECT_EQ(got[29], 17);
+    EXPECT_TRUE(std::equal(got.begin() + 32, got.begin() + 36, n.gid.begin() + 12));
+    EXPECT_TRUE(std::equal(got.begin() + 36, got.begin() + 40, n.gid.begin() + 12));
+    EXPECT_EQ(std::vector<uint8_t>(got.begin() + 40, got.end()), data);
+}
+
+TEST_F(UdTest, FrameOnTheWireIsBthDethWithIcrc) {
+    RdmaNode peer{2};
+    UdQp a = make_ud(n);
+    UdQp b = make_ud(peer);
+    UdSend s;
+    s.inline_data = bytes(61, 1); // odd length: padded
+    s.av = av_to(peer);
+    post_ud(n, a, b.q.qpn, s);
+    n.process();
+    ASSERT_EQ(n.host.wire.size(), 1u);
+    ParsedPacket p;
+    ASSERT_EQ(parse_roce_frame(n.host.wire[0], p), ParseError::None);
+    EXPECT_EQ(p.fields.bth.opcode, ud::kSendOnly);
+    EXPECT_EQ(p.fields.bth.dest_qp, b.q.qpn);
+    EXPECT_EQ(p.fields.bth.pkey, 0xffff);
+    EXPECT_EQ(p.fields.bth.psn, 0x123u);
+    EXPECT_FALSE(p.fields.bth.ack_req);
+    EXPECT_EQ(p.fields.bth.pad, 3u);
+    ASSERT_TRUE(p.fields.deth);
+    EXPECT_EQ(p.fields.deth->qkey, kQkey);
+    EXPECT_EQ(p.fields.deth->src_qp, a.q.qpn);
+    EXPECT_FALSE(p.fields.imm);
+    EXPECT_EQ(std::vector<uint8_t>(p.payload.begin(), p.payload.end()), bytes(61, 1));
+    EXPECT_EQ(p.dgid, peer.gid);
+    EXPECT_EQ(p.sgid, n.gid);
+    // Every byte after the BTH is covered by the ICRC.
+    auto bad = n.host.wire[0];
+    bad[14 + 20 + 8 + 12] ^= 1; // the Q_Key
+    EXPECT_EQ(parse_roce_frame(bad, p), ParseError::BadIcrc);
+
+    // Delivered over the wire; no ACK comes back.
+    peer.post_recv(b.q, 7, {{b.buf, 256, b.key}});
+    pump(n, peer);
+    auto rc = peer.poll(b.rcq);
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].status, OHCA_CQE_SUCCESS);
+    EXPECT_EQ(rc[0].byte_len, 40u + 61u);
+    EXPECT_EQ(rc[0].src_qp, a.q.qpn);
+    EXPECT_TRUE(peer.host.wire.empty());
+    EXPECT_EQ(read(peer, b.buf + 40, 61), bytes(61, 1));
+}
+
+TEST_F(UdTest, Ipv6GrhIsTheIpv6Header) {
+    RdmaNode n6{3, true};
+    UdQp a = make_ud(n6);
+    UdQp b = make_ud(n6);
+    n6.post_recv(b.q, 1, {{b.buf, 40, b.key}, {b.buf + 100, 100, b.key}});
+    UdSend s;
+    s.inline_data = bytes(50, 9);
+    s.av = av_to(n6);
+    s.av.traffic_class = 0x28;
+    s.av.flow_label = 0x12345;
+    post_ud(n6, a, b.q.qpn, s);
+    n6.process();
+    auto rc = n6.poll(b.rcq);
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].status, OHCA_CQE_SUCCESS);
+    EXPECT_EQ(rc[0].flags, OHCA_CQE_F_GRH);
+    const auto grh = read(n6, b.buf, 40);
+    EXPECT_EQ(grh[0], 0x62); // version 6, traffic class 0x28
+    EXPECT_EQ(grh[1], 0x81);
+    EXPECT_EQ(grh[6], 17);
+    EXPECT_TRUE(std::equal(grh.begin() + 8, grh.begin() + 24, n6.gid.begin()));
+    EXPECT_TRUE(std::equal(grh.begin() + 24, grh.begin() + 40, n6.gid.begin()));
+    EXPECT_EQ(read(n6, b.buf + 100, 50), bytes(50, 9)); // second SGE
+}
+
+TEST_F(UdTest, QkeyMismatchIsDroppedAndCounted) {
+    UdQp a = make_ud(n);
+    UdQp b = make_ud(n, OHCA_QPT_UD, 0x2222);
+    n.post_recv(b.q, 1, {{b.buf, 256, b.key}});
+    UdSend s;
+    s.inline_data = bytes(10, 0);
+    s.av = av_to(n);
+    post_ud(n, a, b.q.qpn, s); // Q_Key 0x11111111
+    n.process();
+    EXPECT_EQ(n.poll(a.scq).size(), 1u); // the sender does not know
+    EXPECT_TRUE(n.poll(b.rcq).empty());
+    EXPECT_EQ(n.stats().ud_rx_bad_qkey, 1u);
+    s.qkey = 0x2222;
+    post_ud(n, a, b.q.qpn, s);
+    n.process();
+    auto rc = n.poll(b.rcq);
+    ASSERT_EQ(rc.size(), 1u); // the WQE was still there
+    EXPECT_EQ(rc[0].status, OHCA_CQE_SUCCESS);
+}
+
+TEST_F(UdTest, ControlledQkeyInWqeSendsTheQpQkey) {
+    RdmaNode peer{2};
+    UdQp a = make_ud(n, OHCA_QPT_UD, 0x80000005);
+    UdSend s;
+    s.inline_data = bytes(4, 0);
+    s.av = av_to(peer);
+    s.qkey = 0x80010000; // the GSI Q_Key: not this QP's to send
+    post_ud(n, a, 1, s);
+    s.qkey = 0x7fffffff; // uncontrolled: sent as given
+    post_ud(n, a, 1, s);
+    n.process();
+    ASSERT_EQ(n.host.wire.size(), 2u);
+    ParsedPacket p;
+    ASSERT_EQ(parse_roce_frame(n.host.wire[0], p), ParseError::None);
+    EXPECT_EQ(p.fields.deth->qkey, 0x80000005u);
+    ASSERT_EQ(parse_roce_frame(n.host.wire[1], p), ParseError::None);
+    EXPECT_EQ(p.fields.deth->qkey, 0x7fffffffu);
+}
+
+TEST_F(UdTest, NoReceiveWqeDropsAndCounts) {
+    UdQp a = make_ud(n);
+    UdQp b = make_ud(n);
+    UdSend s;
+    s.inline_data = bytes(10, 0);
+    s.av = av_to(n);
+    post_ud(n, a, b.q.qpn, s);
+    n.process();
+    EXPECT_EQ(n.poll(a.scq).size(), 1u);
+    EXPECT_EQ(n.stats().ud_rx_no_wqe, 1u);
+    EXPECT_TRUE(n.host.wire.empty()); // no RNR NAK or anything else
+    n.post_recv(b.q, 1, {{b.buf, 256, b.key}});
+    n.process();
+    EXPECT_TRUE(n.poll(b.rcq).empty()); // lost, not held
+    post_ud(n, a, b.q.qpn, s);
+    n.process();
+    EXPECT_EQ(n.poll(b.rcq).size(), 1u);
+}
+
+TEST_F(UdTest, MessageOverMtuFailsAndStopsTheSendQueueOnly) {
+    UdQp a = make_ud(n);
+    UdQp b = make_ud(n);
+    // Port MTU 1500: UD messages up to 1024 bytes.
+    EXPECT_EQ(UdTransport::mtu_bytes(1500), 1024u);
+    EXPECT_EQ(UdTransport::mtu_bytes(9000), 4096u);
+    EXPECT_EQ(UdTransport::mtu_bytes(200), 256u);
+    UdSend big;
+    big.wr_id = 1;
+    big.sges = {{a.buf, 1025, a.key}};
+    big.av = av_to(n);
+    post_ud(n, a, b.q.qpn, big);
+    UdSend small;
+    small.wr_id = 2;
+    small.sges = {{a.buf, 1024, a.key}};
+    small.av = av_to(n);
+    post_ud(n, a, b.q.qpn, small);
+    n.post_recv(b.q, 5, {{b.buf, 4096, b.key}});
+    n.process();
+    auto sc = n.poll(a.scq);
+    ASSERT_EQ(sc.size(), 2u);
+    EXPECT_EQ(sc[0].status, OHCA_CQE_LOC_LEN_ERR);
+    EXPECT_EQ(sc[0].vendor_err, OHCA_VERR_MSG_TOO_LONG);
+    EXPECT_EQ(sc[1].status, OHCA_CQE_WR_FLUSH_ERR);
+    EXPECT_EQ(n.query(a.q.qpn).qp_state, OHCA_QPS_SQE);
+    // SQE -> RTS resumes.
+    ohca_qp_attr at{};
+    at.qp_state = OHCA_QPS_RTS;
+    ASSERT_EQ(n.modify(a.q.qpn, OHCA_QP_STATE, at).status, OHCA_STATUS_OK);
+    small.wr_id = 3;
+    post_ud(n, a, b.q.qpn, small);
+    n.process();
+    sc = n.poll(a.scq);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
+    auto rc = n.poll(b.rcq);
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].byte_len, 40u + 1024u);
+}
+
+TEST_F(UdTest, ReceiveBufferTooSmallFailsThatWqeOnly) {
+    UdQp a = make_ud(n);
+    UdQp b = make_ud(n);
+    n.post_recv(b.q, 1, {{b.buf, 40 + 9, b.key}});
+    n.post_recv(b.q, 2, {{b.buf, 40 + 10, b.key}});
+    UdSend s;
+    s.inline_data = bytes(10, 0);
+    s.av = av_to(n);
+    post_ud(n, a, b.q.qpn, s);
+    post_ud(n, a, b.q.qpn, s);
+    n.process();
+    auto rc = n.poll(b.rcq);
+    ASSERT_EQ(rc.size(), 2u);
+    EXPECT_EQ(rc[0].status, OHCA_CQE_LOC_LEN_ERR);
+    EXPECT_EQ(rc[0].wr_id, 1u);
+    EXPECT_EQ(rc[1].status, OHCA_CQE_SUCCESS);
+    EXPECT_EQ(rc[1].wr_id, 2u);
+    EXPECT_EQ(n.query(b.q.qpn).qp_state, OHCA_QPS_RTS);
+}
+
+TEST_F(UdTest, BadAddressVectorFailsTheWqe) {
+    UdQp a = make_ud(n);
+    UdSend s;
+    s.inline_data = bytes(4, 0);
+    s.av = av_to(n);
+    s.av.sgid_index = 5; // no such GID
+    post_ud(n, a, 2, s);
+    n.process();
+    auto sc = n.poll(a.scq);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, OHCA_CQE_LOC_QP_OP_ERR);
+    EXPECT_EQ(sc[0].vendor_err, OHCA_VERR_BAD_AV);
+    EXPECT_TRUE(n.host.wire.empty());
+}
+
+TEST_F(UdTest, RdmaOpcodesAreRefusedOnUd) {
+    UdQp a = make_ud(n);
+    UdSend s;
+    s.opcode = OHCA_WR_RDMA_WRITE;
+    s.inline_data = bytes(4, 0);
+    s.av = av_to(n);
+    post_ud(n, a, 2, s);
+    n.process();
+    auto sc = n.poll(a.scq);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, OHCA_CQE_LOC_QP_OP_ERR);
+    EXPECT_EQ(sc[0].vendor_err, OHCA_VERR_BAD_WQE);
+}
+
+TEST_F(UdTest, UdStateRules) {
+    UdQp u;
+    ASSERT_EQ(create_ud(n, u).status, OHCA_STATUS_OK);
+    ohca_qp_attr a{};
+    a.qp_state = OHCA_QPS_INIT;
+    // Q_Key is required; RC attributes are refused.
+    EXPECT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT, a).status,
+              OHCA_STATUS_BAD_FIELD);
+    EXPECT_EQ(n.modify(u.q.qpn,
+                       OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_QKEY |
+                           OHCA_QP_ACCESS_FLAGS,
+                       a)
+                  .status,
+              OHCA_STATUS_BAD_FIELD);
+    a.qkey = 77;
+    ASSERT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_QKEY, a)
+                  .status,
+              OHCA_STATUS_OK);
+    a.qp_state = OHCA_QPS_RTR;
+    EXPECT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE | OHCA_QP_AV, a).status, OHCA_STATUS_BAD_FIELD);
+    EXPECT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE | OHCA_QP_DEST_QPN, a).status, OHCA_STATUS_BAD_FIELD);
+    ASSERT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE, a).status, OHCA_STATUS_OK);
+    a.qp_state = OHCA_QPS_RTS;
+    EXPECT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE, a).status, OHCA_STATUS_BAD_FIELD); // SQ_PSN
+    a.qkey = 78;
+    ASSERT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN | OHCA_QP_QKEY, a).status,
+              OHCA_STATUS_OK);
+    EXPECT_EQ(n.query(u.q.qpn).qkey, 78u);
+    EXPECT_EQ(n.query(u.q.qpn).qp_state, OHCA_QPS_RTS);
+}
+
+TEST_F(UdTest, GsiQpIsQp1AndReceivesWithTheGsiQkey) {
+    UdQp bad;
+    // Only on the kernel's doorbell page.
+    ohca_alloc_uar_out uo{};
+    ASSERT_EQ(n.cmd(OHCA_CMD_ALLOC_UAR, nullptr, 0, &uo, sizeof(uo)).status, OHCA_STATUS_OK);
+    EXPECT_EQ(create_ud(n, bad, OHCA_QPT_GSI, uo.uar_index).status, OHCA_STATUS_BAD_FIELD);
+    UdQp gsi = make_ud(n, OHCA_QPT_GSI, OHCA_GSI_QKEY);
+    EXPECT_EQ(gsi.q.qpn, 1u);
+    UdQp second;
+    EXPECT_EQ(create_ud(n, second, OHCA_QPT_GSI).status, OHCA_STATUS_BAD_STATE);
+
+    // A MAD from another node's GSI QP to QP 1.
+    RdmaNode peer{2};
+    UdQp pg = make_ud(peer, OHCA_QPT_GSI, OHCA_GSI_QKEY);
+    n.post_recv(gsi.q, 11, {{gsi.buf, 40 + 256, gsi.key}});
+    UdSend s;
+    s.inline_data = bytes(256 - 128, 3);
+    s.sges = {};
+    s.qkey = OHCA_GSI_QKEY; // controlled: the QP's own (the same) is sent
+    s.av = av_to(n);
+    post_ud(peer, pg, OHCA_GSI_QPN, s);
+    pump(peer, n);
+    auto rc = n.poll(gsi.rcq);
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].status, OHCA_CQE_SUCCESS);
+    EXPECT_EQ(rc[0].src_qp, 1u);
+    EXPECT_EQ(rc[0].qpn, 1u);
+    EXPECT_EQ(rc[0].byte_len, 40u + 128u);
+
+    // Destroyed, it can be created again.
+    ohca_handle_in h{};
+    h.handle = 1;
+    EXPECT_EQ(n.cmd_in(OHCA_CMD_DESTROY_QP, h).status, OHCA_STATUS_OK);
+    EXPECT_EQ(create_ud(n, second, OHCA_QPT_GSI).status, OHCA_STATUS_OK);
+    EXPECT_EQ(second.q.qpn, 1u);
+}
+
+TEST_F(UdTest, UdFramesToRcQpsAndRcFramesToUdQpsAreDropped) {
+    RdmaNode peer{2};
+    UdQp u = make_ud(n);
+    Side rc = make_side(n, 4096, 4, [](size_t k) { return static_cast<uint8_t>(k); });
+    n.connect(rc.qp, 99, peer);
+    UdQp pu = make_ud(peer);
+    UdSend s;
+    s.inline_data = bytes(8, 0);
+    s.av = av_to(n);
+    post_ud(peer, pu, rc.qp.qpn, s);
+    peer.process();
+    ASSERT_EQ(peer.host.wire.size(), 1u);
+    auto f = peer.host.wire[0];
+    peer.host.wire.clear();
+    const auto before = n.stats().roce_bad_opcode;
+    ohca_engine_receive_frame(n.e, f.data(), f.size());
+    n.process();
+    EXPECT_EQ(n.stats().roce_bad_opcode, before + 1);
+    EXPECT_TRUE(n.host.wire.empty());
+
+    // An RC SEND to the UD QP.
+    PacketPath path;
+    path.smac = peer.mac;
+    path.dmac = n.mac;
+    path.sgid = peer.gid;
+    path.dgid = n.gid;
+    PacketFields pf;
+    pf.bth.opcode = rc::kSendOnly;
+    pf.bth.dest_qp = u.q.qpn;
+    auto g = build_roce_frame(path, pf, bytes(4, 0));
+    ohca_engine_receive_frame(n.e, g.data(), g.size());
+    n.process();
+    EXPECT_EQ(n.stats().roce_bad_opcode, before + 2);
+}
+
+// A hostile peer floods a UD QP: memory stays within the RoCE backlog
+// bound and every frame is either queued or dropped and counted.
+TEST_F(UdTest, FloodIsBoundedAndCounted) {
+    RdmaNode peer{2};
+    UdQp b = make_ud(n);
+    for (int i = 0; i < 8; ++i) {
+        n.post_recv(b.q, static_cast<uint64_t>(i), {{b.buf + 512u * i, 512, b.key}});
+    }
+    PacketPath path;
+    path.smac = peer.mac;
+    path.dmac = n.mac;
+    path.sgid = peer.gid;
+    path.dgid = n.gid;
+    PacketFields pf;
+    pf.bth.opcode = ud::kSendOnly;
+    pf.bth.dest_qp = b.q.qpn;
+    pf.deth = Deth{kQkey, 77};
+    const auto frame = build_roce_frame(path, pf, bytes(400, 1));
+    constexpr int kFrames = 5000;
+    const auto s0 = n.stats();
+    int retry = 0;
+    for (int i = 0; i < kFrames; ++i) {
+        retry += ohca_engine_receive_frame(n.e, frame.data(), frame.size()) == OHCA_ENGINE_RX_RETRY;
+    }
+    const auto s1 = n.stats();
+    // Queued up to the backlog bound; the rest is pushed back to the
+    // netdev (which holds one frame and stops reading).
+    EXPECT_EQ(s1.roce_rx_frames - s0.roce_rx_frames, DeviceLimits::max_roce_backlog);
+    EXPECT_EQ(retry, kFrames - static_cast<int>(DeviceLimits::max_roce_backlog));
+    n.process();
+    const auto s2 = n.stats();
+    auto rc = n.poll(b.rcq);
+    EXPECT_EQ(rc.size(), 8u); // one per posted WQE
+    EXPECT_EQ(s2.ud_rx_no_wqe, (s1.roce_rx_frames - s0.roce_rx_frames) - 8);
+    EXPECT_TRUE(n.host.wire.empty()); // nothing answered
+}
+
+// Until atomics are executed, an atomic request is answered with NAK
+// Invalid Request (and the responder's QP goes to the error state).
+TEST_F(UdTest, AtomicRequestIsNakedAsInvalidRequest) {
+    RdmaNode peer{2};
+    Side s = make_side(n, 4096, 4, [](size_t k) { return static_cast<uint8_t>(k); });
+    n.connect(s.qp, 99, peer, 3, 14, 7, 7,
+              OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ | OHCA_ACCESS_REMOTE_ATOMIC);
+    PacketPath path;
+    path.smac = peer.mac;
+    path.dmac = n.mac;
+    path.sgid = peer.gid;
+    path.dgid = n.gid;
+    PacketFields pf;
+    pf.bth.opcode = rc::kFetchAdd;
+    pf.bth.dest_qp = s.qp.qpn;
+    pf.bth.psn = (peer.psn_base + 99) & 0xffffff;
+    pf.bth.ack_req = true;
+    // AtomicETH: VA, rkey, swap/add, compare (28 bytes, after the BTH).
+    std::vector<uint8_t> aeth(28, 0);
+    auto f = build_roce_frame(path, pf, aeth);
+    ohca_engine_receive_frame(n.e, f.data(), f.size());
+    n.process();
+    ASSERT_EQ(n.host.wire.size(), 1u);
+    ParsedPacket p;
+    ASSERT_EQ(parse_roce_frame(n.host.wire[0], p), ParseError::None);
+    EXPECT_EQ(p.fields.bth.opcode, rc::kAck);
+    ASSERT_TRUE(p.fields.aeth);
+    EXPECT_EQ(p.fields.aeth->syndrome, kAethNak | kNakInvalidRequest);
+    EXPECT_EQ(p.fields.bth.psn, pf.bth.psn);
+    EXPECT_EQ(n.query(s.qp.qpn).qp_state, OHCA_QPS_ERR);
+}
+
+} // namespace
+} // namespace ohca::test
