@@ -143,24 +143,19 @@ class DebugKernelCluster(ohcavm.Cluster):
                 return _plain(name, timeout * self.TIMEOUT_FACTOR)
             vm.wait_mark = wait_mark
 
+    timeout_factor = TIMEOUT_FACTOR
+
     def wait(self, timeout=ohcavm.DEFAULT_TIMEOUT):
         return super().wait(timeout * self.TIMEOUT_FACTOR)
 
-    def start(self, scripts, preamble=True, interactive=False):
-        if interactive:
-            return super().start(scripts, preamble, interactive)
-        if isinstance(scripts, dict):
-            scripts = [scripts.get(i, "true") for i in range(self.nvms)]
-        elif isinstance(scripts, str):
-            scripts = [scripts] * self.nvms
+    def wrap(self, scripts, preamble):
         pre = ""
         if preamble:
             pre = ("if ! ohca_preamble; then\n"
                    "    echo 'ohca: preamble failed' >&2\n"
                    f"    exit {ohcavm.PREAMBLE_FAILED}\n"
                    "fi\n")
-        wrapped = [KMEMLEAK_WRAP + pre + "# --- test script ---\n" + s for s in scripts]
-        return super().start(wrapped, preamble=False)
+        return [KMEMLEAK_WRAP + pre + "# --- test script ---\n" + s for s in scripts], False
 
 
 def _debug_kernel_everywhere(config):
@@ -193,9 +188,32 @@ def vm_cluster(nic, kernel_kind, vm_logdir):
         c.close()
 
 
+@pytest.fixture(scope="session")
+def vm_cluster_class(kernel_kind):
+    """The Cluster class of this session's kernel."""
+    return DebugKernelCluster if kernel_kind == "debug" else ohcavm.Cluster
+
+
+@pytest.fixture(scope="session")
+def vm_pool():
+    """The session's booted VMs (ohcavm.Pool); OHCA_VM_POOL=0 turns reuse off."""
+    pool = ohcavm.Pool(os.path.join(ohcavm.TOP, "build", "test-logs", "pool"))
+    yield pool
+    pool.close()
+
+
 @pytest.fixture
-def vm_run(vm_cluster):
-    def run(scripts, nvms=1, preamble=True, timeout=ohcavm.DEFAULT_TIMEOUT, **kw):
+def vm_run(vm_cluster, vm_pool, vm_cluster_class, nic, vm_logdir):
+    """vm_run(scripts, nvms=1, preamble=True, timeout, fresh=False, **kw):
+    runs a job in the session's VMs of this shape (vm_pool), or with
+    fresh=True (or arguments the pool cannot share, such as a fault wire or
+    a capture) in VMs booted for this job alone."""
+    def run(scripts, nvms=1, preamble=True, timeout=ohcavm.DEFAULT_TIMEOUT, fresh=False,
+            **kw):
+        kw.setdefault("nic", nic)
+        if not fresh and os.environ.get("OHCA_VM_POOL", "1") != "0" and vm_pool.poolable(kw):
+            return vm_pool.run(vm_cluster_class, scripts, nvms=nvms, preamble=preamble, timeout=timeout,
+                               logdir=vm_logdir, **kw)
         c = vm_cluster(nvms=nvms, **kw)
         c.start(scripts, preamble=preamble)
         return c.wait(timeout)

@@ -37,12 +37,11 @@ echo "=== end ==="
 
 
 @pytest.fixture(scope="module")
-def devinfo(nic):
-    # One VM for the whole module; its logs in build/test-logs/test_devinfo.
+def devinfo(nic, vm_pool, vm_cluster_class):
+    # One job for the whole module, in the session's pooled VM; its logs in
+    # build/test-logs/test_devinfo.
     logdir = make_logdir("test_devinfo")
-    with ohcavm.Cluster("test_devinfo", nvms=1, nic=nic, logdir=logdir) as c:
-        c.start(SCRIPT)
-        (r,) = c.wait(300)
+    (r,) = vm_pool.run(vm_cluster_class, SCRIPT, nic=nic, timeout=300, logdir=logdir)
     assert_ok([r])
     return r, parse_devinfo(section(r.output, "devinfo"))
 

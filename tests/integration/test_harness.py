@@ -88,3 +88,35 @@ def test_guest_kernel_warning_fails_the_run(vm_run):
     assert r.exit_code == 0, r.report()
     assert not r.ok
     assert any("ohca-harness-selftest" in l for l in r.kernel_problems), r.report()
+
+
+# The session's VM pool (ohcavm.Pool): the second job runs in the same boot,
+# and nothing of the first job is left when it starts.
+POOL_FIRST = r"""
+cat /proc/sys/kernel/random/boot_id
+setsid sleep 1000 </dev/null >/dev/null 2>&1 &
+sleep 1000 </dev/null >/dev/null 2>&1 &
+echo leftover >/tmp/ohca-pool-leftover
+ip link set "$OHCA_IFACE" mtu 1400
+"""
+POOL_SECOND = r"""
+cat /proc/sys/kernel/random/boot_id
+echo "sleepers: $(pgrep -x sleep | wc -l)"
+echo "tmp: $(ls /tmp | wc -l)"
+echo "mtu: $(cat /sys/class/net/$OHCA_IFACE/mtu)"
+echo "ohca loads: $(dmesg | grep -c 'ohca0' || true)"
+"""
+
+
+def test_pool_reuses_the_boot_and_cleans_up(vm_run):
+    (first,) = vm_run(POOL_FIRST)
+    assert first.ok, first.report()
+    (second,) = vm_run(POOL_SECOND)
+    assert second.ok, second.report()
+    boot1 = first.output.split()[0]
+    boot2 = second.output.split()[0]
+    assert boot1 == boot2, "the second job booted a VM of its own"
+    # both sleepers are gone, the one that left the job's session too
+    assert "sleepers: 0" in second.output, second.output
+    assert "tmp: 0" in second.output, second.output
+    assert "mtu: 1500" in second.output, second.output

@@ -426,6 +426,9 @@ class VM:
         self.t_job = None
         self.netdev_args = None
         self.result = None
+        self.console_from = 0  # where this job's part of console.log starts
+        self.t_dispatch = None
+        self.jobs = 0
 
     # -- setup --
     def _env(self):
@@ -447,10 +450,11 @@ class VM:
         }
         return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
 
-    def prepare(self, script, preamble, files):
-        if os.path.exists(self.logdir):
-            shutil.rmtree(self.logdir)
-        os.makedirs(self.sync)
+    def prepare(self, script, preamble, files, job_file=None):
+        if job_file is None:
+            if os.path.exists(self.logdir):
+                shutil.rmtree(self.logdir)
+            os.makedirs(self.sync)
         with open(os.path.join(self.share, "hostname"), "w") as f:
             f.write(self.name + "\n")
         with open(os.path.join(self.share, "env.sh"), "w") as f:
@@ -475,8 +479,46 @@ class VM:
                     f"    exit {PREAMBLE_FAILED}",
                     "fi"]
         job += ["# --- job ---", script, ""]
-        with open(os.path.join(self.share, "job.sh"), "w") as f:
+        with open(os.path.join(self.share, job_file or "job.sh"), "w") as f:
             f.write("\n".join(job))
+
+    # Files a serving VM's share keeps between jobs; everything else in it
+    # belongs to one job and is removed before the next.
+    SERVE_KEEP = ("serve", "hostname")
+
+    def prepare_serve(self):
+        """A share for a serving VM (ohca-init runs each job.sh dropped in)."""
+        if os.path.exists(self.logdir):
+            shutil.rmtree(self.logdir)
+        os.makedirs(self.sync)
+        with open(os.path.join(self.share, "hostname"), "w") as f:
+            f.write(self.name + "\n")
+        with open(os.path.join(self.share, "env.sh"), "w") as f:
+            f.write(self._env())
+        open(os.path.join(self.share, "serve"), "w").close()
+        self.jobs = 0
+
+    def dispatch(self, script, preamble, files):
+        """Hands a serving VM its next job: the last job's files removed,
+        this one's written, job.sh last (renamed into place)."""
+        for name in os.listdir(self.share):
+            if name in self.SERVE_KEEP:
+                continue
+            path = os.path.join(self.share, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        os.makedirs(self.sync)
+        self.console_from = len(self.console())
+        self.t_job = None
+        self.t_dispatch = time.monotonic()
+        self.jobs += 1
+        self.prepare(script, preamble, files, job_file="job.sh.tmp")
+        os.rename(os.path.join(self.share, "job.sh.tmp"), os.path.join(self.share, "job.sh"))
+
+    def unfit(self):
+        return os.path.exists(os.path.join(self.share, "unfit"))
 
     def qemu_argv(self, interactive=False):
         c = self.cluster
@@ -547,7 +589,7 @@ class VM:
             return ""
 
     def _note_progress(self):
-        if self.t_job is None and "ohca-init: job start" in self.console():
+        if self.t_job is None and "ohca-init: job start" in self.console()[self.console_from:]:
             self.t_job = time.monotonic()
 
     def wait_mark(self, name, timeout=120):
@@ -586,7 +628,7 @@ class VM:
 
     def collect(self):
         r = Result(self)
-        r.console = self.console()
+        r.console = self.console()[self.console_from:]
         share = self.share
         try:
             with open(os.path.join(share, "exit-code")) as f:
@@ -786,15 +828,28 @@ class Cluster:
             self.wire_stats = None
         return self.wire_stats
 
-    def start(self, scripts, preamble=True, interactive=False):
-        """scripts: one shell script for every VM, a list, or {index: script};
-        None for an interactive VM (one VM only)."""
+    # host-side timeouts are multiplied by this (slower guest kernels)
+    timeout_factor = 1.0
+
+    def _scripts(self, scripts):
         if isinstance(scripts, dict):
             scripts = [scripts.get(i, "true") for i in range(self.nvms)]
         elif scripts is None or isinstance(scripts, str):
             scripts = [scripts] * self.nvms
         if len(scripts) != self.nvms:
             raise HarnessError("one script per VM expected")
+        return scripts
+
+    def wrap(self, scripts, preamble):
+        """Hook for subclasses: (scripts, preamble) as the guest runs them."""
+        return scripts, preamble
+
+    def start(self, scripts, preamble=True, interactive=False):
+        """scripts: one shell script for every VM, a list, or {index: script};
+        None for an interactive VM (one VM only)."""
+        scripts = self._scripts(scripts)
+        if not interactive:
+            scripts, preamble = self.wrap(scripts, preamble)
         self._wire()
         for vm, script in zip(self.vms, scripts):
             vm.prepare(script, preamble, self.files)
@@ -804,10 +859,57 @@ class Cluster:
             self._relay = threading.Thread(target=self._barrier_relay, daemon=True)
             self._relay.start()
 
+    # -- serving: boot once, run many jobs (Pool) --
+    def start_serving(self):
+        """Boots the VMs in serving mode: each waits for jobs (run_job)."""
+        self._wire()
+        for vm in self.vms:
+            vm.prepare_serve()
+        for vm in self.vms:
+            vm.start()
+        self._relay = threading.Thread(target=self._barrier_relay, daemon=True)
+        self._relay.start()
+
+    def fit(self):
+        """True while every VM is alive and can take another job."""
+        return all(vm.alive() and not vm.unfit() for vm in self.vms)
+
+    def run_job(self, scripts, preamble=True, timeout=DEFAULT_TIMEOUT):
+        """One job on serving VMs; returns a list of Result like wait(). A
+        VM that timed out is killed (the cluster is then not fit)."""
+        scripts, preamble = self.wrap(self._scripts(scripts), preamble)
+        self._released = set()
+        for vm, script in zip(self.vms, scripts):
+            vm.dispatch(script, preamble, self.files)
+        deadline = time.monotonic() + timeout * self.timeout_factor
+        pending = set(range(self.nvms))
+        while pending and time.monotonic() < deadline:
+            for i in list(pending):
+                vm = self.vms[i]
+                vm._note_progress()
+                if vm.has_result() or not vm.alive():
+                    pending.discard(i)
+            time.sleep(0.1)
+        results = []
+        for i, vm in enumerate(self.vms):
+            r = vm.collect()
+            r.duration = time.monotonic() - vm.t_dispatch
+            if i in pending:
+                vm.kill()
+                r.timed_out = True
+                r.error = f"no result within {timeout * self.timeout_factor:.0f}s; QEMU killed"
+            elif r.exit_code is None and not vm.alive():
+                r.error = f"QEMU exited ({vm.proc.returncode}) without a result"
+            if vm.t_job is not None:
+                r.boot_to_job = vm.t_job - vm.t_dispatch
+            results.append(r)
+        return results
+
     def _barrier_relay(self):
         """Releases ohca_barrier NAME once every VM has reached it."""
-        released = set()
+        self._released = released = set()
         while not self._stop.wait(0.2):
+            released = self._released
             names = None
             for vm in self.vms:
                 try:
@@ -865,6 +967,95 @@ class Cluster:
         except KeyboardInterrupt:
             vm.kill()
             return 130
+
+
+class Pool:
+    """Booted VMs reused across jobs: a TCG boot costs 15-30 s with Debian's
+    kernel and about two minutes with the debug kernel, so a test session
+    boots each VM configuration once and runs its jobs one after the other
+    in it (the guest's init serves them and cleans up between them: the
+    job's processes killed, the driver unloaded, interfaces reset; each job
+    runs its own preamble). A VM whose job failed, timed out, logged a
+    kernel problem or could not be cleaned up is not reused: the next job
+    boots a fresh one, so one failure does not spill into other tests.
+
+    Only jobs whose VMs are alike share them: the key is everything that
+    shapes the QEMU command line (VM count, NIC kinds, memory, CPUs, extra
+    QEMU arguments, kernel arguments, wire, cluster class). Per-job settings
+    (MTU, module parameters, extra files, allowed kernel-log lines) are
+    applied per job. Fault wires and captures always get fresh VMs."""
+
+    # Cluster() arguments that can change from job to job
+    PER_JOB = ("mtu", "module_params", "extra_files", "klog_allow")
+    # arguments that are part of the key
+    KEYED = ("nic", "nics", "smp", "mem", "extra_args", "append", "wire")
+
+    def __init__(self, logroot):
+        self.logroot = logroot
+        self.clusters = {}
+        self.counter = 0
+
+    @classmethod
+    def poolable(cls, kw):
+        if set(kw) - set(cls.PER_JOB) - set(cls.KEYED):
+            return False
+        return not isinstance(kw.get("wire"), dict)
+
+    def run(self, cls, scripts, nvms=1, preamble=True, timeout=DEFAULT_TIMEOUT,
+            logdir=None, **kw):
+        keyed = {k: kw.get(k) for k in self.KEYED}
+        key = (cls, nvms, json.dumps(keyed, sort_keys=True, default=str))
+        c = self.clusters.get(key)
+        if c is not None and not c.fit():
+            c.close()
+            c = None
+        if c is None:
+            self.counter += 1
+            name = f"pool-{self.counter}"
+            c = cls(name, nvms=nvms, logdir=os.path.join(self.logroot, name),
+                    **{k: v for k, v in keyed.items() if v is not None})
+            c.base_files = dict(c.files)
+            c.start_serving()
+            self.clusters[key] = c
+            log(f"pool: booted {name} ({nvms} VM(s))")
+        c.mtu = kw.get("mtu")
+        c.module_params = kw.get("module_params") or ""
+        c.klog_allow = kw.get("klog_allow") or os.environ.get("OHCA_KLOG_ALLOW")
+        c.files = dict(c.base_files)
+        for fname, path in (kw.get("extra_files") or {}).items():
+            if not os.path.isfile(path):
+                raise HarnessError(f"{path} missing (wanted in the share as {fname})")
+            c.files[fname] = path
+        results = c.run_job(scripts, preamble=preamble, timeout=timeout)
+        if logdir:
+            for vm, r in zip(c.vms, results):
+                self._keep(vm, r, os.path.join(logdir, vm.name))
+        if not all(r.ok for r in results) or not c.fit():
+            c.close()
+            del self.clusters[key]
+        return results
+
+    @staticmethod
+    def _keep(vm, r, dest):
+        """Copies one job's files and console part to the test's log dir."""
+        os.makedirs(dest, exist_ok=True)
+        for name in ("running.sh", "output.log", "dmesg.txt", "cleanup.log", "exit-code"):
+            src = os.path.join(vm.share, name)
+            if os.path.exists(src):
+                shutil.copy2(src, os.path.join(dest, "job.sh" if name == "running.sh" else name))
+        with open(os.path.join(dest, "console.log"), "w") as f:
+            f.write(r.console)
+        with open(os.path.join(dest, "pool.txt"), "w") as f:
+            f.write(f"job {vm.jobs} of {vm.cluster.logdir} (QEMU log and whole console there)\n")
+        r.logdir = dest
+
+    def close(self):
+        for c in self.clusters.values():
+            for vm in c.vms:
+                if vm.alive():
+                    open(os.path.join(vm.share, "stop"), "w").close()
+            c.close()
+        self.clusters.clear()
 
 
 def run(scripts, nvms=1, nic=None, name="run", timeout=DEFAULT_TIMEOUT,
