@@ -54,20 +54,8 @@ as_root() {
 }
 
 # --- 1. build dependencies --------------------------------------------------
-build_deps=(build-essential dpkg-dev rsync ninja-build meson flex bison
-	pkg-config bzip2 libglib2.0-dev libpixman-1-dev libfdt-dev libslirp-dev
-	libattr1-dev libcap-ng-dev qemu-system-data seabios ipxe-qemu)
-missing=()
-for p in "${build_deps[@]}"; do
-	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-	[ "$st" = "install ok installed" ] || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	log "installing ${missing[*]}"
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
-	as_root env DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+# tests/deps.sh is the one list of host packages (a no-op when all are there).
+bash "$top/tests/deps.sh" >/dev/null || die "installing the build dependencies failed (tests/deps.sh)"
 
 # --- 2. a deb-src entry ------------------------------------------------------
 # Any deb822 file with "Types: deb-src" (ohca-src.sources, ohca-deb-src.sources
@@ -185,12 +173,18 @@ if [ ! -f "$build/build.ninja" ] ||
 	# objects: ninja then rebuilds only what the new flags affect.
 	log "configuring (${configure_args[*]})"
 	mkdir -p "$build"
-	(cd "$build" && "$src/configure" "${configure_args[@]}") >"$tree/configure$suffix.log" 2>&1 ||
+	# traced: the libraries and tools configure finds must come from
+	# tests/deps.sh's packages (tests/hostdeps.py check)
+	(cd "$build" && /usr/bin/python3 "$top/tests/hostdeps.py" trace "qemu-configure$suffix" \
+		--store "$tree/hostdeps-configure$suffix.paths" -- \
+		"$src/configure" "${configure_args[@]}") >"$tree/configure$suffix.log" 2>&1 ||
 		{ tail -n 40 "$tree/configure$suffix.log"; die "configure failed (log: $tree/configure$suffix.log)"; }
 	echo "${configure_args[*]}" >"$tree/.configure-args$suffix"
 fi
 
 log "building with ninja -j$jobs in $build"
+# tests/run-all.sh: this run builds, so its time counts as a clean-cache run
+[ -z "${OHCA_COLD_MARK:-}" ] || echo "qemu$suffix" >>"$OHCA_COLD_MARK"
 start=$SECONDS
 # ninja's status line shows progress ([n/total]); keep it to one line per
 # 200 steps plus errors so long builds show progress without flooding logs.

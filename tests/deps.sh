@@ -7,7 +7,7 @@ packages=(
 	# toolchains and build systems
 	build-essential cmake ninja-build meson flex bison pkg-config dpkg-dev
 	# the QEMU build (Debian's 7.2 source) and its runtime firmware
-	libglib2.0-dev libpixman-1-dev libfdt-dev libslirp-dev libattr1-dev
+	rsync bzip2 libglib2.0-dev libpixman-1-dev libfdt-dev libslirp-dev libattr1-dev
 	libcap-ng-dev qemu-system-data seabios ipxe-qemu
 	# the guest kernel and the headers ohca.ko builds against
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1 sparse kmod
@@ -48,6 +48,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 echo "deps: installing ${#missing[@]} packages: ${missing[*]}"
+[ -z "${OHCA_COLD_MARK:-}" ] || echo packages >>"$OHCA_COLD_MARK"
 export DEBIAN_FRONTEND=noninteractive
 # wireshark-common asks whether non-root users may capture: no (tests read
 # capture files only), answered beforehand so the install stays silent.

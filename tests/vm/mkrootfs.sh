@@ -81,6 +81,7 @@ if [ -f "$img" ] && [ "$mode" != force ]; then
 fi
 
 [ "$(id -u)" -eq 0 ] || die "debootstrap needs root; run as root"
+[ -z "${OHCA_COLD_MARK:-}" ] || echo rootfs >>"$OHCA_COLD_MARK"
 for tool in debootstrap mke2fs sha256sum; do
 	command -v "$tool" >/dev/null || die "'$tool' not found (install debootstrap e2fsprogs: tests/deps.sh)"
 done
