@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the debug test kernel (KUnit, KASAN, lockdep, kmemleak, debug
 # objects, RDMA core and rdma_rxe built in) from Debian's linux-source-6.1,
-# cached by the source version and the config fragment. About 15 minutes
+# cached by the source version and the config fragment. About 10 minutes
 # on two cores the first time; nothing afterwards.
 #
 # Output: $OHCA_CACHE/debug-kernel-<key>/ with bzImage and a prepared tree
@@ -30,6 +30,7 @@ if [ -f "$out/bzImage" ]; then
 	exit 0
 fi
 
+[ -z "${OHCA_COLD_MARK:-}" ] || echo debug-kernel >>"$OHCA_COLD_MARK"
 work=$cache/debug-kernel-$key.tmp
 rm -rf "$work"
 mkdir -p "$work"
@@ -55,11 +56,25 @@ while IFS= read -r line; do
 			bad=1
 		fi
 		;;
+	"# CONFIG_"*" is not set")
+		opt=${line#\# }
+		opt=${opt%% *}
+		if grep -q "^$opt=" .config; then
+			echo "debug-kernel: $opt is still set (something selects it)" >&2
+			bad=1
+		fi
+		;;
 	esac
 done <"$here/debug.config"
 [ "$bad" -eq 0 ] || exit 1
 
-echo "debug-kernel: building bzImage and modules (about 15 minutes on 2 cores)"
+# The host tools (objtool, fixdep, certificate tools) are built by
+# `prepare`, traced: what they use must come from tests/deps.sh's packages.
+echo "debug-kernel: building the host tools (make prepare, traced)"
+/usr/bin/python3 "$top/tests/hostdeps.py" trace debug-kernel-prepare \
+	--store "$work/hostdeps-prepare.paths" -- make -s -j"$(nproc)" prepare >"$work/prepare.log" 2>&1 ||
+	{ tail -n 30 "$work/prepare.log" >&2; echo "debug-kernel: make prepare failed" >&2; exit 1; }
+echo "debug-kernel: building bzImage and modules (about 10 minutes on 2 cores)"
 start=$SECONDS
 jobs=$(nproc)
 log=$work/build.log

@@ -7,7 +7,9 @@
 # (the disassociate path; test_lifecycle.py, 50 cycles on the normal kernel),
 # and RC traffic plus the rdma-core suite in one VM (test_debug_traffic.py:
 # integrity and pingpong loopback, the RC error completions, the upstream
-# suite without its rdma_cm cases).
+# suite without its rdma_cm cases), and the driver's KUnit suites
+# (test_kunit.py; tests/debug-kernel/kunit.sh runs them alone). One pytest
+# session: jobs of the same VM shape share a boot (tests/vm/ohcavm.py Pool).
 # Any KASAN, lockdep, DEBUG_OBJECTS or kmemleak report fails a test (the
 # kernel-log scan; kmemleak is scanned after unloading at the end of every
 # job, see tests/integration/conftest.py). Needs build/debug-kernel
@@ -16,8 +18,9 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 
-echo "debug-smoke: building ohca.ko against the debug kernel"
+echo "debug-smoke: building ohca.ko and ohca_kunit.ko against the debug kernel"
 make --no-print-directory -s -C kernel debug
+make --no-print-directory -s -C kernel kunit
 export OHCA_LIFECYCLE_RELOADS=${OHCA_LIFECYCLE_RELOADS:-5}
 exec /usr/bin/python3 -m pytest -v -rA --kernel debug \
 	tests/integration/test_module_load.py \
@@ -28,4 +31,5 @@ exec /usr/bin/python3 -m pytest -v -rA --kernel debug \
 	tests/integration/test_harness.py \
 	tests/integration/test_lifecycle.py::test_reload_with_resources \
 	tests/integration/test_debug_traffic.py \
+	tests/integration/test_kunit.py \
 	"$@"
