@@ -2,7 +2,8 @@
 test_interop.py. Each VM walks the same list of items; item i is served by
 the VM the item names, the other connects (retrying until the server
 listens) to a TCP port of item i's own, so a client never meets another
-item's server. A command may use {dev}, {gid} and {port}: the VM's RDMA
+item's server, and both VMs meet at a barrier before each item, so one
+failed item leaves the rest of the list in step. A command may use {dev}, {gid} and {port}: the VM's RDMA
 device, its RoCE v2 GID index for its IPv4 address, and the item's port;
 and {gid6} / {gid6g}: the RoCE v2 GID indexes of its IPv6 link-local
 address and of a unique-local address the job adds (IPV6_GLOBAL), reached
@@ -30,6 +31,9 @@ while read -r server cmd; do
 	cmd=${cmd//\{gid6\}/$gid6}
 	cmd=${cmd//\{gid6g\}/$gid6g}
 	cmd=${cmd//\{port\}/$((18600 + i))}
+	# both VMs start item i together, whatever became of item i-1 (a
+	# failed item must not throw the two out of step for the rest)
+	ohca_barrier "item$i" 300 || echo "ITEM $i: the peer did not reach the item within 300 s"
 	if [ "$server" = "$OHCA_VM_INDEX" ]; then
 		timeout 120 $cmd > /tmp/out.log 2>&1
 	else
