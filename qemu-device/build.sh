@@ -208,8 +208,9 @@ rm -rf "$bin_dir"
 mv "$bin_dir.tmp" "$bin_dir"
 ln -sfn "$bin_dir/qemu-system-x86_64" "$out_dir/qemu-system-x86_64"
 
-# Keep the three most recent binaries of this variant (hashes are 16 hex
-# digits, so the default variant's pattern does not match asan-*).
-ls -1dt "$cache"/qemu-bin/"$bin_prefix"????????????????/ 2>/dev/null | tail -n +4 | xargs -r rm -rf
+# Keep the eight most recent binaries of this variant (hashes are 16 hex
+# digits, so the default variant's pattern does not match asan-*): several
+# worktrees building at once must not evict each other's binary in use.
+ls -1dt "$cache"/qemu-bin/"$bin_prefix"????????????????/ 2>/dev/null | tail -n +9 | xargs -r rm -rf
 
 log "done: $out_dir/qemu-system-x86_64 -> $bin_dir/qemu-system-x86_64"

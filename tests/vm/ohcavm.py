@@ -361,6 +361,7 @@ class Result:
         self.error = None           # harness-level description of a failure
         self.sanitizer = []         # sanitizer reports of QEMU (ASan build)
         self.boot_to_job = None     # s from QEMU start to the job starting
+        self.wire_stats = None      # the fault wire's statistics (Pool jobs)
         self.duration = None        # s from QEMU start to the result
 
     @property
@@ -761,6 +762,7 @@ class Cluster:
                 vm.netdev_args = (f"dgram,local.type=inet,local.host=127.0.0.1,"
                                   f"local.port={ports[i]},remote.type=inet,"
                                   f"remote.host=127.0.0.1,remote.port={ports[2 + i]}")
+            self.wire_ports = ports
             self.start_fault_wire(ports)
         else:
             raise HarnessError(f"unknown wire '{self.wire}'")
@@ -784,6 +786,9 @@ class Cluster:
         wdir = os.path.join(self.logdir, "wire")
         os.makedirs(wdir, exist_ok=True)
         self.wire_stats_path = os.path.join(wdir, "stats.json")
+        self.wire_stats = None
+        if os.path.exists(self.wire_stats_path):  # a previous job's (Pool)
+            os.unlink(self.wire_stats_path)
         argv = [binary, "--a", f"{ports[2]}:{ports[0]}", "--b", f"{ports[3]}:{ports[1]}",
                 "--stats", self.wire_stats_path]
         cfg = dict(self.fault_wire)
@@ -983,7 +988,9 @@ class Pool:
     shapes the QEMU command line (VM count, NIC kinds, memory, CPUs, extra
     QEMU arguments, kernel arguments, wire, cluster class). Per-job settings
     (MTU, module parameters, extra files, allowed kernel-log lines) are
-    applied per job. Fault wires and captures always get fresh VMs."""
+    applied per job. A fault wire is restarted with the job's faults (its
+    statistics end up in each Result's wire_stats); captures always get
+    fresh VMs."""
 
     # Cluster() arguments that can change from job to job
     PER_JOB = ("mtu", "module_params", "extra_files", "klog_allow")
@@ -997,14 +1004,14 @@ class Pool:
 
     @classmethod
     def poolable(cls, kw):
-        if set(kw) - set(cls.PER_JOB) - set(cls.KEYED):
-            return False
-        return not isinstance(kw.get("wire"), dict)
+        return not set(kw) - set(cls.PER_JOB) - set(cls.KEYED)
 
     def run(self, cls, scripts, nvms=1, preamble=True, timeout=DEFAULT_TIMEOUT,
             logdir=None, **kw):
         keyed = {k: kw.get(k) for k in self.KEYED}
-        key = (cls, nvms, json.dumps(keyed, sort_keys=True, default=str))
+        faults = keyed["wire"] if isinstance(keyed["wire"], dict) else None
+        key = (cls, nvms, json.dumps(dict(keyed, wire="faulty" if faults else keyed["wire"]),
+                                     sort_keys=True, default=str))
         c = self.clusters.get(key)
         if c is not None and not c.fit():
             c.close()
@@ -1021,12 +1028,21 @@ class Pool:
         c.mtu = kw.get("mtu")
         c.module_params = kw.get("module_params") or ""
         c.klog_allow = kw.get("klog_allow") or os.environ.get("OHCA_KLOG_ALLOW")
+        if faults is not None and c.fault_wire != faults:
+            c.stop_fault_wire()
+            c.fault_wire = dict(faults)
+            c.start_fault_wire(c.wire_ports)
         c.files = dict(c.base_files)
         for fname, path in (kw.get("extra_files") or {}).items():
             if not os.path.isfile(path):
                 raise HarnessError(f"{path} missing (wanted in the share as {fname})")
             c.files[fname] = path
         results = c.run_job(scripts, preamble=preamble, timeout=timeout)
+        if faults is not None:  # this job's statistics; the next one restarts it
+            stats = c.stop_fault_wire()
+            c.fault_wire = None
+            for r in results:
+                r.wire_stats = stats
         if logdir:
             for vm, r in zip(c.vms, results):
                 self._keep(vm, r, os.path.join(logdir, vm.name))
