@@ -134,14 +134,16 @@ if [ ! -f "$tree/.src-complete" ]; then
 	touch "$tree/.src-complete"
 fi
 
-# Overlay hw/ohca. rsync keeps the mtime of unchanged files, so ninja
-# only recompiles what changed.
+# Overlay hw/ohca. Only files whose content differs are copied, and they
+# get the current time, not their own: worktrees share this tree, and a
+# file copied back with an older mtime than the object built from another
+# worktree's version would not be recompiled (a stale object in the binary).
 mkdir -p "$src/hw/ohca"
-rsync -a --delete --exclude=/firmware-interface --exclude=/build.sh \
+rsync -rlp --checksum --delete --exclude=/firmware-interface --exclude=/build.sh \
 	--exclude=/engine/tests --exclude=/engine/CMakeLists.txt \
 	"$top/qemu-device/" "$src/hw/ohca/"
 mkdir -p "$src/hw/ohca/firmware-interface"
-rsync -a --delete "$top/firmware-interface/include" "$src/hw/ohca/firmware-interface/"
+rsync -rlp --checksum --delete "$top/firmware-interface/include" "$src/hw/ohca/firmware-interface/"
 
 # The two edits that hook hw/ohca into the tree, and no edk2 blobs (the dfsg
 # tarball has none).
