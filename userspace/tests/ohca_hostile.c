@@ -1047,7 +1047,7 @@ static bool t_mr_fields(void)
 	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, 8))
 		return false;
 	in.iova = 0;
-	in.flags = 2;
+	in.flags = 4;	/* unknown (2 is OHCA_MR_F_FAST_REG) */
 	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, 24))
 		return false;
 	in.flags = 0;

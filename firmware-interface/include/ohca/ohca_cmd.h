@@ -125,10 +125,25 @@ struct ohca_query_device_out {
 	ohca_le32 num_ports;
 	ohca_le32 atomic_cap;		/* enum ohca_atomic_cap (ABI 1.2) */
 	ohca_le32 max_srq_sge;		/* SGEs per SRQ WQE (ABI 1.2) */
-	ohca_le32 rsvd[6];
+	ohca_le32 dev_caps;		/* enum ohca_dev_caps (ABI 1.2) */
+	ohca_le32 max_fast_reg_page_list_len; /* with OHCA_DEV_CAP_FAST_REG */
+	ohca_le32 rsvd[4];
 };
 OHCA_ASSERT_SIZE(struct ohca_query_device_out, 160);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, atomic_cap, 128);
+OHCA_ASSERT_OFFSET(struct ohca_query_device_out, dev_caps, 136);
+OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_fast_reg_page_list_len,
+		   140);
+
+/* Optional features, in QUERY_DEVICE's dev_caps (ABI 1.2). */
+enum ohca_dev_caps {
+	/*
+	 * Fast registration: CREATE_MR with OHCA_MR_F_FAST_REG, the
+	 * OHCA_WR_REG_MR, OHCA_WR_LOCAL_INV and OHCA_WR_SEND_INV work
+	 * requests, and remote invalidation (IETH) at the responder.
+	 */
+	OHCA_DEV_CAP_FAST_REG		= 1u << 0,
+};
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, node_guid, 8);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, vendor_id, 40);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, num_ports, 124);
@@ -404,15 +419,29 @@ enum ohca_mr_flags {
 	/* The MR spans all of the bus address space with iova == bus
 	 * address and no page list (the kernel's DMA MR). Local access only. */
 	OHCA_MR_F_PHYSICAL		= 1u << 0,
+	/*
+	 * A fast-registration MR (OHCA_DEV_CAP_FAST_REG): created free, with
+	 * no translation and a page-list capacity of pbl.npages entries
+	 * (1..max_fast_reg_page_list_len); access, iova, length, pbl.addr,
+	 * pbl.page_shift and pbl.levels must be 0. OHCA_WR_REG_MR gives it a
+	 * translation and makes it valid, OHCA_WR_LOCAL_INV or a received
+	 * SEND with invalidate makes it free again.
+	 */
+	OHCA_MR_F_FAST_REG		= 1u << 1,
 };
 
 /*
  * Keys: bits 31..8 index the device's MR table, bits 7..0 are a tag the
  * device changes every time the index is reused, so a stale key misses.
  * Address 'va' in the MR maps to page (va - (iova & ~(pgsz-1))) >> shift.
+ * The key CREATE_MR returns is the MR's handle for DESTROY_MR for its whole
+ * life. A fast-registration MR's current key takes the tag (the IBTA
+ * "key" variant, owned by the consumer) that each OHCA_WR_REG_MR names;
+ * only the current key of a valid MR grants access.
  */
 #define OHCA_KEY_INDEX(key)		((key) >> 8)
 #define OHCA_KEY_TAG(key)		((key) & 0xff)
+#define OHCA_MAX_FAST_REG_PAGES		512	/* page list of one 4 KiB page */
 
 struct ohca_create_mr_in {
 	ohca_le32 pdn;

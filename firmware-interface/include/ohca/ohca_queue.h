@@ -121,7 +121,20 @@ enum ohca_eth_desc_flags {
 #define OHCA_DB_CQ_ARM_SOLICITED	(1u << 31)	/* solicited or error */
 #define OHCA_DB_VALUE(qn, value)	(((uint64_t)(value) << 32) | (qn))
 
-/* Send work request opcodes. */
+/*
+ * Send work request opcodes (the ibv_wr_opcode numbering where one exists).
+ * The memory-management ones (OHCA_DEV_CAP_FAST_REG) are executed by the
+ * device in SQ order, before any later WQE is transmitted, send nothing on
+ * the wire and complete in order with the WQEs around them.
+ *  SEND_INV:  a SEND whose last packet carries 'rkey' in an IETH: the
+ *             responder invalidates that fast-registration MR once the
+ *             message is placed (the receive completes with
+ *             OHCA_CQE_F_INV).
+ *  LOCAL_INV: 'rkey' names the current key of a fast-registration MR of
+ *             the QP's PD; the MR becomes free (its keys stop working).
+ *  REG_MR:    struct ohca_reg_mr_wqe; only on QPs of doorbell page 0 (the
+ *             page list holds bus addresses).
+ */
 enum ohca_wr_opcode {
 	OHCA_WR_RDMA_WRITE		= 0x00,
 	OHCA_WR_RDMA_WRITE_IMM		= 0x01,
@@ -133,6 +146,9 @@ enum ohca_wr_opcode {
 	 * held before the operation. */
 	OHCA_WR_ATOMIC_CMP_SWP		= 0x05,	/* if *va == cmp_add: *va = swap */
 	OHCA_WR_ATOMIC_FETCH_ADD	= 0x06,	/* *va += cmp_add (mod 2^64) */
+	OHCA_WR_LOCAL_INV		= 0x07,
+	OHCA_WR_SEND_INV		= 0x09,
+	OHCA_WR_REG_MR			= 0x0a,
 };
 
 enum ohca_send_flags {
@@ -162,7 +178,8 @@ struct ohca_send_wqe {
 	ohca_u8 rsvd0;
 	ohca_le32 imm_data;		/* as sent on the wire (big endian) */
 	ohca_le64 remote_addr;		/* RDMA WRITE/READ */
-	ohca_le32 rkey;
+	ohca_le32 rkey;			/* WRITE/READ; SEND_INV, LOCAL_INV:
+					 * the key to invalidate */
 	ohca_le32 inline_len;
 	ohca_le64 cmp_add;		/* ATOMIC_CMP_SWP: compare value;
 					 * ATOMIC_FETCH_ADD: the addend */
@@ -217,6 +234,40 @@ OHCA_STATIC_ASSERT(OHCA_UD_WQE_HDR_LEN ==
 #define OHCA_GSI_QKEY			0x80010000u
 #define OHCA_QKEY_CONTROLLED		0x80000000u
 
+/*
+ * OHCA_WR_REG_MR: the whole 64-byte WQE (wr_id, opcode and flags where a
+ * send WQE has them; only SIGNALED and FENCE are meaningful). The
+ * fast-registration MR with index OHCA_KEY_INDEX(key), which must be free
+ * and in the QP's PD, becomes valid with key 'key' (its new tag chosen by
+ * the driver), 'access' (enum ohca_access; remote write or atomic needs
+ * local write), and 'length' bytes at 'iova' translated through the
+ * 'npages' (1..the MR's capacity) le64 page addresses at 'pbl_addr'
+ * (8-byte aligned, one contiguous list), each aligned to 2^page_shift
+ * (12..30); 'iova' lies in page 0 at offset iova & (2^page_shift - 1) and
+ * the pages must cover the length. The device copies the list when it
+ * executes the WQE.
+ */
+struct ohca_reg_mr_wqe {
+	ohca_le64 wr_id;
+	ohca_u8 opcode;			/* OHCA_WR_REG_MR */
+	ohca_u8 flags;			/* enum ohca_send_flags */
+	ohca_u8 page_shift;
+	ohca_u8 rsvd0;
+	ohca_le32 key;
+	ohca_le64 iova;
+	ohca_le64 length;
+	ohca_le64 pbl_addr;
+	ohca_le32 npages;
+	ohca_le32 access;		/* enum ohca_access */
+	ohca_le32 rsvd1[4];
+};
+OHCA_ASSERT_SIZE(struct ohca_reg_mr_wqe, 64);
+OHCA_ASSERT_OFFSET(struct ohca_reg_mr_wqe, opcode, 8);
+OHCA_ASSERT_OFFSET(struct ohca_reg_mr_wqe, flags, 9);
+OHCA_ASSERT_OFFSET(struct ohca_reg_mr_wqe, key, 12);
+OHCA_ASSERT_OFFSET(struct ohca_reg_mr_wqe, pbl_addr, 32);
+OHCA_ASSERT_OFFSET(struct ohca_reg_mr_wqe, npages, 40);
+
 /* Receive WQE: this header, then num_sge struct ohca_sge. */
 struct ohca_recv_wqe {
 	ohca_le64 wr_id;
@@ -232,6 +283,8 @@ enum ohca_cqe_opcode {
 	OHCA_CQE_RDMA_READ		= 0x02,
 	OHCA_CQE_COMP_SWAP		= 0x03,	/* byte_len 8 (ABI 1.2) */
 	OHCA_CQE_FETCH_ADD		= 0x04,	/* byte_len 8 (ABI 1.2) */
+	OHCA_CQE_LOCAL_INV		= 0x06,
+	OHCA_CQE_REG_MR			= 0x08,
 	OHCA_CQE_RECV			= 0x80,
 	OHCA_CQE_RECV_RDMA_WITH_IMM	= 0x81,
 };
@@ -260,6 +313,9 @@ enum ohca_cqe_flags {
 	OHCA_CQE_F_GRH			= 1u << 1,
 	/* (ABI 1.2) UD receives: the packet was RoCEv2 over IPv4 */
 	OHCA_CQE_F_IPV4			= 1u << 2,
+	/* (ABI 1.2) A SEND with invalidate received: imm_data holds the invalidated
+	 * R_Key as a little-endian number. */
+	OHCA_CQE_F_INV			= 1u << 3,
 };
 
 #define OHCA_CQE_OWNER			0x01
@@ -313,6 +369,13 @@ enum ohca_vendor_err {
 	OHCA_VERR_FLUSH			= 9,
 	OHCA_VERR_BAD_AV		= 10,	/* UD: address vector (ABI 1.2) */
 	OHCA_VERR_MSG_TOO_LONG		= 11,	/* UD: message over the MTU */
+	/* Memory management (REG_MR, LOCAL_INV, remote invalidation): the
+	 * MR is not a fast-registration MR, is not free (REG_MR), or the key
+	 * is not its current key. */
+	OHCA_VERR_MR_STATE		= 12,
+	/* REG_MR: page list longer than the MR's capacity, not covering the
+	 * length, badly aligned or unreadable; bad access or length. */
+	OHCA_VERR_REG_MR		= 13,
 };
 
 #endif /* OHCA_QUEUE_H */

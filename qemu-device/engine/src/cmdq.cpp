@@ -255,6 +255,8 @@ Device::CmdResult Device::cmd_query_device(const Command &cmd) {
     out.gid_table_len = le(L::gid_table_len);
     out.pkey_table_len = le(L::pkey_table_len);
     out.num_ports = le(L::num_ports);
+    out.dev_caps = le(L::dev_caps);
+    out.max_fast_reg_page_list_len = le(L::max_fast_reg_page_list_len);
     return write_output(cmd, &out, sizeof(out));
 }
 

@@ -102,6 +102,12 @@ void Device::complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t ver
     case OHCA_WR_RDMA_READ:
         cqe.opcode = OHCA_CQE_RDMA_READ;
         break;
+    case OHCA_WR_LOCAL_INV:
+        cqe.opcode = OHCA_CQE_LOCAL_INV;
+        break;
+    case OHCA_WR_REG_MR:
+        cqe.opcode = OHCA_CQE_REG_MR;
+        break;
     default:
         cqe.opcode = OHCA_CQE_SEND;
         break;
@@ -117,7 +123,7 @@ void Device::complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t ver
 
 void Device::complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
                            std::optional<uint32_t> imm, uint8_t status, uint8_t verr,
-                           bool solicited) {
+                           bool solicited, std::optional<uint32_t> invalidated) {
     ohca_cqe cqe{};
     cqe.wr_id = le(wr_id);
     cqe.qpn = le(qp.qpn);
@@ -132,6 +138,9 @@ void Device::complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte
             const uint32_t be = byteswap(*imm); // wire order in memory
             std::memcpy(&cqe.imm_data, &be, sizeof(be));
             cqe.flags = OHCA_CQE_F_IMM;
+        } else if (invalidated) {
+            cqe.imm_data = le(*invalidated);
+            cqe.flags = OHCA_CQE_F_INV;
         }
     }
     ++qp.rq.ci;

@@ -63,6 +63,9 @@ struct DeviceLimits {
     static constexpr uint32_t gid_table_len = kGidTableLen;
     static constexpr uint32_t pkey_table_len = 1;
     static constexpr uint32_t num_ports = 1;
+    // Fast registration: page-list entries per fast-registration MR.
+    static constexpr uint32_t max_fast_reg_page_list_len = OHCA_MAX_FAST_REG_PAGES;
+    static constexpr uint32_t dev_caps = OHCA_DEV_CAP_FAST_REG;
     static constexpr uint32_t speed_mbps = 10000;
     static constexpr uint32_t default_mtu = 1500;
     // Enforced by CREATE_QP: 2^log_size <= max_qp_wr.
@@ -193,7 +196,8 @@ class Device {
     void cq_doorbell(uint32_t page, uint32_t cqn, uint32_t value);
     void complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr);
     void complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
-                       std::optional<uint32_t> imm, uint8_t status, uint8_t verr, bool solicited);
+                       std::optional<uint32_t> imm, uint8_t status, uint8_t verr, bool solicited,
+                       std::optional<uint32_t> invalidated = std::nullopt);
     void qp_to_error(Qp &qp);
     void flush_qp(Qp &qp);
     struct KeyResult {
@@ -206,6 +210,17 @@ class Device {
     bool mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const;
     bool mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const;
     Qp *find_qp(uint32_t qpn);
+
+    // fast_reg.cpp: fast-registration MRs and invalidation
+    struct LocalOpResult {
+        uint8_t status = OHCA_CQE_SUCCESS;
+        uint8_t verr = OHCA_VERR_NONE;
+    };
+    CmdResult init_fast_reg_mr(const ohca_create_mr_in &in, Mr &mr) const;
+    LocalOpResult execute_reg_mr(const Qp &qp, const ohca_reg_mr_wqe &w);
+    // Makes the fast-registration MR whose current key is 'key' free.
+    uint8_t invalidate_key(uint32_t key, uint32_t pdn);
+    LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr);
 
     // requester.cpp: SQ doorbells, WQE processing, segmentation, ACKs,
     // retransmission

@@ -171,7 +171,7 @@ Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
         (physical && (access & ~uint32_t{OHCA_ACCESS_LOCAL_WRITE}) != 0)) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_mr_in, access)};
     }
-    if ((flags & ~uint32_t{OHCA_MR_F_PHYSICAL}) != 0) {
+    if (flags != 0 && flags != OHCA_MR_F_PHYSICAL && flags != OHCA_MR_F_FAST_REG) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_mr_in, flags)};
     }
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_create_mr_in, rsvd), sizeof(in.rsvd))) {
@@ -181,7 +181,11 @@ Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
     mr.pdn = pdn;
     mr.access = access;
     mr.physical = physical;
-    if (physical) {
+    if (flags == OHCA_MR_F_FAST_REG) {
+        if (CmdResult r = init_fast_reg_mr(in, mr); r.status != OHCA_STATUS_OK) {
+            return r;
+        }
+    } else if (physical) {
         // The whole bus address space: iova and length are not used.
         mr.iova = 0;
         mr.length = ~uint64_t{0};
@@ -218,6 +222,7 @@ Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
     MrSlot &slot = mrs_[*index];
     const auto tag = static_cast<uint8_t>(slot.tag + 1);
     mr.key = (*index << 8) | tag;
+    mr.handle = mr.key;
     if (CmdResult r = write_create_out(cmd, mr.key, mr.key); r.status != OHCA_STATUS_OK) {
         return r;
     }
@@ -234,7 +239,7 @@ Device::CmdResult Device::cmd_destroy_mr(const Command &cmd) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
     }
     const uint32_t index = OHCA_KEY_INDEX(key);
-    if (index == 0 || index >= mrs_.size() || !mrs_[index].mr || mrs_[index].mr->key != key) {
+    if (index == 0 || index >= mrs_.size() || !mrs_[index].mr || mrs_[index].mr->handle != key) {
         return {OHCA_STATUS_BAD_HANDLE, key};
     }
     if (Pd *pd = lookup(pds_, mrs_[index].mr->pdn)) {
@@ -247,7 +252,8 @@ Device::CmdResult Device::cmd_destroy_mr(const Command &cmd) {
 Device::KeyResult Device::check_key(uint32_t key, uint64_t va, uint64_t len, uint32_t access,
                                     uint32_t pdn) const {
     const uint32_t index = OHCA_KEY_INDEX(key);
-    if (index == 0 || index >= mrs_.size() || !mrs_[index].mr || mrs_[index].mr->key != key) {
+    if (index == 0 || index >= mrs_.size() || !mrs_[index].mr || mrs_[index].mr->key != key ||
+        !mrs_[index].mr->valid) {
         return {OHCA_VERR_BAD_LKEY, nullptr};
     }
     const Mr &mr = *mrs_[index].mr;

@@ -31,12 +31,19 @@ struct Pd {
 };
 
 struct Mr {
-    uint32_t key = 0;
+    uint32_t key = 0;    // current key: only it grants access
+    uint32_t handle = 0; // the key CREATE_MR returned (DESTROY_MR)
     uint32_t pdn = 0;
     uint32_t access = 0;
     uint64_t iova = 0;
     uint64_t length = 0;
     bool physical = false;
+    // Fast registration (fast_reg.cpp): free (no translation) until a
+    // REG_MR WQE, free again after an invalidation; at most 'capacity'
+    // pages.
+    bool fast_reg = false;
+    bool valid = true;
+    uint32_t capacity = 0;
     PageList pages; // page 0 holds iova & ~(page_size - 1)
 };
 
@@ -72,6 +79,9 @@ struct SendWr {
     std::vector<Sge> sges;
     std::vector<uint8_t> inline_data;
     bool is_inline = false;
+    // A memory-management WQE (REG_MR, LOCAL_INV) executed when fetched:
+    // no packets, completes in order once everything before it has.
+    bool local_op = false;
     uint32_t first_psn = 0;
     uint32_t npkts = 1;
     uint32_t read_pkts = 0;  // READ: response packets received in order

@@ -25,6 +25,11 @@ bool is_read(const SendWr &w) {
     return w.opcode == OHCA_WR_RDMA_READ;
 }
 
+bool known_opcode(uint8_t op) {
+    return op <= OHCA_WR_RDMA_READ || op == OHCA_WR_SEND_INV || op == OHCA_WR_LOCAL_INV ||
+           op == OHCA_WR_REG_MR;
+}
+
 uint32_t wire_imm(uint32_t le_field) {
     // The WQE holds the immediate as the wire bytes; read them in order.
     uint8_t b[4];
@@ -213,7 +218,8 @@ void Device::process_sq(Qp &qp, unsigned int &budget) {
             // outstanding one may always go, whatever its length.
             const uint32_t end =
                 is_read(w) ? psn_add(w.first_psn, w.npkts) : psn_add(w.first_psn, qp.cur_pkt + 1);
-            if (w.local_status == OHCA_CQE_SUCCESS && !(is_read(w) && qp.cur_wr == 0) &&
+            if (w.local_status == OHCA_CQE_SUCCESS && !w.local_op &&
+                !(is_read(w) && qp.cur_wr == 0) &&
                 psn_diff(end, qp.una_psn) > static_cast<int32_t>(qp.cwnd)) {
                 break; // window full: resumed by the next ACK or response
             }
@@ -263,7 +269,7 @@ bool Device::fetch_send_wqe(Qp &qp) {
         wr.rkey = le(w.rkey);
         const bool inl = (w.flags & OHCA_WQE_INLINE) != 0;
         const uint32_t inline_len = le(w.inline_len);
-        if (w.opcode > OHCA_WR_RDMA_READ || (w.flags & ~kSendFlagsKnown) != 0) {
+        if (!known_opcode(w.opcode) || (w.flags & ~kSendFlagsKnown) != 0) {
             fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
         } else if ((wr.flags & OHCA_WQE_FENCE) != 0 &&
                    std::any_of(qp.inflight.begin(), qp.inflight.end(),
@@ -274,6 +280,11 @@ bool Device::fetch_send_wqe(Qp &qp) {
                        return is_read(o) && !o.read_done;
                    }) >= std::max<int>(1, qp.attrs.max_rd_atomic)) {
             return false; // initiator depth reached
+        } else if (w.opcode == OHCA_WR_REG_MR || w.opcode == OHCA_WR_LOCAL_INV) {
+            const LocalOpResult r = execute_local_op(qp, w, wr);
+            if (r.status != OHCA_CQE_SUCCESS) {
+                fail(r.status, r.verr);
+            }
         } else if (inl) {
             if (is_read(wr) || inline_len > qp.max_inline ||
                 sizeof(ohca_send_wqe) + inline_len > stride) {
@@ -316,7 +327,7 @@ bool Device::fetch_send_wqe(Qp &qp) {
             }
         }
     }
-    if (wr.local_status == OHCA_CQE_SUCCESS) {
+    if (wr.local_status == OHCA_CQE_SUCCESS && !wr.local_op) {
         const uint32_t mtu = mtu_bytes(qp);
         wr.npkts = std::max<uint32_t>(1, (wr.length + mtu - 1) / mtu);
         wr.first_psn = qp.next_psn;
@@ -324,8 +335,9 @@ bool Device::fetch_send_wqe(Qp &qp) {
     }
     qp.inflight.push_back(std::move(wr));
     ++qp.sq_fetched;
-    if (qp.inflight.size() == 1 && qp.inflight.front().local_status != OHCA_CQE_SUCCESS) {
-        ack_through(qp, psn_add(qp.una_psn, kPsnMask)); // fails it now
+    if (qp.inflight.size() == 1 &&
+        (qp.inflight.front().local_status != OHCA_CQE_SUCCESS || qp.inflight.front().local_op)) {
+        ack_through(qp, psn_add(qp.una_psn, kPsnMask)); // completes or fails it now
     }
     return true;
 }
@@ -360,7 +372,7 @@ bool Device::gather(Qp &qp, const SendWr &wr, uint32_t offset, std::span<uint8_t
 
 void Device::send_packet(Qp &qp) {
     SendWr &wr = qp.inflight[qp.cur_wr];
-    if (wr.local_status != OHCA_CQE_SUCCESS) {
+    if (wr.local_status != OHCA_CQE_SUCCESS || wr.local_op) {
         ++qp.cur_wr;
         qp.cur_pkt = 0;
         return;
@@ -397,15 +409,18 @@ void Device::send_packet(Qp &qp) {
     } else {
         const bool write = wr.opcode == OHCA_WR_RDMA_WRITE || wr.opcode == OHCA_WR_RDMA_WRITE_IMM;
         const bool imm = wr.opcode == OHCA_WR_RDMA_WRITE_IMM || wr.opcode == OHCA_WR_SEND_IMM;
+        const bool inv = wr.opcode == OHCA_WR_SEND_INV;
         const bool first = k == 0;
         const bool last = k + 1 == wr.npkts;
         if (first && last) {
             f.bth.opcode = write ? (imm ? rc::kWriteOnlyImm : rc::kWriteOnly)
+                           : inv ? rc::kSendOnlyInv
                                  : (imm ? rc::kSendOnlyImm : rc::kSendOnly);
         } else if (first) {
             f.bth.opcode = write ? rc::kWriteFirst : rc::kSendFirst;
         } else if (last) {
             f.bth.opcode = write ? (imm ? rc::kWriteLastImm : rc::kWriteLast)
+                           : inv ? rc::kSendLastInv
                                  : (imm ? rc::kSendLastImm : rc::kSendLast);
         } else {
             f.bth.opcode = write ? rc::kWriteMiddle : rc::kSendMiddle;
@@ -415,6 +430,9 @@ void Device::send_packet(Qp &qp) {
         }
         if (imm && last) {
             f.imm = wr.imm;
+        }
+        if (inv && last) {
+            f.ieth = wr.rkey;
         }
         // Long messages ask for ACKs on the way, which open the window; so
         // does the packet that fills it.
@@ -457,6 +475,18 @@ void Device::ack_through(Qp &qp, uint32_t psn) {
         if (w.local_status != OHCA_CQE_SUCCESS) {
             requester_fail(qp, w.local_status, w.local_verr);
             return;
+        }
+        if (w.local_op) {
+            // Executed when fetched; done once everything before it is.
+            complete_send(qp, w, OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
+            qp.inflight.pop_front();
+            progress = true;
+            if (qp.cur_wr > 0) {
+                --qp.cur_wr;
+            } else {
+                qp.cur_pkt = 0;
+            }
+            continue;
         }
         const uint32_t last = psn_add(w.first_psn, w.npkts - 1);
         if (is_read(w) && !w.read_done) {

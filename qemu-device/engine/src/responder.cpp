@@ -14,20 +14,21 @@ namespace {
 constexpr uint8_t kAckCredits = 0x1f; // "invalid credit count": no end-to-end credits
 
 bool is_send(uint8_t op) {
-    return op <= rc::kSendOnlyImm;
+    return op <= rc::kSendOnlyImm || op == rc::kSendLastInv || op == rc::kSendOnlyInv;
 }
 bool is_write(uint8_t op) {
     return op >= rc::kWriteFirst && op <= rc::kWriteOnlyImm;
 }
 bool starts_message(uint8_t op) {
     return op == rc::kSendFirst || op == rc::kSendOnly || op == rc::kSendOnlyImm ||
-           op == rc::kWriteFirst || op == rc::kWriteOnly || op == rc::kWriteOnlyImm ||
-           op == rc::kReadRequest;
+           op == rc::kSendOnlyInv || op == rc::kWriteFirst || op == rc::kWriteOnly ||
+           op == rc::kWriteOnlyImm || op == rc::kReadRequest;
 }
 bool ends_message(uint8_t op) {
     return op == rc::kSendLast || op == rc::kSendLastImm || op == rc::kSendOnly ||
-           op == rc::kSendOnlyImm || op == rc::kWriteLast || op == rc::kWriteLastImm ||
-           op == rc::kWriteOnly || op == rc::kWriteOnlyImm;
+           op == rc::kSendOnlyImm || op == rc::kSendLastInv || op == rc::kSendOnlyInv ||
+           op == rc::kWriteLast || op == rc::kWriteLastImm || op == rc::kWriteOnly ||
+           op == rc::kWriteOnlyImm;
 }
 bool has_imm(uint8_t op) {
     return op == rc::kSendLastImm || op == rc::kSendOnlyImm || op == rc::kWriteLastImm ||
@@ -89,7 +90,7 @@ void Device::roce_rx(std::span<const uint8_t> frame) {
         return;
     }
     ++roce_.rx_packets;
-    if (h.opcode >= rc::kReadRespFirst && h.opcode <= rc::kAck) {
+    if (rc_is_response(h.opcode)) {
         requester_rx(*qp, p);
     } else {
         responder_rx(*qp, p);
@@ -374,9 +375,20 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
         if (ends) {
             qp.recv_loaded = false;
             qp.in_msg = Qp::InMsg::None;
+            if (pkt.fields.ieth) {
+                // SEND with invalidate: the named MR is free once the
+                // message is placed (IBTA class J error otherwise).
+                const uint8_t verr = invalidate_key(*pkt.fields.ieth, qp.pdn);
+                if (verr != OHCA_VERR_NONE) {
+                    complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                                  OHCA_CQE_REM_INV_REQ_ERR, verr, false);
+                    responder_error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+                    return;
+                }
+            }
             qp.msn = (qp.msn + 1) & kPsnMask;
             complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, qp.recv_offset, pkt.fields.imm,
-                          OHCA_CQE_SUCCESS, OHCA_VERR_NONE, h.solicited);
+                          OHCA_CQE_SUCCESS, OHCA_VERR_NONE, h.solicited, pkt.fields.ieth);
         }
     } else {
         if (starts) {

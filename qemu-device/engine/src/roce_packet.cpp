@@ -18,6 +18,7 @@ constexpr size_t kAtomicAckEthLen = 8;
 constexpr size_t kRethLen = 16;
 constexpr size_t kAethLen = 4;
 constexpr size_t kImmLen = 4;
+constexpr size_t kIethLen = 4;
 constexpr size_t kIcrcLen = 4;
 constexpr size_t kUdpLen = 8;
 
@@ -88,6 +89,12 @@ OpcodeInfo rc_opcode_info(uint8_t op) {
         i.atomic_ack_eth = true;
         return i;
     }
+    if (op == rc::kSendLastInv || op == rc::kSendOnlyInv) {
+        i.valid = true;
+        i.ieth = true;
+        i.payload = true;
+        return i;
+    }
     if (op > rc::kAck) {
         return i;
     }
@@ -148,7 +155,8 @@ std::vector<uint8_t> build_roce_frame(const PacketPath &path, const PacketFields
     const size_t l3 = path.vlan_id != 0xffff ? 18 : 14;
     const size_t ip_len = path.ipv6 ? 40 : 20;
     const size_t ext = (fields.deth ? kDethLen : 0) + (fields.reth ? kRethLen : 0) +
-                       (fields.aeth ? kAethLen : 0) + (fields.imm ? kImmLen : 0);
+                       (fields.aeth ? kAethLen : 0) + (fields.imm ? kImmLen : 0) +
+                       (fields.ieth ? kIethLen : 0);
     const size_t pad = (4 - (payload.size() & 3)) & 3;
     const size_t udp_len = kUdpLen + kBthLen + ext + payload.size() + pad + kIcrcLen;
     std::vector<uint8_t> f(l3 + ip_len + udp_len, 0);
@@ -212,6 +220,10 @@ std::vector<uint8_t> build_roce_frame(const PacketPath &path, const PacketFields
     if (fields.imm) {
         put32(f, off, *fields.imm);
         off += kImmLen;
+    }
+    if (fields.ieth) {
+        put32(f, off, *fields.ieth);
+        off += kIethLen;
     }
     std::copy(payload.begin(), payload.end(), f.begin() + static_cast<long>(off));
     const uint32_t icrc = compute_icrc(f, l3, path.ipv6);
@@ -301,7 +313,8 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
     const size_t end = f.size() - kIcrcLen;
     const size_t ext = (info.deth ? kDethLen : 0) + (info.reth ? kRethLen : 0) +
                        (info.aeth ? kAethLen : 0) + (info.atomic_eth ? kAtomicEthLen : 0) +
-                       (info.atomic_ack_eth ? kAtomicAckEthLen : 0) + (info.imm ? kImmLen : 0);
+                       (info.atomic_ack_eth ? kAtomicAckEthLen : 0) + (info.imm ? kImmLen : 0) +
+                       (info.ieth ? kIethLen : 0);
     if (end < off + ext) {
         return ParseError::Malformed;
     }
@@ -309,6 +322,7 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
     out.fields.reth.reset();
     out.fields.aeth.reset();
     out.fields.imm.reset();
+    out.fields.ieth.reset();
     if (info.deth) {
         out.fields.deth = Deth{get32(f, off), get32(f, off + 4) & 0xffffff};
         off += kDethLen;
@@ -332,6 +346,10 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
     if (info.imm) {
         out.fields.imm = get32(f, off);
         off += kImmLen;
+    }
+    if (info.ieth) {
+        out.fields.ieth = get32(f, off);
+        off += kIethLen;
     }
     const size_t plen = end - off;
     if (h.pad > plen || (!info.payload && plen != 0) || (plen & 3) != 0) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // RoCEv2 packets: Ethernet (optional 802.1Q) / IPv4 or IPv6 / UDP 4791 /
-// BTH [+ DETH] [+ RETH] [+ AETH] [+ AtomicETH] [+ ImmDt] / payload / pad /
-// ICRC. Building and
+// BTH [+ DETH] [+ RETH] [+ AETH] [+ AtomicETH] [+ ImmDt | IETH] / payload /
+// pad / ICRC. Building and
 // parsing are pure functions over byte buffers (IBTA vol. 1 ch. 9, annex A17).
 #pragma once
 
@@ -41,6 +41,8 @@ inline constexpr uint8_t kAck = 0x11;
 inline constexpr uint8_t kAtomicAck = 0x12;
 inline constexpr uint8_t kCompareSwap = 0x13;
 inline constexpr uint8_t kFetchAdd = 0x14;
+inline constexpr uint8_t kSendLastInv = 0x16; // + IETH
+inline constexpr uint8_t kSendOnlyInv = 0x17; // + IETH
 } // namespace rc
 
 // UD opcodes (transport bits 011): single-packet SENDs only.
@@ -58,6 +60,7 @@ struct OpcodeInfo {
     bool atomic_eth = false;     // 28 bytes, not decoded here
     bool atomic_ack_eth = false; // 8 bytes, not decoded here
     bool imm = false;
+    bool ieth = false;
     bool payload = false;
 };
 OpcodeInfo rc_opcode_info(uint8_t opcode);
@@ -122,8 +125,14 @@ struct PacketFields {
     std::optional<Deth> deth;
     std::optional<Reth> reth;
     std::optional<Aeth> aeth;
-    std::optional<uint32_t> imm; // as on the wire: the 4 bytes, big endian
+    std::optional<uint32_t> imm;  // as on the wire: the 4 bytes, big endian
+    std::optional<uint32_t> ieth; // R_Key to invalidate (SEND with invalidate)
 };
+
+// Requests travel requester -> responder, responses the other way.
+inline bool rc_is_response(uint8_t op) {
+    return op >= rc::kReadRespFirst && op <= rc::kAck;
+}
 
 // Builds a whole frame; the payload is padded to 4 bytes and the ICRC
 // appended. The BTH pad count is computed here.
