@@ -223,6 +223,17 @@ struct ohca_pbl_mem {
 struct ohca_mr {
 	struct ib_mr ibmr;
 	struct ib_umem *umem;		/* NULL for the DMA MR */
+	u32 handle;			/* CREATE_MR's key, for DESTROY_MR */
+	/*
+	 * Fast-registration MR: coherent page list of max_pages entries,
+	 * npages of them filled by map_mr_sg (the ULP serialises map_mr_sg
+	 * and posting the REG_MR).
+	 */
+	__le64 *pages;
+	dma_addr_t pages_dma;
+	size_t pages_bytes;
+	u32 max_pages;
+	u32 npages;
 };
 
 /*
@@ -238,8 +249,12 @@ struct ohca_cq {
 	struct ohca_cqe *ring;		/* kernel CQ */
 	dma_addr_t ring_dma;
 	size_t ring_bytes;
-	spinlock_t lock;		/* kernel CQ: guards ci and the ring */
+	/* Kernel CQ: guards ci, the ring and the two QP lists below. */
+	spinlock_t lock;
 	u32 ci;				/* free-running consumer index */
+	/* Kernel QPs whose SQ / RQ complete here (software flushes). */
+	struct list_head sq_list;
+	struct list_head rq_list;
 };
 
 /* One work queue (SQ or RQ) of a QP. */
@@ -266,6 +281,9 @@ struct ohca_qp {
 	enum ib_sig_type sq_sig_type;
 	struct mutex state_lock;	/* serialises modify_qp, guards state */
 	enum ib_qp_state state;		/* last state set by modify_qp */
+	/* Kernel QP: on its send / recv CQ's lists, under that CQ's lock. */
+	struct list_head scq_node;
+	struct list_head rcq_node;
 };
 
 struct ohca_user_mmap_entry {
@@ -387,6 +405,16 @@ struct ib_mr *ohca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 struct ib_mr *ohca_get_dma_mr(struct ib_pd *ibpd, int access);
 int ohca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 
+/* ohca_fastreg.c */
+u32 ohca_fast_reg_page_list_len(struct ohca_dev *dev);
+struct ib_mr *ohca_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
+			    u32 max_num_sg);
+int ohca_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		   unsigned int *sg_offset);
+void ohca_fast_reg_free(struct ohca_dev *dev, struct ohca_mr *mr);
+int ohca_build_reg_mr_wqe(struct ohca_dev *dev, const struct ib_reg_wr *wr,
+			  bool signaled, struct ohca_reg_mr_wqe *wqe);
+
 /* ohca_cq.c */
 int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		   struct ib_udata *udata);
@@ -395,6 +423,8 @@ int ohca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int ohca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 void ohca_cq_event(struct ohca_dev *dev, u32 cqn, bool error, u16 code);
 enum ib_wc_status ohca_wc_status(u8 status);
+void ohca_cq_clean(struct ohca_dev *dev, struct ohca_cq *cq, u32 qpn);
+void ohca_cq_kick(struct ohca_cq *cq);
 
 /* ohca_qp.c */
 int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -411,6 +441,7 @@ int ohca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 void ohca_qp_event(struct ohca_dev *dev, u32 qpn, u16 code);
 enum ib_event_type ohca_qp_event_type(u16 code, bool *ok);
 u32 ohca_qp_mask_to_dev(int ib_mask);
+int ohca_qp_flush_sw(struct ohca_qp *qp, bool sq, struct ib_wc *wc, int num);
 int ohca_wr_opcode(enum ib_wr_opcode opcode);
 
 /* ohca_stats.c */

@@ -138,6 +138,8 @@ int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	}
 
 	spin_lock_init(&cq->lock);
+	INIT_LIST_HEAD(&cq->sq_list);
+	INIT_LIST_HEAD(&cq->rq_list);
 	cq->ci = 0;
 	cq->ceq = &dev->comp_eqs[attr->comp_vector % dev->num_comp_eqs];
 
@@ -237,11 +239,11 @@ enum ib_wc_status ohca_wc_status(u8 status)
 	}
 }
 
-/* The next valid CQE of a kernel CQ, or NULL. Under cq->lock. */
-static struct ohca_cqe *ohca_cq_next(struct ohca_cq *cq)
+/* The CQE at free-running index @idx if the device has written it. */
+static struct ohca_cqe *ohca_cqe_at(struct ohca_cq *cq, u32 idx)
 {
-	struct ohca_cqe *cqe = &cq->ring[cq->ci & (BIT(cq->log_size) - 1)];
-	u8 owner = ((cq->ci >> cq->log_size) & 1) ? 0 : OHCA_CQE_OWNER;
+	struct ohca_cqe *cqe = &cq->ring[idx & (BIT(cq->log_size) - 1)];
+	u8 owner = ((idx >> cq->log_size) & 1) ? 0 : OHCA_CQE_OWNER;
 
 	if ((READ_ONCE(cqe->owner) & OHCA_CQE_OWNER) != owner)
 		return NULL;
@@ -250,12 +252,77 @@ static struct ohca_cqe *ohca_cq_next(struct ohca_cq *cq)
 	return cqe;
 }
 
-static void ohca_cqe_to_wc(struct ohca_dev *dev, const struct ohca_cqe *cqe,
+/* The next valid CQE of a kernel CQ, or NULL. Under cq->lock. */
+static struct ohca_cqe *ohca_cq_next(struct ohca_cq *cq)
+{
+	return ohca_cqe_at(cq, cq->ci);
+}
+
+/*
+ * Drop the CQEs of QP @qpn from a kernel CQ once the device no longer
+ * produces any for it (the QP was destroyed or is in RESET): otherwise a
+ * stale send CQE moves a restarted QP's consumer index, retires another
+ * QP's WQEs after the number is reused, or hands the core a freed
+ * consumer's wr_cqe. Later CQEs move up over the dropped ones, keeping the
+ * owner bit of their new slot; the device only writes past them.
+ */
+void ohca_cq_clean(struct ohca_dev *dev, struct ohca_cq *cq, u32 qpn)
+{
+	u32 mask = BIT(cq->log_size) - 1;
+	u32 n = 0, nfreed = 0, k;
+	unsigned long flags;
+
+	if (!cq->ring)
+		return;
+	spin_lock_irqsave(&cq->lock, flags);
+	while (n <= mask && ohca_cqe_at(cq, cq->ci + n))
+		n++;
+	for (k = n; k-- > 0;) {
+		struct ohca_cqe *cqe = &cq->ring[(cq->ci + k) & mask];
+		struct ohca_cqe *dst;
+		u8 owner;
+
+		if (le32_to_cpu(cqe->qpn) == qpn) {
+			nfreed++;
+			continue;
+		}
+		if (!nfreed)
+			continue;
+		dst = &cq->ring[(cq->ci + k + nfreed) & mask];
+		owner = dst->owner;
+		*dst = *cqe;
+		dst->owner = owner;
+	}
+	if (nfreed) {
+		cq->ci += nfreed;
+		ohca_kdb(dev, OHCA_DB_CQ, cq->cqn, cq->ci & OHCA_DB_CQ_CI_MASK);
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
+/*
+ * The device is stopped: completions exist only in software now. Tell the
+ * CQ's consumer, as a completion event would (not for IB_POLL_DIRECT CQs,
+ * whose owner polls them itself).
+ */
+void ohca_cq_kick(struct ohca_cq *cq)
+{
+	if (cq->ibcq.comp_handler && cq->ibcq.poll_ctx != IB_POLL_DIRECT)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+}
+
+/* False for a CQE of a QP that is gone: dropped. */
+static bool ohca_cqe_to_wc(struct ohca_dev *dev, const struct ohca_cqe *cqe,
 			   struct ib_wc *wc)
 {
 	u32 qpn = le32_to_cpu(cqe->qpn);
 	struct ohca_qp *qp = xa_load(&dev->qp_xa, qpn);
 
+	if (!qp) {
+		dev_dbg_ratelimited(&dev->pdev->dev,
+				    "CQE of unknown QP 0x%x dropped\n", qpn);
+		return false;
+	}
 	memset(wc, 0, sizeof(*wc));
 	wc->wr_id = le64_to_cpu(cqe->wr_id);
 	wc->status = ohca_wc_status(cqe->status);
@@ -263,10 +330,13 @@ static void ohca_cqe_to_wc(struct ohca_dev *dev, const struct ohca_cqe *cqe,
 	wc->byte_len = le32_to_cpu(cqe->byte_len);
 	wc->src_qp = le32_to_cpu(cqe->src_qp);
 	wc->port_num = 1;
-	wc->qp = qp ? &qp->ibqp : NULL;
+	wc->qp = &qp->ibqp;
 	if (cqe->flags & OHCA_CQE_F_IMM) {
 		wc->ex.imm_data = (__force __be32)cqe->imm_data;
 		wc->wc_flags |= IB_WC_WITH_IMM;
+	} else if (cqe->flags & OHCA_CQE_F_INV) {
+		wc->ex.invalidate_rkey = le32_to_cpu(cqe->imm_data);
+		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
 	}
 
 	switch (cqe->opcode) {
@@ -279,6 +349,12 @@ static void ohca_cqe_to_wc(struct ohca_dev *dev, const struct ohca_cqe *cqe,
 	case OHCA_CQE_RDMA_READ:
 		wc->opcode = IB_WC_RDMA_READ;
 		break;
+	case OHCA_CQE_LOCAL_INV:
+		wc->opcode = IB_WC_LOCAL_INV;
+		break;
+	case OHCA_CQE_REG_MR:
+		wc->opcode = IB_WC_REG_MR;
+		break;
 	case OHCA_CQE_RECV_RDMA_WITH_IMM:
 		wc->opcode = IB_WC_RECV_RDMA_WITH_IMM;
 		break;
@@ -287,8 +363,6 @@ static void ohca_cqe_to_wc(struct ohca_dev *dev, const struct ohca_cqe *cqe,
 		break;
 	}
 
-	if (!qp)
-		return;
 	/* Retire the work queue entries the completion covers. */
 	if (cqe->opcode & OHCA_CQE_RECV) {
 		WRITE_ONCE(qp->rq.ci, qp->rq.ci + 1);
@@ -298,6 +372,7 @@ static void ohca_cqe_to_wc(struct ohca_dev *dev, const struct ohca_cqe *cqe,
 		ci += ((le16_to_cpu(cqe->wqe_index) - ci) & 0xffff) + 1;
 		WRITE_ONCE(qp->sq.ci, ci);
 	}
+	return true;
 }
 
 int ohca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
@@ -306,6 +381,7 @@ int ohca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 	struct ohca_cq *cq = to_ohca_cq(ibcq);
 	struct ohca_cqe *cqe;
 	unsigned long flags;
+	bool moved = false;
 	int n = 0;
 
 	if (WARN_ON_ONCE(!cq->ring))
@@ -313,12 +389,28 @@ int ohca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 
 	spin_lock_irqsave(&cq->lock, flags);
 	while (n < num_entries && (cqe = ohca_cq_next(cq))) {
-		ohca_cqe_to_wc(dev, cqe, &wc[n++]);
+		if (ohca_cqe_to_wc(dev, cqe, &wc[n]))
+			n++;
 		cq->ci++;
+		moved = true;
 	}
-	if (n)
+	if (moved)
 		ohca_kdb(dev, OHCA_DB_CQ, cq->cqn,
 			 cq->ci & OHCA_DB_CQ_CI_MASK);
+	/*
+	 * A stopped device completes nothing more: what the kernel QPs still
+	 * have outstanding is flushed here, so ib_drain_qp() and the ULPs'
+	 * teardown finish.
+	 */
+	if (test_bit(OHCA_FLAG_FATAL, &dev->flags)) {
+		struct ohca_qp *qp;
+
+		list_for_each_entry(qp, &cq->sq_list, scq_node)
+			n += ohca_qp_flush_sw(qp, true, wc + n, num_entries - n);
+		list_for_each_entry(qp, &cq->rq_list, rcq_node)
+			n += ohca_qp_flush_sw(qp, false, wc + n,
+					      num_entries - n);
+	}
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return n;
 }

@@ -307,6 +307,7 @@ static int ohca_create_mr_cmd(struct ohca_dev *dev, struct ohca_mr *mr,
 			      &rkey);
 	if (err)
 		return err;
+	mr->handle = lkey;
 	mr->ibmr.lkey = lkey;
 	mr->ibmr.rkey = rkey;
 	return 0;
@@ -402,9 +403,12 @@ int ohca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct ohca_mr *mr = to_ohca_mr(ibmr);
 	int err;
 
-	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_MR, ibmr->lkey);
-	if (!ohca_destroy_failed(dev, err, "MR", ibmr->lkey))
+	/* The handle: a fast-registration MR's keys change with each REG_MR. */
+	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_MR, mr->handle);
+	if (!ohca_destroy_failed(dev, err, "MR", mr->handle)) {
 		ib_umem_release(mr->umem);
+		ohca_fast_reg_free(dev, mr);
+	}
 	kfree(mr);
 	return 0;
 }

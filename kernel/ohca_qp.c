@@ -286,6 +286,42 @@ static void ohca_qp_fill_caps(struct ohca_dev *dev, struct ohca_qp *qp,
 	cap->max_inline_data = qp->max_inline;
 }
 
+/*
+ * Kernel QPs are listed on their CQs, which flush them in software once
+ * the device is stopped (ohca_poll_cq).
+ */
+static void ohca_qp_attach_cqs(struct ohca_qp *qp)
+{
+	struct ohca_cq *scq = to_ohca_cq(qp->ibqp.send_cq);
+	struct ohca_cq *rcq = to_ohca_cq(qp->ibqp.recv_cq);
+	unsigned long flags;
+
+	spin_lock_irqsave(&scq->lock, flags);
+	list_add_tail(&qp->scq_node, &scq->sq_list);
+	spin_unlock_irqrestore(&scq->lock, flags);
+	spin_lock_irqsave(&rcq->lock, flags);
+	list_add_tail(&qp->rcq_node, &rcq->rq_list);
+	spin_unlock_irqrestore(&rcq->lock, flags);
+}
+
+/* The QP is gone from the device: off the CQ lists, its CQEs dropped. */
+static void ohca_qp_detach_cqs(struct ohca_dev *dev, struct ohca_qp *qp)
+{
+	struct ohca_cq *scq = to_ohca_cq(qp->ibqp.send_cq);
+	struct ohca_cq *rcq = to_ohca_cq(qp->ibqp.recv_cq);
+	unsigned long flags;
+
+	spin_lock_irqsave(&scq->lock, flags);
+	list_del(&qp->scq_node);
+	spin_unlock_irqrestore(&scq->lock, flags);
+	spin_lock_irqsave(&rcq->lock, flags);
+	list_del(&qp->rcq_node);
+	spin_unlock_irqrestore(&rcq->lock, flags);
+	ohca_cq_clean(dev, scq, qp->qpn);
+	if (rcq != scq)
+		ohca_cq_clean(dev, rcq, qp->qpn);
+}
+
 int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		   struct ib_udata *udata)
 {
@@ -347,6 +383,8 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 				       min(sizeof(resp), udata->outlen));
 		if (err)
 			goto err_erase;
+	} else {
+		ohca_qp_attach_cqs(qp);
 	}
 	return 0;
 
@@ -378,6 +416,9 @@ int ohca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_QP, qp->qpn);
 	/* No event handler may still hold the QP. */
 	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
+	/* Nor a poller: the CQ locks order it after them. */
+	if (qp->sq.buf)
+		ohca_qp_detach_cqs(dev, qp);
 	if (!ohca_destroy_failed(dev, err, "QP", qp->qpn))
 		ohca_qp_free_bufs(dev, qp);
 	mutex_destroy(&qp->state_lock);
@@ -567,10 +608,25 @@ int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		a->sq_psn = cpu_to_le32(attr->sq_psn);
 
 	err = ohca_cmd_exec(dev, &args);
+	/*
+	 * A stopped device changes no state, but a kernel QP still goes to
+	 * ERR or RESET in software: its outstanding work is flushed by
+	 * poll_cq, which ib_drain_qp() and the ULPs' teardown wait for.
+	 */
+	if (err && test_bit(OHCA_FLAG_FATAL, &dev->flags) && qp->sq.buf &&
+	    (new == IB_QPS_ERR || new == IB_QPS_RESET))
+		err = 0;
 	if (!err) {
 		qp->state = new;
-		/* The device starts the rings of a QP in RESET at index 0. */
+		/*
+		 * The device starts the rings of a QP in RESET at index 0 and
+		 * completes nothing more of the old ones.
+		 */
 		if (new == IB_QPS_RESET && qp->sq.buf) {
+			ohca_cq_clean(dev, to_ohca_cq(ibqp->send_cq), qp->qpn);
+			if (ibqp->recv_cq != ibqp->send_cq)
+				ohca_cq_clean(dev, to_ohca_cq(ibqp->recv_cq),
+					      qp->qpn);
 			ohca_wq_reset(&qp->sq);
 			ohca_wq_reset(&qp->rq);
 		}
@@ -651,6 +707,12 @@ int ohca_wr_opcode(enum ib_wr_opcode opcode)
 		return OHCA_WR_SEND_IMM;
 	case IB_WR_RDMA_READ:
 		return OHCA_WR_RDMA_READ;
+	case IB_WR_SEND_WITH_INV:
+		return OHCA_WR_SEND_INV;
+	case IB_WR_LOCAL_INV:
+		return OHCA_WR_LOCAL_INV;
+	case IB_WR_REG_MR:
+		return OHCA_WR_REG_MR;
 	default:
 		return -EINVAL;
 	}
@@ -659,6 +721,32 @@ int ohca_wr_opcode(enum ib_wr_opcode opcode)
 static void *ohca_wqe(struct ohca_wq *wq, u32 index)
 {
 	return wq->buf + ((index & (BIT(wq->log_size) - 1)) << wq->log_stride);
+}
+
+/*
+ * Under the CQ lock of the queue, with the device stopped: up to @num
+ * flush completions for the WQEs of a kernel QP's SQ (@sq) or RQ that the
+ * device never completed, in ring order. Both WQE formats start with
+ * wr_id.
+ */
+int ohca_qp_flush_sw(struct ohca_qp *qp, bool sq, struct ib_wc *wc, int num)
+{
+	struct ohca_wq *wq = sq ? &qp->sq : &qp->rq;
+	int n = 0;
+
+	while (n < num && wq->ci != READ_ONCE(wq->pi)) {
+		const __le64 *wr_id = ohca_wqe(wq, wq->ci);
+
+		memset(&wc[n], 0, sizeof(wc[n]));
+		wc[n].wr_id = le64_to_cpu(*wr_id);
+		wc[n].status = IB_WC_WR_FLUSH_ERR;
+		wc[n].opcode = sq ? IB_WC_SEND : IB_WC_RECV;
+		wc[n].qp = &qp->ibqp;
+		wc[n].port_num = 1;
+		n++;
+		WRITE_ONCE(wq->ci, wq->ci + 1);
+	}
+	return n;
 }
 
 /* Copy the data of an inline send; kernel SGEs hold virtual addresses. */
@@ -687,16 +775,23 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ib_send_wr *wr,
 {
 	struct ohca_sge *seg = (struct ohca_sge *)(wqe + 1);
 	int opcode = ohca_wr_opcode(wr->opcode);
+	bool signaled = (wr->send_flags & IB_SEND_SIGNALED) ||
+			qp->sq_sig_type == IB_SIGNAL_ALL_WR;
 	int i;
 
 	if (opcode < 0)
 		return opcode;
+	BUILD_BUG_ON(sizeof(struct ohca_reg_mr_wqe) !=
+		     sizeof(struct ohca_send_wqe));
+	if (wr->opcode == IB_WR_REG_MR)
+		return ohca_build_reg_mr_wqe(to_ohca_dev(qp->ibqp.device),
+					     reg_wr(wr), signaled,
+					     (struct ohca_reg_mr_wqe *)wqe);
 
 	memset(wqe, 0, sizeof(*wqe));
 	wqe->wr_id = cpu_to_le64(wr->wr_id);
 	wqe->opcode = opcode;
-	if ((wr->send_flags & IB_SEND_SIGNALED) ||
-	    qp->sq_sig_type == IB_SIGNAL_ALL_WR)
+	if (signaled)
 		wqe->flags |= OHCA_WQE_SIGNALED;
 	if (wr->send_flags & IB_SEND_SOLICITED)
 		wqe->flags |= OHCA_WQE_SOLICITED;
@@ -711,6 +806,11 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ib_send_wr *wr,
 		wqe->remote_addr = cpu_to_le64(rdma_wr(wr)->remote_addr);
 		wqe->rkey = cpu_to_le32(rdma_wr(wr)->rkey);
 	}
+	if (wr->opcode == IB_WR_SEND_WITH_INV ||
+	    wr->opcode == IB_WR_LOCAL_INV)
+		wqe->rkey = cpu_to_le32(wr->ex.invalidate_rkey);
+	if (wr->opcode == IB_WR_LOCAL_INV)
+		return 0;
 
 	if ((wr->send_flags & IB_SEND_INLINE) && wr->opcode != IB_WR_RDMA_READ)
 		return ohca_copy_inline(qp, wr, wqe);
@@ -733,6 +833,7 @@ int ohca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	struct ohca_qp *qp = to_ohca_qp(ibqp);
 	struct ohca_wq *sq = &qp->sq;
 	unsigned long flags;
+	bool posted;
 	u32 start;
 	int err = 0;
 
@@ -749,9 +850,13 @@ int ohca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		sq->pi++;
 	}
 	/* writeq() orders the WQE stores before the doorbell. */
-	if (sq->pi != start)
+	posted = sq->pi != start;
+	if (posted)
 		ohca_kdb(dev, OHCA_DB_SQ, qp->qpn, sq->pi);
 	spin_unlock_irqrestore(&sq->lock, flags);
+	/* A stopped device: poll_cq flushes what was posted. */
+	if (posted && test_bit(OHCA_FLAG_FATAL, &dev->flags))
+		ohca_cq_kick(to_ohca_cq(ibqp->send_cq));
 
 	if (err)
 		*bad_wr = wr;
@@ -765,6 +870,7 @@ int ohca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	struct ohca_qp *qp = to_ohca_qp(ibqp);
 	struct ohca_wq *rq = &qp->rq;
 	unsigned long flags;
+	bool posted;
 	u32 start;
 	int err = 0;
 	int i;
@@ -795,9 +901,12 @@ int ohca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		}
 		rq->pi++;
 	}
-	if (rq->pi != start)
+	posted = rq->pi != start;
+	if (posted)
 		ohca_kdb(dev, OHCA_DB_RQ, qp->qpn, rq->pi);
 	spin_unlock_irqrestore(&rq->lock, flags);
+	if (posted && test_bit(OHCA_FLAG_FATAL, &dev->flags))
+		ohca_cq_kick(to_ohca_cq(ibqp->recv_cq));
 
 	if (err)
 		*bad_wr = wr;

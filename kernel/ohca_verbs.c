@@ -83,7 +83,9 @@ static int ohca_query_device(struct ib_device *ibdev,
 	props->max_pkeys = 1;
 	props->atomic_cap = IB_ATOMIC_NONE;
 	props->masked_atomic_cap = IB_ATOMIC_NONE;
-	props->max_fast_reg_page_list_len = 0;
+	props->max_fast_reg_page_list_len = ohca_fast_reg_page_list_len(dev);
+	if (props->max_fast_reg_page_list_len)
+		props->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
 	return 0;
 }
 
@@ -352,6 +354,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.uverbs_abi_ver = OHCA_UVERBS_ABI_VERSION,
 
 	.add_gid = ohca_add_gid,
+	.alloc_mr = ohca_alloc_mr,
 	.alloc_pd = ohca_alloc_pd,
 	.alloc_ucontext = ohca_alloc_ucontext,
 	.create_cq = ohca_create_cq,
@@ -367,6 +370,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.get_dma_mr = ohca_get_dma_mr,
 	.get_link_layer = ohca_get_link_layer,
 	.get_port_immutable = ohca_get_port_immutable,
+	.map_mr_sg = ohca_map_mr_sg,
 	.mmap = ohca_mmap,
 	.mmap_free = ohca_mmap_free,
 	.modify_qp = ohca_modify_qp,

@@ -47,8 +47,10 @@ static void ohca_test_wr_opcode(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_SEND_WITH_IMM), OHCA_WR_SEND_IMM);
 	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_RDMA_READ), OHCA_WR_RDMA_READ);
 	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_ATOMIC_CMP_AND_SWP), -EINVAL);
-	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_LOCAL_INV), -EINVAL);
-	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_SEND_WITH_INV), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_LOCAL_INV), OHCA_WR_LOCAL_INV);
+	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_SEND_WITH_INV),
+			OHCA_WR_SEND_INV);
+	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_REG_MR), OHCA_WR_REG_MR);
 }
 
 static void ohca_test_create_cq_checks(struct kunit *test)
