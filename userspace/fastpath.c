@@ -270,6 +270,10 @@ static bool ohca_parse_cqe(struct ohca_cq *cq, const struct ohca_cqe *cqe,
 		wc->wc_flags |= IBV_WC_WITH_IMM;
 		/* as on the wire, like ibv_wc.imm_data */
 		wc->imm_data = (__be32)cqe->imm_data;
+	} else if (cqe->flags & OHCA_CQE_F_INV) {
+		/* a SEND with invalidate from a kernel peer: the R_Key */
+		wc->wc_flags |= IBV_WC_WITH_INV;
+		wc->invalidated_rkey = le32toh(cqe->imm_data);
 	}
 	wc->pkey_index = 0;
 	wc->slid = 0;

@@ -4,11 +4,14 @@ ohca0, looped back inside the device) and between two VMs over the wire.
 GID index 1 is the port's RoCEv2 GID for its IPv4 address (test_devinfo
 checks the table)."""
 
+import os
 import re
 
 import pytest
 
-from vmtest import assert_ok
+from vmtest import assert_ok, ohcavm
+
+TOP = ohcavm.TOP
 
 pytestmark = pytest.mark.ohca_only
 
@@ -22,14 +25,42 @@ def iterations(size):
     return 50 if size >= 1048576 else 200
 
 
+KVERBS_MODULE = os.path.join(TOP, "build/kernel/ohca_kverbs_test.ko")
+
+# The kernel verbs check (kernel/tools/kverbs): insmod runs it and fails
+# with its error; its verdict line is in the kernel log.
+KVERBS = rf"""
+/share/ohca_rc_loopback -n 20 {GID} || exit 1
+echo "=== kverbs ==="
+insmod /share/ohca_kverbs_test.ko gid_index={GID}
+rc=$?
+dmesg | grep ohca_kverbs_test
+[ $rc -eq 0 ] || {{ echo "kverbs insmod failed: $rc"; exit 1; }}
+rmmod ohca_kverbs_test
+"""
+
+
+def check_kverbs(output):
+    assert ("ohca_kverbs_test: 67 sends on ohca0 OK; CQ purge OK; "
+            "fast registration OK; drain OK") in output, output
+
+
 def test_rc_data_integrity_loopback(vm_run):
     """Random patterns with SEND, SEND_IMM, WRITE, WRITE_IMM and READ at odd
     sizes, offsets and SGE counts, every byte and completion checked, then
-    the error phase (bad rkey -> REM_ACCESS_ERR, flush, reset, reconnect)."""
-    (r,) = vm_run(f"/share/ohca_rc_loopback -n 20 {GID}", timeout=400)
+    the error phase (bad rkey -> REM_ACCESS_ERR, flush, reset, reconnect).
+    In the same VM the kernel verbs check: kernel RC QPs, CQ purge on RESET
+    and destroy, fast registration (REG_MR, RDMA through the fast-reg rkey,
+    LOCAL_INV and SEND_WITH_INV making it stale, a new key variant refusing
+    the old one) and ib_drain_qp()."""
+    if not os.path.isfile(KVERBS_MODULE):
+        pytest.fail(f"{KVERBS_MODULE} missing: make kernel")
+    (r,) = vm_run(KVERBS, timeout=400,
+                  extra_files={"ohca_kverbs_test.ko": KVERBS_MODULE})
     assert_ok([r])
     assert "ohca_rc_loopback: OK" in r.output, r.report()
     assert "REM_ACCESS_ERR, WR_FLUSH_ERR" in r.output, r.report()
+    check_kverbs(r.output)
 
 
 PINGPONG_LOOPBACK = rf"""

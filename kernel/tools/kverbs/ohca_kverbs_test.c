@@ -5,12 +5,17 @@
  * through the port's RoCEv2 GID at index gid_index, sends messages (plain,
  * with immediate, inline) and checks data and completions, then waits for
  * a completion event on an armed CQ, then resets both QPs, reconnects them
- * and sends again. insmod fails with the error when any
- * check fails; on success the module stays loaded doing nothing.
+ * and sends again. Then: CQEs of QPs moved to RESET or destroyed are gone
+ * from the CQ; fast registration (alloc_mr, ib_map_mr_sg, REG_MR, RDMA
+ * WRITE/READ through the fast-reg rkey, LOCAL_INV and SEND_WITH_INV making
+ * the key stale, a new key variant refusing the old one); ib_drain_qp() on
+ * a CQ polled by the core. insmod fails with the error when any check
+ * fails; on success the module stays loaded doing nothing.
  */
 #include <linux/completion.h>
 #include <linux/delay.h>
 #include <linux/module.h>
+#include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
@@ -22,6 +27,9 @@ module_param(gid_index, int, 0444);
 
 #define BUF_SIZE	4096
 #define NUM_WR		16
+#define FR_PAGES	4
+#define KV_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+			 IB_ACCESS_REMOTE_READ)
 
 struct kv_ctx {
 	struct ib_device *dev;
@@ -31,6 +39,12 @@ struct kv_ctx {
 	void *buf[2];
 	u64 dma[2];
 	struct completion event;
+	union ib_gid gid;
+	/* ib_drain_qp() check: completions seen by the core's poller */
+	struct ib_cqe drain_cqe;
+	atomic_t drain_done;
+	atomic_t drain_flushed;
+	atomic_t drain_bad;
 };
 
 static void kv_comp(struct ib_cq *cq, void *ctx)
@@ -40,7 +54,9 @@ static void kv_comp(struct ib_cq *cq, void *ctx)
 	complete(&kv->event);
 }
 
-static int kv_connect(struct kv_ctx *kv, int i, union ib_gid *gid)
+/* Connect @qp to @peer_qpn; @i picks the PSNs (0 or 1). */
+static int kv_connect_qp(struct kv_ctx *kv, struct ib_qp *qp, u32 peer_qpn,
+			 int i, union ib_gid *gid)
 {
 	struct ib_qp_attr attr = {};
 	int err;
@@ -48,8 +64,8 @@ static int kv_connect(struct kv_ctx *kv, int i, union ib_gid *gid)
 	attr.qp_state = IB_QPS_INIT;
 	attr.pkey_index = 0;
 	attr.port_num = 1;
-	attr.qp_access_flags = IB_ACCESS_LOCAL_WRITE;
-	err = ib_modify_qp(kv->qp[i], &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+	attr.qp_access_flags = KV_ACCESS;
+	err = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
 			   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
 	if (err)
 		return err;
@@ -57,14 +73,14 @@ static int kv_connect(struct kv_ctx *kv, int i, union ib_gid *gid)
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IB_QPS_RTR;
 	attr.path_mtu = IB_MTU_1024;
-	attr.dest_qp_num = kv->qp[!i]->qp_num;
+	attr.dest_qp_num = peer_qpn;
 	attr.rq_psn = 100 + !i;
 	attr.max_dest_rd_atomic = 1;
 	attr.min_rnr_timer = 12;
 	attr.ah_attr.type = rdma_ah_find_type(kv->dev, 1);
 	rdma_ah_set_port_num(&attr.ah_attr, 1);
 	rdma_ah_set_grh(&attr.ah_attr, gid, 0, gid_index, 64, 0);
-	err = ib_modify_qp(kv->qp[i], &attr, IB_QP_STATE | IB_QP_AV |
+	err = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_AV |
 			   IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN |
 			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
 	if (err)
@@ -77,9 +93,14 @@ static int kv_connect(struct kv_ctx *kv, int i, union ib_gid *gid)
 	attr.rnr_retry = 7;
 	attr.sq_psn = 100 + i;
 	attr.max_rd_atomic = 1;
-	return ib_modify_qp(kv->qp[i], &attr, IB_QP_STATE | IB_QP_TIMEOUT |
+	return ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_TIMEOUT |
 			    IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
 			    IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+static int kv_connect(struct kv_ctx *kv, int i, union ib_gid *gid)
+{
+	return kv_connect_qp(kv, kv->qp[i], kv->qp[!i]->qp_num, i, gid);
 }
 
 /* Poll until @n completions arrived or 5 s passed. */
@@ -202,6 +223,433 @@ static int kv_send(struct kv_ctx *kv, u32 len, int round, bool imm,
 	return 0;
 }
 
+/* The CQ holds no completion (without consuming any). */
+static int kv_cq_empty(struct kv_ctx *kv, const char *what)
+{
+	struct ib_wc wc;
+	int n = ib_poll_cq(kv->cq, 1, &wc);
+
+	if (n) {
+		pr_err("ohca_kverbs_test: %s: CQ not empty (%d: wr_id %llu status %d)\n",
+		       what, n, wc.wr_id, wc.status);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Wait until the CQ holds completions, without consuming them. */
+static int kv_wait_cqes(struct kv_ctx *kv)
+{
+	int tries;
+
+	for (tries = 0; tries < 500; tries++) {
+		if (ib_req_notify_cq(kv->cq, IB_CQ_NEXT_COMP |
+				     IB_CQ_REPORT_MISSED_EVENTS) > 0) {
+			/* both ends of the looped-back send, surely */
+			msleep(100);
+			return 0;
+		}
+		usleep_range(2000, 4000);
+	}
+	pr_err("ohca_kverbs_test: no completion arrived\n");
+	return -ETIMEDOUT;
+}
+
+/* Both QPs to RESET (their CQEs must go with them) and reconnected. */
+static int kv_reset_reconnect(struct kv_ctx *kv, const char *what)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_RESET };
+	int err, i;
+
+	for (i = 0; i < 2; i++) {
+		err = ib_modify_qp(kv->qp[i], &attr, IB_QP_STATE);
+		if (err)
+			return err;
+	}
+	err = kv_cq_empty(kv, what);
+	for (i = 0; i < 2 && !err; i++)
+		err = kv_connect(kv, i, &kv->gid);
+	return err;
+}
+
+/* One completion with @wr_id, @status and (on success) @op. */
+static int kv_expect(struct kv_ctx *kv, u64 wr_id, enum ib_wc_status status,
+		     enum ib_wc_opcode op)
+{
+	struct ib_wc wc;
+	int n = kv_poll(kv, &wc, 1);
+
+	if (n != 1) {
+		pr_err("ohca_kverbs_test: wr_id %llu: %d completions\n", wr_id,
+		       n);
+		return n < 0 ? n : -ETIMEDOUT;
+	}
+	if (wc.wr_id != wr_id || wc.status != status ||
+	    (status == IB_WC_SUCCESS && wc.opcode != op)) {
+		pr_err("ohca_kverbs_test: wc wr_id %llu status %d opcode %d, want wr_id %llu status %d opcode %d\n",
+		       wc.wr_id, wc.status, wc.opcode, wr_id, status, op);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int kv_post_rdma(struct kv_ctx *kv, enum ib_wr_opcode op, u64 wr_id,
+			u64 laddr, u32 len, u64 raddr, u32 rkey)
+{
+	struct ib_sge sge = { .addr = laddr, .length = len,
+			      .lkey = kv->pd->local_dma_lkey };
+	struct ib_rdma_wr wr = {
+		.wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+			.opcode = op, .send_flags = IB_SEND_SIGNALED },
+		.remote_addr = raddr,
+		.rkey = rkey,
+	};
+
+	return ib_post_send(kv->qp[0], &wr.wr, NULL);
+}
+
+/* A WRITE through @rkey must fail remotely; then both QPs start over. */
+static int kv_expect_refused(struct kv_ctx *kv, u64 iova, u32 rkey,
+			     const char *what)
+{
+	int err;
+
+	err = kv_post_rdma(kv, IB_WR_RDMA_WRITE, 4100, kv->dma[0], 64, iova,
+			   rkey);
+	if (!err)
+		err = kv_expect(kv, 4100, IB_WC_REM_ACCESS_ERR, 0);
+	if (err) {
+		pr_err("ohca_kverbs_test: %s: key %#x not refused\n", what,
+		       rkey);
+		return err;
+	}
+	return kv_reset_reconnect(kv, what);
+}
+
+static int kv_reg(struct kv_ctx *kv, struct ib_mr *mr, u64 wr_id)
+{
+	struct ib_reg_wr reg = {
+		.wr = { .wr_id = wr_id, .opcode = IB_WR_REG_MR,
+			.send_flags = IB_SEND_SIGNALED },
+		.mr = mr,
+		.key = mr->rkey,
+		.access = KV_ACCESS,
+	};
+	int err;
+
+	err = ib_post_send(kv->qp[1], &reg.wr, NULL);
+	return err ? err : kv_expect(kv, wr_id, IB_WC_SUCCESS, IB_WC_REG_MR);
+}
+
+/* Byte @off of the fast-registered pages. */
+static u8 kv_fr_byte(struct page **pg, u32 off)
+{
+	return ((u8 *)page_address(pg[off / PAGE_SIZE]))[off % PAGE_SIZE];
+}
+
+static int kv_frwr_run(struct kv_ctx *kv, struct ib_mr *mr,
+		       struct page **pg, struct scatterlist *sgl)
+{
+	const u32 off = 2000, len = 4000;	/* spans pages 0 and 1 */
+	struct ib_sge rsge = { .addr = kv->dma[1], .length = BUF_SIZE,
+			       .lkey = kv->pd->local_dma_lkey };
+	struct ib_recv_wr rwr = { .wr_id = 4200, .sg_list = &rsge,
+				  .num_sge = 1 };
+	struct ib_sge ssge = { .addr = kv->dma[0], .length = 64,
+			       .lkey = kv->pd->local_dma_lkey };
+	struct ib_send_wr swr = {
+		.wr_id = 4201, .sg_list = &ssge, .num_sge = 1,
+		.opcode = IB_WR_SEND_WITH_INV, .send_flags = IB_SEND_SIGNALED,
+	};
+	struct ib_send_wr lwr = {
+		.wr_id = 4202, .opcode = IB_WR_LOCAL_INV,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+	struct ib_wc wc[2];
+	u32 key1, key2;
+	int err, i;
+
+	for (i = 0; i < BUF_SIZE; i++)
+		((u8 *)kv->buf[0])[i] = i * 7 + 1;
+	memset(kv->buf[1], 0, BUF_SIZE);
+	ib_dma_sync_single_for_device(kv->dev, kv->dma[0], BUF_SIZE,
+				      DMA_BIDIRECTIONAL);
+	ib_dma_sync_single_for_device(kv->dev, kv->dma[1], BUF_SIZE,
+				      DMA_BIDIRECTIONAL);
+
+	/* Free after alloc_mr: its first key grants nothing. */
+	err = kv_expect_refused(kv, mr->iova, mr->rkey, "unregistered MR");
+	if (err)
+		return err;
+
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	key1 = mr->rkey;
+	err = kv_reg(kv, mr, 4001);
+	if (err)
+		return err;
+	err = kv_post_rdma(kv, IB_WR_RDMA_WRITE, 4002, kv->dma[0], len,
+			   mr->iova + off, key1);
+	if (!err)
+		err = kv_expect(kv, 4002, IB_WC_SUCCESS, IB_WC_RDMA_WRITE);
+	if (err)
+		return err;
+	dma_sync_sg_for_cpu(kv->dev->dma_device, sgl, FR_PAGES,
+			    DMA_BIDIRECTIONAL);
+	for (i = 0; i < len; i++) {
+		if (kv_fr_byte(pg, off + i) != ((u8 *)kv->buf[0])[i]) {
+			pr_err("ohca_kverbs_test: fast-reg WRITE: byte %d is %#x\n",
+			       i, kv_fr_byte(pg, off + i));
+			return -EIO;
+		}
+	}
+	err = kv_post_rdma(kv, IB_WR_RDMA_READ, 4003, kv->dma[1], len,
+			   mr->iova + off, key1);
+	if (!err)
+		err = kv_expect(kv, 4003, IB_WC_SUCCESS, IB_WC_RDMA_READ);
+	if (err)
+		return err;
+	ib_dma_sync_single_for_cpu(kv->dev, kv->dma[1], BUF_SIZE,
+				   DMA_BIDIRECTIONAL);
+	if (memcmp(kv->buf[0], kv->buf[1], len)) {
+		pr_err("ohca_kverbs_test: fast-reg READ returned other data\n");
+		return -EIO;
+	}
+
+	/* LOCAL_INV: the key is stale. */
+	lwr.ex.invalidate_rkey = key1;
+	err = ib_post_send(kv->qp[1], &lwr, NULL);
+	if (!err)
+		err = kv_expect(kv, 4202, IB_WC_SUCCESS, IB_WC_LOCAL_INV);
+	if (!err)
+		err = kv_expect_refused(kv, mr->iova, key1, "after LOCAL_INV");
+	if (err)
+		return err;
+
+	/* Registered again with the next variant: the old one stays out. */
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	key2 = mr->rkey;
+	err = kv_reg(kv, mr, 4004);
+	if (!err)
+		err = kv_expect_refused(kv, mr->iova, key1, "old variant");
+	if (err)
+		return err;
+	err = kv_post_rdma(kv, IB_WR_RDMA_WRITE, 4005, kv->dma[0], 64,
+			   mr->iova, key2);
+	if (!err)
+		err = kv_expect(kv, 4005, IB_WC_SUCCESS, IB_WC_RDMA_WRITE);
+	if (err)
+		return err;
+
+	/* SEND_WITH_INV: the receiver learns the key, which dies. */
+	err = ib_post_recv(kv->qp[1], &rwr, NULL);
+	swr.ex.invalidate_rkey = key2;
+	if (!err)
+		err = ib_post_send(kv->qp[0], &swr, NULL);
+	if (err)
+		return err;
+	if (kv_poll(kv, wc, 2) != 2)
+		return -ETIMEDOUT;
+	if (wc[0].opcode != IB_WC_RECV)
+		swap(wc[0], wc[1]);
+	if (wc[0].status || wc[0].wr_id != 4200 ||
+	    !(wc[0].wc_flags & IB_WC_WITH_INVALIDATE) ||
+	    wc[0].ex.invalidate_rkey != key2 || wc[1].status ||
+	    wc[1].wr_id != 4201 || wc[1].opcode != IB_WC_SEND) {
+		pr_err("ohca_kverbs_test: SEND_WITH_INV: recv status %d flags %#x rkey %#x (want %#x), send status %d\n",
+		       wc[0].status, wc[0].wc_flags, wc[0].ex.invalidate_rkey,
+		       key2, wc[1].status);
+		return -EIO;
+	}
+	return kv_expect_refused(kv, mr->iova, key2, "after SEND_WITH_INV");
+}
+
+static int kv_frwr(struct kv_ctx *kv)
+{
+	const struct ib_device_attr *attrs = &kv->dev->attrs;
+	struct page *pg[FR_PAGES] = {};
+	struct scatterlist sgl[FR_PAGES];
+	struct ib_mr *mr;
+	int err, i, nents, n;
+
+	if (!(attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS) ||
+	    attrs->max_fast_reg_page_list_len < FR_PAGES) {
+		pr_err("ohca_kverbs_test: no fast registration (caps %#llx, %u pages)\n",
+		       attrs->device_cap_flags,
+		       attrs->max_fast_reg_page_list_len);
+		return -EOPNOTSUPP;
+	}
+	mr = ib_alloc_mr(kv->pd, IB_MR_TYPE_MEM_REG,
+			 attrs->max_fast_reg_page_list_len + 1);
+	if (!IS_ERR(mr)) {
+		pr_err("ohca_kverbs_test: alloc_mr beyond the page-list limit\n");
+		ib_dereg_mr(mr);
+		return -EIO;
+	}
+	mr = ib_alloc_mr(kv->pd, IB_MR_TYPE_MEM_REG, FR_PAGES);
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+
+	sg_init_table(sgl, FR_PAGES);
+	for (i = 0; i < FR_PAGES; i++) {
+		pg[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		if (!pg[i]) {
+			err = -ENOMEM;
+			goto out_pages;
+		}
+		sg_set_page(&sgl[i], pg[i], PAGE_SIZE, 0);
+	}
+	nents = ib_dma_map_sg(kv->dev, sgl, FR_PAGES, DMA_BIDIRECTIONAL);
+	if (!nents) {
+		err = -ENOMEM;
+		goto out_pages;
+	}
+	n = ib_map_mr_sg(mr, sgl, nents, NULL, PAGE_SIZE);
+	if (n != nents || mr->length != FR_PAGES * PAGE_SIZE) {
+		pr_err("ohca_kverbs_test: ib_map_mr_sg: %d of %d, length %llu\n",
+		       n, nents, mr->length);
+		err = n < 0 ? n : -EIO;
+		goto out_unmap;
+	}
+	err = kv_frwr_run(kv, mr, pg, sgl);
+out_unmap:
+	ib_dma_unmap_sg(kv->dev, sgl, FR_PAGES, DMA_BIDIRECTIONAL);
+out_pages:
+	for (i = 0; i < FR_PAGES; i++)
+		if (pg[i])
+			__free_page(pg[i]);
+	ib_dereg_mr(mr);
+	return err;
+}
+
+/* A SEND @src -> @dst whose two CQEs are left in the CQ. */
+static int kv_send_unpolled(struct kv_ctx *kv, struct ib_qp *src,
+			    struct ib_qp *dst)
+{
+	struct ib_sge sge = { .addr = kv->dma[1], .length = 64,
+			      .lkey = kv->pd->local_dma_lkey };
+	struct ib_recv_wr rwr = { .wr_id = 5000, .sg_list = &sge,
+				  .num_sge = 1 };
+	struct ib_send_wr swr = { .wr_id = 5001, .sg_list = &sge,
+				  .num_sge = 1, .opcode = IB_WR_SEND,
+				  .send_flags = IB_SEND_SIGNALED };
+	int err;
+
+	err = ib_post_recv(dst, &rwr, NULL);
+	if (!err)
+		err = ib_post_send(src, &swr, NULL);
+	return err ? err : kv_wait_cqes(kv);
+}
+
+/* CQEs of a QP that went back to RESET or was destroyed are dropped. */
+static int kv_purge(struct kv_ctx *kv, struct ib_qp_init_attr *init)
+{
+	struct ib_qp *q[2] = {};
+	int err, i;
+
+	err = kv_send_unpolled(kv, kv->qp[0], kv->qp[1]);
+	if (!err)
+		err = kv_reset_reconnect(kv, "CQEs after RESET");
+	if (err)
+		return err;
+
+	for (i = 0; i < 2; i++) {
+		q[i] = ib_create_qp(kv->pd, init);
+		if (IS_ERR(q[i])) {
+			err = PTR_ERR(q[i]);
+			q[i] = NULL;
+			goto out;
+		}
+	}
+	for (i = 0; i < 2 && !err; i++)
+		err = kv_connect_qp(kv, q[i], q[!i]->qp_num, i, &kv->gid);
+	if (!err)
+		err = kv_send_unpolled(kv, q[0], q[1]);
+out:
+	for (i = 0; i < 2; i++)
+		if (q[i])
+			ib_destroy_qp(q[i]);
+	return err ? err : kv_cq_empty(kv, "CQEs after destroy");
+}
+
+static void kv_drain_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kv_ctx *kv = container_of(wc->wr_cqe, struct kv_ctx, drain_cqe);
+
+	atomic_inc(&kv->drain_done);
+	if (wc->status == IB_WC_WR_FLUSH_ERR)
+		atomic_inc(&kv->drain_flushed);
+	else if (wc->status != IB_WC_SUCCESS)
+		atomic_inc(&kv->drain_bad);
+}
+
+/*
+ * ib_drain_qp() on QPs whose CQ the core polls (softirq): it moves them to
+ * ERR, posts its marker and waits for its flush completion; every receive
+ * still posted completes with WR_FLUSH_ERR first.
+ */
+static int kv_drain(struct kv_ctx *kv, struct ib_qp_init_attr *tmpl)
+{
+	struct ib_qp_init_attr init = *tmpl;
+	struct ib_sge sge = { .addr = kv->dma[1], .length = 64,
+			      .lkey = kv->pd->local_dma_lkey };
+	struct ib_recv_wr rwr = { .wr_cqe = &kv->drain_cqe, .sg_list = &sge,
+				  .num_sge = 1 };
+	struct ib_send_wr swr = { .wr_cqe = &kv->drain_cqe, .sg_list = &sge,
+				  .num_sge = 1, .opcode = IB_WR_SEND,
+				  .send_flags = IB_SEND_SIGNALED };
+	struct ib_qp *q[2] = {};
+	struct ib_cq *cq;
+	int err = 0, i, tries;
+
+	kv->drain_cqe.done = kv_drain_done;
+	cq = ib_alloc_cq(kv->dev, kv, 4 * NUM_WR, 0, IB_POLL_SOFTIRQ);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
+	init.send_cq = cq;
+	init.recv_cq = cq;
+	for (i = 0; i < 2; i++) {
+		q[i] = ib_create_qp(kv->pd, &init);
+		if (IS_ERR(q[i])) {
+			err = PTR_ERR(q[i]);
+			q[i] = NULL;
+			goto out;
+		}
+	}
+	for (i = 0; i < 2 && !err; i++)
+		err = kv_connect_qp(kv, q[i], q[!i]->qp_num, i, &kv->gid);
+	/* 8 receives on q1, 4 on q0; one SEND q0 -> q1 consumes one. */
+	for (i = 0; i < 12 && !err; i++)
+		err = ib_post_recv(q[i < 8], &rwr, NULL);
+	if (!err)
+		err = ib_post_send(q[0], &swr, NULL);
+	for (tries = 0; !err && atomic_read(&kv->drain_done) < 2; tries++) {
+		if (tries > 2000) {
+			pr_err("ohca_kverbs_test: drain: the SEND did not complete\n");
+			err = -ETIMEDOUT;
+		}
+		usleep_range(1000, 2000);
+	}
+	if (err)
+		goto out;
+	ib_drain_qp(q[0]);
+	ib_drain_qp(q[1]);
+	if (atomic_read(&kv->drain_done) != 13 ||
+	    atomic_read(&kv->drain_flushed) != 11 ||
+	    atomic_read(&kv->drain_bad)) {
+		pr_err("ohca_kverbs_test: drain: %d completions, %d flushed, %d bad (want 13, 11, 0)\n",
+		       atomic_read(&kv->drain_done),
+		       atomic_read(&kv->drain_flushed),
+		       atomic_read(&kv->drain_bad));
+		err = -EIO;
+	}
+out:
+	for (i = 0; i < 2; i++)
+		if (q[i])
+			ib_destroy_qp(q[i]);
+	ib_free_cq(cq);
+	return err;
+}
+
 static int kv_run(struct kv_ctx *kv)
 {
 	struct ib_cq_init_attr cq_attr = { .cqe = 4 * NUM_WR };
@@ -214,6 +662,7 @@ static int kv_run(struct kv_ctx *kv)
 	err = rdma_query_gid(kv->dev, 1, gid_index, &gid);
 	if (err)
 		return err;
+	kv->gid = gid;
 
 	kv->pd = ib_alloc_pd(kv->dev, 0);
 	if (IS_ERR(kv->pd))
@@ -301,8 +750,23 @@ static int kv_run(struct kv_ctx *kv)
 			return err;
 		}
 	}
-	pr_info("ohca_kverbs_test: %d sends on %s OK\n", 4 * NUM_WR + 3,
-		dev_name(&kv->dev->dev));
+	err = kv_purge(kv, &init);
+	if (err) {
+		pr_err("ohca_kverbs_test: CQ purge: %d\n", err);
+		return err;
+	}
+	err = kv_frwr(kv);
+	if (err) {
+		pr_err("ohca_kverbs_test: fast registration: %d\n", err);
+		return err;
+	}
+	err = kv_drain(kv, &init);
+	if (err) {
+		pr_err("ohca_kverbs_test: drain: %d\n", err);
+		return err;
+	}
+	pr_info("ohca_kverbs_test: %d sends on %s OK; CQ purge OK; fast registration OK; drain OK\n",
+		4 * NUM_WR + 3, dev_name(&kv->dev->dev));
 	return 0;
 }
 
