@@ -299,7 +299,12 @@ class Rdma {
         m.iova = kData + off;
         m.length = bad(in) ? in.u64() : std::max<uint64_t>(1, kDataSize - off - in.below(256));
         m.pbl = pbl(in, m.iova, std::min<uint64_t>(m.length, kDataSize));
-        if (bad(in)) {
+        if (in.one_in(8)) { // a free fast-registration MR (REG_MR gives it pages)
+            m = ohca_create_mr_in{};
+            m.pdn = pd(in);
+            m.flags = OHCA_MR_F_FAST_REG;
+            m.pbl.npages = bad(in) ? in.u32() : in.range(1, 16);
+        } else if (bad(in)) {
             switch (in.below(3)) {
             case 0:
                 m.flags = in.u32();
@@ -549,7 +554,11 @@ class Rdma {
             }
             ohca_send_wqe w{};
             w.wr_id = qp->sq_pi;
-            w.opcode = static_cast<uint8_t>(bad(in) ? in.u8() : in.below(5));
+            // The RC opcodes, then the fast-registration ones.
+            static constexpr uint8_t kOps[] = {
+                OHCA_WR_RDMA_WRITE, OHCA_WR_RDMA_WRITE_IMM, OHCA_WR_SEND,   OHCA_WR_SEND_IMM,
+                OHCA_WR_RDMA_READ,  OHCA_WR_LOCAL_INV,      OHCA_WR_SEND_INV, OHCA_WR_REG_MR};
+            w.opcode = bad(in) ? in.u8() : kOps[in.below(sizeof(kOps))];
             const uint8_t flags = in.u8();
             w.flags = static_cast<uint8_t>(bad(in) ? flags : flags & 0x07);
             w.imm_data = in.u32();
@@ -645,6 +654,9 @@ class Rdma {
         path.udp_src_port = in.u16();
         ohca::PacketFields f;
         uint8_t op = static_cast<uint8_t>(in.below(0x12));
+        if (in.one_in(16)) {
+            op = in.flag() ? ohca::rc::kSendLastInv : ohca::rc::kSendOnlyInv;
+        }
         if (bad(in)) {
             op = in.u8();
         }
@@ -686,6 +698,10 @@ class Rdma {
         }
         if (info.imm || (!info.valid && in.flag())) {
             f.imm = in.u32();
+        }
+        if (info.ieth) {
+            const Mr *mr = live_mr(in);
+            f.ieth = mr != nullptr && !bad(in) ? mr->key : in.u32();
         }
         const size_t plen = info.payload || bad(in) ? in.below(in.one_in(8) ? 4200 : 300) : 0;
         std::vector<uint8_t> payload(plen);
