@@ -2,8 +2,9 @@
 /*
  * ohca: KUnit tests of the RDMA data-path helpers (ohca_mr.c, ohca_cq.c,
  * ohca_qp.c), linked into ohca_kunit.ko when the driver has them: access
- * flag and work-request opcode translation, and the CQ attribute checks
- * that must reject a request before any command reaches the device.
+ * flag and work-request opcode translation, the CQ attribute checks
+ * that must reject a request before any command reaches the device, the
+ * purge of a gone QP's CQEs and the software flushes of a stopped device.
  */
 #include <kunit/test.h>
 
@@ -80,10 +81,128 @@ static void ohca_test_create_cq_checks(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ohca_create_cq(&cq->ibcq, &attr, &udata), -EOPNOTSUPP);
 }
 
+/* A kernel CQ of 8 entries whose consumer index is @ci. */
+static struct ohca_cq *ohca_test_cq(struct kunit *test, struct ohca_dev *dev,
+				    u32 ci)
+{
+	struct ohca_cq *cq = kunit_kzalloc(test, sizeof(*cq), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, cq);
+	cq->ring = kunit_kzalloc(test, 8 * sizeof(*cq->ring), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, cq->ring);
+	cq->log_size = 3;
+	cq->ci = ci;
+	cq->cqn = 5;
+	spin_lock_init(&cq->lock);
+	INIT_LIST_HEAD(&cq->sq_list);
+	INIT_LIST_HEAD(&cq->rq_list);
+	return cq;
+}
+
+/* The device's CQE number @idx (free running) for @qpn. */
+static void ohca_test_put_cqe(struct ohca_cq *cq, u32 idx, u32 qpn)
+{
+	struct ohca_cqe *cqe = &cq->ring[idx & 7];
+
+	memset(cqe, 0, sizeof(*cqe));
+	cqe->qpn = cpu_to_le32(qpn);
+	cqe->wr_id = cpu_to_le64(idx);
+	cqe->owner = ((idx >> 3) & 1) ? 0 : OHCA_CQE_OWNER;
+}
+
+static struct ohca_dev *ohca_test_kdb_dev(struct kunit *test, u64 **db)
+{
+	struct ohca_dev *dev = kunit_kzalloc(test, sizeof(*dev), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, dev);
+	/* the doorbell page: plain memory stands in for BAR2 page 0 */
+	*db = kunit_kzalloc(test, 4096, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, *db);
+	dev->kdb = (void __iomem *)(__force void __iomem *)*db;
+	return dev;
+}
+
+/*
+ * ohca_cq_clean() drops the CQEs of one QP, keeps the others in order in
+ * the slots just below the device's next write, with their slot's owner
+ * bit, across the ring's wrap, and tells the device the new consumer index.
+ */
+static void ohca_test_cq_clean(struct kunit *test)
+{
+	static const u32 qpns[] = { 7, 8, 7, 7, 8, 9 };	/* CQEs 6..11 */
+	static const u32 kept[] = { 7, 10, 11 };		/* their numbers */
+	struct ohca_dev *dev;
+	struct ohca_cq *cq;
+	u64 *db;
+	u32 i;
+
+	dev = ohca_test_kdb_dev(test, &db);
+	cq = ohca_test_cq(test, dev, 6);
+	/* CQEs 0..5 were consumed; 4 and 5 still hold their pass-0 copy */
+	ohca_test_put_cqe(cq, 4, 99);
+	ohca_test_put_cqe(cq, 5, 99);
+	for (i = 0; i < ARRAY_SIZE(qpns); i++)
+		ohca_test_put_cqe(cq, 6 + i, qpns[i]);
+
+	ohca_cq_clean(dev, cq, 7);
+	KUNIT_EXPECT_EQ(test, cq->ci, 9U);
+	KUNIT_EXPECT_EQ(test, db[OHCA_DB_CQ / 8], OHCA_DB_VALUE(5, 9));
+	for (i = 0; i < ARRAY_SIZE(kept); i++) {
+		struct ohca_cqe *cqe = &cq->ring[(9 + i) & 7];
+		u8 owner = (((9 + i) >> 3) & 1) ? 0 : OHCA_CQE_OWNER;
+
+		KUNIT_EXPECT_EQ(test, le64_to_cpu(cqe->wr_id), (u64)kept[i]);
+		KUNIT_EXPECT_EQ(test, cqe->owner, owner);
+		KUNIT_EXPECT_NE(test, le32_to_cpu(cqe->qpn), 7U);
+	}
+	/* slot 12 (pass 1: owner 0 valid) was never written: still invalid */
+	KUNIT_EXPECT_NE(test, cq->ring[12 & 7].owner, (u8)0);
+
+	/* nothing of that QP left: no change, no doorbell */
+	db[OHCA_DB_CQ / 8] = 0;
+	ohca_cq_clean(dev, cq, 7);
+	KUNIT_EXPECT_EQ(test, cq->ci, 9U);
+	KUNIT_EXPECT_EQ(test, db[OHCA_DB_CQ / 8], 0ULL);
+	/* all of them */
+	ohca_cq_clean(dev, cq, 8);
+	ohca_cq_clean(dev, cq, 9);
+	KUNIT_EXPECT_EQ(test, cq->ci, 12U);
+}
+
+/* Software flushes of a stopped device: every WQE the device never completed. */
+static void ohca_test_qp_flush_sw(struct kunit *test)
+{
+	struct ohca_qp *qp = kunit_kzalloc(test, sizeof(*qp), GFP_KERNEL);
+	struct ib_wc wc[4];
+	u32 i;
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, qp);
+	qp->sq.log_size = 2;
+	qp->sq.log_stride = 7;
+	qp->sq.buf = kunit_kzalloc(test, 4 << 7, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, qp->sq.buf);
+	for (i = 0; i < 4; i++)
+		*(__le64 *)(qp->sq.buf + (i << 7)) = cpu_to_le64(100 + i);
+	qp->sq.ci = 2;
+	qp->sq.pi = 5;		/* WQEs 2, 3, 4 (slot 0) outstanding */
+
+	KUNIT_EXPECT_EQ(test, ohca_qp_flush_sw(qp, true, wc, 2), 2);
+	KUNIT_EXPECT_EQ(test, wc[0].wr_id, 102ULL);
+	KUNIT_EXPECT_EQ(test, wc[1].wr_id, 103ULL);
+	KUNIT_EXPECT_EQ(test, wc[0].status, IB_WC_WR_FLUSH_ERR);
+	KUNIT_EXPECT_PTR_EQ(test, wc[0].qp, &qp->ibqp);
+	KUNIT_EXPECT_EQ(test, ohca_qp_flush_sw(qp, true, wc, 4), 1);
+	KUNIT_EXPECT_EQ(test, wc[0].wr_id, 100ULL);
+	KUNIT_EXPECT_EQ(test, qp->sq.ci, 5U);
+	KUNIT_EXPECT_EQ(test, ohca_qp_flush_sw(qp, true, wc, 4), 0);
+}
+
 static struct kunit_case ohca_dp_cases[] = {
 	KUNIT_CASE(ohca_test_access_flags),
 	KUNIT_CASE(ohca_test_wr_opcode),
 	KUNIT_CASE(ohca_test_create_cq_checks),
+	KUNIT_CASE(ohca_test_cq_clean),
+	KUNIT_CASE(ohca_test_qp_flush_sw),
 	{}
 };
 
