@@ -37,12 +37,38 @@ rc=$?
 dmesg | grep ohca_kverbs_test
 [ $rc -eq 0 ] || {{ echo "kverbs insmod failed: $rc"; exit 1; }}
 rmmod ohca_kverbs_test
+# The drain again, across a device that goes fatal (bus mastering off: the
+# next command's ring read fails): the driver flushes in software.
+echo "=== kverbs fatal drain ==="
+pci=$(basename "$(readlink -f /sys/class/infiniband/$OHCA_IBDEV/device)")
+insmod /share/ohca_kverbs_test.ko gid_index={GID} fatal_drain=1 > /tmp/kvf.log 2>&1 &
+kvf=$!
+ohca_poll 60 eval 'dmesg | grep -q "waiting for the device to go fatal"' ||
+	{{ echo "kverbs fatal drain: no QPs"; dmesg | grep ohca_kverbs_test; exit 1; }}
+python3 - "/sys/bus/pci/devices/$pci/config" <<'PYEOF' || exit 1
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(4)
+    cmd = int.from_bytes(f.read(2), "little") & ~4
+    f.seek(4)
+    f.write(cmd.to_bytes(2, "little"))
+PYEOF
+cat /sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters/* >/dev/null 2>&1
+wait $kvf
+rc=$?
+dmesg | grep ohca_kverbs_test | tail -n 3
+[ $rc -eq 0 ] || {{ echo "kverbs fatal drain insmod failed: $rc"; cat /tmp/kvf.log; exit 1; }}
+rmmod ohca_kverbs_test
+timeout 60 sh -c "echo 1 > /sys/bus/pci/devices/$pci/reset" || {{ echo "reset failed"; exit 1; }}
+echo "kverbs fatal drain done"
 """
 
 
 def check_kverbs(output):
     assert ("ohca_kverbs_test: 67 sends on ohca0 OK; CQ purge OK; "
             "fast registration OK; drain OK") in output, output
+    assert "ohca_kverbs_test: fatal drain OK" in output, output
+    assert "kverbs fatal drain done" in output, output
 
 
 def test_rc_data_integrity_loopback(vm_run):
@@ -52,7 +78,8 @@ def test_rc_data_integrity_loopback(vm_run):
     In the same VM the kernel verbs check: kernel RC QPs, CQ purge on RESET
     and destroy, fast registration (REG_MR, RDMA through the fast-reg rkey,
     LOCAL_INV and SEND_WITH_INV making it stale, a new key variant refusing
-    the old one) and ib_drain_qp()."""
+    the old one) and ib_drain_qp(), then ib_drain_qp() across a device made
+    fatal (software flushes), and a function reset to recover."""
     if not os.path.isfile(KVERBS_MODULE):
         pytest.fail(f"{KVERBS_MODULE} missing: make kernel")
     (r,) = vm_run(KVERBS, timeout=400,

@@ -24,6 +24,14 @@ static char *ibdev_name = "ohca0";
 module_param_named(dev, ibdev_name, charp, 0444);
 static int gid_index = 1;
 module_param(gid_index, int, 0444);
+/*
+ * fatal_drain: only the drain check, across a device that goes fatal: the
+ * QPs are set up, "waiting for the device to go fatal" is logged, and the
+ * test script makes the device fatal; then ib_drain_qp() must flush
+ * everything in software.
+ */
+static bool fatal_drain;
+module_param(fatal_drain, bool, 0444);
 
 #define BUF_SIZE	4096
 #define NUM_WR		16
@@ -45,6 +53,8 @@ struct kv_ctx {
 	atomic_t drain_done;
 	atomic_t drain_flushed;
 	atomic_t drain_bad;
+	struct ib_event_handler fatal_eh;
+	struct completion fatal;
 };
 
 static void kv_comp(struct ib_cq *cq, void *ctx)
@@ -582,12 +592,41 @@ static void kv_drain_done(struct ib_cq *cq, struct ib_wc *wc)
 		atomic_inc(&kv->drain_bad);
 }
 
+static void kv_event(struct ib_event_handler *eh, struct ib_event *ev)
+{
+	struct kv_ctx *kv = container_of(eh, struct kv_ctx, fatal_eh);
+
+	if (ev->event == IB_EVENT_DEVICE_FATAL)
+		complete(&kv->fatal);
+}
+
+/* fatal_drain: wait for the device to stop, then post one more SEND. */
+static int kv_wait_fatal(struct kv_ctx *kv, struct ib_qp *qp,
+			 struct ib_send_wr *swr)
+{
+	int err = 0;
+
+	init_completion(&kv->fatal);
+	INIT_IB_EVENT_HANDLER(&kv->fatal_eh, kv->dev, kv_event);
+	ib_register_event_handler(&kv->fatal_eh);
+	pr_info("ohca_kverbs_test: waiting for the device to go fatal\n");
+	if (!wait_for_completion_timeout(&kv->fatal, 120 * HZ)) {
+		pr_err("ohca_kverbs_test: the device did not go fatal\n");
+		err = -ETIMEDOUT;
+	}
+	ib_unregister_event_handler(&kv->fatal_eh);
+	return err ? err : ib_post_send(qp, swr, NULL);
+}
+
 /*
  * ib_drain_qp() on QPs whose CQ the core polls (softirq): it moves them to
  * ERR, posts its marker and waits for its flush completion; every receive
- * still posted completes with WR_FLUSH_ERR first.
+ * still posted completes with WR_FLUSH_ERR first. With @fatal the device
+ * stops before (and one more SEND is posted after that): the driver
+ * flushes in software.
  */
-static int kv_drain(struct kv_ctx *kv, struct ib_qp_init_attr *tmpl)
+static int kv_drain(struct kv_ctx *kv, struct ib_qp_init_attr *tmpl,
+		    bool fatal)
 {
 	struct ib_qp_init_attr init = *tmpl;
 	struct ib_sge sge = { .addr = kv->dma[1], .length = 64,
@@ -629,17 +668,19 @@ static int kv_drain(struct kv_ctx *kv, struct ib_qp_init_attr *tmpl)
 		}
 		usleep_range(1000, 2000);
 	}
+	if (!err && fatal)
+		err = kv_wait_fatal(kv, q[0], &swr);
 	if (err)
 		goto out;
 	ib_drain_qp(q[0]);
 	ib_drain_qp(q[1]);
-	if (atomic_read(&kv->drain_done) != 13 ||
-	    atomic_read(&kv->drain_flushed) != 11 ||
+	if (atomic_read(&kv->drain_done) != 13 + fatal ||
+	    atomic_read(&kv->drain_flushed) != 11 + fatal ||
 	    atomic_read(&kv->drain_bad)) {
-		pr_err("ohca_kverbs_test: drain: %d completions, %d flushed, %d bad (want 13, 11, 0)\n",
+		pr_err("ohca_kverbs_test: drain: %d completions, %d flushed, %d bad (want %d, %d, 0)\n",
 		       atomic_read(&kv->drain_done),
 		       atomic_read(&kv->drain_flushed),
-		       atomic_read(&kv->drain_bad));
+		       atomic_read(&kv->drain_bad), 13 + fatal, 11 + fatal);
 		err = -EIO;
 	}
 out:
@@ -760,7 +801,7 @@ static int kv_run(struct kv_ctx *kv)
 		pr_err("ohca_kverbs_test: fast registration: %d\n", err);
 		return err;
 	}
-	err = kv_drain(kv, &init);
+	err = kv_drain(kv, &init, false);
 	if (err) {
 		pr_err("ohca_kverbs_test: drain: %d\n", err);
 		return err;
@@ -768,6 +809,41 @@ static int kv_run(struct kv_ctx *kv)
 	pr_info("ohca_kverbs_test: %d sends on %s OK; CQ purge OK; fast registration OK; drain OK\n",
 		4 * NUM_WR + 3, dev_name(&kv->dev->dev));
 	return 0;
+}
+
+/* fatal_drain: a PD, the buffers and the drain check across the fatal. */
+static int kv_run_fatal(struct kv_ctx *kv)
+{
+	struct ib_qp_init_attr init = {
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = { .max_send_wr = NUM_WR, .max_recv_wr = NUM_WR,
+			 .max_send_sge = 2, .max_recv_sge = 2 },
+	};
+	int err, i;
+
+	err = rdma_query_gid(kv->dev, 1, gid_index, &kv->gid);
+	if (err)
+		return err;
+	kv->pd = ib_alloc_pd(kv->dev, 0);
+	if (IS_ERR(kv->pd))
+		return PTR_ERR(kv->pd);
+	for (i = 0; i < 2; i++) {
+		kv->buf[i] = kzalloc(BUF_SIZE, GFP_KERNEL);
+		if (!kv->buf[i])
+			return -ENOMEM;
+		kv->dma[i] = ib_dma_map_single(kv->dev, kv->buf[i], BUF_SIZE,
+					       DMA_BIDIRECTIONAL);
+		if (ib_dma_mapping_error(kv->dev, kv->dma[i])) {
+			kfree(kv->buf[i]);
+			kv->buf[i] = NULL;
+			return -ENOMEM;
+		}
+	}
+	err = kv_drain(kv, &init, true);
+	if (!err)
+		pr_info("ohca_kverbs_test: fatal drain OK\n");
+	return err;
 }
 
 static void kv_cleanup(struct kv_ctx *kv)
@@ -803,7 +879,7 @@ static int __init kv_init(void)
 		kfree(kv);
 		return -ENODEV;
 	}
-	err = kv_run(kv);
+	err = fatal_drain ? kv_run_fatal(kv) : kv_run(kv);
 	kv_cleanup(kv);
 	ib_device_put(kv->dev);
 	kfree(kv);
