@@ -1311,6 +1311,88 @@ WQE_CASE(t_wqe_inline_read,
 	 .w = { .opcode = OHCA_WR_RDMA_READ, .flags = OHCA_WQE_INLINE,
 		.inline_len = 8 }, BAD_WQE)
 #undef BAD_WQE
+
+/*
+ * Fast registration (programming manual section 11): a fast-registration
+ * MR of capacity 1 on the QP's PD, then one REG_MR WQE naming it with a
+ * new key variant and 'npages' entries of the list at 'list'.
+ */
+static bool fast_reg_wqe(uint32_t npages, uint64_t list, uint8_t st,
+			 uint8_t verr)
+{
+	struct ohca_create_mr_in in = { .flags = OHCA_MR_F_FAST_REG };
+	struct ohca_reg_mr_wqe r = { .wr_id = 0xfa57, .opcode = OHCA_WR_REG_MR,
+		.flags = OHCA_WQE_SIGNALED, .page_shift = 12, .iova = 0x10000,
+		.length = 64, .access = OHCA_ACCESS_LOCAL_WRITE };
+	struct ohca_send_wqe w;
+	uint64_t *l = pva(P_PBL);	/* the MR's list, copied at creation */
+
+	if (!rdma_setup())
+		return false;
+	in.pdn = g_pd;
+	in.pbl.npages = 1;
+	CHECK(cmd(OHCA_CMD_CREATE_MR, &in, sizeof(in), 8) == OHCA_STATUS_OK,
+	      "CREATE_MR fast-reg: %#x/%#x", last_status, last_syn);
+	l[0] = pba(P_DATA);
+	l[1] = pba(P_DATA);
+	r.key = (out_handle() & ~0xffu) | ((out_handle() + 1) & 0xff);
+	r.npages = npages;
+	r.pbl_addr = list ? list : pba(P_PBL);
+	memcpy(&w, &r, sizeof(w));
+	return post_wqe(&w, NULL, 0, st, verr);
+}
+
+static bool t_fast_reg_fields(void)
+{
+	struct ohca_create_mr_in in = { .flags = OHCA_MR_F_FAST_REG };
+
+	if (!rdma_setup())
+		return false;
+	in.pdn = g_pd;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, PBL(npages)))
+		return false;
+	in.pbl.npages = OHCA_MAX_FAST_REG_PAGES + 1;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, PBL(npages)))
+		return false;
+	in.pbl.npages = 1;
+	in.access = OHCA_ACCESS_LOCAL_WRITE;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, 4))
+		return false;
+	in.access = 0;
+	in.pbl.addr = pba(P_PBL);
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, PBL(addr)))
+		return false;
+	in.pbl.addr = 0;
+	in.length = PG;
+	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, 16))
+		return false;
+	in.length = 0;
+	return mr_expect(&in, OHCA_STATUS_OK, 0);
+}
+
+static bool t_fast_reg_ok(void)
+{
+	return fast_reg_wqe(1, 0, OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
+}
+
+static bool t_fast_reg_past_capacity(void)
+{
+	return fast_reg_wqe(2, 0, OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_REG_MR);
+}
+
+static bool t_fast_reg_list_outside_ram(void)
+{
+	return fast_reg_wqe(1, NOWHERE, OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_DMA);
+}
+
+#define BAD_KEY .status = OHCA_CQE_LOC_PROT_ERR, .verr = OHCA_VERR_BAD_LKEY
+WQE_CASE(t_wqe_local_inv_bad_key,
+	 .w = { .opcode = OHCA_WR_LOCAL_INV, .rkey = 0xffffff00 }, BAD_KEY)
+/* REG_MR's key lies where a send WQE has imm_data. */
+WQE_CASE(t_wqe_reg_mr_bad_key,
+	 .w = { .opcode = OHCA_WR_REG_MR, .imm_data = 0xffffff00 }, BAD_KEY)
+#undef BAD_KEY
+
 #undef WQE_CASE
 
 static bool t_wqe_then_flush(void)
@@ -1625,6 +1707,12 @@ static const struct hcase cases[] = {
 	{ "wqe_sge_address_wraps", t_wqe_sge_address_wraps, false },
 	{ "wqe_inline_too_long", t_wqe_inline_too_long, false },
 	{ "wqe_inline_read", t_wqe_inline_read, false },
+	{ "wqe_local_inv_bad_key", t_wqe_local_inv_bad_key, false },
+	{ "wqe_reg_mr_bad_key", t_wqe_reg_mr_bad_key, false },
+	{ "fast_reg_fields", t_fast_reg_fields, false },
+	{ "fast_reg_ok", t_fast_reg_ok, false },
+	{ "fast_reg_past_capacity", t_fast_reg_past_capacity, false },
+	{ "fast_reg_list_outside_ram", t_fast_reg_list_outside_ram, false },
 	{ "wqe_then_flush", t_wqe_then_flush, false },
 	{ "sq_ring_outside_ram", t_sq_ring_outside_ram, false },
 	{ "cq_ring_outside_ram", t_cq_ring_outside_ram, false },
