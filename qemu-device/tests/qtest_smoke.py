@@ -268,7 +268,8 @@ def run(q, wire, udp_local):
     print("registers")
     check(q.readl(BAR0 + REG_MAGIC) == fw.OHCA_MAGIC, "MAGIC")
     check(q.readl(BAR0 + REG_ABI) == fw.OHCA_ABI_VERSION, "ABI_VERSION")
-    check(q.readl(BAR0 + REG_CAPS) == 0x7, "CAPS")
+    caps = fw.OHCA_CAP_ROCE_V2 | fw.OHCA_CAP_ETH | fw.OHCA_CAP_RESET | fw.OHCA_CAP_UD
+    check(q.readl(BAR0 + REG_CAPS) == caps, "CAPS")
     check(q.readl(BAR0 + REG_PORT) == 1, "PORT_STATUS link up")
 
     def bring_up():
