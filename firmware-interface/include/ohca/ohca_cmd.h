@@ -481,7 +481,8 @@ OHCA_ASSERT_SIZE(struct ohca_create_cq_in, 32);
  * ohca_queue.h). The GSI QP is a UD QP with number OHCA_GSI_QPN that
  * receives the packets addressed to QP 1; one may exist, created on
  * doorbell page 0 (by the kernel). UD QPs take the UD transitions of the
- * verbs' modify QP: RESET->INIT needs PKEY_INDEX, PORT and QKEY; RTR->RTS
+ * verbs' modify QP: RESET->INIT needs PKEY_INDEX and QKEY (PORT optional,
+ * as for the verbs' GSI QP); RTR->RTS
  * needs SQ_PSN; QKEY may change in any later transition; AV, PATH_MTU,
  * DEST_QPN and the RC attributes are refused. A UD message may be as long
  * as the largest IBTA MTU (256..4096) not above the port's Ethernet MTU

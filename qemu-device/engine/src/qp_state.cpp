@@ -91,8 +91,9 @@ QpTransition ud_qp_transition(uint8_t cur, uint8_t next) {
     }
     switch (cur) {
     case OHCA_QPS_RESET:
+        // PORT optional: the verbs' GSI column has no PORT (one port).
         if (next == OHCA_QPS_INIT) {
-            return {true, kPath | OHCA_QP_QKEY, 0};
+            return {true, OHCA_QP_PKEY_INDEX | OHCA_QP_QKEY, OHCA_QP_PORT};
         }
         break;
     case OHCA_QPS_INIT:

@@ -408,6 +408,8 @@ TEST_F(UdTest, UdStateRules) {
     // Q_Key is required; RC attributes are refused.
     EXPECT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT, a).status,
               OHCA_STATUS_BAD_FIELD);
+    EXPECT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE | OHCA_QP_PORT | OHCA_QP_QKEY, a).status,
+              OHCA_STATUS_BAD_FIELD);
     EXPECT_EQ(n.modify(u.q.qpn,
                        OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_QKEY |
                            OHCA_QP_ACCESS_FLAGS,
@@ -429,6 +431,20 @@ TEST_F(UdTest, UdStateRules) {
               OHCA_STATUS_OK);
     EXPECT_EQ(n.query(u.q.qpn).qkey, 78u);
     EXPECT_EQ(n.query(u.q.qpn).qp_state, OHCA_QPS_RTS);
+}
+
+TEST_F(UdTest, GsiModifyWithoutPortAsIbMadDoes) {
+    UdQp g;
+    ASSERT_EQ(create_ud(n, g, OHCA_QPT_GSI).status, OHCA_STATUS_OK);
+    ohca_qp_attr a{};
+    a.qp_state = OHCA_QPS_INIT;
+    a.qkey = OHCA_GSI_QKEY;
+    EXPECT_EQ(n.modify(g.q.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_QKEY, a).status,
+              OHCA_STATUS_OK);
+    a.qp_state = OHCA_QPS_RTR;
+    EXPECT_EQ(n.modify(g.q.qpn, OHCA_QP_STATE, a).status, OHCA_STATUS_OK);
+    a.qp_state = OHCA_QPS_RTS;
+    EXPECT_EQ(n.modify(g.q.qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN, a).status, OHCA_STATUS_OK);
 }
 
 TEST_F(UdTest, GsiQpIsQp1AndReceivesWithTheGsiQkey) {
