@@ -273,6 +273,7 @@ struct ohca_wq {
 struct ohca_qp {
 	struct ib_qp ibqp;		/* must be first */
 	u32 qpn;
+	enum ib_qp_type type;		/* RC, UD or GSI */
 	struct ohca_wq sq;
 	struct ohca_wq rq;
 	u32 max_inline;
@@ -284,6 +285,15 @@ struct ohca_qp {
 	/* Kernel QP: on its send / recv CQ's lists, under that CQ's lock. */
 	struct list_head scq_node;
 	struct list_head rcq_node;
+};
+
+/*
+ * An address handle: the address vector UD WQEs carry. Written once by
+ * create_ah, read by post_send; no device object behind it.
+ */
+struct ohca_ah {
+	struct ib_ah ibah;		/* must be first */
+	struct ohca_av av;
 };
 
 struct ohca_user_mmap_entry {
@@ -319,6 +329,11 @@ static inline struct ohca_cq *to_ohca_cq(struct ib_cq *ibcq)
 static inline struct ohca_qp *to_ohca_qp(struct ib_qp *ibqp)
 {
 	return container_of(ibqp, struct ohca_qp, ibqp);
+}
+
+static inline struct ohca_ah *to_ohca_ah(struct ib_ah *ibah)
+{
+	return container_of(ibah, struct ohca_ah, ibah);
 }
 
 static inline struct ohca_user_mmap_entry *
@@ -426,7 +441,7 @@ enum ib_wc_status ohca_wc_status(u8 status);
 void ohca_cq_clean(struct ohca_dev *dev, struct ohca_cq *cq, u32 qpn);
 void ohca_cq_kick(struct ohca_cq *cq);
 
-/* ohca_qp.c */
+/* ohca_qp.c; ohca_ah.c for the AH functions */
 int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		   struct ib_udata *udata);
 int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
@@ -442,6 +457,12 @@ void ohca_qp_event(struct ohca_dev *dev, u32 qpn, u16 code);
 enum ib_event_type ohca_qp_event_type(u16 code, bool *ok);
 u32 ohca_qp_mask_to_dev(int ib_mask);
 int ohca_qp_flush_sw(struct ohca_qp *qp, bool sq, struct ib_wc *wc, int num);
+int ohca_av_from_ah(struct ohca_dev *dev, const struct rdma_ah_attr *ah,
+		    struct ohca_av *av);
+int ohca_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
+		   struct ib_udata *udata);
+int ohca_destroy_ah(struct ib_ah *ibah, u32 flags);
+int ohca_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr);
 int ohca_wr_opcode(enum ib_wr_opcode opcode);
 
 /* ohca_stats.c */

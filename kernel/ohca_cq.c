@@ -338,6 +338,14 @@ static bool ohca_cqe_to_wc(struct ohca_dev *dev, const struct ohca_cqe *cqe,
 		wc->ex.invalidate_rkey = le32_to_cpu(cqe->imm_data);
 		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
 	}
+	/* UD receives: what ib_init_ah_attr_from_wc() needs for a reply. */
+	if (cqe->flags & OHCA_CQE_F_GRH) {
+		wc->wc_flags |= IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE;
+		wc->network_hdr_type = cqe->flags & OHCA_CQE_F_IPV4 ?
+				       RDMA_NETWORK_IPV4 : RDMA_NETWORK_IPV6;
+		wc->sl = cqe->sl;
+		wc->pkey_index = 0;
+	}
 
 	switch (cqe->opcode) {
 	case OHCA_CQE_SEND:

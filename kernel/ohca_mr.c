@@ -293,9 +293,15 @@ int ohca_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	return 0;
 }
 
+/*
+ * REMOTE_ATOMIC is accepted (and kept in the MR) whether or not the
+ * device executes atomics: applications ask for it on every MR, and the
+ * responder refuses atomic requests it cannot execute.
+ */
 #define OHCA_MR_ACCESS_SUPPORTED (IB_ACCESS_LOCAL_WRITE | \
 				  IB_ACCESS_REMOTE_WRITE | \
-				  IB_ACCESS_REMOTE_READ)
+				  IB_ACCESS_REMOTE_READ | \
+				  IB_ACCESS_REMOTE_ATOMIC)
 
 static int ohca_create_mr_cmd(struct ohca_dev *dev, struct ohca_mr *mr,
 			      struct ohca_create_mr_in *in)

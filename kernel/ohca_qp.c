@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * ohca: RC queue pairs. User QPs have their rings in the process's
- * memory; kernel QPs have coherent rings posted to here and rung on the
- * kernel's doorbell page 0.
+ * ohca: queue pairs (RC, UD and the GSI QP) and address handles. User QPs
+ * have their rings in the process's memory; kernel QPs have coherent rings
+ * posted to here and rung on the kernel's doorbell page 0. An address
+ * handle is only an address vector in host memory: UD send WQEs carry it,
+ * so creating one needs no command and never sleeps.
  */
 #include <linux/dma-mapping.h>
 #include <linux/if_vlan.h>
@@ -84,13 +86,31 @@ static bool ohca_wq_size_ok(struct ohca_dev *dev, u32 log_size, u32 wr)
 	       BIT(log_size) <= roundup_pow_of_two(ohca_max_wr(dev));
 }
 
-static int ohca_check_caps(struct ohca_dev *dev, struct ib_qp_init_attr *init)
+/* Bytes of a send WQE before its data segments or inline data. */
+static u32 ohca_sq_hdr_len(enum ib_qp_type type)
+{
+	return type == IB_QPT_RC ? sizeof(struct ohca_send_wqe) :
+				   OHCA_UD_WQE_HDR_LEN;
+}
+
+static int ohca_check_caps(struct ohca_dev *dev, struct ib_qp_init_attr *init,
+			   struct ib_udata *udata)
 {
 	struct ib_qp_cap *cap = &init->cap;
 
-	if (init->qp_type != IB_QPT_RC) {
-		ibdev_dbg(&dev->ibdev,
-			  "QP type %d not supported: only RC (GSI and UD not yet)\n",
+	switch (init->qp_type) {
+	case IB_QPT_RC:
+		break;
+	case IB_QPT_GSI:
+		if (udata)
+			return -EINVAL;
+		fallthrough;
+	case IB_QPT_UD:
+		if (dev->caps & OHCA_CAP_UD)
+			break;
+		fallthrough;
+	default:
+		ibdev_dbg(&dev->ibdev, "QP type %d not supported\n",
 			  init->qp_type);
 		return -EOPNOTSUPP;
 	}
@@ -145,7 +165,7 @@ static int ohca_qp_create_user(struct ohca_dev *dev, struct ohca_qp *qp,
 	    ucmd.sq_log_stride > OHCA_WQ_LOG_STRIDE_MAX ||
 	    ucmd.rq_log_stride < OHCA_RQ_LOG_STRIDE_MIN ||
 	    ucmd.rq_log_stride > OHCA_WQ_LOG_STRIDE_MAX ||
-	    sizeof(struct ohca_send_wqe) +
+	    ohca_sq_hdr_len(qp->type) +
 	    cap->max_send_sge * sizeof(struct ohca_sge) >
 	    BIT(ucmd.sq_log_stride) ||
 	    sizeof(struct ohca_recv_wqe) +
@@ -154,7 +174,7 @@ static int ohca_qp_create_user(struct ohca_dev *dev, struct ohca_qp *qp,
 	    ucmd.max_inline < cap->max_inline_data ||
 	    ucmd.max_inline > ohca_max_inline(dev) ||
 	    ucmd.max_inline > BIT(ucmd.sq_log_stride) -
-			      sizeof(struct ohca_send_wqe)) {
+			      ohca_sq_hdr_len(qp->type)) {
 		ibdev_dbg(&dev->ibdev,
 			  "bad user QP geometry: sq %u/%u rq %u/%u inline %u\n",
 			  ucmd.sq_log_size, ucmd.sq_log_stride,
@@ -230,7 +250,7 @@ static int ohca_qp_create_kernel(struct ohca_dev *dev, struct ohca_qp *qp,
 	int err;
 
 	sq_stride = max_t(u32, OHCA_SQ_LOG_STRIDE_MIN,
-			  order_base_2(sizeof(struct ohca_send_wqe) +
+			  order_base_2(ohca_sq_hdr_len(qp->type) +
 				       max(cap->max_send_sge * sizeof(struct ohca_sge),
 					   (size_t)cap->max_inline_data)));
 	rq_stride = max_t(u32, OHCA_RQ_LOG_STRIDE_MIN,
@@ -254,7 +274,7 @@ static int ohca_qp_create_kernel(struct ohca_dev *dev, struct ohca_qp *qp,
 		return err;
 	}
 	qp->max_inline = min_t(u32, ohca_max_inline(dev),
-			       BIT(sq_stride) - sizeof(struct ohca_send_wqe));
+			       BIT(sq_stride) - ohca_sq_hdr_len(qp->type));
 	in->uar_index = 0;
 	return 0;
 }
@@ -277,7 +297,7 @@ static void ohca_qp_fill_caps(struct ohca_dev *dev, struct ohca_qp *qp,
 	cap->max_recv_wr = BIT(qp->rq.log_size);
 	cap->max_send_sge = min_t(u32, ohca_max_sge(dev),
 				  (BIT(qp->sq.log_stride) -
-				   sizeof(struct ohca_send_wqe)) /
+				   ohca_sq_hdr_len(qp->type)) /
 				  sizeof(struct ohca_sge));
 	cap->max_recv_sge = min_t(u32, ohca_max_sge(dev),
 				  (BIT(qp->rq.log_stride) -
@@ -332,10 +352,11 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct ohca_create_qp_in in = {};
 	int err;
 
-	err = ohca_check_caps(dev, init);
+	err = ohca_check_caps(dev, init, udata);
 	if (err)
 		return err;
 
+	qp->type = init->qp_type;
 	mutex_init(&qp->state_lock);
 	qp->state = IB_QPS_RESET;
 	qp->sq_sig_type = init->sq_sig_type;
@@ -349,7 +370,8 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (err)
 		goto err_mutex;
 
-	in.type = OHCA_QPT_RC;
+	in.type = qp->type == IB_QPT_RC ? OHCA_QPT_RC :
+		  qp->type == IB_QPT_UD ? OHCA_QPT_UD : OHCA_QPT_GSI;
 	in.sq_log_size = qp->sq.log_size;
 	in.rq_log_size = qp->rq.log_size;
 	in.sq_log_stride = qp->sq.log_stride;
@@ -432,7 +454,7 @@ int ohca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 				IB_QP_RNR_RETRY | IB_QP_RQ_PSN | \
 				IB_QP_MAX_QP_RD_ATOMIC | IB_QP_MIN_RNR_TIMER | \
 				IB_QP_SQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | \
-				IB_QP_DEST_QPN)
+				IB_QP_DEST_QPN | IB_QP_QKEY)
 
 static const struct {
 	int ib;
@@ -443,6 +465,7 @@ static const struct {
 	{ IB_QP_ACCESS_FLAGS, OHCA_QP_ACCESS_FLAGS },
 	{ IB_QP_PKEY_INDEX, OHCA_QP_PKEY_INDEX },
 	{ IB_QP_PORT, OHCA_QP_PORT },
+	{ IB_QP_QKEY, OHCA_QP_QKEY },
 	{ IB_QP_AV, OHCA_QP_AV },
 	{ IB_QP_PATH_MTU, OHCA_QP_PATH_MTU },
 	{ IB_QP_TIMEOUT, OHCA_QP_TIMEOUT },
@@ -467,9 +490,13 @@ u32 ohca_qp_mask_to_dev(int ib_mask)
 	return mask;
 }
 
-/* Address vector from the RoCE ah_attr the core resolved (dmac included). */
-static int ohca_av_from_ah(struct ohca_dev *dev, const struct rdma_ah_attr *ah,
-			   struct ohca_av *av)
+/*
+ * Address vector from the RoCE ah_attr the core resolved (dmac included).
+ * Called from create_ah, which may run in atomic context: nothing here
+ * sleeps (the GID attribute is read under RCU).
+ */
+int ohca_av_from_ah(struct ohca_dev *dev, const struct rdma_ah_attr *ah,
+		    struct ohca_av *av)
 {
 	const struct ib_global_route *grh;
 	const struct ib_gid_attr *sgid_attr;
@@ -550,7 +577,7 @@ int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	mutex_lock(&qp->state_lock);
 	cur = attr_mask & IB_QP_CUR_STATE ? attr->cur_qp_state : qp->state;
 	new = attr_mask & IB_QP_STATE ? attr->qp_state : cur;
-	if (!ib_modify_qp_is_ok(cur, new, IB_QPT_RC, attr_mask)) {
+	if (!ib_modify_qp_is_ok(cur, new, qp->type, attr_mask)) {
 		ibdev_dbg(&dev->ibdev,
 			  "QP 0x%x: bad transition %d -> %d with mask %#x\n",
 			  qp->qpn, cur, new, attr_mask);
@@ -565,10 +592,17 @@ int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		err = -EINVAL;
 		goto out;
 	}
-	if ((attr_mask & IB_QP_ACCESS_FLAGS) &&
-	    (attr->qp_access_flags & IB_ACCESS_REMOTE_ATOMIC)) {
-		ibdev_dbg(&dev->ibdev, "QP remote atomic access not supported\n");
-		err = -EOPNOTSUPP;
+	/*
+	 * A controlled Q_Key (bit 31) lets a UD QP send with a privileged
+	 * Q_Key such as the GSI one: the device sends the QP's own Q_Key
+	 * for any controlled Q_Key in a WQE. Only kernel QPs and privileged
+	 * users may have one. REMOTE_ATOMIC is accepted: the CM asks for it
+	 * on every responder, and the device refuses atomic requests it
+	 * does not execute.
+	 */
+	if ((attr_mask & IB_QP_QKEY) && (attr->qkey & OHCA_QKEY_CONTROLLED) &&
+	    udata && !capable(CAP_NET_RAW)) {
+		err = -EPERM;
 		goto out;
 	}
 
@@ -606,6 +640,8 @@ int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		a->rq_psn = cpu_to_le32(attr->rq_psn);
 	if (attr_mask & IB_QP_SQ_PSN)
 		a->sq_psn = cpu_to_le32(attr->sq_psn);
+	if (attr_mask & IB_QP_QKEY)
+		a->qkey = cpu_to_le32(attr->qkey);
 
 	err = ohca_cmd_exec(dev, &args);
 	/*
@@ -678,15 +714,18 @@ int ohca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	attr->rnr_retry = a.rnr_retry;
 	ohca_qp_fill_caps(dev, qp, &attr->cap);
 
-	attr->ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
-	rdma_ah_set_port_num(&attr->ah_attr, 1);
-	memcpy(dgid.raw, a.av.dgid, sizeof(dgid.raw));
-	rdma_ah_set_grh(&attr->ah_attr, &dgid, le32_to_cpu(a.av.flow_label),
-			a.av.sgid_index, a.av.hop_limit, a.av.traffic_class);
-	memcpy(attr->ah_attr.roce.dmac, a.av.dmac, ETH_ALEN);
+	if (qp->type == IB_QPT_RC) {
+		attr->ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+		rdma_ah_set_port_num(&attr->ah_attr, 1);
+		memcpy(dgid.raw, a.av.dgid, sizeof(dgid.raw));
+		rdma_ah_set_grh(&attr->ah_attr, &dgid,
+				le32_to_cpu(a.av.flow_label), a.av.sgid_index,
+				a.av.hop_limit, a.av.traffic_class);
+		memcpy(attr->ah_attr.roce.dmac, a.av.dmac, ETH_ALEN);
+	}
 
 	memset(init, 0, sizeof(*init));
-	init->qp_type = IB_QPT_RC;
+	init->qp_type = qp->type;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
 	init->sq_sig_type = qp->sq_sig_type;
@@ -753,7 +792,7 @@ int ohca_qp_flush_sw(struct ohca_qp *qp, bool sq, struct ib_wc *wc, int num)
 static int ohca_copy_inline(struct ohca_qp *qp, const struct ib_send_wr *wr,
 			    struct ohca_send_wqe *wqe)
 {
-	u8 *dst = (u8 *)(wqe + 1);
+	u8 *dst = (u8 *)wqe + ohca_sq_hdr_len(qp->type);
 	u32 len = 0;
 	int i;
 
@@ -770,17 +809,40 @@ static int ohca_copy_inline(struct ohca_qp *qp, const struct ib_send_wr *wr,
 	return 0;
 }
 
+/* The UD segment: the AH's address vector, remote QPN and Q_Key. */
+static int ohca_build_ud_seg(const struct ib_send_wr *wr,
+			     struct ohca_ud_seg *seg)
+{
+	const struct ib_ud_wr *ud = ud_wr(wr);
+
+	if ((wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM) ||
+	    !ud->ah)
+		return -EINVAL;
+	memset(seg, 0, sizeof(*seg));
+	seg->av = to_ohca_ah(ud->ah)->av;
+	seg->remote_qpn = cpu_to_le32(ud->remote_qpn);
+	seg->qkey = cpu_to_le32(ud->remote_qkey);
+	return 0;
+}
+
 static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ib_send_wr *wr,
 			       struct ohca_send_wqe *wqe)
 {
-	struct ohca_sge *seg = (struct ohca_sge *)(wqe + 1);
+	struct ohca_sge *seg =
+		(struct ohca_sge *)((u8 *)wqe + ohca_sq_hdr_len(qp->type));
 	int opcode = ohca_wr_opcode(wr->opcode);
 	bool signaled = (wr->send_flags & IB_SEND_SIGNALED) ||
 			qp->sq_sig_type == IB_SIGNAL_ALL_WR;
-	int i;
+	int err, i;
 
 	if (opcode < 0)
 		return opcode;
+	if (qp->type != IB_QPT_RC) {
+		/* SEND and SEND_WITH_IMM only */
+		err = ohca_build_ud_seg(wr, (struct ohca_ud_seg *)(wqe + 1));
+		if (err)
+			return err;
+	}
 	BUILD_BUG_ON(sizeof(struct ohca_reg_mr_wqe) !=
 		     sizeof(struct ohca_send_wqe));
 	if (wr->opcode == IB_WR_REG_MR)

@@ -38,6 +38,8 @@ static const struct rdma_stat_desc ohca_descs[] = {
 	OHCA_STAT(roce_bad_header),
 	OHCA_STAT(roce_bad_opcode),
 	OHCA_STAT(roce_bad_qpn),
+	OHCA_STAT(ud_rx_no_wqe),
+	OHCA_STAT(ud_rx_bad_qkey),
 	OHCA_STAT(roce_rx_dropped),
 };
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * ohca: ib_device_ops: the device, port, GID table, user contexts and
- * doorbell mmap here; PDs and MRs in ohca_mr.c, CQs in ohca_cq.c, RC QPs
- * in ohca_qp.c.
+ * doorbell mmap here; PDs and MRs in ohca_mr.c, CQs in ohca_cq.c, QPs
+ * in ohca_qp.c, address handles in ohca_ah.c.
  */
 #include <linux/etherdevice.h>
 #include <linux/if_vlan.h>
@@ -75,8 +75,9 @@ static int ohca_query_device(struct ib_device *ibdev,
 	props->max_qp_rd_atom = le32_to_cpu(a->max_qp_rd_atom);
 	props->max_qp_init_rd_atom = le32_to_cpu(a->max_qp_init_rd_atom);
 	props->max_res_rd_atom = props->max_qp * props->max_qp_rd_atom;
-	/* No SRQs, address handles or atomics in this driver. */
-	props->max_ah = 0;
+	/* Address handles cost the device nothing (see ohca_ah.c). */
+	props->max_ah = dev->caps & OHCA_CAP_UD ? le32_to_cpu(a->max_ah) : 0;
+	/* No SRQs or atomics in this driver. */
 	props->max_srq = 0;
 	props->max_srq_wr = 0;
 	props->max_srq_sge = 0;
@@ -357,12 +358,15 @@ const struct ib_device_ops ohca_dev_ops = {
 	.alloc_mr = ohca_alloc_mr,
 	.alloc_pd = ohca_alloc_pd,
 	.alloc_ucontext = ohca_alloc_ucontext,
+	.create_ah = ohca_create_ah,
 	.create_cq = ohca_create_cq,
 	.create_qp = ohca_create_qp,
+	.create_user_ah = ohca_create_ah,
 	.dealloc_pd = ohca_dealloc_pd,
 	.dealloc_ucontext = ohca_dealloc_ucontext,
 	.del_gid = ohca_del_gid,
 	.dereg_mr = ohca_dereg_mr,
+	.destroy_ah = ohca_destroy_ah,
 	.destroy_cq = ohca_destroy_cq,
 	.destroy_qp = ohca_destroy_qp,
 	.disassociate_ucontext = ohca_disassociate_ucontext,
@@ -378,12 +382,14 @@ const struct ib_device_ops ohca_dev_ops = {
 	.post_recv = ohca_post_recv,
 	.post_send = ohca_post_send,
 	.query_device = ohca_query_device,
+	.query_ah = ohca_query_ah,
 	.query_pkey = ohca_query_pkey,
 	.query_port = ohca_query_port,
 	.query_qp = ohca_query_qp,
 	.reg_user_mr = ohca_reg_user_mr,
 	.req_notify_cq = ohca_req_notify_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_ah, ohca_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, ohca_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, ohca_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, ohca_qp, ibqp),

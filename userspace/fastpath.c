@@ -48,14 +48,34 @@ static int ohca_wr_opcode(enum ibv_wr_opcode op, uint8_t *out)
 	}
 }
 
+/* UD: the AH's vector, remote QPN and Q_Key go after the header. */
+static int ohca_build_ud_seg(const struct ibv_send_wr *wr, uint8_t opcode,
+			     struct ohca_ud_seg *seg)
+{
+	if ((opcode != OHCA_WR_SEND && opcode != OHCA_WR_SEND_IMM) ||
+	    !wr->wr.ud.ah)
+		return EINVAL;
+	memset(seg, 0, sizeof(*seg));
+	seg->av = to_ohca_ah(wr->wr.ud.ah)->av;
+	seg->remote_qpn = htole32(wr->wr.ud.remote_qpn);
+	seg->qkey = htole32(wr->wr.ud.remote_qkey);
+	return 0;
+}
+
 static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
 			       struct ohca_send_wqe *wqe)
 {
+	uint8_t *body = (uint8_t *)(wqe + 1);
 	uint8_t opcode, flags = 0;
 	int i;
 
 	if (ohca_wr_opcode(wr->opcode, &opcode) || wr->num_sge < 0)
 		return EINVAL;
+	if (qp->qp_type == IBV_QPT_UD) {
+		if (ohca_build_ud_seg(wr, opcode, (struct ohca_ud_seg *)body))
+			return EINVAL;
+		body += sizeof(struct ohca_ud_seg);
+	}
 
 	if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
 		flags |= OHCA_WQE_SIGNALED;
@@ -66,7 +86,7 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
 
 	if ((wr->send_flags & IBV_SEND_INLINE) &&
 	    opcode != OHCA_WR_RDMA_READ) {
-		uint8_t *data = (uint8_t *)(wqe + 1);
+		uint8_t *data = body;
 		uint64_t total = 0;
 
 		for (i = 0; i < wr->num_sge; i++)
@@ -82,7 +102,7 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
 		flags |= OHCA_WQE_INLINE;
 		wqe->inline_len = htole32((uint32_t)total);
 	} else {
-		struct ohca_sge *sge = (struct ohca_sge *)(wqe + 1);
+		struct ohca_sge *sge = (struct ohca_sge *)body;
 
 		if (wr->send_flags & IBV_SEND_INLINE)
 			return EINVAL;	/* RDMA READ has no data to inline */
@@ -275,9 +295,12 @@ static bool ohca_parse_cqe(struct ohca_cq *cq, const struct ohca_cqe *cqe,
 		wc->wc_flags |= IBV_WC_WITH_INV;
 		wc->invalidated_rkey = le32toh(cqe->imm_data);
 	}
+	/* UD: the receive buffer starts with the GRH (IPv4 or IPv6). */
+	if (cqe->flags & OHCA_CQE_F_GRH)
+		wc->wc_flags |= IBV_WC_GRH;
 	wc->pkey_index = 0;
 	wc->slid = 0;
-	wc->sl = 0;
+	wc->sl = cqe->sl;
 	wc->dlid_path_bits = 0;
 	return true;
 }

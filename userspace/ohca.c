@@ -30,10 +30,12 @@ static void ohca_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops ohca_ctx_ops = {
 	.alloc_pd = ohca_alloc_pd,
+	.create_ah = ohca_create_ah,
 	.create_cq = ohca_create_cq,
 	.create_qp = ohca_create_qp,
 	.dealloc_pd = ohca_dealloc_pd,
 	.dereg_mr = ohca_dereg_mr,
+	.destroy_ah = ohca_destroy_ah,
 	.destroy_cq = ohca_destroy_cq,
 	.destroy_qp = ohca_destroy_qp,
 	.free_context = ohca_free_context,

@@ -87,10 +87,25 @@ struct ohca_qp {
 	struct ohca_wq sq;
 	struct ohca_wq rq;
 	uint32_t qpn;
+	enum ibv_qp_type qp_type;	/* RC or UD */
 	uint32_t max_inline;
 	int sq_sig_all;
 	struct ohca_qp *table_next;	/* ohca_context.qp_table chain */
 };
+
+/*
+ * An address handle exists only here: post_send copies its vector into
+ * each UD WQE (struct ohca_ud_seg). The kernel resolved the MAC.
+ */
+struct ohca_ah {
+	struct ibv_ah ibv_ah;
+	struct ohca_av av;
+};
+
+static inline struct ohca_ah *to_ohca_ah(struct ibv_ah *ibah)
+{
+	return ohca_container_of(ibah, struct ohca_ah, ibv_ah);
+}
 
 static inline struct ohca_device *to_ohca_dev(struct ibv_device *ibdev)
 {
@@ -159,6 +174,8 @@ int ohca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 int ohca_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		  int attr_mask, struct ibv_qp_init_attr *init_attr);
 int ohca_destroy_qp(struct ibv_qp *ibqp);
+struct ibv_ah *ohca_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr);
+int ohca_destroy_ah(struct ibv_ah *ibah);
 int ohca_query_limits(struct ohca_context *ctx);
 struct ohca_qp *ohca_find_qp(struct ohca_context *ctx, uint32_t qpn);
 

@@ -350,6 +350,13 @@ static void ohca_fill_caps(const struct ohca_qp *qp, struct ibv_qp_cap *cap)
 	cap->max_inline_data = qp->max_inline;
 }
 
+/* Bytes of a send WQE before its segments: UD adds the address vector. */
+static uint32_t ohca_sq_hdr_len(const struct ohca_qp *qp)
+{
+	return qp->qp_type == IBV_QPT_UD ? OHCA_UD_WQE_HDR_LEN :
+					   (uint32_t)sizeof(struct ohca_send_wqe);
+}
+
 static int ohca_size_qp(struct ohca_context *ctx, struct ohca_qp *qp,
 			const struct ibv_qp_cap *cap)
 {
@@ -377,12 +384,12 @@ static int ohca_size_qp(struct ohca_context *ctx, struct ohca_qp *qp,
 	    qp->rq.log_size > OHCA_WQ_LOG_MAX)
 		return EINVAL;
 
-	/* send: 64-byte header + max(segments, inline data) */
+	/* send: header + max(segments, inline data) */
 	send_seg = 16 * cap->max_send_sge;
 	if (cap->max_inline_data > send_seg)
 		send_seg = cap->max_inline_data;
-	qp->sq.log_stride = ohca_roundup_pow2_log(
-		(uint32_t)sizeof(struct ohca_send_wqe) + send_seg);
+	qp->sq.log_stride = ohca_roundup_pow2_log(ohca_sq_hdr_len(qp) +
+						  send_seg);
 	if (qp->sq.log_stride < OHCA_SQ_LOG_STRIDE_MIN)
 		qp->sq.log_stride = OHCA_SQ_LOG_STRIDE_MIN;
 	/* receive: 16-byte header + segments */
@@ -397,11 +404,11 @@ static int ohca_size_qp(struct ohca_context *ctx, struct ohca_qp *qp,
 
 	/* What the strides hold, within the device's limits. */
 	stride = 1u << qp->sq.log_stride;
-	qp->sq.max_sge = (stride - (uint32_t)sizeof(struct ohca_send_wqe)) /
+	qp->sq.max_sge = (stride - ohca_sq_hdr_len(qp)) /
 			 (uint32_t)sizeof(struct ohca_sge);
 	if (qp->sq.max_sge > ctx->max_sge)
 		qp->sq.max_sge = ctx->max_sge;
-	qp->max_inline = stride - (uint32_t)sizeof(struct ohca_send_wqe);
+	qp->max_inline = stride - ohca_sq_hdr_len(qp);
 	if (qp->max_inline > OHCA_MAX_INLINE)
 		qp->max_inline = OHCA_MAX_INLINE;
 	stride = 1u << qp->rq.log_stride;
@@ -441,9 +448,11 @@ struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
 	struct ohca_qp *qp;
 	int err;
 
-	if (attr->qp_type != IBV_QPT_RC || attr->srq) {
+	if ((attr->qp_type != IBV_QPT_RC &&
+	     (attr->qp_type != IBV_QPT_UD ||
+	      !(ctx->device_caps & OHCA_CAP_UD))) || attr->srq) {
 		verbs_debug(&ctx->vctx,
-			    "only RC QPs without SRQ (qp_type %d, srq %p)\n",
+			    "only RC and UD QPs without SRQ (qp_type %d, srq %p)\n",
 			    attr->qp_type, (void *)attr->srq);
 		errno = EOPNOTSUPP;
 		return NULL;
@@ -458,6 +467,7 @@ struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
 		errno = ENOMEM;
 		return NULL;
 	}
+	qp->qp_type = attr->qp_type;
 	err = ohca_size_qp(ctx, qp, &attr->cap);
 	if (err)
 		goto err_free;
@@ -578,5 +588,63 @@ int ohca_destroy_qp(struct ibv_qp *ibqp)
 	ohca_wq_fini(&qp->sq);
 	ohca_wq_fini(&qp->rq);
 	free(qp);
+	return 0;
+}
+
+OHCA_DRV_CMD_RESP(ohca_create_ah_resp, ib_uverbs_create_ah_resp,
+		  ohca_ibv_create_ah_resp, 4);
+
+/*
+ * The kernel resolves the destination MAC (as it does for every RoCE
+ * provider) and tells the source GID's network type; the device needs no
+ * object, so the AH is this vector.
+ */
+struct ibv_ah *ohca_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
+{
+	struct ohca_context *ctx = to_ohca_ctx(ibpd->context);
+	struct ohca_create_ah_resp resp = {};
+	struct ohca_ah *ah;
+	int err;
+
+	if (!(ctx->device_caps & OHCA_CAP_UD)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* RoCE addresses are GIDs: an AH without a GRH cannot be built. */
+	if (!attr->is_global || attr->port_num != 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ah = calloc(1, sizeof(*ah));
+	if (!ah) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = ibv_cmd_create_ah(ibpd, &ah->ibv_ah, attr, &resp.ibv_resp,
+				sizeof(resp));
+	if (err) {
+		free(ah);
+		errno = err;
+		return NULL;
+	}
+	memcpy(ah->av.dgid, attr->grh.dgid.raw, sizeof(ah->av.dgid));
+	memcpy(ah->av.dmac, resp.drv.dmac, sizeof(ah->av.dmac));
+	ah->av.vlan_id = htole16(resp.drv.vlan_id);
+	ah->av.flow_label = htole32(attr->grh.flow_label);
+	ah->av.hop_limit = attr->grh.hop_limit;
+	ah->av.traffic_class = attr->grh.traffic_class;
+	ah->av.sgid_index = attr->grh.sgid_index;
+	ah->av.network_type = resp.drv.network_type;
+	return &ah->ibv_ah;
+}
+
+int ohca_destroy_ah(struct ibv_ah *ibah)
+{
+	int err;
+
+	err = ibv_cmd_destroy_ah(ibah);
+	if (err)
+		return err;
+	free(to_ohca_ah(ibah));
 	return 0;
 }

@@ -6,8 +6,8 @@ The parts are the normal-kernel tests' own scripts and checks:
 test_rc.py's integrity loopback (ohca_rc_integrity at path MTUs 256, 1024,
 4096) and ibv_rc_pingpong loopback (polling and events), test_rc_negative's
 error completions, and rdma-core's upstream suite without its rdma_cm cases
-(they need QP1/CM, which ohca does not implement: they can only error, and
-waiting out their timeouts costs minutes). Each part runs in a subshell and
+(each runs two processes for many seconds; the stock-kernel suite test runs
+them). Each part runs in a subshell and
 its section of the output is checked as its own test checks it. KASAN,
 lockdep and DEBUG_OBJECTS reports fail through the kernel-log scan;
 kmemleak is scanned after unloading ohca at the end of the job

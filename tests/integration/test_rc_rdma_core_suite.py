@@ -2,7 +2,9 @@
 image) against ohca0 in one VM.  Informational: the pass/fail/skip/error
 counts are printed; the test asserts only that the suite finished (bounded
 by a timeout, no hang), that QEMU did not crash and that the kernel log
-stayed clean.  (rdma_cm tests error out: QP1/CM is not implemented.)"""
+stayed clean.  With UD and QP1 (2026-12-01, stock kernel, loaded host):
+273 ran, 52 passed (the rdma_cm and UD cases included), 221 skipped, none
+failed, 513 s for the whole test."""
 
 import re
 
@@ -12,7 +14,7 @@ from vmtest import assert_klog_clean
 
 pytestmark = pytest.mark.ohca_only
 
-SUITE_TIMEOUT = 480  # seconds inside the guest (the whole suite; rdma_cm cases wait out their timeouts)
+SUITE_TIMEOUT = 480  # seconds inside the guest (the whole suite)
 
 # run_tests.py's loading, minus the test ids that contain any of the words
 # in $OHCA_SUITE_EXCLUDE (unittest's -k can only select, not exclude).

@@ -254,7 +254,8 @@ struct verbs_context_ops {
 	ohca_unused_op bind_mw;
 	ohca_unused_op close_xrcd;
 	ohca_unused_op cq_event;
-	ohca_unused_op create_ah;
+	struct ibv_ah *(*create_ah)(struct ibv_pd *pd,
+				    struct ibv_ah_attr *attr);
 	ohca_unused_op create_counters;
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
 				    struct ibv_comp_channel *channel,
@@ -273,7 +274,7 @@ struct verbs_context_ops {
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	ohca_unused_op dealloc_td;
 	int (*dereg_mr)(struct verbs_mr *vmr);
-	ohca_unused_op destroy_ah;
+	int (*destroy_ah)(struct ibv_ah *ah);
 	ohca_unused_op destroy_counters;
 	int (*destroy_cq)(struct ibv_cq *cq);
 	ohca_unused_op destroy_flow;
@@ -417,6 +418,11 @@ int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		   struct ibv_reg_mr *cmd, size_t cmd_size,
 		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
+int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
+		      struct ibv_ah_attr *attr,
+		      struct ib_uverbs_create_ah_resp *resp,
+		      size_t resp_size);
+int ibv_cmd_destroy_ah(struct ibv_ah *ah);
 int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      struct ibv_comp_channel *channel, int comp_vector,
 		      struct ibv_cq *cq, struct ibv_create_cq *cmd,
@@ -528,10 +534,12 @@ int ibv_dofork_range(void *base, size_t size);
 	O(struct verbs_device, core_support, 704)                           \
 	S(struct verbs_context_ops, 608)                                    \
 	O(struct verbs_context_ops, alloc_pd, 40)                           \
+	O(struct verbs_context_ops, create_ah, 104)                         \
 	O(struct verbs_context_ops, create_cq, 120)                         \
 	O(struct verbs_context_ops, create_qp, 152)                         \
 	O(struct verbs_context_ops, dealloc_pd, 208)                        \
 	O(struct verbs_context_ops, dereg_mr, 224)                          \
+	O(struct verbs_context_ops, destroy_ah, 232)                        \
 	O(struct verbs_context_ops, destroy_cq, 248)                        \
 	O(struct verbs_context_ops, destroy_qp, 272)                        \
 	O(struct verbs_context_ops, free_context, 312)                      \
@@ -564,6 +572,7 @@ int ibv_dofork_range(void *base, size_t size);
 	S(struct ib_uverbs_reg_mr_resp, 12)                                 \
 	S(struct ib_uverbs_create_cq_resp, 8)                               \
 	S(struct ib_uverbs_create_qp_resp, 32)                              \
+	S(struct ib_uverbs_create_ah_resp, 4)                               \
 	S(struct ibv_mr, 48)                                                \
 	S(struct ibv_cq, 128)                                               \
 	S(struct ibv_cq_ex, 288)                                            \

@@ -368,14 +368,17 @@ static ssize_t create_qp(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 	      (unsigned long long)drv->rq_buf_addr, drv->rq_log_size,
 	      drv->rq_log_stride, drv->max_inline);
 	/* What the kernel checks before pinning the rings. */
-	if (cmd->qp_type != IB_UVERBS_QPT_RC || cmd->is_srq ||
+	if ((cmd->qp_type != IB_UVERBS_QPT_RC &&
+	     cmd->qp_type != IB_UVERBS_QPT_UD) || cmd->is_srq ||
 	    drv->sq_log_size > OHCA_WQ_LOG_MAX ||
 	    drv->rq_log_size > OHCA_WQ_LOG_MAX ||
 	    drv->sq_log_stride < OHCA_SQ_LOG_STRIDE_MIN ||
 	    drv->rq_log_stride < OHCA_RQ_LOG_STRIDE_MIN ||
 	    drv->sq_log_stride > OHCA_WQ_LOG_STRIDE_MAX ||
 	    drv->rq_log_stride > OHCA_WQ_LOG_STRIDE_MAX ||
-	    drv->max_inline > (1u << drv->sq_log_stride) - 64 ||
+	    drv->max_inline > (1u << drv->sq_log_stride) -
+			      (cmd->qp_type == IB_UVERBS_QPT_UD ?
+			       OHCA_UD_WQE_HDR_LEN : 64) ||
 	    cmd->max_send_wr != 1u << drv->sq_log_size ||
 	    cmd->max_recv_wr != 1u << drv->rq_log_size ||
 	    !page_aligned_zeroed(drv->sq_buf_addr,
@@ -503,7 +506,7 @@ static ssize_t get_context(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 	resp.drv.db_mmap_key = FAKE_DB_KEY;
 	resp.drv.uar_index = FAKE_UAR_INDEX;
 	resp.drv.db_page_size = OHCA_DB_PAGE_SIZE;
-	resp.drv.device_caps = OHCA_CAP_ROCE_V2 | OHCA_CAP_ETH;
+	resp.drv.device_caps = OHCA_CAP_ROCE_V2 | OHCA_CAP_ETH | OHCA_CAP_UD;
 	memcpy((void *)(uintptr_t)cmd->response, &resp, sizeof(resp));
 	logf_("GET_CONTEXT ok");
 	return len;
@@ -537,6 +540,48 @@ static ssize_t query_device_ex(const struct ib_uverbs_cmd_hdr *hdr,
 	resp.response_length = out < sizeof(resp) ? out : sizeof(resp);
 	memcpy((void *)(uintptr_t)ex->response, &resp, resp.response_length);
 	logf_("QUERY_DEVICE_EX ok");
+	return len;
+}
+
+/* What the kernel resolves for a user AH: the MAC of the destination. */
+#define FAKE_AH_DMAC "\x02\x00\x00\x00\x00\x07"
+
+static ssize_t create_ah(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
+{
+	const struct ib_uverbs_create_ah *cmd = (const void *)(hdr + 1);
+	struct {
+		struct ib_uverbs_create_ah_resp core;
+		struct ohca_ibv_create_ah_resp drv;
+	} resp = {};
+
+	if (framing("CREATE_AH", hdr, len, sizeof(*hdr) + sizeof(*cmd),
+		    sizeof(resp)))
+		return -1;
+	logf_("CREATE_AH pd=%u port=%u is_global=%u sgid_index=%u hop_limit=%u",
+	      cmd->pd_handle, cmd->attr.port_num, cmd->attr.is_global,
+	      cmd->attr.grh.sgid_index, cmd->attr.grh.hop_limit);
+	if (!cmd->attr.is_global) {
+		errno = EINVAL;
+		return -1;
+	}
+	resp.core.ah_handle = 1;
+	memcpy(resp.drv.dmac, FAKE_AH_DMAC, 6);
+	resp.drv.vlan_id = 0xffff;
+	resp.drv.network_type = OHCA_NET_IPV4;
+	memcpy((void *)(uintptr_t)cmd->response, &resp, sizeof(resp));
+	logf_("CREATE_AH ok");
+	return len;
+}
+
+static ssize_t destroy_ah(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
+{
+	const struct ib_uverbs_destroy_ah *cmd = (const void *)(hdr + 1);
+
+	if (len != sizeof(*hdr) + sizeof(*cmd) || cmd->ah_handle != 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	logf_("DESTROY_AH ok");
 	return len;
 }
 
@@ -602,6 +647,10 @@ ssize_t write(int fd, const void *buf, size_t len)
 		return query_qp(hdr, len);
 	case IB_USER_VERBS_CMD_DESTROY_QP:
 		return destroy_qp(hdr, len);
+	case IB_USER_VERBS_CMD_CREATE_AH:
+		return create_ah(hdr, len);
+	case IB_USER_VERBS_CMD_DESTROY_AH:
+		return destroy_ah(hdr, len);
 	default:
 		logf_("UNHANDLED command 0x%x len %zu", hdr->command, len);
 		errno = EOPNOTSUPP;

@@ -148,6 +148,12 @@ expect "$work/verbs.fake" "MODIFY_QP in_words=30 out_words=0 " "MODIFY_QP: 120-b
 expect "$work/verbs.fake" "MODIFY_QP ok handle=1 mask=0x129181 state=2 " "INIT->RTR with AV, MTU, dest QPN, RQ PSN, rd atomic, RNR timer"
 expect "$work/verbs.fake" "QUERY_QP in_words=6 out_words=32 " "QUERY_QP: 24-byte ibv_query_qp, 128-byte response"
 expect "$work/verbs.fake" "DESTROY_QP ok" "DESTROY_QP"
+expect "$work/verbs.fake" "CREATE_AH in_words=[0-9]* out_words=5 " \
+	"CREATE_AH: 4+16-byte response (ohca_ibv_create_ah_resp)"
+expect "$work/verbs.fake" "CREATE_AH pd=[0-9]* port=1 is_global=1 sgid_index=1 hop_limit=9" \
+	"CREATE_AH: the GRH reaches the kernel"
+expect "$work/verbs.fake" "CREATE_QP type=4 " "CREATE_QP of a UD QP"
+expect "$work/verbs.fake" "DESTROY_AH ok" "DESTROY_AH"
 expect "$work/verbs.fake" "DESTROY_CQ ok handle=2" "DESTROY_CQ of both CQs"
 expect "$work/verbs.fake" "DEREG_MR ok" "DEREG_MR"
 expect "$work/verbs.fake" "DEALLOC_PD ok" "DEALLOC_PD"

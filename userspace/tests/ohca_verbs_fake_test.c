@@ -274,9 +274,6 @@ int main(int argc, char **argv)
 	rq = (uint8_t *)(uintptr_t)kdrv->rq_buf_addr;
 
 	qinit = init;
-	qinit.qp_type = IBV_QPT_UD;
-	CHECK(!ibv_create_qp(pd, &qinit), "UD QP refused");
-	qinit = init;
 	qinit.cap.max_send_sge = 5;
 	CHECK(!ibv_create_qp(pd, &qinit) && errno == EINVAL,
 	      "max_send_sge beyond max_sge refused");
@@ -657,6 +654,91 @@ int main(int argc, char **argv)
 	rc = ibv_post_send(qp, &swr[6], &bad_s);
 	CHECK(!rc, "post after RESET: rc %d", rc);
 	CHECK_EQ(db_read(OHCA_DB_SQ), dbv(qpn, 1));
+
+	/* ---- UD: the address vector from the AH in each send WQE, the GRH
+	 * flag of UD receive completions ---- */
+	{
+		struct ibv_ah_attr aa = {};
+		struct ibv_qp *ud;
+		struct ibv_ah *ah;
+		uint8_t *usq;
+
+		aa.port_num = 1;
+		CHECK(!ibv_create_ah(pd, &aa) && errno == EINVAL,
+		      "AH without GRH refused with EINVAL");
+		aa.is_global = 1;
+		memcpy(aa.grh.dgid.raw,
+		       "\0\0\0\0\0\0\0\0\0\0\xff\xff\x0a\0\0\x07", 16);
+		aa.grh.sgid_index = 1;
+		aa.grh.hop_limit = 9;
+		aa.grh.traffic_class = 0x20;
+		aa.grh.flow_label = 0x12345;
+		ah = ibv_create_ah(pd, &aa);
+		CHECK(ah, "ibv_create_ah: %s", strerror(errno));
+		qinit = init;
+		qinit.qp_type = IBV_QPT_UD;
+		qinit.cap.max_inline_data = 0;
+		ud = ibv_create_qp(pd, &qinit);
+		CHECK(ud, "UD QP: %s", strerror(errno));
+		if (!ah || !ud)
+			return 1;
+		/* stride roundup(112 + 48) = 256: (256 - 112) / 16 = 9 SGEs
+		 * (the device's 4), 144 inline bytes */
+		CHECK_EQ(qinit.cap.max_send_sge, 4);
+		CHECK_EQ(qinit.cap.max_inline_data, 144);
+		kdrv = fake_qp(ud->qp_num, &kcore, NULL);
+		CHECK(kdrv && kcore->qp_type == IB_UVERBS_QPT_UD, "UD QP known");
+		if (!kdrv)
+			return 1;
+		usq = (uint8_t *)(uintptr_t)kdrv->sq_buf_addr;
+		db_clear();
+		memset(&swr[0], 0, sizeof(swr[0]));
+		swr[0].wr_id = 0x7777;
+		swr[0].opcode = IBV_WR_SEND_WITH_IMM;
+		swr[0].imm_data = htonl(0x0a0b0c0d);
+		swr[0].sg_list = &sge[0];
+		swr[0].num_sge = 1;
+		swr[0].send_flags = IBV_SEND_SIGNALED;
+		swr[0].wr.ud.ah = ah;
+		swr[0].wr.ud.remote_qpn = 0x123456;
+		swr[0].wr.ud.remote_qkey = 0x11111111;
+		rc = ibv_post_send(ud, &swr[0], &bad_s);
+		CHECK(!rc, "UD post_send: %s", strerror(rc));
+		CHECK_EQ(db_read(OHCA_DB_SQ), dbv(ud->qp_num, 1));
+		CHECK_EQ(rd(usq, 8, 1), OHCA_WR_SEND_IMM);
+		CHECK_EQ(rd(usq, 10, 1), 1);
+		CHECK(!memcmp(usq + 64, aa.grh.dgid.raw, 16), "AV dgid");
+		CHECK(!memcmp(usq + 80, "\x02\0\0\0\0\x07", 6),
+		      "AV dmac from the kernel");
+		CHECK_EQ(rd(usq, 86, 2), 0xffff);
+		CHECK_EQ(rd(usq, 88, 4), 0x12345);
+		CHECK_EQ(rd(usq, 92, 1), 9);
+		CHECK_EQ(rd(usq, 93, 1), 0x20);
+		CHECK_EQ(rd(usq, 94, 1), 1);
+		CHECK_EQ(rd(usq, 95, 1), OHCA_NET_IPV4);
+		CHECK_EQ(rd(usq, 96, 4), 0x123456);
+		CHECK_EQ(rd(usq, 100, 4), 0x11111111);
+		CHECK_EQ(rd(usq, 112, 8), (uintptr_t)buf + 1);
+		CHECK_EQ(rd(usq, 120, 4), 100);
+		/* RDMA opcodes have no place on UD */
+		swr[0].opcode = IBV_WR_RDMA_WRITE;
+		rc = ibv_post_send(ud, &swr[0], &bad_s);
+		CHECK(rc == EINVAL && bad_s == &swr[0], "RDMA on UD refused");
+		/* a UD receive: GRH flag, source QP, SL */
+		push_cqe(&drcq, &(struct cqe_spec){
+			.wr_id = 0x88, .byte_len = 40 + 5, .qpn = ud->qp_num,
+			.src_qp = 0x42, .opcode = OHCA_CQE_RECV,
+			.flags = OHCA_CQE_F_GRH | OHCA_CQE_F_IPV4 });
+		memset(wc, 0, sizeof(wc));
+		CHECK_EQ(ibv_poll_cq(rcq, 8, wc), 1);
+		CHECK_EQ(wc[0].wr_id, 0x88);
+		CHECK_EQ(wc[0].byte_len, 45);
+		CHECK_EQ(wc[0].src_qp, 0x42);
+		CHECK(wc[0].wc_flags == IBV_WC_GRH, "wc_flags %#x",
+		      wc[0].wc_flags);
+		CHECK_EQ(ibv_destroy_qp(ud), 0);
+		CHECK_EQ(ibv_destroy_ah(ah), 0);
+	}
 
 	/* ---- teardown: unpolled CQEs of a destroyed QP are dropped, those
 	 * of another QP on the same CQ stay ---- */

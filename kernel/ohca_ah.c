@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ohca: address handles. The device keeps no address handle table: an AH
+ * is the address vector every UD send WQE carries (struct ohca_ud_seg), so
+ * create_ah and destroy_ah need no command. The RDMA core calls them in
+ * atomic context (RDMA_CREATE_AH_SLEEPABLE unset) for MADs and rdma_cm,
+ * where waiting for a command would be a bug.
+ */
+#include <rdma/ib_verbs.h>
+
+#include <ohca/ohca-abi.h>
+
+#include "ohca.h"
+
+int ohca_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
+		   struct ib_udata *udata)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibah->device);
+	struct ohca_ah *ah = to_ohca_ah(ibah);
+	struct ohca_ibv_create_ah_resp resp = {};
+	int err;
+
+	if (!(dev->caps & OHCA_CAP_UD))
+		return -EOPNOTSUPP;
+	/* Without a GRH there is no RoCE address: -EINVAL, not EOPNOTSUPP. */
+	err = ohca_av_from_ah(dev, init_attr->ah_attr, &ah->av);
+	if (err)
+		return err;
+	if (!udata)
+		return 0;
+
+	/* The provider builds its WQEs from the same vector. */
+	memcpy(resp.dmac, ah->av.dmac, sizeof(resp.dmac));
+	resp.vlan_id = le16_to_cpu(ah->av.vlan_id);
+	resp.network_type = ah->av.network_type;
+	return ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
+}
+
+int ohca_destroy_ah(struct ib_ah *ibah, u32 flags)
+{
+	/* Nothing in the device; the core frees the object. */
+	return 0;
+}
+
+int ohca_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr)
+{
+	const struct ohca_av *av = &to_ohca_ah(ibah)->av;
+	union ib_gid dgid;
+
+	memset(ah_attr, 0, sizeof(*ah_attr));
+	ah_attr->type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(ah_attr, 1);
+	memcpy(dgid.raw, av->dgid, sizeof(dgid.raw));
+	rdma_ah_set_grh(ah_attr, &dgid, le32_to_cpu(av->flow_label),
+			av->sgid_index, av->hop_limit, av->traffic_class);
+	memcpy(ah_attr->roce.dmac, av->dmac, ETH_ALEN);
+	return 0;
+}

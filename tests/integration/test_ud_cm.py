@@ -1,0 +1,98 @@
+"""UD, address handles, the GSI QP and rdma_cm in ONE VM job (issue 10):
+each part would otherwise pay its own TCG boot.
+
+- gsi: ib_mad created QP1 on the port (no "Couldn't create ib_mad QP1"),
+  and the port's GSI QP is QP 1.
+- ud_pingpong: ibv_ud_pingpong loopback (user AH, UD QPs, GRH in the
+  receive buffer), polling and with completion events.
+- rping: rdma_cm RC over QP1 MADs (REQ/REP/RTU, the responder's QP with
+  REMOTE_ATOMIC), RDMA READ/WRITE traffic, verified data.
+- ucmatose / udaddy: rdma_cm RC connections and UD (path resolution,
+  the UD QP's Q_Key from the CM, AHs from the received work completion).
+Everything runs against the VM's own address: frames loop back inside the
+device."""
+
+import re
+
+import pytest
+
+from vmtest import assert_ok, section
+
+pytestmark = pytest.mark.ohca_only
+
+PARTS = {
+    "gsi": r"""
+if dmesg | grep -q "Couldn't create ib_mad QP1"; then echo "QP1 FAILED"; exit 1; fi
+rdma res show qp link "$OHCA_IBDEV/1"
+""",
+    "ud_pingpong": r"""
+set -e
+gid=$(ohca_gid_index)
+for flags in "" "-e"; do
+	timeout 180 ibv_ud_pingpong -d "$OHCA_IBDEV" -g "$gid" -s 1024 -n 500 $flags > /tmp/srv.log 2>&1 &
+	srv=$!
+	ohca_retry 60 timeout 120 ibv_ud_pingpong -d "$OHCA_IBDEV" -g "$gid" -s 1024 -n 500 $flags 127.0.0.1
+	wait $srv
+	echo "ud_pingpong '$flags' server:"; cat /tmp/srv.log
+done
+""",
+    "rping": r"""
+set -e
+timeout 180 rping -s -a "$OHCA_IP" -C 20 -S 4096 -v > /tmp/rs.log 2>&1 &
+srv=$!
+ohca_retry 60 timeout 120 rping -c -a "$OHCA_IP" -C 20 -S 4096 -v > /tmp/rc.log 2>&1
+wait $srv
+tail -n 2 /tmp/rc.log
+echo "rping client lines: $(grep -c 'ping data' /tmp/rc.log)"
+echo "rping server lines: $(grep -c 'ping data' /tmp/rs.log)"
+""",
+    "ucmatose": r"""
+set -e
+timeout 180 ucmatose -b "$OHCA_IP" -c 2 -C 10 > /tmp/us.log 2>&1 &
+srv=$!
+ohca_retry 60 timeout 120 ucmatose -s "$OHCA_IP" -c 2 -C 10
+wait $srv
+cat /tmp/us.log
+""",
+    "udaddy": r"""
+set -e
+timeout 180 udaddy -b "$OHCA_IP" -c 2 -C 10 > /tmp/ds.log 2>&1 &
+srv=$!
+ohca_retry 60 timeout 120 udaddy -s "$OHCA_IP" -c 2 -C 10
+wait $srv
+cat /tmp/ds.log
+""",
+}
+
+
+def job():
+    out = ["rc=0"]
+    for name, script in PARTS.items():
+        out += [f"echo '=== {name} ==='",
+                "(", script, ")",
+                "prc=$?",
+                f"echo \"PART {name} rc=$prc\"",
+                "[ $prc -eq 0 ] || rc=1"]
+    out += ["echo '=== end ==='", "ohca_hw_counters", "exit $rc"]
+    return "\n".join(out)
+
+
+def test_ud_gsi_rdma_cm_loopback(vm_run):
+    (r,) = vm_run(job(), timeout=900)
+    failed = [n for n in PARTS if not re.search(rf"^PART {n} rc=0$", r.output, re.M)]
+    assert not failed, f"parts failed: {failed}\n" + r.report()
+
+    assert re.search(r"lqpn 1 .*type GSI", section(r.output, "gsi")), r.report()
+    assert len(re.findall(r"1024000 bytes in .* seconds", section(r.output, "ud_pingpong"))) == 4, \
+        r.report()
+    text = section(r.output, "rping")
+    assert "rping client lines: 20" in text and "rping server lines: 20" in text, r.report()
+    # client and server both succeed (a client that came before the server
+    # listened was rejected and retried)
+    for name in ("ucmatose", "udaddy"):
+        assert section(r.output, name).count("return status 0") == 2, r.report()
+    # the UD counters exist, and every UD packet (MADs included) had the
+    # Q_Key of its QP
+    assert re.search(r"^HW_COUNTERS.* ud_rx_bad_qkey=0 ud_rx_no_wqe=\d+", r.output, re.M), \
+        r.report()
+    assert_ok([r])
