@@ -32,7 +32,8 @@ FIELDS = ["frame.number", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst",
           "ipv6.tclass", "ipv6.flow", "ipv6.hlim", "ipv6.nxt", "udp.checksum", "udp.srcport", "udp.dstport", "infiniband.bth.opcode",
           "infiniband.bth.destqp", "infiniband.bth.psn", "infiniband.bth.a",
           "infiniband.bth.padcnt", "infiniband.aeth.syndrome",
-          "infiniband.reth.dmalen", "tcp.flags.syn", "tcp.flags.ack",
+          "infiniband.reth.dmalen", "infiniband.deth.q_key", "infiniband.deth.srcqp",
+          "tcp.flags.syn", "tcp.flags.ack",
           "_ws.malformed", "_ws.expert.severity"]
 
 

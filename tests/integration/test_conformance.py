@@ -1,6 +1,7 @@
 """RoCEv2 conformance of ohca's frames, judged by an independent dissector:
 two VMs with ohca, vm0's netdev captured by QEMU filter-dump, traffic with
 every implemented RC opcode (SEND, WRITE, READ request/response, ACK),
+UD SEND-only frames (BTH + DETH, ibv_ud_pingpong),
 two QPs at once (UDP source port per QP) and sizes whose last packet needs
 pad 1, 2 and 3 from each side; then tshark: no malformed frame, no expert
 error, fields asserted (roce_pcap.check) on what each VM sent, in its own
@@ -27,6 +28,8 @@ ITEMS = [(0, cmd) for cmd in (
     "ib_read_lat -d {dev} -x {gid} -m 4096 -F -s 9002 -n 50 -p {port}",
     "ib_send_bw -d {dev} -x {gid} -m 4096 -F -s 4097 -n 50 -p {port}",
     "ib_write_lat -d {dev} -x {gid} -m 1024 -F -s 3 -n 50 -p {port}",
+    # UD: BTH + DETH SEND-only frames (size 1001: pad 3)
+    "ibv_ud_pingpong -d {dev} -g {gid} -s 1001 -n 20 -p {port}",
     # IPv6: traffic class 0 (ibv_rc_pingpong has no option), 106 = DSCP 26
     # with ECN ECT(0), 185 = DSCP 46 with ECN ECT(1)
     "ibv_rc_pingpong -d {dev} -g {gid6} -m 1024 -s 3001 -n 20 -p {port}",
@@ -61,6 +64,12 @@ def test_conformance_ohca_ohca(vm_run, vm_logdir):
                 if r["infiniband.bth.opcode"] and r["ip.src"] == ip}
         if not {"1", "2", "3"} <= pads:
             p.append(f"pad counts seen: {sorted(pads)}")
+        # ibv_ud_pingpong's Q_Key, and the sender's QP in the DETH
+        ud = [r for r in rows if roce_pcap._int(r["infiniband.bth.opcode"]) == 0x64
+              and r["ip.src"] == ip and roce_pcap._int(r["infiniband.deth.q_key"]) == 0x11111111
+              and roce_pcap._int(r["infiniband.deth.srcqp"])]
+        if len(ud) < 20:
+            p.append(f"only {len(ud)} UD SEND-only frames with a DETH sent")
         problems += [f"{ip}: {x}" for x in p]
     assert not problems, "\n".join(problems)
 
