@@ -18,6 +18,7 @@
 #include "qemu/range.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
+#include "qemu/guest-random.h"
 #include "qapi/error.h"
 #include "hw/pci/pci.h"
 #include "hw/pci/msix.h"
@@ -105,12 +106,14 @@ static void ohca_rx_resume(void *opaque)
 }
 
 /*
- * Transport timers run in real time: the peers on the wire do too, whatever
- * the guest's clock does. The deadline only makes the bottom half run.
+ * Transport timers run on the VM's virtual clock: it stops while the VM is
+ * paused (stop, migration, snapshot), so a paused guest sees no ACK timeout
+ * expire and no retry counted against it. The deadline only makes the
+ * bottom half run.
  */
 static uint64_t ohca_now_ns(void *opaque)
 {
-    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 }
 
 static void ohca_set_timer(void *opaque, uint64_t deadline_ns)
@@ -288,7 +291,9 @@ static void ohca_realize(PCIDevice *pdev, Error **errp)
     cfg.node_guid = s->node_guid;
     cfg.sys_image_guid = s->sys_image_guid;
     cfg.link_up = true;
-    s->timer = timer_new_ns(QEMU_CLOCK_REALTIME, ohca_timer_cb, s);
+    /* MR keys and QPNs of this instance differ from a previous run's. */
+    qemu_guest_getrandom_nofail(&cfg.id_seed, sizeof(cfg.id_seed));
+    s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, ohca_timer_cb, s);
     s->engine = ohca_engine_create(&ohca_engine_ops, s, &cfg);
     if (!s->engine) {
         timer_free(s->timer);

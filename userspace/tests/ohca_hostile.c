@@ -1102,20 +1102,28 @@ static bool t_mr_page_list(void)
 
 static bool t_mr_huge_two_level(void)
 {
-	/* The largest list: 2^18 pages of 1 GiB, all outside RAM except that
-	 * the device only records them. Then one with an L1 entry of 0. */
+	/* The largest list: 2^18 pages of 2 MiB for a 512 GiB region, all
+	 * outside RAM (the device only records them). The same list for a
+	 * 2 GiB region lists more pages than it covers and is refused, 512
+	 * times: it would keep 2 MiB of host memory each. Then one with an L1
+	 * entry of 0, and one the device cannot read. */
 	uint32_t pd = mk_pd(), key;
-	struct ohca_create_mr_in in = { .pdn = pd, .length = 1ull << 31 };
+	struct ohca_create_mr_in in = { .pdn = pd, .length = 1ull << 39 };
 	uint64_t *l1 = pva(P_PBL), *l2 = pva(P_PBL2);
 
 	for (int i = 0; i < 512; i++) {
 		l1[i] = pba(P_PBL2);
 		l2[i] = (uint64_t)(i + 1) << 40;
 	}
-	in.pbl = (struct ohca_pbl){ pba(P_PBL), OHCA_PBL_MAX_PAGES, 30, 2, 0 };
+	in.pbl = (struct ohca_pbl){ pba(P_PBL), OHCA_PBL_MAX_PAGES, 21, 2, 0 };
 	EXPECT_CMD(cmd(OHCA_CMD_CREATE_MR, &in, sizeof(in), 8), 0, 0);
 	key = out_handle();
 	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_MR, key), 0, 0);
+	in.length = 1ull << 31;
+	for (int i = 0; i < 512; i++)
+		if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, PBL(npages)))
+			return false;
+	in.length = 1ull << 39;
 	l1[100] = 0;
 	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, PBL(addr)))
 		return false;

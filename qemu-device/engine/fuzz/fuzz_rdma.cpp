@@ -329,7 +329,9 @@ class Rdma {
         ohca_create_cq_in c{};
         c.log_size = static_cast<uint8_t>(bad(in) ? in.u8() : 8 - in.below(7));
         const uint64_t ring = kCqRings + 0x2000ull * i;
-        c.pbl = pbl(in, ring, 0x2000);
+        // The list covers the ring exactly (the device refuses more pages).
+        c.pbl =
+            pbl(in, ring, std::min<uint64_t>(32ull << std::min(c.log_size, uint8_t{16}), 0x2000));
         const auto &eq = eqs_[in.below(2)];
         c.eqn = bad(in) ? in.u32() : eq.live ? eq.handle : 0;
         c.uar_index = bad(in) ? in.u32() : 0;
@@ -360,8 +362,13 @@ class Rdma {
         q.recv_cqn = cqn(in);
         q.uar_index = bad(in) ? in.u32() : 0;
         q.max_inline = bad(in) ? in.u32() : 64;
-        q.sq_pbl = pbl(in, kSqRings + 0x4000ull * i, 0x4000);
-        q.rq_pbl = pbl(in, kRqRings + 0x1000ull * i, 0x1000, 1);
+        auto ring_bytes = [](unsigned int log_size, unsigned int log_stride, uint64_t room) {
+            return std::min<uint64_t>(uint64_t{1} << std::min(log_size + log_stride, 40u), room);
+        };
+        q.sq_pbl =
+            pbl(in, kSqRings + 0x4000ull * i, ring_bytes(q.sq_log_size, q.sq_log_stride, 0x4000));
+        q.rq_pbl = pbl(in, kRqRings + 0x1000ull * i,
+                       ring_bytes(q.rq_log_size, q.rq_log_stride, 0x1000), 1);
         if (bad(in)) {
             q.rsvd0[in.below(3)] = in.u8();
             q.srqn = in.u32();

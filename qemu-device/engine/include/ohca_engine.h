@@ -60,6 +60,10 @@ struct ohca_engine_config {
     uint64_t node_guid;
     uint64_t sys_image_guid;
     bool link_up; /* initial link state */
+    /* Where MR key tags and QP numbers start (the host passes a random
+     * value; tests 0). They then carry on across resets, so a peer's keys
+     * and QPNs from before a reset do not name the new objects. */
+    uint32_t id_seed;
 };
 
 enum ohca_engine_rx_result {

@@ -31,6 +31,7 @@ struct ohca_engine *ohca_engine_create(const struct ohca_engine_ops *ops, void *
     dc.node_guid = cfg->node_guid;
     dc.sys_image_guid = cfg->sys_image_guid;
     dc.link_up = cfg->link_up;
+    dc.id_seed = cfg->id_seed;
     return new (std::nothrow) ohca_engine{ohca::Device(*ops, ctx, dc)};
 }
 

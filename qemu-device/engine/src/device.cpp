@@ -7,6 +7,7 @@ namespace ohca {
 
 Device::Device(const ohca_engine_ops &ops, void *ctx, const DeviceConfig &cfg)
     : host_(ops, ctx), cfg_(cfg) {
+    seed_ids(cfg.id_seed);
     power_on_state();
 }
 
@@ -155,9 +156,9 @@ void Device::process() {
             process_rdma();
         }
     }
-    // Resume a held frame once it could be taken: either kind may be held.
-    if (rx_waiting_ &&
-        (!rx_would_retry() || roce_backlog_.size() < DeviceLimits::max_roce_backlog)) {
+    // Resume a held frame (RoCE backlog full, or offered re-entrantly) once
+    // the backlog has room.
+    if (rx_waiting_ && roce_backlog_.size() < DeviceLimits::max_roce_backlog) {
         rx_waiting_ = false;
         host_.rx_resume();
     }

@@ -77,6 +77,10 @@ struct DeviceLimits {
     static constexpr uint64_t min_ack_timeout_ns = 200'000'000;
     static constexpr uint64_t min_rnr_delay_ns = 1'000'000;
     static constexpr size_t max_roce_backlog = 1024;
+    // Longest RoCE frame taken: a 4096-byte payload behind Ethernet, VLAN,
+    // IPv6, UDP, BTH and RETH, with ImmDt and ICRC, is 4198 bytes; the rest
+    // is room to spare. With max_roce_backlog it bounds the backlog (4.5 MB).
+    static constexpr size_t max_roce_frame = 4096 + 256;
     // Looped-back packets a QP may generate only while the backlog has this
     // much room left (ACKs answer consumed packets and need no room).
     static constexpr size_t loopback_reserve = 64;
@@ -94,6 +98,10 @@ struct DeviceLimits {
     static constexpr uint32_t ack_req_every = 64;
     // Packets and WQEs handled per process() call before rescheduling.
     static constexpr unsigned int process_budget = 4096;
+    // Page-list entries all objects together may hold (8 bytes of host
+    // memory each): 32 MiB, enough for 16 GiB of guest memory registered in
+    // 4 KiB pages. Beyond it a create command answers NO_RESOURCES.
+    static constexpr uint64_t max_pbl_entries = uint64_t{1} << 22;
 };
 
 struct DeviceConfig {
@@ -101,6 +109,7 @@ struct DeviceConfig {
     uint64_t node_guid = 0;
     uint64_t sys_image_guid = 0;
     bool link_up = true;
+    uint32_t id_seed = 0;
 };
 
 class Device {
@@ -117,6 +126,8 @@ class Device {
 
     // For tests and the glue's tracing.
     [[nodiscard]] const Stats &stats() const { return stats_; }
+    // Host memory held by the page lists of live objects.
+    [[nodiscard]] uint64_t pbl_bytes() const { return pbl_entries_ * sizeof(uint64_t); }
 
     struct Command; // a decoded command entry (command.hpp)
     struct CmdResult {
@@ -174,6 +185,8 @@ class Device {
 
     // rdma_cmds.cpp: the RDMA resource commands
     void rdma_power_on();
+    void seed_ids(uint32_t seed);
+    [[nodiscard]] uint64_t pbl_room() const;
     CmdResult write_create_out(const Command &cmd, uint32_t h1, uint32_t h2);
     CmdResult cmd_create_eq(const Command &cmd);
     CmdResult cmd_destroy_eq(const Command &cmd);
@@ -272,7 +285,6 @@ class Device {
     [[nodiscard]] bool mac_filter_accepts(std::span<const uint8_t> frame) const;
     [[nodiscard]] static bool is_roce(std::span<const uint8_t> frame);
     ohca_engine_rx_result eth_rx(std::span<const uint8_t> frame);
-    [[nodiscard]] bool rx_would_retry() const;
 
     Host host_;
     DeviceConfig cfg_;
@@ -310,14 +322,19 @@ class Device {
     // RDMA objects.
     struct MrSlot {
         std::unique_ptr<Mr> mr;
-        uint8_t tag = 0;
     };
     Table<CompletionEq> eqs_;
     Table<Pd> pds_;
     std::vector<MrSlot> mrs_;
     Table<Cq> cqs_;
     Table<Qp> qps_;
+    // Identity that survives reset (not part of the power-on state): the
+    // key tag each MR index had last, and where the next QPN search starts.
+    std::vector<uint8_t> mr_tags_;
+    uint32_t next_qpn_ = DeviceLimits::first_qpn;
     std::array<uint32_t, OHCA_NUM_DB_PAGES> uar_refs_{};
+    // Page-list entries held by live objects (DeviceLimits::max_pbl_entries).
+    uint64_t pbl_entries_ = 0;
     // RoCE frames received (or looped back), handled by process().
     std::deque<std::vector<uint8_t>> roce_backlog_;
     uint64_t timer_deadline_ = 0; // last deadline given to set_timer
@@ -355,7 +372,8 @@ class Device {
   private:
     RoceCounters roce_;
 
-    // An Ethernet frame was refused with RX_RETRY and waits in the host.
+    // A frame was refused with RX_RETRY (RoCE backlog full, or offered from
+    // inside a callback) and waits in the host.
     bool rx_waiting_ = false;
 };
 

@@ -3,8 +3,6 @@
 // the split between RoCEv2 (UDP 4791, to the RDMA engine) and ordinary
 // frames (to the RX ring). Programming manual section 6.
 //
-// The RDMA transport arrives in a later revision: until then RoCEv2 frames
-// are classified, counted in roce_rx_frames and consumed.
 #include "device.hpp"
 
 #include "byte_order.hpp"
@@ -42,10 +40,6 @@ void Device::eth_tx_doorbell(uint32_t value) {
 void Device::eth_rx_doorbell(uint32_t value) {
     if (!running() || !rx_ring_.set_producer(value)) {
         ++stats_.reg_errors;
-        return;
-    }
-    if (rx_waiting_ && rx_ring_.pending() != 0) {
-        host_.schedule();
     }
 }
 
@@ -172,11 +166,6 @@ bool Device::is_roce(std::span<const uint8_t> f) {
     return f.size() >= l4 + 8 && be16(f, l4 + 2) == kRoceV2Port;
 }
 
-bool Device::rx_would_retry() const {
-    return running() && cfg_.link_up && rx_ring_.exists() && !rx_ring_.broken() &&
-           rx_ring_.pending() == 0;
-}
-
 ohca_engine_rx_result Device::receive_frame(std::span<const uint8_t> frame) {
     Entry entry(*this);
     if (!entry.ok()) {
@@ -190,8 +179,14 @@ ohca_engine_rx_result Device::receive_frame(std::span<const uint8_t> frame) {
         return OHCA_ENGINE_RX_CONSUMED;
     }
     if (is_roce(frame)) {
-        if (running() && cfg_.link_up &&
-            roce_backlog_.size() >= DeviceLimits::max_roce_backlog) {
+        if (frame.size() > DeviceLimits::max_roce_frame) {
+            // Longer than any packet of a 4096-byte MTU: never queued, so
+            // the backlog holds at most max_roce_backlog such frames.
+            ++roce_.rx_malformed;
+            ++stats_.roce_rx_dropped;
+            return OHCA_ENGINE_RX_CONSUMED;
+        }
+        if (running() && cfg_.link_up && roce_backlog_.size() >= DeviceLimits::max_roce_backlog) {
             // Backpressure: the host holds the frame until rx_resume.
             rx_waiting_ = true;
             host_.schedule();
@@ -213,8 +208,10 @@ ohca_engine_rx_result Device::eth_rx(std::span<const uint8_t> frame) {
         return OHCA_ENGINE_RX_CONSUMED;
     }
     if (rx_ring_.pending() == 0) {
-        rx_waiting_ = true;
-        return OHCA_ENGINE_RX_RETRY;
+        // As a NIC does: no descriptor, the frame is dropped. Holding it
+        // would stop the netdev and with it every RoCE frame behind it.
+        ++stats_.eth_rx_dropped_no_desc;
+        return OHCA_ENGINE_RX_CONSUMED;
     }
     const uint64_t desc_addr = rx_ring_.slot_addr();
     ohca_eth_desc desc;

@@ -9,7 +9,8 @@
 
 namespace ohca {
 
-PageList::LoadResult PageList::load(const Host &host, const ohca_pbl &pbl, uint64_t min_bytes) {
+PageList::LoadResult PageList::load(const Host &host, const ohca_pbl &pbl, uint64_t min_bytes,
+                                    uint64_t max_entries) {
     const uint64_t addr = le(pbl.addr);
     const uint32_t npages = le(pbl.npages);
     const unsigned int shift = pbl.page_shift;
@@ -23,8 +24,14 @@ PageList::LoadResult PageList::load(const Host &host, const ohca_pbl &pbl, uint6
         return {Error::Field, offsetof(ohca_pbl, rsvd)};
     }
     const uint32_t max = pbl.levels == 1 ? OHCA_PBL_ENTRIES_PER_PAGE : OHCA_PBL_MAX_PAGES;
-    if (npages == 0 || npages > max || (uint64_t{npages} << shift) < min_bytes) {
+    // Exactly the pages the object needs: fewer cannot hold it, more would
+    // make the device keep host memory for pages nothing can reach.
+    if (npages == 0 || npages > max ||
+        npages != pages_for(std::max<uint64_t>(min_bytes, 1), shift)) {
         return {Error::Field, offsetof(ohca_pbl, npages)};
+    }
+    if (npages > max_entries) {
+        return {Error::NoResources, 0};
     }
     if (addr == 0 || addr % 8 != 0) {
         return {Error::Field, offsetof(ohca_pbl, addr)};

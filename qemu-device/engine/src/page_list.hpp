@@ -15,15 +15,26 @@ namespace ohca {
 
 class PageList {
   public:
-    enum class Error { None, Field, Dma };
+    enum class Error { None, Field, Dma, NoResources };
     struct LoadResult {
         Error error = Error::None;
         uint32_t field = 0; // offset within struct ohca_pbl for Field
     };
 
     // Validates the descriptor and copies the page addresses. 'min_bytes'
-    // is the size the pages must cover.
-    LoadResult load(const Host &host, const ohca_pbl &pbl, uint64_t min_bytes);
+    // is the size the pages must cover, and npages must be exactly the
+    // pages that takes: host memory follows the object's size, never the
+    // guest's npages. More than 'max_entries' pages is NoResources (the
+    // device's budget of page-list entries).
+    LoadResult load(const Host &host, const ohca_pbl &pbl, uint64_t min_bytes,
+                    uint64_t max_entries = OHCA_PBL_MAX_PAGES);
+
+    // Pages a buffer of 'bytes' takes in pages of 2^shift bytes.
+    [[nodiscard]] static uint64_t pages_for(uint64_t bytes, unsigned int shift) {
+        return (bytes >> shift) + ((bytes & ((uint64_t{1} << shift) - 1)) != 0 ? 1 : 0);
+    }
+    // Host memory the copied list takes (what the device budget counts).
+    [[nodiscard]] uint64_t host_bytes() const { return pages_.size() * sizeof(uint64_t); }
 
     [[nodiscard]] unsigned int page_shift() const { return shift_; }
     [[nodiscard]] uint64_t page_size() const { return uint64_t{1} << shift_; }

@@ -33,6 +33,9 @@ Device::CmdResult pbl_error(PageList::LoadResult r, size_t pbl_offset) {
     if (r.error == PageList::Error::Dma) {
         return {OHCA_STATUS_BAD_ADDR, 0};
     }
+    if (r.error == PageList::Error::NoResources) {
+        return {OHCA_STATUS_NO_RESOURCES, 0};
+    }
     return {OHCA_STATUS_BAD_FIELD, static_cast<uint32_t>(pbl_offset + r.field)};
 }
 
@@ -50,11 +53,30 @@ void Device::rdma_power_on() {
     qps_.clear();
     qps_.resize(DeviceLimits::max_qp + DeviceLimits::first_qpn);
     uar_refs_.fill(0);
+    pbl_entries_ = 0;
     roce_backlog_.clear();
     if (timer_deadline_ != 0) {
         timer_deadline_ = 0;
         host_.set_timer(0);
     }
+}
+
+// MR key tags and the QPN cursor start from the host's seed and are kept
+// across resets: after one, a peer's stale rkeys and QPNs name nothing (or,
+// once the numbers come round again, an object it must still match GID and
+// PSN of).
+void Device::seed_ids(uint32_t seed) {
+    mr_tags_.assign(DeviceLimits::max_mr + 1, 0);
+    uint32_t x = seed;
+    for (auto &t : mr_tags_) {
+        x = x * 1664525u + 1013904223u; // an LCG is enough: spread, not secrecy
+        t = static_cast<uint8_t>(x >> 24);
+    }
+    next_qpn_ = DeviceLimits::first_qpn + seed % DeviceLimits::max_qp;
+}
+
+uint64_t Device::pbl_room() const {
+    return DeviceLimits::max_pbl_entries - pbl_entries_;
 }
 
 Qp *Device::find_qp(uint32_t qpn) {
@@ -202,7 +224,7 @@ Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
                     offsetof(ohca_create_mr_in, pbl) + offsetof(ohca_pbl, page_shift)};
         }
         const uint64_t first = iova & ((uint64_t{1} << shift) - 1);
-        const auto r = mr.pages.load(host_, in.pbl, first + length);
+        const auto r = mr.pages.load(host_, in.pbl, first + length, pbl_room());
         if (r.error != PageList::Error::None) {
             return pbl_error(r, offsetof(ohca_create_mr_in, pbl));
         }
@@ -220,13 +242,14 @@ Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
         return {OHCA_STATUS_NO_RESOURCES, 0};
     }
     MrSlot &slot = mrs_[*index];
-    const auto tag = static_cast<uint8_t>(slot.tag + 1);
+    const auto tag = static_cast<uint8_t>(mr_tags_[*index] + 1);
     mr.key = (*index << 8) | tag;
     mr.handle = mr.key;
     if (CmdResult r = write_create_out(cmd, mr.key, mr.key); r.status != OHCA_STATUS_OK) {
         return r;
     }
-    slot.tag = tag;
+    mr_tags_[*index] = tag;
+    pbl_entries_ += mr.pages.npages();
     slot.mr = std::make_unique<Mr>(std::move(mr));
     ++pd->refs;
     return {};
@@ -245,6 +268,7 @@ Device::CmdResult Device::cmd_destroy_mr(const Command &cmd) {
     if (Pd *pd = lookup(pds_, mrs_[index].mr->pdn)) {
         --pd->refs;
     }
+    pbl_entries_ -= mrs_[index].mr->pages.npages();
     mrs_[index].mr.reset();
     return {};
 }
@@ -309,7 +333,8 @@ Device::CmdResult Device::cmd_create_cq(const Command &cmd) {
     cq.eqn = eqn;
     cq.uar = uar;
     cq.log_size = in.log_size;
-    const auto r = cq.ring.load(host_, in.pbl, (uint64_t{1} << in.log_size) * sizeof(ohca_cqe));
+    const auto r =
+        cq.ring.load(host_, in.pbl, (uint64_t{1} << in.log_size) * sizeof(ohca_cqe), pbl_room());
     if (r.error != PageList::Error::None) {
         return pbl_error(r, offsetof(ohca_create_cq_in, pbl));
     }
@@ -320,6 +345,7 @@ Device::CmdResult Device::cmd_create_cq(const Command &cmd) {
     if (CmdResult res = write_create_out(cmd, *cqn, 0); res.status != OHCA_STATUS_OK) {
         return res;
     }
+    pbl_entries_ += cq.ring.npages();
     cqs_[*cqn] = std::make_unique<Cq>(std::move(cq));
     if (eqn != 0) {
         ++eqs_[eqn]->cq_refs;
@@ -345,6 +371,7 @@ Device::CmdResult Device::cmd_destroy_cq(const Command &cmd) {
         --eq->cq_refs;
     }
     --uar_refs_[cq->uar];
+    pbl_entries_ -= cq->ring.npages();
     cqs_[cqn].reset();
     return {};
 }
@@ -409,11 +436,13 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     qp.sq.log_stride = in.sq_log_stride;
     qp.rq.log_size = in.rq_log_size;
     qp.rq.log_stride = in.rq_log_stride;
-    auto r = qp.sq.ring.load(host_, in.sq_pbl, uint64_t{qp.sq.size()} << qp.sq.log_stride);
+    auto r =
+        qp.sq.ring.load(host_, in.sq_pbl, uint64_t{qp.sq.size()} << qp.sq.log_stride, pbl_room());
     if (r.error != PageList::Error::None) {
         return pbl_error(r, offsetof(In, sq_pbl));
     }
-    r = qp.rq.ring.load(host_, in.rq_pbl, uint64_t{qp.rq.size()} << qp.rq.log_stride);
+    r = qp.rq.ring.load(host_, in.rq_pbl, uint64_t{qp.rq.size()} << qp.rq.log_stride,
+                        pbl_room() - qp.sq.ring.npages());
     if (r.error != PageList::Error::None) {
         return pbl_error(r, offsetof(In, rq_pbl));
     }
@@ -428,7 +457,15 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
         }
         qpn = OHCA_GSI_QPN;
     } else {
-        qpn = free_slot(qps_, DeviceLimits::first_qpn);
+        // Next free number from the cursor, not the lowest: numbers are
+        // reused as late as possible, and a reset does not start them over.
+        for (uint32_t i = 0; i < DeviceLimits::max_qp && !qpn; ++i) {
+            const uint32_t n = DeviceLimits::first_qpn +
+                               (next_qpn_ - DeviceLimits::first_qpn + i) % DeviceLimits::max_qp;
+            if (!qps_[n]) {
+                qpn = n;
+            }
+        }
     }
     if (!qpn) {
         return {OHCA_STATUS_NO_RESOURCES, 0};
@@ -438,6 +475,10 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     }
     qp.qpn = *qpn;
     qp.type = in.type;
+    if (in.type != OHCA_QPT_GSI) {
+        next_qpn_ = *qpn + 1;
+    }
+    pbl_entries_ += qp.sq.ring.npages() + qp.rq.ring.npages();
     qps_[*qpn] = std::make_unique<Qp>(std::move(qp));
     ++pd->refs;
     ++cqs_[scqn]->qp_refs;
@@ -466,6 +507,7 @@ Device::CmdResult Device::cmd_destroy_qp(const Command &cmd) {
         --cq->qp_refs;
     }
     --uar_refs_[qp->uar];
+    pbl_entries_ -= qp->sq.ring.npages() + qp->rq.ring.npages();
     qps_[qpn].reset();
     update_timer();
     return {};

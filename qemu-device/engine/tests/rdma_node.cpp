@@ -14,7 +14,7 @@ constexpr unsigned int kNodeEqLog = 10;
 constexpr unsigned int kNodeCmdqLog = 4;
 } // namespace
 
-RdmaNode::RdmaNode(uint8_t id, bool ipv6) {
+RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed) {
     mac = {0x02, 0x00, 0x00, 0x00, 0x00, id};
     host.add_region(kNodeEq, 16u << kNodeEqLog);
     host.add_region(kNodeCmdq, 64u << kNodeCmdqLog);
@@ -26,7 +26,21 @@ RdmaNode::RdmaNode(uint8_t id, bool ipv6) {
     cfg.node_guid = 0x0002c9fffe000000ull | id;
     cfg.sys_image_guid = cfg.node_guid;
     cfg.link_up = true;
+    cfg.id_seed = id_seed;
     e = ohca_engine_create(&ops, &host, &cfg);
+    bring_up(ipv6, id);
+}
+
+void RdmaNode::reset() {
+    ohca_engine_reset(e);
+    host.fill(kNodeEq, 0, 16u << kNodeEqLog);
+    cmd_pi_ = 0;
+    eq_ci_ = 0;
+    pending_.clear();
+    bring_up(gid[0] == 0xfd, gid[15]);
+}
+
+void RdmaNode::bring_up(bool ipv6, uint8_t id) {
     auto w = [&](uint32_t reg, uint32_t v) { ohca_engine_reg_write(e, reg, v, 4); };
     w(OHCA_REG_EQ0_BASE_LO, static_cast<uint32_t>(kNodeEq));
     w(OHCA_REG_EQ0_LOG_SIZE, kNodeEqLog);

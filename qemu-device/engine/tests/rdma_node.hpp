@@ -50,7 +50,7 @@ struct SendReq {
 
 class RdmaNode {
   public:
-    explicit RdmaNode(uint8_t id, bool ipv6 = false);
+    explicit RdmaNode(uint8_t id, bool ipv6 = false, uint32_t id_seed = 0);
     ~RdmaNode();
     RdmaNode(const RdmaNode &) = delete;
     RdmaNode &operator=(const RdmaNode &) = delete;
@@ -87,6 +87,7 @@ class RdmaNode {
     void cq_doorbell(const CqInfo &cq, uint32_t flags);
 
     void process(); // until the engine stops rescheduling
+    void reset();   // function reset, then the driver's bring-up again
     ohca_query_stats_out stats();
     std::vector<ohca_eqe> events(); // unconsumed EQ 0 entries
 
@@ -97,6 +98,7 @@ class RdmaNode {
     uint32_t psn_base = 0x100; // connect(): first PSN is psn_base + QPN (mod 2^24)
 
   private:
+    void bring_up(bool ipv6, uint8_t id);
     void drain_eq();
     std::vector<ohca_eqe> pending_;
     uint32_t cmd_pi_ = 0;

@@ -119,8 +119,13 @@ TEST_F(ResetTest, ResetKeepsLinkAndIdentity) {
 
 TEST_F(ResetTest, ResetReleasesHeldFrames) {
     bring_up();
-    create_ring(OHCA_ETH_RING_RX, 4, kRxRing);
-    EXPECT_EQ(rx(eth_frame(kMac, 0x0800, 64)), OHCA_ENGINE_RX_RETRY);
+    // A full RoCE backlog holds the next frame in the host.
+    const auto f = udp4_frame(kMac, 4791);
+    ohca_engine_rx_result r = OHCA_ENGINE_RX_CONSUMED;
+    for (int i = 0; i < 2000 && r == OHCA_ENGINE_RX_CONSUMED; ++i) {
+        r = rx(f);
+    }
+    EXPECT_EQ(r, OHCA_ENGINE_RX_RETRY);
     const unsigned int before = host_.schedules;
     wr(OHCA_REG_DEV_CTRL, OHCA_DEV_CTRL_RESET);
     EXPECT_GT(host_.schedules, before);
