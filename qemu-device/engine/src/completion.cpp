@@ -155,23 +155,33 @@ void Device::qp_to_error(Qp &qp) {
     qp.resp_queue.clear();
     qp.deadline_ns = 0;
     qp.rnr_wait = false;
-    flush_qp(qp);
+    qp.in_msg = Qp::InMsg::None;
+    // The flush runs in process(), a bounded number of WQEs per run.
+    host_.schedule();
     update_timer();
 }
 
+bool Device::flush_pending(const Qp &qp) {
+    return !qp.inflight.empty() || qp.sq_fetched != qp.sq.pi || qp.recv_loaded ||
+           qp.rq.ci != qp.rq.pi;
+}
+
 // In the error state every outstanding and later WQE completes with
-// WR_FLUSH_ERR, receive WQEs included.
-void Device::flush_qp(Qp &qp) {
+// WR_FLUSH_ERR, receive WQEs included: at most 'budget' of them (each one is
+// a CQE written, most a WQE read too), the rest in the next run.
+void Device::flush_qp(Qp &qp, unsigned int &budget) {
     if (qp.state != OHCA_QPS_ERR) {
         return;
     }
-    while (!qp.inflight.empty()) {
+    qp.cur_wr = 0; // nothing is transmitted in ERR
+    qp.cur_pkt = 0;
+    qp.reads_pending = 0;
+    qp.wqes_failed = 0;
+    for (; budget > 0 && !qp.inflight.empty(); --budget) {
         complete_send(qp, qp.inflight.front(), OHCA_CQE_WR_FLUSH_ERR, OHCA_VERR_FLUSH);
         qp.inflight.pop_front();
     }
-    qp.cur_wr = 0;
-    qp.cur_pkt = 0;
-    while (qp.sq_fetched != qp.sq.pi) {
+    for (; budget > 0 && qp.sq_fetched != qp.sq.pi; --budget) {
         SendWr wr;
         wr.index = qp.sq_fetched;
         ohca_send_wqe w{};
@@ -182,12 +192,13 @@ void Device::flush_qp(Qp &qp) {
         complete_send(qp, wr, OHCA_CQE_WR_FLUSH_ERR, OHCA_VERR_FLUSH);
         ++qp.sq_fetched;
     }
-    if (qp.recv_loaded) {
+    if (budget > 0 && qp.recv_loaded) {
         complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_WR_FLUSH_ERR,
                       OHCA_VERR_FLUSH, false);
         qp.recv_loaded = false;
+        --budget;
     }
-    while (qp.rq.ci != qp.rq.pi) {
+    for (; budget > 0 && qp.rq.ci != qp.rq.pi; --budget) {
         ohca_recv_wqe w{};
         uint64_t wr_id = 0;
         if (qp.rq.ring.read(host_, qp.rq.offset(qp.rq.ci), &w, sizeof(w))) {
@@ -196,7 +207,6 @@ void Device::flush_qp(Qp &qp) {
         complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_WR_FLUSH_ERR,
                       OHCA_VERR_FLUSH, false);
     }
-    qp.in_msg = Qp::InMsg::None;
 }
 
 } // namespace ohca

@@ -97,6 +97,19 @@ void Device::post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, u
     }
 }
 
+// A QP event a wire peer can cause (COMM_EST, a responder error). Each
+// comes at most once per QP between resets of the QP, but across many QPs
+// they could fill EQ 0 and make the device fatal: they take at most half of
+// it and are dropped (counted) beyond, leaving the rest to the driver's own
+// command completions.
+void Device::post_peer_event(uint16_t code, uint32_t qpn) {
+    if (eq0_.configured() && eq0_.producer() - eq0_.consumer() >= eq0_.size() / 2) {
+        ++stats_.peer_events_dropped;
+        return;
+    }
+    post_event(OHCA_EQE_QP_EVENT, code, qpn, 0, 0);
+}
+
 void Device::set_link(bool up) {
     Entry entry(*this);
     if (!entry.ok() || up == cfg_.link_up) {

@@ -76,6 +76,9 @@ struct DeviceLimits {
     // Local ACK timeout floor under emulation, and the RoCE RX backlog.
     static constexpr uint64_t min_ack_timeout_ns = 200'000'000;
     static constexpr uint64_t min_rnr_delay_ns = 1'000'000;
+    // rnr_retry 7 retries for ever: after as many RNR NAKs in a row as a
+    // finite rnr_retry could allow (7), each wait doubles up to this.
+    static constexpr uint64_t max_rnr_backoff_ns = 100'000'000;
     static constexpr size_t max_roce_backlog = 1024;
     // Longest RoCE frame taken: a 4096-byte payload behind Ethernet, VLAN,
     // IPv6, UDP, BTH and RETH, with ImmDt and ICRC, is 4198 bytes; the rest
@@ -160,6 +163,7 @@ class Device {
     void power_on_state();
     void enter_fatal(uint32_t code);
     void post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, uint32_t p2);
+    void post_peer_event(uint16_t code, uint32_t qpn);
     [[nodiscard]] bool running() const;
 
     // regs.cpp
@@ -212,7 +216,8 @@ class Device {
                        std::optional<uint32_t> imm, uint8_t status, uint8_t verr, bool solicited,
                        std::optional<uint32_t> invalidated = std::nullopt);
     void qp_to_error(Qp &qp);
-    void flush_qp(Qp &qp);
+    void flush_qp(Qp &qp, unsigned int &budget);
+    [[nodiscard]] static bool flush_pending(const Qp &qp);
     struct KeyResult {
         uint8_t verr = OHCA_VERR_NONE;
         const Mr *mr = nullptr;

@@ -678,6 +678,7 @@ void Device::apply_qp_state(Qp &qp, uint8_t next) {
         }
         qp.retry_left = qp.attrs.retry_cnt;
         qp.rnr_left = qp.attrs.rnr_retry;
+        qp.rnr_streak = 0;
         qp.sq_draining = false;
         host_.schedule();
         break;

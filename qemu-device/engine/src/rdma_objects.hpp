@@ -162,7 +162,12 @@ struct Qp {
     uint32_t sent_psn = 0; // past the highest PSN sent: below it is a resend
     uint8_t retry_left = 0;
     uint8_t rnr_left = 0;
+    uint8_t rnr_streak = 0; // RNR NAKs in a row without progress
     bool rnr_wait = false;
+    // READ WQEs in 'inflight' whose responses have not all arrived (kept so
+    // that fences and the initiator depth cost O(1) per WQE, not a scan).
+    uint32_t reads_pending = 0;
+    uint32_t wqes_failed = 0; // WQEs in 'inflight' that failed local checks
     uint64_t deadline_ns = 0; // ACK or RNR timer, 0 = none
     uint32_t cwnd = 0;        // congestion window, packets (DeviceLimits)
     uint32_t ssthresh = 0;    // slow start below it, +1 per window above

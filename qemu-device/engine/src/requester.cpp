@@ -30,6 +30,28 @@ bool known_opcode(uint8_t op) {
            op == OHCA_WR_REG_MR;
 }
 
+// Index of the WQE whose PSNs hold 'psn', or q.size(): a binary search, as
+// the WQEs' PSN ranges follow each other in 'inflight' (a local operation
+// has an empty one; only a WQE that failed before it was given PSNs has
+// none, and it is always the last).
+size_t wqe_at_psn(const std::deque<SendWr> &q, uint32_t psn) {
+    size_t n = q.size();
+    if (n > 0 && q[n - 1].npkts == 0) {
+        --n;
+    }
+    size_t lo = 0;
+    size_t hi = n;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (psn_diff(psn, psn_add(q[mid].first_psn, q[mid].npkts)) >= 0) {
+            lo = mid + 1; // wholly before psn
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < n && psn_diff(psn, q[lo].first_psn) >= 0 ? lo : q.size();
+}
+
 uint32_t wire_imm(uint32_t le_field) {
     // The WQE holds the immediate as the wire bytes; read them in order.
     uint8_t b[4];
@@ -198,9 +220,8 @@ void Device::process_rdma() {
 
 void Device::process_sq(Qp &qp, unsigned int &budget) {
     if (qp.state == OHCA_QPS_ERR) {
-        if (!qp.inflight.empty() || qp.sq_fetched != qp.sq.pi || qp.rq.ci != qp.rq.pi) {
-            flush_qp(qp);
-            --budget;
+        if (flush_pending(qp)) {
+            flush_qp(qp, budget);
         }
         return;
     }
@@ -271,14 +292,10 @@ bool Device::fetch_send_wqe(Qp &qp) {
         const uint32_t inline_len = le(w.inline_len);
         if (!known_opcode(w.opcode) || (w.flags & ~kSendFlagsKnown) != 0) {
             fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
-        } else if ((wr.flags & OHCA_WQE_FENCE) != 0 &&
-                   std::any_of(qp.inflight.begin(), qp.inflight.end(),
-                               [](const SendWr &o) { return is_read(o) && !o.read_done; })) {
+        } else if ((wr.flags & OHCA_WQE_FENCE) != 0 && qp.reads_pending != 0) {
             return false; // fenced behind outstanding READs
         } else if (is_read(wr) &&
-                   std::count_if(qp.inflight.begin(), qp.inflight.end(), [](const SendWr &o) {
-                       return is_read(o) && !o.read_done;
-                   }) >= std::max<int>(1, qp.attrs.max_rd_atomic)) {
+                   qp.reads_pending >= std::max<uint32_t>(1, qp.attrs.max_rd_atomic)) {
             return false; // initiator depth reached
         } else if (w.opcode == OHCA_WR_REG_MR || w.opcode == OHCA_WR_LOCAL_INV) {
             const LocalOpResult r = execute_local_op(qp, w, wr);
@@ -332,6 +349,17 @@ bool Device::fetch_send_wqe(Qp &qp) {
         wr.npkts = std::max<uint32_t>(1, (wr.length + mtu - 1) / mtu);
         wr.first_psn = qp.next_psn;
         qp.next_psn = psn_add(qp.next_psn, wr.npkts);
+        if (is_read(wr)) {
+            ++qp.reads_pending;
+        }
+    } else if (wr.local_op) {
+        // No packets: an empty PSN range where it stands, so that the
+        // ranges in 'inflight' stay in order (wqe_at_psn).
+        wr.first_psn = qp.next_psn;
+        wr.npkts = 0;
+    }
+    if (wr.local_status != OHCA_CQE_SUCCESS) {
+        ++qp.wqes_failed;
     }
     qp.inflight.push_back(std::move(wr));
     ++qp.sq_fetched;
@@ -446,6 +474,7 @@ void Device::send_packet(Qp &qp) {
         if (!gather(qp, wr, off, payload)) {
             // The local buffer went away: the WQE fails in order.
             wr.local_status = OHCA_CQE_LOC_PROT_ERR;
+            ++qp.wqes_failed;
             wr.local_verr = OHCA_VERR_DMA;
             ++qp.cur_wr;
             qp.cur_pkt = 0;
@@ -520,6 +549,7 @@ void Device::ack_through(Qp &qp, uint32_t psn) {
         host_.schedule(); // the send window may have opened
         qp.retry_left = qp.attrs.retry_cnt;
         qp.rnr_left = qp.attrs.rnr_retry;
+        qp.rnr_streak = 0;
         qp.deadline_ns = 0; // restarted by the next transmission ...
         if (qp.cur_wr > 0 || qp.cur_pkt > 0) {
             restart_ack_timer(qp); // ... or now, for packets still unacknowledged
@@ -528,7 +558,10 @@ void Device::ack_through(Qp &qp, uint32_t psn) {
 }
 
 void Device::go_back(Qp &qp, uint32_t psn) {
-    for (size_t i = 0; i < qp.inflight.size(); ++i) {
+    // Nothing at or after a failed WQE is sent again: without one the WQE
+    // is found by binary search, with one (the QP is about to fail) by a scan.
+    const size_t from = qp.wqes_failed == 0 ? wqe_at_psn(qp.inflight, psn) : 0;
+    for (size_t i = from; i < qp.inflight.size(); ++i) {
         const SendWr &w = qp.inflight[i];
         if (w.local_status != OHCA_CQE_SUCCESS) {
             break;
@@ -590,6 +623,12 @@ void Device::advance_una(Qp &qp, uint32_t una) {
 
 void Device::requester_fail(Qp &qp, uint8_t status, uint8_t verr) {
     if (!qp.inflight.empty()) {
+        const SendWr &w = qp.inflight.front();
+        if (w.local_status != OHCA_CQE_SUCCESS) {
+            --qp.wqes_failed;
+        } else if (is_read(w) && !w.read_done) {
+            --qp.reads_pending;
+        }
         complete_send(qp, qp.inflight.front(), status, verr);
         qp.inflight.pop_front();
     }
@@ -631,8 +670,20 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
             }
             go_back(qp, psn);
             qp.rnr_wait = true;
-            qp.deadline_ns = host_.now_ns() + std::max(uint64_t{kRnrTimer100us[code]} * 10'000,
-                                                       DeviceLimits::min_rnr_delay_ns);
+            uint64_t wait =
+                std::max(uint64_t{kRnrTimer100us[code]} * 10'000, DeviceLimits::min_rnr_delay_ns);
+            // Retrying for ever (rnr_retry 7): past the 7 tries a finite
+            // count allows, each wait doubles up to max_rnr_backoff_ns, so a
+            // receiver that never posts costs a bounded rate of resends.
+            if (qp.rnr_streak >= 7) {
+                const unsigned int doublings = std::min(qp.rnr_streak - 6, 20);
+                wait =
+                    std::min(wait << doublings, std::max(wait, DeviceLimits::max_rnr_backoff_ns));
+            }
+            if (qp.rnr_streak < UINT8_MAX) {
+                ++qp.rnr_streak;
+            }
+            qp.deadline_ns = host_.now_ns() + wait;
             return;
         }
         case kAethNak: {
@@ -657,16 +708,10 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
         }
     }
 
-    // READ responses.
-    size_t i = 0;
-    for (; i < qp.inflight.size(); ++i) {
-        const SendWr &w = qp.inflight[i];
-        const int32_t d = psn_diff(psn, w.first_psn);
-        if (w.local_status == OHCA_CQE_SUCCESS && d >= 0 && static_cast<uint32_t>(d) < w.npkts) {
-            break;
-        }
-    }
-    if (i == qp.inflight.size() || !is_read(qp.inflight[i]) || qp.inflight[i].read_done ||
+    // READ responses: the WQE they belong to, found in O(log n).
+    const size_t i = wqe_at_psn(qp.inflight, psn);
+    if (i == qp.inflight.size() || qp.inflight[i].local_status != OHCA_CQE_SUCCESS ||
+        !is_read(qp.inflight[i]) || qp.inflight[i].read_done ||
         psn_diff(psn, psn_add(qp.inflight[i].first_psn, qp.inflight[i].read_pkts)) < 0) {
         ++roce_.rx_out_of_seq; // stale: placed already, or not a READ's
         return;
@@ -732,6 +777,7 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
     ++w.read_pkts;
     if (w.read_pkts == w.npkts) {
         w.read_done = true;
+        --qp.reads_pending;
         ack_through(qp, psn);
     } else {
         advance_una(qp, psn_add(psn, 1));

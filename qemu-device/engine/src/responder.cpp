@@ -119,7 +119,7 @@ void Device::responder_error(Qp &qp, uint8_t nak, uint16_t event) {
     ++roce_.error_naks_sent;
     qp.resp_queue.clear(); // the QP goes to ERR: only the NAK is sent
     send_ack(qp, qp.epsn, static_cast<uint8_t>(kAethNak | nak));
-    post_event(OHCA_EQE_QP_EVENT, event, qp.qpn, 0, 0);
+    post_peer_event(event, qp.qpn);
     qp_to_error(qp);
 }
 
@@ -228,12 +228,6 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
         ++roce_.rx_no_qp;
         return;
     }
-    if (!qp.comm_est) {
-        qp.comm_est = true;
-        if (qp.state == OHCA_QPS_RTR) {
-            post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_COMM_EST, qp.qpn, 0, 0);
-        }
-    }
     const Bth &h = pkt.fields.bth;
     const uint8_t op = h.opcode;
     const int32_t d = psn_diff(h.psn, qp.epsn);
@@ -277,6 +271,14 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
         return;
     }
     qp.nak_sent = false;
+    // Communication is established by the first packet with the expected
+    // PSN: a spoofed one (any other PSN) posts nothing.
+    if (!qp.comm_est) {
+        qp.comm_est = true;
+        if (qp.state == OHCA_QPS_RTR) {
+            post_peer_event(OHCA_QP_EV_COMM_EST, qp.qpn);
+        }
+    }
 
     // Atomics are not executed (yet): the IBTA answer for an operation the
     // responder does not support is NAK Invalid Request. The one place

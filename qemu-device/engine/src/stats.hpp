@@ -25,6 +25,9 @@ struct Stats {
     // Port totals: every frame accepted from / put on the wire.
     uint64_t port_rx_frames = 0;
     uint64_t port_tx_frames = 0;
+    // QP events a peer's packets caused that EQ 0 had no room for (kept
+    // out so that no peer can overflow EQ 0; not in QUERY_STATS yet).
+    uint64_t peer_events_dropped = 0;
 };
 
 } // namespace ohca

@@ -69,9 +69,8 @@ uint32_t UdTransport::mtu_bytes(uint32_t eth_mtu) {
 
 void UdTransport::process_sq(Device &d, Qp &qp, unsigned int &budget) {
     if (qp.state == OHCA_QPS_ERR) {
-        if (qp.sq_fetched != qp.sq.pi || qp.rq.ci != qp.rq.pi) {
-            d.flush_qp(qp);
-            --budget;
+        if (Device::flush_pending(qp)) {
+            d.flush_qp(qp, budget);
         }
         return;
     }

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Host memory a hostile driver can make the device keep: page lists sized by
-// the object they describe, the device's page-list budget, and identities
-// (MR keys, QP numbers) that a reset does not start over.
+// Host memory and CPU a hostile driver or peer can make the device spend:
+// page lists sized by the object they describe, the device's page-list
+// budget, identities (MR keys, QP numbers) that a reset does not start over,
+// error flushes in bounded steps, RNR retries for ever at a bounded rate,
+// and EQ 0 out of a peer's reach.
 #include "device.hpp"
 #include "rdma_node.hpp"
+#include "roce_packet.hpp"
 
 #include <malloc.h>
 
@@ -178,6 +181,162 @@ TEST_F(HostBoundsTest, KeysAndQpnsDoNotRestartAfterReset) {
     EXPECT_NE(a.first, b.first);
     EXPECT_NE(a.second, b.second);
     EXPECT_EQ(first_ids(0x12345678), a); // and the same seed the same ones
+}
+
+// A QP in error with 4096 send and 4096 receive WQEs: the flush is work per
+// WQE, at most process_budget of them per run of the engine, the rest in the
+// runs after (before, one run wrote all 8192 CQEs, and 1024 such QPs did 8M).
+TEST_F(HostBoundsTest, ErrorFlushIsBoundedPerRun) {
+    const uint32_t pd = n.create_pd();
+    CqInfo scq = n.create_cq(13);
+    CqInfo rcq = n.create_cq(13);
+    QpInfo qp = n.create_qp(pd, scq.cqn, rcq.cqn, 12, 12);
+    ohca_qp_attr a{};
+    a.qp_state = OHCA_QPS_INIT;
+    ASSERT_EQ(n.modify(qp.qpn,
+                       OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS, a)
+                  .status,
+              OHCA_STATUS_OK);
+    const uint64_t buf = n.alloc(4096);
+    const uint32_t key = n.reg_mr(pd, buf, 4096, OHCA_ACCESS_LOCAL_WRITE);
+    for (uint32_t i = 0; i < 4096; ++i) {
+        SendReq r;
+        r.wr_id = i;
+        r.sges = {{buf, 64, key}};
+        n.post_send(qp, r, i == 4095);
+        n.post_recv(qp, i, {{buf, 64, key}});
+    }
+    n.one_run = true;
+    a = {};
+    a.qp_state = OHCA_QPS_ERR;
+    ASSERT_EQ(n.modify(qp.qpn, OHCA_QP_STATE, a).status, OHCA_STATUS_OK);
+    const size_t first = n.poll(scq, 8192).size() + n.poll(rcq, 8192).size();
+    EXPECT_GT(first, 0u);
+    EXPECT_LE(first, size_t{DeviceLimits::process_budget});
+    n.one_run = false;
+    n.process();
+    size_t sends = 0;
+    size_t recvs = 0;
+    for (const auto &c : n.poll(scq, 8192)) {
+        EXPECT_EQ(c.status, OHCA_CQE_WR_FLUSH_ERR);
+        ++sends;
+    }
+    for (const auto &c : n.poll(rcq, 8192)) {
+        EXPECT_EQ(c.status, OHCA_CQE_WR_FLUSH_ERR);
+        ++recvs;
+    }
+    EXPECT_EQ(first + sends + recvs, 8192u);
+}
+
+// rnr_retry 7 retries for ever. Against a receiver that never posts a
+// receive WQE (RNR timer code 1, 10 us, floored at 1 ms), 10 s used to mean
+// 10000 resends; after seven tries the wait now doubles up to 100 ms.
+TEST_F(HostBoundsTest, EndlessRnrRetriesBackOff) {
+    const uint32_t pd = n.create_pd();
+    CqInfo cq = n.create_cq(8);
+    QpInfo a = n.create_qp(pd, cq.cqn, cq.cqn, 4, 4);
+    QpInfo b = n.create_qp(pd, cq.cqn, cq.cqn, 4, 4);
+    n.connect(a, b.qpn, n, 3, 14, 7, 7);
+    n.connect(b, a.qpn, n, 3, 14, 7, 7);
+    const uint64_t buf = n.alloc(4096);
+    const uint32_t key = n.reg_mr(pd, buf, 4096, OHCA_ACCESS_LOCAL_WRITE);
+    SendReq r;
+    r.sges = {{buf, 100, key}};
+    n.post_send(a, r);
+    n.process();
+    for (int ms = 0; ms < 10000; ++ms) {
+        n.host.now += 1'000'000;
+        n.process();
+    }
+    const uint64_t naks = n.stats().rc_rnr_naks_rcvd;
+    EXPECT_GE(naks, 50u);  // still retrying ...
+    EXPECT_LE(naks, 200u); // ... about 7 + 7 + 99 times, not 10000
+    EXPECT_TRUE(n.poll(cq).empty());
+    // A receive posted now is found by the next retry, within 100 ms.
+    n.post_recv(b, 9, {{buf + 2048, 1024, key}});
+    for (int ms = 0; ms < 101; ++ms) {
+        n.host.now += 1'000'000;
+        n.process();
+    }
+    const auto c = n.poll(cq);
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0].status, OHCA_CQE_SUCCESS);
+    EXPECT_EQ(c[1].status, OHCA_CQE_SUCCESS);
+}
+
+// QP events a peer can cause: COMM_EST only for a packet with the expected
+// PSN, and never more than half of EQ 0, so no peer can make it overflow
+// (which makes the whole device fatal).
+TEST(HostBounds, PeerCannotOverflowEq0) {
+    RdmaNode n(1, false, 0, 8); // EQ 0 of 256 entries, as the driver has
+    RdmaNode peer(2);
+    const uint32_t pd = n.create_pd();
+    CqInfo cq = n.create_cq(4);
+    std::vector<QpInfo> qps;
+    for (int i = 0; i < 300; ++i) {
+        QpInfo q = n.create_qp(pd, cq.cqn, cq.cqn, 0, 0);
+        ohca_qp_attr a{};
+        a.qp_state = OHCA_QPS_INIT;
+        a.access_flags = OHCA_ACCESS_REMOTE_WRITE;
+        ASSERT_EQ(n.modify(q.qpn,
+                           OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS,
+                           a)
+                      .status,
+                  OHCA_STATUS_OK);
+        a = {};
+        a.qp_state = OHCA_QPS_RTR;
+        a.path_mtu = 3;
+        a.dest_qpn = 0x77;
+        a.rq_psn = 0x1000;
+        std::copy(peer.gid.begin(), peer.gid.end(), a.av.dgid);
+        std::copy(peer.mac.begin(), peer.mac.end(), a.av.dmac);
+        a.av.vlan_id = 0xffff;
+        a.av.network_type = OHCA_NET_IPV4;
+        ASSERT_EQ(n.modify(q.qpn,
+                           OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN |
+                               OHCA_QP_RQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_MIN_RNR_TIMER,
+                           a)
+                      .status,
+                  OHCA_STATUS_OK);
+        qps.push_back(q);
+    }
+    (void)n.events();
+    PacketPath path;
+    std::copy(peer.mac.begin(), peer.mac.end(), path.smac.begin());
+    std::copy(n.mac.begin(), n.mac.end(), path.dmac.begin());
+    path.sgid = peer.gid;
+    path.dgid = n.gid;
+    auto send = [&](uint32_t qpn, uint32_t psn) {
+        PacketFields f;
+        f.bth.opcode = rc::kWriteOnly;
+        f.bth.dest_qp = qpn;
+        f.bth.psn = psn;
+        f.reth = Reth{0, 0, 0}; // a zero-length WRITE: no key needed
+        const auto fr = build_roce_frame(path, f, {});
+        (void)ohca_engine_receive_frame(n.e, fr.data(), fr.size());
+    };
+    // Spoofed PSNs (ahead, behind) establish nothing.
+    send(qps[0].qpn, 0x1005);
+    send(qps[0].qpn, 0x0fff);
+    n.process();
+    EXPECT_TRUE(n.events().empty());
+    // The expected PSN on every QP, with the driver not reading EQ 0.
+    n.hold_eq = true;
+    for (const QpInfo &q : qps) {
+        send(q.qpn, 0x1000);
+        n.process();
+    }
+    EXPECT_EQ(ohca_engine_reg_read(n.e, OHCA_REG_DEV_STATUS, 4), uint32_t{OHCA_DEV_STATUS_READY});
+    n.hold_eq = false;
+    const auto ev = n.events();
+    EXPECT_EQ(ev.size(), 128u); // half of EQ 0
+    for (const auto &e : ev) {
+        EXPECT_EQ(e.type, OHCA_EQE_QP_EVENT);
+        EXPECT_EQ(e.code, OHCA_QP_EV_COMM_EST);
+    }
+    EXPECT_EQ(device_of(n.e).stats().peer_events_dropped, 300u - 128u);
+    // The device still answers commands.
+    EXPECT_NE(n.create_pd(), 0u);
 }
 
 } // namespace

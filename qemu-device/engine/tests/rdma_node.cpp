@@ -10,13 +10,12 @@ constexpr uint64_t kNodeEq = 0x400000;
 constexpr uint64_t kNodeCmdq = 0x40000;
 constexpr uint64_t kNodeMailbox = 0x100000;
 constexpr uint64_t kNodeOut = 0x108000;
-constexpr unsigned int kNodeEqLog = 10;
 constexpr unsigned int kNodeCmdqLog = 4;
 } // namespace
 
-RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed) {
+RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed, unsigned int eq_log) : eq_log_(eq_log) {
     mac = {0x02, 0x00, 0x00, 0x00, 0x00, id};
-    host.add_region(kNodeEq, 16u << kNodeEqLog);
+    host.add_region(kNodeEq, 16u << eq_log_);
     host.add_region(kNodeCmdq, 64u << kNodeCmdqLog);
     host.add_region(kNodeMailbox, 0x10000);
     host.add_region(kRdmaBase, kRdmaSize);
@@ -33,7 +32,7 @@ RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed) {
 
 void RdmaNode::reset() {
     ohca_engine_reset(e);
-    host.fill(kNodeEq, 0, 16u << kNodeEqLog);
+    host.fill(kNodeEq, 0, 16u << eq_log_);
     cmd_pi_ = 0;
     eq_ci_ = 0;
     pending_.clear();
@@ -43,7 +42,7 @@ void RdmaNode::reset() {
 void RdmaNode::bring_up(bool ipv6, uint8_t id) {
     auto w = [&](uint32_t reg, uint32_t v) { ohca_engine_reg_write(e, reg, v, 4); };
     w(OHCA_REG_EQ0_BASE_LO, static_cast<uint32_t>(kNodeEq));
-    w(OHCA_REG_EQ0_LOG_SIZE, kNodeEqLog);
+    w(OHCA_REG_EQ0_LOG_SIZE, eq_log_);
     w(OHCA_REG_CMDQ_BASE_LO, static_cast<uint32_t>(kNodeCmdq));
     w(OHCA_REG_CMDQ_LOG_SIZE, kNodeCmdqLog);
     w(OHCA_REG_DEV_CTRL, OHCA_DEV_CTRL_ENABLE);
@@ -98,7 +97,11 @@ CmdOutcome RdmaNode::cmd(uint16_t opcode, const void *in, uint16_t in_len, void 
     host.put(kNodeCmdq + 64ull * slot, c);
     ++cmd_pi_;
     ohca_engine_reg_write(e, OHCA_REG_CMDQ_PI, cmd_pi_ & 0xffff, 4);
-    process();
+    if (one_run) {
+        ohca_engine_process(e);
+    } else {
+        process();
+    }
     const auto done = host.get<ohca_cmd>(kNodeCmdq + 64ull * slot);
     drain_eq();
     if (out != nullptr && done.status == OHCA_STATUS_OK) {
@@ -115,11 +118,14 @@ std::vector<ohca_eqe> RdmaNode::events() {
 }
 
 void RdmaNode::drain_eq() {
+    if (hold_eq) {
+        return;
+    }
     std::vector<ohca_eqe> &v = pending_;
     for (;;) {
-        const uint32_t size = 1u << kNodeEqLog;
+        const uint32_t size = 1u << eq_log_;
         const auto eqe = host.get<ohca_eqe>(kNodeEq + 16ull * (eq_ci_ & (size - 1)));
-        const uint8_t want = ((eq_ci_ >> kNodeEqLog) & 1) == 0 ? OHCA_EQE_OWNER : 0;
+        const uint8_t want = ((eq_ci_ >> eq_log_) & 1) == 0 ? OHCA_EQE_OWNER : 0;
         if ((eqe.flags & OHCA_EQE_OWNER) != want) {
             break;
         }

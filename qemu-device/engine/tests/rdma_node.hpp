@@ -50,7 +50,8 @@ struct SendReq {
 
 class RdmaNode {
   public:
-    explicit RdmaNode(uint8_t id, bool ipv6 = false, uint32_t id_seed = 0);
+    explicit RdmaNode(uint8_t id, bool ipv6 = false, uint32_t id_seed = 0,
+                      unsigned int eq_log = 10);
     ~RdmaNode();
     RdmaNode(const RdmaNode &) = delete;
     RdmaNode &operator=(const RdmaNode &) = delete;
@@ -96,11 +97,16 @@ class RdmaNode {
     FakeHost host;
     ohca_engine *e = nullptr;
     uint32_t psn_base = 0x100; // connect(): first PSN is psn_base + QPN (mod 2^24)
+    // cmd() runs the engine once (one bottom half) instead of until idle.
+    bool one_run = false;
+    // Leave EQ 0 entries unconsumed (a driver that is slow to read it).
+    bool hold_eq = false;
 
   private:
     void bring_up(bool ipv6, uint8_t id);
     void drain_eq();
     std::vector<ohca_eqe> pending_;
+    unsigned int eq_log_ = 10;
     uint32_t cmd_pi_ = 0;
     uint32_t eq_ci_ = 0;
     uint64_t next_ = kRdmaBase;
