@@ -191,6 +191,7 @@ class Device {
     void rdma_power_on();
     void seed_ids(uint32_t seed);
     [[nodiscard]] uint64_t pbl_room() const;
+    [[nodiscard]] static uint64_t pbl_charge(const Mr &mr);
     CmdResult write_create_out(const Command &cmd, uint32_t h1, uint32_t h2);
     CmdResult cmd_create_eq(const Command &cmd);
     CmdResult cmd_destroy_eq(const Command &cmd);

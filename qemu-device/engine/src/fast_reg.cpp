@@ -111,7 +111,7 @@ Device::LocalOpResult Device::execute_reg_mr(const Qp &qp, const ohca_reg_mr_wqe
     mr.key = key;
     mr.valid = true;
     // The next MR created at this index starts after the newest variant.
-    mrs_[index].tag = static_cast<uint8_t>(OHCA_KEY_TAG(key));
+    mr_tags_[index] = static_cast<uint8_t>(OHCA_KEY_TAG(key));
     return {};
 }
 

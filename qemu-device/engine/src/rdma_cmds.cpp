@@ -75,6 +75,12 @@ void Device::seed_ids(uint32_t seed) {
     next_qpn_ = DeviceLimits::first_qpn + seed % DeviceLimits::max_qp;
 }
 
+// Page-list entries an MR holds against the budget: its list, or for a
+// fast-registration MR the capacity its registrations may fill.
+uint64_t Device::pbl_charge(const Mr &mr) {
+    return mr.fast_reg ? mr.capacity : mr.pages.npages();
+}
+
 uint64_t Device::pbl_room() const {
     return DeviceLimits::max_pbl_entries - pbl_entries_;
 }
@@ -207,6 +213,11 @@ Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
         if (CmdResult r = init_fast_reg_mr(in, mr); r.status != OHCA_STATUS_OK) {
             return r;
         }
+        // Its registrations may copy up to 'capacity' entries: that much of
+        // the page-list budget is taken now.
+        if (mr.capacity > pbl_room()) {
+            return {OHCA_STATUS_NO_RESOURCES, 0};
+        }
     } else if (physical) {
         // The whole bus address space: iova and length are not used.
         mr.iova = 0;
@@ -249,7 +260,7 @@ Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
         return r;
     }
     mr_tags_[*index] = tag;
-    pbl_entries_ += mr.pages.npages();
+    pbl_entries_ += pbl_charge(mr);
     slot.mr = std::make_unique<Mr>(std::move(mr));
     ++pd->refs;
     return {};
@@ -268,7 +279,7 @@ Device::CmdResult Device::cmd_destroy_mr(const Command &cmd) {
     if (Pd *pd = lookup(pds_, mrs_[index].mr->pdn)) {
         --pd->refs;
     }
-    pbl_entries_ -= mrs_[index].mr->pages.npages();
+    pbl_entries_ -= pbl_charge(*mrs_[index].mr);
     mrs_[index].mr.reset();
     return {};
 }
