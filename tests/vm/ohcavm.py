@@ -724,6 +724,7 @@ class Cluster:
         self.vms = [VM(self, i) for i in range(nvms)]
         self._stop = threading.Event()
         self._relay = None
+        self._relay_lock = threading.Lock()
 
     def __getitem__(self, i):
         return self.vms[i]
@@ -883,9 +884,10 @@ class Cluster:
         """One job on serving VMs; returns a list of Result like wait(). A
         VM that timed out is killed (the cluster is then not fit)."""
         scripts, preamble = self.wrap(self._scripts(scripts), preamble)
-        self._released = set()
-        for vm, script in zip(self.vms, scripts):
-            vm.dispatch(script, preamble, self.files)
+        with self._relay_lock:
+            self._released = set()
+            for vm, script in zip(self.vms, scripts):
+                vm.dispatch(script, preamble, self.files)
         deadline = time.monotonic() + timeout * self.timeout_factor
         pending = set(range(self.nvms))
         while pending and time.monotonic() < deadline:
@@ -911,23 +913,28 @@ class Cluster:
         return results
 
     def _barrier_relay(self):
-        """Releases ohca_barrier NAME once every VM has reached it."""
-        self._released = released = set()
+        """Releases ohca_barrier NAME once every VM has reached it. Holds
+        _relay_lock while it looks, so a serving cluster's next job is never
+        released at a barrier of the last one (run_job dispatches under it)."""
+        self._released = set()
         while not self._stop.wait(0.2):
-            released = self._released
-            names = None
+            with self._relay_lock:
+                self._relay_once()
+
+    def _relay_once(self):
+        names = None
+        for vm in self.vms:
+            try:
+                here = {f[len("barrier."):] for f in os.listdir(vm.sync)
+                        if f.startswith("barrier.") and not f.endswith(".go")}
+            except FileNotFoundError:
+                here = set()
+            names = here if names is None else names & here
+        for n in (names or set()) - self._released:
             for vm in self.vms:
-                try:
-                    here = {f[len("barrier."):] for f in os.listdir(vm.sync)
-                            if f.startswith("barrier.") and not f.endswith(".go")}
-                except FileNotFoundError:
-                    here = set()
-                names = here if names is None else names & here
-            for n in (names or set()) - released:
-                for vm in self.vms:
-                    with open(os.path.join(vm.sync, f"barrier.{n}.go"), "w"):
-                        pass
-                released.add(n)
+                with open(os.path.join(vm.sync, f"barrier.{n}.go"), "w"):
+                    pass
+            self._released.add(n)
 
     def wait(self, timeout=DEFAULT_TIMEOUT):
         """Waits for every VM's result (or QEMU's exit); kills QEMU on timeout.
