@@ -197,7 +197,8 @@ def vm_cluster_class(kernel_kind):
 @pytest.fixture(scope="session")
 def vm_pool():
     """The session's booted VMs (ohcavm.Pool); OHCA_VM_POOL=0 turns reuse off."""
-    pool = ohcavm.Pool(os.path.join(ohcavm.TOP, "build", "test-logs", "pool"))
+    # build/test-logs/pool, or pool-<pid> while another session owns it
+    pool = ohcavm.Pool(make_logdir("pool"))
     yield pool
     pool.close()
 
