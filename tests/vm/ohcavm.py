@@ -451,15 +451,26 @@ class VM:
         }
         return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
 
-    def prepare(self, script, preamble, files, job_file=None):
-        if job_file is None:
-            if os.path.exists(self.logdir):
-                shutil.rmtree(self.logdir)
-            os.makedirs(self.sync)
+    def _new_share(self):
+        """An empty log dir with the share's identity: hostname and env.sh."""
+        if os.path.exists(self.logdir):
+            shutil.rmtree(self.logdir)
+        os.makedirs(self.sync)
+        self._write_env()
+
+    def _write_env(self):
         with open(os.path.join(self.share, "hostname"), "w") as f:
             f.write(self.name + "\n")
         with open(os.path.join(self.share, "env.sh"), "w") as f:
             f.write(self._env())
+
+    def prepare(self, script, preamble, files, job_file=None):
+        """The share of a job: a new one, or (job_file given) the serving
+        VM's, whose job.sh is then written as job_file."""
+        if job_file is None:
+            self._new_share()
+        else:
+            self._write_env()
         shutil.copy(os.path.join(GUEST_DIR, "ohca-lib.sh"), self.share)
         for name, path in files.items():
             shutil.copy2(path, os.path.join(self.share, name))
@@ -489,13 +500,7 @@ class VM:
 
     def prepare_serve(self):
         """A share for a serving VM (ohca-init runs each job.sh dropped in)."""
-        if os.path.exists(self.logdir):
-            shutil.rmtree(self.logdir)
-        os.makedirs(self.sync)
-        with open(os.path.join(self.share, "hostname"), "w") as f:
-            f.write(self.name + "\n")
-        with open(os.path.join(self.share, "env.sh"), "w") as f:
-            f.write(self._env())
+        self._new_share()
         open(os.path.join(self.share, "serve"), "w").close()
         self.jobs = 0
 
