@@ -279,7 +279,13 @@ ctx = Context(name=sys.argv[1])
 # what the kernel holds on the device (ib_mad's QP 1, its PD and CQ), from
 # `rdma resource show`: it counts against the same limits
 kernel = {k: int(v) for k, v in re.findall(r"\b(pd|cq|qp|mr) (\d+)", sys.argv[2])}
-print("kernel holds", kernel, flush=True)
+# The device's view differs from the core's count in two ways: each kernel
+# PD comes with a DMA MR of the driver's (ib_alloc_pd's internal MR, which
+# the core does not list), and QP 1 has a number of its own outside the
+# device's QP table, so it does not count against max_qp.
+kernel["mr"] = kernel.get("mr", 0) + kernel.get("pd", 0)
+kernel["qp"] = max(kernel.get("qp", 0) - 1, 0)
+print("kernel holds (device view)", kernel, flush=True)
 a = ctx.query_device()
 limits = {"pd": a.max_pd, "cq": a.max_cq, "mr": a.max_mr, "qp": a.max_qp}
 print("limits", limits, flush=True)
