@@ -47,6 +47,11 @@ DPKG_INFO = "/var/lib/dpkg/info"
 IGNORED = ("/proc/", "/sys/", "/dev/", "/tmp/", "/run/", "/var/", "/root/",
            "/home/", "/etc/", "/usr/lib/locale/locale-archive", "/usr/share/locale/",
            "/usr/lib/python3/dist-packages/__pycache__", "/usr/share/mime/")
+STRACE_LINE = re.compile(r"^(\d+) +(.*)$")
+STRACE_EXIT = re.compile(r"^\+\+\+ exited with (\d+) \+\+\+")
+PKGCONF = ("pkg-config", "pkgconf")
+# Records since failed pkg-config lookups are told apart (see used_paths).
+RECORD_HEADER = "# hostdeps record 2\n"
 STRACE_PATH = re.compile(r'(?:execve|openat2?|open)\((?:AT_FDCWD, |)"(/[^"]*)"')
 
 
@@ -136,10 +141,13 @@ def recorded_paths():
     used = {}
     for fname in files:
         with open(fname) as f:
-            for line in f:
-                p = line.strip()
-                if p:
-                    used.setdefault(p, []).append(os.path.basename(fname))
+            lines = f.read().splitlines()
+        # An older record cannot tell a failed pkg-config lookup's scan of
+        # every .pc file from a library in use: its .pc files are left out.
+        old = not lines or lines[0] + "\n" != RECORD_HEADER
+        for p in lines:
+            if p and not p.startswith("#") and not (old and p.endswith(".pc")):
+                used.setdefault(p, []).append(os.path.basename(fname))
     return used
 
 
@@ -192,23 +200,50 @@ def cmd_trace(argv):
         die("strace missing (tests/deps.sh installs it)")
     os.makedirs(RECORDS, exist_ok=True)
     raw = os.path.join(RECORDS, f"{name}.strace")
-    rc = subprocess.call(["strace", "-f", "-qq", "-z", "--seccomp-bpf", "-e", "signal=none",
+    # -q, not -qq: the exit status of each process is needed (see used_paths)
+    rc = subprocess.call(["strace", "-f", "-q", "-z", "--seccomp-bpf", "-e", "signal=none",
                           "-e", "trace=execve,open,openat,openat2", "-o", raw] + cmd)
-    paths = set()
     try:
         with open(raw, errors="replace") as f:
-            for line in f:
-                m = STRACE_PATH.search(line)
-                if m and not ignored(m.group(1)):
-                    paths.add(os.path.normpath(m.group(1)))
+            paths = used_paths(f)
         os.unlink(raw)
     except FileNotFoundError:
-        pass
-    text = "".join(p + "\n" for p in sorted(paths))
+        paths = set()
+    text = RECORD_HEADER + "".join(p + "\n" for p in sorted(paths))
     for dest in filter(None, (os.path.join(RECORDS, f"{name}.paths"), store)):
         with open(dest, "w") as f:
             f.write(text)
     return rc
+
+
+def used_paths(lines):
+    """The paths an `strace -f -q -z` log shows in use. pkgconf reads every
+    .pc file there is when a lookup fails (configure probes for optional
+    libraries it then leaves out), so the .pc files a failed pkg-config
+    process opened are not inputs; those of a successful one are."""
+    procs = {}  # pid -> [paths, runs pkg-config, exit status]
+    for line in lines:
+        m = STRACE_LINE.match(line)
+        if not m:
+            continue
+        pid, call = m.groups()
+        proc = procs.setdefault(pid, [[], False, 0])
+        e = STRACE_EXIT.match(call)
+        if e:
+            proc[2] = int(e.group(1))
+            continue
+        m = STRACE_PATH.search(call)
+        if not m or ignored(m.group(1)):
+            continue
+        path = os.path.normpath(m.group(1))
+        if call.startswith("execve(") and os.path.basename(path) in PKGCONF:
+            proc[1] = True
+        proc[0].append(path)
+    used = set()
+    for paths, pkgconf, status in procs.values():
+        failed_lookup = pkgconf and status != 0
+        used.update(p for p in paths if not (failed_lookup and p.endswith(".pc")))
+    return used
 
 
 def judge(used, optional=()):
