@@ -363,6 +363,7 @@ class Result:
         self.boot_to_job = None     # s from QEMU start to the job starting
         self.wire_stats = None      # the fault wire's statistics (Pool jobs)
         self.duration = None        # s from QEMU start to the result
+        self.boot_restarts = vm.boot_restarts  # QEMU restarts after a stalled boot
 
     @property
     def ok(self):
@@ -382,6 +383,8 @@ class Result:
             parts.append(f"{len(self.kernel_problems)} kernel log problem(s)")
         if self.sanitizer:
             parts.append(f"{len(self.sanitizer)} QEMU sanitizer report(s)")
+        if self.boot_restarts:
+            parts.append(f"boot restarted {self.boot_restarts}x after a stall")
         return ", ".join(parts)
 
     def report(self):
@@ -407,6 +410,15 @@ class Result:
 class VM:
     """One QEMU process. Create through Cluster."""
 
+    # A boot that prints nothing for this long before init runs is stuck,
+    # not slow: the debug kernel under TCG on a loaded host sometimes idles
+    # for good at its early RCU-tasks self test (the boot CPU halted with
+    # its timer ticking; seen 2026-12-01, here and in CI). QEMU is then
+    # restarted, at most BOOT_RETRIES times per VM; the job, already in the
+    # share, runs in the new boot.
+    BOOT_STALL = float(os.environ.get("OHCA_BOOT_STALL", "150"))
+    BOOT_RETRIES = 2
+
     def __init__(self, cluster, index):
         self.cluster = cluster
         self.index = index
@@ -430,6 +442,10 @@ class VM:
         self.console_from = 0  # where this job's part of console.log starts
         self.t_dispatch = None
         self.jobs = 0
+        self.boot_restarts = 0
+        self._booted = False
+        self._console_len = 0
+        self._console_t = None
 
     # -- setup --
     def _env(self):
@@ -568,6 +584,7 @@ class VM:
         with open(os.path.join(self.logdir, "cmdline.txt"), "w") as f:
             f.write(shlex.join(argv) + "\n")
         self.t_start = time.monotonic()
+        self._booted, self._console_len, self._console_t = False, 0, self.t_start
         if interactive:
             self.proc = subprocess.Popen(argv, preexec_fn=_die_with_parent,
                                          env=sanitizer_env(self.logdir))
@@ -595,8 +612,29 @@ class VM:
             return ""
 
     def _note_progress(self):
-        if self.t_job is None and "ohca-init: job start" in self.console()[self.console_from:]:
+        text = self.console()
+        if self.t_job is None and "ohca-init: job start" in text[self.console_from:]:
             self.t_job = time.monotonic()
+        if not self._booted:
+            self._watch_boot(text)
+
+    def _watch_boot(self, text):
+        """Restarts QEMU when the boot stalls (BOOT_STALL)."""
+        now = time.monotonic()
+        if "ohca-init: userspace up" in text:
+            self._booted = True
+        elif len(text) != self._console_len:
+            self._console_len, self._console_t = len(text), now
+        elif (now - self._console_t > self.BOOT_STALL and self.alive()
+              and self.boot_restarts < self.BOOT_RETRIES):
+            self.boot_restarts += 1
+            stalled = os.path.join(self.logdir, f"console-stalled-{self.boot_restarts}.log")
+            log(f"{self.name}: boot stalled (no console output for {self.BOOT_STALL:.0f} s "
+                f"before init; console kept in {stalled}): restarting QEMU")
+            self.kill()
+            shutil.copy2(self.console_path, stalled)
+            self.console_from = 0  # the new QEMU starts console.log afresh
+            self.start()
 
     def wait_mark(self, name, timeout=120):
         """Waits for the guest's ohca_mark NAME (sync/guest.NAME)."""
