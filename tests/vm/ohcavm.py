@@ -1051,6 +1051,7 @@ class Pool:
         self.logroot = logroot
         self.clusters = {}
         self.counter = 0
+        self.problems = []  # from final checks of retired clusters
 
     @classmethod
     def poolable(cls, kw):
@@ -1096,10 +1097,27 @@ class Pool:
         if logdir:
             for vm, r in zip(c.vms, results):
                 self._keep(vm, r, os.path.join(logdir, vm.name))
-        if not all(r.ok for r in results) or not c.fit():
-            c.close()
+        if not all(r.ok for r in results):
+            c.close()  # the failed test reports it; no final check
+            del self.clusters[key]
+        elif not c.fit():
+            self._retire(c)
             del self.clusters[key]
         return results
+
+    def _retire(self, c):
+        """Stops a cluster; one that can still take a job first runs its
+        final_check, if its class has one (the debug kernel's kmemleak scan
+        after the boot's last job). Its problems are kept for close()."""
+        if hasattr(c, "final_check") and c.fit():
+            try:
+                self.problems += c.final_check()
+            except HarnessError as e:
+                self.problems.append(f"{c.logdir}: final check: {e}")
+        for vm in c.vms:
+            if vm.alive():
+                open(os.path.join(vm.share, "stop"), "w").close()
+        c.close()
 
     @staticmethod
     def _keep(vm, r, dest):
@@ -1116,12 +1134,12 @@ class Pool:
         r.logdir = dest
 
     def close(self):
+        """Stops every cluster; returns the problems their final checks
+        found (over the whole session)."""
         for c in self.clusters.values():
-            for vm in c.vms:
-                if vm.alive():
-                    open(os.path.join(vm.share, "stop"), "w").close()
-            c.close()
+            self._retire(c)
         self.clusters.clear()
+        return self.problems
 
 
 def run(scripts, nvms=1, nic=None, name="run", timeout=DEFAULT_TIMEOUT,
