@@ -153,11 +153,11 @@ void Device::qp_to_error(Qp &qp) {
     }
     qp.state = OHCA_QPS_ERR;
     qp.resp_queue.clear();
-    qp.deadline_ns = 0;
+    set_deadline(qp, 0);
     qp.rnr_wait = false;
     qp.in_msg = Qp::InMsg::None;
-    // The flush runs in process(), a bounded number of WQEs per run.
-    host_.schedule();
+    // The flush runs in process(), a bounded number of WQEs per visit.
+    mark_ready(qp);
     update_timer();
 }
 

@@ -2,21 +2,32 @@
 // The ohca device: all state behind the C API of ohca_engine.h.
 //
 // Member functions are split by what they own:
-//   device.cpp  lifetime, reset, fatal state, link, doorbell pages, process()
-//   regs.cpp    the BAR0 register file
-//   cmdq.cpp    the command queue and every command
-//   eth.cpp     the Ethernet TX/RX rings and receive classification
-// and the RDMA transports: RC in requester.cpp/responder.cpp, UD in ud.cpp
-// (class UdTransport, which uses the shared parts below).
+//   device.cpp      lifetime, reset, fatal state, link, doorbell pages, process()
+//   regs.cpp        the BAR0 register file
+//   cmdq.cpp        the command queue and every command
+//   eth.cpp         the Ethernet TX/RX rings and receive classification
+//   rdma_cmds.cpp   the RDMA resource commands, keys and MR access
+//   completion.cpp  CQEs, CQ doorbells, completion events, QP errors, flushes
+//   transport.cpp   the transport services (TransportServices): packets out
+//                   and in, QP doorbells, the ready list and timers, the run
+//                   loop; the RC transport itself is RcRequester
+//                   (requester.cpp) and RcResponder (responder.cpp), UD is
+//                   UdTransport (ud.cpp)
+// docs/architecture.md has the same map.
 #pragma once
 
 #include "eth_ring.hpp"
 #include "event_queue.hpp"
 #include "gid_table.hpp"
 #include "host.hpp"
+#include "limits.hpp"
 #include "rdma_objects.hpp"
+#include "requester.hpp"
+#include "responder.hpp"
 #include "roce_packet.hpp"
+#include "sched.hpp"
 #include "stats.hpp"
+#include "transport.hpp"
 #include "uar_table.hpp"
 #include "ud.hpp"
 
@@ -33,80 +44,6 @@
 
 namespace ohca {
 
-// Limits reported by QUERY_DEVICE (the RDMA objects come with the transport).
-struct DeviceLimits {
-    static constexpr uint32_t fw_version = OHCA_FW_VERSION(1, 0, 0);
-    static constexpr uint32_t hw_version = 1;
-    // No IEEE OUI of our own: report the PCI vendor ID, as efa does.
-    static constexpr uint32_t vendor_id = OHCA_PCI_VENDOR_ID;
-    static constexpr uint32_t vendor_part_id = OHCA_PCI_DEVICE_ID;
-    static constexpr uint64_t max_mr_size = uint64_t{1} << 40;
-    static constexpr uint64_t page_size_cap =
-        (uint64_t{1} << 12) | (uint64_t{1} << 21) | (uint64_t{1} << 30);
-    static constexpr uint32_t max_qp = 1024;
-    static constexpr uint32_t max_qp_wr = 4096;
-    static constexpr uint32_t max_sge = 16;
-    static constexpr uint32_t max_sge_rd = 16;
-    static constexpr uint32_t max_cq = 1024;
-    static constexpr uint32_t max_cqe = 65535;
-    static constexpr uint32_t max_mr = 4096;
-    static constexpr uint32_t max_pd = 1024;
-    static constexpr uint32_t max_qp_rd_atom = 16;
-    static constexpr uint32_t max_qp_init_rd_atom = 16;
-    static constexpr uint32_t max_ah = 4096;
-    static constexpr uint32_t max_srq = 256;
-    static constexpr uint32_t max_srq_wr = 4096;
-    static constexpr uint32_t max_inline_data = 256;
-    static constexpr uint32_t max_uar = OHCA_NUM_DB_PAGES - 1;
-    static constexpr uint32_t max_eq = OHCA_NUM_MSIX - 1; // vectors 0, 2..7
-    static constexpr uint32_t max_msg_size = uint32_t{1} << 31;
-    static constexpr uint32_t gid_table_len = kGidTableLen;
-    static constexpr uint32_t pkey_table_len = 1;
-    static constexpr uint32_t num_ports = 1;
-    // Fast registration: page-list entries per fast-registration MR.
-    static constexpr uint32_t max_fast_reg_page_list_len = OHCA_MAX_FAST_REG_PAGES;
-    static constexpr uint32_t dev_caps = OHCA_DEV_CAP_FAST_REG;
-    static constexpr uint32_t speed_mbps = 10000;
-    static constexpr uint32_t default_mtu = 1500;
-    // Enforced by CREATE_QP: 2^log_size <= max_qp_wr.
-    static constexpr unsigned int max_wq_log = 12;
-    // Handles: eqn 1..max_eq-1, pdn 1..max_pd, MR index 1..max_mr,
-    // cqn 1..max_cq, qpn 2..max_qp+1 (0 and 1 are the IBTA special QPs).
-    static constexpr uint32_t first_qpn = 2;
-    // Local ACK timeout floor under emulation, and the RoCE RX backlog.
-    static constexpr uint64_t min_ack_timeout_ns = 200'000'000;
-    static constexpr uint64_t min_rnr_delay_ns = 1'000'000;
-    // rnr_retry 7 retries for ever: after as many RNR NAKs in a row as a
-    // finite rnr_retry could allow (7), each wait doubles up to this.
-    static constexpr uint64_t max_rnr_backoff_ns = 100'000'000;
-    static constexpr size_t max_roce_backlog = 1024;
-    // Longest RoCE frame taken: a 4096-byte payload behind Ethernet, VLAN,
-    // IPv6, UDP, BTH and RETH, with ImmDt and ICRC, is 4198 bytes; the rest
-    // is room to spare. With max_roce_backlog it bounds the backlog (4.5 MB).
-    static constexpr size_t max_roce_frame = 4096 + 256;
-    // Looped-back packets a QP may generate only while the backlog has this
-    // much room left (ACKs answer consumed packets and need no room).
-    static constexpr size_t loopback_reserve = 64;
-    // READ response packets one QP sends per pass of the work loop.
-    static constexpr unsigned int read_resp_per_pass = 64;
-    // The requester's congestion window: packets past the oldest
-    // unacknowledged PSN, READ response PSNs included (docs/wire.md). It
-    // starts at initial_window, halves on a NAK or skipped responses, drops to
-    // min_window on an ACK timeout and grows back as ACKs arrive.
-    static constexpr uint32_t initial_window = 256;
-    static constexpr uint32_t min_window = 4;
-    static constexpr uint32_t max_window = 1024;
-    // How often the requester asks for an ACK inside a long message (more
-    // often when the window is smaller).
-    static constexpr uint32_t ack_req_every = 64;
-    // Packets and WQEs handled per process() call before rescheduling.
-    static constexpr unsigned int process_budget = 4096;
-    // Page-list entries all objects together may hold (8 bytes of host
-    // memory each): 32 MiB, enough for 16 GiB of guest memory registered in
-    // 4 KiB pages. Beyond it a create command answers NO_RESOURCES.
-    static constexpr uint64_t max_pbl_entries = uint64_t{1} << 22;
-};
-
 struct DeviceConfig {
     std::array<uint8_t, 6> mac{};
     uint64_t node_guid = 0;
@@ -115,9 +52,12 @@ struct DeviceConfig {
     uint32_t id_seed = 0;
 };
 
-class Device {
+class Device : private TransportServices {
   public:
     Device(const ohca_engine_ops &ops, void *ctx, const DeviceConfig &cfg);
+    Device(const Device &) = delete;
+    Device &operator=(const Device &) = delete;
+    ~Device() = default;
 
     uint64_t reg_read(uint64_t offset, unsigned int size);
     void reg_write(uint64_t offset, uint64_t value, unsigned int size);
@@ -131,6 +71,14 @@ class Device {
     [[nodiscard]] const Stats &stats() const { return stats_; }
     // Host memory held by the page lists of live objects.
     [[nodiscard]] uint64_t pbl_bytes() const { return pbl_entries_ * sizeof(uint64_t); }
+    // The transport's run loop, for tests, benchmarks and tracing.
+    struct SchedStats {
+        uint64_t runs = 0;        // process_rdma() calls
+        uint64_t visits = 0;      // ready QPs visited
+        uint64_t out_of_time = 0; // runs ended by max_run_ns (or max_run_work)
+        uint64_t timer_expiries = 0;
+    };
+    [[nodiscard]] const SchedStats &sched_stats() const { return sched_stats_; }
 
     struct Command; // a decoded command entry (command.hpp)
     struct CmdResult {
@@ -162,8 +110,8 @@ class Device {
     // device.cpp
     void power_on_state();
     void enter_fatal(uint32_t code);
-    void post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, uint32_t p2);
-    void post_peer_event(uint16_t code, uint32_t qpn);
+    void post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, uint32_t p2) override;
+    void post_peer_event(uint16_t code, uint32_t qpn) override;
     [[nodiscard]] bool running() const;
 
     // regs.cpp
@@ -212,73 +160,52 @@ class Device {
     void post_cq_event(uint32_t eqn, uint32_t cqn);
     bool post_cqe(uint32_t cqn, ohca_cqe cqe, bool solicited);
     void cq_doorbell(uint32_t page, uint32_t cqn, uint32_t value);
-    void complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr);
+    void complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) override;
     void complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
                        std::optional<uint32_t> imm, uint8_t status, uint8_t verr, bool solicited,
-                       std::optional<uint32_t> invalidated = std::nullopt);
-    void qp_to_error(Qp &qp);
+                       std::optional<uint32_t> invalidated = std::nullopt) override;
+    void qp_to_error(Qp &qp) override;
     void flush_qp(Qp &qp, unsigned int &budget);
     [[nodiscard]] static bool flush_pending(const Qp &qp);
-    struct KeyResult {
-        uint8_t verr = OHCA_VERR_NONE;
-        const Mr *mr = nullptr;
-    };
     // Looks up a key for [va, va + len) with 'access' rights in PD 'pdn'.
     [[nodiscard]] KeyResult check_key(uint32_t key, uint64_t va, uint64_t len, uint32_t access,
-                                      uint32_t pdn) const;
-    bool mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const;
-    bool mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const;
+                                      uint32_t pdn) const override;
+    bool mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const override;
+    bool mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const override;
     Qp *find_qp(uint32_t qpn);
 
     // fast_reg.cpp: fast-registration MRs and invalidation
-    struct LocalOpResult {
-        uint8_t status = OHCA_CQE_SUCCESS;
-        uint8_t verr = OHCA_VERR_NONE;
-    };
+    using LocalOpResult = ohca::LocalOpResult;
     CmdResult init_fast_reg_mr(const ohca_create_mr_in &in, Mr &mr) const;
     LocalOpResult execute_reg_mr(const Qp &qp, const ohca_reg_mr_wqe &w);
     // Makes the fast-registration MR whose current key is 'key' free.
-    uint8_t invalidate_key(uint32_t key, uint32_t pdn);
-    LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr);
+    uint8_t invalidate_key(uint32_t key, uint32_t pdn) override;
+    LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) override;
 
-    // requester.cpp: SQ doorbells, WQE processing, segmentation, ACKs,
-    // retransmission
+    // transport.cpp: the transport services, QP doorbells, received RoCE
+    // frames, readiness and timers, the run loop
+    [[nodiscard]] const Host &host() const override { return host_; }
+    void emit(const Qp &qp, const PacketFields &fields, std::span<const uint8_t> payload) override;
+    [[nodiscard]] bool tx_room(const Qp &qp) const override;
+    RoceCounters &counters() override { return roce_; }
+    void mark_ready(Qp &qp) override;
+    void set_deadline(Qp &qp, uint64_t deadline_ns) override;
+    void unschedule(Qp &qp); // before a QP is reset or destroyed
     void rq_doorbell(uint32_t page, uint32_t qpn, uint32_t value);
     void sq_doorbell(uint32_t page, uint32_t qpn, uint32_t value);
     void process_rdma();
-    void process_sq(Qp &qp, unsigned int &budget);
-    bool fetch_send_wqe(Qp &qp);
-    void send_packet(Qp &qp);
-    bool gather(Qp &qp, const SendWr &wr, uint32_t offset, std::span<uint8_t> out);
-    void requester_rx(Qp &qp, const ParsedPacket &pkt);
-    void ack_through(Qp &qp, uint32_t psn);
-    void go_back(Qp &qp, uint32_t psn);
-    void recover_from(Qp &qp, uint32_t psn, bool timeout);
-    void advance_una(Qp &qp, uint32_t una);
-    void requester_fail(Qp &qp, uint8_t status, uint8_t verr);
+    void visit(Qp &qp, unsigned int &quantum);
     void check_timers();
     void update_timer();
-    [[nodiscard]] uint32_t mtu_bytes(const Qp &qp) const;
     [[nodiscard]] bool build_path(const Qp &qp, PacketPath &path) const;
-    void emit(const Qp &qp, const PacketFields &fields, std::span<const uint8_t> payload);
     // Builds the frame and puts it on the wire, or on the backlog when it
     // is for one of the device's own GIDs.
     void transmit_roce(const PacketPath &path, const PacketFields &fields,
                        std::span<const uint8_t> payload);
     // Whether a looped-back packet may be generated now (see tx_room).
     [[nodiscard]] bool loopback_room() const;
-
-    // responder.cpp: received RoCE packets
     void roce_enqueue(std::span<const uint8_t> frame);
     void roce_rx(std::span<const uint8_t> frame);
-    void responder_rx(Qp &qp, const ParsedPacket &pkt);
-    void send_ack(Qp &qp, uint32_t psn, uint8_t syndrome);
-    void responder_error(Qp &qp, uint8_t nak, uint16_t event);
-    bool load_recv_wqe(Qp &qp);
-    void queue_read_response(Qp &qp, uint32_t psn, const Reth &reth);
-    void process_responses(Qp &qp, unsigned int &budget);
-    [[nodiscard]] bool tx_room(const Qp &qp) const;
-    void restart_ack_timer(Qp &qp);
     [[nodiscard]] bool is_local_gid(const std::array<uint8_t, 16> &gid) const;
 
     // eth.cpp
@@ -344,35 +271,16 @@ class Device {
     // RoCE frames received (or looped back), handled by process().
     std::deque<std::vector<uint8_t>> roce_backlog_;
     uint64_t timer_deadline_ = 0; // last deadline given to set_timer
+    // QPs with work, and QPs with an armed timer (sched.hpp).
+    ReadyList ready_;
+    TimerHeap timers_{DeviceLimits::max_qp + DeviceLimits::first_qpn};
+    bool in_run_ = false; // inside process_rdma(): no schedule() per ready QP
+    SchedStats sched_stats_;
+    // The RC transport.
+    RcRequester rc_requester_{*this};
+    RcResponder rc_responder_{*this};
 
   public:
-    // Counters of the transport, reported by QUERY_STATS (rev 1.1 part;
-    // docs/programming-manual.md says what each one counts).
-    struct RoceCounters {
-        uint64_t tx_packets = 0;
-        uint64_t loopback_packets = 0;
-        uint64_t rx_packets = 0;
-        uint64_t rx_bad_icrc = 0;
-        uint64_t rx_malformed = 0; // bad Ethernet/IP/UDP/BTH header or length
-        uint64_t rx_bad_opcode = 0;
-        uint64_t rx_no_qp = 0;
-        uint64_t rx_duplicates = 0;   // responder: requests with an old PSN
-        uint64_t stale_responses = 0; // requester: outside [una - 1, next)
-        uint64_t rx_out_of_seq = 0;
-        uint64_t retransmits = 0; // go-back-N restarts
-        uint64_t retrans_pkts = 0;
-        uint64_t timeouts = 0;
-        uint64_t seq_naks_sent = 0;
-        uint64_t seq_naks_rcvd = 0;
-        uint64_t rnr_naks_sent = 0;
-        uint64_t rnr_naks_rcvd = 0;
-        uint64_t error_naks_sent = 0;
-        uint64_t error_naks_rcvd = 0;
-        uint64_t retry_exceeded = 0;
-        uint64_t rnr_retry_exceeded = 0;
-        uint64_t ud_rx_no_wqe = 0;   // UD: dropped, no receive WQE
-        uint64_t ud_rx_bad_qkey = 0; // UD: dropped, Q_Key mismatch
-    };
     [[nodiscard]] const RoceCounters &roce_counters() const { return roce_; }
 
   private:

@@ -50,6 +50,8 @@ void Device::rdma_power_on() {
     mrs_.resize(DeviceLimits::max_mr + 1);
     cqs_.clear();
     cqs_.resize(DeviceLimits::max_cq + 1);
+    ready_.clear();
+    timers_.clear();
     qps_.clear();
     qps_.resize(DeviceLimits::max_qp + DeviceLimits::first_qpn);
     uar_refs_.fill(0);
@@ -284,8 +286,8 @@ Device::CmdResult Device::cmd_destroy_mr(const Command &cmd) {
     return {};
 }
 
-Device::KeyResult Device::check_key(uint32_t key, uint64_t va, uint64_t len, uint32_t access,
-                                    uint32_t pdn) const {
+KeyResult Device::check_key(uint32_t key, uint64_t va, uint64_t len, uint32_t access,
+                            uint32_t pdn) const {
     const uint32_t index = OHCA_KEY_INDEX(key);
     if (index == 0 || index >= mrs_.size() || !mrs_[index].mr || mrs_[index].mr->key != key ||
         !mrs_[index].mr->valid) {
@@ -519,6 +521,7 @@ Device::CmdResult Device::cmd_destroy_qp(const Command &cmd) {
     }
     --uar_refs_[qp->uar];
     pbl_entries_ -= qp->sq.ring.npages() + qp->rq.ring.npages();
+    unschedule(*qp);
     qps_[qpn].reset();
     update_timer();
     return {};
@@ -654,6 +657,7 @@ void Device::apply_qp_state(Qp &qp, uint8_t next) {
     qp.state = next;
     switch (next) {
     case OHCA_QPS_RESET: {
+        unschedule(qp);
         Qp fresh;
         fresh.qpn = qp.qpn;
         fresh.type = qp.type;
@@ -691,12 +695,12 @@ void Device::apply_qp_state(Qp &qp, uint8_t next) {
         qp.rnr_left = qp.attrs.rnr_retry;
         qp.rnr_streak = 0;
         qp.sq_draining = false;
-        host_.schedule();
+        mark_ready(qp);
         break;
     case OHCA_QPS_SQD:
         if (cur == OHCA_QPS_RTS) {
             qp.sq_draining = true;
-            host_.schedule();
+            mark_ready(qp);
         }
         break;
     case OHCA_QPS_ERR:

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // RDMA objects owned by the device: completion EQs, PDs, MRs, CQs and QPs,
 // in tables indexed by their handle. Plain values; the behaviour lives in
-// rdma_cmds.cpp (commands), completion.cpp, requester.cpp, responder.cpp.
+// rdma_cmds.cpp (commands), completion.cpp, transport.cpp, requester.cpp and
+// responder.cpp (the RC transport).
 #pragma once
 
 #include "event_queue.hpp"
 #include "page_list.hpp"
+#include "sched.hpp"
 
 #include <ohca/ohca_cmd.h>
 #include <ohca/ohca_queue.h>
@@ -168,7 +170,7 @@ struct Qp {
     // that fences and the initiator depth cost O(1) per WQE, not a scan).
     uint32_t reads_pending = 0;
     uint32_t wqes_failed = 0; // WQEs in 'inflight' that failed local checks
-    uint64_t deadline_ns = 0; // ACK or RNR timer, 0 = none
+    uint64_t deadline_ns = 0; // ACK or RNR timer, 0 = none (set by TimerHeap)
     uint32_t cwnd = 0;        // congestion window, packets (DeviceLimits)
     uint32_t ssthresh = 0;    // slow start below it, +1 per window above
     uint32_t cwnd_acked = 0;  // packets acknowledged towards the next +1
@@ -194,6 +196,8 @@ struct Qp {
     uint32_t write_left = 0;
     uint32_t write_total = 0;
     std::deque<RespItem> resp_queue; // responses not yet sent, in PSN order
+
+    SchedHook sched; // ready list and timer heap links (sched.hpp)
 };
 
 // Ordered by handle; slot 0 unused where 0 is not a valid handle. Objects

@@ -2,8 +2,9 @@
 // The RC requester: SQ/RQ doorbells, send WQEs in order, segmentation into
 // RoCEv2 packets by path MTU, ACK/NAK and READ response handling, go-back-N
 // retransmission on NAK or local ACK timeout, RNR waits.
+#include "requester.hpp"
 #include "byte_order.hpp"
-#include "device.hpp"
+#include "limits.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -61,178 +62,26 @@ uint32_t wire_imm(uint32_t le_field) {
 
 } // namespace
 
-uint32_t Device::mtu_bytes(const Qp &qp) const {
-    const unsigned int m = std::clamp<unsigned int>(qp.attrs.path_mtu, 1, 5);
-    return 128u << m;
-}
-
-bool Device::is_local_gid(const std::array<uint8_t, 16> &gid) const {
-    for (uint32_t i = 0; i < kGidTableLen; ++i) {
-        const auto &e = gids_.get(i);
-        if (e && e->gid == gid) {
-            return true;
-        }
-    }
-    return false;
-}
-
-bool Device::build_path(const Qp &qp, PacketPath &path) const {
-    const ohca_av &av = qp.attrs.av;
-    const auto &gid = gids_.get(av.sgid_index);
-    if (!gid) {
-        return false;
-    }
-    path.smac = gid->mac;
-    std::copy(std::begin(av.dmac), std::end(av.dmac), path.dmac.begin());
-    const uint16_t vlan = le(av.vlan_id);
-    path.vlan_id = vlan != kNoVlan ? vlan : gid->vlan_id;
-    path.ipv6 = av.network_type == OHCA_NET_IPV6;
-    path.sgid = gid->gid;
-    std::copy(std::begin(av.dgid), std::end(av.dgid), path.dgid.begin());
-    path.hop_limit = av.hop_limit != 0 ? av.hop_limit : 64;
-    path.traffic_class = av.traffic_class;
-    path.flow_label = le(av.flow_label) & 0xfffff;
-    path.udp_src_port = static_cast<uint16_t>(0xc000 | (qp.qpn & 0x3fff));
-    return true;
-}
-
-void Device::emit(const Qp &qp, const PacketFields &fields, std::span<const uint8_t> payload) {
-    PacketPath path;
-    if (!build_path(qp, path)) {
-        return; // the source GID went away: the packet is lost
-    }
-    transmit_roce(path, fields, payload);
-}
-
-void Device::transmit_roce(const PacketPath &path, const PacketFields &fields,
-                           std::span<const uint8_t> payload) {
-    std::vector<uint8_t> frame = build_roce_frame(path, fields, payload);
-    if (is_local_gid(path.dgid)) {
-        // Never dropped: producers of looped-back packets wait for room
-        // (tx_room), so the backlog stays within its bound.
-        ++roce_.loopback_packets;
-        roce_backlog_.push_back(std::move(frame));
-        host_.schedule();
-        return;
-    }
-    ++roce_.tx_packets;
-    if (frame.size() < OHCA_ETH_MIN_FRAME) {
-        // A zero-length SEND or WRITE over IPv4 is 58 bytes: Ethernet
-        // padding after the ICRC (receivers go by the IP length).
-        frame.resize(OHCA_ETH_MIN_FRAME, 0);
-    }
-    if (cfg_.link_up) {
-        ++stats_.port_tx_frames;
-        host_.transmit(frame.data(), frame.size());
-    }
-}
-
-bool Device::loopback_room() const {
-    return roce_backlog_.size() + DeviceLimits::loopback_reserve < DeviceLimits::max_roce_backlog;
-}
-
-bool Device::tx_room(const Qp &qp) const {
-    if (loopback_room()) {
-        return true;
-    }
-    std::array<uint8_t, 16> dgid{};
-    std::copy(std::begin(qp.attrs.av.dgid), std::end(qp.attrs.av.dgid), dgid.begin());
-    return !is_local_gid(dgid);
-}
-
-void Device::restart_ack_timer(Qp &qp) {
-    qp.deadline_ns = 0;
+void RcRequester::restart_ack_timer(Qp &qp) {
+    uint64_t deadline = 0;
     if (qp.attrs.timeout != 0) {
-        qp.deadline_ns = host_.now_ns() + std::max(uint64_t{4096} << qp.attrs.timeout,
-                                                   DeviceLimits::min_ack_timeout_ns);
+        deadline = svc_.host().now_ns() +
+                   std::max(uint64_t{4096} << qp.attrs.timeout, DeviceLimits::min_ack_timeout_ns);
     }
+    svc_.set_deadline(qp, deadline);
 }
 
-// ---- doorbells ----------------------------------------------------------------
+// ---- the send queue -------------------------------------------------------------
 
-void Device::sq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
-    Qp *qp = find_qp(qpn);
-    if (qp == nullptr || qp->uar != page || qp->state == OHCA_QPS_RESET) {
-        ++stats_.db_errors;
-        return;
-    }
-    const uint32_t ahead = value - qp->sq.ci;
-    if (ahead > qp->sq.size() || ahead < qp->sq.pi - qp->sq.ci) {
-        ++stats_.db_errors;
-        return;
-    }
-    qp->sq.pi = value;
-    host_.schedule();
-}
-
-void Device::rq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
-    Qp *qp = find_qp(qpn);
-    if (qp == nullptr || qp->uar != page || qp->state == OHCA_QPS_RESET) {
-        ++stats_.db_errors;
-        return;
-    }
-    const uint32_t ahead = value - qp->rq.ci;
-    if (ahead > qp->rq.size() || ahead < qp->rq.pi - qp->rq.ci) {
-        ++stats_.db_errors;
-        return;
-    }
-    qp->rq.pi = value;
-    if (qp->state == OHCA_QPS_ERR) {
-        host_.schedule(); // flushed by process()
-    }
-}
-
-// ---- the work loop ------------------------------------------------------------
-
-void Device::process_rdma() {
-    unsigned int budget = DeviceLimits::process_budget;
-    check_timers();
-    for (;;) {
-        bool progress = false;
-        while (budget > 0 && !roce_backlog_.empty()) {
-            std::vector<uint8_t> frame = std::move(roce_backlog_.front());
-            roce_backlog_.pop_front();
-            roce_rx(frame);
-            --budget;
-            progress = true;
-        }
-        for (auto &slot : qps_) {
-            if (slot && budget > 0) {
-                const unsigned int before = budget;
-                if (slot->type != OHCA_QPT_RC) {
-                    UdTransport::process_sq(*this, *slot, budget);
-                } else {
-                    process_responses(*slot, budget);
-                    process_sq(*slot, budget);
-                }
-                progress = progress || before != budget;
-            }
-        }
-        if (!progress || budget == 0 || !running()) {
-            break;
-        }
-    }
-    if (budget == 0) {
-        host_.schedule();
-    }
-    update_timer();
-}
-
-void Device::process_sq(Qp &qp, unsigned int &budget) {
-    if (qp.state == OHCA_QPS_ERR) {
-        if (flush_pending(qp)) {
-            flush_qp(qp, budget);
-        }
-        return;
-    }
+void RcRequester::process_sq(Qp &qp, unsigned int &quantum) {
     if ((qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD) || qp.rnr_wait) {
         return;
     }
-    while (budget > 0 && qp.state != OHCA_QPS_ERR) {
+    while (quantum > 0 && qp.state != OHCA_QPS_ERR) {
         if (qp.cur_wr < qp.inflight.size()) {
             const SendWr &w = qp.inflight[qp.cur_wr];
-            if (!tx_room(qp)) {
-                host_.schedule(); // the loopback backlog drains first
+            if (!svc_.tx_room(qp)) {
+                svc_.mark_ready(qp); // the loopback backlog drains first
                 break;
             }
             // A READ request stands for all its responses; the oldest
@@ -248,23 +97,23 @@ void Device::process_sq(Qp &qp, unsigned int &budget) {
                 break; // the part of this READ asked again is still arriving
             }
             send_packet(qp);
-            --budget;
+            --quantum;
         } else if (qp.state == OHCA_QPS_RTS && !qp.sq_draining && qp.sq_fetched != qp.sq.pi) {
             if (!fetch_send_wqe(qp)) {
                 break;
             }
-            --budget;
+            --quantum;
         } else {
             break;
         }
     }
     if (qp.state == OHCA_QPS_SQD && qp.sq_draining && qp.inflight.empty()) {
         qp.sq_draining = false;
-        post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_SQ_DRAINED, qp.qpn, 0, 0);
+        svc_.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_SQ_DRAINED, qp.qpn, 0, 0);
     }
 }
 
-bool Device::fetch_send_wqe(Qp &qp) {
+bool RcRequester::fetch_send_wqe(Qp &qp) {
     if (!qp.inflight.empty() && qp.inflight.back().local_status != OHCA_CQE_SUCCESS) {
         return false; // nothing after a failed WQE is started
     }
@@ -278,9 +127,9 @@ bool Device::fetch_send_wqe(Qp &qp) {
         wr.local_verr = verr;
         wr.npkts = 0;
     };
-    if (!qp.sq.ring.read(host_, base, &w, sizeof(w))) {
+    if (!qp.sq.ring.read(svc_.host(), base, &w, sizeof(w))) {
         fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_DMA);
-        post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
+        svc_.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
     } else {
         wr.wr_id = le(w.wr_id);
         wr.opcode = w.opcode;
@@ -298,7 +147,7 @@ bool Device::fetch_send_wqe(Qp &qp) {
                    qp.reads_pending >= std::max<uint32_t>(1, qp.attrs.max_rd_atomic)) {
             return false; // initiator depth reached
         } else if (w.opcode == OHCA_WR_REG_MR || w.opcode == OHCA_WR_LOCAL_INV) {
-            const LocalOpResult r = execute_local_op(qp, w, wr);
+            const LocalOpResult r = svc_.execute_local_op(qp, w, wr);
             if (r.status != OHCA_CQE_SUCCESS) {
                 fail(r.status, r.verr);
             }
@@ -310,7 +159,8 @@ bool Device::fetch_send_wqe(Qp &qp) {
                 wr.is_inline = true;
                 wr.inline_data.resize(inline_len);
                 wr.length = inline_len;
-                if (!qp.sq.ring.read(host_, base + sizeof(w), wr.inline_data.data(), inline_len)) {
+                if (!qp.sq.ring.read(svc_.host(), base + sizeof(w), wr.inline_data.data(),
+                                     inline_len)) {
                     fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_DMA);
                 }
             }
@@ -319,7 +169,7 @@ bool Device::fetch_send_wqe(Qp &qp) {
             fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
         } else {
             std::array<ohca_sge, DeviceLimits::max_sge> raw{};
-            if (!qp.sq.ring.read(host_, base + sizeof(w), raw.data(),
+            if (!qp.sq.ring.read(svc_.host(), base + sizeof(w), raw.data(),
                                  size_t{w.num_sge} * sizeof(ohca_sge))) {
                 fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_DMA);
             } else {
@@ -331,7 +181,7 @@ bool Device::fetch_send_wqe(Qp &qp) {
                     if (s.length == 0) {
                         continue;
                     }
-                    const KeyResult k = check_key(s.lkey, s.addr, s.length, need, qp.pdn);
+                    const KeyResult k = svc_.check_key(s.lkey, s.addr, s.length, need, qp.pdn);
                     if (k.verr != OHCA_VERR_NONE) {
                         fail(OHCA_CQE_LOC_PROT_ERR, k.verr);
                     }
@@ -370,7 +220,7 @@ bool Device::fetch_send_wqe(Qp &qp) {
     return true;
 }
 
-bool Device::gather(Qp &qp, const SendWr &wr, uint32_t offset, std::span<uint8_t> out) {
+bool RcRequester::gather(Qp &qp, const SendWr &wr, uint32_t offset, std::span<uint8_t> out) {
     if (wr.is_inline) {
         // A zero-length inline WQE has no data buffer (memcpy from NULL).
         if (!out.empty()) {
@@ -388,8 +238,8 @@ bool Device::gather(Qp &qp, const SendWr &wr, uint32_t offset, std::span<uint8_t
             continue;
         }
         const size_t n = std::min<size_t>(s.length - offset, out.size() - done);
-        const KeyResult k = check_key(s.lkey, s.addr + offset, n, 0, qp.pdn);
-        if (k.mr == nullptr || !mr_read(*k.mr, s.addr + offset, out.data() + done, n)) {
+        const KeyResult k = svc_.check_key(s.lkey, s.addr + offset, n, 0, qp.pdn);
+        if (k.mr == nullptr || !svc_.mr_read(*k.mr, s.addr + offset, out.data() + done, n)) {
             return false;
         }
         done += n;
@@ -398,7 +248,7 @@ bool Device::gather(Qp &qp, const SendWr &wr, uint32_t offset, std::span<uint8_t
     return done == out.size();
 }
 
-void Device::send_packet(Qp &qp) {
+void RcRequester::send_packet(Qp &qp) {
     SendWr &wr = qp.inflight[qp.cur_wr];
     if (wr.local_status != OHCA_CQE_SUCCESS || wr.local_op) {
         ++qp.cur_wr;
@@ -420,7 +270,7 @@ void Device::send_packet(Qp &qp) {
                                        : wr.npkts;
     const uint32_t end_psn = psn_add(f.bth.psn, span);
     if (psn_diff(f.bth.psn, qp.sent_psn) < 0) {
-        ++roce_.retrans_pkts;
+        ++svc_.counters().retrans_pkts;
     }
     if (psn_diff(end_psn, qp.sent_psn) > 0) {
         qp.sent_psn = end_psn;
@@ -489,7 +339,7 @@ void Device::send_packet(Qp &qp) {
         ++qp.cur_wr;
         qp.cur_pkt = 0;
     }
-    emit(qp, f, payload);
+    svc_.emit(qp, f, payload);
     if (qp.deadline_ns == 0) {
         restart_ack_timer(qp);
     }
@@ -497,17 +347,17 @@ void Device::send_packet(Qp &qp) {
 
 // ---- responses ------------------------------------------------------------------
 
-void Device::ack_through(Qp &qp, uint32_t psn) {
+void RcRequester::ack_through(Qp &qp, uint32_t psn) {
     bool progress = false;
     while (!qp.inflight.empty() && qp.state != OHCA_QPS_ERR) {
         SendWr &w = qp.inflight.front();
         if (w.local_status != OHCA_CQE_SUCCESS) {
-            requester_fail(qp, w.local_status, w.local_verr);
+            fail(qp, w.local_status, w.local_verr);
             return;
         }
         if (w.local_op) {
             // Executed when fetched; done once everything before it is.
-            complete_send(qp, w, OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
+            svc_.complete_send(qp, w, OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
             qp.inflight.pop_front();
             progress = true;
             if (qp.cur_wr > 0) {
@@ -532,7 +382,7 @@ void Device::ack_through(Qp &qp, uint32_t psn) {
         if (!is_read(w) && psn_diff(psn, last) < 0) {
             break;
         }
-        complete_send(qp, w, OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
+        svc_.complete_send(qp, w, OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
         qp.inflight.pop_front();
         progress = true;
         if (qp.cur_wr > 0) {
@@ -546,18 +396,18 @@ void Device::ack_through(Qp &qp, uint32_t psn) {
         progress = true;
     }
     if (progress) {
-        host_.schedule(); // the send window may have opened
+        svc_.mark_ready(qp); // the send window may have opened
         qp.retry_left = qp.attrs.retry_cnt;
         qp.rnr_left = qp.attrs.rnr_retry;
         qp.rnr_streak = 0;
-        qp.deadline_ns = 0; // restarted by the next transmission ...
+        svc_.set_deadline(qp, 0); // restarted by the next transmission ...
         if (qp.cur_wr > 0 || qp.cur_pkt > 0) {
             restart_ack_timer(qp); // ... or now, for packets still unacknowledged
         }
     }
 }
 
-void Device::go_back(Qp &qp, uint32_t psn) {
+void RcRequester::go_back(Qp &qp, uint32_t psn) {
     // Nothing at or after a failed WQE is sent again: without one the WQE
     // is found by binary search, with one (the QP is about to fail) by a scan.
     const size_t from = qp.wqes_failed == 0 ? wqe_at_psn(qp.inflight, psn) : 0;
@@ -569,14 +419,14 @@ void Device::go_back(Qp &qp, uint32_t psn) {
         const int32_t d = psn_diff(psn, w.first_psn);
         if (d >= 0 && static_cast<uint32_t>(d) < w.npkts) {
             if (i < qp.cur_wr || (i == qp.cur_wr && static_cast<uint32_t>(d) < qp.cur_pkt)) {
-                ++roce_.retransmits;
+                ++svc_.counters().retransmits;
             }
             qp.cur_wr = i;
             qp.cur_pkt = static_cast<uint32_t>(d);
             if (is_read(w)) {
                 qp.inflight[i].read_pkts = qp.cur_pkt;
             }
-            host_.schedule();
+            svc_.mark_ready(qp);
             return;
         }
     }
@@ -586,7 +436,7 @@ void Device::go_back(Qp &qp, uint32_t psn) {
 // or the ACK timer. The window shrinks (to its minimum on a timeout: nothing
 // came back at all) and transmission resumes at 'psn' -- once per loss, or
 // every stale response of the READs behind would re-request them all again.
-void Device::recover_from(Qp &qp, uint32_t psn, bool timeout) {
+void RcRequester::recover_from(Qp &qp, uint32_t psn, bool timeout) {
     if (!timeout && qp.recovering && qp.recover_psn == psn) {
         return;
     }
@@ -601,7 +451,7 @@ void Device::recover_from(Qp &qp, uint32_t psn, bool timeout) {
 // The peer has every PSN before 'una'. The window grows by the packets
 // acknowledged below ssthresh and by one per window above it; a recovery
 // ends once the PSN it went back to is acknowledged.
-void Device::advance_una(Qp &qp, uint32_t una) {
+void RcRequester::advance_una(Qp &qp, uint32_t una) {
     const auto acked = static_cast<uint32_t>(psn_diff(una, qp.una_psn));
     qp.una_psn = una;
     if (qp.recovering && psn_diff(una, qp.recover_psn) > 0) {
@@ -621,7 +471,7 @@ void Device::advance_una(Qp &qp, uint32_t una) {
     }
 }
 
-void Device::requester_fail(Qp &qp, uint8_t status, uint8_t verr) {
+void RcRequester::fail(Qp &qp, uint8_t status, uint8_t verr) {
     if (!qp.inflight.empty()) {
         const SendWr &w = qp.inflight.front();
         if (w.local_status != OHCA_CQE_SUCCESS) {
@@ -629,22 +479,22 @@ void Device::requester_fail(Qp &qp, uint8_t status, uint8_t verr) {
         } else if (is_read(w) && !w.read_done) {
             --qp.reads_pending;
         }
-        complete_send(qp, qp.inflight.front(), status, verr);
+        svc_.complete_send(qp, qp.inflight.front(), status, verr);
         qp.inflight.pop_front();
     }
-    qp_to_error(qp);
+    svc_.qp_to_error(qp);
 }
 
-void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
+void RcRequester::rx(Qp &qp, const ParsedPacket &pkt) {
     if (qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD && qp.state != OHCA_QPS_SQE) {
-        ++roce_.rx_no_qp;
+        ++svc_.counters().rx_no_qp;
         return;
     }
     const Bth &h = pkt.fields.bth;
     const uint32_t psn = h.psn;
     // Only responses to what was sent: [una - 1, next_psn).
     if (psn_diff(psn, psn_add(qp.una_psn, kPsnMask)) < 0 || psn_diff(psn, qp.next_psn) >= 0) {
-        ++roce_.stale_responses;
+        ++svc_.counters().stale_responses;
         return;
     }
     if (h.opcode == rc::kAck) {
@@ -655,15 +505,15 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
             ack_through(qp, psn);
             return;
         case kAethRnrNak: {
-            ++roce_.rnr_naks_rcvd;
+            ++svc_.counters().rnr_naks_rcvd;
             ack_through(qp, psn_add(psn, kPsnMask));
             if (qp.state == OHCA_QPS_ERR) {
                 return;
             }
             if (qp.attrs.rnr_retry != 7) {
                 if (qp.rnr_left == 0) {
-                    ++roce_.rnr_retry_exceeded;
-                    requester_fail(qp, OHCA_CQE_RNR_RETRY_EXC_ERR, OHCA_VERR_REMOTE_NAK);
+                    ++svc_.counters().rnr_retry_exceeded;
+                    fail(qp, OHCA_CQE_RNR_RETRY_EXC_ERR, OHCA_VERR_REMOTE_NAK);
                     return;
                 }
                 --qp.rnr_left;
@@ -683,7 +533,7 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
             if (qp.rnr_streak < UINT8_MAX) {
                 ++qp.rnr_streak;
             }
-            qp.deadline_ns = host_.now_ns() + wait;
+            svc_.set_deadline(qp, svc_.host().now_ns() + wait);
             return;
         }
         case kAethNak: {
@@ -692,15 +542,15 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
                 return;
             }
             if (code == kNakPsnSeq) {
-                ++roce_.seq_naks_rcvd;
+                ++svc_.counters().seq_naks_rcvd;
                 recover_from(qp, psn, false);
                 return;
             }
-            ++roce_.error_naks_rcvd;
+            ++svc_.counters().error_naks_rcvd;
             const uint8_t status = code == kNakRemoteAccess ? OHCA_CQE_REM_ACCESS_ERR
                                    : code == kNakRemoteOp   ? OHCA_CQE_REM_OP_ERR
                                                             : OHCA_CQE_REM_INV_REQ_ERR;
-            requester_fail(qp, status, OHCA_VERR_REMOTE_NAK);
+            fail(qp, status, OHCA_VERR_REMOTE_NAK);
             return;
         }
         default:
@@ -713,7 +563,7 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
     if (i == qp.inflight.size() || qp.inflight[i].local_status != OHCA_CQE_SUCCESS ||
         !is_read(qp.inflight[i]) || qp.inflight[i].read_done ||
         psn_diff(psn, psn_add(qp.inflight[i].first_psn, qp.inflight[i].read_pkts)) < 0) {
-        ++roce_.rx_out_of_seq; // stale: placed already, or not a READ's
+        ++svc_.counters().rx_out_of_seq; // stale: placed already, or not a READ's
         return;
     }
     const uint32_t first_psn = qp.inflight[i].first_psn;
@@ -727,7 +577,7 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
     if (psn != expected) {
         // Responses before this one went missing: ask again from the first
         // of them now rather than at the ACK timeout (once per loss).
-        ++roce_.rx_out_of_seq;
+        ++svc_.counters().rx_out_of_seq;
         recover_from(qp, expected, false);
         return;
     }
@@ -746,11 +596,11 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
     const uint8_t replay = last ? rc::kReadRespLast : rc::kReadRespMiddle;
     const size_t want_len = k + 1 == w.npkts ? w.length - k * mtu : mtu;
     if (h.opcode != want && !(replay_ok && h.opcode == replay)) {
-        ++roce_.rx_out_of_seq; // from an earlier request: the timer recovers
+        ++svc_.counters().rx_out_of_seq; // from an earlier request: the timer recovers
         return;
     }
     if (pkt.payload.size() != want_len) {
-        requester_fail(qp, OHCA_CQE_BAD_RESP_ERR, OHCA_VERR_REMOTE_NAK);
+        fail(qp, OHCA_CQE_BAD_RESP_ERR, OHCA_VERR_REMOTE_NAK);
         return;
     }
     // Scatter at offset k * mtu.
@@ -765,10 +615,11 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
             continue;
         }
         const size_t n = std::min<size_t>(s.length - offset, pkt.payload.size() - done);
-        const KeyResult kr = check_key(s.lkey, s.addr + offset, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
-        if (kr.mr == nullptr || !mr_write(*kr.mr, s.addr + offset, pkt.payload.data() + done, n)) {
-            requester_fail(qp, OHCA_CQE_LOC_PROT_ERR,
-                           kr.mr == nullptr ? kr.verr : uint8_t{OHCA_VERR_DMA});
+        const KeyResult kr =
+            svc_.check_key(s.lkey, s.addr + offset, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
+        if (kr.mr == nullptr ||
+            !svc_.mr_write(*kr.mr, s.addr + offset, pkt.payload.data() + done, n)) {
+            fail(qp, OHCA_CQE_LOC_PROT_ERR, kr.mr == nullptr ? kr.verr : uint8_t{OHCA_VERR_DMA});
             return;
         }
         done += n;
@@ -782,7 +633,7 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
     } else {
         advance_una(qp, psn_add(psn, 1));
         if (qp.cur_wr < qp.inflight.size() || qp.sq_fetched != qp.sq.pi) {
-            host_.schedule(); // the window, or the next part of this READ, may go
+            svc_.mark_ready(qp); // the window, or the next part of this READ, may go
         }
         qp.retry_left = qp.attrs.retry_cnt;
         // Progress on an outstanding request restarts the ACK timer.
@@ -792,45 +643,25 @@ void Device::requester_rx(Qp &qp, const ParsedPacket &pkt) {
 
 // ---- timers ---------------------------------------------------------------------
 
-void Device::check_timers() {
-    const uint64_t now = host_.now_ns();
-    for (auto &slot : qps_) {
-        if (!slot || slot->deadline_ns == 0 || now < slot->deadline_ns) {
-            continue;
-        }
-        Qp &qp = *slot;
-        qp.deadline_ns = 0;
-        if (qp.rnr_wait) {
-            qp.rnr_wait = false;
-            host_.schedule();
-            continue;
-        }
-        if (qp.inflight.empty() || (qp.cur_wr == 0 && qp.cur_pkt == 0) ||
-            (qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD)) {
-            continue;
-        }
-        ++roce_.timeouts;
-        if (qp.retry_left == 0) {
-            ++roce_.retry_exceeded;
-            requester_fail(qp, OHCA_CQE_RETRY_EXC_ERR, OHCA_VERR_NONE);
-            continue;
-        }
-        --qp.retry_left;
-        recover_from(qp, qp.una_psn, true);
+void RcRequester::timer_expired(Qp &qp) {
+    svc_.set_deadline(qp, 0);
+    if (qp.rnr_wait) {
+        qp.rnr_wait = false;
+        svc_.mark_ready(qp);
+        return;
     }
-}
-
-void Device::update_timer() {
-    uint64_t earliest = 0;
-    for (const auto &slot : qps_) {
-        if (slot && slot->deadline_ns != 0 && (earliest == 0 || slot->deadline_ns < earliest)) {
-            earliest = slot->deadline_ns;
-        }
+    if (qp.inflight.empty() || (qp.cur_wr == 0 && qp.cur_pkt == 0) ||
+        (qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD)) {
+        return;
     }
-    if (earliest != timer_deadline_) {
-        timer_deadline_ = earliest;
-        host_.set_timer(earliest);
+    ++svc_.counters().timeouts;
+    if (qp.retry_left == 0) {
+        ++svc_.counters().retry_exceeded;
+        fail(qp, OHCA_CQE_RETRY_EXC_ERR, OHCA_VERR_NONE);
+        return;
     }
+    --qp.retry_left;
+    recover_from(qp, qp.una_psn, true);
 }
 
 } // namespace ohca

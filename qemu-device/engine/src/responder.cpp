@@ -2,8 +2,9 @@
 // The RC responder: received RoCE packets are parsed and validated, then
 // requests (SEND, RDMA WRITE, RDMA READ) are executed in PSN order with
 // ACK/NAK generation; responses go to the requester (requester.cpp).
+#include "responder.hpp"
 #include "byte_order.hpp"
-#include "device.hpp"
+#include "limits.hpp"
 
 #include <algorithm>
 
@@ -37,67 +38,7 @@ bool has_imm(uint8_t op) {
 
 } // namespace
 
-void Device::roce_enqueue(std::span<const uint8_t> frame) {
-    if (!running() || !cfg_.link_up || roce_backlog_.size() >= DeviceLimits::max_roce_backlog) {
-        ++stats_.roce_rx_dropped;
-        return;
-    }
-    ++stats_.roce_rx_frames;
-    ++stats_.port_rx_frames;
-    roce_backlog_.emplace_back(frame.begin(), frame.end());
-    host_.schedule();
-}
-
-void Device::roce_rx(std::span<const uint8_t> frame) {
-    ParsedPacket p;
-    const ParseError err = parse_roce_frame(frame, p);
-    if (err != ParseError::None) {
-        ++(err == ParseError::BadIcrc     ? roce_.rx_bad_icrc
-           : err == ParseError::BadOpcode ? roce_.rx_bad_opcode
-                                          : roce_.rx_malformed);
-        ++stats_.roce_rx_dropped;
-        return;
-    }
-    const Bth &h = p.fields.bth;
-    Qp *qp = find_qp(h.dest_qp);
-    if (qp != nullptr && qp->type != OHCA_QPT_RC) {
-        // UD: any source, UD opcodes only (ud.cpp).
-        if (!is_local_gid(p.dgid) || (h.pkey & 0x7fff) != 0x7fff) {
-            ++roce_.rx_no_qp;
-            ++stats_.roce_rx_dropped;
-        } else if (!is_ud_opcode(h.opcode)) {
-            ++roce_.rx_bad_opcode;
-            ++stats_.roce_rx_dropped;
-        } else {
-            UdTransport::rx(*this, *qp, p);
-        }
-        return;
-    }
-    std::array<uint8_t, 16> peer{};
-    if (qp != nullptr) {
-        std::copy(std::begin(qp->attrs.av.dgid), std::end(qp->attrs.av.dgid), peer.begin());
-    }
-    if (!is_local_gid(p.dgid) || (h.pkey & 0x7fff) != 0x7fff || qp == nullptr || p.sgid != peer) {
-        ++roce_.rx_no_qp;
-        ++stats_.roce_rx_dropped;
-        return;
-    }
-    if (is_ud_opcode(h.opcode) || h.opcode == rc::kAtomicAck) {
-        // UD to an RC QP; or an atomic response, when this requester
-        // sends no atomics.
-        ++roce_.rx_bad_opcode;
-        ++stats_.roce_rx_dropped;
-        return;
-    }
-    ++roce_.rx_packets;
-    if (rc_is_response(h.opcode)) {
-        requester_rx(*qp, p);
-    } else {
-        responder_rx(*qp, p);
-    }
-}
-
-void Device::send_ack(Qp &qp, uint32_t psn, uint8_t syndrome) {
+void RcResponder::send_ack(Qp &qp, uint32_t psn, uint8_t syndrome) {
     if (!qp.resp_queue.empty()) {
         // Behind READ responses still being sent.
         RespItem it;
@@ -112,36 +53,36 @@ void Device::send_ack(Qp &qp, uint32_t psn, uint8_t syndrome) {
     f.bth.dest_qp = qp.attrs.dest_qpn;
     f.bth.psn = psn;
     f.aeth = Aeth{syndrome, qp.msn};
-    emit(qp, f, {});
+    svc_.emit(qp, f, {});
 }
 
-void Device::responder_error(Qp &qp, uint8_t nak, uint16_t event) {
-    ++roce_.error_naks_sent;
+void RcResponder::error(Qp &qp, uint8_t nak, uint16_t event) {
+    ++svc_.counters().error_naks_sent;
     qp.resp_queue.clear(); // the QP goes to ERR: only the NAK is sent
     send_ack(qp, qp.epsn, static_cast<uint8_t>(kAethNak | nak));
-    post_peer_event(event, qp.qpn);
-    qp_to_error(qp);
+    svc_.post_peer_event(event, qp.qpn);
+    svc_.qp_to_error(qp);
 }
 
-bool Device::load_recv_wqe(Qp &qp) {
+bool RcResponder::load_recv_wqe(Qp &qp) {
     const uint64_t base = qp.rq.offset(qp.rq.ci);
     const uint32_t stride = 1u << qp.rq.log_stride;
     ohca_recv_wqe w{};
     std::array<ohca_sge, DeviceLimits::max_sge> raw{};
     uint8_t verr = OHCA_VERR_NONE;
-    if (!qp.rq.ring.read(host_, base, &w, sizeof(w))) {
+    if (!qp.rq.ring.read(svc_.host(), base, &w, sizeof(w))) {
         verr = OHCA_VERR_DMA;
     } else if (w.num_sge > DeviceLimits::max_sge ||
                sizeof(w) + size_t{w.num_sge} * sizeof(ohca_sge) > stride) {
         verr = OHCA_VERR_BAD_WQE;
-    } else if (!qp.rq.ring.read(host_, base + sizeof(w), raw.data(),
+    } else if (!qp.rq.ring.read(svc_.host(), base + sizeof(w), raw.data(),
                                 size_t{w.num_sge} * sizeof(ohca_sge))) {
         verr = OHCA_VERR_DMA;
     }
     if (verr != OHCA_VERR_NONE) {
-        complete_recv(qp, le(w.wr_id), OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_QP_OP_ERR, verr,
-                      false);
-        responder_error(qp, kNakRemoteOp, OHCA_QP_EV_FATAL);
+        svc_.complete_recv(qp, le(w.wr_id), OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_QP_OP_ERR,
+                           verr, false);
+        error(qp, kNakRemoteOp, OHCA_QP_EV_FATAL);
         return false;
     }
     qp.recv_wr_id = le(w.wr_id);
@@ -154,7 +95,7 @@ bool Device::load_recv_wqe(Qp &qp) {
     return true;
 }
 
-void Device::queue_read_response(Qp &qp, uint32_t psn, const Reth &reth) {
+void RcResponder::queue_read_response(Qp &qp, uint32_t psn, const Reth &reth) {
     const uint32_t mtu = mtu_bytes(qp);
     RespItem it;
     it.read = true;
@@ -165,16 +106,16 @@ void Device::queue_read_response(Qp &qp, uint32_t psn, const Reth &reth) {
     it.len = reth.dma_len;
     it.npkts = std::max<uint32_t>(1, (reth.dma_len + mtu - 1) / mtu);
     qp.resp_queue.push_back(it);
-    host_.schedule();
+    svc_.mark_ready(qp);
 }
 
 // Sends queued responses in order: at most read_resp_per_pass READ response
 // packets, and only while a looped-back destination has room.
-void Device::process_responses(Qp &qp, unsigned int &budget) {
+void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
     unsigned int sent = 0;
     const uint32_t mtu = mtu_bytes(qp);
     std::vector<uint8_t> payload;
-    while (!qp.resp_queue.empty() && budget > 0 && qp.state != OHCA_QPS_ERR) {
+    while (!qp.resp_queue.empty() && quantum > 0 && qp.state != OHCA_QPS_ERR) {
         RespItem &it = qp.resp_queue.front();
         PacketFields f;
         f.bth.dest_qp = qp.attrs.dest_qpn;
@@ -183,12 +124,12 @@ void Device::process_responses(Qp &qp, unsigned int &budget) {
             f.bth.psn = it.psn;
             f.aeth = Aeth{it.syndrome, it.msn};
             qp.resp_queue.pop_front();
-            emit(qp, f, {});
-            --budget;
+            svc_.emit(qp, f, {});
+            --quantum;
             continue;
         }
-        if (sent >= DeviceLimits::read_resp_per_pass || !tx_room(qp)) {
-            host_.schedule(); // the rest on a later pass
+        if (sent >= DeviceLimits::read_resp_per_pass || !svc_.tx_room(qp)) {
+            svc_.mark_ready(qp); // the rest on a later pass
             return;
         }
         const uint32_t k = it.next;
@@ -206,40 +147,40 @@ void Device::process_responses(Qp &qp, unsigned int &budget) {
         if (!payload.empty()) {
             // The region may have gone since the request was checked.
             const Mr *mr =
-                check_key(it.rkey, va, payload.size(), OHCA_ACCESS_REMOTE_READ, qp.pdn).mr;
-            if (mr == nullptr || !mr_read(*mr, va, payload.data(), payload.size())) {
+                svc_.check_key(it.rkey, va, payload.size(), OHCA_ACCESS_REMOTE_READ, qp.pdn).mr;
+            if (mr == nullptr || !svc_.mr_read(*mr, va, payload.data(), payload.size())) {
                 qp.resp_queue.clear();
-                responder_error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
+                error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
                 return;
             }
         }
         if (++it.next == n) {
             qp.resp_queue.pop_front();
         }
-        emit(qp, f, payload);
+        svc_.emit(qp, f, payload);
         ++sent;
-        --budget;
+        --quantum;
     }
 }
 
-void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
+void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
     if (qp.state != OHCA_QPS_RTR && qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD &&
         qp.state != OHCA_QPS_SQE) {
-        ++roce_.rx_no_qp;
+        ++svc_.counters().rx_no_qp;
         return;
     }
     const Bth &h = pkt.fields.bth;
     const uint8_t op = h.opcode;
     const int32_t d = psn_diff(h.psn, qp.epsn);
     if (d < 0) {
-        ++roce_.rx_duplicates;
+        ++svc_.counters().rx_duplicates;
         if (op == rc::kReadRequest) {
             // Re-execute: READs have no side effects.
             const Reth &r = *pkt.fields.reth;
             const bool ok =
                 (qp.attrs.access & OHCA_ACCESS_REMOTE_READ) != 0 &&
                 (r.dma_len == 0 ||
-                 check_key(r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ, qp.pdn).verr ==
+                 svc_.check_key(r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ, qp.pdn).verr ==
                      OHCA_VERR_NONE);
             if (ok) {
                 // Restart from the requested PSN: drop what is queued from
@@ -262,10 +203,10 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
         return;
     }
     if (d > 0) {
-        ++roce_.rx_out_of_seq;
+        ++svc_.counters().rx_out_of_seq;
         if (!qp.nak_sent) {
             qp.nak_sent = true;
-            ++roce_.seq_naks_sent;
+            ++svc_.counters().seq_naks_sent;
             send_ack(qp, qp.epsn, kAethNak | kNakPsnSeq);
         }
         return;
@@ -276,7 +217,7 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
     if (!qp.comm_est) {
         qp.comm_est = true;
         if (qp.state == OHCA_QPS_RTR) {
-            post_peer_event(OHCA_QP_EV_COMM_EST, qp.qpn);
+            svc_.post_peer_event(OHCA_QP_EV_COMM_EST, qp.qpn);
         }
     }
 
@@ -284,7 +225,7 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
     // responder does not support is NAK Invalid Request. The one place
     // that decides it; atomic execution replaces this.
     if (op == rc::kCompareSwap || op == rc::kFetchAdd) {
-        responder_error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+        error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
         return;
     }
 
@@ -301,21 +242,21 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
     }
     const bool len_ok = op == rc::kReadRequest || (ends ? len <= mtu : len == mtu);
     if (!seq_ok || !len_ok) {
-        responder_error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+        error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
         return;
     }
 
     if (op == rc::kReadRequest) {
         const Reth &r = *pkt.fields.reth;
         if (r.dma_len > DeviceLimits::max_msg_size) {
-            responder_error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+            error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
             return;
         }
         if ((qp.attrs.access & OHCA_ACCESS_REMOTE_READ) == 0 ||
             (r.dma_len != 0 &&
-             check_key(r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ, qp.pdn).verr !=
+             svc_.check_key(r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ, qp.pdn).verr !=
                  OHCA_VERR_NONE)) {
-            responder_error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
+            error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
             return;
         }
         queue_read_response(qp, h.psn, r);
@@ -329,7 +270,7 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
     const bool needs_recv = (is_send(op) && starts) || (is_write(op) && has_imm(op));
     if (needs_recv && !qp.recv_loaded) {
         if (qp.rq.ci == qp.rq.pi) {
-            ++roce_.rnr_naks_sent;
+            ++svc_.counters().rnr_naks_sent;
             send_ack(qp, h.psn, static_cast<uint8_t>(kAethRnrNak | qp.attrs.min_rnr_timer));
             return;
         }
@@ -353,14 +294,14 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
             }
             const size_t n = std::min<size_t>(s.length - offset, len - done);
             const KeyResult k =
-                check_key(s.lkey, s.addr + offset, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
+                svc_.check_key(s.lkey, s.addr + offset, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
             if (k.mr == nullptr ||
-                !mr_write(*k.mr, s.addr + offset, pkt.payload.data() + done, n)) {
+                !svc_.mr_write(*k.mr, s.addr + offset, pkt.payload.data() + done, n)) {
                 qp.recv_loaded = false;
-                complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt,
-                              OHCA_CQE_LOC_PROT_ERR,
-                              k.mr == nullptr ? k.verr : uint8_t{OHCA_VERR_DMA}, false);
-                responder_error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
+                svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                                   OHCA_CQE_LOC_PROT_ERR,
+                                   k.mr == nullptr ? k.verr : uint8_t{OHCA_VERR_DMA}, false);
+                error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
                 return;
             }
             done += n;
@@ -368,9 +309,9 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
         }
         if (done != len) {
             qp.recv_loaded = false;
-            complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_LEN_ERR,
-                          OHCA_VERR_RECV_TOO_SMALL, false);
-            responder_error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+            svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                               OHCA_CQE_LOC_LEN_ERR, OHCA_VERR_RECV_TOO_SMALL, false);
+            error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
             return;
         }
         qp.recv_offset += static_cast<uint32_t>(len);
@@ -380,17 +321,17 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
             if (pkt.fields.ieth) {
                 // SEND with invalidate: the named MR is free once the
                 // message is placed (IBTA class J error otherwise).
-                const uint8_t verr = invalidate_key(*pkt.fields.ieth, qp.pdn);
+                const uint8_t verr = svc_.invalidate_key(*pkt.fields.ieth, qp.pdn);
                 if (verr != OHCA_VERR_NONE) {
-                    complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt,
-                                  OHCA_CQE_REM_INV_REQ_ERR, verr, false);
-                    responder_error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+                    svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                                       OHCA_CQE_REM_INV_REQ_ERR, verr, false);
+                    error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
                     return;
                 }
             }
             qp.msn = (qp.msn + 1) & kPsnMask;
-            complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, qp.recv_offset, pkt.fields.imm,
-                          OHCA_CQE_SUCCESS, OHCA_VERR_NONE, h.solicited, pkt.fields.ieth);
+            svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, qp.recv_offset, pkt.fields.imm,
+                               OHCA_CQE_SUCCESS, OHCA_VERR_NONE, h.solicited, pkt.fields.ieth);
         }
     } else {
         if (starts) {
@@ -398,13 +339,13 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
             const bool only = op == rc::kWriteOnly || op == rc::kWriteOnlyImm;
             if ((qp.attrs.access & OHCA_ACCESS_REMOTE_WRITE) == 0 ||
                 (r.dma_len != 0 &&
-                 check_key(r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_WRITE, qp.pdn).verr !=
+                 svc_.check_key(r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_WRITE, qp.pdn).verr !=
                      OHCA_VERR_NONE)) {
-                responder_error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
+                error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
                 return;
             }
             if ((only && r.dma_len != len) || (!only && r.dma_len <= len)) {
-                responder_error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+                error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
                 return;
             }
             qp.write_va = r.va;
@@ -413,18 +354,18 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
             qp.write_total = r.dma_len;
         }
         if (len > qp.write_left || (ends && len != qp.write_left)) {
-            responder_error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+            error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
             return;
         }
         if (len != 0) {
             const KeyResult k =
-                check_key(qp.write_key, qp.write_va, len, OHCA_ACCESS_REMOTE_WRITE, qp.pdn);
+                svc_.check_key(qp.write_key, qp.write_va, len, OHCA_ACCESS_REMOTE_WRITE, qp.pdn);
             if (k.mr == nullptr) {
-                responder_error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
+                error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
                 return;
             }
-            if (!mr_write(*k.mr, qp.write_va, pkt.payload.data(), len)) {
-                responder_error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
+            if (!svc_.mr_write(*k.mr, qp.write_va, pkt.payload.data(), len)) {
+                error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
                 return;
             }
         }
@@ -435,8 +376,8 @@ void Device::responder_rx(Qp &qp, const ParsedPacket &pkt) {
             qp.msn = (qp.msn + 1) & kPsnMask;
             if (has_imm(op)) {
                 qp.recv_loaded = false;
-                complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV_RDMA_WITH_IMM, qp.write_total,
-                              pkt.fields.imm, OHCA_CQE_SUCCESS, OHCA_VERR_NONE, h.solicited);
+                svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV_RDMA_WITH_IMM, qp.write_total,
+                                   pkt.fields.imm, OHCA_CQE_SUCCESS, OHCA_VERR_NONE, h.solicited);
             }
         }
     }

@@ -179,7 +179,7 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
             if (s.length == 0) {
                 continue;
             }
-            const Device::KeyResult k = d.check_key(s.lkey, s.addr, s.length, 0, qp.pdn);
+            const KeyResult k = d.check_key(s.lkey, s.addr, s.length, 0, qp.pdn);
             if (k.verr != OHCA_VERR_NONE) {
                 fail(OHCA_CQE_LOC_PROT_ERR, k.verr);
                 break;
@@ -197,11 +197,11 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
         d.complete_send(qp, wr, status, verr);
         ++qp.sq_fetched;
         qp.state = OHCA_QPS_SQE;
-        d.host_.schedule();
+        d.mark_ready(qp); // flushes the rest
         return true;
     }
     if (is_local_gid_of(d, seg.av) && !d.loopback_room()) {
-        d.host_.schedule(); // the loopback backlog drains first
+        d.mark_ready(qp); // the loopback backlog drains first
         return false;
     }
 
@@ -317,7 +317,7 @@ void UdTransport::rx(Device &d, Qp &qp, const ParsedPacket &pkt) {
         if (n == 0) {
             continue;
         }
-        const Device::KeyResult k = d.check_key(s.lkey, s.addr, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
+        const KeyResult k = d.check_key(s.lkey, s.addr, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
         if (k.mr == nullptr) {
             d.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_PROT_ERR,
                             k.verr, false);

@@ -86,7 +86,11 @@ ohca_engine_ops FakeHost::ops() {
             h->on_rx_resume();
         }
     };
-    o.now_ns = [](void *ctx) { return static_cast<FakeHost *>(ctx)->now; };
+    o.now_ns = [](void *ctx) {
+        auto *h = static_cast<FakeHost *>(ctx);
+        h->now += h->now_step;
+        return h->now;
+    };
     o.set_timer = [](void *ctx, uint64_t deadline) {
         static_cast<FakeHost *>(ctx)->timer = deadline;
     };

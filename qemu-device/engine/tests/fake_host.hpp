@@ -47,6 +47,7 @@ class FakeHost {
     unsigned int dma_reads = 0;
     unsigned int dma_writes = 0;
     uint64_t now = 1'000'000'000;                       // now_ns(); tests advance it
+    uint64_t now_step = 0;                              // ... or every now_ns() does
     uint64_t timer = 0;                                 // last set_timer() deadline
     std::vector<std::pair<uint64_t, size_t>> write_log; // DMA writes
     // Runs inside every DMA callback (re-entrancy tests).

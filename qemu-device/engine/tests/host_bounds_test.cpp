@@ -184,8 +184,9 @@ TEST_F(HostBoundsTest, KeysAndQpnsDoNotRestartAfterReset) {
 }
 
 // A QP in error with 4096 send and 4096 receive WQEs: the flush is work per
-// WQE, at most process_budget of them per run of the engine, the rest in the
-// runs after (before, one run wrote all 8192 CQEs, and 1024 such QPs did 8M).
+// WQE, at most max_run_work of them per run of the engine (the bound when the
+// clock stands still, as here), the rest in the runs after (before, one run
+// wrote all 8192 CQEs, and 1024 such QPs did 8M).
 TEST_F(HostBoundsTest, ErrorFlushIsBoundedPerRun) {
     const uint32_t pd = n.create_pd();
     CqInfo scq = n.create_cq(13);
@@ -212,7 +213,7 @@ TEST_F(HostBoundsTest, ErrorFlushIsBoundedPerRun) {
     ASSERT_EQ(n.modify(qp.qpn, OHCA_QP_STATE, a).status, OHCA_STATUS_OK);
     const size_t first = n.poll(scq, 8192).size() + n.poll(rcq, 8192).size();
     EXPECT_GT(first, 0u);
-    EXPECT_LE(first, size_t{DeviceLimits::process_budget});
+    EXPECT_LE(first, size_t{DeviceLimits::max_run_work});
     n.one_run = false;
     n.process();
     size_t sends = 0;

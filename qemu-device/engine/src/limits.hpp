@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The device's limits and transport constants (QUERY_DEVICE reports the
+// first group; every part of the engine includes this without Device).
+#pragma once
+
+#include "gid_table.hpp"
+
+#include <ohca/ohca_cmd.h>
+#include <ohca/ohca_queue.h>
+#include <ohca/ohca_regs.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ohca {
+
+// Limits reported by QUERY_DEVICE (the RDMA objects come with the transport).
+struct DeviceLimits {
+    static constexpr uint32_t fw_version = OHCA_FW_VERSION(1, 0, 0);
+    static constexpr uint32_t hw_version = 1;
+    // No IEEE OUI of our own: report the PCI vendor ID, as efa does.
+    static constexpr uint32_t vendor_id = OHCA_PCI_VENDOR_ID;
+    static constexpr uint32_t vendor_part_id = OHCA_PCI_DEVICE_ID;
+    static constexpr uint64_t max_mr_size = uint64_t{1} << 40;
+    static constexpr uint64_t page_size_cap =
+        (uint64_t{1} << 12) | (uint64_t{1} << 21) | (uint64_t{1} << 30);
+    static constexpr uint32_t max_qp = 1024;
+    static constexpr uint32_t max_qp_wr = 4096;
+    static constexpr uint32_t max_sge = 16;
+    static constexpr uint32_t max_sge_rd = 16;
+    static constexpr uint32_t max_cq = 1024;
+    static constexpr uint32_t max_cqe = 65535;
+    static constexpr uint32_t max_mr = 4096;
+    static constexpr uint32_t max_pd = 1024;
+    static constexpr uint32_t max_qp_rd_atom = 16;
+    static constexpr uint32_t max_qp_init_rd_atom = 16;
+    static constexpr uint32_t max_ah = 4096;
+    static constexpr uint32_t max_srq = 256;
+    static constexpr uint32_t max_srq_wr = 4096;
+    static constexpr uint32_t max_inline_data = 256;
+    static constexpr uint32_t max_uar = OHCA_NUM_DB_PAGES - 1;
+    static constexpr uint32_t max_eq = OHCA_NUM_MSIX - 1; // vectors 0, 2..7
+    static constexpr uint32_t max_msg_size = uint32_t{1} << 31;
+    static constexpr uint32_t gid_table_len = kGidTableLen;
+    static constexpr uint32_t pkey_table_len = 1;
+    static constexpr uint32_t num_ports = 1;
+    // Fast registration: page-list entries per fast-registration MR.
+    static constexpr uint32_t max_fast_reg_page_list_len = OHCA_MAX_FAST_REG_PAGES;
+    static constexpr uint32_t dev_caps = OHCA_DEV_CAP_FAST_REG;
+    static constexpr uint32_t speed_mbps = 10000;
+    static constexpr uint32_t default_mtu = 1500;
+    // Enforced by CREATE_QP: 2^log_size <= max_qp_wr.
+    static constexpr unsigned int max_wq_log = 12;
+    // Handles: eqn 1..max_eq-1, pdn 1..max_pd, MR index 1..max_mr,
+    // cqn 1..max_cq, qpn 2..max_qp+1 (0 and 1 are the IBTA special QPs).
+    static constexpr uint32_t first_qpn = 2;
+    // Local ACK timeout floor under emulation, and the RoCE RX backlog.
+    static constexpr uint64_t min_ack_timeout_ns = 200'000'000;
+    static constexpr uint64_t min_rnr_delay_ns = 1'000'000;
+    // rnr_retry 7 retries for ever: after as many RNR NAKs in a row as a
+    // finite rnr_retry could allow (7), each wait doubles up to this.
+    static constexpr uint64_t max_rnr_backoff_ns = 100'000'000;
+    static constexpr size_t max_roce_backlog = 1024;
+    // Longest RoCE frame taken: a 4096-byte payload behind Ethernet, VLAN,
+    // IPv6, UDP, BTH and RETH, with ImmDt and ICRC, is 4198 bytes; the rest
+    // is room to spare. With max_roce_backlog it bounds the backlog (4.5 MB).
+    static constexpr size_t max_roce_frame = 4096 + 256;
+    // Looped-back packets a QP may generate only while the backlog has this
+    // much room left (ACKs answer consumed packets and need no room).
+    static constexpr size_t loopback_reserve = 64;
+    // READ response packets one QP sends per pass of the work loop.
+    static constexpr unsigned int read_resp_per_pass = 64;
+    // The requester's congestion window: packets past the oldest
+    // unacknowledged PSN, READ response PSNs included (docs/wire.md). It
+    // starts at initial_window, halves on a NAK or skipped responses, drops to
+    // min_window on an ACK timeout and grows back as ACKs arrive.
+    static constexpr uint32_t initial_window = 256;
+    static constexpr uint32_t min_window = 4;
+    static constexpr uint32_t max_window = 1024;
+    // How often the requester asks for an ACK inside a long message (more
+    // often when the window is smaller).
+    static constexpr uint32_t ack_req_every = 64;
+    // One engine run (process()) ends once it has run this long, so it never
+    // holds the host's lock for long (QEMU: the BQL, against vCPU doorbells);
+    // what is left is rescheduled. The clock is read every run_clock_every
+    // units of work (a packet, a WQE, a received frame).
+    static constexpr uint64_t max_run_ns = 200'000;
+    static constexpr unsigned int run_clock_every = 16;
+    // And whatever the clock does, at most this many units of work per run
+    // (the bound that holds when the clock stands still, as in a paused VM
+    // or a test); a visit may pass it by less than qp_quantum.
+    static constexpr unsigned int max_run_work = 4096;
+    // Fairness: packets or WQEs one ready QP may send per visit before the
+    // next ready QP's turn.
+    static constexpr unsigned int qp_quantum = 64;
+    // Page-list entries all objects together may hold (8 bytes of host
+    // memory each): 32 MiB, enough for 16 GiB of guest memory registered in
+    // 4 KiB pages. Beyond it a create command answers NO_RESOURCES.
+    static constexpr uint64_t max_pbl_entries = uint64_t{1} << 22;
+};
+
+} // namespace ohca

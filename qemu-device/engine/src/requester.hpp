@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The RC requester (requester.cpp): send WQEs in order, segmentation by path
+// MTU, ACK/NAK and READ response handling, go-back-N retransmission with a
+// congestion window, ACK and RNR timers. Per-QP state lives in Qp.
+#pragma once
+
+#include "transport.hpp"
+
+namespace ohca {
+
+class RcRequester {
+  public:
+    explicit RcRequester(TransportServices &svc) : svc_(svc) {}
+
+    // Sends what the QP may send (fetching WQEs, packets within the window),
+    // or flushes it in the error state; 'quantum' counts down per packet or
+    // WQE. Left at 0 when there may be more to do.
+    void process_sq(Qp &qp, unsigned int &quantum);
+    // An ACK, NAK or READ response for this QP.
+    void rx(Qp &qp, const ParsedPacket &pkt);
+    // The QP's deadline has passed (ACK timeout or end of an RNR wait).
+    void timer_expired(Qp &qp);
+
+  private:
+    bool fetch_send_wqe(Qp &qp);
+    void send_packet(Qp &qp);
+    bool gather(Qp &qp, const SendWr &wr, uint32_t offset, std::span<uint8_t> out);
+    void ack_through(Qp &qp, uint32_t psn);
+    void go_back(Qp &qp, uint32_t psn);
+    void recover_from(Qp &qp, uint32_t psn, bool timeout);
+    static void advance_una(Qp &qp, uint32_t una);
+    void fail(Qp &qp, uint8_t status, uint8_t verr);
+    void restart_ack_timer(Qp &qp);
+
+    TransportServices &svc_;
+};
+
+} // namespace ohca

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The RC responder (responder.cpp): requests (SEND, RDMA WRITE, RDMA READ)
+// executed in PSN order, ACK/NAK generation, READ responses sent a bounded
+// number at a time. Per-QP state lives in Qp.
+#pragma once
+
+#include "transport.hpp"
+
+namespace ohca {
+
+class RcResponder {
+  public:
+    explicit RcResponder(TransportServices &svc) : svc_(svc) {}
+
+    // A request packet for this QP.
+    void rx(Qp &qp, const ParsedPacket &pkt);
+    // Sends queued ACKs and READ responses in order; 'quantum' counts down
+    // per packet and is left at 0 when there may be more to send.
+    void process_responses(Qp &qp, unsigned int &quantum);
+
+  private:
+    void send_ack(Qp &qp, uint32_t psn, uint8_t syndrome);
+    void error(Qp &qp, uint8_t nak, uint16_t event);
+    bool load_recv_wqe(Qp &qp);
+    void queue_read_response(Qp &qp, uint32_t psn, const Reth &reth);
+
+    TransportServices &svc_;
+};
+
+} // namespace ohca

@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The transport services (transport.hpp) and what every transport shares:
+// packets out (framed for the wire or looped back inside the device) and in
+// (parsed, matched to a QP, handed to its transport), QP doorbells, the
+// ready list and timer heap, and the run loop that visits only ready QPs
+// within a time bound.
+#include "byte_order.hpp"
+#include "device.hpp"
+
+#include <algorithm>
+
+namespace ohca {
+
+// ---- packets out --------------------------------------------------------------
+
+bool Device::is_local_gid(const std::array<uint8_t, 16> &gid) const {
+    for (uint32_t i = 0; i < kGidTableLen; ++i) {
+        const auto &e = gids_.get(i);
+        if (e && e->gid == gid) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool Device::build_path(const Qp &qp, PacketPath &path) const {
+    const ohca_av &av = qp.attrs.av;
+    const auto &gid = gids_.get(av.sgid_index);
+    if (!gid) {
+        return false;
+    }
+    path.smac = gid->mac;
+    std::copy(std::begin(av.dmac), std::end(av.dmac), path.dmac.begin());
+    const uint16_t vlan = le(av.vlan_id);
+    path.vlan_id = vlan != kNoVlan ? vlan : gid->vlan_id;
+    path.ipv6 = av.network_type == OHCA_NET_IPV6;
+    path.sgid = gid->gid;
+    std::copy(std::begin(av.dgid), std::end(av.dgid), path.dgid.begin());
+    path.hop_limit = av.hop_limit != 0 ? av.hop_limit : 64;
+    path.traffic_class = av.traffic_class;
+    path.flow_label = le(av.flow_label) & 0xfffff;
+    path.udp_src_port = static_cast<uint16_t>(0xc000 | (qp.qpn & 0x3fff));
+    return true;
+}
+
+void Device::emit(const Qp &qp, const PacketFields &fields, std::span<const uint8_t> payload) {
+    PacketPath path;
+    if (!build_path(qp, path)) {
+        return; // the source GID went away: the packet is lost
+    }
+    transmit_roce(path, fields, payload);
+}
+
+void Device::transmit_roce(const PacketPath &path, const PacketFields &fields,
+                           std::span<const uint8_t> payload) {
+    std::vector<uint8_t> frame = build_roce_frame(path, fields, payload);
+    if (is_local_gid(path.dgid)) {
+        // Never dropped: producers of looped-back packets wait for room
+        // (tx_room), so the backlog stays within its bound.
+        ++roce_.loopback_packets;
+        roce_backlog_.push_back(std::move(frame));
+        if (!in_run_) {
+            host_.schedule();
+        }
+        return;
+    }
+    ++roce_.tx_packets;
+    if (frame.size() < OHCA_ETH_MIN_FRAME) {
+        // A zero-length SEND or WRITE over IPv4 is 58 bytes: Ethernet
+        // padding after the ICRC (receivers go by the IP length).
+        frame.resize(OHCA_ETH_MIN_FRAME, 0);
+    }
+    if (cfg_.link_up) {
+        ++stats_.port_tx_frames;
+        host_.transmit(frame.data(), frame.size());
+    }
+}
+
+bool Device::loopback_room() const {
+    return roce_backlog_.size() + DeviceLimits::loopback_reserve < DeviceLimits::max_roce_backlog;
+}
+
+bool Device::tx_room(const Qp &qp) const {
+    if (loopback_room()) {
+        return true;
+    }
+    std::array<uint8_t, 16> dgid{};
+    std::copy(std::begin(qp.attrs.av.dgid), std::end(qp.attrs.av.dgid), dgid.begin());
+    return !is_local_gid(dgid);
+}
+
+// ---- packets in ---------------------------------------------------------------
+
+void Device::roce_enqueue(std::span<const uint8_t> frame) {
+    if (!running() || !cfg_.link_up || roce_backlog_.size() >= DeviceLimits::max_roce_backlog) {
+        ++stats_.roce_rx_dropped;
+        return;
+    }
+    ++stats_.roce_rx_frames;
+    ++stats_.port_rx_frames;
+    roce_backlog_.emplace_back(frame.begin(), frame.end());
+    host_.schedule();
+}
+
+void Device::roce_rx(std::span<const uint8_t> frame) {
+    ParsedPacket p;
+    const ParseError err = parse_roce_frame(frame, p);
+    if (err != ParseError::None) {
+        ++(err == ParseError::BadIcrc     ? roce_.rx_bad_icrc
+           : err == ParseError::BadOpcode ? roce_.rx_bad_opcode
+                                          : roce_.rx_malformed);
+        ++stats_.roce_rx_dropped;
+        return;
+    }
+    const Bth &h = p.fields.bth;
+    Qp *qp = find_qp(h.dest_qp);
+    if (qp != nullptr && qp->type != OHCA_QPT_RC) {
+        // UD: any source, UD opcodes only (ud.cpp).
+        if (!is_local_gid(p.dgid) || (h.pkey & 0x7fff) != 0x7fff) {
+            ++roce_.rx_no_qp;
+            ++stats_.roce_rx_dropped;
+        } else if (!is_ud_opcode(h.opcode)) {
+            ++roce_.rx_bad_opcode;
+            ++stats_.roce_rx_dropped;
+        } else {
+            UdTransport::rx(*this, *qp, p);
+        }
+        return;
+    }
+    std::array<uint8_t, 16> peer{};
+    if (qp != nullptr) {
+        std::copy(std::begin(qp->attrs.av.dgid), std::end(qp->attrs.av.dgid), peer.begin());
+    }
+    if (!is_local_gid(p.dgid) || (h.pkey & 0x7fff) != 0x7fff || qp == nullptr || p.sgid != peer) {
+        ++roce_.rx_no_qp;
+        ++stats_.roce_rx_dropped;
+        return;
+    }
+    if (is_ud_opcode(h.opcode) || h.opcode == rc::kAtomicAck) {
+        // UD to an RC QP; or an atomic response, when this requester
+        // sends no atomics.
+        ++roce_.rx_bad_opcode;
+        ++stats_.roce_rx_dropped;
+        return;
+    }
+    ++roce_.rx_packets;
+    if (rc_is_response(h.opcode)) {
+        rc_requester_.rx(*qp, p);
+    } else {
+        rc_responder_.rx(*qp, p);
+    }
+}
+
+// ---- doorbells ----------------------------------------------------------------
+
+void Device::sq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
+    Qp *qp = find_qp(qpn);
+    if (qp == nullptr || qp->uar != page || qp->state == OHCA_QPS_RESET) {
+        ++stats_.db_errors;
+        return;
+    }
+    const uint32_t ahead = value - qp->sq.ci;
+    if (ahead > qp->sq.size() || ahead < qp->sq.pi - qp->sq.ci) {
+        ++stats_.db_errors;
+        return;
+    }
+    qp->sq.pi = value;
+    mark_ready(*qp);
+}
+
+void Device::rq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
+    Qp *qp = find_qp(qpn);
+    if (qp == nullptr || qp->uar != page || qp->state == OHCA_QPS_RESET) {
+        ++stats_.db_errors;
+        return;
+    }
+    const uint32_t ahead = value - qp->rq.ci;
+    if (ahead > qp->rq.size() || ahead < qp->rq.pi - qp->rq.ci) {
+        ++stats_.db_errors;
+        return;
+    }
+    qp->rq.pi = value;
+    if (qp->state == OHCA_QPS_ERR) {
+        mark_ready(*qp); // flushed by process()
+    }
+}
+
+// ---- readiness and timers ------------------------------------------------------
+
+void Device::mark_ready(Qp &qp) {
+    ready_.push(qp);
+    if (!in_run_) {
+        host_.schedule();
+    }
+}
+
+void Device::set_deadline(Qp &qp, uint64_t deadline_ns) {
+    timers_.set(qp, deadline_ns);
+}
+
+void Device::unschedule(Qp &qp) {
+    ready_.remove(qp);
+    timers_.set(qp, 0);
+}
+
+void Device::check_timers() {
+    const uint64_t now = host_.now_ns();
+    // Each expiry disarms the QP's timer or moves it into the future; the
+    // loop is bounded by the number of QPs with a deadline passed.
+    for (size_t n = timers_.size(); n > 0; --n) {
+        Qp *qp = timers_.top();
+        if (qp == nullptr || now < qp->deadline_ns) {
+            break;
+        }
+        ++sched_stats_.timer_expiries;
+        rc_requester_.timer_expired(*qp);
+    }
+}
+
+void Device::update_timer() {
+    const uint64_t earliest = timers_.earliest();
+    if (earliest != timer_deadline_) {
+        timer_deadline_ = earliest;
+        host_.set_timer(earliest);
+    }
+}
+
+// ---- the run loop ---------------------------------------------------------------
+
+// One visit of a ready QP: at most 'quantum' packets or WQEs.
+void Device::visit(Qp &qp, unsigned int &quantum) {
+    if (qp.type != OHCA_QPT_RC) {
+        UdTransport::process_sq(*this, qp, quantum);
+        return;
+    }
+    if (qp.state == OHCA_QPS_ERR) {
+        // Outstanding and newly posted WQEs complete flushed, one unit of
+        // the quantum each (a CQE written, most a WQE read too).
+        if (flush_pending(qp)) {
+            flush_qp(qp, quantum);
+        }
+        return;
+    }
+    rc_responder_.process_responses(qp, quantum);
+    rc_requester_.process_sq(qp, quantum);
+}
+
+// Rounds of: the received frames, then one visit of each QP ready at the
+// start of the round (a QP that used its whole quantum goes to the back).
+// The run ends when nothing is left or max_run_ns has passed; then it asks
+// to be scheduled again if anything is left.
+void Device::process_rdma() {
+    in_run_ = true;
+    ++sched_stats_.runs;
+    const uint64_t start = host_.now_ns();
+    unsigned int work = 0;
+    bool out_of_time = false;
+    // Counts units of work (a frame, a packet, a WQE); reads the clock now
+    // and then.
+    auto account = [&](unsigned int units) {
+        const unsigned int before = work;
+        work += units;
+        out_of_time =
+            out_of_time || work >= DeviceLimits::max_run_work ||
+            (work / DeviceLimits::run_clock_every != before / DeviceLimits::run_clock_every &&
+             host_.now_ns() - start >= DeviceLimits::max_run_ns);
+    };
+    check_timers();
+    while (!out_of_time && running() && (!roce_backlog_.empty() || !ready_.empty())) {
+        bool progress = false;
+        while (!out_of_time && !roce_backlog_.empty()) {
+            std::vector<uint8_t> frame = std::move(roce_backlog_.front());
+            roce_backlog_.pop_front();
+            roce_rx(frame);
+            progress = true;
+            account(1);
+        }
+        for (size_t n = ready_.size(); n > 0 && !out_of_time && running(); --n) {
+            Qp *qp = ready_.pop();
+            ++sched_stats_.visits;
+            unsigned int quantum = DeviceLimits::qp_quantum;
+            visit(*qp, quantum);
+            if (quantum == 0) {
+                ready_.push(*qp); // more to send: after the others
+            }
+            if (quantum != DeviceLimits::qp_quantum) {
+                progress = true;
+                account(DeviceLimits::qp_quantum - quantum);
+            }
+        }
+        if (!progress) {
+            break; // only QPs waiting for room that did not come
+        }
+    }
+    in_run_ = false;
+    if (out_of_time) {
+        ++sched_stats_.out_of_time;
+    }
+    if (running() && (!roce_backlog_.empty() || !ready_.empty())) {
+        host_.schedule();
+    }
+    update_timer();
+}
+
+} // namespace ohca

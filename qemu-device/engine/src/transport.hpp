@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The services a transport (RC today; UD, UC and XRC beside it) gets from
+// the device: guest memory through keys and the Host, the wire, completions
+// and events, and scheduling. A transport keeps its per-QP state in Qp and
+// reaches everything else through this interface only, so it can be read,
+// replaced and tested without the rest of Device.
+#pragma once
+
+#include "host.hpp"
+#include "rdma_objects.hpp"
+#include "roce_packet.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+namespace ohca {
+
+// Counters of the transport, reported by QUERY_STATS (rev 1.1 part;
+// docs/programming-manual.md says what each one counts).
+struct RoceCounters {
+    uint64_t tx_packets = 0;
+    uint64_t loopback_packets = 0;
+    uint64_t rx_packets = 0;
+    uint64_t rx_bad_icrc = 0;
+    uint64_t rx_malformed = 0; // bad Ethernet/IP/UDP/BTH header or length
+    uint64_t rx_bad_opcode = 0;
+    uint64_t rx_no_qp = 0;
+    uint64_t rx_duplicates = 0;   // responder: requests with an old PSN
+    uint64_t stale_responses = 0; // requester: outside [una - 1, next)
+    uint64_t rx_out_of_seq = 0;
+    uint64_t retransmits = 0; // go-back-N restarts
+    uint64_t retrans_pkts = 0;
+    uint64_t timeouts = 0;
+    uint64_t seq_naks_sent = 0;
+    uint64_t seq_naks_rcvd = 0;
+    uint64_t rnr_naks_sent = 0;
+    uint64_t rnr_naks_rcvd = 0;
+    uint64_t error_naks_sent = 0;
+    uint64_t error_naks_rcvd = 0;
+    uint64_t retry_exceeded = 0;
+    uint64_t rnr_retry_exceeded = 0;
+    uint64_t ud_rx_no_wqe = 0;   // UD: dropped, no receive WQE
+    uint64_t ud_rx_bad_qkey = 0; // UD: dropped, Q_Key mismatch
+};
+
+// Outcome of an lkey/rkey check.
+struct KeyResult {
+    uint8_t verr = OHCA_VERR_NONE;
+    const Mr *mr = nullptr;
+};
+
+// Outcome of a memory-management WQE (REG_MR, LOCAL_INV).
+struct LocalOpResult {
+    uint8_t status = OHCA_CQE_SUCCESS;
+    uint8_t verr = OHCA_VERR_NONE;
+};
+
+// The QP's path MTU in bytes.
+inline uint32_t mtu_bytes(const Qp &qp) {
+    const unsigned int m = std::clamp<unsigned int>(qp.attrs.path_mtu, 1, 5);
+    return 128u << m;
+}
+
+class TransportServices {
+  public:
+    TransportServices() = default;
+    TransportServices(const TransportServices &) = delete;
+    TransportServices &operator=(const TransportServices &) = delete;
+
+    // Guest memory: work queue rings go through host() (DMA), data
+    // through a key checked for [va, va + len) with 'access' rights in PD
+    // 'pdn' and then the MR's pages.
+    [[nodiscard]] virtual const Host &host() const = 0;
+    [[nodiscard]] virtual KeyResult check_key(uint32_t key, uint64_t va, uint64_t len,
+                                              uint32_t access, uint32_t pdn) const = 0;
+    virtual bool mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const = 0;
+    virtual bool mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const = 0;
+
+    // The wire: one packet of the QP to its peer (looped back inside the
+    // device when the peer's GID is ours); tx_room() is false while the
+    // loopback backlog has no room for what this QP would generate.
+    virtual void emit(const Qp &qp, const PacketFields &fields,
+                      std::span<const uint8_t> payload) = 0;
+    [[nodiscard]] virtual bool tx_room(const Qp &qp) const = 0;
+
+    // Completions, events, errors.
+    virtual void complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) = 0;
+    // 'invalidated': the rkey a SEND with invalidate freed.
+    virtual void complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
+                               std::optional<uint32_t> imm, uint8_t status, uint8_t verr,
+                               bool solicited,
+                               std::optional<uint32_t> invalidated = std::nullopt) = 0;
+    virtual void post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, uint32_t p2) = 0;
+    // A QP event a wire peer's packets caused (COMM_EST, a responder
+    // error): such events take at most half of EQ 0, the rest are dropped.
+    virtual void post_peer_event(uint16_t code, uint32_t qpn) = 0;
+    virtual void qp_to_error(Qp &qp) = 0;
+
+    // Memory management (fast_reg.cpp): a REG_MR or LOCAL_INV WQE executed
+    // when fetched; the invalidation a SEND with invalidate asks for.
+    virtual LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) = 0;
+    virtual uint8_t invalidate_key(uint32_t key, uint32_t pdn) = 0;
+    virtual RoceCounters &counters() = 0;
+
+    // Scheduling: the QP has work for process() (idempotent, O(1)); its
+    // timer expires at deadline_ns (0 disarms).
+    virtual void mark_ready(Qp &qp) = 0;
+    virtual void set_deadline(Qp &qp, uint64_t deadline_ns) = 0;
+
+  protected:
+    ~TransportServices() = default;
+};
+
+} // namespace ohca
