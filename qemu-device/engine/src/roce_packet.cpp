@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "roce_packet.hpp"
 
+#include "crc32.hpp"
+
 #include <algorithm>
 
 namespace ohca {
@@ -36,20 +38,6 @@ uint16_t get16(std::span<const uint8_t> f, size_t off) {
 uint32_t get32(std::span<const uint8_t> f, size_t off) {
     return (uint32_t{get16(f, off)} << 16) | get16(f, off + 2);
 }
-
-struct CrcTable {
-    std::array<uint32_t, 256> t{};
-    constexpr CrcTable() {
-        for (uint32_t i = 0; i < 256; ++i) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; ++k) {
-                c = (c & 1) != 0 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-            }
-            t[i] = c;
-        }
-    }
-};
-constexpr CrcTable kCrc;
 
 uint16_t ip_checksum(std::span<const uint8_t> hdr) {
     uint32_t sum = 0;
@@ -110,10 +98,7 @@ OpcodeInfo rc_opcode_info(uint8_t op) {
 }
 
 uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> data) {
-    for (uint8_t b : data) {
-        crc = kCrc.t[(crc ^ b) & 0xff] ^ (crc >> 8);
-    }
-    return crc;
+    return crc32::update(crc, data);
 }
 
 uint32_t compute_icrc(std::span<const uint8_t> frame, size_t l3, bool ipv6) {
