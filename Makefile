@@ -14,7 +14,7 @@ export OHCA_CACHE ?= $(HOME)/.cache/ohca
 
 .PHONY: check all deps build qemu qemu-asan test-asan engine engine-test kernel \
 	userspace rootfs firmware-interface firmware-interface-test test demo vm fuzz coverage \
-	bench clean wire wire-test
+	bench clean wire wire-test engine-bench engine-bench-build engine-bench-smoke
 
 all: build
 
@@ -40,6 +40,20 @@ engine: deps
 
 engine-test: engine
 	@ctest --test-dir build/engine --output-on-failure
+
+# Google Benchmark of the engine with the fake host (Release build of its
+# own); figures in docs/bench.md. The smoke run only keeps it building and
+# running (a few iterations of each case, seconds).
+engine-bench-build: deps
+	@cmake -S qemu-device/engine -B build/engine-bench -G Ninja -DCMAKE_BUILD_TYPE=Release \
+		-DOHCA_ENGINE_BENCH=ON -DOHCA_ENGINE_FUZZ_REPLAY=OFF >/dev/null
+	@cmake --build build/engine-bench -j2 --target ohca_engine_bench
+
+engine-bench: engine-bench-build
+	@build/engine-bench/ohca_engine_bench $(BENCH_ARGS)
+
+engine-bench-smoke: engine-bench-build
+	@build/engine-bench/ohca_engine_bench --benchmark_min_time=0.001 >/dev/null
 
 kernel: deps
 	@$(MAKE) -C kernel

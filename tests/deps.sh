@@ -20,6 +20,8 @@ packages=(
 	python3-pyverbs
 	# engine unit tests
 	googletest libgtest-dev libgmock-dev valgrind
+	# the engine's Google Benchmark program (make engine-bench)
+	libbenchmark-dev
 	# the guest root filesystem and the harness
 	debootstrap e2fsprogs python3 python3-pytest
 	# the host-dependency audit (tests/hostdeps.py)

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Google Benchmark of the engine alone, with the unit tests' fake host
+// (guest memory in a std::map of regions, a vector as the wire): RC
+// messages in loopback and over a fake wire between two engines, the cost
+// of an idle engine pass by number of QPs, and CRC-32 throughput.
+//
+//   make engine-bench         full run (figures for docs/bench.md)
+//   make engine-bench-smoke   a few iterations of each, so it keeps building
+#include "rdma_node.hpp"
+
+#if __has_include("crc32.hpp")
+#include "crc32.hpp"
+#define OHCA_BENCH_CRC32 1
+#endif
+#include "roce_packet.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <vector>
+
+namespace ohca::test {
+namespace {
+
+constexpr uint32_t kAllAccess =
+    OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ;
+constexpr uint32_t kBuf = 1 << 20;
+constexpr uint8_t kMtu1024 = 3;
+
+// A case that could not do its work fails the program (the smoke run in
+// make test relies on it); Google Benchmark itself exits 0.
+bool g_failed = false;
+void fail(benchmark::State &st, const char *why) {
+    g_failed = true;
+    st.SkipWithError(why);
+}
+
+// Two connected RC QPs: both on one node (loopback) or one on each of two
+// nodes joined by the fake wire.
+class Pair {
+  public:
+    explicit Pair(bool wire) : x_(1), y_(wire ? std::make_unique<RdmaNode>(2) : nullptr) {
+        RdmaNode &ny = y();
+        a_ = side(x_);
+        b_ = side(ny);
+        x_.connect(a_.qp, b_.qp.qpn, ny, kMtu1024);
+        ny.connect(b_.qp, a_.qp.qpn, x_, kMtu1024);
+    }
+    RdmaNode &x() { return x_; }
+    RdmaNode &y() { return y_ ? *y_ : x_; }
+    Side &a() { return a_; }
+    Side &b() { return b_; }
+
+    // Runs both engines (and the wire) until idle.
+    void run() {
+        if (y_) {
+            pump(x_, *y_);
+        } else {
+            x_.process();
+        }
+        x_.host.write_log.clear(); // grows with every DMA write
+        y().host.write_log.clear();
+    }
+
+  private:
+    static Side side(RdmaNode &n) {
+        Side s;
+        s.pd = n.create_pd();
+        s.scq = n.create_cq(10);
+        s.rcq = n.create_cq(10);
+        s.qp = n.create_qp(s.pd, s.scq.cqn, s.rcq.cqn, 8, 8);
+        s.buf = n.alloc(kBuf);
+        s.key = n.reg_mr(s.pd, s.buf, kBuf, kAllAccess);
+        return s;
+    }
+    RdmaNode x_;
+    std::unique_ptr<RdmaNode> y_;
+    Side a_, b_;
+};
+
+// 64-byte SENDs, a batch of 64 per doorbell; each completes on both sides.
+void send64(benchmark::State &st, bool wire) {
+    Pair p(wire);
+    constexpr int kBatch = 64;
+    for (auto _ : st) {
+        for (int i = 0; i < kBatch; ++i) {
+            p.y().post_recv(p.b().qp, 1, {{p.b().buf + 64ull * i, 64, p.b().key}});
+        }
+        SendReq r;
+        r.sges = {{p.a().buf, 64, p.a().key}};
+        for (int i = 0; i < kBatch; ++i) {
+            p.x().post_send(p.a().qp, r, i + 1 == kBatch);
+        }
+        p.run();
+        const size_t s = p.x().poll(p.a().scq).size();
+        const size_t r2 = p.y().poll(p.b().rcq).size();
+        if (s != kBatch || r2 != kBatch) {
+            fail(st, "SENDs did not complete");
+            break;
+        }
+    }
+    st.SetItemsProcessed(st.iterations() * kBatch);
+    st.SetBytesProcessed(st.iterations() * kBatch * 64);
+}
+
+// One RDMA WRITE or READ of st.range(0) bytes per iteration.
+void rdma(benchmark::State &st, bool wire, uint8_t opcode) {
+    Pair p(wire);
+    const auto len = static_cast<uint32_t>(st.range(0));
+    for (auto _ : st) {
+        SendReq r;
+        r.opcode = opcode;
+        r.remote_addr = p.b().buf;
+        r.rkey = p.b().key;
+        r.sges = {{p.a().buf, len, p.a().key}};
+        p.x().post_send(p.a().qp, r);
+        p.run();
+        auto c = p.x().poll(p.a().scq);
+        if (c.size() != 1 || c[0].status != OHCA_CQE_SUCCESS) {
+            fail(st, "RDMA operation did not complete");
+            break;
+        }
+    }
+    st.SetItemsProcessed(st.iterations());
+    st.SetBytesProcessed(st.iterations() * int64_t{len});
+}
+
+void BM_Send64Loopback(benchmark::State &st) {
+    send64(st, false);
+}
+void BM_Send64Wire(benchmark::State &st) {
+    send64(st, true);
+}
+void BM_WriteLoopback(benchmark::State &st) {
+    rdma(st, false, OHCA_WR_RDMA_WRITE);
+}
+void BM_WriteWire(benchmark::State &st) {
+    rdma(st, true, OHCA_WR_RDMA_WRITE);
+}
+void BM_ReadLoopback(benchmark::State &st) {
+    rdma(st, false, OHCA_WR_RDMA_READ);
+}
+void BM_ReadWire(benchmark::State &st) {
+    rdma(st, true, OHCA_WR_RDMA_READ);
+}
+BENCHMARK(BM_Send64Loopback);
+BENCHMARK(BM_Send64Wire);
+BENCHMARK(BM_WriteLoopback)->Arg(4096)->Arg(65536);
+BENCHMARK(BM_WriteWire)->Arg(4096)->Arg(65536);
+BENCHMARK(BM_ReadLoopback)->Arg(4096)->Arg(65536);
+BENCHMARK(BM_ReadWire)->Arg(4096)->Arg(65536);
+
+// ohca_engine_process() with nothing to do, st.range(0) QPs in RTS.
+void BM_IdlePass(benchmark::State &st) {
+    RdmaNode n(1);
+    const uint32_t pd = n.create_pd();
+    const CqInfo cq = n.create_cq(6);
+    for (int64_t i = 0; i < st.range(0); ++i) {
+        QpInfo q = n.create_qp(pd, cq.cqn, cq.cqn, 1, 1);
+        n.connect(q, q.qpn, n, kMtu1024);
+    }
+    n.process();
+    for (auto _ : st) {
+        ohca_engine_process(n.e);
+    }
+}
+// max_qp is 1024 (DeviceLimits): 64 K QPs are not possible yet.
+BENCHMARK(BM_IdlePass)->Arg(1)->Arg(1024);
+
+std::vector<uint8_t> crc_data(size_t n) {
+    std::vector<uint8_t> v(n);
+    for (size_t i = 0; i < n; ++i) {
+        v[i] = static_cast<uint8_t>(i * 31 + 7);
+    }
+    return v;
+}
+
+template <class Fn> void crc(benchmark::State &st, Fn fn) {
+    const auto d = crc_data(static_cast<size_t>(st.range(0)));
+    uint32_t c = ~0u;
+    for (auto _ : st) {
+        c = fn(c, std::span<const uint8_t>(d));
+        benchmark::DoNotOptimize(c);
+    }
+    st.SetBytesProcessed(st.iterations() * st.range(0));
+}
+
+void BM_Crc32Engine(benchmark::State &st) {
+    crc(st, crc32_update); // what the ICRC uses
+}
+BENCHMARK(BM_Crc32Engine)->Arg(1024)->Arg(4096)->Arg(65536);
+
+#ifdef OHCA_BENCH_CRC32
+void BM_Crc32Slice8(benchmark::State &st) {
+    crc(st, crc32::update_slice8);
+}
+void BM_Crc32Pclmul(benchmark::State &st) {
+    if (!crc32::pclmul_supported()) {
+        st.SkipWithError("no PCLMULQDQ on this CPU");
+        return;
+    }
+    crc(st, crc32::update_pclmul);
+}
+BENCHMARK(BM_Crc32Slice8)->Arg(1024)->Arg(4096)->Arg(65536);
+BENCHMARK(BM_Crc32Pclmul)->Arg(1024)->Arg(4096)->Arg(65536);
+#endif
+
+} // namespace
+} // namespace ohca::test
+
+int main(int argc, char **argv) {
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+        return 2;
+    }
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return ohca::test::g_failed ? 1 : 0;
+}
