@@ -24,6 +24,7 @@
 #include "rdma_objects.hpp"
 #include "requester.hpp"
 #include "responder.hpp"
+#include "roce_backlog.hpp"
 #include "roce_packet.hpp"
 #include "sched.hpp"
 #include "stats.hpp"
@@ -186,6 +187,10 @@ class Device : private TransportServices {
     // frames, readiness and timers, the run loop
     [[nodiscard]] const Host &host() const override { return host_; }
     void emit(const Qp &qp, const PacketFields &fields, std::span<const uint8_t> payload) override;
+    EmitResult emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
+                         PayloadFill fill) override;
+    EmitResult send_roce(const PacketPath &path, const PacketFields &fields, size_t payload_len,
+                         PayloadFill fill, bool shortcut);
     [[nodiscard]] bool tx_room(const Qp &qp) const override;
     RoceCounters &counters() override { return roce_; }
     void mark_ready(Qp &qp) override;
@@ -206,6 +211,8 @@ class Device : private TransportServices {
     [[nodiscard]] bool loopback_room() const;
     void roce_enqueue(std::span<const uint8_t> frame);
     void roce_rx(std::span<const uint8_t> frame);
+    void roce_rx_looped(const RoceSlot &slot);
+    void roce_deliver(const ParsedPacket &p);
     [[nodiscard]] bool is_local_gid(const std::array<uint8_t, 16> &gid) const;
 
     // eth.cpp
@@ -269,8 +276,9 @@ class Device : private TransportServices {
     // Page-list entries held by live objects (DeviceLimits::max_pbl_entries).
     uint64_t pbl_entries_ = 0;
     // RoCE frames received (or looped back), handled by process().
-    std::deque<std::vector<uint8_t>> roce_backlog_;
-    uint64_t timer_deadline_ = 0; // last deadline given to set_timer
+    RoceBacklog roce_backlog_{DeviceLimits::max_roce_backlog};
+    std::vector<uint8_t> tx_frame_; // the frame being sent, storage reused
+    uint64_t timer_deadline_ = 0;   // last deadline given to set_timer
     // QPs with work, and QPs with an armed timer (sched.hpp).
     ReadyList ready_;
     TimerHeap timers_{DeviceLimits::max_qp + DeviceLimits::first_qpn};

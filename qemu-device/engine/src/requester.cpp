@@ -275,12 +275,13 @@ void RcRequester::send_packet(Qp &qp) {
     if (psn_diff(end_psn, qp.sent_psn) > 0) {
         qp.sent_psn = end_psn;
     }
-    std::vector<uint8_t> payload;
+    uint32_t off = 0;
+    size_t len = 0;
     if (is_read(wr)) {
-        const uint32_t off = std::min(wr.length, k * mtu);
+        const uint32_t roff = std::min(wr.length, k * mtu);
         f.bth.opcode = rc::kReadRequest;
         f.bth.ack_req = true;
-        f.reth = Reth{wr.remote_addr + off, wr.rkey, std::min(wr.length - off, span * mtu)};
+        f.reth = Reth{wr.remote_addr + roff, wr.rkey, std::min(wr.length - roff, span * mtu)};
         wr.read_start = k;
         wr.read_end = k + span;
         qp.cur_pkt = wr.read_end;
@@ -319,27 +320,30 @@ void RcRequester::send_packet(Qp &qp) {
             last || (k + 1) % every == 0 ||
             psn_diff(psn_add(f.bth.psn, 1), qp.una_psn) >= static_cast<int32_t>(qp.cwnd);
         f.bth.solicited = last && (wr.flags & OHCA_WQE_SOLICITED) != 0;
-        const uint32_t off = k * mtu;
-        payload.resize(std::min(mtu, wr.length - off));
-        if (!gather(qp, wr, off, payload)) {
-            // The local buffer went away: the WQE fails in order.
-            wr.local_status = OHCA_CQE_LOC_PROT_ERR;
-            ++qp.wqes_failed;
-            wr.local_verr = OHCA_VERR_DMA;
-            ++qp.cur_wr;
-            qp.cur_pkt = 0;
-            if (qp.cur_wr == 1) {
-                ack_through(qp, psn_add(wr.first_psn, kPsnMask));
-            }
-            return;
+        off = k * mtu;
+        len = std::min(mtu, wr.length - off);
+    }
+    // The payload is gathered from guest memory straight into the frame.
+    auto fill = [&](std::span<uint8_t> out) { return gather(qp, wr, off, out); };
+    if (svc_.emit_fill(qp, f, len, fill) == EmitResult::FillFailed) {
+        // The local buffer went away: the WQE fails in order.
+        wr.local_status = OHCA_CQE_LOC_PROT_ERR;
+        ++qp.wqes_failed;
+        wr.local_verr = OHCA_VERR_DMA;
+        ++qp.cur_wr;
+        qp.cur_pkt = 0;
+        if (qp.cur_wr == 1) {
+            ack_through(qp, psn_add(wr.first_psn, kPsnMask));
         }
+        return;
+    }
+    if (!is_read(wr)) {
         ++qp.cur_pkt;
     }
     if (qp.cur_pkt >= wr.npkts) {
         ++qp.cur_wr;
         qp.cur_pkt = 0;
     }
-    svc_.emit(qp, f, payload);
     if (qp.deadline_ns == 0) {
         restart_ack_timer(qp);
     }

@@ -114,7 +114,6 @@ void RcResponder::queue_read_response(Qp &qp, uint32_t psn, const Reth &reth) {
 void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
     unsigned int sent = 0;
     const uint32_t mtu = mtu_bytes(qp);
-    std::vector<uint8_t> payload;
     while (!qp.resp_queue.empty() && quantum > 0 && qp.state != OHCA_QPS_ERR) {
         RespItem &it = qp.resp_queue.front();
         PacketFields f;
@@ -143,21 +142,25 @@ void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
             f.aeth = Aeth{kAckCredits, it.msn};
         }
         const uint64_t va = it.va + uint64_t{k} * mtu;
-        payload.resize(std::min(mtu, it.len - k * mtu));
-        if (!payload.empty()) {
-            // The region may have gone since the request was checked.
-            const Mr *mr =
-                svc_.check_key(it.rkey, va, payload.size(), OHCA_ACCESS_REMOTE_READ, qp.pdn).mr;
-            if (mr == nullptr || !svc_.mr_read(*mr, va, payload.data(), payload.size())) {
-                qp.resp_queue.clear();
-                error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
-                return;
-            }
+        const size_t len = std::min(mtu, it.len - k * mtu);
+        // The region may have gone since the request was checked.
+        const Mr *mr = nullptr;
+        if (len != 0) {
+            mr = svc_.check_key(it.rkey, va, len, OHCA_ACCESS_REMOTE_READ, qp.pdn).mr;
+        }
+        // Read from guest memory straight into the frame.
+        auto fill = [&](std::span<uint8_t> out) {
+            return out.empty() || svc_.mr_read(*mr, va, out.data(), out.size());
+        };
+        if ((len != 0 && mr == nullptr) ||
+            svc_.emit_fill(qp, f, len, fill) == EmitResult::FillFailed) {
+            qp.resp_queue.clear();
+            error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
+            return;
         }
         if (++it.next == n) {
             qp.resp_queue.pop_front();
         }
-        svc_.emit(qp, f, payload);
         ++sent;
         --quantum;
     }

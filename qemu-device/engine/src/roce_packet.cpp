@@ -135,16 +135,23 @@ uint32_t compute_icrc(std::span<const uint8_t> frame, size_t l3, bool ipv6) {
     return ~crc;
 }
 
-std::vector<uint8_t> build_roce_frame(const PacketPath &path, const PacketFields &fields,
-                                      std::span<const uint8_t> payload) {
+FrameLayout build_roce_headers(std::vector<uint8_t> &f, const PacketPath &path,
+                               const PacketFields &fields, size_t payload_len) {
     const size_t l3 = path.vlan_id != 0xffff ? 18 : 14;
     const size_t ip_len = path.ipv6 ? 40 : 20;
     const size_t ext = (fields.deth ? kDethLen : 0) + (fields.reth ? kRethLen : 0) +
                        (fields.aeth ? kAethLen : 0) + (fields.imm ? kImmLen : 0) +
                        (fields.ieth ? kIethLen : 0);
-    const size_t pad = (4 - (payload.size() & 3)) & 3;
-    const size_t udp_len = kUdpLen + kBthLen + ext + payload.size() + pad + kIcrcLen;
-    std::vector<uint8_t> f(l3 + ip_len + udp_len, 0);
+    const size_t pad = (4 - (payload_len & 3)) & 3;
+    const size_t udp_len = kUdpLen + kBthLen + ext + payload_len + pad + kIcrcLen;
+    const size_t total = l3 + ip_len + udp_len;
+    const size_t payload_off = total - kIcrcLen - pad - payload_len;
+    // The storage is reused from frame to frame: zero what is not written
+    // below (reserved fields, pad) rather than the whole frame.
+    f.resize(total);
+    std::fill_n(f.begin(), payload_off, uint8_t{0});
+    std::fill_n(f.begin() + static_cast<long>(payload_off + payload_len), pad + kIcrcLen,
+                uint8_t{0});
 
     std::copy(path.dmac.begin(), path.dmac.end(), f.begin());
     std::copy(path.smac.begin(), path.smac.end(), f.begin() + 6);
@@ -210,12 +217,23 @@ std::vector<uint8_t> build_roce_frame(const PacketPath &path, const PacketFields
         put32(f, off, *fields.ieth);
         off += kIethLen;
     }
-    std::copy(payload.begin(), payload.end(), f.begin() + static_cast<long>(off));
-    const uint32_t icrc = compute_icrc(f, l3, path.ipv6);
+    return FrameLayout{l3, off, path.ipv6};
+}
+
+void seal_roce_frame(std::span<uint8_t> f, const FrameLayout &layout) {
+    const uint32_t icrc = compute_icrc(f, layout.l3, layout.ipv6);
     const size_t ic = f.size() - kIcrcLen;
     for (size_t i = 0; i < 4; ++i) { // little endian, like the Ethernet FCS
         f[ic + i] = static_cast<uint8_t>(icrc >> (8 * i));
     }
+}
+
+std::vector<uint8_t> build_roce_frame(const PacketPath &path, const PacketFields &fields,
+                                      std::span<const uint8_t> payload) {
+    std::vector<uint8_t> f;
+    const FrameLayout layout = build_roce_headers(f, path, fields, payload.size());
+    std::copy(payload.begin(), payload.end(), f.begin() + static_cast<long>(layout.payload_off));
+    seal_roce_frame(f, layout);
     return f;
 }
 

@@ -139,6 +139,19 @@ inline bool rc_is_response(uint8_t op) {
 std::vector<uint8_t> build_roce_frame(const PacketPath &path, const PacketFields &fields,
                                       std::span<const uint8_t> payload);
 
+// The same in steps, into storage the caller reuses: the headers of a frame
+// with a payload_len-byte payload (f is resized; pad and ICRC zeroed), then
+// the caller writes the payload at payload_off, then seal_roce_frame()
+// computes the ICRC -- one CRC pass, no allocation once f has grown.
+struct FrameLayout {
+    size_t l3 = 0; // offset of the IP header
+    size_t payload_off = 0;
+    bool ipv6 = false;
+};
+FrameLayout build_roce_headers(std::vector<uint8_t> &f, const PacketPath &path,
+                               const PacketFields &fields, size_t payload_len);
+void seal_roce_frame(std::span<uint8_t> f, const FrameLayout &layout);
+
 struct ParsedPacket {
     std::array<uint8_t, 6> smac{};
     std::array<uint8_t, 6> dmac{};

@@ -44,36 +44,90 @@ bool Device::build_path(const Qp &qp, PacketPath &path) const {
 }
 
 void Device::emit(const Qp &qp, const PacketFields &fields, std::span<const uint8_t> payload) {
+    auto copy = [&](std::span<uint8_t> out) {
+        std::copy(payload.begin(), payload.end(), out.begin());
+        return true;
+    };
+    (void)emit_fill(qp, fields, payload.size(), copy);
+}
+
+EmitResult Device::emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
+                             PayloadFill fill) {
     PacketPath path;
     if (!build_path(qp, path)) {
-        return; // the source GID went away: the packet is lost
+        return EmitResult::NoPath; // the source GID went away: the packet is lost
     }
-    transmit_roce(path, fields, payload);
+    return send_roce(path, fields, payload_len, fill, true);
 }
 
 void Device::transmit_roce(const PacketPath &path, const PacketFields &fields,
                            std::span<const uint8_t> payload) {
-    std::vector<uint8_t> frame = build_roce_frame(path, fields, payload);
+    auto copy = [&](std::span<uint8_t> out) {
+        std::copy(payload.begin(), payload.end(), out.begin());
+        return true;
+    };
+    (void)send_roce(path, fields, payload.size(), copy, false);
+}
+
+// One packet to the wire, framed in tx_frame_, or to the backlog when its
+// destination GID is ours: as fields and payload ('shortcut': RC, which
+// needs nothing of the frame) or as a frame (UD: the receiver's GRH comes
+// from the IP header). Either way the payload is written once, in place.
+EmitResult Device::send_roce(const PacketPath &path, const PacketFields &fields, size_t payload_len,
+                             PayloadFill fill, bool shortcut) {
     if (is_local_gid(path.dgid)) {
-        // Never dropped: producers of looped-back packets wait for room
-        // (tx_room), so the backlog stays within its bound.
+        // Producers of looped-back packets wait for room (tx_room), so the
+        // backlog stays within its bound; if it is full all the same, the
+        // packet is lost as on a wire.
+        RoceSlot *s = roce_backlog_.push();
+        if (s == nullptr) {
+            ++roce_.loopback_packets;
+            ++stats_.roce_rx_dropped;
+            return EmitResult::Sent;
+        }
+        if (shortcut) {
+            s->looped = true;
+            s->buf.resize(payload_len);
+            if (!fill(s->buf)) {
+                roce_backlog_.unpush();
+                return EmitResult::FillFailed;
+            }
+            s->fields = fields;
+            s->fields.bth.pad = static_cast<uint8_t>((4 - (payload_len & 3)) & 3);
+            s->sgid = path.sgid;
+            s->dgid = path.dgid;
+            s->ipv6 = path.ipv6;
+        } else {
+            s->looped = false;
+            const FrameLayout l = build_roce_headers(s->buf, path, fields, payload_len);
+            if (!fill(std::span<uint8_t>(s->buf).subspan(l.payload_off, payload_len))) {
+                roce_backlog_.unpush();
+                return EmitResult::FillFailed;
+            }
+            seal_roce_frame(s->buf, l);
+        }
         ++roce_.loopback_packets;
-        roce_backlog_.push_back(std::move(frame));
         if (!in_run_) {
             host_.schedule();
         }
-        return;
+        return EmitResult::Sent;
     }
+    const FrameLayout l = build_roce_headers(tx_frame_, path, fields, payload_len);
+    if (!fill(std::span<uint8_t>(tx_frame_).subspan(l.payload_off, payload_len))) {
+        return EmitResult::FillFailed;
+    }
+    seal_roce_frame(tx_frame_, l);
     ++roce_.tx_packets;
-    if (frame.size() < OHCA_ETH_MIN_FRAME) {
+    if (tx_frame_.size() < OHCA_ETH_MIN_FRAME) {
         // A zero-length SEND or WRITE over IPv4 is 58 bytes: Ethernet
         // padding after the ICRC (receivers go by the IP length).
-        frame.resize(OHCA_ETH_MIN_FRAME, 0);
+        tx_frame_.resize(OHCA_ETH_MIN_FRAME, 0);
     }
     if (cfg_.link_up) {
         ++stats_.port_tx_frames;
-        host_.transmit(frame.data(), frame.size());
+        host_.transmit(tx_frame_.data(), tx_frame_.size());
     }
+    return EmitResult::Sent;
 }
 
 bool Device::loopback_room() const {
@@ -92,13 +146,15 @@ bool Device::tx_room(const Qp &qp) const {
 // ---- packets in ---------------------------------------------------------------
 
 void Device::roce_enqueue(std::span<const uint8_t> frame) {
-    if (!running() || !cfg_.link_up || roce_backlog_.size() >= DeviceLimits::max_roce_backlog) {
+    if (!running() || !cfg_.link_up || roce_backlog_.full()) {
         ++stats_.roce_rx_dropped;
         return;
     }
     ++stats_.roce_rx_frames;
     ++stats_.port_rx_frames;
-    roce_backlog_.emplace_back(frame.begin(), frame.end());
+    RoceSlot *s = roce_backlog_.push();
+    s->looped = false;
+    s->buf.assign(frame.begin(), frame.end());
     host_.schedule();
 }
 
@@ -112,6 +168,22 @@ void Device::roce_rx(std::span<const uint8_t> frame) {
         ++stats_.roce_rx_dropped;
         return;
     }
+    roce_deliver(p);
+}
+
+// A looped-back packet: what parsing would have found in its frame.
+void Device::roce_rx_looped(const RoceSlot &slot) {
+    ParsedPacket p;
+    p.ipv6 = slot.ipv6;
+    p.sgid = slot.sgid;
+    p.dgid = slot.dgid;
+    p.fields = slot.fields;
+    p.payload = slot.buf;
+    roce_deliver(p);
+}
+
+// A valid packet to its QP and transport.
+void Device::roce_deliver(const ParsedPacket &p) {
     const Bth &h = p.fields.bth;
     Qp *qp = find_qp(h.dest_qp);
     if (qp != nullptr && qp->type != OHCA_QPT_RC) {
@@ -269,9 +341,13 @@ void Device::process_rdma() {
     while (!out_of_time && running() && (!roce_backlog_.empty() || !ready_.empty())) {
         bool progress = false;
         while (!out_of_time && !roce_backlog_.empty()) {
-            std::vector<uint8_t> frame = std::move(roce_backlog_.front());
-            roce_backlog_.pop_front();
-            roce_rx(frame);
+            // The slot stays intact while its packet is handled.
+            const RoceSlot &slot = roce_backlog_.pop();
+            if (slot.looped) {
+                roce_rx_looped(slot);
+            } else {
+                roce_rx(slot.buf);
+            }
             progress = true;
             account(1);
         }

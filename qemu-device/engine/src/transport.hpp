@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <type_traits>
+#include <utility>
 
 namespace ohca {
 
@@ -64,6 +66,34 @@ inline uint32_t mtu_bytes(const Qp &qp) {
     return 128u << m;
 }
 
+// A reference to a callable, for callbacks that must not allocate.
+template <class Sig> class FnRef;
+template <class R, class... A> class FnRef<R(A...)> {
+  public:
+    template <class F>
+    requires(!std::is_same_v<std::decay_t<F>, FnRef>)
+        // NOLINTNEXTLINE(google-explicit-constructor): passed as an argument
+        FnRef(F &&f)
+        : obj_(const_cast<void *>(static_cast<const void *>(&f))), call_([](void *o, A... a) -> R {
+              return (*static_cast<std::remove_reference_t<F> *>(o))(std::forward<A>(a)...);
+          }) {}
+    R operator()(A... a) const { return call_(obj_, std::forward<A>(a)...); }
+
+  private:
+    void *obj_;
+    R (*call_)(void *, A...);
+};
+
+// Writes a packet's payload (exactly out.size() bytes) straight into the
+// frame or loopback buffer; false if it cannot (the packet is not sent).
+using PayloadFill = FnRef<bool(std::span<uint8_t> out)>;
+
+enum class EmitResult {
+    Sent,       // on the wire or looped back (or lost with the link down)
+    NoPath,     // the QP's source GID is gone: the packet is lost
+    FillFailed, // the payload could not be read: nothing was sent
+};
+
 class TransportServices {
   public:
     TransportServices() = default;
@@ -84,6 +114,10 @@ class TransportServices {
     // loopback backlog has no room for what this QP would generate.
     virtual void emit(const Qp &qp, const PacketFields &fields,
                       std::span<const uint8_t> payload) = 0;
+    // The same with a payload of payload_len bytes written by 'fill' (a
+    // gather from guest memory), without an intermediate buffer.
+    virtual EmitResult emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
+                                 PayloadFill fill) = 0;
     [[nodiscard]] virtual bool tx_room(const Qp &qp) const = 0;
 
     // Completions, events, errors.

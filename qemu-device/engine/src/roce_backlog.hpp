@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// RoCE packets waiting for process(): frames received from the wire, and
+// packets looped back inside the device. A fixed ring of slots whose
+// buffers keep their storage, so a steady stream allocates nothing.
+//
+// A looped-back packet is never framed: its header fields, addresses and
+// payload are kept as the requester or responder produced them and handed
+// to the receiving QP without parsing or ICRC (they never left the device).
+#pragma once
+
+#include "roce_packet.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ohca {
+
+struct RoceSlot {
+    bool looped = false;
+    std::vector<uint8_t> buf; // the frame; looped: the payload
+    // Looped only:
+    PacketFields fields;
+    std::array<uint8_t, 16> sgid{};
+    std::array<uint8_t, 16> dgid{};
+    bool ipv6 = false;
+};
+
+class RoceBacklog {
+  public:
+    // One slot more than 'limit': the slot taken by pop() stays intact
+    // while the packet in it is handled, whatever that handling pushes.
+    explicit RoceBacklog(size_t limit) : slots_(limit + 1), limit_(limit) {}
+
+    [[nodiscard]] size_t size() const { return count_; }
+    [[nodiscard]] bool empty() const { return count_ == 0; }
+    [[nodiscard]] bool full() const { return count_ >= limit_; }
+    // A slot at the back to fill, or nullptr when full.
+    RoceSlot *push() {
+        if (full()) {
+            return nullptr;
+        }
+        RoceSlot &s = slots_[(head_ + count_) % slots_.size()];
+        ++count_;
+        return &s;
+    }
+    // Takes back the slot push() just gave.
+    void unpush() { --count_; }
+    // Removes the front slot and returns it; valid until the next pop().
+    RoceSlot &pop() {
+        RoceSlot &s = slots_[head_];
+        head_ = (head_ + 1) % slots_.size();
+        --count_;
+        return s;
+    }
+    void clear() {
+        head_ = 0;
+        count_ = 0;
+    }
+
+  private:
+    std::vector<RoceSlot> slots_;
+    size_t limit_;
+    size_t head_ = 0;
+    size_t count_ = 0;
+};
+
+} // namespace ohca
