@@ -446,6 +446,7 @@ class VM:
         self.t_dispatch = None
         self.jobs = 0
         self.boot_restarts = 0
+        self.serving = False  # a serving VM's init waits for jobs
         self._booted = False
         self._console_len = 0
         self._console_t = None
@@ -588,6 +589,7 @@ class VM:
             f.write(shlex.join(argv) + "\n")
         self.t_start = time.monotonic()
         self._booted, self._console_len, self._console_t = False, 0, self.t_start
+        self.serving = False
         if interactive:
             self.proc = subprocess.Popen(argv, preexec_fn=_die_with_parent,
                                          env=sanitizer_env(self.logdir))
@@ -620,6 +622,8 @@ class VM:
             self.t_job = time.monotonic()
         if not self._booted:
             self._watch_boot(text)
+        if not self.serving and "ohca-init: serving jobs" in text:
+            self.serving = True
 
     def _stall_limit(self, text):
         for last_line, limit in self.KNOWN_STALLS:
@@ -936,11 +940,19 @@ class Cluster:
         """One job on serving VMs; returns a list of Result like wait(). A
         VM that timed out is killed (the cluster is then not fit)."""
         scripts, preamble = self.wrap(self._scripts(scripts), preamble)
+        deadline = time.monotonic() + timeout * self.timeout_factor
+        # Every VM serving first, so the job starts on all of them together:
+        # one whose boot was restarted (_watch_boot) is minutes behind, and
+        # the others would give up at the job's first barrier.
+        while (time.monotonic() < deadline
+               and not all(vm.serving or not vm.alive() for vm in self.vms)):
+            for vm in self.vms:
+                vm._note_progress()
+            time.sleep(0.2)
         with self._relay_lock:
             self._released = set()
             for vm, script in zip(self.vms, scripts):
                 vm.dispatch(script, preamble, self.files)
-        deadline = time.monotonic() + timeout * self.timeout_factor
         pending = set(range(self.nvms))
         while pending and time.monotonic() < deadline:
             for i in list(pending):
