@@ -2,7 +2,8 @@
 # `make test` stage debug-smoke: ohca.ko built against the debug kernel
 # (make -C kernel debug), then the integration smoke tests in VMs booted
 # with it (pytest --kernel debug): ibv_devinfo, ping between two VMs, link
-# down/up, cmdtest, the harness's own WARNING check, insmod/rmmod x5 while
+# down/up, cmdtest, the harness's own WARNING check (the pool's own test
+# runs in the integration stage), insmod/rmmod x5 while
 # a process holds PD/MR/CQ/QP with its doorbell mapped (the disassociate
 # path; test_lifecycle.py, 50 cycles on the normal kernel; the plain
 # load/unload x20 runs on the normal kernel and the ASan QEMU),
@@ -28,7 +29,8 @@ exec /usr/bin/python3 -m pytest -v -rA --kernel debug \
 	tests/integration/test_wire.py::test_ping \
 	tests/integration/test_link.py \
 	tests/integration/test_cmdtest.py \
-	tests/integration/test_harness.py \
+	tests/integration/test_harness.py::test_scan_kernel_log_debug_kernel \
+	tests/integration/test_harness.py::test_guest_kernel_warning_fails_the_run \
 	tests/integration/test_lifecycle.py::test_reload_with_resources \
 	tests/integration/test_debug_traffic.py \
 	tests/integration/test_kunit.py \
