@@ -183,6 +183,11 @@ def manifest_paths():
 def ignored(path):
     if path.startswith(TOP + "/") or path.startswith(CACHE + "/"):
         return True
+    # Python's startup reads every .pth file in its site directories,
+    # whoever put it there; a module one of them adds is judged when a
+    # file of it is opened.
+    if path.endswith(".pth") and "/python3" in path:
+        return True
     return path.startswith(IGNORED)
 
 
