@@ -165,6 +165,7 @@ struct ohca_dev {
 	u32 gid_tbl_len;
 	u32 pkey_tbl_len;
 	atomic_t link_up;		/* from PORT_CHANGE events */
+	atomic_t port_active;		/* RoCE port state last reported */
 
 	/* Ethernet personality. */
 	struct net_device *netdev;
@@ -384,6 +385,7 @@ int ohca_comp_eqs_create(struct ohca_dev *dev);
 void ohca_comp_eqs_free(struct ohca_dev *dev);
 void ohca_comp_eqs_sync(struct ohca_dev *dev);
 void ohca_handle_fatal(struct ohca_dev *dev, u32 code);
+void ohca_mark_dead(struct ohca_dev *dev, const char *why);
 void ohca_check_fatal(struct ohca_dev *dev);
 
 /* ohca_netdev.c */
@@ -394,7 +396,8 @@ irqreturn_t ohca_eth_irq(int irq, void *data);
 
 /* ohca_verbs.c */
 extern const struct ib_device_ops ohca_dev_ops;
-void ohca_port_event(struct ohca_dev *dev, bool up);
+bool ohca_port_active(struct ohca_dev *dev);
+void ohca_port_update(struct ohca_dev *dev);
 
 /* ohca_mr.c */
 int ohca_cmd_create(struct ohca_dev *dev, u16 opcode, const void *in,

@@ -198,8 +198,8 @@ static void ohca_ctx_put(struct ohca_dev *dev, struct ohca_cmd_ctx *ctx)
 /*
  * Post @entry (its token is set here) and wait for its completion.
  * Returns 0 with ctx->status/syndrome valid, or -ETIMEDOUT / -EIO. On
- * -ETIMEDOUT the context stays with the device until its completion
- * arrives; the caller must not touch it again.
+ * -ETIMEDOUT the device has been marked dead, which gave the context
+ * back; the caller must not touch it again.
  */
 static int ohca_cmd_post_wait(struct ohca_dev *dev, struct ohca_cmd_ctx *ctx,
 			      struct ohca_cmd *entry)
@@ -210,6 +210,15 @@ static int ohca_cmd_post_wait(struct ohca_dev *dev, struct ohca_cmd_ctx *ctx,
 	u16 slot;
 
 	spin_lock_irqsave(&cmdq->lock, flags);
+	/*
+	 * Checked under the lock that ohca_cmdq_fail_all() takes after the
+	 * flag is set: a command posted here is failed by it, one not
+	 * posted never waits for a device that stopped.
+	 */
+	if (test_bit(OHCA_FLAG_FATAL, &dev->flags)) {
+		spin_unlock_irqrestore(&cmdq->lock, flags);
+		return -EIO;
+	}
 	entry->token = cpu_to_le16(ctx->token);
 	entry->status = 0;
 	entry->syndrome = 0;
@@ -241,6 +250,8 @@ static int ohca_cmd_post_wait(struct ohca_dev *dev, struct ohca_cmd_ctx *ctx,
 		ohca_cmd_name(ctx->opcode), ctx->opcode, ctx->token,
 		OHCA_CMD_TIMEOUT_MS, ohca_rd32(dev, OHCA_REG_DEV_STATUS),
 		ohca_rd32(dev, OHCA_REG_CMDQ_CI), cmdq->pi);
+	/* A device that misses one completion is not trusted with more. */
+	ohca_mark_dead(dev, "command timeout");
 	return -ETIMEDOUT;
 }
 
@@ -343,7 +354,7 @@ int ohca_cmd_exec(struct ohca_dev *dev, const struct ohca_cmd_args *args)
 
 	err = ohca_cmd_post_wait(dev, ctx, &entry);
 	if (err == -ETIMEDOUT)
-		return err;	/* the context stays with the device */
+		return err;	/* the context was given back */
 	if (!err) {
 		err = ohca_status_to_errno(ctx->status);
 		if (err)

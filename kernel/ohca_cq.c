@@ -332,10 +332,12 @@ static bool ohca_cqe_to_wc(struct ohca_dev *dev, const struct ohca_cqe *cqe,
 	wc->port_num = 1;
 	wc->qp = &qp->ibqp;
 	if (cqe->flags & OHCA_CQE_F_IMM) {
-		wc->ex.imm_data = (__force __be32)cqe->imm_data;
+		wc->ex.imm_data = cqe->imm_data;
 		wc->wc_flags |= IB_WC_WITH_IMM;
 	} else if (cqe->flags & OHCA_CQE_F_INV) {
-		wc->ex.invalidate_rkey = le32_to_cpu(cqe->imm_data);
+		/* The field holds the R_Key little endian (OHCA_CQE_F_INV). */
+		wc->ex.invalidate_rkey =
+			le32_to_cpu((__force __le32)cqe->imm_data);
 		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
 	}
 	/* UD receives: what ib_init_ah_attr_from_wc() needs for a reply. */

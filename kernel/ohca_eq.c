@@ -24,18 +24,9 @@ static const char *ohca_fatal_name(u32 code)
 	}
 }
 
-/*
- * The device stopped and will not answer until reset: fail every command
- * waiter, drop the carrier and tell the RDMA core. May run in IRQ context.
- */
-void ohca_handle_fatal(struct ohca_dev *dev, u32 code)
+/* Fail every command waiter, drop the carrier and tell the RDMA core. */
+static void ohca_dev_stopped(struct ohca_dev *dev)
 {
-	if (test_and_set_bit(OHCA_FLAG_FATAL, &dev->flags))
-		return;
-
-	dev_err(&dev->pdev->dev,
-		"device fatal error %u (%s); the device is stopped until a function reset or driver reload\n",
-		code, ohca_fatal_name(code));
 	ohca_cmdq_fail_all(dev);
 
 	if (test_bit(OHCA_FLAG_NETDEV_READY, &dev->flags))
@@ -49,6 +40,41 @@ void ohca_handle_fatal(struct ohca_dev *dev, u32 code)
 
 		ib_dispatch_event(&event);
 	}
+}
+
+/*
+ * The device stopped and will not answer until reset. May run in IRQ
+ * context.
+ */
+void ohca_handle_fatal(struct ohca_dev *dev, u32 code)
+{
+	if (test_and_set_bit(OHCA_FLAG_FATAL, &dev->flags))
+		return;
+
+	dev_err(&dev->pdev->dev,
+		"device fatal error %u (%s); the device is stopped until a function reset or driver reload\n",
+		code, ohca_fatal_name(code));
+	ohca_dev_stopped(dev);
+}
+
+/*
+ * The driver gives up on a device that did not report a fatal state (a
+ * command timed out, a PCI error, shutdown): every later command fails at
+ * once instead of waiting out its own timeout, so tearing down N objects
+ * does not take N timeouts. Bus mastering goes off first, because objects
+ * destroyed from now on are freed without a DESTROY command the device
+ * could have acknowledged. Process context.
+ */
+void ohca_mark_dead(struct ohca_dev *dev, const char *why)
+{
+	if (test_and_set_bit(OHCA_FLAG_FATAL, &dev->flags))
+		return;
+
+	pci_clear_master(dev->pdev);
+	dev_err(&dev->pdev->dev,
+		"%s: device treated as dead until a function reset or driver reload\n",
+		why);
+	ohca_dev_stopped(dev);
 }
 
 /* Catch a fatal state that could not be reported on EQ 0. */
@@ -80,8 +106,7 @@ static void ohca_eqe_handle(struct ohca_dev *dev, const struct ohca_eqe *eqe)
 		dev_info(&dev->pdev->dev, "link %s\n", up ? "up" : "down");
 		if (test_bit(OHCA_FLAG_NETDEV_READY, &dev->flags))
 			ohca_netdev_link_change(dev, up);
-		if (test_bit(OHCA_FLAG_IB_REGISTERED, &dev->flags))
-			ohca_port_event(dev, up);
+		ohca_port_update(dev);
 		break;
 	case OHCA_EQE_DEVICE_FATAL:
 		ohca_handle_fatal(dev, code);
@@ -243,7 +268,9 @@ static int ohca_comp_eq_create(struct ohca_dev *dev, struct ohca_comp_eq *ceq,
 	if (err)
 		goto err_free_irq;
 	if (!ceq->eqn || ceq->eqn > OHCA_MAX_EQ) {
+		/* It may write the ring under a number it cannot be told. */
 		dev_err(dmadev, "device returned bad EQ number %u\n", ceq->eqn);
+		ohca_mark_dead(dev, "bad CREATE_EQ answer");
 		err = -EIO;
 		goto err_free_irq;
 	}
@@ -260,14 +287,16 @@ err_free_ring:
 
 /*
  * One completion EQ per online CPU, up to the spare MSI-X vectors and the
- * device's EQ limit. A device without the RDMA resource commands gets
- * none; the ib_device then cannot create CQs.
+ * device's EQ limit (max_eq counts EQ 0). A device without the RDMA
+ * resource commands gets none; the ib_device then cannot create CQs. If
+ * the device refuses one after the first, the ones it made are used.
  */
 int ohca_comp_eqs_create(struct ohca_dev *dev)
 {
+	int max_eq = le32_to_cpu(dev->attr.max_eq);
 	int want = min3((int)num_online_cpus(), dev->num_vectors - 2,
-			(int)le32_to_cpu(dev->attr.max_eq));
-	int i, err;
+			max_eq - 1);
+	int i, err = 0;
 
 	dev->num_comp_eqs = 0;
 	if (dev->abi_minor < 1) {
@@ -278,27 +307,22 @@ int ohca_comp_eqs_create(struct ohca_dev *dev)
 	}
 	for (i = 0; i < want; i++) {
 		err = ohca_comp_eq_create(dev, &dev->comp_eqs[i], 2 + i);
-		if (err == -EOPNOTSUPP && !i) {
-			dev_info(&dev->pdev->dev,
-				 "device has no completion EQs: RDMA queues unavailable\n");
-			return 0;
-		}
 		if (err)
-			goto err_destroy;
+			break;
 		dev->num_comp_eqs++;
 	}
-	return 0;
-
-err_destroy:
-	while (--i >= 0) {
-		struct ohca_comp_eq *ceq = &dev->comp_eqs[i];
-
-		if (!ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_EQ, ceq->eqn))
-			ohca_comp_eq_free(dev, ceq);
-		/* else the device may still write it: leave it */
+	if (err == -EOPNOTSUPP && !i) {
+		dev_info(&dev->pdev->dev,
+			 "device has no completion EQs: RDMA queues unavailable\n");
+		return 0;
 	}
-	dev->num_comp_eqs = 0;
-	return err;
+	if (err && (!i || test_bit(OHCA_FLAG_FATAL, &dev->flags)))
+		return err;	/* the caller resets, then frees the ones made */
+	if (err)
+		dev_warn(&dev->pdev->dev,
+			 "%d of %d completion EQs (next one failed: %d)\n",
+			 i, want, err);
+	return 0;
 }
 
 /* Called after the device was reset: it no longer writes the rings. */

@@ -130,7 +130,6 @@ static int ohca_ib_register(struct ohca_dev *dev)
 {
 	unsigned int eq0_irq = pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ);
 	struct ib_device *ibdev = &dev->ibdev;
-	int link_up;
 	int err;
 
 	ibdev->node_type = RDMA_NODE_IB_CA;
@@ -145,7 +144,7 @@ static int ohca_ib_register(struct ohca_dev *dev)
 	err = ib_device_set_netdev(ibdev, dev->netdev, 1);
 	if (err)
 		return err;
-	link_up = atomic_read(&dev->link_up);
+	atomic_set(&dev->port_active, ohca_port_active(dev));
 	err = ib_register_device(ibdev, "ohca%d", &dev->pdev->dev);
 	if (err) {
 		dev_err(&dev->pdev->dev, "cannot register the RDMA device: %d\n",
@@ -155,11 +154,10 @@ static int ohca_ib_register(struct ohca_dev *dev)
 		return err;
 	}
 
-	/* Pass on a link change the core may have missed while registering. */
+	/* Pass on a port change the core may have missed while registering. */
 	disable_irq(eq0_irq);
 	set_bit(OHCA_FLAG_IB_REGISTERED, &dev->flags);
-	if (atomic_read(&dev->link_up) != link_up)
-		ohca_port_event(dev, !link_up);
+	ohca_port_update(dev);
 	enable_irq(eq0_irq);
 	return 0;
 }
@@ -243,8 +241,6 @@ static struct ohca_dev *ohca_dev_init(struct pci_dev *pdev)
 	struct ohca_dev *dev;
 	int err;
 
-	BUILD_BUG_ON(PAGE_SIZE < OHCA_DB_PAGE_SIZE);
-
 	dev = ib_alloc_device(ohca_dev, ibdev);
 	if (!dev)
 		return ERR_PTR(-ENOMEM);
@@ -263,6 +259,11 @@ static struct ohca_dev *ohca_dev_init(struct pci_dev *pdev)
 		dev_err(&pdev->dev, "no usable 64-bit DMA: %d\n", err);
 		goto err_disable;
 	}
+	/*
+	 * The device takes page lists, not scatter lists: without this the
+	 * 64 KiB default caps umem segments and so the MR page size.
+	 */
+	dma_set_max_seg_size(&pdev->dev, UINT_MAX);
 	pci_set_master(pdev);
 
 	err = ohca_init_fault(dev, &step) ?: ohca_map_bars(dev);
@@ -291,7 +292,7 @@ static struct ohca_dev *ohca_dev_init(struct pci_dev *pdev)
 		goto err_reset_cmdq;
 	err = ohca_init_fault(dev, &step) ?: ohca_comp_eqs_create(dev);
 	if (err)
-		goto err_reset_cmdq;
+		goto err_comp_eqs;	/* it may have made some */
 	err = ohca_init_fault(dev, &step) ?: ohca_netdev_create(dev);
 	if (err)
 		goto err_comp_eqs;
@@ -300,6 +301,8 @@ static struct ohca_dev *ohca_dev_init(struct pci_dev *pdev)
 		goto err_netdev;
 	ohca_debugfs_init(dev);
 	pci_set_drvdata(pdev, dev);
+	/* What slot_reset restores after an AER reset of the link. */
+	pci_save_state(pdev);
 
 	dev_info(&pdev->dev, "%s and %s ready, MAC %pM, node GUID %016llx\n",
 		 dev_name(&dev->ibdev.dev), dev->netdev->name, dev->port_mac,
@@ -407,16 +410,77 @@ static void ohca_reset_done(struct pci_dev *pdev)
 			dev);
 }
 
+/*
+ * AER: the link or the function reported an error. The device may not
+ * answer any more, so it is marked dead first (no command is sent and no
+ * DMA is allowed during the teardown), then everything goes down as for a
+ * function reset; slot_reset brings it up again with the reset_done code.
+ */
+static pci_ers_result_t ohca_error_detected(struct pci_dev *pdev,
+					    pci_channel_state_t state)
+{
+	struct ohca_dev *dev = pci_get_drvdata(pdev);
+
+	dev_err(&pdev->dev, "PCI error detected (channel state %d)\n", state);
+	if (dev) {
+		ohca_mark_dead(dev, "PCI error");
+		ohca_dev_teardown(dev);
+	}
+	if (state == pci_channel_io_perm_failure)
+		return PCI_ERS_RESULT_DISCONNECT;
+	return PCI_ERS_RESULT_NEED_RESET;
+}
+
+static pci_ers_result_t ohca_slot_reset(struct pci_dev *pdev)
+{
+	struct ohca_dev *dev;
+
+	pci_restore_state(pdev);
+	dev = ohca_dev_init(pdev);
+	if (IS_ERR(dev)) {
+		dev_err(&pdev->dev,
+			"device did not come back after the PCI error reset (%pe)\n",
+			dev);
+		return PCI_ERS_RESULT_DISCONNECT;
+	}
+	return PCI_ERS_RESULT_RECOVERED;
+}
+
+static void ohca_resume(struct pci_dev *pdev)
+{
+	dev_info(&pdev->dev, "recovered from the PCI error\n");
+}
+
 static const struct pci_error_handlers ohca_err_handlers = {
+	.error_detected	= ohca_error_detected,
+	.slot_reset	= ohca_slot_reset,
+	.resume		= ohca_resume,
 	.reset_prepare	= ohca_reset_prepare,
 	.reset_done	= ohca_reset_done,
 };
+
+/*
+ * Power-off, reboot and kexec: the next kernel must not find the device
+ * still writing into memory it reuses. Objects are not torn down (no
+ * command is sent); stopping DMA and interrupts is enough.
+ */
+static void ohca_shutdown(struct pci_dev *pdev)
+{
+	struct ohca_dev *dev = pci_get_drvdata(pdev);
+
+	if (!dev)
+		return;
+	ohca_mark_dead(dev, "system shutdown");
+	ohca_dev_reset(dev);
+	dev_info(&pdev->dev, "shutdown: device reset, DMA stopped\n");
+}
 
 static struct pci_driver ohca_pci_driver = {
 	.name		= DRV_NAME,
 	.id_table	= ohca_pci_ids,
 	.probe		= ohca_probe,
 	.remove		= ohca_remove,
+	.shutdown	= ohca_shutdown,
 	.err_handler	= &ohca_err_handlers,
 };
 

@@ -382,12 +382,21 @@ static void ohca_eth_down(struct ohca_dev *dev)
 
 static int ohca_open(struct net_device *ndev)
 {
-	return ohca_eth_up(ohca_ndev_to_dev(ndev));
+	struct ohca_dev *dev = ohca_ndev_to_dev(ndev);
+	int err;
+
+	err = ohca_eth_up(dev);
+	if (!err)
+		ohca_port_update(dev);	/* the RoCE port follows */
+	return err;
 }
 
 static int ohca_stop(struct net_device *ndev)
 {
-	ohca_eth_down(ohca_ndev_to_dev(ndev));
+	struct ohca_dev *dev = ohca_ndev_to_dev(ndev);
+
+	ohca_eth_down(dev);
+	ohca_port_update(dev);	/* the RoCE port follows */
 	return 0;
 }
 
@@ -448,12 +457,12 @@ static int ohca_change_mtu(struct net_device *ndev, int new_mtu)
 	if (err)
 		return err;
 	if (!netif_running(ndev)) {
-		ndev->mtu = new_mtu;
+		WRITE_ONCE(ndev->mtu, new_mtu);
 		return 0;
 	}
 	/* The receive buffers follow the MTU: rebuild the rings. */
 	ohca_eth_down(dev);
-	ndev->mtu = new_mtu;
+	WRITE_ONCE(ndev->mtu, new_mtu);
 	err = ohca_eth_up(dev);
 	if (err)
 		netdev_err(ndev, "cannot restart after the MTU change: %d\n",

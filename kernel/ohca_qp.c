@@ -861,7 +861,7 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ib_send_wr *wr,
 		wqe->flags |= OHCA_WQE_FENCE;
 	if (wr->opcode == IB_WR_SEND_WITH_IMM ||
 	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
-		wqe->imm_data = (__force __le32)wr->ex.imm_data;
+		wqe->imm_data = wr->ex.imm_data;
 	if (wr->opcode == IB_WR_RDMA_WRITE ||
 	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM ||
 	    wr->opcode == IB_WR_RDMA_READ) {

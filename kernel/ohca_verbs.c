@@ -16,32 +16,26 @@
 
 #include "ohca.h"
 
-/* The IB MTU that fits an Ethernet MTU with the RoCEv2 headers. */
+/*
+ * RoCE path MTU of an Ethernet MTU: iboe_get_mtu() takes off the largest
+ * header stack inside the MTU. Below 256 bytes there is no IB MTU; 256 is
+ * reported (the netdev's minimum MTU keeps that case theoretical).
+ */
 static enum ib_mtu ohca_eth_mtu_to_ib(u32 eth_mtu)
 {
-	if (eth_mtu <= OHCA_ROCE_HDR_OVERHEAD)
-		return IB_MTU_256;
-	return ib_mtu_int_to_enum(eth_mtu - OHCA_ROCE_HDR_OVERHEAD);
+	int mtu = iboe_get_mtu(eth_mtu);
+
+	return mtu ? mtu : IB_MTU_256;
 }
 
-static void ohca_speed_to_ib(u32 mbps, u16 *speed, u8 *width)
+/* The port is up when the wire is and the Ethernet interface is too. */
+bool ohca_port_active(struct ohca_dev *dev)
 {
-	if (mbps <= 2500) {
-		*width = IB_WIDTH_1X;
-		*speed = IB_SPEED_SDR;
-	} else if (mbps <= 10000) {
-		*width = IB_WIDTH_1X;
-		*speed = IB_SPEED_FDR10;
-	} else if (mbps <= 25000) {
-		*width = IB_WIDTH_1X;
-		*speed = IB_SPEED_EDR;
-	} else if (mbps <= 50000) {
-		*width = IB_WIDTH_1X;
-		*speed = IB_SPEED_HDR;
-	} else {
-		*width = IB_WIDTH_4X;
-		*speed = IB_SPEED_EDR;
-	}
+	struct net_device *ndev = dev->netdev;
+
+	return atomic_read(&dev->link_up) &&
+	       !test_bit(OHCA_FLAG_FATAL, &dev->flags) &&
+	       netif_running(ndev) && netif_carrier_ok(ndev);
 }
 
 static int ohca_query_device(struct ib_device *ibdev,
@@ -59,7 +53,10 @@ static int ohca_query_device(struct ib_device *ibdev,
 	props->fw_ver = le32_to_cpu(a->fw_version);
 	props->sys_image_guid = cpu_to_be64(le64_to_cpu(a->sys_image_guid));
 	props->max_mr_size = le64_to_cpu(a->max_mr_size);
-	props->page_size_cap = le64_to_cpu(a->page_size_cap);
+	/* The MR page sizes the driver uses (ohca_pgsz_bitmap()). */
+	props->page_size_cap = le64_to_cpu(a->page_size_cap) &
+			       GENMASK_ULL(OHCA_PAGE_SHIFT_MAX,
+					   OHCA_PAGE_SHIFT_MIN);
 	props->vendor_id = le32_to_cpu(a->vendor_id);
 	props->vendor_part_id = le32_to_cpu(a->vendor_part_id);
 	props->hw_ver = le32_to_cpu(a->hw_version);
@@ -74,7 +71,20 @@ static int ohca_query_device(struct ib_device *ibdev,
 	props->max_pd = le32_to_cpu(a->max_pd);
 	props->max_qp_rd_atom = le32_to_cpu(a->max_qp_rd_atom);
 	props->max_qp_init_rd_atom = le32_to_cpu(a->max_qp_init_rd_atom);
-	props->max_res_rd_atom = props->max_qp * props->max_qp_rd_atom;
+	props->max_res_rd_atom = min_t(u64, (u64)props->max_qp *
+				       props->max_qp_rd_atom, INT_MAX);
+	/*
+	 * What the device does: RNR NAKs on an empty receive queue, port
+	 * state events, a system image GUID; fast registration below when
+	 * the device offers it. No atomics, SRQ, memory windows or checksum
+	 * offload.
+	 */
+	props->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
+				  IB_DEVICE_PORT_ACTIVE_EVENT;
+	if (props->sys_image_guid)
+		props->device_cap_flags |= IB_DEVICE_SYS_IMAGE_GUID;
+	/* No kernel-only capability (IBK_*) applies: local_dma_lkey is 0. */
+	props->kernel_cap_flags = 0;
 	/* Address handles cost the device nothing (see ohca_ah.c). */
 	props->max_ah = dev->caps & OHCA_CAP_UD ? le32_to_cpu(a->max_ah) : 0;
 	/* No SRQs or atomics in this driver. */
@@ -103,8 +113,8 @@ static int ohca_query_port(struct ib_device *ibdev, u32 port,
 			   struct ib_port_attr *props)
 {
 	struct ohca_dev *dev = to_ohca_dev(ibdev);
-	bool up = atomic_read(&dev->link_up) &&
-		  !test_bit(OHCA_FLAG_FATAL, &dev->flags);
+	bool up = ohca_port_active(dev);
+	int err;
 
 	if (port != 1)
 		return -EINVAL;
@@ -121,9 +131,10 @@ static int ohca_query_port(struct ib_device *ibdev, u32 port,
 	props->ip_gids = true;
 	props->max_msg_sz = le32_to_cpu(dev->attr.max_msg_size);
 	props->max_vl_num = 1;
-	ohca_speed_to_ib(dev->speed_mbps, &props->active_speed,
-			 &props->active_width);
-	return 0;
+	/* From the netdev's ethtool link settings (ohca_netdev.c). */
+	err = ib_get_eth_speed(ibdev, port, &props->active_speed,
+			       &props->active_width);
+	return err;
 }
 
 static int ohca_get_port_immutable(struct ib_device *ibdev, u32 port,
@@ -305,6 +316,14 @@ static void ohca_disassociate_ucontext(struct ib_ucontext *ibuctx)
 {
 }
 
+/*
+ * A context maps one system page of BAR2 (its doorbell page). Were a
+ * system page larger than a doorbell page, that mapping would reach the
+ * kernel's page 0 and other contexts' doorbells.
+ */
+static_assert(PAGE_SIZE == OHCA_DB_PAGE_SIZE,
+	      "a user doorbell mapping must cover exactly one doorbell page");
+
 static int ohca_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
 {
 	struct ohca_dev *dev = to_ohca_dev(ibuctx->device);
@@ -337,15 +356,25 @@ static void ohca_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
 	kfree(to_ohca_mmap_entry(rdma_entry));
 }
 
-/* EQ 0 interrupt context: PORT_CHANGE event while registered. */
-void ohca_port_event(struct ohca_dev *dev, bool up)
+/*
+ * Tell the RDMA core when the port state (wire link, netdev carrier and
+ * admin state, fatal) changed since it was last told: from the EQ 0
+ * interrupt, ndo_open/ndo_stop and registration.
+ */
+void ohca_port_update(struct ohca_dev *dev)
 {
 	struct ib_event event = {
 		.device = &dev->ibdev,
-		.event = up ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR,
 		.element.port_num = 1,
 	};
+	bool up;
 
+	if (!test_bit(OHCA_FLAG_IB_REGISTERED, &dev->flags))
+		return;
+	up = ohca_port_active(dev);
+	if (atomic_xchg(&dev->port_active, up) == up)
+		return;
+	event.event = up ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR;
 	ib_dispatch_event(&event);
 }
 

@@ -122,7 +122,7 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
 	wqe->flags = flags;
 	/* imm_data is already in network byte order: copied as is. */
 	if (opcode == OHCA_WR_SEND_IMM || opcode == OHCA_WR_RDMA_WRITE_IMM)
-		wqe->imm_data = (ohca_le32)wr->imm_data;
+		wqe->imm_data = wr->imm_data;
 	if (opcode == OHCA_WR_RDMA_WRITE || opcode == OHCA_WR_RDMA_WRITE_IMM ||
 	    opcode == OHCA_WR_RDMA_READ) {
 		wqe->remote_addr = htole64(wr->wr.rdma.remote_addr);
@@ -289,7 +289,7 @@ static bool ohca_parse_cqe(struct ohca_cq *cq, const struct ohca_cqe *cqe,
 	if (cqe->flags & OHCA_CQE_F_IMM) {
 		wc->wc_flags |= IBV_WC_WITH_IMM;
 		/* as on the wire, like ibv_wc.imm_data */
-		wc->imm_data = (__be32)cqe->imm_data;
+		wc->imm_data = cqe->imm_data;
 	} else if (cqe->flags & OHCA_CQE_F_INV) {
 		/* a SEND with invalidate from a kernel peer: the R_Key */
 		wc->wc_flags |= IBV_WC_WITH_INV;

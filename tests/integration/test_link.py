@@ -31,6 +31,31 @@ for i in $(seq 1 @CYCLES@); do
     fi
     echo "cycle $i: up seen"
 done
+if [ "$OHCA_NIC" = ohca ]; then
+    # The RoCE port follows the interface's admin state, not only the wire.
+    ip link set eth0 down
+    ohca_wait_port DOWN @WAIT@ || fail "port state $(ohca_port_state) with eth0 down"
+    [ "$(devstate)" = "PORT_DOWN (1)" ] || fail "ibv_devinfo state '$(devstate)' with eth0 down"
+    ip link set eth0 up
+    ohca_wait_carrier 1 @WAIT@ || fail "carrier $(ohca_carrier) after eth0 up"
+    ohca_wait_port ACTIVE @WAIT@ || fail "port state $(ohca_port_state) after eth0 up"
+    echo "admin down/up followed"
+    # Path MTU from the netdev MTU with the largest RoCEv2 header stack
+    # taken off (iboe_get_mtu: 96 bytes): 4176 leaves 4080, so 2048.
+    mtu() { ibv_devinfo -d ohca0 | sed -n 's/^[[:space:]]*active_mtu:[[:space:]]*//p'; }
+    ip link set eth0 mtu 4176 || fail "mtu 4176"
+    [ "$(mtu)" = "2048 (4)" ] || fail "netdev MTU 4176: active_mtu '$(mtu)'"
+    ip link set eth0 mtu 4192 || fail "mtu 4192"
+    [ "$(mtu)" = "4096 (5)" ] || fail "netdev MTU 4192: active_mtu '$(mtu)'"
+    ip link set eth0 mtu 1500
+    echo "active_mtu follows the netdev MTU"
+    # Honest capability flags: RNR NAKs, port events and fast registration.
+    flags=$(ibv_devinfo -v -d ohca0 | sed -n '/device_cap_flags/,/max_sge/p')
+    echo "$flags" | grep -qw RC_RNR_NAK_GEN || fail "device_cap_flags without RC_RNR_NAK_GEN: $flags"
+    echo "$flags" | grep -qw PORT_ACTIVE_EVENT || fail "device_cap_flags without PORT_ACTIVE_EVENT: $flags"
+    echo "$flags" | grep -qw MEM_MGT_EXTENSIONS || fail "device_cap_flags without MEM_MGT_EXTENSIONS: $flags"
+    echo "device_cap_flags ok"
+fi
 echo "LINK OK"
 """.replace("@CYCLES@", str(CYCLES)).replace("@WAIT@", str(WAIT))
 
@@ -49,3 +74,6 @@ def test_link_down_up(vm_cluster):
     (r,) = c.wait(120)
     assert_ok([r])
     assert "LINK OK" in r.output
+    if c.nic == "ohca":
+        # The VM powers off with the driver bound: .shutdown stops the device.
+        assert "shutdown: device reset, DMA stopped" in r.console, r.console_tail(20)

@@ -176,7 +176,7 @@ struct ohca_send_wqe {
 	ohca_u8 flags;			/* enum ohca_send_flags */
 	ohca_u8 num_sge;
 	ohca_u8 rsvd0;
-	ohca_le32 imm_data;		/* as sent on the wire (big endian) */
+	ohca_be32 imm_data;		/* as sent on the wire (big endian) */
 	ohca_le64 remote_addr;		/* RDMA WRITE/READ */
 	ohca_le32 rkey;			/* WRITE/READ; SEND_INV, LOCAL_INV:
 					 * the key to invalidate */
@@ -338,7 +338,7 @@ enum ohca_cqe_flags {
 struct ohca_cqe {
 	ohca_le64 wr_id;
 	ohca_le32 byte_len;
-	ohca_le32 imm_data;		/* as received (big endian) */
+	ohca_be32 imm_data;		/* as received (big endian) */
 	ohca_le32 qpn;
 	ohca_le32 src_qp;
 	ohca_u8 opcode;			/* enum ohca_cqe_opcode */
