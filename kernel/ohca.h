@@ -365,8 +365,8 @@ struct ohca_cmd_args {
 int ohca_cmdq_init(struct ohca_dev *dev);
 void ohca_cmdq_destroy(struct ohca_dev *dev);
 int ohca_cmd_exec(struct ohca_dev *dev, const struct ohca_cmd_args *args);
-int ohca_cmd_exec_raw(struct ohca_dev *dev, struct ohca_cmd *entry,
-		      void *out, u16 out_cap);
+int ohca_cmd_exec_template(struct ohca_dev *dev, struct ohca_cmd *entry,
+			   bool use_mbox, void *out, u16 out_cap);
 void ohca_cmdq_complete(struct ohca_dev *dev, const struct ohca_eqe *eqe);
 void ohca_cmdq_fail_all(struct ohca_dev *dev);
 int ohca_cmd_query_port(struct ohca_dev *dev, struct ohca_query_port_out *out);

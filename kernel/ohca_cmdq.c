@@ -371,16 +371,16 @@ int ohca_cmd_exec(struct ohca_dev *dev, const struct ohca_cmd_args *args)
 }
 
 /*
- * Post a raw entry from the debugfs test path. Only the token is
- * replaced; an out_addr of all ones stands for the driver's own output
- * mailbox, whose first @out_cap bytes are copied to @out. On return
- * @entry holds the device's status and syndrome. Failures are expected
- * here and only logged at debug level.
+ * Post one of the debugfs malformed-command templates (ohca_debugfs.c),
+ * built by the driver: only the token is set here and, with @use_mbox,
+ * out_addr becomes the driver's output mailbox, whose first @out_cap
+ * bytes are copied to @out. On return @entry holds the device's status
+ * and syndrome. Failures are the point here and only logged at debug
+ * level.
  */
-int ohca_cmd_exec_raw(struct ohca_dev *dev, struct ohca_cmd *entry,
-		      void *out, u16 out_cap)
+int ohca_cmd_exec_template(struct ohca_dev *dev, struct ohca_cmd *entry,
+			   bool use_mbox, void *out, u16 out_cap)
 {
-	bool use_mbox = le64_to_cpu(entry->out_addr) == U64_MAX;
 	struct ohca_cmd_ctx *ctx;
 	u16 opcode;
 	int err;
@@ -405,7 +405,7 @@ int ohca_cmd_exec_raw(struct ohca_dev *dev, struct ohca_cmd *entry,
 		entry->status = ctx->status;
 		entry->syndrome = cpu_to_le32(ctx->syndrome);
 		dev_dbg(&dev->pdev->dev,
-			"raw command 0x%02x: status %s (0x%02x) syndrome 0x%x\n",
+			"template command 0x%02x: status %s (0x%02x) syndrome 0x%x\n",
 			opcode, ohca_status_name(ctx->status), ctx->status,
 			ctx->syndrome);
 		if (use_mbox && out)

@@ -1,7 +1,9 @@
 """Malformed commands: the kernel team's guest tool kernel/tools/ohca-cmdtest
-writes raw command entries through debugfs (/sys/kernel/debug/ohca/<pci>/cmd)
-and checks every status and syndrome against the programming manual, then
-that NOP, QUERY_DEVICE and QUERY_PORT still work. Here it runs in a VM with
+posts the driver's own malformed-command templates through debugfs
+(/sys/kernel/debug/ohca/<pci>/malformed; no raw command can be written, so
+no guest address or live object can be named) and checks every status and
+syndrome against the programming manual, then that NOP, QUERY_DEVICE and
+QUERY_PORT still work. Here it runs in a VM with
 the driver loaded; afterwards the device must still be usable and the
 driver must unload cleanly, with a clean kernel log throughout."""
 
@@ -17,6 +19,9 @@ SCRIPT = r"""
 fail() { echo "FAIL: $*"; exit 1; }
 echo "=== cmdtest ==="
 python3 /share/ohca-cmdtest -v || fail "ohca-cmdtest exit code $?"
+d=$(ls -d /sys/kernel/debug/ohca/0000:* | head -n 1)
+[ ! -e "$d/cmd" ] || fail "raw commands still offered: $d/cmd"
+! echo nonexistent_template >"$d/malformed" 2>/dev/null || fail "an unknown template name was accepted"
 echo "=== after ==="
 [ "$(ohca_port_state)" = ACTIVE ] || fail "port state $(ohca_port_state) after the malformed commands"
 ibv_devinfo -d ohca0 | grep -q 'PORT_ACTIVE' || fail "ibv_devinfo after cmdtest: $(ibv_devinfo -d ohca0 2>&1)"
