@@ -30,8 +30,26 @@
 #define OHCA_CMDQ_DEPTH		BIT(OHCA_CMDQ_LOG)
 #define OHCA_CMD_TIMEOUT_MS	5000
 
-/* Event queue 0. */
-#define OHCA_EQ0_LOG		8
+/*
+ * Event queue 0 holds a burst of asynchronous events while its handler
+ * cannot run: up to OHCA_EQ0_QP_EVENTS per QP (a link loss errors them
+ * all at once) and one per CQ, command completions and the spare below.
+ * 2^12 entries (64 KiB) cover the 1024 QPs and CQs of today's device;
+ * ohca_eq0_fit_limits() lowers the limits reported for a larger one.
+ */
+#define OHCA_EQ0_LOG		12
+#define OHCA_EQ0_QP_EVENTS	2
+
+/*
+ * Work per interrupt: an EQ handler takes at most OHCA_EQ_BUDGET entries,
+ * publishes its consumer index every OHCA_EQ_CI_BATCH entries so the
+ * device sees room early, and re-arms at the end; the device interrupts
+ * again at once when entries are left, so other work runs in between.
+ */
+#define OHCA_EQ_BUDGET		64
+#define OHCA_EQ_CI_BATCH	16
+/* Entries beyond the per-object worst case: one budget, port events. */
+#define OHCA_EQ_SPARE		(OHCA_EQ_BUDGET + 16)
 
 /* Ethernet rings. */
 #define OHCA_ETH_TX_LOG		8
@@ -91,8 +109,10 @@ struct ohca_eq {
 	u32 ci;				/* free-running consumer index */
 };
 
-/* Completion EQ sizes: 2^OHCA_COMP_EQ_LOG entries each. */
-#define OHCA_COMP_EQ_LOG	10
+/*
+ * A completion EQ holds one event per armed CQ (any CQ may use any EQ)
+ * plus the spare: its size follows max_cq (ohca_comp_eq_log()).
+ */
 #define OHCA_MAX_COMP_EQS	(OHCA_NUM_MSIX - 2)
 
 /*
@@ -380,6 +400,7 @@ static inline void ohca_kdb(struct ohca_dev *dev, u32 offset, u32 qn, u32 val)
 
 /* ohca_eq.c */
 int ohca_eq0_init(struct ohca_dev *dev);
+void ohca_eq0_fit_limits(struct ohca_dev *dev);
 void ohca_eq0_destroy(struct ohca_dev *dev);
 int ohca_comp_eqs_create(struct ohca_dev *dev);
 void ohca_comp_eqs_free(struct ohca_dev *dev);

@@ -138,42 +138,102 @@ static struct ohca_eqe *ohca_eq_next(struct ohca_eq *eq)
 	return eqe;
 }
 
+/*
+ * Take at most OHCA_EQ_BUDGET entries of @eq, handing each to @handle;
+ * the consumer index reaches the device every OHCA_EQ_CI_BATCH entries,
+ * and with ARM at the end (the device interrupts again at once if more
+ * entries are waiting). Returns the number taken.
+ */
+static u32 ohca_eq_poll(struct ohca_dev *dev, struct ohca_eq *eq, u32 db_reg,
+			void (*handle)(void *arg, const struct ohca_eqe *eqe),
+			void *arg)
+{
+	struct ohca_eqe *eqe;
+	u32 n = 0;
+
+	while (n < OHCA_EQ_BUDGET && (eqe = ohca_eq_next(eq))) {
+		handle(arg, eqe);
+		eq->ci++;
+		if (!(++n % OHCA_EQ_CI_BATCH))
+			ohca_wr32(dev, db_reg, eq->ci & OHCA_RING_INDEX_MASK);
+	}
+	ohca_wr32(dev, db_reg, (eq->ci & OHCA_RING_INDEX_MASK) | OHCA_EQ_DB_ARM);
+	return n;
+}
+
+static void ohca_eq0_handle(void *arg, const struct ohca_eqe *eqe)
+{
+	ohca_eqe_handle(arg, eqe);
+}
+
 static irqreturn_t ohca_eq0_irq(int irq, void *data)
 {
 	struct ohca_dev *dev = data;
-	struct ohca_eq *eq = &dev->eq0;
-	struct ohca_eqe *eqe;
 
-	while ((eqe = ohca_eq_next(eq))) {
-		ohca_eqe_handle(dev, eqe);
-		eq->ci++;
-	}
-
-	ohca_wr32(dev, OHCA_REG_EQ0_DB,
-		  (eq->ci & OHCA_RING_INDEX_MASK) | OHCA_EQ_DB_ARM);
+	ohca_eq_poll(dev, &dev->eq0, OHCA_REG_EQ0_DB, ohca_eq0_handle, dev);
 	return IRQ_HANDLED;
+}
+
+static void ohca_comp_eq_handle(void *arg, const struct ohca_eqe *eqe)
+{
+	struct ohca_comp_eq *ceq = arg;
+
+	if (eqe->type == OHCA_EQE_CQ_COMPLETION)
+		ohca_cq_event(ceq->dev, le32_to_cpu(eqe->param0), false, 0);
+	else
+		dev_warn_ratelimited(&ceq->dev->pdev->dev,
+				     "event type %u on completion EQ %u ignored\n",
+				     eqe->type, ceq->eqn);
 }
 
 static irqreturn_t ohca_comp_eq_irq(int irq, void *data)
 {
 	struct ohca_comp_eq *ceq = data;
-	struct ohca_dev *dev = ceq->dev;
-	struct ohca_eq *eq = &ceq->eq;
-	struct ohca_eqe *eqe;
 
-	while ((eqe = ohca_eq_next(eq))) {
-		if (eqe->type == OHCA_EQE_CQ_COMPLETION)
-			ohca_cq_event(dev, le32_to_cpu(eqe->param0), false, 0);
-		else
-			dev_warn_ratelimited(&dev->pdev->dev,
-					     "event type %u on completion EQ %u ignored\n",
-					     eqe->type, ceq->eqn);
-		eq->ci++;
-	}
-
-	ohca_wr32(dev, OHCA_REG_EQ_DB(ceq->eqn),
-		  (eq->ci & OHCA_RING_INDEX_MASK) | OHCA_EQ_DB_ARM);
+	ohca_eq_poll(ceq->dev, &ceq->eq, OHCA_REG_EQ_DB(ceq->eqn),
+		     ohca_comp_eq_handle, ceq);
 	return IRQ_HANDLED;
+}
+
+/* The device's largest EQ, from its MAX_EQ_LOG register. */
+static u32 ohca_max_eq_log(struct ohca_dev *dev)
+{
+	return clamp_t(u32, ohca_rd32(dev, OHCA_REG_MAX_EQ_LOG),
+		       OHCA_EQ_LOG_MIN, OHCA_EQ_LOG_MAX);
+}
+
+/*
+ * EQ 0 exists before the device's limits are known (their query is a
+ * command, answered on EQ 0). Once they are: lower the QP and CQ limits
+ * reported to the RDMA core until their worst-case burst fits EQ 0.
+ */
+void ohca_eq0_fit_limits(struct ohca_dev *dev)
+{
+	u32 size = BIT(dev->eq0.log_size);
+	u32 room = size > OHCA_CMDQ_DEPTH + OHCA_EQ_SPARE ?
+		   size - OHCA_CMDQ_DEPTH - OHCA_EQ_SPARE : 0;
+	u32 max_qp = le32_to_cpu(dev->attr.max_qp);
+	u32 max_cq = le32_to_cpu(dev->attr.max_cq);
+
+	if ((u64)OHCA_EQ0_QP_EVENTS * max_qp + max_cq <= room)
+		return;
+	max_qp = min(max_qp, room / (OHCA_EQ0_QP_EVENTS + 1));
+	max_cq = min(max_cq, room - OHCA_EQ0_QP_EVENTS * max_qp);
+	dev_warn(&dev->pdev->dev,
+		 "event queue 0 (%u entries) carries the events of %u QPs and %u CQs, not %u and %u\n",
+		 size, max_qp, max_cq,
+		 le32_to_cpu(dev->attr.max_qp), le32_to_cpu(dev->attr.max_cq));
+	dev->attr.max_qp = cpu_to_le32(max_qp);
+	dev->attr.max_cq = cpu_to_le32(max_cq);
+}
+
+/* A completion EQ for every CQ's event plus the spare. */
+static u32 ohca_comp_eq_log(struct ohca_dev *dev)
+{
+	u32 want = le32_to_cpu(dev->attr.max_cq) + OHCA_EQ_SPARE;
+
+	return clamp_t(u32, order_base_2(want), OHCA_EQ_LOG_MIN,
+		       ohca_max_eq_log(dev));
 }
 
 int ohca_eq0_init(struct ohca_dev *dev)
@@ -183,7 +243,7 @@ int ohca_eq0_init(struct ohca_dev *dev)
 	size_t size;
 	int err;
 
-	eq->log_size = OHCA_EQ0_LOG;
+	eq->log_size = min_t(u32, OHCA_EQ0_LOG, ohca_max_eq_log(dev));
 	eq->ci = 0;
 	size = BIT(eq->log_size) * sizeof(*eq->ring);
 	eq->ring = dma_alloc_coherent(dmadev, size, &eq->ring_dma, GFP_KERNEL);
@@ -244,7 +304,7 @@ static int ohca_comp_eq_create(struct ohca_dev *dev, struct ohca_comp_eq *ceq,
 
 	ceq->dev = dev;
 	ceq->vector = vector;
-	eq->log_size = OHCA_COMP_EQ_LOG;
+	eq->log_size = ohca_comp_eq_log(dev);
 	eq->ci = 0;
 	size = BIT(eq->log_size) * sizeof(*eq->ring);
 	eq->ring = dma_alloc_coherent(dmadev, size, &eq->ring_dma, GFP_KERNEL);

@@ -118,6 +118,7 @@ static int ohca_query_caps(struct ohca_dev *dev)
 	dev->gid_tbl_len = le32_to_cpu(port.gid_table_len);
 	dev->pkey_tbl_len = le32_to_cpu(port.pkey_table_len);
 	atomic_set(&dev->link_up, port.state == OHCA_PORT_ACTIVE);
+	ohca_eq0_fit_limits(dev);
 	if (!is_valid_ether_addr(dev->port_mac)) {
 		dev_err(&dev->pdev->dev, "device reports invalid MAC %pM\n",
 			dev->port_mac);

@@ -755,11 +755,44 @@ static void ohca_test_eq_other_events(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, test_bit(OHCA_FLAG_FATAL, &env->dev->flags));
 }
 
+/*
+ * A burst longer than the budget: one interrupt takes OHCA_EQ_BUDGET
+ * entries and re-arms (the device interrupts again for the rest), the
+ * consumer index reaching the device as it goes; the next interrupts take
+ * the rest, in order.
+ */
+static void ohca_test_eq_budget(struct kunit *test)
+{
+	struct ohca_kunit_env *env = test->priv;
+	struct ohca_eq *eq = &env->dev->eq0;
+	const u32 n = 3 * OHCA_EQ_BUDGET + 5;
+	u32 calls = 0;
+
+	eq->log_size = 9;
+	eq->ring = kunit_kcalloc(test, BIT(eq->log_size), sizeof(*eq->ring),
+				 GFP_KERNEL);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, eq->ring);
+	eq_post_ports(eq, 0, n);
+
+	ohca_eq0_irq(0, env->dev);
+	KUNIT_EXPECT_EQ(test, eq->ci, (u32)OHCA_EQ_BUDGET);
+	KUNIT_EXPECT_EQ(test, reg_rd(env, OHCA_REG_EQ0_DB),
+			OHCA_EQ_BUDGET | OHCA_EQ_DB_ARM);
+	for (calls = 1; calls < 10 && eq->ci != n; calls++)
+		ohca_eq0_irq(0, env->dev);
+	KUNIT_EXPECT_EQ(test, eq->ci, n);
+	KUNIT_EXPECT_EQ(test, calls, DIV_ROUND_UP(n, OHCA_EQ_BUDGET));
+	KUNIT_EXPECT_EQ(test, reg_rd(env, OHCA_REG_EQ0_DB), n | OHCA_EQ_DB_ARM);
+	/* the last event (up) is the state */
+	KUNIT_EXPECT_EQ(test, atomic_read(&env->dev->link_up), 1);
+}
+
 static struct kunit_case ohca_eq_cases[] = {
 	KUNIT_CASE(ohca_test_eq_empty),
 	KUNIT_CASE(ohca_test_eq_phase),
 	KUNIT_CASE(ohca_test_eq_index_wrap),
 	KUNIT_CASE(ohca_test_eq_other_events),
+	KUNIT_CASE(ohca_test_eq_budget),
 	{}
 };
 
