@@ -28,6 +28,9 @@ int ohca_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 		return err;
 	if (!udata)
 		return 0;
+	/* No request is defined: anything the provider sends must be zero. */
+	if (udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EINVAL;
 
 	/* The provider builds its WQEs from the same vector. */
 	memcpy(resp.dmac, ah->av.dmac, sizeof(resp.dmac));

@@ -55,7 +55,7 @@ static int ohca_cq_create_user(struct ohca_dev *dev, struct ohca_cq *cq,
 	err = ib_copy_from_udata(&ucmd, udata, sizeof(ucmd));
 	if (err)
 		return err;
-	if (ucmd.reserved ||
+	if (ucmd.comp_mask ||
 	    (udata->inlen > sizeof(ucmd) &&
 	     !ib_is_udata_cleared(udata, sizeof(ucmd),
 				  udata->inlen - sizeof(ucmd))))

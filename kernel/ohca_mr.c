@@ -261,25 +261,10 @@ int ohca_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct ohca_dev *dev = to_ohca_dev(ibpd->device);
 	struct ohca_pd *pd = to_ohca_pd(ibpd);
-	struct ohca_ibv_alloc_pd_resp resp = {};
-	int err;
 
-	err = ohca_cmd_create(dev, OHCA_CMD_CREATE_PD, NULL, 0, &pd->pdn,
-			      NULL);
-	if (err)
-		return err;
-	if (udata) {
-		resp.pdn = pd->pdn;
-		err = ib_copy_to_udata(udata, &resp,
-				       min(sizeof(resp), udata->outlen));
-		if (err)
-			goto err_destroy;
-	}
-	return 0;
-
-err_destroy:
-	ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_PD, pd->pdn);
-	return err;
+	/* No driver data either way: the provider needs no PD number. */
+	return ohca_cmd_create(dev, OHCA_CMD_CREATE_PD, NULL, 0, &pd->pdn,
+			       NULL);
 }
 
 int ohca_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)

@@ -154,9 +154,10 @@ static int ohca_qp_create_user(struct ohca_dev *dev, struct ohca_qp *qp,
 	err = ib_copy_from_udata(&ucmd, udata, sizeof(ucmd));
 	if (err)
 		return err;
-	if (udata->inlen > sizeof(ucmd) &&
-	    !ib_is_udata_cleared(udata, sizeof(ucmd),
-				 udata->inlen - sizeof(ucmd)))
+	if (ucmd.comp_mask || ucmd.reserved ||
+	    (udata->inlen > sizeof(ucmd) &&
+	     !ib_is_udata_cleared(udata, sizeof(ucmd),
+				  udata->inlen - sizeof(ucmd))))
 		return -EINVAL;
 
 	if (!ohca_wq_size_ok(dev, ucmd.sq_log_size, cap->max_send_wr) ||

@@ -253,13 +253,23 @@ static int ohca_alloc_ucontext(struct ib_ucontext *ibuctx,
 	struct ohca_ucontext *uctx = to_ohca_uctx(ibuctx);
 	struct ohca_dev *dev = to_ohca_dev(ibuctx->device);
 	struct ohca_ibv_alloc_ucontext_resp resp = {};
+	struct ohca_ibv_alloc_ucontext req = {};
 	struct ohca_user_mmap_entry *entry;
 	int err;
 
-	/* No request fields are defined: anything sent must be zero. */
-	if (udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen))
-		return -EINVAL;
-	if (udata->outlen < offsetofend(typeof(resp), db_page_size))
+	/* An empty request is an all-zero one; no comp_mask bit exists yet. */
+	if (udata->inlen) {
+		err = ib_copy_from_udata(&req, udata,
+					 min(sizeof(req), udata->inlen));
+		if (err)
+			return err;
+		if (req.comp_mask || req.reserved ||
+		    (udata->inlen > sizeof(req) &&
+		     !ib_is_udata_cleared(udata, sizeof(req),
+					  udata->inlen - sizeof(req))))
+			return -EINVAL;
+	}
+	if (udata->outlen < offsetofend(typeof(resp), max_inline))
 		return -EINVAL;
 
 	err = ohca_alloc_uar(dev, &uctx->uar_index);
@@ -282,9 +292,8 @@ static int ohca_alloc_ucontext(struct ib_ucontext *ibuctx,
 	uctx->db_entry = &entry->rdma_entry;
 
 	resp.db_mmap_key = rdma_user_mmap_get_offset(uctx->db_entry);
-	resp.uar_index = uctx->uar_index;
 	resp.db_page_size = OHCA_DB_PAGE_SIZE;
-	resp.device_caps = dev->caps;
+	resp.max_inline = le32_to_cpu(dev->attr.max_inline_data);
 	err = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
 	if (err)
 		goto err_remove_entry;

@@ -12,8 +12,11 @@
 
 #include "ohca.h"
 
-/* ibv_get_context: no driver request, struct ohca_ibv_alloc_ucontext_resp
- * as the driver response; the legacy write fallback counts 4-byte words. */
+/* ibv_get_context: struct ohca_ibv_alloc_ucontext as the driver request
+ * (no option set), struct ohca_ibv_alloc_ucontext_resp as the driver
+ * response; the legacy write fallback counts 4-byte words. */
+OHCA_DRV_CMD_REQ(ohca_get_context_cmd, ibv_get_context,
+		 ohca_ibv_alloc_ucontext, 4);
 OHCA_DRV_CMD_RESP(ohca_get_context_resp, ib_uverbs_get_context_resp,
 		  ohca_ibv_alloc_ucontext_resp, 4);
 
@@ -78,8 +81,7 @@ static int ohca_map_db_page(struct ohca_context *ctx,
 
 	ctx->db_page = db;
 	ctx->db_page_size = resp->db_page_size;
-	ctx->uar_index = resp->uar_index;
-	ctx->device_caps = resp->device_caps;
+	ctx->max_inline = resp->max_inline;
 	return 0;
 }
 
@@ -88,7 +90,7 @@ static struct verbs_context *ohca_alloc_context(struct ibv_device *ibdev,
 						void *private_data)
 {
 	struct ohca_get_context_resp resp = {};
-	struct ibv_get_context cmd = {};
+	struct ohca_get_context_cmd cmd = {};
 	struct ohca_context *ctx;
 	int err;
 
@@ -99,7 +101,7 @@ static struct verbs_context *ohca_alloc_context(struct ibv_device *ibdev,
 	if (!ctx)
 		return NULL;
 
-	err = ibv_cmd_get_context(&ctx->vctx, &cmd, sizeof(cmd),
+	err = ibv_cmd_get_context(&ctx->vctx, &cmd.ibv_cmd, sizeof(cmd),
 				  &resp.ibv_resp, sizeof(resp));
 	if (err) {
 		verbs_err(&ctx->vctx, "GET_CONTEXT failed: errno %d\n", err);
@@ -120,9 +122,9 @@ static struct verbs_context *ohca_alloc_context(struct ibv_device *ibdev,
 	verbs_set_ops(&ctx->vctx, &ohca_ctx_ops);
 
 	verbs_debug(&ctx->vctx,
-		    "context on %s: doorbell page %u (%zu bytes) at %p, caps 0x%x\n",
-		    ibdev->name, ctx->uar_index, ctx->db_page_size,
-		    ctx->db_page, ctx->device_caps);
+		    "context on %s: doorbell page (%zu bytes) at %p, max inline %u\n",
+		    ibdev->name, ctx->db_page_size, ctx->db_page,
+		    ctx->max_inline);
 	return &ctx->vctx;
 
 err_unmap:

@@ -6,6 +6,7 @@
 #define OHCA_PROVIDER_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,12 +23,6 @@ struct ohca_device {
 	uint32_t abi_ver;	/* the kernel driver's uverbs ABI */
 };
 
-/*
- * The device's max_inline_data (QUERY_DEVICE), which neither the uverbs
- * device attributes nor the ohca uAPI carry: the largest inline send.
- */
-#define OHCA_MAX_INLINE 256
-
 /* No QP has this number (QPNs are 24 bits): marks cleaned CQEs. */
 #define OHCA_NO_QPN 0xffffffffu
 
@@ -40,19 +35,19 @@ struct ohca_context {
 	struct verbs_context vctx;
 	void *db_page;		/* this context's doorbell page (BAR2) */
 	size_t db_page_size;
-	uint32_t uar_index;
-	uint32_t device_caps;	/* enum ohca_caps */
+	/* Largest inline send (the kernel's ucontext response). */
+	uint32_t max_inline;
 	/* Device limits (query_device at context creation). */
 	uint32_t max_qp_wr;
 	uint32_t max_sge;
 	uint32_t max_cqe;
+	bool ud;		/* UD QPs and address handles (max_ah > 0) */
 	pthread_mutex_t qp_table_lock;
 	struct ohca_qp *qp_table[OHCA_QP_TABLE_SIZE];
 };
 
 struct ohca_pd {
 	struct ibv_pd ibv_pd;
-	uint32_t pdn;
 };
 
 struct ohca_mr {

@@ -58,6 +58,8 @@ int ohca_query_limits(struct ohca_context *ctx)
 	ctx->max_qp_wr = attr.orig_attr.max_qp_wr;
 	ctx->max_sge = attr.orig_attr.max_sge;
 	ctx->max_cqe = attr.orig_attr.max_cqe;
+	/* The kernel offers address handles only when the device does UD. */
+	ctx->ud = attr.orig_attr.max_ah > 0;
 	return 0;
 }
 
@@ -97,12 +99,10 @@ static void ohca_free_ring(void *buf, size_t len)
 /* PD and MR                                                          */
 /* ------------------------------------------------------------------ */
 
-OHCA_DRV_CMD_RESP(ohca_alloc_pd_resp, ib_uverbs_alloc_pd_resp,
-		  ohca_ibv_alloc_pd_resp, 4);
-
+/* ALLOC_PD: no driver data either way. */
 struct ibv_pd *ohca_alloc_pd(struct ibv_context *ibctx)
 {
-	struct ohca_alloc_pd_resp resp = {};
+	struct ib_uverbs_alloc_pd_resp resp = {};
 	struct ibv_alloc_pd cmd = {};
 	struct ohca_pd *pd;
 	int err;
@@ -113,7 +113,7 @@ struct ibv_pd *ohca_alloc_pd(struct ibv_context *ibctx)
 		return NULL;
 	}
 	err = ibv_cmd_alloc_pd(ibctx, &pd->ibv_pd, &cmd, sizeof(cmd),
-			       &resp.ibv_resp, sizeof(resp));
+			       &resp, sizeof(resp));
 	if (err) {
 		verbs_debug(&to_ohca_ctx(ibctx)->vctx,
 			    "ALLOC_PD failed: errno %d\n", err);
@@ -121,7 +121,6 @@ struct ibv_pd *ohca_alloc_pd(struct ibv_context *ibctx)
 		errno = err;
 		return NULL;
 	}
-	pd->pdn = resp.drv.pdn;
 	return &pd->ibv_pd;
 }
 
@@ -368,13 +367,13 @@ static int ohca_size_qp(struct ohca_context *ctx, struct ohca_qp *qp,
 	    cap->max_recv_wr > ctx->max_qp_wr ||
 	    cap->max_send_sge > ctx->max_sge ||
 	    cap->max_recv_sge > ctx->max_sge ||
-	    cap->max_inline_data > OHCA_MAX_INLINE) {
+	    cap->max_inline_data > ctx->max_inline) {
 		verbs_debug(&ctx->vctx,
 			    "caps wr %u/%u sge %u/%u inline %u beyond the device's wr %u sge %u inline %u\n",
 			    cap->max_send_wr, cap->max_recv_wr,
 			    cap->max_send_sge, cap->max_recv_sge,
 			    cap->max_inline_data, ctx->max_qp_wr,
-			    ctx->max_sge, OHCA_MAX_INLINE);
+			    ctx->max_sge, ctx->max_inline);
 		return EINVAL;
 	}
 
@@ -409,8 +408,8 @@ static int ohca_size_qp(struct ohca_context *ctx, struct ohca_qp *qp,
 	if (qp->sq.max_sge > ctx->max_sge)
 		qp->sq.max_sge = ctx->max_sge;
 	qp->max_inline = stride - ohca_sq_hdr_len(qp);
-	if (qp->max_inline > OHCA_MAX_INLINE)
-		qp->max_inline = OHCA_MAX_INLINE;
+	if (qp->max_inline > ctx->max_inline)
+		qp->max_inline = ctx->max_inline;
 	stride = 1u << qp->rq.log_stride;
 	qp->rq.max_sge = (stride - (uint32_t)sizeof(struct ohca_recv_wqe)) /
 			 (uint32_t)sizeof(struct ohca_sge);
@@ -450,7 +449,7 @@ struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
 
 	if ((attr->qp_type != IBV_QPT_RC &&
 	     (attr->qp_type != IBV_QPT_UD ||
-	      !(ctx->device_caps & OHCA_CAP_UD))) || attr->srq) {
+	      !ctx->ud)) || attr->srq) {
 		verbs_debug(&ctx->vctx,
 			    "only RC and UD QPs without SRQ (qp_type %d, srq %p)\n",
 			    attr->qp_type, (void *)attr->srq);
@@ -606,7 +605,7 @@ struct ibv_ah *ohca_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 	struct ohca_ah *ah;
 	int err;
 
-	if (!(ctx->device_caps & OHCA_CAP_UD)) {
+	if (!ctx->ud) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

@@ -5,11 +5,15 @@
 #include <ohca/ohca_queue.h>
 #include <ohca/ohca-abi.h>
 
+OHCA_ASSERT_SIZE(struct ohca_ibv_alloc_ucontext, 8);
 OHCA_ASSERT_SIZE(struct ohca_ibv_alloc_ucontext_resp, 24);
-OHCA_ASSERT_SIZE(struct ohca_ibv_alloc_pd_resp, 8);
+OHCA_ASSERT_OFFSET(struct ohca_ibv_alloc_ucontext_resp, db_mmap_key, 8);
+OHCA_ASSERT_OFFSET(struct ohca_ibv_alloc_ucontext_resp, max_inline, 16);
 OHCA_ASSERT_SIZE(struct ohca_ibv_create_cq, 16);
 OHCA_ASSERT_SIZE(struct ohca_ibv_create_cq_resp, 8);
-OHCA_ASSERT_SIZE(struct ohca_ibv_create_qp, 24);
+OHCA_ASSERT_OFFSET(struct ohca_ibv_create_cq, comp_mask, 12);
+OHCA_ASSERT_SIZE(struct ohca_ibv_create_qp, 32);
+OHCA_ASSERT_OFFSET(struct ohca_ibv_create_qp, comp_mask, 24);
 OHCA_ASSERT_SIZE(struct ohca_ibv_create_qp_resp, 8);
 OHCA_ASSERT_SIZE(struct ohca_ibv_create_srq, 16);
 OHCA_ASSERT_SIZE(struct ohca_ibv_create_srq_resp, 8);

@@ -977,20 +977,20 @@ static void ohca_test_ucontext_udata(struct kunit *test)
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, uctx);
 	uctx->ibucontext.device = &env->dev->ibdev;
 
-	/* response buffer too short for db_page_size: rejected, no command */
+	/* response buffer too short for max_inline: rejected, no command */
 	udata.outlen = offsetofend(struct ohca_ibv_alloc_ucontext_resp,
-				   db_page_size) - 1;
+				   max_inline) - 1;
 	KUNIT_EXPECT_EQ(test, ohca_alloc_ucontext(&uctx->ibucontext, &udata),
 			-EINVAL);
 	udata.outlen = 0;
 	KUNIT_EXPECT_EQ(test, ohca_alloc_ucontext(&uctx->ibucontext, &udata),
 			-EINVAL);
-	/* request bytes that cannot be read (or are not zero): rejected */
+	/* a request (struct ohca_ibv_alloc_ucontext) that cannot be read */
 	udata.inbuf = NULL;
-	udata.inlen = 8;
+	udata.inlen = sizeof(struct ohca_ibv_alloc_ucontext);
 	udata.outlen = sizeof(struct ohca_ibv_alloc_ucontext_resp);
 	KUNIT_EXPECT_EQ(test, ohca_alloc_ucontext(&uctx->ibucontext, &udata),
-			-EINVAL);
+			-EFAULT);
 	KUNIT_EXPECT_EQ(test, reg_rd(env, OHCA_REG_CMDQ_PI), 0U);
 }
 

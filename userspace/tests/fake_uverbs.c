@@ -44,7 +44,8 @@
 
 #define FAKE_DEV "/dev/infiniband/uverbs0"
 #define FAKE_DB_KEY 0x5000ull /* what the kernel hands out: page 5 */
-#define FAKE_UAR_INDEX 5
+/* Below what a 256-byte send stride holds: the provider must clip to it. */
+#define FAKE_MAX_INLINE 128
 #define FAKE_GUID 0xefcdab0003c90200ull /* 0002:c903:00ab:cdef, BE */
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -195,8 +196,7 @@ static ssize_t alloc_pd(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 {
 	const struct ib_uverbs_alloc_pd *cmd = (const void *)(hdr + 1);
 	struct {
-		struct ib_uverbs_alloc_pd_resp core;
-		struct ohca_ibv_alloc_pd_resp drv;
+		struct ib_uverbs_alloc_pd_resp core;	/* no driver part */
 	} resp = {};
 	int i;
 
@@ -209,10 +209,8 @@ static ssize_t alloc_pd(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 		return -1;
 	}
 	resp.core.pd_handle = i + 1;
-	resp.drv.pdn = FAKE_PDN_BASE + i;
 	memcpy((void *)(uintptr_t)cmd->response, &resp, sizeof(resp));
-	logf_("ALLOC_PD ok handle=%u pdn=0x%x", resp.core.pd_handle,
-	      resp.drv.pdn);
+	logf_("ALLOC_PD ok handle=%u", resp.core.pd_handle);
 	return len;
 }
 
@@ -302,7 +300,7 @@ static ssize_t create_cq(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 	      drv->log_size);
 	/* What the kernel checks before pinning the ring. */
 	if (drv->log_size < 1 || drv->log_size > OHCA_CQ_LOG_MAX ||
-	    (1u << drv->log_size) < cmd->cqe + 1 || drv->reserved ||
+	    (1u << drv->log_size) < cmd->cqe + 1 || drv->comp_mask ||
 	    !page_aligned_zeroed(drv->buf_addr,
 				 sizeof(struct ohca_cqe) << drv->log_size)) {
 		logf_("CREATE_CQ bad driver data");
@@ -379,6 +377,8 @@ static ssize_t create_qp(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 	    drv->max_inline > (1u << drv->sq_log_stride) -
 			      (cmd->qp_type == IB_UVERBS_QPT_UD ?
 			       OHCA_UD_WQE_HDR_LEN : 64) ||
+	    drv->max_inline > FAKE_MAX_INLINE ||
+	    drv->comp_mask || drv->reserved ||
 	    cmd->max_send_wr != 1u << drv->sq_log_size ||
 	    cmd->max_recv_wr != 1u << drv->rq_log_size ||
 	    !page_aligned_zeroed(drv->sq_buf_addr,
@@ -488,6 +488,7 @@ static ssize_t destroy_qp(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 static ssize_t get_context(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 {
 	const struct ib_uverbs_get_context *cmd = (const void *)(hdr + 1);
+	const struct ohca_ibv_alloc_ucontext *req = (const void *)(cmd + 1);
 	struct {
 		struct ib_uverbs_get_context_resp core;
 		struct ohca_ibv_alloc_ucontext_resp drv;
@@ -495,18 +496,24 @@ static ssize_t get_context(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 
 	logf_("GET_CONTEXT in_words=%u out_words=%u len=%zu", hdr->in_words,
 	      hdr->out_words, len);
-	if (hdr->in_words * 4u != len || hdr->out_words * 4u != sizeof(resp)) {
+	if (hdr->in_words * 4u != len || hdr->out_words * 4u != sizeof(resp) ||
+	    len != sizeof(*hdr) + sizeof(*cmd) + sizeof(*req)) {
 		logf_("GET_CONTEXT bad framing: expected in %zu out %zu bytes",
-		      len, sizeof(resp));
+		      sizeof(*hdr) + sizeof(*cmd) + sizeof(*req), sizeof(resp));
+		errno = EINVAL;
+		return -1;
+	}
+	if (req->comp_mask || req->reserved) {
+		logf_("GET_CONTEXT request with comp_mask 0x%x reserved 0x%x",
+		      req->comp_mask, req->reserved);
 		errno = EINVAL;
 		return -1;
 	}
 	resp.core.async_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	resp.core.num_comp_vectors = 1;
 	resp.drv.db_mmap_key = FAKE_DB_KEY;
-	resp.drv.uar_index = FAKE_UAR_INDEX;
 	resp.drv.db_page_size = OHCA_DB_PAGE_SIZE;
-	resp.drv.device_caps = OHCA_CAP_ROCE_V2 | OHCA_CAP_ETH | OHCA_CAP_UD;
+	resp.drv.max_inline = FAKE_MAX_INLINE;
 	memcpy((void *)(uintptr_t)cmd->response, &resp, sizeof(resp));
 	logf_("GET_CONTEXT ok");
 	return len;
@@ -536,6 +543,7 @@ static ssize_t query_device_ex(const struct ib_uverbs_cmd_hdr *hdr,
 	resp.base.max_cqe = 65535;
 	resp.base.max_mr = 4096;
 	resp.base.max_pd = 1024;
+	resp.base.max_ah = 4096;	/* UD supported */
 	resp.base.phys_port_cnt = 1;
 	resp.response_length = out < sizeof(resp) ? out : sizeof(resp);
 	memcpy((void *)(uintptr_t)ex->response, &resp, resp.response_length);

@@ -61,9 +61,9 @@ mksys() { # mksys DIR ABI MODALIAS
 	echo "$3" > "$sys/class/infiniband/ohca0/device/modalias"
 }
 modalias=$(printf 'pci:v%08Xd%08Xsv00001AF4sd00000001bc02sc00i00' 0x1af4 0x10f0)
-mksys "$work/sys" 1 "$modalias"
-mksys "$work/sys-abi2" 2 "$modalias"
-mksys "$work/sys-otherpci" 1 "${modalias/d000010F0/d000010F1}"
+mksys "$work/sys" 2 "$modalias"
+mksys "$work/sys-abi1" 1 "$modalias"
+mksys "$work/sys-otherpci" 2 "${modalias/d000010F0/d000010F1}"
 
 # /dev: only what the test needs
 mount -t tmpfs -o mode=755 ohca-fakedev /dev
@@ -99,7 +99,7 @@ run() { # run NAME SYSFS CMD...: logs in $work/NAME.*
 	return $rc
 }
 
-echo "fakedev: ohca_ctx_test on a fake ohca0 (uverbs ABI 1, PCI 1af4:10f0)"
+echo "fakedev: ohca_ctx_test on a fake ohca0 (uverbs ABI 2, PCI 1af4:10f0)"
 if run ctx "$work/sys" "$out/ohca_ctx_test" ohca0; then
 	pass "ohca_ctx_test exit 0"
 else
@@ -109,12 +109,12 @@ sed 's/^/    | /' "$work/ctx.out"
 expect "$work/ctx.ld" "libohca-rdmav34.so.*dynamically loaded by .*libibverbs" \
 	"libibverbs dlopened libohca-rdmav34.so from $libdir (verbs_register_driver_34 resolved)"
 expect "$work/ctx.fake" "NETLINK_RDMA refused" "discovery fell back to the fake sysfs"
-expect "$work/ctx.verbs" "ohca_alloc_device.*device ohca0 \(uverbs0\) uverbs abi 1 modalias $modalias" \
+expect "$work/ctx.verbs" "ohca_alloc_device.*device ohca0 \(uverbs0\) uverbs abi 2 modalias $modalias" \
 	"alloc_device read ibdev_name/sysfs_name/abi_ver/modalias at the recorded verbs_sysfs_dev offsets"
-expect "$work/ctx.fake" "GET_CONTEXT in_words=4 out_words=8 " \
-	"GET_CONTEXT: 16-byte ibv_get_context, 8+24-byte response (ohca_ibv_alloc_ucontext_resp as UHW)"
+expect "$work/ctx.fake" "GET_CONTEXT in_words=6 out_words=8 " \
+	"GET_CONTEXT: 16-byte ibv_get_context + 8-byte ohca_ibv_alloc_ucontext, 8+24-byte response (ohca_ibv_alloc_ucontext_resp as UHW)"
 expect "$work/ctx.fake" "MMAP doorbell ok" "doorbell page mmapped at db_mmap_key, db_page_size, PROT_WRITE, MAP_SHARED"
-expect "$work/ctx.verbs" "context on ohca0: doorbell page 5 \(4096 bytes\)" "driver response fields read at their offsets"
+expect "$work/ctx.verbs" "context on ohca0: doorbell page \(4096 bytes\) at .*, max inline 128" "driver response fields read at their offsets"
 expect "$work/ctx.fake" "QUERY_DEVICE_EX in_words=1 out_words=38 provider_out_words=0" \
 	"query_device_ex slot reached ibv_cmd_query_device_any with a 304-byte ib_uverbs_ex_query_device_resp"
 expect "$work/ctx.out" "^fw_ver: 1\.2\.3$" "fw_ver formatted by ohca_query_device_ex"
@@ -133,16 +133,16 @@ fi
 sed 's/^/    | /' "$work/verbs.out"
 # Word counts prove the wrapper sizes (header + core, then the ohca driver
 # data) libibverbs and libohca agree on.
-expect "$work/verbs.fake" "ALLOC_PD in_words=4 out_words=3 " \
-	"ALLOC_PD: 16-byte ibv_alloc_pd, 4+8-byte response (ohca_ibv_alloc_pd_resp)"
+expect "$work/verbs.fake" "ALLOC_PD in_words=4 out_words=1 " \
+	"ALLOC_PD: 16-byte ibv_alloc_pd, 4-byte response (no driver data)"
 expect "$work/verbs.fake" "REG_MR in_words=12 out_words=3 " "REG_MR: 48-byte ibv_reg_mr, 12-byte response"
 expect "$work/verbs.fake" "CREATE_CQ in_words=14 out_words=4 " \
 	"CREATE_CQ: 40-byte ibv_create_cq + 16-byte ohca_ibv_create_cq, 8+8-byte response"
 expect "$work/verbs.fake" "CREATE_CQ cqe=5 comp_channel=-1 buf_addr=0x[0-9a-f]*000 log_size=3" \
 	"CREATE_CQ driver data: page-aligned ring, log_size 3 for 5 CQEs"
-expect "$work/verbs.fake" "CREATE_QP in_words=22 out_words=10 " \
-	"CREATE_QP: 64-byte ibv_create_qp + 24-byte ohca_ibv_create_qp, 32+8-byte response"
-expect "$work/verbs.fake" "CREATE_QP type=2 .* caps wr 8/4 sge 4/3 inline 192 sig_all 0 sq 0x[0-9a-f]*000 log 3 stride 8 rq 0x[0-9a-f]*000 log 2 stride 6 max_inline 192" \
+expect "$work/verbs.fake" "CREATE_QP in_words=24 out_words=10 " \
+	"CREATE_QP: 64-byte ibv_create_qp + 32-byte ohca_ibv_create_qp, 32+8-byte response"
+expect "$work/verbs.fake" "CREATE_QP type=2 .* caps wr 8/4 sge 4/3 inline 128 sig_all 0 sq 0x[0-9a-f]*000 log 3 stride 8 rq 0x[0-9a-f]*000 log 2 stride 6 max_inline 128" \
 	"CREATE_QP sizes: the rings' caps in the core request, logs and strides in the driver data"
 expect "$work/verbs.fake" "MODIFY_QP in_words=30 out_words=0 " "MODIFY_QP: 120-byte ibv_modify_qp"
 expect "$work/verbs.fake" "MODIFY_QP ok handle=1 mask=0x129181 state=2 " "INIT->RTR with AV, MTU, dest QPN, RQ PSN, rd atomic, RNR timer"
@@ -175,13 +175,13 @@ else
 	fail "valgrind reported errors"; sed 's/^/    | /' "$work/vg.err"
 fi
 
-echo "fakedev: uverbs ABI 2 must be refused (match_min/max_abi_version = 1)"
-if run abi2 "$work/sys-abi2" "$out/ohca_ctx_test" ohca0; then
-	fail "ohca_ctx_test opened a device with uverbs ABI 2"
+echo "fakedev: uverbs ABI 1 must be refused (match_min/max_abi_version = 2)"
+if run abi1 "$work/sys-abi1" "$out/ohca_ctx_test" ohca0; then
+	fail "ohca_ctx_test opened a device with uverbs ABI 1"
 else
 	pass "ohca_ctx_test failed as expected"
 fi
-expect "$work/abi2.err" "Driver ohca does not support the kernel ABI of 2 \(supports 1 to 1\)" \
+expect "$work/abi1.err" "Driver ohca does not support the kernel ABI of 1 \(supports 2 to 2\)" \
 	"libibverbs read name and the ABI range from verbs_device_ops"
 
 echo "fakedev: PCI 1af4:10f1 must not match (VERBS_PCI_MATCH 1af4:10f0)"
@@ -195,7 +195,7 @@ expect "$work/otherpci.err" "no userspace device-specific driver found for ohca0
 
 if [ "$fails" -ne 0 ]; then
 	echo "fakedev: $fails check(s) failed; logs:"
-	for f in "$work"/ctx.{err,verbs,fake} "$work"/verbs.{err,verbs,fake} "$work"/abi2.err "$work"/otherpci.err; do
+	for f in "$work"/ctx.{err,verbs,fake} "$work"/verbs.{err,verbs,fake} "$work"/abi1.err "$work"/otherpci.err; do
 		echo "--- $f"; cat "$f"
 	done
 	exit 1

@@ -250,12 +250,13 @@ int main(int argc, char **argv)
 		return 1;
 	qpn = qp->qp_num;
 	/* send stride roundup(64 + max(16*3, 100)) = 256: 12 SGEs, capped
-	 * by the device's max_sge 4; recv stride roundup(16 + 32) = 64: 3 */
+	 * by the device's max_sge 4, and 192 inline bytes, capped by the
+	 * kernel's max_inline 128; recv stride roundup(16 + 32) = 64: 3 */
 	CHECK_EQ(qinit.cap.max_send_wr, 8);
 	CHECK_EQ(qinit.cap.max_recv_wr, 4);
 	CHECK_EQ(qinit.cap.max_send_sge, 4);
 	CHECK_EQ(qinit.cap.max_recv_sge, 3);
-	CHECK_EQ(qinit.cap.max_inline_data, 192);
+	CHECK_EQ(qinit.cap.max_inline_data, 128);
 	kdrv = fake_qp(qpn, &kcore, &state);
 	CHECK(kdrv, "qp 0x%x unknown to the fake kernel", qpn);
 	if (!kdrv)
@@ -264,12 +265,12 @@ int main(int argc, char **argv)
 	CHECK_EQ(kdrv->rq_log_size, 2);
 	CHECK_EQ(kdrv->sq_log_stride, 8);
 	CHECK_EQ(kdrv->rq_log_stride, 6);
-	CHECK_EQ(kdrv->max_inline, 192);
+	CHECK_EQ(kdrv->max_inline, 128);
 	CHECK_EQ(kcore->max_send_wr, 8);
 	CHECK_EQ(kcore->max_recv_wr, 4);
 	CHECK_EQ(kcore->max_send_sge, 4);
 	CHECK_EQ(kcore->max_recv_sge, 3);
-	CHECK_EQ(kcore->max_inline_data, 192);
+	CHECK_EQ(kcore->max_inline_data, 128);
 	sq = (uint8_t *)(uintptr_t)kdrv->sq_buf_addr;
 	rq = (uint8_t *)(uintptr_t)kdrv->rq_buf_addr;
 
@@ -278,9 +279,9 @@ int main(int argc, char **argv)
 	CHECK(!ibv_create_qp(pd, &qinit) && errno == EINVAL,
 	      "max_send_sge beyond max_sge refused");
 	qinit = init;
-	qinit.cap.max_inline_data = 257;
+	qinit.cap.max_inline_data = 129;
 	CHECK(!ibv_create_qp(pd, &qinit) && errno == EINVAL,
-	      "max_inline_data beyond 256 refused");
+	      "max_inline_data beyond the kernel's max_inline 128 refused");
 	qinit = init;
 	qinit.cap.max_send_wr = 4097;
 	CHECK(!ibv_create_qp(pd, &qinit) && errno == EINVAL,
@@ -299,7 +300,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(qattr.cap.max_send_wr, 8);
 	CHECK_EQ(qinit.cap.max_send_wr, 8);
 	CHECK_EQ(qinit.cap.max_recv_sge, 3);
-	CHECK_EQ(qinit.cap.max_inline_data, 192);
+	CHECK_EQ(qinit.cap.max_inline_data, 128);
 
 	/* ---- post_send: the WQE bytes ---- */
 	db_clear();
@@ -683,9 +684,10 @@ int main(int argc, char **argv)
 		if (!ah || !ud)
 			return 1;
 		/* stride roundup(112 + 48) = 256: (256 - 112) / 16 = 9 SGEs
-		 * (the device's 4), 144 inline bytes */
+		 * (the device's 4), 144 inline bytes, capped at the kernel's
+		 * max_inline 128 */
 		CHECK_EQ(qinit.cap.max_send_sge, 4);
-		CHECK_EQ(qinit.cap.max_inline_data, 144);
+		CHECK_EQ(qinit.cap.max_inline_data, 128);
 		kdrv = fake_qp(ud->qp_num, &kcore, NULL);
 		CHECK(kdrv && kcore->qp_type == IB_UVERBS_QPT_UD, "UD QP known");
 		if (!kdrv)

@@ -9,21 +9,35 @@
 
 #include <linux/types.h>
 
-/* Bumped on any incompatible change; the provider refuses other values. */
-#define OHCA_UVERBS_ABI_VERSION		1
+/*
+ * Bumped on any incompatible change; the provider refuses other values.
+ * 2: comp_mask in the requests, a ucontext request, max_inline in the
+ * ucontext response; the unused uar_index, device_caps and PD response
+ * are gone.
+ *
+ * Extension rules: a request's comp_mask names the optional fields the
+ * provider filled in (and so the size it sent); the kernel refuses
+ * unknown comp_mask bits and nonzero reserved or trailing bytes. A
+ * response's comp_mask names the optional fields the kernel filled in.
+ * None is defined yet: every comp_mask is 0.
+ */
+#define OHCA_UVERBS_ABI_VERSION		2
 
-/* ibv_get_context: the doorbell page of this context. */
-struct ohca_ibv_alloc_ucontext_resp {
-	__aligned_u64 db_mmap_key;	/* mmap offset of the doorbell page */
-	__u32 uar_index;		/* page index in the doorbell BAR */
-	__u32 db_page_size;
-	__u32 device_caps;		/* enum ohca_caps */
+/* ibv_get_context request (optional: an empty one means all zero). */
+struct ohca_ibv_alloc_ucontext {
+	__u32 comp_mask;
 	__u32 reserved;
 };
 
-/* ibv_alloc_pd */
-struct ohca_ibv_alloc_pd_resp {
-	__u32 pdn;
+/*
+ * ibv_get_context response: this context's doorbell page, and the limits
+ * the provider sizes its work requests by.
+ */
+struct ohca_ibv_alloc_ucontext_resp {
+	__u32 comp_mask;
+	__u32 db_page_size;
+	__aligned_u64 db_mmap_key;	/* mmap offset of the doorbell page */
+	__u32 max_inline;		/* largest inline data of a send WQE */
 	__u32 reserved;
 };
 
@@ -34,7 +48,7 @@ struct ohca_ibv_alloc_pd_resp {
 struct ohca_ibv_create_cq {
 	__aligned_u64 buf_addr;
 	__u32 log_size;
-	__u32 reserved;
+	__u32 comp_mask;
 };
 
 struct ohca_ibv_create_cq_resp {
@@ -47,6 +61,7 @@ struct ohca_ibv_create_cq_resp {
  * allocates both rings (page aligned, zeroed) and the kernel pins them.
  * A QP on an SRQ has no receive ring: rq_buf_addr, rq_log_size and
  * rq_log_stride are 0.
+ * max_inline is at most the ucontext response's.
  */
 struct ohca_ibv_create_qp {
 	__aligned_u64 sq_buf_addr;
@@ -56,6 +71,8 @@ struct ohca_ibv_create_qp {
 	__u8 sq_log_stride;
 	__u8 rq_log_stride;
 	__u32 max_inline;
+	__u32 comp_mask;
+	__u32 reserved;
 };
 
 struct ohca_ibv_create_qp_resp {
