@@ -241,17 +241,18 @@ static enum ibv_wc_opcode ohca_wc_opcode(uint8_t opcode)
 }
 
 /* Retire the WQEs this CQE completes.  Called under the CQ lock; the
- * consumer index is read by posters under the queue's lock. */
+ * consumer index is read by posters under the queue's lock, and the
+ * producer index is not read here (it belongs to the queue's lock). */
 static void ohca_retire(struct ohca_qp *qp, const struct ohca_cqe *cqe)
 {
 	struct ohca_wq *wq;
 	uint32_t ci, delta;
 
 	if (cqe->opcode & OHCA_CQE_RECV) {
+		/* Receive WQEs complete in order, one per CQE. */
 		wq = &qp->rq;
 		ci = __atomic_load_n(&wq->ci, __ATOMIC_RELAXED);
-		if (ci != wq->pi)
-			__atomic_store_n(&wq->ci, ci + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&wq->ci, ci + 1, __ATOMIC_RELAXED);
 		return;
 	}
 	wq = &qp->sq;

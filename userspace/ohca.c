@@ -139,9 +139,12 @@ err_uninit:
 static void ohca_free_context(struct ibv_context *ibctx)
 {
 	struct ohca_context *ctx = to_ohca_ctx(ibctx);
+	uint32_t i;
 
 	if (ctx->db_page)
 		munmap(ctx->db_page, ctx->db_page_size);
+	for (i = 0; i < OHCA_QP_TOP_SIZE; i++)
+		free(ctx->qp_table[i]);
 	pthread_mutex_destroy(&ctx->qp_table_lock);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);

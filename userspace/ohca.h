@@ -26,8 +26,17 @@ struct ohca_device {
 /* No QP has this number (QPNs are 24 bits): marks cleaned CQEs. */
 #define OHCA_NO_QPN 0xffffffffu
 
-/* QPs by number, for retiring WQEs from CQEs (a CQ may serve many QPs). */
-#define OHCA_QP_TABLE_SIZE 256
+/*
+ * QPs by number, for retiring WQEs from CQEs (a CQ may serve many QPs): a
+ * two-level table over the 24-bit QPN, leaves allocated on first use and
+ * kept until the context goes. poll_cq reads it without a lock (atomic
+ * loads) under its CQ spinlock; writers hold qp_table_lock. A reader only
+ * dereferences the QP of a CQE on its own CQ, and destroy_qp takes that
+ * CQ's lock (ohca_cq_clean) after removing the QP and before freeing it.
+ */
+#define OHCA_QP_LEAF_SHIFT 12
+#define OHCA_QP_LEAF_SIZE (1u << OHCA_QP_LEAF_SHIFT)
+#define OHCA_QP_TOP_SIZE (1u << (24 - OHCA_QP_LEAF_SHIFT))
 
 struct ohca_qp;
 
@@ -42,8 +51,8 @@ struct ohca_context {
 	uint32_t max_sge;
 	uint32_t max_cqe;
 	bool ud;		/* UD QPs and address handles (max_ah > 0) */
-	pthread_mutex_t qp_table_lock;
-	struct ohca_qp *qp_table[OHCA_QP_TABLE_SIZE];
+	pthread_mutex_t qp_table_lock;	/* writers of qp_table */
+	struct ohca_qp **qp_table[OHCA_QP_TOP_SIZE];
 };
 
 struct ohca_pd {
@@ -85,7 +94,6 @@ struct ohca_qp {
 	enum ibv_qp_type qp_type;	/* RC or UD */
 	uint32_t max_inline;
 	int sq_sig_all;
-	struct ohca_qp *table_next;	/* ohca_context.qp_table chain */
 };
 
 /*

@@ -268,40 +268,54 @@ OHCA_DRV_CMD_REQ(ohca_create_qp_cmd, ibv_create_qp, ohca_ibv_create_qp, 8);
 OHCA_DRV_CMD_RESP(ohca_create_qp_resp, ib_uverbs_create_qp_resp,
 		  ohca_ibv_create_qp_resp, 4);
 
+/* Lock-free: see OHCA_QP_LEAF_SHIFT. */
 struct ohca_qp *ohca_find_qp(struct ohca_context *ctx, uint32_t qpn)
 {
-	struct ohca_qp *qp;
+	struct ohca_qp **leaf;
 
-	pthread_mutex_lock(&ctx->qp_table_lock);
-	for (qp = ctx->qp_table[qpn % OHCA_QP_TABLE_SIZE]; qp;
-	     qp = qp->table_next)
-		if (qp->qpn == qpn)
-			break;
-	pthread_mutex_unlock(&ctx->qp_table_lock);
-	return qp;
+	if (qpn >> 24)
+		return NULL;
+	leaf = __atomic_load_n(&ctx->qp_table[qpn >> OHCA_QP_LEAF_SHIFT],
+			       __ATOMIC_ACQUIRE);
+	if (!leaf)
+		return NULL;
+	return __atomic_load_n(&leaf[qpn & (OHCA_QP_LEAF_SIZE - 1)],
+			       __ATOMIC_ACQUIRE);
 }
 
-static void ohca_qp_table_insert(struct ohca_context *ctx, struct ohca_qp *qp)
+static int ohca_qp_table_insert(struct ohca_context *ctx, struct ohca_qp *qp)
 {
-	struct ohca_qp **head = &ctx->qp_table[qp->qpn % OHCA_QP_TABLE_SIZE];
+	struct ohca_qp ***top = &ctx->qp_table[qp->qpn >> OHCA_QP_LEAF_SHIFT];
+	struct ohca_qp **leaf;
 
+	if (qp->qpn >> 24)
+		return EINVAL;
 	pthread_mutex_lock(&ctx->qp_table_lock);
-	qp->table_next = *head;
-	*head = qp;
+	leaf = *top;
+	if (!leaf) {
+		leaf = calloc(OHCA_QP_LEAF_SIZE, sizeof(*leaf));
+		if (!leaf) {
+			pthread_mutex_unlock(&ctx->qp_table_lock);
+			return ENOMEM;
+		}
+		__atomic_store_n(top, leaf, __ATOMIC_RELEASE);
+	}
+	/* The QP is complete before a poller can find it. */
+	__atomic_store_n(&leaf[qp->qpn & (OHCA_QP_LEAF_SIZE - 1)], qp,
+			 __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ctx->qp_table_lock);
+	return 0;
 }
 
 static void ohca_qp_table_remove(struct ohca_context *ctx, struct ohca_qp *qp)
 {
-	struct ohca_qp **p = &ctx->qp_table[qp->qpn % OHCA_QP_TABLE_SIZE];
+	struct ohca_qp **leaf;
 
 	pthread_mutex_lock(&ctx->qp_table_lock);
-	for (; *p; p = &(*p)->table_next) {
-		if (*p == qp) {
-			*p = qp->table_next;
-			break;
-		}
-	}
+	leaf = ctx->qp_table[qp->qpn >> OHCA_QP_LEAF_SHIFT];
+	if (leaf && leaf[qp->qpn & (OHCA_QP_LEAF_SIZE - 1)] == qp)
+		__atomic_store_n(&leaf[qp->qpn & (OHCA_QP_LEAF_SIZE - 1)],
+				 NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ctx->qp_table_lock);
 }
 
@@ -500,7 +514,11 @@ struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
 			   qp->qpn, qp->vqp.qp.qp_num);
 	qp->sq_sig_all = attr->sq_sig_all;
 	ohca_fill_caps(qp, &attr->cap);
-	ohca_qp_table_insert(ctx, qp);
+	err = ohca_qp_table_insert(ctx, qp);
+	if (err) {
+		ibv_cmd_destroy_qp(&qp->vqp.qp);
+		goto err_rq;
+	}
 	verbs_debug(&ctx->vctx,
 		    "qp %u: sq %u x %u B at %p, rq %u x %u B at %p, inline %u\n",
 		    qp->qpn, 1u << qp->sq.log_size, 1u << qp->sq.log_stride,

@@ -24,6 +24,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,49 @@ static void logf_(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', f);
 	fclose(f);
+}
+
+/*
+ * Lock order: the provider must never take a sleeping lock (a pthread
+ * mutex) while it holds a spinlock (its CQ and queue locks). Spinlocks
+ * held are counted per thread; a mutex taken meanwhile is logged as
+ * MUTEX_UNDER_SPINLOCK, which fakedev.sh fails on.
+ */
+static __thread int fake_spins_held;
+
+int pthread_spin_lock(pthread_spinlock_t *lock)
+{
+	static int (*real)(pthread_spinlock_t *);
+	int ret;
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "pthread_spin_lock");
+	ret = real(lock);
+	if (!ret)
+		fake_spins_held++;
+	return ret;
+}
+
+int pthread_spin_unlock(pthread_spinlock_t *lock)
+{
+	static int (*real)(pthread_spinlock_t *);
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "pthread_spin_unlock");
+	fake_spins_held--;
+	return real(lock);
+}
+
+int pthread_mutex_lock(pthread_mutex_t *mutex)
+{
+	static int (*real)(pthread_mutex_t *);
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "pthread_mutex_lock");
+	if (fake_spins_held > 0)
+		logf_("MUTEX_UNDER_SPINLOCK (%d spinlocks held)",
+		      fake_spins_held);
+	return real(mutex);
 }
 
 static int is_fake_fd(int fd)

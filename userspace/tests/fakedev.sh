@@ -158,6 +158,13 @@ expect "$work/verbs.fake" "DESTROY_CQ ok handle=2" "DESTROY_CQ of both CQs"
 expect "$work/verbs.fake" "DEREG_MR ok" "DEREG_MR"
 expect "$work/verbs.fake" "DEALLOC_PD ok" "DEALLOC_PD"
 if grep -q "UNHANDLED\|bad" "$work/verbs.fake"; then fail "unexpected or malformed commands: $(grep "UNHANDLED\|bad" "$work/verbs.fake")"; fi
+# poll_cq on CQEs of several QPs (and of an unknown QPN) looks QPs up
+# under its CQ spinlock: without a pthread mutex.
+if grep -q MUTEX_UNDER_SPINLOCK "$work/verbs.fake"; then
+	fail "a pthread mutex was taken under a spinlock: $(grep -c MUTEX_UNDER_SPINLOCK "$work/verbs.fake") times"
+else
+	pass "no pthread mutex taken under a spinlock"
+fi
 
 echo "fakedev: ohca_verbs_fake_test under valgrind memcheck (rings, CQEs, verbs_cq/verbs_qp/verbs_mr)"
 if run vgverbs "$work/sys" valgrind -q --error-exitcode=99 --leak-check=full \
