@@ -116,12 +116,12 @@ stage wire-unit "" traced wire -- make --no-print-directory wire-test
 stage qemu "" make --no-print-directory qemu
 stage device-smoke qemu /usr/bin/python3 qemu-device/tests/qtest_smoke.py
 stage kernel "" traced kernel -- make --no-print-directory kernel
-# sparse (C=2) with W=1 and checkpatch --strict: any finding fails.
-stage kernel-check "" traced kernel-check -- make --no-print-directory -C kernel check
+# The driver's static checks, in both tiers: sparse (C=2) with W=1 and
+# checkpatch --strict; any finding fails.
+stage kernel-static kernel traced kernel-static -- make --no-print-directory -C kernel check
 stage userspace "" traced userspace -- make --no-print-directory userspace
 stage userspace-abi userspace make --no-print-directory -C userspace check
 if [ "$quick" -eq 1 ]; then
-	stage kernel-static kernel make --no-print-directory -C kernel check
 	stage host-deps deps /usr/bin/python3 tests/hostdeps.py check
 	summary
 	exit $?
