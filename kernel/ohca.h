@@ -363,6 +363,16 @@ to_ohca_mmap_entry(struct rdma_user_mmap_entry *entry)
 	return container_of(entry, struct ohca_user_mmap_entry, rdma_entry);
 }
 
+/*
+ * uAPI extension rule (ohca-abi.h): the bytes of a request past the @len
+ * this driver knows, which a newer provider may send, must be zero.
+ */
+static inline bool ohca_udata_tail_clear(struct ib_udata *udata, size_t len)
+{
+	return udata->inlen <= len ||
+	       ib_is_udata_cleared(udata, len, udata->inlen - len);
+}
+
 static inline u32 ohca_rd32(struct ohca_dev *dev, enum ohca_reg reg)
 {
 	return readl(dev->regs + reg);

@@ -29,7 +29,7 @@ int ohca_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 	if (!udata)
 		return 0;
 	/* No request is defined: anything the provider sends must be zero. */
-	if (udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen))
+	if (!ohca_udata_tail_clear(udata, 0))
 		return -EINVAL;
 
 	/* The provider builds its WQEs from the same vector. */

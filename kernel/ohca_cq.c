@@ -55,10 +55,7 @@ static int ohca_cq_create_user(struct ohca_dev *dev, struct ohca_cq *cq,
 	err = ib_copy_from_udata(&ucmd, udata, sizeof(ucmd));
 	if (err)
 		return err;
-	if (ucmd.comp_mask ||
-	    (udata->inlen > sizeof(ucmd) &&
-	     !ib_is_udata_cleared(udata, sizeof(ucmd),
-				  udata->inlen - sizeof(ucmd))))
+	if (ucmd.comp_mask || !ohca_udata_tail_clear(udata, sizeof(ucmd)))
 		return -EINVAL;
 	if (ucmd.log_size < 1 || ucmd.log_size > OHCA_CQ_LOG_MAX ||
 	    BIT(ucmd.log_size) > le32_to_cpu(dev->attr.max_cqe) + 1) {

@@ -155,9 +155,7 @@ static int ohca_qp_create_user(struct ohca_dev *dev, struct ohca_qp *qp,
 	if (err)
 		return err;
 	if (ucmd.comp_mask || ucmd.reserved ||
-	    (udata->inlen > sizeof(ucmd) &&
-	     !ib_is_udata_cleared(udata, sizeof(ucmd),
-				  udata->inlen - sizeof(ucmd))))
+	    !ohca_udata_tail_clear(udata, sizeof(ucmd)))
 		return -EINVAL;
 
 	if (!ohca_wq_size_ok(dev, ucmd.sq_log_size, cap->max_send_wr) ||
@@ -571,8 +569,7 @@ int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 			  attr_mask & ~OHCA_QP_ATTR_SUPPORTED);
 		return -EOPNOTSUPP;
 	}
-	if (udata && udata->inlen &&
-	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+	if (udata && !ohca_udata_tail_clear(udata, 0))
 		return -EINVAL;
 
 	mutex_lock(&qp->state_lock);

@@ -45,8 +45,7 @@ static int ohca_query_device(struct ib_device *ibdev,
 	struct ohca_dev *dev = to_ohca_dev(ibdev);
 	const struct ohca_query_device_out *a = &dev->attr;
 
-	if (udata && udata->inlen &&
-	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+	if (udata && !ohca_udata_tail_clear(udata, 0))
 		return -EINVAL;
 
 	memset(props, 0, sizeof(*props));
@@ -264,9 +263,7 @@ static int ohca_alloc_ucontext(struct ib_ucontext *ibuctx,
 		if (err)
 			return err;
 		if (req.comp_mask || req.reserved ||
-		    (udata->inlen > sizeof(req) &&
-		     !ib_is_udata_cleared(udata, sizeof(req),
-					  udata->inlen - sizeof(req))))
+		    !ohca_udata_tail_clear(udata, sizeof(req)))
 			return -EINVAL;
 	}
 	if (udata->outlen < offsetofend(typeof(resp), max_inline))
