@@ -30,9 +30,10 @@ echo "HOSTILE_EXIT $rc"
 echo "=== rebind ==="
 # ohca_hostile unbound the driver; bind it again on the reset device.
 echo "$pci" >/sys/bus/pci/drivers/ohca/bind || fail "bind $pci"
-ohca_wait_port ACTIVE 60 || fail "port not ACTIVE after rebind"
-# the driver's net_device is new: give it its address again (GID 1)
+# the driver's net_device is new: bring it up with its address again (GID
+# 1); the port follows the net_device's state, as on a RoCE NIC
 ohca_net_up || fail "eth0 after rebind"
+ohca_wait_port ACTIVE 60 || fail "port not ACTIVE after rebind"
 gid1=/sys/class/infiniband/$OHCA_IBDEV/ports/1/gids/1
 ohca_poll 30 eval '[ "$(cat $gid1)" != 0000:0000:0000:0000:0000:0000:0000:0000 ]' ||
 	fail "GID 1 not set after rebind"
