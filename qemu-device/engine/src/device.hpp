@@ -197,6 +197,7 @@ class Device : private TransportServices {
     void set_deadline(Qp &qp, uint64_t deadline_ns) override;
     void unschedule(Qp &qp); // before a QP is reset or destroyed
     void rq_doorbell(uint32_t page, uint32_t qpn, uint32_t value);
+    Qp *take_doorbell(uint32_t page, uint32_t qpn, WorkQueue Qp::*wq, uint32_t value);
     void sq_doorbell(uint32_t page, uint32_t qpn, uint32_t value);
     void process_rdma();
     void visit(Qp &qp, unsigned int &quantum);

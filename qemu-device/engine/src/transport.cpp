@@ -225,34 +225,34 @@ void Device::roce_deliver(const ParsedPacket &p) {
 
 // ---- doorbells ----------------------------------------------------------------
 
-void Device::sq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
+// A doorbell's QP with its new producer index taken: a QP of this UAR page,
+// out of RESET, and an index that neither overruns the ring nor goes back;
+// anything else is counted and ignored.
+Qp *Device::take_doorbell(uint32_t page, uint32_t qpn, WorkQueue Qp::*wq, uint32_t value) {
     Qp *qp = find_qp(qpn);
     if (qp == nullptr || qp->uar != page || qp->state == OHCA_QPS_RESET) {
         ++stats_.db_errors;
-        return;
+        return nullptr;
     }
-    const uint32_t ahead = value - qp->sq.ci;
-    if (ahead > qp->sq.size() || ahead < qp->sq.pi - qp->sq.ci) {
+    WorkQueue &q = qp->*wq;
+    const uint32_t ahead = value - q.ci;
+    if (ahead > q.size() || ahead < q.pi - q.ci) {
         ++stats_.db_errors;
-        return;
+        return nullptr;
     }
-    qp->sq.pi = value;
-    mark_ready(*qp);
+    q.pi = value;
+    return qp;
+}
+
+void Device::sq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
+    if (Qp *qp = take_doorbell(page, qpn, &Qp::sq, value)) {
+        mark_ready(*qp);
+    }
 }
 
 void Device::rq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
-    Qp *qp = find_qp(qpn);
-    if (qp == nullptr || qp->uar != page || qp->state == OHCA_QPS_RESET) {
-        ++stats_.db_errors;
-        return;
-    }
-    const uint32_t ahead = value - qp->rq.ci;
-    if (ahead > qp->rq.size() || ahead < qp->rq.pi - qp->rq.ci) {
-        ++stats_.db_errors;
-        return;
-    }
-    qp->rq.pi = value;
-    if (qp->state == OHCA_QPS_ERR) {
+    Qp *qp = take_doorbell(page, qpn, &Qp::rq, value);
+    if (qp != nullptr && qp->state == OHCA_QPS_ERR) {
         mark_ready(*qp); // flushed by process()
     }
 }
