@@ -38,6 +38,13 @@ uint16_t get16(std::span<const uint8_t> f, size_t off) {
 uint32_t get32(std::span<const uint8_t> f, size_t off) {
     return (uint32_t{get16(f, off)} << 16) | get16(f, off + 2);
 }
+void put64(std::vector<uint8_t> &v, size_t off, uint64_t x) {
+    put32(v, off, static_cast<uint32_t>(x >> 32));
+    put32(v, off + 4, static_cast<uint32_t>(x));
+}
+uint64_t get64(std::span<const uint8_t> f, size_t off) {
+    return (uint64_t{get32(f, off)} << 32) | get32(f, off + 4);
+}
 
 uint16_t ip_checksum(std::span<const uint8_t> hdr) {
     uint32_t sum = 0;
@@ -66,34 +73,25 @@ OpcodeInfo opcode_info(uint8_t op) {
 
 OpcodeInfo rc_opcode_info(uint8_t op) {
     OpcodeInfo i;
-    if (op == rc::kCompareSwap || op == rc::kFetchAdd) {
-        i.valid = true;
-        i.atomic_eth = true;
-        return i;
-    }
-    if (op == rc::kAtomicAck) {
-        i.valid = true;
-        i.aeth = true;
-        i.atomic_ack_eth = true;
-        return i;
-    }
     if (op == rc::kSendLastInv || op == rc::kSendOnlyInv) {
         i.valid = true;
         i.ieth = true;
         i.payload = true;
         return i;
     }
-    if (op > rc::kAck) {
+    if (op > rc::kFetchAdd) {
         return i;
     }
     i.valid = true;
     i.reth = op == rc::kWriteFirst || op == rc::kWriteOnly || op == rc::kWriteOnlyImm ||
              op == rc::kReadRequest;
+    i.atomic_eth = op == rc::kCompareSwap || op == rc::kFetchAdd;
     i.aeth = op == rc::kReadRespFirst || op == rc::kReadRespLast || op == rc::kReadRespOnly ||
-             op == rc::kAck;
+             op == rc::kAck || op == rc::kAtomicAck;
+    i.atomic_ack_eth = op == rc::kAtomicAck;
     i.imm = op == rc::kSendLastImm || op == rc::kSendOnlyImm || op == rc::kWriteLastImm ||
             op == rc::kWriteOnlyImm;
-    i.payload = op != rc::kReadRequest && op != rc::kAck;
+    i.payload = op != rc::kReadRequest && op != rc::kAck && !i.atomic_eth && !i.atomic_ack_eth;
     return i;
 }
 
@@ -140,7 +138,8 @@ FrameLayout build_roce_headers(std::vector<uint8_t> &f, const PacketPath &path,
     const size_t l3 = path.vlan_id != 0xffff ? 18 : 14;
     const size_t ip_len = path.ipv6 ? 40 : 20;
     const size_t ext = (fields.deth ? kDethLen : 0) + (fields.reth ? kRethLen : 0) +
-                       (fields.aeth ? kAethLen : 0) + (fields.imm ? kImmLen : 0) +
+                       (fields.atomic_eth ? kAtomicEthLen : 0) + (fields.aeth ? kAethLen : 0) +
+                       (fields.atomic_ack ? kAtomicAckEthLen : 0) + (fields.imm ? kImmLen : 0) +
                        (fields.ieth ? kIethLen : 0);
     const size_t pad = (4 - (payload_len & 3)) & 3;
     const size_t udp_len = kUdpLen + kBthLen + ext + payload_len + pad + kIcrcLen;
@@ -205,9 +204,20 @@ FrameLayout build_roce_headers(std::vector<uint8_t> &f, const PacketPath &path,
         put32(f, off + 12, fields.reth->dma_len);
         off += kRethLen;
     }
+    if (fields.atomic_eth) {
+        put64(f, off, fields.atomic_eth->va);
+        put32(f, off + 8, fields.atomic_eth->rkey);
+        put64(f, off + 12, fields.atomic_eth->swap_add);
+        put64(f, off + 20, fields.atomic_eth->compare);
+        off += kAtomicEthLen;
+    }
     if (fields.aeth) {
         put32(f, off, (uint32_t{fields.aeth->syndrome} << 24) | (fields.aeth->msn & 0xffffff));
         off += kAethLen;
+    }
+    if (fields.atomic_ack) {
+        put64(f, off, *fields.atomic_ack);
+        off += kAtomicAckEthLen;
     }
     if (fields.imm) {
         put32(f, off, *fields.imm);
@@ -323,7 +333,9 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
     }
     out.fields.deth.reset();
     out.fields.reth.reset();
+    out.fields.atomic_eth.reset();
     out.fields.aeth.reset();
+    out.fields.atomic_ack.reset();
     out.fields.imm.reset();
     out.fields.ieth.reset();
     if (info.deth) {
@@ -338,6 +350,15 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
         out.fields.reth = r;
         off += kRethLen;
     }
+    if (info.atomic_eth) {
+        AtomicEth a;
+        a.va = get64(f, off);
+        a.rkey = get32(f, off + 8);
+        a.swap_add = get64(f, off + 12);
+        a.compare = get64(f, off + 20);
+        out.fields.atomic_eth = a;
+        off += kAtomicEthLen;
+    }
     if (info.aeth) {
         Aeth a;
         a.syndrome = f[off];
@@ -345,7 +366,10 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
         out.fields.aeth = a;
         off += kAethLen;
     }
-    off += (info.atomic_eth ? kAtomicEthLen : 0) + (info.atomic_ack_eth ? kAtomicAckEthLen : 0);
+    if (info.atomic_ack_eth) {
+        out.fields.atomic_ack = get64(f, off);
+        off += kAtomicAckEthLen;
+    }
     if (info.imm) {
         out.fields.imm = get32(f, off);
         off += kImmLen;

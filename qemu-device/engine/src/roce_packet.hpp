@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // RoCEv2 packets: Ethernet (optional 802.1Q) / IPv4 or IPv6 / UDP 4791 /
-// BTH [+ DETH] [+ RETH] [+ AETH] [+ AtomicETH] [+ ImmDt | IETH] / payload /
-// pad / ICRC. Building and
+// BTH [+ DETH] [+ RETH | AtomicETH] [+ AETH [+ AtomicAckETH]] [+ ImmDt | IETH] /
+// payload / pad / ICRC. Building and
 // parsing are pure functions over byte buffers (IBTA vol. 1 ch. 9, annex A17).
 #pragma once
 
@@ -37,7 +37,6 @@ inline constexpr uint8_t kReadRespMiddle = 0x0e;
 inline constexpr uint8_t kReadRespLast = 0x0f;
 inline constexpr uint8_t kReadRespOnly = 0x10;
 inline constexpr uint8_t kAck = 0x11;
-// Parsed so that the responder can refuse them (docs/programming-manual.md).
 inline constexpr uint8_t kAtomicAck = 0x12;
 inline constexpr uint8_t kCompareSwap = 0x13;
 inline constexpr uint8_t kFetchAdd = 0x14;
@@ -56,9 +55,9 @@ struct OpcodeInfo {
     bool valid = false;
     bool deth = false;
     bool reth = false;
+    bool atomic_eth = false;
     bool aeth = false;
-    bool atomic_eth = false;     // 28 bytes, not decoded here
-    bool atomic_ack_eth = false; // 8 bytes, not decoded here
+    bool atomic_ack_eth = false;
     bool imm = false;
     bool ieth = false;
     bool payload = false;
@@ -105,6 +104,14 @@ struct Aeth {
     uint32_t msn = 0;
 };
 
+// AtomicETH of CompareSwap and FetchAdd requests (IBTA 9.3.4).
+struct AtomicEth {
+    uint64_t va = 0;
+    uint32_t rkey = 0;
+    uint64_t swap_add = 0; // CompareSwap: the swap value; FetchAdd: the addend
+    uint64_t compare = 0;
+};
+
 // Where a packet goes and where it comes from (from the QP's AV and the
 // source GID entry).
 struct PacketPath {
@@ -124,7 +131,9 @@ struct PacketFields {
     Bth bth;
     std::optional<Deth> deth;
     std::optional<Reth> reth;
+    std::optional<AtomicEth> atomic_eth;
     std::optional<Aeth> aeth;
+    std::optional<uint64_t> atomic_ack; // AtomicAckETH: the original data
     std::optional<uint32_t> imm;  // as on the wire: the 4 bytes, big endian
     std::optional<uint32_t> ieth; // R_Key to invalidate (SEND with invalidate)
 };
