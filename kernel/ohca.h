@@ -217,6 +217,7 @@ struct ohca_dev {
 	 */
 	struct xarray cq_xa;
 	struct xarray qp_xa;
+	struct xarray srq_xa;		/* srqn -> struct ohca_srq, as qp_xa */
 
 	struct dentry *debugfs;
 };
@@ -317,6 +318,19 @@ struct ohca_ah {
 	struct ohca_av av;
 };
 
+/*
+ * A shared receive queue. @wq.pi is the producer index under @wq.lock
+ * (kernel SRQ); @done counts the receive completions of its QPs, which
+ * poll_cq of any of their CQs adds to (slots up to done + size are free).
+ */
+struct ohca_srq {
+	struct ib_srq ibsrq;		/* must be first */
+	u32 srqn;
+	struct ohca_wq wq;
+	atomic_t done;
+	u32 max_sge;
+};
+
 struct ohca_user_mmap_entry {
 	struct rdma_user_mmap_entry rdma_entry;
 	u64 address;			/* bus address of the page */
@@ -355,6 +369,11 @@ static inline struct ohca_qp *to_ohca_qp(struct ib_qp *ibqp)
 static inline struct ohca_ah *to_ohca_ah(struct ib_ah *ibah)
 {
 	return container_of(ibah, struct ohca_ah, ibah);
+}
+
+static inline struct ohca_srq *to_ohca_srq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct ohca_srq, ibsrq);
 }
 
 static inline struct ohca_user_mmap_entry *
@@ -498,6 +517,17 @@ int ohca_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 int ohca_destroy_ah(struct ib_ah *ibah, u32 flags);
 int ohca_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr);
 int ohca_wr_opcode(enum ib_wr_opcode opcode);
+
+/* ohca_srq.c */
+int ohca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		    struct ib_udata *udata);
+int ohca_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int ohca_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		    enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int ohca_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int ohca_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr);
+void ohca_srq_event(struct ohca_dev *dev, u32 srqn, u16 code);
 
 /* ohca_stats.c */
 extern const struct ib_device_ops ohca_stats_ops;

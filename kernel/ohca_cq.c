@@ -362,6 +362,12 @@ static bool ohca_cqe_to_wc(struct ohca_dev *dev, const struct ohca_cqe *cqe,
 	case OHCA_CQE_REG_MR:
 		wc->opcode = IB_WC_REG_MR;
 		break;
+	case OHCA_CQE_COMP_SWAP:
+		wc->opcode = IB_WC_COMP_SWAP;
+		break;
+	case OHCA_CQE_FETCH_ADD:
+		wc->opcode = IB_WC_FETCH_ADD;
+		break;
 	case OHCA_CQE_RECV_RDMA_WITH_IMM:
 		wc->opcode = IB_WC_RECV_RDMA_WITH_IMM;
 		break;
@@ -371,7 +377,9 @@ static bool ohca_cqe_to_wc(struct ohca_dev *dev, const struct ohca_cqe *cqe,
 	}
 
 	/* Retire the work queue entries the completion covers. */
-	if (cqe->opcode & OHCA_CQE_RECV) {
+	if ((cqe->opcode & OHCA_CQE_RECV) && qp->ibqp.srq) {
+		atomic_inc(&to_ohca_srq(qp->ibqp.srq)->done);
+	} else if (cqe->opcode & OHCA_CQE_RECV) {
 		WRITE_ONCE(qp->rq.ci, qp->rq.ci + 1);
 	} else {
 		u32 ci = READ_ONCE(qp->sq.ci);

@@ -248,6 +248,7 @@ static struct ohca_dev *ohca_dev_init(struct pci_dev *pdev)
 	dev->pdev = pdev;
 	xa_init_flags(&dev->cq_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&dev->srq_xa, XA_FLAGS_LOCK_IRQ);
 
 	err = ohca_init_fault(dev, &step) ?: pci_enable_device_mem(pdev);
 	if (err) {
@@ -360,7 +361,9 @@ static void ohca_dev_teardown(struct ohca_dev *dev)
 	ohca_unmap_bars(dev);
 	pci_clear_master(pdev);
 	pci_disable_device(pdev);
-	WARN_ON(!xa_empty(&dev->qp_xa) || !xa_empty(&dev->cq_xa));
+	WARN_ON(!xa_empty(&dev->qp_xa) || !xa_empty(&dev->cq_xa) ||
+		!xa_empty(&dev->srq_xa));
+	xa_destroy(&dev->srq_xa);
 	xa_destroy(&dev->qp_xa);
 	xa_destroy(&dev->cq_xa);
 	ib_dealloc_device(&dev->ibdev);

@@ -114,12 +114,16 @@ static int ohca_check_caps(struct ohca_dev *dev, struct ib_qp_init_attr *init,
 			  init->qp_type);
 		return -EOPNOTSUPP;
 	}
-	if (init->srq || init->create_flags || init->rwq_ind_tbl ||
-	    init->xrcd) {
+	if (init->create_flags || init->rwq_ind_tbl || init->xrcd) {
 		ibdev_dbg(&dev->ibdev,
-			  "QP with SRQ, XRC, RSS or create flags %#x not supported\n",
+			  "QP with XRC, RSS or create flags %#x not supported\n",
 			  init->create_flags);
 		return -EOPNOTSUPP;
+	}
+	/* The receive queue of a QP on an SRQ is the SRQ. */
+	if (init->srq) {
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
 	}
 	if (cap->max_send_wr > ohca_max_wr(dev) ||
 	    cap->max_recv_wr > ohca_max_wr(dev) ||
@@ -158,12 +162,18 @@ static int ohca_qp_create_user(struct ohca_dev *dev, struct ohca_qp *qp,
 	    !ohca_udata_tail_clear(udata, sizeof(ucmd)))
 		return -EINVAL;
 
+	if (init->srq &&
+	    (ucmd.rq_buf_addr || ucmd.rq_log_size || ucmd.rq_log_stride)) {
+		ibdev_dbg(&dev->ibdev, "user QP on an SRQ with a receive ring\n");
+		return -EINVAL;
+	}
 	if (!ohca_wq_size_ok(dev, ucmd.sq_log_size, cap->max_send_wr) ||
-	    !ohca_wq_size_ok(dev, ucmd.rq_log_size, cap->max_recv_wr) ||
+	    (!init->srq &&
+	     !ohca_wq_size_ok(dev, ucmd.rq_log_size, cap->max_recv_wr)) ||
 	    ucmd.sq_log_stride < OHCA_SQ_LOG_STRIDE_MIN ||
 	    ucmd.sq_log_stride > OHCA_WQ_LOG_STRIDE_MAX ||
-	    ucmd.rq_log_stride < OHCA_RQ_LOG_STRIDE_MIN ||
-	    ucmd.rq_log_stride > OHCA_WQ_LOG_STRIDE_MAX ||
+	    (!init->srq && (ucmd.rq_log_stride < OHCA_RQ_LOG_STRIDE_MIN ||
+			    ucmd.rq_log_stride > OHCA_WQ_LOG_STRIDE_MAX)) ||
 	    ohca_sq_hdr_len(qp->type) +
 	    cap->max_send_sge * sizeof(struct ohca_sge) >
 	    BIT(ucmd.sq_log_stride) ||
@@ -196,6 +206,8 @@ static int ohca_qp_create_user(struct ohca_dev *dev, struct ohca_qp *qp,
 		qp->sq.umem = NULL;
 		return err;
 	}
+	if (init->srq)
+		goto out;
 	qp->rq.umem = ohca_umem_ring(dev, ucmd.rq_buf_addr,
 				     BIT(qp->rq.log_size + qp->rq.log_stride),
 				     &in->rq_pbl, rq_mem);
@@ -207,6 +219,7 @@ static int ohca_qp_create_user(struct ohca_dev *dev, struct ohca_qp *qp,
 		qp->sq.umem = NULL;
 		return err;
 	}
+out:
 	in->uar_index = cpu_to_le32(uctx->uar_index);
 	return 0;
 }
@@ -265,6 +278,8 @@ static int ohca_qp_create_kernel(struct ohca_dev *dev, struct ohca_qp *qp,
 				   &in->sq_pbl, sq_mem);
 	if (err)
 		return err;
+	if (init->srq)
+		goto out;
 	err = ohca_wq_alloc_kernel(dev, &qp->rq, cap->max_recv_wr, rq_stride,
 				   &in->rq_pbl, rq_mem);
 	if (err) {
@@ -272,6 +287,7 @@ static int ohca_qp_create_kernel(struct ohca_dev *dev, struct ohca_qp *qp,
 		ohca_wq_free_kernel(dev, &qp->sq);
 		return err;
 	}
+out:
 	qp->max_inline = min_t(u32, ohca_max_inline(dev),
 			       BIT(sq_stride) - ohca_sq_hdr_len(qp->type));
 	in->uar_index = 0;
@@ -293,12 +309,13 @@ static void ohca_qp_fill_caps(struct ohca_dev *dev, struct ohca_qp *qp,
 			      struct ib_qp_cap *cap)
 {
 	cap->max_send_wr = BIT(qp->sq.log_size);
-	cap->max_recv_wr = BIT(qp->rq.log_size);
+	cap->max_recv_wr = qp->ibqp.srq ? 0 : BIT(qp->rq.log_size);
 	cap->max_send_sge = min_t(u32, ohca_max_sge(dev),
 				  (BIT(qp->sq.log_stride) -
 				   ohca_sq_hdr_len(qp->type)) /
 				  sizeof(struct ohca_sge));
-	cap->max_recv_sge = min_t(u32, ohca_max_sge(dev),
+	cap->max_recv_sge = qp->ibqp.srq ? 0 :
+			    min_t(u32, ohca_max_sge(dev),
 				  (BIT(qp->rq.log_stride) -
 				   sizeof(struct ohca_recv_wqe)) /
 				  sizeof(struct ohca_sge));
@@ -347,7 +364,7 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct ohca_dev *dev = to_ohca_dev(ibqp->device);
 	struct ohca_qp *qp = to_ohca_qp(ibqp);
 	struct ohca_ibv_create_qp_resp resp = {};
-	struct ohca_pbl_mem sq_mem, rq_mem;
+	struct ohca_pbl_mem sq_mem = {}, rq_mem = {};
 	struct ohca_create_qp_in in = {};
 	int err;
 
@@ -379,6 +396,8 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	in.send_cqn = cpu_to_le32(to_ohca_cq(init->send_cq)->cqn);
 	in.recv_cqn = cpu_to_le32(to_ohca_cq(init->recv_cq)->cqn);
 	in.max_inline = cpu_to_le32(qp->max_inline);
+	if (init->srq)
+		in.srqn = cpu_to_le32(to_ohca_srq(init->srq)->srqn);
 	err = ohca_cmd_create(dev, OHCA_CMD_CREATE_QP, &in, sizeof(in),
 			      &qp->qpn, NULL);
 	/* The device copied the lists. */
@@ -594,9 +613,8 @@ int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	 * A controlled Q_Key (bit 31) lets a UD QP send with a privileged
 	 * Q_Key such as the GSI one: the device sends the QP's own Q_Key
 	 * for any controlled Q_Key in a WQE. Only kernel QPs and privileged
-	 * users may have one. REMOTE_ATOMIC is accepted: the CM asks for it
-	 * on every responder, and the device refuses atomic requests it
-	 * does not execute.
+	 * users may have one. REMOTE_ATOMIC is accepted: the device executes
+	 * atomics (and the CM asks for it on every responder).
 	 */
 	if ((attr_mask & IB_QP_QKEY) && (attr->qkey & OHCA_QKEY_CONTROLLED) &&
 	    udata && !capable(CAP_NET_RAW)) {
@@ -726,6 +744,7 @@ int ohca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	init->qp_type = qp->type;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
 	init->sq_sig_type = qp->sq_sig_type;
 	init->cap = attr->cap;
 	return 0;
@@ -750,6 +769,10 @@ int ohca_wr_opcode(enum ib_wr_opcode opcode)
 		return OHCA_WR_LOCAL_INV;
 	case IB_WR_REG_MR:
 		return OHCA_WR_REG_MR;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return OHCA_WR_ATOMIC_CMP_SWP;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return OHCA_WR_ATOMIC_FETCH_ADD;
 	default:
 		return -EINVAL;
 	}
@@ -872,8 +895,19 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ib_send_wr *wr,
 	if (wr->opcode == IB_WR_LOCAL_INV)
 		return 0;
 
-	if ((wr->send_flags & IB_SEND_INLINE) && wr->opcode != IB_WR_RDMA_READ)
+	if (opcode == OHCA_WR_ATOMIC_CMP_SWP ||
+	    opcode == OHCA_WR_ATOMIC_FETCH_ADD) {
+		/* One 8-byte SGE receives the original value. */
+		if (wr->num_sge != 1 || wr->sg_list[0].length != 8)
+			return -EINVAL;
+		wqe->remote_addr = cpu_to_le64(atomic_wr(wr)->remote_addr);
+		wqe->rkey = cpu_to_le32(atomic_wr(wr)->rkey);
+		wqe->cmp_add = cpu_to_le64(atomic_wr(wr)->compare_add);
+		wqe->swap = cpu_to_le64(atomic_wr(wr)->swap);
+	} else if ((wr->send_flags & IB_SEND_INLINE) &&
+		   wr->opcode != IB_WR_RDMA_READ) {
 		return ohca_copy_inline(qp, wr, wqe);
+	}
 
 	if (wr->num_sge > qp->max_send_sge)
 		return -EINVAL;
@@ -935,6 +969,10 @@ int ohca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	int err = 0;
 	int i;
 
+	if (ibqp->srq) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	spin_lock_irqsave(&rq->lock, flags);
 	start = rq->pi;
 	for (; wr; wr = wr->next) {

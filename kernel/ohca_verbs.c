@@ -86,12 +86,22 @@ static int ohca_query_device(struct ib_device *ibdev,
 	props->kernel_cap_flags = 0;
 	/* Address handles cost the device nothing (see ohca_ah.c). */
 	props->max_ah = dev->caps & OHCA_CAP_UD ? le32_to_cpu(a->max_ah) : 0;
-	/* No SRQs or atomics in this driver. */
-	props->max_srq = 0;
-	props->max_srq_wr = 0;
-	props->max_srq_sge = 0;
+	props->max_srq = le32_to_cpu(a->max_srq);
+	props->max_srq_wr = le32_to_cpu(a->max_srq_wr);
+	props->max_srq_sge = le32_to_cpu(a->max_srq_sge);
 	props->max_pkeys = 1;
-	props->atomic_cap = IB_ATOMIC_NONE;
+	/* What the device guarantees: see the programming manual, section 10. */
+	switch (le32_to_cpu(a->atomic_cap)) {
+	case OHCA_ATOMIC_HCA:
+		props->atomic_cap = IB_ATOMIC_HCA;
+		break;
+	case OHCA_ATOMIC_GLOB:
+		props->atomic_cap = IB_ATOMIC_GLOB;
+		break;
+	default:
+		props->atomic_cap = IB_ATOMIC_NONE;
+		break;
+	}
 	props->masked_atomic_cap = IB_ATOMIC_NONE;
 	props->max_fast_reg_page_list_len = ohca_fast_reg_page_list_len(dev);
 	if (props->max_fast_reg_page_list_len)
@@ -396,6 +406,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.create_ah = ohca_create_ah,
 	.create_cq = ohca_create_cq,
 	.create_qp = ohca_create_qp,
+	.create_srq = ohca_create_srq,
 	.create_user_ah = ohca_create_ah,
 	.dealloc_pd = ohca_dealloc_pd,
 	.dealloc_ucontext = ohca_dealloc_ucontext,
@@ -404,6 +415,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.destroy_ah = ohca_destroy_ah,
 	.destroy_cq = ohca_destroy_cq,
 	.destroy_qp = ohca_destroy_qp,
+	.destroy_srq = ohca_destroy_srq,
 	.disassociate_ucontext = ohca_disassociate_ucontext,
 	.get_dev_fw_str = ohca_get_dev_fw_str,
 	.get_dma_mr = ohca_get_dma_mr,
@@ -413,14 +425,17 @@ const struct ib_device_ops ohca_dev_ops = {
 	.mmap = ohca_mmap,
 	.mmap_free = ohca_mmap_free,
 	.modify_qp = ohca_modify_qp,
+	.modify_srq = ohca_modify_srq,
 	.poll_cq = ohca_poll_cq,
 	.post_recv = ohca_post_recv,
 	.post_send = ohca_post_send,
+	.post_srq_recv = ohca_post_srq_recv,
 	.query_device = ohca_query_device,
 	.query_ah = ohca_query_ah,
 	.query_pkey = ohca_query_pkey,
 	.query_port = ohca_query_port,
 	.query_qp = ohca_query_qp,
+	.query_srq = ohca_query_srq,
 	.reg_user_mr = ohca_reg_user_mr,
 	.req_notify_cq = ohca_req_notify_cq,
 
@@ -428,5 +443,6 @@ const struct ib_device_ops ohca_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_cq, ohca_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, ohca_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, ohca_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, ohca_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, ohca_ucontext, ibucontext),
 };

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ohca: shared receive queues. A user SRQ's ring lives in the process's
+ * memory (the provider posts to it); a kernel SRQ has a coherent ring that
+ * ohca_post_srq_recv() fills and rings on the kernel's doorbell page 0.
+ *
+ * The device takes WQEs in ring order, so a slot is free again once the
+ * WQE in it has completed: poll_cq counts the receive completions of QPs
+ * on the SRQ (srq->done) and posting may run as far as done + size.
+ */
+#include <linux/dma-mapping.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include <ohca/ohca-abi.h>
+
+#include "ohca.h"
+
+/* SRQ_EVENT on EQ 0, in IRQ context. */
+void ohca_srq_event(struct ohca_dev *dev, u32 srqn, u16 code)
+{
+	struct ohca_srq *srq = xa_load(&dev->srq_xa, srqn);
+	struct ib_event event;
+
+	switch (code) {
+	case OHCA_SRQ_EV_LIMIT_REACHED:
+		event.event = IB_EVENT_SRQ_LIMIT_REACHED;
+		break;
+	case OHCA_SRQ_EV_ERR:
+		dev_warn_ratelimited(&dev->pdev->dev,
+				     "SRQ 0x%x ring not readable, stopped\n",
+				     srqn);
+		event.event = IB_EVENT_SRQ_ERR;
+		break;
+	default:
+		dev_warn_ratelimited(&dev->pdev->dev,
+				     "unknown event %u for SRQ 0x%x ignored\n",
+				     code, srqn);
+		return;
+	}
+	if (!srq) {
+		dev_dbg_ratelimited(&dev->pdev->dev,
+				    "event %u for unknown SRQ 0x%x\n", code, srqn);
+		return;
+	}
+	if (!srq->ibsrq.event_handler)
+		return;
+	event.device = &dev->ibdev;
+	event.element.srq = &srq->ibsrq;
+	srq->ibsrq.event_handler(&event, srq->ibsrq.srq_context);
+}
+
+static u32 ohca_max_srq_wr(struct ohca_dev *dev)
+{
+	return le32_to_cpu(dev->attr.max_srq_wr);
+}
+
+static u32 ohca_max_srq_sge(struct ohca_dev *dev)
+{
+	return le32_to_cpu(dev->attr.max_srq_sge);
+}
+
+static int ohca_srq_create_user(struct ohca_dev *dev, struct ohca_srq *srq,
+				struct ib_srq_init_attr *init,
+				struct ohca_create_srq_in *in,
+				struct ohca_pbl_mem *mem, struct ib_udata *udata)
+{
+	struct ohca_ucontext *uctx =
+		rdma_udata_to_drv_context(udata, struct ohca_ucontext,
+					  ibucontext);
+	struct ohca_ibv_create_srq ucmd;
+	int err;
+
+	if (udata->inlen < sizeof(ucmd))
+		return -EINVAL;
+	err = ib_copy_from_udata(&ucmd, udata, sizeof(ucmd));
+	if (err)
+		return err;
+	if (ucmd.reserved0 || ucmd.reserved1 ||
+	    (udata->inlen > sizeof(ucmd) &&
+	     !ib_is_udata_cleared(udata, sizeof(ucmd),
+				  udata->inlen - sizeof(ucmd))))
+		return -EINVAL;
+	if (ucmd.log_size < 1 || ucmd.log_size > OHCA_WQ_LOG_MAX ||
+	    BIT(ucmd.log_size) > ohca_max_srq_wr(dev) ||
+	    BIT(ucmd.log_size) < init->attr.max_wr ||
+	    ucmd.log_stride < OHCA_RQ_LOG_STRIDE_MIN ||
+	    ucmd.log_stride > OHCA_WQ_LOG_STRIDE_MAX ||
+	    sizeof(struct ohca_recv_wqe) +
+	    init->attr.max_sge * sizeof(struct ohca_sge) >
+	    BIT(ucmd.log_stride)) {
+		ibdev_dbg(&dev->ibdev, "bad user SRQ geometry %u/%u\n",
+			  ucmd.log_size, ucmd.log_stride);
+		return -EINVAL;
+	}
+	srq->wq.log_size = ucmd.log_size;
+	srq->wq.log_stride = ucmd.log_stride;
+	srq->wq.umem = ohca_umem_ring(dev, ucmd.buf_addr,
+				      BIT(ucmd.log_size + ucmd.log_stride),
+				      &in->pbl, mem);
+	if (IS_ERR(srq->wq.umem)) {
+		err = PTR_ERR(srq->wq.umem);
+		srq->wq.umem = NULL;
+		return err;
+	}
+	in->uar_index = cpu_to_le32(uctx->uar_index);
+	return 0;
+}
+
+static int ohca_srq_create_kernel(struct ohca_dev *dev, struct ohca_srq *srq,
+				  struct ib_srq_init_attr *init,
+				  struct ohca_create_srq_in *in,
+				  struct ohca_pbl_mem *mem)
+{
+	struct ohca_wq *wq = &srq->wq;
+	int err;
+
+	wq->log_size = max_t(u32, 1, order_base_2(init->attr.max_wr));
+	wq->log_stride = max_t(u32, OHCA_RQ_LOG_STRIDE_MIN,
+			       order_base_2(sizeof(struct ohca_recv_wqe) +
+					    init->attr.max_sge *
+					    sizeof(struct ohca_sge)));
+	if (BIT(wq->log_size) > ohca_max_srq_wr(dev) ||
+	    wq->log_stride > OHCA_WQ_LOG_STRIDE_MAX)
+		return -EINVAL;
+	wq->bytes = PAGE_ALIGN(BIT(wq->log_size + wq->log_stride));
+	wq->buf = dma_alloc_coherent(&dev->pdev->dev, wq->bytes, &wq->buf_dma,
+				     GFP_KERNEL);
+	if (!wq->buf)
+		return -ENOMEM;
+	err = ohca_pbl_from_coherent(dev, wq->buf_dma, wq->bytes, &in->pbl,
+				     mem);
+	if (err) {
+		dma_free_coherent(&dev->pdev->dev, wq->bytes, wq->buf,
+				  wq->buf_dma);
+		wq->buf = NULL;
+		return err;
+	}
+	in->uar_index = 0;
+	return 0;
+}
+
+static void ohca_srq_free_buf(struct ohca_dev *dev, struct ohca_srq *srq)
+{
+	ib_umem_release(srq->wq.umem);
+	srq->wq.umem = NULL;
+	if (srq->wq.buf)
+		dma_free_coherent(&dev->pdev->dev, srq->wq.bytes, srq->wq.buf,
+				  srq->wq.buf_dma);
+	srq->wq.buf = NULL;
+}
+
+int ohca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibsrq->device);
+	struct ohca_srq *srq = to_ohca_srq(ibsrq);
+	struct ohca_ibv_create_srq_resp resp = {};
+	struct ohca_create_srq_in in = {};
+	struct ohca_pbl_mem mem;
+	int err;
+
+	if (init->srq_type != IB_SRQT_BASIC) {
+		ibdev_dbg(&dev->ibdev, "SRQ type %d not supported\n",
+			  init->srq_type);
+		return -EOPNOTSUPP;
+	}
+	if (!init->attr.max_wr || init->attr.max_wr > ohca_max_srq_wr(dev) ||
+	    init->attr.max_sge > ohca_max_srq_sge(dev) ||
+	    init->attr.srq_limit >= init->attr.max_wr)
+		return -EINVAL;
+
+	spin_lock_init(&srq->wq.lock);
+	atomic_set(&srq->done, 0);
+	if (udata)
+		err = ohca_srq_create_user(dev, srq, init, &in, &mem, udata);
+	else
+		err = ohca_srq_create_kernel(dev, srq, init, &in, &mem);
+	if (err)
+		return err;
+
+	in.pdn = cpu_to_le32(to_ohca_pd(ibsrq->pd)->pdn);
+	in.log_size = srq->wq.log_size;
+	in.log_stride = srq->wq.log_stride;
+	in.limit = cpu_to_le32(init->attr.srq_limit);
+	err = ohca_cmd_create(dev, OHCA_CMD_CREATE_SRQ, &in, sizeof(in),
+			      &srq->srqn, NULL);
+	/* The device copied the list. */
+	ohca_pbl_free(dev, &mem);
+	if (err)
+		goto err_free_buf;
+
+	err = xa_insert_irq(&dev->srq_xa, srq->srqn, srq, GFP_KERNEL);
+	if (err) {
+		dev_err(&dev->pdev->dev, "device reused SRQ number 0x%x\n",
+			srq->srqn);
+		goto err_destroy;
+	}
+	srq->max_sge = min_t(u32, ohca_max_srq_sge(dev),
+			     (BIT(srq->wq.log_stride) -
+			      sizeof(struct ohca_recv_wqe)) /
+			     sizeof(struct ohca_sge));
+	init->attr.max_wr = BIT(srq->wq.log_size);
+	init->attr.max_sge = srq->max_sge;
+
+	if (udata) {
+		resp.srqn = srq->srqn;
+		err = ib_copy_to_udata(udata, &resp,
+				       min(sizeof(resp), udata->outlen));
+		if (err)
+			goto err_erase;
+	}
+	return 0;
+
+err_erase:
+	xa_erase_irq(&dev->srq_xa, srq->srqn);
+err_destroy:
+	if (ohca_destroy_failed(dev, ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_SRQ,
+						      srq->srqn), "SRQ",
+				srq->srqn))
+		return err;
+	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
+err_free_buf:
+	ohca_srq_free_buf(dev, srq);
+	return err;
+}
+
+int ohca_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibsrq->device);
+	struct ohca_srq *srq = to_ohca_srq(ibsrq);
+	int err;
+
+	xa_erase_irq(&dev->srq_xa, srq->srqn);
+	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_SRQ, srq->srqn);
+	/* No event handler may still hold the SRQ. */
+	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
+	if (!ohca_destroy_failed(dev, err, "SRQ", srq->srqn))
+		ohca_srq_free_buf(dev, srq);
+	return 0;
+}
+
+int ohca_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		    enum ib_srq_attr_mask mask, struct ib_udata *udata)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibsrq->device);
+	struct ohca_srq *srq = to_ohca_srq(ibsrq);
+	struct ohca_modify_srq_in in = {};
+	struct ohca_cmd_args args = {
+		.opcode = OHCA_CMD_MODIFY_SRQ,
+		.in = &in,
+		.in_len = sizeof(in),
+	};
+
+	/* No resizing: IB_DEVICE_SRQ_RESIZE is not reported. */
+	if (mask & ~IB_SRQ_LIMIT)
+		return -EOPNOTSUPP;
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EINVAL;
+	if (!(mask & IB_SRQ_LIMIT))
+		return 0;
+	if (attr->srq_limit >= BIT(srq->wq.log_size))
+		return -EINVAL;
+	in.srqn = cpu_to_le32(srq->srqn);
+	in.attr_mask = cpu_to_le32(OHCA_SRQ_LIMIT);
+	in.limit = cpu_to_le32(attr->srq_limit);
+	return ohca_cmd_exec(dev, &args);
+}
+
+int ohca_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibsrq->device);
+	struct ohca_srq *srq = to_ohca_srq(ibsrq);
+	struct ohca_handle_in in = { .handle = cpu_to_le32(srq->srqn) };
+	struct ohca_query_srq_out out;
+	struct ohca_cmd_args args = {
+		.opcode = OHCA_CMD_QUERY_SRQ,
+		.in = &in,
+		.in_len = sizeof(in),
+		.out = &out,
+		.out_len = sizeof(out),
+	};
+	int err;
+
+	err = ohca_cmd_exec(dev, &args);
+	if (err)
+		return err;
+	attr->max_wr = BIT(srq->wq.log_size);
+	attr->max_sge = srq->max_sge;
+	attr->srq_limit = le32_to_cpu(out.limit);
+	return 0;
+}
+
+int ohca_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibsrq->device);
+	struct ohca_srq *srq = to_ohca_srq(ibsrq);
+	struct ohca_wq *wq = &srq->wq;
+	unsigned long flags;
+	u32 start;
+	int err = 0;
+	int i;
+
+	spin_lock_irqsave(&wq->lock, flags);
+	start = wq->pi;
+	for (; wr; wr = wr->next) {
+		struct ohca_recv_wqe *wqe;
+		struct ohca_sge *seg;
+
+		if (wq->pi - (u32)atomic_read(&srq->done) >=
+		    BIT(wq->log_size)) {
+			err = -ENOMEM;
+			break;
+		}
+		if (wr->num_sge > srq->max_sge) {
+			err = -EINVAL;
+			break;
+		}
+		wqe = wq->buf + ((wq->pi & (BIT(wq->log_size) - 1)) <<
+				 wq->log_stride);
+		seg = (struct ohca_sge *)(wqe + 1);
+		memset(wqe, 0, sizeof(*wqe));
+		wqe->wr_id = cpu_to_le64(wr->wr_id);
+		wqe->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			seg[i].addr = cpu_to_le64(wr->sg_list[i].addr);
+			seg[i].length = cpu_to_le32(wr->sg_list[i].length);
+			seg[i].lkey = cpu_to_le32(wr->sg_list[i].lkey);
+		}
+		wq->pi++;
+	}
+	/* writeq() orders the WQE stores before the doorbell. */
+	if (wq->pi != start)
+		ohca_kdb(dev, OHCA_DB_SRQ, srq->srqn, wq->pi);
+	spin_unlock_irqrestore(&wq->lock, flags);
+
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
