@@ -43,6 +43,12 @@ static int ohca_wr_opcode(enum ibv_wr_opcode op, uint8_t *out)
 	case IBV_WR_RDMA_READ:
 		*out = OHCA_WR_RDMA_READ;
 		return 0;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		*out = OHCA_WR_ATOMIC_CMP_SWP;
+		return 0;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		*out = OHCA_WR_ATOMIC_FETCH_ADD;
+		return 0;
 	default:
 		return EINVAL;
 	}
@@ -62,6 +68,12 @@ static int ohca_build_ud_seg(const struct ibv_send_wr *wr, uint8_t opcode,
 	return 0;
 }
 
+static bool ohca_is_atomic(uint8_t opcode)
+{
+	return opcode == OHCA_WR_ATOMIC_CMP_SWP ||
+	       opcode == OHCA_WR_ATOMIC_FETCH_ADD;
+}
+
 static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
 			       struct ohca_send_wqe *wqe)
 {
@@ -70,6 +82,11 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
 	int i;
 
 	if (ohca_wr_opcode(wr->opcode, &opcode) || wr->num_sge < 0)
+		return EINVAL;
+	/* An atomic returns the original value into exactly one 8-byte SGE. */
+	if (ohca_is_atomic(opcode) &&
+	    (wr->num_sge != 1 || wr->sg_list[0].length != 8 ||
+	     (wr->send_flags & IBV_SEND_INLINE)))
 		return EINVAL;
 	if (qp->qp_type == IBV_QPT_UD) {
 		if (ohca_build_ud_seg(wr, opcode, (struct ohca_ud_seg *)body))
@@ -128,6 +145,12 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
 		wqe->remote_addr = htole64(wr->wr.rdma.remote_addr);
 		wqe->rkey = htole32(wr->wr.rdma.rkey);
 	}
+	if (ohca_is_atomic(opcode)) {
+		wqe->remote_addr = htole64(wr->wr.atomic.remote_addr);
+		wqe->rkey = htole32(wr->wr.atomic.rkey);
+		wqe->cmp_add = htole64(wr->wr.atomic.compare_add);
+		wqe->swap = htole64(wr->wr.atomic.swap);
+	}
 	return 0;
 }
 
@@ -173,6 +196,10 @@ int ohca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	int err = 0;
 	int i;
 
+	if (qp->srq) {
+		*bad_wr = wr;
+		return EINVAL;	/* receives go to the SRQ */
+	}
 	pthread_spin_lock(&rq->lock);
 	for (; wr; wr = wr->next) {
 		struct ohca_recv_wqe *wqe;
@@ -209,6 +236,52 @@ int ohca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	return err;
 }
 
+int ohca_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad_wr)
+{
+	struct ohca_context *ctx = to_ohca_ctx(ibsrq->context);
+	struct ohca_srq *srq = to_ohca_srq(ibsrq);
+	struct ohca_wq *wq = &srq->wq;
+	uint32_t posted = 0;
+	int err = 0;
+	int i;
+
+	pthread_spin_lock(&wq->lock);
+	for (; wr; wr = wr->next) {
+		struct ohca_recv_wqe *wqe;
+		struct ohca_sge *sge;
+
+		if (ohca_wq_used(wq) >= (1u << wq->log_size)) {
+			err = ENOMEM;
+			break;
+		}
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > wq->max_sge) {
+			err = EINVAL;
+			break;
+		}
+		wqe = ohca_wq_entry(wq, wq->pi);
+		sge = (struct ohca_sge *)(wqe + 1);
+		memset(wqe, 0, sizeof(*wqe));
+		wqe->wr_id = htole64(wr->wr_id);
+		wqe->num_sge = (uint8_t)wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = htole64(wr->sg_list[i].addr);
+			sge[i].length = htole32(wr->sg_list[i].length);
+			sge[i].lkey = htole32(wr->sg_list[i].lkey);
+		}
+		wq->pi++;
+		posted++;
+	}
+	if (posted) {
+		udma_to_device_barrier();
+		ohca_ring_db(ctx, OHCA_DB_SRQ, srq->srqn, wq->pi);
+	}
+	pthread_spin_unlock(&wq->lock);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
 static enum ibv_wc_status ohca_wc_status(uint8_t status)
 {
 	switch (status) {
@@ -235,6 +308,8 @@ static enum ibv_wc_opcode ohca_wc_opcode(uint8_t opcode)
 	case OHCA_CQE_SEND:		return IBV_WC_SEND;
 	case OHCA_CQE_RDMA_WRITE:	return IBV_WC_RDMA_WRITE;
 	case OHCA_CQE_RDMA_READ:	return IBV_WC_RDMA_READ;
+	case OHCA_CQE_COMP_SWAP:	return IBV_WC_COMP_SWAP;
+	case OHCA_CQE_FETCH_ADD:	return IBV_WC_FETCH_ADD;
 	case OHCA_CQE_RECV_RDMA_WITH_IMM: return IBV_WC_RECV_RDMA_WITH_IMM;
 	default:			return IBV_WC_RECV;
 	}
@@ -248,6 +323,11 @@ static void ohca_retire(struct ohca_qp *qp, const struct ohca_cqe *cqe)
 	struct ohca_wq *wq;
 	uint32_t ci, delta;
 
+	if ((cqe->opcode & OHCA_CQE_RECV) && qp->srq) {
+		/* Pollers of different CQs retire SRQ slots concurrently. */
+		__atomic_fetch_add(&qp->srq->wq.ci, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	if (cqe->opcode & OHCA_CQE_RECV) {
 		/* Receive WQEs complete in order, one per CQE. */
 		wq = &qp->rq;

@@ -27,7 +27,7 @@ static const struct verbs_match_ent ohca_match_table[] = {
 
 /*
  * Every op left NULL makes libibverbs answer EOPNOTSUPP (its dummy ops)
- * rather than pretend: no SRQ, AH, MW, XRC, extended CQ/QP or resize.
+ * rather than pretend: no AH, MW, XRC, extended CQ/QP or resize.
  */
 static void ohca_free_context(struct ibv_context *ibctx);
 
@@ -36,19 +36,24 @@ static const struct verbs_context_ops ohca_ctx_ops = {
 	.create_ah = ohca_create_ah,
 	.create_cq = ohca_create_cq,
 	.create_qp = ohca_create_qp,
+	.create_srq = ohca_create_srq,
 	.dealloc_pd = ohca_dealloc_pd,
 	.dereg_mr = ohca_dereg_mr,
 	.destroy_ah = ohca_destroy_ah,
 	.destroy_cq = ohca_destroy_cq,
 	.destroy_qp = ohca_destroy_qp,
+	.destroy_srq = ohca_destroy_srq,
 	.free_context = ohca_free_context,
 	.modify_qp = ohca_modify_qp,
+	.modify_srq = ohca_modify_srq,
 	.poll_cq = ohca_poll_cq,
 	.post_recv = ohca_post_recv,
 	.post_send = ohca_post_send,
+	.post_srq_recv = ohca_post_srq_recv,
 	.query_device_ex = ohca_query_device_ex,
 	.query_port = ohca_query_port,
 	.query_qp = ohca_query_qp,
+	.query_srq = ohca_query_srq,
 	.reg_mr = ohca_reg_mr,
 	.req_notify_cq = ohca_req_notify_cq,
 };

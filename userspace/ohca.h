@@ -51,6 +51,8 @@ struct ohca_context {
 	uint32_t max_sge;
 	uint32_t max_cqe;
 	bool ud;		/* UD QPs and address handles (max_ah > 0) */
+	uint32_t max_srq_wr;
+	uint32_t max_srq_sge;
 	pthread_mutex_t qp_table_lock;	/* writers of qp_table */
 	struct ohca_qp **qp_table[OHCA_QP_TOP_SIZE];
 };
@@ -86,10 +88,23 @@ struct ohca_wq {
 	uint32_t max_sge;
 };
 
+/*
+ * A shared receive queue. The device takes its WQEs in ring order, so a
+ * slot is free once the WQE in it completed: wq.ci counts the receive
+ * completions of the QPs on it, which the pollers of their CQs (under
+ * different locks) add to atomically.
+ */
+struct ohca_srq {
+	struct ibv_srq ibv_srq;
+	struct ohca_wq wq;
+	uint32_t srqn;
+};
+
 struct ohca_qp {
 	struct verbs_qp vqp;
 	struct ohca_wq sq;
-	struct ohca_wq rq;
+	struct ohca_wq rq;		/* unused (no ring) on an SRQ */
+	struct ohca_srq *srq;
 	uint32_t qpn;
 	enum ibv_qp_type qp_type;	/* RC or UD */
 	uint32_t max_inline;
@@ -133,6 +148,11 @@ static inline struct ohca_cq *to_ohca_cq(struct ibv_cq *ibcq)
 static inline struct ohca_qp *to_ohca_qp(struct ibv_qp *ibqp)
 {
 	return ohca_container_of(ibqp, struct ohca_qp, vqp.qp);
+}
+
+static inline struct ohca_srq *to_ohca_srq(struct ibv_srq *ibsrq)
+{
+	return ohca_container_of(ibsrq, struct ohca_srq, ibv_srq);
 }
 
 static inline struct ohca_context *ohca_ctx_of_cq(struct ohca_cq *cq)
@@ -179,6 +199,12 @@ int ohca_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 int ohca_destroy_qp(struct ibv_qp *ibqp);
 struct ibv_ah *ohca_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr);
 int ohca_destroy_ah(struct ibv_ah *ibah);
+struct ibv_srq *ohca_create_srq(struct ibv_pd *ibpd,
+				struct ibv_srq_init_attr *attr);
+int ohca_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+		    int attr_mask);
+int ohca_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);
+int ohca_destroy_srq(struct ibv_srq *ibsrq);
 int ohca_query_limits(struct ohca_context *ctx);
 struct ohca_qp *ohca_find_qp(struct ohca_context *ctx, uint32_t qpn);
 
@@ -187,6 +213,8 @@ int ohca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		   struct ibv_send_wr **bad_wr);
 int ohca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		   struct ibv_recv_wr **bad_wr);
+int ohca_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad_wr);
 int ohca_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc);
 int ohca_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
 

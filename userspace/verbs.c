@@ -60,6 +60,8 @@ int ohca_query_limits(struct ohca_context *ctx)
 	ctx->max_cqe = attr.orig_attr.max_cqe;
 	/* The kernel offers address handles only when the device does UD. */
 	ctx->ud = attr.orig_attr.max_ah > 0;
+	ctx->max_srq_wr = attr.orig_attr.max_srq_wr;
+	ctx->max_srq_sge = attr.orig_attr.max_srq_sge;
 	return 0;
 }
 
@@ -346,8 +348,13 @@ static void ohca_cq_clean(struct ibv_cq *ibcq, struct ohca_qp *qp)
 		    owner)
 			break;
 		udma_from_device_barrier();
-		if (le32toh(cqe->qpn) == qp->qpn)
+		if (le32toh(cqe->qpn) == qp->qpn) {
+			/* Its SRQ slot is free all the same. */
+			if (qp->srq && (cqe->opcode & OHCA_CQE_RECV))
+				__atomic_fetch_add(&qp->srq->wq.ci, 1,
+						   __ATOMIC_RELAXED);
 			cqe->qpn = htole32(OHCA_NO_QPN);
+		}
 		if (ci - cq->ci == (1u << cq->log_size) - 1)
 			break;
 	}
@@ -357,9 +364,9 @@ static void ohca_cq_clean(struct ibv_cq *ibcq, struct ohca_qp *qp)
 static void ohca_fill_caps(const struct ohca_qp *qp, struct ibv_qp_cap *cap)
 {
 	cap->max_send_wr = 1u << qp->sq.log_size;
-	cap->max_recv_wr = 1u << qp->rq.log_size;
+	cap->max_recv_wr = qp->srq ? 0 : 1u << qp->rq.log_size;
 	cap->max_send_sge = qp->sq.max_sge;
-	cap->max_recv_sge = qp->rq.max_sge;
+	cap->max_recv_sge = qp->srq ? 0 : qp->rq.max_sge;
 	cap->max_inline_data = qp->max_inline;
 }
 
@@ -451,6 +458,15 @@ static void ohca_wq_fini(struct ohca_wq *wq)
 	pthread_spin_destroy(&wq->lock);
 }
 
+/* The receive queue of a QP on an SRQ: no ring, nothing to post to. */
+static int ohca_wq_init_empty(struct ohca_wq *wq)
+{
+	memset(wq, 0, sizeof(*wq));
+	if (pthread_spin_init(&wq->lock, PTHREAD_PROCESS_PRIVATE))
+		return ENOMEM;
+	return 0;
+}
+
 struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
 			      struct ibv_qp_init_attr *attr)
 {
@@ -463,9 +479,10 @@ struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
 
 	if ((attr->qp_type != IBV_QPT_RC &&
 	     (attr->qp_type != IBV_QPT_UD ||
-	      !ctx->ud)) || attr->srq) {
+	      !ctx->ud)) ||
+	    (attr->srq && attr->qp_type != IBV_QPT_RC)) {
 		verbs_debug(&ctx->vctx,
-			    "only RC and UD QPs without SRQ (qp_type %d, srq %p)\n",
+			    "RC QPs, UD QPs without SRQ only (type %d, srq %p)\n",
 			    attr->qp_type, (void *)attr->srq);
 		errno = EOPNOTSUPP;
 		return NULL;
@@ -481,22 +498,34 @@ struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
 		return NULL;
 	}
 	qp->qp_type = attr->qp_type;
-	err = ohca_size_qp(ctx, qp, &attr->cap);
+	if (attr->srq) {
+		/* Receives come from the SRQ: the QP has no RQ of its own. */
+		struct ibv_qp_cap cap = attr->cap;
+
+		cap.max_recv_wr = 0;
+		cap.max_recv_sge = 0;
+		qp->srq = to_ohca_srq(attr->srq);
+		err = ohca_size_qp(ctx, qp, &cap);
+	} else {
+		err = ohca_size_qp(ctx, qp, &attr->cap);
+	}
 	if (err)
 		goto err_free;
 	err = ohca_wq_init(&qp->sq);
 	if (err)
 		goto err_free;
-	err = ohca_wq_init(&qp->rq);
+	err = qp->srq ? ohca_wq_init_empty(&qp->rq) : ohca_wq_init(&qp->rq);
 	if (err)
 		goto err_sq;
 
 	cmd.drv.sq_buf_addr = (uintptr_t)qp->sq.ring;
-	cmd.drv.rq_buf_addr = (uintptr_t)qp->rq.ring;
 	cmd.drv.sq_log_size = (uint8_t)qp->sq.log_size;
-	cmd.drv.rq_log_size = (uint8_t)qp->rq.log_size;
 	cmd.drv.sq_log_stride = (uint8_t)qp->sq.log_stride;
-	cmd.drv.rq_log_stride = (uint8_t)qp->rq.log_stride;
+	if (!qp->srq) {
+		cmd.drv.rq_buf_addr = (uintptr_t)qp->rq.ring;
+		cmd.drv.rq_log_size = (uint8_t)qp->rq.log_size;
+		cmd.drv.rq_log_stride = (uint8_t)qp->rq.log_stride;
+	}
 	cmd.drv.max_inline = qp->max_inline;
 
 	/* The kernel sees the caps the rings really have. */
@@ -542,7 +571,8 @@ static void ohca_wq_reset(struct ohca_wq *wq)
 	pthread_spin_lock(&wq->lock);
 	wq->pi = 0;
 	__atomic_store_n(&wq->ci, 0, __ATOMIC_RELAXED);
-	memset(wq->ring, 0, wq->ring_size);
+	if (wq->ring)
+		memset(wq->ring, 0, wq->ring_size);
 	pthread_spin_unlock(&wq->lock);
 }
 
@@ -663,5 +693,116 @@ int ohca_destroy_ah(struct ibv_ah *ibah)
 	if (err)
 		return err;
 	free(to_ohca_ah(ibah));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* SRQ                                                                */
+/* ------------------------------------------------------------------ */
+
+OHCA_DRV_CMD_REQ(ohca_create_srq_cmd, ibv_create_srq, ohca_ibv_create_srq, 8);
+OHCA_DRV_CMD_RESP(ohca_create_srq_resp, ib_uverbs_create_srq_resp,
+		  ohca_ibv_create_srq_resp, 8);
+
+struct ibv_srq *ohca_create_srq(struct ibv_pd *ibpd,
+				struct ibv_srq_init_attr *attr)
+{
+	struct ohca_context *ctx = to_ohca_ctx(ibpd->context);
+	struct ohca_create_srq_resp resp = {};
+	struct ohca_create_srq_cmd cmd = {};
+	struct ohca_srq *srq;
+	uint32_t stride;
+	int err;
+
+	if (!attr->attr.max_wr || attr->attr.max_wr > ctx->max_srq_wr ||
+	    attr->attr.max_sge > ctx->max_srq_sge ||
+	    attr->attr.srq_limit >= attr->attr.max_wr) {
+		verbs_debug(&ctx->vctx,
+			    "SRQ wr %u sge %u limit %u beyond wr %u sge %u\n",
+			    attr->attr.max_wr, attr->attr.max_sge,
+			    attr->attr.srq_limit, ctx->max_srq_wr,
+			    ctx->max_srq_sge);
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	srq->wq.log_size = ohca_roundup_pow2_log(attr->attr.max_wr);
+	if (srq->wq.log_size < 1)
+		srq->wq.log_size = 1;
+	srq->wq.log_stride = ohca_roundup_pow2_log(
+		(uint32_t)sizeof(struct ohca_recv_wqe) +
+		16 * attr->attr.max_sge);
+	if (srq->wq.log_stride < OHCA_RQ_LOG_STRIDE_MIN)
+		srq->wq.log_stride = OHCA_RQ_LOG_STRIDE_MIN;
+	if (srq->wq.log_size > OHCA_WQ_LOG_MAX ||
+	    srq->wq.log_stride > OHCA_WQ_LOG_STRIDE_MAX) {
+		err = EINVAL;
+		goto err_free;
+	}
+	stride = 1u << srq->wq.log_stride;
+	srq->wq.max_sge = (stride - (uint32_t)sizeof(struct ohca_recv_wqe)) /
+			  (uint32_t)sizeof(struct ohca_sge);
+	if (srq->wq.max_sge > ctx->max_srq_sge)
+		srq->wq.max_sge = ctx->max_srq_sge;
+	err = ohca_wq_init(&srq->wq);
+	if (err)
+		goto err_free;
+
+	cmd.drv.buf_addr = (uintptr_t)srq->wq.ring;
+	cmd.drv.log_size = (uint8_t)srq->wq.log_size;
+	cmd.drv.log_stride = (uint8_t)srq->wq.log_stride;
+	err = ibv_cmd_create_srq(ibpd, &srq->ibv_srq, attr, &cmd.ibv_cmd,
+				 sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (err) {
+		verbs_debug(&ctx->vctx, "CREATE_SRQ failed: errno %d\n", err);
+		goto err_wq;
+	}
+	srq->srqn = resp.drv.srqn;
+	attr->attr.max_wr = 1u << srq->wq.log_size;
+	attr->attr.max_sge = srq->wq.max_sge;
+	verbs_debug(&ctx->vctx, "srq %u: %u x %u B at %p\n", srq->srqn,
+		    1u << srq->wq.log_size, stride, (void *)srq->wq.ring);
+	return &srq->ibv_srq;
+
+err_wq:
+	ohca_wq_fini(&srq->wq);
+err_free:
+	free(srq);
+	errno = err;
+	return NULL;
+}
+
+int ohca_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+		    int attr_mask)
+{
+	struct ibv_modify_srq cmd = {};
+
+	/* No resizing (IBV_DEVICE_SRQ_RESIZE is not reported). */
+	if (attr_mask & ~IBV_SRQ_LIMIT)
+		return EOPNOTSUPP;
+	return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+int ohca_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct ibv_query_srq cmd = {};
+
+	return ibv_cmd_query_srq(ibsrq, attr, &cmd, sizeof(cmd));
+}
+
+int ohca_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct ohca_srq *srq = to_ohca_srq(ibsrq);
+	int err;
+
+	err = ibv_cmd_destroy_srq(ibsrq);
+	if (err)
+		return err;
+	ohca_wq_fini(&srq->wq);
+	free(srq);
 	return 0;
 }

@@ -267,7 +267,8 @@ struct verbs_context_ops {
 				    struct ibv_qp_init_attr *attr);
 	ohca_unused_op create_qp_ex;
 	ohca_unused_op create_rwq_ind_table;
-	ohca_unused_op create_srq;
+	struct ibv_srq *(*create_srq)(struct ibv_pd *pd,
+				      struct ibv_srq_init_attr *srq_init_attr);
 	ohca_unused_op create_srq_ex;
 	ohca_unused_op create_wq;
 	ohca_unused_op dealloc_mw;
@@ -281,7 +282,7 @@ struct verbs_context_ops {
 	ohca_unused_op destroy_flow_action;
 	int (*destroy_qp)(struct ibv_qp *qp);
 	ohca_unused_op destroy_rwq_ind_table;
-	ohca_unused_op destroy_srq;
+	int (*destroy_srq)(struct ibv_srq *srq);
 	ohca_unused_op destroy_wq;
 	ohca_unused_op detach_mcast;
 	void (*free_context)(struct ibv_context *context);
@@ -295,7 +296,8 @@ struct verbs_context_ops {
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			 int attr_mask);
 	ohca_unused_op modify_qp_rate_limit;
-	ohca_unused_op modify_srq;
+	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+			  int srq_attr_mask);
 	ohca_unused_op modify_wq;
 	ohca_unused_op open_qp;
 	ohca_unused_op open_xrcd;
@@ -305,7 +307,8 @@ struct verbs_context_ops {
 	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			 struct ibv_send_wr **bad_wr);
 	ohca_unused_op post_srq_ops;
-	ohca_unused_op post_srq_recv;
+	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *recv_wr,
+			     struct ibv_recv_wr **bad_recv_wr);
 	int (*query_device_ex)(struct ibv_context *context,
 			       const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr,
@@ -317,7 +320,7 @@ struct verbs_context_ops {
 			int attr_mask, struct ibv_qp_init_attr *init_attr);
 	ohca_unused_op query_qp_data_in_order;
 	ohca_unused_op query_rt_values;
-	ohca_unused_op query_srq;
+	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr);
 	ohca_unused_op read_counters;
 	ohca_unused_op reg_dm_mr;
 	ohca_unused_op reg_dmabuf_mr;
@@ -395,6 +398,21 @@ struct ibv_query_qp {
 	struct ib_uverbs_query_qp core_payload;
 };
 
+struct ibv_create_srq {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_create_srq core_payload;
+};
+
+struct ibv_modify_srq {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_modify_srq core_payload;
+};
+
+struct ibv_query_srq {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_query_srq core_payload;
+};
+
 /* Signatures as of rdma-core 44 (get_context gains fd_arr in 57). */
 int ibv_cmd_get_context(struct verbs_context *context,
 			struct ibv_get_context *cmd, size_t cmd_size,
@@ -441,6 +459,18 @@ int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr,
 		     int attr_mask, struct ibv_qp_init_attr *qp_init_attr,
 		     struct ibv_query_qp *cmd, size_t cmd_size);
 int ibv_cmd_destroy_qp(struct ibv_qp *qp);
+/* Takes a plain ibv_srq for a basic SRQ (no verbs_srq fields touched). */
+int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
+		       struct ibv_srq_init_attr *attr,
+		       struct ibv_create_srq *cmd, size_t cmd_size,
+		       struct ib_uverbs_create_srq_resp *resp,
+		       size_t resp_size);
+int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		       int srq_attr_mask, struct ibv_modify_srq *cmd,
+		       size_t cmd_size);
+int ibv_cmd_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		      struct ibv_query_srq *cmd, size_t cmd_size);
+int ibv_cmd_destroy_srq(struct ibv_srq *srq);
 
 /* Exported as IBVERBS_1.1 but prototyped only in driver.h: madvise
  * (MADV_DONTFORK) the pages of a buffer the device accesses, when the
@@ -537,19 +567,24 @@ int ibv_dofork_range(void *base, size_t size);
 	O(struct verbs_context_ops, create_ah, 104)                         \
 	O(struct verbs_context_ops, create_cq, 120)                         \
 	O(struct verbs_context_ops, create_qp, 152)                         \
+	O(struct verbs_context_ops, create_srq, 176)                        \
 	O(struct verbs_context_ops, dealloc_pd, 208)                        \
 	O(struct verbs_context_ops, dereg_mr, 224)                          \
 	O(struct verbs_context_ops, destroy_ah, 232)                        \
 	O(struct verbs_context_ops, destroy_cq, 248)                        \
 	O(struct verbs_context_ops, destroy_qp, 272)                        \
+	O(struct verbs_context_ops, destroy_srq, 288)                       \
 	O(struct verbs_context_ops, free_context, 312)                      \
 	O(struct verbs_context_ops, modify_qp, 376)                         \
+	O(struct verbs_context_ops, modify_srq, 392)                        \
 	O(struct verbs_context_ops, poll_cq, 424)                           \
 	O(struct verbs_context_ops, post_recv, 432)                         \
 	O(struct verbs_context_ops, post_send, 440)                         \
+	O(struct verbs_context_ops, post_srq_recv, 456)                     \
 	O(struct verbs_context_ops, query_device_ex, 464)                   \
 	O(struct verbs_context_ops, query_port, 480)                        \
 	O(struct verbs_context_ops, query_qp, 488)                          \
+	O(struct verbs_context_ops, query_srq, 512)                         \
 	O(struct verbs_context_ops, reg_mr, 544)                            \
 	O(struct verbs_context_ops, req_notify_cq, 552)                     \
 	O(struct verbs_context_ops, unimport_pd, 600)                       \
@@ -568,6 +603,10 @@ int ibv_dofork_range(void *base, size_t size);
 	S(struct ibv_create_qp, 64)                                         \
 	S(struct ibv_modify_qp, 120)                                        \
 	S(struct ibv_query_qp, 24)                                          \
+	S(struct ibv_create_srq, 40)                                        \
+	S(struct ibv_modify_srq, 24)                                        \
+	S(struct ibv_query_srq, 24)                                         \
+	S(struct ib_uverbs_create_srq_resp, 16)                             \
 	S(struct ib_uverbs_alloc_pd_resp, 4)                                \
 	S(struct ib_uverbs_reg_mr_resp, 12)                                 \
 	S(struct ib_uverbs_create_cq_resp, 8)                               \
