@@ -35,7 +35,7 @@
 /* Register values that identify the device and interface revision. */
 #define OHCA_MAGIC			0x4143484fu	/* "OHCA" little endian */
 #define OHCA_ABI_MAJOR			1
-#define OHCA_ABI_MINOR			1
+#define OHCA_ABI_MINOR			2
 #define OHCA_ABI_VERSION		((OHCA_ABI_MAJOR << 16) | OHCA_ABI_MINOR)
 #define OHCA_FW_VERSION(maj, min, sub)	(((maj) << 16) | ((min) << 8) | (sub))
 

@@ -74,6 +74,14 @@ constexpr CmdSizes sizes_of(uint16_t opcode) {
     case OHCA_CMD_DESTROY_CQ:
     case OHCA_CMD_DESTROY_QP:
         return {sizeof(ohca_handle_in), 0};
+    case OHCA_CMD_CREATE_SRQ:
+        return {sizeof(ohca_create_srq_in), sizeof(ohca_create_out)};
+    case OHCA_CMD_MODIFY_SRQ:
+        return {sizeof(ohca_modify_srq_in), 0};
+    case OHCA_CMD_QUERY_SRQ:
+        return {sizeof(ohca_handle_in), sizeof(ohca_query_srq_out)};
+    case OHCA_CMD_DESTROY_SRQ:
+        return {sizeof(ohca_handle_in), 0};
     default: // NOP
         return {0, 0};
     }
@@ -212,6 +220,14 @@ Device::CmdResult Device::execute(const Command &cmd) {
         return cmd_query_qp(cmd);
     case OHCA_CMD_DESTROY_QP:
         return cmd_destroy_qp(cmd);
+    case OHCA_CMD_CREATE_SRQ:
+        return cmd_create_srq(cmd);
+    case OHCA_CMD_MODIFY_SRQ:
+        return cmd_modify_srq(cmd);
+    case OHCA_CMD_QUERY_SRQ:
+        return cmd_query_srq(cmd);
+    case OHCA_CMD_DESTROY_SRQ:
+        return cmd_destroy_srq(cmd);
     default:
         return {OHCA_STATUS_BAD_OPCODE, cmd.opcode};
     }
@@ -248,6 +264,8 @@ Device::CmdResult Device::cmd_query_device(const Command &cmd) {
     out.max_ah = le(L::max_ah);
     out.max_srq = le(L::max_srq);
     out.max_srq_wr = le(L::max_srq_wr);
+    out.max_srq_sge = le(L::max_srq_sge);
+    out.atomic_cap = le(L::atomic_cap);
     out.max_inline_data = le(L::max_inline_data);
     out.max_uar = le(L::max_uar);
     out.max_eq = le(L::max_eq);

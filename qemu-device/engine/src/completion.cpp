@@ -108,6 +108,12 @@ void Device::complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t ver
     case OHCA_WR_REG_MR:
         cqe.opcode = OHCA_CQE_REG_MR;
         break;
+    case OHCA_WR_ATOMIC_CMP_SWP:
+        cqe.opcode = OHCA_CQE_COMP_SWAP;
+        break;
+    case OHCA_WR_ATOMIC_FETCH_ADD:
+        cqe.opcode = OHCA_CQE_FETCH_ADD;
+        break;
     default:
         cqe.opcode = OHCA_CQE_SEND;
         break;
@@ -131,7 +137,7 @@ void Device::complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte
     cqe.opcode = opcode;
     cqe.status = status;
     cqe.vendor_err = verr;
-    cqe.wqe_index = le(static_cast<uint16_t>(qp.rq.ci));
+    cqe.wqe_index = le(static_cast<uint16_t>(qp.srqn != 0 ? qp.recv_index : qp.rq.ci));
     if (status == OHCA_CQE_SUCCESS) {
         cqe.byte_len = le(byte_len);
         if (imm) {
@@ -143,7 +149,9 @@ void Device::complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte
             cqe.flags = OHCA_CQE_F_INV;
         }
     }
-    ++qp.rq.ci;
+    if (qp.srqn == 0) {
+        ++qp.rq.ci;
+    }
     (void)post_cqe(qp.recv_cqn, cqe, solicited);
 }
 
@@ -152,10 +160,13 @@ void Device::qp_to_error(Qp &qp) {
         return;
     }
     qp.state = OHCA_QPS_ERR;
-    qp.resp_queue.clear();
+    qp.resp.drop_pending();
     set_deadline(qp, 0);
     qp.rnr_wait = false;
     qp.in_msg = Qp::InMsg::None;
+    // Its one held SRQ WQE is flushed with the rest; then it takes no more
+    // from the SRQ, which flush_qp() reports (IBTA: Last WQE Reached).
+    qp.last_wqe_pending = qp.srqn != 0;
     // The flush runs in process(), a bounded number of WQEs per visit.
     mark_ready(qp);
     update_timer();
@@ -163,7 +174,7 @@ void Device::qp_to_error(Qp &qp) {
 
 bool Device::flush_pending(const Qp &qp) {
     return !qp.inflight.empty() || qp.sq_fetched != qp.sq.pi || qp.recv_loaded ||
-           qp.rq.ci != qp.rq.pi;
+           qp.rq.ci != qp.rq.pi || qp.last_wqe_pending;
 }
 
 // In the error state every outstanding and later WQE completes with
@@ -197,6 +208,12 @@ void Device::flush_qp(Qp &qp, unsigned int &budget) {
                       OHCA_VERR_FLUSH, false);
         qp.recv_loaded = false;
         --budget;
+    }
+    if (qp.last_wqe_pending && !qp.recv_loaded) {
+        // A QP on an SRQ: a peer can put it in ERR, so the event counts
+        // against the half of EQ 0 peer-caused events may take.
+        qp.last_wqe_pending = false;
+        post_peer_event(OHCA_QP_EV_LAST_WQE_REACHED, qp.qpn);
     }
     for (; budget > 0 && qp.rq.ci != qp.rq.pi; --budget) {
         ohca_recv_wqe w{};

@@ -146,6 +146,9 @@ void Device::db_write(uint32_t page, uint32_t offset, uint64_t value, unsigned i
     case OHCA_DB_CQ:
         cq_doorbell(page, qn, v);
         break;
+    case OHCA_DB_SRQ:
+        srq_doorbell(page, qn, v);
+        break;
     default:
         ++stats_.db_errors;
         break;

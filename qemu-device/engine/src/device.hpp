@@ -8,6 +8,7 @@
 //   eth.cpp         the Ethernet TX/RX rings and receive classification
 //   rdma_cmds.cpp   the RDMA resource commands, keys and MR access
 //   completion.cpp  CQEs, CQ doorbells, completion events, QP errors, flushes
+//   srq.cpp         shared receive queues: commands, doorbell, taking WQEs
 //   transport.cpp   the transport services (TransportServices): packets out
 //                   and in, QP doorbells, the ready list and timers, the run
 //                   loop; the RC transport itself is RcRequester
@@ -156,6 +157,15 @@ class Device : private TransportServices {
     CmdResult cmd_destroy_qp(const Command &cmd);
     void apply_qp_state(Qp &qp, uint8_t next);
 
+    // srq.cpp: shared receive queues
+    CmdResult cmd_create_srq(const Command &cmd);
+    CmdResult cmd_modify_srq(const Command &cmd);
+    CmdResult cmd_query_srq(const Command &cmd);
+    CmdResult cmd_destroy_srq(const Command &cmd);
+    void srq_doorbell(uint32_t page, uint32_t srqn, uint32_t value);
+    Srq *find_srq(uint32_t srqn);
+    SrqTake take_srq_wqe(Qp &qp) override;
+
     // completion.cpp: EQ/CQ doorbells, CQEs, events, errors and flushes
     void comp_eq_doorbell(uint32_t eqn, uint32_t value);
     void post_cq_event(uint32_t eqn, uint32_t cqn);
@@ -273,6 +283,7 @@ class Device : private TransportServices {
     // key tag each MR index had last, and where the next QPN search starts.
     std::vector<uint8_t> mr_tags_;
     uint32_t next_qpn_ = DeviceLimits::first_qpn;
+    Table<Srq> srqs_;
     std::array<uint32_t, OHCA_NUM_DB_PAGES> uar_refs_{};
     // Page-list entries held by live objects (DeviceLimits::max_pbl_entries).
     uint64_t pbl_entries_ = 0;
@@ -291,6 +302,10 @@ class Device : private TransportServices {
 
   public:
     [[nodiscard]] const RoceCounters &roce_counters() const { return roce_; }
+    // A QP's responder resources, for tests of their bounds (nullptr: no QP).
+    [[nodiscard]] const ResponderResources *responder_resources(uint32_t qpn) const {
+        return qpn < qps_.size() && qps_[qpn] ? &qps_[qpn]->resp : nullptr;
+    }
 
   private:
     RoceCounters roce_;

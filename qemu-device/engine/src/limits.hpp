@@ -37,6 +37,11 @@ struct DeviceLimits {
     static constexpr uint32_t max_ah = 4096;
     static constexpr uint32_t max_srq = 256;
     static constexpr uint32_t max_srq_wr = 4096;
+    static constexpr uint32_t max_srq_sge = 16;
+    // Device atomics are serialised in the engine, but a read-modify-write
+    // through two DMA accesses is not atomic against the guest's CPUs:
+    // IBTA ATOMIC_HCA, not GLOB (programming manual section 10).
+    static constexpr uint32_t atomic_cap = OHCA_ATOMIC_HCA;
     static constexpr uint32_t max_inline_data = 256;
     static constexpr uint32_t max_uar = OHCA_NUM_DB_PAGES - 1;
     static constexpr uint32_t max_eq = OHCA_NUM_MSIX - 1; // vectors 0, 2..7

@@ -54,6 +54,8 @@ void Device::rdma_power_on() {
     timers_.clear();
     qps_.clear();
     qps_.resize(DeviceLimits::max_qp + DeviceLimits::first_qpn);
+    srqs_.clear();
+    srqs_.resize(DeviceLimits::max_srq + 1);
     uar_refs_.fill(0);
     pbl_entries_ = 0;
     roce_backlog_.clear();
@@ -399,6 +401,7 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     const uint32_t rcqn = le(in.recv_cqn);
     const uint32_t uar = le(in.uar_index);
     const uint32_t max_inline = le(in.max_inline);
+    const uint32_t srqn = le(in.srqn);
     if (in.type != OHCA_QPT_RC && in.type != OHCA_QPT_UD && in.type != OHCA_QPT_GSI) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, type)};
     }
@@ -413,18 +416,41 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     if (in.sq_log_stride < OHCA_SQ_LOG_STRIDE_MIN || in.sq_log_stride > OHCA_WQ_LOG_STRIDE_MAX) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, sq_log_stride)};
     }
-    if (in.rq_log_stride < OHCA_RQ_LOG_STRIDE_MIN || in.rq_log_stride > OHCA_WQ_LOG_STRIDE_MAX) {
+    if (srqn != 0) {
+        // A QP on an SRQ has no receive queue: its RQ fields stay zero.
+        // Only RC QPs take receives from an SRQ.
+        if (in.type != OHCA_QPT_RC) {
+            return {OHCA_STATUS_BAD_FIELD, offsetof(In, srqn)};
+        }
+        if (in.rq_log_size != 0) {
+            return {OHCA_STATUS_BAD_FIELD, offsetof(In, rq_log_size)};
+        }
+        if (in.rq_log_stride != 0) {
+            return {OHCA_STATUS_BAD_FIELD, offsetof(In, rq_log_stride)};
+        }
+        if (auto off = nonzero_at(cmd.in, offsetof(In, rq_pbl), sizeof(in.rq_pbl))) {
+            return {OHCA_STATUS_BAD_FIELD, *off};
+        }
+    } else if (in.rq_log_stride < OHCA_RQ_LOG_STRIDE_MIN ||
+               in.rq_log_stride > OHCA_WQ_LOG_STRIDE_MAX) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, rq_log_stride)};
     }
     if (auto off = nonzero_at(cmd.in, offsetof(In, rsvd0), sizeof(in.rsvd0))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
     }
-    if (le(in.srqn) != 0) {
-        return {OHCA_STATUS_BAD_HANDLE, le(in.srqn)}; // no SRQ exists
-    }
     Pd *pd = lookup(pds_, pdn);
     if (pd == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, pdn};
+    }
+    Srq *srq = nullptr;
+    if (srqn != 0) {
+        srq = find_srq(srqn);
+        if (srq == nullptr) {
+            return {OHCA_STATUS_BAD_HANDLE, srqn};
+        }
+        if (srq->pdn != pdn) {
+            return {OHCA_STATUS_BAD_FIELD, offsetof(In, srqn)};
+        }
     }
     if (lookup(cqs_, scqn) == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, scqn};
@@ -445,6 +471,7 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     qp.recv_cqn = rcqn;
     qp.uar = uar;
     qp.max_inline = max_inline;
+    qp.srqn = srqn;
     qp.sq.log_size = in.sq_log_size;
     qp.sq.log_stride = in.sq_log_stride;
     qp.rq.log_size = in.rq_log_size;
@@ -454,10 +481,12 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     if (r.error != PageList::Error::None) {
         return pbl_error(r, offsetof(In, sq_pbl));
     }
-    r = qp.rq.ring.load(host_, in.rq_pbl, uint64_t{qp.rq.size()} << qp.rq.log_stride,
-                        pbl_room() - qp.sq.ring.npages());
-    if (r.error != PageList::Error::None) {
-        return pbl_error(r, offsetof(In, rq_pbl));
+    if (srq == nullptr) {
+        r = qp.rq.ring.load(host_, in.rq_pbl, uint64_t{qp.rq.size()} << qp.rq.log_stride,
+                            pbl_room() - qp.sq.ring.npages());
+        if (r.error != PageList::Error::None) {
+            return pbl_error(r, offsetof(In, rq_pbl));
+        }
     }
     std::optional<uint32_t> qpn;
     if (in.type == OHCA_QPT_GSI) {
@@ -497,6 +526,9 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     ++cqs_[scqn]->qp_refs;
     ++cqs_[rcqn]->qp_refs;
     ++uar_refs_[uar];
+    if (srq != nullptr) {
+        ++srq->qp_refs;
+    }
     return {};
 }
 
@@ -521,6 +553,9 @@ Device::CmdResult Device::cmd_destroy_qp(const Command &cmd) {
     }
     --uar_refs_[qp->uar];
     pbl_entries_ -= qp->sq.ring.npages() + qp->rq.ring.npages();
+    if (Srq *srq = find_srq(qp->srqn)) {
+        --srq->qp_refs;
+    }
     unschedule(*qp);
     qps_[qpn].reset();
     update_timer();
@@ -644,6 +679,7 @@ Device::CmdResult Device::cmd_modify_qp(const Command &cmd) {
     }
     if ((mask & OHCA_QP_MAX_DEST_RD_ATOMIC) != 0) {
         s.max_dest_rd_atomic = a.max_dest_rd_atomic;
+        qp->resp.set_capacity(a.max_dest_rd_atomic);
     }
     if ((mask & OHCA_QP_DEST_QPN) != 0) {
         s.dest_qpn = le(a.dest_qpn);
@@ -666,6 +702,7 @@ void Device::apply_qp_state(Qp &qp, uint8_t next) {
         fresh.recv_cqn = qp.recv_cqn;
         fresh.uar = qp.uar;
         fresh.max_inline = qp.max_inline;
+        fresh.srqn = qp.srqn;
         fresh.sq = std::move(qp.sq);
         fresh.rq = std::move(qp.rq);
         fresh.sq.pi = fresh.sq.ci = 0;
@@ -678,6 +715,7 @@ void Device::apply_qp_state(Qp &qp, uint8_t next) {
         if (cur == OHCA_QPS_INIT) {
             qp.epsn = qp.attrs.rq_psn;
             qp.msn = 0;
+            qp.resp.reset(qp.attrs.max_dest_rd_atomic);
             qp.comm_est = false;
         }
         break;

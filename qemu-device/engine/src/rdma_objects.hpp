@@ -7,6 +7,7 @@
 
 #include "event_queue.hpp"
 #include "page_list.hpp"
+#include "responder_resources.hpp"
 #include "sched.hpp"
 
 #include <ohca/ohca_cmd.h>
@@ -78,6 +79,8 @@ struct SendWr {
     uint64_t remote_addr = 0;
     uint32_t rkey = 0;
     uint32_t length = 0;
+    uint64_t cmp_add = 0; // atomics: compare value or addend
+    uint64_t swap = 0;    // ATOMIC_CMP_SWP: the new value
     std::vector<Sge> sges;
     std::vector<uint8_t> inline_data;
     bool is_inline = false;
@@ -86,6 +89,7 @@ struct SendWr {
     bool local_op = false;
     uint32_t first_psn = 0;
     uint32_t npkts = 1;
+    // READ and atomics (one "response packet", the atomic acknowledge):
     uint32_t read_pkts = 0;  // READ: response packets received in order
     uint32_t read_start = 0; // READ: packets the last request asked for:
     uint32_t read_end = 0;   // [read_start, read_end)
@@ -94,21 +98,6 @@ struct SendWr {
     // with this status once everything before it has completed.
     uint8_t local_status = OHCA_CQE_SUCCESS;
     uint8_t local_verr = OHCA_VERR_NONE;
-};
-
-// A response the responder owes, sent in PSN order by process(): an ACK/NAK
-// queued behind READ responses, or a READ response cursor (an IBTA
-// responder resource) that generates its packets a bounded number at a time.
-struct RespItem {
-    bool read = false;
-    uint32_t psn = 0; // ACK: its PSN; READ: PSN of the first response
-    uint8_t syndrome = 0;
-    uint32_t msn = 0;
-    uint64_t va = 0; // READ: remote address of the first response's data
-    uint32_t rkey = 0;
-    uint32_t len = 0;   // READ: bytes from va
-    uint32_t npkts = 1; // READ: response packets in all
-    uint32_t next = 0;  // READ: next packet to send
 };
 
 struct QpAttrs {
@@ -149,6 +138,7 @@ struct Qp {
     uint32_t recv_cqn = 0;
     uint32_t uar = 0;
     uint32_t max_inline = 0;
+    uint32_t srqn = 0; // receives come from this SRQ (then rq is unused)
     WorkQueue sq;
     WorkQueue rq;
     QpAttrs attrs;
@@ -166,8 +156,9 @@ struct Qp {
     uint8_t rnr_left = 0;
     uint8_t rnr_streak = 0; // RNR NAKs in a row without progress
     bool rnr_wait = false;
-    // READ WQEs in 'inflight' whose responses have not all arrived (kept so
-    // that fences and the initiator depth cost O(1) per WQE, not a scan).
+    // READ and atomic WQEs in 'inflight' whose responses have not all
+    // arrived (kept so that fences and the initiator depth, max_rd_atomic,
+    // cost O(1) per WQE, not a scan).
     uint32_t reads_pending = 0;
     uint32_t wqes_failed = 0; // WQEs in 'inflight' that failed local checks
     uint64_t deadline_ns = 0; // ACK or RNR timer, 0 = none (set by TimerHeap)
@@ -189,13 +180,15 @@ struct Qp {
     InMsg in_msg = InMsg::None;
     bool recv_loaded = false;
     uint64_t recv_wr_id = 0;
+    uint32_t recv_index = 0; // SRQ index of the loaded WQE
+    bool last_wqe_pending = false; // in ERR on an SRQ: LAST_WQE_REACHED owed
     std::vector<Sge> recv_sges;
     uint32_t recv_offset = 0;
     uint64_t write_va = 0;
     uint32_t write_key = 0;
     uint32_t write_left = 0;
     uint32_t write_total = 0;
-    std::deque<RespItem> resp_queue; // responses not yet sent, in PSN order
+    ResponderResources resp; // responses owed, saved atomic results
 
     SchedHook sched; // ready list and timer heap links (sched.hpp)
 };

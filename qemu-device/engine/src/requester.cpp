@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The RC requester: SQ/RQ doorbells, send WQEs in order, segmentation into
-// RoCEv2 packets by path MTU, ACK/NAK and READ response handling, go-back-N
-// retransmission on NAK or local ACK timeout, RNR waits.
+// RoCEv2 packets by path MTU, ACK/NAK, READ response and atomic acknowledge
+// handling, go-back-N retransmission on NAK or local ACK timeout, RNR waits.
 #include "requester.hpp"
 #include "byte_order.hpp"
 #include "limits.hpp"
@@ -25,9 +25,17 @@ constexpr std::array<uint32_t, 32> kRnrTimer100us = {
 bool is_read(const SendWr &w) {
     return w.opcode == OHCA_WR_RDMA_READ;
 }
+bool is_atomic(const SendWr &w) {
+    return w.opcode == OHCA_WR_ATOMIC_CMP_SWP || w.opcode == OHCA_WR_ATOMIC_FETCH_ADD;
+}
+// READs and atomics complete only with their response data (an ACK past
+// them means it was lost); they count against max_rd_atomic.
+bool awaits_response(const SendWr &w) {
+    return is_read(w) || is_atomic(w);
+}
 
 bool known_opcode(uint8_t op) {
-    return op <= OHCA_WR_RDMA_READ || op == OHCA_WR_SEND_INV || op == OHCA_WR_LOCAL_INV ||
+    return op <= OHCA_WR_ATOMIC_FETCH_ADD || op == OHCA_WR_SEND_INV || op == OHCA_WR_LOCAL_INV ||
            op == OHCA_WR_REG_MR;
 }
 
@@ -137,13 +145,15 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
         wr.imm = wire_imm(w.imm_data);
         wr.remote_addr = le(w.remote_addr);
         wr.rkey = le(w.rkey);
+        wr.cmp_add = le(w.cmp_add);
+        wr.swap = le(w.swap);
         const bool inl = (w.flags & OHCA_WQE_INLINE) != 0;
         const uint32_t inline_len = le(w.inline_len);
         if (!known_opcode(w.opcode) || (w.flags & ~kSendFlagsKnown) != 0) {
             fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
         } else if ((wr.flags & OHCA_WQE_FENCE) != 0 && qp.reads_pending != 0) {
-            return false; // fenced behind outstanding READs
-        } else if (is_read(wr) &&
+            return false; // fenced behind outstanding READs and atomics
+        } else if (awaits_response(wr) &&
                    qp.reads_pending >= std::max<uint32_t>(1, qp.attrs.max_rd_atomic)) {
             return false; // initiator depth reached
         } else if (w.opcode == OHCA_WR_REG_MR || w.opcode == OHCA_WR_LOCAL_INV) {
@@ -151,6 +161,8 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
             if (r.status != OHCA_CQE_SUCCESS) {
                 fail(r.status, r.verr);
             }
+        } else if (is_atomic(wr) && (inl || w.num_sge != 1)) {
+            fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE); // one 8-byte result SGE
         } else if (inl) {
             if (is_read(wr) || inline_len > qp.max_inline ||
                 sizeof(ohca_send_wqe) + inline_len > stride) {
@@ -174,7 +186,7 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
                 fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_DMA);
             } else {
                 uint64_t total = 0;
-                const uint32_t need = is_read(wr) ? OHCA_ACCESS_LOCAL_WRITE : 0;
+                const uint32_t need = awaits_response(wr) ? OHCA_ACCESS_LOCAL_WRITE : 0;
                 for (unsigned int i = 0; i < w.num_sge && wr.local_status == 0; ++i) {
                     Sge s{le(raw[i].addr), le(raw[i].length), le(raw[i].lkey)};
                     total += s.length;
@@ -189,6 +201,8 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
                 }
                 if (total > DeviceLimits::max_msg_size) {
                     fail(OHCA_CQE_LOC_LEN_ERR, OHCA_VERR_BAD_WQE);
+                } else if (is_atomic(wr) && total != 8) {
+                    fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
                 }
                 wr.length = static_cast<uint32_t>(std::min<uint64_t>(total, UINT32_MAX));
             }
@@ -199,7 +213,7 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
         wr.npkts = std::max<uint32_t>(1, (wr.length + mtu - 1) / mtu);
         wr.first_psn = qp.next_psn;
         qp.next_psn = psn_add(qp.next_psn, wr.npkts);
-        if (is_read(wr)) {
+        if (awaits_response(wr)) {
             ++qp.reads_pending;
         }
     } else if (wr.local_op) {
@@ -285,6 +299,13 @@ void RcRequester::send_packet(Qp &qp) {
         wr.read_start = k;
         wr.read_end = k + span;
         qp.cur_pkt = wr.read_end;
+    } else if (is_atomic(wr)) {
+        f.bth.opcode =
+            wr.opcode == OHCA_WR_ATOMIC_CMP_SWP ? rc::kCompareSwap : rc::kFetchAdd;
+        f.bth.ack_req = true;
+        f.atomic_eth = AtomicEth{wr.remote_addr, wr.rkey,
+                                 wr.opcode == OHCA_WR_ATOMIC_CMP_SWP ? wr.swap : wr.cmp_add,
+                                 wr.opcode == OHCA_WR_ATOMIC_CMP_SWP ? wr.cmp_add : 0};
     } else {
         const bool write = wr.opcode == OHCA_WR_RDMA_WRITE || wr.opcode == OHCA_WR_RDMA_WRITE_IMM;
         const bool imm = wr.opcode == OHCA_WR_RDMA_WRITE_IMM || wr.opcode == OHCA_WR_SEND_IMM;
@@ -372,10 +393,10 @@ void RcRequester::ack_through(Qp &qp, uint32_t psn) {
             continue;
         }
         const uint32_t last = psn_add(w.first_psn, w.npkts - 1);
-        if (is_read(w) && !w.read_done) {
+        if (awaits_response(w) && !w.read_done) {
             const uint32_t resume = psn_add(w.first_psn, w.read_pkts);
             if (psn_diff(psn, resume) >= 0) {
-                // Acknowledged past a READ whose responses were lost: ask
+                // Acknowledged past a READ (or atomic) whose responses were lost: ask
                 // again from the first missing one, and keep una there, or
                 // the responses asked for would be dropped as duplicates.
                 recover_from(qp, resume, false);
@@ -383,7 +404,7 @@ void RcRequester::ack_through(Qp &qp, uint32_t psn) {
             }
             break;
         }
-        if (!is_read(w) && psn_diff(psn, last) < 0) {
+        if (!awaits_response(w) && psn_diff(psn, last) < 0) {
             break;
         }
         svc_.complete_send(qp, w, OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
@@ -427,7 +448,7 @@ void RcRequester::go_back(Qp &qp, uint32_t psn) {
             }
             qp.cur_wr = i;
             qp.cur_pkt = static_cast<uint32_t>(d);
-            if (is_read(w)) {
+            if (awaits_response(w)) {
                 qp.inflight[i].read_pkts = qp.cur_pkt;
             }
             svc_.mark_ready(qp);
@@ -480,7 +501,7 @@ void RcRequester::fail(Qp &qp, uint8_t status, uint8_t verr) {
         const SendWr &w = qp.inflight.front();
         if (w.local_status != OHCA_CQE_SUCCESS) {
             --qp.wqes_failed;
-        } else if (is_read(w) && !w.read_done) {
+        } else if (awaits_response(w) && !w.read_done) {
             --qp.reads_pending;
         }
         svc_.complete_send(qp, qp.inflight.front(), status, verr);
@@ -560,6 +581,11 @@ void RcRequester::rx(Qp &qp, const ParsedPacket &pkt) {
         default:
             return; // reserved syndrome
         }
+    }
+
+    if (h.opcode == rc::kAtomicAck) {
+        atomic_ack(qp, psn, *pkt.fields.atomic_ack);
+        return;
     }
 
     // READ responses: the WQE they belong to, found in O(log n).
@@ -666,6 +692,36 @@ void RcRequester::timer_expired(Qp &qp) {
     }
     --qp.retry_left;
     recover_from(qp, qp.una_psn, true);
+}
+
+// The atomic acknowledge of the atomic at 'psn': the original value goes to
+// its SGE (8 bytes, little endian like the remote operand), then it
+// completes. A duplicate or one for no outstanding atomic is ignored.
+void RcRequester::atomic_ack(Qp &qp, uint32_t psn, uint64_t orig) {
+    const size_t i = wqe_at_psn(qp.inflight, psn);
+    if (i == qp.inflight.size() || qp.inflight[i].local_status != OHCA_CQE_SUCCESS ||
+        !is_atomic(qp.inflight[i]) || qp.inflight[i].read_done ||
+        qp.inflight[i].first_psn != psn) {
+        ++svc_.counters().rx_out_of_seq;
+        return;
+    }
+    ack_through(qp, psn_add(psn, kPsnMask)); // everything before the atomic
+    if (qp.state == OHCA_QPS_ERR || qp.inflight.empty() || qp.inflight.front().first_psn != psn ||
+        !is_atomic(qp.inflight.front())) {
+        return;
+    }
+    SendWr &w = qp.inflight.front();
+    const uint64_t raw = le(orig);
+    const Sge &s = w.sges.front();
+    const KeyResult kr = svc_.check_key(s.lkey, s.addr, sizeof(raw), OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
+    if (kr.mr == nullptr || !svc_.mr_write(*kr.mr, s.addr, &raw, sizeof(raw))) {
+        fail(qp, OHCA_CQE_LOC_PROT_ERR, kr.mr == nullptr ? kr.verr : uint8_t{OHCA_VERR_DMA});
+        return;
+    }
+    w.read_pkts = 1;
+    w.read_done = true;
+    --qp.reads_pending;
+    ack_through(qp, psn);
 }
 
 } // namespace ohca

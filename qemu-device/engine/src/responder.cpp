@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The RC responder: received RoCE packets are parsed and validated, then
-// requests (SEND, RDMA WRITE, RDMA READ) are executed in PSN order with
-// ACK/NAK generation; responses go to the requester (requester.cpp).
+// requests (SEND, RDMA WRITE, RDMA READ, atomics) are executed in PSN order
+// with ACK/NAK generation; responses go to the requester (requester.cpp).
+// READ and atomic responses hold the QP's responder resources
+// (responder_resources.hpp), which bound what a peer can make it queue.
 #include "responder.hpp"
 #include "byte_order.hpp"
 #include "limits.hpp"
@@ -20,10 +22,18 @@ bool is_send(uint8_t op) {
 bool is_write(uint8_t op) {
     return op >= rc::kWriteFirst && op <= rc::kWriteOnlyImm;
 }
+bool is_atomic(uint8_t op) {
+    return op == rc::kCompareSwap || op == rc::kFetchAdd;
+}
 bool starts_message(uint8_t op) {
     return op == rc::kSendFirst || op == rc::kSendOnly || op == rc::kSendOnlyImm ||
            op == rc::kSendOnlyInv || op == rc::kWriteFirst || op == rc::kWriteOnly ||
-           op == rc::kWriteOnlyImm || op == rc::kReadRequest;
+           op == rc::kWriteOnlyImm || op == rc::kReadRequest || is_atomic(op);
+}
+// Response packets a READ of 'len' bytes takes (64-bit: no wrap for any
+// 32-bit length).
+uint64_t read_packets(uint32_t len, uint32_t mtu) {
+    return std::max<uint64_t>(1, (uint64_t{len} + mtu - 1) / mtu);
 }
 bool ends_message(uint8_t op) {
     return op == rc::kSendLast || op == rc::kSendLastImm || op == rc::kSendOnly ||
@@ -39,13 +49,10 @@ bool has_imm(uint8_t op) {
 } // namespace
 
 void RcResponder::send_ack(Qp &qp, uint32_t psn, uint8_t syndrome) {
-    if (!qp.resp_queue.empty()) {
-        // Behind READ responses still being sent.
-        RespItem it;
-        it.psn = psn;
-        it.syndrome = syndrome;
-        it.msn = qp.msn;
-        qp.resp_queue.push_back(it);
+    if (!qp.resp.empty()) {
+        // Behind READ/atomic responses still being sent (bounded: it
+        // replaces an ACK already waiting there).
+        qp.resp.queue_ack(psn, syndrome, qp.msn);
         return;
     }
     PacketFields f;
@@ -58,7 +65,7 @@ void RcResponder::send_ack(Qp &qp, uint32_t psn, uint8_t syndrome) {
 
 void RcResponder::error(Qp &qp, uint8_t nak, uint16_t event) {
     ++svc_.counters().error_naks_sent;
-    qp.resp_queue.clear(); // the QP goes to ERR: only the NAK is sent
+    qp.resp.drop_pending(); // the QP goes to ERR: only the NAK is sent
     send_ack(qp, qp.epsn, static_cast<uint8_t>(kAethNak | nak));
     svc_.post_peer_event(event, qp.qpn);
     svc_.qp_to_error(qp);
@@ -95,17 +102,81 @@ bool RcResponder::load_recv_wqe(Qp &qp) {
     return true;
 }
 
-void RcResponder::queue_read_response(Qp &qp, uint32_t psn, const Reth &reth) {
-    const uint32_t mtu = mtu_bytes(qp);
-    RespItem it;
-    it.read = true;
-    it.psn = psn;
-    it.msn = qp.msn;
-    it.va = reth.va;
-    it.rkey = reth.rkey;
-    it.len = reth.dma_len;
-    it.npkts = std::max<uint32_t>(1, (reth.dma_len + mtu - 1) / mtu);
-    qp.resp_queue.push_back(it);
+// REMOTE_READ on the QP, and the rkey for the whole READ unless it is empty.
+bool RcResponder::read_allowed(const Qp &qp, const Reth &r) {
+    return (qp.attrs.access & OHCA_ACCESS_REMOTE_READ) != 0 &&
+           (r.dma_len == 0 ||
+            svc_.check_key(r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ, qp.pdn).verr ==
+                OHCA_VERR_NONE);
+}
+
+// A duplicate READ is checked like a new one and may not reach past what
+// was executed; then it is answered again from its PSN, within the
+// responder resources. Anything else is dropped.
+void RcResponder::duplicate_read(Qp &qp, uint32_t psn, const Reth &r) {
+    const uint64_t n = read_packets(r.dma_len, mtu_bytes(qp));
+    const auto ahead = static_cast<uint64_t>(static_cast<int64_t>(psn_diff(qp.epsn, psn)));
+    if (r.dma_len > DeviceLimits::max_msg_size || n > ahead || !read_allowed(qp, r) ||
+        !qp.resp.replay_read(psn, r.va, r.rkey, r.dma_len, static_cast<uint32_t>(n), qp.msn)) {
+        ++svc_.counters().rx_dup_dropped;
+        return;
+    }
+    svc_.mark_ready(qp);
+}
+
+// A duplicate atomic is answered with the saved result, never executed
+// again; without one (too old, or never executed) it is dropped.
+void RcResponder::duplicate_atomic(Qp &qp, uint32_t psn) {
+    if (!qp.resp.replay_atomic(psn)) {
+        ++svc_.counters().rx_dup_dropped;
+        return;
+    }
+    svc_.mark_ready(qp);
+}
+
+// An atomic at the expected PSN: checks, then the read-modify-write of the
+// 8 bytes. All of the device's atomics run here one at a time, which makes
+// them atomic against each other (ATOMIC_HCA), not against guest CPUs.
+void RcResponder::execute_atomic(Qp &qp, const ParsedPacket &pkt) {
+    const AtomicEth &a = *pkt.fields.atomic_eth;
+    if ((qp.attrs.access & OHCA_ACCESS_REMOTE_ATOMIC) == 0) {
+        error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
+        return;
+    }
+    if ((a.va & 7) != 0) {
+        error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR); // misaligned
+        return;
+    }
+    const KeyResult k = svc_.check_key(a.rkey, a.va, 8, OHCA_ACCESS_REMOTE_ATOMIC, qp.pdn);
+    if (k.mr == nullptr) {
+        error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
+        return;
+    }
+    if (qp.resp.full()) {
+        error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR); // beyond max_dest_rd_atomic
+        return;
+    }
+    uint64_t orig = 0;
+    if (!svc_.mr_read(*k.mr, a.va, &orig, sizeof(orig))) {
+        error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
+        return;
+    }
+    // Guest memory holds the operand little endian (x86 guests).
+    orig = le(orig);
+    uint64_t next = orig;
+    if (pkt.fields.bth.opcode == rc::kFetchAdd) {
+        next = orig + a.swap_add;
+    } else if (orig == a.compare) {
+        next = a.swap_add;
+    }
+    const uint64_t raw = le(next);
+    if (next != orig && !svc_.mr_write(*k.mr, a.va, &raw, sizeof(raw))) {
+        error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
+        return;
+    }
+    qp.epsn = psn_add(qp.epsn, 1);
+    qp.msn = (qp.msn + 1) & kPsnMask;
+    (void)qp.resp.add_atomic(pkt.fields.bth.psn, orig, qp.msn);
     svc_.mark_ready(qp);
 }
 
@@ -114,15 +185,30 @@ void RcResponder::queue_read_response(Qp &qp, uint32_t psn, const Reth &reth) {
 void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
     unsigned int sent = 0;
     const uint32_t mtu = mtu_bytes(qp);
-    while (!qp.resp_queue.empty() && quantum > 0 && qp.state != OHCA_QPS_ERR) {
-        RespItem &it = qp.resp_queue.front();
+    using Kind = ResponderResources::Response::Kind;
+    while (!qp.resp.empty() && quantum > 0 && qp.state != OHCA_QPS_ERR) {
+        ResponderResources::Response &it = qp.resp.front();
         PacketFields f;
         f.bth.dest_qp = qp.attrs.dest_qpn;
-        if (!it.read) {
+        if (it.kind == Kind::Ack) {
             f.bth.opcode = rc::kAck;
             f.bth.psn = it.psn;
             f.aeth = Aeth{it.syndrome, it.msn};
-            qp.resp_queue.pop_front();
+            qp.resp.pop_front();
+            svc_.emit(qp, f, {});
+            --quantum;
+            continue;
+        }
+        if (it.kind == Kind::Atomic) {
+            if (!svc_.tx_room(qp)) {
+                svc_.mark_ready(qp);
+                return;
+            }
+            f.bth.opcode = rc::kAtomicAck;
+            f.bth.psn = it.psn;
+            f.aeth = Aeth{kAckCredits, it.msn};
+            f.atomic_ack = it.orig;
+            qp.resp.pop_front();
             svc_.emit(qp, f, {});
             --quantum;
             continue;
@@ -154,12 +240,11 @@ void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
         };
         if ((len != 0 && mr == nullptr) ||
             svc_.emit_fill(qp, f, len, fill) == EmitResult::FillFailed) {
-            qp.resp_queue.clear();
             error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
             return;
         }
         if (++it.next == n) {
-            qp.resp_queue.pop_front();
+            qp.resp.pop_front();
         }
         ++sent;
         --quantum;
@@ -178,28 +263,11 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
     if (d < 0) {
         ++svc_.counters().rx_duplicates;
         if (op == rc::kReadRequest) {
-            // Re-execute: READs have no side effects.
-            const Reth &r = *pkt.fields.reth;
-            const bool ok =
-                (qp.attrs.access & OHCA_ACCESS_REMOTE_READ) != 0 &&
-                (r.dma_len == 0 ||
-                 svc_.check_key(r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ, qp.pdn).verr ==
-                     OHCA_VERR_NONE);
-            if (ok) {
-                // Restart from the requested PSN: drop what is queued from
-                // there on (the requester goes back and asks again).
-                auto &q = qp.resp_queue;
-                while (!q.empty() && psn_diff(q.back().psn, h.psn) >= 0) {
-                    q.pop_back();
-                }
-                if (!q.empty() && q.back().read &&
-                    psn_diff(psn_add(q.back().psn, q.back().npkts), h.psn) > 0) {
-                    // h.psn falls inside this READ: the requester has what
-                    // came before and asks for the rest again now.
-                    q.pop_back();
-                }
-                queue_read_response(qp, h.psn, r);
-            }
+            duplicate_read(qp, h.psn, *pkt.fields.reth);
+            return;
+        }
+        if (is_atomic(op)) {
+            duplicate_atomic(qp, h.psn);
             return;
         }
         send_ack(qp, psn_add(qp.epsn, kPsnMask), kAckCredits);
@@ -224,14 +292,6 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
         }
     }
 
-    // Atomics are not executed (yet): the IBTA answer for an operation the
-    // responder does not support is NAK Invalid Request. The one place
-    // that decides it; atomic execution replaces this.
-    if (op == rc::kCompareSwap || op == rc::kFetchAdd) {
-        error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
-        return;
-    }
-
     // Opcode sequence and packet lengths.
     const uint32_t mtu = mtu_bytes(qp);
     const size_t len = pkt.payload.size();
@@ -240,30 +300,38 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
     bool seq_ok =
         starts ? qp.in_msg == Qp::InMsg::None
                : (is_send(op) ? qp.in_msg == Qp::InMsg::Send : qp.in_msg == Qp::InMsg::Write);
-    if (op == rc::kReadRequest) {
+    if (op == rc::kReadRequest || is_atomic(op)) {
         seq_ok = qp.in_msg == Qp::InMsg::None;
     }
-    const bool len_ok = op == rc::kReadRequest || (ends ? len <= mtu : len == mtu);
+    const bool len_ok =
+        op == rc::kReadRequest || is_atomic(op) || (ends ? len <= mtu : len == mtu);
     if (!seq_ok || !len_ok) {
         error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
         return;
     }
 
+    if (is_atomic(op)) {
+        execute_atomic(qp, pkt);
+        return;
+    }
     if (op == rc::kReadRequest) {
         const Reth &r = *pkt.fields.reth;
         if (r.dma_len > DeviceLimits::max_msg_size) {
             error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
             return;
         }
-        if ((qp.attrs.access & OHCA_ACCESS_REMOTE_READ) == 0 ||
-            (r.dma_len != 0 &&
-             svc_.check_key(r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ, qp.pdn).verr !=
-                 OHCA_VERR_NONE)) {
+        if (!read_allowed(qp, r)) {
             error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
             return;
         }
-        queue_read_response(qp, h.psn, r);
-        qp.epsn = psn_add(h.psn, std::max<uint32_t>(1, (r.dma_len + mtu - 1) / mtu));
+        const auto n = static_cast<uint32_t>(read_packets(r.dma_len, mtu));
+        if (!qp.resp.add_read(h.psn, r.va, r.rkey, r.dma_len, n, qp.msn)) {
+            // Every responder resource is in use (max_dest_rd_atomic).
+            error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+            return;
+        }
+        svc_.mark_ready(qp);
+        qp.epsn = psn_add(h.psn, n);
         qp.msn = (qp.msn + 1) & kPsnMask;
         return;
     }
@@ -272,12 +340,21 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
     // with immediate (at its last): without one, RNR NAK.
     const bool needs_recv = (is_send(op) && starts) || (is_write(op) && has_imm(op));
     if (needs_recv && !qp.recv_loaded) {
-        if (qp.rq.ci == qp.rq.pi) {
+        const SrqTake t = qp.srqn != 0       ? svc_.take_srq_wqe(qp)
+                          : qp.rq.ci == qp.rq.pi ? SrqTake::Empty
+                                                 : SrqTake::Ok;
+        if (t == SrqTake::Empty) {
             ++svc_.counters().rnr_naks_sent;
             send_ack(qp, h.psn, static_cast<uint8_t>(kAethRnrNak | qp.attrs.min_rnr_timer));
             return;
         }
-        if (!load_recv_wqe(qp)) {
+        if (t == SrqTake::BadWqe) {
+            svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                               OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE, false);
+            error(qp, kNakRemoteOp, OHCA_QP_EV_FATAL);
+            return;
+        }
+        if (qp.srqn == 0 && !load_recv_wqe(qp)) {
             return;
         }
     }

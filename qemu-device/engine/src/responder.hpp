@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The RC responder (responder.cpp): requests (SEND, RDMA WRITE, RDMA READ)
-// executed in PSN order, ACK/NAK generation, READ responses sent a bounded
-// number at a time. Per-QP state lives in Qp.
+// The RC responder (responder.cpp): requests (SEND, RDMA WRITE, RDMA READ,
+// atomics) executed in PSN order, ACK/NAK generation, READ responses sent a
+// bounded number at a time. Per-QP state lives in Qp.
 #pragma once
 
 #include "transport.hpp"
@@ -22,7 +22,10 @@ class RcResponder {
     void send_ack(Qp &qp, uint32_t psn, uint8_t syndrome);
     void error(Qp &qp, uint8_t nak, uint16_t event);
     bool load_recv_wqe(Qp &qp);
-    void queue_read_response(Qp &qp, uint32_t psn, const Reth &reth);
+    bool read_allowed(const Qp &qp, const Reth &r);
+    void duplicate_read(Qp &qp, uint32_t psn, const Reth &r);
+    void duplicate_atomic(Qp &qp, uint32_t psn);
+    void execute_atomic(Qp &qp, const ParsedPacket &pkt);
 
     TransportServices &svc_;
 };

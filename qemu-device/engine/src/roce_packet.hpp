@@ -140,7 +140,7 @@ struct PacketFields {
 
 // Requests travel requester -> responder, responses the other way.
 inline bool rc_is_response(uint8_t op) {
-    return op >= rc::kReadRespFirst && op <= rc::kAck;
+    return op >= rc::kReadRespFirst && op <= rc::kAtomicAck;
 }
 
 // Builds a whole frame; the payload is padded to 4 bytes and the ICRC

@@ -195,7 +195,7 @@ void Device::srq_doorbell(uint32_t page, uint32_t srqn, uint32_t value) {
     // QPs waiting for a WQE are answered RNR NAK and retry on their own.
 }
 
-Device::SrqTake Device::srq_take(Qp &qp) {
+SrqTake Device::take_srq_wqe(Qp &qp) {
     Srq *srq = find_srq(qp.srqn);
     if (srq == nullptr || srq->error || srq->available() == 0) {
         return SrqTake::Empty;

@@ -25,6 +25,12 @@ struct RecvWqe {
 uint8_t read_recv_wqe(const Host &host, const PageList &ring, uint64_t offset, uint32_t stride,
                       unsigned int max_sge, RecvWqe &out);
 
+// What taking a QP's next receive WQE from its SRQ gave: a WQE (loaded into
+// the QP), nothing (the SRQ is empty or stopped: RNR NAK), or a WQE whose
+// segment list is malformed (taken, its wr_id in the QP, to complete with
+// an error).
+enum class SrqTake : uint8_t { Ok, Empty, BadWqe };
+
 struct Srq {
     uint32_t pdn = 0;
     uint32_t uar = 0;

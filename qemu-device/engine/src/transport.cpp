@@ -208,9 +208,8 @@ void Device::roce_deliver(const ParsedPacket &p) {
         ++stats_.roce_rx_dropped;
         return;
     }
-    if (is_ud_opcode(h.opcode) || h.opcode == rc::kAtomicAck) {
-        // UD to an RC QP; or an atomic response, when this requester
-        // sends no atomics.
+    if (is_ud_opcode(h.opcode)) {
+        // UD to an RC QP.
         ++roce_.rx_bad_opcode;
         ++stats_.roce_rx_dropped;
         return;
@@ -251,6 +250,11 @@ void Device::sq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
 }
 
 void Device::rq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
+    // A QP on an SRQ has no receive queue of its own to ring.
+    if (const Qp *q = find_qp(qpn); q != nullptr && q->srqn != 0) {
+        ++stats_.db_errors;
+        return;
+    }
     Qp *qp = take_doorbell(page, qpn, &Qp::rq, value);
     if (qp != nullptr && qp->state == OHCA_QPS_ERR) {
         mark_ready(*qp); // flushed by process()

@@ -9,6 +9,7 @@
 #include "host.hpp"
 #include "rdma_objects.hpp"
 #include "roce_packet.hpp"
+#include "srq.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -31,6 +32,7 @@ struct RoceCounters {
     uint64_t rx_bad_opcode = 0;
     uint64_t rx_no_qp = 0;
     uint64_t rx_duplicates = 0;   // responder: requests with an old PSN
+    uint64_t rx_dup_dropped = 0;  // ... of which READ/atomic ones not answered
     uint64_t stale_responses = 0; // requester: outside [una - 1, next)
     uint64_t rx_out_of_seq = 0;
     uint64_t retransmits = 0; // go-back-N restarts
@@ -137,6 +139,9 @@ class TransportServices {
     // when fetched; the invalidation a SEND with invalidate asks for.
     virtual LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) = 0;
     virtual uint8_t invalidate_key(uint32_t key, uint32_t pdn) = 0;
+    // The next receive WQE of a QP on an SRQ (qp.srqn), into the QP's
+    // recv_* fields (srq.cpp).
+    virtual SrqTake take_srq_wqe(Qp &qp) = 0;
     virtual RoceCounters &counters() = 0;
 
     // Scheduling: the QP has work for process() (idempotent, O(1)); its
