@@ -233,6 +233,57 @@ QpInfo RdmaNode::create_qp(uint32_t pdn, uint32_t scq, uint32_t rcq, unsigned in
     return q;
 }
 
+QpInfo RdmaNode::create_qp_on_srq(uint32_t pdn, uint32_t scq, uint32_t rcq, uint32_t srqn,
+                                  unsigned int sq_log) {
+    QpInfo q;
+    q.sq_size = 1u << sq_log;
+    q.sq_stride = 256;
+    q.sq = alloc(uint64_t{q.sq_size} * q.sq_stride);
+    ohca_create_qp_in in{};
+    in.type = OHCA_QPT_RC;
+    in.sq_log_size = static_cast<uint8_t>(sq_log);
+    in.sq_log_stride = 8;
+    in.pdn = pdn;
+    in.send_cqn = scq;
+    in.recv_cqn = rcq;
+    in.max_inline = 128;
+    in.srqn = srqn;
+    in.sq_pbl = make_pbl(q.sq, uint64_t{q.sq_size} * q.sq_stride);
+    ohca_create_out o{};
+    EXPECT_EQ(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    q.qpn = o.handle;
+    return q;
+}
+
+SrqInfo RdmaNode::create_srq(uint32_t pdn, unsigned int log_size, uint32_t limit) {
+    SrqInfo s;
+    s.size = 1u << log_size;
+    s.ring = alloc(uint64_t{s.size} * s.stride);
+    ohca_create_srq_in in{};
+    in.pdn = pdn;
+    in.log_size = static_cast<uint8_t>(log_size);
+    in.log_stride = 6;
+    in.limit = limit;
+    in.pbl = make_pbl(s.ring, uint64_t{s.size} * s.stride);
+    ohca_create_out o{};
+    EXPECT_EQ(cmd(OHCA_CMD_CREATE_SRQ, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    s.srqn = o.handle;
+    return s;
+}
+
+void RdmaNode::post_srq_recv(SrqInfo &srq, uint64_t wr_id, const std::vector<ohca_sge> &sges) {
+    const uint64_t at = srq.ring + uint64_t{srq.pi % srq.size} * srq.stride;
+    ohca_recv_wqe w{};
+    w.wr_id = wr_id;
+    w.num_sge = static_cast<uint8_t>(sges.size());
+    host.put(at, w);
+    for (size_t i = 0; i < sges.size(); ++i) {
+        host.put(at + 16 + 16 * i, sges[i]);
+    }
+    ++srq.pi;
+    ohca_engine_db_write(e, srq.uar, OHCA_DB_SRQ, OHCA_DB_VALUE(srq.srqn, srq.pi), 8);
+}
+
 CmdOutcome RdmaNode::modify(uint32_t qpn, uint32_t mask, const ohca_qp_attr &attr) {
     ohca_modify_qp_in in{};
     in.qpn = qpn;
@@ -306,6 +357,8 @@ void RdmaNode::post_send(QpInfo &qp, const SendReq &r, bool ring) {
     w.imm_data = r.imm;
     w.remote_addr = r.remote_addr;
     w.rkey = r.rkey;
+    w.cmp_add = r.cmp_add;
+    w.swap = r.swap;
     if (!r.inline_data.empty() || (r.flags & OHCA_WQE_INLINE) != 0) {
         w.flags |= OHCA_WQE_INLINE;
         w.inline_len = static_cast<uint32_t>(r.inline_data.size());

@@ -37,6 +37,15 @@ struct CqInfo {
     uint32_t uar = 0;
 };
 
+struct SrqInfo {
+    uint32_t srqn = 0;
+    uint64_t ring = 0;
+    uint32_t size = 0;
+    uint32_t stride = 64;
+    uint32_t pi = 0;
+    uint32_t uar = 0;
+};
+
 struct SendReq {
     uint64_t wr_id = 1;
     uint8_t opcode = OHCA_WR_SEND;
@@ -44,6 +53,8 @@ struct SendReq {
     uint32_t imm = 0;
     uint64_t remote_addr = 0;
     uint32_t rkey = 0;
+    uint64_t cmp_add = 0; // atomics
+    uint64_t swap = 0;
     std::vector<ohca_sge> sges;
     std::vector<uint8_t> inline_data;
 };
@@ -73,6 +84,11 @@ class RdmaNode {
     uint32_t reg_mr(uint32_t pdn, uint64_t addr, uint64_t len, uint32_t access);
     QpInfo create_qp(uint32_t pdn, uint32_t scq, uint32_t rcq, unsigned int sq_log = 6,
                      unsigned int rq_log = 6, uint32_t uar = 0);
+    // A QP whose receives come from SRQ 'srqn' (no RQ of its own).
+    QpInfo create_qp_on_srq(uint32_t pdn, uint32_t scq, uint32_t rcq, uint32_t srqn,
+                            unsigned int sq_log = 6);
+    SrqInfo create_srq(uint32_t pdn, unsigned int log_size = 6, uint32_t limit = 0);
+    void post_srq_recv(SrqInfo &srq, uint64_t wr_id, const std::vector<ohca_sge> &sges);
     CmdOutcome modify(uint32_t qpn, uint32_t mask, const ohca_qp_attr &attr);
     // RESET -> INIT -> RTR -> RTS towards remote (gid of 'peer' node id).
     void connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &peer, uint8_t path_mtu = 3,
