@@ -1,0 +1,160 @@
+"""Atomics and shared receive queues in ONE VM job (both ends on ohca0,
+looped back inside the device): what ibv_devinfo reports, ibv_srq_pingpong
+(polling and events), perftest's ib_atomic_bw and ib_atomic_lat (fetch-add
+and compare-swap), and a pyverbs program that arms the SRQ limit and waits
+for IBV_EVENT_SRQ_LIMIT_REACHED, then moves a QP of the SRQ to ERR and waits
+for IBV_EVENT_QP_LAST_WQE_REACHED (each wait bounded: a missing event fails
+instead of hanging). The parts share one boot; each checks its section."""
+
+import re
+
+import pytest
+
+from vmtest import assert_ok, section
+
+pytestmark = pytest.mark.ohca_only
+
+GID = 1
+
+DEVINFO = r"""
+ibv_devinfo -v -d "$OHCA_IBDEV" | grep -E "atomic_cap|max_srq|max_qp_rd_atom|max_qp_init_rd_atom"
+"""
+
+SRQ_PINGPONG = rf"""
+set -e
+for flags in "" "-e"; do
+	timeout 120 ibv_srq_pingpong -d "$OHCA_IBDEV" -g {GID} -n 300 -q 8 $flags > /tmp/srv.log 2>&1 &
+	srv=$!
+	ohca_retry 20 timeout 120 ibv_srq_pingpong -d "$OHCA_IBDEV" -g {GID} -n 300 -q 8 $flags 127.0.0.1
+	wait $srv
+	echo "srq pingpong '$flags' server:"; cat /tmp/srv.log
+done
+"""
+
+ATOMIC_PERFTEST = rf"""
+rc=0
+for t in ib_atomic_bw ib_atomic_lat; do
+	for a in FETCH_AND_ADD CMP_AND_SWAP; do
+		timeout 120 $t -d "$OHCA_IBDEV" -x {GID} -F -A $a -n 500 > /tmp/srv.log 2>&1 &
+		srv=$!
+		ohca_retry 20 timeout 120 $t -d "$OHCA_IBDEV" -x {GID} -F -A $a -n 500 127.0.0.1 > /tmp/cli.log 2>&1
+		c=$?
+		wait $srv
+		s_rc=$?
+		line=$(grep -E "^ *8 +500 " /tmp/cli.log | tail -1)
+		echo "RESULT $t $a client=$c server=$s_rc :$line"
+		if [ $c -ne 0 ] || [ $s_rc -ne 0 ] || [ -z "$line" ]; then
+			rc=1; tail -n 8 /tmp/cli.log /tmp/srv.log
+		fi
+	done
+done
+exit $rc
+"""
+
+# pyverbs with the rdma-core suite's resource helpers (tests/base.py).
+SRQ_EVENTS_PY = r"""
+import os, sys
+from importlib.machinery import SourceFileLoader
+os.chdir("/opt/rdma-core-tests")
+sys.argv = sys.argv[:1]
+SourceFileLoader("tests", os.path.join(os.getcwd(), "__init__.py")).load_module()
+from tests.base import RCResources
+import tests.utils as u
+import pyverbs.enums as e
+from pyverbs.qp import QPAttr
+from pyverbs.srq import SrqAttr
+
+dev, gid = os.environ["OHCA_IBDEV"], int(sys.argv[1]) if len(sys.argv) > 1 else 1
+def pair():
+    s = RCResources(dev, 1, gid, qp_count=2, with_srq=True)
+    c = RCResources(dev, 1, gid, qp_count=2, with_srq=True)
+    s.pre_run(c.psns, c.qps_num)
+    c.pre_run(s.psns, s.qps_num)
+    return s, c
+
+s, c = pair()
+u.traffic(c, s, 20, gid, 1)
+print("SRQ_TRAFFIC ok", flush=True)
+
+s, c = pair()
+for _ in range(10):
+    s.srq.post_recv(u.get_recv_wr(s), None)
+s.srq.modify(SrqAttr(srq_limit=7), e.IBV_SRQ_LIMIT)
+assert s.srq.query().srq_limit == 7, s.srq.query().srq_limit
+for _ in range(4):
+    wr, _sg = u.get_send_elements(c, False)
+    u.send(c, wr)
+    u.poll_cq(c.cq)
+    u.poll_cq(s.cq)
+ev = s.ctx.get_async_event()
+ev.ack()
+print("SRQ_EVENT", ev.event_type, flush=True)
+assert ev.event_type == e.IBV_EVENT_SRQ_LIMIT_REACHED, ev.event_type
+assert s.srq.query().srq_limit == 0
+
+s.qps[1].modify(QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE)
+ev = s.ctx.get_async_event()
+ev.ack()
+print("QP_EVENT", ev.event_type, flush=True)
+assert ev.event_type == e.IBV_EVENT_QP_LAST_WQE_REACHED, ev.event_type
+print("SRQ_EVENTS ok", flush=True)
+"""
+
+SRQ_EVENTS = f"""
+cat > /tmp/srq_events.py <<'PYEOF'
+{SRQ_EVENTS_PY.strip()}
+PYEOF
+timeout -k 5 90 python3 /tmp/srq_events.py {GID}
+"""
+
+PARTS = ("devinfo", "srq_pingpong", "atomic_perftest", "srq_events")
+SCRIPTS = {"devinfo": DEVINFO, "srq_pingpong": SRQ_PINGPONG,
+           "atomic_perftest": ATOMIC_PERFTEST, "srq_events": SRQ_EVENTS}
+
+
+def job():
+    out = ["rc=0"]
+    for name in PARTS:
+        out += [f"echo '=== {name} ==='", "(", SCRIPTS[name], ")", "prc=$?",
+                f"echo \"PART {name} rc=$prc\"", "[ $prc -eq 0 ] || rc=1"]
+    out += ["echo '=== end ==='", "exit $rc"]
+    return "\n".join(out)
+
+
+def check_devinfo(text):
+    assert re.search(r"atomic_cap:\s+ATOMIC_HCA", text), text
+    assert re.search(r"max_srq:\s+256", text), text
+    assert re.search(r"max_srq_wr:\s+4096", text), text
+
+
+def check_srq_pingpong(text):
+    assert len(re.findall(r"600 iters in|300 iters in", text)) >= 4, text
+
+
+def check_atomic_perftest(text):
+    results = re.findall(r"^RESULT (\S+) (\S+) client=0 server=0 :\s*\S", text, re.M)
+    assert len(results) == 4, text
+    for line in re.findall(r"^RESULT .*$", text, re.M):
+        print(line)
+
+
+def check_srq_events(text):
+    assert "SRQ_TRAFFIC ok" in text, text
+    assert "SRQ_EVENTS ok" in text, text
+
+
+CHECKS = {"devinfo": check_devinfo, "srq_pingpong": check_srq_pingpong,
+          "atomic_perftest": check_atomic_perftest, "srq_events": check_srq_events}
+
+
+def test_atomics_and_srq_loopback(vm_run):
+    (r,) = vm_run(job(), timeout=900)
+    failed = []
+    for name in PARTS:
+        text = section(r.output, name)
+        if not re.search(rf"^PART {name} rc=0$", text, re.M):
+            failed.append(name)
+            continue
+        CHECKS[name](text)
+    assert not failed, f"parts failed: {failed}\n" + r.report()
+    assert_ok([r])
