@@ -177,9 +177,9 @@ static int ohca_qp_create_user(struct ohca_dev *dev, struct ohca_qp *qp,
 	    ohca_sq_hdr_len(qp->type) +
 	    cap->max_send_sge * sizeof(struct ohca_sge) >
 	    BIT(ucmd.sq_log_stride) ||
-	    sizeof(struct ohca_recv_wqe) +
-	    cap->max_recv_sge * sizeof(struct ohca_sge) >
-	    BIT(ucmd.rq_log_stride) ||
+	    (!init->srq && sizeof(struct ohca_recv_wqe) +
+	     cap->max_recv_sge * sizeof(struct ohca_sge) >
+	     BIT(ucmd.rq_log_stride)) ||
 	    ucmd.max_inline < cap->max_inline_data ||
 	    ucmd.max_inline > ohca_max_inline(dev) ||
 	    ucmd.max_inline > BIT(ucmd.sq_log_stride) -

@@ -56,6 +56,8 @@ SRQ_EVENTS_PY = r"""
 import os, sys
 from importlib.machinery import SourceFileLoader
 os.chdir("/opt/rdma-core-tests")
+sys.path.insert(0, os.getcwd())
+gid = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 sys.argv = sys.argv[:1]
 SourceFileLoader("tests", os.path.join(os.getcwd(), "__init__.py")).load_module()
 from tests.base import RCResources
@@ -64,7 +66,7 @@ import pyverbs.enums as e
 from pyverbs.qp import QPAttr
 from pyverbs.srq import SrqAttr
 
-dev, gid = os.environ["OHCA_IBDEV"], int(sys.argv[1]) if len(sys.argv) > 1 else 1
+dev = os.environ["OHCA_IBDEV"]
 def pair():
     s = RCResources(dev, 1, gid, qp_count=2, with_srq=True)
     c = RCResources(dev, 1, gid, qp_count=2, with_srq=True)
