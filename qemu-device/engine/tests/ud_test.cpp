@@ -558,7 +558,9 @@ TEST_F(UdTest, FloodIsBoundedAndCounted) {
 
 // Until atomics are executed, an atomic request is answered with NAK
 // Invalid Request (and the responder's QP goes to the error state).
-TEST_F(UdTest, AtomicRequestIsNakedAsInvalidRequest) {
+// Atomics are executed now (rdma_atomic_srq_test.cpp): one through a key
+// that does not exist is a remote access error.
+TEST_F(UdTest, AtomicRequestWithABadKeyIsNakedRemoteAccess) {
     RdmaNode peer{2};
     Side s = make_side(n, 4096, 4, [](size_t k) { return static_cast<uint8_t>(k); });
     n.connect(s.qp, 99, peer, 3, 14, 7, 7,
@@ -573,9 +575,8 @@ TEST_F(UdTest, AtomicRequestIsNakedAsInvalidRequest) {
     pf.bth.dest_qp = s.qp.qpn;
     pf.bth.psn = (peer.psn_base + 99) & 0xffffff;
     pf.bth.ack_req = true;
-    // AtomicETH: VA, rkey, swap/add, compare (28 bytes, after the BTH).
-    std::vector<uint8_t> aeth(28, 0);
-    auto f = build_roce_frame(path, pf, aeth);
+    pf.atomic_eth = AtomicEth{0, 0, 1, 0};
+    auto f = build_roce_frame(path, pf, {});
     ohca_engine_receive_frame(n.e, f.data(), f.size());
     n.process();
     ASSERT_EQ(n.host.wire.size(), 1u);
@@ -583,7 +584,7 @@ TEST_F(UdTest, AtomicRequestIsNakedAsInvalidRequest) {
     ASSERT_EQ(parse_roce_frame(n.host.wire[0], p), ParseError::None);
     EXPECT_EQ(p.fields.bth.opcode, rc::kAck);
     ASSERT_TRUE(p.fields.aeth);
-    EXPECT_EQ(p.fields.aeth->syndrome, kAethNak | kNakInvalidRequest);
+    EXPECT_EQ(p.fields.aeth->syndrome, kAethNak | kNakRemoteAccess);
     EXPECT_EQ(p.fields.bth.psn, pf.bth.psn);
     EXPECT_EQ(n.query(s.qp.qpn).qp_state, OHCA_QPS_ERR);
 }
