@@ -15,6 +15,7 @@ Cells, in both modes:
 
   ib_write_bw ib_read_bw ib_send_bw  at 64 B, 4 KiB, 64 KiB, 1 MiB  (MB/s, BW average)
   ib_write_lat ib_read_lat ib_send_lat at 2 B, 4 KiB                  (us, t_typical = median)
+  ib_atomic_bw, ib_atomic_lat          fetch-and-add (8 B)           (MB/s; us)
 
 Each table has the ohca/rxe ratio (for latency: rxe/ohca, so > 1 means ohca
 is better in both). A run that fails shows why in its cell ("failed: status
@@ -46,6 +47,12 @@ BW = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
 BW_SIZES = (64, 4096, 65536, 1048576)
 LAT = ("ib_write_lat", "ib_read_lat", "ib_send_lat")
 LAT_SIZES = (2, 4096)
+# perftest's atomics move 8 bytes (fetch-and-add, its default -A).
+ATOMIC_BW = ("ib_atomic_bw",)
+ATOMIC_LAT = ("ib_atomic_lat",)
+ATOMIC_SIZES = (8,)
+GROUPS = ((BW, BW_SIZES, "MB/s"), (LAT, LAT_SIZES, "us"),
+          (ATOMIC_BW, ATOMIC_SIZES, "MB/s"), (ATOMIC_LAT, ATOMIC_SIZES, "us"))
 DEVS = ("ohca0", "rxe0")
 
 # Shared by both modes. bench_client runs one perftest client and prints
@@ -140,7 +147,7 @@ def cells(iters):
     """(test, size, iterations) in table order; 1 MiB runs iters/4+1
     (perftest wants at least 5)."""
     out = []
-    for tests, sizes in ((BW, BW_SIZES), (LAT, LAT_SIZES)):
+    for tests, sizes, _ in GROUPS:
         for t in tests:
             for s in sizes:
                 out.append((t, s, max(5, iters // 4 + 1 if s >= 1048576 else iters)))
@@ -185,7 +192,7 @@ def table(res, heads=DEVS):
     """The text table and whether every cell has a figure."""
     rows = [("test", "size", heads[0], heads[1], "unit", "ratio")]
     ok = True
-    for tests, sizes, unit in ((BW, BW_SIZES, "MB/s"), (LAT, LAT_SIZES, "us")):
+    for tests, sizes, unit in GROUPS:
         for t in tests:
             for s in sizes:
                 o = res.get(("ohca0", t, s), "failed: no result")

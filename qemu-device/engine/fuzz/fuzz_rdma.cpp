@@ -561,11 +561,15 @@ class Rdma {
             }
             ohca_send_wqe w{};
             w.wr_id = qp->sq_pi;
-            // The RC opcodes, then the fast-registration ones.
+            // The RC opcodes, the atomics, then the fast-registration ones.
             static constexpr uint8_t kOps[] = {
-                OHCA_WR_RDMA_WRITE, OHCA_WR_RDMA_WRITE_IMM, OHCA_WR_SEND,   OHCA_WR_SEND_IMM,
-                OHCA_WR_RDMA_READ,  OHCA_WR_LOCAL_INV,      OHCA_WR_SEND_INV, OHCA_WR_REG_MR};
+                OHCA_WR_RDMA_WRITE,       OHCA_WR_RDMA_WRITE_IMM,   OHCA_WR_SEND,
+                OHCA_WR_SEND_IMM,         OHCA_WR_RDMA_READ,        OHCA_WR_ATOMIC_CMP_SWP,
+                OHCA_WR_ATOMIC_FETCH_ADD, OHCA_WR_LOCAL_INV,        OHCA_WR_SEND_INV,
+                OHCA_WR_REG_MR};
             w.opcode = bad(in) ? in.u8() : kOps[in.below(sizeof(kOps))];
+            w.cmp_add = in.one_in(2) ? in.below(4) : in.u64();
+            w.swap = in.u64();
             const uint8_t flags = in.u8();
             w.flags = static_cast<uint8_t>(bad(in) ? flags : flags & 0x07);
             w.imm_data = in.u32();
@@ -589,6 +593,16 @@ class Rdma {
                 for (uint32_t i = 0; i < std::min<uint32_t>(w.num_sge, max_sge); ++i) {
                     h_.put(at + 64 + 16ull * i, sge(in));
                 }
+            }
+            const bool atomic =
+                w.opcode == OHCA_WR_ATOMIC_CMP_SWP || w.opcode == OHCA_WR_ATOMIC_FETCH_ADD;
+            if (atomic && !bad(in)) { // a well-formed one: aligned, one 8-byte SGE
+                w.flags &= static_cast<uint8_t>(~OHCA_WQE_INLINE);
+                w.remote_addr &= ~uint64_t{7};
+                w.num_sge = 1;
+                ohca_sge s = sge(in);
+                s.length = 8;
+                h_.put(at + 64, s);
             }
             if (bad(in)) {
                 w.rsvd0 = in.u8();
@@ -660,7 +674,7 @@ class Rdma {
         path.dgid = kOurGid;
         path.udp_src_port = in.u16();
         ohca::PacketFields f;
-        uint8_t op = static_cast<uint8_t>(in.below(0x12));
+        uint8_t op = static_cast<uint8_t>(in.below(0x15)); // atomics included
         if (in.one_in(16)) {
             op = in.flag() ? ohca::rc::kSendLastInv : ohca::rc::kSendOnlyInv;
         }
@@ -673,7 +687,7 @@ class Rdma {
         f.bth.dest_qp = bad(in) ? in.u32() & 0xffffff : qp->qpn;
         f.bth.pkey = bad(in) ? in.u16() : ohca::kDefaultPkey;
         const int32_t delta = static_cast<int32_t>(in.below(9)) - 4;
-        if (op >= ohca::rc::kReadRespFirst && op <= ohca::rc::kAck) {
+        if (op >= ohca::rc::kReadRespFirst && op <= ohca::rc::kAtomicAck) {
             f.bth.psn = (a.sq_psn + static_cast<uint32_t>(delta) - 1) & ohca::kPsnMask;
         } else {
             f.bth.psn = (a.rq_psn + static_cast<uint32_t>(delta > 2 ? 0 : delta)) & ohca::kPsnMask;
@@ -702,6 +716,18 @@ class Rdma {
             if (bad(in)) {
                 f.aeth->syndrome = in.u8();
             }
+        }
+        if (info.atomic_eth) {
+            ohca::AtomicEth a8;
+            const Mr *mr = live_mr(in);
+            a8.va = mr != nullptr && !bad(in) ? mr->iova + (in.below(kDataSize) & ~7ull) : in.u64();
+            a8.rkey = mr != nullptr && !bad(in) ? mr->key : in.u32();
+            a8.swap_add = in.u64();
+            a8.compare = in.one_in(2) ? 0 : in.u64();
+            f.atomic_eth = a8;
+        }
+        if (info.atomic_ack_eth) {
+            f.atomic_ack = in.u64();
         }
         if (info.imm || (!info.valid && in.flag())) {
             f.imm = in.u32();
