@@ -1210,6 +1210,113 @@ static bool t_qp_fields(void)
 	       destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
 }
 
+/* SRQs: every CREATE_SRQ field, MODIFY_SRQ, a QP on an SRQ (no RQ, same PD,
+ * RQ doorbells refused), SRQ doorbells out of range, destroy in use, and
+ * the max_srq limit with everything freed afterwards. */
+static void srq_in(struct ohca_create_srq_in *in, uint32_t pd)
+{
+	memset(in, 0, sizeof(*in));
+	in->pdn = pd;
+	in->log_size = 5;	/* 32 x 128 B = one page */
+	in->log_stride = 7;
+	pbl1(&in->pbl, P_PBL, P_RQ);
+}
+
+static bool t_srq_fields(void)
+{
+	uint32_t pd = mk_pd(), pd2 = mk_pd(), cq = mk_cq(0, 0), srq, qp;
+	struct ohca_create_srq_in in;
+	struct ohca_modify_srq_in m = { 0 };
+	struct ohca_create_qp_in q;
+	uint64_t before;
+
+	CHECK(pd && pd2 && cq, "setup");
+#define SRQ_BAD(field, val, st, syn) do {				\
+	srq_in(&in, pd);						\
+	in.field = (val);						\
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_SRQ, &in, 32, 8), st, syn);	\
+} while (0)
+	SRQ_BAD(pdn, 999, OHCA_STATUS_BAD_HANDLE, 999);
+	SRQ_BAD(uar_index, 256, OHCA_STATUS_BAD_FIELD, 4);
+	SRQ_BAD(log_size, 0, OHCA_STATUS_BAD_FIELD, 8);
+	SRQ_BAD(log_size, 0xff, OHCA_STATUS_BAD_FIELD, 8);
+	SRQ_BAD(log_stride, 4, OHCA_STATUS_BAD_FIELD, 9);
+	SRQ_BAD(rsvd0[1], 1, OHCA_STATUS_RESERVED_NONZERO, 11);
+	SRQ_BAD(limit, 32, OHCA_STATUS_BAD_FIELD, 12);
+	SRQ_BAD(log_size, 6, OHCA_STATUS_BAD_FIELD, 16 + 8);	/* 2 pages */
+	SRQ_BAD(pbl.addr, NOWHERE, OHCA_STATUS_BAD_ADDR, 0);
+	srq_in(&in, pd);
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_SRQ, &in, 32, 8), 0, 0);
+	srq = out_handle();
+	m.srqn = srq;
+	m.attr_mask = OHCA_SRQ_LIMIT;
+	m.limit = 32;
+	EXPECT_CMD(cmd(OHCA_CMD_MODIFY_SRQ, &m, 16, 0), OHCA_STATUS_BAD_FIELD, 8);
+	m.attr_mask = 1u << 0;	/* IBV_SRQ_MAX_WR: no resizing */
+	m.limit = 4;
+	EXPECT_CMD(cmd(OHCA_CMD_MODIFY_SRQ, &m, 16, 0), OHCA_STATUS_BAD_FIELD, 4);
+	m.attr_mask = OHCA_SRQ_LIMIT;
+	m.rsvd = 1;
+	EXPECT_CMD(cmd(OHCA_CMD_MODIFY_SRQ, &m, 16, 0),
+		   OHCA_STATUS_RESERVED_NONZERO, 12);
+	m.rsvd = 0;
+	m.srqn = 0x999;
+	EXPECT_CMD(cmd(OHCA_CMD_MODIFY_SRQ, &m, 16, 0), OHCA_STATUS_BAD_HANDLE, 0x999);
+	/* A QP on the SRQ: RQ fields must be zero, same PD, RC only. */
+	qp_in(&q, pd, cq);
+	q.srqn = srq;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &q, 64, 8), OHCA_STATUS_BAD_FIELD, 2);
+	q.rq_log_size = 0;
+	q.rq_log_stride = 0;
+	memset(&q.rq_pbl, 0, sizeof(q.rq_pbl));
+	q.pdn = pd2;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &q, 64, 8), OHCA_STATUS_BAD_FIELD, 28);
+	q.pdn = pd;
+	q.srqn = 0x7777;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &q, 64, 8), OHCA_STATUS_BAD_HANDLE, 0x7777);
+	q.srqn = srq;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &q, 64, 8), 0, 0);
+	qp = out_handle();
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_SRQ, srq), OHCA_STATUS_BAD_STATE, srq);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_PD, pd), OHCA_STATUS_BAD_STATE, pd);
+	before = db_errors();
+	db64(0, OHCA_DB_RQ, qp, 1);		/* the QP has no RQ */
+	db64(0, OHCA_DB_SRQ, srq, 33);		/* beyond the ring */
+	db64(0, OHCA_DB_SRQ, srq + 1, 1);	/* no such SRQ */
+	db64(0, OHCA_DB_SRQ, srq, 3);
+	db64(0, OHCA_DB_SRQ, srq, 2);		/* backwards */
+	CHECK(db_errors() == before + 4, "db_errors %llu, want %llu",
+	      (unsigned long long)db_errors(), (unsigned long long)before + 4);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_QP, qp), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_SRQ, srq), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_SRQ, srq), OHCA_STATUS_BAD_HANDLE, srq);
+	return destroy(OHCA_CMD_DESTROY_CQ, cq) == 0 &&
+	       destroy(OHCA_CMD_DESTROY_PD, pd2) == 0 &&
+	       destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
+}
+
+static bool t_srq_exhaustion(void)
+{
+	uint32_t pd = mk_pd(), n = 0, first = 0, last = 0;
+	struct ohca_create_srq_in in;
+
+	CHECK(pd, "setup");
+	srq_in(&in, pd);
+	while (cmd(OHCA_CMD_CREATE_SRQ, &in, 32, 8) == OHCA_STATUS_OK) {
+		last = out_handle();
+		if (!n++)
+			first = last;
+		CHECK(n <= 4096, "no SRQ limit");
+	}
+	CHECK(last_status == OHCA_STATUS_NO_RESOURCES, "status %#x", last_status);
+	CHECK(n == 256, "%u SRQs, QUERY_DEVICE says 256", n);
+	for (uint32_t h = first; h <= last; h++)
+		EXPECT_CMD(destroy(OHCA_CMD_DESTROY_SRQ, h), 0, 0);
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_SRQ, &in, 32, 8), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_SRQ, out_handle()), 0, 0);
+	return destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
+}
+
 static bool t_modify_qp_bad(void)
 {
 	struct ohca_qp_attr a = { 0 };
@@ -1703,6 +1810,8 @@ static const struct hcase cases[] = {
 	{ "cq_fields", t_cq_fields, true },
 	{ "destroy_in_use", t_destroy_in_use, true },
 	{ "qp_fields", t_qp_fields, true },
+	{ "srq_fields", t_srq_fields, true },
+	{ "srq_exhaustion", t_srq_exhaustion, true },
 	{ "modify_qp_bad", t_modify_qp_bad, false },
 	{ "qp_use_after_destroy", t_qp_use_after_destroy, false },
 	{ "wqe_bad_opcode", t_wqe_bad_opcode, false },
