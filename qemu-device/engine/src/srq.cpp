@@ -94,9 +94,13 @@ Device::CmdResult Device::cmd_create_srq(const Command &cmd) {
     srq.log_size = in.log_size;
     srq.log_stride = in.log_stride;
     srq.limit = limit;
-    const auto r = srq.ring.load(host_, in.pbl, uint64_t{srq.size()} << srq.log_stride);
+    // The copied page list counts against the device's page-list budget.
+    const auto r = srq.ring.load(host_, in.pbl, uint64_t{srq.size()} << srq.log_stride, pbl_room());
     if (r.error == PageList::Error::Dma) {
         return {OHCA_STATUS_BAD_ADDR, 0};
+    }
+    if (r.error == PageList::Error::NoResources) {
+        return {OHCA_STATUS_NO_RESOURCES, 0};
     }
     if (r.error != PageList::Error::None) {
         return bad_field(offsetof(In, pbl) + r.field);
@@ -114,6 +118,7 @@ Device::CmdResult Device::cmd_create_srq(const Command &cmd) {
     if (CmdResult res = write_create_out(cmd, srqn, 0); res.status != OHCA_STATUS_OK) {
         return res;
     }
+    pbl_entries_ += srq.ring.npages();
     srqs_[srqn] = std::make_unique<Srq>(std::move(srq));
     ++pd->refs;
     ++uar_refs_[uar];
@@ -182,6 +187,7 @@ Device::CmdResult Device::cmd_destroy_srq(const Command &cmd) {
         --pds_[srq->pdn]->refs;
     }
     --uar_refs_[srq->uar];
+    pbl_entries_ -= srq->ring.npages();
     srqs_[srqn].reset();
     return {};
 }
@@ -202,8 +208,8 @@ SrqTake Device::take_srq_wqe(Qp &qp) {
     }
     RecvWqe w;
     const uint32_t index = srq->ci;
-    const uint8_t verr = read_recv_wqe(host_, srq->ring, srq->offset(index),
-                                       1u << srq->log_stride, DeviceLimits::max_srq_sge, w);
+    const uint8_t verr = read_recv_wqe(host_, srq->ring, srq->offset(index), 1u << srq->log_stride,
+                                       DeviceLimits::max_srq_sge, w);
     if (verr == OHCA_VERR_DMA) {
         // Nothing of the WQE is known: the SRQ stops, its QPs see it empty.
         srq->error = true;

@@ -128,15 +128,28 @@ TEST_F(HostBoundsTest, PageListMemoryHasADeviceBudget) {
         ASSERT_EQ(r.status, OHCA_STATUS_NO_RESOURCES);
         ASSERT_EQ(r.syndrome, 0u);
     }
-    // A small ring does not fit either, until something is destroyed.
+    // A small ring does not fit either, until something is destroyed: a
+    // CQ's, or an SRQ's (256 WQEs of 64 bytes: four 4 KiB pages).
     ohca_create_cq_in cq{};
     cq.log_size = 6;
     cq.pbl = n.make_pbl(n.alloc(4096), 2048);
     EXPECT_EQ(n.cmd_in(OHCA_CMD_CREATE_CQ, cq).status, OHCA_STATUS_NO_RESOURCES);
+    ohca_create_srq_in srq{};
+    srq.pdn = pd;
+    srq.log_size = 8;
+    srq.log_stride = 6;
+    srq.pbl = n.make_pbl(n.alloc(256 * 64), 256 * 64);
+    EXPECT_EQ(n.cmd_in(OHCA_CMD_CREATE_SRQ, srq).status, OHCA_STATUS_NO_RESOURCES);
     ohca_handle_in h{keys.back(), 0};
     ASSERT_EQ(n.cmd_in(OHCA_CMD_DESTROY_MR, h).status, OHCA_STATUS_OK);
     EXPECT_EQ(pbl_bytes(n), (fit - 1) * per_mr);
     EXPECT_EQ(n.cmd_in(OHCA_CMD_CREATE_CQ, cq).status, OHCA_STATUS_OK);
+    EXPECT_EQ(pbl_bytes(n), (fit - 1) * per_mr + 8);
+    ohca_create_out o{};
+    ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_SRQ, &srq, sizeof(srq), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    EXPECT_EQ(pbl_bytes(n), (fit - 1) * per_mr + 8 + 4 * 8);
+    h = {o.handle, 0};
+    ASSERT_EQ(n.cmd_in(OHCA_CMD_DESTROY_SRQ, h).status, OHCA_STATUS_OK);
     EXPECT_EQ(pbl_bytes(n), (fit - 1) * per_mr + 8);
     // A reset returns all of it.
     n.reset();
