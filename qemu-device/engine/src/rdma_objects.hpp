@@ -180,7 +180,7 @@ struct Qp {
     InMsg in_msg = InMsg::None;
     bool recv_loaded = false;
     uint64_t recv_wr_id = 0;
-    uint32_t recv_index = 0; // SRQ index of the loaded WQE
+    uint32_t recv_index = 0;       // SRQ index of the loaded WQE
     bool last_wqe_pending = false; // in ERR on an SRQ: LAST_WQE_REACHED owed
     std::vector<Sge> recv_sges;
     uint32_t recv_offset = 0;

@@ -300,8 +300,7 @@ void RcRequester::send_packet(Qp &qp) {
         wr.read_end = k + span;
         qp.cur_pkt = wr.read_end;
     } else if (is_atomic(wr)) {
-        f.bth.opcode =
-            wr.opcode == OHCA_WR_ATOMIC_CMP_SWP ? rc::kCompareSwap : rc::kFetchAdd;
+        f.bth.opcode = wr.opcode == OHCA_WR_ATOMIC_CMP_SWP ? rc::kCompareSwap : rc::kFetchAdd;
         f.bth.ack_req = true;
         f.atomic_eth = AtomicEth{wr.remote_addr, wr.rkey,
                                  wr.opcode == OHCA_WR_ATOMIC_CMP_SWP ? wr.swap : wr.cmp_add,
@@ -700,8 +699,7 @@ void RcRequester::timer_expired(Qp &qp) {
 void RcRequester::atomic_ack(Qp &qp, uint32_t psn, uint64_t orig) {
     const size_t i = wqe_at_psn(qp.inflight, psn);
     if (i == qp.inflight.size() || qp.inflight[i].local_status != OHCA_CQE_SUCCESS ||
-        !is_atomic(qp.inflight[i]) || qp.inflight[i].read_done ||
-        qp.inflight[i].first_psn != psn) {
+        !is_atomic(qp.inflight[i]) || qp.inflight[i].read_done || qp.inflight[i].first_psn != psn) {
         ++svc_.counters().rx_out_of_seq;
         return;
     }
@@ -713,7 +711,8 @@ void RcRequester::atomic_ack(Qp &qp, uint32_t psn, uint64_t orig) {
     SendWr &w = qp.inflight.front();
     const uint64_t raw = le(orig);
     const Sge &s = w.sges.front();
-    const KeyResult kr = svc_.check_key(s.lkey, s.addr, sizeof(raw), OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
+    const KeyResult kr =
+        svc_.check_key(s.lkey, s.addr, sizeof(raw), OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
     if (kr.mr == nullptr || !svc_.mr_write(*kr.mr, s.addr, &raw, sizeof(raw))) {
         fail(qp, OHCA_CQE_LOC_PROT_ERR, kr.mr == nullptr ? kr.verr : uint8_t{OHCA_VERR_DMA});
         return;

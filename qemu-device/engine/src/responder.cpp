@@ -303,8 +303,7 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
     if (op == rc::kReadRequest || is_atomic(op)) {
         seq_ok = qp.in_msg == Qp::InMsg::None;
     }
-    const bool len_ok =
-        op == rc::kReadRequest || is_atomic(op) || (ends ? len <= mtu : len == mtu);
+    const bool len_ok = op == rc::kReadRequest || is_atomic(op) || (ends ? len <= mtu : len == mtu);
     if (!seq_ok || !len_ok) {
         error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
         return;
@@ -340,7 +339,7 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
     // with immediate (at its last): without one, RNR NAK.
     const bool needs_recv = (is_send(op) && starts) || (is_write(op) && has_imm(op));
     if (needs_recv && !qp.recv_loaded) {
-        const SrqTake t = qp.srqn != 0       ? svc_.take_srq_wqe(qp)
+        const SrqTake t = qp.srqn != 0           ? svc_.take_srq_wqe(qp)
                           : qp.rq.ci == qp.rq.pi ? SrqTake::Empty
                                                  : SrqTake::Ok;
         if (t == SrqTake::Empty) {

@@ -23,7 +23,7 @@ class ResponderResources {
     struct Response {
         enum class Kind : uint8_t { Ack, Read, Atomic };
         Kind kind = Kind::Ack;
-        uint32_t psn = 0; // ACK: its PSN; READ: first response's; atomic: the request's
+        uint32_t psn = 0;     // ACK: its PSN; READ: first response's; atomic: the request's
         uint8_t syndrome = 0; // ACK
         uint32_t msn = 0;
         uint64_t va = 0; // READ: remote address of the first response's data

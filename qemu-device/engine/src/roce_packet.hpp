@@ -134,8 +134,8 @@ struct PacketFields {
     std::optional<AtomicEth> atomic_eth;
     std::optional<Aeth> aeth;
     std::optional<uint64_t> atomic_ack; // AtomicAckETH: the original data
-    std::optional<uint32_t> imm;  // as on the wire: the 4 bytes, big endian
-    std::optional<uint32_t> ieth; // R_Key to invalidate (SEND with invalidate)
+    std::optional<uint32_t> imm;        // as on the wire: the 4 bytes, big endian
+    std::optional<uint32_t> ieth;       // R_Key to invalidate (SEND with invalidate)
 };
 
 // Requests travel requester -> responder, responses the other way.

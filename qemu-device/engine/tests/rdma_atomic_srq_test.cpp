@@ -68,8 +68,8 @@ class TwoNodes : public ::testing::Test {
         });
         return got;
     }
-    SendReq atomic(uint8_t op, uint64_t remote, uint64_t cmp_add, uint64_t swap,
-                   uint64_t result_at, uint64_t wr_id = 1) {
+    SendReq atomic(uint8_t op, uint64_t remote, uint64_t cmp_add, uint64_t swap, uint64_t result_at,
+                   uint64_t wr_id = 1) {
         SendReq r;
         r.wr_id = wr_id;
         r.opcode = op;
@@ -113,9 +113,7 @@ class HostilePeer : public TwoNodes {
     void inject(const std::vector<uint8_t> &f) {
         ASSERT_EQ(ohca_engine_receive_frame(b.e, f.data(), f.size()), OHCA_ENGINE_RX_CONSUMED);
     }
-    const ResponderResources &res() {
-        return *device_of(b.e).responder_resources(end[1].qp.qpn);
-    }
+    const ResponderResources &res() { return *device_of(b.e).responder_resources(end[1].qp.qpn); }
     const RoceCounters &counters() { return device_of(b.e).roce_counters(); }
     uint32_t first_psn() { return (a.psn_base + end[0].qp.qpn) & kPsnMask; }
 };
@@ -246,8 +244,8 @@ TEST_F(HostilePeer, DuplicateReadsGetTheSameChecksAsNewOnes) {
 TEST_F(TwoNodes, RequesterKeepsToMaxRdAtomic) {
     setup(2, 4);
     for (uint64_t i = 0; i < 6; ++i) {
-        a.post_send(end[0].qp, atomic(OHCA_WR_ATOMIC_FETCH_ADD, end[1].buf, 1, 0,
-                                      end[0].buf + 8 * i, i));
+        a.post_send(end[0].qp,
+                    atomic(OHCA_WR_ATOMIC_FETCH_ADD, end[1].buf, 1, 0, end[0].buf + 8 * i, i));
     }
     SendReq r;
     r.opcode = OHCA_WR_RDMA_READ;
@@ -536,8 +534,7 @@ class SrqTest : public TwoNodes {
         ohca_handle_in in{};
         in.handle = srq.srqn;
         ohca_query_srq_out o{};
-        EXPECT_EQ(b.cmd(OHCA_CMD_QUERY_SRQ, &in, sizeof(in), &o, sizeof(o)).status,
-                  OHCA_STATUS_OK);
+        EXPECT_EQ(b.cmd(OHCA_CMD_QUERY_SRQ, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
         return o;
     }
     int count_events(uint8_t type, uint16_t code, uint32_t p0) {
