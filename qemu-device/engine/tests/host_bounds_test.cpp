@@ -278,6 +278,50 @@ TEST_F(HostBoundsTest, EndlessRnrRetriesBackOff) {
     EXPECT_EQ(c[1].status, OHCA_CQE_SUCCESS);
 }
 
+// Moves 'q' RESET -> INIT -> RTR towards 'peer' (remote QPN 0x77, expected
+// PSN 0x1000), with REMOTE_WRITE access only.
+void to_rtr(RdmaNode &n, const RdmaNode &peer, const QpInfo &q) {
+    ohca_qp_attr a{};
+    a.qp_state = OHCA_QPS_INIT;
+    a.access_flags = OHCA_ACCESS_REMOTE_WRITE;
+    ASSERT_EQ(
+        n.modify(q.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS, a)
+            .status,
+        OHCA_STATUS_OK);
+    a = {};
+    a.qp_state = OHCA_QPS_RTR;
+    a.path_mtu = 3;
+    a.dest_qpn = 0x77;
+    a.rq_psn = 0x1000;
+    std::copy(peer.gid.begin(), peer.gid.end(), a.av.dgid);
+    std::copy(peer.mac.begin(), peer.mac.end(), a.av.dmac);
+    a.av.vlan_id = 0xffff;
+    a.av.network_type = OHCA_NET_IPV4;
+    ASSERT_EQ(n.modify(q.qpn,
+                       OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN |
+                           OHCA_QP_RQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_MIN_RNR_TIMER,
+                       a)
+                  .status,
+              OHCA_STATUS_OK);
+}
+
+// Gives 'n' one request of 'peer' to QP 'qpn': a zero-length WRITE, or a
+// READ (which a QP without REMOTE_READ answers with an access error).
+void peer_request(RdmaNode &n, const RdmaNode &peer, uint32_t qpn, uint32_t psn, bool read) {
+    PacketPath path;
+    std::copy(peer.mac.begin(), peer.mac.end(), path.smac.begin());
+    std::copy(n.mac.begin(), n.mac.end(), path.dmac.begin());
+    path.sgid = peer.gid;
+    path.dgid = n.gid;
+    PacketFields f;
+    f.bth.opcode = read ? rc::kReadRequest : rc::kWriteOnly;
+    f.bth.dest_qp = qpn;
+    f.bth.psn = psn;
+    f.reth = Reth{0, 0, read ? 64u : 0u}; // a zero-length WRITE: no key needed
+    const auto fr = build_roce_frame(path, f, {});
+    (void)ohca_engine_receive_frame(n.e, fr.data(), fr.size());
+}
+
 // QP events a peer can cause: COMM_EST only for a packet with the expected
 // PSN, and never more than half of EQ 0, so no peer can make it overflow
 // (which makes the whole device fatal).
@@ -289,55 +333,19 @@ TEST(HostBounds, PeerCannotOverflowEq0) {
     std::vector<QpInfo> qps;
     for (int i = 0; i < 300; ++i) {
         QpInfo q = n.create_qp(pd, cq.cqn, cq.cqn, 0, 0);
-        ohca_qp_attr a{};
-        a.qp_state = OHCA_QPS_INIT;
-        a.access_flags = OHCA_ACCESS_REMOTE_WRITE;
-        ASSERT_EQ(n.modify(q.qpn,
-                           OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS,
-                           a)
-                      .status,
-                  OHCA_STATUS_OK);
-        a = {};
-        a.qp_state = OHCA_QPS_RTR;
-        a.path_mtu = 3;
-        a.dest_qpn = 0x77;
-        a.rq_psn = 0x1000;
-        std::copy(peer.gid.begin(), peer.gid.end(), a.av.dgid);
-        std::copy(peer.mac.begin(), peer.mac.end(), a.av.dmac);
-        a.av.vlan_id = 0xffff;
-        a.av.network_type = OHCA_NET_IPV4;
-        ASSERT_EQ(n.modify(q.qpn,
-                           OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN |
-                               OHCA_QP_RQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_MIN_RNR_TIMER,
-                           a)
-                      .status,
-                  OHCA_STATUS_OK);
+        to_rtr(n, peer, q);
         qps.push_back(q);
     }
     (void)n.events();
-    PacketPath path;
-    std::copy(peer.mac.begin(), peer.mac.end(), path.smac.begin());
-    std::copy(n.mac.begin(), n.mac.end(), path.dmac.begin());
-    path.sgid = peer.gid;
-    path.dgid = n.gid;
-    auto send = [&](uint32_t qpn, uint32_t psn) {
-        PacketFields f;
-        f.bth.opcode = rc::kWriteOnly;
-        f.bth.dest_qp = qpn;
-        f.bth.psn = psn;
-        f.reth = Reth{0, 0, 0}; // a zero-length WRITE: no key needed
-        const auto fr = build_roce_frame(path, f, {});
-        (void)ohca_engine_receive_frame(n.e, fr.data(), fr.size());
-    };
     // Spoofed PSNs (ahead, behind) establish nothing.
-    send(qps[0].qpn, 0x1005);
-    send(qps[0].qpn, 0x0fff);
+    peer_request(n, peer, qps[0].qpn, 0x1005, false);
+    peer_request(n, peer, qps[0].qpn, 0x0fff, false);
     n.process();
     EXPECT_TRUE(n.events().empty());
     // The expected PSN on every QP, with the driver not reading EQ 0.
     n.hold_eq = true;
     for (const QpInfo &q : qps) {
-        send(q.qpn, 0x1000);
+        peer_request(n, peer, q.qpn, 0x1000, false);
         n.process();
     }
     EXPECT_EQ(ohca_engine_reg_read(n.e, OHCA_REG_DEV_STATUS, 4), uint32_t{OHCA_DEV_STATUS_READY});
@@ -350,6 +358,44 @@ TEST(HostBounds, PeerCannotOverflowEq0) {
     }
     EXPECT_EQ(device_of(n.e).stats().peer_events_dropped, 300u - 128u);
     // The device still answers commands.
+    EXPECT_NE(n.create_pd(), 0u);
+}
+
+// A QP on an SRQ that a peer's request puts into ERR owes LAST_WQE_REACHED
+// once it is flushed, after COMM_EST and the access error: all three are
+// peer-caused, so 300 such QPs still take at most half of EQ 0.
+TEST(HostBounds, PeerCannotOverflowEq0ThroughSrqQps) {
+    RdmaNode n(1, false, 0, 8);
+    RdmaNode peer(2);
+    const uint32_t pd = n.create_pd();
+    CqInfo cq = n.create_cq(4);
+    SrqInfo srq = n.create_srq(pd);
+    std::vector<QpInfo> qps;
+    for (int i = 0; i < 300; ++i) {
+        QpInfo q = n.create_qp_on_srq(pd, cq.cqn, cq.cqn, srq.srqn, 0);
+        to_rtr(n, peer, q);
+        qps.push_back(q);
+    }
+    (void)n.events();
+    n.hold_eq = true;
+    for (const QpInfo &q : qps) {
+        peer_request(n, peer, q.qpn, 0x1000, true); // no REMOTE_READ: ERR
+        n.process();
+    }
+    EXPECT_EQ(ohca_engine_reg_read(n.e, OHCA_REG_DEV_STATUS, 4), uint32_t{OHCA_DEV_STATUS_READY});
+    n.hold_eq = false;
+    const auto ev = n.events();
+    EXPECT_EQ(ev.size(), 128u);
+    size_t last_wqe = 0;
+    for (const auto &e : ev) {
+        EXPECT_EQ(e.type, OHCA_EQE_QP_EVENT);
+        EXPECT_TRUE(e.code == OHCA_QP_EV_COMM_EST || e.code == OHCA_QP_EV_ACCESS_ERR ||
+                    e.code == OHCA_QP_EV_LAST_WQE_REACHED)
+            << e.code;
+        last_wqe += e.code == OHCA_QP_EV_LAST_WQE_REACHED ? 1 : 0;
+    }
+    EXPECT_EQ(last_wqe, 128u / 3); // each QP's three in order until EQ 0 is half full
+    EXPECT_EQ(device_of(n.e).stats().peer_events_dropped, 3 * 300u - 128u);
     EXPECT_NE(n.create_pd(), 0u);
 }
 
