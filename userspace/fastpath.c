@@ -186,62 +186,14 @@ int ohca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	return err;
 }
 
-int ohca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-		   struct ibv_recv_wr **bad_wr)
+/*
+ * Receive WQEs into a QP's RQ or an SRQ (the same ring format), then one
+ * doorbell of type @db for object @handle.
+ */
+static int ohca_post_recv_wq(struct ohca_context *ctx, struct ohca_wq *wq,
+			     unsigned int db, uint32_t handle,
+			     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
-	struct ohca_context *ctx = to_ohca_ctx(ibqp->context);
-	struct ohca_qp *qp = to_ohca_qp(ibqp);
-	struct ohca_wq *rq = &qp->rq;
-	uint32_t posted = 0;
-	int err = 0;
-	int i;
-
-	if (qp->srq) {
-		*bad_wr = wr;
-		return EINVAL;	/* receives go to the SRQ */
-	}
-	pthread_spin_lock(&rq->lock);
-	for (; wr; wr = wr->next) {
-		struct ohca_recv_wqe *wqe;
-		struct ohca_sge *sge;
-
-		if (ohca_wq_used(rq) >= (1u << rq->log_size)) {
-			err = ENOMEM;
-			break;
-		}
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge) {
-			err = EINVAL;
-			break;
-		}
-		wqe = ohca_wq_entry(rq, rq->pi);
-		sge = (struct ohca_sge *)(wqe + 1);
-		memset(wqe, 0, sizeof(*wqe));
-		wqe->wr_id = htole64(wr->wr_id);
-		wqe->num_sge = (uint8_t)wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = htole64(wr->sg_list[i].addr);
-			sge[i].length = htole32(wr->sg_list[i].length);
-			sge[i].lkey = htole32(wr->sg_list[i].lkey);
-		}
-		rq->pi++;
-		posted++;
-	}
-	if (posted) {
-		udma_to_device_barrier();
-		ohca_ring_db(ctx, OHCA_DB_RQ, qp->qpn, rq->pi);
-	}
-	pthread_spin_unlock(&rq->lock);
-	if (err)
-		*bad_wr = wr;
-	return err;
-}
-
-int ohca_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
-		       struct ibv_recv_wr **bad_wr)
-{
-	struct ohca_context *ctx = to_ohca_ctx(ibsrq->context);
-	struct ohca_srq *srq = to_ohca_srq(ibsrq);
-	struct ohca_wq *wq = &srq->wq;
 	uint32_t posted = 0;
 	int err = 0;
 	int i;
@@ -274,12 +226,34 @@ int ohca_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	}
 	if (posted) {
 		udma_to_device_barrier();
-		ohca_ring_db(ctx, OHCA_DB_SRQ, srq->srqn, wq->pi);
+		ohca_ring_db(ctx, db, handle, wq->pi);
 	}
 	pthread_spin_unlock(&wq->lock);
 	if (err)
 		*bad_wr = wr;
 	return err;
+}
+
+int ohca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		   struct ibv_recv_wr **bad_wr)
+{
+	struct ohca_qp *qp = to_ohca_qp(ibqp);
+
+	if (qp->srq) {
+		*bad_wr = wr;
+		return EINVAL;	/* receives go to the SRQ */
+	}
+	return ohca_post_recv_wq(to_ohca_ctx(ibqp->context), &qp->rq,
+				 OHCA_DB_RQ, qp->qpn, wr, bad_wr);
+}
+
+int ohca_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad_wr)
+{
+	struct ohca_srq *srq = to_ohca_srq(ibsrq);
+
+	return ohca_post_recv_wq(to_ohca_ctx(ibsrq->context), &srq->wq,
+				 OHCA_DB_SRQ, srq->srqn, wr, bad_wr);
 }
 
 static enum ibv_wc_status ohca_wc_status(uint8_t status)
