@@ -271,8 +271,7 @@ SrqInfo RdmaNode::create_srq(uint32_t pdn, unsigned int log_size, uint32_t limit
     return s;
 }
 
-void RdmaNode::post_srq_recv(SrqInfo &srq, uint64_t wr_id, const std::vector<ohca_sge> &sges) {
-    const uint64_t at = srq.ring + uint64_t{srq.pi % srq.size} * srq.stride;
+void RdmaNode::put_recv_wqe(uint64_t at, uint64_t wr_id, const std::vector<ohca_sge> &sges) {
     ohca_recv_wqe w{};
     w.wr_id = wr_id;
     w.num_sge = static_cast<uint8_t>(sges.size());
@@ -280,6 +279,10 @@ void RdmaNode::post_srq_recv(SrqInfo &srq, uint64_t wr_id, const std::vector<ohc
     for (size_t i = 0; i < sges.size(); ++i) {
         host.put(at + 16 + 16 * i, sges[i]);
     }
+}
+
+void RdmaNode::post_srq_recv(SrqInfo &srq, uint64_t wr_id, const std::vector<ohca_sge> &sges) {
+    put_recv_wqe(srq.ring + uint64_t{srq.pi % srq.size} * srq.stride, wr_id, sges);
     ++srq.pi;
     ohca_engine_db_write(e, srq.uar, OHCA_DB_SRQ, OHCA_DB_VALUE(srq.srqn, srq.pi), 8);
 }
@@ -380,14 +383,7 @@ void RdmaNode::post_send(QpInfo &qp, const SendReq &r, bool ring) {
 }
 
 void RdmaNode::post_recv(QpInfo &qp, uint64_t wr_id, const std::vector<ohca_sge> &sges) {
-    const uint64_t at = qp.rq + uint64_t{qp.rq_pi % qp.rq_size} * qp.rq_stride;
-    ohca_recv_wqe w{};
-    w.wr_id = wr_id;
-    w.num_sge = static_cast<uint8_t>(sges.size());
-    host.put(at, w);
-    for (size_t i = 0; i < sges.size(); ++i) {
-        host.put(at + 16 + 16 * i, sges[i]);
-    }
+    put_recv_wqe(qp.rq + uint64_t{qp.rq_pi % qp.rq_size} * qp.rq_stride, wr_id, sges);
     ++qp.rq_pi;
     ohca_engine_db_write(e, qp.uar, OHCA_DB_RQ, OHCA_DB_VALUE(qp.qpn, qp.rq_pi), 8);
 }

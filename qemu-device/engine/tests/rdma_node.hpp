@@ -119,6 +119,8 @@ class RdmaNode {
     bool hold_eq = false;
 
   private:
+    // A receive WQE with 'sges' at guest address 'at' (RQ and SRQ rings alike).
+    void put_recv_wqe(uint64_t at, uint64_t wr_id, const std::vector<ohca_sge> &sges);
     void bring_up(bool ipv6, uint8_t id);
     void drain_eq();
     std::vector<ohca_eqe> pending_;
