@@ -1,64 +1,101 @@
 """rdma-core's upstream Python test suite (/opt/rdma-core-tests in the
-image) against ohca0 in one VM.  Informational: the pass/fail/skip/error
-counts are printed; the test asserts only that the suite finished (bounded
-by a timeout, no hang), that QEMU did not crash and that the kernel log
-stayed clean.  With UD and QP1 (2026-12-01, stock kernel, loaded host):
-273 ran, 52 passed (the rdma_cm and UD cases included), 221 skipped, none
-failed, 513 s for the whole test."""
+image) against ohca0 in one VM. The suite must finish (bounded by a
+timeout, no hang) with no test failed or errored, every test listed in
+rdma-core-suite.pass must pass (a test that passed before and now skips
+is a regression too), QEMU must not crash and the kernel log must stay
+clean. The counts, the slowest cases and tests that pass but are not in
+the baseline yet are printed."""
 
+import os
 import re
 
 import pytest
 
-from vmtest import assert_klog_clean
+from vmtest import assert_klog_clean, section
 
 pytestmark = pytest.mark.ohca_only
 
 SUITE_TIMEOUT = 480  # seconds inside the guest (the whole suite)
 
 # run_tests.py's loading, minus the test ids that contain any of the words
-# in $OHCA_SUITE_EXCLUDE (unittest's -k can only select, not exclude).
-RUN_EXCLUDING = r"""
-import os, sys, unittest
+# in $OHCA_SUITE_EXCLUDE (unittest's -k can only select, not exclude), and
+# one line per test with its outcome and seconds (unittest's own output
+# has no times; the suite is the longest single test in `make test`).
+RUNNER = r"""
+import os, sys, time, unittest
 from importlib.machinery import SourceFileLoader
 from args_parser import parser
 tests = SourceFileLoader("tests", os.path.join(os.getcwd(), "__init__.py")).load_module()
 parser.parse_args()
-drop = os.environ["OHCA_SUITE_EXCLUDE"].split()
+drop = os.environ.get("OHCA_SUITE_EXCLUDE", "").split()
 def flat(suite):
     for t in suite:
         yield from flat(t) if isinstance(t, unittest.TestSuite) else (t,)
 keep = [t for t in flat(unittest.TestLoader().loadTestsFromModule(tests))
         if not any(w in t.id() for w in drop)]
 print(f"excluding {drop}: running {len(keep)} tests", flush=True)
-res = unittest.TextTestRunner(verbosity=2).run(unittest.TestSuite(keep))
+class Timed(unittest.TextTestResult):
+    def startTest(self, test):
+        self.t0 = time.monotonic()
+        self.outcome = "passed"
+        super().startTest(test)
+    def addError(self, test, err):
+        self.outcome = "error"
+        super().addError(test, err)
+    def addFailure(self, test, err):
+        self.outcome = "failed"
+        super().addFailure(test, err)
+    def addSkip(self, test, reason):
+        self.outcome = "skipped"
+        super().addSkip(test, reason)
+    def addExpectedFailure(self, test, err):
+        self.outcome = "expected-failure"
+        super().addExpectedFailure(test, err)
+    def addUnexpectedSuccess(self, test):
+        self.outcome = "failed"
+        super().addUnexpectedSuccess(test)
+    def stopTest(self, test):
+        super().stopTest(test)
+        print(f"SUITE_CASE {test.id()} {self.outcome} {time.monotonic() - self.t0:.1f}",
+              file=sys.stderr, flush=True)
+runner = unittest.TextTestRunner(verbosity=2, resultclass=Timed)
+res = runner.run(unittest.TestSuite(keep))
 sys.exit(0 if res.wasSuccessful() else 1)
 """
 
 
-def suite_script(timeout=SUITE_TIMEOUT, exclude=()):
-    """The guest script: the suite on $OHCA_IBDEV with GID 1, its log,
+def suite_script(timeout=SUITE_TIMEOUT, exclude=(), dev="$OHCA_IBDEV"):
+    """The guest script: the suite on dev with GID 1, its log,
     SUITE_EXIT <rc> and the port state. exclude: words of test ids to
     leave out (e.g. "rdmacm")."""
-    if exclude:
-        run = (f"OHCA_SUITE_EXCLUDE='{' '.join(exclude)}' timeout -k 5 {timeout} "
-               f"python3 - --dev \"$OHCA_IBDEV\" --gid 1 -v > /tmp/suite.log 2>&1 <<'PYEOF'\n"
-               f"{RUN_EXCLUDING.strip()}\nPYEOF")
-    else:
-        run = (f"timeout -k 5 {timeout} python3 run_tests.py "
-               f"--dev \"$OHCA_IBDEV\" --gid 1 -v > /tmp/suite.log 2>&1")
+    run = (f"OHCA_SUITE_EXCLUDE='{' '.join(exclude)}' timeout -k 5 {timeout} "
+           f"python3 - --dev \"{dev}\" --gid 1 -v > /tmp/suite.log 2>&1 <<'PYEOF'\n"
+           f"{RUNNER.strip()}\nPYEOF")
     return f"""
 cd /opt/rdma-core-tests || exit 3
 {run}
 rc=$?
 cat /tmp/suite.log
 echo "SUITE_EXIT $rc"
-ibv_devinfo -d "$OHCA_IBDEV" | grep -E "state|hca_id"
-exit 0
+ibv_devinfo -d "{dev}" | grep -E "state|hca_id"
 """
 
 
-SCRIPT = suite_script()
+# The same suite on Linux soft-RoCE over the same net_device, for the
+# comparison the counts are read against (informational: rxe's own
+# failures are not ohca's). rdma_cm is left out there: with two RDMA
+# devices on one address, rdma_cm may bind either.
+SCRIPT = f"""
+echo '=== ohca ==='
+({suite_script()})
+echo '=== rxe ==='
+(modprobe rdma_rxe && rdma link add rxe0 type rxe netdev "$OHCA_IFACE" &&
+ ohca_poll 30 test -e /sys/class/infiniband/rxe0/ports/1/gids/1 &&
+ {suite_script(exclude=("rdmacm",), dev="rxe0")}) || echo "RXE_SETUP_FAILED"
+rdma link delete rxe0 2>/dev/null
+echo '=== end ==='
+exit 0
+"""
 
 
 def parse_summary(text):
@@ -75,20 +112,50 @@ def parse_summary(text):
     return counts, int(ran.group(1)), final.group(0)
 
 
-def check_suite(output):
-    """The suite finished (no hang, a unittest summary) and the port is
-    still active; prints the counts and the names of failed cases."""
+BASELINE = os.path.join(os.path.dirname(__file__), "rdma-core-suite.pass")
+
+
+def baseline():
+    """The suite's test ids that pass on ohca (one per line, # comments)."""
+    with open(BASELINE) as f:
+        return {line.split("#")[0].strip() for line in f} - {""}
+
+
+def cases(output):
+    """{test id: (outcome, seconds)} from the runner's SUITE_CASE lines."""
+    return {m[0]: (m[1], float(m[2]))
+            for m in re.findall(r"^SUITE_CASE (\S+) (\S+) ([\d.]+)$", output, re.M)}
+
+
+def check_suite(output, device="ohca0"):
+    """The suite finished (no hang, a unittest summary), nothing failed or
+    errored, every test of the baseline that ran passed, and the port is
+    still active. Prints the counts, the slowest cases and the new passes
+    (to add to the baseline)."""
     m = re.search(r"^SUITE_EXIT (\d+)", output, re.M)
     assert m, output
     assert m.group(1) != "124", "rdma-core suite hung (timeout)\n" + output
     counts, ran, final = parse_summary(output)
     assert ran is not None, "no unittest summary (suite crashed?)\n" + output
-    print(f"\nrdma-core suite on ohca0: ran {ran}: {counts['passed']} passed, "
+    print(f"\nrdma-core suite on {device}: ran {ran}: {counts['passed']} passed, "
           f"{counts['failed']} failed, {counts['skipped']} skipped, "
           f"{counts['error']} error; unittest: {final}; exit {m.group(1)}")
-    for name in re.findall(r"^(?:ERROR|FAIL): (test_\S+)", output, re.M):
+    got = cases(output)
+    slow = sorted(got.items(), key=lambda kv: -kv[1][1])[:10]
+    print("    slowest: " + ", ".join(f"{t.split('.', 1)[-1]} {s:.1f} s" for t, (_, s) in slow))
+    bad = [t for t, (o, _) in got.items() if o in ("failed", "error")]
+    for name in bad:
         print("    ERROR/FAIL:", name)
+    expected = baseline()
+    lost = sorted(t for t in expected if t in got and got[t][0] != "passed")
+    new = sorted(t for t, (o, _) in got.items() if o == "passed" and t not in expected)
+    for t in new:
+        print("    passes, not in the baseline:", t)
     assert "PORT_ACTIVE" in output, "port not active after the suite\n" + output
+    assert got, "no SUITE_CASE lines from the runner\n" + output
+    assert not bad, f"suite cases failed or errored: {bad}\n" + output
+    assert not lost, (f"passed before ({os.path.basename(BASELINE)}), not now: "
+                      + ", ".join(f"{t} {got[t][0]}" for t in lost))
     return counts
 
 
@@ -96,4 +163,13 @@ def test_rdma_core_suite(vm_run):
     (r,) = vm_run(SCRIPT, timeout=SUITE_TIMEOUT + 120)
     assert r.exit_code == 0 and not r.timed_out and r.error is None, r.report()
     assert_klog_clean([r])
-    check_suite(r.output)
+    check_suite(section(r.output, "ohca"))
+    rxe = section(r.output, "rxe")
+    counts, ran, final = parse_summary(rxe)
+    if ran is None:
+        print("\nrdma-core suite on rxe0 (same VM, same net_device, no rdma_cm): did not run\n"
+              + rxe[-2000:])
+    else:
+        print(f"rdma-core suite on rxe0 (same VM, same net_device, no rdma_cm): ran {ran}: "
+              f"{counts['passed']} passed, {counts['failed']} failed, "
+              f"{counts['skipped']} skipped, {counts['error']} error")
