@@ -72,6 +72,8 @@ fuzz: deps
 # perftest on ohca0 and rxe0 in one VM, one table with ratios (not a test).
 bench: deps build rootfs
 	@$(PYTHON) tests/bench/bench.py
+	@echo "bench: the whole ohca<->rxe interop matrix (both path MTUs)"
+	@OHCA_INTEROP_FULL=1 $(PYTHON) -m pytest -q -rA tests/integration/test_interop.py
 
 # Line and function coverage of the engine by its unit tests.
 coverage: deps

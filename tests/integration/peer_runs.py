@@ -3,8 +3,12 @@ test_interop.py. Each VM walks the same list of items; item i is served by
 the VM the item names, the other connects (retrying until the server
 listens) to a TCP port of item i's own, so a client never meets another
 item's server, and both VMs meet at a barrier before each item, so one
-failed item leaves the rest of the list in step. A command may use {dev}, {gid} and {port}: the VM's RDMA
+failed item leaves the rest of the list in step. An item is one command
+for both sides (the client's gets the server's IPv4 address appended) or
+"server command | client command" (rdma_cm programs that name the
+address with an option). A command may use {dev}, {gid} and {port}: the VM's RDMA
 device, its RoCE v2 GID index for its IPv4 address, and the item's port;
+{addr}: the IPv4 address of the item's server;
 and {gid6} / {gid6g}: the RoCE v2 GID indexes of its IPv6 link-local
 address and of a unique-local address the job adds (IPV6_GLOBAL), reached
 through neighbour discovery. With IPv6 items, each VM's eth0 gets a hop
@@ -26,19 +30,25 @@ echo "GID index $gid on $OHCA_IBDEV"
 i=0
 while read -r server cmd; do
 	i=$((i + 1))
+	if [ "$server" = "$OHCA_VM_INDEX" ]; then server_ip=$OHCA_IP; else server_ip=$OHCA_PEER_IP; fi
 	cmd=${cmd//\{dev\}/$OHCA_IBDEV}
 	cmd=${cmd//\{gid\}/$gid}
 	cmd=${cmd//\{gid6\}/$gid6}
 	cmd=${cmd//\{gid6g\}/$gid6g}
 	cmd=${cmd//\{port\}/$((18600 + i))}
+	cmd=${cmd//\{addr\}/$server_ip}
+	# "server command | client command", or one command for both (the
+	# client's gets the server's address appended)
+	peer=$OHCA_PEER_IP
+	case $cmd in *' | '*) scmd=${cmd%% | *}; cmd=${cmd#* | }; peer= ;; *) scmd=$cmd ;; esac
 	# both VMs start item i together, whatever became of item i-1 (a
 	# failed item must not throw the two out of step for the rest)
 	ohca_barrier "item$i" 300 || echo "ITEM $i: the peer did not reach the item within 300 s"
 	if [ "$server" = "$OHCA_VM_INDEX" ]; then
-		timeout 120 $cmd > /tmp/out.log 2>&1
+		timeout 120 $scmd > /tmp/out.log 2>&1
 	else
 		sleep 1
-		ohca_retry 40 timeout 120 $cmd "$OHCA_PEER_IP" > /tmp/out.log 2>&1
+		ohca_retry 40 timeout 120 $cmd $peer > /tmp/out.log 2>&1
 	fi
 	rc=$?
 	echo "ITEM $i rc=$rc"

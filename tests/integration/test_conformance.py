@@ -10,8 +10,12 @@ test_interop.py. READ traffic comes from ib_read_lat.
 The IPv6 items run over the RoCE v2 GIDs of each VM's IPv6 link-local
 address and of a unique-local one (fd00:77::/64, destination MAC by
 neighbour discovery), with a traffic class per program and a hop limit
-per VM; roce_pcap.check_ipv6 asserts them on the frames.
+per VM; roce_pcap.check_ipv6 asserts them on the frames. rdma_cm programs
+(rping, rdma_server/rdma_client, ucmatose, udaddy, ib_send_bw -R) connect
+between the two VMs through QP1's MADs.
 """
+
+import re
 
 import pytest
 
@@ -35,7 +39,16 @@ ITEMS = [(0, cmd) for cmd in (
     "ibv_rc_pingpong -d {dev} -g {gid6} -m 1024 -s 3001 -n 20 -p {port}",
     "ib_write_bw -d {dev} -x {gid6g} -m 1024 -F --tclass=106 -s 5002 -n 20 -p {port}",
     "ib_read_lat -d {dev} -x {gid6g} -m 1024 -F --tclass=185 -s 5003 -n 30 -p {port}",
+    # rdma_cm between the VMs: connections through QP1 MADs (ib_cm), RC data
+    # verified by rping, UD with the CM's Q_Key (udaddy), perftest over
+    # rdma_cm; the MADs are judged with the rest of the frames
+    "rping -s -a {addr} -p {port} -C 10 -S 4096 -v | rping -c -a {addr} -p {port} -C 10 -S 4096 -v",
+    "rdma_server -p {port} | rdma_client -s {addr} -p {port}",
+    "ucmatose -b {addr} -c 2 -C 10 | ucmatose -s {addr} -c 2 -C 10",
+    "udaddy -b {addr} -c 2 -C 10 | udaddy -s {addr} -c 2 -C 10",
+    "ib_send_bw -d {dev} -R -F -s 8192 -n 50 -p {port}",
 )]
+RPING_ITEM = next(i for i, (_, cmd) in enumerate(ITEMS, 1) if cmd.startswith("rping"))
 IPV6_TCLASSES = {0, 106, 185}
 
 
@@ -46,6 +59,9 @@ def test_conformance_ohca_ohca(vm_run, vm_logdir):
     for r in results:
         rcs, _ = peer_runs.parse(r.output)
         assert rcs == {i: 0 for i in range(1, len(ITEMS) + 1)}, r.report()
+    # vm1 is rping's client: ten verified pings
+    rping = peer_runs.parse(results[1].output)[1][RPING_ITEM]
+    assert len(re.findall(r"ping data: ", rping)) >= 10, results[1].report()
     problems = []
     for i, ip in enumerate(ohcavm.IPS):
         v6 = peer_runs.ipv6_addrs(results[i].output)
