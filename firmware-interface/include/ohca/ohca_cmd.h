@@ -69,6 +69,9 @@ enum ohca_cmd_opcode {
 	OHCA_CMD_MODIFY_SRQ		= 0x21,
 	OHCA_CMD_QUERY_SRQ		= 0x22,
 	OHCA_CMD_DESTROY_SRQ		= 0x23,
+
+	OHCA_CMD_ATTACH_MCAST		= 0x28,
+	OHCA_CMD_DETACH_MCAST		= 0x29,
 	OHCA_CMD_MAX
 };
 
@@ -127,13 +130,18 @@ struct ohca_query_device_out {
 	ohca_le32 max_srq_sge;		/* SGEs per SRQ WQE (ABI 1.2) */
 	ohca_le32 dev_caps;		/* enum ohca_dev_caps (ABI 1.2) */
 	ohca_le32 max_fast_reg_page_list_len; /* with OHCA_DEV_CAP_FAST_REG */
-	ohca_le32 rsvd[4];
+	ohca_le32 rsvd0;
+	/* Multicast (ATTACH_MCAST): 0 on a device without it. */
+	ohca_le32 max_mcast_grp;	/* groups with at least one QP */
+	ohca_le32 max_mcast_qp_attach;	/* QPs in one group */
+	ohca_le32 max_total_mcast_qp_attach; /* attachments in all groups */
 };
 OHCA_ASSERT_SIZE(struct ohca_query_device_out, 160);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, atomic_cap, 128);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, dev_caps, 136);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_fast_reg_page_list_len,
 		   140);
+OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_mcast_grp, 148);
 
 /* Optional features, in QUERY_DEVICE's dev_caps (ABI 1.2). */
 enum ohca_dev_caps {
@@ -667,5 +675,29 @@ struct ohca_query_srq_out {
 	ohca_le32 qp_refs;		/* QPs using the SRQ */
 };
 OHCA_ASSERT_SIZE(struct ohca_query_srq_out, 16);
+
+/* ---- ATTACH_MCAST / DETACH_MCAST -------------------------------------- */
+/*
+ * A UD QP joins or leaves a multicast group (IBTA 10.5.2.2): a UD SEND whose
+ * BTH destination QP is OHCA_MCAST_QPN and whose destination GID is 'gid'
+ * reaches every QP attached to it, each by its own Q_Key check and receive
+ * WQE, including QPs on this device when one of them sent it (the frame also
+ * goes to the wire). The GID must be multicast: ff00::/8, or an IPv4-mapped
+ * 224.0.0.0/4. Only UD QPs attach (BAD_STATE otherwise); attaching twice is
+ * BAD_STATE, detaching what is not attached BAD_FIELD (offset of gid).
+ * NO_RESOURCES past max_mcast_grp groups, max_mcast_qp_attach QPs in one
+ * group or max_total_mcast_qp_attach attachments (QUERY_DEVICE). DESTROY_QP
+ * detaches the QP from every group. The Ethernet port receives every
+ * multicast frame (no filter list), so no filter needs programming.
+ */
+#define OHCA_MCAST_QPN			0xffffffu
+
+struct ohca_mcast_in {
+	ohca_le32 qpn;
+	ohca_le32 rsvd;
+	ohca_u8 gid[16];		/* network byte order */
+};
+OHCA_ASSERT_SIZE(struct ohca_mcast_in, 24);
+OHCA_ASSERT_OFFSET(struct ohca_mcast_in, gid, 8);
 
 #endif /* OHCA_CMD_H */

@@ -82,6 +82,9 @@ constexpr CmdSizes sizes_of(uint16_t opcode) {
         return {sizeof(ohca_handle_in), sizeof(ohca_query_srq_out)};
     case OHCA_CMD_DESTROY_SRQ:
         return {sizeof(ohca_handle_in), 0};
+    case OHCA_CMD_ATTACH_MCAST:
+    case OHCA_CMD_DETACH_MCAST:
+        return {sizeof(ohca_mcast_in), 0};
     default: // NOP
         return {0, 0};
     }
@@ -228,6 +231,10 @@ Device::CmdResult Device::execute(const Command &cmd) {
         return cmd_query_srq(cmd);
     case OHCA_CMD_DESTROY_SRQ:
         return cmd_destroy_srq(cmd);
+    case OHCA_CMD_ATTACH_MCAST:
+        return cmd_mcast(cmd, true);
+    case OHCA_CMD_DETACH_MCAST:
+        return cmd_mcast(cmd, false);
     default:
         return {OHCA_STATUS_BAD_OPCODE, cmd.opcode};
     }
@@ -275,6 +282,9 @@ Device::CmdResult Device::cmd_query_device(const Command &cmd) {
     out.num_ports = le(L::num_ports);
     out.dev_caps = le(L::dev_caps);
     out.max_fast_reg_page_list_len = le(L::max_fast_reg_page_list_len);
+    out.max_mcast_grp = le(L::max_mcast_grp);
+    out.max_mcast_qp_attach = le(L::max_mcast_qp_attach);
+    out.max_total_mcast_qp_attach = le(L::max_total_mcast_qp_attach);
     return write_output(cmd, &out, sizeof(out));
 }
 

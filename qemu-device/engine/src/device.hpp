@@ -9,6 +9,7 @@
 //   rdma_cmds.cpp   the RDMA resource commands, keys and MR access
 //   completion.cpp  CQEs, CQ doorbells, completion events, QP errors, flushes
 //   srq.cpp         shared receive queues: commands, doorbell, taking WQEs
+//   mcast.cpp       multicast groups (McastTable) and their commands
 //   transport.cpp   the transport services (TransportServices): packets out
 //                   and in, QP doorbells, the ready list and timers, the run
 //                   loop; the RC transport itself is RcRequester
@@ -22,6 +23,7 @@
 #include "gid_table.hpp"
 #include "host.hpp"
 #include "limits.hpp"
+#include "mcast.hpp"
 #include "rdma_objects.hpp"
 #include "requester.hpp"
 #include "responder.hpp"
@@ -166,6 +168,11 @@ class Device : private TransportServices {
     Srq *find_srq(uint32_t srqn);
     SrqTake take_srq_wqe(Qp &qp) override;
 
+    // mcast.cpp: multicast groups
+    CmdResult cmd_mcast(const Command &cmd, bool attach);
+    // A UD packet to OHCA_MCAST_QPN, to every QP attached to its group.
+    void mcast_deliver(const ParsedPacket &p);
+
     // completion.cpp: EQ/CQ doorbells, CQEs, events, errors and flushes
     void comp_eq_doorbell(uint32_t eqn, uint32_t value);
     void post_cq_event(uint32_t eqn, uint32_t cqn);
@@ -200,6 +207,8 @@ class Device : private TransportServices {
     EmitResult emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
                          PayloadFill fill) override;
     EmitResult send_roce(const PacketPath &path, const PacketFields &fields, size_t payload_len,
+                         PayloadFill fill, bool shortcut);
+    EmitResult loop_back(const PacketPath &path, const PacketFields &fields, size_t payload_len,
                          PayloadFill fill, bool shortcut);
     [[nodiscard]] bool tx_room(const Qp &qp) const override;
     RoceCounters &counters() override { return roce_; }
@@ -284,6 +293,8 @@ class Device : private TransportServices {
     std::vector<uint8_t> mr_tags_;
     uint32_t next_qpn_ = DeviceLimits::first_qpn;
     Table<Srq> srqs_;
+    McastTable mcast_{{DeviceLimits::max_mcast_grp, DeviceLimits::max_mcast_qp_attach,
+                       DeviceLimits::max_total_mcast_qp_attach}};
     std::array<uint32_t, OHCA_NUM_DB_PAGES> uar_refs_{};
     // Page-list entries held by live objects (DeviceLimits::max_pbl_entries).
     uint64_t pbl_entries_ = 0;

@@ -38,6 +38,11 @@ struct DeviceLimits {
     static constexpr uint32_t max_srq = 256;
     static constexpr uint32_t max_srq_wr = 4096;
     static constexpr uint32_t max_srq_sge = 16;
+    // Multicast: a UD SEND to a group reaches at most max_mcast_qp_attach
+    // QPs, so the work one packet causes stays bounded.
+    static constexpr uint32_t max_mcast_grp = 256;
+    static constexpr uint32_t max_mcast_qp_attach = 32;
+    static constexpr uint32_t max_total_mcast_qp_attach = 1024;
     // Device atomics are serialised in the engine, but a read-modify-write
     // through two DMA accesses is not atomic against the guest's CPUs:
     // IBTA ATOMIC_HCA, not GLOB (programming manual section 10).

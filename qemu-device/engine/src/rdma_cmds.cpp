@@ -56,6 +56,7 @@ void Device::rdma_power_on() {
     qps_.resize(DeviceLimits::max_qp + DeviceLimits::first_qpn);
     srqs_.clear();
     srqs_.resize(DeviceLimits::max_srq + 1);
+    mcast_.clear();
     uar_refs_.fill(0);
     pbl_entries_ = 0;
     roce_backlog_.clear();
@@ -556,6 +557,7 @@ Device::CmdResult Device::cmd_destroy_qp(const Command &cmd) {
     if (Srq *srq = find_srq(qp->srqn)) {
         --srq->qp_refs;
     }
+    mcast_.detach_all(qpn);
     unschedule(*qp);
     qps_[qpn].reset();
     update_timer();

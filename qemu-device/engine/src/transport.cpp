@@ -69,48 +69,63 @@ void Device::transmit_roce(const PacketPath &path, const PacketFields &fields,
     (void)send_roce(path, fields, payload.size(), copy, false);
 }
 
-// One packet to the wire, framed in tx_frame_, or to the backlog when its
-// destination GID is ours: as fields and payload ('shortcut': RC, which
+// A packet for one of the device's own GIDs (or a multicast group with
+// QPs here) onto the backlog: as fields and payload ('shortcut': RC, which
 // needs nothing of the frame) or as a frame (UD: the receiver's GRH comes
 // from the IP header). Either way the payload is written once, in place.
+EmitResult Device::loop_back(const PacketPath &path, const PacketFields &fields,
+                             size_t payload_len, PayloadFill fill, bool shortcut) {
+    // Producers of looped-back packets wait for room (tx_room), so the
+    // backlog stays within its bound; if it is full all the same, the
+    // packet is lost as on a wire.
+    RoceSlot *s = roce_backlog_.push();
+    if (s == nullptr) {
+        ++roce_.loopback_packets;
+        ++stats_.roce_rx_dropped;
+        return EmitResult::Sent;
+    }
+    if (shortcut) {
+        s->looped = true;
+        s->buf.resize(payload_len);
+        if (!fill(s->buf)) {
+            roce_backlog_.unpush();
+            return EmitResult::FillFailed;
+        }
+        s->fields = fields;
+        s->fields.bth.pad = static_cast<uint8_t>((4 - (payload_len & 3)) & 3);
+        s->sgid = path.sgid;
+        s->dgid = path.dgid;
+        s->ipv6 = path.ipv6;
+    } else {
+        s->looped = false;
+        const FrameLayout l = build_roce_headers(s->buf, path, fields, payload_len);
+        if (!fill(std::span<uint8_t>(s->buf).subspan(l.payload_off, payload_len))) {
+            roce_backlog_.unpush();
+            return EmitResult::FillFailed;
+        }
+        seal_roce_frame(s->buf, l);
+    }
+    ++roce_.loopback_packets;
+    if (!in_run_) {
+        host_.schedule();
+    }
+    return EmitResult::Sent;
+}
+
+// One packet to the wire, framed in tx_frame_, or looped back (loop_back)
+// when its destination GID is ours.
 EmitResult Device::send_roce(const PacketPath &path, const PacketFields &fields, size_t payload_len,
                              PayloadFill fill, bool shortcut) {
     if (is_local_gid(path.dgid)) {
-        // Producers of looped-back packets wait for room (tx_room), so the
-        // backlog stays within its bound; if it is full all the same, the
-        // packet is lost as on a wire.
-        RoceSlot *s = roce_backlog_.push();
-        if (s == nullptr) {
-            ++roce_.loopback_packets;
-            ++stats_.roce_rx_dropped;
-            return EmitResult::Sent;
+        return loop_back(path, fields, payload_len, fill, shortcut);
+    }
+    if (!shortcut && gid_is_multicast(path.dgid) && !mcast_.members(path.dgid).empty()) {
+        // QPs of this device in the group get the packet too, as a host's
+        // IP stack loops its own multicast back; the wire gets it as well.
+        const EmitResult r = loop_back(path, fields, payload_len, fill, false);
+        if (r != EmitResult::Sent) {
+            return r;
         }
-        if (shortcut) {
-            s->looped = true;
-            s->buf.resize(payload_len);
-            if (!fill(s->buf)) {
-                roce_backlog_.unpush();
-                return EmitResult::FillFailed;
-            }
-            s->fields = fields;
-            s->fields.bth.pad = static_cast<uint8_t>((4 - (payload_len & 3)) & 3);
-            s->sgid = path.sgid;
-            s->dgid = path.dgid;
-            s->ipv6 = path.ipv6;
-        } else {
-            s->looped = false;
-            const FrameLayout l = build_roce_headers(s->buf, path, fields, payload_len);
-            if (!fill(std::span<uint8_t>(s->buf).subspan(l.payload_off, payload_len))) {
-                roce_backlog_.unpush();
-                return EmitResult::FillFailed;
-            }
-            seal_roce_frame(s->buf, l);
-        }
-        ++roce_.loopback_packets;
-        if (!in_run_) {
-            host_.schedule();
-        }
-        return EmitResult::Sent;
     }
     const FrameLayout l = build_roce_headers(tx_frame_, path, fields, payload_len);
     if (!fill(std::span<uint8_t>(tx_frame_).subspan(l.payload_off, payload_len))) {
@@ -185,6 +200,10 @@ void Device::roce_rx_looped(const RoceSlot &slot) {
 // A valid packet to its QP and transport.
 void Device::roce_deliver(const ParsedPacket &p) {
     const Bth &h = p.fields.bth;
+    if (h.dest_qp == OHCA_MCAST_QPN) {
+        mcast_deliver(p);
+        return;
+    }
     Qp *qp = find_qp(h.dest_qp);
     if (qp != nullptr && qp->type != OHCA_QPT_RC) {
         // UD: any source, UD opcodes only (ud.cpp).

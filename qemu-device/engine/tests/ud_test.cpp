@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The UD transport: frames (BTH + DETH, ICRC), Q_Keys, the GRH at the start
 // of receive buffers, drops without a receive WQE, the GSI QP, UD state
-// rules, loopback and a bounded flood; and the RC responder's answer to
-// atomic requests.
+// rules, loopback and a bounded flood; multicast groups; and the RC
+// responder's answer to atomic requests.
 #include "device.hpp"
 #include "rdma_node.hpp"
 #include "roce_packet.hpp"
@@ -587,6 +587,235 @@ TEST_F(UdTest, AtomicRequestWithABadKeyIsNakedRemoteAccess) {
     EXPECT_EQ(p.fields.aeth->syndrome, kAethNak | kNakRemoteAccess);
     EXPECT_EQ(p.fields.bth.psn, pf.bth.psn);
     EXPECT_EQ(n.query(s.qp.qpn).qp_state, OHCA_QPS_ERR);
+}
+
+// ---- multicast ---------------------------------------------------------------
+
+const Mgid kGroup = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 1, 2, 3};
+
+CmdOutcome mcast(RdmaNode &n, uint16_t op, uint32_t qpn, const Mgid &gid) {
+    ohca_mcast_in in{};
+    in.qpn = qpn;
+    std::copy(gid.begin(), gid.end(), in.gid);
+    return n.cmd_in(op, in);
+}
+
+// The AV of a UD SEND to a group: IPv4 multicast MAC 01:00:5e + 23 bits.
+ohca_av av_group(const Mgid &gid) {
+    ohca_av av{};
+    std::copy(gid.begin(), gid.end(), av.dgid);
+    const uint8_t mac[6] = {0x01, 0x00, 0x5e, static_cast<uint8_t>(gid[13] & 0x7f), gid[14],
+                            gid[15]};
+    std::copy(std::begin(mac), std::end(mac), av.dmac);
+    av.vlan_id = 0xffff;
+    av.hop_limit = 1;
+    av.network_type = OHCA_NET_IPV4;
+    return av;
+}
+
+void send_to_group(RdmaNode &n, UdQp &from, const std::vector<uint8_t> &data, uint64_t wr_id = 1) {
+    UdSend s;
+    s.wr_id = wr_id;
+    s.inline_data = data;
+    s.av = av_group(kGroup);
+    post_ud(n, from, OHCA_MCAST_QPN, s);
+}
+
+TEST_F(UdTest, MulticastReachesEveryAttachedQpHereAndOnTheWire) {
+    RdmaNode peer{2};
+    UdQp a = make_ud(n);
+    UdQp b = make_ud(n);
+    UdQp c = make_ud(n);
+    UdQp d = make_ud(n); // not in the group
+    UdQp e = make_ud(peer);
+    for (UdQp *q : {&b, &c, &d}) {
+        n.post_recv(q->q, 5, {{q->buf, 256, q->key}});
+    }
+    peer.post_recv(e.q, 6, {{e.buf, 256, e.key}});
+    ASSERT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, b.q.qpn, kGroup).status, OHCA_STATUS_OK);
+    ASSERT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, c.q.qpn, kGroup).status, OHCA_STATUS_OK);
+    ASSERT_EQ(mcast(peer, OHCA_CMD_ATTACH_MCAST, e.q.qpn, kGroup).status, OHCA_STATUS_OK);
+    send_to_group(n, a, bytes(100, 3), 77);
+    n.process();
+    ASSERT_EQ(n.host.wire.size(), 1u); // and a copy looped back
+    ParsedPacket p;
+    ASSERT_EQ(parse_roce_frame(n.host.wire[0], p), ParseError::None);
+    EXPECT_EQ(p.fields.bth.dest_qp, OHCA_MCAST_QPN);
+    EXPECT_EQ(p.dgid, kGroup);
+    EXPECT_EQ(p.dmac, (std::array<uint8_t, 6>{0x01, 0x00, 0x5e, 0x01, 0x02, 0x03}));
+    auto sc = n.poll(a.scq);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
+    EXPECT_EQ(sc[0].wr_id, 77u);
+    for (UdQp *q : {&b, &c}) {
+        auto rc = n.poll(q->rcq);
+        ASSERT_EQ(rc.size(), 1u);
+        EXPECT_EQ(rc[0].status, OHCA_CQE_SUCCESS);
+        EXPECT_EQ(rc[0].byte_len, 140u);
+        EXPECT_EQ(rc[0].src_qp, a.q.qpn);
+        EXPECT_EQ(read(n, q->buf + 40, 100), bytes(100, 3));
+        // The GRH's destination is the group.
+        EXPECT_TRUE(std::equal(kGroup.begin() + 12, kGroup.end(), read(n, q->buf + 36, 4).begin()));
+    }
+    EXPECT_TRUE(n.poll(d.rcq).empty());
+    pump(n, peer);
+    auto re = peer.poll(e.rcq);
+    ASSERT_EQ(re.size(), 1u);
+    EXPECT_EQ(re[0].status, OHCA_CQE_SUCCESS);
+    EXPECT_EQ(read(peer, e.buf + 40, 100), bytes(100, 3));
+    EXPECT_EQ(device_of(peer.e).roce_counters().mcast_rx_packets, 1u);
+}
+
+TEST_F(UdTest, MulticastQkeyDetachAndDestroy) {
+    UdQp a = make_ud(n);
+    UdQp b = make_ud(n);
+    UdQp c = make_ud(n, OHCA_QPT_UD, 0x2222); // another Q_Key
+    for (int i = 0; i < 2; ++i) {
+        n.post_recv(b.q, 1, {{b.buf + 256u * i, 256, b.key}});
+        n.post_recv(c.q, 1, {{c.buf + 256u * i, 256, c.key}});
+    }
+    ASSERT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, b.q.qpn, kGroup).status, OHCA_STATUS_OK);
+    ASSERT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, c.q.qpn, kGroup).status, OHCA_STATUS_OK);
+    const auto bad_qkey = device_of(n.e).roce_counters().ud_rx_bad_qkey;
+    send_to_group(n, a, bytes(10, 1));
+    n.process();
+    EXPECT_EQ(n.poll(b.rcq).size(), 1u);
+    EXPECT_TRUE(n.poll(c.rcq).empty());
+    EXPECT_EQ(device_of(n.e).roce_counters().ud_rx_bad_qkey, bad_qkey + 1);
+
+    // Detached, b gets nothing more; destroyed, c leaves the group too.
+    ASSERT_EQ(mcast(n, OHCA_CMD_DETACH_MCAST, b.q.qpn, kGroup).status, OHCA_STATUS_OK);
+    ASSERT_EQ(n.cmd_in(OHCA_CMD_DESTROY_QP, ohca_handle_in{c.q.qpn, 0}).status, OHCA_STATUS_OK);
+    n.host.wire.clear();
+    const auto dropped = n.stats().roce_rx_dropped;
+    send_to_group(n, a, bytes(10, 2));
+    n.process();
+    EXPECT_TRUE(n.poll(b.rcq).empty());
+    EXPECT_EQ(n.host.wire.size(), 1u); // the wire still gets it
+    EXPECT_EQ(n.stats().roce_rx_dropped, dropped); // nothing looped back
+    EXPECT_EQ(mcast(n, OHCA_CMD_DETACH_MCAST, b.q.qpn, kGroup).status, OHCA_STATUS_BAD_FIELD);
+}
+
+TEST_F(UdTest, MulticastCommandErrors) {
+    UdQp u = make_ud(n);
+    UdQp gsi;
+    ASSERT_EQ(create_ud(n, gsi, OHCA_QPT_GSI).status, OHCA_STATUS_OK);
+    Side rc = make_side(n, 4096, 4, [](size_t k) { return static_cast<uint8_t>(k); });
+    EXPECT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, rc.qp.qpn, kGroup).status, OHCA_STATUS_BAD_STATE);
+    EXPECT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, gsi.q.qpn, kGroup).status, OHCA_STATUS_BAD_STATE);
+    EXPECT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, 999, kGroup).status, OHCA_STATUS_BAD_HANDLE);
+    const CmdOutcome unicast = mcast(n, OHCA_CMD_ATTACH_MCAST, u.q.qpn, n.gid);
+    EXPECT_EQ(unicast.status, OHCA_STATUS_BAD_FIELD);
+    EXPECT_EQ(unicast.syndrome, offsetof(ohca_mcast_in, gid));
+    Mgid v6 = {0xff, 0x0e};
+    EXPECT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, u.q.qpn, v6).status, OHCA_STATUS_OK);
+    ASSERT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, u.q.qpn, kGroup).status, OHCA_STATUS_OK);
+    EXPECT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, u.q.qpn, kGroup).status, OHCA_STATUS_BAD_STATE);
+    ohca_mcast_in in{};
+    in.qpn = u.q.qpn;
+    in.rsvd = 1;
+    std::copy(kGroup.begin(), kGroup.end(), in.gid);
+    const CmdOutcome rsvd = n.cmd_in(OHCA_CMD_DETACH_MCAST, in);
+    EXPECT_EQ(rsvd.status, OHCA_STATUS_RESERVED_NONZERO);
+    EXPECT_EQ(rsvd.syndrome, offsetof(ohca_mcast_in, rsvd));
+}
+
+// Groups are bounded: a guest cannot make the device keep more than
+// max_mcast_grp groups, nor a packet reach more than max_mcast_qp_attach QPs.
+TEST_F(UdTest, MulticastGroupsAreBounded) {
+    UdQp u = make_ud(n);
+    Mgid g = kGroup;
+    for (uint32_t i = 0; i < DeviceLimits::max_mcast_grp; ++i) {
+        g[14] = static_cast<uint8_t>(i >> 8);
+        g[15] = static_cast<uint8_t>(i);
+        ASSERT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, u.q.qpn, g).status, OHCA_STATUS_OK) << i;
+    }
+    g[13] = 9;
+    EXPECT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, u.q.qpn, g).status, OHCA_STATUS_NO_RESOURCES);
+    // A reset forgets every group.
+    n.reset();
+    UdQp v = make_ud(n);
+    EXPECT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, v.q.qpn, g).status, OHCA_STATUS_OK);
+}
+
+// A peer floods a full group: each frame costs at most max_mcast_qp_attach
+// receive attempts, all counted, nothing answered, no state kept.
+TEST_F(UdTest, MulticastFloodToAFullGroupIsBounded) {
+    RdmaNode peer{2};
+    std::vector<UdQp> qps;
+    for (uint32_t i = 0; i < DeviceLimits::max_mcast_qp_attach; ++i) {
+        qps.push_back(make_ud(n));
+        ASSERT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, qps.back().q.qpn, kGroup).status,
+                  OHCA_STATUS_OK);
+    }
+    UdQp extra = make_ud(n);
+    EXPECT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, extra.q.qpn, kGroup).status,
+              OHCA_STATUS_NO_RESOURCES);
+    PacketPath path;
+    path.smac = peer.mac;
+    path.dmac = {0x01, 0x00, 0x5e, 0x01, 0x02, 0x03};
+    path.sgid = peer.gid;
+    path.dgid = kGroup;
+    PacketFields pf;
+    pf.bth.opcode = ud::kSendOnly;
+    pf.bth.dest_qp = OHCA_MCAST_QPN;
+    pf.deth = Deth{kQkey, 77};
+    const auto frame = build_roce_frame(path, pf, bytes(1000, 1));
+    const auto no_wqe = device_of(n.e).roce_counters().ud_rx_no_wqe;
+    constexpr uint64_t kFrames = 2000;
+    for (uint64_t i = 0; i < kFrames; ++i) {
+        (void)ohca_engine_receive_frame(n.e, frame.data(), frame.size());
+        if (i % 512 == 0) {
+            n.process();
+        }
+    }
+    n.process();
+    const auto &c = device_of(n.e).roce_counters();
+    EXPECT_EQ(c.mcast_rx_packets, kFrames);
+    EXPECT_EQ(c.ud_rx_no_wqe - no_wqe, kFrames * DeviceLimits::max_mcast_qp_attach);
+    EXPECT_TRUE(n.host.wire.empty());
+    for (UdQp &q : qps) {
+        EXPECT_TRUE(n.poll(q.rcq).empty());
+    }
+}
+
+TEST(McastTable, LimitsPerGroupAndInTotal) {
+    McastTable t({2, 2, 3});
+    Mgid g1 = kGroup;
+    Mgid g2 = kGroup;
+    g2[15] = 4;
+    Mgid g3 = kGroup;
+    g3[15] = 5;
+    EXPECT_EQ(t.attach(g1, 10), McastTable::Result::Ok);
+    EXPECT_EQ(t.attach(g1, 11), McastTable::Result::Ok);
+    EXPECT_EQ(t.attach(g1, 12), McastTable::Result::NoResources); // per group
+    EXPECT_EQ(t.attach(g1, 10), McastTable::Result::Attached);
+    EXPECT_EQ(t.attach(g2, 10), McastTable::Result::Ok);
+    EXPECT_EQ(t.attach(g2, 11), McastTable::Result::NoResources); // in total
+    EXPECT_EQ(t.detach(g2, 10), McastTable::Result::Ok);
+    EXPECT_EQ(t.groups(), 1u); // an empty group is gone
+    EXPECT_EQ(t.attach(g2, 11), McastTable::Result::Ok);
+    EXPECT_EQ(t.attach(g3, 11), McastTable::Result::NoResources); // groups
+    t.detach_all(11);
+    EXPECT_EQ(t.attachments(), 1u);
+    EXPECT_EQ(t.groups(), 1u);
+    ASSERT_EQ(t.members(g1).size(), 1u);
+    EXPECT_EQ(t.members(g1)[0], 10u);
+    EXPECT_TRUE(t.members(g2).empty());
+    EXPECT_EQ(t.detach(g2, 11), McastTable::Result::NotAttached);
+}
+
+TEST(McastTable, MulticastGids) {
+    EXPECT_TRUE(gid_is_multicast(kGroup));
+    EXPECT_TRUE(gid_is_multicast(Mgid{0xff, 0x02}));
+    Mgid v4 = kGroup;
+    v4[12] = 192;
+    EXPECT_FALSE(gid_is_multicast(v4));
+    v4[12] = 224;
+    EXPECT_TRUE(gid_is_multicast(v4));
+    v4[12] = 240;
+    EXPECT_FALSE(gid_is_multicast(v4));
+    EXPECT_FALSE(gid_is_multicast(Mgid{0xfe, 0x80}));
 }
 
 } // namespace
