@@ -515,6 +515,10 @@ int ohca_av_from_ah(struct ohca_dev *dev, const struct rdma_ah_attr *ah,
 int ohca_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 		   struct ib_udata *udata);
 int ohca_destroy_ah(struct ib_ah *ibah, u32 flags);
+
+/* ohca_mcast.c */
+int ohca_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int ohca_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
 int ohca_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr);
 int ohca_wr_opcode(enum ib_wr_opcode opcode);
 

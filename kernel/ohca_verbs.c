@@ -75,8 +75,7 @@ static int ohca_query_device(struct ib_device *ibdev,
 	/*
 	 * What the device does: RNR NAKs on an empty receive queue, port
 	 * state events, a system image GUID; fast registration below when
-	 * the device offers it. No atomics, SRQ, memory windows or checksum
-	 * offload.
+	 * the device offers it. No memory windows or checksum offload.
 	 */
 	props->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 				  IB_DEVICE_PORT_ACTIVE_EVENT;
@@ -90,6 +89,10 @@ static int ohca_query_device(struct ib_device *ibdev,
 	props->max_srq_wr = le32_to_cpu(a->max_srq_wr);
 	props->max_srq_sge = le32_to_cpu(a->max_srq_sge);
 	props->max_pkeys = 1;
+	props->max_mcast_grp = le32_to_cpu(a->max_mcast_grp);
+	props->max_mcast_qp_attach = le32_to_cpu(a->max_mcast_qp_attach);
+	props->max_total_mcast_qp_attach =
+		le32_to_cpu(a->max_total_mcast_qp_attach);
 	/* What the device guarantees: see the programming manual, section 10. */
 	switch (le32_to_cpu(a->atomic_cap)) {
 	case OHCA_ATOMIC_HCA:
@@ -403,6 +406,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.alloc_mr = ohca_alloc_mr,
 	.alloc_pd = ohca_alloc_pd,
 	.alloc_ucontext = ohca_alloc_ucontext,
+	.attach_mcast = ohca_attach_mcast,
 	.create_ah = ohca_create_ah,
 	.create_cq = ohca_create_cq,
 	.create_qp = ohca_create_qp,
@@ -416,6 +420,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.destroy_cq = ohca_destroy_cq,
 	.destroy_qp = ohca_destroy_qp,
 	.destroy_srq = ohca_destroy_srq,
+	.detach_mcast = ohca_detach_mcast,
 	.disassociate_ucontext = ohca_disassociate_ucontext,
 	.get_dev_fw_str = ohca_get_dev_fw_str,
 	.get_dma_mr = ohca_get_dma_mr,

@@ -33,6 +33,8 @@ static void ohca_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops ohca_ctx_ops = {
 	.alloc_pd = ohca_alloc_pd,
+	/* Multicast needs nothing of the provider: the kernel attaches. */
+	.attach_mcast = ibv_cmd_attach_mcast,
 	.create_ah = ohca_create_ah,
 	.create_cq = ohca_create_cq,
 	.create_qp = ohca_create_qp,
@@ -43,6 +45,7 @@ static const struct verbs_context_ops ohca_ctx_ops = {
 	.destroy_cq = ohca_destroy_cq,
 	.destroy_qp = ohca_destroy_qp,
 	.destroy_srq = ohca_destroy_srq,
+	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = ohca_free_context,
 	.modify_qp = ohca_modify_qp,
 	.modify_srq = ohca_modify_srq,

@@ -9,6 +9,8 @@ each part would otherwise pay its own TCG boot.
   REMOTE_ATOMIC), RDMA READ/WRITE traffic, verified data.
 - ucmatose / udaddy: rdma_cm RC connections and UD (path resolution,
   the UD QP's Q_Key from the CM, AHs from the received work completion).
+- mckey: rdma_cm multicast (join, ATTACH_MCAST, UD SENDs to the group
+  looped back to the receiving QP, leave).
 Everything runs against the VM's own address: frames loop back inside the
 device."""
 
@@ -62,6 +64,18 @@ ohca_retry 60 timeout 120 udaddy -s "$OHCA_IP" -c 2 -C 10
 wait $srv
 cat /tmp/ds.log
 """,
+    # rdma_cm multicast: the receiver joins (ATTACH_MCAST, line-buffered so
+    # its "receiving" shows), then the sender joins and sends; the device
+    # loops the group's packets back to the receiver's QP
+    "mckey": r"""
+set -e
+timeout 120 stdbuf -oL mckey -m 239.1.2.3 -b "$OHCA_IP" -C 10 -S 512 > /tmp/mr.log 2>&1 &
+rcv=$!
+ohca_poll 60 grep -q "receiving data transfers" /tmp/mr.log
+timeout 60 mckey -m 239.1.2.3 -b "$OHCA_IP" -s -C 10 -S 512
+wait $rcv
+cat /tmp/mr.log
+""",
 }
 
 
@@ -91,6 +105,8 @@ def test_ud_gsi_rdma_cm_loopback(vm_run):
     # listened was rejected and retried)
     for name in ("ucmatose", "udaddy"):
         assert section(r.output, name).count("return status 0") == 2, r.report()
+    # the sender sent, and the receiver got every message (it waits for all)
+    assert section(r.output, "mckey").count("data transfers complete") == 2, r.report()
     # the UD counters exist, and every UD packet (MADs included) had the
     # Q_Key of its QP
     assert re.search(r"^HW_COUNTERS.* ud_rx_bad_qkey=0 ud_rx_no_wqe=\d+", r.output, re.M), \

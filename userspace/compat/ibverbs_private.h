@@ -250,7 +250,8 @@ struct verbs_context_ops {
 	ohca_unused_op alloc_td;
 	ohca_unused_op async_event;
 	ohca_unused_op attach_counters_point_flow;
-	ohca_unused_op attach_mcast;
+	int (*attach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
+			    uint16_t lid);
 	ohca_unused_op bind_mw;
 	ohca_unused_op close_xrcd;
 	ohca_unused_op cq_event;
@@ -284,7 +285,8 @@ struct verbs_context_ops {
 	ohca_unused_op destroy_rwq_ind_table;
 	int (*destroy_srq)(struct ibv_srq *srq);
 	ohca_unused_op destroy_wq;
-	ohca_unused_op detach_mcast;
+	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
+			    uint16_t lid);
 	void (*free_context)(struct ibv_context *context);
 	ohca_unused_op free_dm;
 	ohca_unused_op get_srq_num;
@@ -471,6 +473,10 @@ int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
 int ibv_cmd_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
 		      struct ibv_query_srq *cmd, size_t cmd_size);
 int ibv_cmd_destroy_srq(struct ibv_srq *srq);
+int ibv_cmd_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			 uint16_t lid);
+int ibv_cmd_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			 uint16_t lid);
 
 /* Exported as IBVERBS_1.1 but prototyped only in driver.h: madvise
  * (MADV_DONTFORK) the pages of a buffer the device accesses, when the
