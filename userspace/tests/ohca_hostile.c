@@ -1295,6 +1295,61 @@ static bool t_srq_fields(void)
 	       destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
 }
 
+/* Multicast: ATTACH/DETACH_MCAST fields, only UD QPs, no double attach, the
+ * max_mcast_grp bound, and DESTROY_QP leaving every group (the same groups
+ * attach again afterwards). */
+static uint8_t mcast_cmd(uint16_t op, uint32_t qpn, uint32_t group)
+{
+	struct ohca_mcast_in in = { .qpn = qpn };
+
+	in.gid[10] = 0xff;
+	in.gid[11] = 0xff;
+	in.gid[12] = 239;
+	in.gid[13] = (uint8_t)(group >> 16);
+	in.gid[14] = (uint8_t)(group >> 8);
+	in.gid[15] = (uint8_t)group;
+	return cmd(op, &in, sizeof(in), 0);
+}
+
+static bool t_mcast_fields(void)
+{
+	uint32_t pd = mk_pd(), cq = mk_cq(0, 0), rc = mk_qp(pd, cq), ud, i;
+	struct ohca_create_qp_in q;
+	struct ohca_mcast_in in = { 0 };
+
+	qp_in(&q, pd, cq);
+	q.type = OHCA_QPT_UD;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &q, sizeof(q), 8), 0, 0);
+	ud = out_handle();
+	EXPECT_CMD(mcast_cmd(OHCA_CMD_ATTACH_MCAST, rc, 1), OHCA_STATUS_BAD_STATE, rc);
+	EXPECT_CMD(mcast_cmd(OHCA_CMD_ATTACH_MCAST, 0x777, 1), OHCA_STATUS_BAD_HANDLE, 0x777);
+	in.qpn = ud;
+	memcpy(in.gid, gid_v4, sizeof(in.gid));	/* unicast */
+	EXPECT_CMD(cmd(OHCA_CMD_ATTACH_MCAST, &in, sizeof(in), 0), OHCA_STATUS_BAD_FIELD, 8);
+	in.gid[12] = 239;
+	in.rsvd = 1;
+	EXPECT_CMD(cmd(OHCA_CMD_ATTACH_MCAST, &in, sizeof(in), 0),
+		   OHCA_STATUS_RESERVED_NONZERO, 4);
+	EXPECT_CMD(cmd(OHCA_CMD_ATTACH_MCAST, &in, 16, 0), OHCA_STATUS_BAD_LEN, sizeof(in));
+	EXPECT_CMD(mcast_cmd(OHCA_CMD_DETACH_MCAST, ud, 1), OHCA_STATUS_BAD_FIELD, 8);
+	EXPECT_CMD(mcast_cmd(OHCA_CMD_ATTACH_MCAST, ud, 1), 0, 0);
+	EXPECT_CMD(mcast_cmd(OHCA_CMD_ATTACH_MCAST, ud, 1), OHCA_STATUS_BAD_STATE, ud);
+	EXPECT_CMD(mcast_cmd(OHCA_CMD_DETACH_MCAST, ud, 1), 0, 0);
+	/* The group bound, then the QP's destruction frees every group. */
+	for (i = 0; i < 256; i++)
+		EXPECT_CMD(mcast_cmd(OHCA_CMD_ATTACH_MCAST, ud, i), 0, 0);
+	EXPECT_CMD(mcast_cmd(OHCA_CMD_ATTACH_MCAST, ud, 256), OHCA_STATUS_NO_RESOURCES, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_QP, ud), 0, 0);
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &q, sizeof(q), 8), 0, 0);
+	ud = out_handle();
+	for (i = 0; i < 256; i++)
+		EXPECT_CMD(mcast_cmd(OHCA_CMD_ATTACH_MCAST, ud, i + 1000), 0, 0);
+	return destroy(OHCA_CMD_DESTROY_QP, ud) == 0 &&
+	       destroy(OHCA_CMD_DESTROY_QP, rc) == 0 &&
+	       destroy(OHCA_CMD_DESTROY_CQ, cq) == 0 &&
+	       destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
+}
+
 static bool t_srq_exhaustion(void)
 {
 	uint32_t pd = mk_pd(), n = 0, first = 0, last = 0;
@@ -1812,6 +1867,7 @@ static const struct hcase cases[] = {
 	{ "qp_fields", t_qp_fields, true },
 	{ "srq_fields", t_srq_fields, true },
 	{ "srq_exhaustion", t_srq_exhaustion, true },
+	{ "mcast_fields", t_mcast_fields, true },
 	{ "modify_qp_bad", t_modify_qp_bad, false },
 	{ "qp_use_after_destroy", t_qp_use_after_destroy, false },
 	{ "wqe_bad_opcode", t_wqe_bad_opcode, false },

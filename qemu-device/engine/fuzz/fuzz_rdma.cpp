@@ -850,7 +850,7 @@ class Rdma {
     }
 
     void misc(Input &in) {
-        switch (in.below(4)) {
+        switch (in.below(5)) {
         case 0: { // a doorbell on a page or for a queue that is not ours
             const uint32_t page = in.below(4);
             const uint32_t offset = in.u16() & 0xff8;
@@ -863,6 +863,23 @@ class Rdma {
             break;
         case 2: { // QUERY_STATS and QUERY_QP of anything
             (void)query(in.one_in(2) ? in.u32() : in.below(8));
+            break;
+        }
+        case 3: { // ATTACH/DETACH_MCAST: a few groups, our unicast GID, anything
+            ohca_mcast_in m{};
+            const Qp *qp = live_qp(in);
+            m.qpn = qp != nullptr && !in.one_in(8) ? qp->qpn : in.u32();
+            m.rsvd = in.one_in(16) ? in.u32() : 0;
+            if (in.one_in(8)) {
+                std::copy(kOurGid.begin(), kOurGid.end(), m.gid);
+            } else if (in.one_in(8)) {
+                in.bytes(m.gid, sizeof(m.gid));
+            } else {
+                m.gid[10] = m.gid[11] = 0xff;
+                m.gid[12] = 239;
+                m.gid[15] = static_cast<uint8_t>(in.below(4));
+            }
+            (void)d_.cmd_in(in.flag() ? OHCA_CMD_ATTACH_MCAST : OHCA_CMD_DETACH_MCAST, m);
             break;
         }
         default: // a reset: every object is gone; bring the device back

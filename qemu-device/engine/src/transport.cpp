@@ -73,8 +73,8 @@ void Device::transmit_roce(const PacketPath &path, const PacketFields &fields,
 // QPs here) onto the backlog: as fields and payload ('shortcut': RC, which
 // needs nothing of the frame) or as a frame (UD: the receiver's GRH comes
 // from the IP header). Either way the payload is written once, in place.
-EmitResult Device::loop_back(const PacketPath &path, const PacketFields &fields,
-                             size_t payload_len, PayloadFill fill, bool shortcut) {
+EmitResult Device::loop_back(const PacketPath &path, const PacketFields &fields, size_t payload_len,
+                             PayloadFill fill, bool shortcut) {
     // Producers of looped-back packets wait for room (tx_room), so the
     // backlog stays within its bound; if it is full all the same, the
     // packet is lost as on a wire.

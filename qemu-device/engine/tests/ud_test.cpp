@@ -604,8 +604,8 @@ CmdOutcome mcast(RdmaNode &n, uint16_t op, uint32_t qpn, const Mgid &gid) {
 ohca_av av_group(const Mgid &gid) {
     ohca_av av{};
     std::copy(gid.begin(), gid.end(), av.dgid);
-    const uint8_t mac[6] = {0x01, 0x00, 0x5e, static_cast<uint8_t>(gid[13] & 0x7f), gid[14],
-                            gid[15]};
+    const uint8_t mac[6] = {0x01,    0x00,   0x5e, static_cast<uint8_t>(gid[13] & 0x7f),
+                            gid[14], gid[15]};
     std::copy(std::begin(mac), std::end(mac), av.dmac);
     av.vlan_id = 0xffff;
     av.hop_limit = 1;
@@ -691,7 +691,7 @@ TEST_F(UdTest, MulticastQkeyDetachAndDestroy) {
     send_to_group(n, a, bytes(10, 2));
     n.process();
     EXPECT_TRUE(n.poll(b.rcq).empty());
-    EXPECT_EQ(n.host.wire.size(), 1u); // the wire still gets it
+    EXPECT_EQ(n.host.wire.size(), 1u);             // the wire still gets it
     EXPECT_EQ(n.stats().roce_rx_dropped, dropped); // nothing looped back
     EXPECT_EQ(mcast(n, OHCA_CMD_DETACH_MCAST, b.q.qpn, kGroup).status, OHCA_STATUS_BAD_FIELD);
 }
@@ -745,8 +745,7 @@ TEST_F(UdTest, MulticastFloodToAFullGroupIsBounded) {
     std::vector<UdQp> qps;
     for (uint32_t i = 0; i < DeviceLimits::max_mcast_qp_attach; ++i) {
         qps.push_back(make_ud(n));
-        ASSERT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, qps.back().q.qpn, kGroup).status,
-                  OHCA_STATUS_OK);
+        ASSERT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, qps.back().q.qpn, kGroup).status, OHCA_STATUS_OK);
     }
     UdQp extra = make_ud(n);
     EXPECT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, extra.q.qpn, kGroup).status,
