@@ -1319,6 +1319,7 @@ static bool t_mcast_fields(void)
 
 	qp_in(&q, pd, cq);
 	q.type = OHCA_QPT_UD;
+	q.max_inline = 0;	/* a 128-byte UD WQE has no room for inline data */
 	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &q, sizeof(q), 8), 0, 0);
 	ud = out_handle();
 	EXPECT_CMD(mcast_cmd(OHCA_CMD_ATTACH_MCAST, rc, 1), OHCA_STATUS_BAD_STATE, rc);
