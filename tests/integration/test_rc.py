@@ -179,16 +179,80 @@ exit $rc
 """
 
 
-def test_rc_two_vms(vm_run):
-    """ibv_rc_pingpong between two VMs over the wire, polling and with
-    completion events."""
+# The hostile peer (tests/vm/guest/ohca_hostile_peer.py) before the
+# pingpongs: vm0 holds an RC QP that believes vm1 is its peer, vm1 sends it
+# HOSTILE_ACTIONS crafted frames with a valid ICRC (in-sequence READ floods,
+# duplicate floods, spoofed QPNs, PSNs and source addresses, oversized
+# frames, bad opcodes, then an opcode out of sequence). The host samples
+# vm0's QEMU resident memory around the flood; the pingpongs afterwards
+# prove the device unharmed.
+HOSTILE_ACTIONS = 100000
+HOSTILE_PORT = 18599
+HOSTILE_RSS_BOUND = 48 << 20  # bytes; the device's own bounds add up to about 5 MB
+
+HOSTILE_TARGET = rf"""
+python3 /share/ohca_hostile_peer.py target ohca0 {GID} "$OHCA_PEER_IP" {HOSTILE_PORT} >/tmp/target.log 2>&1 &
+tgt=$!
+ohca_poll 60 grep -q '^TARGET ' /tmp/target.log || {{ cat /tmp/target.log; exit 1; }}
+ohca_mark hostile-start
+wait $tgt || {{ echo "target failed"; rc=1; }}
+cat /tmp/target.log
+ohca_mark hostile-done
+ohca_hw_counters
+"""
+
+HOSTILE_FLOOD = rf"""
+ip link set "$OHCA_IFACE" mtu 9000 || exit 1
+python3 /share/ohca_hostile_peer.py flood "$OHCA_IFACE" "$OHCA_PEER_IP" {HOSTILE_PORT} {HOSTILE_ACTIONS} || rc=1
+ip link set "$OHCA_IFACE" mtu 1500 || exit 1
+"""
+
+
+def vm_rss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M).group(1)) * 1024
+
+
+def hw_counters(output):
+    line = re.findall(r"^HW_COUNTERS(.*)$", output, re.M)
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line[0])} if line else {}
+
+
+def test_rc_two_vms(vm_cluster):
+    """The hostile peer against vm0, then ibv_rc_pingpong between two VMs
+    over the wire, polling and with completion events."""
     cmds = [f"ibv_rc_pingpong -d ohca0 -g {GID} -n 500",
             f"ibv_rc_pingpong -d ohca0 -g {GID} -n 200 -s 65536 -e"]
     text = "\n".join(cmds)
-    server, client = vm_run({0: TWO_VM_SERVER.replace("{cmds}", text),
-                             1: TWO_VM_CLIENT.replace("{cmds}", text)},
-                            nvms=2, timeout=600)
+    server_script = TWO_VM_SERVER.replace("{cmds}", text).replace(
+        "ohca_barrier up || exit 1\n", "ohca_barrier up || exit 1\n" + HOSTILE_TARGET, 1)
+    client_script = TWO_VM_CLIENT.replace("{cmds}", text).replace(
+        "ohca_barrier up || exit 1\n", "ohca_barrier up || exit 1\n" + HOSTILE_FLOOD, 1)
+    c = vm_cluster(nvms=2)
+    c.start({0: server_script, 1: client_script})
+    c[0].wait_mark("hostile-start", timeout=300)
+    rss0 = vm_rss(c[0].proc.pid)
+    c[0].wait_mark("hostile-done", timeout=600)
+    rss1 = vm_rss(c[0].proc.pid)
+    server, client = c.wait(600)
+    flood = re.search(r"^FLOOD (.*)$", client.output, re.M)
+    print(f"\nhostile peer: {flood.group(1) if flood else '(no summary)'}; "
+          f"vm0 QEMU RSS {rss0 >> 20} -> {rss1 >> 20} MiB "
+          f"({(rss1 - rss0) / HOSTILE_ACTIONS:.1f} bytes per action)")
+    counters = hw_counters(server.output)
+    print("vm0 counters after the flood: " + " ".join(
+        f"{k}={v}" for k, v in counters.items() if v))
     assert_ok([server, client])
+    assert "FLOOD-DONE" in client.output, client.report()
+    # The last frame, an opcode out of sequence, put the QP in error.
+    assert "TARGET-QP-STATE 6" in server.output, server.report()
+    assert rss1 - rss0 < HOSTILE_RSS_BOUND, (rss0, rss1)
+    # Oversized frames, foreign QPNs and bad opcodes were seen and dropped;
+    # the responder never answered more than it was sent.
+    assert counters.get("roce_bad_header", 0) > 0, counters
+    assert counters.get("roce_bad_qpn", 0) > 0, counters
+    assert counters.get("roce_bad_opcode", 0) > 0, counters
+    assert counters.get("roce_tx_pkts", 0) <= HOSTILE_ACTIONS, counters
     assert client.output.count("CLIENT OK") == len(cmds), client.report()
     assert server.output.count("SERVED") == len(cmds), server.report()
 

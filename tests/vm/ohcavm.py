@@ -206,6 +206,7 @@ def build_outputs(nic):
             files[prog] = path
     # Guest scripts from tests/vm/guest.
     files["ohca_holder.py"] = os.path.join(GUEST_DIR, "ohca_holder.py")
+    files["ohca_hostile_peer.py"] = os.path.join(GUEST_DIR, "ohca_hostile_peer.py")
     # The firmware interface for guest-side Python tools (ohca-cmdtest),
     # generated from the headers; cheap, so made here when missing.
     fwif = os.path.join(TOP, "build/firmware-interface/ohca_fwif.py")
