@@ -9,7 +9,8 @@ Two roles, one per VM:
       and write, a CQ and an RC QP connected to PEER_IP's RoCE v2 GID with
       fixed PSNs and max_dest_rd_atomic 1, answers one TCP connection on
       PORT with the QP's coordinates (JSON), waits until the peer says it is
-      done, then prints the QP's state and exits 0.
+      done, then prints the QP's state and exits 0. A second QP, set up
+      the same way, receives only the last frame of the flood.
 
   ohca_hostile_peer.py flood IFACE TARGET_IP PORT ACTIONS
       (the attacker) gets those coordinates and sends ACTIONS frames from
@@ -21,9 +22,11 @@ Two roles, one per VM:
         spoof_gid  the right QP and PSN from another source address
         oversize   9000-byte frames to UDP port 4791
         badop      reserved opcodes and ACKs nobody asked for
-      and, last, one SEND_MIDDLE with no SEND_FIRST before it (an opcode
-      out of sequence: the QP must answer NAK invalid request and go to the
-      error state). Prints the count of each kind and FLOOD-DONE.
+      and, last, one SEND_MIDDLE with no SEND_FIRST before it to the second
+      QP at its expected PSN (an opcode out of sequence: that QP must answer
+      NAK invalid request and go to the error state; the first QP's expected
+      PSN is not known exactly once the wire has lost some of the READs).
+      Prints the count of each kind and FLOOD-DONE.
 
 The frames are built here, ICRC included (IBTA annex A17: CRC-32 over 8
 bytes of ones, the IP/UDP/BTH headers with their variant fields set to
@@ -110,29 +113,34 @@ def target(dev, gid_index, peer_ip, port):
     mr = MR(pd, MR_LEN, access)
     cq = CQ(ctx, 64)
     cap = QPCap(max_send_wr=16, max_recv_wr=16, max_send_sge=1, max_recv_sge=1)
-    qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap))
-    attr = QPAttr(qp_state=e.IBV_QPS_INIT, port_num=1)
-    attr.qp_access_flags = access
-    qp.to_init(attr)
-    gr = GlobalRoute(dgid=GID(gid_of(peer_ip)), sgid_index=gid_index)
-    attr = QPAttr(qp_state=e.IBV_QPS_RTR, port_num=1, path_mtu=e.IBV_MTU_1024)
-    attr.dest_qp_num = FAKE_PEER_QPN
-    attr.rq_psn = RQ_PSN
-    attr.max_dest_rd_atomic = 1
-    attr.min_rnr_timer = 12
-    attr.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
-    qp.to_rtr(attr)
-    attr = QPAttr(qp_state=e.IBV_QPS_RTS)
-    attr.timeout = 14
-    attr.retry_cnt = 7
-    attr.rnr_retry = 7
-    attr.sq_psn = SQ_PSN
-    attr.max_rd_atomic = 1
-    qp.to_rts(attr)
+
+    def rc_qp():
+        qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap))
+        attr = QPAttr(qp_state=e.IBV_QPS_INIT, port_num=1)
+        attr.qp_access_flags = access
+        qp.to_init(attr)
+        gr = GlobalRoute(dgid=GID(gid_of(peer_ip)), sgid_index=gid_index)
+        attr = QPAttr(qp_state=e.IBV_QPS_RTR, port_num=1, path_mtu=e.IBV_MTU_1024)
+        attr.dest_qp_num = FAKE_PEER_QPN
+        attr.rq_psn = RQ_PSN
+        attr.max_dest_rd_atomic = 1
+        attr.min_rnr_timer = 12
+        attr.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
+        qp.to_rtr(attr)
+        attr = QPAttr(qp_state=e.IBV_QPS_RTS)
+        attr.timeout = 14
+        attr.retry_cnt = 7
+        attr.rnr_retry = 7
+        attr.sq_psn = SQ_PSN
+        attr.max_rd_atomic = 1
+        qp.to_rts(attr)
+        return qp
+
+    qp, qp2 = rc_qp(), rc_qp()
     iface = os.environ.get("OHCA_IFACE", "eth0")
     with open(f"/sys/class/net/{iface}/address") as f:
         mac = f.read().strip()
-    info = {"qpn": qp.qp_num, "rq_psn": RQ_PSN, "rkey": mr.rkey, "va": mr.buf,
+    info = {"qpn": qp.qp_num, "qpn2": qp2.qp_num, "rq_psn": RQ_PSN, "rkey": mr.rkey, "va": mr.buf,
             "len": MR_LEN, "mac": mac}
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -144,9 +152,9 @@ def target(dev, gid_index, peer_ip, port):
     # The peer closes the connection when it is done.
     while conn.recv(4096):
         pass
-    state = qp.query(e.IBV_QP_STATE)[0].qp_state
-    print(f"TARGET-QP-STATE {state}", flush=True)
-    for obj in (qp, cq, mr, pd, ctx):
+    states = [q.query(e.IBV_QP_STATE)[0].qp_state for q in (qp, qp2)]
+    print(f"TARGET-QP-STATE flooded={states[0]} out_of_sequence={states[1]}", flush=True)
+    for obj in (qp, qp2, cq, mr, pd, ctx):
         obj.close()
     return 0
 
@@ -201,6 +209,16 @@ def flood(iface, target_ip, port, actions):
                 time.sleep(0.001)
         raise OSError("cannot send")
 
+    # Frames that do not depend on the PSN, built once (Python under TCG is
+    # slow enough that building dominates).
+    fixed = {
+        "spoof_gid": [frame(smac, dmac, other_ip, dip, READ_REQ, qpn, psn, reth(va, rkey, 8),
+                            ack_req=True)],
+        "oversize": [frame(smac, dmac, sip, dip, SEND_ONLY, qpn, psn, payload=big)],
+        "badop": [frame(smac, dmac, sip, dip, op, qpn, psn + 7,
+                        struct.pack("!I", 0) if op == ACK else b"")
+                  for op in (0x12, 0x13, 0x1F, 0x40, 0xFF, ACK)],
+    }
     done = 0
     t0 = time.monotonic()
     while done < actions:
@@ -220,26 +238,20 @@ def flood(iface, target_ip, port, actions):
                 elif kind == "spoof_psn":
                     f = frame(smac, dmac, sip, dip, SEND_ONLY, qpn,
                               psn + 1 + rng.randrange(1 << 22), payload=b"far!", ack_req=True)
-                elif kind == "spoof_gid":
-                    f = frame(smac, dmac, other_ip, dip, READ_REQ, qpn, psn,
-                              reth(va, rkey, 8), ack_req=True)
-                elif kind == "oversize":
-                    f = frame(smac, dmac, sip, dip, SEND_ONLY, qpn, psn, payload=big)
                 else:
-                    op = rng.choice((0x12, 0x13, 0x1F, 0x40, 0xFF, ACK))
-                    ext = struct.pack("!I", 0) if op == ACK else b""
-                    f = frame(smac, dmac, sip, dip, op, qpn, psn, ext)
+                    f = rng.choice(fixed[kind])
                 send(f)
             sent[kind] += n
             done += n
             if done >= actions:
                 break
-    # Last, an opcode out of sequence at the expected PSN (a few times, in
-    # case the wire lost it behind the flood; once the QP is in error the
-    # rest are dropped).
+    # Last, an opcode out of sequence at the second QP's expected PSN (a few
+    # times, in case the wire lost it behind the flood; once the QP is in
+    # error the rest are dropped).
     for _ in range(3):
         time.sleep(0.5)
-        send(frame(smac, dmac, sip, dip, SEND_MIDDLE, qpn, psn, payload=b"\0" * 1024))
+        send(frame(smac, dmac, sip, dip, SEND_MIDDLE, t["qpn2"], t["rq_psn"],
+                   payload=b"\0" * 1024))
     secs = time.monotonic() - t0
     print("FLOOD " + " ".join(f"{k}={v}" for k, v in sent.items())
           + f" total={done} seconds={secs:.1f}", flush=True)
