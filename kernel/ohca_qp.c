@@ -581,6 +581,7 @@ int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		.in = &in,
 		.in_len = sizeof(in),
 	};
+	u16 sport;
 	int err;
 
 	if (attr_mask & ~OHCA_QP_ATTR_SUPPORTED) {
@@ -630,6 +631,12 @@ int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		err = ohca_av_from_ah(dev, &attr->ah_attr, &a->av);
 		if (err)
 			goto out;
+		/* Flow entropy for ECMP/RSS, the way every RoCE driver does. */
+		sport = rdma_get_udp_sport(le32_to_cpu(a->av.flow_label),
+					   qp->qpn, attr_mask & IB_QP_DEST_QPN ?
+					   attr->dest_qp_num : 0);
+		in.udp_sport = cpu_to_le16(sport);
+		in.attr_mask |= cpu_to_le32(OHCA_QP_UDP_SPORT);
 	}
 	if (attr_mask & IB_QP_PATH_MTU)
 		a->path_mtu = attr->path_mtu;

@@ -268,6 +268,54 @@ def judge(pcap, ips, min_sent):
     return problems, rows, summary
 
 
+def rdma_udp_sport(fl, lqpn, rqpn):
+    """rdma_get_udp_sport() of include/rdma/ib_verbs.h: the RoCEv2 UDP source
+    port of a flow label, or of the symmetric label of the two QP numbers."""
+    if not fl:
+        v = lqpn * rqpn
+        v ^= v >> 20
+        v ^= v >> 40
+        fl = v & 0xFFFFF
+    return ((fl & 0x3FFF) ^ ((fl & 0xFC000) >> 14)) | 0xC000
+
+
+def check_udp_sport(rows, senders):
+    """The UDP source port of every RoCE frame a sender sent is the one the
+    Linux RDMA core derives for its connection (the driver passes it to the
+    device): rdma_udp_sport(flow label, local QPN, remote QPN). The remote QPN
+    is the frame's destination QP; the local one is the destination QP of
+    some frame coming back on that connection (requests and ACKs of both
+    ends share the symmetric port). Returns (problems, flows checked)."""
+    # RC frames only: a UD QP has no peer, its packets carry the device's
+    # own port per destination (programming manual section 12)
+    roce = [r for r in rows if r["infiniband.bth.opcode"]
+            and _int(r["infiniband.bth.opcode"]) < 0x20]
+    back = {}
+    for r in roce:
+        src = r["ip.src"] or r["ipv6.src"]
+        dst = r["ip.dst"] or r["ipv6.dst"]
+        back.setdefault((r["epoch"], dst, src), set()).add(_int(r["infiniband.bth.destqp"]))
+    problems, flows = [], set()
+    for r in roce:
+        src = r["ip.src"] or r["ipv6.src"]
+        dst = r["ip.dst"] or r["ipv6.dst"]
+        if src not in senders:
+            continue
+        rqpn = _int(r["infiniband.bth.destqp"])
+        fl = _int(r["ipv6.flow"]) or 0
+        port = _int(r["udp.srcport"])
+        flow = (r["epoch"], src, dst, rqpn, port)
+        if flow in flows:
+            continue
+        flows.add(flow)
+        if not any(port == rdma_udp_sport(fl, lqpn, rqpn)
+                   for lqpn in back.get((r["epoch"], src, dst), ())):
+            problems.append(f"frame {r['frame.number']}: UDP source port {port:#x} to QP "
+                            f"{rqpn:#x} is not rdma_get_udp_sport() of any QP pair "
+                            f"({sorted(back.get((r['epoch'], src, dst), ()))})")
+    return problems[:20], len(flows)
+
+
 def check_ipv6(rows, min_sent, hop_limit, tclasses):
     """IPv6 framing of the RoCE frames in rows: (problems, summary).
     min_sent: {IPv6 source address: fewest frames it must have sent}, the

@@ -73,6 +73,11 @@ def test_conformance_ohca_ohca(vm_run, vm_logdir):
                                             peer_runs.IPV6_HOP_LIMITS[i], IPV6_TCLASSES)
         print(v6, summary6)
         p += p6
+        # ohca<->ohca: the driver's UDP source ports (rdma_get_udp_sport)
+        ps, nflows = roce_pcap.check_udp_sport(rows, {ip} | set(v6.values()))
+        p += ps
+        if nflows < 4:
+            p.append(f"only {nflows} RoCE flows sent")
         if summary["concurrent_qp_groups"] < 1:
             p.append("no two QPs of one host were connected at once (ib_write_bw -q 2)")
         # pad counts 1..3 occur (odd message sizes)

@@ -1775,7 +1775,7 @@ static bool t_rdma_random_commands(void)
 		OHCA_CMD_CREATE_CQ, OHCA_CMD_DESTROY_CQ, OHCA_CMD_CREATE_QP,
 		OHCA_CMD_MODIFY_QP, OHCA_CMD_QUERY_QP, OHCA_CMD_DESTROY_QP,
 		OHCA_CMD_DESTROY_PD, OHCA_CMD_CREATE_EQ, OHCA_CMD_DESTROY_EQ };
-	static const uint16_t lens[] = { 48, 8, 32, 8, 64, 72, 8, 8, 8, 16, 8 };
+	static const uint16_t lens[] = { 48, 8, 32, 8, 64, 80, 8, 8, 8, 16, 8 };
 	uint8_t in[80];
 
 	if (!rdma_setup())

@@ -571,7 +571,12 @@ enum ohca_qp_attr_mask {
 	OHCA_QP_SQ_PSN			= 1u << 16,
 	OHCA_QP_MAX_DEST_RD_ATOMIC	= 1u << 17,
 	OHCA_QP_DEST_QPN		= 1u << 20,
+	/* Not an IBTA attribute: ohca_modify_qp_in.udp_sport, with OHCA_QP_AV. */
+	OHCA_QP_UDP_SPORT		= 1u << 30,
 };
+
+/* RoCEv2 UDP source ports a QP may use (IBTA A17.5.3: 0xC000 and up). */
+#define OHCA_UDP_SPORT_MIN		0xc000
 
 enum ohca_network_type {
 	OHCA_NET_IPV4			= 1,
@@ -618,8 +623,17 @@ struct ohca_modify_qp_in {
 	ohca_le32 qpn;
 	ohca_le32 attr_mask;		/* enum ohca_qp_attr_mask */
 	struct ohca_qp_attr attr;
+	/*
+	 * With OHCA_QP_UDP_SPORT: the UDP source port of every packet of
+	 * the QP (OHCA_UDP_SPORT_MIN..0xffff), the flow's entropy for ECMP
+	 * and RSS, chosen by the driver (from the flow label). Without it
+	 * the device uses 0xc000 | (qpn & 0x3fff).
+	 */
+	ohca_le16 udp_sport;
+	ohca_u8 rsvd[6];
 };
-OHCA_ASSERT_SIZE(struct ohca_modify_qp_in, 72);
+OHCA_ASSERT_SIZE(struct ohca_modify_qp_in, 80);
+OHCA_ASSERT_OFFSET(struct ohca_modify_qp_in, udp_sport, 72);
 
 /* QUERY_QP: input ohca_handle_in, output ohca_qp_attr. */
 

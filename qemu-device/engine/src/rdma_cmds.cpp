@@ -579,9 +579,20 @@ Device::CmdResult Device::cmd_modify_qp(const Command &cmd) {
         OHCA_QP_STATE | OHCA_QP_CUR_STATE | OHCA_QP_ACCESS_FLAGS | OHCA_QP_PKEY_INDEX |
         OHCA_QP_PORT | OHCA_QP_QKEY | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_TIMEOUT |
         OHCA_QP_RETRY_CNT | OHCA_QP_RNR_RETRY | OHCA_QP_RQ_PSN | OHCA_QP_MAX_QP_RD_ATOMIC |
-        OHCA_QP_MIN_RNR_TIMER | OHCA_QP_SQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_DEST_QPN;
+        OHCA_QP_MIN_RNR_TIMER | OHCA_QP_SQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_DEST_QPN |
+        OHCA_QP_UDP_SPORT;
     if ((mask & ~kKnown) != 0) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, attr_mask)};
+    }
+    // The source port goes with the path: only together with the AV.
+    if ((mask & OHCA_QP_UDP_SPORT) != 0 && (mask & OHCA_QP_AV) == 0) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, attr_mask)};
+    }
+    if ((mask & OHCA_QP_UDP_SPORT) != 0 && le(in.udp_sport) < OHCA_UDP_SPORT_MIN) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, udp_sport)};
+    }
+    if (auto off = nonzero_at(cmd.in, offsetof(In, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
     }
     const uint8_t cur = qp->state;
     if ((mask & OHCA_QP_STATE) != 0 && a.qp_state > OHCA_QPS_ERR) {
@@ -591,7 +602,8 @@ Device::CmdResult Device::cmd_modify_qp(const Command &cmd) {
         return {OHCA_STATUS_BAD_FIELD, A + offsetof(ohca_qp_attr, cur_qp_state)};
     }
     const uint8_t next = (mask & OHCA_QP_STATE) != 0 ? a.qp_state : cur;
-    if (!(qp->type == OHCA_QPT_RC ? qp_mask_ok(cur, next, mask) : ud_qp_mask_ok(cur, next, mask))) {
+    if (!(qp->type == OHCA_QPT_RC ? qp_mask_ok(cur, next, mask & ~OHCA_QP_UDP_SPORT)
+                                  : ud_qp_mask_ok(cur, next, mask))) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, attr_mask)};
     }
     auto bad = [](size_t field) -> CmdResult {
@@ -654,6 +666,7 @@ Device::CmdResult Device::cmd_modify_qp(const Command &cmd) {
     }
     if ((mask & OHCA_QP_AV) != 0) {
         s.av = a.av;
+        s.udp_sport = (mask & OHCA_QP_UDP_SPORT) != 0 ? le(in.udp_sport) : 0;
     }
     if ((mask & OHCA_QP_PATH_MTU) != 0) {
         s.path_mtu = a.path_mtu;

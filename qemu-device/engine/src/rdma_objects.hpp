@@ -115,6 +115,7 @@ struct QpAttrs {
     uint32_t sq_psn = 0;
     uint32_t qkey = 0;
     ohca_av av{};
+    uint16_t udp_sport = 0; // from MODIFY_QP with the AV; 0: the device's choice
 };
 
 struct WorkQueue {

@@ -287,11 +287,13 @@ void RdmaNode::post_srq_recv(SrqInfo &srq, uint64_t wr_id, const std::vector<ohc
     ohca_engine_db_write(e, srq.uar, OHCA_DB_SRQ, OHCA_DB_VALUE(srq.srqn, srq.pi), 8);
 }
 
-CmdOutcome RdmaNode::modify(uint32_t qpn, uint32_t mask, const ohca_qp_attr &attr) {
+CmdOutcome RdmaNode::modify(uint32_t qpn, uint32_t mask, const ohca_qp_attr &attr,
+                            uint16_t udp_sport) {
     ohca_modify_qp_in in{};
     in.qpn = qpn;
     in.attr_mask = mask;
     in.attr = attr;
+    in.udp_sport = udp_sport;
     return cmd_in(OHCA_CMD_MODIFY_QP, in);
 }
 
@@ -328,8 +330,9 @@ void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &pe
     a.av.network_type = peer.gid[10] == 0xff ? OHCA_NET_IPV4 : OHCA_NET_IPV6;
     ASSERT_EQ(modify(qp.qpn,
                      OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN |
-                         OHCA_QP_RQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_MIN_RNR_TIMER,
-                     a)
+                         OHCA_QP_RQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_MIN_RNR_TIMER |
+                         (udp_sport != 0 ? uint32_t{OHCA_QP_UDP_SPORT} : 0u),
+                     a, udp_sport)
                   .status,
               OHCA_STATUS_OK);
     a = {};

@@ -89,7 +89,8 @@ class RdmaNode {
                             unsigned int sq_log = 6);
     SrqInfo create_srq(uint32_t pdn, unsigned int log_size = 6, uint32_t limit = 0);
     void post_srq_recv(SrqInfo &srq, uint64_t wr_id, const std::vector<ohca_sge> &sges);
-    CmdOutcome modify(uint32_t qpn, uint32_t mask, const ohca_qp_attr &attr);
+    CmdOutcome modify(uint32_t qpn, uint32_t mask, const ohca_qp_attr &attr,
+                      uint16_t udp_sport = 0);
     // RESET -> INIT -> RTR -> RTS towards remote (gid of 'peer' node id).
     void connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &peer, uint8_t path_mtu = 3,
                  uint8_t timeout = 14, uint8_t retry = 7, uint8_t rnr_retry = 7,
@@ -113,6 +114,7 @@ class RdmaNode {
     FakeHost host;
     ohca_engine *e = nullptr;
     uint32_t psn_base = 0x100; // connect(): first PSN is psn_base + QPN (mod 2^24)
+    uint16_t udp_sport = 0;    // connect(): nonzero goes with the AV (OHCA_QP_UDP_SPORT)
     // cmd() runs the engine once (one bottom half) instead of until idle.
     bool one_run = false;
     // Leave EQ 0 entries unconsumed (a driver that is slow to read it).

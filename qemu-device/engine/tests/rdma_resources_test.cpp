@@ -224,7 +224,7 @@ TEST_F(ResourcesTest, ModifyAndQueryQp) {
     ASSERT_EQ(n.modify(qp.qpn, OHCA_QP_STATE, a).status, OHCA_STATUS_OK);
     EXPECT_EQ(n.query(qp.qpn).qp_state, OHCA_QPS_RESET);
     ohca_handle_in h{999, 0};
-    EXPECT_EQ(n.cmd_in(OHCA_CMD_MODIFY_QP, ohca_modify_qp_in{999, 0, {}}).status,
+    EXPECT_EQ(n.cmd_in(OHCA_CMD_MODIFY_QP, ohca_modify_qp_in{999, 0, {}, 0, {}}).status,
               OHCA_STATUS_BAD_HANDLE);
     (void)h;
 }

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <random>
+#include <set>
 
 namespace ohca::test {
 namespace {
@@ -144,6 +145,66 @@ TEST_F(WireTest, ZeroLengthSendIsPaddedToTheEthernetMinimum) {
     ASSERT_EQ(rcqe.size(), 1u);
     EXPECT_EQ(rcqe[0].status, OHCA_CQE_SUCCESS);
     EXPECT_EQ(rcqe[0].byte_len, 0u);
+}
+
+// The UDP source port (flow entropy) is the driver's: MODIFY_QP with the AV
+// sets it for every packet of the QP, requests and ACKs alike; without it
+// the device picks 0xc000 | (qpn & 0x3fff). Out-of-range ports, a port
+// without the AV and reserved bytes are refused.
+TEST_F(WireTest, UdpSourcePortFromTheDriver) {
+    a.udp_sport = 0xd00d;
+    b.udp_sport = 0xe00e;
+    setup();
+    node(1).post_recv(side[1].qp, 9, {{side[1].buf, 64, side[1].key}});
+    SendReq r;
+    r.sges = {{side[0].buf, 64, side[0].key}};
+    node(0).post_send(side[0].qp, r);
+    constexpr size_t kUdpSrc = 14 + 20; // Ethernet, IPv4
+    std::set<uint16_t> from0, from1;
+    ASSERT_TRUE(run([&] { return sends() == 1; },
+                    [&](bool from_a, const std::vector<uint8_t> &f) {
+                        const auto port = static_cast<uint16_t>(f.at(kUdpSrc) << 8 |
+                                                                f.at(kUdpSrc + 1));
+                        (from_a ? from0 : from1).insert(port);
+                        return false;
+                    }));
+    EXPECT_EQ(from0, std::set<uint16_t>{0xd00d});
+    EXPECT_EQ(from1, std::set<uint16_t>{0xe00e});
+
+    auto &n = node(0);
+    const uint32_t pd = n.create_pd();
+    const CqInfo cq = n.create_cq(4);
+    const QpInfo qp = n.create_qp(pd, cq.cqn, cq.cqn, 2, 2);
+    ohca_qp_attr at{};
+    at.qp_state = OHCA_QPS_INIT;
+    ASSERT_EQ(n.modify(qp.qpn,
+                       OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS,
+                       at)
+                  .status,
+              OHCA_STATUS_OK);
+    at = {};
+    at.qp_state = OHCA_QPS_RTR;
+    at.path_mtu = 3;
+    at.av.vlan_id = 0xffff;
+    at.av.network_type = OHCA_NET_IPV4;
+    std::copy(node(1).gid.begin(), node(1).gid.end(), at.av.dgid);
+    const uint32_t rtr = OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN |
+                         OHCA_QP_RQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_MIN_RNR_TIMER;
+    auto out = n.modify(qp.qpn, rtr | OHCA_QP_UDP_SPORT, at, OHCA_UDP_SPORT_MIN - 1);
+    EXPECT_EQ(out.status, OHCA_STATUS_BAD_FIELD);
+    EXPECT_EQ(out.syndrome, offsetof(ohca_modify_qp_in, udp_sport));
+    out = n.modify(qp.qpn, (rtr & ~OHCA_QP_AV) | OHCA_QP_UDP_SPORT, at, 0xd00d);
+    EXPECT_EQ(out.status, OHCA_STATUS_BAD_FIELD);
+    EXPECT_EQ(out.syndrome, offsetof(ohca_modify_qp_in, attr_mask));
+    ohca_modify_qp_in in{};
+    in.qpn = qp.qpn;
+    in.attr_mask = rtr;
+    in.attr = at;
+    in.rsvd[5] = 1;
+    out = n.cmd_in(OHCA_CMD_MODIFY_QP, in);
+    EXPECT_EQ(out.status, OHCA_STATUS_RESERVED_NONZERO);
+    EXPECT_EQ(out.syndrome, offsetof(ohca_modify_qp_in, rsvd) + 5);
+    EXPECT_EQ(n.modify(qp.qpn, rtr | OHCA_QP_UDP_SPORT, at, 0xffff).status, OHCA_STATUS_OK);
 }
 
 TEST_F(WireTest, SendWriteReadOverIpv6) {
