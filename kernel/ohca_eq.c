@@ -63,7 +63,8 @@ void ohca_handle_fatal(struct ohca_dev *dev, u32 code)
  * once instead of waiting out its own timeout, so tearing down N objects
  * does not take N timeouts. Bus mastering goes off first, because objects
  * destroyed from now on are freed without a DESTROY command the device
- * could have acknowledged. Process context.
+ * could have acknowledged. Process context. 'why' is logged as an error;
+ * NULL for an orderly stop (shutdown), which is no error.
  */
 void ohca_mark_dead(struct ohca_dev *dev, const char *why)
 {
@@ -71,9 +72,10 @@ void ohca_mark_dead(struct ohca_dev *dev, const char *why)
 		return;
 
 	pci_clear_master(dev->pdev);
-	dev_err(&dev->pdev->dev,
-		"%s: device treated as dead until a function reset or driver reload\n",
-		why);
+	if (why)
+		dev_err(&dev->pdev->dev,
+			"%s: device treated as dead until a function reset or driver reload\n",
+			why);
 	ohca_dev_stopped(dev);
 }
 

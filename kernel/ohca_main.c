@@ -474,7 +474,7 @@ static void ohca_shutdown(struct pci_dev *pdev)
 
 	if (!dev)
 		return;
-	ohca_mark_dead(dev, "system shutdown");
+	ohca_mark_dead(dev, NULL);
 	ohca_dev_reset(dev);
 	dev_info(&pdev->dev, "shutdown: device reset, DMA stopped\n");
 }
