@@ -47,7 +47,13 @@ static void ohca_test_wr_opcode(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_SEND), OHCA_WR_SEND);
 	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_SEND_WITH_IMM), OHCA_WR_SEND_IMM);
 	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_RDMA_READ), OHCA_WR_RDMA_READ);
-	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_ATOMIC_CMP_AND_SWP), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_ATOMIC_CMP_AND_SWP),
+			OHCA_WR_ATOMIC_CMP_SWP);
+	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_ATOMIC_FETCH_AND_ADD),
+			OHCA_WR_ATOMIC_FETCH_ADD);
+	/* no masked atomics */
+	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_MASKED_ATOMIC_CMP_AND_SWP),
+			-EINVAL);
 	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_LOCAL_INV), OHCA_WR_LOCAL_INV);
 	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_SEND_WITH_INV),
 			OHCA_WR_SEND_INV);

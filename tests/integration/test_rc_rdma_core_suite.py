@@ -28,11 +28,12 @@ from args_parser import parser
 tests = SourceFileLoader("tests", os.path.join(os.getcwd(), "__init__.py")).load_module()
 parser.parse_args()
 drop = os.environ.get("OHCA_SUITE_EXCLUDE", "").split()
+only = set(os.environ.get("OHCA_SUITE_ONLY", "").split())
 def flat(suite):
     for t in suite:
         yield from flat(t) if isinstance(t, unittest.TestSuite) else (t,)
 keep = [t for t in flat(unittest.TestLoader().loadTestsFromModule(tests))
-        if not any(w in t.id() for w in drop)]
+        if not any(w in t.id() for w in drop) and (not only or t.id() in only)]
 print(f"excluding {drop}: running {len(keep)} tests", flush=True)
 class Timed(unittest.TextTestResult):
     def startTest(self, test):
@@ -64,11 +65,12 @@ sys.exit(0 if res.wasSuccessful() else 1)
 """
 
 
-def suite_script(timeout=SUITE_TIMEOUT, exclude=(), dev="$OHCA_IBDEV"):
+def suite_script(timeout=SUITE_TIMEOUT, exclude=(), dev="$OHCA_IBDEV", only=()):
     """The guest script: the suite on dev with GID 1, its log,
     SUITE_EXIT <rc> and the port state. exclude: words of test ids to
-    leave out (e.g. "rdmacm")."""
-    run = (f"OHCA_SUITE_EXCLUDE='{' '.join(exclude)}' timeout -k 5 {timeout} "
+    leave out (e.g. "rdmacm"); only: test ids to run (all if empty)."""
+    run = (f"OHCA_SUITE_EXCLUDE='{' '.join(exclude)}' OHCA_SUITE_ONLY='{' '.join(only)}' "
+           f"timeout -k 5 {timeout} "
            f"python3 - --dev \"{dev}\" --gid 1 -v > /tmp/suite.log 2>&1 <<'PYEOF'\n"
            f"{RUNNER.strip()}\nPYEOF")
     return f"""
