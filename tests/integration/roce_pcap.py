@@ -286,8 +286,8 @@ def check_udp_sport(rows, senders):
     is the frame's destination QP; the local one is the destination QP of
     some frame coming back on that connection (requests and ACKs of both
     ends share the symmetric port). Returns (problems, flows checked)."""
-    # RC frames only: a UD QP has no peer, its packets carry the device's
-    # own port per destination (programming manual section 12)
+    # RC frames only: a UD QP has no peer; its packets carry one port per
+    # QP, 0xc000 | (QPN & 0x3fff) (docs/wire-format.md)
     roce = [r for r in rows if r["infiniband.bth.opcode"]
             and _int(r["infiniband.bth.opcode"]) < 0x20]
     back = {}

@@ -218,8 +218,10 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
     path.traffic_class = seg.av.traffic_class;
     path.flow_label = le(seg.av.flow_label) & 0xfffff;
     const uint32_t dqpn = le(seg.remote_qpn);
-    // Entropy from both QP numbers, in the RoCEv2 source port range.
-    path.udp_src_port = static_cast<uint16_t>(0xc000 | ((qp.qpn ^ dqpn) & 0x3fff));
+    // One source port per QP, whatever the destination (as rxe does): a
+    // port from both QP numbers would be 0xc000 for every pair of equal
+    // QPNs (QP 1 to QP 1 among them), so unrelated flows would share it.
+    path.udp_src_port = static_cast<uint16_t>(0xc000 | (qp.qpn & 0x3fff));
 
     PacketFields f;
     f.bth.opcode = w.opcode == OHCA_WR_SEND_IMM ? ud::kSendOnlyImm : ud::kSendOnly;
