@@ -107,9 +107,9 @@ demo: deps build rootfs
 
 vm: deps build rootfs
 ifeq ($(CMD),)
-	@$(PYTHON) tests/vm/ohcavm.py shell
+	@$(PYTHON) tests/vm/ohcavm.py shell $(if $(TRACE),--trace '$(TRACE)')
 else
-	@$(PYTHON) tests/vm/ohcavm.py run -- '$(subst ','\'',$(CMD))'
+	@$(PYTHON) tests/vm/ohcavm.py run $(if $(TRACE),--trace '$(TRACE)') -- '$(subst ','\'',$(CMD))'
 endif
 
 clean:

@@ -26,6 +26,7 @@
 #include "migration/vmstate.h"
 #include "net/net.h"
 #include "qom/object.h"
+#include "trace.h"
 
 #include "ohca/ohca_regs.h"
 #include "ohca_engine.h"
@@ -62,7 +63,11 @@ static int ohca_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 {
     OhcaState *s = opaque;
 
-    return pci_dma_read(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
+    if (pci_dma_read(PCI_DEVICE(s), addr, buf, len) != MEMTX_OK) {
+        trace_ohca_dma_error(addr, len, 0);
+        return -1;
+    }
+    return 0;
 }
 
 static int ohca_dma_write(void *opaque, uint64_t addr, const void *buf,
@@ -70,7 +75,11 @@ static int ohca_dma_write(void *opaque, uint64_t addr, const void *buf,
 {
     OhcaState *s = opaque;
 
-    return pci_dma_write(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
+    if (pci_dma_write(PCI_DEVICE(s), addr, buf, len) != MEMTX_OK) {
+        trace_ohca_dma_error(addr, len, 1);
+        return -1;
+    }
+    return 0;
 }
 
 static void ohca_raise_irq(void *opaque, unsigned int vector)
@@ -79,7 +88,10 @@ static void ohca_raise_irq(void *opaque, unsigned int vector)
     PCIDevice *d = PCI_DEVICE(s);
 
     /* The device signals through MSI-X only; without it there is no IRQ. */
-    if (vector < OHCA_NUM_MSIX && msix_enabled(d)) {
+    bool deliver = vector < OHCA_NUM_MSIX && msix_enabled(d);
+
+    trace_ohca_irq(vector, deliver);
+    if (deliver) {
         msix_notify(d, vector);
     }
 }
@@ -88,6 +100,7 @@ static void ohca_transmit(void *opaque, const uint8_t *frame, size_t len)
 {
     OhcaState *s = opaque;
 
+    trace_ohca_tx(len);
     qemu_send_packet(qemu_get_queue(s->nic), frame, len);
 }
 
@@ -120,10 +133,31 @@ static void ohca_set_timer(void *opaque, uint64_t deadline_ns)
 {
     OhcaState *s = opaque;
 
+    trace_ohca_timer(deadline_ns);
     if (deadline_ns == 0) {
         timer_del(s->timer);
     } else {
         timer_mod(s->timer, deadline_ns);
+    }
+}
+
+/* The engine's own events (enum ohca_engine_trace_kind) as trace events. */
+static void ohca_trace(void *opaque, unsigned int kind, uint32_t a,
+                       uint32_t b, uint32_t c, uint64_t d)
+{
+    switch (kind) {
+    case OHCA_ENGINE_TRACE_CMD:
+        trace_ohca_cmd(a, b, c);
+        break;
+    case OHCA_ENGINE_TRACE_EQE:
+        trace_ohca_eqe(a, b, c, d);
+        break;
+    case OHCA_ENGINE_TRACE_CQE:
+        trace_ohca_cqe(a, b, c >> 8, c & 0xff, d);
+        break;
+    case OHCA_ENGINE_TRACE_WQE:
+        trace_ohca_wqe(a, b, c);
+        break;
     }
 }
 
@@ -143,14 +177,20 @@ static const struct ohca_engine_ops ohca_engine_ops = {
     .rx_resume = ohca_rx_resume,
     .now_ns = ohca_now_ns,
     .set_timer = ohca_set_timer,
+    .trace = ohca_trace,
 };
 
 /* Command queue and TX doorbells only schedule this; the work runs here. */
 static void ohca_bh(void *opaque)
 {
     OhcaState *s = opaque;
+    int64_t start = trace_event_get_state_backends(TRACE_OHCA_RUN) ?
+                    get_clock() : 0;
 
     ohca_engine_process(s->engine);
+    if (start) {
+        trace_ohca_run(get_clock() - start);
+    }
 }
 
 /* ---- BARs ------------------------------------------------------------- */
@@ -158,8 +198,10 @@ static void ohca_bh(void *opaque)
 static uint64_t ohca_regs_read(void *opaque, hwaddr addr, unsigned size)
 {
     OhcaState *s = opaque;
+    uint64_t val = ohca_engine_reg_read(s->engine, addr, size);
 
-    return ohca_engine_reg_read(s->engine, addr, size);
+    trace_ohca_reg_read(addr, size, val);
+    return val;
 }
 
 static void ohca_regs_write(void *opaque, hwaddr addr, uint64_t val,
@@ -167,6 +209,7 @@ static void ohca_regs_write(void *opaque, hwaddr addr, uint64_t val,
 {
     OhcaState *s = opaque;
 
+    trace_ohca_reg_write(addr, size, val);
     ohca_engine_reg_write(s->engine, addr, val, size);
 }
 
@@ -200,6 +243,8 @@ static void ohca_db_write(void *opaque, hwaddr addr, uint64_t val,
 {
     OhcaState *s = opaque;
 
+    trace_ohca_db_write(addr >> OHCA_DB_PAGE_SHIFT, addr & (OHCA_DB_PAGE_SIZE - 1),
+                        val, size);
     ohca_engine_db_write(s->engine, addr >> OHCA_DB_PAGE_SHIFT,
                          addr & (OHCA_DB_PAGE_SIZE - 1), val, size);
 }
@@ -238,18 +283,18 @@ static ssize_t ohca_receive(NetClientState *nc, const uint8_t *buf,
                             size_t size)
 {
     OhcaState *s = qemu_get_nic_opaque(nc);
+    bool retry = ohca_engine_receive_frame(s->engine, buf, size) ==
+                 OHCA_ENGINE_RX_RETRY;
 
-    if (ohca_engine_receive_frame(s->engine, buf, size) ==
-        OHCA_ENGINE_RX_RETRY) {
-        return 0;
-    }
-    return size;
+    trace_ohca_rx(size, retry);
+    return retry ? 0 : size;
 }
 
 static void ohca_link_status_changed(NetClientState *nc)
 {
     OhcaState *s = qemu_get_nic_opaque(nc);
 
+    trace_ohca_link(!nc->link_down);
     ohca_engine_set_link(s->engine, !nc->link_down);
 }
 
@@ -404,6 +449,7 @@ static void ohca_qdev_reset(DeviceState *dev)
 {
     OhcaState *s = OHCA(dev);
 
+    trace_ohca_reset();
     ohca_engine_reset(s->engine);
 }
 

@@ -14,6 +14,7 @@ Exit status 0 when every check passed.
 
 import json
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -84,7 +85,9 @@ def check(cond, what):
 class QTest:
     def __init__(self, qemu, udp_local, udp_remote, tmp):
         self.qmp_path = os.path.join(tmp, "qmp.sock")
+        self.trace_path = os.path.join(tmp, "trace.log")
         argv = [qemu, "-accel", "qtest", "-qtest", "stdio", "-qtest-log", "/dev/null",
+                "-trace", "ohca_*", "-D", self.trace_path,
                 "-display", "none", "-nodefaults", "-m", "128",
                 "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
                 "-netdev", "dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
@@ -212,8 +215,39 @@ def main():
             run(q, wire, udp_local)
         finally:
             q.close()
+        check_trace(q.trace_path)
     print(f"qtest smoke: {'PASS' if not failures else 'FAIL (' + str(len(failures)) + ')'}")
     return 1 if failures else 0
+
+
+# What the run above must have left in the device's trace (-trace 'ohca_*'):
+# every kind of event, with the fields of a few known ones.
+TRACE_EXPECT = [
+    (r"ohca_reg_write BAR0 0x", "register writes"),
+    (r"ohca_reg_read BAR0 0x", "register reads"),
+    (r"ohca_db_write doorbell page \d+ offset", "doorbell writes"),
+    (r"ohca_irq MSI-X vector \d+ delivered 1", "MSI-X deliveries"),
+    (r"ohca_cmd command 0x1 status 0x0 syndrome 0x0", "QUERY_DEVICE completed"),
+    (r"ohca_cmd command 0x1 status 0x4 syndrome 0x1", "QUERY_DEVICE to a bad address"),
+    (r"ohca_eqe EQ 0 event type \d+", "EQ 0 events"),
+    (r"ohca_wqe QP 0x[0-9a-f]+ send WQE \d+ opcode \d+ taken", "send WQEs taken"),
+    (r"ohca_cqe CQE on CQ \d+: QP 0x[0-9a-f]+ opcode \d+ status 0 wr_id", "CQEs"),
+    (r"ohca_tx frame out, \d+ bytes", "frames sent"),
+    (r"ohca_rx frame in, \d+ bytes", "frames received"),
+    (r"ohca_run engine run took \d+ ns", "engine runs"),
+    (r"ohca_reset device reset", "the reset"),
+]
+
+
+def check_trace(path):
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        check(False, f"trace log: {e}")
+        return
+    for pattern, what in TRACE_EXPECT:
+        check(re.search(pattern, text, re.M), f"trace shows {what} ({pattern})")
 
 
 def run(q, wire, udp_local):
@@ -512,7 +546,10 @@ def rdma_loopback(q, command):
                                        qpn[1 - i], 100, 0, 0)),
                 (TO_RTS, struct.pack(QP_ATTR_FMT, fw.OHCA_QPS_RTS, 0, 0, 14, 7, 7, 0, 4, 0, 0, 0, 0, 0, 0,
                                       100, 0))):
-            st, syn = command(fw.OHCA_CMD_MODIFY_QP, struct.pack("<II", qpn[i], mask) + attr + av)
+            # qpn, attr_mask, attr with its AV; udp_sport 0 (the device's)
+            inp = struct.pack("<II", qpn[i], mask) + attr + av
+            inp += bytes(fw.SIZEOF["ohca_modify_qp_in"] - len(inp))
+            st, syn = command(fw.OHCA_CMD_MODIFY_QP, inp)
             ok = ok and st == 0
     check(ok, "MODIFY_QP RESET -> INIT -> RTR -> RTS (both)")
 

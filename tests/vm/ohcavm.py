@@ -1189,6 +1189,9 @@ def main(argv=None):
         p.add_argument("--qemu-arg", action="append", default=[],
                        help="extra QEMU argument (repeatable)")
         p.add_argument("--module-params", default="", help="ohca.ko parameters")
+        p.add_argument("--trace", metavar="PATTERN",
+                       help="QEMU trace events to turn on, e.g. 'ohca_*' (the device's, "
+                       "qemu-device/trace-events); the lines go to each VM's qemu.log")
 
     p = sub.add_parser("run", help="run a command in fresh VM(s)")
     common(p)
@@ -1207,6 +1210,8 @@ def main(argv=None):
     common(p)
 
     args = ap.parse_args(argv)
+    if args.trace:
+        args.qemu_arg += ["-trace", args.trace]
     # SIGTERM/SIGHUP unwind like Ctrl-C, so the Cluster context kills QEMU.
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))

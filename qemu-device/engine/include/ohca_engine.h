@@ -53,6 +53,23 @@ struct ohca_engine_ops {
      * transport never retransmits on timeout. */
     uint64_t (*now_ns)(void *ctx);
     void (*set_timer)(void *ctx, uint64_t deadline_ns);
+    /* Optional (may be NULL): one call per thing the engine did, for the
+     * host's tracing (QEMU: the ohca_* trace events). The arguments per
+     * kind are in enum ohca_engine_trace_kind. Called synchronously from
+     * inside the engine: it must not call back into it. */
+    void (*trace)(void *ctx, unsigned int kind, uint32_t a, uint32_t b, uint32_t c,
+                  uint64_t d);
+};
+
+enum ohca_engine_trace_kind {
+    /* a command completed: a opcode, b status, c syndrome */
+    OHCA_ENGINE_TRACE_CMD = 0,
+    /* an event queue entry on EQ 0: a type, b code, c param0, d param1 */
+    OHCA_ENGINE_TRACE_EQE = 1,
+    /* a CQE written: a cqn, b qpn, c opcode << 8 | status, d wr_id */
+    OHCA_ENGINE_TRACE_CQE = 2,
+    /* a send WQE taken for execution: a qpn, b WQE index, c opcode */
+    OHCA_ENGINE_TRACE_WQE = 3,
 };
 
 struct ohca_engine_config {

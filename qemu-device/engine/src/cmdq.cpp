@@ -155,6 +155,7 @@ void Device::process_cmdq() {
             }
         }
 
+        host_.trace(OHCA_ENGINE_TRACE_CMD, cmd.opcode, r.status, r.syndrome);
         const uint8_t status = r.status;
         const uint32_t syndrome = le(r.syndrome);
         if (!host_.write(addr + offsetof(ohca_cmd, status), &status, sizeof(status)) ||

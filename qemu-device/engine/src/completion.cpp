@@ -52,6 +52,8 @@ bool Device::post_cqe(uint32_t cqn, ohca_cqe cqe, bool solicited) {
         return false;
     }
     ++cq.pi;
+    host_.trace(OHCA_ENGINE_TRACE_CQE, cqn, le(cqe.qpn),
+                static_cast<uint32_t>(cqe.opcode) << 8 | cqe.status, le(cqe.wr_id));
     const bool error = cqe.status != OHCA_CQE_SUCCESS;
     if (cq.arm_next || (cq.arm_solicited && (solicited || error))) {
         cq.arm_next = false;

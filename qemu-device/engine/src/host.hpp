@@ -36,6 +36,12 @@ class Host {
     // set_timer deadlines are only noticed when process() runs anyway.
     [[nodiscard]] uint64_t now_ns() const;
     void set_timer(uint64_t deadline_ns) const;
+    // enum ohca_engine_trace_kind; nothing without a trace callback.
+    void trace(unsigned int kind, uint32_t a, uint32_t b, uint32_t c, uint64_t d = 0) const {
+        if (ops_.trace != nullptr) {
+            ops_.trace(ctx_, kind, a, b, c, d);
+        }
+    }
 
   private:
     ohca_engine_ops ops_;

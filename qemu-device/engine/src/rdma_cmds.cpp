@@ -575,12 +575,12 @@ Device::CmdResult Device::cmd_modify_qp(const Command &cmd) {
     if (qp == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, qpn};
     }
-    constexpr uint32_t kKnown =
-        OHCA_QP_STATE | OHCA_QP_CUR_STATE | OHCA_QP_ACCESS_FLAGS | OHCA_QP_PKEY_INDEX |
-        OHCA_QP_PORT | OHCA_QP_QKEY | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_TIMEOUT |
-        OHCA_QP_RETRY_CNT | OHCA_QP_RNR_RETRY | OHCA_QP_RQ_PSN | OHCA_QP_MAX_QP_RD_ATOMIC |
-        OHCA_QP_MIN_RNR_TIMER | OHCA_QP_SQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_DEST_QPN |
-        OHCA_QP_UDP_SPORT;
+    constexpr uint32_t kKnown = OHCA_QP_STATE | OHCA_QP_CUR_STATE | OHCA_QP_ACCESS_FLAGS |
+                                OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_QKEY | OHCA_QP_AV |
+                                OHCA_QP_PATH_MTU | OHCA_QP_TIMEOUT | OHCA_QP_RETRY_CNT |
+                                OHCA_QP_RNR_RETRY | OHCA_QP_RQ_PSN | OHCA_QP_MAX_QP_RD_ATOMIC |
+                                OHCA_QP_MIN_RNR_TIMER | OHCA_QP_SQ_PSN |
+                                OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_DEST_QPN | OHCA_QP_UDP_SPORT;
     if ((mask & ~kKnown) != 0) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, attr_mask)};
     }

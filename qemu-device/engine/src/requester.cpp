@@ -225,6 +225,7 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
     if (wr.local_status != OHCA_CQE_SUCCESS) {
         ++qp.wqes_failed;
     }
+    svc_.host().trace(OHCA_ENGINE_TRACE_WQE, qp.qpn, wr.index, wr.opcode);
     qp.inflight.push_back(std::move(wr));
     ++qp.sq_fetched;
     if (qp.inflight.size() == 1 &&

@@ -136,6 +136,7 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
     wr.wr_id = le(w.wr_id);
     wr.opcode = w.opcode;
     wr.flags = w.flags;
+    d.host_.trace(OHCA_ENGINE_TRACE_WQE, qp.qpn, wr.index, wr.opcode);
     const uint32_t mtu = mtu_bytes(d.mtu_);
     const bool inl = (w.flags & OHCA_WQE_INLINE) != 0;
     if (status != OHCA_CQE_SUCCESS) {

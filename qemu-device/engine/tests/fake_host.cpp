@@ -94,6 +94,9 @@ ohca_engine_ops FakeHost::ops() {
     o.set_timer = [](void *ctx, uint64_t deadline) {
         static_cast<FakeHost *>(ctx)->timer = deadline;
     };
+    o.trace = [](void *ctx, unsigned int kind, uint32_t a, uint32_t b, uint32_t c, uint64_t d) {
+        static_cast<FakeHost *>(ctx)->traces.push_back({kind, a, b, c, d});
+    };
     return o;
 }
 

@@ -50,6 +50,12 @@ class FakeHost {
     uint64_t now_step = 0;                              // ... or every now_ns() does
     uint64_t timer = 0;                                 // last set_timer() deadline
     std::vector<std::pair<uint64_t, size_t>> write_log; // DMA writes
+    struct TraceEvent {
+        unsigned int kind;
+        uint32_t a, b, c;
+        uint64_t d;
+    };
+    std::vector<TraceEvent> traces; // the engine's trace callback
     // Runs inside every DMA callback (re-entrancy tests).
     std::function<void()> on_dma;
     std::function<void()> on_rx_resume;

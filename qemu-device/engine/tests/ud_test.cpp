@@ -186,6 +186,49 @@ TEST_F(UdTest, LoopbackSendWithImmDeliversGrhAndPayload) {
     EXPECT_EQ(std::vector<uint8_t>(got.begin() + 40, got.end()), data);
 }
 
+// The host's trace callback sees a WQE's life: the command that made its QP,
+// the WQE taken, and both CQEs (QEMU's ohca_* trace events show the same).
+TEST_F(UdTest, TraceFollowsCommandsWqesAndCqes) {
+    UdQp a = make_ud(n);
+    UdQp b = make_ud(n);
+    n.post_recv(b.q, 42, {{b.buf, 2048, b.key}});
+    n.host.traces.clear();
+    UdSend s;
+    s.wr_id = 9;
+    s.inline_data = bytes(16, 1);
+    s.av = av_to(n);
+    post_ud(n, a, b.q.qpn, s);
+    n.process();
+    using T = FakeHost::TraceEvent;
+    auto of = [&](unsigned int kind) {
+        std::vector<T> v;
+        std::copy_if(n.host.traces.begin(), n.host.traces.end(), std::back_inserter(v),
+                     [&](const T &t) { return t.kind == kind; });
+        return v;
+    };
+    const auto wqes = of(OHCA_ENGINE_TRACE_WQE);
+    ASSERT_EQ(wqes.size(), 1u);
+    EXPECT_EQ(wqes[0].a, a.q.qpn);
+    EXPECT_EQ(wqes[0].b, 0u);
+    EXPECT_EQ(wqes[0].c, uint32_t{OHCA_WR_SEND});
+    const auto cqes = of(OHCA_ENGINE_TRACE_CQE);
+    ASSERT_EQ(cqes.size(), 2u);
+    EXPECT_EQ(cqes[0].a, a.scq.cqn);
+    EXPECT_EQ(cqes[0].b, a.q.qpn);
+    EXPECT_EQ(cqes[0].c, uint32_t{OHCA_CQE_SEND} << 8 | OHCA_CQE_SUCCESS);
+    EXPECT_EQ(cqes[0].d, 9u);
+    EXPECT_EQ(cqes[1].a, b.rcq.cqn);
+    EXPECT_EQ(cqes[1].d, 42u);
+    n.host.traces.clear();
+    EXPECT_EQ(n.cmd_in(OHCA_CMD_DESTROY_QP, ohca_handle_in{0x777, 0}).status,
+              OHCA_STATUS_BAD_HANDLE);
+    const auto cmds = of(OHCA_ENGINE_TRACE_CMD);
+    ASSERT_EQ(cmds.size(), 1u);
+    EXPECT_EQ(cmds[0].a, uint32_t{OHCA_CMD_DESTROY_QP});
+    EXPECT_EQ(cmds[0].b, uint32_t{OHCA_STATUS_BAD_HANDLE});
+    EXPECT_EQ(cmds[0].c, 0x777u);
+}
+
 TEST_F(UdTest, FrameOnTheWireIsBthDethWithIcrc) {
     RdmaNode peer{2};
     UdQp a = make_ud(n);
