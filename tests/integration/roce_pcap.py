@@ -285,11 +285,17 @@ def check_udp_sport(rows, senders):
     device): rdma_udp_sport(flow label, local QPN, remote QPN). The remote QPN
     is the frame's destination QP; the local one is the destination QP of
     some frame coming back on that connection (requests and ACKs of both
-    ends share the symmetric port). Returns (problems, flows checked)."""
+    ends share the symmetric port). Over IPv4 the flow label is not on the
+    wire: connections made by rdma_cm (an epoch with MADs to QP 1) carry
+    the CM's label (a hash of its UDP ports), which the frame cannot show,
+    so only the port range is checked for them. Returns (problems, flows
+    checked against a QP pair)."""
     # RC frames only: a UD QP has no peer; its packets carry one port per
     # QP, 0xc000 | (QPN & 0x3fff) (docs/wire-format.md)
     roce = [r for r in rows if r["infiniband.bth.opcode"]
             and _int(r["infiniband.bth.opcode"]) < 0x20]
+    cm_epochs = {r["epoch"] for r in rows if r["infiniband.bth.opcode"]
+                 and _int(r["infiniband.bth.destqp"]) == 1}
     back = {}
     for r in roce:
         src = r["ip.src"] or r["ipv6.src"]
@@ -306,6 +312,11 @@ def check_udp_sport(rows, senders):
         port = _int(r["udp.srcport"])
         flow = (r["epoch"], src, dst, rqpn, port)
         if flow in flows:
+            continue
+        if not r["ipv6.src"] and r["epoch"] in cm_epochs:
+            if port < 0xC000:
+                problems.append(f"frame {r['frame.number']}: UDP source port {port:#x} "
+                                "below 0xC000")
             continue
         flows.add(flow)
         if not any(port == rdma_udp_sport(fl, lqpn, rqpn)
