@@ -25,10 +25,10 @@ import time
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The interface, generated from firmware-interface/include/ohca by
-# firmware-interface/tools/gen_python.py (make firmware-interface-test).
-if not os.path.isfile(os.path.join(TOP, "build", "firmware-interface", "ohca_fwif.py")):
-    subprocess.run(["make", "-s", "-C", os.path.join(TOP, "firmware-interface"), "python"],
-                   stdout=sys.stderr, check=True)
+# firmware-interface/tools/gen_python.py; make brings it up to date with
+# the headers (a stale copy would test the device against old layouts).
+subprocess.run(["make", "-s", "-C", os.path.join(TOP, "firmware-interface"), "python"],
+               stdout=sys.stderr, check=True)
 sys.path.insert(0, os.path.join(TOP, "build", "firmware-interface"))
 import ohca_fwif as fw  # noqa: E402
 

@@ -208,11 +208,12 @@ def build_outputs(nic):
     files["ohca_holder.py"] = os.path.join(GUEST_DIR, "ohca_holder.py")
     files["ohca_hostile_peer.py"] = os.path.join(GUEST_DIR, "ohca_hostile_peer.py")
     # The firmware interface for guest-side Python tools (ohca-cmdtest),
-    # generated from the headers; cheap, so made here when missing.
+    # generated from the headers; cheap, so brought up to date here (make
+    # regenerates it only when a header is newer): a stale copy tested the
+    # new driver against the old opcodes.
     fwif = os.path.join(TOP, "build/firmware-interface/ohca_fwif.py")
-    if not os.path.isfile(fwif):
-        subprocess.run(["make", "-s", "-C", os.path.join(TOP, "firmware-interface"), "python"],
-                       stdout=sys.stderr, check=False)
+    subprocess.run(["make", "-s", "-C", os.path.join(TOP, "firmware-interface"), "python"],
+                   stdout=sys.stderr, check=False)
     files["ohca_fwif.py"] = fwif
     out = {}
     missing = []
