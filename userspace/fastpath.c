@@ -317,9 +317,43 @@ static void ohca_retire(struct ohca_qp *qp, const struct ohca_cqe *cqe)
 		__atomic_store_n(&wq->ci, ci + delta + 1, __ATOMIC_RELAXED);
 }
 
-/* Returns false for a CQE of a QP that no longer exists (dropped). */
-static bool ohca_parse_cqe(struct ohca_cq *cq, const struct ohca_cqe *cqe,
-			   struct ibv_wc *wc)
+/*
+ * The CQE decoder, shared by poll_cq and the extended CQ's read_*
+ * callbacks: each field of struct ibv_wc has one function here.
+ */
+static inline uint32_t ohca_cqe_wc_flags(const struct ohca_cqe *cqe)
+{
+	uint32_t flags = 0;
+
+	if (cqe->flags & OHCA_CQE_F_IMM)
+		flags |= IBV_WC_WITH_IMM;
+	else if (cqe->flags & OHCA_CQE_F_INV)
+		flags |= IBV_WC_WITH_INV;
+	/* UD: the receive buffer starts with the GRH (IPv4 or IPv6). */
+	if (cqe->flags & OHCA_CQE_F_GRH)
+		flags |= IBV_WC_GRH;
+	return flags;
+}
+
+/*
+ * ibv_wc's imm_data / invalidated_rkey union: the immediate as on the
+ * wire (like ibv_wc.imm_data), or the R_Key a SEND with invalidate from a
+ * kernel peer invalidated (a little-endian number in the CQE), else 0.
+ */
+static inline __be32 ohca_cqe_imm_or_rkey(const struct ohca_cqe *cqe)
+{
+	if (cqe->flags & OHCA_CQE_F_IMM)
+		return cqe->imm_data;
+	if (cqe->flags & OHCA_CQE_F_INV)
+		return (__be32)le32toh((__le32)cqe->imm_data);
+	return 0;
+}
+
+/*
+ * Retire the WQEs a CQE completes; false for a CQE of a QP that no longer
+ * exists (dropped by the caller).
+ */
+static bool ohca_cqe_retire(struct ohca_cq *cq, const struct ohca_cqe *cqe)
 {
 	uint32_t qpn = le32toh(cqe->qpn);
 	struct ohca_qp *qp = cq->last_qp;
@@ -331,65 +365,222 @@ static bool ohca_parse_cqe(struct ohca_cq *cq, const struct ohca_cqe *cqe,
 		cq->last_qp = qp;
 	}
 	ohca_retire(qp, cqe);
+	return true;
+}
 
+/*
+ * The next CQE the device wrote for a live QP, its WQEs retired, or NULL.
+ * Under the CQ lock. cq->ci moves past every entry consumed (dropped ones
+ * too); the slots stay the provider's until the caller rings the CQ
+ * doorbell with the new index (ohca_cq_update_ci), so a returned entry
+ * may be read until then.
+ */
+static const struct ohca_cqe *ohca_cq_take(struct ohca_cq *cq)
+{
+	uint32_t mask = (1u << cq->log_size) - 1;
+
+	for (;;) {
+		const struct ohca_cqe *cqe = &cq->ring[cq->ci & mask];
+		uint8_t owner = !((cq->ci >> cq->log_size) & 1);
+
+		if ((*(const volatile uint8_t *)&cqe->owner & OHCA_CQE_OWNER) !=
+		    owner)
+			return NULL;
+		/* The owner byte before the rest of the entry. */
+		udma_from_device_barrier();
+		cq->ci++;
+		if (ohca_cqe_retire(cq, cqe))
+			return cqe;
+	}
+}
+
+/* Hand the consumed slots back to the device: one doorbell. */
+static void ohca_cq_update_ci(struct ohca_cq *cq, uint32_t old_ci)
+{
+	if (cq->ci == old_ci)
+		return;
+	/* Entries read before the device may reuse their slots. */
+	udma_to_device_barrier();
+	ohca_ring_db(ohca_ctx_of_cq(cq), OHCA_DB_CQ, cq->cqn,
+		     cq->ci & OHCA_DB_CQ_CI_MASK);
+}
+
+static void ohca_cqe_to_wc(const struct ohca_cqe *cqe, struct ibv_wc *wc)
+{
 	wc->wr_id = le64toh(cqe->wr_id);
 	wc->status = ohca_wc_status(cqe->status);
 	wc->opcode = ohca_wc_opcode(cqe->opcode);
 	wc->vendor_err = cqe->vendor_err;
 	wc->byte_len = le32toh(cqe->byte_len);
-	wc->qp_num = qpn;
+	wc->imm_data = ohca_cqe_imm_or_rkey(cqe);
+	wc->qp_num = le32toh(cqe->qpn);
 	wc->src_qp = le32toh(cqe->src_qp);
-	wc->wc_flags = 0;
-	wc->imm_data = 0;
-	if (cqe->flags & OHCA_CQE_F_IMM) {
-		wc->wc_flags |= IBV_WC_WITH_IMM;
-		/* as on the wire, like ibv_wc.imm_data */
-		wc->imm_data = cqe->imm_data;
-	} else if (cqe->flags & OHCA_CQE_F_INV) {
-		/* a SEND with invalidate from a kernel peer: the R_Key */
-		wc->wc_flags |= IBV_WC_WITH_INV;
-		wc->invalidated_rkey = le32toh(cqe->imm_data);
-	}
-	/* UD: the receive buffer starts with the GRH (IPv4 or IPv6). */
-	if (cqe->flags & OHCA_CQE_F_GRH)
-		wc->wc_flags |= IBV_WC_GRH;
+	wc->wc_flags = ohca_cqe_wc_flags(cqe);
 	wc->pkey_index = 0;
 	wc->slid = 0;
 	wc->sl = cqe->sl;
 	wc->dlid_path_bits = 0;
-	return true;
 }
 
 int ohca_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct ohca_cq *cq = to_ohca_cq(ibcq);
-	uint32_t mask = (1u << cq->log_size) - 1;
-	uint32_t consumed = 0;
+	const struct ohca_cqe *cqe;
+	uint32_t old_ci;
 	int npolled = 0;
 
 	pthread_spin_lock(&cq->lock);
-	while (npolled < num_entries) {
-		struct ohca_cqe *cqe = &cq->ring[cq->ci & mask];
-		uint8_t owner = !((cq->ci >> cq->log_size) & 1);
-
-		if ((*(volatile uint8_t *)&cqe->owner & OHCA_CQE_OWNER) !=
-		    owner)
-			break;
-		/* The owner byte before the rest of the entry. */
-		udma_from_device_barrier();
-		cq->ci++;
-		consumed++;
-		if (ohca_parse_cqe(cq, cqe, &wc[npolled]))
-			npolled++;
-	}
-	if (consumed) {
-		/* Entries read before the device may reuse their slots. */
-		udma_to_device_barrier();
-		ohca_ring_db(ohca_ctx_of_cq(cq), OHCA_DB_CQ, cq->cqn,
-			     cq->ci & OHCA_DB_CQ_CI_MASK);
-	}
+	old_ci = cq->ci;
+	while (npolled < num_entries && (cqe = ohca_cq_take(cq)))
+		ohca_cqe_to_wc(cqe, &wc[npolled++]);
+	ohca_cq_update_ci(cq, old_ci);
 	pthread_spin_unlock(&cq->lock);
 	return npolled;
+}
+
+/* ------------------------------------------------------------------ */
+/* Extended CQ (ibv_create_cq_ex): start_poll takes the CQ lock and   */
+/* the first CQE, next_poll the following ones, end_poll returns the  */
+/* slots with one doorbell and unlocks. read_* decode the current CQE */
+/* with the functions poll_cq uses.                                   */
+/* ------------------------------------------------------------------ */
+
+static inline struct ohca_cq *to_ohca_cq_ex(struct ibv_cq_ex *ibcq)
+{
+	return ohca_container_of(ibcq, struct ohca_cq, vcq.cq_ex);
+}
+
+static void ohca_cq_ex_expose(struct ohca_cq *cq, const struct ohca_cqe *cqe)
+{
+	cq->cur_cqe = cqe;
+	cq->vcq.cq_ex.wr_id = le64toh(cqe->wr_id);
+	cq->vcq.cq_ex.status = ohca_wc_status(cqe->status);
+}
+
+static int ohca_start_poll(struct ibv_cq_ex *ibcq,
+			   struct ibv_poll_cq_attr *attr)
+{
+	struct ohca_cq *cq = to_ohca_cq_ex(ibcq);
+	const struct ohca_cqe *cqe;
+
+	if (attr->comp_mask)
+		return EINVAL;
+	pthread_spin_lock(&cq->lock);
+	cq->poll_ci = cq->ci;
+	cqe = ohca_cq_take(cq);
+	if (!cqe) {
+		/* No end_poll follows ENOENT: return dropped slots now. */
+		ohca_cq_update_ci(cq, cq->poll_ci);
+		pthread_spin_unlock(&cq->lock);
+		return ENOENT;
+	}
+	cq->polling = true;
+	ohca_cq_ex_expose(cq, cqe);
+	return 0;
+}
+
+static int ohca_next_poll(struct ibv_cq_ex *ibcq)
+{
+	struct ohca_cq *cq = to_ohca_cq_ex(ibcq);
+	const struct ohca_cqe *cqe = ohca_cq_take(cq);
+
+	if (!cqe)
+		return ENOENT;
+	ohca_cq_ex_expose(cq, cqe);
+	return 0;
+}
+
+static void ohca_end_poll(struct ibv_cq_ex *ibcq)
+{
+	struct ohca_cq *cq = to_ohca_cq_ex(ibcq);
+
+	/* Tolerate an end_poll after a start_poll that found nothing. */
+	if (!cq->polling)
+		return;
+	cq->polling = false;
+	cq->cur_cqe = NULL;
+	ohca_cq_update_ci(cq, cq->poll_ci);
+	pthread_spin_unlock(&cq->lock);
+}
+
+static enum ibv_wc_opcode ohca_read_opcode(struct ibv_cq_ex *ibcq)
+{
+	return ohca_wc_opcode(to_ohca_cq_ex(ibcq)->cur_cqe->opcode);
+}
+
+static uint32_t ohca_read_vendor_err(struct ibv_cq_ex *ibcq)
+{
+	return to_ohca_cq_ex(ibcq)->cur_cqe->vendor_err;
+}
+
+static uint32_t ohca_read_byte_len(struct ibv_cq_ex *ibcq)
+{
+	return le32toh(to_ohca_cq_ex(ibcq)->cur_cqe->byte_len);
+}
+
+static __be32 ohca_read_imm_data(struct ibv_cq_ex *ibcq)
+{
+	return ohca_cqe_imm_or_rkey(to_ohca_cq_ex(ibcq)->cur_cqe);
+}
+
+static uint32_t ohca_read_qp_num(struct ibv_cq_ex *ibcq)
+{
+	return le32toh(to_ohca_cq_ex(ibcq)->cur_cqe->qpn);
+}
+
+static uint32_t ohca_read_src_qp(struct ibv_cq_ex *ibcq)
+{
+	return le32toh(to_ohca_cq_ex(ibcq)->cur_cqe->src_qp);
+}
+
+static unsigned int ohca_read_wc_flags(struct ibv_cq_ex *ibcq)
+{
+	return ohca_cqe_wc_flags(to_ohca_cq_ex(ibcq)->cur_cqe);
+}
+
+/* RoCE has no LIDs: slid and dlid_path_bits are 0, as in poll_cq. */
+static uint32_t ohca_read_slid(struct ibv_cq_ex *ibcq)
+{
+	(void)ibcq;
+	return 0;
+}
+
+static uint8_t ohca_read_sl(struct ibv_cq_ex *ibcq)
+{
+	return to_ohca_cq_ex(ibcq)->cur_cqe->sl;
+}
+
+static uint8_t ohca_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
+{
+	(void)ibcq;
+	return 0;
+}
+
+/* Only the readers of the requested fields, as libibverbs expects. */
+void ohca_cq_ex_init_ops(struct ohca_cq *cq, uint64_t wc_flags)
+{
+	struct ibv_cq_ex *ex = &cq->vcq.cq_ex;
+
+	ex->start_poll = ohca_start_poll;
+	ex->next_poll = ohca_next_poll;
+	ex->end_poll = ohca_end_poll;
+	ex->read_opcode = ohca_read_opcode;
+	ex->read_vendor_err = ohca_read_vendor_err;
+	ex->read_wc_flags = ohca_read_wc_flags;
+	if (wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
+		ex->read_byte_len = ohca_read_byte_len;
+	if (wc_flags & IBV_WC_EX_WITH_IMM)
+		ex->read_imm_data = ohca_read_imm_data;
+	if (wc_flags & IBV_WC_EX_WITH_QP_NUM)
+		ex->read_qp_num = ohca_read_qp_num;
+	if (wc_flags & IBV_WC_EX_WITH_SRC_QP)
+		ex->read_src_qp = ohca_read_src_qp;
+	if (wc_flags & IBV_WC_EX_WITH_SLID)
+		ex->read_slid = ohca_read_slid;
+	if (wc_flags & IBV_WC_EX_WITH_SL)
+		ex->read_sl = ohca_read_sl;
+	if (wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+		ex->read_dlid_path_bits = ohca_read_dlid_path_bits;
 }
 
 int ohca_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)

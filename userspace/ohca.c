@@ -37,6 +37,7 @@ static const struct verbs_context_ops ohca_ctx_ops = {
 	.attach_mcast = ibv_cmd_attach_mcast,
 	.create_ah = ohca_create_ah,
 	.create_cq = ohca_create_cq,
+	.create_cq_ex = ohca_create_cq_ex,
 	.create_qp = ohca_create_qp,
 	.create_srq = ohca_create_srq,
 	.dealloc_pd = ohca_dealloc_pd,

@@ -74,6 +74,10 @@ struct ohca_cq {
 	uint32_t ci;		/* free-running consumer index */
 	uint32_t cqn;
 	struct ohca_qp *last_qp;	/* lookup cache, under lock */
+	/* Extended CQ polling: from start_poll to end_poll, under lock. */
+	const struct ohca_cqe *cur_cqe;	/* the CQE read_* decode */
+	uint32_t poll_ci;		/* ci at start_poll */
+	bool polling;
 };
 
 /* One work queue (SQ or RQ) of a QP. */
@@ -190,6 +194,8 @@ struct ibv_cq *ohca_create_cq(struct ibv_context *ibctx, int cqe,
 			      struct ibv_comp_channel *channel,
 			      int comp_vector);
 int ohca_destroy_cq(struct ibv_cq *ibcq);
+struct ibv_cq_ex *ohca_create_cq_ex(struct ibv_context *ibctx,
+				    struct ibv_cq_init_attr_ex *attr);
 struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
 			      struct ibv_qp_init_attr *attr);
 int ohca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
@@ -217,5 +223,6 @@ int ohca_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		       struct ibv_recv_wr **bad_wr);
 int ohca_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc);
 int ohca_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+void ohca_cq_ex_init_ops(struct ohca_cq *cq, uint64_t wc_flags);
 
 #endif /* OHCA_PROVIDER_H */

@@ -181,9 +181,10 @@ OHCA_DRV_CMD_REQ(ohca_create_cq_cmd, ibv_create_cq, ohca_ibv_create_cq, 8);
 OHCA_DRV_CMD_RESP(ohca_create_cq_resp, ib_uverbs_create_cq_resp,
 		  ohca_ibv_create_cq_resp, 8);
 
-struct ibv_cq *ohca_create_cq(struct ibv_context *ibctx, int cqe,
-			      struct ibv_comp_channel *channel,
-			      int comp_vector)
+/* Shared by create_cq and create_cq_ex: the ring and the kernel's CQ. */
+static struct ohca_cq *ohca_cq_alloc(struct ibv_context *ibctx, int cqe,
+				     struct ibv_comp_channel *channel,
+				     int comp_vector)
 {
 	struct ohca_context *ctx = to_ohca_ctx(ibctx);
 	struct ohca_create_cq_resp resp = {};
@@ -236,7 +237,7 @@ struct ibv_cq *ohca_create_cq(struct ibv_context *ibctx, int cqe,
 	cq->vcq.cq.cqe = (int)((1u << log) - 1);
 	verbs_debug(&ctx->vctx, "cq %u: %u entries at %p\n", cq->cqn,
 		    1u << log, (void *)cq->ring);
-	return &cq->vcq.cq;
+	return cq;
 
 err_ring:
 	ohca_free_ring(cq->ring, cq->ring_size);
@@ -246,6 +247,54 @@ err_free:
 	free(cq);
 	errno = err;
 	return NULL;
+}
+
+struct ibv_cq *ohca_create_cq(struct ibv_context *ibctx, int cqe,
+			      struct ibv_comp_channel *channel,
+			      int comp_vector)
+{
+	struct ohca_cq *cq = ohca_cq_alloc(ibctx, cqe, channel, comp_vector);
+
+	return cq ? &cq->vcq.cq : NULL;
+}
+
+/*
+ * The work completion fields a CQE holds (RoCE has no LIDs: SLID and
+ * DLID_PATH_BITS read 0, as in poll_cq). The device stamps no completion
+ * time, and a time taken when polling would not be one: no timestamps.
+ */
+#define OHCA_CQ_EX_WC_FLAGS IBV_WC_STANDARD_FLAGS
+/* A hint the CQ's lock already honours; overrun cannot be ignored. */
+#define OHCA_CQ_EX_FLAGS IBV_CREATE_CQ_ATTR_SINGLE_THREADED
+
+struct ibv_cq_ex *ohca_create_cq_ex(struct ibv_context *ibctx,
+				    struct ibv_cq_init_attr_ex *attr)
+{
+	struct ohca_context *ctx = to_ohca_ctx(ibctx);
+	struct ohca_cq *cq;
+
+	if ((attr->wc_flags & ~(uint64_t)OHCA_CQ_EX_WC_FLAGS) ||
+	    (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~(uint32_t)OHCA_CQ_EX_FLAGS))) {
+		verbs_debug(&ctx->vctx,
+			    "cq_ex wc_flags %#llx comp_mask %#x flags %#x not supported\n",
+			    (unsigned long long)attr->wc_flags,
+			    attr->comp_mask, attr->flags);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->cqe > (uint32_t)INT32_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* libibverbs runs verbs_init_cq() on what this returns. */
+	cq = ohca_cq_alloc(ibctx, (int)attr->cqe, attr->channel,
+			   (int)attr->comp_vector);
+	if (!cq)
+		return NULL;
+	ohca_cq_ex_init_ops(cq, attr->wc_flags);
+	return &cq->vcq.cq_ex;
 }
 
 int ohca_destroy_cq(struct ibv_cq *ibcq)

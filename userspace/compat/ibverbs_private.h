@@ -261,12 +261,15 @@ struct verbs_context_ops {
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
 				    struct ibv_comp_channel *channel,
 				    int comp_vector);
-	ohca_unused_op create_cq_ex;
+	struct ibv_cq_ex *(*create_cq_ex)(
+		struct ibv_context *context,
+		struct ibv_cq_init_attr_ex *init_attr);
 	ohca_unused_op create_flow;
 	ohca_unused_op create_flow_action_esp;
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
 				    struct ibv_qp_init_attr *attr);
-	ohca_unused_op create_qp_ex;
+	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
+				       struct ibv_qp_init_attr_ex *qp_init_attr_ex);
 	ohca_unused_op create_rwq_ind_table;
 	struct ibv_srq *(*create_srq)(struct ibv_pd *pd,
 				      struct ibv_srq_init_attr *srq_init_attr);
@@ -329,8 +332,9 @@ struct verbs_context_ops {
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
-	ohca_unused_op rereg_mr;
-	ohca_unused_op resize_cq;
+	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			void *addr, size_t length, int access);
+	int (*resize_cq)(struct ibv_cq *cq, int cqe);
 	ohca_unused_op set_ece;
 	ohca_unused_op unimport_dm;
 	ohca_unused_op unimport_mr;
@@ -415,6 +419,16 @@ struct ibv_query_srq {
 	struct ib_uverbs_query_srq core_payload;
 };
 
+struct ibv_resize_cq {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_resize_cq core_payload;
+};
+
+struct ibv_rereg_mr {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_rereg_mr core_payload;
+};
+
 /* Signatures as of rdma-core 44 (get_context gains fd_arr in 57). */
 int ibv_cmd_get_context(struct verbs_context *context,
 			struct ibv_get_context *cmd, size_t cmd_size,
@@ -449,6 +463,17 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp,
 		      size_t resp_size);
 int ibv_cmd_destroy_cq(struct ibv_cq *cq);
+/* Writes cq->cqe from the response. */
+int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd,
+		      size_t cmd_size, struct ib_uverbs_resize_cq_resp *resp,
+		      size_t resp_size);
+/* Writes the new lkey and rkey into vmr (and the context on a PD
+ * change); libibverbs' ibv_rereg_mr updates pd, addr and length. */
+int ibv_cmd_rereg_mr(struct verbs_mr *vmr, uint32_t flags, void *addr,
+		     size_t length, uint64_t hca_va, int access,
+		     struct ibv_pd *pd, struct ibv_rereg_mr *cmd,
+		     size_t cmd_sz, struct ib_uverbs_rereg_mr_resp *resp,
+		     size_t resp_sz);
 /* Takes a plain ibv_qp: libibverbs touches no verbs_qp field through it. */
 int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 		      struct ibv_qp_init_attr *attr, struct ibv_create_qp *cmd,
@@ -460,6 +485,13 @@ int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr,
 		     int attr_mask, struct ibv_qp_init_attr *qp_init_attr,
 		     struct ibv_query_qp *cmd, size_t cmd_size);
+/* comp_mask PD, XRCD and SEND_OPS_FLAGS only (CREATE_FLAGS is EINVAL);
+ * writes verbs_qp.comp_mask (0, or VERBS_QP_XRCD). */
+int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
+			 struct ibv_qp_init_attr_ex *attr_ex,
+			 struct ibv_create_qp *cmd, size_t cmd_size,
+			 struct ib_uverbs_create_qp_resp *resp,
+			 size_t resp_size);
 int ibv_cmd_destroy_qp(struct ibv_qp *qp);
 /* Takes a plain ibv_srq for a basic SRQ (no verbs_srq fields touched). */
 int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
@@ -572,7 +604,9 @@ int ibv_dofork_range(void *base, size_t size);
 	O(struct verbs_context_ops, alloc_pd, 40)                           \
 	O(struct verbs_context_ops, create_ah, 104)                         \
 	O(struct verbs_context_ops, create_cq, 120)                         \
+	O(struct verbs_context_ops, create_cq_ex, 128)                      \
 	O(struct verbs_context_ops, create_qp, 152)                         \
+	O(struct verbs_context_ops, create_qp_ex, 160)                      \
 	O(struct verbs_context_ops, create_srq, 176)                        \
 	O(struct verbs_context_ops, dealloc_pd, 208)                        \
 	O(struct verbs_context_ops, dereg_mr, 224)                          \
@@ -593,6 +627,8 @@ int ibv_dofork_range(void *base, size_t size);
 	O(struct verbs_context_ops, query_srq, 512)                         \
 	O(struct verbs_context_ops, reg_mr, 544)                            \
 	O(struct verbs_context_ops, req_notify_cq, 552)                     \
+	O(struct verbs_context_ops, rereg_mr, 560)                          \
+	O(struct verbs_context_ops, resize_cq, 568)                         \
 	O(struct verbs_context_ops, unimport_pd, 600)                       \
 	S(struct verbs_mr, 56)                                              \
 	O(struct verbs_mr, mr_type, 48)                                     \
@@ -613,6 +649,10 @@ int ibv_dofork_range(void *base, size_t size);
 	S(struct ibv_modify_srq, 24)                                        \
 	S(struct ibv_query_srq, 24)                                         \
 	S(struct ib_uverbs_create_srq_resp, 16)                             \
+	S(struct ibv_resize_cq, 24)                                         \
+	S(struct ibv_rereg_mr, 56)                                          \
+	S(struct ib_uverbs_resize_cq_resp, 8)                               \
+	S(struct ib_uverbs_rereg_mr_resp, 8)                                \
 	S(struct ib_uverbs_alloc_pd_resp, 4)                                \
 	S(struct ib_uverbs_reg_mr_resp, 12)                                 \
 	S(struct ib_uverbs_create_cq_resp, 8)                               \
