@@ -43,6 +43,9 @@ static int ohca_wr_opcode(enum ibv_wr_opcode op, uint8_t *out)
 	case IBV_WR_RDMA_READ:
 		*out = OHCA_WR_RDMA_READ;
 		return 0;
+	case IBV_WR_SEND_WITH_INV:
+		*out = OHCA_WR_SEND_INV;
+		return 0;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 		*out = OHCA_WR_ATOMIC_CMP_SWP;
 		return 0;
@@ -54,19 +57,11 @@ static int ohca_wr_opcode(enum ibv_wr_opcode op, uint8_t *out)
 	}
 }
 
-/* UD: the AH's vector, remote QPN and Q_Key go after the header. */
-static int ohca_build_ud_seg(const struct ibv_send_wr *wr, uint8_t opcode,
-			     struct ohca_ud_seg *seg)
-{
-	if ((opcode != OHCA_WR_SEND && opcode != OHCA_WR_SEND_IMM) ||
-	    !wr->wr.ud.ah)
-		return EINVAL;
-	memset(seg, 0, sizeof(*seg));
-	seg->av = to_ohca_ah(wr->wr.ud.ah)->av;
-	seg->remote_qpn = htole32(wr->wr.ud.remote_qpn);
-	seg->qkey = htole32(wr->wr.ud.remote_qkey);
-	return 0;
-}
+/* ------------------------------------------------------------------ */
+/* Send WQE encoders, shared by post_send and the ibv_wr_* API: one   */
+/* for the header and opcode, one per opcode's fields, one for the UD */
+/* address, one each for gather lists and inline data.               */
+/* ------------------------------------------------------------------ */
 
 static bool ohca_is_atomic(uint8_t opcode)
 {
@@ -74,84 +69,190 @@ static bool ohca_is_atomic(uint8_t opcode)
 	       opcode == OHCA_WR_ATOMIC_FETCH_ADD;
 }
 
+/* Opcodes a QP of this type may post (UD: single-packet SENDs). */
+static bool ohca_qp_op_ok(const struct ohca_qp *qp, uint8_t opcode)
+{
+	if (qp->qp_type == IBV_QPT_UD)
+		return opcode == OHCA_WR_SEND || opcode == OHCA_WR_SEND_IMM;
+	return true;
+}
+
+/* Where the data segments or inline data start: UD adds the address. */
+static inline uint8_t *ohca_wqe_body(const struct ohca_qp *qp,
+				     struct ohca_send_wqe *wqe)
+{
+	return (uint8_t *)wqe + (qp->qp_type == IBV_QPT_UD ?
+				 OHCA_UD_WQE_HDR_LEN : sizeof(*wqe));
+}
+
+/* Header (and UD address segment) cleared; wr_id, opcode and flags. */
+static int ohca_wqe_start(struct ohca_qp *qp, struct ohca_send_wqe *wqe,
+			  uint64_t wr_id, unsigned int send_flags,
+			  uint8_t opcode)
+{
+	uint8_t flags = 0;
+
+	if (!ohca_qp_op_ok(qp, opcode))
+		return EINVAL;
+	if ((send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
+		flags |= OHCA_WQE_SIGNALED;
+	if (send_flags & IBV_SEND_SOLICITED)
+		flags |= OHCA_WQE_SOLICITED;
+	if (send_flags & IBV_SEND_FENCE)
+		flags |= OHCA_WQE_FENCE;
+	memset(wqe, 0, (size_t)(ohca_wqe_body(qp, wqe) - (uint8_t *)wqe));
+	wqe->wr_id = htole64(wr_id);
+	wqe->opcode = opcode;
+	wqe->flags = flags;
+	return 0;
+}
+
+/* RDMA WRITE (with immediate) and READ. */
+static void ohca_wqe_rdma(struct ohca_send_wqe *wqe, uint32_t rkey,
+			  uint64_t remote_addr)
+{
+	wqe->remote_addr = htole64(remote_addr);
+	wqe->rkey = htole32(rkey);
+}
+
+/* imm_data is already in network byte order: copied as is. */
+static void ohca_wqe_imm(struct ohca_send_wqe *wqe, __be32 imm_data)
+{
+	wqe->imm_data = imm_data;
+}
+
+/* The 8-byte atomics: the operands. */
+static void ohca_wqe_atomic(struct ohca_send_wqe *wqe, uint32_t rkey,
+			    uint64_t remote_addr, uint64_t compare_add,
+			    uint64_t swap)
+{
+	wqe->remote_addr = htole64(remote_addr);
+	wqe->rkey = htole32(rkey);
+	wqe->cmp_add = htole64(compare_add);
+	wqe->swap = htole64(swap);
+}
+
+/* SEND with invalidate: the responder's R_Key to invalidate. */
+static void ohca_wqe_inv(struct ohca_send_wqe *wqe, uint32_t rkey)
+{
+	wqe->rkey = htole32(rkey);
+}
+
+/* UD: the AH's vector, remote QPN and Q_Key go after the header. */
+static int ohca_wqe_ud(struct ohca_qp *qp, struct ohca_send_wqe *wqe,
+		       struct ibv_ah *ah, uint32_t remote_qpn, uint32_t qkey)
+{
+	struct ohca_ud_seg *seg = (struct ohca_ud_seg *)(wqe + 1);
+
+	if (qp->qp_type != IBV_QPT_UD || !ah)
+		return EINVAL;
+	seg->av = to_ohca_ah(ah)->av;
+	seg->remote_qpn = htole32(remote_qpn);
+	seg->qkey = htole32(qkey);
+	return 0;
+}
+
+static int ohca_wqe_sges(struct ohca_qp *qp, struct ohca_send_wqe *wqe,
+			 const struct ibv_sge *sg_list, size_t num_sge)
+{
+	struct ohca_sge *sge = (struct ohca_sge *)ohca_wqe_body(qp, wqe);
+	size_t i;
+
+	if (num_sge > qp->sq.max_sge)
+		return EINVAL;
+	/* An atomic returns the original value into exactly one 8-byte SGE. */
+	if (ohca_is_atomic(wqe->opcode) &&
+	    (num_sge != 1 || sg_list[0].length != 8))
+		return EINVAL;
+	for (i = 0; i < num_sge; i++) {
+		sge[i].addr = htole64(sg_list[i].addr);
+		sge[i].length = htole32(sg_list[i].length);
+		sge[i].lkey = htole32(sg_list[i].lkey);
+	}
+	wqe->num_sge = (uint8_t)num_sge;
+	return 0;
+}
+
+/* Inline data: begin, then add the buffers in order. */
+static int ohca_wqe_inline_begin(struct ohca_send_wqe *wqe)
+{
+	/* RDMA READ and atomics have no data to send */
+	if (wqe->opcode == OHCA_WR_RDMA_READ || ohca_is_atomic(wqe->opcode))
+		return EINVAL;
+	wqe->flags |= OHCA_WQE_INLINE;
+	wqe->inline_len = 0;
+	return 0;
+}
+
+static int ohca_wqe_inline_add(struct ohca_qp *qp, struct ohca_send_wqe *wqe,
+			       const void *addr, size_t length)
+{
+	uint32_t used = le32toh(wqe->inline_len);
+
+	if (length > qp->max_inline - used)
+		return EINVAL;
+	memcpy(ohca_wqe_body(qp, wqe) + used, addr, length);
+	wqe->inline_len = htole32(used + (uint32_t)length);
+	return 0;
+}
+
+/* One ibv_send_wr into a WQE through the encoders. */
 static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
 			       struct ohca_send_wqe *wqe)
 {
-	uint8_t *body = (uint8_t *)(wqe + 1);
-	uint8_t opcode, flags = 0;
-	int i;
+	uint8_t opcode;
+	int err, i;
 
 	if (ohca_wr_opcode(wr->opcode, &opcode) || wr->num_sge < 0)
 		return EINVAL;
-	/* An atomic returns the original value into exactly one 8-byte SGE. */
-	if (ohca_is_atomic(opcode) &&
-	    (wr->num_sge != 1 || wr->sg_list[0].length != 8 ||
-	     (wr->send_flags & IBV_SEND_INLINE)))
-		return EINVAL;
+	err = ohca_wqe_start(qp, wqe, wr->wr_id, wr->send_flags, opcode);
+	if (err)
+		return err;
+	switch (opcode) {
+	case OHCA_WR_RDMA_WRITE_IMM:
+		ohca_wqe_imm(wqe, wr->imm_data);
+		/* fallthrough */
+	case OHCA_WR_RDMA_WRITE:
+	case OHCA_WR_RDMA_READ:
+		ohca_wqe_rdma(wqe, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
+		break;
+	case OHCA_WR_SEND_IMM:
+		ohca_wqe_imm(wqe, wr->imm_data);
+		break;
+	case OHCA_WR_SEND_INV:
+		ohca_wqe_inv(wqe, wr->invalidate_rkey);
+		break;
+	case OHCA_WR_ATOMIC_CMP_SWP:
+	case OHCA_WR_ATOMIC_FETCH_ADD:
+		ohca_wqe_atomic(wqe, wr->wr.atomic.rkey,
+				wr->wr.atomic.remote_addr,
+				wr->wr.atomic.compare_add, wr->wr.atomic.swap);
+		break;
+	default:
+		break;
+	}
 	if (qp->qp_type == IBV_QPT_UD) {
-		if (ohca_build_ud_seg(wr, opcode, (struct ohca_ud_seg *)body))
-			return EINVAL;
-		body += sizeof(struct ohca_ud_seg);
+		err = ohca_wqe_ud(qp, wqe, wr->wr.ud.ah, wr->wr.ud.remote_qpn,
+				  wr->wr.ud.remote_qkey);
+		if (err)
+			return err;
 	}
+	if (!(wr->send_flags & IBV_SEND_INLINE))
+		return ohca_wqe_sges(qp, wqe, wr->sg_list, (size_t)wr->num_sge);
+	err = ohca_wqe_inline_begin(wqe);
+	for (i = 0; !err && i < wr->num_sge; i++)
+		err = ohca_wqe_inline_add(qp, wqe,
+					  (void *)(uintptr_t)wr->sg_list[i].addr,
+					  wr->sg_list[i].length);
+	return err;
+}
 
-	if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
-		flags |= OHCA_WQE_SIGNALED;
-	if (wr->send_flags & IBV_SEND_SOLICITED)
-		flags |= OHCA_WQE_SOLICITED;
-	if (wr->send_flags & IBV_SEND_FENCE)
-		flags |= OHCA_WQE_FENCE;
-
-	if ((wr->send_flags & IBV_SEND_INLINE) &&
-	    opcode != OHCA_WR_RDMA_READ) {
-		uint8_t *data = body;
-		uint64_t total = 0;
-
-		for (i = 0; i < wr->num_sge; i++)
-			total += wr->sg_list[i].length;
-		if (total > qp->max_inline)
-			return EINVAL;
-		memset(wqe, 0, sizeof(*wqe));
-		for (i = 0; i < wr->num_sge; i++) {
-			memcpy(data, (void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			data += wr->sg_list[i].length;
-		}
-		flags |= OHCA_WQE_INLINE;
-		wqe->inline_len = htole32((uint32_t)total);
-	} else {
-		struct ohca_sge *sge = (struct ohca_sge *)body;
-
-		if (wr->send_flags & IBV_SEND_INLINE)
-			return EINVAL;	/* RDMA READ has no data to inline */
-		if ((uint32_t)wr->num_sge > qp->sq.max_sge)
-			return EINVAL;
-		memset(wqe, 0, sizeof(*wqe));
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = htole64(wr->sg_list[i].addr);
-			sge[i].length = htole32(wr->sg_list[i].length);
-			sge[i].lkey = htole32(wr->sg_list[i].lkey);
-		}
-		wqe->num_sge = (uint8_t)wr->num_sge;
-	}
-
-	wqe->wr_id = htole64(wr->wr_id);
-	wqe->opcode = opcode;
-	wqe->flags = flags;
-	/* imm_data is already in network byte order: copied as is. */
-	if (opcode == OHCA_WR_SEND_IMM || opcode == OHCA_WR_RDMA_WRITE_IMM)
-		wqe->imm_data = wr->imm_data;
-	if (opcode == OHCA_WR_RDMA_WRITE || opcode == OHCA_WR_RDMA_WRITE_IMM ||
-	    opcode == OHCA_WR_RDMA_READ) {
-		wqe->remote_addr = htole64(wr->wr.rdma.remote_addr);
-		wqe->rkey = htole32(wr->wr.rdma.rkey);
-	}
-	if (ohca_is_atomic(opcode)) {
-		wqe->remote_addr = htole64(wr->wr.atomic.remote_addr);
-		wqe->rkey = htole32(wr->wr.atomic.rkey);
-		wqe->cmp_add = htole64(wr->wr.atomic.compare_add);
-		wqe->swap = htole64(wr->wr.atomic.swap);
-	}
-	return 0;
+/* One doorbell for the WQEs below sq->pi. Under sq->lock. */
+static void ohca_sq_doorbell(struct ohca_context *ctx, struct ohca_qp *qp)
+{
+	/* WQEs in memory before the device may fetch them. */
+	udma_to_device_barrier();
+	ohca_ring_db(ctx, OHCA_DB_SQ, qp->qpn, qp->sq.pi);
 }
 
 int ohca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
@@ -163,6 +264,11 @@ int ohca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	uint32_t posted = 0;
 	int err = 0;
 
+	/* The device ignores doorbells of a QP in RESET: refuse, as IBTA. */
+	if (ibqp->state == IBV_QPS_RESET) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&sq->lock);
 	for (; wr; wr = wr->next) {
 		if (ohca_wq_used(sq) >= (1u << sq->log_size)) {
@@ -175,15 +281,286 @@ int ohca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		sq->pi++;
 		posted++;
 	}
-	if (posted) {
-		/* WQEs in memory before the device may fetch them. */
-		udma_to_device_barrier();
-		ohca_ring_db(ctx, OHCA_DB_SQ, qp->qpn, sq->pi);
-	}
+	if (posted)
+		ohca_sq_doorbell(ctx, qp);
 	pthread_spin_unlock(&sq->lock);
 	if (err)
 		*bad_wr = wr;
 	return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* The ibv_wr_* posting API (create_qp_ex with SEND_OPS_FLAGS).       */
+/* wr_start takes the SQ lock; each wr_<opcode> starts a WQE at the   */
+/* producer index, the setters fill it; wr_complete rings one         */
+/* doorbell for all of them, or, after any error, drops them all and  */
+/* returns it; wr_abort drops them.                                   */
+/* ------------------------------------------------------------------ */
+
+static inline struct ohca_qp *ex_to_qp(struct ibv_qp_ex *ibqp)
+{
+	return ohca_container_of(ibqp, struct ohca_qp, vqp.qp_ex);
+}
+
+static void ohca_wr_start(struct ibv_qp_ex *ibqp)
+{
+	struct ohca_qp *qp = ex_to_qp(ibqp);
+
+	pthread_spin_lock(&qp->sq.lock);
+	qp->ex_start_pi = qp->sq.pi;
+	qp->ex_wqe = NULL;
+	qp->ex_err = ibqp->qp_base.state == IBV_QPS_RESET ? EINVAL : 0;
+}
+
+/* A new WQE for the next work request, or NULL after an error. */
+static struct ohca_send_wqe *ohca_ex_new(struct ohca_qp *qp, uint8_t opcode)
+{
+	struct ohca_send_wqe *wqe;
+	int err;
+
+	qp->ex_wqe = NULL;
+	if (qp->ex_err)
+		return NULL;
+	if (ohca_wq_used(&qp->sq) >= (1u << qp->sq.log_size)) {
+		qp->ex_err = ENOMEM;
+		return NULL;
+	}
+	wqe = ohca_wq_entry(&qp->sq, qp->sq.pi);
+	err = ohca_wqe_start(qp, wqe, qp->vqp.qp_ex.wr_id,
+			     qp->vqp.qp_ex.wr_flags, opcode);
+	if (err) {
+		qp->ex_err = err;
+		return NULL;
+	}
+	qp->sq.pi++;
+	qp->ex_wqe = wqe;
+	return wqe;
+}
+
+/* The WQE the setters fill, or NULL (error or no wr_<opcode> first). */
+static struct ohca_send_wqe *ohca_ex_cur(struct ohca_qp *qp)
+{
+	if (!qp->ex_err && !qp->ex_wqe)
+		qp->ex_err = EINVAL;
+	return qp->ex_err ? NULL : qp->ex_wqe;
+}
+
+static void ohca_ex_fail(struct ohca_qp *qp, int err)
+{
+	if (err && !qp->ex_err)
+		qp->ex_err = err;
+}
+
+static void ohca_wr_send(struct ibv_qp_ex *ibqp)
+{
+	ohca_ex_new(ex_to_qp(ibqp), OHCA_WR_SEND);
+}
+
+static void ohca_wr_send_imm(struct ibv_qp_ex *ibqp, __be32 imm_data)
+{
+	struct ohca_send_wqe *wqe = ohca_ex_new(ex_to_qp(ibqp),
+						OHCA_WR_SEND_IMM);
+
+	if (wqe)
+		ohca_wqe_imm(wqe, imm_data);
+}
+
+static void ohca_wr_send_inv(struct ibv_qp_ex *ibqp, uint32_t invalidate_rkey)
+{
+	struct ohca_send_wqe *wqe = ohca_ex_new(ex_to_qp(ibqp),
+						OHCA_WR_SEND_INV);
+
+	if (wqe)
+		ohca_wqe_inv(wqe, invalidate_rkey);
+}
+
+static void ohca_wr_rdma_write(struct ibv_qp_ex *ibqp, uint32_t rkey,
+			       uint64_t remote_addr)
+{
+	struct ohca_send_wqe *wqe = ohca_ex_new(ex_to_qp(ibqp),
+						OHCA_WR_RDMA_WRITE);
+
+	if (wqe)
+		ohca_wqe_rdma(wqe, rkey, remote_addr);
+}
+
+static void ohca_wr_rdma_write_imm(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				   uint64_t remote_addr, __be32 imm_data)
+{
+	struct ohca_send_wqe *wqe = ohca_ex_new(ex_to_qp(ibqp),
+						OHCA_WR_RDMA_WRITE_IMM);
+
+	if (wqe) {
+		ohca_wqe_rdma(wqe, rkey, remote_addr);
+		ohca_wqe_imm(wqe, imm_data);
+	}
+}
+
+static void ohca_wr_rdma_read(struct ibv_qp_ex *ibqp, uint32_t rkey,
+			      uint64_t remote_addr)
+{
+	struct ohca_send_wqe *wqe = ohca_ex_new(ex_to_qp(ibqp),
+						OHCA_WR_RDMA_READ);
+
+	if (wqe)
+		ohca_wqe_rdma(wqe, rkey, remote_addr);
+}
+
+static void ohca_wr_atomic_cmp_swp(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				   uint64_t remote_addr, uint64_t compare,
+				   uint64_t swap)
+{
+	struct ohca_send_wqe *wqe = ohca_ex_new(ex_to_qp(ibqp),
+						OHCA_WR_ATOMIC_CMP_SWP);
+
+	if (wqe)
+		ohca_wqe_atomic(wqe, rkey, remote_addr, compare, swap);
+}
+
+static void ohca_wr_atomic_fetch_add(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				     uint64_t remote_addr, uint64_t add)
+{
+	struct ohca_send_wqe *wqe = ohca_ex_new(ex_to_qp(ibqp),
+						OHCA_WR_ATOMIC_FETCH_ADD);
+
+	if (wqe)
+		ohca_wqe_atomic(wqe, rkey, remote_addr, add, 0);
+}
+
+static void ohca_wr_set_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ah,
+				uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct ohca_qp *qp = ex_to_qp(ibqp);
+	struct ohca_send_wqe *wqe = ohca_ex_cur(qp);
+
+	if (wqe)
+		ohca_ex_fail(qp, ohca_wqe_ud(qp, wqe, ah, remote_qpn,
+					     remote_qkey));
+}
+
+static void ohca_wr_set_sge(struct ibv_qp_ex *ibqp, uint32_t lkey,
+			    uint64_t addr, uint32_t length)
+{
+	struct ohca_qp *qp = ex_to_qp(ibqp);
+	struct ohca_send_wqe *wqe = ohca_ex_cur(qp);
+	struct ibv_sge sge = { .addr = addr, .length = length, .lkey = lkey };
+
+	if (wqe)
+		ohca_ex_fail(qp, ohca_wqe_sges(qp, wqe, &sge, 1));
+}
+
+static void ohca_wr_set_sge_list(struct ibv_qp_ex *ibqp, size_t num_sge,
+				 const struct ibv_sge *sg_list)
+{
+	struct ohca_qp *qp = ex_to_qp(ibqp);
+	struct ohca_send_wqe *wqe = ohca_ex_cur(qp);
+
+	if (wqe)
+		ohca_ex_fail(qp, ohca_wqe_sges(qp, wqe, sg_list, num_sge));
+}
+
+static void ohca_wr_set_inline_data(struct ibv_qp_ex *ibqp, void *addr,
+				    size_t length)
+{
+	struct ohca_qp *qp = ex_to_qp(ibqp);
+	struct ohca_send_wqe *wqe = ohca_ex_cur(qp);
+	int err;
+
+	if (!wqe)
+		return;
+	err = ohca_wqe_inline_begin(wqe);
+	if (!err)
+		err = ohca_wqe_inline_add(qp, wqe, addr, length);
+	ohca_ex_fail(qp, err);
+}
+
+static void ohca_wr_set_inline_data_list(struct ibv_qp_ex *ibqp,
+					 size_t num_buf,
+					 const struct ibv_data_buf *buf_list)
+{
+	struct ohca_qp *qp = ex_to_qp(ibqp);
+	struct ohca_send_wqe *wqe = ohca_ex_cur(qp);
+	size_t i;
+	int err;
+
+	if (!wqe)
+		return;
+	err = ohca_wqe_inline_begin(wqe);
+	for (i = 0; !err && i < num_buf; i++)
+		err = ohca_wqe_inline_add(qp, wqe, buf_list[i].addr,
+					  buf_list[i].length);
+	ohca_ex_fail(qp, err);
+}
+
+static int ohca_wr_complete(struct ibv_qp_ex *ibqp)
+{
+	struct ohca_qp *qp = ex_to_qp(ibqp);
+	int err = qp->ex_err;
+
+	if (err)
+		qp->sq.pi = qp->ex_start_pi;
+	else if (qp->sq.pi != qp->ex_start_pi)
+		ohca_sq_doorbell(to_ohca_ctx(ibqp->qp_base.context), qp);
+	qp->ex_wqe = NULL;
+	pthread_spin_unlock(&qp->sq.lock);
+	return err;
+}
+
+static void ohca_wr_abort(struct ibv_qp_ex *ibqp)
+{
+	struct ohca_qp *qp = ex_to_qp(ibqp);
+
+	qp->sq.pi = qp->ex_start_pi;
+	qp->ex_wqe = NULL;
+	pthread_spin_unlock(&qp->sq.lock);
+}
+
+/* The send_ops_flags this QP supports (ohca_qp_op_ok's rule). */
+uint64_t ohca_qp_ex_send_ops(enum ibv_qp_type qp_type)
+{
+	uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+
+	if (qp_type == IBV_QPT_RC)
+		ops |= IBV_QP_EX_WITH_RDMA_WRITE |
+		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+		       IBV_QP_EX_WITH_RDMA_READ |
+		       IBV_QP_EX_WITH_SEND_WITH_INV |
+		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	return ops;
+}
+
+/* The ibv_wr_* callbacks of the opcodes in @send_ops (checked by the
+ * caller against ohca_qp_ex_send_ops) and the setters. */
+void ohca_qp_ex_init_ops(struct ohca_qp *qp, uint64_t send_ops)
+{
+	struct ibv_qp_ex *ex = &qp->vqp.qp_ex;
+
+	ex->wr_start = ohca_wr_start;
+	ex->wr_complete = ohca_wr_complete;
+	ex->wr_abort = ohca_wr_abort;
+	ex->wr_set_sge = ohca_wr_set_sge;
+	ex->wr_set_sge_list = ohca_wr_set_sge_list;
+	ex->wr_set_inline_data = ohca_wr_set_inline_data;
+	ex->wr_set_inline_data_list = ohca_wr_set_inline_data_list;
+	if (qp->qp_type == IBV_QPT_UD)
+		ex->wr_set_ud_addr = ohca_wr_set_ud_addr;
+	if (send_ops & IBV_QP_EX_WITH_SEND)
+		ex->wr_send = ohca_wr_send;
+	if (send_ops & IBV_QP_EX_WITH_SEND_WITH_IMM)
+		ex->wr_send_imm = ohca_wr_send_imm;
+	if (send_ops & IBV_QP_EX_WITH_SEND_WITH_INV)
+		ex->wr_send_inv = ohca_wr_send_inv;
+	if (send_ops & IBV_QP_EX_WITH_RDMA_WRITE)
+		ex->wr_rdma_write = ohca_wr_rdma_write;
+	if (send_ops & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+		ex->wr_rdma_write_imm = ohca_wr_rdma_write_imm;
+	if (send_ops & IBV_QP_EX_WITH_RDMA_READ)
+		ex->wr_rdma_read = ohca_wr_rdma_read;
+	if (send_ops & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)
+		ex->wr_atomic_cmp_swp = ohca_wr_atomic_cmp_swp;
+	if (send_ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		ex->wr_atomic_fetch_add = ohca_wr_atomic_fetch_add;
 }
 
 /*
@@ -239,9 +616,10 @@ int ohca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 {
 	struct ohca_qp *qp = to_ohca_qp(ibqp);
 
-	if (qp->srq) {
+	/* receives go to the SRQ; none in RESET (IBTA) */
+	if (qp->srq || ibqp->state == IBV_QPS_RESET) {
 		*bad_wr = wr;
-		return EINVAL;	/* receives go to the SRQ */
+		return EINVAL;
 	}
 	return ohca_post_recv_wq(to_ohca_ctx(ibqp->context), &qp->rq,
 				 OHCA_DB_RQ, qp->qpn, wr, bad_wr);

@@ -39,6 +39,7 @@ static const struct verbs_context_ops ohca_ctx_ops = {
 	.create_cq = ohca_create_cq,
 	.create_cq_ex = ohca_create_cq_ex,
 	.create_qp = ohca_create_qp,
+	.create_qp_ex = ohca_create_qp_ex,
 	.create_srq = ohca_create_srq,
 	.dealloc_pd = ohca_dealloc_pd,
 	.dereg_mr = ohca_dereg_mr,

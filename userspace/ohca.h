@@ -113,6 +113,10 @@ struct ohca_qp {
 	enum ibv_qp_type qp_type;	/* RC or UD */
 	uint32_t max_inline;
 	int sq_sig_all;
+	/* ibv_wr_* posting, from wr_start to wr_complete/abort (sq.lock). */
+	struct ohca_send_wqe *ex_wqe;	/* the WQE the setters fill */
+	uint32_t ex_start_pi;		/* sq.pi at wr_start */
+	int ex_err;			/* first error since wr_start */
 };
 
 /*
@@ -198,6 +202,8 @@ struct ibv_cq_ex *ohca_create_cq_ex(struct ibv_context *ibctx,
 				    struct ibv_cq_init_attr_ex *attr);
 struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
 			      struct ibv_qp_init_attr *attr);
+struct ibv_qp *ohca_create_qp_ex(struct ibv_context *ibctx,
+				 struct ibv_qp_init_attr_ex *attr);
 int ohca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		   int attr_mask);
 int ohca_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
@@ -224,5 +230,7 @@ int ohca_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 int ohca_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc);
 int ohca_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
 void ohca_cq_ex_init_ops(struct ohca_cq *cq, uint64_t wc_flags);
+uint64_t ohca_qp_ex_send_ops(enum ibv_qp_type qp_type);
+void ohca_qp_ex_init_ops(struct ohca_qp *qp, uint64_t send_ops);
 
 #endif /* OHCA_PROVIDER_H */

@@ -516,13 +516,17 @@ static int ohca_wq_init_empty(struct ohca_wq *wq)
 	return 0;
 }
 
-struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
-			      struct ibv_qp_init_attr *attr)
+/*
+ * Shared by create_qp and create_qp_ex: @attr has comp_mask PD (the
+ * caller checked the rest); the caps are written back.
+ */
+static struct ohca_qp *ohca_qp_alloc(struct ibv_context *ibctx,
+				     struct ibv_qp_init_attr_ex *attr)
 {
-	struct ohca_context *ctx = to_ohca_ctx(ibpd->context);
+	struct ohca_context *ctx = to_ohca_ctx(ibctx);
 	struct ohca_create_qp_resp resp = {};
 	struct ohca_create_qp_cmd cmd = {};
-	struct ibv_qp_init_attr kattr;
+	struct ibv_qp_init_attr_ex kattr;
 	struct ohca_qp *qp;
 	int err;
 
@@ -577,11 +581,13 @@ struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
 	}
 	cmd.drv.max_inline = qp->max_inline;
 
-	/* The kernel sees the caps the rings really have. */
+	/* The kernel sees the caps the rings really have; the send ops are
+	 * the provider's business. */
 	kattr = *attr;
+	kattr.comp_mask = IBV_QP_INIT_ATTR_PD;
 	ohca_fill_caps(qp, &kattr.cap);
-	err = ibv_cmd_create_qp(ibpd, &qp->vqp.qp, &kattr, &cmd.ibv_cmd,
-				sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	err = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, &kattr, &cmd.ibv_cmd,
+				   sizeof(cmd), &resp.ibv_resp, sizeof(resp));
 	if (err) {
 		verbs_debug(&ctx->vctx, "CREATE_QP failed: errno %d\n", err);
 		goto err_rq;
@@ -603,7 +609,7 @@ struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
 		    (void *)qp->sq.ring, 1u << qp->rq.log_size,
 		    1u << qp->rq.log_stride, (void *)qp->rq.ring,
 		    qp->max_inline);
-	return &qp->vqp.qp;
+	return qp;
 
 err_rq:
 	ohca_wq_fini(&qp->rq);
@@ -613,6 +619,86 @@ err_free:
 	free(qp);
 	errno = err;
 	return NULL;
+}
+
+struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
+			      struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex ex = {
+		.qp_context = attr->qp_context,
+		.send_cq = attr->send_cq,
+		.recv_cq = attr->recv_cq,
+		.srq = attr->srq,
+		.cap = attr->cap,
+		.qp_type = attr->qp_type,
+		.sq_sig_all = attr->sq_sig_all,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = ibpd,
+	};
+	struct ohca_qp *qp = ohca_qp_alloc(ibpd->context, &ex);
+
+	if (!qp)
+		return NULL;
+	attr->cap = ex.cap;
+	return &qp->vqp.qp;
+}
+
+/*
+ * ibv_create_qp_ex: what create_qp does, plus the ibv_wr_* posting API
+ * for the send_ops_flags asked for. No creation flag is supported (0 is
+ * accepted); other comp_mask bits (XRC, RSS, parent domains) and send
+ * opcodes the QP type cannot post are EOPNOTSUPP, so callers can tell
+ * "not supported" from "invalid".
+ */
+struct ibv_qp *ohca_create_qp_ex(struct ibv_context *ibctx,
+				 struct ibv_qp_init_attr_ex *attr)
+{
+	struct ohca_context *ctx = to_ohca_ctx(ibctx);
+	struct ibv_qp_init_attr_ex ex = *attr;
+	uint64_t send_ops = 0;
+	struct ohca_qp *qp;
+
+	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
+					  IBV_QP_INIT_ATTR_CREATE_FLAGS |
+					  IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+		verbs_debug(&ctx->vctx, "qp_ex comp_mask %#x not supported\n",
+			    attr->comp_mask);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	    attr->create_flags) {
+		verbs_debug(&ctx->vctx, "qp_ex create_flags %#x not supported\n",
+			    attr->create_flags);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		send_ops = attr->send_ops_flags;
+		if (send_ops & ~ohca_qp_ex_send_ops(attr->qp_type)) {
+			verbs_debug(&ctx->vctx,
+				    "qp_ex send_ops_flags %#llx not supported on qp_type %d\n",
+				    (unsigned long long)send_ops,
+				    attr->qp_type);
+			errno = EOPNOTSUPP;
+			return NULL;
+		}
+	}
+	ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	qp = ohca_qp_alloc(ibctx, &ex);
+	if (!qp)
+		return NULL;
+	attr->cap = ex.cap;
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		ohca_qp_ex_init_ops(qp, send_ops);
+		/* ibv_qp_to_qp_ex() hands out the ibv_qp_ex only with this. */
+		qp->vqp.comp_mask |= VERBS_QP_EX;
+	}
+	return &qp->vqp.qp;
 }
 
 static void ohca_wq_reset(struct ohca_wq *wq)
