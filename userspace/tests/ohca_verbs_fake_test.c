@@ -704,6 +704,14 @@ int main(int argc, char **argv)
 		swr[0].wr.ud.ah = ah;
 		swr[0].wr.ud.remote_qpn = 0x123456;
 		swr[0].wr.ud.remote_qkey = 0x11111111;
+		/* A QP in RESET takes no work requests (IBTA): EINVAL. */
+		rc = ibv_post_send(ud, &swr[0], &bad_s);
+		CHECK(rc == EINVAL && bad_s == &swr[0], "post_send in RESET: rc %d", rc);
+		CHECK_EQ(db_read(OHCA_DB_SQ), 0);
+		memset(&qattr, 0, sizeof(qattr));
+		qattr.qp_state = IBV_QPS_INIT;
+		rc = ibv_modify_qp(ud, &qattr, IBV_QP_STATE);
+		CHECK(!rc, "UD to INIT: %s", strerror(rc));
 		rc = ibv_post_send(ud, &swr[0], &bad_s);
 		CHECK(!rc, "UD post_send: %s", strerror(rc));
 		CHECK_EQ(db_read(OHCA_DB_SQ), dbv(ud->qp_num, 1));
