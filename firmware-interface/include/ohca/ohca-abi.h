@@ -57,6 +57,23 @@ struct ohca_ibv_create_cq_resp {
 };
 
 /*
+ * ibv_resize_cq: a new ring as for ibv_create_cq. The provider holds its
+ * CQ lock across the command, with every polled entry returned through
+ * the CQ doorbell; the unpolled CQEs are then in slots 0..cqes-1 of the
+ * new ring and its consumer index restarts at 0.
+ */
+struct ohca_ibv_resize_cq {
+	__aligned_u64 buf_addr;
+	__u32 log_size;
+	__u32 comp_mask;
+};
+
+struct ohca_ibv_resize_cq_resp {
+	__u32 cqes;			/* unpolled CQEs moved */
+	__u32 reserved;
+};
+
+/*
  * ibv_create_qp: the provider sizes the queues from the requested caps,
  * allocates both rings (page aligned, zeroed) and the kernel pins them.
  * A QP on an SRQ has no receive ring: rq_buf_addr, rq_log_size and

@@ -64,6 +64,9 @@ enum ohca_cmd_opcode {
 	OHCA_CMD_MODIFY_QP		= 0x19,
 	OHCA_CMD_QUERY_QP		= 0x1a,
 	OHCA_CMD_DESTROY_QP		= 0x1b,
+	/* With OHCA_DEV_CAP_RESIZE_CQ / OHCA_DEV_CAP_REREG_MR (ABI 1.2) */
+	OHCA_CMD_RESIZE_CQ		= 0x1c,
+	OHCA_CMD_REREG_MR		= 0x1d,
 	/* Shared receive queues (ABI 1.2) */
 	OHCA_CMD_CREATE_SRQ		= 0x20,
 	OHCA_CMD_MODIFY_SRQ		= 0x21,
@@ -151,6 +154,10 @@ enum ohca_dev_caps {
 	 * requests, and remote invalidation (IETH) at the responder.
 	 */
 	OHCA_DEV_CAP_FAST_REG		= 1u << 0,
+	/* RESIZE_CQ: a CQ moves to a new ring, unpolled CQEs included. */
+	OHCA_DEV_CAP_RESIZE_CQ		= 1u << 1,
+	/* REREG_MR: an MR's translation, PD or access change in place. */
+	OHCA_DEV_CAP_REREG_MR		= 1u << 2,
 };
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, node_guid, 8);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, vendor_id, 40);
@@ -463,6 +470,38 @@ struct ohca_create_mr_in {
 OHCA_ASSERT_SIZE(struct ohca_create_mr_in, 48);
 OHCA_ASSERT_OFFSET(struct ohca_create_mr_in, pbl, 32);
 
+/* ---- REREG_MR (OHCA_DEV_CAP_REREG_MR) ------------------------------------ */
+/*
+ * Changes an MR made by CREATE_MR without flags (not PHYSICAL, not
+ * FAST_REG: those are BAD_STATE) in place: with OHCA_REREG_MR_TRANSLATION
+ * its iova, length and page list (validated as CREATE_MR's; the new list is
+ * charged to the page-list budget and the old one released), with
+ * OHCA_REREG_MR_PD its PD (BAD_HANDLE if 'pdn' does not exist), with
+ * OHCA_REREG_MR_ACCESS its access (as CREATE_MR's). Fields of the parts not
+ * named must be 0; 'flags' must name at least one part. The MR keeps its
+ * index and keys (the output repeats them, lkey then rkey, as CREATE_MR's);
+ * every access checked after the command uses the new values, and on any
+ * error the MR is unchanged.
+ */
+enum ohca_rereg_mr_flags {
+	OHCA_REREG_MR_TRANSLATION	= 1u << 0,
+	OHCA_REREG_MR_PD		= 1u << 1,
+	OHCA_REREG_MR_ACCESS		= 1u << 2,
+};
+
+struct ohca_rereg_mr_in {
+	ohca_le32 key;			/* the handle CREATE_MR returned */
+	ohca_le32 flags;		/* enum ohca_rereg_mr_flags */
+	ohca_le32 pdn;			/* OHCA_REREG_MR_PD */
+	ohca_le32 access;		/* OHCA_REREG_MR_ACCESS */
+	ohca_le64 iova;			/* OHCA_REREG_MR_TRANSLATION: */
+	ohca_le64 length;		/*  1..max_mr_size */
+	struct ohca_pbl pbl;
+};
+OHCA_ASSERT_SIZE(struct ohca_rereg_mr_in, 48);
+OHCA_ASSERT_OFFSET(struct ohca_rereg_mr_in, iova, 16);
+OHCA_ASSERT_OFFSET(struct ohca_rereg_mr_in, pbl, 32);
+
 /* ---- CREATE_CQ / DESTROY_CQ -------------------------------------------- */
 /*
  * The ring is 2^log_size struct ohca_cqe in the pages of 'pbl'. Doorbells
@@ -481,6 +520,40 @@ struct ohca_create_cq_in {
 OHCA_ASSERT_SIZE(struct ohca_create_cq_in, 32);
 
 #define OHCA_CQ_LOG_MAX			16
+
+/* ---- RESIZE_CQ (OHCA_DEV_CAP_RESIZE_CQ) ---------------------------------- */
+/*
+ * CQ 'cqn' moves to a new ring of 2^log_size CQEs in the pages of 'pbl'
+ * (same rules as CREATE_CQ). The CQEs the device has written and the
+ * consumer has not yet returned through the CQ doorbell (producer index
+ * minus the doorbell's consumer index) are copied, in order, to slots
+ * 0..n-1 of the new ring with the owner bit of the first pass; then both
+ * indices restart: the consumer index is 0 and the next CQE goes to slot n.
+ * The output gives n. The doorbell page, EQ and arming are kept. The old
+ * ring is not written again once the command completes, so the consumer
+ * must not poll it meanwhile (it holds its CQ lock across the command) and
+ * must return every entry it polled before (the CQ doorbell) first.
+ * Errors leave the CQ as it was: BAD_HANDLE (no such CQ), BAD_STATE (the
+ * CQ is in error), BAD_FIELD log_size (out of 1..OHCA_CQ_LOG_MAX, or fewer
+ * than n slots), BAD_ADDR (page list, old or new ring not accessible),
+ * NO_RESOURCES (the page-list budget, counted without the old ring's).
+ * The copy is at most 2^OHCA_CQ_LOG_MAX entries.
+ */
+struct ohca_resize_cq_in {
+	ohca_le32 cqn;
+	ohca_u8 log_size;		/* 1..OHCA_CQ_LOG_MAX */
+	ohca_u8 rsvd[3];
+	struct ohca_pbl pbl;
+};
+OHCA_ASSERT_SIZE(struct ohca_resize_cq_in, 24);
+OHCA_ASSERT_OFFSET(struct ohca_resize_cq_in, log_size, 4);
+OHCA_ASSERT_OFFSET(struct ohca_resize_cq_in, pbl, 8);
+
+struct ohca_resize_cq_out {
+	ohca_le32 cqes;			/* n: unpolled CQEs moved */
+	ohca_le32 rsvd;
+};
+OHCA_ASSERT_SIZE(struct ohca_resize_cq_out, 8);
 
 /* ---- CREATE_QP / MODIFY_QP / QUERY_QP / DESTROY_QP ---------------------- */
 /*

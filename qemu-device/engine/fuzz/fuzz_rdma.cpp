@@ -849,8 +849,61 @@ class Rdma {
         h_.set_hole(lo, hi, in.flag());
     }
 
+    // RESIZE_CQ into the CQ's own ring area (the poller follows it).
+    void resize_cq(Input &in) {
+        const uint32_t i = in.below(kSlots);
+        Cq &slot = cqs_[i];
+        ohca_resize_cq_in r{};
+        r.cqn = bad(in) ? in.u32() : slot.cqn;
+        r.log_size = static_cast<uint8_t>(bad(in) ? in.u8() : 8 - in.below(8));
+        const uint64_t ring = kCqRings + 0x2000ull * i;
+        r.pbl =
+            pbl(in, ring, std::min<uint64_t>(32ull << std::min(r.log_size, uint8_t{16}), 0x2000));
+        if (bad(in)) {
+            r.rsvd[in.below(3)] = in.u8();
+        }
+        if (d_.cmd(OHCA_CMD_RESIZE_CQ, &r, sizeof(r), sizeof(ohca_resize_cq_out), kMailboxOut) ==
+                OHCA_STATUS_OK &&
+            slot.live && r.cqn == slot.cqn) {
+            slot.log = r.log_size;
+            slot.ci = 0;
+        }
+    }
+
+    // REREG_MR of any subset of translation, PD and access.
+    void rereg_mr(Input &in) {
+        Mr &slot = mrs_[in.below(kMrSlots)];
+        ohca_rereg_mr_in m{};
+        m.key = bad(in) ? in.u32() : slot.key;
+        m.flags = bad(in) ? in.u32() : in.range(1, 7);
+        if ((m.flags & OHCA_REREG_MR_PD) != 0 || bad(in)) {
+            m.pdn = pd(in);
+        }
+        if ((m.flags & OHCA_REREG_MR_ACCESS) != 0 || bad(in)) {
+            m.access = bad(in) ? in.u32() : OHCA_ACCESS_LOCAL_WRITE | (in.u32() & 0xe);
+        }
+        if ((m.flags & OHCA_REREG_MR_TRANSLATION) != 0 || bad(in)) {
+            const uint64_t off = 0x1000ull * in.below(32) & (kDataSize - 1);
+            m.iova = kData + off;
+            m.length = bad(in) ? in.u64() : std::max<uint64_t>(1, kDataSize - off - in.below(256));
+            m.pbl = pbl(in, m.iova, std::min<uint64_t>(m.length, kDataSize));
+        }
+        if (d_.cmd(OHCA_CMD_REREG_MR, &m, sizeof(m), sizeof(ohca_create_out), kMailboxOut) ==
+                OHCA_STATUS_OK &&
+            slot.live && m.key == slot.key && (m.flags & OHCA_REREG_MR_TRANSLATION) != 0) {
+            slot.iova = m.iova;
+            slot.len = m.length;
+        }
+    }
+
     void misc(Input &in) {
-        switch (in.below(5)) {
+        switch (in.below(6)) {
+        case 4:
+            resize_cq(in);
+            break;
+        case 5:
+            rereg_mr(in);
+            break;
         case 0: { // a doorbell on a page or for a queue that is not ours
             const uint32_t page = in.below(4);
             const uint32_t offset = in.u16() & 0xff8;

@@ -85,6 +85,10 @@ constexpr CmdSizes sizes_of(uint16_t opcode) {
     case OHCA_CMD_ATTACH_MCAST:
     case OHCA_CMD_DETACH_MCAST:
         return {sizeof(ohca_mcast_in), 0};
+    case OHCA_CMD_RESIZE_CQ:
+        return {sizeof(ohca_resize_cq_in), sizeof(ohca_resize_cq_out)};
+    case OHCA_CMD_REREG_MR:
+        return {sizeof(ohca_rereg_mr_in), sizeof(ohca_create_out)};
     default: // NOP
         return {0, 0};
     }
@@ -236,6 +240,10 @@ Device::CmdResult Device::execute(const Command &cmd) {
         return cmd_mcast(cmd, true);
     case OHCA_CMD_DETACH_MCAST:
         return cmd_mcast(cmd, false);
+    case OHCA_CMD_RESIZE_CQ:
+        return cmd_resize_cq(cmd);
+    case OHCA_CMD_REREG_MR:
+        return cmd_rereg_mr(cmd);
     default:
         return {OHCA_STATUS_BAD_OPCODE, cmd.opcode};
     }

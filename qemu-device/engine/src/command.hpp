@@ -24,6 +24,21 @@ struct Device::Command {
     }
 };
 
+constexpr uint32_t kAccessAll = OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE |
+                                OHCA_ACCESS_REMOTE_READ | OHCA_ACCESS_REMOTE_ATOMIC;
+
+// The status of a page list that failed to load: BAD_ADDR, NO_RESOURCES,
+// or BAD_FIELD at its field (the list is at 'pbl_offset' in the input).
+inline Device::CmdResult pbl_error(PageList::LoadResult r, size_t pbl_offset) {
+    if (r.error == PageList::Error::Dma) {
+        return {OHCA_STATUS_BAD_ADDR, 0};
+    }
+    if (r.error == PageList::Error::NoResources) {
+        return {OHCA_STATUS_NO_RESOURCES, 0};
+    }
+    return {OHCA_STATUS_BAD_FIELD, static_cast<uint32_t>(pbl_offset + r.field)};
+}
+
 // First nonzero byte in [off, off + len) of the input, if any.
 inline std::optional<uint32_t> nonzero_at(std::span<const uint8_t> in, size_t off, size_t len) {
     for (size_t i = off; i < off + len && i < in.size(); ++i) {

@@ -164,6 +164,9 @@ class Device : private TransportServices {
     CmdResult cmd_modify_srq(const Command &cmd);
     CmdResult cmd_query_srq(const Command &cmd);
     CmdResult cmd_destroy_srq(const Command &cmd);
+    // cq_resize.cpp, mr_rereg.cpp
+    CmdResult cmd_resize_cq(const Command &cmd);
+    CmdResult cmd_rereg_mr(const Command &cmd);
     void srq_doorbell(uint32_t page, uint32_t srqn, uint32_t value);
     Srq *find_srq(uint32_t srqn);
     SrqTake take_srq_wqe(Qp &qp) override;

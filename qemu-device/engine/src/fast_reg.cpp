@@ -13,13 +13,6 @@
 
 namespace ohca {
 
-namespace {
-
-constexpr uint32_t kAccessAll = OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE |
-                                OHCA_ACCESS_REMOTE_READ | OHCA_ACCESS_REMOTE_ATOMIC;
-
-} // namespace
-
 Device::CmdResult Device::init_fast_reg_mr(const ohca_create_mr_in &in, Mr &mr) const {
     using In = ohca_create_mr_in;
     if (le(in.access) != 0) {

@@ -56,7 +56,8 @@ struct DeviceLimits {
     static constexpr uint32_t num_ports = 1;
     // Fast registration: page-list entries per fast-registration MR.
     static constexpr uint32_t max_fast_reg_page_list_len = OHCA_MAX_FAST_REG_PAGES;
-    static constexpr uint32_t dev_caps = OHCA_DEV_CAP_FAST_REG;
+    static constexpr uint32_t dev_caps =
+        OHCA_DEV_CAP_FAST_REG | OHCA_DEV_CAP_RESIZE_CQ | OHCA_DEV_CAP_REREG_MR;
     static constexpr uint32_t speed_mbps = 10000;
     static constexpr uint32_t default_mtu = 1500;
     // Enforced by CREATE_QP: 2^log_size <= max_qp_wr.

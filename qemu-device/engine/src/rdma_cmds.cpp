@@ -12,9 +12,6 @@ namespace ohca {
 
 namespace {
 
-constexpr uint32_t kAccessAll = OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE |
-                                OHCA_ACCESS_REMOTE_READ | OHCA_ACCESS_REMOTE_ATOMIC;
-
 // Lowest free slot in [first, table.size()).
 template <class T> std::optional<uint32_t> free_slot(const Table<T> &t, uint32_t first) {
     for (uint32_t i = first; i < t.size(); ++i) {
@@ -27,16 +24,6 @@ template <class T> std::optional<uint32_t> free_slot(const Table<T> &t, uint32_t
 
 template <class T> T *lookup(Table<T> &t, uint32_t h) {
     return h < t.size() ? t[h].get() : nullptr;
-}
-
-Device::CmdResult pbl_error(PageList::LoadResult r, size_t pbl_offset) {
-    if (r.error == PageList::Error::Dma) {
-        return {OHCA_STATUS_BAD_ADDR, 0};
-    }
-    if (r.error == PageList::Error::NoResources) {
-        return {OHCA_STATUS_NO_RESOURCES, 0};
-    }
-    return {OHCA_STATUS_BAD_FIELD, static_cast<uint32_t>(pbl_offset + r.field)};
 }
 
 } // namespace
