@@ -246,6 +246,7 @@ struct ohca_mr {
 	struct ib_mr ibmr;
 	struct ib_umem *umem;		/* NULL for the DMA MR */
 	u32 handle;			/* CREATE_MR's key, for DESTROY_MR */
+	int access;			/* user MR: IB access flags (rereg) */
 	/*
 	 * Fast-registration MR: coherent page list of max_pages entries,
 	 * npages of them filled by map_mr_sg (the ULP serialises map_mr_sg
@@ -274,6 +275,8 @@ struct ohca_cq {
 	/* Kernel CQ: guards ci, the ring and the two QP lists below. */
 	spinlock_t lock;
 	u32 ci;				/* free-running consumer index */
+	/* User CQ: serialises ohca_resize_cq()'s swap of umem and size. */
+	struct mutex resize_lock;
 	/* Kernel QPs whose SQ / RQ complete here (software flushes). */
 	struct list_head sq_list;
 	struct list_head rq_list;
@@ -472,6 +475,9 @@ struct ib_mr *ohca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			       u64 iova, int access, struct ib_udata *udata);
 struct ib_mr *ohca_get_dma_mr(struct ib_pd *ibpd, int access);
 int ohca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *ohca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				 u64 length, u64 iova, int access,
+				 struct ib_pd *ibpd, struct ib_udata *udata);
 
 /* ohca_fastreg.c */
 u32 ohca_fast_reg_page_list_len(struct ohca_dev *dev);
@@ -486,6 +492,7 @@ int ohca_build_reg_mr_wqe(struct ohca_dev *dev, const struct ib_reg_wr *wr,
 /* ohca_cq.c */
 int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		   struct ib_udata *udata);
+int ohca_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int ohca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int ohca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int ohca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);

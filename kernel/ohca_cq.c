@@ -135,6 +135,7 @@ int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	}
 
 	spin_lock_init(&cq->lock);
+	mutex_init(&cq->resize_lock);
 	INIT_LIST_HEAD(&cq->sq_list);
 	INIT_LIST_HEAD(&cq->rq_list);
 	cq->ci = 0;
@@ -200,6 +201,78 @@ int ohca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	if (!ohca_destroy_failed(dev, err, "CQ", cq->cqn))
 		ohca_cq_free_buf(dev, cq);
 	return 0;
+}
+
+/*
+ * A user CQ moves to a new ring (RESIZE_CQ): the provider holds its CQ
+ * lock across the call, so the device's consumer index is the provider's,
+ * and the device copies the unpolled CQEs to the start of the new ring.
+ * Kernel CQs are not resized: no kernel consumer asks for it.
+ */
+int ohca_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibcq->device);
+	struct ohca_cq *cq = to_ohca_cq(ibcq);
+	struct ohca_ibv_resize_cq_resp resp = {};
+	struct ohca_ibv_resize_cq ucmd = {};
+	struct ohca_resize_cq_in in = {};
+	struct ohca_resize_cq_out out = {};
+	struct ohca_cmd_args args = {
+		.opcode = OHCA_CMD_RESIZE_CQ,
+		.in = &in,
+		.in_len = sizeof(in),
+		.out = &out,
+		.out_len = sizeof(out),
+	};
+	struct ohca_pbl_mem mem;
+	struct ib_umem *umem;
+	int err;
+
+	if (!udata || !cq->umem ||
+	    !(le32_to_cpu(dev->attr.dev_caps) & OHCA_DEV_CAP_RESIZE_CQ))
+		return -EOPNOTSUPP;
+	if (cqe < 1 || cqe > le32_to_cpu(dev->attr.max_cqe))
+		return -EINVAL;
+	if (udata->inlen < sizeof(ucmd))
+		return -EINVAL;
+	err = ib_copy_from_udata(&ucmd, udata, sizeof(ucmd));
+	if (err)
+		return err;
+	if (ucmd.comp_mask || !ohca_udata_tail_clear(udata, sizeof(ucmd)))
+		return -EINVAL;
+	/* The ring holds the entries asked for, one slot kept free. */
+	if (ucmd.log_size < 1 || ucmd.log_size > OHCA_CQ_LOG_MAX ||
+	    BIT(ucmd.log_size) < (u32)cqe + 1 ||
+	    BIT(ucmd.log_size) > le32_to_cpu(dev->attr.max_cqe) + 1)
+		return -EINVAL;
+
+	mutex_lock(&cq->resize_lock);
+	umem = ohca_umem_ring(dev, ucmd.buf_addr,
+			      BIT(ucmd.log_size) * sizeof(struct ohca_cqe),
+			      &in.pbl, &mem);
+	if (IS_ERR(umem)) {
+		err = PTR_ERR(umem);
+		goto out_unlock;
+	}
+	in.cqn = cpu_to_le32(cq->cqn);
+	in.log_size = ucmd.log_size;
+	/* More unpolled CQEs than the new ring holds: BAD_FIELD, -EINVAL. */
+	err = ohca_cmd_exec(dev, &args);
+	ohca_pbl_free(dev, &mem);
+	if (err) {
+		ib_umem_release(umem);
+		goto out_unlock;
+	}
+	/* The device no longer touches the old ring. */
+	ib_umem_release(cq->umem);
+	cq->umem = umem;
+	cq->log_size = ucmd.log_size;
+	ibcq->cqe = BIT(cq->log_size) - 1;
+	resp.cqes = le32_to_cpu(out.cqes);
+	err = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
+out_unlock:
+	mutex_unlock(&cq->resize_lock);
+	return err;
 }
 
 enum ib_wc_status ohca_wc_status(u8 status)

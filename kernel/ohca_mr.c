@@ -349,6 +349,7 @@ struct ib_mr *ohca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	ohca_pbl_free(dev, &mem);
 	if (err)
 		goto err_release;
+	mr->access = access;
 	return &mr->ibmr;
 
 err_release:
@@ -386,6 +387,101 @@ struct ib_mr *ohca_get_dma_mr(struct ib_pd *ibpd, int access)
 		return ERR_PTR(err);
 	}
 	return &mr->ibmr;
+}
+
+/*
+ * Re-registration in place (REREG_MR): the MR keeps its keys (IBTA lets
+ * them change; keeping them lets a peer that holds the rkey go on after
+ * an access change). A new translation is pinned and listed first and the
+ * old pages released only once the device uses the new ones; an access
+ * change that makes a read-only MR writable pins its pages again for
+ * writing, as if the translation changed. Returns NULL: the core keeps
+ * the ib_mr and updates its PD, iova and length.
+ */
+struct ib_mr *ohca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				 u64 length, u64 iova, int access,
+				 struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibmr->device);
+	struct ohca_mr *mr = to_ohca_mr(ibmr);
+	struct ohca_rereg_mr_in in = {};
+	struct ohca_create_out out = {};
+	struct ohca_cmd_args args = {
+		.opcode = OHCA_CMD_REREG_MR,
+		.in = &in,
+		.in_len = sizeof(in),
+		.out = &out,
+		.out_len = sizeof(out),
+	};
+	struct ib_umem *umem = NULL;
+	struct ohca_pbl_mem mem = {};
+	int new_access = flags & IB_MR_REREG_ACCESS ? access : mr->access;
+	u32 dflags = 0;
+	int err;
+
+	if (!(le32_to_cpu(dev->attr.dev_caps) & OHCA_DEV_CAP_REREG_MR) ||
+	    !mr->umem)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (flags & ~(IB_MR_REREG_TRANS | IB_MR_REREG_PD | IB_MR_REREG_ACCESS))
+		return ERR_PTR(-EOPNOTSUPP);
+	if (udata && !ohca_udata_tail_clear(udata, 0))
+		return ERR_PTR(-EINVAL);
+	if (flags & IB_MR_REREG_ACCESS) {
+		if (access & ~(OHCA_MR_ACCESS_SUPPORTED | IB_ACCESS_OPTIONAL))
+			return ERR_PTR(-EOPNOTSUPP);
+		dflags |= OHCA_REREG_MR_ACCESS;
+		in.access = cpu_to_le32(ohca_access_to_dev(access));
+		/* Pages pinned read-only cannot take the device's writes. */
+		if (ib_access_writable(access) && !mr->umem->writable &&
+		    !(flags & IB_MR_REREG_TRANS)) {
+			flags |= IB_MR_REREG_TRANS;
+			start = mr->umem->address;
+			length = mr->umem->length;
+			iova = ibmr->iova;
+		}
+	}
+	if (flags & IB_MR_REREG_PD) {
+		dflags |= OHCA_REREG_MR_PD;
+		in.pdn = cpu_to_le32(to_ohca_pd(ibpd)->pdn);
+	}
+	if (flags & IB_MR_REREG_TRANS) {
+		unsigned long pgsz;
+
+		if (!length || length > le64_to_cpu(dev->attr.max_mr_size))
+			return ERR_PTR(-EINVAL);
+		umem = ib_umem_get(ibmr->device, start, length, new_access);
+		if (IS_ERR(umem))
+			return ERR_CAST(umem);
+		pgsz = ib_umem_find_best_pgsz(umem, ohca_pgsz_bitmap(dev), iova);
+		err = pgsz ? ohca_pbl_from_umem(dev, umem, pgsz, &in.pbl, &mem) :
+			     -EINVAL;
+		if (err)
+			goto err_release;
+		dflags |= OHCA_REREG_MR_TRANSLATION;
+		in.iova = cpu_to_le64(iova);
+		in.length = cpu_to_le64(length);
+	}
+	/* Nothing left to change (the core drops a PD that is the MR's). */
+	if (!dflags)
+		return NULL;
+	in.key = cpu_to_le32(mr->handle);
+	in.flags = cpu_to_le32(dflags);
+	err = ohca_cmd_exec(dev, &args);
+	ohca_pbl_free(dev, &mem);
+	if (err)
+		goto err_release;
+	if (umem) {
+		ib_umem_release(mr->umem);
+		mr->umem = umem;
+	}
+	mr->access = new_access;
+	ibmr->lkey = le32_to_cpu(out.handle);
+	ibmr->rkey = le32_to_cpu(out.handle2);
+	return NULL;
+
+err_release:
+	ib_umem_release(umem);
+	return ERR_PTR(err);
 }
 
 int ohca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)

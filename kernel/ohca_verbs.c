@@ -443,6 +443,8 @@ const struct ib_device_ops ohca_dev_ops = {
 	.query_srq = ohca_query_srq,
 	.reg_user_mr = ohca_reg_user_mr,
 	.req_notify_cq = ohca_req_notify_cq,
+	.rereg_user_mr = ohca_rereg_user_mr,
+	.resize_cq = ohca_resize_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, ohca_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, ohca_cq, ibcq),
