@@ -61,6 +61,8 @@ static const struct verbs_context_ops ohca_ctx_ops = {
 	.query_srq = ohca_query_srq,
 	.reg_mr = ohca_reg_mr,
 	.req_notify_cq = ohca_req_notify_cq,
+	.rereg_mr = ohca_rereg_mr,
+	.resize_cq = ohca_resize_cq,
 };
 
 static int ohca_map_db_page(struct ohca_context *ctx,

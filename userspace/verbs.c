@@ -162,6 +162,31 @@ struct ibv_mr *ohca_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 	return &mr->vmr.ibv_mr;
 }
 
+/*
+ * In place (the device's REREG_MR): the keys stay, so a peer holding the
+ * rkey goes on after an access change; libibverbs updates pd, addr and
+ * length, the kernel pins a new translation.
+ */
+int ohca_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+		  void *addr, size_t length, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp = {};
+	struct ibv_rereg_mr cmd = {};
+	int err;
+
+	err = ibv_cmd_rereg_mr(vmr, (uint32_t)flags, addr, length,
+			       (uintptr_t)addr, access, pd, &cmd, sizeof(cmd),
+			       &resp, sizeof(resp));
+	if (err) {
+		verbs_debug(&to_ohca_ctx(vmr->ibv_mr.context)->vctx,
+			    "REREG_MR flags %#x failed: errno %d\n", flags, err);
+		return err;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		vmr->access = access;
+	return 0;
+}
+
 int ohca_dereg_mr(struct verbs_mr *vmr)
 {
 	int err;
@@ -295,6 +320,66 @@ struct ibv_cq_ex *ohca_create_cq_ex(struct ibv_context *ibctx,
 		return NULL;
 	ohca_cq_ex_init_ops(cq, attr->wc_flags);
 	return &cq->vcq.cq_ex;
+}
+
+OHCA_DRV_CMD_REQ(ohca_resize_cq_cmd, ibv_resize_cq, ohca_ibv_resize_cq, 4);
+OHCA_DRV_CMD_RESP(ohca_resize_cq_resp, ib_uverbs_resize_cq_resp,
+		  ohca_ibv_resize_cq_resp, 4);
+
+/*
+ * A new ring; the device copies the unpolled CQEs to its start (slots
+ * 0..resp.cqes-1) and both indices restart at 0. The CQ lock is held
+ * across the command so that nobody polls the old ring meanwhile; every
+ * entry polled before was already returned through the CQ doorbell.
+ */
+int ohca_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct ohca_context *ctx = to_ohca_ctx(ibcq->context);
+	struct ohca_cq *cq = to_ohca_cq(ibcq);
+	struct ohca_resize_cq_resp resp = {};
+	struct ohca_resize_cq_cmd cmd = {};
+	struct ohca_cqe *ring;
+	size_t ring_size;
+	uint32_t log;
+	int err;
+
+	if (cqe < 1 || (uint32_t)cqe > ctx->max_cqe)
+		return EINVAL;
+	log = ohca_roundup_pow2_log((uint32_t)cqe + 1);
+	if (log > OHCA_CQ_LOG_MAX)
+		return EINVAL;
+	ring = ohca_alloc_ring(sizeof(struct ohca_cqe) << log, &ring_size);
+	if (!ring)
+		return ENOMEM;
+	cmd.drv.buf_addr = (uintptr_t)ring;
+	cmd.drv.log_size = log;
+
+	pthread_spin_lock(&cq->lock);
+	err = ibv_cmd_resize_cq(ibcq, cqe, &cmd.ibv_cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
+	if (!err && resp.drv.cqes > (1u << log)) {
+		/* The kernel swapped the rings: keep the new one regardless. */
+		verbs_err(&ctx->vctx, "resize moved %u CQEs into %u slots\n",
+			  resp.drv.cqes, 1u << log);
+	}
+	if (!err) {
+		struct ohca_cqe *old = cq->ring;
+		size_t old_size = cq->ring_size;
+
+		cq->ring = ring;
+		cq->ring_size = ring_size;
+		cq->log_size = log;
+		cq->ci = 0;
+		ibcq->cqe = (int)((1u << log) - 1);
+		ring = old;
+		ring_size = old_size;
+	}
+	pthread_spin_unlock(&cq->lock);
+	ohca_free_ring(ring, ring_size);
+	if (err)
+		verbs_debug(&ctx->vctx, "RESIZE_CQ %u to %d failed: errno %d\n",
+			    cq->cqn, cqe, err);
+	return err;
 }
 
 int ohca_destroy_cq(struct ibv_cq *ibcq)
