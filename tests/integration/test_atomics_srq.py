@@ -4,7 +4,12 @@ looped back inside the device): what ibv_devinfo reports, ibv_srq_pingpong
 and compare-swap), and a pyverbs program that arms the SRQ limit and waits
 for IBV_EVENT_SRQ_LIMIT_REACHED, then moves a QP of the SRQ to ERR and waits
 for IBV_EVENT_QP_LAST_WQE_REACHED (each wait bounded: a missing event fails
-instead of hanging). The parts share one boot; each checks its section."""
+instead of hanging), and the extended verbs (userspace/tests/ohca_verbs_ex.c:
+an extended CQ polled with start/next/end_poll, ibv_create_qp_ex QPs posting
+a chain of WRITE, WRITE_WITH_IMM, inline SEND, READ and both atomics through
+the ibv_wr_* API, wr_abort, a failed chain, posting in RESET, ibv_resize_cq
+with CQEs waiting, ibv_rereg_mr of translation and access). The parts share
+one boot; each checks its section."""
 
 import re
 
@@ -109,9 +114,14 @@ PYEOF
 timeout -k 5 90 python3 /tmp/srq_events.py {GID}
 """
 
-PARTS = ("devinfo", "srq_pingpong", "atomic_perftest", "srq_events")
+VERBS_EX = f"""
+timeout -k 5 120 /share/ohca_verbs_ex -g {GID}
+"""
+
+PARTS = ("devinfo", "srq_pingpong", "atomic_perftest", "srq_events", "verbs_ex")
 SCRIPTS = {"devinfo": DEVINFO, "srq_pingpong": SRQ_PINGPONG,
-           "atomic_perftest": ATOMIC_PERFTEST, "srq_events": SRQ_EVENTS}
+           "atomic_perftest": ATOMIC_PERFTEST, "srq_events": SRQ_EVENTS,
+           "verbs_ex": VERBS_EX}
 
 
 def job():
@@ -145,8 +155,18 @@ def check_srq_events(text):
     assert "SRQ_EVENTS ok" in text, text
 
 
+def check_verbs_ex(text):
+    for line in ("chain: 6 WRs in one wr_complete, 8 completions checked",
+                 "wr_abort and a failed chain posted nothing",
+                 "resize_cq: 12 waiting CQEs kept in order",
+                 "rereg_mr: translation and access changed in place",
+                 "ohca_verbs_ex: PASS"):
+        assert line in text, text
+
+
 CHECKS = {"devinfo": check_devinfo, "srq_pingpong": check_srq_pingpong,
-          "atomic_perftest": check_atomic_perftest, "srq_events": check_srq_events}
+          "atomic_perftest": check_atomic_perftest, "srq_events": check_srq_events,
+          "verbs_ex": check_verbs_ex}
 
 
 def test_atomics_and_srq_loopback(vm_run):

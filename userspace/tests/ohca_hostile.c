@@ -1349,6 +1349,124 @@ static bool t_mcast_fields(void)
 	       destroy(OHCA_CMD_DESTROY_QP, rc) == 0 &&
 	       destroy(OHCA_CMD_DESTROY_CQ, cq) == 0 &&
 	       destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
+
+/* RESIZE_CQ with hostile fields, onto its own ring and back many times
+ * (the page-list budget must not leak), then of a destroyed CQ. */
+static bool t_resize_cq_fields(void)
+{
+	struct ohca_resize_cq_in in;
+	uint32_t cq = mk_cq(0, 0);
+	int i;
+
+	CHECK(cq, "setup");
+#define RESIZE_BAD(field, val, st, syn) do {				\
+	memset(&in, 0, sizeof(in));					\
+	in.cqn = cq;							\
+	in.log_size = 7;						\
+	pbl1(&in.pbl, P_PBL2, P_CQ);					\
+	in.field = (val);						\
+	EXPECT_CMD(cmd(OHCA_CMD_RESIZE_CQ, &in, 24, 8), st, syn);	\
+} while (0)
+	RESIZE_BAD(cqn, 0x999, OHCA_STATUS_BAD_HANDLE, 0x999);
+	RESIZE_BAD(rsvd[2], 1, OHCA_STATUS_RESERVED_NONZERO, 7);
+	RESIZE_BAD(log_size, 0, OHCA_STATUS_BAD_FIELD, 4);
+	RESIZE_BAD(log_size, 17, OHCA_STATUS_BAD_FIELD, 4);
+	RESIZE_BAD(log_size, 8, OHCA_STATUS_BAD_FIELD,	/* one page: 4 KiB */
+		   8 + offsetof(struct ohca_pbl, npages));
+	RESIZE_BAD(pbl.addr, NOWHERE, OHCA_STATUS_BAD_ADDR, 0);
+	RESIZE_BAD(pbl.levels, 3, OHCA_STATUS_BAD_FIELD,
+		   8 + offsetof(struct ohca_pbl, levels));
+	/* Empty: nothing to copy, so onto the same page and back works. */
+	for (i = 0; i < 300; i++) {
+		memset(&in, 0, sizeof(in));
+		in.cqn = cq;
+		in.log_size = (uint8_t)(1 + i % 7);
+		pbl1(&in.pbl, P_PBL2, i % 2 ? P_CQ : P_SCRATCH);
+		EXPECT_CMD(cmd(OHCA_CMD_RESIZE_CQ, &in, 24, 8), 0, 0);
+		CHECK(out_handle() == 0, "moved %u CQEs of an empty CQ",
+		      out_handle());
+	}
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_CQ, cq), 0, 0);
+	RESIZE_BAD(cqn, cq, OHCA_STATUS_BAD_HANDLE, cq);
+	return true;
+}
+
+/* REREG_MR with hostile fields: unknown and missing flags, fields of parts
+ * not named, stale keys, a missing PD, bad access and page lists, the
+ * physical MR; the MR still destroys cleanly and its PD with it. */
+static bool t_rereg_mr_fields(void)
+{
+	uint32_t pd = mk_pd(), pd2 = mk_pd(), mr, phys;
+	struct ohca_create_mr_in pin = { .access = OHCA_ACCESS_LOCAL_WRITE,
+		.length = 1, .flags = OHCA_MR_F_PHYSICAL };
+	struct ohca_rereg_mr_in in;
+
+	CHECK(pd && pd2, "setup");
+	mr = mk_mr(pd, OHCA_ACCESS_LOCAL_WRITE);
+	CHECK(mr, "mr");
+	pin.pdn = pd;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_MR, &pin, 48, 8), 0, 0);
+	phys = out_handle();
+#define REREG(k, f) do {						\
+	memset(&in, 0, sizeof(in));					\
+	in.key = (k);							\
+	in.flags = (f);							\
+} while (0)
+	REREG(mr, 0);
+	EXPECT_CMD(cmd(OHCA_CMD_REREG_MR, &in, 48, 8), OHCA_STATUS_BAD_FIELD, 4);
+	REREG(mr, 0x80000000u);
+	EXPECT_CMD(cmd(OHCA_CMD_REREG_MR, &in, 48, 8), OHCA_STATUS_BAD_FIELD, 4);
+	REREG(mr, OHCA_REREG_MR_ACCESS);
+	in.access = OHCA_ACCESS_LOCAL_WRITE;
+	in.pdn = pd2;
+	EXPECT_CMD(cmd(OHCA_CMD_REREG_MR, &in, 48, 8), OHCA_STATUS_BAD_FIELD, 8);
+	in.pdn = 0;
+	in.pbl.npages = 1;
+	EXPECT_CMD(cmd(OHCA_CMD_REREG_MR, &in, 48, 8), OHCA_STATUS_BAD_FIELD,
+		   32 + offsetof(struct ohca_pbl, npages));
+	in.pbl.npages = 0;
+	in.access = OHCA_ACCESS_REMOTE_WRITE;	/* without LOCAL_WRITE */
+	EXPECT_CMD(cmd(OHCA_CMD_REREG_MR, &in, 48, 8), OHCA_STATUS_BAD_FIELD, 12);
+	in.access = 0xffffffffu;
+	EXPECT_CMD(cmd(OHCA_CMD_REREG_MR, &in, 48, 8), OHCA_STATUS_BAD_FIELD, 12);
+	REREG(mr ^ 0x1, OHCA_REREG_MR_PD);	/* another tag */
+	in.pdn = pd2;
+	EXPECT_CMD(cmd(OHCA_CMD_REREG_MR, &in, 48, 8), OHCA_STATUS_BAD_HANDLE,
+		   mr ^ 0x1);
+	REREG(mr, OHCA_REREG_MR_PD);
+	in.pdn = 0x999;
+	EXPECT_CMD(cmd(OHCA_CMD_REREG_MR, &in, 48, 8), OHCA_STATUS_BAD_HANDLE, 0x999);
+	REREG(phys, OHCA_REREG_MR_PD);
+	in.pdn = pd2;
+	EXPECT_CMD(cmd(OHCA_CMD_REREG_MR, &in, 48, 8), OHCA_STATUS_BAD_STATE, phys);
+	REREG(mr, OHCA_REREG_MR_TRANSLATION);
+	in.iova = 0x20000;
+	in.length = 0;
+	pbl1(&in.pbl, P_PBL, P_DATA);
+	EXPECT_CMD(cmd(OHCA_CMD_REREG_MR, &in, 48, 8), OHCA_STATUS_BAD_FIELD, 24);
+	in.length = ~0ull;
+	EXPECT_CMD(cmd(OHCA_CMD_REREG_MR, &in, 48, 8), OHCA_STATUS_BAD_FIELD, 24);
+	in.length = PG + 1;	/* beyond the one page */
+	EXPECT_CMD(cmd(OHCA_CMD_REREG_MR, &in, 48, 8), OHCA_STATUS_BAD_FIELD,
+		   32 + offsetof(struct ohca_pbl, npages));
+	in.length = PG;
+	in.pbl.addr = NOWHERE;
+	EXPECT_CMD(cmd(OHCA_CMD_REREG_MR, &in, 48, 8), OHCA_STATUS_BAD_ADDR, 0);
+	/* All three at once, then the PD it left can go, the new one not. */
+	pbl1(&in.pbl, P_PBL, P_DATA);
+	in.flags = OHCA_REREG_MR_TRANSLATION | OHCA_REREG_MR_PD |
+		   OHCA_REREG_MR_ACCESS;
+	in.pdn = pd2;
+	in.access = OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_READ;
+	EXPECT_CMD(cmd(OHCA_CMD_REREG_MR, &in, 48, 8), 0, 0);
+	CHECK(out_handle() == mr, "key %#x after rereg, was %#x", out_handle(),
+	      mr);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_MR, phys), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_PD, pd), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_PD, pd2), OHCA_STATUS_BAD_STATE, pd2);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_MR, mr), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_PD, pd2), 0, 0);
+	return true;
 }
 
 static bool t_srq_exhaustion(void)
@@ -1869,6 +1987,8 @@ static const struct hcase cases[] = {
 	{ "srq_fields", t_srq_fields, true },
 	{ "srq_exhaustion", t_srq_exhaustion, true },
 	{ "mcast_fields", t_mcast_fields, true },
+	{ "resize_cq_fields", t_resize_cq_fields, true },
+	{ "rereg_mr_fields", t_rereg_mr_fields, true },
 	{ "modify_qp_bad", t_modify_qp_bad, false },
 	{ "qp_use_after_destroy", t_qp_use_after_destroy, false },
 	{ "wqe_bad_opcode", t_wqe_bad_opcode, false },
