@@ -73,9 +73,13 @@ static int ohca_query_device(struct ib_device *ibdev,
 	props->max_res_rd_atom = min_t(u64, (u64)props->max_qp *
 				       props->max_qp_rd_atom, INT_MAX);
 	/*
-	 * What the device does: RNR NAKs on an empty receive queue, port
-	 * state events, a system image GUID; fast registration below when
-	 * the device offers it. No memory windows or checksum offload.
+	 * The flags for what the device does: RNR NAKs on an empty receive
+	 * queue, port state events, a system image GUID; fast registration
+	 * below when the device offers it. Atomics and SRQs are stated by
+	 * atomic_cap and max_srq; there are no memory windows, no SRQ
+	 * resizing and no checksum offload. CQ resizing and MR
+	 * re-registration have no flag: the verbs answer EOPNOTSUPP when
+	 * the device lacks them (dev_caps).
 	 */
 	props->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 				  IB_DEVICE_PORT_ACTIVE_EVENT;
