@@ -300,12 +300,18 @@ static void chain(void)
  * whole chain and wr_complete returns it. */
 static void abort_and_error(void)
 {
-	struct ibv_sge three[3] = {
-		{ (uintptr_t)abuf, 8, amr->lkey },
-		{ (uintptr_t)abuf + 8, 8, amr->lkey },
-		{ (uintptr_t)abuf + 16, 8, amr->lkey },
-	};
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	struct ibv_sge many[64];
 	struct wc w[2];
+
+	/* One SGE more than the QP holds (its caps may exceed the request). */
+	CHECK(!ibv_query_qp(qa, &attr, IBV_QP_CAP, &init), "query_qp");
+	CHECK(attr.cap.max_send_sge < 64, "max_send_sge %u",
+	      attr.cap.max_send_sge);
+	for (int i = 0; i < 64; i++)
+		many[i] = (struct ibv_sge){ (uintptr_t)abuf + 8 * i, 8,
+					    amr->lkey };
 
 	post_recv(qb, 201, bbuf + 30000, 64, bmr->lkey);
 	ibv_wr_start(xa);
@@ -320,8 +326,9 @@ static void abort_and_error(void)
 	ibv_wr_set_sge(xa, amr->lkey, (uintptr_t)abuf, 16);
 	xa->wr_id = 22;
 	ibv_wr_send(xa);
-	ibv_wr_set_sge_list(xa, 3, three);	/* max_send_sge is 2 */
-	CHECK(ibv_wr_complete(xa) == EINVAL, "chain with 3 SGEs");
+	ibv_wr_set_sge_list(xa, attr.cap.max_send_sge + 1, many);
+	CHECK(ibv_wr_complete(xa) == EINVAL, "chain with %u SGEs",
+	      attr.cap.max_send_sge + 1);
 
 	ibv_wr_start(xa);
 	xa->wr_id = 23;

@@ -17,6 +17,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -777,6 +778,138 @@ int main(int argc, char **argv)
 	push_cqe(&dscq, &(struct cqe_spec){ .wr_id = 0x9c, .qpn = qpn,
 					   .opcode = OHCA_CQE_SEND });
 	CHECK_EQ(ibv_poll_cq(scq, 8, wc), 0);
+
+	/* ---- extended CQ and QP: start/next/end_poll and read_* on the
+	 * ring poll_cq reads, one doorbell when the poll ends; an ibv_wr_*
+	 * chain of two WQEs in one doorbell; wr_abort and a failed chain
+	 * ring none ---- */
+	{
+		struct ibv_cq_init_attr_ex ca = { .cqe = 7,
+			.wc_flags = IBV_WC_STANDARD_FLAGS |
+				    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP };
+		struct ibv_qp_init_attr_ex xi = {
+			.qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+				 .max_send_sge = 2, .max_recv_sge = 1,
+				 .max_inline_data = 32 },
+			.comp_mask = IBV_QP_INIT_ATTR_PD |
+				     IBV_QP_INIT_ATTR_CREATE_FLAGS |
+				     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.pd = pd,
+			.send_ops_flags = IBV_QP_EX_WITH_SEND |
+					  IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+		};
+		struct ibv_sge many[32] = {};
+		struct ibv_poll_cq_attr pa = {};
+		bool used[64] = { false };
+		struct ibv_cq_ex *cx;
+		struct ibv_qp_ex *xe;
+		struct ibv_qp *xq;
+		struct dev_cq dx = { 0 };
+		uint8_t *xsq;
+		uint32_t stride;
+		void *xring;
+		int slot;
+
+		CHECK(!ibv_create_cq_ex(ctx, &ca) && errno == EOPNOTSUPP,
+		      "completion timestamps refused with EOPNOTSUPP");
+		ca.wc_flags = IBV_WC_STANDARD_FLAGS;
+		for (slot = 0; slot < 64; slot++)
+			used[slot] = fake_cqn(slot) >= 0;
+		cx = ibv_create_cq_ex(ctx, &ca);
+		CHECK(cx, "ibv_create_cq_ex: %s", strerror(errno));
+		if (!cx)
+			return 1;
+		for (slot = 0; slot < 64 && (used[slot] || fake_cqn(slot) < 0);
+		     slot++)
+			;
+		dx.cqn = (uint32_t)fake_cqn(slot);
+		CHECK(!fake_cq(dx.cqn, &xring, &dx.log), "cq_ex known");
+		dx.ring = xring;
+		xi.send_cq = xi.recv_cq = ibv_cq_ex_to_cq(cx);
+		xq = ibv_create_qp_ex(ctx, &xi);
+		CHECK(xq, "ibv_create_qp_ex: %s", strerror(errno));
+		if (!xq)
+			return 1;
+		xe = ibv_qp_to_qp_ex(xq);
+		CHECK(xe, "ibv_qp_to_qp_ex");
+		kdrv = fake_qp(xq->qp_num, NULL, NULL);
+		CHECK(kdrv, "qp_ex known");
+		if (!xe || !kdrv)
+			return 1;
+		xsq = (uint8_t *)(uintptr_t)kdrv->sq_buf_addr;
+		stride = 1u << kdrv->sq_log_stride;
+		rc = to_rts(xq, 0x77);
+		CHECK(!rc, "qp_ex to RTS: %s", strerror(rc));
+
+		db_clear();
+		ibv_wr_start(xe);
+		xe->wr_id = 0x51;
+		xe->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_rdma_write_imm(xe, 0xabcd, 0x1122334455ull,
+				      htonl(0xc0ffee));
+		ibv_wr_set_sge(xe, mr->lkey, (uintptr_t)buf, 100);
+		xe->wr_id = 0x52;
+		xe->wr_flags = 0;
+		ibv_wr_send(xe);
+		ibv_wr_set_inline_data(xe, buf, 10);
+		CHECK_EQ(ibv_wr_complete(xe), 0);
+		CHECK_EQ(db_read(OHCA_DB_SQ), dbv(xq->qp_num, 2));
+		CHECK_EQ(rd(xsq, 0, 8), 0x51);
+		CHECK_EQ(rd(xsq, 8, 1), OHCA_WR_RDMA_WRITE_IMM);
+		CHECK_EQ(rd(xsq, 9, 1), OHCA_WQE_SIGNALED);
+		CHECK_EQ(rd(xsq, 10, 1), 1);
+		CHECK_EQ(rd(xsq, 12, 4), htonl(0xc0ffee));
+		CHECK_EQ(rd(xsq, 16, 8), 0x1122334455ull);
+		CHECK_EQ(rd(xsq, 24, 4), 0xabcd);
+		CHECK_EQ(rd(xsq, 64, 8), (uintptr_t)buf);
+		CHECK_EQ(rd(xsq, 72, 4), 100);
+		CHECK_EQ(rd(xsq, 76, 4), mr->lkey);
+		CHECK_EQ(rd(xsq, stride + 8, 1), OHCA_WR_SEND);
+		CHECK_EQ(rd(xsq, stride + 9, 1), OHCA_WQE_INLINE);
+		CHECK_EQ(rd(xsq, stride + 28, 4), 10);
+		CHECK(!memcmp(xsq + stride + 64, buf, 10), "inline bytes");
+		db_clear();
+		ibv_wr_start(xe);
+		ibv_wr_send(xe);
+		ibv_wr_set_sge(xe, mr->lkey, (uintptr_t)buf, 8);
+		ibv_wr_abort(xe);
+		ibv_wr_start(xe);
+		ibv_wr_send(xe);
+		/* one SGE more than the QP holds */
+		ibv_wr_set_sge_list(xe, xi.cap.max_send_sge + 1, many);
+		CHECK_EQ(ibv_wr_complete(xe), EINVAL);
+		CHECK_EQ(db_read(OHCA_DB_SQ), 0);
+
+		push_cqe(&dx, &(struct cqe_spec){ .wr_id = 0x51,
+			.qpn = xq->qp_num, .opcode = OHCA_CQE_RDMA_WRITE,
+			.byte_len = 100, .wqe_index = 0 });
+		push_cqe(&dx, &(struct cqe_spec){ .wr_id = 0x61,
+			.qpn = xq->qp_num, .opcode = OHCA_CQE_RECV_RDMA_WITH_IMM,
+			.flags = OHCA_CQE_F_IMM, .imm = { 0xde, 0xad, 0xbe, 0xef },
+			.src_qp = 0x77 });
+		db_clear();
+		CHECK_EQ(ibv_start_poll(cx, &pa), 0);
+		CHECK_EQ(cx->wr_id, 0x51);
+		CHECK_EQ(cx->status, IBV_WC_SUCCESS);
+		CHECK_EQ(ibv_wc_read_opcode(cx), IBV_WC_RDMA_WRITE);
+		CHECK_EQ(ibv_wc_read_byte_len(cx), 100);
+		CHECK_EQ(ibv_wc_read_qp_num(cx), xq->qp_num);
+		CHECK_EQ(ibv_wc_read_wc_flags(cx), 0);
+		CHECK_EQ(ibv_next_poll(cx), 0);
+		CHECK_EQ(cx->wr_id, 0x61);
+		CHECK_EQ(ibv_wc_read_opcode(cx), IBV_WC_RECV_RDMA_WITH_IMM);
+		CHECK_EQ(ibv_wc_read_wc_flags(cx), IBV_WC_WITH_IMM);
+		CHECK_EQ(ntohl(ibv_wc_read_imm_data(cx)), 0xdeadbeef);
+		CHECK_EQ(ibv_wc_read_src_qp(cx), 0x77);
+		CHECK_EQ(ibv_next_poll(cx), ENOENT);
+		CHECK_EQ(db_read(OHCA_DB_CQ), 0);	/* slots still ours */
+		ibv_end_poll(cx);
+		CHECK_EQ(db_read(OHCA_DB_CQ), dbv(dx.cqn, 2));
+		CHECK_EQ(ibv_start_poll(cx, &pa), ENOENT);
+		CHECK_EQ(ibv_destroy_qp(xq), 0);
+		CHECK_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cx)), 0);
+	}
 	CHECK_EQ(ibv_destroy_qp(qp2), 0);
 	CHECK_EQ(ibv_destroy_cq(scq), 0);
 	CHECK_EQ(ibv_destroy_cq(rcq), 0);
