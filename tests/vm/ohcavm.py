@@ -200,7 +200,8 @@ def build_outputs(nic):
     }
     # Guest test programs: copied when built; the tests that run them check.
     for prog in ("ohca_ctx_test", "ohca_rc_loopback", "ohca_rc_nosyscall",
-                 "ohca_rc_negative", "ohca_rc_integrity", "ohca_hostile"):
+                 "ohca_rc_negative", "ohca_rc_integrity", "ohca_hostile",
+                 "ohca_verbs_ex"):
         path = os.path.join(provdir, prog)
         if os.path.isfile(path):
             files[prog] = path

@@ -33,7 +33,26 @@ Device::CmdResult Device::cmd_resize_cq(const Command &cmd) {
     }
     // What the consumer has not returned through the CQ doorbell.
     const uint32_t n = cq->pi - cq->ci;
-    if (in.log_size < 1 || in.log_size > OHCA_CQ_LOG_MAX || n > (1u << in.log_size)) {
+    // And what the device owes the CQ for work it has been given: a CQE
+    // for each send WQE rung and not yet completed (unsignaled ones
+    // counted too), and in ERR the flush of each posted receive. A ring
+    // that cannot hold them would overrun; the scan is bounded by max_qp.
+    uint64_t owed = 0;
+    if (cq->qp_refs != 0) {
+        for (const auto &q : qps_) {
+            if (!q) {
+                continue;
+            }
+            if (q->send_cqn == cqn) {
+                owed += q->sq.pi - q->sq.ci;
+            }
+            if (q->recv_cqn == cqn && q->state == OHCA_QPS_ERR && q->srqn == 0) {
+                owed += q->rq.pi - q->rq.ci + (q->recv_loaded ? 1 : 0);
+            }
+        }
+    }
+    if (in.log_size < 1 || in.log_size > OHCA_CQ_LOG_MAX ||
+        n + owed > (uint64_t{1} << in.log_size)) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_resize_cq_in, log_size)};
     }
     // The old ring's entries return to the budget once the CQ moves.

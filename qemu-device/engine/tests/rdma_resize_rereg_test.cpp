@@ -178,6 +178,42 @@ TEST_F(ResizeReregTest, ResizeCqRefusalsLeaveTheCqAsItWas) {
     EXPECT_EQ(resize(scq, 6, nullptr, false).status, OHCA_STATUS_BAD_STATE);
 }
 
+TEST_F(ResizeReregTest, ResizeCqCountsTheCqesTheDeviceOwes) {
+    // A QP in INIT takes SQ doorbells but sends nothing: five SENDs rung
+    // there are owed to its CQ (they complete, flushed, when it goes to
+    // ERR), so a ring of 4 would overrun; one of 8 takes them.
+    CqInfo cq = n.create_cq(3);
+    QpInfo c = n.create_qp(pd, cq.cqn, rcq.cqn);
+    ohca_qp_attr at{};
+    at.qp_state = OHCA_QPS_INIT;
+    ASSERT_EQ(n.modify(c.qpn,
+                       OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS, at)
+                  .status,
+              OHCA_STATUS_OK);
+    for (unsigned int i = 0; i < 5; ++i) {
+        SendReq r;
+        r.wr_id = 1 + i;
+        r.sges = {{src, 64, lsrc}};
+        n.post_send(c, r);
+    }
+    n.process();
+    EXPECT_TRUE(n.poll(cq).empty());
+    const auto small = resize(cq, 2, nullptr, false);
+    EXPECT_EQ(small.status, OHCA_STATUS_BAD_FIELD);
+    EXPECT_EQ(small.syndrome, offsetof(ohca_resize_cq_in, log_size));
+    uint32_t moved = 99;
+    ASSERT_EQ(resize(cq, 3, &moved).status, OHCA_STATUS_OK);
+    EXPECT_EQ(moved, 0u);
+    at = {};
+    at.qp_state = OHCA_QPS_ERR;
+    ASSERT_EQ(n.modify(c.qpn, OHCA_QP_STATE, at).status, OHCA_STATUS_OK);
+    n.process();
+    const auto flushed = n.poll(cq);
+    ASSERT_EQ(flushed.size(), 5u);
+    EXPECT_EQ(flushed[4].wr_id, 5u);
+    EXPECT_EQ(flushed[4].status, OHCA_CQE_WR_FLUSH_ERR);
+}
+
 TEST_F(ResizeReregTest, ResizeCqReturnsTheOldRingsPageListBudget) {
     // 2 MiB rings of 512 page-list entries: 8300 moves take more than the
     // device's 2^22 entries unless each returns the old ring's.
