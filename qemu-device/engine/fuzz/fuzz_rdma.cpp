@@ -897,7 +897,7 @@ class Rdma {
     }
 
     void misc(Input &in) {
-        switch (in.below(6)) {
+        switch (in.below(7)) {
         case 4:
             resize_cq(in);
             break;
