@@ -1349,6 +1349,7 @@ static bool t_mcast_fields(void)
 	       destroy(OHCA_CMD_DESTROY_QP, rc) == 0 &&
 	       destroy(OHCA_CMD_DESTROY_CQ, cq) == 0 &&
 	       destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
+}
 
 /* RESIZE_CQ with hostile fields, onto its own ring and back many times
  * (the page-list budget must not leak), then of a destroyed CQ. */
