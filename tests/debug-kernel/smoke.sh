@@ -18,7 +18,9 @@
 # first to come back, in a debug pool of two VMs). Any KASAN, lockdep,
 # DEBUG_OBJECTS or kmemleak report fails a test (the kernel-log scan;
 # kmemleak is scanned after each boot's last job, see
-# tests/integration/conftest.py). Needs build/debug-kernel
+# tests/integration/conftest.py). The harness's WARNING check comes last:
+# a job with a kernel warning retires its VM, and the next test would pay
+# for a new debug boot (4-5 minutes). Needs build/debug-kernel
 # (tests/debug-kernel/build.sh), QEMU, the provider and the root fs.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,8 +34,8 @@ exec /usr/bin/python3 -m pytest -v -rA --kernel debug \
 	tests/integration/test_devinfo.py \
 	tests/integration/test_cmdtest.py \
 	tests/integration/test_harness.py::test_scan_kernel_log_debug_kernel \
-	tests/integration/test_harness.py::test_guest_kernel_warning_fails_the_run \
 	tests/integration/test_lifecycle.py::test_reload_with_resources \
 	tests/integration/test_debug_traffic.py \
 	tests/integration/test_kunit.py \
+	tests/integration/test_harness.py::test_guest_kernel_warning_fails_the_run \
 	"$@"
