@@ -57,8 +57,7 @@ struct ohca_engine_ops {
      * host's tracing (QEMU: the ohca_* trace events). The arguments per
      * kind are in enum ohca_engine_trace_kind. Called synchronously from
      * inside the engine: it must not call back into it. */
-    void (*trace)(void *ctx, unsigned int kind, uint32_t a, uint32_t b, uint32_t c,
-                  uint64_t d);
+    void (*trace)(void *ctx, unsigned int kind, uint32_t a, uint32_t b, uint32_t c, uint64_t d);
 };
 
 enum ohca_engine_trace_kind {

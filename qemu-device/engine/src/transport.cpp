@@ -39,9 +39,8 @@ bool Device::build_path(const Qp &qp, PacketPath &path) const {
     path.hop_limit = av.hop_limit != 0 ? av.hop_limit : 64;
     path.traffic_class = av.traffic_class;
     path.flow_label = le(av.flow_label) & 0xfffff;
-    path.udp_src_port = qp.attrs.udp_sport != 0
-                            ? qp.attrs.udp_sport
-                            : static_cast<uint16_t>(0xc000 | (qp.qpn & 0x3fff));
+    path.udp_src_port = qp.attrs.udp_sport != 0 ? qp.attrs.udp_sport
+                                                : static_cast<uint16_t>(0xc000 | (qp.qpn & 0x3fff));
     return true;
 }
 

@@ -46,8 +46,8 @@ struct RoceCounters {
     uint64_t error_naks_rcvd = 0;
     uint64_t retry_exceeded = 0;
     uint64_t rnr_retry_exceeded = 0;
-    uint64_t ud_rx_no_wqe = 0;   // UD: dropped, no receive WQE
-    uint64_t ud_rx_bad_qkey = 0; // UD: dropped, Q_Key mismatch
+    uint64_t ud_rx_no_wqe = 0;     // UD: dropped, no receive WQE
+    uint64_t ud_rx_bad_qkey = 0;   // UD: dropped, Q_Key mismatch
     uint64_t mcast_rx_packets = 0; // UD to a multicast group with QPs here
 };
 

@@ -163,8 +163,8 @@ TEST_F(WireTest, UdpSourcePortFromTheDriver) {
     std::set<uint16_t> from0, from1;
     ASSERT_TRUE(run([&] { return sends() == 1; },
                     [&](bool from_a, const std::vector<uint8_t> &f) {
-                        const auto port = static_cast<uint16_t>(f.at(kUdpSrc) << 8 |
-                                                                f.at(kUdpSrc + 1));
+                        const auto port =
+                            static_cast<uint16_t>(f.at(kUdpSrc) << 8 | f.at(kUdpSrc + 1));
                         (from_a ? from0 : from1).insert(port);
                         return false;
                     }));
@@ -178,8 +178,7 @@ TEST_F(WireTest, UdpSourcePortFromTheDriver) {
     ohca_qp_attr at{};
     at.qp_state = OHCA_QPS_INIT;
     ASSERT_EQ(n.modify(qp.qpn,
-                       OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS,
-                       at)
+                       OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS, at)
                   .status,
               OHCA_STATUS_OK);
     at = {};
