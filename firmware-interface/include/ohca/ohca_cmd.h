@@ -72,6 +72,8 @@ enum ohca_cmd_opcode {
 	OHCA_CMD_MODIFY_SRQ		= 0x21,
 	OHCA_CMD_QUERY_SRQ		= 0x22,
 	OHCA_CMD_DESTROY_SRQ		= 0x23,
+	OHCA_CMD_ALLOC_MW		= 0x24,	/* OHCA_DEV_CAP_MW */
+	OHCA_CMD_DEALLOC_MW		= 0x25,
 
 	OHCA_CMD_ATTACH_MCAST		= 0x28,
 	OHCA_CMD_DETACH_MCAST		= 0x29,
@@ -133,7 +135,7 @@ struct ohca_query_device_out {
 	ohca_le32 max_srq_sge;		/* SGEs per SRQ WQE (ABI 1.2) */
 	ohca_le32 dev_caps;		/* enum ohca_dev_caps (ABI 1.2) */
 	ohca_le32 max_fast_reg_page_list_len; /* with OHCA_DEV_CAP_FAST_REG */
-	ohca_le32 rsvd0;
+	ohca_le32 max_mw;		/* memory windows (OHCA_DEV_CAP_MW) */
 	/* Multicast (ATTACH_MCAST): 0 on a device without it. */
 	ohca_le32 max_mcast_grp;	/* groups with at least one QP */
 	ohca_le32 max_mcast_qp_attach;	/* QPs in one group */
@@ -144,6 +146,7 @@ OHCA_ASSERT_OFFSET(struct ohca_query_device_out, atomic_cap, 128);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, dev_caps, 136);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_fast_reg_page_list_len,
 		   140);
+OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_mw, 144);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_mcast_grp, 148);
 
 /* Optional features, in QUERY_DEVICE's dev_caps (ABI 1.2). */
@@ -158,6 +161,12 @@ enum ohca_dev_caps {
 	OHCA_DEV_CAP_RESIZE_CQ		= 1u << 1,
 	/* REREG_MR: an MR's translation, PD or access change in place. */
 	OHCA_DEV_CAP_REREG_MR		= 1u << 2,
+	/*
+	 * Memory windows of type 1 and type 2B: ALLOC_MW/DEALLOC_MW,
+	 * OHCA_WR_BIND_MW, OHCA_ACCESS_MW_BIND, and the invalidation of a
+	 * type 2 window's key by OHCA_WR_LOCAL_INV and OHCA_WR_SEND_INV.
+	 */
+	OHCA_DEV_CAP_MW			= 1u << 3,
 };
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, node_guid, 8);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, vendor_id, 40);
@@ -428,6 +437,8 @@ enum ohca_access {
 	OHCA_ACCESS_REMOTE_WRITE	= 1u << 1,
 	OHCA_ACCESS_REMOTE_READ		= 1u << 2,
 	OHCA_ACCESS_REMOTE_ATOMIC	= 1u << 3,
+	/* MRs only (OHCA_DEV_CAP_MW): memory windows may be bound to it. */
+	OHCA_ACCESS_MW_BIND		= 1u << 4,
 };
 
 enum ohca_mr_flags {
@@ -501,6 +512,28 @@ struct ohca_rereg_mr_in {
 OHCA_ASSERT_SIZE(struct ohca_rereg_mr_in, 48);
 OHCA_ASSERT_OFFSET(struct ohca_rereg_mr_in, iova, 16);
 OHCA_ASSERT_OFFSET(struct ohca_rereg_mr_in, pbl, 32);
+/* ---- ALLOC_MW / DEALLOC_MW (OHCA_DEV_CAP_MW) ----------------------------- */
+/*
+ * A memory window of PD 'pdn', type 1 or 2 (type 2B: a bound window is
+ * used through the QP that bound it only). Windows share the key space
+ * with MRs: output ohca_create_out, handle == handle2 == the window's first
+ * key, which is also its handle for DEALLOC_MW (input ohca_handle_in).
+ * A type 1 window starts valid and unbound (zero length), a type 2 window
+ * free. OHCA_WR_BIND_MW binds it to an MR; each bind names the window's
+ * next key (its tag, the IBTA "key" variant). DEALLOC_MW of a bound window
+ * unbinds it first. At most max_mw windows exist; NO_RESOURCES beyond.
+ */
+enum ohca_mw_type {
+	OHCA_MW_TYPE_1			= 1,
+	OHCA_MW_TYPE_2			= 2,
+};
+
+struct ohca_alloc_mw_in {
+	ohca_le32 pdn;
+	ohca_u8 type;			/* enum ohca_mw_type */
+	ohca_u8 rsvd[3];
+};
+OHCA_ASSERT_SIZE(struct ohca_alloc_mw_in, 8);
 
 /* ---- CREATE_CQ / DESTROY_CQ -------------------------------------------- */
 /*

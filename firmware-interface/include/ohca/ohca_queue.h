@@ -132,6 +132,12 @@ enum ohca_eth_desc_flags {
  *             OHCA_CQE_F_INV).
  *  LOCAL_INV: 'rkey' names the current key of a fast-registration MR of
  *             the QP's PD; the MR becomes free (its keys stop working).
+ *             (OHCA_DEV_CAP_MW) Or of a bound type 2 window of the QP's
+ *             PD, which becomes free; a SEND_INV's key may name a type 2
+ *             window bound through the receiving QP. A type 1 window's
+ *             key is refused (LOC_PROT_ERR / MR_STATE; a received SEND
+ *             with invalidate: REM_INV_REQ_ERR).
+ *  BIND_MW:   struct ohca_bind_mw_wqe (OHCA_DEV_CAP_MW).
  *  REG_MR:    struct ohca_reg_mr_wqe; only on QPs of doorbell page 0 (the
  *             page list holds bus addresses).
  */
@@ -147,6 +153,7 @@ enum ohca_wr_opcode {
 	OHCA_WR_ATOMIC_CMP_SWP		= 0x05,	/* if *va == cmp_add: *va = swap */
 	OHCA_WR_ATOMIC_FETCH_ADD	= 0x06,	/* *va += cmp_add (mod 2^64) */
 	OHCA_WR_LOCAL_INV		= 0x07,
+	OHCA_WR_BIND_MW			= 0x08,	/* struct ohca_bind_mw_wqe */
 	OHCA_WR_SEND_INV		= 0x09,
 	OHCA_WR_REG_MR			= 0x0a,
 };
@@ -268,6 +275,45 @@ OHCA_ASSERT_OFFSET(struct ohca_reg_mr_wqe, key, 12);
 OHCA_ASSERT_OFFSET(struct ohca_reg_mr_wqe, pbl_addr, 32);
 OHCA_ASSERT_OFFSET(struct ohca_reg_mr_wqe, npages, 40);
 
+/*
+ * OHCA_WR_BIND_MW (OHCA_DEV_CAP_MW): the whole 64-byte WQE (wr_id, opcode
+ * and flags where a send WQE has them; only SIGNALED and FENCE are
+ * meaningful), on RC QPs. Executed in SQ order like REG_MR. The window
+ * with index OHCA_KEY_INDEX(mw_key), in the QP's PD, is bound to
+ * [addr, addr + length) of the MR whose current key is 'mr_lkey' with
+ * 'access' (REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC; LOCAL_WRITE is
+ * accepted and means nothing for a window), and its key becomes 'mw_key'
+ * (the tag is the caller's). The MR must be valid, in the QP's PD, have
+ * OHCA_ACCESS_MW_BIND, contain the range, and have LOCAL_WRITE if the
+ * window grants remote write or atomic access. A type 1 window may be
+ * bound again at any time (the old key stops working); length 0 unbinds it
+ * (mr_lkey is not looked at then). A type 2 window must be free, length
+ * nonzero, and it is then used only through this QP until LOCAL_INV or a
+ * SEND with invalidate (on this QP) frees it. Any check failing completes
+ * the WQE with OHCA_CQE_MW_BIND_ERR / OHCA_VERR_MW_BIND (LOC_PROT_ERR /
+ * BAD_LKEY for a key that names no window) and moves the QP to ERR.
+ */
+struct ohca_bind_mw_wqe {
+	ohca_le64 wr_id;
+	ohca_u8 opcode;			/* OHCA_WR_BIND_MW */
+	ohca_u8 flags;			/* enum ohca_send_flags */
+	ohca_u8 rsvd0[2];
+	ohca_le32 mw_key;		/* the window's index and new tag */
+	ohca_le64 addr;
+	ohca_le64 length;
+	ohca_le32 mr_lkey;
+	ohca_le32 access;		/* enum ohca_access */
+	ohca_le32 rsvd1[6];
+};
+OHCA_ASSERT_SIZE(struct ohca_bind_mw_wqe, 64);
+OHCA_ASSERT_OFFSET(struct ohca_bind_mw_wqe, opcode, 8);
+OHCA_ASSERT_OFFSET(struct ohca_bind_mw_wqe, flags, 9);
+OHCA_ASSERT_OFFSET(struct ohca_bind_mw_wqe, mw_key, 12);
+OHCA_ASSERT_OFFSET(struct ohca_bind_mw_wqe, addr, 16);
+OHCA_ASSERT_OFFSET(struct ohca_bind_mw_wqe, length, 24);
+OHCA_ASSERT_OFFSET(struct ohca_bind_mw_wqe, mr_lkey, 32);
+OHCA_ASSERT_OFFSET(struct ohca_bind_mw_wqe, access, 36);
+
 /* Receive WQE: this header, then num_sge struct ohca_sge. */
 struct ohca_recv_wqe {
 	ohca_le64 wr_id;
@@ -283,6 +329,7 @@ enum ohca_cqe_opcode {
 	OHCA_CQE_RDMA_READ		= 0x02,
 	OHCA_CQE_COMP_SWAP		= 0x03,	/* byte_len 8 (ABI 1.2) */
 	OHCA_CQE_FETCH_ADD		= 0x04,	/* byte_len 8 (ABI 1.2) */
+	OHCA_CQE_BIND_MW		= 0x05,
 	OHCA_CQE_LOCAL_INV		= 0x06,
 	OHCA_CQE_REG_MR			= 0x08,
 	OHCA_CQE_RECV			= 0x80,
@@ -296,6 +343,7 @@ enum ohca_cqe_status {
 	OHCA_CQE_LOC_QP_OP_ERR		= 2,
 	OHCA_CQE_LOC_PROT_ERR		= 4,
 	OHCA_CQE_WR_FLUSH_ERR		= 5,
+	OHCA_CQE_MW_BIND_ERR		= 6,	/* OHCA_WR_BIND_MW refused */
 	OHCA_CQE_BAD_RESP_ERR		= 7,
 	OHCA_CQE_LOC_ACCESS_ERR		= 8,
 	OHCA_CQE_REM_INV_REQ_ERR	= 9,
@@ -376,6 +424,8 @@ enum ohca_vendor_err {
 	/* REG_MR: page list longer than the MR's capacity, not covering the
 	 * length, badly aligned or unreadable; bad access or length. */
 	OHCA_VERR_REG_MR		= 13,
+	/* BIND_MW: see struct ohca_bind_mw_wqe for the checks. */
+	OHCA_VERR_MW_BIND		= 14,
 };
 
 #endif /* OHCA_QUEUE_H */

@@ -82,6 +82,10 @@ constexpr CmdSizes sizes_of(uint16_t opcode) {
         return {sizeof(ohca_handle_in), sizeof(ohca_query_srq_out)};
     case OHCA_CMD_DESTROY_SRQ:
         return {sizeof(ohca_handle_in), 0};
+    case OHCA_CMD_ALLOC_MW:
+        return {sizeof(ohca_alloc_mw_in), sizeof(ohca_create_out)};
+    case OHCA_CMD_DEALLOC_MW:
+        return {sizeof(ohca_handle_in), 0};
     case OHCA_CMD_ATTACH_MCAST:
     case OHCA_CMD_DETACH_MCAST:
         return {sizeof(ohca_mcast_in), 0};
@@ -236,6 +240,10 @@ Device::CmdResult Device::execute(const Command &cmd) {
         return cmd_query_srq(cmd);
     case OHCA_CMD_DESTROY_SRQ:
         return cmd_destroy_srq(cmd);
+    case OHCA_CMD_ALLOC_MW:
+        return cmd_alloc_mw(cmd);
+    case OHCA_CMD_DEALLOC_MW:
+        return cmd_dealloc_mw(cmd);
     case OHCA_CMD_ATTACH_MCAST:
         return cmd_mcast(cmd, true);
     case OHCA_CMD_DETACH_MCAST:
@@ -291,6 +299,7 @@ Device::CmdResult Device::cmd_query_device(const Command &cmd) {
     out.num_ports = le(L::num_ports);
     out.dev_caps = le(L::dev_caps);
     out.max_fast_reg_page_list_len = le(L::max_fast_reg_page_list_len);
+    out.max_mw = le(L::max_mw);
     out.max_mcast_grp = le(L::max_mcast_grp);
     out.max_mcast_qp_attach = le(L::max_mcast_qp_attach);
     out.max_total_mcast_qp_attach = le(L::max_total_mcast_qp_attach);

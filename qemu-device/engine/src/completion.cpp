@@ -110,6 +110,9 @@ void Device::complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t ver
     case OHCA_WR_REG_MR:
         cqe.opcode = OHCA_CQE_REG_MR;
         break;
+    case OHCA_WR_BIND_MW:
+        cqe.opcode = OHCA_CQE_BIND_MW;
+        break;
     case OHCA_WR_ATOMIC_CMP_SWP:
         cqe.opcode = OHCA_CQE_COMP_SWAP;
         break;

@@ -199,9 +199,23 @@ class Device : private TransportServices {
     using LocalOpResult = ohca::LocalOpResult;
     CmdResult init_fast_reg_mr(const ohca_create_mr_in &in, Mr &mr) const;
     LocalOpResult execute_reg_mr(const Qp &qp, const ohca_reg_mr_wqe &w);
-    // Makes the fast-registration MR whose current key is 'key' free.
-    uint8_t invalidate_key(uint32_t key, uint32_t pdn) override;
+    // Makes the fast-registration MR or type 2 window whose current key is
+    // 'key' free ('remote': asked by a SEND with invalidate).
+    uint8_t invalidate_key(uint32_t key, const Qp &qp, bool remote) override;
     LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) override;
+
+    // mw.cpp: memory windows
+    [[nodiscard]] std::optional<uint32_t> free_key_slot() const;
+    CmdResult cmd_alloc_mw(const Command &cmd);
+    CmdResult cmd_dealloc_mw(const Command &cmd);
+    LocalOpResult execute_bind_mw(const Qp &qp, const ohca_bind_mw_wqe &w);
+    [[nodiscard]] KeyResult check_rkey(const Qp &qp, uint32_t key, uint64_t va, uint64_t len,
+                                       uint32_t access) const override;
+    [[nodiscard]] KeyResult check_window(const Qp &qp, const Mw &mw, uint32_t key, uint64_t va,
+                                         uint64_t len, uint32_t access) const;
+    uint8_t invalidate_window(Mw &mw, uint32_t key, const Qp &qp, bool remote);
+    void unbind_window(Mw &mw);
+    void unbind_qp_windows(const Qp &qp);
 
     // transport.cpp: the transport services, QP doorbells, received RoCE
     // frames, readiness and timers, the run loop
@@ -283,8 +297,10 @@ class Device : private TransportServices {
     uint32_t rx_mode_ = 0;
 
     // RDMA objects.
+    // A key index names an MR or a memory window (never both).
     struct MrSlot {
         std::unique_ptr<Mr> mr;
+        std::unique_ptr<Mw> mw;
     };
     Table<CompletionEq> eqs_;
     Table<Pd> pds_;
@@ -294,6 +310,8 @@ class Device : private TransportServices {
     // Identity that survives reset (not part of the power-on state): the
     // key tag each MR index had last, and where the next QPN search starts.
     std::vector<uint8_t> mr_tags_;
+    uint32_t mr_count_ = 0; // <= max_mr
+    uint32_t mw_count_ = 0; // <= max_mw
     uint32_t next_qpn_ = DeviceLimits::first_qpn;
     Table<Srq> srqs_;
     McastTable mcast_{{DeviceLimits::max_mcast_grp, DeviceLimits::max_mcast_qp_attach,

@@ -108,8 +108,11 @@ Device::LocalOpResult Device::execute_reg_mr(const Qp &qp, const ohca_reg_mr_wqe
     return {};
 }
 
-uint8_t Device::invalidate_key(uint32_t key, uint32_t pdn) {
+uint8_t Device::invalidate_key(uint32_t key, const Qp &qp, bool remote) {
     const uint32_t index = OHCA_KEY_INDEX(key);
+    if (index != 0 && index < mrs_.size() && mrs_[index].mw) {
+        return invalidate_window(*mrs_[index].mw, key, qp, remote);
+    }
     if (index == 0 || index >= mrs_.size() || !mrs_[index].mr) {
         return OHCA_VERR_BAD_LKEY;
     }
@@ -117,7 +120,7 @@ uint8_t Device::invalidate_key(uint32_t key, uint32_t pdn) {
     if (!mr.fast_reg || mr.key != key) {
         return OHCA_VERR_MR_STATE;
     }
-    if (mr.pdn != pdn) {
+    if (mr.pdn != qp.pdn) {
         return OHCA_VERR_LKEY_PD;
     }
     mr.valid = false;
@@ -133,10 +136,16 @@ Device::LocalOpResult Device::execute_local_op(const Qp &qp, const ohca_send_wqe
         std::memcpy(&reg, &w, sizeof(reg));
         return execute_reg_mr(qp, reg);
     }
+    if (w.opcode == OHCA_WR_BIND_MW) {
+        ohca_bind_mw_wqe bind{};
+        static_assert(sizeof(bind) == sizeof(w));
+        std::memcpy(&bind, &w, sizeof(bind));
+        return execute_bind_mw(qp, bind);
+    }
     if ((w.flags & OHCA_WQE_INLINE) != 0) {
         return {OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE};
     }
-    const uint8_t verr = invalidate_key(le(w.rkey), qp.pdn);
+    const uint8_t verr = invalidate_key(le(w.rkey), qp, false);
     if (verr != OHCA_VERR_NONE) {
         return {OHCA_CQE_LOC_PROT_ERR, verr};
     }

@@ -31,6 +31,10 @@ struct DeviceLimits {
     static constexpr uint32_t max_cq = 1024;
     static constexpr uint32_t max_cqe = 65535;
     static constexpr uint32_t max_mr = 4096;
+    // Memory windows (mw.cpp) share the key space with MRs: key indices
+    // 1..max_mr + max_mw, each either an MR or a window.
+    static constexpr uint32_t max_mw = 1024;
+    static constexpr uint32_t max_keys = max_mr + max_mw;
     static constexpr uint32_t max_pd = 1024;
     static constexpr uint32_t max_qp_rd_atom = 16;
     static constexpr uint32_t max_qp_init_rd_atom = 16;
@@ -57,7 +61,7 @@ struct DeviceLimits {
     // Fast registration: page-list entries per fast-registration MR.
     static constexpr uint32_t max_fast_reg_page_list_len = OHCA_MAX_FAST_REG_PAGES;
     static constexpr uint32_t dev_caps =
-        OHCA_DEV_CAP_FAST_REG | OHCA_DEV_CAP_RESIZE_CQ | OHCA_DEV_CAP_REREG_MR;
+        OHCA_DEV_CAP_FAST_REG | OHCA_DEV_CAP_MW | OHCA_DEV_CAP_RESIZE_CQ | OHCA_DEV_CAP_REREG_MR;
     static constexpr uint32_t speed_mbps = 10000;
     static constexpr uint32_t default_mtu = 1500;
     // Enforced by CREATE_QP: 2^log_size <= max_qp_wr.

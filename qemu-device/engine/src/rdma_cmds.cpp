@@ -12,6 +12,9 @@ namespace ohca {
 
 namespace {
 
+// MRs may also allow memory windows to be bound to them.
+constexpr uint32_t kMrAccessAll = kAccessAll | OHCA_ACCESS_MW_BIND;
+
 // Lowest free slot in [first, table.size()).
 template <class T> std::optional<uint32_t> free_slot(const Table<T> &t, uint32_t first) {
     for (uint32_t i = first; i < t.size(); ++i) {
@@ -34,7 +37,9 @@ void Device::rdma_power_on() {
     pds_.clear();
     pds_.resize(DeviceLimits::max_pd + 1);
     mrs_.clear();
-    mrs_.resize(DeviceLimits::max_mr + 1);
+    mrs_.resize(DeviceLimits::max_keys + 1);
+    mr_count_ = 0;
+    mw_count_ = 0;
     cqs_.clear();
     cqs_.resize(DeviceLimits::max_cq + 1);
     ready_.clear();
@@ -58,7 +63,7 @@ void Device::rdma_power_on() {
 // once the numbers come round again, an object it must still match GID and
 // PSN of).
 void Device::seed_ids(uint32_t seed) {
-    mr_tags_.assign(DeviceLimits::max_mr + 1, 0);
+    mr_tags_.assign(DeviceLimits::max_keys + 1, 0);
     uint32_t x = seed;
     for (auto &t : mr_tags_) {
         x = x * 1664525u + 1013904223u; // an LCG is enough: spread, not secrecy
@@ -187,7 +192,7 @@ Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
     }
     const bool remote = (access & (OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_ATOMIC)) != 0;
     const bool physical = (flags & OHCA_MR_F_PHYSICAL) != 0;
-    if ((access & ~kAccessAll) != 0 || (remote && (access & OHCA_ACCESS_LOCAL_WRITE) == 0) ||
+    if ((access & ~kMrAccessAll) != 0 || (remote && (access & OHCA_ACCESS_LOCAL_WRITE) == 0) ||
         (physical && (access & ~uint32_t{OHCA_ACCESS_LOCAL_WRITE}) != 0)) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_mr_in, access)};
     }
@@ -234,14 +239,8 @@ Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
         mr.iova = iova;
         mr.length = length;
     }
-    std::optional<uint32_t> index;
-    for (uint32_t i = 1; i < mrs_.size(); ++i) {
-        if (!mrs_[i].mr) {
-            index = i;
-            break;
-        }
-    }
-    if (!index) {
+    const std::optional<uint32_t> index = free_key_slot();
+    if (!index || mr_count_ >= DeviceLimits::max_mr) {
         return {OHCA_STATUS_NO_RESOURCES, 0};
     }
     MrSlot &slot = mrs_[*index];
@@ -254,6 +253,7 @@ Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
     mr_tags_[*index] = tag;
     pbl_entries_ += pbl_charge(mr);
     slot.mr = std::make_unique<Mr>(std::move(mr));
+    ++mr_count_;
     ++pd->refs;
     return {};
 }
@@ -268,11 +268,16 @@ Device::CmdResult Device::cmd_destroy_mr(const Command &cmd) {
     if (index == 0 || index >= mrs_.size() || !mrs_[index].mr || mrs_[index].mr->handle != key) {
         return {OHCA_STATUS_BAD_HANDLE, key};
     }
+    // IBTA: an MR with windows bound to it cannot be deregistered.
+    if (mrs_[index].mr->windows != 0) {
+        return {OHCA_STATUS_BAD_STATE, key};
+    }
     if (Pd *pd = lookup(pds_, mrs_[index].mr->pdn)) {
         --pd->refs;
     }
     pbl_entries_ -= pbl_charge(*mrs_[index].mr);
     mrs_[index].mr.reset();
+    --mr_count_;
     return {};
 }
 
@@ -545,6 +550,9 @@ Device::CmdResult Device::cmd_destroy_qp(const Command &cmd) {
         --srq->qp_refs;
     }
     mcast_.detach_all(qpn);
+    if (qp->windows != 0) {
+        unbind_qp_windows(*qp); // their QP is gone: nothing can use them
+    }
     unschedule(*qp);
     qps_[qpn].reset();
     update_timer();
@@ -705,6 +713,7 @@ void Device::apply_qp_state(Qp &qp, uint8_t next) {
         fresh.uar = qp.uar;
         fresh.max_inline = qp.max_inline;
         fresh.srqn = qp.srqn;
+        fresh.windows = qp.windows; // type 2 windows stay bound through it
         fresh.sq = std::move(qp.sq);
         fresh.rq = std::move(qp.rq);
         fresh.sq.pi = fresh.sq.ci = 0;

@@ -48,6 +48,22 @@ struct Mr {
     bool valid = true;
     uint32_t capacity = 0;
     PageList pages; // page 0 holds iova & ~(page_size - 1)
+    uint32_t windows = 0; // memory windows bound to it: no DESTROY_MR
+};
+
+// A memory window (mw.cpp): a range of an MR with its own rkey and rights.
+struct Mw {
+    uint8_t type = OHCA_MW_TYPE_1;
+    uint32_t pdn = 0;
+    uint32_t key = 0;    // current key: only it grants access
+    uint32_t handle = 0; // the key ALLOC_MW returned (DEALLOC_MW)
+    bool bound = false;  // has an MR and a nonzero range
+    uint32_t qpn = 0;    // type 2: the QP it was bound through
+    uint32_t mr_index = 0;
+    uint32_t mr_key = 0; // the MR's key at the bind: it must still be current
+    uint64_t addr = 0;
+    uint64_t length = 0;
+    uint32_t access = 0;
 };
 
 struct Cq {
@@ -140,6 +156,7 @@ struct Qp {
     uint32_t uar = 0;
     uint32_t max_inline = 0;
     uint32_t srqn = 0; // receives come from this SRQ (then rq is unused)
+    uint32_t windows = 0; // type 2 windows bound through it (mw.cpp)
     WorkQueue sq;
     WorkQueue rq;
     QpAttrs attrs;

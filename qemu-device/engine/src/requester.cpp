@@ -36,7 +36,7 @@ bool awaits_response(const SendWr &w) {
 
 bool known_opcode(uint8_t op) {
     return op <= OHCA_WR_ATOMIC_FETCH_ADD || op == OHCA_WR_SEND_INV || op == OHCA_WR_LOCAL_INV ||
-           op == OHCA_WR_REG_MR;
+           op == OHCA_WR_REG_MR || op == OHCA_WR_BIND_MW;
 }
 
 // Index of the WQE whose PSNs hold 'psn', or q.size(): a binary search, as
@@ -156,7 +156,8 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
         } else if (awaits_response(wr) &&
                    qp.reads_pending >= std::max<uint32_t>(1, qp.attrs.max_rd_atomic)) {
             return false; // initiator depth reached
-        } else if (w.opcode == OHCA_WR_REG_MR || w.opcode == OHCA_WR_LOCAL_INV) {
+        } else if (w.opcode == OHCA_WR_REG_MR || w.opcode == OHCA_WR_LOCAL_INV ||
+                   w.opcode == OHCA_WR_BIND_MW) {
             const LocalOpResult r = svc_.execute_local_op(qp, w, wr);
             if (r.status != OHCA_CQE_SUCCESS) {
                 fail(r.status, r.verr);

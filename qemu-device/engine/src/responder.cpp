@@ -106,7 +106,7 @@ bool RcResponder::load_recv_wqe(Qp &qp) {
 bool RcResponder::read_allowed(const Qp &qp, const Reth &r) {
     return (qp.attrs.access & OHCA_ACCESS_REMOTE_READ) != 0 &&
            (r.dma_len == 0 ||
-            svc_.check_key(r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ, qp.pdn).verr ==
+            svc_.check_rkey(qp, r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ).verr ==
                 OHCA_VERR_NONE);
 }
 
@@ -147,7 +147,7 @@ void RcResponder::execute_atomic(Qp &qp, const ParsedPacket &pkt) {
         error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR); // misaligned
         return;
     }
-    const KeyResult k = svc_.check_key(a.rkey, a.va, 8, OHCA_ACCESS_REMOTE_ATOMIC, qp.pdn);
+    const KeyResult k = svc_.check_rkey(qp, a.rkey, a.va, 8, OHCA_ACCESS_REMOTE_ATOMIC);
     if (k.mr == nullptr) {
         error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
         return;
@@ -232,7 +232,7 @@ void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
         // The region may have gone since the request was checked.
         const Mr *mr = nullptr;
         if (len != 0) {
-            mr = svc_.check_key(it.rkey, va, len, OHCA_ACCESS_REMOTE_READ, qp.pdn).mr;
+            mr = svc_.check_rkey(qp, it.rkey, va, len, OHCA_ACCESS_REMOTE_READ).mr;
         }
         // Read from guest memory straight into the frame.
         auto fill = [&](std::span<uint8_t> out) {
@@ -400,7 +400,7 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
             if (pkt.fields.ieth) {
                 // SEND with invalidate: the named MR is free once the
                 // message is placed (IBTA class J error otherwise).
-                const uint8_t verr = svc_.invalidate_key(*pkt.fields.ieth, qp.pdn);
+                const uint8_t verr = svc_.invalidate_key(*pkt.fields.ieth, qp, true);
                 if (verr != OHCA_VERR_NONE) {
                     svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt,
                                        OHCA_CQE_REM_INV_REQ_ERR, verr, false);
@@ -418,7 +418,7 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
             const bool only = op == rc::kWriteOnly || op == rc::kWriteOnlyImm;
             if ((qp.attrs.access & OHCA_ACCESS_REMOTE_WRITE) == 0 ||
                 (r.dma_len != 0 &&
-                 svc_.check_key(r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_WRITE, qp.pdn).verr !=
+                 svc_.check_rkey(qp, r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_WRITE).verr !=
                      OHCA_VERR_NONE)) {
                 error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
                 return;
@@ -438,7 +438,7 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
         }
         if (len != 0) {
             const KeyResult k =
-                svc_.check_key(qp.write_key, qp.write_va, len, OHCA_ACCESS_REMOTE_WRITE, qp.pdn);
+                svc_.check_rkey(qp, qp.write_key, qp.write_va, len, OHCA_ACCESS_REMOTE_WRITE);
             if (k.mr == nullptr) {
                 error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
                 return;

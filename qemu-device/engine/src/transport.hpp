@@ -109,6 +109,10 @@ class TransportServices {
     [[nodiscard]] virtual const Host &host() const = 0;
     [[nodiscard]] virtual KeyResult check_key(uint32_t key, uint64_t va, uint64_t len,
                                               uint32_t access, uint32_t pdn) const = 0;
+    // The same for an rkey a remote request names at QP 'qp': an MR's key,
+    // or a memory window's (checked against the window, then its MR).
+    [[nodiscard]] virtual KeyResult check_rkey(const Qp &qp, uint32_t key, uint64_t va,
+                                               uint64_t len, uint32_t access) const = 0;
     virtual bool mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const = 0;
     virtual bool mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const = 0;
 
@@ -136,10 +140,11 @@ class TransportServices {
     virtual void post_peer_event(uint16_t code, uint32_t qpn) = 0;
     virtual void qp_to_error(Qp &qp) = 0;
 
-    // Memory management (fast_reg.cpp): a REG_MR or LOCAL_INV WQE executed
-    // when fetched; the invalidation a SEND with invalidate asks for.
+    // Memory management (fast_reg.cpp, mw.cpp): a REG_MR, LOCAL_INV or
+    // BIND_MW WQE executed when fetched; the invalidation a SEND with
+    // invalidate asks for ('remote').
     virtual LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) = 0;
-    virtual uint8_t invalidate_key(uint32_t key, uint32_t pdn) = 0;
+    virtual uint8_t invalidate_key(uint32_t key, const Qp &qp, bool remote) = 0;
     // The next receive WQE of a QP on an SRQ (qp.srqn), into the QP's
     // recv_* fields (srq.cpp).
     virtual SrqTake take_srq_wqe(Qp &qp) = 0;
