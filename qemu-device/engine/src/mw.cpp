@@ -190,8 +190,8 @@ Device::LocalOpResult Device::execute_bind_mw(const Qp &qp, const ohca_bind_mw_w
     return {};
 }
 
-KeyResult Device::check_window(const Qp &qp, const Mw &mw, uint32_t key, uint64_t va,
-                               uint64_t len, uint32_t access) const {
+KeyResult Device::check_window(const Qp &qp, const Mw &mw, uint32_t key, uint64_t va, uint64_t len,
+                               uint32_t access) const {
     if (mw.key != key || !mw.bound) {
         return {OHCA_VERR_BAD_LKEY, nullptr};
     }

@@ -47,7 +47,7 @@ struct Mr {
     bool fast_reg = false;
     bool valid = true;
     uint32_t capacity = 0;
-    PageList pages; // page 0 holds iova & ~(page_size - 1)
+    PageList pages;       // page 0 holds iova & ~(page_size - 1)
     uint32_t windows = 0; // memory windows bound to it: no DESTROY_MR
 };
 
@@ -155,7 +155,7 @@ struct Qp {
     uint32_t recv_cqn = 0;
     uint32_t uar = 0;
     uint32_t max_inline = 0;
-    uint32_t srqn = 0; // receives come from this SRQ (then rq is unused)
+    uint32_t srqn = 0;    // receives come from this SRQ (then rq is unused)
     uint32_t windows = 0; // type 2 windows bound through it (mw.cpp)
     WorkQueue sq;
     WorkQueue rq;

@@ -139,8 +139,7 @@ TEST_F(MwTest, AllocChecksEveryFieldAndTheLimit) {
     std::vector<uint32_t> keys;
     for (uint32_t i = 0; i < 1024; ++i) {
         uint32_t k = 0;
-        ASSERT_EQ(alloc_raw(pd, i % 2 ? OHCA_MW_TYPE_2 : OHCA_MW_TYPE_1, &k).status,
-                  OHCA_STATUS_OK)
+        ASSERT_EQ(alloc_raw(pd, i % 2 ? OHCA_MW_TYPE_2 : OHCA_MW_TYPE_1, &k).status, OHCA_STATUS_OK)
             << i;
         keys.push_back(k);
     }
@@ -201,7 +200,7 @@ TEST_F(MwTest, BindChecks) {
         uint8_t verr;
     };
     const uint32_t plain = n.reg_mr(pd, dst, 4096, OHCA_ACCESS_LOCAL_WRITE); // no MW_BIND
-    const uint32_t ro = n.reg_mr(pd, dst, 4096, OHCA_ACCESS_MW_BIND);       // no LOCAL_WRITE
+    const uint32_t ro = n.reg_mr(pd, dst, 4096, OHCA_ACCESS_MW_BIND);        // no LOCAL_WRITE
     const uint32_t other_pd = n.create_pd();
     const uint32_t foreign = n.reg_mr(other_pd, dst, 4096, kMrAccess);
     const Case cases[] = {
