@@ -349,6 +349,16 @@ static inline struct ohca_ucontext *to_ohca_uctx(struct ib_ucontext *uctx)
 	return container_of(uctx, struct ohca_ucontext, ibucontext);
 }
 
+struct ohca_mw {
+	struct ib_mw ibmw;		/* must be first */
+	u32 handle;			/* ALLOC_MW's key, for DEALLOC_MW */
+};
+
+static inline struct ohca_mw *to_ohca_mw(struct ib_mw *ibmw)
+{
+	return container_of(ibmw, struct ohca_mw, ibmw);
+}
+
 static inline struct ohca_pd *to_ohca_pd(struct ib_pd *ibpd)
 {
 	return container_of(ibpd, struct ohca_pd, ibpd);
@@ -528,6 +538,12 @@ int ohca_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
 int ohca_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
 int ohca_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr);
 int ohca_wr_opcode(enum ib_wr_opcode opcode);
+
+/* ohca_mw.c */
+bool ohca_has_mw(struct ohca_dev *dev);
+u32 ohca_max_mw(struct ohca_dev *dev);
+int ohca_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int ohca_dealloc_mw(struct ib_mw *ibmw);
 
 /* ohca_srq.c */
 int ohca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,

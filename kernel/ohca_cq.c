@@ -288,6 +288,8 @@ enum ib_wc_status ohca_wc_status(u8 status)
 		return IB_WC_LOC_PROT_ERR;
 	case OHCA_CQE_WR_FLUSH_ERR:
 		return IB_WC_WR_FLUSH_ERR;
+	case OHCA_CQE_MW_BIND_ERR:
+		return IB_WC_MW_BIND_ERR;
 	case OHCA_CQE_BAD_RESP_ERR:
 		return IB_WC_BAD_RESP_ERR;
 	case OHCA_CQE_LOC_ACCESS_ERR:

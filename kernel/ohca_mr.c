@@ -314,7 +314,8 @@ struct ib_mr *ohca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	struct ohca_mr *mr;
 	int err;
 
-	if (access & ~(OHCA_MR_ACCESS_SUPPORTED | IB_ACCESS_OPTIONAL)) {
+	if (access & ~(OHCA_MR_ACCESS_SUPPORTED | IB_ACCESS_OPTIONAL |
+		       (ohca_has_mw(dev) ? IB_ACCESS_MW_BIND : 0))) {
 		ibdev_dbg(&dev->ibdev, "MR access flags %#x not supported\n",
 			  access);
 		return ERR_PTR(-EOPNOTSUPP);
@@ -341,7 +342,9 @@ struct ib_mr *ohca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		goto err_release;
 
 	in.pdn = cpu_to_le32(to_ohca_pd(ibpd)->pdn);
-	in.access = cpu_to_le32(ohca_access_to_dev(access));
+	in.access = cpu_to_le32(ohca_access_to_dev(access) |
+				(access & IB_ACCESS_MW_BIND ?
+				 OHCA_ACCESS_MW_BIND : 0));
 	in.iova = cpu_to_le64(iova);
 	in.length = cpu_to_le64(length);
 	err = ohca_create_mr_cmd(dev, mr, &in);
@@ -492,6 +495,12 @@ int ohca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 
 	/* The handle: a fast-registration MR's keys change with each REG_MR. */
 	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_MR, mr->handle);
+	/*
+	 * Memory windows are bound to it (IBTA: deregistration fails): the
+	 * MR stays as it is, and uverbs retries once the windows are gone.
+	 */
+	if (err == -EBUSY && !test_bit(OHCA_FLAG_FATAL, &dev->flags))
+		return err;
 	if (!ohca_destroy_failed(dev, err, "MR", mr->handle)) {
 		ib_umem_release(mr->umem);
 		ohca_fast_reg_free(dev, mr);

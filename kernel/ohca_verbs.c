@@ -76,8 +76,8 @@ static int ohca_query_device(struct ib_device *ibdev,
 	 * The flags for what the device does: RNR NAKs on an empty receive
 	 * queue, port state events, a system image GUID; fast registration
 	 * below when the device offers it. Atomics and SRQs are stated by
-	 * atomic_cap and max_srq; there are no memory windows, no SRQ
-	 * resizing and no checksum offload. CQ resizing and MR
+	 * atomic_cap and max_srq; memory windows below when the
+	 * device offers them; no SRQ resizing and no checksum offload. CQ resizing and MR
 	 * re-registration have no flag: the verbs answer EOPNOTSUPP when
 	 * the device lacks them (dev_caps).
 	 */
@@ -113,6 +113,11 @@ static int ohca_query_device(struct ib_device *ibdev,
 	props->max_fast_reg_page_list_len = ohca_fast_reg_page_list_len(dev);
 	if (props->max_fast_reg_page_list_len)
 		props->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
+	/* Windows of type 1 and 2B (ohca_mw.c; programming manual). */
+	props->max_mw = ohca_max_mw(dev);
+	if (props->max_mw)
+		props->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
+					   IB_DEVICE_MEM_WINDOW_TYPE_2B;
 	return 0;
 }
 
@@ -408,6 +413,7 @@ const struct ib_device_ops ohca_dev_ops = {
 
 	.add_gid = ohca_add_gid,
 	.alloc_mr = ohca_alloc_mr,
+	.alloc_mw = ohca_alloc_mw,
 	.alloc_pd = ohca_alloc_pd,
 	.alloc_ucontext = ohca_alloc_ucontext,
 	.attach_mcast = ohca_attach_mcast,
@@ -416,6 +422,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.create_qp = ohca_create_qp,
 	.create_srq = ohca_create_srq,
 	.create_user_ah = ohca_create_ah,
+	.dealloc_mw = ohca_dealloc_mw,
 	.dealloc_pd = ohca_dealloc_pd,
 	.dealloc_ucontext = ohca_dealloc_ucontext,
 	.del_gid = ohca_del_gid,
@@ -452,6 +459,7 @@ const struct ib_device_ops ohca_dev_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, ohca_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, ohca_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, ohca_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, ohca_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, ohca_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, ohca_srq, ibsrq),
