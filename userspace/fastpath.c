@@ -46,6 +46,9 @@ static int ohca_wr_opcode(enum ibv_wr_opcode op, uint8_t *out)
 	case IBV_WR_SEND_WITH_INV:
 		*out = OHCA_WR_SEND_INV;
 		return 0;
+	case IBV_WR_LOCAL_INV:
+		*out = OHCA_WR_LOCAL_INV;
+		return 0;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 		*out = OHCA_WR_ATOMIC_CMP_SWP;
 		return 0;
@@ -74,6 +77,11 @@ static bool ohca_qp_op_ok(const struct ohca_qp *qp, uint8_t opcode)
 {
 	if (qp->qp_type == IBV_QPT_UD)
 		return opcode == OHCA_WR_SEND || opcode == OHCA_WR_SEND_IMM;
+	/* UC: SEND and RDMA WRITE, with or without immediate. */
+	if (qp->qp_type == IBV_QPT_UC)
+		return opcode == OHCA_WR_SEND || opcode == OHCA_WR_SEND_IMM ||
+		       opcode == OHCA_WR_RDMA_WRITE ||
+		       opcode == OHCA_WR_RDMA_WRITE_IMM;
 	return true;
 }
 
@@ -222,6 +230,10 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
 	case OHCA_WR_SEND_INV:
 		ohca_wqe_inv(wqe, wr->invalidate_rkey);
 		break;
+	case OHCA_WR_LOCAL_INV:
+		/* No data: the key to invalidate only. */
+		ohca_wqe_inv(wqe, wr->invalidate_rkey);
+		return 0;
 	case OHCA_WR_ATOMIC_CMP_SWP:
 	case OHCA_WR_ATOMIC_FETCH_ADD:
 		ohca_wqe_atomic(wqe, wr->wr.atomic.rkey,
@@ -255,8 +267,9 @@ static void ohca_sq_doorbell(struct ohca_context *ctx, struct ohca_qp *qp)
 	ohca_ring_db(ctx, OHCA_DB_SQ, qp->qpn, qp->sq.pi);
 }
 
-int ohca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-		   struct ibv_send_wr **bad_wr)
+/* 'type1_ok': from ibv_bind_mw, which alone may bind type 1 windows. */
+int ohca_post_send_list(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			struct ibv_send_wr **bad_wr, bool type1_ok)
 {
 	struct ohca_context *ctx = to_ohca_ctx(ibqp->context);
 	struct ohca_qp *qp = to_ohca_qp(ibqp);
@@ -275,7 +288,12 @@ int ohca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			err = ENOMEM;
 			break;
 		}
-		err = ohca_build_send_wqe(qp, wr, ohca_wq_entry(sq, sq->pi));
+		if (wr->opcode == IBV_WR_BIND_MW)
+			err = ohca_build_bind_wqe(qp, wr, type1_ok,
+						  ohca_wq_entry(sq, sq->pi));
+		else
+			err = ohca_build_send_wqe(qp, wr,
+						  ohca_wq_entry(sq, sq->pi));
 		if (err)
 			break;
 		sq->pi++;
@@ -287,6 +305,12 @@ int ohca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	if (err)
 		*bad_wr = wr;
 	return err;
+}
+
+int ohca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		   struct ibv_send_wr **bad_wr)
+{
+	return ohca_post_send_list(ibqp, wr, bad_wr, false);
 }
 
 /* ------------------------------------------------------------------ */
@@ -642,6 +666,7 @@ static enum ibv_wc_status ohca_wc_status(uint8_t status)
 	case OHCA_CQE_LOC_QP_OP_ERR:	return IBV_WC_LOC_QP_OP_ERR;
 	case OHCA_CQE_LOC_PROT_ERR:	return IBV_WC_LOC_PROT_ERR;
 	case OHCA_CQE_WR_FLUSH_ERR:	return IBV_WC_WR_FLUSH_ERR;
+	case OHCA_CQE_MW_BIND_ERR:	return IBV_WC_MW_BIND_ERR;
 	case OHCA_CQE_BAD_RESP_ERR:	return IBV_WC_BAD_RESP_ERR;
 	case OHCA_CQE_LOC_ACCESS_ERR:	return IBV_WC_LOC_ACCESS_ERR;
 	case OHCA_CQE_REM_INV_REQ_ERR:	return IBV_WC_REM_INV_REQ_ERR;
@@ -662,6 +687,8 @@ static enum ibv_wc_opcode ohca_wc_opcode(uint8_t opcode)
 	case OHCA_CQE_RDMA_READ:	return IBV_WC_RDMA_READ;
 	case OHCA_CQE_COMP_SWAP:	return IBV_WC_COMP_SWAP;
 	case OHCA_CQE_FETCH_ADD:	return IBV_WC_FETCH_ADD;
+	case OHCA_CQE_BIND_MW:		return IBV_WC_BIND_MW;
+	case OHCA_CQE_LOCAL_INV:	return IBV_WC_LOCAL_INV;
 	case OHCA_CQE_RECV_RDMA_WITH_IMM: return IBV_WC_RECV_RDMA_WITH_IMM;
 	default:			return IBV_WC_RECV;
 	}

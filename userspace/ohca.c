@@ -32,15 +32,18 @@ static const struct verbs_match_ent ohca_match_table[] = {
 static void ohca_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops ohca_ctx_ops = {
+	.alloc_mw = ohca_alloc_mw,
 	.alloc_pd = ohca_alloc_pd,
 	/* Multicast needs nothing of the provider: the kernel attaches. */
 	.attach_mcast = ibv_cmd_attach_mcast,
+	.bind_mw = ohca_bind_mw,
 	.create_ah = ohca_create_ah,
 	.create_cq = ohca_create_cq,
 	.create_cq_ex = ohca_create_cq_ex,
 	.create_qp = ohca_create_qp,
 	.create_qp_ex = ohca_create_qp_ex,
 	.create_srq = ohca_create_srq,
+	.dealloc_mw = ohca_dealloc_mw,
 	.dealloc_pd = ohca_dealloc_pd,
 	.dereg_mr = ohca_dereg_mr,
 	.destroy_ah = ohca_destroy_ah,

@@ -223,7 +223,17 @@ int ohca_destroy_srq(struct ibv_srq *ibsrq);
 int ohca_query_limits(struct ohca_context *ctx);
 struct ohca_qp *ohca_find_qp(struct ohca_context *ctx, uint32_t qpn);
 
+/* mw.c */
+struct ibv_mw *ohca_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type);
+int ohca_dealloc_mw(struct ibv_mw *mw);
+int ohca_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
+		 struct ibv_mw_bind *mw_bind);
+int ohca_build_bind_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
+			bool type1_ok, struct ohca_bind_mw_wqe *wqe);
+
 /* fastpath.c: no system calls */
+int ohca_post_send_list(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			struct ibv_send_wr **bad_wr, bool type1_ok);
 int ohca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		   struct ibv_send_wr **bad_wr);
 int ohca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,

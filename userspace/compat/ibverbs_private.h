@@ -243,7 +243,7 @@ typedef void (*ohca_unused_op)(void);
 struct verbs_context_ops {
 	ohca_unused_op advise_mr;
 	ohca_unused_op alloc_dm;
-	ohca_unused_op alloc_mw;
+	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	ohca_unused_op alloc_null_mr;
 	ohca_unused_op alloc_parent_domain;
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
@@ -252,7 +252,8 @@ struct verbs_context_ops {
 	ohca_unused_op attach_counters_point_flow;
 	int (*attach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
 			    uint16_t lid);
-	ohca_unused_op bind_mw;
+	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw,
+		       struct ibv_mw_bind *mw_bind);
 	ohca_unused_op close_xrcd;
 	ohca_unused_op cq_event;
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd,
@@ -275,7 +276,7 @@ struct verbs_context_ops {
 				      struct ibv_srq_init_attr *srq_init_attr);
 	ohca_unused_op create_srq_ex;
 	ohca_unused_op create_wq;
-	ohca_unused_op dealloc_mw;
+	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	ohca_unused_op dealloc_td;
 	int (*dereg_mr)(struct verbs_mr *vmr);
@@ -384,6 +385,11 @@ struct ibv_reg_mr {
 	struct ib_uverbs_reg_mr core_payload;
 };
 
+struct ibv_alloc_mw {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_alloc_mw core_payload;
+};
+
 struct ibv_create_cq {
 	struct ib_uverbs_cmd_hdr hdr;
 	struct ib_uverbs_create_cq core_payload;
@@ -452,6 +458,11 @@ int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		   struct ibv_reg_mr *cmd, size_t cmd_size,
 		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
+int ibv_cmd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type,
+		     struct ibv_mw *mw, struct ibv_alloc_mw *cmd,
+		     size_t cmd_size,
+		     struct ib_uverbs_alloc_mw_resp *resp, size_t resp_size);
+int ibv_cmd_dealloc_mw(struct ibv_mw *mw);
 int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
 		      struct ibv_ah_attr *attr,
 		      struct ib_uverbs_create_ah_resp *resp,
@@ -601,13 +612,16 @@ int ibv_dofork_range(void *base, size_t size);
 	O(struct verbs_device, sysfs, 696)                                  \
 	O(struct verbs_device, core_support, 704)                           \
 	S(struct verbs_context_ops, 608)                                    \
+	O(struct verbs_context_ops, alloc_mw, 16)                           \
 	O(struct verbs_context_ops, alloc_pd, 40)                           \
+	O(struct verbs_context_ops, bind_mw, 80)                            \
 	O(struct verbs_context_ops, create_ah, 104)                         \
 	O(struct verbs_context_ops, create_cq, 120)                         \
 	O(struct verbs_context_ops, create_cq_ex, 128)                      \
 	O(struct verbs_context_ops, create_qp, 152)                         \
 	O(struct verbs_context_ops, create_qp_ex, 160)                      \
 	O(struct verbs_context_ops, create_srq, 176)                        \
+	O(struct verbs_context_ops, dealloc_mw, 200)                        \
 	O(struct verbs_context_ops, dealloc_pd, 208)                        \
 	O(struct verbs_context_ops, dereg_mr, 224)                          \
 	O(struct verbs_context_ops, destroy_ah, 232)                        \
@@ -641,6 +655,7 @@ int ibv_dofork_range(void *base, size_t size);
 	S(struct ibv_query_port, 24)                                        \
 	S(struct ibv_alloc_pd, 16)                                          \
 	S(struct ibv_reg_mr, 48)                                            \
+	S(struct ibv_alloc_mw, 24)                                          \
 	S(struct ibv_create_cq, 40)                                         \
 	S(struct ibv_create_qp, 64)                                         \
 	S(struct ibv_modify_qp, 120)                                        \
@@ -655,6 +670,7 @@ int ibv_dofork_range(void *base, size_t size);
 	S(struct ib_uverbs_rereg_mr_resp, 8)                                \
 	S(struct ib_uverbs_alloc_pd_resp, 4)                                \
 	S(struct ib_uverbs_reg_mr_resp, 12)                                 \
+	S(struct ib_uverbs_alloc_mw_resp, 8)                                \
 	S(struct ib_uverbs_create_cq_resp, 8)                               \
 	S(struct ib_uverbs_create_qp_resp, 32)                              \
 	S(struct ib_uverbs_create_ah_resp, 4)                               \
