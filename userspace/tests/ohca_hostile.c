@@ -1632,6 +1632,106 @@ static bool fast_reg_wqe(uint32_t npages, uint64_t list, uint8_t st,
 	return post_wqe(&w, NULL, 0, st, verr);
 }
 
+/* Memory windows: ALLOC_MW fields and handles, the max_mw limit, BIND_MW
+ * to an MR with and without MW_BIND access, DESTROY_MR refused while a
+ * window is bound to it and DEALLOC_MW unbinding it. */
+static bool t_mw_fields(void)
+{
+	struct ohca_alloc_mw_in in = { .pdn = 999, .type = OHCA_MW_TYPE_1 };
+	uint32_t pd = mk_pd(), h;
+
+	CHECK(pd, "setup");
+	EXPECT_CMD(cmd(OHCA_CMD_ALLOC_MW, &in, sizeof(in), 8),
+		   OHCA_STATUS_BAD_HANDLE, 999);
+	in.pdn = pd;
+	in.type = 3;
+	EXPECT_CMD(cmd(OHCA_CMD_ALLOC_MW, &in, sizeof(in), 8),
+		   OHCA_STATUS_BAD_FIELD, 4);
+	in.type = 0;
+	EXPECT_CMD(cmd(OHCA_CMD_ALLOC_MW, &in, sizeof(in), 8),
+		   OHCA_STATUS_BAD_FIELD, 4);
+	in.type = OHCA_MW_TYPE_2;
+	in.rsvd[2] = 1;
+	EXPECT_CMD(cmd(OHCA_CMD_ALLOC_MW, &in, sizeof(in), 8),
+		   OHCA_STATUS_RESERVED_NONZERO, 7);
+	in.rsvd[2] = 0;
+	EXPECT_CMD(cmd(OHCA_CMD_ALLOC_MW, &in, sizeof(in), 8), 0, 0);
+	h = out_handle();
+	/* A window's key is no MR, a stale tag no window. */
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_MR, h), OHCA_STATUS_BAD_HANDLE, h);
+	EXPECT_CMD(destroy(OHCA_CMD_DEALLOC_MW, h ^ 1), OHCA_STATUS_BAD_HANDLE,
+		   h ^ 1);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_PD, pd), OHCA_STATUS_BAD_STATE, pd);
+	EXPECT_CMD(destroy(OHCA_CMD_DEALLOC_MW, h), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DEALLOC_MW, h), OHCA_STATUS_BAD_HANDLE, h);
+	return destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
+}
+
+static bool t_mw_exhaustion(void)
+{
+	struct ohca_alloc_mw_in in = { .type = OHCA_MW_TYPE_1 };
+	struct ohca_query_device_out *q = pva(P_OUT);
+	uint32_t pd = mk_pd(), n = 0, keys[1100];
+
+	CHECK(pd, "setup");
+	CHECK(cmd(OHCA_CMD_QUERY_DEVICE, NULL, 0, sizeof(*q)) == 0 &&
+	      (q->dev_caps & OHCA_DEV_CAP_MW) && q->max_mw == 1024,
+	      "QUERY_DEVICE: caps %#x max_mw %u", q->dev_caps, q->max_mw);
+	in.pdn = pd;
+	while (cmd(OHCA_CMD_ALLOC_MW, &in, sizeof(in), 8) == OHCA_STATUS_OK) {
+		CHECK(n < 1100, "no window limit");
+		keys[n++] = out_handle();
+	}
+	CHECK(last_status == OHCA_STATUS_NO_RESOURCES, "status %#x", last_status);
+	CHECK(n == 1024, "%u windows, QUERY_DEVICE says 1024", n);
+	for (uint32_t i = 0; i < n; i++)
+		EXPECT_CMD(destroy(OHCA_CMD_DEALLOC_MW, keys[i]), 0, 0);
+	EXPECT_CMD(cmd(OHCA_CMD_ALLOC_MW, &in, sizeof(in), 8), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DEALLOC_MW, out_handle()), 0, 0);
+	return destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
+}
+
+static bool mw_bind_case(uint32_t mr_access, uint8_t st, uint8_t verr)
+{
+	struct ohca_bind_mw_wqe b = { .wr_id = 0x42, .opcode = OHCA_WR_BIND_MW,
+		.flags = OHCA_WQE_SIGNALED, .addr = 0x10000, .length = 64,
+		.access = OHCA_ACCESS_REMOTE_WRITE };
+	struct ohca_alloc_mw_in in = { .type = OHCA_MW_TYPE_2 };
+	struct ohca_send_wqe w;
+	uint32_t mr, mw;
+
+	if (!rdma_setup())
+		return false;
+	mr = mk_mr(g_pd, mr_access);
+	CHECK(mr, "CREATE_MR: %#x/%#x", last_status, last_syn);
+	in.pdn = g_pd;
+	EXPECT_CMD(cmd(OHCA_CMD_ALLOC_MW, &in, sizeof(in), 8), 0, 0);
+	mw = out_handle();
+	b.mw_key = (mw & ~0xffu) | ((mw + 1) & 0xff);
+	b.mr_lkey = mr;
+	memcpy(&w, &b, sizeof(w));
+	if (!post_wqe(&w, NULL, 0, st, verr))
+		return false;
+	if (st == OHCA_CQE_SUCCESS)
+		EXPECT_CMD(destroy(OHCA_CMD_DESTROY_MR, mr),
+			   OHCA_STATUS_BAD_STATE, mr);
+	EXPECT_CMD(destroy(OHCA_CMD_DEALLOC_MW, mw), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_MR, mr), 0, 0);
+	return true;
+}
+
+static bool t_mw_bind_ok(void)
+{
+	return mw_bind_case(OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_MW_BIND,
+			    OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
+}
+
+static bool t_mw_bind_without_mw_bind_access(void)
+{
+	return mw_bind_case(OHCA_ACCESS_LOCAL_WRITE, OHCA_CQE_MW_BIND_ERR,
+			    OHCA_VERR_LKEY_ACCESS);
+}
+
 static bool t_fast_reg_fields(void)
 {
 	struct ohca_create_mr_in in = { .flags = OHCA_MR_F_FAST_REG };
@@ -1675,6 +1775,14 @@ static bool t_fast_reg_list_outside_ram(void)
 	return fast_reg_wqe(1, NOWHERE, OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_DMA);
 }
 
+/* BIND_MW's window key lies where a send WQE has imm_data. */
+WQE_CASE(t_wqe_bind_mw_bad_key,
+	 .w = { .opcode = OHCA_WR_BIND_MW, .imm_data = 0xffffff00 },
+	 .status = OHCA_CQE_MW_BIND_ERR, .verr = OHCA_VERR_BAD_LKEY)
+/* Reserved words of the bind WQE (rsvd1[0] is the send WQE's swap). */
+WQE_CASE(t_wqe_bind_mw_reserved,
+	 .w = { .opcode = OHCA_WR_BIND_MW, .swap = 1 },
+	 .status = OHCA_CQE_LOC_QP_OP_ERR, .verr = OHCA_VERR_BAD_WQE)
 #define BAD_KEY .status = OHCA_CQE_LOC_PROT_ERR, .verr = OHCA_VERR_BAD_LKEY
 WQE_CASE(t_wqe_local_inv_bad_key,
 	 .w = { .opcode = OHCA_WR_LOCAL_INV, .rkey = 0xffffff00 }, BAD_KEY)
@@ -2004,6 +2112,13 @@ static const struct hcase cases[] = {
 	{ "wqe_inline_read", t_wqe_inline_read, false },
 	{ "wqe_local_inv_bad_key", t_wqe_local_inv_bad_key, false },
 	{ "wqe_reg_mr_bad_key", t_wqe_reg_mr_bad_key, false },
+	{ "wqe_bind_mw_bad_key", t_wqe_bind_mw_bad_key, false },
+	{ "wqe_bind_mw_reserved", t_wqe_bind_mw_reserved, false },
+	{ "mw_fields", t_mw_fields, true },
+	{ "mw_exhaustion", t_mw_exhaustion, true },
+	{ "mw_bind_ok", t_mw_bind_ok, false },
+	{ "mw_bind_without_mw_bind_access", t_mw_bind_without_mw_bind_access,
+	  false },
 	{ "fast_reg_fields", t_fast_reg_fields, false },
 	{ "fast_reg_ok", t_fast_reg_ok, false },
 	{ "fast_reg_past_capacity", t_fast_reg_past_capacity, false },
