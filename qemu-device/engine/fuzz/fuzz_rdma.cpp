@@ -76,6 +76,8 @@ struct Mr {
     uint32_t key = 0;
     uint64_t iova = 0;
     uint64_t len = 0;
+    bool window = false; // a memory window (ALLOC_MW): its key as an rkey
+    uint32_t handle = 0; // a window's DEALLOC_MW handle (its key changes)
 };
 
 class Rdma {
@@ -286,11 +288,25 @@ class Rdma {
 
     void create_mr(Input &in) {
         Mr &slot = mrs_[in.below(kMrSlots)];
+        if (in.one_in(6)) { // a memory window in the same key space
+            ohca_alloc_mw_in w{};
+            w.pdn = pd(in);
+            w.type = static_cast<uint8_t>(bad(in) ? in.u8() : in.range(1, 2));
+            if (bad(in)) {
+                w.rsvd[in.below(3)] = in.u8();
+            }
+            ohca_create_out o{};
+            if (create(OHCA_CMD_ALLOC_MW, &w, sizeof(w), o)) {
+                slot = {true, o.handle, kData, kDataSize, true, o.handle};
+            }
+            return;
+        }
         ohca_create_mr_in m{};
         m.pdn = pd(in);
         m.access = bad(in) ? in.u32()
                            : OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE |
-                                 OHCA_ACCESS_REMOTE_READ | (in.u8() & OHCA_ACCESS_REMOTE_ATOMIC);
+                                 OHCA_ACCESS_REMOTE_READ |
+                                 (in.u8() & (OHCA_ACCESS_REMOTE_ATOMIC | OHCA_ACCESS_MW_BIND));
         if (in.u8() >= 0xc0) { // drop some access bits
             m.access &= in.u32();
         }
@@ -319,7 +335,7 @@ class Rdma {
         }
         ohca_create_out o{};
         if (create(OHCA_CMD_CREATE_MR, &m, sizeof(m), o)) {
-            slot = {true, o.handle, m.iova, m.length};
+            slot = {true, o.handle, m.iova, m.length, false, 0};
         }
     }
 
@@ -399,6 +415,10 @@ class Rdma {
             Mr &m = mrs_[in.below(kMrSlots)];
             hi.handle = m.key;
             live = &m.live;
+            if (m.window) {
+                op = OHCA_CMD_DEALLOC_MW;
+                hi.handle = m.handle;
+            }
             break;
         }
         case OHCA_CMD_DESTROY_CQ: {
@@ -571,7 +591,8 @@ class Rdma {
                                                OHCA_WR_ATOMIC_FETCH_ADD,
                                                OHCA_WR_LOCAL_INV,
                                                OHCA_WR_SEND_INV,
-                                               OHCA_WR_REG_MR};
+                                               OHCA_WR_REG_MR,
+                                               OHCA_WR_BIND_MW};
             w.opcode = bad(in) ? in.u8() : kOps[in.below(sizeof(kOps))];
             w.cmp_add = in.one_in(2) ? in.below(4) : in.u64();
             w.swap = in.u64();
@@ -612,6 +633,27 @@ class Rdma {
             if (bad(in)) {
                 w.rsvd0 = in.u8();
                 w.rsvd1[in.below(4)] = in.u32();
+            }
+            if (w.opcode == OHCA_WR_BIND_MW && !bad(in)) {
+                // A well-formed bind: a slot's key as the window (its next
+                // tag), another's as the MR, a range inside the data area.
+                ohca_bind_mw_wqe b{};
+                b.wr_id = w.wr_id;
+                b.opcode = OHCA_WR_BIND_MW;
+                b.flags = static_cast<uint8_t>(w.flags & ~OHCA_WQE_INLINE);
+                const Mr *win = live_mr(in);
+                const Mr *target = live_mr(in);
+                const uint32_t k = win != nullptr ? win->key : in.u32();
+                b.mw_key = (k & ~0xffu) | ((k + in.range(1, 2)) & 0xffu);
+                b.mr_lkey = target != nullptr ? target->key : in.u32();
+                b.addr = kData + in.below(kDataSize);
+                b.length = in.one_in(4) ? 0 : in.below(kDataSize);
+                b.access = in.u8() & 0xf;
+                std::memcpy(&w, &b, sizeof(w));
+                if (win != nullptr && b.length != 0 && in.one_in(2)) {
+                    // later requests name the window's new key
+                    mrs_[static_cast<size_t>(win - mrs_.data())].key = b.mw_key;
+                }
             }
             h_.put(at, w);
             ++qp->sq_pi;
