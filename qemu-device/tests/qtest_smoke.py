@@ -302,7 +302,8 @@ def run(q, wire, udp_local):
     print("registers")
     check(q.readl(BAR0 + REG_MAGIC) == fw.OHCA_MAGIC, "MAGIC")
     check(q.readl(BAR0 + REG_ABI) == fw.OHCA_ABI_VERSION, "ABI_VERSION")
-    caps = fw.OHCA_CAP_ROCE_V2 | fw.OHCA_CAP_ETH | fw.OHCA_CAP_RESET | fw.OHCA_CAP_UD
+    caps = (fw.OHCA_CAP_ROCE_V2 | fw.OHCA_CAP_ETH | fw.OHCA_CAP_RESET | fw.OHCA_CAP_UD
+            | fw.OHCA_CAP_UC)
     check(q.readl(BAR0 + REG_CAPS) == caps, "CAPS")
     check(q.readl(BAR0 + REG_PORT) == 1, "PORT_STATUS link up")
 

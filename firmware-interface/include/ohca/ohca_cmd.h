@@ -609,6 +609,9 @@ enum ohca_qp_type {
 	OHCA_QPT_RC			= 0,
 	OHCA_QPT_UD			= 1,
 	OHCA_QPT_GSI			= 2,
+	/* (ABI 1.2, OHCA_CAP_UC) unreliable connected: SEND and RDMA WRITE,
+	 * no ACKs; see the programming manual, section 14. */
+	OHCA_QPT_UC			= 3,
 };
 
 /* QP states, the IBTA numbering. */

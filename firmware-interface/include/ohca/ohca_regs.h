@@ -96,6 +96,8 @@ enum ohca_caps {
 	OHCA_CAP_RESET			= 1u << 2,
 	/* UD and GSI QPs, the UD WQE segment and UD CQE fields (ABI 1.2) */
 	OHCA_CAP_UD			= 1u << 3,
+	/* UC QPs (OHCA_QPT_UC) (ABI 1.2) */
+	OHCA_CAP_UC			= 1u << 4,
 };
 
 enum ohca_dev_ctrl {

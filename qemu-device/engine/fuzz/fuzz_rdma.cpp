@@ -582,17 +582,11 @@ class Rdma {
             ohca_send_wqe w{};
             w.wr_id = qp->sq_pi;
             // The RC opcodes, the atomics, then the fast-registration ones.
-            static constexpr uint8_t kOps[] = {OHCA_WR_RDMA_WRITE,
-                                               OHCA_WR_RDMA_WRITE_IMM,
-                                               OHCA_WR_SEND,
-                                               OHCA_WR_SEND_IMM,
-                                               OHCA_WR_RDMA_READ,
-                                               OHCA_WR_ATOMIC_CMP_SWP,
-                                               OHCA_WR_ATOMIC_FETCH_ADD,
-                                               OHCA_WR_LOCAL_INV,
-                                               OHCA_WR_SEND_INV,
-                                               OHCA_WR_REG_MR,
-                                               OHCA_WR_BIND_MW};
+            static constexpr uint8_t kOps[] = {
+                OHCA_WR_RDMA_WRITE,       OHCA_WR_RDMA_WRITE_IMM, OHCA_WR_SEND,
+                OHCA_WR_SEND_IMM,         OHCA_WR_RDMA_READ,      OHCA_WR_ATOMIC_CMP_SWP,
+                OHCA_WR_ATOMIC_FETCH_ADD, OHCA_WR_LOCAL_INV,      OHCA_WR_SEND_INV,
+                OHCA_WR_REG_MR,           OHCA_WR_BIND_MW};
             w.opcode = bad(in) ? in.u8() : kOps[in.below(sizeof(kOps))];
             w.cmp_add = in.one_in(2) ? in.below(4) : in.u64();
             w.swap = in.u64();

@@ -33,6 +33,7 @@
 #include "stats.hpp"
 #include "transport.hpp"
 #include "uar_table.hpp"
+#include "uc.hpp"
 #include "ud.hpp"
 
 #include <ohca/ohca_cmd.h>
@@ -331,6 +332,8 @@ class Device : private TransportServices {
     // The RC transport.
     RcRequester rc_requester_{*this};
     RcResponder rc_responder_{*this};
+    // The UC transport.
+    UcTransport uc_{*this};
 
   public:
     [[nodiscard]] const RoceCounters &roce_counters() const { return roce_; }

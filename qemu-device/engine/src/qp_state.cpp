@@ -140,4 +140,64 @@ bool ud_qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask) {
     return mask_fits(ud_qp_transition(cur, next), attr_mask);
 }
 
+QpTransition uc_qp_transition(uint8_t cur, uint8_t next) {
+    constexpr uint32_t kPath = OHCA_QP_PKEY_INDEX | OHCA_QP_PORT;
+    constexpr uint32_t kLive = OHCA_QP_CUR_STATE | OHCA_QP_ACCESS_FLAGS;
+    if (cur > OHCA_QPS_ERR || next > OHCA_QPS_ERR) {
+        return {};
+    }
+    if (next == OHCA_QPS_RESET || next == OHCA_QPS_ERR) {
+        return {true, 0, 0};
+    }
+    switch (cur) {
+    case OHCA_QPS_RESET:
+        if (next == OHCA_QPS_INIT) {
+            return {true, kPath | OHCA_QP_ACCESS_FLAGS, 0};
+        }
+        break;
+    case OHCA_QPS_INIT:
+        if (next == OHCA_QPS_INIT) {
+            return {true, 0, kPath | OHCA_QP_ACCESS_FLAGS};
+        }
+        if (next == OHCA_QPS_RTR) {
+            return {true, OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN | OHCA_QP_RQ_PSN,
+                    OHCA_QP_PKEY_INDEX | OHCA_QP_ACCESS_FLAGS};
+        }
+        break;
+    case OHCA_QPS_RTR:
+        if (next == OHCA_QPS_RTS) {
+            return {true, OHCA_QP_SQ_PSN, kLive};
+        }
+        break;
+    case OHCA_QPS_RTS:
+        if (next == OHCA_QPS_RTS) {
+            return {true, 0, kLive};
+        }
+        if (next == OHCA_QPS_SQD) {
+            return {true, 0, 0};
+        }
+        break;
+    case OHCA_QPS_SQD:
+        if (next == OHCA_QPS_RTS) {
+            return {true, 0, kLive};
+        }
+        if (next == OHCA_QPS_SQD) {
+            return {true, 0, kPath | OHCA_QP_AV | kLive};
+        }
+        break;
+    case OHCA_QPS_SQE:
+        if (next == OHCA_QPS_RTS) {
+            return {true, 0, kLive};
+        }
+        break;
+    default:
+        break;
+    }
+    return {};
+}
+
+bool uc_qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask) {
+    return mask_fits(uc_qp_transition(cur, next), attr_mask);
+}
+
 } // namespace ohca

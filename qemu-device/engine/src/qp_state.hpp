@@ -28,6 +28,10 @@ bool qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask);
 // The same for UD and GSI QPs (the verbs' UD column): Q_Key instead of
 // the connection attributes.
 QpTransition ud_qp_transition(uint8_t cur, uint8_t next);
+// And for UC QPs (the verbs' UC column): the path and PSNs, no ACK
+// timing, retries or RDMA READ/atomic resources.
+QpTransition uc_qp_transition(uint8_t cur, uint8_t next);
+bool uc_qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask);
 bool ud_qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask);
 
 } // namespace ohca

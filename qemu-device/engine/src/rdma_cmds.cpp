@@ -395,11 +395,13 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     const uint32_t uar = le(in.uar_index);
     const uint32_t max_inline = le(in.max_inline);
     const uint32_t srqn = le(in.srqn);
-    if (in.type != OHCA_QPT_RC && in.type != OHCA_QPT_UD && in.type != OHCA_QPT_GSI) {
+    if (in.type != OHCA_QPT_RC && in.type != OHCA_QPT_UD && in.type != OHCA_QPT_GSI &&
+        in.type != OHCA_QPT_UC) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, type)};
     }
     // UD WQEs carry the address vector before their data.
-    const size_t sq_hdr = in.type == OHCA_QPT_RC ? sizeof(ohca_send_wqe) : OHCA_UD_WQE_HDR_LEN;
+    const bool connected = in.type == OHCA_QPT_RC || in.type == OHCA_QPT_UC;
+    const size_t sq_hdr = connected ? sizeof(ohca_send_wqe) : OHCA_UD_WQE_HDR_LEN;
     if (in.sq_log_size > DeviceLimits::max_wq_log) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, sq_log_size)};
     }
@@ -597,8 +599,12 @@ Device::CmdResult Device::cmd_modify_qp(const Command &cmd) {
         return {OHCA_STATUS_BAD_FIELD, A + offsetof(ohca_qp_attr, cur_qp_state)};
     }
     const uint8_t next = (mask & OHCA_QP_STATE) != 0 ? a.qp_state : cur;
-    if (!(qp->type == OHCA_QPT_RC ? qp_mask_ok(cur, next, mask & ~OHCA_QP_UDP_SPORT)
-                                  : ud_qp_mask_ok(cur, next, mask))) {
+    // UDP_SPORT goes with the AV of a connected QP (RC, UC).
+    const uint32_t cm = mask & ~uint32_t{OHCA_QP_UDP_SPORT};
+    const bool mask_ok = qp->type == OHCA_QPT_RC   ? qp_mask_ok(cur, next, cm)
+                         : qp->type == OHCA_QPT_UC ? uc_qp_mask_ok(cur, next, cm)
+                                                   : ud_qp_mask_ok(cur, next, mask);
+    if (!mask_ok) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, attr_mask)};
     }
     auto bad = [](size_t field) -> CmdResult {

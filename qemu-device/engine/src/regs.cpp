@@ -6,7 +6,8 @@ namespace ohca {
 
 namespace {
 
-constexpr uint32_t kCaps = OHCA_CAP_ROCE_V2 | OHCA_CAP_ETH | OHCA_CAP_RESET | OHCA_CAP_UD;
+constexpr uint32_t kCaps =
+    OHCA_CAP_ROCE_V2 | OHCA_CAP_ETH | OHCA_CAP_RESET | OHCA_CAP_UD | OHCA_CAP_UC;
 
 bool valid_access(uint64_t offset, unsigned int size) {
     return size == 4 && offset % 4 == 0 && offset < OHCA_REGS_BAR_SIZE;

@@ -68,6 +68,9 @@ OpcodeInfo opcode_info(uint8_t op) {
         i.payload = true;
         return i;
     }
+    if (is_uc_opcode(op)) {
+        return rc_opcode_info(op & 0x1f); // the same headers as RC's
+    }
     return rc_opcode_info(op);
 }
 

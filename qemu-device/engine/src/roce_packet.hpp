@@ -45,6 +45,22 @@ inline constexpr uint8_t kSendOnlyInv = 0x17; // + IETH
 } // namespace rc
 
 // UD opcodes (transport bits 011): single-packet SENDs only.
+// UC: the RC SEND and WRITE opcodes with the UC prefix (0x20 | op).
+namespace uc {
+inline constexpr uint8_t kSendFirst = 0x20;
+inline constexpr uint8_t kSendMiddle = 0x21;
+inline constexpr uint8_t kSendLast = 0x22;
+inline constexpr uint8_t kSendLastImm = 0x23;
+inline constexpr uint8_t kSendOnly = 0x24;
+inline constexpr uint8_t kSendOnlyImm = 0x25;
+inline constexpr uint8_t kWriteFirst = 0x26;
+inline constexpr uint8_t kWriteMiddle = 0x27;
+inline constexpr uint8_t kWriteLast = 0x28;
+inline constexpr uint8_t kWriteLastImm = 0x29;
+inline constexpr uint8_t kWriteOnly = 0x2a;
+inline constexpr uint8_t kWriteOnlyImm = 0x2b;
+} // namespace uc
+
 namespace ud {
 inline constexpr uint8_t kSendOnly = 0x64;
 inline constexpr uint8_t kSendOnlyImm = 0x65;
@@ -67,6 +83,9 @@ OpcodeInfo rc_opcode_info(uint8_t opcode);
 OpcodeInfo opcode_info(uint8_t opcode);
 [[nodiscard]] inline bool is_ud_opcode(uint8_t op) {
     return op == ud::kSendOnly || op == ud::kSendOnlyImm;
+}
+[[nodiscard]] inline bool is_uc_opcode(uint8_t op) {
+    return op >= uc::kSendFirst && op <= uc::kWriteOnlyImm;
 }
 
 // AETH syndromes (bits 7:5 type, 4:0 value).

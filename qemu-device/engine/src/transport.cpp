@@ -206,7 +206,7 @@ void Device::roce_deliver(const ParsedPacket &p) {
         return;
     }
     Qp *qp = find_qp(h.dest_qp);
-    if (qp != nullptr && qp->type != OHCA_QPT_RC) {
+    if (qp != nullptr && qp->type != OHCA_QPT_RC && qp->type != OHCA_QPT_UC) {
         // UD: any source, UD opcodes only (ud.cpp).
         if (!is_local_gid(p.dgid) || (h.pkey & 0x7fff) != 0x7fff) {
             ++roce_.rx_no_qp;
@@ -228,10 +228,14 @@ void Device::roce_deliver(const ParsedPacket &p) {
         ++stats_.roce_rx_dropped;
         return;
     }
-    if (is_ud_opcode(h.opcode)) {
-        // UD to an RC QP.
+    if (is_ud_opcode(h.opcode) || is_uc_opcode(h.opcode) != (qp->type == OHCA_QPT_UC)) {
+        // UD to a connected QP, UC to RC or RC to UC.
         ++roce_.rx_bad_opcode;
         ++stats_.roce_rx_dropped;
+        return;
+    }
+    if (qp->type == OHCA_QPT_UC) {
+        uc_.rx(*qp, p); // counts its packets itself
         return;
     }
     ++roce_.rx_packets;
@@ -325,7 +329,7 @@ void Device::update_timer() {
 
 // One visit of a ready QP: at most 'quantum' packets or WQEs.
 void Device::visit(Qp &qp, unsigned int &quantum) {
-    if (qp.type != OHCA_QPT_RC) {
+    if (qp.type != OHCA_QPT_RC && qp.type != OHCA_QPT_UC) {
         UdTransport::process_sq(*this, qp, quantum);
         return;
     }
@@ -335,6 +339,10 @@ void Device::visit(Qp &qp, unsigned int &quantum) {
         if (flush_pending(qp)) {
             flush_qp(qp, quantum);
         }
+        return;
+    }
+    if (qp.type == OHCA_QPT_UC) {
+        uc_.process_sq(qp, quantum);
         return;
     }
     rc_responder_.process_responses(qp, quantum);

@@ -49,6 +49,7 @@ struct RoceCounters {
     uint64_t ud_rx_no_wqe = 0;     // UD: dropped, no receive WQE
     uint64_t ud_rx_bad_qkey = 0;   // UD: dropped, Q_Key mismatch
     uint64_t mcast_rx_packets = 0; // UD to a multicast group with QPs here
+    uint64_t uc_msgs_dropped = 0; // UC: incomplete, no receive WQE, or refused
 };
 
 // Outcome of an lkey/rkey check.

@@ -205,7 +205,7 @@ uint32_t RdmaNode::reg_mr(uint32_t pdn, uint64_t addr, uint64_t len, uint32_t ac
 }
 
 QpInfo RdmaNode::create_qp(uint32_t pdn, uint32_t scq, uint32_t rcq, unsigned int sq_log,
-                           unsigned int rq_log, uint32_t uar) {
+                           unsigned int rq_log, uint32_t uar, uint8_t type) {
     QpInfo q;
     q.sq_size = 1u << sq_log;
     q.rq_size = 1u << rq_log;
@@ -215,7 +215,7 @@ QpInfo RdmaNode::create_qp(uint32_t pdn, uint32_t scq, uint32_t rcq, unsigned in
     q.sq = alloc(uint64_t{q.sq_size} * q.sq_stride);
     q.rq = alloc(uint64_t{q.rq_size} * q.rq_stride);
     ohca_create_qp_in in{};
-    in.type = OHCA_QPT_RC;
+    in.type = type;
     in.sq_log_size = static_cast<uint8_t>(sq_log);
     in.rq_log_size = static_cast<uint8_t>(rq_log);
     in.sq_log_stride = 8;
@@ -348,6 +348,36 @@ void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &pe
                      a)
                   .status,
               OHCA_STATUS_OK);
+}
+
+void RdmaNode::connect_uc(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &peer,
+                          uint8_t path_mtu, uint32_t access) {
+    ohca_qp_attr a{};
+    a.qp_state = OHCA_QPS_INIT;
+    a.access_flags = access;
+    ASSERT_EQ(
+        modify(qp.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS, a)
+            .status,
+        OHCA_STATUS_OK);
+    a = {};
+    a.qp_state = OHCA_QPS_RTR;
+    a.path_mtu = path_mtu;
+    a.dest_qpn = remote_qpn;
+    a.rq_psn = (peer.psn_base + remote_qpn) & 0xffffff;
+    std::copy(peer.gid.begin(), peer.gid.end(), a.av.dgid);
+    std::copy(peer.mac.begin(), peer.mac.end(), a.av.dmac);
+    a.av.vlan_id = 0xffff;
+    a.av.hop_limit = 64;
+    a.av.network_type = peer.gid[10] == 0xff ? OHCA_NET_IPV4 : OHCA_NET_IPV6;
+    ASSERT_EQ(
+        modify(qp.qpn,
+               OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN | OHCA_QP_RQ_PSN, a)
+            .status,
+        OHCA_STATUS_OK);
+    a = {};
+    a.qp_state = OHCA_QPS_RTS;
+    a.sq_psn = (psn_base + qp.qpn) & 0xffffff;
+    ASSERT_EQ(modify(qp.qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN, a).status, OHCA_STATUS_OK);
 }
 
 void RdmaNode::ring_sq(const QpInfo &qp) {

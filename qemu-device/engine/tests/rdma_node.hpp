@@ -83,7 +83,7 @@ class RdmaNode {
     // Returns the lkey (== rkey).
     uint32_t reg_mr(uint32_t pdn, uint64_t addr, uint64_t len, uint32_t access);
     QpInfo create_qp(uint32_t pdn, uint32_t scq, uint32_t rcq, unsigned int sq_log = 6,
-                     unsigned int rq_log = 6, uint32_t uar = 0);
+                     unsigned int rq_log = 6, uint32_t uar = 0, uint8_t type = OHCA_QPT_RC);
     // A QP whose receives come from SRQ 'srqn' (no RQ of its own).
     QpInfo create_qp_on_srq(uint32_t pdn, uint32_t scq, uint32_t rcq, uint32_t srqn,
                             unsigned int sq_log = 6);
@@ -96,6 +96,10 @@ class RdmaNode {
                  uint8_t timeout = 14, uint8_t retry = 7, uint8_t rnr_retry = 7,
                  uint32_t access = OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ,
                  uint8_t rd_atomic = 4);
+    // The same for a UC QP (the UC column: no timers, retries or
+    // READ/atomic resources).
+    void connect_uc(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &peer,
+                    uint8_t path_mtu = 3, uint32_t access = OHCA_ACCESS_REMOTE_WRITE);
     ohca_qp_attr query(uint32_t qpn);
 
     void post_send(QpInfo &qp, const SendReq &r, bool ring = true);
