@@ -86,11 +86,17 @@ static bool ohca_wq_size_ok(struct ohca_dev *dev, u32 log_size, u32 wr)
 	       BIT(log_size) <= roundup_pow_of_two(ohca_max_wr(dev));
 }
 
+/* RC and UC QPs have a peer set by modify_qp; UD and GSI WQEs name theirs. */
+static bool ohca_qp_connected(enum ib_qp_type type)
+{
+	return type == IB_QPT_RC || type == IB_QPT_UC;
+}
+
 /* Bytes of a send WQE before its data segments or inline data. */
 static u32 ohca_sq_hdr_len(enum ib_qp_type type)
 {
-	return type == IB_QPT_RC ? sizeof(struct ohca_send_wqe) :
-				   OHCA_UD_WQE_HDR_LEN;
+	return ohca_qp_connected(type) ? sizeof(struct ohca_send_wqe) :
+					 OHCA_UD_WQE_HDR_LEN;
 }
 
 static int ohca_check_caps(struct ohca_dev *dev, struct ib_qp_init_attr *init,
@@ -101,6 +107,11 @@ static int ohca_check_caps(struct ohca_dev *dev, struct ib_qp_init_attr *init,
 	switch (init->qp_type) {
 	case IB_QPT_RC:
 		break;
+	case IB_QPT_UC:
+		/* No SRQ: the device takes SRQ receives for RC only. */
+		if ((dev->caps & OHCA_CAP_UC) && !init->srq)
+			break;
+		goto unsupported;
 	case IB_QPT_GSI:
 		if (udata)
 			return -EINVAL;
@@ -110,6 +121,7 @@ static int ohca_check_caps(struct ohca_dev *dev, struct ib_qp_init_attr *init,
 			break;
 		fallthrough;
 	default:
+unsupported:
 		ibdev_dbg(&dev->ibdev, "QP type %d not supported\n",
 			  init->qp_type);
 		return -EOPNOTSUPP;
@@ -387,6 +399,7 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_mutex;
 
 	in.type = qp->type == IB_QPT_RC ? OHCA_QPT_RC :
+		  qp->type == IB_QPT_UC ? OHCA_QPT_UC :
 		  qp->type == IB_QPT_UD ? OHCA_QPT_UD : OHCA_QPT_GSI;
 	in.sq_log_size = qp->sq.log_size;
 	in.rq_log_size = qp->rq.log_size;
@@ -737,7 +750,7 @@ int ohca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	attr->rnr_retry = a.rnr_retry;
 	ohca_qp_fill_caps(dev, qp, &attr->cap);
 
-	if (qp->type == IB_QPT_RC) {
+	if (ohca_qp_connected(qp->type)) {
 		attr->ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
 		rdma_ah_set_port_num(&attr->ah_attr, 1);
 		memcpy(dgid.raw, a.av.dgid, sizeof(dgid.raw));
@@ -865,7 +878,7 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ib_send_wr *wr,
 
 	if (opcode < 0)
 		return opcode;
-	if (qp->type != IB_QPT_RC) {
+	if (!ohca_qp_connected(qp->type)) {
 		/* SEND and SEND_WITH_IMM only */
 		err = ohca_build_ud_seg(wr, (struct ohca_ud_seg *)(wqe + 1));
 		if (err)

@@ -615,12 +615,13 @@ static struct ohca_qp *ohca_qp_alloc(struct ibv_context *ibctx,
 	struct ohca_qp *qp;
 	int err;
 
-	if ((attr->qp_type != IBV_QPT_RC &&
+	/* UC: the kernel answers EOPNOTSUPP for a device without it. */
+	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
 	     (attr->qp_type != IBV_QPT_UD ||
 	      !ctx->ud)) ||
 	    (attr->srq && attr->qp_type != IBV_QPT_RC)) {
 		verbs_debug(&ctx->vctx,
-			    "RC QPs, UD QPs without SRQ only (type %d, srq %p)\n",
+			    "RC QPs, UC and UD QPs without SRQ only (type %d, srq %p)\n",
 			    attr->qp_type, (void *)attr->srq);
 		errno = EOPNOTSUPP;
 		return NULL;

@@ -69,6 +69,7 @@ struct Qp {
     unsigned int sq_log = 0, rq_log = 0, sq_ls = 0, rq_ls = 0;
     uint32_t sq_pi = 0, rq_pi = 0;
     bool remote = false; // peer is the fake remote node, not a local QP
+    bool uc = false;     // a UC QP (the UC column of MODIFY_QP)
 };
 
 struct Mr {
@@ -365,7 +366,7 @@ class Rdma {
         const uint32_t i = fixed >= 0 ? static_cast<uint32_t>(fixed) : in.below(kSlots);
         Qp &slot = qps_[i];
         ohca_create_qp_in q{};
-        q.type = bad(in) ? in.u8() : uint8_t{OHCA_QPT_RC};
+        q.type = bad(in) ? in.u8() : in.one_in(4) ? uint8_t{OHCA_QPT_UC} : uint8_t{OHCA_QPT_RC};
         // SQ: 16 KiB, RQ: 4 KiB per slot; stride/size trade within them.
         q.sq_log_stride = static_cast<uint8_t>(bad(in) ? in.u8() : 8 - in.below(2));
         q.sq_log_size =
@@ -398,6 +399,7 @@ class Rdma {
             slot.rq_log = q.rq_log_size;
             slot.sq_ls = q.sq_log_stride;
             slot.rq_ls = q.rq_log_stride;
+            slot.uc = q.type == OHCA_QPT_UC;
         }
     }
 
@@ -501,6 +503,10 @@ class Rdma {
         default: // RTS, SQD, SQE, ERR: back to RESET (rings restart at 0)
             a.qp_state = in.u8() < 0x80 ? OHCA_QPS_RESET : OHCA_QPS_ERR;
             break;
+        }
+        if (qp->uc) { // no ACK timing, retries or READ/atomic resources
+            mask &= ~uint32_t{OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_MIN_RNR_TIMER | OHCA_QP_TIMEOUT |
+                              OHCA_QP_RETRY_CNT | OHCA_QP_RNR_RETRY | OHCA_QP_MAX_QP_RD_ATOMIC};
         }
         if (bad(in)) {
             mask ^= 1u << in.below(21);
@@ -718,6 +724,9 @@ class Rdma {
         uint8_t op = static_cast<uint8_t>(in.below(0x15)); // atomics included
         if (in.one_in(16)) {
             op = in.flag() ? ohca::rc::kSendLastInv : ohca::rc::kSendOnlyInv;
+        }
+        if (qp->uc && !in.one_in(8)) { // the UC opcodes: SEND and WRITE
+            op = static_cast<uint8_t>(ohca::uc::kSendFirst + in.below(12));
         }
         if (bad(in)) {
             op = in.u8();
