@@ -1732,6 +1732,66 @@ static bool t_mw_bind_without_mw_bind_access(void)
 			    OHCA_VERR_LKEY_ACCESS);
 }
 
+/* UC QPs: no SRQ, an unknown QP type, the UC column of MODIFY_QP (RC and
+ * UD attributes refused), then connected to itself: a READ WQE fails with
+ * BAD_WQE. */
+static bool t_uc_qp(void)
+{
+	struct ohca_create_qp_in in;
+	struct ohca_qp_attr a = { 0 };
+	struct ohca_send_wqe w = { .wr_id = 0x77, .opcode = OHCA_WR_RDMA_READ,
+				   .flags = OHCA_WQE_SIGNALED };
+	uint32_t pd, cq, init_mask, qpn;
+
+	if (!bring_up() || !add_gid0())
+		return false;
+	pd = mk_pd();
+	cq = mk_cq(0, 0);
+	CHECK(pd && cq, "setup");
+	qp_in(&in, pd, cq);
+	in.type = OHCA_QPT_UC;
+	in.srqn = 1;
+	in.rq_log_size = 0;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8),
+		   OHCA_STATUS_BAD_FIELD, offsetof(struct ohca_create_qp_in, srqn));
+	qp_in(&in, pd, cq);
+	in.type = 4;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8),
+		   OHCA_STATUS_BAD_FIELD, offsetof(struct ohca_create_qp_in, type));
+	in.type = OHCA_QPT_UC;
+	memset(pva(P_SQ), 0, PG);
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8), 0, 0);
+	qpn = out_handle();
+	init_mask = OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT |
+		 OHCA_QP_ACCESS_FLAGS;
+	a.qp_state = OHCA_QPS_INIT;
+	EXPECT_CMD(modify(qpn, init_mask | OHCA_QP_QKEY, &a), OHCA_STATUS_BAD_FIELD,
+		   offsetof(struct ohca_modify_qp_in, attr_mask));
+	EXPECT_CMD(modify(qpn, init_mask, &a), 0, 0);
+	a.qp_state = OHCA_QPS_RTR;
+	a.path_mtu = 3;
+	a.dest_qpn = qpn;
+	memcpy(a.av.dgid, gid_v4, 16);
+	memcpy(a.av.dmac, "\x02\0\0\0\x99\x01", 6);
+	a.av.vlan_id = 0xffff;
+	a.av.network_type = OHCA_NET_IPV4;
+	EXPECT_CMD(modify(qpn, OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU |
+			  OHCA_QP_DEST_QPN | OHCA_QP_RQ_PSN |
+			  OHCA_QP_MAX_DEST_RD_ATOMIC, &a),
+		   OHCA_STATUS_BAD_FIELD,
+		   offsetof(struct ohca_modify_qp_in, attr_mask));
+	EXPECT_CMD(modify(qpn, OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU |
+			  OHCA_QP_DEST_QPN | OHCA_QP_RQ_PSN, &a), 0, 0);
+	a.qp_state = OHCA_QPS_RTS;
+	EXPECT_CMD(modify(qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN | OHCA_QP_TIMEOUT,
+			  &a), OHCA_STATUS_BAD_FIELD,
+		   offsetof(struct ohca_modify_qp_in, attr_mask));
+	EXPECT_CMD(modify(qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN, &a), 0, 0);
+	/* READ is not a UC operation: the WQE fails, the QP goes to ERR. */
+	g_qp = qpn;
+	return post_wqe(&w, NULL, 0, OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
+}
+
 static bool t_fast_reg_fields(void)
 {
 	struct ohca_create_mr_in in = { .flags = OHCA_MR_F_FAST_REG };
@@ -2114,6 +2174,7 @@ static const struct hcase cases[] = {
 	{ "wqe_reg_mr_bad_key", t_wqe_reg_mr_bad_key, false },
 	{ "wqe_bind_mw_bad_key", t_wqe_bind_mw_bad_key, false },
 	{ "wqe_bind_mw_reserved", t_wqe_bind_mw_reserved, false },
+	{ "uc_qp", t_uc_qp, false },
 	{ "mw_fields", t_mw_fields, true },
 	{ "mw_exhaustion", t_mw_exhaustion, true },
 	{ "mw_bind_ok", t_mw_bind_ok, false },
