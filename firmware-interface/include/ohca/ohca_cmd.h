@@ -610,7 +610,7 @@ enum ohca_qp_type {
 	OHCA_QPT_UD			= 1,
 	OHCA_QPT_GSI			= 2,
 	/* (ABI 1.2, OHCA_CAP_UC) unreliable connected: SEND and RDMA WRITE,
-	 * no ACKs; see the programming manual, section 14. */
+	 * no ACKs; see the programming manual, section 15. */
 	OHCA_QPT_UC			= 3,
 };
 
