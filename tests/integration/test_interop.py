@@ -1,5 +1,5 @@
 """Interoperability with Linux soft-RoCE: vm0 has ohca, vm1 virtio-net with
-rdma_rxe (rxe0) on the same wire and subnet. ibv_rc_pingpong, perftest
+rdma_rxe (rxe0) on the same wire and subnet. ibv_rc_pingpong, ibv_uc_pingpong, perftest
 bandwidth/latency and ohca_rc_integrity (every byte checked) run in both
 directions (ohca as server, then as client)
 at path MTU 1024 and 4096 (eth0 MTU 9000 on both sides, so both ports are
@@ -36,6 +36,8 @@ FULL = os.environ.get("OHCA_INTEROP_FULL", "0") == "1"
 # refuses (> max_qp_init_rd_atom; mlx5 does the same).
 CASES = [
     ("rc_pingpong", "ibv_rc_pingpong -d {dev} -g {gid} -m {mtu} -s 8192 -n 100 -p {port}", 8192),
+    # UC: multi-packet SENDs without ACKs (the wire has no loss here)
+    ("uc_pingpong", "ibv_uc_pingpong -d {dev} -g {gid} -m {mtu} -s 8192 -n 100 -p {port}", 8192),
     ("write_bw", "ib_write_bw -d {dev} -x {gid} -m {mtu} -F -s 65536 -n 100 -p {port}", 65536),
     ("read_bw", "ib_read_bw -d {dev} -x {gid} -m {mtu} -F -o 16 -s 65536 -n 100 -p {port}", 65536),
     ("send_bw", "ib_send_bw -d {dev} -x {gid} -m {mtu} -F -s 65536 -n 100 -p {port}", 65536),
@@ -92,7 +94,7 @@ def _figure(name, size, out):
         return f"{n} pings verified" if n >= 10 else None
     if name == "udaddy":
         return "connected, data exchanged"
-    if name in ("rc_pingpong", "ud_pingpong"):
+    if name in ("rc_pingpong", "ud_pingpong", "uc_pingpong"):
         m = re.search(r"([\d.]+) usec/iter", out)
         return f"{float(m.group(1)):.0f} us/iter" if m else None
     for line in out.splitlines():
