@@ -1194,7 +1194,7 @@ static bool t_qp_fields(void)
 	in.field = (val);						\
 	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, 64, 8), st, syn);	\
 } while (0)
-	QP_BAD(type, 3, OHCA_STATUS_BAD_FIELD, 0);
+	QP_BAD(type, 4, OHCA_STATUS_BAD_FIELD, 0);	/* 3 is UC */
 	QP_BAD(sq_log_size, 13, OHCA_STATUS_BAD_FIELD, 1);
 	QP_BAD(rq_log_size, 0xff, OHCA_STATUS_BAD_FIELD, 2);
 	QP_BAD(sq_log_stride, 6, OHCA_STATUS_BAD_FIELD, 3);
