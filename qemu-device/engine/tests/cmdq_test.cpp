@@ -75,7 +75,7 @@ TEST_F(CmdqTest, QueryDevice) {
     EXPECT_EQ(d.gid_table_len, 16u);
     EXPECT_EQ(d.pkey_table_len, 1u);
     EXPECT_EQ(d.num_ports, 1u);
-    EXPECT_EQ(d.rsvd0, 0u);
+    EXPECT_EQ(d.max_mw, 1024u);
     EXPECT_EQ(d.max_mcast_grp, 256u);
     EXPECT_EQ(d.max_mcast_qp_attach, 32u);
     EXPECT_EQ(d.max_total_mcast_qp_attach, 1024u);
