@@ -236,34 +236,6 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
     return true;
 }
 
-bool RcRequester::gather(Qp &qp, const SendWr &wr, uint32_t offset, std::span<uint8_t> out) {
-    if (wr.is_inline) {
-        // A zero-length inline WQE has no data buffer (memcpy from NULL).
-        if (!out.empty()) {
-            std::memcpy(out.data(), wr.inline_data.data() + offset, out.size());
-        }
-        return true;
-    }
-    size_t done = 0;
-    for (const Sge &s : wr.sges) {
-        if (done == out.size()) {
-            break;
-        }
-        if (offset >= s.length) {
-            offset -= s.length;
-            continue;
-        }
-        const size_t n = std::min<size_t>(s.length - offset, out.size() - done);
-        const KeyResult k = svc_.check_key(s.lkey, s.addr + offset, n, 0, qp.pdn);
-        if (k.mr == nullptr || !svc_.mr_read(*k.mr, s.addr + offset, out.data() + done, n)) {
-            return false;
-        }
-        done += n;
-        offset = 0;
-    }
-    return done == out.size();
-}
-
 void RcRequester::send_packet(Qp &qp) {
     SendWr &wr = qp.inflight[qp.cur_wr];
     if (wr.local_status != OHCA_CQE_SUCCESS || wr.local_op) {
@@ -346,7 +318,7 @@ void RcRequester::send_packet(Qp &qp) {
         len = std::min(mtu, wr.length - off);
     }
     // The payload is gathered from guest memory straight into the frame.
-    auto fill = [&](std::span<uint8_t> out) { return gather(qp, wr, off, out); };
+    auto fill = [&](std::span<uint8_t> out) { return svc_.gather(qp, wr, off, out); };
     if (svc_.emit_fill(qp, f, len, fill) == EmitResult::FillFailed) {
         // The local buffer went away: the WQE fails in order.
         wr.local_status = OHCA_CQE_LOC_PROT_ERR;

@@ -24,7 +24,6 @@ class RcRequester {
   private:
     bool fetch_send_wqe(Qp &qp);
     void send_packet(Qp &qp);
-    bool gather(Qp &qp, const SendWr &wr, uint32_t offset, std::span<uint8_t> out);
     void ack_through(Qp &qp, uint32_t psn);
     void atomic_ack(Qp &qp, uint32_t psn, uint64_t orig);
     void go_back(Qp &qp, uint32_t psn);

@@ -8,8 +8,40 @@
 #include "device.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace ohca {
+
+// ---- what every transport shares ----------------------------------------------
+
+bool TransportServices::gather(const Qp &qp, const SendWr &wr, uint32_t offset,
+                               std::span<uint8_t> out) const {
+    if (wr.is_inline) {
+        // A zero-length inline WQE has no data buffer (memcpy from NULL).
+        if (!out.empty()) {
+            std::memcpy(out.data(), wr.inline_data.data() + offset, out.size());
+        }
+        return true;
+    }
+    size_t done = 0;
+    for (const Sge &s : wr.sges) {
+        if (done == out.size()) {
+            break;
+        }
+        if (offset >= s.length) {
+            offset -= s.length;
+            continue;
+        }
+        const size_t n = std::min<size_t>(s.length - offset, out.size() - done);
+        const KeyResult k = check_key(s.lkey, s.addr + offset, n, 0, qp.pdn);
+        if (k.mr == nullptr || !mr_read(*k.mr, s.addr + offset, out.data() + done, n)) {
+            return false;
+        }
+        done += n;
+        offset = 0;
+    }
+    return done == out.size();
+}
 
 // ---- packets out --------------------------------------------------------------
 

@@ -49,7 +49,7 @@ struct RoceCounters {
     uint64_t ud_rx_no_wqe = 0;     // UD: dropped, no receive WQE
     uint64_t ud_rx_bad_qkey = 0;   // UD: dropped, Q_Key mismatch
     uint64_t mcast_rx_packets = 0; // UD to a multicast group with QPs here
-    uint64_t uc_msgs_dropped = 0; // UC: incomplete, no receive WQE, or refused
+    uint64_t uc_msgs_dropped = 0;  // UC: incomplete, no receive WQE, or refused
 };
 
 // Outcome of an lkey/rkey check.
@@ -116,6 +116,11 @@ class TransportServices {
                                                uint64_t len, uint32_t access) const = 0;
     virtual bool mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const = 0;
     virtual bool mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const = 0;
+    // Bytes [offset, offset + out.size()) of a send WQE's data (its inline
+    // data or its SGEs, each through its lkey) into out; false on a key or
+    // DMA error. One gather for every transport that sends from a WQE.
+    [[nodiscard]] bool gather(const Qp &qp, const SendWr &wr, uint32_t offset,
+                              std::span<uint8_t> out) const;
 
     // The wire: one packet of the QP to its peer (looped back inside the
     // device when the peer's GID is ours); tx_room() is false while the

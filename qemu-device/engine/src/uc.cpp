@@ -157,33 +157,6 @@ bool UcTransport::fetch(Qp &qp) {
     return true;
 }
 
-bool UcTransport::gather(const Qp &qp, const SendWr &wr, uint32_t offset, std::span<uint8_t> out) {
-    if (wr.is_inline) {
-        if (!out.empty()) {
-            std::memcpy(out.data(), wr.inline_data.data() + offset, out.size());
-        }
-        return true;
-    }
-    size_t done = 0;
-    for (const Sge &s : wr.sges) {
-        if (done == out.size()) {
-            break;
-        }
-        if (offset >= s.length) {
-            offset -= s.length;
-            continue;
-        }
-        const size_t n = std::min<size_t>(s.length - offset, out.size() - done);
-        const KeyResult k = svc_.check_key(s.lkey, s.addr + offset, n, 0, qp.pdn);
-        if (k.mr == nullptr || !svc_.mr_read(*k.mr, s.addr + offset, out.data() + done, n)) {
-            return false;
-        }
-        done += n;
-        offset = 0;
-    }
-    return done == out.size();
-}
-
 // Sends packet cur_pkt of the WQE in flight; after its last packet the WQE
 // completes. False when the QP went to ERR.
 bool UcTransport::send_packet(Qp &qp) {
@@ -217,7 +190,7 @@ bool UcTransport::send_packet(Qp &qp) {
     f.bth.solicited = last && (wr.flags & OHCA_WQE_SOLICITED) != 0;
     const uint32_t off = k * mtu;
     const size_t len = std::min(mtu, wr.length - off);
-    auto fill = [&](std::span<uint8_t> out) { return gather(qp, wr, off, out); };
+    auto fill = [&](std::span<uint8_t> out) { return svc_.gather(qp, wr, off, out); };
     if (svc_.emit_fill(qp, f, len, fill) == EmitResult::FillFailed) {
         SendWr failed = std::move(wr);
         qp.inflight.pop_front();

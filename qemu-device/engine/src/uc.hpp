@@ -25,7 +25,6 @@ class UcTransport {
   private:
     bool fetch(Qp &qp);
     bool send_packet(Qp &qp);
-    bool gather(const Qp &qp, const SendWr &wr, uint32_t offset, std::span<uint8_t> out);
     void local_error(Qp &qp, SendWr wr, uint8_t status, uint8_t verr);
     // The message in progress is given up: its receive WQE stays for the
     // next one (IBTA: an incomplete UC message is silently dropped).
