@@ -782,10 +782,8 @@ static bool ohca_cqe_retire(struct ohca_cq *cq, const struct ohca_cqe *cqe)
  */
 static const struct ohca_cqe *ohca_cq_take(struct ohca_cq *cq)
 {
-	uint32_t mask = (1u << cq->log_size) - 1;
-
 	for (;;) {
-		const struct ohca_cqe *cqe = &cq->ring[cq->ci & mask];
+		const struct ohca_cqe *cqe = ohca_cqe_at(cq, cq->ci);
 		uint8_t owner = !((cq->ci >> cq->log_size) & 1);
 
 		if ((*(const volatile uint8_t *)&cqe->owner & OHCA_CQE_OWNER) !=

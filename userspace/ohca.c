@@ -27,12 +27,13 @@ static const struct verbs_match_ent ohca_match_table[] = {
 
 /*
  * Every op left NULL makes libibverbs answer EOPNOTSUPP (its dummy ops)
- * rather than pretend: no AH, MW, XRC, extended CQ/QP or resize.
+ * rather than pretend: no XRC, thread domains or device memory.
  */
 static void ohca_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops ohca_ctx_ops = {
 	.alloc_mw = ohca_alloc_mw,
+	.alloc_parent_domain = ohca_alloc_parent_domain,
 	.alloc_pd = ohca_alloc_pd,
 	/* Multicast needs nothing of the provider: the kernel attaches. */
 	.attach_mcast = ibv_cmd_attach_mcast,

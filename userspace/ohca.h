@@ -57,8 +57,36 @@ struct ohca_context {
 	struct ohca_qp **qp_table[OHCA_QP_TOP_SIZE];
 };
 
+/* Resource types a parent domain's allocator is called with. */
+enum ohca_res_type {
+	OHCA_RES_TYPE_QP = 1,	/* a send or receive queue of a QP */
+	OHCA_RES_TYPE_CQ,
+	OHCA_RES_TYPE_SRQ,
+};
+
+/*
+ * A protection domain, or a parent domain (protection != NULL), which
+ * carries the handle of the PD it stands for and the caller's allocator.
+ */
 struct ohca_pd {
 	struct ibv_pd ibv_pd;
+	struct ohca_pd *protection;
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size,
+		       size_t alignment, uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr,
+		     uint64_t resource_type);
+	void *pd_context;
+	/* Parent domains on a PD; rings from a parent domain's allocator. */
+	unsigned int users;
+};
+
+/* The memory of a ring the device reads or writes (pd.c). */
+struct ohca_ring {
+	void *buf;		/* page aligned, len bytes */
+	size_t len;
+	struct ohca_pd *pdom;	/* parent domain to allocate from, or NULL */
+	uint64_t type;		/* enum ohca_res_type, for its allocator */
+	bool external;		/* buf came from pdom's allocator */
 };
 
 struct ohca_mr {
@@ -68,8 +96,7 @@ struct ohca_mr {
 struct ohca_cq {
 	struct verbs_cq vcq;
 	pthread_spinlock_t lock;
-	struct ohca_cqe *ring;	/* 2^log_size entries, page aligned */
-	size_t ring_size;	/* bytes allocated */
+	struct ohca_ring ring;	/* 2^log_size struct ohca_cqe */
 	uint32_t log_size;
 	uint32_t ci;		/* free-running consumer index */
 	uint32_t cqn;
@@ -83,8 +110,7 @@ struct ohca_cq {
 /* One work queue (SQ or RQ) of a QP. */
 struct ohca_wq {
 	pthread_spinlock_t lock;
-	uint8_t *ring;		/* 2^log_size WQEs of 2^log_stride bytes */
-	size_t ring_size;	/* bytes allocated */
+	struct ohca_ring ring;	/* 2^log_size WQEs of 2^log_stride bytes */
 	uint32_t log_size;
 	uint32_t log_stride;
 	uint32_t pi;		/* free-running producer index */
@@ -170,8 +196,14 @@ static inline struct ohca_context *ohca_ctx_of_cq(struct ohca_cq *cq)
 
 static inline void *ohca_wq_entry(struct ohca_wq *wq, uint32_t idx)
 {
-	return wq->ring +
+	return (uint8_t *)wq->ring.buf +
 	       ((size_t)(idx & ((1u << wq->log_size) - 1)) << wq->log_stride);
+}
+
+static inline struct ohca_cqe *ohca_cqe_at(struct ohca_cq *cq, uint32_t ci)
+{
+	return (struct ohca_cqe *)cq->ring.buf +
+	       (ci & ((1u << cq->log_size) - 1));
 }
 
 static inline uint32_t ohca_roundup_pow2_log(uint32_t n)
@@ -189,8 +221,6 @@ int ohca_query_device_ex(struct ibv_context *ibctx,
 			 struct ibv_device_attr_ex *attr, size_t attr_size);
 int ohca_query_port(struct ibv_context *ibctx, uint8_t port,
 		    struct ibv_port_attr *port_attr);
-struct ibv_pd *ohca_alloc_pd(struct ibv_context *ibctx);
-int ohca_dealloc_pd(struct ibv_pd *ibpd);
 struct ibv_mr *ohca_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 			   uint64_t hca_va, int access);
 int ohca_dereg_mr(struct verbs_mr *vmr);
@@ -222,6 +252,15 @@ int ohca_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);
 int ohca_destroy_srq(struct ibv_srq *ibsrq);
 int ohca_query_limits(struct ohca_context *ctx);
 struct ohca_qp *ohca_find_qp(struct ohca_context *ctx, uint32_t qpn);
+
+/* pd.c */
+struct ibv_pd *ohca_alloc_pd(struct ibv_context *ibctx);
+struct ibv_pd *ohca_alloc_parent_domain(struct ibv_context *ibctx,
+					struct ibv_parent_domain_init_attr *attr);
+int ohca_dealloc_pd(struct ibv_pd *ibpd);
+struct ohca_pd *ohca_parent_domain(struct ibv_pd *ibpd);
+int ohca_ring_alloc(struct ohca_ring *ring, size_t size);
+void ohca_ring_free(struct ohca_ring *ring);
 
 /* mw.c */
 struct ibv_mw *ohca_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type);

@@ -66,76 +66,8 @@ int ohca_query_limits(struct ohca_context *ctx)
 }
 
 /* ------------------------------------------------------------------ */
-/* Rings: page aligned, zeroed, kept out of fork()ed children.        */
+/* MR                                                                 */
 /* ------------------------------------------------------------------ */
-
-static void *ohca_alloc_ring(size_t size, size_t *alloc_size)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	size_t len;
-	void *buf;
-
-	if (page <= 0)
-		page = 4096;
-	len = (size + (size_t)page - 1) & ~((size_t)page - 1);
-	if (posix_memalign(&buf, (size_t)page, len))
-		return NULL;
-	memset(buf, 0, len);
-	if (ibv_dontfork_range(buf, len)) {
-		free(buf);
-		return NULL;
-	}
-	*alloc_size = len;
-	return buf;
-}
-
-static void ohca_free_ring(void *buf, size_t len)
-{
-	if (!buf)
-		return;
-	ibv_dofork_range(buf, len);
-	free(buf);
-}
-
-/* ------------------------------------------------------------------ */
-/* PD and MR                                                          */
-/* ------------------------------------------------------------------ */
-
-/* ALLOC_PD: no driver data either way. */
-struct ibv_pd *ohca_alloc_pd(struct ibv_context *ibctx)
-{
-	struct ib_uverbs_alloc_pd_resp resp = {};
-	struct ibv_alloc_pd cmd = {};
-	struct ohca_pd *pd;
-	int err;
-
-	pd = calloc(1, sizeof(*pd));
-	if (!pd) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	err = ibv_cmd_alloc_pd(ibctx, &pd->ibv_pd, &cmd, sizeof(cmd),
-			       &resp, sizeof(resp));
-	if (err) {
-		verbs_debug(&to_ohca_ctx(ibctx)->vctx,
-			    "ALLOC_PD failed: errno %d\n", err);
-		free(pd);
-		errno = err;
-		return NULL;
-	}
-	return &pd->ibv_pd;
-}
-
-int ohca_dealloc_pd(struct ibv_pd *ibpd)
-{
-	int err;
-
-	err = ibv_cmd_dealloc_pd(ibpd);
-	if (err)
-		return err;
-	free(to_ohca_pd(ibpd));
-	return 0;
-}
 
 struct ibv_mr *ohca_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 			   uint64_t hca_va, int access)
@@ -209,7 +141,7 @@ OHCA_DRV_CMD_RESP(ohca_create_cq_resp, ib_uverbs_create_cq_resp,
 /* Shared by create_cq and create_cq_ex: the ring and the kernel's CQ. */
 static struct ohca_cq *ohca_cq_alloc(struct ibv_context *ibctx, int cqe,
 				     struct ibv_comp_channel *channel,
-				     int comp_vector)
+				     int comp_vector, struct ohca_pd *pdom)
 {
 	struct ohca_context *ctx = to_ohca_ctx(ibctx);
 	struct ohca_create_cq_resp resp = {};
@@ -241,14 +173,13 @@ static struct ohca_cq *ohca_cq_alloc(struct ibv_context *ibctx, int cqe,
 		goto err_free;
 	}
 	cq->log_size = log;
-	cq->ring = ohca_alloc_ring(sizeof(struct ohca_cqe) << log,
-				   &cq->ring_size);
-	if (!cq->ring) {
-		err = ENOMEM;
+	cq->ring.pdom = pdom;
+	cq->ring.type = OHCA_RES_TYPE_CQ;
+	err = ohca_ring_alloc(&cq->ring, sizeof(struct ohca_cqe) << log);
+	if (err)
 		goto err_lock;
-	}
 
-	cmd.drv.buf_addr = (uintptr_t)cq->ring;
+	cmd.drv.buf_addr = (uintptr_t)cq->ring.buf;
 	cmd.drv.log_size = log;
 	err = ibv_cmd_create_cq(ibctx, cqe, channel, comp_vector,
 				&cq->vcq.cq, &cmd.ibv_cmd, sizeof(cmd),
@@ -261,11 +192,11 @@ static struct ohca_cq *ohca_cq_alloc(struct ibv_context *ibctx, int cqe,
 	/* What the ring holds, whatever the kernel echoed. */
 	cq->vcq.cq.cqe = (int)((1u << log) - 1);
 	verbs_debug(&ctx->vctx, "cq %u: %u entries at %p\n", cq->cqn,
-		    1u << log, (void *)cq->ring);
+		    1u << log, cq->ring.buf);
 	return cq;
 
 err_ring:
-	ohca_free_ring(cq->ring, cq->ring_size);
+	ohca_ring_free(&cq->ring);
 err_lock:
 	pthread_spin_destroy(&cq->lock);
 err_free:
@@ -278,7 +209,8 @@ struct ibv_cq *ohca_create_cq(struct ibv_context *ibctx, int cqe,
 			      struct ibv_comp_channel *channel,
 			      int comp_vector)
 {
-	struct ohca_cq *cq = ohca_cq_alloc(ibctx, cqe, channel, comp_vector);
+	struct ohca_cq *cq = ohca_cq_alloc(ibctx, cqe, channel, comp_vector,
+					   NULL);
 
 	return cq ? &cq->vcq.cq : NULL;
 }
@@ -296,10 +228,12 @@ struct ibv_cq_ex *ohca_create_cq_ex(struct ibv_context *ibctx,
 				    struct ibv_cq_init_attr_ex *attr)
 {
 	struct ohca_context *ctx = to_ohca_ctx(ibctx);
+	struct ohca_pd *pdom = NULL;
 	struct ohca_cq *cq;
 
 	if ((attr->wc_flags & ~(uint64_t)OHCA_CQ_EX_WC_FLAGS) ||
-	    (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					   IBV_CQ_INIT_ATTR_MASK_PD)) ||
 	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	     (attr->flags & ~(uint32_t)OHCA_CQ_EX_FLAGS))) {
 		verbs_debug(&ctx->vctx,
@@ -313,9 +247,17 @@ struct ibv_cq_ex *ohca_create_cq_ex(struct ibv_context *ibctx,
 		errno = EINVAL;
 		return NULL;
 	}
+	/* The ring from a parent domain's allocator; a plain PD is wrong. */
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+		pdom = ohca_parent_domain(attr->parent_domain);
+		if (!pdom || attr->parent_domain->context != ibctx) {
+			errno = EINVAL;
+			return NULL;
+		}
+	}
 	/* libibverbs runs verbs_init_cq() on what this returns. */
 	cq = ohca_cq_alloc(ibctx, (int)attr->cqe, attr->channel,
-			   (int)attr->comp_vector);
+			   (int)attr->comp_vector, pdom);
 	if (!cq)
 		return NULL;
 	ohca_cq_ex_init_ops(cq, attr->wc_flags);
@@ -338,8 +280,10 @@ int ohca_resize_cq(struct ibv_cq *ibcq, int cqe)
 	struct ohca_cq *cq = to_ohca_cq(ibcq);
 	struct ohca_resize_cq_resp resp = {};
 	struct ohca_resize_cq_cmd cmd = {};
-	struct ohca_cqe *ring;
-	size_t ring_size;
+	struct ohca_ring ring = {
+		.pdom = cq->ring.pdom,
+		.type = OHCA_RES_TYPE_CQ,
+	};
 	uint32_t log;
 	int err;
 
@@ -348,10 +292,10 @@ int ohca_resize_cq(struct ibv_cq *ibcq, int cqe)
 	log = ohca_roundup_pow2_log((uint32_t)cqe + 1);
 	if (log > OHCA_CQ_LOG_MAX)
 		return EINVAL;
-	ring = ohca_alloc_ring(sizeof(struct ohca_cqe) << log, &ring_size);
-	if (!ring)
-		return ENOMEM;
-	cmd.drv.buf_addr = (uintptr_t)ring;
+	err = ohca_ring_alloc(&ring, sizeof(struct ohca_cqe) << log);
+	if (err)
+		return err;
+	cmd.drv.buf_addr = (uintptr_t)ring.buf;
 	cmd.drv.log_size = log;
 
 	pthread_spin_lock(&cq->lock);
@@ -363,19 +307,16 @@ int ohca_resize_cq(struct ibv_cq *ibcq, int cqe)
 			  resp.drv.cqes, 1u << log);
 	}
 	if (!err) {
-		struct ohca_cqe *old = cq->ring;
-		size_t old_size = cq->ring_size;
+		struct ohca_ring old = cq->ring;
 
 		cq->ring = ring;
-		cq->ring_size = ring_size;
 		cq->log_size = log;
 		cq->ci = 0;
 		ibcq->cqe = (int)((1u << log) - 1);
 		ring = old;
-		ring_size = old_size;
 	}
 	pthread_spin_unlock(&cq->lock);
-	ohca_free_ring(ring, ring_size);
+	ohca_ring_free(&ring);
 	if (err)
 		verbs_debug(&ctx->vctx, "RESIZE_CQ %u to %d failed: errno %d\n",
 			    cq->cqn, cqe, err);
@@ -390,7 +331,7 @@ int ohca_destroy_cq(struct ibv_cq *ibcq)
 	err = ibv_cmd_destroy_cq(ibcq);
 	if (err)
 		return err;
-	ohca_free_ring(cq->ring, cq->ring_size);
+	ohca_ring_free(&cq->ring);
 	pthread_spin_destroy(&cq->lock);
 	free(cq);
 	return 0;
@@ -475,7 +416,7 @@ static void ohca_cq_clean(struct ibv_cq *ibcq, struct ohca_qp *qp)
 		cq->last_qp = NULL;
 	for (ci = cq->ci;; ci++) {
 		struct ohca_cqe *cqe =
-			&cq->ring[ci & ((1u << cq->log_size) - 1)];
+			ohca_cqe_at(cq, ci);
 		uint8_t owner = !((ci >> cq->log_size) & 1);
 
 		if ((*(volatile uint8_t *)&cqe->owner & OHCA_CQE_OWNER) !=
@@ -573,22 +514,27 @@ static int ohca_size_qp(struct ohca_context *ctx, struct ohca_qp *qp,
 	return 0;
 }
 
-static int ohca_wq_init(struct ohca_wq *wq)
+/* The ring from @pd's allocator if @pd is a parent domain that has one. */
+static int ohca_wq_init(struct ohca_wq *wq, struct ibv_pd *pd, uint64_t type)
 {
+	int err;
+
 	if (pthread_spin_init(&wq->lock, PTHREAD_PROCESS_PRIVATE))
 		return ENOMEM;
-	wq->ring = ohca_alloc_ring((size_t)1 << (wq->log_size + wq->log_stride),
-				   &wq->ring_size);
-	if (!wq->ring) {
+	wq->ring.pdom = ohca_parent_domain(pd);
+	wq->ring.type = type;
+	err = ohca_ring_alloc(&wq->ring,
+			      (size_t)1 << (wq->log_size + wq->log_stride));
+	if (err) {
 		pthread_spin_destroy(&wq->lock);
-		return ENOMEM;
+		return err;
 	}
 	return 0;
 }
 
 static void ohca_wq_fini(struct ohca_wq *wq)
 {
-	ohca_free_ring(wq->ring, wq->ring_size);
+	ohca_ring_free(&wq->ring);
 	pthread_spin_destroy(&wq->lock);
 }
 
@@ -650,18 +596,19 @@ static struct ohca_qp *ohca_qp_alloc(struct ibv_context *ibctx,
 	}
 	if (err)
 		goto err_free;
-	err = ohca_wq_init(&qp->sq);
+	err = ohca_wq_init(&qp->sq, attr->pd, OHCA_RES_TYPE_QP);
 	if (err)
 		goto err_free;
-	err = qp->srq ? ohca_wq_init_empty(&qp->rq) : ohca_wq_init(&qp->rq);
+	err = qp->srq ? ohca_wq_init_empty(&qp->rq) :
+			ohca_wq_init(&qp->rq, attr->pd, OHCA_RES_TYPE_QP);
 	if (err)
 		goto err_sq;
 
-	cmd.drv.sq_buf_addr = (uintptr_t)qp->sq.ring;
+	cmd.drv.sq_buf_addr = (uintptr_t)qp->sq.ring.buf;
 	cmd.drv.sq_log_size = (uint8_t)qp->sq.log_size;
 	cmd.drv.sq_log_stride = (uint8_t)qp->sq.log_stride;
 	if (!qp->srq) {
-		cmd.drv.rq_buf_addr = (uintptr_t)qp->rq.ring;
+		cmd.drv.rq_buf_addr = (uintptr_t)qp->rq.ring.buf;
 		cmd.drv.rq_log_size = (uint8_t)qp->rq.log_size;
 		cmd.drv.rq_log_stride = (uint8_t)qp->rq.log_stride;
 	}
@@ -692,8 +639,8 @@ static struct ohca_qp *ohca_qp_alloc(struct ibv_context *ibctx,
 	verbs_debug(&ctx->vctx,
 		    "qp %u: sq %u x %u B at %p, rq %u x %u B at %p, inline %u\n",
 		    qp->qpn, 1u << qp->sq.log_size, 1u << qp->sq.log_stride,
-		    (void *)qp->sq.ring, 1u << qp->rq.log_size,
-		    1u << qp->rq.log_stride, (void *)qp->rq.ring,
+		    qp->sq.ring.buf, 1u << qp->rq.log_size,
+		    1u << qp->rq.log_stride, qp->rq.ring.buf,
 		    qp->max_inline);
 	return qp;
 
@@ -732,7 +679,7 @@ struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
 /*
  * ibv_create_qp_ex: what create_qp does, plus the ibv_wr_* posting API
  * for the send_ops_flags asked for. No creation flag is supported (0 is
- * accepted); other comp_mask bits (XRC, RSS, parent domains) and send
+ * accepted); other comp_mask bits (XRC, RSS) and send
  * opcodes the QP type cannot post are EOPNOTSUPP, so callers can tell
  * "not supported" from "invalid".
  */
@@ -792,8 +739,8 @@ static void ohca_wq_reset(struct ohca_wq *wq)
 	pthread_spin_lock(&wq->lock);
 	wq->pi = 0;
 	__atomic_store_n(&wq->ci, 0, __ATOMIC_RELAXED);
-	if (wq->ring)
-		memset(wq->ring, 0, wq->ring_size);
+	if (wq->ring.buf)
+		memset(wq->ring.buf, 0, wq->ring.len);
 	pthread_spin_unlock(&wq->lock);
 }
 
@@ -969,11 +916,11 @@ struct ibv_srq *ohca_create_srq(struct ibv_pd *ibpd,
 			  (uint32_t)sizeof(struct ohca_sge);
 	if (srq->wq.max_sge > ctx->max_srq_sge)
 		srq->wq.max_sge = ctx->max_srq_sge;
-	err = ohca_wq_init(&srq->wq);
+	err = ohca_wq_init(&srq->wq, ibpd, OHCA_RES_TYPE_SRQ);
 	if (err)
 		goto err_free;
 
-	cmd.drv.buf_addr = (uintptr_t)srq->wq.ring;
+	cmd.drv.buf_addr = (uintptr_t)srq->wq.ring.buf;
 	cmd.drv.log_size = (uint8_t)srq->wq.log_size;
 	cmd.drv.log_stride = (uint8_t)srq->wq.log_stride;
 	err = ibv_cmd_create_srq(ibpd, &srq->ibv_srq, attr, &cmd.ibv_cmd,
@@ -986,7 +933,7 @@ struct ibv_srq *ohca_create_srq(struct ibv_pd *ibpd,
 	attr->attr.max_wr = 1u << srq->wq.log_size;
 	attr->attr.max_sge = srq->wq.max_sge;
 	verbs_debug(&ctx->vctx, "srq %u: %u x %u B at %p\n", srq->srqn,
-		    1u << srq->wq.log_size, stride, (void *)srq->wq.ring);
+		    1u << srq->wq.log_size, stride, srq->wq.ring.buf);
 	return &srq->ibv_srq;
 
 err_wq:

@@ -73,10 +73,14 @@ def suite_script(timeout=SUITE_TIMEOUT, exclude=(), dev="$OHCA_IBDEV", only=()):
            f"timeout -k 5 {timeout} "
            f"python3 - --dev \"{dev}\" --gid 1 -v > /tmp/suite.log 2>&1 <<'PYEOF'\n"
            f"{RUNNER.strip()}\nPYEOF")
+    # 2 MiB huge pages for the tests that ask for them (parent domain),
+    # given back afterwards so that the pool's next job has the memory.
     return f"""
 cd /opt/rdma-core-tests || exit 3
+echo 4 > /proc/sys/vm/nr_hugepages
 {run}
 rc=$?
+echo 0 > /proc/sys/vm/nr_hugepages
 cat /tmp/suite.log
 echo "SUITE_EXIT $rc"
 ibv_devinfo -d "{dev}" | grep -E "state|hca_id"

@@ -245,7 +245,9 @@ struct verbs_context_ops {
 	ohca_unused_op alloc_dm;
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	ohca_unused_op alloc_null_mr;
-	ohca_unused_op alloc_parent_domain;
+	struct ibv_pd *(*alloc_parent_domain)(
+		struct ibv_context *context,
+		struct ibv_parent_domain_init_attr *attr);
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
 	ohca_unused_op alloc_td;
 	ohca_unused_op async_event;
@@ -613,6 +615,7 @@ int ibv_dofork_range(void *base, size_t size);
 	O(struct verbs_device, core_support, 704)                           \
 	S(struct verbs_context_ops, 608)                                    \
 	O(struct verbs_context_ops, alloc_mw, 16)                           \
+	O(struct verbs_context_ops, alloc_parent_domain, 32)                \
 	O(struct verbs_context_ops, alloc_pd, 40)                           \
 	O(struct verbs_context_ops, bind_mw, 80)                            \
 	O(struct verbs_context_ops, create_ah, 104)                         \

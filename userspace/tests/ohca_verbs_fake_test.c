@@ -163,6 +163,154 @@ static int to_rts(struct ibv_qp *qp, uint32_t dest_qpn)
 	return rc_connect(qp, &path, &step);
 }
 
+/* A parent domain's allocator: a bump arena, counting calls. */
+struct arena {
+	uint8_t *base;
+	size_t used, size;
+	int allocs, frees, defaults;
+	bool use_default;
+	uint64_t last_type;
+};
+
+static void *arena_alloc(struct ibv_pd *pd, void *pd_context, size_t size,
+			 size_t alignment, uint64_t resource_type)
+{
+	struct arena *a = pd_context;
+	size_t at = (a->used + alignment - 1) & ~(alignment - 1);
+
+	(void)pd;
+	a->last_type = resource_type;
+	if (a->use_default) {
+		a->defaults++;
+		return IBV_ALLOCATOR_USE_DEFAULT;
+	}
+	if (at + size > a->size)
+		return NULL;
+	a->used = at + size;
+	a->allocs++;
+	return a->base + at;
+}
+
+static void arena_free(struct ibv_pd *pd, void *pd_context, void *ptr,
+		       uint64_t resource_type)
+{
+	struct arena *a = pd_context;
+
+	(void)pd;
+	(void)resource_type;
+	if ((uint8_t *)ptr >= a->base && (uint8_t *)ptr < a->base + a->size)
+		a->frees++;
+}
+
+/*
+ * Parent domains: the rings of a QP and an extended CQ come from the
+ * caller's allocator (and go back to it), the kernel sees the PD's
+ * handle, and neither domain goes while something depends on it.
+ */
+static void parent_domain_checks(struct ibv_context *ctx, struct ibv_pd *pd,
+				 struct ibv_cq *cq)
+{
+	struct arena a = { .size = 1 << 20 };
+	struct ibv_parent_domain_init_attr pa = {
+		.pd = pd,
+		.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+			     IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT,
+		.alloc = arena_alloc,
+		.free = arena_free,
+		.pd_context = &a,
+	};
+	struct ibv_cq_init_attr_ex ca = {
+		.cqe = 10,
+		.wc_flags = IBV_WC_STANDARD_FLAGS,
+		.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD,
+	};
+	struct ibv_qp_init_attr qi = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	const struct ohca_ibv_create_qp *kdrv;
+	struct ibv_parent_domain_init_attr bad;
+	struct ibv_pd *pdom, *pdom2;
+	struct ibv_cq_ex *cx;
+	struct ibv_qp *qp;
+	uint8_t state;
+
+	a.base = aligned_alloc(4096, a.size);
+	CHECK(a.base, "arena");
+	if (!a.base)
+		return;
+	bad = pa;
+	bad.comp_mask |= 1u << 7;
+	CHECK(!ibv_alloc_parent_domain(ctx, &bad) && errno == EOPNOTSUPP,
+	      "unknown comp_mask bit is EOPNOTSUPP");
+	bad = pa;
+	bad.free = NULL;
+	CHECK(!ibv_alloc_parent_domain(ctx, &bad) && errno == EINVAL,
+	      "an allocator without its free is EINVAL");
+	bad = pa;
+	bad.td = (struct ibv_td *)&a;
+	CHECK(!ibv_alloc_parent_domain(ctx, &bad) && errno == EINVAL,
+	      "a thread domain (none is ever ours) is EINVAL");
+
+	pdom = ibv_alloc_parent_domain(ctx, &pa);
+	CHECK(pdom, "ibv_alloc_parent_domain: %s", strerror(errno));
+	if (!pdom)
+		goto out;
+	CHECK_EQ(pdom->handle, pd->handle);
+	bad = pa;
+	bad.pd = pdom;
+	CHECK(!ibv_alloc_parent_domain(ctx, &bad) && errno == EINVAL,
+	      "a parent domain of a parent domain is EINVAL");
+	CHECK_EQ(ibv_dealloc_pd(pd), EBUSY);
+
+	ca.parent_domain = pd;
+	CHECK(!ibv_create_cq_ex(ctx, &ca) && errno == EINVAL,
+	      "a plain PD as a CQ's parent domain is EINVAL");
+	ca.parent_domain = pdom;
+	cx = ibv_create_cq_ex(ctx, &ca);
+	CHECK(cx, "create_cq_ex on a parent domain: %s", strerror(errno));
+	CHECK_EQ(a.allocs, 1);
+	CHECK_EQ(a.last_type, 2);	/* OHCA_RES_TYPE_CQ (README) */
+
+	qp = ibv_create_qp(pdom, &qi);
+	CHECK(qp, "create_qp on a parent domain: %s", strerror(errno));
+	CHECK_EQ(a.allocs, 3);
+	CHECK_EQ(a.last_type, 1);	/* OHCA_RES_TYPE_QP */
+	if (qp) {
+		CHECK(qp->pd == pdom, "the QP's pd is the parent domain");
+		kdrv = fake_qp(qp->qp_num, NULL, &state);
+		CHECK(kdrv && (uint8_t *)(uintptr_t)kdrv->sq_buf_addr >= a.base &&
+		      (uint8_t *)(uintptr_t)kdrv->rq_buf_addr <
+			      a.base + a.used,
+		      "the kernel was given the allocator's rings");
+	}
+	CHECK_EQ(ibv_dealloc_pd(pdom), EBUSY);
+	if (qp)
+		CHECK_EQ(ibv_destroy_qp(qp), 0);
+	if (cx)
+		CHECK_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cx)), 0);
+	CHECK_EQ(a.frees, 3);
+	CHECK_EQ(ibv_dealloc_pd(pdom), 0);
+
+	/* IBV_ALLOCATOR_USE_DEFAULT: the provider's own rings. */
+	a.use_default = true;
+	pdom2 = ibv_alloc_parent_domain(ctx, &pa);
+	CHECK(pdom2, "second parent domain: %s", strerror(errno));
+	if (pdom2) {
+		qp = ibv_create_qp(pdom2, &qi);
+		CHECK(qp && a.defaults == 2, "QP with the default allocator");
+		if (qp)
+			CHECK_EQ(ibv_destroy_qp(qp), 0);
+		CHECK_EQ(a.frees, 3);
+		CHECK_EQ(ibv_dealloc_pd(pdom2), 0);
+	}
+out:
+	free(a.base);
+}
+
 int main(int argc, char **argv)
 {
 	const char *name = argc > 1 ? argv[1] : "ohca0";
@@ -910,6 +1058,7 @@ int main(int argc, char **argv)
 		CHECK_EQ(ibv_destroy_qp(xq), 0);
 		CHECK_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cx)), 0);
 	}
+	parent_domain_checks(ctx, pd, scq);
 	CHECK_EQ(ibv_destroy_qp(qp2), 0);
 	CHECK_EQ(ibv_destroy_cq(scq), 0);
 	CHECK_EQ(ibv_destroy_cq(rcq), 0);
