@@ -15,13 +15,17 @@ included.
   disk; the last unmount is clean.
 Both VMs check that the traffic went over the RDMA transport (the NVMe
 controller's transport, the mount's proto) and the devices' counters show
-RDMA packets."""
+RDMA packets.
+
+The NVMe round (smaller) also runs through the fault wire at 1 % loss, in
+the VMs of test_rc_faults.py, and between ohca and Linux soft-RoCE (rxe)
+with the target on either side."""
 
 import re
 
 import pytest
 
-from vmtest import assert_ok, section
+from vmtest import assert_ok, ohcavm, section
 
 pytestmark = pytest.mark.ohca_only
 
@@ -33,7 +37,7 @@ FIO = ("fio --name=ohca --filename=/dev/$dev --direct=1 --ioengine=libaio --iode
        " --rw=randwrite --bsrange=4k-128k --size=24M --numjobs=2 --offset_increment=24M"
        " --verify=crc32c --verify_fatal=1 --group_reporting")
 
-SCRIPT = r"""
+HEADER = r"""
 NQN=@NQN@
 ohca_barrier up 300 || exit 1
 rc=0
@@ -42,8 +46,12 @@ fail() { echo "FAIL: $*"; rc=1; }
 load() { modprobe -q "$1" 2>/dev/null || [ ! -e "/lib/modules/$(uname -r)/modules.dep" ] || fail "modprobe $1"; }
 load configfs
 mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
-echo "=== nvme ==="
-if [ "$OHCA_VM_INDEX" = 0 ]; then
+"""
+
+# One NVMe over RDMA round with vm@TARGET@ as the target: connect, fio
+# write+verify, disconnect, connect, verify again, disconnect.
+NVME = r"""echo "=== nvme@TAG@ ==="
+if [ "$OHCA_VM_INDEX" = @TARGET@ ]; then
 	load nvmet-rdma
 	truncate -s 48M /tmp/nvme.img
 	t=/sys/kernel/config/nvmet
@@ -59,8 +67,8 @@ if [ "$OHCA_VM_INDEX" = 0 ]; then
 		echo "$OHCA_IP" >$t/ports/1/addr_traddr &&
 		echo 4420 >$t/ports/1/addr_trsvcid &&
 		ln -s $t/subsystems/$NQN $t/ports/1/subsystems/$NQN || fail "nvmet configuration"
-	ohca_barrier nvme-target 300 || fail "barrier nvme-target"
-	ohca_barrier nvme-done 900 || fail "barrier nvme-done"
+	ohca_barrier nvme-target@TAG@ 300 || fail "barrier nvme-target@TAG@"
+	ohca_barrier nvme-done@TAG@ 900 || fail "barrier nvme-done@TAG@"
 	rm -f $t/ports/1/subsystems/$NQN
 	rmdir $t/ports/1
 	echo 0 >$t/subsystems/$NQN/namespaces/1/enable
@@ -68,7 +76,7 @@ if [ "$OHCA_VM_INDEX" = 0 ]; then
 	modprobe -r nvmet-rdma nvmet 2>/dev/null
 else
 	load nvme-rdma
-	ohca_barrier nvme-target 300 || fail "barrier nvme-target"
+	ohca_barrier nvme-target@TAG@ 300 || fail "barrier nvme-target@TAG@"
 	ctrl_dev() {
 		local c
 		for c in /sys/class/nvme/nvme*; do
@@ -94,10 +102,12 @@ else
 			nvme disconnect -n $NQN || fail "nvme disconnect"
 		fi
 	fi
-	ohca_barrier nvme-done 900 || fail "barrier nvme-done"
+	ohca_barrier nvme-done@TAG@ 900 || fail "barrier nvme-done@TAG@"
 	modprobe -r nvme-rdma 2>/dev/null
 fi
-echo "=== nfs ==="
+"""
+
+NFS = r"""echo "=== nfs ==="
 if [ "$OHCA_VM_INDEX" = 0 ]; then
 	load nfsd
 	load rpcrdma
@@ -144,27 +154,51 @@ else
 	ohca_barrier nfs-done 600 || fail "barrier nfs-done"
 	modprobe -r nfsv4 rpcrdma 2>/dev/null
 fi
-echo "=== end ==="
+"""
+
+FOOTER = r"""echo "=== end ==="
 ohca_hw_counters
 exit $rc
-""".replace("@NQN@", NQN).replace("@FIO@", FIO)
+"""
+
+
+def nvme(target, tag="", fio=FIO):
+    """The NVMe round with vm<target> as the target; tag names its
+    section (=== nvme<tag> ===) and barriers."""
+    return (NVME.replace("@TARGET@", str(target)).replace("@TAG@", tag)
+            .replace("@FIO@", fio))
+
+
+def script(*parts):
+    return (HEADER + "".join(parts) + FOOTER).replace("@NQN@", NQN)
+
+
+SCRIPT = script(nvme(0), NFS)
+# a smaller fio round where every lost frame costs a retransmission
+# timeout, or every command goes through soft-RoCE
+FIO_SMALL = FIO.replace("--size=24M", "--size=8M")
+NVME_FAULTS = script(nvme(0, fio=FIO_SMALL))
+NVME_RXE = script(nvme(0, "-ohca-target", FIO_SMALL), nvme(1, "-rxe-target", FIO_SMALL))
+
+
+def check_nvme(host, target, tag=""):
+    """Two connections from host to vm<target>, each over RDMA with the
+    admin queue and two I/O queues, and fio verified every block."""
+    nvme = section(host.output, "nvme" + tag)
+    conns = re.findall(r"^NVME \S+ transport=(\S+) address=(\S+) queues=(\d+)", nvme, re.M)
+    assert len(conns) == 2, host.report()
+    for transport, address, queues in conns:
+        assert transport == "rdma" and f"traddr={ohcavm.IPS[target]}," in address + "," \
+            and int(queues) == 3, host.report()
+    assert "FIO WRITE+VERIFY OK" in nvme and "FIO VERIFY AFTER RECONNECT OK" in nvme, \
+        host.report()
+    assert not re.search(r"verify: bad|err= *[1-9]", nvme), host.report()
 
 
 def test_nvme_and_nfs_over_rdma_two_vms(vm_run):
     target, host = vm_run([SCRIPT, SCRIPT], nvms=2, timeout=900)
     assert_ok([target, host])
-
-    nvme = section(host.output, "nvme")
-    # two connections, each over RDMA to vm0 with the admin queue and two
-    # I/O queues
-    conns = re.findall(r"^NVME \S+ transport=(\S+) address=(\S+) queues=(\d+)", nvme, re.M)
-    assert len(conns) == 2, host.report()
-    for transport, address, queues in conns:
-        assert transport == "rdma" and "traddr=10.77.0.1" in address and int(queues) == 3, \
-            host.report()
-    assert "FIO WRITE+VERIFY OK" in nvme and "FIO VERIFY AFTER RECONNECT OK" in nvme, \
-        host.report()
-    assert not re.search(r"verify: bad|err= *[1-9]", nvme), host.report()
+    check_nvme(host, 0)
 
     nfs = section(host.output, "nfs")
     assert nfs.count("MOUNT proto=rdma") == 2, host.report()
@@ -172,3 +206,34 @@ def test_nvme_and_nfs_over_rdma_two_vms(vm_run):
     assert "NFS SERVER CHECK OK" in section(target.output, "nfs"), target.report()
     assert re.search(r"^NFSD ports: .*rdma 20049", section(target.output, "nfs"), re.M), \
         target.report()
+
+
+def hw_counters(output):
+    m = re.search(r"^HW_COUNTERS (.*)$", output, re.M)
+    return {k: int(v) for k, v in (kv.split("=") for kv in m.group(1).split())} if m else {}
+
+
+def test_nvme_through_one_percent_loss(vm_run):
+    """The NVMe round through the fault wire dropping 1 % of the frames
+    each way (the VMs of test_rc_faults.py's cases): RC recovers every
+    loss below the block layer, so fio verifies every block and no I/O
+    times out."""
+    target, host = vm_run([NVME_FAULTS, NVME_FAULTS], nvms=2,
+                          wire={"loss": 0.01, "seed": 3}, timeout=900)
+    wire = target.wire_stats
+    print(f"wire {wire}")
+    assert_ok([target, host])
+    check_nvme(host, 0)
+    assert wire and wire["a_to_b"]["dropped"] + wire["b_to_a"]["dropped"] > 0, wire
+    retrans = sum(hw_counters(r.output).get("rc_retrans_pkts", 0) for r in (target, host))
+    print(f"rc_retrans_pkts (both VMs) {retrans}")
+    assert retrans > 0, (target.report(), host.report())
+
+
+def test_nvme_ohca_rxe_both_ways(vm_run):
+    """Interoperability of the kernel's storage consumers: vm0 (ohca)
+    serves NVMe over RDMA to vm1 (Linux soft-RoCE), then the reverse."""
+    ohca, rxe = vm_run([NVME_RXE, NVME_RXE], nvms=2, nics=("ohca", "rxe"), timeout=900)
+    assert_ok([ohca, rxe])
+    check_nvme(rxe, 0, "-ohca-target")
+    check_nvme(ohca, 1, "-rxe-target")
