@@ -8,10 +8,11 @@ for both sides (the client's gets the server's IPv4 address appended) or
 "server command | client command" (rdma_cm programs that name the
 address with an option). A command may use {dev}, {gid} and {port}: the VM's RDMA
 device, its RoCE v2 GID index for its IPv4 address, and the item's port;
-{addr}: the IPv4 address of the item's server;
+{addr}: the IPv4 address of the item's server; {self}: the VM's own;
 and {gid6} / {gid6g}: the RoCE v2 GID indexes of its IPv6 link-local
 address and of a unique-local address the job adds (IPV6_GLOBAL), reached
-through neighbour discovery. With IPv6 items, each VM's eth0 gets a hop
+through neighbour discovery. Commands run in bash -c, so an item may be
+a short shell sequence (files to copy and compare, a delay). With IPv6 items, each VM's eth0 gets a hop
 limit of its own (IPV6_HOP_LIMITS), which the RDMA core copies from the
 route into every RoCE v2 path, so the frames can show they carry it.
 """
@@ -37,6 +38,7 @@ while read -r server cmd; do
 	cmd=${cmd//\{gid6g\}/$gid6g}
 	cmd=${cmd//\{port\}/$((18600 + i))}
 	cmd=${cmd//\{addr\}/$server_ip}
+	cmd=${cmd//\{self\}/$OHCA_IP}
 	# "server command | client command", or one command for both (the
 	# client's gets the server's address appended)
 	peer=$OHCA_PEER_IP
@@ -45,10 +47,10 @@ while read -r server cmd; do
 	# failed item must not throw the two out of step for the rest)
 	ohca_barrier "item$i" 300 || echo "ITEM $i: the peer did not reach the item within 300 s"
 	if [ "$server" = "$OHCA_VM_INDEX" ]; then
-		timeout 120 $scmd > /tmp/out.log 2>&1
+		timeout 120 bash -c "$scmd" > /tmp/out.log 2>&1
 	else
 		sleep 1
-		ohca_retry 40 timeout 120 $cmd $peer > /tmp/out.log 2>&1
+		ohca_retry 40 timeout 120 bash -c "$cmd $peer" > /tmp/out.log 2>&1
 	fi
 	rc=$?
 	echo "ITEM $i rc=$rc"
@@ -105,3 +107,16 @@ def parse(output):
     for m in re.finditer(r"^ITEM (\d+): (.*)$", output, re.M):
         outs.setdefault(int(m.group(1)), []).append(m.group(2))
     return rcs, {k: "\n".join(v) for k, v in outs.items()}
+
+
+# rcopy (rsockets over rdma_cm: a file written through RDMA, compared on
+# the server, which serves forever and is stopped once the copy is whole)
+# and mckey (rdma_cm multicast: the receiver joins the group, the sender
+# joins a few seconds later and sends to it across the wire).
+RCOPY = ("seq 300000 >/tmp/rc.src; rcopy -p {port} & p=$!;"
+         " for i in $(seq 90); do cmp -s /tmp/rc.src /tmp/rc.dst && break; sleep 1; done;"
+         " kill $p; cmp /tmp/rc.src /tmp/rc.dst && echo RCOPY_COMPARED"
+         " | seq 300000 >/tmp/rc.src; rcopy /tmp/rc.src {addr}:/tmp/rc.dst -p {port}")
+MCKEY = ("mckey -m 239.1.2.4 -b {addr} -C 10 -S 512"
+         " | sleep 3; mckey -m 239.1.2.4 -b {self} -s -C 10 -S 512")
+

@@ -11,8 +11,9 @@ The IPv6 items run over the RoCE v2 GIDs of each VM's IPv6 link-local
 address and of a unique-local one (fd00:77::/64, destination MAC by
 neighbour discovery), with a traffic class per program and a hop limit
 per VM; roce_pcap.check_ipv6 asserts them on the frames. rdma_cm programs
-(rping, rdma_server/rdma_client, ucmatose, udaddy, ib_send_bw -R) connect
-between the two VMs through QP1's MADs.
+(rping, rdma_server/rdma_client, ucmatose, udaddy, ib_send_bw -R, rcopy
+over rsockets, mckey's multicast) connect between the two VMs through
+QP1's MADs.
 """
 
 import re
@@ -47,6 +48,8 @@ ITEMS = [(0, cmd) for cmd in (
     "ucmatose -b {addr} -c 2 -C 10 | ucmatose -s {addr} -c 2 -C 10",
     "udaddy -b {addr} -c 2 -C 10 | udaddy -s {addr} -c 2 -C 10",
     "ib_send_bw -d {dev} -R -F -s 8192 -n 50 -p {port}",
+    peer_runs.RCOPY,
+    peer_runs.MCKEY,
 )]
 RPING_ITEM = next(i for i, (_, cmd) in enumerate(ITEMS, 1) if cmd.startswith("rping"))
 IPV6_TCLASSES = {0, 106, 185}
@@ -62,6 +65,10 @@ def test_conformance_ohca_ohca(vm_run, vm_logdir):
     # vm1 is rping's client: ten verified pings
     rping = peer_runs.parse(results[1].output)[1][RPING_ITEM]
     assert len(re.findall(r"ping data: ", rping)) >= 10, results[1].report()
+    # vm0 served rcopy and received mckey's multicast
+    served = peer_runs.parse(results[0].output)[1]
+    assert "RCOPY_COMPARED" in served[len(ITEMS) - 1], results[0].report()
+    assert "data transfers complete" in served[len(ITEMS)], results[0].report()
     problems = []
     for i, ip in enumerate(ohcavm.IPS):
         v6 = peer_runs.ipv6_addrs(results[i].output)

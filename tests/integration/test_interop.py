@@ -6,7 +6,7 @@ at path MTU 1024 and 4096 (eth0 MTU 9000 on both sides, so both ports are
 active at 4096; `make test` runs two cases at 4096, OHCA_INTEROP_FULL=1
 and `make bench` all of them), and ohca_rc_integrity once each way over IPv6 (the
 unique-local GIDs, MTU 1024), and UD and rdma_cm once each way
-(ibv_ud_pingpong, rping, udaddy, ib_send_bw -R). The matrix is printed and written to
+(ibv_ud_pingpong, rping, udaddy, ib_send_bw -R, rcopy, mckey). The matrix is printed and written to
 build/test-logs/interop-matrix.md; docs/interop.md keeps a dated copy.
 vm0's wire is captured (filter-dump) and dissected by tshark: the frames
 both stacks sent pass the same conformance checks as ohca<->ohca.
@@ -65,6 +65,8 @@ CM_CASES = [
      " | rping -c -a {addr} -p {port} -C 10 -S 4096 -v", 4096),
     ("udaddy", "udaddy -b {addr} -c 2 -C 10 | udaddy -s {addr} -c 2 -C 10", "-"),
     ("send_bw rdma_cm", "ib_send_bw -d {dev} -R -F -s 65536 -n 100 -p {port}", 65536),
+    ("rcopy", peer_runs.RCOPY, "-"),
+    ("mckey", peer_runs.MCKEY, 512),
 ]
 
 
@@ -94,6 +96,10 @@ def _figure(name, size, out):
         return f"{n} pings verified" if n >= 10 else None
     if name == "udaddy":
         return "connected, data exchanged"
+    if name == "rcopy":
+        return "file copied"
+    if name == "mckey":
+        return "10 multicast messages" if "data transfers complete" in out else None
     if name in ("rc_pingpong", "ud_pingpong", "uc_pingpong"):
         m = re.search(r"([\d.]+) usec/iter", out)
         return f"{float(m.group(1)):.0f} us/iter" if m else None
