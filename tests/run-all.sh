@@ -129,7 +129,7 @@ fi
 stage rootfs "" make --no-print-directory rootfs
 # without the tests the asan stage runs (tests/asan/tests.txt)
 stage integration qemu,kernel,userspace,rootfs \
-	/usr/bin/python3 -m pytest -v -rA tests/integration \
+	/usr/bin/python3 -m pytest -v -rA --durations=15 tests/integration \
 	$(grep -v -e '^#' -e '^$' tests/asan/tests.txt | sed 's/^/--deselect=/')
 # QEMU built with ASan + UBSan (about 9 minutes once, cached) and the
 # device-facing integration tests, the hostile guest among them, on it.

@@ -30,7 +30,7 @@ echo "debug-smoke: building ohca.ko and ohca_kunit.ko against the debug kernel"
 make --no-print-directory -s -C kernel debug
 make --no-print-directory -s -C kernel kunit
 export OHCA_LIFECYCLE_RELOADS=${OHCA_LIFECYCLE_RELOADS:-2}
-exec /usr/bin/python3 -m pytest -v -rA --kernel debug \
+exec /usr/bin/python3 -m pytest -v -rA --durations=10 --kernel debug \
 	tests/integration/test_devinfo.py \
 	tests/integration/test_cmdtest.py \
 	tests/integration/test_harness.py::test_scan_kernel_log_debug_kernel \
