@@ -777,7 +777,9 @@ static bool t_cmd_in_len_wrong(void)
 
 static bool t_cmd_out_len_short(void)
 {
-	EXPECT_CMD(cmd(OHCA_CMD_QUERY_DEVICE, NULL, 0, 159), OHCA_STATUS_BAD_LEN, 160);
+	EXPECT_CMD(cmd(OHCA_CMD_QUERY_DEVICE, NULL, 0,
+		       sizeof(struct ohca_query_device_out) - 1),
+		   OHCA_STATUS_BAD_LEN, sizeof(struct ohca_query_device_out));
 	EXPECT_CMD(cmd(OHCA_CMD_CREATE_PD, NULL, 0, 7), OHCA_STATUS_BAD_LEN, 8);
 	return true;
 }
@@ -809,7 +811,8 @@ static bool t_cmd_mailbox_on_own_bar0(void)
 
 static bool t_cmd_output_outside_ram(void)
 {
-	struct ohca_cmd c = { .opcode = OHCA_CMD_QUERY_DEVICE, .out_len = 160,
+	struct ohca_cmd c = { .opcode = OHCA_CMD_QUERY_DEVICE,
+		.out_len = sizeof(struct ohca_query_device_out),
 		.out_addr = NOWHERE };
 
 	if (!raw_expect(&c, OHCA_STATUS_BAD_ADDR, 1))
@@ -1234,19 +1237,21 @@ static bool t_srq_fields(void)
 #define SRQ_BAD(field, val, st, syn) do {				\
 	srq_in(&in, pd);						\
 	in.field = (val);						\
-	EXPECT_CMD(cmd(OHCA_CMD_CREATE_SRQ, &in, 32, 8), st, syn);	\
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_SRQ, &in, sizeof(in), 8), st, syn);	\
 } while (0)
 	SRQ_BAD(pdn, 999, OHCA_STATUS_BAD_HANDLE, 999);
 	SRQ_BAD(uar_index, 256, OHCA_STATUS_BAD_FIELD, 4);
 	SRQ_BAD(log_size, 0, OHCA_STATUS_BAD_FIELD, 8);
 	SRQ_BAD(log_size, 0xff, OHCA_STATUS_BAD_FIELD, 8);
 	SRQ_BAD(log_stride, 4, OHCA_STATUS_BAD_FIELD, 9);
-	SRQ_BAD(rsvd0[1], 1, OHCA_STATUS_RESERVED_NONZERO, 11);
+	SRQ_BAD(rsvd0, 1, OHCA_STATUS_RESERVED_NONZERO, 11);
+	SRQ_BAD(type, 2, OHCA_STATUS_BAD_FIELD, 10);
+	SRQ_BAD(xrcdn, 1, OHCA_STATUS_BAD_FIELD, 32);	/* basic: none */
 	SRQ_BAD(limit, 32, OHCA_STATUS_BAD_FIELD, 12);
 	SRQ_BAD(log_size, 6, OHCA_STATUS_BAD_FIELD, 16 + 8);	/* 2 pages */
 	SRQ_BAD(pbl.addr, NOWHERE, OHCA_STATUS_BAD_ADDR, 0);
 	srq_in(&in, pd);
-	EXPECT_CMD(cmd(OHCA_CMD_CREATE_SRQ, &in, 32, 8), 0, 0);
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_SRQ, &in, sizeof(in), 8), 0, 0);
 	srq = out_handle();
 	m.srqn = srq;
 	m.attr_mask = OHCA_SRQ_LIMIT;
@@ -1477,7 +1482,7 @@ static bool t_srq_exhaustion(void)
 
 	CHECK(pd, "setup");
 	srq_in(&in, pd);
-	while (cmd(OHCA_CMD_CREATE_SRQ, &in, 32, 8) == OHCA_STATUS_OK) {
+	while (cmd(OHCA_CMD_CREATE_SRQ, &in, sizeof(in), 8) == OHCA_STATUS_OK) {
 		last = out_handle();
 		if (!n++)
 			first = last;
@@ -1487,7 +1492,7 @@ static bool t_srq_exhaustion(void)
 	CHECK(n == 256, "%u SRQs, QUERY_DEVICE says 256", n);
 	for (uint32_t h = first; h <= last; h++)
 		EXPECT_CMD(destroy(OHCA_CMD_DESTROY_SRQ, h), 0, 0);
-	EXPECT_CMD(cmd(OHCA_CMD_CREATE_SRQ, &in, 32, 8), 0, 0);
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_SRQ, &in, sizeof(in), 8), 0, 0);
 	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_SRQ, out_handle()), 0, 0);
 	return destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
 }

@@ -77,6 +77,9 @@ enum ohca_cmd_opcode {
 
 	OHCA_CMD_ATTACH_MCAST		= 0x28,
 	OHCA_CMD_DETACH_MCAST		= 0x29,
+	/* XRC domains (OHCA_DEV_CAP_XRC) */
+	OHCA_CMD_ALLOC_XRCD		= 0x2a,
+	OHCA_CMD_DEALLOC_XRCD		= 0x2b,
 	OHCA_CMD_MAX
 };
 
@@ -140,8 +143,11 @@ struct ohca_query_device_out {
 	ohca_le32 max_mcast_grp;	/* groups with at least one QP */
 	ohca_le32 max_mcast_qp_attach;	/* QPs in one group */
 	ohca_le32 max_total_mcast_qp_attach; /* attachments in all groups */
+	ohca_le32 max_xrcd;		/* XRC domains (OHCA_DEV_CAP_XRC) */
+	ohca_le32 rsvd_xrc;
 };
-OHCA_ASSERT_SIZE(struct ohca_query_device_out, 160);
+OHCA_ASSERT_SIZE(struct ohca_query_device_out, 168);
+OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_xrcd, 160);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, atomic_cap, 128);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, dev_caps, 136);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_fast_reg_page_list_len,
@@ -167,6 +173,12 @@ enum ohca_dev_caps {
 	 * type 2 window's key by OHCA_WR_LOCAL_INV and OHCA_WR_SEND_INV.
 	 */
 	OHCA_DEV_CAP_MW			= 1u << 3,
+	/*
+	 * XRC (programming manual section 16): ALLOC_XRCD/DEALLOC_XRCD, XRC
+	 * SRQs (CREATE_SRQ with OHCA_SRQT_XRC), OHCA_QPT_XRC_INI and
+	 * OHCA_QPT_XRC_TGT QPs, the xrc_srqn of a send WQE.
+	 */
+	OHCA_DEV_CAP_XRC		= 1u << 4,
 };
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, node_guid, 8);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, vendor_id, 40);
@@ -612,6 +624,19 @@ enum ohca_qp_type {
 	/* (ABI 1.2, OHCA_CAP_UC) unreliable connected: SEND and RDMA WRITE,
 	 * no ACKs; see the programming manual, section 15. */
 	OHCA_QPT_UC			= 3,
+	/*
+	 * (OHCA_DEV_CAP_XRC) XRC initiator: an SQ, a PD and a send CQ like
+	 * an RC QP, no receive side (recv_cqn, srqn and the RQ fields zero);
+	 * each send WQE names the remote XRC SRQ (xrc_srqn).
+	 */
+	OHCA_QPT_XRC_INI		= 4,
+	/*
+	 * XRC target: no queues, no PD, no CQ (everything but type and
+	 * xrcdn zero, uar_index 0: the kernel owns it). Each request names an
+	 * XRC SRQ of the QP's domain in its XRCETH; that SRQ's PD checks the
+	 * request's keys, its WQEs take SENDs and its CQ their completions.
+	 */
+	OHCA_QPT_XRC_TGT		= 5,
 };
 
 /* QP states, the IBTA numbering. */
@@ -643,7 +668,10 @@ struct ohca_create_qp_in {
 	ohca_u8 sq_log_stride;
 	ohca_u8 rq_log_stride;
 	ohca_u8 rsvd0[3];
-	ohca_le32 pdn;
+	union {
+		ohca_le32 pdn;
+		ohca_le32 xrcdn;	/* OHCA_QPT_XRC_TGT: its XRC domain */
+	};
 	ohca_le32 send_cqn;
 	ohca_le32 recv_cqn;
 	ohca_le32 uar_index;
@@ -767,13 +795,31 @@ struct ohca_create_srq_in {
 	ohca_le32 uar_index;
 	ohca_u8 log_size;		/* 1..OHCA_WQ_LOG_MAX, <= max_srq_wr */
 	ohca_u8 log_stride;		/* OHCA_RQ_LOG_STRIDE_MIN..MAX */
-	ohca_u8 rsvd0[2];
+	ohca_u8 type;			/* enum ohca_srq_type */
+	ohca_u8 rsvd0;
 	ohca_le32 limit;		/* 0: not armed */
 	struct ohca_pbl pbl;
+	/* OHCA_SRQT_XRC: its domain and the CQ of its receive completions;
+	 * zero for a basic SRQ. */
+	ohca_le32 xrcdn;
+	ohca_le32 cqn;
 };
-OHCA_ASSERT_SIZE(struct ohca_create_srq_in, 32);
+OHCA_ASSERT_SIZE(struct ohca_create_srq_in, 40);
+OHCA_ASSERT_OFFSET(struct ohca_create_srq_in, type, 10);
+OHCA_ASSERT_OFFSET(struct ohca_create_srq_in, xrcdn, 32);
 OHCA_ASSERT_OFFSET(struct ohca_create_srq_in, limit, 12);
 OHCA_ASSERT_OFFSET(struct ohca_create_srq_in, pbl, 16);
+
+enum ohca_srq_type {
+	OHCA_SRQT_BASIC			= 0,
+	/*
+	 * (OHCA_DEV_CAP_XRC) An XRC SRQ: no QP is created on it; XRC target
+	 * QPs of its domain reach it by its srqn in a request's XRCETH, and
+	 * its receive completions go to its own CQ (flag OHCA_CQE_F_XRC,
+	 * src_qp = srqn). DESTROY_SRQ does not wait for target QPs.
+	 */
+	OHCA_SRQT_XRC			= 1,
+};
 
 enum ohca_srq_attr_mask {
 	OHCA_SRQ_LIMIT			= 1u << 1,	/* IBV_SRQ_LIMIT */
@@ -822,5 +868,14 @@ struct ohca_mcast_in {
 };
 OHCA_ASSERT_SIZE(struct ohca_mcast_in, 24);
 OHCA_ASSERT_OFFSET(struct ohca_mcast_in, gid, 8);
+
+/* ---- ALLOC_XRCD / DEALLOC_XRCD (OHCA_DEV_CAP_XRC) ---------------------- */
+/*
+ * An XRC domain groups XRC SRQs and XRC target QPs: a request reaches an
+ * SRQ only through a target QP of the SRQ's domain. ALLOC_XRCD: no input,
+ * output ohca_create_out (handle: xrcdn, 1..max_xrcd); NO_RESOURCES past
+ * max_xrcd. DEALLOC_XRCD: input ohca_handle_in; BAD_STATE while SRQs or
+ * QPs of the domain exist.
+ */
 
 #endif /* OHCA_CMD_H */

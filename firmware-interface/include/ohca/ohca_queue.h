@@ -191,9 +191,13 @@ struct ohca_send_wqe {
 	ohca_le64 cmp_add;		/* ATOMIC_CMP_SWP: compare value;
 					 * ATOMIC_FETCH_ADD: the addend */
 	ohca_le64 swap;			/* ATOMIC_CMP_SWP: the new value */
-	ohca_le32 rsvd1[4];
+	/* OHCA_QPT_XRC_INI: the remote XRC SRQ (24 bits, nonzero) the
+	 * request's XRCETH names; zero on other QPs. */
+	ohca_le32 xrc_srqn;
+	ohca_le32 rsvd1[3];
 };
 OHCA_ASSERT_SIZE(struct ohca_send_wqe, 64);
+OHCA_ASSERT_OFFSET(struct ohca_send_wqe, xrc_srqn, 48);
 OHCA_ASSERT_OFFSET(struct ohca_send_wqe, imm_data, 12);
 OHCA_ASSERT_OFFSET(struct ohca_send_wqe, remote_addr, 16);
 OHCA_ASSERT_OFFSET(struct ohca_send_wqe, inline_len, 28);
@@ -364,6 +368,9 @@ enum ohca_cqe_flags {
 	/* (ABI 1.2) A SEND with invalidate received: imm_data holds the invalidated
 	 * R_Key as a little-endian number. */
 	OHCA_CQE_F_INV			= 1u << 3,
+	/* A receive on an XRC SRQ (through an XRC target QP, qpn): src_qp
+	 * holds the SRQ's number. */
+	OHCA_CQE_F_XRC			= 1u << 4,
 };
 
 #define OHCA_CQE_OWNER			0x01

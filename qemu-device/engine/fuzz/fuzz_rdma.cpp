@@ -70,6 +70,7 @@ struct Qp {
     uint32_t sq_pi = 0, rq_pi = 0;
     bool remote = false; // peer is the fake remote node, not a local QP
     bool uc = false;     // a UC QP (the UC column of MODIFY_QP)
+    bool xrc = false;    // an XRC initiator or target (XRC opcodes, XRCETH)
 };
 
 struct Mr {
@@ -366,7 +367,11 @@ class Rdma {
         const uint32_t i = fixed >= 0 ? static_cast<uint32_t>(fixed) : in.below(kSlots);
         Qp &slot = qps_[i];
         ohca_create_qp_in q{};
-        q.type = bad(in) ? in.u8() : in.one_in(4) ? uint8_t{OHCA_QPT_UC} : uint8_t{OHCA_QPT_RC};
+        q.type = bad(in)        ? in.u8()
+                 : in.one_in(4) ? uint8_t{OHCA_QPT_UC}
+                 : in.one_in(6)
+                     ? (in.flag() ? uint8_t{OHCA_QPT_XRC_INI} : uint8_t{OHCA_QPT_XRC_TGT})
+                     : uint8_t{OHCA_QPT_RC};
         // SQ: 16 KiB, RQ: 4 KiB per slot; stride/size trade within them.
         q.sq_log_stride = static_cast<uint8_t>(bad(in) ? in.u8() : 8 - in.below(2));
         q.sq_log_size =
@@ -390,6 +395,16 @@ class Rdma {
             q.rsvd0[in.below(3)] = in.u8();
             q.srqn = in.u32();
         }
+        if (q.type == OHCA_QPT_XRC_INI && !bad(in)) { // send side only
+            q.recv_cqn = 0;
+            q.rq_log_size = q.rq_log_stride = 0;
+            q.rq_pbl = {};
+        } else if (q.type == OHCA_QPT_XRC_TGT && !bad(in)) { // no queues
+            const uint32_t d = xrcd(in);
+            q = {};
+            q.type = OHCA_QPT_XRC_TGT;
+            q.xrcdn = d;
+        }
         ohca_create_out o{};
         if (create(OHCA_CMD_CREATE_QP, &q, sizeof(q), o)) {
             slot = {};
@@ -400,6 +415,7 @@ class Rdma {
             slot.sq_ls = q.sq_log_stride;
             slot.rq_ls = q.rq_log_stride;
             slot.uc = q.type == OHCA_QPT_UC;
+            slot.xrc = q.type == OHCA_QPT_XRC_INI || q.type == OHCA_QPT_XRC_TGT;
         }
     }
 
@@ -630,9 +646,11 @@ class Rdma {
                 s.length = 8;
                 h_.put(at + 64, s);
             }
+            // XRC: the remote SRQ (1..3 exist at times), 0 or anything.
+            w.xrc_srqn = in.one_in(4) ? in.u32() : in.below(4);
             if (bad(in)) {
                 w.rsvd0 = in.u8();
-                w.rsvd1[in.below(4)] = in.u32();
+                w.rsvd1[in.below(3)] = in.u32();
             }
             if (w.opcode == OHCA_WR_BIND_MW && !bad(in)) {
                 // A well-formed bind: a slot's key as the window (its next
@@ -728,8 +746,14 @@ class Rdma {
         if (qp->uc && !in.one_in(8)) { // the UC opcodes: SEND and WRITE
             op = static_cast<uint8_t>(ohca::uc::kSendFirst + in.below(12));
         }
+        if (qp->xrc && !in.one_in(8)) { // RC's opcodes with the XRC prefix
+            op = static_cast<uint8_t>(ohca::xrc::kPrefix | op);
+        }
         if (bad(in)) {
             op = in.u8();
+        }
+        if (ohca::opcode_info(op).xrceth || (ohca::is_xrc_opcode(op) && in.one_in(8))) {
+            f.xrceth = in.one_in(4) ? in.u32() & 0xffffff : in.below(4); // SRQ 1..3 exist at times
         }
         f.bth.opcode = op;
         f.bth.solicited = in.flag();
@@ -745,7 +769,8 @@ class Rdma {
         if (bad(in)) {
             f.bth.psn = in.u32() & ohca::kPsnMask;
         }
-        const ohca::OpcodeInfo info = ohca::rc_opcode_info(op);
+        const ohca::OpcodeInfo info =
+            ohca::rc_opcode_info(ohca::is_xrc_opcode(op) ? op & 0x1f : op);
         if (info.reth || (!info.valid && in.flag())) {
             ohca::Reth r;
             const Mr *mr = live_mr(in);
@@ -941,8 +966,59 @@ class Rdma {
         }
     }
 
+    // An XRC domain: a live one (as allocated, in order 1, 2, ...) or
+    // anything.
+    uint32_t xrcd(Input &in) { return bad(in) ? in.u32() : in.below(4); }
+
+    // XRC objects: ALLOC/DEALLOC_XRCD, XRC SRQs (their rings in the RQ
+    // area, WQEs from whatever is there) with their doorbell.
+    void xrc_objects(Input &in) {
+        switch (in.below(4)) {
+        case 0: {
+            ohca_create_out o{};
+            (void)create(OHCA_CMD_ALLOC_XRCD, nullptr, 0, o);
+            break;
+        }
+        case 1: {
+            ohca_handle_in hi{};
+            hi.handle = xrcd(in);
+            hi.rsvd = bad(in) ? in.u32() : 0;
+            (void)d_.cmd_in(OHCA_CMD_DEALLOC_XRCD, hi);
+            break;
+        }
+        case 2: {
+            ohca_create_srq_in s{};
+            s.pdn = pd(in);
+            s.type = bad(in) ? in.u8() : uint8_t{OHCA_SRQT_XRC};
+            s.xrcdn = xrcd(in);
+            s.cqn = cqn(in);
+            s.log_size = static_cast<uint8_t>(bad(in) ? in.u8() : 1 + in.below(6));
+            s.log_stride = static_cast<uint8_t>(bad(in) ? in.u8() : 6);
+            s.limit = bad(in) ? in.u32() : 0;
+            s.pbl = pbl(in, kRqRings + 0x1000ull * in.below(4), 0x1000, 1);
+            ohca_create_out o{};
+            (void)create(OHCA_CMD_CREATE_SRQ, &s, sizeof(s), o);
+            break;
+        }
+        default: {
+            ohca_handle_in hi{};
+            hi.handle = bad(in) ? in.u32() : in.below(4);
+            if (in.one_in(3)) {
+                (void)d_.cmd_in(OHCA_CMD_DESTROY_SRQ, hi);
+            } else {
+                ohca_engine_db_write(d_.engine(), 0, OHCA_DB_SRQ,
+                                     OHCA_DB_VALUE(hi.handle, in.below(64)), 8);
+            }
+            break;
+        }
+        }
+    }
+
     void misc(Input &in) {
-        switch (in.below(7)) {
+        switch (in.below(8)) {
+        case 6:
+            xrc_objects(in);
+            break;
         case 4:
             resize_cq(in);
             break;

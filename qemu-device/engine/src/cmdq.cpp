@@ -93,6 +93,10 @@ constexpr CmdSizes sizes_of(uint16_t opcode) {
         return {sizeof(ohca_resize_cq_in), sizeof(ohca_resize_cq_out)};
     case OHCA_CMD_REREG_MR:
         return {sizeof(ohca_rereg_mr_in), sizeof(ohca_create_out)};
+    case OHCA_CMD_ALLOC_XRCD:
+        return {0, sizeof(ohca_create_out)};
+    case OHCA_CMD_DEALLOC_XRCD:
+        return {sizeof(ohca_handle_in), 0};
     default: // NOP
         return {0, 0};
     }
@@ -252,6 +256,26 @@ Device::CmdResult Device::execute(const Command &cmd) {
         return cmd_resize_cq(cmd);
     case OHCA_CMD_REREG_MR:
         return cmd_rereg_mr(cmd);
+    case OHCA_CMD_ALLOC_XRCD: {
+        // A number and a count, kept by XrcTransport (xrc.cpp).
+        const std::optional<uint32_t> n = xrc_.alloc_domain();
+        if (!n) {
+            return {OHCA_STATUS_NO_RESOURCES, 0};
+        }
+        const CmdResult res = write_create_out(cmd, *n, 0);
+        if (res.status != OHCA_STATUS_OK) {
+            (void)xrc_.dealloc_domain(*n);
+        }
+        return res;
+    }
+    case OHCA_CMD_DEALLOC_XRCD: {
+        const auto in = cmd.input<ohca_handle_in>();
+        if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
+            return {OHCA_STATUS_RESERVED_NONZERO, *off};
+        }
+        const uint8_t st = xrc_.dealloc_domain(le(in.handle));
+        return {st, st == OHCA_STATUS_OK ? 0 : le(in.handle)};
+    }
     default:
         return {OHCA_STATUS_BAD_OPCODE, cmd.opcode};
     }
@@ -303,6 +327,7 @@ Device::CmdResult Device::cmd_query_device(const Command &cmd) {
     out.max_mcast_grp = le(L::max_mcast_grp);
     out.max_mcast_qp_attach = le(L::max_mcast_qp_attach);
     out.max_total_mcast_qp_attach = le(L::max_total_mcast_qp_attach);
+    out.max_xrcd = le(L::max_xrcd);
     return write_output(cmd, &out, sizeof(out));
 }
 

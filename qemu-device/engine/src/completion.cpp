@@ -154,6 +154,12 @@ void Device::complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte
             cqe.flags = OHCA_CQE_F_INV;
         }
     }
+    if (qp.type == OHCA_QPT_XRC_TGT) {
+        // The provider retires the slot of the XRC SRQ, which no QP of
+        // its own may lead it to.
+        cqe.flags |= OHCA_CQE_F_XRC;
+        cqe.src_qp = le(qp.srqn);
+    }
     if (qp.srqn == 0) {
         ++qp.rq.ci;
     }
@@ -171,7 +177,8 @@ void Device::qp_to_error(Qp &qp) {
     qp.in_msg = Qp::InMsg::None;
     // Its one held SRQ WQE is flushed with the rest; then it takes no more
     // from the SRQ, which flush_qp() reports (IBTA: Last WQE Reached).
-    qp.last_wqe_pending = qp.srqn != 0;
+    // (An XRC target is on no SRQ: it only borrows one per request.)
+    qp.last_wqe_pending = qp.srqn != 0 && qp.type != OHCA_QPT_XRC_TGT;
     // The flush runs in process(), a bounded number of WQEs per visit.
     mark_ready(qp);
     update_timer();

@@ -14,7 +14,7 @@
 //                   and in, QP doorbells, the ready list and timers, the run
 //                   loop; the RC transport itself is RcRequester
 //                   (requester.cpp) and RcResponder (responder.cpp), UD is
-//                   UdTransport (ud.cpp)
+//                   UdTransport (ud.cpp), XRC XrcTransport (xrc.cpp)
 // docs/architecture.md has the same map.
 #pragma once
 
@@ -35,6 +35,7 @@
 #include "uar_table.hpp"
 #include "uc.hpp"
 #include "ud.hpp"
+#include "xrc.hpp"
 
 #include <ohca/ohca_cmd.h>
 #include <ohca/ohca_queue.h>
@@ -171,6 +172,7 @@ class Device : private TransportServices {
     void srq_doorbell(uint32_t page, uint32_t srqn, uint32_t value);
     Srq *find_srq(uint32_t srqn);
     SrqTake take_srq_wqe(Qp &qp) override;
+    const Srq *srq(uint32_t srqn) override { return find_srq(srqn); }
 
     // mcast.cpp: multicast groups
     CmdResult cmd_mcast(const Command &cmd, bool attach);
@@ -334,6 +336,8 @@ class Device : private TransportServices {
     RcResponder rc_responder_{*this};
     // The UC transport.
     UcTransport uc_{*this};
+    // XRC: domains, and RC's requester and responder with the XRC wire.
+    XrcTransport xrc_{*this, rc_requester_, rc_responder_};
 
   public:
     [[nodiscard]] const RoceCounters &roce_counters() const { return roce_; }

@@ -42,6 +42,8 @@ struct DeviceLimits {
     static constexpr uint32_t max_srq = 256;
     static constexpr uint32_t max_srq_wr = 4096;
     static constexpr uint32_t max_srq_sge = 16;
+    // XRC domains (ALLOC_XRCD); each is a number and a reference count.
+    static constexpr uint32_t max_xrcd = 256;
     // Multicast: a UD SEND to a group reaches at most max_mcast_qp_attach
     // QPs, so the work one packet causes stays bounded.
     static constexpr uint32_t max_mcast_grp = 256;
@@ -60,8 +62,9 @@ struct DeviceLimits {
     static constexpr uint32_t num_ports = 1;
     // Fast registration: page-list entries per fast-registration MR.
     static constexpr uint32_t max_fast_reg_page_list_len = OHCA_MAX_FAST_REG_PAGES;
-    static constexpr uint32_t dev_caps =
-        OHCA_DEV_CAP_FAST_REG | OHCA_DEV_CAP_MW | OHCA_DEV_CAP_RESIZE_CQ | OHCA_DEV_CAP_REREG_MR;
+    static constexpr uint32_t dev_caps = OHCA_DEV_CAP_FAST_REG | OHCA_DEV_CAP_MW |
+                                         OHCA_DEV_CAP_RESIZE_CQ | OHCA_DEV_CAP_REREG_MR |
+                                         OHCA_DEV_CAP_XRC;
     static constexpr uint32_t speed_mbps = 10000;
     static constexpr uint32_t default_mtu = 1500;
     // Enforced by CREATE_QP: 2^log_size <= max_qp_wr.

@@ -33,5 +33,9 @@ QpTransition ud_qp_transition(uint8_t cur, uint8_t next);
 QpTransition uc_qp_transition(uint8_t cur, uint8_t next);
 bool uc_qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask);
 bool ud_qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask);
+// XRC initiator and target QPs (the verbs' XRC_INI and XRC_TGT columns):
+// RC's transitions and attributes, with fewer of them required -- an
+// initiator has no receive side, a target no send side.
+bool xrc_qp_mask_ok(uint8_t type, uint8_t cur, uint8_t next, uint32_t attr_mask);
 
 } // namespace ohca

@@ -49,6 +49,7 @@ void Device::rdma_power_on() {
     srqs_.clear();
     srqs_.resize(DeviceLimits::max_srq + 1);
     mcast_.clear();
+    xrc_.reset();
     uar_refs_.fill(0);
     pbl_entries_ = 0;
     roce_backlog_.clear();
@@ -396,11 +397,62 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     const uint32_t max_inline = le(in.max_inline);
     const uint32_t srqn = le(in.srqn);
     if (in.type != OHCA_QPT_RC && in.type != OHCA_QPT_UD && in.type != OHCA_QPT_GSI &&
-        in.type != OHCA_QPT_UC) {
+        in.type != OHCA_QPT_UC && in.type != OHCA_QPT_XRC_INI && in.type != OHCA_QPT_XRC_TGT) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, type)};
     }
+    // The next free number from the cursor, not the lowest: numbers are
+    // reused as late as possible, and a reset does not start them over.
+    auto free_qpn = [&]() -> std::optional<uint32_t> {
+        for (uint32_t i = 0; i < DeviceLimits::max_qp; ++i) {
+            const uint32_t n = DeviceLimits::first_qpn +
+                               (next_qpn_ - DeviceLimits::first_qpn + i) % DeviceLimits::max_qp;
+            if (!qps_[n]) {
+                return n;
+            }
+        }
+        return std::nullopt;
+    };
+    if (in.type == OHCA_QPT_XRC_TGT) {
+        // No queues, PD or CQs: type and domain only (the kernel's page).
+        if (auto off = nonzero_at(cmd.in, offsetof(In, sq_log_size), offsetof(In, pdn) - 1)) {
+            return {OHCA_STATUS_BAD_FIELD, *off};
+        }
+        if (auto off =
+                nonzero_at(cmd.in, offsetof(In, send_cqn), sizeof(In) - offsetof(In, send_cqn))) {
+            return {OHCA_STATUS_BAD_FIELD, *off};
+        }
+        const uint32_t xrcdn = le(in.xrcdn);
+        if (!xrc_.domain_exists(xrcdn)) {
+            return {OHCA_STATUS_BAD_HANDLE, xrcdn};
+        }
+        const std::optional<uint32_t> n = free_qpn();
+        if (!n) {
+            return {OHCA_STATUS_NO_RESOURCES, 0};
+        }
+        if (CmdResult res = write_create_out(cmd, *n, 0); res.status != OHCA_STATUS_OK) {
+            return res;
+        }
+        auto qp = std::make_unique<Qp>();
+        qp->qpn = *n;
+        qp->type = in.type;
+        qp->xrcdn = xrcdn;
+        qps_[*n] = std::move(qp);
+        next_qpn_ = *n + 1;
+        ++uar_refs_[0];
+        xrc_.get(xrcdn);
+        return {};
+    }
+    // An XRC initiator sends only: no receive CQ, RQ or SRQ.
+    const bool ini = in.type == OHCA_QPT_XRC_INI;
+    if (ini && rcqn != 0) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, recv_cqn)};
+    }
+    if (ini && srqn != 0) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, srqn)};
+    }
     // UD WQEs carry the address vector before their data.
-    const bool connected = in.type == OHCA_QPT_RC || in.type == OHCA_QPT_UC;
+    const bool connected =
+        in.type == OHCA_QPT_RC || in.type == OHCA_QPT_UC || in.type == OHCA_QPT_XRC_INI;
     const size_t sq_hdr = connected ? sizeof(ohca_send_wqe) : OHCA_UD_WQE_HDR_LEN;
     if (in.sq_log_size > DeviceLimits::max_wq_log) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, sq_log_size)};
@@ -411,10 +463,10 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     if (in.sq_log_stride < OHCA_SQ_LOG_STRIDE_MIN || in.sq_log_stride > OHCA_WQ_LOG_STRIDE_MAX) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, sq_log_stride)};
     }
-    if (srqn != 0) {
+    if (srqn != 0 || ini) {
         // A QP on an SRQ has no receive queue: its RQ fields stay zero.
         // Only RC QPs take receives from an SRQ.
-        if (in.type != OHCA_QPT_RC) {
+        if (srqn != 0 && in.type != OHCA_QPT_RC) {
             return {OHCA_STATUS_BAD_FIELD, offsetof(In, srqn)};
         }
         if (in.rq_log_size != 0) {
@@ -443,14 +495,15 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
         if (srq == nullptr) {
             return {OHCA_STATUS_BAD_HANDLE, srqn};
         }
-        if (srq->pdn != pdn) {
+        // XRC SRQs take no QPs: target QPs reach them per request.
+        if (srq->pdn != pdn || srq->type != OHCA_SRQT_BASIC) {
             return {OHCA_STATUS_BAD_FIELD, offsetof(In, srqn)};
         }
     }
     if (lookup(cqs_, scqn) == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, scqn};
     }
-    if (lookup(cqs_, rcqn) == nullptr) {
+    if (!ini && lookup(cqs_, rcqn) == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, rcqn};
     }
     if (uar >= OHCA_NUM_DB_PAGES || (uar != 0 && !uars_.allocated(uar))) {
@@ -476,7 +529,7 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     if (r.error != PageList::Error::None) {
         return pbl_error(r, offsetof(In, sq_pbl));
     }
-    if (srq == nullptr) {
+    if (srq == nullptr && !ini) {
         r = qp.rq.ring.load(host_, in.rq_pbl, uint64_t{qp.rq.size()} << qp.rq.log_stride,
                             pbl_room() - qp.sq.ring.npages());
         if (r.error != PageList::Error::None) {
@@ -494,15 +547,7 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
         }
         qpn = OHCA_GSI_QPN;
     } else {
-        // Next free number from the cursor, not the lowest: numbers are
-        // reused as late as possible, and a reset does not start them over.
-        for (uint32_t i = 0; i < DeviceLimits::max_qp && !qpn; ++i) {
-            const uint32_t n = DeviceLimits::first_qpn +
-                               (next_qpn_ - DeviceLimits::first_qpn + i) % DeviceLimits::max_qp;
-            if (!qps_[n]) {
-                qpn = n;
-            }
-        }
+        qpn = free_qpn();
     }
     if (!qpn) {
         return {OHCA_STATUS_NO_RESOURCES, 0};
@@ -519,7 +564,9 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     qps_[*qpn] = std::make_unique<Qp>(std::move(qp));
     ++pd->refs;
     ++cqs_[scqn]->qp_refs;
-    ++cqs_[rcqn]->qp_refs;
+    if (!ini) {
+        ++cqs_[rcqn]->qp_refs;
+    }
     ++uar_refs_[uar];
     if (srq != nullptr) {
         ++srq->qp_refs;
@@ -537,20 +584,24 @@ Device::CmdResult Device::cmd_destroy_qp(const Command &cmd) {
     if (qp == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, qpn};
     }
-    if (Pd *pd = lookup(pds_, qp->pdn)) {
-        --pd->refs;
-    }
-    if (Cq *cq = lookup(cqs_, qp->send_cqn)) {
-        --cq->qp_refs;
-    }
-    if (Cq *cq = lookup(cqs_, qp->recv_cqn)) {
-        --cq->qp_refs;
+    if (qp->type == OHCA_QPT_XRC_TGT) {
+        xrc_.put(qp->xrcdn); // its PD, CQ and SRQ were borrowed per request
+    } else {
+        if (Pd *pd = lookup(pds_, qp->pdn)) {
+            --pd->refs;
+        }
+        if (Cq *cq = lookup(cqs_, qp->send_cqn)) {
+            --cq->qp_refs;
+        }
+        if (Cq *cq = lookup(cqs_, qp->recv_cqn)) {
+            --cq->qp_refs;
+        }
+        if (Srq *srq = find_srq(qp->srqn)) {
+            --srq->qp_refs;
+        }
     }
     --uar_refs_[qp->uar];
     pbl_entries_ -= qp->sq.ring.npages() + qp->rq.ring.npages();
-    if (Srq *srq = find_srq(qp->srqn)) {
-        --srq->qp_refs;
-    }
     mcast_.detach_all(qpn);
     if (qp->windows != 0) {
         unbind_qp_windows(*qp); // their QP is gone: nothing can use them
@@ -603,6 +654,7 @@ Device::CmdResult Device::cmd_modify_qp(const Command &cmd) {
     const uint32_t cm = mask & ~uint32_t{OHCA_QP_UDP_SPORT};
     const bool mask_ok = qp->type == OHCA_QPT_RC   ? qp_mask_ok(cur, next, cm)
                          : qp->type == OHCA_QPT_UC ? uc_qp_mask_ok(cur, next, cm)
+                         : is_xrc_qp(qp->type)     ? xrc_qp_mask_ok(qp->type, cur, next, cm)
                                                    : ud_qp_mask_ok(cur, next, mask);
     if (!mask_ok) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, attr_mask)};
@@ -719,6 +771,13 @@ void Device::apply_qp_state(Qp &qp, uint8_t next) {
         fresh.uar = qp.uar;
         fresh.max_inline = qp.max_inline;
         fresh.srqn = qp.srqn;
+        fresh.xrcdn = qp.xrcdn;
+        if (qp.type == OHCA_QPT_XRC_TGT) {
+            // Borrowed from the last request's SRQ, not its own.
+            fresh.srqn = 0;
+            fresh.pdn = 0;
+            fresh.recv_cqn = 0;
+        }
         fresh.windows = qp.windows; // type 2 windows stay bound through it
         fresh.sq = std::move(qp.sq);
         fresh.rq = std::move(qp.rq);

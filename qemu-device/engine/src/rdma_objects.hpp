@@ -95,8 +95,9 @@ struct SendWr {
     uint64_t remote_addr = 0;
     uint32_t rkey = 0;
     uint32_t length = 0;
-    uint64_t cmp_add = 0; // atomics: compare value or addend
-    uint64_t swap = 0;    // ATOMIC_CMP_SWP: the new value
+    uint64_t cmp_add = 0;  // atomics: compare value or addend
+    uint64_t swap = 0;     // ATOMIC_CMP_SWP: the new value
+    uint32_t xrc_srqn = 0; // XRC initiator: the XRCETH of its requests
     std::vector<Sge> sges;
     std::vector<uint8_t> inline_data;
     bool is_inline = false;
@@ -155,7 +156,10 @@ struct Qp {
     uint32_t recv_cqn = 0;
     uint32_t uar = 0;
     uint32_t max_inline = 0;
-    uint32_t srqn = 0;    // receives come from this SRQ (then rq is unused)
+    uint32_t srqn = 0; // receives come from this SRQ (then rq is unused)
+    // XRC target: its domain. Its srqn, pdn and recv_cqn are those of the
+    // XRC SRQ the request being received names (xrc.cpp), not references.
+    uint32_t xrcdn = 0;
     uint32_t windows = 0; // type 2 windows bound through it (mw.cpp)
     WorkQueue sq;
     WorkQueue rq;

@@ -34,6 +34,11 @@ bool awaits_response(const SendWr &w) {
     return is_read(w) || is_atomic(w);
 }
 
+// Memory-management WQEs: executed here, no packets, no XRCETH.
+bool is_local_opcode(uint8_t op) {
+    return op == OHCA_WR_LOCAL_INV || op == OHCA_WR_REG_MR || op == OHCA_WR_BIND_MW;
+}
+
 bool known_opcode(uint8_t op) {
     return op <= OHCA_WR_ATOMIC_FETCH_ADD || op == OHCA_WR_SEND_INV || op == OHCA_WR_LOCAL_INV ||
            op == OHCA_WR_REG_MR || op == OHCA_WR_BIND_MW;
@@ -147,9 +152,14 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
         wr.rkey = le(w.rkey);
         wr.cmp_add = le(w.cmp_add);
         wr.swap = le(w.swap);
+        // An XRC initiator's requests name an SRQ of the target (24 bits,
+        // never 0); other QPs ignore the field.
+        wr.xrc_srqn = qp.type == OHCA_QPT_XRC_INI ? le(w.xrc_srqn) : 0;
         const bool inl = (w.flags & OHCA_WQE_INLINE) != 0;
         const uint32_t inline_len = le(w.inline_len);
-        if (!known_opcode(w.opcode) || (w.flags & ~kSendFlagsKnown) != 0) {
+        if (!known_opcode(w.opcode) || (w.flags & ~kSendFlagsKnown) != 0 ||
+            (qp.type == OHCA_QPT_XRC_INI && !is_local_opcode(w.opcode) &&
+             (wr.xrc_srqn == 0 || wr.xrc_srqn > kPsnMask))) {
             fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
         } else if ((wr.flags & OHCA_WQE_FENCE) != 0 && qp.reads_pending != 0) {
             return false; // fenced behind outstanding READs and atomics
@@ -248,6 +258,9 @@ void RcRequester::send_packet(Qp &qp) {
     PacketFields f;
     f.bth.dest_qp = qp.attrs.dest_qpn;
     f.bth.psn = psn_add(wr.first_psn, k);
+    if (wr.xrc_srqn != 0) {
+        f.xrceth = wr.xrc_srqn; // XRC: every request packet names the SRQ
+    }
     // PSNs this packet stands for: one, or a READ request's responses. Once
     // a response has come, the responder holds the whole READ, and a request
     // again asks for no more than the window: a lossy path would drop most

@@ -71,6 +71,15 @@ void RcResponder::error(Qp &qp, uint8_t nak, uint16_t event) {
     svc_.qp_to_error(qp);
 }
 
+void RcResponder::reject(Qp &qp, uint8_t nak, uint16_t event) {
+    if (qp.state != OHCA_QPS_RTR && qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD &&
+        qp.state != OHCA_QPS_SQE) {
+        ++svc_.counters().rx_no_qp;
+        return;
+    }
+    error(qp, nak, event);
+}
+
 bool RcResponder::load_recv_wqe(Qp &qp) {
     const uint64_t base = qp.rq.offset(qp.rq.ci);
     const uint32_t stride = 1u << qp.rq.log_stride;

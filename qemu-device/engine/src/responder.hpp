@@ -17,6 +17,10 @@ class RcResponder {
     // Sends queued ACKs and READ responses in order; 'quantum' counts down
     // per packet and is left at 0 when there may be more to send.
     void process_responses(Qp &qp, unsigned int &quantum);
+    // Refuses the request at the expected PSN that a transport beside RC
+    // found invalid (XRC: its XRCETH): NAK 'nak', event, QP to ERR. Nothing
+    // happens outside the states in which the QP takes requests.
+    void reject(Qp &qp, uint8_t nak, uint16_t event);
 
   private:
     void send_ack(Qp &qp, uint32_t psn, uint8_t syndrome);

@@ -15,6 +15,7 @@ constexpr uint16_t kEthVlan = 0x8100;
 constexpr uint8_t kIpProtoUdp = 17;
 constexpr size_t kBthLen = 12;
 constexpr size_t kDethLen = 8;
+constexpr size_t kXrcEthLen = 4;
 constexpr size_t kAtomicEthLen = 28;
 constexpr size_t kAtomicAckEthLen = 8;
 constexpr size_t kRethLen = 16;
@@ -70,6 +71,12 @@ OpcodeInfo opcode_info(uint8_t op) {
     }
     if (is_uc_opcode(op)) {
         return rc_opcode_info(op & 0x1f); // the same headers as RC's
+    }
+    if (is_xrc_opcode(op)) {
+        // RC's headers, and the XRCETH on requests (IBTA 9.3.7.1).
+        OpcodeInfo i = rc_opcode_info(op & 0x1f);
+        i.xrceth = i.valid && !rc_is_response(op & 0x1f);
+        return i;
     }
     return rc_opcode_info(op);
 }
@@ -140,10 +147,10 @@ FrameLayout build_roce_headers(std::vector<uint8_t> &f, const PacketPath &path,
                                const PacketFields &fields, size_t payload_len) {
     const size_t l3 = path.vlan_id != 0xffff ? 18 : 14;
     const size_t ip_len = path.ipv6 ? 40 : 20;
-    const size_t ext = (fields.deth ? kDethLen : 0) + (fields.reth ? kRethLen : 0) +
-                       (fields.atomic_eth ? kAtomicEthLen : 0) + (fields.aeth ? kAethLen : 0) +
-                       (fields.atomic_ack ? kAtomicAckEthLen : 0) + (fields.imm ? kImmLen : 0) +
-                       (fields.ieth ? kIethLen : 0);
+    const size_t ext = (fields.deth ? kDethLen : 0) + (fields.xrceth ? kXrcEthLen : 0) +
+                       (fields.reth ? kRethLen : 0) + (fields.atomic_eth ? kAtomicEthLen : 0) +
+                       (fields.aeth ? kAethLen : 0) + (fields.atomic_ack ? kAtomicAckEthLen : 0) +
+                       (fields.imm ? kImmLen : 0) + (fields.ieth ? kIethLen : 0);
     const size_t pad = (4 - (payload_len & 3)) & 3;
     const size_t udp_len = kUdpLen + kBthLen + ext + payload_len + pad + kIcrcLen;
     const size_t total = l3 + ip_len + udp_len;
@@ -199,6 +206,10 @@ FrameLayout build_roce_headers(std::vector<uint8_t> &f, const PacketPath &path,
         put32(f, off, fields.deth->qkey);
         put32(f, off + 4, fields.deth->src_qp & 0xffffff); // reserved byte 0
         off += kDethLen;
+    }
+    if (fields.xrceth) {
+        put32(f, off, *fields.xrceth & 0xffffff); // reserved byte 0
+        off += kXrcEthLen;
     }
     if (fields.reth) {
         put32(f, off, static_cast<uint32_t>(fields.reth->va >> 32));
@@ -327,14 +338,16 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
     }
     size_t off = b + kBthLen;
     const size_t end = f.size() - kIcrcLen;
-    const size_t ext = (info.deth ? kDethLen : 0) + (info.reth ? kRethLen : 0) +
-                       (info.aeth ? kAethLen : 0) + (info.atomic_eth ? kAtomicEthLen : 0) +
+    const size_t ext = (info.deth ? kDethLen : 0) + (info.xrceth ? kXrcEthLen : 0) +
+                       (info.reth ? kRethLen : 0) + (info.aeth ? kAethLen : 0) +
+                       (info.atomic_eth ? kAtomicEthLen : 0) +
                        (info.atomic_ack_eth ? kAtomicAckEthLen : 0) + (info.imm ? kImmLen : 0) +
                        (info.ieth ? kIethLen : 0);
     if (end < off + ext) {
         return ParseError::Malformed;
     }
     out.fields.deth.reset();
+    out.fields.xrceth.reset();
     out.fields.reth.reset();
     out.fields.atomic_eth.reset();
     out.fields.aeth.reset();
@@ -344,6 +357,10 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
     if (info.deth) {
         out.fields.deth = Deth{get32(f, off), get32(f, off + 4) & 0xffffff};
         off += kDethLen;
+    }
+    if (info.xrceth) {
+        out.fields.xrceth = get32(f, off) & 0xffffff;
+        off += kXrcEthLen;
     }
     if (info.reth) {
         Reth r;

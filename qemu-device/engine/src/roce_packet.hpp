@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // RoCEv2 packets: Ethernet (optional 802.1Q) / IPv4 or IPv6 / UDP 4791 /
-// BTH [+ DETH] [+ RETH | AtomicETH] [+ AETH [+ AtomicAckETH]] [+ ImmDt | IETH] /
+// BTH [+ DETH | XRCETH] [+ RETH | AtomicETH] [+ AETH [+ AtomicAckETH]] [+ ImmDt | IETH] /
 // payload / pad / ICRC. Building and
 // parsing are pure functions over byte buffers (IBTA vol. 1 ch. 9, annex A17).
 #pragma once
@@ -61,6 +61,13 @@ inline constexpr uint8_t kWriteOnly = 0x2a;
 inline constexpr uint8_t kWriteOnlyImm = 0x2b;
 } // namespace uc
 
+// XRC (IBTA 9.2, transport bits 101): the RC opcodes with the XRC prefix
+// (0xa0 | op); requests carry an XRCETH (the target SRQ) after the BTH,
+// responses do not.
+namespace xrc {
+inline constexpr uint8_t kPrefix = 0xa0;
+} // namespace xrc
+
 namespace ud {
 inline constexpr uint8_t kSendOnly = 0x64;
 inline constexpr uint8_t kSendOnlyImm = 0x65;
@@ -70,6 +77,7 @@ inline constexpr uint8_t kSendOnlyImm = 0x65;
 struct OpcodeInfo {
     bool valid = false;
     bool deth = false;
+    bool xrceth = false;
     bool reth = false;
     bool atomic_eth = false;
     bool aeth = false;
@@ -86,6 +94,9 @@ OpcodeInfo opcode_info(uint8_t opcode);
 }
 [[nodiscard]] inline bool is_uc_opcode(uint8_t op) {
     return op >= uc::kSendFirst && op <= uc::kWriteOnlyImm;
+}
+[[nodiscard]] inline bool is_xrc_opcode(uint8_t op) {
+    return (op & 0xe0) == xrc::kPrefix;
 }
 
 // AETH syndromes (bits 7:5 type, 4:0 value).
@@ -149,6 +160,7 @@ struct PacketPath {
 struct PacketFields {
     Bth bth;
     std::optional<Deth> deth;
+    std::optional<uint32_t> xrceth; // XRC requests: the XRC SRQ number (24 bits)
     std::optional<Reth> reth;
     std::optional<AtomicEth> atomic_eth;
     std::optional<Aeth> aeth;

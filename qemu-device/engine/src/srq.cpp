@@ -88,7 +88,31 @@ Device::CmdResult Device::cmd_create_srq(const Command &cmd) {
     if (limit >= (1u << in.log_size)) {
         return bad_field(offsetof(In, limit));
     }
+    // An XRC SRQ names its domain and the CQ of its receives; a basic
+    // one neither (its QPs have the CQs).
+    const uint32_t xrcdn = le(in.xrcdn);
+    const uint32_t cqn = le(in.cqn);
+    if (in.type != OHCA_SRQT_BASIC && in.type != OHCA_SRQT_XRC) {
+        return bad_field(offsetof(In, type));
+    }
+    Cq *cq = nullptr;
+    if (in.type == OHCA_SRQT_XRC) {
+        if (!xrc_.domain_exists(xrcdn)) {
+            return {OHCA_STATUS_BAD_HANDLE, xrcdn};
+        }
+        cq = cqn < cqs_.size() ? cqs_[cqn].get() : nullptr;
+        if (cq == nullptr) {
+            return {OHCA_STATUS_BAD_HANDLE, cqn};
+        }
+    } else if (xrcdn != 0) {
+        return bad_field(offsetof(In, xrcdn));
+    } else if (cqn != 0) {
+        return bad_field(offsetof(In, cqn));
+    }
     Srq srq;
+    srq.type = in.type;
+    srq.xrcdn = xrcdn;
+    srq.cqn = cqn;
     srq.pdn = pdn;
     srq.uar = uar;
     srq.log_size = in.log_size;
@@ -121,6 +145,10 @@ Device::CmdResult Device::cmd_create_srq(const Command &cmd) {
     pbl_entries_ += srq.ring.npages();
     srqs_[srqn] = std::make_unique<Srq>(std::move(srq));
     ++pd->refs;
+    if (cq != nullptr) {
+        ++cq->qp_refs; // no DESTROY_CQ while the SRQ completes into it
+        xrc_.get(xrcdn);
+    }
     ++uar_refs_[uar];
     return {};
 }
@@ -185,6 +213,12 @@ Device::CmdResult Device::cmd_destroy_srq(const Command &cmd) {
     }
     if (srq->pdn < pds_.size() && pds_[srq->pdn]) {
         --pds_[srq->pdn]->refs;
+    }
+    if (srq->type == OHCA_SRQT_XRC) {
+        if (srq->cqn < cqs_.size() && cqs_[srq->cqn]) {
+            --cqs_[srq->cqn]->qp_refs;
+        }
+        xrc_.put(srq->xrcdn);
     }
     --uar_refs_[srq->uar];
     pbl_entries_ -= srq->ring.npages();

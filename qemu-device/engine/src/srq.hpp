@@ -32,6 +32,9 @@ uint8_t read_recv_wqe(const Host &host, const PageList &ring, uint64_t offset, u
 enum class SrqTake : uint8_t { Ok, Empty, BadWqe };
 
 struct Srq {
+    uint8_t type = OHCA_SRQT_BASIC;
+    uint32_t xrcdn = 0; // XRC: its domain and the CQ of its receives
+    uint32_t cqn = 0;
     uint32_t pdn = 0;
     uint32_t uar = 0;
     unsigned int log_size = 0;

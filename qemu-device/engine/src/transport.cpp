@@ -90,6 +90,13 @@ EmitResult Device::emit_fill(const Qp &qp, const PacketFields &fields, size_t pa
     if (!build_path(qp, path)) {
         return EmitResult::NoPath; // the source GID went away: the packet is lost
     }
+    if (is_xrc_qp(qp.type)) {
+        // RC's requester and responder build XRC's packets: the wire
+        // opcode is theirs with the XRC prefix (the XRCETH is the WQE's).
+        PacketFields x = fields;
+        x.bth.opcode = static_cast<uint8_t>(xrc::kPrefix | (fields.bth.opcode & 0x1f));
+        return send_roce(path, x, payload_len, fill, true);
+    }
     return send_roce(path, fields, payload_len, fill, true);
 }
 
@@ -238,7 +245,9 @@ void Device::roce_deliver(const ParsedPacket &p) {
         return;
     }
     Qp *qp = find_qp(h.dest_qp);
-    if (qp != nullptr && qp->type != OHCA_QPT_RC && qp->type != OHCA_QPT_UC) {
+    const bool connected = qp != nullptr && (qp->type == OHCA_QPT_RC || qp->type == OHCA_QPT_UC ||
+                                             is_xrc_qp(qp->type));
+    if (qp != nullptr && !connected) {
         // UD: any source, UD opcodes only (ud.cpp).
         if (!is_local_gid(p.dgid) || (h.pkey & 0x7fff) != 0x7fff) {
             ++roce_.rx_no_qp;
@@ -260,10 +269,15 @@ void Device::roce_deliver(const ParsedPacket &p) {
         ++stats_.roce_rx_dropped;
         return;
     }
-    if (is_ud_opcode(h.opcode) || is_uc_opcode(h.opcode) != (qp->type == OHCA_QPT_UC)) {
-        // UD to a connected QP, UC to RC or RC to UC.
+    if (is_ud_opcode(h.opcode) || is_uc_opcode(h.opcode) != (qp->type == OHCA_QPT_UC) ||
+        is_xrc_opcode(h.opcode) != is_xrc_qp(qp->type)) {
+        // UD to a connected QP, or RC, UC and XRC crossed.
         ++roce_.rx_bad_opcode;
         ++stats_.roce_rx_dropped;
+        return;
+    }
+    if (is_xrc_qp(qp->type)) {
+        xrc_.rx(*qp, p); // counts its packets itself
         return;
     }
     if (qp->type == OHCA_QPT_UC) {
@@ -285,7 +299,9 @@ void Device::roce_deliver(const ParsedPacket &p) {
 // anything else is counted and ignored.
 Qp *Device::take_doorbell(uint32_t page, uint32_t qpn, WorkQueue Qp::*wq, uint32_t value) {
     Qp *qp = find_qp(qpn);
-    if (qp == nullptr || qp->uar != page || qp->state == OHCA_QPS_RESET) {
+    // An XRC target has no queues, an initiator no RQ.
+    if (qp == nullptr || qp->uar != page || qp->state == OHCA_QPS_RESET ||
+        qp->type == OHCA_QPT_XRC_TGT || (qp->type == OHCA_QPT_XRC_INI && wq == &Qp::rq)) {
         ++stats_.db_errors;
         return nullptr;
     }
@@ -361,7 +377,7 @@ void Device::update_timer() {
 
 // One visit of a ready QP: at most 'quantum' packets or WQEs.
 void Device::visit(Qp &qp, unsigned int &quantum) {
-    if (qp.type != OHCA_QPT_RC && qp.type != OHCA_QPT_UC) {
+    if (qp.type != OHCA_QPT_RC && qp.type != OHCA_QPT_UC && !is_xrc_qp(qp.type)) {
         UdTransport::process_sq(*this, qp, quantum);
         return;
     }

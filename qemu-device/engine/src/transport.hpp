@@ -50,6 +50,7 @@ struct RoceCounters {
     uint64_t ud_rx_bad_qkey = 0;   // UD: dropped, Q_Key mismatch
     uint64_t mcast_rx_packets = 0; // UD to a multicast group with QPs here
     uint64_t uc_msgs_dropped = 0;  // UC: incomplete, no receive WQE, or refused
+    uint64_t xrc_bad_srq = 0;      // XRC: request naming no XRC SRQ of the domain
 };
 
 // Outcome of an lkey/rkey check.
@@ -154,6 +155,9 @@ class TransportServices {
     // The next receive WQE of a QP on an SRQ (qp.srqn), into the QP's
     // recv_* fields (srq.cpp).
     virtual SrqTake take_srq_wqe(Qp &qp) = 0;
+    // An SRQ by number (nullptr: none), for XRC's check of a request's
+    // XRCETH.
+    [[nodiscard]] virtual const Srq *srq(uint32_t srqn) = 0;
     virtual RoceCounters &counters() = 0;
 
     // Scheduling: the QP has work for process() (idempotent, O(1)); its

@@ -270,7 +270,8 @@ TEST_F(CmdqTest, BadInLen) {
 }
 
 TEST_F(CmdqTest, BadOutLen) {
-    expect(cmd(OHCA_CMD_QUERY_DEVICE, nullptr, 0, 159, kOutBuf), OHCA_STATUS_BAD_LEN, 160);
+    expect(cmd(OHCA_CMD_QUERY_DEVICE, nullptr, 0, sizeof(ohca_query_device_out) - 1, kOutBuf),
+           OHCA_STATUS_BAD_LEN, sizeof(ohca_query_device_out));
     expect(cmd(OHCA_CMD_QUERY_STATS, nullptr, 0, 0, 0), OHCA_STATUS_BAD_LEN, 128);
     expect(cmd(OHCA_CMD_ALLOC_UAR, nullptr, 0, 4, kOutBuf), OHCA_STATUS_BAD_LEN, 8);
     expect(cmd(OHCA_CMD_QUERY_DEVICE, nullptr, 0, 4097, kOutBuf), OHCA_STATUS_BAD_LEN, 4096);
@@ -300,7 +301,8 @@ TEST_F(CmdqTest, MailboxInputIsFetchedByDma) {
 }
 
 TEST_F(CmdqTest, OutputOutsideGuestMemory) {
-    expect(cmd(OHCA_CMD_QUERY_DEVICE, nullptr, 0, 160, kUnmapped), OHCA_STATUS_BAD_ADDR, 1);
+    expect(cmd(OHCA_CMD_QUERY_DEVICE, nullptr, 0, sizeof(ohca_query_device_out), kUnmapped),
+           OHCA_STATUS_BAD_ADDR, 1);
     // A failed ALLOC_UAR allocates nothing.
     expect(cmd(OHCA_CMD_ALLOC_UAR, nullptr, 0, 8, kUnmapped), OHCA_STATUS_BAD_ADDR, 1);
     ohca_alloc_uar_out a{};

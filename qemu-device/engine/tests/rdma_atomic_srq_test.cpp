@@ -695,8 +695,14 @@ TEST_F(SrqTest, Commands) {
     x.limit = 16;
     bad(x, OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_srq_in, limit));
     x = in;
-    x.rsvd0[1] = 1;
-    bad(x, OHCA_STATUS_RESERVED_NONZERO, offsetof(ohca_create_srq_in, rsvd0) + 1);
+    x.rsvd0 = 1;
+    bad(x, OHCA_STATUS_RESERVED_NONZERO, offsetof(ohca_create_srq_in, rsvd0));
+    x = in;
+    x.type = 2; // neither basic nor XRC
+    bad(x, OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_srq_in, type));
+    x = in;
+    x.cqn = 1; // a basic SRQ has no CQ of its own
+    bad(x, OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_srq_in, cqn));
     x = in;
     x.uar_index = 7;
     bad(x, OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_srq_in, uar_index));

@@ -271,6 +271,61 @@ SrqInfo RdmaNode::create_srq(uint32_t pdn, unsigned int log_size, uint32_t limit
     return s;
 }
 
+uint32_t RdmaNode::alloc_xrcd() {
+    ohca_create_out o{};
+    EXPECT_EQ(cmd(OHCA_CMD_ALLOC_XRCD, nullptr, 0, &o, sizeof(o)).status, OHCA_STATUS_OK);
+    return o.handle;
+}
+
+SrqInfo RdmaNode::create_xrc_srq(uint32_t pdn, uint32_t xrcdn, uint32_t cqn,
+                                 unsigned int log_size) {
+    SrqInfo s;
+    s.size = 1u << log_size;
+    s.ring = alloc(uint64_t{s.size} * s.stride);
+    ohca_create_srq_in in{};
+    in.pdn = pdn;
+    in.log_size = static_cast<uint8_t>(log_size);
+    in.log_stride = 6;
+    in.type = OHCA_SRQT_XRC;
+    in.xrcdn = xrcdn;
+    in.cqn = cqn;
+    in.pbl = make_pbl(s.ring, uint64_t{s.size} * s.stride);
+    ohca_create_out o{};
+    EXPECT_EQ(cmd(OHCA_CMD_CREATE_SRQ, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    s.srqn = o.handle;
+    return s;
+}
+
+QpInfo RdmaNode::create_xrc_ini(uint32_t pdn, uint32_t scq, unsigned int sq_log) {
+    QpInfo q;
+    q.sq_size = 1u << sq_log;
+    q.sq_stride = 256;
+    q.sq = alloc(uint64_t{q.sq_size} * q.sq_stride);
+    ohca_create_qp_in in{};
+    in.type = OHCA_QPT_XRC_INI;
+    in.sq_log_size = static_cast<uint8_t>(sq_log);
+    in.sq_log_stride = 8;
+    in.pdn = pdn;
+    in.send_cqn = scq;
+    in.max_inline = 128;
+    in.sq_pbl = make_pbl(q.sq, uint64_t{q.sq_size} * q.sq_stride);
+    ohca_create_out o{};
+    EXPECT_EQ(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    q.qpn = o.handle;
+    return q;
+}
+
+QpInfo RdmaNode::create_xrc_tgt(uint32_t xrcdn) {
+    QpInfo q;
+    ohca_create_qp_in in{};
+    in.type = OHCA_QPT_XRC_TGT;
+    in.xrcdn = xrcdn;
+    ohca_create_out o{};
+    EXPECT_EQ(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    q.qpn = o.handle;
+    return q;
+}
+
 void RdmaNode::put_recv_wqe(uint64_t at, uint64_t wr_id, const std::vector<ohca_sge> &sges) {
     ohca_recv_wqe w{};
     w.wr_id = wr_id;
@@ -395,6 +450,7 @@ void RdmaNode::post_send(QpInfo &qp, const SendReq &r, bool ring) {
     w.rkey = r.rkey;
     w.cmp_add = r.cmp_add;
     w.swap = r.swap;
+    w.xrc_srqn = r.xrc_srqn;
     if (!r.inline_data.empty() || (r.flags & OHCA_WQE_INLINE) != 0) {
         w.flags |= OHCA_WQE_INLINE;
         w.inline_len = static_cast<uint32_t>(r.inline_data.size());

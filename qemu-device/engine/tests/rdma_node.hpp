@@ -55,6 +55,7 @@ struct SendReq {
     uint32_t rkey = 0;
     uint64_t cmp_add = 0; // atomics
     uint64_t swap = 0;
+    uint32_t xrc_srqn = 0; // XRC initiator: the remote SRQ
     std::vector<ohca_sge> sges;
     std::vector<uint8_t> inline_data;
 };
@@ -88,6 +89,12 @@ class RdmaNode {
     QpInfo create_qp_on_srq(uint32_t pdn, uint32_t scq, uint32_t rcq, uint32_t srqn,
                             unsigned int sq_log = 6);
     SrqInfo create_srq(uint32_t pdn, unsigned int log_size = 6, uint32_t limit = 0);
+    // XRC: a domain, an XRC SRQ of it completing into 'cqn', an initiator
+    // QP (send side only) and a target QP (no queues).
+    uint32_t alloc_xrcd();
+    SrqInfo create_xrc_srq(uint32_t pdn, uint32_t xrcdn, uint32_t cqn, unsigned int log_size = 6);
+    QpInfo create_xrc_ini(uint32_t pdn, uint32_t scq, unsigned int sq_log = 6);
+    QpInfo create_xrc_tgt(uint32_t xrcdn);
     void post_srq_recv(SrqInfo &srq, uint64_t wr_id, const std::vector<ohca_sge> &sges);
     CmdOutcome modify(uint32_t qpn, uint32_t mask, const ohca_qp_attr &attr,
                       uint16_t udp_sport = 0);
