@@ -199,10 +199,8 @@ QpTransition uc_qp_transition(uint8_t cur, uint8_t next) {
 bool xrc_qp_mask_ok(uint8_t type, uint8_t cur, uint8_t next, uint32_t attr_mask) {
     QpTransition t = qp_transition(cur, next);
     uint32_t relaxed = 0;
-    if (cur == OHCA_QPS_RESET && next == OHCA_QPS_INIT && type == OHCA_QPT_XRC_INI) {
-        relaxed = OHCA_QP_ACCESS_FLAGS;
-    } else if (cur == OHCA_QPS_INIT && next == OHCA_QPS_RTR && type == OHCA_QPT_XRC_INI) {
-        relaxed = OHCA_QP_RQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_MIN_RNR_TIMER;
+    if (cur == OHCA_QPS_INIT && next == OHCA_QPS_RTR && type == OHCA_QPT_XRC_INI) {
+        relaxed = OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_MIN_RNR_TIMER;
     } else if (cur == OHCA_QPS_RTR && next == OHCA_QPS_RTS && type == OHCA_QPT_XRC_TGT) {
         relaxed = OHCA_QP_RETRY_CNT | OHCA_QP_RNR_RETRY | OHCA_QP_MAX_QP_RD_ATOMIC;
     }

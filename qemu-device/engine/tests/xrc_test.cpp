@@ -419,8 +419,12 @@ TEST(XrcCommands, ModifyFollowsTheXrcColumns) {
     const QpInfo tgt = n.create_xrc_tgt(d);
     ohca_qp_attr x{};
     x.qp_state = OHCA_QPS_INIT;
-    // An initiator needs no access flags; a target does.
+    // Both need the access flags (the verbs' columns), as RC.
     EXPECT_EQ(n.modify(ini.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT, x).status,
+              OHCA_STATUS_BAD_FIELD);
+    EXPECT_EQ(n.modify(ini.qpn,
+                       OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS, x)
+                  .status,
               OHCA_STATUS_OK);
     EXPECT_EQ(n.modify(tgt.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT, x).status,
               OHCA_STATUS_BAD_FIELD);
@@ -438,9 +442,37 @@ TEST(XrcCommands, ModifyFollowsTheXrcColumns) {
     r.av.vlan_id = 0xffff;
     r.av.network_type = OHCA_NET_IPV4;
     std::copy(n.gid.begin(), n.gid.end(), r.av.dgid);
-    // An initiator's RTR needs no receive attributes.
-    EXPECT_EQ(n.modify(ini.qpn, OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN, r)
+    // An initiator's RTR needs no responder resources or RNR timer.
+    EXPECT_EQ(
+        n.modify(ini.qpn,
+                 OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN | OHCA_QP_RQ_PSN,
+                 r)
+            .status,
+        OHCA_STATUS_OK);
+    ohca_qp_attr tx{};
+    tx.qp_state = OHCA_QPS_INIT;
+    tx.access_flags = OHCA_ACCESS_REMOTE_WRITE;
+    ASSERT_EQ(n.modify(tgt.qpn,
+                       OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS, tx)
                   .status,
+              OHCA_STATUS_OK);
+    // A target's does.
+    EXPECT_EQ(
+        n.modify(tgt.qpn,
+                 OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN | OHCA_QP_RQ_PSN,
+                 r)
+            .status,
+        OHCA_STATUS_BAD_FIELD);
+    ASSERT_EQ(n.modify(tgt.qpn,
+                       OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN |
+                           OHCA_QP_RQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_MIN_RNR_TIMER,
+                       r)
+                  .status,
+              OHCA_STATUS_OK);
+    // A target's RTS needs no retries or initiator depth; an initiator's does.
+    ohca_qp_attr ts{};
+    ts.qp_state = OHCA_QPS_RTS;
+    EXPECT_EQ(n.modify(tgt.qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN | OHCA_QP_TIMEOUT, ts).status,
               OHCA_STATUS_OK);
     ohca_qp_attr s{};
     s.qp_state = OHCA_QPS_RTS;
