@@ -298,7 +298,7 @@ struct ohca_wq {
 struct ohca_qp {
 	struct ib_qp ibqp;		/* must be first */
 	u32 qpn;
-	enum ib_qp_type type;		/* RC, UD or GSI */
+	enum ib_qp_type type;		/* RC, UC, UD, GSI, XRC_INI/TGT */
 	struct ohca_wq sq;
 	struct ohca_wq rq;
 	u32 max_inline;
@@ -347,6 +347,16 @@ static inline struct ohca_dev *to_ohca_dev(struct ib_device *ibdev)
 static inline struct ohca_ucontext *to_ohca_uctx(struct ib_ucontext *uctx)
 {
 	return container_of(uctx, struct ohca_ucontext, ibucontext);
+}
+
+struct ohca_xrcd {
+	struct ib_xrcd ibxrcd;
+	u32 xrcdn;			/* ALLOC_XRCD's number */
+};
+
+static inline struct ohca_xrcd *to_ohca_xrcd(struct ib_xrcd *ibxrcd)
+{
+	return container_of(ibxrcd, struct ohca_xrcd, ibxrcd);
 }
 
 struct ohca_mw {
@@ -540,6 +550,12 @@ int ohca_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr);
 int ohca_wr_opcode(enum ib_wr_opcode opcode);
 
 /* ohca_mw.c */
+bool ohca_has_xrc(struct ohca_dev *dev);
+int ohca_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+int ohca_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+u32 ohca_xrcdn(struct ib_xrcd *ibxrcd);
+int ohca_create_xrc_tgt_qp(struct ohca_dev *dev, struct ohca_qp *qp,
+			   struct ib_qp_init_attr *init);
 bool ohca_has_mw(struct ohca_dev *dev);
 u32 ohca_max_mw(struct ohca_dev *dev);
 int ohca_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);

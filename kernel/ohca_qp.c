@@ -86,10 +86,20 @@ static bool ohca_wq_size_ok(struct ohca_dev *dev, u32 log_size, u32 wr)
 	       BIT(log_size) <= roundup_pow_of_two(ohca_max_wr(dev));
 }
 
-/* RC and UC QPs have a peer set by modify_qp; UD and GSI WQEs name theirs. */
+/*
+ * RC, UC and XRC QPs have a peer set by modify_qp; UD and GSI WQEs name
+ * theirs.
+ */
 static bool ohca_qp_connected(enum ib_qp_type type)
 {
-	return type == IB_QPT_RC || type == IB_QPT_UC;
+	return type == IB_QPT_RC || type == IB_QPT_UC ||
+	       type == IB_QPT_XRC_INI || type == IB_QPT_XRC_TGT;
+}
+
+/* No receive queue of its own: on an SRQ, or an XRC initiator. */
+static bool ohca_qp_no_rq(const struct ib_qp_init_attr *init)
+{
+	return init->srq || init->qp_type == IB_QPT_XRC_INI;
 }
 
 /* Bytes of a send WQE before its data segments or inline data. */
@@ -110,6 +120,14 @@ static int ohca_check_caps(struct ohca_dev *dev, struct ib_qp_init_attr *init,
 	case IB_QPT_UC:
 		/* No SRQ: the device takes SRQ receives for RC only. */
 		if ((dev->caps & OHCA_CAP_UC) && !init->srq)
+			break;
+		goto unsupported;
+	case IB_QPT_XRC_INI:
+		/*
+		 * A send queue only (ohca_xrc.c has the target side), from
+		 * user space: no kernel consumer uses XRC.
+		 */
+		if (ohca_has_xrc(dev) && udata && !init->srq && !init->recv_cq)
 			break;
 		goto unsupported;
 	case IB_QPT_GSI:
@@ -133,7 +151,7 @@ unsupported:
 		return -EOPNOTSUPP;
 	}
 	/* The receive queue of a QP on an SRQ is the SRQ. */
-	if (init->srq) {
+	if (ohca_qp_no_rq(init)) {
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
 	}
@@ -174,22 +192,23 @@ static int ohca_qp_create_user(struct ohca_dev *dev, struct ohca_qp *qp,
 	    !ohca_udata_tail_clear(udata, sizeof(ucmd)))
 		return -EINVAL;
 
-	if (init->srq &&
+	if (ohca_qp_no_rq(init) &&
 	    (ucmd.rq_buf_addr || ucmd.rq_log_size || ucmd.rq_log_stride)) {
-		ibdev_dbg(&dev->ibdev, "user QP on an SRQ with a receive ring\n");
+		ibdev_dbg(&dev->ibdev, "user QP without RQ with a receive ring\n");
 		return -EINVAL;
 	}
 	if (!ohca_wq_size_ok(dev, ucmd.sq_log_size, cap->max_send_wr) ||
-	    (!init->srq &&
+	    (!ohca_qp_no_rq(init) &&
 	     !ohca_wq_size_ok(dev, ucmd.rq_log_size, cap->max_recv_wr)) ||
 	    ucmd.sq_log_stride < OHCA_SQ_LOG_STRIDE_MIN ||
 	    ucmd.sq_log_stride > OHCA_WQ_LOG_STRIDE_MAX ||
-	    (!init->srq && (ucmd.rq_log_stride < OHCA_RQ_LOG_STRIDE_MIN ||
-			    ucmd.rq_log_stride > OHCA_WQ_LOG_STRIDE_MAX)) ||
+	    (!ohca_qp_no_rq(init) &&
+	     (ucmd.rq_log_stride < OHCA_RQ_LOG_STRIDE_MIN ||
+	      ucmd.rq_log_stride > OHCA_WQ_LOG_STRIDE_MAX)) ||
 	    ohca_sq_hdr_len(qp->type) +
 	    cap->max_send_sge * sizeof(struct ohca_sge) >
 	    BIT(ucmd.sq_log_stride) ||
-	    (!init->srq && sizeof(struct ohca_recv_wqe) +
+	    (!ohca_qp_no_rq(init) && sizeof(struct ohca_recv_wqe) +
 	     cap->max_recv_sge * sizeof(struct ohca_sge) >
 	     BIT(ucmd.rq_log_stride)) ||
 	    ucmd.max_inline < cap->max_inline_data ||
@@ -218,7 +237,7 @@ static int ohca_qp_create_user(struct ohca_dev *dev, struct ohca_qp *qp,
 		qp->sq.umem = NULL;
 		return err;
 	}
-	if (init->srq)
+	if (ohca_qp_no_rq(init))
 		goto out;
 	qp->rq.umem = ohca_umem_ring(dev, ucmd.rq_buf_addr,
 				     BIT(qp->rq.log_size + qp->rq.log_stride),
@@ -290,7 +309,7 @@ static int ohca_qp_create_kernel(struct ohca_dev *dev, struct ohca_qp *qp,
 				   &in->sq_pbl, sq_mem);
 	if (err)
 		return err;
-	if (init->srq)
+	if (ohca_qp_no_rq(init))
 		goto out;
 	err = ohca_wq_alloc_kernel(dev, &qp->rq, cap->max_recv_wr, rq_stride,
 				   &in->rq_pbl, rq_mem);
@@ -321,12 +340,14 @@ static void ohca_qp_fill_caps(struct ohca_dev *dev, struct ohca_qp *qp,
 			      struct ib_qp_cap *cap)
 {
 	cap->max_send_wr = BIT(qp->sq.log_size);
-	cap->max_recv_wr = qp->ibqp.srq ? 0 : BIT(qp->rq.log_size);
+	bool no_rq = qp->ibqp.srq || qp->type == IB_QPT_XRC_INI;
+
+	cap->max_recv_wr = no_rq ? 0 : BIT(qp->rq.log_size);
 	cap->max_send_sge = min_t(u32, ohca_max_sge(dev),
 				  (BIT(qp->sq.log_stride) -
 				   ohca_sq_hdr_len(qp->type)) /
 				  sizeof(struct ohca_sge));
-	cap->max_recv_sge = qp->ibqp.srq ? 0 :
+	cap->max_recv_sge = no_rq ? 0 :
 			    min_t(u32, ohca_max_sge(dev),
 				  (BIT(qp->rq.log_stride) -
 				   sizeof(struct ohca_recv_wqe)) /
@@ -380,6 +401,8 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct ohca_create_qp_in in = {};
 	int err;
 
+	if (init->qp_type == IB_QPT_XRC_TGT)
+		return ohca_create_xrc_tgt_qp(dev, qp, init);
 	err = ohca_check_caps(dev, init, udata);
 	if (err)
 		return err;
@@ -400,6 +423,7 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	in.type = qp->type == IB_QPT_RC ? OHCA_QPT_RC :
 		  qp->type == IB_QPT_UC ? OHCA_QPT_UC :
+		  qp->type == IB_QPT_XRC_INI ? OHCA_QPT_XRC_INI :
 		  qp->type == IB_QPT_UD ? OHCA_QPT_UD : OHCA_QPT_GSI;
 	in.sq_log_size = qp->sq.log_size;
 	in.rq_log_size = qp->rq.log_size;
@@ -407,7 +431,8 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	in.rq_log_stride = qp->rq.log_stride;
 	in.pdn = cpu_to_le32(to_ohca_pd(ibqp->pd)->pdn);
 	in.send_cqn = cpu_to_le32(to_ohca_cq(init->send_cq)->cqn);
-	in.recv_cqn = cpu_to_le32(to_ohca_cq(init->recv_cq)->cqn);
+	if (init->recv_cq)
+		in.recv_cqn = cpu_to_le32(to_ohca_cq(init->recv_cq)->cqn);
 	in.max_inline = cpu_to_le32(qp->max_inline);
 	if (init->srq)
 		in.srqn = cpu_to_le32(to_ohca_srq(init->srq)->srqn);

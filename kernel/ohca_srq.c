@@ -159,7 +159,12 @@ int ohca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct ohca_pbl_mem mem;
 	int err;
 
-	if (init->srq_type != IB_SRQT_BASIC) {
+	if (init->srq_type == IB_SRQT_XRC && ohca_has_xrc(dev) && udata) {
+		/* Its domain and CQ; target QPs of the domain reach it. */
+		in.type = OHCA_SRQT_XRC;
+		in.xrcdn = cpu_to_le32(ohca_xrcdn(init->ext.xrc.xrcd));
+		in.cqn = cpu_to_le32(to_ohca_cq(init->ext.cq)->cqn);
+	} else if (init->srq_type != IB_SRQT_BASIC) {
 		ibdev_dbg(&dev->ibdev, "SRQ type %d not supported\n",
 			  init->srq_type);
 		return -EOPNOTSUPP;
@@ -201,6 +206,8 @@ int ohca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 			     sizeof(struct ohca_sge));
 	init->attr.max_wr = BIT(srq->wq.log_size);
 	init->attr.max_sge = srq->max_sge;
+	if (init->srq_type == IB_SRQT_XRC)
+		ibsrq->ext.xrc.srq_num = srq->srqn;
 
 	if (udata) {
 		resp.srqn = srq->srqn;

@@ -118,6 +118,9 @@ static int ohca_query_device(struct ib_device *ibdev,
 	if (props->max_mw)
 		props->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
 					   IB_DEVICE_MEM_WINDOW_TYPE_2B;
+	/* XRC domains, SRQs and QPs (ohca_xrc.c); max_xrcd is the device's. */
+	if (ohca_has_xrc(dev))
+		props->device_cap_flags |= IB_DEVICE_XRC;
 	return 0;
 }
 
@@ -414,6 +417,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.add_gid = ohca_add_gid,
 	.alloc_mr = ohca_alloc_mr,
 	.alloc_mw = ohca_alloc_mw,
+	.alloc_xrcd = ohca_alloc_xrcd,
 	.alloc_pd = ohca_alloc_pd,
 	.alloc_ucontext = ohca_alloc_ucontext,
 	.attach_mcast = ohca_attach_mcast,
@@ -423,6 +427,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.create_srq = ohca_create_srq,
 	.create_user_ah = ohca_create_ah,
 	.dealloc_mw = ohca_dealloc_mw,
+	.dealloc_xrcd = ohca_dealloc_xrcd,
 	.dealloc_pd = ohca_dealloc_pd,
 	.dealloc_ucontext = ohca_dealloc_ucontext,
 	.del_gid = ohca_del_gid,
@@ -463,5 +468,6 @@ const struct ib_device_ops ohca_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_pd, ohca_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, ohca_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, ohca_srq, ibsrq),
+	INIT_RDMA_OBJ_SIZE(ib_xrcd, ohca_xrcd, ibxrcd),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, ohca_ucontext, ibucontext),
 };

@@ -249,6 +249,9 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
 		if (err)
 			return err;
 	}
+	/* XRC: the target's SRQ (the device checks it is set). */
+	if (qp->qp_type == IBV_QPT_XRC_SEND)
+		wqe->xrc_srqn = htole32(wr->qp_type.xrc.remote_srqn);
 	if (!(wr->send_flags & IBV_SEND_INLINE))
 		return ohca_wqe_sges(qp, wqe, wr->sg_list, (size_t)wr->num_sge);
 	err = ohca_wqe_inline_begin(wqe);
@@ -462,6 +465,14 @@ static void ohca_wr_set_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ah,
 					     remote_qkey));
 }
 
+static void ohca_wr_set_xrc_srqn(struct ibv_qp_ex *ibqp, uint32_t remote_srqn)
+{
+	struct ohca_send_wqe *wqe = ohca_ex_cur(ex_to_qp(ibqp));
+
+	if (wqe)
+		wqe->xrc_srqn = htole32(remote_srqn);
+}
+
 static void ohca_wr_set_sge(struct ibv_qp_ex *ibqp, uint32_t lkey,
 			    uint64_t addr, uint32_t length)
 {
@@ -544,7 +555,7 @@ uint64_t ohca_qp_ex_send_ops(enum ibv_qp_type qp_type)
 {
 	uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 
-	if (qp_type == IBV_QPT_RC)
+	if (qp_type == IBV_QPT_RC || qp_type == IBV_QPT_XRC_SEND)
 		ops |= IBV_QP_EX_WITH_RDMA_WRITE |
 		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
 		       IBV_QP_EX_WITH_RDMA_READ |
@@ -569,6 +580,8 @@ void ohca_qp_ex_init_ops(struct ohca_qp *qp, uint64_t send_ops)
 	ex->wr_set_inline_data_list = ohca_wr_set_inline_data_list;
 	if (qp->qp_type == IBV_QPT_UD)
 		ex->wr_set_ud_addr = ohca_wr_set_ud_addr;
+	if (qp->qp_type == IBV_QPT_XRC_SEND)
+		ex->wr_set_xrc_srqn = ohca_wr_set_xrc_srqn;
 	if (send_ops & IBV_QP_EX_WITH_SEND)
 		ex->wr_send = ohca_wr_send;
 	if (send_ops & IBV_QP_EX_WITH_SEND_WITH_IMM)
@@ -640,8 +653,8 @@ int ohca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 {
 	struct ohca_qp *qp = to_ohca_qp(ibqp);
 
-	/* receives go to the SRQ; none in RESET (IBTA) */
-	if (qp->srq || ibqp->state == IBV_QPS_RESET) {
+	/* receives go to the SRQ, XRC has none here; none in RESET (IBTA) */
+	if (qp->srq || !qp->rq.ring.buf || ibqp->state == IBV_QPS_RESET) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -763,6 +776,17 @@ static bool ohca_cqe_retire(struct ohca_cq *cq, const struct ohca_cqe *cqe)
 	uint32_t qpn = le32toh(cqe->qpn);
 	struct ohca_qp *qp = cq->last_qp;
 
+	if ((cqe->opcode & OHCA_CQE_RECV) && (cqe->flags & OHCA_CQE_F_XRC)) {
+		/* An XRC target QP may be another process's: the SRQ's slot. */
+		struct ohca_srq *srq =
+			ohca_find_xrc_srq(ohca_ctx_of_cq(cq),
+					  le32toh(cqe->src_qp));
+
+		if (!srq)
+			return false;
+		__atomic_fetch_add(&srq->wq.ci, 1, __ATOMIC_RELAXED);
+		return true;
+	}
 	if (!qp || qp->qpn != qpn) {
 		qp = ohca_find_qp(ohca_ctx_of_cq(cq), qpn);
 		if (!qp)

@@ -35,6 +35,7 @@ static const struct verbs_context_ops ohca_ctx_ops = {
 	.alloc_mw = ohca_alloc_mw,
 	.alloc_parent_domain = ohca_alloc_parent_domain,
 	.alloc_pd = ohca_alloc_pd,
+	.close_xrcd = ohca_close_xrcd,
 	/* Multicast needs nothing of the provider: the kernel attaches. */
 	.attach_mcast = ibv_cmd_attach_mcast,
 	.bind_mw = ohca_bind_mw,
@@ -44,6 +45,7 @@ static const struct verbs_context_ops ohca_ctx_ops = {
 	.create_qp = ohca_create_qp,
 	.create_qp_ex = ohca_create_qp_ex,
 	.create_srq = ohca_create_srq,
+	.create_srq_ex = ohca_create_srq_ex,
 	.dealloc_mw = ohca_dealloc_mw,
 	.dealloc_pd = ohca_dealloc_pd,
 	.dereg_mr = ohca_dereg_mr,
@@ -53,8 +55,10 @@ static const struct verbs_context_ops ohca_ctx_ops = {
 	.destroy_srq = ohca_destroy_srq,
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = ohca_free_context,
+	.get_srq_num = ohca_get_srq_num,
 	.modify_qp = ohca_modify_qp,
 	.modify_srq = ohca_modify_srq,
+	.open_xrcd = ohca_open_xrcd,
 	.poll_cq = ohca_poll_cq,
 	.post_recv = ohca_post_recv,
 	.post_send = ohca_post_send,
@@ -161,6 +165,7 @@ static void ohca_free_context(struct ibv_context *ibctx)
 		munmap(ctx->db_page, ctx->db_page_size);
 	for (i = 0; i < OHCA_QP_TOP_SIZE; i++)
 		free(ctx->qp_table[i]);
+	free(ctx->xrc_srqs);
 	pthread_mutex_destroy(&ctx->qp_table_lock);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);

@@ -55,6 +55,12 @@ struct ohca_context {
 	uint32_t max_srq_sge;
 	pthread_mutex_t qp_table_lock;	/* writers of qp_table */
 	struct ohca_qp **qp_table[OHCA_QP_TOP_SIZE];
+	/*
+	 * XRC SRQs by number (xrc.c): their receive CQEs name the SRQ, not a
+	 * QP of this context. Allocated with the first one; read as
+	 * qp_table is, written under qp_table_lock.
+	 */
+	struct ohca_srq **xrc_srqs;
 };
 
 /* Resource types a parent domain's allocator is called with. */
@@ -125,9 +131,10 @@ struct ohca_wq {
  * different locks) add to atomically.
  */
 struct ohca_srq {
-	struct ibv_srq ibv_srq;
+	struct verbs_srq vsrq;	/* an ibv_srq first; XRC fields after */
 	struct ohca_wq wq;
 	uint32_t srqn;
+	bool xrc;		/* in ohca_context.xrc_srqs (xrc.c) */
 };
 
 struct ohca_qp {
@@ -186,7 +193,7 @@ static inline struct ohca_qp *to_ohca_qp(struct ibv_qp *ibqp)
 
 static inline struct ohca_srq *to_ohca_srq(struct ibv_srq *ibsrq)
 {
-	return ohca_container_of(ibsrq, struct ohca_srq, ibv_srq);
+	return ohca_container_of(ibsrq, struct ohca_srq, vsrq.srq);
 }
 
 static inline struct ohca_context *ohca_ctx_of_cq(struct ohca_cq *cq)
@@ -250,6 +257,21 @@ int ohca_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 		    int attr_mask);
 int ohca_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);
 int ohca_destroy_srq(struct ibv_srq *ibsrq);
+struct ohca_srq *ohca_srq_new(struct ohca_context *ctx, struct ibv_pd *ibpd,
+			      struct ibv_srq_attr *attr);
+void ohca_srq_free(struct ohca_srq *srq);
+/* xrc.c: XRC domains, SRQs and QPs */
+#define OHCA_MAX_XRC_SRQN 4096
+struct ibv_xrcd *ohca_open_xrcd(struct ibv_context *ibctx,
+				struct ibv_xrcd_init_attr *attr);
+int ohca_close_xrcd(struct ibv_xrcd *ibxrcd);
+struct ibv_srq *ohca_create_srq_ex(struct ibv_context *ibctx,
+				   struct ibv_srq_init_attr_ex *attr);
+int ohca_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num);
+struct ohca_srq *ohca_find_xrc_srq(struct ohca_context *ctx, uint32_t srqn);
+void ohca_xrc_srq_remove(struct ohca_context *ctx, struct ohca_srq *srq);
+struct ibv_qp *ohca_create_xrc_recv_qp(struct ibv_context *ibctx,
+				       struct ibv_qp_init_attr_ex *attr);
 int ohca_query_limits(struct ohca_context *ctx);
 struct ohca_qp *ohca_find_qp(struct ohca_context *ctx, uint32_t qpn);
 

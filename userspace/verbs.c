@@ -439,9 +439,11 @@ static void ohca_cq_clean(struct ibv_cq *ibcq, struct ohca_qp *qp)
 static void ohca_fill_caps(const struct ohca_qp *qp, struct ibv_qp_cap *cap)
 {
 	cap->max_send_wr = 1u << qp->sq.log_size;
-	cap->max_recv_wr = qp->srq ? 0 : 1u << qp->rq.log_size;
+	bool no_rq = !qp->rq.ring.buf;
+
+	cap->max_recv_wr = no_rq ? 0 : 1u << qp->rq.log_size;
 	cap->max_send_sge = qp->sq.max_sge;
-	cap->max_recv_sge = qp->srq ? 0 : qp->rq.max_sge;
+	cap->max_recv_sge = no_rq ? 0 : qp->rq.max_sge;
 	cap->max_inline_data = qp->max_inline;
 }
 
@@ -561,8 +563,9 @@ static struct ohca_qp *ohca_qp_alloc(struct ibv_context *ibctx,
 	struct ohca_qp *qp;
 	int err;
 
-	/* UC: the kernel answers EOPNOTSUPP for a device without it. */
+	/* UC, XRC: the kernel answers EOPNOTSUPP for a device without it. */
 	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+	     attr->qp_type != IBV_QPT_XRC_SEND &&
 	     (attr->qp_type != IBV_QPT_UD ||
 	      !ctx->ud)) ||
 	    (attr->srq && attr->qp_type != IBV_QPT_RC)) {
@@ -572,7 +575,9 @@ static struct ohca_qp *ohca_qp_alloc(struct ibv_context *ibctx,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (!attr->send_cq || !attr->recv_cq) {
+	/* An XRC initiator sends only: no receive CQ. */
+	if (!attr->send_cq ||
+	    !attr->recv_cq != (attr->qp_type == IBV_QPT_XRC_SEND)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -583,13 +588,14 @@ static struct ohca_qp *ohca_qp_alloc(struct ibv_context *ibctx,
 		return NULL;
 	}
 	qp->qp_type = attr->qp_type;
-	if (attr->srq) {
-		/* Receives come from the SRQ: the QP has no RQ of its own. */
+	if (attr->srq || attr->qp_type == IBV_QPT_XRC_SEND) {
+		/* Receives come from the SRQ (or none for XRC): no RQ. */
 		struct ibv_qp_cap cap = attr->cap;
 
 		cap.max_recv_wr = 0;
 		cap.max_recv_sge = 0;
-		qp->srq = to_ohca_srq(attr->srq);
+		if (attr->srq)
+			qp->srq = to_ohca_srq(attr->srq);
 		err = ohca_size_qp(ctx, qp, &cap);
 	} else {
 		err = ohca_size_qp(ctx, qp, &attr->cap);
@@ -599,15 +605,16 @@ static struct ohca_qp *ohca_qp_alloc(struct ibv_context *ibctx,
 	err = ohca_wq_init(&qp->sq, attr->pd, OHCA_RES_TYPE_QP);
 	if (err)
 		goto err_free;
-	err = qp->srq ? ohca_wq_init_empty(&qp->rq) :
-			ohca_wq_init(&qp->rq, attr->pd, OHCA_RES_TYPE_QP);
+	err = qp->srq || qp->qp_type == IBV_QPT_XRC_SEND ?
+	      ohca_wq_init_empty(&qp->rq) :
+	      ohca_wq_init(&qp->rq, attr->pd, OHCA_RES_TYPE_QP);
 	if (err)
 		goto err_sq;
 
 	cmd.drv.sq_buf_addr = (uintptr_t)qp->sq.ring.buf;
 	cmd.drv.sq_log_size = (uint8_t)qp->sq.log_size;
 	cmd.drv.sq_log_stride = (uint8_t)qp->sq.log_stride;
-	if (!qp->srq) {
+	if (qp->rq.ring.buf) {
 		cmd.drv.rq_buf_addr = (uintptr_t)qp->rq.ring.buf;
 		cmd.drv.rq_log_size = (uint8_t)qp->rq.log_size;
 		cmd.drv.rq_log_stride = (uint8_t)qp->rq.log_stride;
@@ -691,6 +698,9 @@ struct ibv_qp *ohca_create_qp_ex(struct ibv_context *ibctx,
 	uint64_t send_ops = 0;
 	struct ohca_qp *qp;
 
+	/* XRC targets: no queues here, a domain instead of a PD (xrc.c). */
+	if (attr->qp_type == IBV_QPT_XRC_RECV)
+		return ohca_create_xrc_recv_qp(ibctx, attr);
 	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
 					  IBV_QP_INIT_ATTR_CREATE_FLAGS |
 					  IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
@@ -796,9 +806,13 @@ int ohca_destroy_qp(struct ibv_qp *ibqp)
 	err = ibv_cmd_destroy_qp(ibqp);
 	if (err)
 		return err;
-	ohca_qp_table_remove(ctx, qp);
-	ohca_cq_clean(ibqp->send_cq, qp);
-	if (ibqp->recv_cq != ibqp->send_cq)
+	/* An XRC target has no queues, CQs or table entry here (xrc.c); an
+	 * initiator no receive CQ. */
+	if (qp->qp_type != IBV_QPT_XRC_RECV) {
+		ohca_qp_table_remove(ctx, qp);
+		ohca_cq_clean(ibqp->send_cq, qp);
+	}
+	if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
 		ohca_cq_clean(ibqp->recv_cq, qp);
 	ohca_wq_fini(&qp->sq);
 	ohca_wq_fini(&qp->rq);
@@ -872,24 +886,24 @@ OHCA_DRV_CMD_REQ(ohca_create_srq_cmd, ibv_create_srq, ohca_ibv_create_srq, 8);
 OHCA_DRV_CMD_RESP(ohca_create_srq_resp, ib_uverbs_create_srq_resp,
 		  ohca_ibv_create_srq_resp, 8);
 
-struct ibv_srq *ohca_create_srq(struct ibv_pd *ibpd,
-				struct ibv_srq_init_attr *attr)
+/*
+ * An SRQ's ring sized for @attr (max_wr and max_sge written back), for
+ * create_srq and create_srq_ex; NULL with errno set.
+ */
+struct ohca_srq *ohca_srq_new(struct ohca_context *ctx, struct ibv_pd *ibpd,
+			      struct ibv_srq_attr *attr)
 {
-	struct ohca_context *ctx = to_ohca_ctx(ibpd->context);
-	struct ohca_create_srq_resp resp = {};
-	struct ohca_create_srq_cmd cmd = {};
 	struct ohca_srq *srq;
 	uint32_t stride;
 	int err;
 
-	if (!attr->attr.max_wr || attr->attr.max_wr > ctx->max_srq_wr ||
-	    attr->attr.max_sge > ctx->max_srq_sge ||
-	    attr->attr.srq_limit >= attr->attr.max_wr) {
+	if (!attr->max_wr || attr->max_wr > ctx->max_srq_wr ||
+	    attr->max_sge > ctx->max_srq_sge ||
+	    attr->srq_limit >= attr->max_wr) {
 		verbs_debug(&ctx->vctx,
 			    "SRQ wr %u sge %u limit %u beyond wr %u sge %u\n",
-			    attr->attr.max_wr, attr->attr.max_sge,
-			    attr->attr.srq_limit, ctx->max_srq_wr,
-			    ctx->max_srq_sge);
+			    attr->max_wr, attr->max_sge, attr->srq_limit,
+			    ctx->max_srq_wr, ctx->max_srq_sge);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -898,12 +912,11 @@ struct ibv_srq *ohca_create_srq(struct ibv_pd *ibpd,
 		errno = ENOMEM;
 		return NULL;
 	}
-	srq->wq.log_size = ohca_roundup_pow2_log(attr->attr.max_wr);
+	srq->wq.log_size = ohca_roundup_pow2_log(attr->max_wr);
 	if (srq->wq.log_size < 1)
 		srq->wq.log_size = 1;
 	srq->wq.log_stride = ohca_roundup_pow2_log(
-		(uint32_t)sizeof(struct ohca_recv_wqe) +
-		16 * attr->attr.max_sge);
+		(uint32_t)sizeof(struct ohca_recv_wqe) + 16 * attr->max_sge);
 	if (srq->wq.log_stride < OHCA_RQ_LOG_STRIDE_MIN)
 		srq->wq.log_stride = OHCA_RQ_LOG_STRIDE_MIN;
 	if (srq->wq.log_size > OHCA_WQ_LOG_MAX ||
@@ -919,29 +932,53 @@ struct ibv_srq *ohca_create_srq(struct ibv_pd *ibpd,
 	err = ohca_wq_init(&srq->wq, ibpd, OHCA_RES_TYPE_SRQ);
 	if (err)
 		goto err_free;
+	attr->max_wr = 1u << srq->wq.log_size;
+	attr->max_sge = srq->wq.max_sge;
+	return srq;
 
-	cmd.drv.buf_addr = (uintptr_t)srq->wq.ring.buf;
-	cmd.drv.log_size = (uint8_t)srq->wq.log_size;
-	cmd.drv.log_stride = (uint8_t)srq->wq.log_stride;
-	err = ibv_cmd_create_srq(ibpd, &srq->ibv_srq, attr, &cmd.ibv_cmd,
-				 sizeof(cmd), &resp.ibv_resp, sizeof(resp));
-	if (err) {
-		verbs_debug(&ctx->vctx, "CREATE_SRQ failed: errno %d\n", err);
-		goto err_wq;
-	}
-	srq->srqn = resp.drv.srqn;
-	attr->attr.max_wr = 1u << srq->wq.log_size;
-	attr->attr.max_sge = srq->wq.max_sge;
-	verbs_debug(&ctx->vctx, "srq %u: %u x %u B at %p\n", srq->srqn,
-		    1u << srq->wq.log_size, stride, srq->wq.ring.buf);
-	return &srq->ibv_srq;
-
-err_wq:
-	ohca_wq_fini(&srq->wq);
 err_free:
 	free(srq);
 	errno = err;
 	return NULL;
+}
+
+void ohca_srq_free(struct ohca_srq *srq)
+{
+	ohca_wq_fini(&srq->wq);
+	free(srq);
+}
+
+struct ibv_srq *ohca_create_srq(struct ibv_pd *ibpd,
+				struct ibv_srq_init_attr *attr)
+{
+	struct ohca_context *ctx = to_ohca_ctx(ibpd->context);
+	struct ohca_create_srq_resp resp = {};
+	struct ohca_create_srq_cmd cmd = {};
+	struct ibv_srq_attr want = attr->attr;
+	struct ohca_srq *srq;
+	int err;
+
+	srq = ohca_srq_new(ctx, ibpd, &want);
+	if (!srq)
+		return NULL;
+	cmd.drv.buf_addr = (uintptr_t)srq->wq.ring.buf;
+	cmd.drv.log_size = (uint8_t)srq->wq.log_size;
+	cmd.drv.log_stride = (uint8_t)srq->wq.log_stride;
+	err = ibv_cmd_create_srq(ibpd, &srq->vsrq.srq, attr, &cmd.ibv_cmd,
+				 sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (err) {
+		verbs_debug(&ctx->vctx, "CREATE_SRQ failed: errno %d\n", err);
+		ohca_srq_free(srq);
+		errno = err;
+		return NULL;
+	}
+	srq->srqn = resp.drv.srqn;
+	attr->attr.max_wr = want.max_wr;
+	attr->attr.max_sge = want.max_sge;
+	verbs_debug(&ctx->vctx, "srq %u: %u x %u B at %p\n", srq->srqn,
+		    1u << srq->wq.log_size, 1u << srq->wq.log_stride,
+		    srq->wq.ring.buf);
+	return &srq->vsrq.srq;
 }
 
 int ohca_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
@@ -970,7 +1007,8 @@ int ohca_destroy_srq(struct ibv_srq *ibsrq)
 	err = ibv_cmd_destroy_srq(ibsrq);
 	if (err)
 		return err;
-	ohca_wq_fini(&srq->wq);
-	free(srq);
+	if (srq->xrc)
+		ohca_xrc_srq_remove(to_ohca_ctx(ibsrq->context), srq);
+	ohca_srq_free(srq);
 	return 0;
 }

@@ -208,7 +208,23 @@ struct verbs_cq {
 	};
 };
 
-struct verbs_xrcd;	/* opaque: XRC is not supported */
+/* LAYOUT-CRITICAL: ibv_cmd_open_xrcd writes handle (and comp_mask);
+ * ibv_cmd_create_srq_ex and ibv_cmd_create_qp_ex read handle. */
+struct verbs_xrcd {
+	struct ibv_xrcd xrcd;
+	uint32_t comp_mask;
+	uint32_t handle;
+};
+
+/* LAYOUT-CRITICAL: ibv_cmd_create_srq_ex writes srq_type, xrcd, cq and
+ * srq_num after the ibv_srq (no comp_mask in this layout). */
+struct verbs_srq {
+	struct ibv_srq srq;
+	enum ibv_srq_type srq_type;
+	struct verbs_xrcd *xrcd;
+	struct ibv_cq *cq;
+	uint32_t srq_num;
+};
 
 enum verbs_qp_mask {
 	VERBS_QP_XRCD = 1 << 0,
@@ -256,7 +272,7 @@ struct verbs_context_ops {
 			    uint16_t lid);
 	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw,
 		       struct ibv_mw_bind *mw_bind);
-	ohca_unused_op close_xrcd;
+	int (*close_xrcd)(struct ibv_xrcd *xrcd);
 	ohca_unused_op cq_event;
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd,
 				    struct ibv_ah_attr *attr);
@@ -276,7 +292,9 @@ struct verbs_context_ops {
 	ohca_unused_op create_rwq_ind_table;
 	struct ibv_srq *(*create_srq)(struct ibv_pd *pd,
 				      struct ibv_srq_init_attr *srq_init_attr);
-	ohca_unused_op create_srq_ex;
+	struct ibv_srq *(*create_srq_ex)(
+		struct ibv_context *context,
+		struct ibv_srq_init_attr_ex *srq_init_attr_ex);
 	ohca_unused_op create_wq;
 	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
@@ -295,7 +313,7 @@ struct verbs_context_ops {
 			    uint16_t lid);
 	void (*free_context)(struct ibv_context *context);
 	ohca_unused_op free_dm;
-	ohca_unused_op get_srq_num;
+	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
 	ohca_unused_op import_dm;
 	ohca_unused_op import_mr;
 	ohca_unused_op import_pd;
@@ -308,7 +326,9 @@ struct verbs_context_ops {
 			  int srq_attr_mask);
 	ohca_unused_op modify_wq;
 	ohca_unused_op open_qp;
-	ohca_unused_op open_xrcd;
+	struct ibv_xrcd *(*open_xrcd)(
+		struct ibv_context *context,
+		struct ibv_xrcd_init_attr *xrcd_init_attr);
 	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr);
@@ -417,6 +437,16 @@ struct ibv_create_srq {
 	struct ib_uverbs_create_srq core_payload;
 };
 
+struct ibv_create_xsrq {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_create_xsrq core_payload;
+};
+
+struct ibv_open_xrcd {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_open_xrcd core_payload;
+};
+
 struct ibv_modify_srq {
 	struct ib_uverbs_cmd_hdr hdr;
 	struct ib_uverbs_modify_srq core_payload;
@@ -512,6 +542,17 @@ int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
 		       struct ibv_create_srq *cmd, size_t cmd_size,
 		       struct ib_uverbs_create_srq_resp *resp,
 		       size_t resp_size);
+/* XRC SRQs: fills the verbs_srq fields after the ibv_srq. */
+int ibv_cmd_create_srq_ex(struct ibv_context *context, struct verbs_srq *srq,
+			  struct ibv_srq_init_attr_ex *attr_ex,
+			  struct ibv_create_xsrq *cmd, size_t cmd_size,
+			  struct ib_uverbs_create_srq_resp *resp,
+			  size_t resp_size);
+int ibv_cmd_open_xrcd(struct ibv_context *context, struct verbs_xrcd *xrcd,
+		      int vxrcd_size, struct ibv_xrcd_init_attr *attr,
+		      struct ibv_open_xrcd *cmd, size_t cmd_size,
+		      struct ib_uverbs_open_xrcd_resp *resp, size_t resp_size);
+int ibv_cmd_close_xrcd(struct verbs_xrcd *xrcd);
 int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
 		       int srq_attr_mask, struct ibv_modify_srq *cmd,
 		       size_t cmd_size);
@@ -616,6 +657,10 @@ int ibv_dofork_range(void *base, size_t size);
 	S(struct verbs_context_ops, 608)                                    \
 	O(struct verbs_context_ops, alloc_mw, 16)                           \
 	O(struct verbs_context_ops, alloc_parent_domain, 32)                \
+	O(struct verbs_context_ops, close_xrcd, 88)                         \
+	O(struct verbs_context_ops, create_srq_ex, 184)                     \
+	O(struct verbs_context_ops, get_srq_num, 328)                       \
+	O(struct verbs_context_ops, open_xrcd, 416)                         \
 	O(struct verbs_context_ops, alloc_pd, 40)                           \
 	O(struct verbs_context_ops, bind_mw, 80)                            \
 	O(struct verbs_context_ops, create_ah, 104)                         \
@@ -654,6 +699,15 @@ int ibv_dofork_range(void *base, size_t size);
 	S(struct verbs_qp, 368)                                             \
 	O(struct verbs_qp, comp_mask, 352)                                  \
 	O(struct verbs_qp, xrcd, 360)                                       \
+	S(struct verbs_xrcd, 16)                                            \
+	O(struct verbs_xrcd, handle, 12)                                    \
+	S(struct verbs_srq, 160)                                            \
+	O(struct verbs_srq, srq_type, 128)                                  \
+	O(struct verbs_srq, xrcd, 136)                                      \
+	O(struct verbs_srq, srq_num, 152)                                   \
+	S(struct ibv_create_xsrq, 56)                                       \
+	S(struct ibv_open_xrcd, 24)                                         \
+	S(struct ib_uverbs_open_xrcd_resp, 4)                               \
 	S(struct ibv_get_context, 16)                                       \
 	S(struct ibv_query_port, 24)                                        \
 	S(struct ibv_alloc_pd, 16)                                          \
