@@ -1197,7 +1197,7 @@ static bool t_qp_fields(void)
 	in.field = (val);						\
 	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, 64, 8), st, syn);	\
 } while (0)
-	QP_BAD(type, 4, OHCA_STATUS_BAD_FIELD, 0);	/* 3 is UC */
+	QP_BAD(type, 6, OHCA_STATUS_BAD_FIELD, 0);	/* 3 UC, 4/5 XRC */
 	QP_BAD(sq_log_size, 13, OHCA_STATUS_BAD_FIELD, 1);
 	QP_BAD(rq_log_size, 0xff, OHCA_STATUS_BAD_FIELD, 2);
 	QP_BAD(sq_log_stride, 6, OHCA_STATUS_BAD_FIELD, 3);
@@ -1760,7 +1760,7 @@ static bool t_uc_qp(void)
 	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8),
 		   OHCA_STATUS_BAD_FIELD, offsetof(struct ohca_create_qp_in, srqn));
 	qp_in(&in, pd, cq);
-	in.type = 4;
+	in.type = 6;
 	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8),
 		   OHCA_STATUS_BAD_FIELD, offsetof(struct ohca_create_qp_in, type));
 	in.type = OHCA_QPT_UC;
@@ -1794,6 +1794,145 @@ static bool t_uc_qp(void)
 	EXPECT_CMD(modify(qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN, &a), 0, 0);
 	/* READ is not a UC operation: the WQE fails, the QP goes to ERR. */
 	g_qp = qpn;
+	return post_wqe(&w, NULL, 0, OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
+}
+
+/* XRC domains: QUERY_DEVICE's limit is the device's, DEALLOC_XRCD's
+ * handle and reserved word are checked, a domain with an SRQ is busy. */
+static bool t_xrcd_exhaustion(void)
+{
+	struct ohca_query_device_out *q = pva(P_OUT);
+	struct ohca_handle_in h = { 0 };
+	struct ohca_create_srq_in s;
+	uint32_t pd = mk_pd(), cq = mk_cq(0, 0), n = 0, d[300], srq;
+
+	CHECK(pd && cq, "setup");
+	CHECK(cmd(OHCA_CMD_QUERY_DEVICE, NULL, 0, sizeof(*q)) == 0 &&
+	      (q->dev_caps & OHCA_DEV_CAP_XRC) && q->max_xrcd == 256,
+	      "QUERY_DEVICE: caps %#x max_xrcd %u", q->dev_caps, q->max_xrcd);
+	while (cmd(OHCA_CMD_ALLOC_XRCD, NULL, 0, 8) == OHCA_STATUS_OK) {
+		CHECK(n < 300, "no XRC domain limit");
+		d[n++] = out_handle();
+	}
+	CHECK(last_status == OHCA_STATUS_NO_RESOURCES, "status %#x", last_status);
+	CHECK(n == 256, "%u domains, QUERY_DEVICE says 256", n);
+	EXPECT_CMD(destroy(OHCA_CMD_DEALLOC_XRCD, 0), OHCA_STATUS_BAD_HANDLE, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DEALLOC_XRCD, 257), OHCA_STATUS_BAD_HANDLE,
+		   257);
+	h.handle = d[0];
+	h.rsvd = 1;
+	EXPECT_CMD(cmd(OHCA_CMD_DEALLOC_XRCD, &h, sizeof(h), 0),
+		   OHCA_STATUS_RESERVED_NONZERO, 4);
+	srq_in(&s, pd);
+	s.type = OHCA_SRQT_XRC;
+	s.xrcdn = d[0];
+	s.cqn = cq;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_SRQ, &s, sizeof(s), 8), 0, 0);
+	srq = out_handle();
+	EXPECT_CMD(destroy(OHCA_CMD_DEALLOC_XRCD, d[0]), OHCA_STATUS_BAD_STATE,
+		   d[0]);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_CQ, cq), OHCA_STATUS_BAD_STATE, cq);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_SRQ, srq), 0, 0);
+	for (uint32_t i = 0; i < n; i++)
+		EXPECT_CMD(destroy(OHCA_CMD_DEALLOC_XRCD, d[i]), 0, 0);
+	return destroy(OHCA_CMD_DESTROY_CQ, cq) == 0 &&
+	       destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
+}
+
+/* The fields of XRC QPs and SRQs: a target has type and domain only, an
+ * initiator no receive side, an XRC SRQ a live domain and CQ, and no QP
+ * is created on an XRC SRQ. */
+static bool t_xrc_fields(void)
+{
+	uint32_t pd = mk_pd(), cq = mk_cq(0, 0), xrcd, srq;
+	struct ohca_create_qp_in in;
+	struct ohca_create_srq_in s;
+
+	CHECK(pd && cq, "setup");
+	EXPECT_CMD(cmd(OHCA_CMD_ALLOC_XRCD, NULL, 0, 8), 0, 0);
+	xrcd = out_handle();
+	memset(&in, 0, sizeof(in));
+	in.type = OHCA_QPT_XRC_TGT;
+	in.xrcdn = 99;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8),
+		   OHCA_STATUS_BAD_HANDLE, 99);
+	in.xrcdn = xrcd;
+	in.send_cqn = cq;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8),
+		   OHCA_STATUS_BAD_FIELD,
+		   offsetof(struct ohca_create_qp_in, send_cqn));
+	in.send_cqn = 0;
+	in.sq_log_size = 5;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8),
+		   OHCA_STATUS_BAD_FIELD,
+		   offsetof(struct ohca_create_qp_in, sq_log_size));
+	in.sq_log_size = 0;
+	in.uar_index = 1;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8),
+		   OHCA_STATUS_BAD_FIELD,
+		   offsetof(struct ohca_create_qp_in, uar_index));
+	qp_in(&in, pd, cq);
+	in.type = OHCA_QPT_XRC_INI;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8),
+		   OHCA_STATUS_BAD_FIELD,
+		   offsetof(struct ohca_create_qp_in, recv_cqn));
+	srq_in(&s, pd);
+	s.type = OHCA_SRQT_XRC;
+	s.xrcdn = xrcd + 1;
+	s.cqn = cq;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_SRQ, &s, sizeof(s), 8),
+		   OHCA_STATUS_BAD_HANDLE, xrcd + 1);
+	s.xrcdn = xrcd;
+	s.cqn = 999;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_SRQ, &s, sizeof(s), 8),
+		   OHCA_STATUS_BAD_HANDLE, 999);
+	s.cqn = cq;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_SRQ, &s, sizeof(s), 8), 0, 0);
+	srq = out_handle();
+	qp_in(&in, pd, cq);
+	in.srqn = srq;
+	in.rq_log_size = 0;
+	in.rq_log_stride = 0;
+	memset(&in.rq_pbl, 0, sizeof(in.rq_pbl));
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8),
+		   OHCA_STATUS_BAD_FIELD, offsetof(struct ohca_create_qp_in, srqn));
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_SRQ, srq), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DEALLOC_XRCD, xrcd), 0, 0);
+	return destroy(OHCA_CMD_DESTROY_CQ, cq) == 0 &&
+	       destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
+}
+
+/* An XRC initiator's SEND must name a remote SRQ: xrc_srqn 0 fails the
+ * WQE (LOC_QP_OP_ERR, BAD_WQE) and nothing is sent. */
+static bool t_xrc_ini_no_srqn(void)
+{
+	struct ohca_send_wqe w = { .wr_id = 0x78, .opcode = OHCA_WR_SEND,
+				   .flags = OHCA_WQE_SIGNALED };
+	struct ohca_create_qp_in in;
+
+	if (!bring_up() || !add_gid0())
+		return false;
+	g_pd = mk_pd();
+	g_cq = mk_cq(0, 0);
+	CHECK(g_pd && g_cq, "setup");
+	memset(pva(P_SQ), 0, PG);
+	qp_in(&in, g_pd, g_cq);
+	in.type = OHCA_QPT_XRC_INI;
+	in.recv_cqn = 0;
+	in.rq_log_size = 0;
+	in.rq_log_stride = 0;
+	memset(&in.rq_pbl, 0, sizeof(in.rq_pbl));
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8), 0, 0);
+	g_qp = out_handle();
+	if (!qp_to_rts(g_qp))
+		return false;
+	/* RQ doorbells of an initiator are refused (it has none). */
+	{
+		uint64_t before = db_errors();
+
+		db64(0, OHCA_DB_RQ, g_qp, 1);
+		CHECK(db_errors() == before + 1, "RQ doorbell of an XRC initiator");
+	}
 	return post_wqe(&w, NULL, 0, OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
 }
 
@@ -2180,6 +2319,9 @@ static const struct hcase cases[] = {
 	{ "wqe_bind_mw_bad_key", t_wqe_bind_mw_bad_key, false },
 	{ "wqe_bind_mw_reserved", t_wqe_bind_mw_reserved, false },
 	{ "uc_qp", t_uc_qp, false },
+	{ "xrcd_exhaustion", t_xrcd_exhaustion, true },
+	{ "xrc_fields", t_xrc_fields, true },
+	{ "xrc_ini_no_srqn", t_xrc_ini_no_srqn, false },
 	{ "mw_fields", t_mw_fields, true },
 	{ "mw_exhaustion", t_mw_exhaustion, true },
 	{ "mw_bind_ok", t_mw_bind_ok, false },
