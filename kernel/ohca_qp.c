@@ -342,6 +342,10 @@ static void ohca_qp_fill_caps(struct ohca_dev *dev, struct ohca_qp *qp,
 	cap->max_send_wr = BIT(qp->sq.log_size);
 	bool no_rq = qp->ibqp.srq || qp->type == IB_QPT_XRC_INI;
 
+	if (qp->type == IB_QPT_XRC_TGT) {	/* no queues at all */
+		memset(cap, 0, sizeof(*cap));
+		return;
+	}
 	cap->max_recv_wr = no_rq ? 0 : BIT(qp->rq.log_size);
 	cap->max_send_sge = min_t(u32, ohca_max_sge(dev),
 				  (BIT(qp->sq.log_stride) -
