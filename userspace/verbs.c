@@ -575,9 +575,10 @@ static struct ohca_qp *ohca_qp_alloc(struct ibv_context *ibctx,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	/* An XRC initiator sends only: no receive CQ. */
+	/* An XRC initiator sends only: a receive CQ is ignored (as the
+	 * kernel ignores it). */
 	if (!attr->send_cq ||
-	    !attr->recv_cq != (attr->qp_type == IBV_QPT_XRC_SEND)) {
+	    (!attr->recv_cq && attr->qp_type != IBV_QPT_XRC_SEND)) {
 		errno = EINVAL;
 		return NULL;
 	}
