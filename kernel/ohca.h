@@ -53,6 +53,8 @@
 
 /* Ethernet rings. */
 #define OHCA_ETH_TX_LOG		8
+/* The netdev watchdog's TX timeout: generous, TCG hosts can be slow. */
+#define OHCA_TX_TIMEOUT		(20 * HZ)
 #define OHCA_ETH_RX_LOG		8
 
 /*
@@ -197,6 +199,7 @@ struct ohca_dev {
 	struct ohca_eth_stats tx_stats;	/* updated in xmit and NAPI */
 	struct ohca_eth_stats rx_stats;	/* updated in NAPI only */
 	atomic64_t tx_dropped;		/* updated in xmit */
+	struct work_struct tx_timeout_work;	/* restarts the rings */
 	bool eth_up;			/* rings exist; under RTNL */
 	struct work_struct rx_mode_work;
 	u32 rx_mode;			/* last mode sent; rx_mode_work only */

@@ -166,6 +166,8 @@ static void ohca_tx_free_bufs(struct ohca_dev *dev)
 	struct ohca_eth_ring *ring = &dev->tx;
 	u32 i;
 
+	/* The frames still in the ring are dropped: BQL starts over. */
+	netdev_reset_queue(dev->netdev);
 	for (i = 0; i < ring->size; i++) {
 		if (!ring->skb[i])
 			continue;
@@ -183,6 +185,7 @@ static void ohca_tx_reclaim(struct ohca_dev *dev, int budget)
 	u32 pi = READ_ONCE(ring->pi);
 	u32 ci = ring->ci;
 	u64 packets = 0, bytes = 0, errors = 0;
+	unsigned int bql_bytes = 0;
 
 	while (ci != pi) {
 		u32 idx = ci & mask;
@@ -194,6 +197,7 @@ static void ohca_tx_reclaim(struct ohca_dev *dev, int budget)
 		dma_rmb();
 		dma_unmap_single(&dev->pdev->dev, ring->dma[idx], skb->len,
 				 DMA_TO_DEVICE);
+		bql_bytes += skb->len;
 		if (flags & OHCA_ETH_DESC_ERROR) {
 			errors++;
 		} else {
@@ -214,6 +218,8 @@ static void ohca_tx_reclaim(struct ohca_dev *dev, int budget)
 	u64_stats_update_end(&dev->tx_stats.syncp);
 
 	WRITE_ONCE(ring->ci, ci);
+	/* BQL counts every retired frame, errors included, as sent. */
+	netdev_completed_queue(dev->netdev, packets + errors, bql_bytes);
 	/* Publish ci before looking at the queue state (pairs with xmit). */
 	smp_mb();
 	if (netif_queue_stopped(dev->netdev) &&
@@ -405,11 +411,16 @@ static netdev_tx_t ohca_start_xmit(struct sk_buff *skb, struct net_device *ndev)
 	struct ohca_dev *dev = ohca_ndev_to_dev(ndev);
 	struct ohca_eth_ring *ring = &dev->tx;
 	struct ohca_eth_desc *desc;
+	unsigned int len = skb->len;
 	dma_addr_t dma;
 	u32 idx;
 
+	/* The queue stops before the ring fills (below), so a full ring
+	 * here is a driver bug, not flow control.
+	 */
 	if (unlikely(!ohca_tx_free(ring))) {
 		netif_stop_queue(ndev);
+		netdev_err_once(ndev, "xmit with a full TX ring\n");
 		return NETDEV_TX_BUSY;
 	}
 	if (unlikely(skb->len > OHCA_ETH_MAX_FRAME))
@@ -430,8 +441,6 @@ static netdev_tx_t ohca_start_xmit(struct sk_buff *skb, struct net_device *ndev)
 	skb_tx_timestamp(skb);
 
 	WRITE_ONCE(ring->pi, ring->pi + 1);
-	/* writel() orders the descriptor before the doorbell. */
-	ohca_wr32(dev, OHCA_REG_ETH_TX_PI, ring->pi & OHCA_RING_INDEX_MASK);
 
 	if (unlikely(!ohca_tx_free(ring))) {
 		netif_stop_queue(ndev);
@@ -440,12 +449,58 @@ static netdev_tx_t ohca_start_xmit(struct sk_buff *skb, struct net_device *ndev)
 		if (ohca_tx_free(ring) >= ring->size / 4)
 			netif_start_queue(ndev);
 	}
+	/*
+	 * One doorbell for a batch: the stack says more frames follow
+	 * (xmit_more) unless the queue just stopped, by BQL or a full ring.
+	 * writel() orders the descriptors before it.
+	 */
+	if (__netdev_tx_sent_queue(netdev_get_tx_queue(ndev, 0), len,
+				   netdev_xmit_more()))
+		ohca_wr32(dev, OHCA_REG_ETH_TX_PI,
+			  ring->pi & OHCA_RING_INDEX_MASK);
 	return NETDEV_TX_OK;
 
 drop:
 	atomic64_inc(&dev->tx_dropped);
 	dev_kfree_skb_any(skb);
+	/* The doorbell the frames before this one may have deferred. */
+	if (!netdev_xmit_more())
+		ohca_wr32(dev, OHCA_REG_ETH_TX_PI,
+			  ring->pi & OHCA_RING_INDEX_MASK);
 	return NETDEV_TX_OK;
+}
+
+/*
+ * The device kept a frame for longer than the watchdog's timeout (far more
+ * than a TX ring takes even on a loaded host): log where the ring stands
+ * and restart both rings from a work item, where RTNL can be taken.
+ */
+static void ohca_tx_timeout(struct net_device *ndev, unsigned int txqueue)
+{
+	struct ohca_dev *dev = ohca_ndev_to_dev(ndev);
+
+	netdev_warn(ndev, "TX timeout: ring ci %u pi %u; restarting the rings\n",
+		    READ_ONCE(dev->tx.ci), READ_ONCE(dev->tx.pi));
+	schedule_work(&dev->tx_timeout_work);
+}
+
+static void ohca_tx_timeout_work(struct work_struct *work)
+{
+	struct ohca_dev *dev = container_of(work, struct ohca_dev,
+					    tx_timeout_work);
+	int err;
+
+	rtnl_lock();
+	if (netif_running(dev->netdev) && dev->eth_up) {
+		ohca_eth_down(dev);
+		err = ohca_eth_up(dev);
+		if (err)
+			netdev_err(dev->netdev,
+				   "cannot restart the rings after a TX timeout: %d\n",
+				   err);
+		ohca_port_update(dev);
+	}
+	rtnl_unlock();
 }
 
 static int ohca_change_mtu(struct net_device *ndev, int new_mtu)
@@ -526,6 +581,7 @@ static const struct net_device_ops ohca_netdev_ops = {
 	.ndo_open		= ohca_open,
 	.ndo_stop		= ohca_stop,
 	.ndo_start_xmit		= ohca_start_xmit,
+	.ndo_tx_timeout		= ohca_tx_timeout,
 	.ndo_change_mtu		= ohca_change_mtu,
 	.ndo_set_rx_mode	= ohca_set_rx_mode,
 	.ndo_get_stats64	= ohca_get_stats64,
@@ -613,6 +669,8 @@ int ohca_netdev_create(struct ohca_dev *dev)
 	u64_stats_init(&dev->rx_stats.syncp);
 	atomic64_set(&dev->tx_dropped, 0);
 	INIT_WORK(&dev->rx_mode_work, ohca_rx_mode_work);
+	INIT_WORK(&dev->tx_timeout_work, ohca_tx_timeout_work);
+	ndev->watchdog_timeo = OHCA_TX_TIMEOUT;
 	dev->rx_mode = 0;
 
 	netif_napi_add(ndev, &dev->napi, ohca_napi_poll);
@@ -657,6 +715,7 @@ void ohca_netdev_destroy(struct ohca_dev *dev)
 	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
 	unregister_netdev(dev->netdev);
 	cancel_work_sync(&dev->rx_mode_work);
+	cancel_work_sync(&dev->tx_timeout_work);
 	free_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ETH), dev);
 	netif_napi_del(&dev->napi);
 	free_netdev(dev->netdev);

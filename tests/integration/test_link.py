@@ -1,6 +1,7 @@
 """Link down/up through QMP set_link on the NIC's netdev: the guest sees
 carrier (and, with ohca, the RDMA port state) follow, within a bounded wait,
-and the kernel log stays clean.
+and the kernel log stays clean. With ohca also: the port follows the
+admin state and the MTU, honest capability flags, and byte queue limits.
 
 The guest and the test take turns through marker files in the share
 (ohca_mark / ohca_wait_host in the guest, VM.wait_mark / VM.post here)."""
@@ -55,6 +56,14 @@ if [ "$OHCA_NIC" = ohca ]; then
     echo "$flags" | grep -qw PORT_ACTIVE_EVENT || fail "device_cap_flags without PORT_ACTIVE_EVENT: $flags"
     echo "$flags" | grep -qw MEM_MGT_EXTENSIONS || fail "device_cap_flags without MEM_MGT_EXTENSIONS: $flags"
     echo "device_cap_flags ok"
+    # Byte queue limits: the driver reports what it queued and what the
+    # device sent, so the stack's limit moves off 0 and nothing stays in
+    # flight once the frames are out.
+    bql=/sys/class/net/eth0/queues/tx-0/byte_queue_limits
+    ping -b -q -c 200 -i 0.002 -w 20 "${OHCA_IP%.*}.255" >/dev/null 2>&1
+    ohca_poll 10 test "$(cat $bql/inflight)" = 0 || fail "BQL: $(cat $bql/inflight) bytes in flight after the traffic"
+    [ "$(cat $bql/limit)" -gt 0 ] || fail "BQL limit still $(cat $bql/limit): no BQL accounting"
+    echo "BQL limit $(cat $bql/limit)"
 fi
 echo "LINK OK"
 """.replace("@CYCLES@", str(CYCLES)).replace("@WAIT@", str(WAIT))
