@@ -53,6 +53,7 @@ struct OhcaState {
 
     uint64_t node_guid;
     uint64_t sys_image_guid;
+    bool sync_doorbells;        /* run the engine in the doorbell's thread */
 
     uint8_t af_cap;             /* config offset of the AF capability */
 };
@@ -238,6 +239,14 @@ static uint64_t ohca_db_read(void *opaque, hwaddr addr, unsigned size)
     return 0;
 }
 
+/*
+ * With sync-doorbells (the default) the work a doorbell makes runs here, in
+ * the vCPU thread that rang it, as e1000 transmits from its TDT write: a
+ * bottom half would wait for the main loop thread, which on a busy host
+ * competes for a core with the vCPUs themselves (the guest's pollers spin).
+ * One engine run is bounded in time (DeviceLimits::max_run_ns); what is
+ * left goes on in the bottom half.
+ */
 static void ohca_db_write(void *opaque, hwaddr addr, uint64_t val,
                           unsigned size)
 {
@@ -247,6 +256,9 @@ static void ohca_db_write(void *opaque, hwaddr addr, uint64_t val,
                         val, size);
     ohca_engine_db_write(s->engine, addr >> OHCA_DB_PAGE_SHIFT,
                          addr & (OHCA_DB_PAGE_SIZE - 1), val, size);
+    if (s->sync_doorbells) {
+        ohca_bh(s);
+    }
 }
 
 static const MemoryRegionOps ohca_db_ops = {
@@ -466,6 +478,7 @@ static Property ohca_properties[] = {
     DEFINE_NIC_PROPERTIES(OhcaState, conf),
     DEFINE_PROP_UINT64("node-guid", OhcaState, node_guid, 0),
     DEFINE_PROP_UINT64("sys-image-guid", OhcaState, sys_image_guid, 0),
+    DEFINE_PROP_BOOL("sync-doorbells", OhcaState, sync_doorbells, true),
     DEFINE_PROP_END_OF_LIST(),
 };
 
