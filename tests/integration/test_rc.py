@@ -211,9 +211,27 @@ ip link set "$OHCA_IFACE" mtu 1500 || exit 1
 """
 
 
+def qemu_own_rss(pid):
+    """QEMU's resident memory without the guest's RAM (the mapping of 1 GiB
+    and more) and TCG's code buffer (anonymous and executable): those grow
+    as the guest touches its memory and runs new code, whatever the device
+    does."""
+    total = 0
+    counted = False
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split()
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+$", head[0]):
+                lo, hi = (int(x, 16) for x in head[0].split("-"))
+                counted = hi - lo < 1 << 30 and not ("x" in head[1] and len(head) < 6)
+            elif head[0] == "Rss:" and counted:
+                total += int(head[1]) * 1024
+    return total
+
+
 def qemu_rss_at_marks(marks, stop):
     """Host side of the hostile-peer run: for each guest mark of vm0 (in
-    order), vm0's QEMU resident memory when the mark appears. vm0 is found
+    order), vm0's QEMU resident memory (qemu_own_rss) when the mark appears. vm0 is found
     by its share directory in QEMU's command line, so this works for pooled
     and freshly booted VMs alike."""
     top = os.path.join(ohcavm.TOP, "build", "test-logs")
@@ -236,8 +254,7 @@ def qemu_rss_at_marks(marks, stop):
                     except OSError:
                         pass
             if pid is not None:
-                with open(f"/proc/{pid}/status") as f:
-                    rss[mark] = int(re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M)[1]) * 1024
+                rss[mark] = qemu_own_rss(pid)
         time.sleep(0.1)
     return rss
 

@@ -8,7 +8,8 @@ both ends): vm0 runs the servers, vm1 the clients and a killer that takes
 out one client every few seconds. The run passes when no end ever saw
 wrong data or a wrong completion (a killed client's server fails on its
 own, which is expected), every client that was not killed passed, each
-pair completed runs, and vm0's QEMU kept its resident memory flat."""
+pair completed runs, and vm0's QEMU kept its own resident memory flat
+(test_rc.qemu_own_rss: without the guest's RAM and TCG's code buffer)."""
 
 import os
 import re
