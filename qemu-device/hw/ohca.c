@@ -234,8 +234,17 @@ static const MemoryRegionOps ohca_regs_ops = {
     },
 };
 
+/*
+ * BAR2: doorbell pages (write-only), then the device memory window. The
+ * engine checks every device memory access against its allocations.
+ */
 static uint64_t ohca_db_read(void *opaque, hwaddr addr, unsigned size)
 {
+    OhcaState *s = opaque;
+
+    if (addr >= OHCA_DM_BAR_OFFSET) {
+        return ohca_engine_dm_read(s->engine, addr - OHCA_DM_BAR_OFFSET, size);
+    }
     return 0;
 }
 
@@ -251,6 +260,11 @@ static void ohca_db_write(void *opaque, hwaddr addr, uint64_t val,
                           unsigned size)
 {
     OhcaState *s = opaque;
+
+    if (addr >= OHCA_DM_BAR_OFFSET) {
+        ohca_engine_dm_write(s->engine, addr - OHCA_DM_BAR_OFFSET, val, size);
+        return;
+    }
 
     trace_ohca_db_write(addr >> OHCA_DB_PAGE_SHIFT, addr & (OHCA_DB_PAGE_SIZE - 1),
                         val, size);
@@ -368,7 +382,7 @@ static void ohca_realize(PCIDevice *pdev, Error **errp)
                      PCI_BASE_ADDRESS_MEM_TYPE_64, &s->regs);
 
     memory_region_init_io(&s->db, OBJECT(s), &ohca_db_ops, s,
-                          "ohca-doorbells", OHCA_DB_BAR_SIZE);
+                          "ohca-doorbells", OHCA_BAR2_SIZE);
     pci_register_bar(pdev, OHCA_BAR_DB,
                      PCI_BASE_ADDRESS_SPACE_MEMORY |
                      PCI_BASE_ADDRESS_MEM_TYPE_64, &s->db);

@@ -80,6 +80,10 @@ enum ohca_cmd_opcode {
 	/* XRC domains (OHCA_DEV_CAP_XRC) */
 	OHCA_CMD_ALLOC_XRCD		= 0x2a,
 	OHCA_CMD_DEALLOC_XRCD		= 0x2b,
+	/* OHCA_DEV_CAP_DM (ABI 1.3) */
+	OHCA_CMD_ALLOC_DM		= 0x2c,
+	OHCA_CMD_FREE_DM		= 0x2d,
+	OHCA_CMD_REG_DM_MR		= 0x2e,
 	OHCA_CMD_MAX
 };
 
@@ -145,9 +149,15 @@ struct ohca_query_device_out {
 	ohca_le32 max_total_mcast_qp_attach; /* attachments in all groups */
 	ohca_le32 max_xrcd;		/* XRC domains (OHCA_DEV_CAP_XRC) */
 	ohca_le32 rsvd_xrc;
+	/* Device memory (OHCA_DEV_CAP_DM, ABI 1.3): 0 without it. */
+	ohca_le32 max_dm;		/* live ALLOC_DM allocations */
+	ohca_le32 dm_chunk_size;	/* allocation granule, bytes */
+	ohca_le64 max_dm_size;		/* bytes of device memory */
 };
-OHCA_ASSERT_SIZE(struct ohca_query_device_out, 168);
+OHCA_ASSERT_SIZE(struct ohca_query_device_out, 184);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_xrcd, 160);
+OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_dm, 168);
+OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_dm_size, 176);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, atomic_cap, 128);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, dev_caps, 136);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_fast_reg_page_list_len,
@@ -179,6 +189,8 @@ enum ohca_dev_caps {
 	 * OHCA_QPT_XRC_TGT QPs, the xrc_srqn of a send WQE.
 	 */
 	OHCA_DEV_CAP_XRC		= 1u << 4,
+	/* Device memory: ALLOC_DM, FREE_DM, REG_DM_MR and BAR2's window. */
+	OHCA_DEV_CAP_DM			= 1u << 5,
 };
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, node_guid, 8);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, vendor_id, 40);
@@ -546,6 +558,54 @@ struct ohca_alloc_mw_in {
 	ohca_u8 rsvd[3];
 };
 OHCA_ASSERT_SIZE(struct ohca_alloc_mw_in, 8);
+
+/* ---- ALLOC_DM / FREE_DM / REG_DM_MR (OHCA_DEV_CAP_DM) ------------------- */
+/*
+ * ALLOC_DM takes 'length' bytes (1..max_dm_size) of device memory, rounded
+ * up to whole chunks (dm_chunk_size), contiguous and aligned to
+ * 2^log_align bytes (log_align <= OHCA_DM_CHUNK_SHIFT: every chunk is page
+ * aligned). The chunks read as zero when handed out, whatever an earlier
+ * allocation left there. Output: the allocation's handle and its byte
+ * offset in BAR2 (OHCA_DM_BAR_OFFSET + chunk * chunk size). NO_RESOURCES
+ * when max_dm allocations exist or no run of free chunks is long enough.
+ *
+ * FREE_DM (input ohca_handle_in) releases it; BAD_STATE while an MR is
+ * registered on it, BAD_HANDLE for an unknown or freed handle.
+ *
+ * REG_DM_MR registers bytes [offset, offset + length) of allocation
+ * 'dm_handle' as an MR of PD 'pdn' (output ohca_create_out, keys as
+ * CREATE_MR's; DESTROY_MR deregisters it). The MR is zero based: address
+ * 0 in its keys' range is byte 'offset' of the allocation, and the device
+ * reads and writes its own memory for it, never the guest's. 'length' may
+ * be 0 (the MR then covers nothing); 'offset' + 'length' must lie inside
+ * the allocation as ALLOC_DM's length asked for (BAD_FIELD). 'access' is
+ * CREATE_MR's without OHCA_ACCESS_MW_BIND (BAD_FIELD). REREG_MR of such an
+ * MR is BAD_STATE.
+ */
+struct ohca_alloc_dm_in {
+	ohca_le64 length;
+	ohca_le32 log_align;
+	ohca_le32 rsvd;
+};
+OHCA_ASSERT_SIZE(struct ohca_alloc_dm_in, 16);
+
+struct ohca_alloc_dm_out {
+	ohca_le32 handle;
+	ohca_le32 rsvd;
+	ohca_le64 bar_offset;		/* in BAR2 */
+};
+OHCA_ASSERT_SIZE(struct ohca_alloc_dm_out, 16);
+
+struct ohca_reg_dm_mr_in {
+	ohca_le32 pdn;
+	ohca_le32 access;		/* enum ohca_access */
+	ohca_le32 dm_handle;
+	ohca_le32 rsvd;
+	ohca_le64 offset;		/* in the allocation */
+	ohca_le64 length;
+};
+OHCA_ASSERT_SIZE(struct ohca_reg_dm_mr_in, 32);
+OHCA_ASSERT_OFFSET(struct ohca_reg_dm_mr_in, offset, 16);
 
 /* ---- CREATE_CQ / DESTROY_CQ -------------------------------------------- */
 /*

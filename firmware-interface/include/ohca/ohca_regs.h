@@ -26,6 +26,32 @@
 #define OHCA_NUM_DB_PAGES		256	/* page 0 belongs to the kernel */
 #define OHCA_DB_BAR_SIZE		(OHCA_NUM_DB_PAGES * OHCA_DB_PAGE_SIZE)
 #define OHCA_MSIX_BAR_SIZE		0x1000
+
+/*
+ * Device memory (OHCA_DEV_CAP_DM): on-chip memory that BAR2 exposes after
+ * its doorbell pages, so BAR2 is twice the doorbell area. ALLOC_DM hands
+ * it out in chunks of one page, so the driver can map an allocation, and
+ * nothing else, to a process. Guest reads and writes of the window reach
+ * the memory directly (any naturally aligned access of 1, 2, 4 or 8
+ * bytes); an access outside an allocated chunk reads 0 and is ignored on
+ * write (counted in OHCA_REG_ERR_COUNT).
+ */
+#define OHCA_BAR2_SIZE			(2 * OHCA_DB_BAR_SIZE)
+#define OHCA_DM_BAR_OFFSET		OHCA_DB_BAR_SIZE
+#define OHCA_DM_CHUNK_SHIFT		12
+#define OHCA_DM_CHUNK_SIZE		(1u << OHCA_DM_CHUNK_SHIFT)
+#define OHCA_DM_SIZE			(256u * 1024)
+#define OHCA_DM_NUM_CHUNKS		(OHCA_DM_SIZE / OHCA_DM_CHUNK_SIZE)
+#define OHCA_DM_MAX_ALLOCS		OHCA_DM_NUM_CHUNKS
+OHCA_STATIC_ASSERT((OHCA_BAR2_SIZE & (OHCA_BAR2_SIZE - 1)) == 0,
+		   "a BAR's size is a power of two");
+OHCA_STATIC_ASSERT(OHCA_DM_BAR_OFFSET + OHCA_DM_SIZE <= OHCA_BAR2_SIZE,
+		   "device memory must fit in BAR2");
+OHCA_STATIC_ASSERT(OHCA_DM_BAR_OFFSET % OHCA_DM_CHUNK_SIZE == 0 &&
+		   OHCA_DM_SIZE % OHCA_DM_CHUNK_SIZE == 0,
+		   "device memory chunks must be page aligned in BAR2");
+OHCA_STATIC_ASSERT(OHCA_DM_CHUNK_SIZE == OHCA_DB_PAGE_SIZE,
+		   "a device memory chunk is one page");
 #define OHCA_NUM_MSIX			8
 
 /* MSI-X vectors with a fixed role. Vectors 2.. serve completion EQs. */
@@ -35,7 +61,7 @@
 /* Register values that identify the device and interface revision. */
 #define OHCA_MAGIC			0x4143484fu	/* "OHCA" little endian */
 #define OHCA_ABI_MAJOR			1
-#define OHCA_ABI_MINOR			2
+#define OHCA_ABI_MINOR			3
 #define OHCA_ABI_VERSION		((OHCA_ABI_MAJOR << 16) | OHCA_ABI_MINOR)
 #define OHCA_FW_VERSION(maj, min, sub)	(((maj) << 16) | ((min) << 8) | (sub))
 

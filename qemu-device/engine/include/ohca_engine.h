@@ -103,6 +103,13 @@ void ohca_engine_reg_write(struct ohca_engine *e, uint64_t offset, uint64_t valu
 void ohca_engine_db_write(struct ohca_engine *e, uint32_t page, uint32_t offset, uint64_t value,
                           unsigned int size);
 
+/* BAR2 device memory window: 'offset' from OHCA_DM_BAR_OFFSET, 'size' 1, 2,
+ * 4 or 8. Naturally aligned accesses inside an allocation reach the memory;
+ * others read 0 / are ignored, and counted. */
+uint64_t ohca_engine_dm_read(struct ohca_engine *e, uint64_t offset, unsigned int size);
+void ohca_engine_dm_write(struct ohca_engine *e, uint64_t offset, uint64_t value,
+                          unsigned int size);
+
 /* A frame from the wire (no FCS). */
 enum ohca_engine_rx_result ohca_engine_receive_frame(struct ohca_engine *e, const uint8_t *frame,
                                                      size_t len);

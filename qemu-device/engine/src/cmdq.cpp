@@ -97,6 +97,12 @@ constexpr CmdSizes sizes_of(uint16_t opcode) {
         return {0, sizeof(ohca_create_out)};
     case OHCA_CMD_DEALLOC_XRCD:
         return {sizeof(ohca_handle_in), 0};
+    case OHCA_CMD_ALLOC_DM:
+        return {sizeof(ohca_alloc_dm_in), sizeof(ohca_alloc_dm_out)};
+    case OHCA_CMD_FREE_DM:
+        return {sizeof(ohca_handle_in), 0};
+    case OHCA_CMD_REG_DM_MR:
+        return {sizeof(ohca_reg_dm_mr_in), sizeof(ohca_create_out)};
     default: // NOP
         return {0, 0};
     }
@@ -276,6 +282,12 @@ Device::CmdResult Device::execute(const Command &cmd) {
         const uint8_t st = xrc_.dealloc_domain(le(in.handle));
         return {st, st == OHCA_STATUS_OK ? 0 : le(in.handle)};
     }
+    case OHCA_CMD_ALLOC_DM:
+        return cmd_alloc_dm(cmd);
+    case OHCA_CMD_FREE_DM:
+        return cmd_free_dm(cmd);
+    case OHCA_CMD_REG_DM_MR:
+        return cmd_reg_dm_mr(cmd);
     default:
         return {OHCA_STATUS_BAD_OPCODE, cmd.opcode};
     }
@@ -328,6 +340,9 @@ Device::CmdResult Device::cmd_query_device(const Command &cmd) {
     out.max_mcast_qp_attach = le(L::max_mcast_qp_attach);
     out.max_total_mcast_qp_attach = le(L::max_total_mcast_qp_attach);
     out.max_xrcd = le(L::max_xrcd);
+    out.max_dm = le(L::max_dm);
+    out.dm_chunk_size = le(uint32_t{OHCA_DM_CHUNK_SIZE});
+    out.max_dm_size = le(L::max_dm_size);
     return write_output(cmd, &out, sizeof(out));
 }
 

@@ -18,6 +18,7 @@
 // docs/architecture.md has the same map.
 #pragma once
 
+#include "dm.hpp"
 #include "eth_ring.hpp"
 #include "event_queue.hpp"
 #include "gid_table.hpp"
@@ -68,6 +69,9 @@ class Device : private TransportServices {
     uint64_t reg_read(uint64_t offset, unsigned int size);
     void reg_write(uint64_t offset, uint64_t value, unsigned int size);
     void db_write(uint32_t page, uint32_t offset, uint64_t value, unsigned int size);
+    // BAR2's device memory window, 'offset' from its start (dm.cpp).
+    uint64_t dm_read(uint64_t offset, unsigned int size);
+    void dm_write(uint64_t offset, uint64_t value, unsigned int size);
     ohca_engine_rx_result receive_frame(std::span<const uint8_t> frame);
     void set_link(bool up);
     void reset();
@@ -220,6 +224,12 @@ class Device : private TransportServices {
     void unbind_window(Mw &mw);
     void unbind_qp_windows(const Qp &qp);
 
+    // dm.cpp: device memory (the memory and its allocations are dm_)
+    CmdResult cmd_alloc_dm(const Command &cmd);
+    CmdResult cmd_free_dm(const Command &cmd);
+    CmdResult cmd_reg_dm_mr(const Command &cmd);
+    void dm_mr_destroyed(const Mr &mr);
+
     // transport.cpp: the transport services, QP doorbells, received RoCE
     // frames, readiness and timers, the run loop
     [[nodiscard]] const Host &host() const override { return host_; }
@@ -317,6 +327,7 @@ class Device : private TransportServices {
     uint32_t mw_count_ = 0; // <= max_mw
     uint32_t next_qpn_ = DeviceLimits::first_qpn;
     Table<Srq> srqs_;
+    DeviceMemory dm_;
     McastTable mcast_{{DeviceLimits::max_mcast_grp, DeviceLimits::max_mcast_qp_attach,
                        DeviceLimits::max_total_mcast_qp_attach}};
     std::array<uint32_t, OHCA_NUM_DB_PAGES> uar_refs_{};

@@ -64,7 +64,10 @@ struct DeviceLimits {
     static constexpr uint32_t max_fast_reg_page_list_len = OHCA_MAX_FAST_REG_PAGES;
     static constexpr uint32_t dev_caps = OHCA_DEV_CAP_FAST_REG | OHCA_DEV_CAP_MW |
                                          OHCA_DEV_CAP_RESIZE_CQ | OHCA_DEV_CAP_REREG_MR |
-                                         OHCA_DEV_CAP_XRC;
+                                         OHCA_DEV_CAP_XRC | OHCA_DEV_CAP_DM;
+    // Device memory (dm.hpp): its size and the live allocations.
+    static constexpr uint32_t max_dm = OHCA_DM_MAX_ALLOCS;
+    static constexpr uint64_t max_dm_size = OHCA_DM_SIZE;
     static constexpr uint32_t speed_mbps = 10000;
     static constexpr uint32_t default_mtu = 1500;
     // Enforced by CREATE_QP: 2^log_size <= max_qp_wr.

@@ -39,6 +39,7 @@ void Device::rdma_power_on() {
     mrs_.clear();
     mrs_.resize(DeviceLimits::max_keys + 1);
     mr_count_ = 0;
+    dm_.reset();
     mw_count_ = 0;
     cqs_.clear();
     cqs_.resize(DeviceLimits::max_cq + 1);
@@ -277,6 +278,7 @@ Device::CmdResult Device::cmd_destroy_mr(const Command &cmd) {
         --pd->refs;
     }
     pbl_entries_ -= pbl_charge(*mrs_[index].mr);
+    dm_mr_destroyed(*mrs_[index].mr);
     mrs_[index].mr.reset();
     --mr_count_;
     return {};
@@ -307,6 +309,9 @@ KeyResult Device::check_key(uint32_t key, uint64_t va, uint64_t len, uint32_t ac
 }
 
 bool Device::mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const {
+    if (mr.dm_handle != 0) {
+        return dm_.read(mr.dm_base + (va - mr.iova), buf, len);
+    }
     if (mr.physical) {
         return host_.read(va, buf, len);
     }
@@ -314,6 +319,9 @@ bool Device::mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const {
 }
 
 bool Device::mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const {
+    if (mr.dm_handle != 0) {
+        return dm_.write(mr.dm_base + (va - mr.iova), buf, len);
+    }
     if (mr.physical) {
         return host_.write(va, buf, len);
     }

@@ -49,6 +49,10 @@ struct Mr {
     uint32_t capacity = 0;
     PageList pages;       // page 0 holds iova & ~(page_size - 1)
     uint32_t windows = 0; // memory windows bound to it: no DESTROY_MR
+    // On device memory (REG_DM_MR, dm.cpp): the allocation's handle (0:
+    // guest memory) and the byte of device memory at iova 0.
+    uint32_t dm_handle = 0;
+    uint64_t dm_base = 0;
 };
 
 // A memory window (mw.cpp): a range of an MR with its own rkey and rights.
