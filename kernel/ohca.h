@@ -18,6 +18,7 @@
 #include <linux/xarray.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 #include <ohca/ohca_regs.h>
 #include <ohca/ohca_cmd.h>
@@ -339,7 +340,8 @@ struct ohca_srq {
 
 struct ohca_user_mmap_entry {
 	struct rdma_user_mmap_entry rdma_entry;
-	u64 address;			/* bus address of the page */
+	u64 address;			/* bus address of the first page */
+	u32 dm_handle;			/* device memory: freed with the entry */
 };
 
 static inline struct ohca_dev *to_ohca_dev(struct ib_device *ibdev)
@@ -551,6 +553,19 @@ int ohca_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
 int ohca_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
 int ohca_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr);
 int ohca_wr_opcode(enum ib_wr_opcode opcode);
+
+/* ohca_dm.c */
+extern const struct uapi_definition ohca_uapi_defs[];
+u64 ohca_max_dm_size(struct ohca_dev *dev);
+struct ib_dm *ohca_alloc_dm(struct ib_device *ibdev,
+			    struct ib_ucontext *ibuctx,
+			    struct ib_dm_alloc_attr *attr,
+			    struct uverbs_attr_bundle *attrs);
+int ohca_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs);
+struct ib_mr *ohca_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
+			     struct ib_dm_mr_attr *attr,
+			     struct uverbs_attr_bundle *attrs);
+void ohca_dm_release(struct ohca_dev *dev, u32 handle);
 
 /* ohca_mw.c */
 bool ohca_has_xrc(struct ohca_dev *dev);

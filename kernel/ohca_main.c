@@ -141,6 +141,8 @@ static int ohca_ib_register(struct ohca_dev *dev)
 	strscpy(ibdev->node_desc, "ohca RoCEv2 HCA", sizeof(ibdev->node_desc));
 	ib_set_device_ops(ibdev, &ohca_dev_ops);
 	ib_set_device_ops(ibdev, &ohca_stats_ops);
+	if (IS_ENABLED(CONFIG_INFINIBAND_USER_ACCESS))
+		ibdev->driver_def = ohca_uapi_defs;
 
 	err = ib_device_set_netdev(ibdev, dev->netdev, 1);
 	if (err)

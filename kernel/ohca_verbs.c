@@ -115,6 +115,7 @@ static int ohca_query_device(struct ib_device *ibdev,
 		props->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
 	/* Windows of type 1 and 2B (ohca_mw.c; programming manual). */
 	props->max_mw = ohca_max_mw(dev);
+	props->max_dm_size = ohca_max_dm_size(dev);
 	if (props->max_mw)
 		props->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
 					   IB_DEVICE_MEM_WINDOW_TYPE_2B;
@@ -374,8 +375,10 @@ static int ohca_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
 		err = -EPERM;
 		goto out_put;
 	}
+	/* The core matched the VMA's size to the entry's. */
 	err = rdma_user_mmap_io(ibuctx, vma, PFN_DOWN(entry->address),
-				PAGE_SIZE, pgprot_noncached(vma->vm_page_prot),
+				rdma_entry->npages * PAGE_SIZE,
+				pgprot_noncached(vma->vm_page_prot),
 				rdma_entry);
 out_put:
 	rdma_user_mmap_entry_put(rdma_entry);
@@ -384,7 +387,12 @@ out_put:
 
 static void ohca_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
 {
-	kfree(to_ohca_mmap_entry(rdma_entry));
+	struct ohca_user_mmap_entry *entry = to_ohca_mmap_entry(rdma_entry);
+
+	if (entry->dm_handle)
+		ohca_dm_release(to_ohca_dev(rdma_entry->ucontext->device),
+				entry->dm_handle);
+	kfree(entry);
 }
 
 /*
@@ -415,6 +423,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.uverbs_abi_ver = OHCA_UVERBS_ABI_VERSION,
 
 	.add_gid = ohca_add_gid,
+	.alloc_dm = ohca_alloc_dm,
 	.alloc_mr = ohca_alloc_mr,
 	.alloc_mw = ohca_alloc_mw,
 	.alloc_xrcd = ohca_alloc_xrcd,
@@ -426,6 +435,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.create_qp = ohca_create_qp,
 	.create_srq = ohca_create_srq,
 	.create_user_ah = ohca_create_ah,
+	.dealloc_dm = ohca_dealloc_dm,
 	.dealloc_mw = ohca_dealloc_mw,
 	.dealloc_xrcd = ohca_dealloc_xrcd,
 	.dealloc_pd = ohca_dealloc_pd,
@@ -457,6 +467,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.query_port = ohca_query_port,
 	.query_qp = ohca_query_qp,
 	.query_srq = ohca_query_srq,
+	.reg_dm_mr = ohca_reg_dm_mr,
 	.reg_user_mr = ohca_reg_user_mr,
 	.req_notify_cq = ohca_req_notify_cq,
 	.rereg_user_mr = ohca_rereg_user_mr,

@@ -32,6 +32,7 @@ static const struct verbs_match_ent ohca_match_table[] = {
 static void ohca_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops ohca_ctx_ops = {
+	.alloc_dm = ohca_alloc_dm,
 	.alloc_mw = ohca_alloc_mw,
 	.alloc_parent_domain = ohca_alloc_parent_domain,
 	.alloc_pd = ohca_alloc_pd,
@@ -55,6 +56,7 @@ static const struct verbs_context_ops ohca_ctx_ops = {
 	.destroy_srq = ohca_destroy_srq,
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = ohca_free_context,
+	.free_dm = ohca_free_dm,
 	.get_srq_num = ohca_get_srq_num,
 	.modify_qp = ohca_modify_qp,
 	.modify_srq = ohca_modify_srq,
@@ -67,6 +69,7 @@ static const struct verbs_context_ops ohca_ctx_ops = {
 	.query_port = ohca_query_port,
 	.query_qp = ohca_query_qp,
 	.query_srq = ohca_query_srq,
+	.reg_dm_mr = ohca_reg_dm_mr,
 	.reg_mr = ohca_reg_mr,
 	.req_notify_cq = ohca_req_notify_cq,
 	.rereg_mr = ohca_rereg_mr,

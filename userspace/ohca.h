@@ -286,6 +286,14 @@ void ohca_ring_free(struct ohca_ring *ring);
 
 /* mw.c */
 struct ibv_mw *ohca_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type);
+
+/* dm.c */
+struct ibv_dm *ohca_alloc_dm(struct ibv_context *ibctx,
+			     struct ibv_alloc_dm_attr *attr);
+int ohca_free_dm(struct ibv_dm *ibdm);
+struct ibv_mr *ohca_reg_dm_mr(struct ibv_pd *ibpd, struct ibv_dm *ibdm,
+			      uint64_t dm_offset, size_t length,
+			      unsigned int access);
 int ohca_dealloc_mw(struct ibv_mw *mw);
 int ohca_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
 		 struct ibv_mw_bind *mw_bind);

@@ -32,6 +32,7 @@
 
 #include <infiniband/verbs.h>	/* public: verbs_context, ibv_device, ... */
 #include <rdma/ib_user_verbs.h>	/* kernel uAPI: struct ib_uverbs_* */
+#include <rdma/rdma_user_ioctl_cmds.h> /* ioctl header and attributes */
 
 #ifndef OHCA_RDMA_CORE_VERSION
 #error "OHCA_RDMA_CORE_VERSION is not set: build through userspace/Makefile"
@@ -226,6 +227,36 @@ struct verbs_srq {
 	uint32_t srq_num;
 };
 
+/* LAYOUT-CRITICAL: ibv_cmd_alloc_dm writes dm.context and handle;
+ * ibv_cmd_free_dm and ibv_cmd_reg_dm_mr read handle. */
+struct verbs_dm {
+	struct ibv_dm dm;
+	uint32_t handle;
+};
+
+/*
+ * LAYOUT-CRITICAL: one block of ioctl attributes (cmd_ioctl.h).  A
+ * provider passes its driver attributes to an ibv_cmd_* helper as a
+ * "link" block: libibverbs copies the attributes from hdr.attrs up to
+ * next_attr into the command it sends.  uhw_in_idx must be
+ * OHCA_CMDB_NO_UHW_INDEX in a link without driver udata.
+ */
+struct ibv_command_buffer {
+	struct ibv_command_buffer *next;
+	struct ib_uverbs_attr *next_attr;
+	struct ib_uverbs_attr *last_attr;
+	uint8_t uhw_in_idx;
+	uint8_t uhw_out_idx;
+	uint8_t uhw_in_headroom_dwords;
+	uint8_t uhw_out_headroom_dwords;
+	uint8_t buffer_error:1;
+	uint8_t fallback_require_ex:1;
+	uint8_t fallback_ioctl_only:1;
+	struct ib_uverbs_ioctl_hdr hdr;
+};
+
+#define OHCA_CMDB_NO_UHW_INDEX 0xff
+
 enum verbs_qp_mask {
 	VERBS_QP_XRCD = 1 << 0,
 	VERBS_QP_EX = 1 << 1,
@@ -258,7 +289,8 @@ typedef void (*ohca_unused_op)(void);
 
 struct verbs_context_ops {
 	ohca_unused_op advise_mr;
-	ohca_unused_op alloc_dm;
+	struct ibv_dm *(*alloc_dm)(struct ibv_context *context,
+				   struct ibv_alloc_dm_attr *attr);
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	ohca_unused_op alloc_null_mr;
 	struct ibv_pd *(*alloc_parent_domain)(
@@ -312,7 +344,7 @@ struct verbs_context_ops {
 	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
 			    uint16_t lid);
 	void (*free_context)(struct ibv_context *context);
-	ohca_unused_op free_dm;
+	int (*free_dm)(struct ibv_dm *dm);
 	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
 	ohca_unused_op import_dm;
 	ohca_unused_op import_mr;
@@ -350,7 +382,9 @@ struct verbs_context_ops {
 	ohca_unused_op query_rt_values;
 	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr);
 	ohca_unused_op read_counters;
-	ohca_unused_op reg_dm_mr;
+	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *pd, struct ibv_dm *dm,
+				    uint64_t dm_offset, size_t length,
+				    unsigned int access);
 	ohca_unused_op reg_dmabuf_mr;
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
@@ -495,6 +529,13 @@ int ibv_cmd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type,
 		     size_t cmd_size,
 		     struct ib_uverbs_alloc_mw_resp *resp, size_t resp_size);
 int ibv_cmd_dealloc_mw(struct ibv_mw *mw);
+int ibv_cmd_alloc_dm(struct ibv_context *ctx,
+		     const struct ibv_alloc_dm_attr *dm_attr,
+		     struct verbs_dm *dm, struct ibv_command_buffer *link);
+int ibv_cmd_free_dm(struct verbs_dm *dm);
+int ibv_cmd_reg_dm_mr(struct ibv_pd *pd, struct verbs_dm *dm,
+		      uint64_t offset, size_t length, unsigned int access,
+		      struct verbs_mr *vmr, struct ibv_command_buffer *link);
 int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
 		      struct ibv_ah_attr *attr,
 		      struct ib_uverbs_create_ah_resp *resp,
@@ -655,6 +696,7 @@ int ibv_dofork_range(void *base, size_t size);
 	O(struct verbs_device, sysfs, 696)                                  \
 	O(struct verbs_device, core_support, 704)                           \
 	S(struct verbs_context_ops, 608)                                    \
+	O(struct verbs_context_ops, alloc_dm, 8)                            \
 	O(struct verbs_context_ops, alloc_mw, 16)                           \
 	O(struct verbs_context_ops, alloc_parent_domain, 32)                \
 	O(struct verbs_context_ops, close_xrcd, 88)                         \
@@ -677,6 +719,7 @@ int ibv_dofork_range(void *base, size_t size);
 	O(struct verbs_context_ops, destroy_qp, 272)                        \
 	O(struct verbs_context_ops, destroy_srq, 288)                       \
 	O(struct verbs_context_ops, free_context, 312)                      \
+	O(struct verbs_context_ops, free_dm, 320)                           \
 	O(struct verbs_context_ops, modify_qp, 376)                         \
 	O(struct verbs_context_ops, modify_srq, 392)                        \
 	O(struct verbs_context_ops, poll_cq, 424)                           \
@@ -687,12 +730,17 @@ int ibv_dofork_range(void *base, size_t size);
 	O(struct verbs_context_ops, query_port, 480)                        \
 	O(struct verbs_context_ops, query_qp, 488)                          \
 	O(struct verbs_context_ops, query_srq, 512)                         \
+	O(struct verbs_context_ops, reg_dm_mr, 528)                         \
 	O(struct verbs_context_ops, reg_mr, 544)                            \
 	O(struct verbs_context_ops, req_notify_cq, 552)                     \
 	O(struct verbs_context_ops, rereg_mr, 560)                          \
 	O(struct verbs_context_ops, resize_cq, 568)                         \
 	O(struct verbs_context_ops, unimport_pd, 600)                       \
 	S(struct verbs_mr, 56)                                              \
+	S(struct verbs_dm, 40)                                              \
+	O(struct verbs_dm, handle, 32)                                      \
+	S(struct ibv_command_buffer, 56)                                    \
+	O(struct ibv_command_buffer, hdr, 32)                               \
 	O(struct verbs_mr, mr_type, 48)                                     \
 	O(struct verbs_mr, access, 52)                                      \
 	S(struct verbs_cq, 288)                                             \

@@ -127,4 +127,20 @@ struct ohca_ibv_create_ah_resp {
 	__u8 reserved[7];
 };
 
+/*
+ * Driver attributes of the uverbs ioctl methods, in the driver's
+ * namespace (bit UVERBS_ID_NS_SHIFT, 12, of the attribute id).
+ *
+ * ibv_alloc_dm (UVERBS_METHOD_DM_ALLOC) answers, besides the common
+ * handle, the mmap offset (__u64, mandatory) under which the allocation's
+ * pages of BAR2, and nothing else, can be mapped: PAGE_ALIGN(length)
+ * bytes, uncached. The provider reads and writes device memory through
+ * that mapping; the device's memory returns to the free pool once the DM
+ * is freed and no mapping of it is left.
+ */
+#define OHCA_IB_ATTR_NS_DRIVER		(1U << 12)
+enum ohca_ib_dm_alloc_attrs {
+	OHCA_IB_ATTR_ALLOC_DM_RESP_MMAP_OFFSET = OHCA_IB_ATTR_NS_DRIVER,
+};
+
 #endif /* OHCA_ABI_USER_H */
