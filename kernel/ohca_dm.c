@@ -194,10 +194,12 @@ struct ib_mr *ohca_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 	return &mr->ibmr;
 }
 
-ADD_UVERBS_ATTRIBUTES_SIMPLE(
-	ohca_dm_alloc_attrs, UVERBS_OBJECT_DM, UVERBS_METHOD_DM_ALLOC,
-	UVERBS_ATTR_PTR_OUT(OHCA_IB_ATTR_ALLOC_DM_RESP_MMAP_OFFSET,
-			    UVERBS_ATTR_TYPE(u64), UA_MANDATORY));
+/* The allocation's mmap offset, beside the core's DM_ALLOC attributes. */
+ADD_UVERBS_ATTRIBUTES_SIMPLE(ohca_dm_alloc_attrs, UVERBS_OBJECT_DM,
+			     UVERBS_METHOD_DM_ALLOC,
+			     UVERBS_ATTR_PTR_OUT(OHCA_IB_ATTR_ALLOC_DM_RESP_MMAP_OFFSET,
+						 UVERBS_ATTR_TYPE(u64),
+						 UA_MANDATORY));
 
 const struct uapi_definition ohca_uapi_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DM, &ohca_dm_alloc_attrs),

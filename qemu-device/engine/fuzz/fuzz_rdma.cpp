@@ -1008,6 +1008,52 @@ class Rdma {
             } else {
                 ohca_engine_db_write(d_.engine(), 0, OHCA_DB_SRQ,
                                      OHCA_DB_VALUE(hi.handle, in.below(64)), 8);
+    // Device memory: ALLOC_DM/FREE_DM with fuzzed fields, REG_DM_MR into an
+    // MR slot (its key then serves SGEs and rkeys like any MR's), and
+    // guest accesses of any width and offset to BAR2's window.
+    void dm(Input &in) {
+        uint32_t &h = dms_[in.below(kSlots)];
+        switch (in.below(4)) {
+        case 0: {
+            ohca_alloc_dm_in a{};
+            a.length = bad(in) ? in.u64() : in.range(1, 3 * OHCA_DM_CHUNK_SIZE);
+            a.log_align = bad(in) ? in.u32() : in.below(OHCA_DM_CHUNK_SHIFT + 1);
+            a.rsvd = bad(in) ? in.u32() : 0;
+            if (d_.cmd(OHCA_CMD_ALLOC_DM, &a, sizeof(a), sizeof(ohca_alloc_dm_out),
+                       kMailboxOut) == OHCA_STATUS_OK) {
+                h = h_.get<ohca_alloc_dm_out>(kMailboxOut).handle;
+            }
+            break;
+        }
+        case 1: {
+            ohca_handle_in f{};
+            f.handle = bad(in) ? in.u32() : h;
+            (void)d_.cmd_in(OHCA_CMD_FREE_DM, f);
+            break;
+        }
+        case 2: {
+            Mr &slot = mrs_[in.below(kMrSlots)];
+            ohca_reg_dm_mr_in r{};
+            r.pdn = pd(in);
+            r.access = bad(in) ? in.u32()
+                               : OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE |
+                                     OHCA_ACCESS_REMOTE_READ | OHCA_ACCESS_REMOTE_ATOMIC;
+            r.dm_handle = bad(in) ? in.u32() : h;
+            r.offset = bad(in) ? in.u64() : in.below(64) * 8;
+            r.length = bad(in) ? in.u64() : in.below(2 * OHCA_DM_CHUNK_SIZE);
+            ohca_create_out o{};
+            if (create(OHCA_CMD_REG_DM_MR, &r, sizeof(r), o)) {
+                slot = {true, o.handle, 0, r.length, false, 0};
+            }
+            break;
+        }
+        default: {
+            const unsigned int size = 1u << in.below(4);
+            const uint64_t off = bad(in) ? in.u64() : in.below(OHCA_DM_SIZE + 64);
+            if (in.flag()) {
+                ohca_engine_dm_write(d_.engine(), off, in.u64(), bad(in) ? in.below(9) : size);
+            } else {
+                (void)ohca_engine_dm_read(d_.engine(), off, bad(in) ? in.below(9) : size);
             }
             break;
         }
@@ -1015,9 +1061,12 @@ class Rdma {
     }
 
     void misc(Input &in) {
-        switch (in.below(8)) {
+        switch (in.below(9)) {
         case 6:
             xrc_objects(in);
+            break;
+        case 7:
+            dm(in);
             break;
         case 4:
             resize_cq(in);
@@ -1064,6 +1113,7 @@ class Rdma {
                 setup();
             }
             pds_ = {};
+            dms_ = {};
             mrs_ = {};
             cqs_ = {};
             qps_ = {};
@@ -1076,6 +1126,7 @@ class Rdma {
     Driver &d_;
     std::array<Obj, kSlots> pds_{};
     std::array<Mr, kMrSlots> mrs_{};
+    std::array<uint32_t, kSlots> dms_{}; // ALLOC_DM handles
     std::array<Cq, kSlots> cqs_{};
     std::array<Qp, kSlots> qps_{};
     std::array<Obj, 2> eqs_{};
