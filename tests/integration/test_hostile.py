@@ -54,6 +54,8 @@ def test_hostile_guest(vm_run):
     assert_ok([r])
     passed = re.findall(r"^PASS (\S+)$", r.output, re.M)
     assert len(passed) >= MIN_CASES, r.report()
+    # device memory: its commands, the limit, and BAR2's window
+    assert {"dm_fields", "dm_exhaustion", "dm_window"} <= set(passed), r.report()
     assert not re.search(r"^FAIL", r.output, re.M), r.report()
     assert f"ohca_hostile: {len(passed)} passed, 0 failed" in r.output
     assert "REBIND OK" in r.output, r.report()
