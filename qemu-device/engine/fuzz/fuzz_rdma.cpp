@@ -1019,8 +1019,8 @@ class Rdma {
             a.length = bad(in) ? in.u64() : in.range(1, 3 * OHCA_DM_CHUNK_SIZE);
             a.log_align = bad(in) ? in.u32() : in.below(OHCA_DM_CHUNK_SHIFT + 1);
             a.rsvd = bad(in) ? in.u32() : 0;
-            if (d_.cmd(OHCA_CMD_ALLOC_DM, &a, sizeof(a), sizeof(ohca_alloc_dm_out),
-                       kMailboxOut) == OHCA_STATUS_OK) {
+            if (d_.cmd(OHCA_CMD_ALLOC_DM, &a, sizeof(a), sizeof(ohca_alloc_dm_out), kMailboxOut) ==
+                OHCA_STATUS_OK) {
                 h = h_.get<ohca_alloc_dm_out>(kMailboxOut).handle;
             }
             break;

@@ -17,11 +17,15 @@ namespace ohca {
 namespace {
 
 // Handles: slot in bits 15..8, a tag bumped on every reuse in bits 7..0.
-constexpr uint32_t slot_of(uint32_t handle) { return handle >> 8; }
+constexpr uint32_t slot_of(uint32_t handle) {
+    return handle >> 8;
+}
 
 } // namespace
 
-DeviceMemory::DeviceMemory() : mem_(std::make_unique<uint8_t[]>(kSize)) { reset(); }
+DeviceMemory::DeviceMemory() : mem_(std::make_unique<uint8_t[]>(kSize)) {
+    reset();
+}
 
 void DeviceMemory::reset() {
     std::memset(mem_.get(), 0, kSize);
