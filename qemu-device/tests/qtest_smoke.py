@@ -68,7 +68,7 @@ assert struct.calcsize(CREATE_MR_FMT) == OFF["ohca_create_mr_in"]["pbl"]
 assert struct.calcsize(CREATE_QP_FMT) == OFF["ohca_create_qp_in"]["sq_pbl"]
 
 # Where this test places things in the 128 MiB guest's address space.
-BAR0, BAR2, BAR4 = 0xE0000000, 0xE0100000, 0xE0200000
+BAR0, BAR2, BAR4 = 0xE0000000, 0xE0200000, 0xE0400000
 EQ, CMDQ, OUT, TXR, RXR, BUF = 0x100000, 0x110000, 0x120000, 0x130000, 0x140000, 0x150000
 MBOX, RDMA = 0x160000, 0x200000  # command mailbox; RDMA rings and buffers
 MSI_ADDR = 0x90000  # MSI-X messages land in RAM here, one u32 per vector
@@ -273,7 +273,7 @@ def run(q, wire, udp_local):
         q.cfg_write(slot, reg, base)
         q.cfg_write(slot, reg + 4, 0)
     check(sizes[0] == fw.OHCA_REGS_BAR_SIZE, f"BAR0 size ({sizes[0]:#x})")
-    check(sizes[2] == fw.OHCA_DB_BAR_SIZE, f"BAR2 size ({sizes[2]:#x})")
+    check(sizes[2] == fw.OHCA_BAR2_SIZE, f"BAR2 size ({sizes[2]:#x})")
     check(sizes[4] == fw.OHCA_MSIX_BAR_SIZE, f"BAR4 size ({sizes[4]:#x})")
     q.cfg_write(slot, 0x4, 0x6)  # memory space + bus master
 
