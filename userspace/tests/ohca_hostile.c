@@ -1810,9 +1810,11 @@ static bool t_dm_window(void)
 	      *(volatile uint8_t *)(a + 17) == 0xcc, "window readback");
 
 	errs = rd(OHCA_REG_ERR_COUNT);
-	/* Unaligned, another (free) chunk, past the memory, BAR2's end. */
-	CHECK(*(volatile uint32_t *)(a + 9) == 0, "unaligned read not 0");
-	*(volatile uint32_t *)(a + 10) = 0xffffffff;
+	/*
+	 * Every free chunk, past the memory, BAR2's end. (A misaligned CPU
+	 * access never reaches the device as such: TCG splits it into
+	 * aligned ones; the engine tests cover misaligned window accesses.)
+	 */
 	for (uint64_t c = 0; c < OHCA_DM_SIZE; c += PG) {
 		if (OHCA_DM_BAR_OFFSET + c == off)
 			continue;
@@ -1823,7 +1825,7 @@ static bool t_dm_window(void)
 	*(volatile uint64_t *)(win + OHCA_DM_SIZE) = ~0ull;
 	CHECK(*(volatile uint64_t *)(bar2 + OHCA_BAR2_SIZE - 8) == 0,
 	      "BAR2's end not 0");
-	CHECK(rd(OHCA_REG_ERR_COUNT) - errs >= 2 * (OHCA_DM_SIZE / PG - 1) + 3,
+	CHECK(rd(OHCA_REG_ERR_COUNT) - errs >= 2 * (OHCA_DM_SIZE / PG - 1) + 2,
 	      "errors %u -> %u", errs, rd(OHCA_REG_ERR_COUNT));
 	CHECK(*(volatile uint64_t *)(a + 8) == 0x1122334455667788ull,
 	      "a rejected write landed");
