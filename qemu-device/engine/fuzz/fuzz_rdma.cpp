@@ -1008,6 +1008,12 @@ class Rdma {
             } else {
                 ohca_engine_db_write(d_.engine(), 0, OHCA_DB_SRQ,
                                      OHCA_DB_VALUE(hi.handle, in.below(64)), 8);
+            }
+            break;
+        }
+        }
+    }
+
     // Device memory: ALLOC_DM/FREE_DM with fuzzed fields, REG_DM_MR into an
     // MR slot (its key then serves SGEs and rkeys like any MR's), and
     // guest accesses of any width and offset to BAR2's window.
