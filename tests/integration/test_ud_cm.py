@@ -60,6 +60,9 @@ cat /tmp/us.log
 set -e
 timeout 180 udaddy -b "$OHCA_IP" -c 2 -C 10 > /tmp/ds.log 2>&1 &
 srv=$!
+# the client only once the server listens: a SIDR request before that is
+# answered "unsupported" (seen under load, 2026-12-02)
+ohca_poll 60 sh -c 'rdma resource show cm_id | grep -q "state LISTEN"'
 ohca_retry 60 timeout 120 udaddy -s "$OHCA_IP" -c 2 -C 10
 wait $srv
 cat /tmp/ds.log
