@@ -28,6 +28,7 @@
 #include "qom/object.h"
 #include "trace.h"
 
+#include "ohca/ohca_queue.h"
 #include "ohca/ohca_regs.h"
 #include "ohca_engine.h"
 
@@ -260,17 +261,23 @@ static void ohca_db_write(void *opaque, hwaddr addr, uint64_t val,
                           unsigned size)
 {
     OhcaState *s = opaque;
+    hwaddr off = addr & (OHCA_DB_PAGE_SIZE - 1);
 
     if (addr >= OHCA_DM_BAR_OFFSET) {
         ohca_engine_dm_write(s->engine, addr - OHCA_DM_BAR_OFFSET, val, size);
         return;
     }
 
-    trace_ohca_db_write(addr >> OHCA_DB_PAGE_SHIFT, addr & (OHCA_DB_PAGE_SIZE - 1),
-                        val, size);
-    ohca_engine_db_write(s->engine, addr >> OHCA_DB_PAGE_SHIFT,
-                         addr & (OHCA_DB_PAGE_SIZE - 1), val, size);
-    if (s->sync_doorbells) {
+    trace_ohca_db_write(addr >> OHCA_DB_PAGE_SHIFT, off, val, size);
+    ohca_engine_db_write(s->engine, addr >> OHCA_DB_PAGE_SHIFT, off, val,
+                         size);
+    /*
+     * Only doorbells that give the device WQEs make work; a CQ doorbell
+     * (every poll that consumed entries, every arming) does not, and
+     * whatever it does leave is scheduled in the bottom half as before.
+     */
+    if (s->sync_doorbells &&
+        (off == OHCA_DB_SQ || off == OHCA_DB_RQ || off == OHCA_DB_SRQ)) {
         ohca_bh(s);
     }
 }
