@@ -875,6 +875,8 @@ static void eth_post(struct kunit *test, struct ohca_dev *dev, u32 len)
 	ring->desc[idx].len = cpu_to_le16(len);
 	ring->desc[idx].flags = 0;
 	ring->pi++;
+	/* as start_xmit does: BQL must see a frame queued before it completes */
+	netdev_sent_queue(dev->netdev, len);
 }
 
 static void eth_done(struct ohca_dev *dev, u32 index, u16 flags)
@@ -898,6 +900,7 @@ static void ohca_test_tx_reclaim(struct kunit *test)
 
 		ring->pi = s;
 		ring->ci = s;
+		netdev_reset_queue(dev->netdev);
 		for (k = 0; k < 6; k++)
 			eth_post(test, dev, 60 + k);
 		KUNIT_EXPECT_EQ(test, ohca_tx_free(ring), ring->size - 6);
