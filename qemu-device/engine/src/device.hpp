@@ -356,6 +356,10 @@ class Device : private TransportServices {
     [[nodiscard]] const ResponderResources *responder_resources(uint32_t qpn) const {
         return qpn < qps_.size() && qps_[qpn] ? &qps_[qpn]->resp : nullptr;
     }
+    // A QP's transport state, for tests that watch it (retries, window).
+    [[nodiscard]] const Qp *qp_state_of(uint32_t qpn) const {
+        return qpn < qps_.size() && qps_[qpn] ? qps_[qpn].get() : nullptr;
+    }
 
   private:
     RoceCounters roce_;

@@ -5,7 +5,10 @@
 #include "rdma_node.hpp"
 #include "roce_packet.hpp"
 
+#include <cstdarg>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <set>
 
@@ -24,7 +27,7 @@ class WireTest : public ::testing::Test {
             b6 = std::make_unique<RdmaNode>(2, true);
         }
         for (int i = 0; i < 2; ++i) {
-            side[i] = make_side(node(i), 1 << 20, 6,
+            side[i] = make_side(node(i), side_bytes, 6,
                                 [i](size_t k) { return static_cast<uint8_t>(k * (i + 3) + 1); });
         }
         const uint32_t remote = OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ;
@@ -73,6 +76,7 @@ class WireTest : public ::testing::Test {
         return p == q;
     }
 
+    size_t side_bytes = 1 << 20; // each side's registered buffer
     RdmaNode a{1};
     RdmaNode b{2};
     std::unique_ptr<RdmaNode> a6, b6;
@@ -809,6 +813,382 @@ TEST_F(CongestedWireTest, LongMessagesThroughTwentyPercentLoss) {
     // 1024 data packets are needed; re-requesting every outstanding READ on
     // each sign of loss, with a fixed window, took 46 times as many frames.
     EXPECT_LE(frames[0] + frames[1], 5u * 1024) << "timeouts " << c.timeouts;
+}
+
+} // namespace
+} // namespace ohca::test
+
+namespace ohca::test {
+namespace {
+
+// What ohca_rc_integrity does between two VMs through the fault wire
+// (test_rc_faults.py, loss20): batches of 1..8 SEND, SEND_IMM, WRITE,
+// WRITE_IMM and READ of up to 70000 bytes at MTU 1024, retry_cnt 7,
+// through a wire that loses a fraction of the frames each way -- here with
+// both ends requesting at once as well as one at a time. Every WR must
+// complete successfully with its bytes in place. Besides, each QP's streaks
+// of ACK timeouts without progress are counted: retry_cnt 7 fails at the
+// eighth in a row.
+std::string strf(const char *f, ...) __attribute__((format(printf, 1, 2)));
+std::string strf(const char *f, ...) {
+    char buf[256];
+    va_list ap;
+    va_start(ap, f);
+    std::vsnprintf(buf, sizeof(buf), f, ap);
+    va_end(ap);
+    return buf;
+}
+
+class LossyTrafficTest : public WireTest {
+  protected:
+    static constexpr uint32_t kMaxMsg = 70000;
+    static constexpr uint64_t kSlot = 128 * 1024; // per WR of a batch
+    static constexpr uint64_t kIn = 1 << 20;      // second half: the peer's target
+    static constexpr uint8_t kRetry = 7;
+
+    struct Wr {
+        uint8_t op = OHCA_WR_SEND;
+        uint32_t len = 0;
+        uint64_t local = 0;  // requester's buffer offset: source, or READ target
+        uint64_t remote = 0; // responder's: receive buffer, WRITE target, READ source
+        uint32_t slack = 0;  // receive buffer beyond len
+        bool recv = false;   // takes a receive WQE
+    };
+    struct Batch {
+        std::vector<Wr> wrs;
+        size_t sends_seen = 0, recvs_seen = 0;
+    };
+
+    void SetUp() override {
+        side_bytes = 2 << 20;
+        setup(false, 3, kRetry, 7, 4);
+        streak_hist.assign(kRetry + 2, 0);
+    }
+    const Qp &qp_of(int i) { return *device_of(node(i).e).qp_state_of(side[i].qp.qpn); }
+    // Lengths as ohca_rc_integrity picks them (pick_len).
+    uint32_t pick_len(std::mt19937_64 &g) {
+        const uint32_t mtu = 1024;
+        switch (g() % 8) {
+        case 0:
+            return static_cast<uint32_t>(g() % 9);
+        case 1:
+            return std::min<uint32_t>(kMaxMsg, mtu * (1 + g() % 4) - 2 + g() % 5);
+        case 2:
+            return static_cast<uint32_t>(g() % (kMaxMsg + 1));
+        default:
+            return static_cast<uint32_t>(g() % (8192 + 1));
+        }
+    }
+    Batch plan(std::mt19937_64 &g) {
+        Batch b;
+        const size_t n = g() % 3 != 0 ? 1 + g() % 3 : 1 + g() % 8;
+        const uint8_t ops[5] = {OHCA_WR_SEND, OHCA_WR_SEND_IMM, OHCA_WR_RDMA_WRITE,
+                                OHCA_WR_RDMA_WRITE_IMM, OHCA_WR_RDMA_READ};
+        for (size_t w = 0; w < n; ++w) {
+            Wr r;
+            r.op = ops[g() % 5];
+            r.len = pick_len(g);
+            r.local = w * kSlot + (g() % 4096 | 1);
+            r.remote = kIn + w * kSlot + (g() % 4096 | 1);
+            r.slack = static_cast<uint32_t>(g() % 100);
+            r.recv = r.op == OHCA_WR_SEND || r.op == OHCA_WR_SEND_IMM ||
+                     r.op == OHCA_WR_RDMA_WRITE_IMM;
+            b.wrs.push_back(r);
+        }
+        return b;
+    }
+    void fill(RdmaNode &n, uint64_t at, uint32_t len, std::mt19937_64 &g) {
+        std::vector<uint8_t> v(len);
+        for (uint32_t k = 0; k < len; k += 8) {
+            const uint64_t x = g();
+            std::memcpy(v.data() + k, &x, std::min<uint32_t>(8, len - k));
+        }
+        ASSERT_TRUE(n.host.write(at, v.data(), len));
+    }
+    // Posts node r's batch towards node 1 - r: data in place, receives first.
+    void post(int r, const Batch &b, uint64_t iter, std::mt19937_64 &g) {
+        RdmaNode &req = node(r), &resp = node(1 - r);
+        Side &s = side[r], &t = side[1 - r];
+        for (size_t w = 0; w < b.wrs.size(); ++w) {
+            const Wr &x = b.wrs[w];
+            const bool read = x.op == OHCA_WR_RDMA_READ;
+            fill(read ? resp : req, (read ? t.buf + x.remote : s.buf + x.local), x.len, g);
+            if (read) {
+                req.host.fill(s.buf + x.local, 0xa5, x.len + 1);
+            } else {
+                resp.host.fill(t.buf + x.remote, 0xa5, x.len + x.slack + 1);
+            }
+            if (x.recv) {
+                resp.post_recv(t.qp, iter << 8 | w, {{t.buf + x.remote, x.len + x.slack, t.key}});
+            }
+        }
+        for (size_t w = 0; w < b.wrs.size(); ++w) {
+            const Wr &x = b.wrs[w];
+            SendReq q;
+            q.wr_id = iter << 8 | w;
+            q.opcode = x.op;
+            q.imm = static_cast<uint32_t>(iter << 8 | w);
+            q.remote_addr = t.buf + x.remote;
+            q.rkey = t.key;
+            if (x.len != 0) {
+                q.sges = {{s.buf + x.local, x.len, s.key}};
+            }
+            req.post_send(s.qp, q, false);
+        }
+        req.ring_sq(s.qp);
+    }
+    // Takes node r's send completions and its peer's receive completions of
+    // batch b; false with 'why' on the first wrong one.
+    bool collect(int r, Batch &b, uint64_t iter, std::string &why) {
+        for (const ohca_cqe &c : node(r).poll(side[r].scq)) {
+            const size_t w = b.sends_seen++;
+            if (w >= b.wrs.size() || c.wr_id != (iter << 8 | w) || c.status != OHCA_CQE_SUCCESS) {
+                why = strf("node %d: WR %zu of %zu (opcode %d, %u bytes) completed as wr_id "
+                           "0x%llx status %u",
+                           r, w, b.wrs.size(), w < b.wrs.size() ? b.wrs[w].op : -1,
+                           w < b.wrs.size() ? b.wrs[w].len : 0,
+                           static_cast<unsigned long long>(c.wr_id), c.status);
+                return false;
+            }
+        }
+        for (const ohca_cqe &c : node(1 - r).poll(side[1 - r].rcq)) {
+            size_t w = b.recvs_seen;
+            while (w < b.wrs.size() && !b.wrs[w].recv) {
+                ++w;
+            }
+            if (w >= b.wrs.size() || c.wr_id != (iter << 8 | w) || c.status != OHCA_CQE_SUCCESS ||
+                c.byte_len != b.wrs[w].len) {
+                why = strf("node %d: receive wr_id 0x%llx status %u byte_len %u", 1 - r,
+                           static_cast<unsigned long long>(c.wr_id), c.status, c.byte_len);
+                return false;
+            }
+            b.recvs_seen = w + 1;
+        }
+        return true;
+    }
+    bool done(const Batch &b) const {
+        size_t recvs = 0;
+        for (const Wr &x : b.wrs) {
+            recvs += x.recv ? 1 : 0;
+        }
+        size_t seen = 0;
+        for (size_t w = 0; w < b.recvs_seen; ++w) {
+            seen += b.wrs[w].recv ? 1 : 0;
+        }
+        return b.sends_seen == b.wrs.size() && seen == recvs;
+    }
+    bool bytes_ok(int r, const Batch &b) {
+        const Side &s = side[r], &t = side[1 - r];
+        for (const Wr &x : b.wrs) {
+            const bool read = x.op == OHCA_WR_RDMA_READ;
+            std::vector<uint8_t> src(x.len), dst(x.len + 1);
+            EXPECT_TRUE(node(read ? 1 - r : r).host.read((read ? t.buf + x.remote : s.buf + x.local),
+                                                        src.data(), x.len));
+            EXPECT_TRUE(node(read ? r : 1 - r).host.read((read ? s.buf + x.local : t.buf + x.remote),
+                                                        dst.data(), x.len + 1));
+            if (!std::equal(src.begin(), src.end(), dst.begin()) || dst[x.len] != 0xa5) {
+                return false;
+            }
+        }
+        return true;
+    }
+    // One frame of the lossy wire each way, and its clock: every round of
+    // the pump is one hop (100 us); an idle wire jumps to the next timer.
+    // Samples each QP's timeouts-without-progress streak after every run.
+    void round() {
+        for (int i = 0; i < 2; ++i) {
+            const uint64_t before = device_of(node(i).e).roce_counters().timeouts;
+            node(i).process();
+            const uint64_t fired = device_of(node(i).e).roce_counters().timeouts - before;
+            const Qp &q = qp_of(i);
+            unsigned int now = q.state == OHCA_QPS_ERR ? streak[i] + static_cast<unsigned>(fired)
+                                                       : kRetry - q.retry_left;
+            if (fired != 0 && now == 0) {
+                now = streak[i] + static_cast<unsigned>(fired); // ended in this run
+                end_streak(i, now);
+                now = 0;
+            } else if (now < streak[i]) {
+                end_streak(i, streak[i]);
+            }
+            streak[i] = now;
+            if (trace && fired != 0) {
+                std::printf("%9.3f ms node %d: timeout, %u in a row; una %06x next %06x "
+                            "cwnd %u recovering %d, its responder's epsn %06x\n",
+                            ms(), i, now, q.una_psn, q.next_psn, q.cwnd, q.recovering, q.epsn);
+            }
+        }
+        bool idle = true;
+        for (int from = 0; from < 2; ++from) {
+            auto frames = std::move(node(from).host.wire);
+            node(from).host.wire.clear();
+            idle = idle && frames.empty();
+            for (size_t k = 0; k < frames.size(); ++k) {
+                ++sent[from];
+                const bool drop = rng() % 1000 < loss_permille;
+                if (trace) {
+                    ParsedPacket p;
+                    if (parse_roce_frame(frames[k], p) == ParseError::None) {
+                        std::printf("%9.3f ms %s op %02x psn %06x%s aeth %02x reth %u len %zu%s\n",
+                                    ms(), from == 0 ? "0>1" : "1>0", p.fields.bth.opcode,
+                                    p.fields.bth.psn, p.fields.bth.ack_req ? " A" : "",
+                                    p.fields.aeth ? p.fields.aeth->syndrome : 0,
+                                    p.fields.reth ? p.fields.reth->dma_len : 0, p.payload.size(),
+                                    drop ? " LOST" : "");
+                    }
+                }
+                if (drop) {
+                    ++lost[from];
+                    continue;
+                }
+                if (ohca_engine_receive_frame(node(1 - from).e, frames[k].data(),
+                                              frames[k].size()) == OHCA_ENGINE_RX_RETRY) {
+                    node(from).host.wire.insert(node(from).host.wire.begin(),
+                                                std::make_move_iterator(frames.begin() + k),
+                                                std::make_move_iterator(frames.end()));
+                    break;
+                }
+            }
+        }
+        uint64_t next = node(0).host.now + 100'000;
+        if (idle) {
+            uint64_t t = UINT64_MAX;
+            for (int i = 0; i < 2; ++i) {
+                if (node(i).host.timer > node(i).host.now) {
+                    t = std::min(t, node(i).host.timer);
+                }
+            }
+            next = t == UINT64_MAX ? next : std::max(next, t);
+        }
+        node(0).host.now = node(1).host.now = next;
+    }
+    void end_streak(int i, unsigned int n) {
+        if (n > 0) {
+            ++streak_hist[std::min<unsigned int>(n, kRetry + 1)];
+            max_streak[i] = std::max(max_streak[i], n);
+        }
+    }
+    // One connection: 'iters' iterations, each a batch from one end (or from
+    // both at once when 'both'). Empty when every WR completed correctly.
+    std::string run_seed(uint64_t seed, int iters, bool both) {
+        std::mt19937_64 g(seed);
+        rng.seed(seed ^ 0x5eed);
+        streak[0] = streak[1] = 0;
+        max_streak[0] = max_streak[1] = 0;
+        for (int it = 0; it < iters; ++it) {
+            const auto iter = static_cast<uint64_t>(it + 1);
+            const int first = static_cast<int>(g() % 2);
+            Batch b[2];
+            bool on[2] = {false, false};
+            for (int k = 0; k < (both ? 2 : 1); ++k) {
+                const int r = (first + k) % 2;
+                b[r] = plan(g);
+                on[r] = true;
+                post(r, b[r], iter, g);
+            }
+            std::string why;
+            const uint64_t limit = node(0).host.now + 120'000'000'000;
+            while (node(0).host.now < limit) {
+                round();
+                bool all = true;
+                for (int r = 0; r < 2; ++r) {
+                    if (on[r] && !collect(r, b[r], iter, why)) {
+                        return strf("seed %llu iteration %llu: %s",
+                                    static_cast<unsigned long long>(seed),
+                                    static_cast<unsigned long long>(iter), why.c_str());
+                    }
+                    all = all && (!on[r] || done(b[r]));
+                }
+                if (all) {
+                    break;
+                }
+            }
+            for (int r = 0; r < 2; ++r) {
+                if (on[r] && !done(b[r])) {
+                    return strf("seed %llu iteration %llu: node %d has not finished",
+                                static_cast<unsigned long long>(seed),
+                                static_cast<unsigned long long>(iter), r);
+                }
+                if (on[r] && !bytes_ok(r, b[r])) {
+                    return strf("seed %llu iteration %llu: wrong bytes from node %d",
+                                static_cast<unsigned long long>(seed),
+                                static_cast<unsigned long long>(iter), r);
+                }
+            }
+        }
+        return {};
+    }
+    // The next connection: both QPs through RESET, the wire drained.
+    void reconnect() {
+        for (int k = 0; k < 100 && (!node(0).host.wire.empty() || !node(1).host.wire.empty());
+             ++k) {
+            pump(node(0), node(1));
+        }
+        for (int i = 0; i < 2; ++i) {
+            ohca_qp_attr at{};
+            at.qp_state = OHCA_QPS_RESET;
+            ASSERT_EQ(node(i).modify(side[i].qp.qpn, OHCA_QP_STATE, at).status, OHCA_STATUS_OK);
+            side[i].qp.sq_pi = side[i].qp.rq_pi = 0;
+            (void)node(i).poll(side[i].scq);
+            (void)node(i).poll(side[i].rcq);
+            node(i).host.traces.clear();
+        }
+        const uint32_t remote = OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ;
+        for (int i = 0; i < 2; ++i) {
+            node(i).connect(side[i].qp, side[1 - i].qp.qpn, node(1 - i), 3, 14, kRetry, 7, remote,
+                            4);
+        }
+    }
+
+    double ms() const { return static_cast<double>(a.host.now - t0) / 1e6; }
+
+    unsigned int loss_permille = 200;
+    bool trace = false; // print every frame and timeout
+    uint64_t t0 = 0;
+    std::mt19937_64 rng;
+    uint64_t sent[2] = {0, 0}, lost[2] = {0, 0};
+    unsigned int streak[2] = {0, 0}, max_streak[2] = {0, 0};
+    std::vector<uint64_t> streak_hist; // [n]: streaks of n timeouts; [kRetry + 1]: failures
+};
+
+// Seeds, iterations per seed and loss in permille from the environment, for
+// longer searches (OHCA_LOSSY_SEEDS=2000 OHCA_LOSSY_PERMILLE=300 ...).
+unsigned long env_or(const char *name, unsigned long dflt) {
+    const char *v = std::getenv(name);
+    return v != nullptr ? std::strtoul(v, nullptr, 0) : dflt;
+}
+
+TEST_F(LossyTrafficTest, TwentyPercentLossBothWays) {
+    const unsigned long seeds = env_or("OHCA_LOSSY_SEEDS", 200);
+    const auto iters = static_cast<int>(env_or("OHCA_LOSSY_ITERS", 4));
+    loss_permille = static_cast<unsigned int>(env_or("OHCA_LOSSY_PERMILLE", 200));
+    const bool both = env_or("OHCA_LOSSY_BOTH", 1) != 0;
+    unsigned long failed = 0;
+    std::vector<unsigned long> runs_by_max(kRetry + 2, 0);
+    for (unsigned long seed = 1; seed <= seeds; ++seed) {
+        trace = seed == env_or("OHCA_LOSSY_TRACE", 0);
+        t0 = node(0).host.now;
+        const std::string err = run_seed(seed, iters, both);
+        EXPECT_EQ(err, "");
+        failed += err.empty() ? 0 : 1;
+        ++runs_by_max[std::min<unsigned int>(std::max(max_streak[0], max_streak[1]), kRetry + 1)];
+        reconnect();
+    }
+    std::string hist, runs;
+    for (size_t n = 1; n < streak_hist.size(); ++n) {
+        hist += strf(" %zu:%llu", n, static_cast<unsigned long long>(streak_hist[n]));
+    }
+    for (size_t n = 0; n < runs_by_max.size(); ++n) {
+        runs += strf(" %zu:%lu", n, runs_by_max[n]);
+    }
+    std::printf("lossy: %lu seeds x %d iterations, loss %u/1000, both %d: %lu failed; "
+                "frames %lu/%lu lost %lu/%lu\n  streaks of timeouts without progress:%s\n"
+                "  runs by longest streak:%s\n",
+                seeds, iters, loss_permille, both, failed, (unsigned long)sent[0],
+                (unsigned long)sent[1], (unsigned long)lost[0], (unsigned long)lost[1], hist.c_str(),
+                runs.c_str());
+    for (int i = 0; i < 2; ++i) {
+        EXPECT_EQ(device_of(node(i).e).roce_counters().retry_exceeded, 0u) << i;
+    }
 }
 
 } // namespace
