@@ -454,7 +454,10 @@ void RcRequester::recover_from(Qp &qp, uint32_t psn, bool timeout) {
     qp.ssthresh = std::max(qp.cwnd / 2, DeviceLimits::min_window);
     qp.cwnd = timeout ? DeviceLimits::min_window : qp.ssthresh;
     qp.cwnd_acked = 0;
-    qp.recovering = true;
+    // After a timeout nothing sent before it is still on the way, so the
+    // next sign of a loss there is the resend's own (its first packet lost
+    // again): that goes back at once, not a timeout later.
+    qp.recovering = !timeout;
     qp.recover_psn = psn;
     go_back(qp, psn);
 }
