@@ -66,6 +66,15 @@ size_t wqe_at_psn(const std::deque<SendWr> &q, uint32_t psn) {
     return lo < n && psn_diff(psn, q[lo].first_psn) >= 0 ? lo : q.size();
 }
 
+// Where a NAK at 'psn' resumes once ack_through() has taken what it
+// acknowledges: at 'psn', or at una if that stayed at a READ (or atomic)
+// before it whose responses are missing. ack_through() went back there;
+// resuming past it left the window full from una and no packet, so no ACK
+// timer, to come.
+uint32_t nak_resume(const Qp &qp, uint32_t psn) {
+    return psn_diff(qp.una_psn, psn) < 0 ? qp.una_psn : psn;
+}
+
 uint32_t wire_imm(uint32_t le_field) {
     // The WQE holds the immediate as the wire bytes; read them in order.
     uint8_t b[4];
@@ -532,7 +541,7 @@ void RcRequester::rx(Qp &qp, const ParsedPacket &pkt) {
                 }
                 --qp.rnr_left;
             }
-            go_back(qp, psn);
+            go_back(qp, nak_resume(qp, psn));
             qp.rnr_wait = true;
             uint64_t wait =
                 std::max(uint64_t{kRnrTimer100us[code]} * 10'000, DeviceLimits::min_rnr_delay_ns);
@@ -557,7 +566,7 @@ void RcRequester::rx(Qp &qp, const ParsedPacket &pkt) {
             }
             if (code == kNakPsnSeq) {
                 ++svc_.counters().seq_naks_rcvd;
-                recover_from(qp, psn, false);
+                recover_from(qp, nak_resume(qp, psn), false);
                 return;
             }
             ++svc_.counters().error_naks_rcvd;

@@ -908,6 +908,83 @@ INSTANTIATE_TEST_SUITE_P(Cases, ResendLossTest,
                          ::testing::Values(ResendLoss::WriteNak, ResendLoss::ReadResponseGap,
                                            ResendLoss::AckPastRead));
 
+// A NAK past a READ whose response was lost: a sequence error, or an RNR
+// NAK of a SEND. The READ is asked for again and everything after it resent.
+// The NAK's own PSN, further on, is no place to resume: with una held at the
+// READ the window had no room there, and with the ACK timer stopped by the
+// progress before the READ, the QP sent nothing ever again (found by
+// LossyTrafficTest).
+class NakPastReadTest : public WireTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(NakPastReadTest, ResendsTheRead) {
+    const bool rnr = GetParam();
+    setup();
+    const uint32_t psn0 = psn_add(0x100 + side[0].qp.qpn, 0);
+    SendReq w;
+    w.opcode = OHCA_WR_RDMA_WRITE;
+    w.remote_addr = side[1].buf;
+    w.rkey = side[1].key;
+    w.sges = {{side[0].buf, 100, side[0].key}}; // psn0
+    a.post_send(side[0].qp, w);
+    SendReq r;
+    r.opcode = OHCA_WR_RDMA_READ;
+    r.wr_id = 2;
+    r.remote_addr = side[1].buf + 0x10000;
+    r.rkey = side[1].key;
+    r.sges = {{side[0].buf + 0x10000, 1000, side[0].key}}; // psn0 + 1
+    a.post_send(side[0].qp, r);
+    w.wr_id = 3;
+    w.remote_addr = side[1].buf + 0x20000;
+    w.sges = {{side[0].buf + 0x20000, 150 * 1024, side[0].key}}; // psn0 + 2 ... + 151
+    a.post_send(side[0].qp, w);
+    SendReq snd;
+    snd.wr_id = 4;
+    snd.sges = {{side[0].buf + 0x80000, 10, side[0].key}}; // psn0 + 152, no receive yet
+    a.post_send(side[0].qp, snd);
+    if (!rnr) {
+        b.post_recv(side[1].qp, 9, {{side[1].buf + 0x80000, 64, side[1].key}});
+    }
+    // The NAK: RNR for the SEND, or a sequence error for the WRITE's 140th
+    // packet, lost (beyond the window once halved twice). Everything from b
+    // is lost up to the NAK.
+    const uint32_t at = psn_add(psn0, rnr ? 152 : 2 + 140);
+    const uint8_t kind = rnr ? kAethRnrNak : kAethNak;
+    bool nak = false, dropped = false;
+    auto drop = [&](bool from_a, const std::vector<uint8_t> &f) {
+        ParsedPacket p;
+        EXPECT_EQ(parse_roce_frame(f, p), ParseError::None);
+        if (from_a) {
+            const bool lose = !rnr && !dropped && p.fields.bth.psn == at;
+            dropped = dropped || lose;
+            return lose;
+        }
+        if (!nak && p.fields.bth.opcode == rc::kAck && p.fields.bth.psn == at &&
+            (p.fields.aeth->syndrome & 0x60) == kind) {
+            nak = true;
+            return false;
+        }
+        return !nak;
+    };
+    ASSERT_TRUE(run(
+        [&] {
+            if (nak && side[1].qp.rq_pi == 0) {
+                b.post_recv(side[1].qp, 9, {{side[1].buf + 0x80000, 64, side[1].key}});
+            }
+            return sends() == 4;
+        },
+        drop, 100))
+        << sc.size() << " completions, NAK " << nak << ", timer " << a.host.timer;
+    for (const ohca_cqe &e : sc) {
+        EXPECT_EQ(e.status, OHCA_CQE_SUCCESS);
+    }
+    EXPECT_EQ(device_of(a.e).roce_counters().rnr_naks_rcvd, rnr ? 1u : 0u);
+    EXPECT_TRUE(same(side[0].buf + 0x10000, side[1].buf + 0x10000, 1000));
+    EXPECT_TRUE(same(side[0].buf + 0x20000, side[1].buf + 0x20000, 150 * 1024));
+    EXPECT_TRUE(same(side[0].buf + 0x80000, side[1].buf + 0x80000, 10));
+}
+
+INSTANTIATE_TEST_SUITE_P(SeqOrRnr, NakPastReadTest, ::testing::Bool());
+
 std::string strf(const char *f, ...) __attribute__((format(printf, 1, 2)));
 std::string strf(const char *f, ...) {
     char buf[256];
