@@ -1337,12 +1337,22 @@ TEST_F(LossyTrafficTest, TwentyPercentLossBothWays) {
     loss_permille = static_cast<unsigned int>(env_or("OHCA_LOSSY_PERMILLE", 200));
     const bool both = env_or("OHCA_LOSSY_BOTH", 1) != 0;
     unsigned long failed = 0;
+    // Eight lost tries in a row end a QP in RETRY_EXC_ERR whatever the
+    // requester does: about 3e-4 per stall at 20 % each way, 0.35 expected
+    // in the default 800 iterations. Up to three such runs are that floor;
+    // any other failure (a hang, wrong bytes, another status) is a bug.
+    unsigned long at_floor = 0;
+    const std::string retry_exc = strf(" status %u", OHCA_CQE_RETRY_EXC_ERR);
     std::vector<unsigned long> runs_by_max(kRetry + 2, 0);
     for (unsigned long seed = env_or("OHCA_LOSSY_FIRST", 1); seed <= seeds; ++seed) {
         trace = seed == env_or("OHCA_LOSSY_TRACE", 0);
         t0 = node(0).host.now;
         const std::string err = run_seed(seed, iters, both);
-        EXPECT_EQ(err, "");
+        if (err.ends_with(retry_exc)) {
+            ++at_floor;
+        } else {
+            EXPECT_EQ(err, "");
+        }
         failed += err.empty() ? 0 : 1;
         ++runs_by_max[std::min<unsigned int>(std::max(max_streak[0], max_streak[1]), kRetry + 1)];
         reconnect();
@@ -1360,9 +1370,11 @@ TEST_F(LossyTrafficTest, TwentyPercentLossBothWays) {
                 seeds, iters, loss_permille, both, failed, (unsigned long)sent[0],
                 (unsigned long)sent[1], (unsigned long)lost[0], (unsigned long)lost[1],
                 hist.c_str(), runs.c_str());
-    for (int i = 0; i < 2; ++i) {
-        EXPECT_EQ(device_of(node(i).e).roce_counters().retry_exceeded, 0u) << i;
-    }
+    EXPECT_LE(at_floor, 3u);
+    // (both ends of one run may give up)
+    EXPECT_LE(device_of(node(0).e).roce_counters().retry_exceeded +
+                  device_of(node(1).e).roce_counters().retry_exceeded,
+              2 * at_floor);
 }
 
 } // namespace
