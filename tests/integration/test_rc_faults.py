@@ -1,6 +1,6 @@
 """RC through a faulty wire between two VMs (tests/wire/ohca_wire between
 the two dgram netdevs): ohca_rc_integrity checks every byte and completion
-at 1 %, 5 % and 20 % loss of RoCE frames, with duplication, reordering and delay, and
+at 1 %, 5 % and 10 % loss of RoCE frames, with duplication, reordering and delay, and
 with 3 % corruption (dropped by the ICRC check); the device's hw counters
 (/sys/class/infiniband/ohca0/ports/1/hw_counters) must show the recovery.
 GID index 1 is the port's RoCEv2 GID for its IPv4 address."""
@@ -41,11 +41,15 @@ done
 """
 
 # Faults, and iterations of ohca_rc_integrity: at 1 % a longer run, so that
-# frames are certainly lost (a 12-iteration run with seed 1 lost none).
+# frames are certainly lost (a 12-iteration run with seed 1 lost none). Not
+# 20 %: there retry_cnt 7 (the most IBTA allows) ends about one run in 330
+# in RETRY_EXC_ERR however right the device is (eight lost tries of an
+# iteration's last packet and its ACK in a row; docs/wire.md, measured with
+# the engine's LossyTrafficTest, which covers 20 % with that floor allowed).
 CASES = {
     "loss1": ({"loss": 0.01}, 4 * ITERS),
     "loss5": ({"loss": 0.05}, ITERS),
-    "loss20": ({"loss": 0.20}, ITERS),
+    "loss10": ({"loss": 0.10}, ITERS),
     "dup_reorder": ({"dup": 0.03, "reorder": 0.03, "delay": 0.02, "delay_us": 3000}, ITERS),
     "corrupt": ({"corrupt": 0.03}, ITERS),
 }
