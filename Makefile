@@ -41,7 +41,7 @@ engine: deps
 	@cmake --build build/engine -j2
 
 engine-test: engine
-	@ctest --test-dir build/engine --output-on-failure
+	@ctest --test-dir build/engine --output-on-failure -j2
 
 # Google Benchmark of the engine with the fake host (Release build of its
 # own); figures in docs/bench.md. The smoke run only keeps it building and

@@ -111,7 +111,7 @@ stage deps "" bash tests/deps.sh
 stage firmware-interface "" traced firmware-interface -- make --no-print-directory firmware-interface-test
 stage engine-unit "" traced engine -- make --no-print-directory engine-test
 stage engine-bench "" make --no-print-directory engine-bench-smoke
-stage engine-fuzz "" bash qemu-device/engine/fuzz/run.sh $((quick ? 5 : 30))
+stage engine-fuzz "" bash qemu-device/engine/fuzz/run.sh $((quick ? 5 : 12))
 stage wire-unit "" traced wire -- make --no-print-directory wire-test
 stage qemu "" make --no-print-directory qemu
 stage device-smoke qemu /usr/bin/python3 qemu-device/tests/qtest_smoke.py

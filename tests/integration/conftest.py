@@ -46,6 +46,9 @@ def pytest_configure(config):
         "markers", "ohca_only: needs the ohca device (deselected with --nic virtio)")
     config.addinivalue_line(
         "markers", "debug_kernel: needs --kernel debug (skipped otherwise)")
+    config.addinivalue_line(
+        "markers", "retires_vm: spoils its pooled VM on purpose (runs last, so the "
+                   "VMs the other tests share are not booted twice)")
     if config.getoption("--kernel") == "debug":
         top = ohcavm.TOP
         os.environ.setdefault("OHCA_KERNEL", os.path.join(top, "build/debug-kernel/bzImage"))
@@ -55,6 +58,8 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    # a test that spoils its VM goes last: the next job would boot again
+    items.sort(key=lambda item: item.get_closest_marker("retires_vm") is not None)
     if config.getoption("--kernel") != "debug":
         skip = pytest.mark.skip(reason="needs --kernel debug")
         for item in items:

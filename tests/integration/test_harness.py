@@ -1,6 +1,8 @@
 """Self-checks of the harness: the parsers on their own, and one VM run
 proving that a kernel problem in the guest fails the run."""
 
+import pytest
+
 from vmtest import ohcavm, parse_devinfo
 
 DEVINFO_SAMPLE = (
@@ -82,6 +84,7 @@ def test_scan_kernel_log_debug_kernel():
     assert len(ohcavm.scan_kernel_log(reports)) == 5
 
 
+@pytest.mark.retires_vm
 def test_guest_kernel_warning_fails_the_run(vm_run):
     (r,) = vm_run("echo 'WARNING: CPU: 0 PID: 1 at ohca-harness-selftest' > /dev/kmsg",
                   preamble=False, timeout=200)
