@@ -472,7 +472,8 @@ class VM:
             "OHCA_MODULE_PARAMS": self.cluster.module_params,
             "OHCA_MTU": str(self.cluster.mtu or ""),
         }
-        return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
+        return ("".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
+                + self.cluster.env_tail)
 
     def _new_share(self):
         """An empty log dir with the share's identity: hostname and env.sh."""
@@ -728,6 +729,10 @@ class Cluster:
 
     or simply ohcavm.run(...). Leaving the context kills any QEMU left.
     """
+
+    # shell lines appended to each VM's env.sh, which the guest's init
+    # sources at boot and every job sources again
+    env_tail = ""
 
     def __init__(self, name="run", nvms=1, nic=None, logdir=None, smp=2,
                  mem="2G", module_params="", extra_args=None, append=None,
