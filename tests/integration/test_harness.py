@@ -123,3 +123,20 @@ def test_pool_reuses_the_boot_and_cleans_up(vm_run):
     assert "sleepers: 0" in second.output, second.output
     assert "tmp: 0" in second.output, second.output
     assert "mtu: 1500" in second.output, second.output
+
+
+def test_pool_pairs_one_vm_jobs_with_two_vm_ones(vm_run, vm_pool):
+    """OHCA_VM_POOL_PAIR=1 (debug-smoke): a one-VM job runs on vm0 of the
+    two-VM cluster that the next two-VM job uses, in the same boot."""
+    if not vm_pool.pair:
+        pytest.skip("the pool pairs VMs only with OHCA_VM_POOL_PAIR=1")
+    boot = "echo \"BOOT $OHCA_VM_INDEX $(cat /proc/sys/kernel/random/boot_id)\""
+    (one,) = vm_run(boot, preamble=False)
+    assert one.ok, one.report()
+    both = vm_run(boot, nvms=2, preamble=False)
+    assert all(r.ok for r in both), [r.report() for r in both]
+    first = one.output.split("BOOT ", 1)[1].split()
+    assert first[0] == "0", one.output
+    assert both[0].output.split("BOOT ", 1)[1].split()[1] == first[1], \
+        "the two-VM job booted VMs of its own"
+

@@ -789,6 +789,7 @@ class Cluster:
         self._stop = threading.Event()
         self._relay = None
         self._relay_lock = threading.Lock()
+        self._active = list(range(nvms))  # the VMs of the current job
 
     def __getitem__(self, i):
         return self.vms[i]
@@ -944,10 +945,14 @@ class Cluster:
         """True while every VM is alive and can take another job."""
         return all(vm.alive() and not vm.unfit() for vm in self.vms)
 
-    def run_job(self, scripts, preamble=True, timeout=DEFAULT_TIMEOUT):
+    def run_job(self, scripts, preamble=True, timeout=DEFAULT_TIMEOUT, only=None):
         """One job on serving VMs; returns a list of Result like wait(). A
-        VM that timed out is killed (the cluster is then not fit)."""
-        scripts, preamble = self.wrap(self._scripts(scripts), preamble)
+        VM that timed out is killed (the cluster is then not fit). only: the
+        indexes of the VMs that take the job (all by default); the others
+        stay idle and the results are theirs alone, in that order."""
+        active = list(range(self.nvms)) if only is None else sorted(only)
+        scripts = self._scripts(scripts)
+        scripts, preamble = self.wrap([scripts[i] for i in active], preamble)
         deadline = time.monotonic() + timeout * self.timeout_factor
         # Every VM serving first, so the job starts on all of them together:
         # one whose boot was restarted (_watch_boot) is minutes behind, and
@@ -959,9 +964,10 @@ class Cluster:
             time.sleep(0.2)
         with self._relay_lock:
             self._released = set()
-            for vm, script in zip(self.vms, scripts):
-                vm.dispatch(script, preamble, self.files)
-        pending = set(range(self.nvms))
+            self._active = active
+            for i, script in zip(active, scripts):
+                self.vms[i].dispatch(script, preamble, self.files)
+        pending = set(active)
         while pending and time.monotonic() < deadline:
             for i in list(pending):
                 vm = self.vms[i]
@@ -970,7 +976,8 @@ class Cluster:
                     pending.discard(i)
             time.sleep(0.1)
         results = []
-        for i, vm in enumerate(self.vms):
+        for i in active:
+            vm = self.vms[i]
             r = vm.collect()
             r.duration = time.monotonic() - vm.t_dispatch
             if i in pending:
@@ -995,7 +1002,8 @@ class Cluster:
 
     def _relay_once(self):
         names = None
-        for vm in self.vms:
+        vms = [self.vms[i] for i in self._active]
+        for vm in vms:
             try:
                 here = {f[len("barrier."):] for f in os.listdir(vm.sync)
                         if f.startswith("barrier.") and not f.endswith(".go")}
@@ -1003,7 +1011,7 @@ class Cluster:
                 here = set()
             names = here if names is None else names & here
         for n in (names or set()) - self._released:
-            for vm in self.vms:
+            for vm in vms:
                 with open(os.path.join(vm.sync, f"barrier.{n}.go"), "w"):
                     pass
             self._released.add(n)
@@ -1069,15 +1077,21 @@ class Pool:
     (MTU, module parameters, extra files, allowed kernel-log lines) are
     applied per job. A fault wire is restarted with the job's faults (its
     statistics end up in each Result's wire_stats); captures always get
-    fresh VMs."""
+    fresh VMs.
+
+    With pair=True (OHCA_VM_POOL_PAIR=1), a one-VM job runs on the first VM
+    of the two-VM cluster of its shape, the second one idle: one boot of
+    two VMs side by side (one core each) then serves both kinds of job,
+    where a debug-kernel boot costs minutes."""
 
     # Cluster() arguments that can change from job to job
     PER_JOB = ("mtu", "module_params", "extra_files", "klog_allow")
     # arguments that are part of the key
     KEYED = ("nic", "nics", "smp", "mem", "extra_args", "append", "wire")
 
-    def __init__(self, logroot):
+    def __init__(self, logroot, pair=None):
         self.logroot = logroot
+        self.pair = os.environ.get("OHCA_VM_POOL_PAIR", "0") == "1" if pair is None else pair
         self.clusters = {}
         self.counter = 0
         self.problems = []  # from final checks of retired clusters
@@ -1088,6 +1102,10 @@ class Pool:
 
     def run(self, cls, scripts, nvms=1, preamble=True, timeout=DEFAULT_TIMEOUT,
             logdir=None, **kw):
+        only = None
+        if self.pair and nvms == 1 and not kw.get("nics") and not kw.get("wire"):
+            nvms, only = 2, [0]
+            scripts = {0: scripts[0] if isinstance(scripts, (list, dict)) else scripts}
         keyed = {k: kw.get(k) for k in self.KEYED}
         faults = keyed["wire"] if isinstance(keyed["wire"], dict) else None
         key = (cls, nvms, json.dumps(dict(keyed, wire="faulty" if faults else keyed["wire"]),
@@ -1117,14 +1135,14 @@ class Pool:
             if not os.path.isfile(path):
                 raise HarnessError(f"{path} missing (wanted in the share as {fname})")
             c.files[fname] = path
-        results = c.run_job(scripts, preamble=preamble, timeout=timeout)
+        results = c.run_job(scripts, preamble=preamble, timeout=timeout, only=only)
         if faults is not None:  # this job's statistics; the next one restarts it
             stats = c.stop_fault_wire()
             c.fault_wire = None
             for r in results:
                 r.wire_stats = stats
         if logdir:
-            for vm, r in zip(c.vms, results):
+            for vm, r in zip([c.vms[i] for i in (only or range(nvms))], results):
                 self._keep(vm, r, os.path.join(logdir, vm.name))
         if not all(r.ok for r in results):
             c.close()  # the failed test reports it; no final check
