@@ -20,6 +20,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/etherdevice.h>
 #include <linux/kthread.h>
+#include <linux/sizes.h>
 #include <linux/skbuff.h>
 
 #include "ohca_cmdq.c"
@@ -884,6 +885,19 @@ static void eth_done(struct ohca_dev *dev, u32 index, u16 flags)
 	dev->tx.desc[index & (dev->tx.size - 1)].flags = cpu_to_le16(flags);
 }
 
+/*
+ * The test's net_device is never registered, so it has no qdisc: BQL must
+ * not stop its queue (a completion would then schedule the missing qdisc).
+ * A limit above what a test queues keeps it running.
+ */
+static void ohca_test_bql_reset(struct net_device *ndev)
+{
+#ifdef CONFIG_BQL
+	netdev_get_tx_queue(ndev, 0)->dql.min_limit = SZ_1M;
+#endif
+	netdev_reset_queue(ndev);
+}
+
 static void ohca_test_tx_reclaim(struct kunit *test)
 {
 	struct ohca_kunit_env *env = test->priv;
@@ -900,7 +914,7 @@ static void ohca_test_tx_reclaim(struct kunit *test)
 
 		ring->pi = s;
 		ring->ci = s;
-		netdev_reset_queue(dev->netdev);
+		ohca_test_bql_reset(dev->netdev);
 		for (k = 0; k < 6; k++)
 			eth_post(test, dev, 60 + k);
 		KUNIT_EXPECT_EQ(test, ohca_tx_free(ring), ring->size - 6);
