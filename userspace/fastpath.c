@@ -454,6 +454,44 @@ static void ohca_wr_atomic_fetch_add(struct ibv_qp_ex *ibqp, uint32_t rkey,
 		ohca_wqe_atomic(wqe, rkey, remote_addr, add, 0);
 }
 
+/* RC only, as post_send's LOCAL_INV and BIND_MW (ohca_qp_ex_send_ops). */
+static void ohca_wr_local_inv(struct ibv_qp_ex *ibqp, uint32_t invalidate_rkey)
+{
+	struct ohca_send_wqe *wqe = ohca_ex_new(ex_to_qp(ibqp),
+						OHCA_WR_LOCAL_INV);
+
+	if (wqe)
+		ohca_wqe_inv(wqe, invalidate_rkey);
+	/* No data: a setter after it is an error (as for BIND_MW). */
+	ex_to_qp(ibqp)->ex_wqe = NULL;
+}
+
+/* Type 2 windows only (type 1 binds through ibv_bind_mw); the key is the
+ * caller's, the window's rkey is not changed here (as post_send's). */
+static void ohca_wr_bind_mw(struct ibv_qp_ex *ibqp, struct ibv_mw *mw,
+			    uint32_t rkey,
+			    const struct ibv_mw_bind_info *bind_info)
+{
+	struct ohca_qp *qp = ex_to_qp(ibqp);
+	int err;
+
+	qp->ex_wqe = NULL;
+	if (qp->ex_err)
+		return;
+	if (ohca_wq_used(&qp->sq) >= (1u << qp->sq.log_size)) {
+		qp->ex_err = ENOMEM;
+		return;
+	}
+	err = ohca_encode_bind_wqe(qp, mw, rkey, bind_info, ibqp->wr_id,
+				   ibqp->wr_flags, false,
+				   ohca_wq_entry(&qp->sq, qp->sq.pi));
+	if (err) {
+		qp->ex_err = err;
+		return;
+	}
+	qp->sq.pi++;
+}
+
 static void ohca_wr_set_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ah,
 				uint32_t remote_qpn, uint32_t remote_qkey)
 {
@@ -562,6 +600,9 @@ uint64_t ohca_qp_ex_send_ops(enum ibv_qp_type qp_type)
 		       IBV_QP_EX_WITH_SEND_WITH_INV |
 		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	/* Window binds and local invalidation: RC only (ohca_encode_bind_wqe). */
+	if (qp_type == IBV_QPT_RC)
+		ops |= IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW;
 	return ops;
 }
 
@@ -598,6 +639,10 @@ void ohca_qp_ex_init_ops(struct ohca_qp *qp, uint64_t send_ops)
 		ex->wr_atomic_cmp_swp = ohca_wr_atomic_cmp_swp;
 	if (send_ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		ex->wr_atomic_fetch_add = ohca_wr_atomic_fetch_add;
+	if (send_ops & IBV_QP_EX_WITH_LOCAL_INV)
+		ex->wr_local_inv = ohca_wr_local_inv;
+	if (send_ops & IBV_QP_EX_WITH_BIND_MW)
+		ex->wr_bind_mw = ohca_wr_bind_mw;
 }
 
 /*

@@ -2,9 +2,10 @@
 /*
  * libohca: memory windows.  ALLOC_MW and DEALLOC_MW go through the kernel;
  * binding is a BIND_MW WQE on the QP's send queue (ibv_bind_mw for type 1,
- * IBV_WR_BIND_MW in ibv_post_send for type 2), executed by the device in
- * send queue order.  Invalidation is a LOCAL_INV WQE or a peer's SEND with
- * invalidate, both built in fastpath.c.
+ * IBV_WR_BIND_MW in ibv_post_send or ibv_wr_bind_mw for type 2), executed
+ * by the device in send queue order.  Invalidation is a LOCAL_INV WQE
+ * (post_send or ibv_wr_local_inv) or a peer's SEND with invalidate, both
+ * built in fastpath.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -66,41 +67,52 @@ static uint32_t ohca_mw_access(int ibv_access)
 	return access;
 }
 
-int ohca_build_bind_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
-			bool type1_ok, struct ohca_bind_mw_wqe *wqe)
+/* The one BIND_MW encoder: post_send's IBV_WR_BIND_MW, ibv_bind_mw and
+ * ibv_wr_bind_mw all build their WQE here. */
+int ohca_encode_bind_wqe(struct ohca_qp *qp, struct ibv_mw *mw, uint32_t rkey,
+			 const struct ibv_mw_bind_info *bi, uint64_t wr_id,
+			 unsigned int send_flags, bool type1_ok,
+			 struct ohca_bind_mw_wqe *wqe)
 {
-	const struct ibv_mw_bind_info *bi = &wr->bind_mw.bind_info;
-	const struct ibv_mw *mw = wr->bind_mw.mw;
 	uint8_t flags = 0;
 
-	if (qp->qp_type != IBV_QPT_RC || !mw || mw->pd != qp->vqp.qp.pd)
+	if (qp->qp_type != IBV_QPT_RC || !mw || !bi ||
+	    mw->pd != qp->vqp.qp.pd)
 		return EINVAL;
 	/* Type 1 windows are bound through ibv_bind_mw only. */
 	if (mw->type != IBV_MW_TYPE_2 && !(mw->type == IBV_MW_TYPE_1 &&
 					   type1_ok))
 		return EINVAL;
 	/* The new key keeps the window's index; only its tag changes. */
-	if ((wr->bind_mw.rkey ^ mw->rkey) & ~0xffu)
+	if ((rkey ^ mw->rkey) & ~0xffu)
 		return EINVAL;
 	if (bi->mw_access_flags & ~OHCA_MW_ACCESS)
 		return EINVAL;
 	if (bi->length && (!bi->mr || bi->mr->pd != mw->pd))
 		return EINVAL;
 
-	if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
+	if ((send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
 		flags |= OHCA_WQE_SIGNALED;
-	if (wr->send_flags & IBV_SEND_FENCE)
+	if (send_flags & IBV_SEND_FENCE)
 		flags |= OHCA_WQE_FENCE;
 	memset(wqe, 0, sizeof(*wqe));
-	wqe->wr_id = htole64(wr->wr_id);
+	wqe->wr_id = htole64(wr_id);
 	wqe->opcode = OHCA_WR_BIND_MW;
 	wqe->flags = flags;
-	wqe->mw_key = htole32(wr->bind_mw.rkey);
+	wqe->mw_key = htole32(rkey);
 	wqe->addr = htole64(bi->addr);
 	wqe->length = htole64(bi->length);
 	wqe->mr_lkey = htole32(bi->mr ? bi->mr->lkey : 0);
 	wqe->access = htole32(ohca_mw_access(bi->mw_access_flags));
 	return 0;
+}
+
+int ohca_build_bind_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
+			bool type1_ok, struct ohca_bind_mw_wqe *wqe)
+{
+	return ohca_encode_bind_wqe(qp, wr->bind_mw.mw, wr->bind_mw.rkey,
+				    &wr->bind_mw.bind_info, wr->wr_id,
+				    wr->send_flags, type1_ok, wqe);
 }
 
 int ohca_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,

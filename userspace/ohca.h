@@ -299,6 +299,10 @@ int ohca_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
 		 struct ibv_mw_bind *mw_bind);
 int ohca_build_bind_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
 			bool type1_ok, struct ohca_bind_mw_wqe *wqe);
+int ohca_encode_bind_wqe(struct ohca_qp *qp, struct ibv_mw *mw, uint32_t rkey,
+			 const struct ibv_mw_bind_info *bi, uint64_t wr_id,
+			 unsigned int send_flags, bool type1_ok,
+			 struct ohca_bind_mw_wqe *wqe);
 
 /* fastpath.c: no system calls */
 int ohca_post_send_list(struct ibv_qp *ibqp, struct ibv_send_wr *wr,

@@ -945,8 +945,19 @@ int main(int argc, char **argv)
 				     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 			.pd = pd,
 			.send_ops_flags = IBV_QP_EX_WITH_SEND |
-					  IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+					  IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+					  IBV_QP_EX_WITH_BIND_MW |
+					  IBV_QP_EX_WITH_LOCAL_INV,
 		};
+		/* the provider reads these fields only (ALLOC_MW is the
+		 * kernel's) */
+		struct ibv_mw mw2 = { .context = ctx, .pd = pd,
+				      .rkey = 0x4500, .handle = 1,
+				      .type = IBV_MW_TYPE_2 };
+		struct ibv_mw mw1 = mw2;
+		struct ibv_mw_bind_info bi = { .mr = mr,
+			.addr = (uintptr_t)buf + 64, .length = 128,
+			.mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
 		struct ibv_sge many[32] = {};
 		struct ibv_poll_cq_attr pa = {};
 		bool used[64] = { false };
@@ -1055,6 +1066,47 @@ int main(int argc, char **argv)
 		ibv_end_poll(cx);
 		CHECK_EQ(db_read(OHCA_DB_CQ), dbv(dx.cqn, 2));
 		CHECK_EQ(ibv_start_poll(cx, &pa), ENOENT);
+
+		/* wr_bind_mw and wr_local_inv: the WQEs post_send's
+		 * IBV_WR_BIND_MW and IBV_WR_LOCAL_INV make (slots 2 and 3) */
+		db_clear();
+		ibv_wr_start(xe);
+		xe->wr_id = 0x71;
+		xe->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE;
+		ibv_wr_bind_mw(xe, &mw2, 0x4501, &bi);
+		xe->wr_id = 0x72;
+		xe->wr_flags = 0;
+		ibv_wr_local_inv(xe, 0x4501);
+		CHECK_EQ(ibv_wr_complete(xe), 0);
+		CHECK_EQ(db_read(OHCA_DB_SQ), dbv(xq->qp_num, 4));
+		CHECK_EQ(rd(xsq, 2 * stride, 8), 0x71);
+		CHECK_EQ(rd(xsq, 2 * stride + 8, 1), OHCA_WR_BIND_MW);
+		CHECK_EQ(rd(xsq, 2 * stride + 9, 1),
+			 OHCA_WQE_SIGNALED | OHCA_WQE_FENCE);
+		CHECK_EQ(rd(xsq, 2 * stride + 12, 4), 0x4501);
+		CHECK_EQ(rd(xsq, 2 * stride + 16, 8), (uintptr_t)buf + 64);
+		CHECK_EQ(rd(xsq, 2 * stride + 24, 8), 128);
+		CHECK_EQ(rd(xsq, 2 * stride + 32, 4), mr->lkey);
+		CHECK_EQ(rd(xsq, 2 * stride + 36, 4), OHCA_ACCESS_REMOTE_WRITE);
+		CHECK_EQ(rd(xsq, 3 * stride, 8), 0x72);
+		CHECK_EQ(rd(xsq, 3 * stride + 8, 1), OHCA_WR_LOCAL_INV);
+		CHECK_EQ(rd(xsq, 3 * stride + 9, 1), 0);
+		CHECK_EQ(rd(xsq, 3 * stride + 24, 4), 0x4501);
+		/* refused, nothing rung: a type 1 window (ibv_bind_mw's), a
+		 * key with another index, a setter after a bind */
+		db_clear();
+		mw1.type = IBV_MW_TYPE_1;
+		ibv_wr_start(xe);
+		ibv_wr_bind_mw(xe, &mw1, 0x4501, &bi);
+		CHECK_EQ(ibv_wr_complete(xe), EINVAL);
+		ibv_wr_start(xe);
+		ibv_wr_bind_mw(xe, &mw2, 0x4601, &bi);
+		CHECK_EQ(ibv_wr_complete(xe), EINVAL);
+		ibv_wr_start(xe);
+		ibv_wr_bind_mw(xe, &mw2, 0x4502, &bi);
+		ibv_wr_set_sge(xe, mr->lkey, (uintptr_t)buf, 8);
+		CHECK_EQ(ibv_wr_complete(xe), EINVAL);
+		CHECK_EQ(db_read(OHCA_DB_SQ), 0);
 		CHECK_EQ(ibv_destroy_qp(xq), 0);
 		CHECK_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cx)), 0);
 	}
