@@ -84,6 +84,9 @@ enum ohca_cmd_opcode {
 	OHCA_CMD_ALLOC_DM		= 0x2c,
 	OHCA_CMD_FREE_DM		= 0x2d,
 	OHCA_CMD_REG_DM_MR		= 0x2e,
+	/* OHCA_DEV_CAP_RAW_ETH: flow steering to raw Ethernet QPs */
+	OHCA_CMD_CREATE_FLOW		= 0x30,
+	OHCA_CMD_DESTROY_FLOW		= 0x31,
 	OHCA_CMD_MAX
 };
 
@@ -153,8 +156,13 @@ struct ohca_query_device_out {
 	ohca_le32 max_dm;		/* live ALLOC_DM allocations */
 	ohca_le32 dm_chunk_size;	/* allocation granule, bytes */
 	ohca_le64 max_dm_size;		/* bytes of device memory */
+	/* Raw Ethernet (OHCA_DEV_CAP_RAW_ETH): 0 without it. */
+	ohca_le32 max_flow;		/* live CREATE_FLOW rules, all QPs */
+	ohca_le32 max_raw_frame;	/* longest raw frame beyond the MTU:
+					 * Ethernet header and one VLAN tag */
 };
-OHCA_ASSERT_SIZE(struct ohca_query_device_out, 184);
+OHCA_ASSERT_SIZE(struct ohca_query_device_out, 192);
+OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_flow, 184);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_xrcd, 160);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_dm, 168);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_dm_size, 176);
@@ -191,6 +199,11 @@ enum ohca_dev_caps {
 	OHCA_DEV_CAP_XRC		= 1u << 4,
 	/* Device memory: ALLOC_DM, FREE_DM, REG_DM_MR and BAR2's window. */
 	OHCA_DEV_CAP_DM			= 1u << 5,
+	/*
+	 * Raw Ethernet (programming manual section 17): OHCA_QPT_RAW_ETH
+	 * QPs, CREATE_FLOW/DESTROY_FLOW, max_flow in QUERY_DEVICE.
+	 */
+	OHCA_DEV_CAP_RAW_ETH		= 1u << 6,
 };
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, node_guid, 8);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, vendor_id, 40);
@@ -382,7 +395,12 @@ struct ohca_query_stats_out {
 	ohca_le64 ud_rx_no_wqe;			/* UD: dropped, no receive WQE
 						 * posted (ABI 1.2) */
 	ohca_le64 ud_rx_bad_qkey;		/* UD: dropped, Q_Key mismatch */
-	ohca_le64 rsvd2[10];
+	/* Raw Ethernet QPs (OHCA_DEV_CAP_RAW_ETH) */
+	ohca_le64 raw_tx_frames;		/* sent by raw QPs */
+	ohca_le64 raw_rx_frames;		/* steered by a flow into a WQE */
+	ohca_le64 raw_rx_dropped;		/* steered, but the QP had no
+						 * WQE or was not ready */
+	ohca_le64 rsvd2[7];
 };
 #define OHCA_QUERY_STATS_OUT_V1_SIZE	128
 OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 384);
@@ -391,6 +409,7 @@ OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, roce_tx_pkts,
 		   OHCA_QUERY_STATS_OUT_V1_SIZE);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, roce_bad_qpn, 280);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, ud_rx_bad_qkey, 296);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, raw_rx_dropped, 320);
 
 /* ======================================================================
  * RDMA resources (ABI 1.1). docs/programming-manual.md §8 gives the rules.
@@ -697,6 +716,14 @@ enum ohca_qp_type {
 	 * request's keys, its WQEs take SENDs and its CQ their completions.
 	 */
 	OHCA_QPT_XRC_TGT		= 5,
+	/*
+	 * (OHCA_DEV_CAP_RAW_ETH) Raw Ethernet: a send WQE (opcode SEND,
+	 * struct ohca_send_wqe and its SGEs or inline data) is one whole
+	 * Ethernet frame, sent as it is; the receive queue takes the frames
+	 * a flow (CREATE_FLOW) steers to the QP. No SRQ. States: RESET->INIT
+	 * needs OHCA_QP_PORT, the other transitions no attribute.
+	 */
+	OHCA_QPT_RAW_ETH		= 6,
 };
 
 /* QP states, the IBTA numbering. */
@@ -937,5 +964,80 @@ OHCA_ASSERT_OFFSET(struct ohca_mcast_in, gid, 8);
  * max_xrcd. DEALLOC_XRCD: input ohca_handle_in; BAD_STATE while SRQs or
  * QPs of the domain exist.
  */
+
+/* ---- CREATE_FLOW / DESTROY_FLOW (OHCA_DEV_CAP_RAW_ETH) ------------------- */
+/*
+ * A flow steers received Ethernet frames to a raw Ethernet QP. Its match is
+ * one struct ohca_flow_spec of values and one of masks: a frame matches
+ * when, for every mask bit set, the frame's field has the value's bit.
+ * Fields, all in network byte order as on the wire:
+ *  dmac, smac, ether_type  the Ethernet header; ether_type is the one after
+ *                          an 802.1Q tag when the frame has one
+ *  vlan_tci                the tag's TCI (0 for an untagged frame)
+ *  ip_version              4 or 6 for an IPv4 or IPv6 frame, else 0
+ *  src_ip, dst_ip          IPv6 addresses, or IPv4 ones in bytes 12..15
+ *  ip_proto                IPv4 protocol, IPv6 next header
+ *  tos                     IPv4 TOS, IPv6 traffic class
+ *  ttl                     IPv4 TTL, IPv6 hop limit
+ *  flow_label              IPv6 flow label (low 20 bits)
+ *  src_port, dst_port      TCP or UDP ports (0 in any other frame)
+ * Rules (BAD_FIELD with the offset of the first field that breaks one):
+ * a value has no bit outside its mask; any IP field needs ip_version
+ * masked 0xff with value 4 or 6; an IPv4 match masks no byte of src_ip or
+ * dst_ip below 12 and no flow_label bit; a port needs ip_proto masked 0xff
+ * with value 6 (TCP) or 17 (UDP); flow_label has 20 bits. The qpn names a
+ * raw Ethernet QP (BAD_HANDLE, or BAD_STATE for another type); priority
+ * orders the flows, lowest first, then the older first.
+ *
+ * Which frames: every frame the port accepts (its MAC filter) that is not
+ * RoCEv2 (UDP port 4791: those belong to the RDMA transport), and every
+ * frame a raw Ethernet QP of this device sends. A received frame matching
+ * a flow goes to that one flow's QP and not to the Ethernet RX ring; in
+ * that QP's receive queue it needs a WQE in RTR, RTS, SQD or SQE (else it
+ * is dropped and counted: raw_rx_dropped). A frame a raw QP sends that
+ * matches a flow of this device is delivered to it as well as sent on the
+ * wire (the loopback of a NIC with a local switch).
+ *
+ * Output: ohca_create_out, handle 1..2^31. NO_RESOURCES once max_flow flows
+ * exist. DESTROY_FLOW (input ohca_handle_in) removes one; DESTROY_QP of a
+ * QP that still has flows is BAD_STATE.
+ */
+struct ohca_flow_spec {
+	ohca_u8 dmac[6];
+	ohca_u8 smac[6];
+	ohca_be16 ether_type;
+	ohca_be16 vlan_tci;
+	ohca_u8 src_ip[16];
+	ohca_u8 dst_ip[16];
+	ohca_u8 ip_version;
+	ohca_u8 ip_proto;
+	ohca_u8 tos;
+	ohca_u8 ttl;
+	ohca_be32 flow_label;
+	ohca_be16 src_port;
+	ohca_be16 dst_port;
+	ohca_le32 rsvd;			/* zero in value and mask */
+};
+OHCA_ASSERT_SIZE(struct ohca_flow_spec, 64);
+OHCA_ASSERT_OFFSET(struct ohca_flow_spec, ether_type, 12);
+OHCA_ASSERT_OFFSET(struct ohca_flow_spec, src_ip, 16);
+OHCA_ASSERT_OFFSET(struct ohca_flow_spec, ip_version, 48);
+OHCA_ASSERT_OFFSET(struct ohca_flow_spec, flow_label, 52);
+OHCA_ASSERT_OFFSET(struct ohca_flow_spec, src_port, 56);
+
+struct ohca_create_flow_in {
+	ohca_le32 qpn;
+	ohca_le16 priority;
+	ohca_le16 rsvd0;
+	ohca_le32 rsvd1[2];
+	struct ohca_flow_spec value;
+	struct ohca_flow_spec mask;
+};
+OHCA_ASSERT_SIZE(struct ohca_create_flow_in, 144);
+OHCA_ASSERT_OFFSET(struct ohca_create_flow_in, value, 16);
+OHCA_ASSERT_OFFSET(struct ohca_create_flow_in, mask, 80);
+
+#define OHCA_FLOW_IP_PROTO_TCP		6
+#define OHCA_FLOW_IP_PROTO_UDP		17
 
 #endif /* OHCA_CMD_H */

@@ -433,6 +433,10 @@ enum ohca_vendor_err {
 	OHCA_VERR_REG_MR		= 13,
 	/* BIND_MW: see struct ohca_bind_mw_wqe for the checks. */
 	OHCA_VERR_MW_BIND		= 14,
+	/* Raw Ethernet: a frame shorter than the 14-byte Ethernet header or
+	 * longer than the port MTU plus 18 (header and one VLAN tag); the
+	 * status is LOC_LEN_ERR. */
+	OHCA_VERR_BAD_FRAME_LEN		= 15,
 };
 
 #endif /* OHCA_QUEUE_H */

@@ -5,7 +5,7 @@
  * The same headers are compiled by the Linux driver (where sparse checks
  * the endianness annotations), the rdma-core provider, the QEMU glue (C)
  * and the device engine (C++20). All multi-byte fields are little endian
- * except the ohca_be32 ones, which carry bytes as they are on the wire.
+ * except the ohca_be16 and ohca_be32 ones, which carry bytes as they are on the wire.
  */
 #ifndef OHCA_TYPES_H
 #define OHCA_TYPES_H
@@ -17,6 +17,7 @@
 typedef __le16 ohca_le16;
 typedef __le32 ohca_le32;
 typedef __le64 ohca_le64;
+typedef __be16 ohca_be16;
 typedef __be32 ohca_be32;
 typedef u8 ohca_u8;
 #define OHCA_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
@@ -26,6 +27,7 @@ typedef u8 ohca_u8;
 typedef uint16_t ohca_le16;
 typedef uint32_t ohca_le32;
 typedef uint64_t ohca_le64;
+typedef uint16_t ohca_be16;
 typedef uint32_t ohca_be32;
 typedef uint8_t ohca_u8;
 #ifdef __cplusplus

@@ -103,6 +103,10 @@ constexpr CmdSizes sizes_of(uint16_t opcode) {
         return {sizeof(ohca_handle_in), 0};
     case OHCA_CMD_REG_DM_MR:
         return {sizeof(ohca_reg_dm_mr_in), sizeof(ohca_create_out)};
+    case OHCA_CMD_CREATE_FLOW:
+        return {sizeof(ohca_create_flow_in), sizeof(ohca_create_out)};
+    case OHCA_CMD_DESTROY_FLOW:
+        return {sizeof(ohca_handle_in), 0};
     default: // NOP
         return {0, 0};
     }
@@ -288,6 +292,10 @@ Device::CmdResult Device::execute(const Command &cmd) {
         return cmd_free_dm(cmd);
     case OHCA_CMD_REG_DM_MR:
         return cmd_reg_dm_mr(cmd);
+    case OHCA_CMD_CREATE_FLOW:
+        return cmd_create_flow(cmd);
+    case OHCA_CMD_DESTROY_FLOW:
+        return cmd_destroy_flow(cmd);
     default:
         return {OHCA_STATUS_BAD_OPCODE, cmd.opcode};
     }
@@ -343,6 +351,8 @@ Device::CmdResult Device::cmd_query_device(const Command &cmd) {
     out.max_dm = le(L::max_dm);
     out.dm_chunk_size = le(uint32_t{OHCA_DM_CHUNK_SIZE});
     out.max_dm_size = le(L::max_dm_size);
+    out.max_flow = le(L::max_flow);
+    out.max_raw_frame = le(RawEth::max_frame(0));
     return write_output(cmd, &out, sizeof(out));
 }
 
@@ -578,6 +588,9 @@ Device::CmdResult Device::cmd_query_stats(const Command &cmd) {
     out.roce_bad_qpn = le(r.rx_no_qp);
     out.ud_rx_no_wqe = le(r.ud_rx_no_wqe);
     out.ud_rx_bad_qkey = le(r.ud_rx_bad_qkey);
+    out.raw_tx_frames = le(raw_.counters().tx_frames);
+    out.raw_rx_frames = le(raw_.counters().rx_frames);
+    out.raw_rx_dropped = le(raw_.counters().rx_dropped);
     // A driver that knows only the rev 1.0 part gets only that part.
     return write_output(cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
 }

@@ -10,6 +10,7 @@
 //   completion.cpp  CQEs, CQ doorbells, completion events, QP errors, flushes
 //   srq.cpp         shared receive queues: commands, doorbell, taking WQEs
 //   mcast.cpp       multicast groups (McastTable) and their commands
+//   raw_eth.cpp     raw Ethernet QPs (RawEth) and flow steering (FlowTable)
 //   transport.cpp   the transport services (TransportServices): packets out
 //                   and in, QP doorbells, the ready list and timers, the run
 //                   loop; the RC transport itself is RcRequester
@@ -25,6 +26,7 @@
 #include "host.hpp"
 #include "limits.hpp"
 #include "mcast.hpp"
+#include "raw_eth.hpp"
 #include "rdma_objects.hpp"
 #include "requester.hpp"
 #include "responder.hpp"
@@ -98,6 +100,7 @@ class Device : private TransportServices {
 
   private:
     friend class UdTransport;
+    friend class RawEth;
 
     // Guards against re-entry from inside a host callback.
     class Entry {
@@ -224,6 +227,10 @@ class Device : private TransportServices {
     void unbind_window(Mw &mw);
     void unbind_qp_windows(const Qp &qp);
 
+    // raw_eth.cpp: flow steering to raw Ethernet QPs (the rules are raw_)
+    CmdResult cmd_create_flow(const Command &cmd);
+    CmdResult cmd_destroy_flow(const Command &cmd);
+
     // dm.cpp: device memory (the memory and its allocations are dm_)
     CmdResult cmd_alloc_dm(const Command &cmd);
     CmdResult cmd_free_dm(const Command &cmd);
@@ -349,6 +356,8 @@ class Device : private TransportServices {
     UcTransport uc_{*this};
     // XRC: domains, and RC's requester and responder with the XRC wire.
     XrcTransport xrc_{*this, rc_requester_, rc_responder_};
+    // Raw Ethernet QPs and their flows.
+    RawEth raw_{*this};
 
   public:
     [[nodiscard]] const RoceCounters &roce_counters() const { return roce_; }

@@ -195,6 +195,9 @@ ohca_engine_rx_result Device::receive_frame(std::span<const uint8_t> frame) {
         roce_enqueue(frame); // handled by process()
         return OHCA_ENGINE_RX_CONSUMED;
     }
+    if (running() && cfg_.link_up && raw_.steer(frame)) {
+        return OHCA_ENGINE_RX_CONSUMED; // a flow took it
+    }
     return eth_rx(frame);
 }
 

@@ -209,6 +209,22 @@ bool xrc_qp_mask_ok(uint8_t type, uint8_t cur, uint8_t next, uint32_t attr_mask)
     return mask_fits(t, attr_mask);
 }
 
+bool raw_qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask) {
+    QpTransition t = qp_transition(cur, next);
+    if (t.valid) {
+        t.required = 0;
+        t.optional = 0;
+        if (cur == OHCA_QPS_RESET && next == OHCA_QPS_INIT) {
+            t.required = OHCA_QP_PORT;
+        } else if (cur == OHCA_QPS_INIT && next == OHCA_QPS_INIT) {
+            t.optional = OHCA_QP_PORT;
+        } else if (next != OHCA_QPS_RESET && next != OHCA_QPS_ERR) {
+            t.optional = OHCA_QP_CUR_STATE;
+        }
+    }
+    return mask_fits(t, attr_mask);
+}
+
 bool uc_qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask) {
     return mask_fits(uc_qp_transition(cur, next), attr_mask);
 }

@@ -36,6 +36,9 @@ bool ud_qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask);
 // XRC initiator and target QPs (the verbs' XRC_INI and XRC_TGT columns):
 // RC's transitions and attributes, with fewer of them required -- an
 // initiator has no receive side, a target no send side.
+// Raw Ethernet (the verbs' RAW_PACKET column): RESET->INIT needs the port,
+// INIT->INIT may name it, every other transition takes no attribute.
+bool raw_qp_mask_ok(uint8_t cur, uint8_t next, uint32_t attr_mask);
 bool xrc_qp_mask_ok(uint8_t type, uint8_t cur, uint8_t next, uint32_t attr_mask);
 
 } // namespace ohca

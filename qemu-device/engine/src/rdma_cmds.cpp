@@ -50,6 +50,7 @@ void Device::rdma_power_on() {
     srqs_.clear();
     srqs_.resize(DeviceLimits::max_srq + 1);
     mcast_.clear();
+    raw_.reset();
     xrc_.reset();
     uar_refs_.fill(0);
     pbl_entries_ = 0;
@@ -405,7 +406,8 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     const uint32_t max_inline = le(in.max_inline);
     const uint32_t srqn = le(in.srqn);
     if (in.type != OHCA_QPT_RC && in.type != OHCA_QPT_UD && in.type != OHCA_QPT_GSI &&
-        in.type != OHCA_QPT_UC && in.type != OHCA_QPT_XRC_INI && in.type != OHCA_QPT_XRC_TGT) {
+        in.type != OHCA_QPT_UC && in.type != OHCA_QPT_XRC_INI && in.type != OHCA_QPT_XRC_TGT &&
+        in.type != OHCA_QPT_RAW_ETH) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, type)};
     }
     // The next free number from the cursor, not the lowest: numbers are
@@ -458,9 +460,10 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     if (ini && srqn != 0) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, srqn)};
     }
-    // UD WQEs carry the address vector before their data.
-    const bool connected =
-        in.type == OHCA_QPT_RC || in.type == OHCA_QPT_UC || in.type == OHCA_QPT_XRC_INI;
+    // UD WQEs carry the address vector before their data; a raw
+    // Ethernet WQE is the plain header and its frame.
+    const bool connected = in.type == OHCA_QPT_RC || in.type == OHCA_QPT_UC ||
+                           in.type == OHCA_QPT_XRC_INI || in.type == OHCA_QPT_RAW_ETH;
     const size_t sq_hdr = connected ? sizeof(ohca_send_wqe) : OHCA_UD_WQE_HDR_LEN;
     if (in.sq_log_size > DeviceLimits::max_wq_log) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, sq_log_size)};
@@ -592,6 +595,10 @@ Device::CmdResult Device::cmd_destroy_qp(const Command &cmd) {
     if (qp == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, qpn};
     }
+    if (qp->flows != 0) {
+        // Flows name the QP: they go first (as the verbs core does).
+        return {OHCA_STATUS_BAD_STATE, qpn};
+    }
     if (qp->type == OHCA_QPT_XRC_TGT) {
         xrc_.put(qp->xrcdn); // its PD, CQ and SRQ were borrowed per request
     } else {
@@ -660,10 +667,11 @@ Device::CmdResult Device::cmd_modify_qp(const Command &cmd) {
     const uint8_t next = (mask & OHCA_QP_STATE) != 0 ? a.qp_state : cur;
     // UDP_SPORT goes with the AV of a connected QP (RC, UC).
     const uint32_t cm = mask & ~uint32_t{OHCA_QP_UDP_SPORT};
-    const bool mask_ok = qp->type == OHCA_QPT_RC   ? qp_mask_ok(cur, next, cm)
-                         : qp->type == OHCA_QPT_UC ? uc_qp_mask_ok(cur, next, cm)
-                         : is_xrc_qp(qp->type)     ? xrc_qp_mask_ok(qp->type, cur, next, cm)
-                                                   : ud_qp_mask_ok(cur, next, mask);
+    const bool mask_ok = qp->type == OHCA_QPT_RC        ? qp_mask_ok(cur, next, cm)
+                         : qp->type == OHCA_QPT_UC      ? uc_qp_mask_ok(cur, next, cm)
+                         : is_xrc_qp(qp->type)          ? xrc_qp_mask_ok(qp->type, cur, next, cm)
+                         : qp->type == OHCA_QPT_RAW_ETH ? raw_qp_mask_ok(cur, next, mask)
+                                                        : ud_qp_mask_ok(cur, next, mask);
     if (!mask_ok) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, attr_mask)};
     }
@@ -787,6 +795,7 @@ void Device::apply_qp_state(Qp &qp, uint8_t next) {
             fresh.recv_cqn = 0;
         }
         fresh.windows = qp.windows; // type 2 windows stay bound through it
+        fresh.flows = qp.flows;     // and flows keep steering to it
         fresh.sq = std::move(qp.sq);
         fresh.rq = std::move(qp.rq);
         fresh.sq.pi = fresh.sq.ci = 0;

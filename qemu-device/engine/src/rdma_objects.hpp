@@ -165,6 +165,7 @@ struct Qp {
     // XRC SRQ the request being received names (xrc.cpp), not references.
     uint32_t xrcdn = 0;
     uint32_t windows = 0; // type 2 windows bound through it (mw.cpp)
+    uint32_t flows = 0;   // raw Ethernet: flows steering to it (raw_eth.cpp)
     WorkQueue sq;
     WorkQueue rq;
     QpAttrs attrs;

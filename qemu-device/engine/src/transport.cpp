@@ -245,6 +245,9 @@ void Device::roce_deliver(const ParsedPacket &p) {
         return;
     }
     Qp *qp = find_qp(h.dest_qp);
+    if (qp != nullptr && qp->type == OHCA_QPT_RAW_ETH) {
+        qp = nullptr; // takes frames from flows only, never RoCE packets
+    }
     const bool connected = qp != nullptr && (qp->type == OHCA_QPT_RC || qp->type == OHCA_QPT_UC ||
                                              is_xrc_qp(qp->type));
     if (qp != nullptr && !connected) {
@@ -377,6 +380,10 @@ void Device::update_timer() {
 
 // One visit of a ready QP: at most 'quantum' packets or WQEs.
 void Device::visit(Qp &qp, unsigned int &quantum) {
+    if (qp.type == OHCA_QPT_RAW_ETH) {
+        raw_.process_sq(qp, quantum);
+        return;
+    }
     if (qp.type != OHCA_QPT_RC && qp.type != OHCA_QPT_UC && !is_xrc_qp(qp.type)) {
         UdTransport::process_sq(*this, qp, quantum);
         return;
