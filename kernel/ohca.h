@@ -569,6 +569,13 @@ void ohca_dm_release(struct ohca_dev *dev, u32 handle);
 
 /* ohca_mw.c */
 bool ohca_has_xrc(struct ohca_dev *dev);
+
+/* ohca_flow.c */
+bool ohca_has_raw(struct ohca_dev *dev);
+struct ib_flow *ohca_create_flow(struct ib_qp *ibqp,
+				 struct ib_flow_attr *attr,
+				 struct ib_udata *udata);
+int ohca_destroy_flow(struct ib_flow *ibflow);
 int ohca_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
 int ohca_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
 u32 ohca_xrcdn(struct ib_xrcd *ibxrcd);

@@ -105,8 +105,9 @@ static bool ohca_qp_no_rq(const struct ib_qp_init_attr *init)
 /* Bytes of a send WQE before its data segments or inline data. */
 static u32 ohca_sq_hdr_len(enum ib_qp_type type)
 {
-	return ohca_qp_connected(type) ? sizeof(struct ohca_send_wqe) :
-					 OHCA_UD_WQE_HDR_LEN;
+	/* A raw Ethernet WQE carries its frame behind the plain header. */
+	return ohca_qp_connected(type) || type == IB_QPT_RAW_PACKET ?
+		sizeof(struct ohca_send_wqe) : OHCA_UD_WQE_HDR_LEN;
 }
 
 static int ohca_check_caps(struct ohca_dev *dev, struct ib_qp_init_attr *init,
@@ -128,6 +129,14 @@ static int ohca_check_caps(struct ohca_dev *dev, struct ib_qp_init_attr *init,
 		 * user space: no kernel consumer uses XRC.
 		 */
 		if (ohca_has_xrc(dev) && udata && !init->srq && !init->recv_cq)
+			break;
+		goto unsupported;
+	case IB_QPT_RAW_PACKET:
+		/*
+		 * From user space (the core checked CAP_NET_RAW), with its
+		 * own receive queue: frames come to it by its flows.
+		 */
+		if (ohca_has_raw(dev) && udata && !init->srq)
 			break;
 		goto unsupported;
 	case IB_QPT_GSI:
@@ -428,6 +437,7 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	in.type = qp->type == IB_QPT_RC ? OHCA_QPT_RC :
 		  qp->type == IB_QPT_UC ? OHCA_QPT_UC :
 		  qp->type == IB_QPT_XRC_INI ? OHCA_QPT_XRC_INI :
+		  qp->type == IB_QPT_RAW_PACKET ? OHCA_QPT_RAW_ETH :
 		  qp->type == IB_QPT_UD ? OHCA_QPT_UD : OHCA_QPT_GSI;
 	in.sq_log_size = qp->sq.log_size;
 	in.rq_log_size = qp->rq.log_size;

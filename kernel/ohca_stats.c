@@ -41,6 +41,9 @@ static const struct rdma_stat_desc ohca_descs[] = {
 	OHCA_STAT(ud_rx_no_wqe),
 	OHCA_STAT(ud_rx_bad_qkey),
 	OHCA_STAT(roce_rx_dropped),
+	OHCA_STAT(raw_tx_frames),
+	OHCA_STAT(raw_rx_frames),
+	OHCA_STAT(raw_rx_dropped),
 };
 
 static struct rdma_hw_stats *ohca_alloc_hw_port_stats(struct ib_device *ibdev,

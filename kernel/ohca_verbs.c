@@ -122,6 +122,11 @@ static int ohca_query_device(struct ib_device *ibdev,
 	/* XRC domains, SRQs and QPs (ohca_xrc.c); max_xrcd is the device's. */
 	if (ohca_has_xrc(dev))
 		props->device_cap_flags |= IB_DEVICE_XRC;
+	/* Raw Ethernet QPs and their flows (ohca_flow.c). */
+	if (ohca_has_raw(dev)) {
+		props->max_raw_ethy_qp = props->max_qp;
+		props->device_cap_flags |= IB_DEVICE_MANAGED_FLOW_STEERING;
+	}
 	return 0;
 }
 
@@ -432,6 +437,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.attach_mcast = ohca_attach_mcast,
 	.create_ah = ohca_create_ah,
 	.create_cq = ohca_create_cq,
+	.create_flow = ohca_create_flow,
 	.create_qp = ohca_create_qp,
 	.create_srq = ohca_create_srq,
 	.create_user_ah = ohca_create_ah,
@@ -444,6 +450,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.dereg_mr = ohca_dereg_mr,
 	.destroy_ah = ohca_destroy_ah,
 	.destroy_cq = ohca_destroy_cq,
+	.destroy_flow = ohca_destroy_flow,
 	.destroy_qp = ohca_destroy_qp,
 	.destroy_srq = ohca_destroy_srq,
 	.detach_mcast = ohca_detach_mcast,

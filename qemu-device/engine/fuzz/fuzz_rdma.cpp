@@ -15,6 +15,7 @@
 // true only for high byte values) and arguments that run out read as zeros,
 // so a short seed that says "create, connect, post" reaches the data path.
 #include "fuzz_common.hpp"
+#include "raw_eth.hpp"
 #include "roce_packet.hpp"
 
 #include <array>
@@ -363,11 +364,12 @@ class Rdma {
         }
     }
 
-    void create_qp(Input &in, int fixed = -1) {
+    void create_qp(Input &in, int fixed = -1, int type = -1) {
         const uint32_t i = fixed >= 0 ? static_cast<uint32_t>(fixed) : in.below(kSlots);
         Qp &slot = qps_[i];
         ohca_create_qp_in q{};
-        q.type = bad(in)        ? in.u8()
+        q.type = type >= 0      ? static_cast<uint8_t>(type)
+                 : bad(in)      ? in.u8()
                  : in.one_in(4) ? uint8_t{OHCA_QPT_UC}
                  : in.one_in(6)
                      ? (in.flag() ? uint8_t{OHCA_QPT_XRC_INI} : uint8_t{OHCA_QPT_XRC_TGT})
@@ -1066,8 +1068,85 @@ class Rdma {
         }
     }
 
+    // Raw Ethernet: raw QPs (their WQEs come from post_send like any QP's),
+    // CREATE_FLOW with a frame's own fields under a few masks or with
+    // fuzzed bytes, DESTROY_FLOW, and frames from the wire for the flows.
+    void raw_flows(Input &in) {
+        std::array<uint8_t, 128> f{};
+        const size_t len = in.below(f.size() + 1);
+        in.bytes(f.data(), len);
+        if (in.flag()) { // mostly IPv4 or IPv6 over UDP/TCP
+            const bool v6 = in.flag();
+            f[12] = v6 ? 0x86 : 0x08;
+            f[13] = v6 ? 0xdd : 0x00;
+            f[14] = v6 ? 0x60 : 0x45;
+            f[v6 ? 20 : 23] = in.flag() ? 6 : 17;
+            f[v6 ? 56 : 36] = 0x16; // never the RoCE port
+        }
+        const std::span<const uint8_t> frame(f.data(), len);
+        uint32_t &h = flows_[in.below(kSlots)];
+        switch (in.below(4)) {
+        case 0:
+            create_qp(in, -1, OHCA_QPT_RAW_ETH);
+            break;
+        case 1: {
+            ohca_create_flow_in c{};
+            const Qp *qp = live_qp(in);
+            c.qpn = qp != nullptr && !bad(in) ? qp->qpn : in.u32();
+            c.priority = in.u16();
+            if (bad(in)) {
+                in.bytes(&c, sizeof(c));
+            } else {
+                ohca_flow_spec key{};
+                ohca::flow_key(frame, key);
+                ohca_flow_spec &m = c.mask;
+                switch (in.below(4)) {
+                case 0: // every frame
+                    break;
+                case 1:
+                    std::fill(std::begin(m.dmac), std::end(m.dmac), 0xff);
+                    m.ether_type = 0xffff;
+                    break;
+                case 2:
+                    m.ip_version = 0xff;
+                    std::fill(std::begin(m.dst_ip) + (key.ip_version == 4 ? 12 : 0),
+                              std::end(m.dst_ip), 0xff);
+                    break;
+                default:
+                    m.ip_version = m.ip_proto = 0xff;
+                    m.dst_port = m.src_port = 0xffff;
+                    break;
+                }
+                auto *v = reinterpret_cast<uint8_t *>(&c.value);
+                const auto *k = reinterpret_cast<const uint8_t *>(&key);
+                const auto *mb = reinterpret_cast<const uint8_t *>(&m);
+                for (size_t i = 0; i < sizeof(key); ++i) {
+                    v[i] = k[i] & mb[i];
+                }
+            }
+            ohca_create_out o{};
+            if (create(OHCA_CMD_CREATE_FLOW, &c, sizeof(c), o)) {
+                h = o.handle;
+            }
+            break;
+        }
+        case 2: {
+            ohca_handle_in d{};
+            d.handle = bad(in) ? in.u32() : h;
+            (void)d_.cmd_in(OHCA_CMD_DESTROY_FLOW, d);
+            break;
+        }
+        default:
+            (void)ohca_engine_receive_frame(d_.engine(), frame.data(), frame.size());
+            break;
+        }
+    }
+
     void misc(Input &in) {
-        switch (in.below(9)) {
+        switch (in.below(10)) {
+        case 8:
+            raw_flows(in);
+            break;
         case 6:
             xrc_objects(in);
             break;
@@ -1120,6 +1199,7 @@ class Rdma {
             }
             pds_ = {};
             dms_ = {};
+            flows_ = {};
             mrs_ = {};
             cqs_ = {};
             qps_ = {};
@@ -1132,7 +1212,8 @@ class Rdma {
     Driver &d_;
     std::array<Obj, kSlots> pds_{};
     std::array<Mr, kMrSlots> mrs_{};
-    std::array<uint32_t, kSlots> dms_{}; // ALLOC_DM handles
+    std::array<uint32_t, kSlots> dms_{};   // ALLOC_DM handles
+    std::array<uint32_t, kSlots> flows_{}; // CREATE_FLOW handles
     std::array<Cq, kSlots> cqs_{};
     std::array<Qp, kSlots> qps_{};
     std::array<Obj, 2> eqs_{};
