@@ -77,6 +77,9 @@ static bool ohca_qp_op_ok(const struct ohca_qp *qp, uint8_t opcode)
 {
 	if (qp->qp_type == IBV_QPT_UD)
 		return opcode == OHCA_WR_SEND || opcode == OHCA_WR_SEND_IMM;
+	/* Raw Ethernet: each SEND is one whole frame. */
+	if (qp->qp_type == IBV_QPT_RAW_PACKET)
+		return opcode == OHCA_WR_SEND;
 	/* UC: SEND and RDMA WRITE, with or without immediate. */
 	if (qp->qp_type == IBV_QPT_UC)
 		return opcode == OHCA_WR_SEND || opcode == OHCA_WR_SEND_IMM ||
@@ -591,7 +594,10 @@ static void ohca_wr_abort(struct ibv_qp_ex *ibqp)
 /* The send_ops_flags this QP supports (ohca_qp_op_ok's rule). */
 uint64_t ohca_qp_ex_send_ops(enum ibv_qp_type qp_type)
 {
-	uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+	uint64_t ops = IBV_QP_EX_WITH_SEND;
+
+	if (qp_type != IBV_QPT_RAW_PACKET)
+		ops |= IBV_QP_EX_WITH_SEND_WITH_IMM;
 
 	if (qp_type == IBV_QPT_RC || qp_type == IBV_QPT_XRC_SEND)
 		ops |= IBV_QP_EX_WITH_RDMA_WRITE |

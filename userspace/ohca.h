@@ -287,6 +287,11 @@ void ohca_ring_free(struct ohca_ring *ring);
 /* mw.c */
 struct ibv_mw *ohca_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type);
 
+/* flow.c */
+struct ibv_flow *ohca_create_flow(struct ibv_qp *qp,
+				  struct ibv_flow_attr *flow_attr);
+int ohca_destroy_flow(struct ibv_flow *flow);
+
 /* dm.c */
 struct ibv_dm *ohca_alloc_dm(struct ibv_context *ibctx,
 			     struct ibv_alloc_dm_attr *attr);

@@ -564,13 +564,15 @@ static struct ohca_qp *ohca_qp_alloc(struct ibv_context *ibctx,
 	int err;
 
 	/* UC, XRC: the kernel answers EOPNOTSUPP for a device without it. */
+	/* RAW_PACKET: the kernel answers for root and the device's cap. */
 	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
 	     attr->qp_type != IBV_QPT_XRC_SEND &&
+	     attr->qp_type != IBV_QPT_RAW_PACKET &&
 	     (attr->qp_type != IBV_QPT_UD ||
 	      !ctx->ud)) ||
 	    (attr->srq && attr->qp_type != IBV_QPT_RC)) {
 		verbs_debug(&ctx->vctx,
-			    "RC QPs, UC and UD QPs without SRQ only (type %d, srq %p)\n",
+			    "RC, UC, UD and raw QPs, SRQ for RC only (type %d, srq %p)\n",
 			    attr->qp_type, (void *)attr->srq);
 		errno = EOPNOTSUPP;
 		return NULL;

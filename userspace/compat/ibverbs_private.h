@@ -315,7 +315,8 @@ struct verbs_context_ops {
 	struct ibv_cq_ex *(*create_cq_ex)(
 		struct ibv_context *context,
 		struct ibv_cq_init_attr_ex *init_attr);
-	ohca_unused_op create_flow;
+	struct ibv_flow *(*create_flow)(struct ibv_qp *qp,
+				       struct ibv_flow_attr *flow_attr);
 	ohca_unused_op create_flow_action_esp;
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
 				    struct ibv_qp_init_attr *attr);
@@ -335,7 +336,7 @@ struct verbs_context_ops {
 	int (*destroy_ah)(struct ibv_ah *ah);
 	ohca_unused_op destroy_counters;
 	int (*destroy_cq)(struct ibv_cq *cq);
-	ohca_unused_op destroy_flow;
+	int (*destroy_flow)(struct ibv_flow *flow);
 	ohca_unused_op destroy_flow_action;
 	int (*destroy_qp)(struct ibv_qp *qp);
 	ohca_unused_op destroy_rwq_ind_table;
@@ -529,6 +530,11 @@ int ibv_cmd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type,
 		     size_t cmd_size,
 		     struct ib_uverbs_alloc_mw_resp *resp, size_t resp_size);
 int ibv_cmd_dealloc_mw(struct ibv_mw *mw);
+/* Fills flow_id's context and handle; ucmd (driver data) may be NULL. */
+int ibv_cmd_create_flow(struct ibv_qp *qp, struct ibv_flow *flow_id,
+			struct ibv_flow_attr *flow_attr, void *ucmd,
+			size_t ucmd_size);
+int ibv_cmd_destroy_flow(struct ibv_flow *flow_id);
 int ibv_cmd_alloc_dm(struct ibv_context *ctx,
 		     const struct ibv_alloc_dm_attr *dm_attr,
 		     struct verbs_dm *dm, struct ibv_command_buffer *link);
