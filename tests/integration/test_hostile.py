@@ -56,6 +56,9 @@ def test_hostile_guest(vm_run):
     assert len(passed) >= MIN_CASES, r.report()
     # device memory: its commands, the limit, and BAR2's window
     assert {"dm_fields", "dm_exhaustion", "dm_window"} <= set(passed), r.report()
+    # raw Ethernet: CREATE_FLOW's fields and limit, frames of bad lengths
+    assert {"raw_flow_fields", "raw_flow_exhaustion", "raw_frame_short", "raw_frame_long",
+            "raw_wqe_bad"} <= set(passed), r.report()
     assert not re.search(r"^FAIL", r.output, re.M), r.report()
     assert f"ohca_hostile: {len(passed)} passed, 0 failed" in r.output
     assert "REBIND OK" in r.output, r.report()

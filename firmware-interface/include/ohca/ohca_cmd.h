@@ -200,7 +200,7 @@ enum ohca_dev_caps {
 	/* Device memory: ALLOC_DM, FREE_DM, REG_DM_MR and BAR2's window. */
 	OHCA_DEV_CAP_DM			= 1u << 5,
 	/*
-	 * Raw Ethernet (programming manual section 17): OHCA_QPT_RAW_ETH
+	 * Raw Ethernet (programming manual section 18): OHCA_QPT_RAW_ETH
 	 * QPs, CREATE_FLOW/DESTROY_FLOW, max_flow in QUERY_DEVICE.
 	 */
 	OHCA_DEV_CAP_RAW_ETH		= 1u << 6,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Raw Ethernet QPs and flow steering (programming manual section 17): a raw
+// Raw Ethernet QPs and flow steering (programming manual section 18): a raw
 // QP sends whole Ethernet frames from its send WQEs and receives the frames
 // its flows steer to it. FlowTable is the bounded rule table (pure data,
 // unit-tested alone); RawEth is the QPs' transport beside UD and UC.
