@@ -1197,7 +1197,7 @@ static bool t_qp_fields(void)
 	in.field = (val);						\
 	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, 64, 8), st, syn);	\
 } while (0)
-	QP_BAD(type, 6, OHCA_STATUS_BAD_FIELD, 0);	/* 3 UC, 4/5 XRC */
+	QP_BAD(type, 7, OHCA_STATUS_BAD_FIELD, 0);	/* 3 UC, 4/5 XRC, 6 raw */
 	QP_BAD(sq_log_size, 13, OHCA_STATUS_BAD_FIELD, 1);
 	QP_BAD(rq_log_size, 0xff, OHCA_STATUS_BAD_FIELD, 2);
 	QP_BAD(sq_log_stride, 6, OHCA_STATUS_BAD_FIELD, 3);
