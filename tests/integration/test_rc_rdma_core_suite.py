@@ -87,13 +87,20 @@ ibv_devinfo -d "{dev}" | grep -E "state|hca_id"
 """
 
 
+# Left out on ohca: v44's test_rss_traffic has no skip once a raw packet QP
+# can be created (its only skip is root on Ethernet, at the client's raw
+# QP): its server then creates WQs for an RSS indirection table, and
+# ibv_create_wq's EOPNOTSUPP (ohca has no WQs or RSS, issue 11's map row
+# 24) is an error, not a skip. The other 272 tests run.
+OHCA_EXCLUDE = ("test_rss_traffic",)
+
 # The same suite on Linux soft-RoCE over the same net_device, for the
 # comparison the counts are read against (informational: rxe's own
 # failures are not ohca's). rdma_cm is left out there: with two RDMA
 # devices on one address, rdma_cm may bind either.
 SCRIPT = f"""
 echo '=== ohca ==='
-({suite_script()})
+({suite_script(exclude=OHCA_EXCLUDE)})
 echo '=== rxe ==='
 (modprobe rdma_rxe && rdma link add rxe0 type rxe netdev "$OHCA_IFACE" &&
  ohca_poll 30 test -e /sys/class/infiniband/rxe0/ports/1/gids/1 &&
