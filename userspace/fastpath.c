@@ -55,6 +55,9 @@ static int ohca_wr_opcode(enum ibv_wr_opcode op, uint8_t *out)
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		*out = OHCA_WR_ATOMIC_FETCH_ADD;
 		return 0;
+	case IBV_WR_ATOMIC_WRITE:
+		*out = OHCA_WR_ATOMIC_WRITE;
+		return 0;
 	default:
 		return EINVAL;
 	}
@@ -85,6 +88,9 @@ static bool ohca_qp_op_ok(const struct ohca_qp *qp, uint8_t opcode)
 		return opcode == OHCA_WR_SEND || opcode == OHCA_WR_SEND_IMM ||
 		       opcode == OHCA_WR_RDMA_WRITE ||
 		       opcode == OHCA_WR_RDMA_WRITE_IMM;
+	/* ATOMIC WRITE: RC only (the device refuses it elsewhere). */
+	if (opcode == OHCA_WR_ATOMIC_WRITE)
+		return qp->qp_type == IBV_QPT_RC;
 	return true;
 }
 
@@ -175,6 +181,15 @@ static int ohca_wqe_sges(struct ohca_qp *qp, struct ohca_send_wqe *wqe,
 	if (ohca_is_atomic(wqe->opcode) &&
 	    (num_sge != 1 || sg_list[0].length != 8))
 		return EINVAL;
+	/* ATOMIC WRITE: exactly 8 bytes, gathered from the list. */
+	if (wqe->opcode == OHCA_WR_ATOMIC_WRITE) {
+		uint64_t total = 0;
+
+		for (i = 0; i < num_sge; i++)
+			total += sg_list[i].length;
+		if (total != 8)
+			return EINVAL;
+	}
 	for (i = 0; i < num_sge; i++) {
 		sge[i].addr = htole64(sg_list[i].addr);
 		sge[i].length = htole32(sg_list[i].length);
@@ -225,6 +240,7 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
 		/* fallthrough */
 	case OHCA_WR_RDMA_WRITE:
 	case OHCA_WR_RDMA_READ:
+	case OHCA_WR_ATOMIC_WRITE:
 		ohca_wqe_rdma(wqe, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
 		break;
 	case OHCA_WR_SEND_IMM:
@@ -262,6 +278,9 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ibv_send_wr *wr,
 		err = ohca_wqe_inline_add(qp, wqe,
 					  (void *)(uintptr_t)wr->sg_list[i].addr,
 					  wr->sg_list[i].length);
+	if (!err && opcode == OHCA_WR_ATOMIC_WRITE &&
+	    le32toh(wqe->inline_len) != 8)
+		err = EINVAL;
 	return err;
 }
 
@@ -495,6 +514,25 @@ static void ohca_wr_bind_mw(struct ibv_qp_ex *ibqp, struct ibv_mw *mw,
 	qp->sq.pi++;
 }
 
+/* The 8 bytes are the caller's (atomic_wr): inline in the WQE, so no
+ * setter follows. */
+static void ohca_wr_atomic_write(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				 uint64_t remote_addr, const void *atomic_wr)
+{
+	struct ohca_qp *qp = ex_to_qp(ibqp);
+	struct ohca_send_wqe *wqe = ohca_ex_new(qp, OHCA_WR_ATOMIC_WRITE);
+	int err;
+
+	if (!wqe)
+		return;
+	ohca_wqe_rdma(wqe, rkey, remote_addr);
+	err = ohca_wqe_inline_begin(wqe);
+	if (!err)
+		err = ohca_wqe_inline_add(qp, wqe, atomic_wr, 8);
+	ohca_ex_fail(qp, err);
+	qp->ex_wqe = NULL;
+}
+
 static void ohca_wr_set_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ah,
 				uint32_t remote_qpn, uint32_t remote_qkey)
 {
@@ -608,7 +646,8 @@ uint64_t ohca_qp_ex_send_ops(enum ibv_qp_type qp_type)
 		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	/* Window binds and local invalidation: RC only (ohca_encode_bind_wqe). */
 	if (qp_type == IBV_QPT_RC)
-		ops |= IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW;
+		ops |= IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |
+		       IBV_QP_EX_WITH_ATOMIC_WRITE;
 	return ops;
 }
 
@@ -649,6 +688,8 @@ void ohca_qp_ex_init_ops(struct ohca_qp *qp, uint64_t send_ops)
 		ex->wr_local_inv = ohca_wr_local_inv;
 	if (send_ops & IBV_QP_EX_WITH_BIND_MW)
 		ex->wr_bind_mw = ohca_wr_bind_mw;
+	if (send_ops & IBV_QP_EX_WITH_ATOMIC_WRITE)
+		ex->wr_atomic_write = ohca_wr_atomic_write;
 }
 
 /*
@@ -753,6 +794,7 @@ static enum ibv_wc_opcode ohca_wc_opcode(uint8_t opcode)
 	case OHCA_CQE_FETCH_ADD:	return IBV_WC_FETCH_ADD;
 	case OHCA_CQE_BIND_MW:		return IBV_WC_BIND_MW;
 	case OHCA_CQE_LOCAL_INV:	return IBV_WC_LOCAL_INV;
+	case OHCA_CQE_ATOMIC_WRITE:	return IBV_WC_ATOMIC_WRITE;
 	case OHCA_CQE_RECV_RDMA_WITH_IMM: return IBV_WC_RECV_RDMA_WITH_IMM;
 	default:			return IBV_WC_RECV;
 	}

@@ -1605,6 +1605,12 @@ WQE_CASE(t_wqe_inline_too_long,
 WQE_CASE(t_wqe_inline_read,
 	 .w = { .opcode = OHCA_WR_RDMA_READ, .flags = OHCA_WQE_INLINE,
 		.inline_len = 8 }, BAD_WQE)
+/* ATOMIC WRITE carries exactly 8 bytes: 16 inline, or none at all. */
+WQE_CASE(t_wqe_atomic_write_len,
+	 .w = { .opcode = OHCA_WR_ATOMIC_WRITE, .flags = OHCA_WQE_INLINE,
+		.inline_len = 16 }, BAD_WQE)
+WQE_CASE(t_wqe_atomic_write_no_data,
+	 .w = { .opcode = OHCA_WR_ATOMIC_WRITE, .num_sge = 0 }, BAD_WQE)
 #undef BAD_WQE
 
 /*
@@ -2669,6 +2675,8 @@ static const struct hcase cases[] = {
 	{ "wqe_sge_address_wraps", t_wqe_sge_address_wraps, false },
 	{ "wqe_inline_too_long", t_wqe_inline_too_long, false },
 	{ "wqe_inline_read", t_wqe_inline_read, false },
+	{ "wqe_atomic_write_len", t_wqe_atomic_write_len, false },
+	{ "wqe_atomic_write_no_data", t_wqe_atomic_write_no_data, false },
 	{ "wqe_local_inv_bad_key", t_wqe_local_inv_bad_key, false },
 	{ "wqe_reg_mr_bad_key", t_wqe_reg_mr_bad_key, false },
 	{ "wqe_bind_mw_bad_key", t_wqe_bind_mw_bad_key, false },

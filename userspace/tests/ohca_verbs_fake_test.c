@@ -947,8 +947,11 @@ int main(int argc, char **argv)
 			.send_ops_flags = IBV_QP_EX_WITH_SEND |
 					  IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
 					  IBV_QP_EX_WITH_BIND_MW |
-					  IBV_QP_EX_WITH_LOCAL_INV,
+					  IBV_QP_EX_WITH_LOCAL_INV |
+					  IBV_QP_EX_WITH_ATOMIC_WRITE,
 		};
+		const uint8_t aw[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+		uint32_t aw_at;
 		/* the provider reads these fields only (ALLOC_MW is the
 		 * kernel's) */
 		struct ibv_mw mw2 = { .context = ctx, .pd = pd,
@@ -1107,6 +1110,30 @@ int main(int argc, char **argv)
 		ibv_wr_set_sge(xe, mr->lkey, (uintptr_t)buf, 8);
 		CHECK_EQ(ibv_wr_complete(xe), EINVAL);
 		CHECK_EQ(db_read(OHCA_DB_SQ), 0);
+
+		/* wr_atomic_write: the caller's 8 bytes inline, RETH fields
+		 * as an RDMA WRITE's (slot 4 of the ring); no setter after */
+		aw_at = (4u & ((1u << kdrv->sq_log_size) - 1)) * stride;
+		db_clear();
+		ibv_wr_start(xe);
+		ibv_wr_atomic_write(xe, 0x5566, 0x10008ull, aw);
+		ibv_wr_set_sge(xe, mr->lkey, (uintptr_t)buf, 8);
+		CHECK_EQ(ibv_wr_complete(xe), EINVAL);
+		CHECK_EQ(db_read(OHCA_DB_SQ), 0);
+		ibv_wr_start(xe);
+		xe->wr_id = 0x81;
+		xe->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_atomic_write(xe, 0x5566, 0x10008ull, aw);
+		CHECK_EQ(ibv_wr_complete(xe), 0);
+		CHECK_EQ(db_read(OHCA_DB_SQ), dbv(xq->qp_num, 5));
+		CHECK_EQ(rd(xsq, aw_at, 8), 0x81);
+		CHECK_EQ(rd(xsq, aw_at + 8, 1), OHCA_WR_ATOMIC_WRITE);
+		CHECK_EQ(rd(xsq, aw_at + 9, 1),
+			 OHCA_WQE_SIGNALED | OHCA_WQE_INLINE);
+		CHECK_EQ(rd(xsq, aw_at + 16, 8), 0x10008ull);
+		CHECK_EQ(rd(xsq, aw_at + 24, 4), 0x5566);
+		CHECK_EQ(rd(xsq, aw_at + 28, 4), 8);
+		CHECK(!memcmp(xsq + aw_at + 64, aw, 8), "atomic write bytes");
 		CHECK_EQ(ibv_destroy_qp(xq), 0);
 		CHECK_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cx)), 0);
 	}

@@ -204,6 +204,11 @@ enum ohca_dev_caps {
 	 * QPs, CREATE_FLOW/DESTROY_FLOW, max_flow in QUERY_DEVICE.
 	 */
 	OHCA_DEV_CAP_RAW_ETH		= 1u << 6,
+	/*
+	 * RDMA ATOMIC WRITE (IBTA 1.5): OHCA_WR_ATOMIC_WRITE on RC QPs, and
+	 * its requests (BTH opcode 0x1d) executed by the responder.
+	 */
+	OHCA_DEV_CAP_ATOMIC_WRITE	= 1u << 7,
 };
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, node_guid, 8);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, vendor_id, 40);

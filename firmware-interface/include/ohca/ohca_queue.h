@@ -140,6 +140,14 @@ enum ohca_eth_desc_flags {
  *  BIND_MW:   struct ohca_bind_mw_wqe (OHCA_DEV_CAP_MW).
  *  REG_MR:    struct ohca_reg_mr_wqe; only on QPs of doorbell page 0 (the
  *             page list holds bus addresses).
+ *  ATOMIC_WRITE: (OHCA_DEV_CAP_ATOMIC_WRITE, RC QPs only) IBTA 1.5's RDMA
+ *             ATOMIC WRITE: exactly 8 bytes (one or more SGEs, or inline
+ *             data) written at 'remote_addr' (8-byte aligned, checked by
+ *             the responder) with 'rkey', which needs REMOTE_WRITE. One
+ *             packet (RETH, 8-byte payload), acknowledged like an RDMA
+ *             WRITE; the responder stores the 8 bytes in one access, so a
+ *             reader through the device never sees half of them. Any
+ *             other length, or a non-RC QP: LOC_QP_OP_ERR / BAD_WQE.
  */
 enum ohca_wr_opcode {
 	OHCA_WR_RDMA_WRITE		= 0x00,
@@ -156,6 +164,7 @@ enum ohca_wr_opcode {
 	OHCA_WR_BIND_MW			= 0x08,	/* struct ohca_bind_mw_wqe */
 	OHCA_WR_SEND_INV		= 0x09,
 	OHCA_WR_REG_MR			= 0x0a,
+	OHCA_WR_ATOMIC_WRITE		= 0x0f,	/* IBV_WR_ATOMIC_WRITE's number */
 };
 
 enum ohca_send_flags {
@@ -336,6 +345,7 @@ enum ohca_cqe_opcode {
 	OHCA_CQE_BIND_MW		= 0x05,
 	OHCA_CQE_LOCAL_INV		= 0x06,
 	OHCA_CQE_REG_MR			= 0x08,
+	OHCA_CQE_ATOMIC_WRITE		= 0x09,	/* OHCA_DEV_CAP_ATOMIC_WRITE */
 	OHCA_CQE_RECV			= 0x80,
 	OHCA_CQE_RECV_RDMA_WITH_IMM	= 0x81,
 };

@@ -605,12 +605,13 @@ class Rdma {
             }
             ohca_send_wqe w{};
             w.wr_id = qp->sq_pi;
-            // The RC opcodes, the atomics, then the fast-registration ones.
+            // The RC opcodes, the atomics, then the fast-registration
+            // ones, then ATOMIC WRITE.
             static constexpr uint8_t kOps[] = {
                 OHCA_WR_RDMA_WRITE,       OHCA_WR_RDMA_WRITE_IMM, OHCA_WR_SEND,
                 OHCA_WR_SEND_IMM,         OHCA_WR_RDMA_READ,      OHCA_WR_ATOMIC_CMP_SWP,
                 OHCA_WR_ATOMIC_FETCH_ADD, OHCA_WR_LOCAL_INV,      OHCA_WR_SEND_INV,
-                OHCA_WR_REG_MR,           OHCA_WR_BIND_MW};
+                OHCA_WR_REG_MR,           OHCA_WR_BIND_MW,        OHCA_WR_ATOMIC_WRITE};
             w.opcode = bad(in) ? in.u8() : kOps[in.below(sizeof(kOps))];
             w.cmp_add = in.one_in(2) ? in.below(4) : in.u64();
             w.swap = in.u64();
@@ -647,6 +648,18 @@ class Rdma {
                 ohca_sge s = sge(in);
                 s.length = 8;
                 h_.put(at + 64, s);
+            }
+            if (w.opcode == OHCA_WR_ATOMIC_WRITE && !bad(in)) { // aligned, 8 bytes
+                w.remote_addr &= ~uint64_t{7};
+                if ((w.flags & OHCA_WQE_INLINE) != 0) {
+                    w.inline_len = 8;
+                    h_.put(at + 64, in.u64());
+                } else {
+                    w.num_sge = 1;
+                    ohca_sge s = sge(in);
+                    s.length = 8;
+                    h_.put(at + 64, s);
+                }
             }
             // XRC: the remote SRQ (1..3 exist at times), 0 or anything.
             w.xrc_srqn = in.one_in(4) ? in.u32() : in.below(4);
@@ -744,6 +757,8 @@ class Rdma {
         uint8_t op = static_cast<uint8_t>(in.below(0x15)); // atomics included
         if (in.one_in(16)) {
             op = in.flag() ? ohca::rc::kSendLastInv : ohca::rc::kSendOnlyInv;
+        } else if (in.one_in(16)) {
+            op = ohca::rc::kAtomicWrite;
         }
         if (qp->uc && !in.one_in(8)) { // the UC opcodes: SEND and WRITE
             op = static_cast<uint8_t>(ohca::uc::kSendFirst + in.below(12));
@@ -784,6 +799,10 @@ class Rdma {
                 r.rkey = in.u32();
             }
             r.dma_len = in.one_in(4) ? in.u32() : in.below(8192);
+            if ((op & 0x1f) == ohca::rc::kAtomicWrite && !bad(in)) {
+                r.va &= ~7ull; // a well-formed one mostly
+                r.dma_len = 8;
+            }
             f.reth = r;
         }
         if (info.aeth || (!info.valid && in.flag())) {
@@ -813,7 +832,10 @@ class Rdma {
             const Mr *mr = live_mr(in);
             f.ieth = mr != nullptr && !bad(in) ? mr->key : in.u32();
         }
-        const size_t plen = info.payload || bad(in) ? in.below(in.one_in(8) ? 4200 : 300) : 0;
+        size_t plen = info.payload || bad(in) ? in.below(in.one_in(8) ? 4200 : 300) : 0;
+        if ((op & 0x1f) == ohca::rc::kAtomicWrite && !bad(in)) {
+            plen = 8;
+        }
         std::vector<uint8_t> payload(plen);
         in.bytes(payload.data(), plen);
         std::vector<uint8_t> frame = ohca::build_roce_frame(path, f, payload);

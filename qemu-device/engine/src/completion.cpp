@@ -119,6 +119,9 @@ void Device::complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t ver
     case OHCA_WR_ATOMIC_FETCH_ADD:
         cqe.opcode = OHCA_CQE_FETCH_ADD;
         break;
+    case OHCA_WR_ATOMIC_WRITE:
+        cqe.opcode = OHCA_CQE_ATOMIC_WRITE;
+        break;
     default:
         cqe.opcode = OHCA_CQE_SEND;
         break;

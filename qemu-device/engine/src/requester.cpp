@@ -41,7 +41,7 @@ bool is_local_opcode(uint8_t op) {
 
 bool known_opcode(uint8_t op) {
     return op <= OHCA_WR_ATOMIC_FETCH_ADD || op == OHCA_WR_SEND_INV || op == OHCA_WR_LOCAL_INV ||
-           op == OHCA_WR_REG_MR || op == OHCA_WR_BIND_MW;
+           op == OHCA_WR_REG_MR || op == OHCA_WR_BIND_MW || op == OHCA_WR_ATOMIC_WRITE;
 }
 
 // Index of the WQE whose PSNs hold 'psn', or q.size(): a binary search, as
@@ -168,7 +168,8 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
         const uint32_t inline_len = le(w.inline_len);
         if (!known_opcode(w.opcode) || (w.flags & ~kSendFlagsKnown) != 0 ||
             (qp.type == OHCA_QPT_XRC_INI && !is_local_opcode(w.opcode) &&
-             (wr.xrc_srqn == 0 || wr.xrc_srqn > kPsnMask))) {
+             (wr.xrc_srqn == 0 || wr.xrc_srqn > kPsnMask)) ||
+            (w.opcode == OHCA_WR_ATOMIC_WRITE && qp.type != OHCA_QPT_RC)) {
             fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
         } else if ((wr.flags & OHCA_WQE_FENCE) != 0 && qp.reads_pending != 0) {
             return false; // fenced behind outstanding READs and atomics
@@ -185,6 +186,7 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
             fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE); // one 8-byte result SGE
         } else if (inl) {
             if (is_read(wr) || inline_len > qp.max_inline ||
+                (wr.opcode == OHCA_WR_ATOMIC_WRITE && inline_len != 8) ||
                 sizeof(ohca_send_wqe) + inline_len > stride) {
                 fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
             } else {
@@ -221,7 +223,7 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
                 }
                 if (total > DeviceLimits::max_msg_size) {
                     fail(OHCA_CQE_LOC_LEN_ERR, OHCA_VERR_BAD_WQE);
-                } else if (is_atomic(wr) && total != 8) {
+                } else if ((is_atomic(wr) || wr.opcode == OHCA_WR_ATOMIC_WRITE) && total != 8) {
                     fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
                 }
                 wr.length = static_cast<uint32_t>(std::min<uint64_t>(total, UINT32_MAX));
@@ -301,6 +303,12 @@ void RcRequester::send_packet(Qp &qp) {
         f.atomic_eth = AtomicEth{wr.remote_addr, wr.rkey,
                                  wr.opcode == OHCA_WR_ATOMIC_CMP_SWP ? wr.swap : wr.cmp_add,
                                  wr.opcode == OHCA_WR_ATOMIC_CMP_SWP ? wr.cmp_add : 0};
+    } else if (wr.opcode == OHCA_WR_ATOMIC_WRITE) {
+        // One packet: the 8 bytes after a RETH; completed by its ACK.
+        f.bth.opcode = rc::kAtomicWrite;
+        f.bth.ack_req = true;
+        f.reth = Reth{wr.remote_addr, wr.rkey, 8};
+        len = 8;
     } else {
         const bool write = wr.opcode == OHCA_WR_RDMA_WRITE || wr.opcode == OHCA_WR_RDMA_WRITE_IMM;
         const bool imm = wr.opcode == OHCA_WR_RDMA_WRITE_IMM || wr.opcode == OHCA_WR_SEND_IMM;

@@ -28,7 +28,8 @@ bool is_atomic(uint8_t op) {
 bool starts_message(uint8_t op) {
     return op == rc::kSendFirst || op == rc::kSendOnly || op == rc::kSendOnlyImm ||
            op == rc::kSendOnlyInv || op == rc::kWriteFirst || op == rc::kWriteOnly ||
-           op == rc::kWriteOnlyImm || op == rc::kReadRequest || is_atomic(op);
+           op == rc::kWriteOnlyImm || op == rc::kReadRequest || is_atomic(op) ||
+           op == rc::kAtomicWrite;
 }
 // Response packets a READ of 'len' bytes takes (64-bit: no wrap for any
 // 32-bit length).
@@ -189,6 +190,35 @@ void RcResponder::execute_atomic(Qp &qp, const ParsedPacket &pkt) {
     svc_.mark_ready(qp);
 }
 
+// An RDMA ATOMIC WRITE at the expected PSN: an 8-byte aligned WRITE of
+// exactly 8 bytes, stored in one access (so a READ or atomic through the
+// device sees all or none of it) and acknowledged like a WRITE. It holds
+// no responder resource: a duplicate is ACKed, never executed again, as a
+// duplicate WRITE is.
+void RcResponder::execute_atomic_write(Qp &qp, const ParsedPacket &pkt) {
+    const Reth &r = *pkt.fields.reth;
+    if (r.dma_len != 8 || (r.va & 7) != 0) {
+        error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+        return;
+    }
+    if ((qp.attrs.access & OHCA_ACCESS_REMOTE_WRITE) == 0) {
+        error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
+        return;
+    }
+    const KeyResult k = svc_.check_rkey(qp, r.rkey, r.va, 8, OHCA_ACCESS_REMOTE_WRITE);
+    if (k.mr == nullptr) {
+        error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
+        return;
+    }
+    if (!svc_.mr_write(*k.mr, r.va, pkt.payload.data(), 8)) {
+        error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
+        return;
+    }
+    qp.epsn = psn_add(qp.epsn, 1);
+    qp.msn = (qp.msn + 1) & kPsnMask;
+    send_ack(qp, pkt.fields.bth.psn, kAckCredits);
+}
+
 // Sends queued responses in order: at most read_resp_per_pass READ response
 // packets, and only while a looped-back destination has room.
 void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
@@ -309,10 +339,13 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
     bool seq_ok =
         starts ? qp.in_msg == Qp::InMsg::None
                : (is_send(op) ? qp.in_msg == Qp::InMsg::Send : qp.in_msg == Qp::InMsg::Write);
-    if (op == rc::kReadRequest || is_atomic(op)) {
+    if (op == rc::kReadRequest || is_atomic(op) || op == rc::kAtomicWrite) {
         seq_ok = qp.in_msg == Qp::InMsg::None;
     }
-    const bool len_ok = op == rc::kReadRequest || is_atomic(op) || (ends ? len <= mtu : len == mtu);
+    const bool len_ok = op == rc::kReadRequest || is_atomic(op) ||
+                        (op == rc::kAtomicWrite ? len == 8
+                         : ends                 ? len <= mtu
+                                                : len == mtu);
     if (!seq_ok || !len_ok) {
         error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
         return;
@@ -320,6 +353,10 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
 
     if (is_atomic(op)) {
         execute_atomic(qp, pkt);
+        return;
+    }
+    if (op == rc::kAtomicWrite) {
+        execute_atomic_write(qp, pkt);
         return;
     }
     if (op == rc::kReadRequest) {

@@ -30,6 +30,7 @@ class RcResponder {
     void duplicate_read(Qp &qp, uint32_t psn, const Reth &r);
     void duplicate_atomic(Qp &qp, uint32_t psn);
     void execute_atomic(Qp &qp, const ParsedPacket &pkt);
+    void execute_atomic_write(Qp &qp, const ParsedPacket &pkt);
 
     TransportServices &svc_;
 };

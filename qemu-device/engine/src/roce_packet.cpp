@@ -89,6 +89,12 @@ OpcodeInfo rc_opcode_info(uint8_t op) {
         i.payload = true;
         return i;
     }
+    if (op == rc::kAtomicWrite) {
+        i.valid = true;
+        i.reth = true;
+        i.payload = true;
+        return i;
+    }
     if (op > rc::kFetchAdd) {
         return i;
     }

@@ -42,6 +42,8 @@ inline constexpr uint8_t kCompareSwap = 0x13;
 inline constexpr uint8_t kFetchAdd = 0x14;
 inline constexpr uint8_t kSendLastInv = 0x16; // + IETH
 inline constexpr uint8_t kSendOnlyInv = 0x17; // + IETH
+// IBTA 1.5 RDMA ATOMIC WRITE: RETH + 8-byte payload, answered by an ACK.
+inline constexpr uint8_t kAtomicWrite = 0x1d;
 } // namespace rc
 
 // UD opcodes (transport bits 011): single-packet SENDs only.

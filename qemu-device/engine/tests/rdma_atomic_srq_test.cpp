@@ -458,6 +458,118 @@ TEST_F(TwoNodes, DuplicateAtomicIsAnsweredFromTheSavedResult) {
     EXPECT_GE(device_of(a.e).roce_counters().retrans_pkts, 1u);
 }
 
+// ---- RDMA ATOMIC WRITE (IBTA 1.5) ---------------------------------------------
+
+TEST_F(TwoNodes, AtomicWriteStoresEightBytesAndCompletesOnTheAck) {
+    setup();
+    a.host.put<uint64_t>(end[0].buf, 0x0123456789abcdefull);
+    SendReq r;
+    r.wr_id = 0x77;
+    r.opcode = OHCA_WR_ATOMIC_WRITE;
+    r.remote_addr = end[1].buf + 16;
+    r.rkey = end[1].key;
+    r.sges = {{end[0].buf, 8, end[0].key}};
+    a.post_send(end[0].qp, r);
+    a.process();
+    // One request: RETH (length 8) and the 8 bytes as they are in memory.
+    ASSERT_EQ(a.host.wire.size(), 1u);
+    ParsedPacket p;
+    ASSERT_EQ(parse_roce_frame(a.host.wire[0], p), ParseError::None);
+    EXPECT_EQ(p.fields.bth.opcode, rc::kAtomicWrite);
+    EXPECT_TRUE(p.fields.bth.ack_req);
+    ASSERT_TRUE(p.fields.reth.has_value());
+    EXPECT_EQ(p.fields.reth->va, end[1].buf + 16);
+    EXPECT_EQ(p.fields.reth->rkey, end[1].key);
+    EXPECT_EQ(p.fields.reth->dma_len, 8u);
+    ASSERT_EQ(p.payload.size(), 8u);
+    EXPECT_EQ(a.host.wire[0].size(), 14u + 20 + 8 + 12 + 16 + 8 + 4);
+    // Inline: the same 8 bytes from the WQE.
+    SendReq in = r;
+    in.wr_id = 0x78;
+    in.remote_addr = end[1].buf + 24;
+    in.sges.clear();
+    in.inline_data = {1, 2, 3, 4, 5, 6, 7, 8};
+    a.post_send(end[0].qp, in);
+    const auto c = wait_cqes(a, end[0].scq, 2);
+    ASSERT_EQ(c.size(), 2u);
+    for (const auto &e : c) {
+        EXPECT_EQ(e.status, OHCA_CQE_SUCCESS);
+        EXPECT_EQ(e.opcode, OHCA_CQE_ATOMIC_WRITE);
+    }
+    EXPECT_EQ(c[0].wr_id, 0x77u);
+    EXPECT_EQ(b.host.get<uint64_t>(end[1].buf + 16), 0x0123456789abcdefull);
+    EXPECT_EQ(b.host.get<uint64_t>(end[1].buf + 24), 0x0807060504030201ull);
+    EXPECT_EQ(b.host.get<uint64_t>(end[1].buf + 8), 0u);
+    EXPECT_EQ(b.host.get<uint64_t>(end[1].buf + 32), 0u);
+}
+
+TEST_F(TwoNodes, AtomicWriteErrors) {
+    struct Case {
+        const char *what;
+        uint64_t remote;
+        uint32_t rkey_delta;
+        uint32_t len;       // of the one SGE
+        uint32_t mr_access; // of the target MR
+        uint8_t status;
+    };
+    const uint32_t rw = OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE;
+    const Case cases[] = {
+        {"misaligned", 4, 0, 8, rw, OHCA_CQE_REM_INV_REQ_ERR},
+        {"bad rkey", 0, 0x100, 8, rw, OHCA_CQE_REM_ACCESS_ERR},
+        {"out of bounds", 4096, 0, 8, rw, OHCA_CQE_REM_ACCESS_ERR},
+        {"no remote write", 0, 0, 8,
+         OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_READ | OHCA_ACCESS_REMOTE_ATOMIC,
+         OHCA_CQE_REM_ACCESS_ERR},
+        {"4 bytes", 0, 0, 4, rw, OHCA_CQE_LOC_QP_OP_ERR},
+        {"16 bytes", 0, 0, 16, rw, OHCA_CQE_LOC_QP_OP_ERR},
+    };
+    for (const Case &k : cases) {
+        SCOPED_TRACE(k.what);
+        RdmaNode n1{1};
+        RdmaNode n2{2};
+        End e0 = make_end(n1, 1 << 16);
+        End e1 = make_end(n2, 1 << 16);
+        const uint64_t target = n2.alloc(4096);
+        const uint32_t tkey = n2.reg_mr(e1.pd, target, 4096, k.mr_access);
+        n1.connect(e0.qp, e1.qp.qpn, n2, 3, 14, 7, 7, kRemote, 4);
+        n2.connect(e1.qp, e0.qp.qpn, n1, 3, 14, 7, 7, kRemote, 4);
+        n1.host.put<uint64_t>(e0.buf, ~0ull);
+        SendReq r;
+        r.opcode = OHCA_WR_ATOMIC_WRITE;
+        r.remote_addr = target + k.remote;
+        r.rkey = tkey + k.rkey_delta;
+        r.sges = {{e0.buf, k.len, e0.key}};
+        n1.post_send(e0.qp, r);
+        pump(n1, n2);
+        const auto c = n1.poll(e0.scq);
+        ASSERT_EQ(c.size(), 1u);
+        EXPECT_EQ(c[0].status, k.status);
+        EXPECT_EQ(n2.host.get<uint64_t>(target), 0u);
+        EXPECT_EQ(n2.host.get<uint64_t>(target + 8), 0u);
+    }
+}
+
+TEST_F(HostilePeer, AtomicWriteWithAWrongLengthOrADuplicateIsNotExecuted) {
+    setup();
+    const uint32_t psn = first_psn();
+    const std::vector<uint8_t> v1 = {1, 1, 1, 1, 1, 1, 1, 1};
+    inject(frame(rc::kAtomicWrite, psn, Reth{end[1].buf, end[1].key, 8}, v1));
+    b.process();
+    EXPECT_EQ(b.host.get<uint64_t>(end[1].buf), 0x0101010101010101ull);
+    // A duplicate with other bytes: ACKed, not executed again.
+    b.host.put<uint64_t>(end[1].buf, 5);
+    inject(frame(rc::kAtomicWrite, psn, Reth{end[1].buf, end[1].key, 8}, {2, 2, 2, 2, 2, 2, 2, 2}));
+    b.process();
+    EXPECT_EQ(b.host.get<uint64_t>(end[1].buf), 5u);
+    EXPECT_GE(counters().rx_duplicates, 1u);
+    // 16 bytes of payload: NAK invalid request, nothing written.
+    inject(frame(rc::kAtomicWrite, psn + 1, Reth{end[1].buf + 8, end[1].key, 8},
+                 std::vector<uint8_t>(16, 3)));
+    b.process();
+    EXPECT_EQ(b.host.get<uint64_t>(end[1].buf + 8), 0u);
+    EXPECT_GE(counters().error_naks_sent, 1u);
+}
+
 TEST_F(TwoNodes, AtomicsFromManyQpsAreAtomicAgainstEachOther) {
     setup(4, 4);
     // A second connection between the nodes on the same buffer.
@@ -498,6 +610,7 @@ TEST_F(TwoNodes, QueryDeviceReportsAtomicsAndSrqLimits) {
     ohca_query_device_out d{};
     ASSERT_EQ(a.cmd(OHCA_CMD_QUERY_DEVICE, nullptr, 0, &d, sizeof(d)).status, OHCA_STATUS_OK);
     EXPECT_EQ(d.atomic_cap, uint32_t{OHCA_ATOMIC_HCA});
+    EXPECT_NE(d.dev_caps & OHCA_DEV_CAP_ATOMIC_WRITE, 0u);
     EXPECT_EQ(d.max_srq, DeviceLimits::max_srq);
     EXPECT_EQ(d.max_srq_wr, DeviceLimits::max_srq_wr);
     EXPECT_EQ(d.max_srq_sge, DeviceLimits::max_srq_sge);
