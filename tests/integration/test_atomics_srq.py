@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from vmtest import assert_ok, section
+from vmtest import PYVERBS_PRELUDE, check_parts, parts_job
 
 pytestmark = pytest.mark.ohca_only
 
@@ -57,21 +57,9 @@ exit $rc
 """
 
 # pyverbs with the rdma-core suite's resource helpers (tests/base.py).
-SRQ_EVENTS_PY = r"""
-import os, sys
-from importlib.machinery import SourceFileLoader
-os.chdir("/opt/rdma-core-tests")
-sys.path.insert(0, os.getcwd())
-gid = int(sys.argv[1]) if len(sys.argv) > 1 else 1
-sys.argv = sys.argv[:1]
-SourceFileLoader("tests", os.path.join(os.getcwd(), "__init__.py")).load_module()
-from tests.base import RCResources
-import tests.utils as u
-import pyverbs.enums as e
+SRQ_EVENTS_PY = PYVERBS_PRELUDE + r"""
 from pyverbs.qp import QPAttr
 from pyverbs.srq import SrqAttr
-
-dev = os.environ["OHCA_IBDEV"]
 def pair():
     s = RCResources(dev, 1, gid, qp_count=2, with_srq=True)
     c = RCResources(dev, 1, gid, qp_count=2, with_srq=True)
@@ -125,12 +113,7 @@ SCRIPTS = {"devinfo": DEVINFO, "srq_pingpong": SRQ_PINGPONG,
 
 
 def job():
-    out = ["rc=0"]
-    for name in PARTS:
-        out += [f"echo '=== {name} ==='", "(", SCRIPTS[name], ")", "prc=$?",
-                f"echo \"PART {name} rc=$prc\"", "[ $prc -eq 0 ] || rc=1"]
-    out += ["echo '=== end ==='", "exit $rc"]
-    return "\n".join(out)
+    return parts_job((name, SCRIPTS[name]) for name in PARTS)
 
 
 def check_devinfo(text):
@@ -171,12 +154,4 @@ CHECKS = {"devinfo": check_devinfo, "srq_pingpong": check_srq_pingpong,
 
 def test_atomics_and_srq_loopback(vm_run):
     (r,) = vm_run(job(), timeout=900)
-    failed = []
-    for name in PARTS:
-        text = section(r.output, name)
-        if not re.search(rf"^PART {name} rc=0$", text, re.M):
-            failed.append(name)
-            continue
-        CHECKS[name](text)
-    assert not failed, f"parts failed: {failed}\n" + r.report()
-    assert_ok([r])
+    check_parts(r, {name: CHECKS[name] for name in PARTS})

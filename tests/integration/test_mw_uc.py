@@ -15,7 +15,7 @@ import re
 import pytest
 
 from test_rc import TWO_VM_CLIENT, TWO_VM_SERVER
-from vmtest import assert_ok, section
+from vmtest import PYVERBS_PRELUDE, assert_ok, check_parts, parts_job
 
 pytestmark = pytest.mark.ohca_only
 
@@ -42,21 +42,9 @@ cat /tmp/suite.log
 exit $rc
 """
 
-DEREG_BUSY_PY = r"""
-import errno, os, sys
-from importlib.machinery import SourceFileLoader
-os.chdir("/opt/rdma-core-tests")
-sys.path.insert(0, os.getcwd())
-gid = int(sys.argv[1]) if len(sys.argv) > 1 else 1
-sys.argv = sys.argv[:1]
-SourceFileLoader("tests", os.path.join(os.getcwd(), "__init__.py")).load_module()
-from tests.base import RCResources
-import tests.utils as u
-import pyverbs.enums as e
+DEREG_BUSY_PY = PYVERBS_PRELUDE + r"""
 from pyverbs.mr import MR, MW, MWBindInfo, MWBind
 from pyverbs.pyverbs_error import PyverbsRDMAError
-
-dev = os.environ["OHCA_IBDEV"]
 r = RCResources(dev, 1, gid)
 r.pre_run(r.psns, r.qps_num)  # connected to itself: the bind needs an RTS QP
 mr = MR(r.pd, 4096, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_MW_BIND)
@@ -107,12 +95,7 @@ SCRIPTS = {"devinfo": DEVINFO, "suite": SUITE, "dereg_busy": DEREG_BUSY,
 
 
 def job():
-    out = ["rc=0"]
-    for name in PARTS:
-        out += [f"echo '=== {name} ==='", "(", SCRIPTS[name], ")", "prc=$?",
-                f"echo \"PART {name} rc=$prc\"", "[ $prc -eq 0 ] || rc=1"]
-    out += ["echo '=== end ==='", "exit $rc"]
-    return "\n".join(out)
+    return parts_job((name, SCRIPTS[name]) for name in PARTS)
 
 
 def check_devinfo(text):
@@ -149,15 +132,7 @@ CHECKS = {"devinfo": check_devinfo, "suite": check_suite, "dereg_busy": check_de
 
 def test_memory_windows_and_uc_loopback(vm_run):
     (r,) = vm_run(job(), timeout=600)
-    failed = []
-    for name in PARTS:
-        text = section(r.output, name)
-        if not re.search(rf"^PART {name} rc=0$", text, re.M):
-            failed.append(name)
-            continue
-        CHECKS[name](text)
-    assert not failed, f"parts failed: {failed}\n" + r.report()
-    assert_ok([r])
+    check_parts(r, {name: CHECKS[name] for name in PARTS})
 
 
 def test_uc_pingpong_two_vms(vm_run):

@@ -13,7 +13,7 @@ import pytest
 
 from test_rc import TWO_VM_CLIENT, TWO_VM_SERVER
 from test_rc_rdma_core_suite import cases, suite_script
-from vmtest import assert_ok, section
+from vmtest import assert_ok, check_parts, parts_job
 
 pytestmark = pytest.mark.ohca_only
 
@@ -53,12 +53,7 @@ SCRIPTS = {"devinfo": DEVINFO, "suite": SUITE, "xsrq_pingpong": XSRQ_PINGPONG}
 
 
 def job():
-    out = ["rc=0"]
-    for name in PARTS:
-        out += [f"echo '=== {name} ==='", "(", SCRIPTS[name], ")", "prc=$?",
-                f"echo \"PART {name} rc=$prc\"", "[ $prc -eq 0 ] || rc=1"]
-    out += ["echo '=== end ==='", "exit $rc"]
-    return "\n".join(out)
+    return parts_job((name, SCRIPTS[name]) for name in PARTS)
 
 
 def check_devinfo(text):
@@ -84,15 +79,7 @@ CHECKS = {"devinfo": check_devinfo, "suite": check_suite,
 
 def test_xrc_loopback(vm_run):
     (r,) = vm_run(job(), timeout=700)
-    failed = []
-    for name in PARTS:
-        text = section(r.output, name)
-        if not re.search(rf"^PART {name} rc=0$", text, re.M):
-            failed.append(name)
-            continue
-        CHECKS[name](text)
-    assert not failed, f"parts failed: {failed}\n" + r.report()
-    assert_ok([r])
+    check_parts(r, {name: CHECKS[name] for name in PARTS})
 
 
 def test_xsrq_pingpong_two_vms(vm_run):

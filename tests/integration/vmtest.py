@@ -77,3 +77,48 @@ def parse_devinfo(text):
         elif port is not None and depth == 3:
             port["fields"].setdefault(key, value)
     return dev
+
+
+# The start of a pyverbs script that uses the rdma-core suite's resource
+# helpers (tests/base.py) from the guest's copy of the suite; argv[1] is the
+# GID index (1 by default), the device is $OHCA_IBDEV.
+PYVERBS_PRELUDE = r"""
+import errno, os, sys
+from importlib.machinery import SourceFileLoader
+os.chdir("/opt/rdma-core-tests")
+sys.path.insert(0, os.getcwd())
+gid = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+sys.argv = sys.argv[:1]
+SourceFileLoader("tests", os.path.join(os.getcwd(), "__init__.py")).load_module()
+from tests.base import RCResources
+import tests.utils as u
+import pyverbs.enums as e
+dev = os.environ["OHCA_IBDEV"]
+"""
+
+
+def parts_job(parts):
+    """One VM job of named parts, (name, shell script) in order: each runs
+    in a subshell, in its own '=== name ===' section ending with
+    'PART name rc=N'; the job fails if any part does, after all ran."""
+    out = ["rc=0"]
+    for name, script in parts:
+        out += [f"echo '=== {name} ==='", "(", script, ")", "prc=$?",
+                f"echo \"PART {name} rc=$prc\"", "[ $prc -eq 0 ] || rc=1"]
+    out += ["echo '=== end ==='", "exit $rc"]
+    return "\n".join(out)
+
+
+def check_parts(result, checks):
+    """The parts of a parts_job run: each of checks (name -> function of
+    its section's text) ended with rc=0 and passes its check; then the VM's
+    run was clean."""
+    failed = []
+    for name, check in checks.items():
+        text = section(result.output, name)
+        if not re.search(rf"^PART {name} rc=0$", text, re.M):
+            failed.append(name)
+            continue
+        check(text)
+    assert not failed, f"parts failed: {failed}\n" + result.report()
+    assert_ok([result])
