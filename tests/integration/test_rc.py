@@ -4,6 +4,7 @@ ohca0, looped back inside the device) and between two VMs over the wire.
 GID index 1 is the port's RoCEv2 GID for its IPv4 address (test_devinfo
 checks the table)."""
 
+import contextlib
 import glob
 import os
 import re
@@ -259,6 +260,22 @@ def qemu_rss_at_marks(marks, stop):
     return rss
 
 
+@contextlib.contextmanager
+def watch_qemu_rss(marks):
+    """While the block runs (the VM job), qemu_rss_at_marks in a thread;
+    yields the dict it fills: {mark: bytes} for the marks seen."""
+    stop = threading.Event()
+    rss = {}
+    watcher = threading.Thread(target=lambda: rss.update(qemu_rss_at_marks(marks, stop)),
+                               daemon=True)
+    watcher.start()
+    try:
+        yield rss
+    finally:
+        stop.set()
+        watcher.join()
+
+
 def hw_counters(output):
     line = re.findall(r"^HW_COUNTERS(.*)$", output, re.M)
     return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line[0])} if line else {}
@@ -274,15 +291,8 @@ def test_rc_two_vms(vm_run):
         "ohca_barrier up || exit 1\n", "ohca_barrier up || exit 1\n" + HOSTILE_TARGET, 1)
     client_script = TWO_VM_CLIENT.replace("{cmds}", text).replace(
         "ohca_barrier up || exit 1\n", "ohca_barrier up || exit 1\n" + HOSTILE_FLOOD, 1)
-    stop = threading.Event()
-    rss = {}
-    watcher = threading.Thread(
-        target=lambda: rss.update(qemu_rss_at_marks(["hostile-start", "hostile-done"], stop)),
-        daemon=True)
-    watcher.start()
-    server, client = vm_run({0: server_script, 1: client_script}, nvms=2, timeout=900)
-    stop.set()
-    watcher.join()
+    with watch_qemu_rss(["hostile-start", "hostile-done"]) as rss:
+        server, client = vm_run({0: server_script, 1: client_script}, nvms=2, timeout=900)
     flood = re.search(r"^FLOOD (.*)$", client.output, re.M)
     rss0, rss1 = rss.get("hostile-start"), rss.get("hostile-done")
     growth = (f"vm0 QEMU RSS {rss0 >> 20} -> {rss1 >> 20} MiB "

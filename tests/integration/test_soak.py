@@ -14,11 +14,10 @@ without the guest's RAM and TCG's code buffer)."""
 
 import os
 import re
-import threading
 
 import pytest
 
-from test_rc import qemu_rss_at_marks
+from test_rc import watch_qemu_rss
 from vmtest import assert_ok
 
 pytestmark = pytest.mark.ohca_only
@@ -103,16 +102,9 @@ def runs(output, role):
 
 
 def test_soak_through_loss_with_kills(vm_run):
-    stop = threading.Event()
-    rss = {}
-    watcher = threading.Thread(
-        target=lambda: rss.update(qemu_rss_at_marks(["soak-warm", "soak-done"], stop)),
-        daemon=True)
-    watcher.start()
-    server, client = vm_run([script(), script()], nvms=2, wire={"loss": 0.01, "seed": 5},
-                            timeout=SECONDS + 900)
-    stop.set()
-    watcher.join()
+    with watch_qemu_rss(["soak-warm", "soak-done"]) as rss:
+        server, client = vm_run([script(), script()], nvms=2, wire={"loss": 0.01, "seed": 5},
+                                timeout=SECONDS + 900)
     assert_ok([server, client])
     wire = server.wire_stats
     served, sent = runs(server.output, "server"), runs(client.output, "client")
