@@ -196,14 +196,7 @@ done
 # verbs fail; the function reset then brings the device back.
 t="fatal, then reset"
 @HOLD@
-python3 - "/sys/bus/pci/devices/$pci/config" <<'PYEOF' || fail "cannot clear bus master"
-import sys
-with open(sys.argv[1], "r+b") as f:
-    f.seek(4)
-    cmd = int.from_bytes(f.read(2), "little") & ~4
-    f.seek(4)
-    f.write(cmd.to_bytes(2, "little"))
-PYEOF
+ohca_clear_bus_master "$pci" || fail "cannot clear bus master"
 cat /sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters/* >/dev/null 2>&1
 ohca_poll 30 eval '! kill -0 $holder 2>/dev/null' || fail "the holder hangs after the fatal error"
 wait $holder || fail "holder exited $? after the fatal error: $(cat /tmp/holder.log)"

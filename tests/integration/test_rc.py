@@ -49,14 +49,7 @@ insmod /share/ohca_kverbs_test.ko gid_index={GID} fatal_drain=1 > /tmp/kvf.log 2
 kvf=$!
 ohca_poll 60 eval 'dmesg | grep -q "waiting for the device to go fatal"' ||
 	{{ echo "kverbs fatal drain: no QPs"; dmesg | grep ohca_kverbs_test; exit 1; }}
-python3 - "/sys/bus/pci/devices/$pci/config" <<'PYEOF' || exit 1
-import sys
-with open(sys.argv[1], "r+b") as f:
-    f.seek(4)
-    cmd = int.from_bytes(f.read(2), "little") & ~4
-    f.seek(4)
-    f.write(cmd.to_bytes(2, "little"))
-PYEOF
+ohca_clear_bus_master "$pci" || exit 1
 cat /sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters/* >/dev/null 2>&1
 wait $kvf
 rc=$?

@@ -151,6 +151,20 @@ ohca_hw_counters() {
 	echo "HW_COUNTERS$line"
 }
 
+# ohca_clear_bus_master PCI_ADDR: clears the function's Bus Master Enable
+# (bit 2 of the PCI command register) behind the driver's back, so the
+# device's DMA fails and the driver has to go fatal and recover.
+ohca_clear_bus_master() {
+	python3 - "/sys/bus/pci/devices/$1/config" <<'PYEOF'
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(4)
+    cmd = int.from_bytes(f.read(2), "little") & ~4
+    f.seek(4)
+    f.write(cmd.to_bytes(2, "little"))
+PYEOF
+}
+
 # ohca_gid_lookup GID: the index of the RoCE v2 entry holding GID (in the
 # sysfs form, eight groups of four hex digits) on port 1 of $OHCA_IBDEV.
 # ohca has RoCE v2 GIDs only; rxe has a v1 and a v2 entry per address, in an
