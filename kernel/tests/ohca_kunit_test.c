@@ -886,9 +886,10 @@ static void eth_done(struct ohca_dev *dev, u32 index, u16 flags)
 }
 
 /*
- * The test's net_device is never registered, so it has no qdisc: BQL must
- * not stop its queue (a completion would then schedule the missing qdisc).
- * A limit above what a test queues keeps it running.
+ * The test's net_device is never registered or opened, so it has no qdisc:
+ * its queue must run (reclaim wakes a stopped queue, which schedules the
+ * qdisc: a NULL dereference here), and BQL must not stop it either. A
+ * limit above what a test queues keeps BQL out of the way.
  */
 static void ohca_test_bql_reset(struct net_device *ndev)
 {
@@ -896,6 +897,7 @@ static void ohca_test_bql_reset(struct net_device *ndev)
 	netdev_get_tx_queue(ndev, 0)->dql.min_limit = SZ_1M;
 #endif
 	netdev_reset_queue(ndev);
+	netif_start_queue(ndev);
 }
 
 static void ohca_test_tx_reclaim(struct kunit *test)
