@@ -20,8 +20,8 @@
 #include <linux/dma-mapping.h>
 #include <linux/etherdevice.h>
 #include <linux/kthread.h>
-#include <linux/sizes.h>
 #include <linux/skbuff.h>
+#include <net/sch_generic.h>
 
 #include "ohca_cmdq.c"
 #include "ohca_eq.c"
@@ -886,16 +886,13 @@ static void eth_done(struct ohca_dev *dev, u32 index, u16 flags)
 }
 
 /*
- * The test's net_device is never registered or opened, so it has no qdisc:
- * its queue must run (reclaim wakes a stopped queue, which schedules the
- * qdisc: a NULL dereference here), and BQL must not stop it either. A
- * limit above what a test queues keeps BQL out of the way.
+ * The test's net_device is never registered, so its queue has no qdisc: a
+ * reclaim that restarts a queue BQL stopped would schedule NULL. Until a
+ * device opens, registration gives every queue the noop qdisc; so does this.
  */
-static void ohca_test_bql_reset(struct net_device *ndev)
+static void ohca_test_txq_reset(struct net_device *ndev)
 {
-#ifdef CONFIG_BQL
-	netdev_get_tx_queue(ndev, 0)->dql.min_limit = SZ_1M;
-#endif
+	rcu_assign_pointer(netdev_get_tx_queue(ndev, 0)->qdisc, &noop_qdisc);
 	netdev_reset_queue(ndev);
 	netif_start_queue(ndev);
 }
@@ -905,6 +902,7 @@ static void ohca_test_tx_reclaim(struct kunit *test)
 	struct ohca_kunit_env *env = test->priv;
 	struct ohca_dev *dev = env->dev;
 	struct ohca_eth_ring *ring = &dev->tx;
+	struct netdev_queue *txq = netdev_get_tx_queue(dev->netdev, 0);
 	static const u32 starts[] = { 0, 0xfffffffc };
 	int i, k;
 
@@ -916,7 +914,7 @@ static void ohca_test_tx_reclaim(struct kunit *test)
 
 		ring->pi = s;
 		ring->ci = s;
-		ohca_test_bql_reset(dev->netdev);
+		ohca_test_txq_reset(dev->netdev);
 		for (k = 0; k < 6; k++)
 			eth_post(test, dev, 60 + k);
 		KUNIT_EXPECT_EQ(test, ohca_tx_free(ring), ring->size - 6);
@@ -946,6 +944,8 @@ static void ohca_test_tx_reclaim(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, ring->ci, ring->pi);
 		KUNIT_EXPECT_EQ(test, ohca_tx_free(ring), ring->size);
 		KUNIT_EXPECT_EQ(test, dev->tx_stats.packets - packets, 5ULL);
+		/* BQL saw every queued byte complete: the queue runs again */
+		KUNIT_EXPECT_FALSE(test, netif_xmit_stopped(txq));
 	}
 }
 
