@@ -78,24 +78,16 @@ PageList::LoadResult PageList::load(const Host &host, const ohca_pbl &pbl, uint6
     return {};
 }
 
-std::optional<uint64_t> PageList::translate(uint64_t offset) const {
-    const uint64_t idx = offset >> shift_;
-    if (idx >= pages_.size()) {
-        return std::nullopt;
-    }
-    return pages_[idx] + (offset & (page_size() - 1));
-}
-
 bool PageList::read(const Host &host, uint64_t offset, void *buf, size_t len) const {
     auto *p = static_cast<uint8_t *>(buf);
     while (len > 0) {
-        const auto a = translate(offset);
-        if (!a) {
+        uint64_t a = 0;
+        if (!translate(offset, a)) {
             return false;
         }
         const size_t n = static_cast<size_t>(
             std::min<uint64_t>(len, page_size() - (offset & (page_size() - 1))));
-        if (!host.read(*a, p, n)) {
+        if (!host.read(a, p, n)) {
             return false;
         }
         p += n;
@@ -108,13 +100,13 @@ bool PageList::read(const Host &host, uint64_t offset, void *buf, size_t len) co
 bool PageList::write(const Host &host, uint64_t offset, const void *buf, size_t len) const {
     const auto *p = static_cast<const uint8_t *>(buf);
     while (len > 0) {
-        const auto a = translate(offset);
-        if (!a) {
+        uint64_t a = 0;
+        if (!translate(offset, a)) {
             return false;
         }
         const size_t n = static_cast<size_t>(
             std::min<uint64_t>(len, page_size() - (offset & (page_size() - 1))));
-        if (!host.write(*a, p, n)) {
+        if (!host.write(a, p, n)) {
             return false;
         }
         p += n;

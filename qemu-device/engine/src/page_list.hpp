@@ -42,7 +42,20 @@ class PageList {
     [[nodiscard]] size_t npages() const { return pages_.size(); }
 
     // Bus address of byte 'offset'; nullopt beyond the list.
-    [[nodiscard]] std::optional<uint64_t> translate(uint64_t offset) const;
+    [[nodiscard]] std::optional<uint64_t> translate(uint64_t offset) const {
+        uint64_t a = 0;
+        return translate(offset, a) ? std::optional<uint64_t>(a) : std::nullopt;
+    }
+    // The same without std::optional (on every DMA of the data path: an
+    // optional returned through memory costs a store-forwarding stall).
+    [[nodiscard]] bool translate(uint64_t offset, uint64_t &addr) const {
+        const uint64_t idx = offset >> shift_;
+        if (idx >= pages_.size()) {
+            return false;
+        }
+        addr = pages_[idx] + (offset & (page_size() - 1));
+        return true;
+    }
 
     // Copies len bytes at 'offset' (may span pages). False on any failure.
     bool read(const Host &host, uint64_t offset, void *buf, size_t len) const;

@@ -119,6 +119,74 @@ struct SendWr {
     // with this status once everything before it has completed.
     uint8_t local_status = OHCA_CQE_SUCCESS;
     uint8_t local_verr = OHCA_VERR_NONE;
+
+    // Back to a new WQE's values, keeping the vectors' storage: a reused
+    // SendWr costs no allocation.
+    void reset() {
+        std::vector<Sge> s = std::move(sges);
+        std::vector<uint8_t> d = std::move(inline_data);
+        *this = SendWr{};
+        s.clear();
+        d.clear();
+        sges = std::move(s);
+        inline_data = std::move(d);
+    }
+};
+
+// The requester's WQEs in flight, oldest first: a ring of SendWr whose
+// slots are reused, so taking a WQE allocates nothing once the ring has
+// grown to the QP's depth (at most its SQ size: the SQ bounds what is in
+// flight). An idle QP holds no storage; a drained ring that grew large
+// gives it back.
+class WrQueue {
+  public:
+    [[nodiscard]] size_t size() const { return count_; }
+    [[nodiscard]] bool empty() const { return count_ == 0; }
+    SendWr &operator[](size_t i) { return slots_[(head_ + i) & (slots_.size() - 1)]; }
+    const SendWr &operator[](size_t i) const { return slots_[(head_ + i) & (slots_.size() - 1)]; }
+    SendWr &front() { return (*this)[0]; }
+    const SendWr &front() const { return (*this)[0]; }
+    SendWr &back() { return (*this)[count_ - 1]; }
+    const SendWr &back() const { return (*this)[count_ - 1]; }
+
+    // The slot after the last, reset, not yet in the queue: filled in place
+    // and added by commit(). References to queued WRs stay valid until then
+    // only if the ring did not grow (callers hold none across it).
+    SendWr &stage() {
+        if (count_ == slots_.size()) {
+            grow();
+        }
+        SendWr &w = slots_[(head_ + count_) & (slots_.size() - 1)];
+        w.reset();
+        return w;
+    }
+    void commit() { ++count_; }
+    void push_back(SendWr &&wr) {
+        stage() = std::move(wr);
+        commit();
+    }
+    void pop_front() {
+        head_ = (head_ + 1) & (slots_.size() - 1);
+        if (--count_ == 0 && slots_.size() > kKeep) {
+            slots_.clear();
+            slots_.shrink_to_fit();
+            head_ = 0;
+        }
+    }
+
+  private:
+    static constexpr size_t kKeep = 64; // slots kept by a drained ring
+    void grow() {
+        std::vector<SendWr> n(slots_.empty() ? 4 : slots_.size() * 2);
+        for (size_t i = 0; i < count_; ++i) {
+            n[i] = std::move((*this)[i]);
+        }
+        slots_ = std::move(n);
+        head_ = 0;
+    }
+    std::vector<SendWr> slots_; // a power of two in size
+    size_t head_ = 0;
+    size_t count_ = 0;
 };
 
 struct QpAttrs {
@@ -173,7 +241,7 @@ struct Qp {
     // Requester (UD: sq_fetched, next_psn and sq_draining only).
     // sq.ci: oldest WQE not retired; 'fetched': next to take.
     uint32_t sq_fetched = 0;
-    std::deque<SendWr> inflight;
+    WrQueue inflight;
     size_t cur_wr = 0;    // transmit cursor: inflight[cur_wr] ...
     uint32_t cur_pkt = 0; // ... packet cur_pkt of it
     uint32_t next_psn = 0;

@@ -48,7 +48,7 @@ bool known_opcode(uint8_t op) {
 // the WQEs' PSN ranges follow each other in 'inflight' (a local operation
 // has an empty one; only a WQE that failed before it was given PSNs has
 // none, and it is always the last).
-size_t wqe_at_psn(const std::deque<SendWr> &q, uint32_t psn) {
+size_t wqe_at_psn(const WrQueue &q, uint32_t psn) {
     size_t n = q.size();
     if (n > 0 && q[n - 1].npkts == 0) {
         --n;
@@ -139,17 +139,26 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
     if (!qp.inflight.empty() && qp.inflight.back().local_status != OHCA_CQE_SUCCESS) {
         return false; // nothing after a failed WQE is started
     }
-    SendWr wr;
+    // Filled in place in the queue's next slot (no allocation), added
+    // only at the end: a WQE that has to wait is read again later.
+    SendWr &wr = qp.inflight.stage();
     wr.index = qp.sq_fetched;
     const uint64_t base = qp.sq.offset(wr.index);
     const uint32_t stride = 1u << qp.sq.log_stride;
-    ohca_send_wqe w{};
+    // The header and what follows it, up to max_sge SGEs or the stride, in
+    // one DMA read: all inside this WQE's slot of the ring.
+    struct {
+        ohca_send_wqe w;
+        std::array<ohca_sge, DeviceLimits::max_sge> sge;
+    } slot{};
+    ohca_send_wqe &w = slot.w;
+    static_assert(sizeof(slot) == sizeof(ohca_send_wqe) + sizeof(slot.sge));
     auto fail = [&](uint8_t status, uint8_t verr) {
         wr.local_status = status;
         wr.local_verr = verr;
         wr.npkts = 0;
     };
-    if (!qp.sq.ring.read(svc_.host(), base, &w, sizeof(w))) {
+    if (!qp.sq.ring.read(svc_.host(), base, &slot, std::min<size_t>(stride, sizeof(slot)))) {
         fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_DMA);
         svc_.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
     } else {
@@ -193,8 +202,13 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
                 wr.is_inline = true;
                 wr.inline_data.resize(inline_len);
                 wr.length = inline_len;
-                if (!qp.sq.ring.read(svc_.host(), base + sizeof(w), wr.inline_data.data(),
-                                     inline_len)) {
+                if (inline_len == 0) {
+                    // nothing to copy
+                } else if (inline_len <= sizeof(slot.sge)) {
+                    // Read with the header (stride >= header + inline_len).
+                    std::memcpy(wr.inline_data.data(), slot.sge.data(), inline_len);
+                } else if (!qp.sq.ring.read(svc_.host(), base + sizeof(w), wr.inline_data.data(),
+                                            inline_len)) {
                     fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_DMA);
                 }
             }
@@ -202,11 +216,8 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
                    sizeof(ohca_send_wqe) + size_t{w.num_sge} * sizeof(ohca_sge) > stride) {
             fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
         } else {
-            std::array<ohca_sge, DeviceLimits::max_sge> raw{};
-            if (!qp.sq.ring.read(svc_.host(), base + sizeof(w), raw.data(),
-                                 size_t{w.num_sge} * sizeof(ohca_sge))) {
-                fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_DMA);
-            } else {
+            const std::array<ohca_sge, DeviceLimits::max_sge> &raw = slot.sge;
+            {
                 uint64_t total = 0;
                 const uint32_t need = awaits_response(wr) ? OHCA_ACCESS_LOCAL_WRITE : 0;
                 for (unsigned int i = 0; i < w.num_sge && wr.local_status == 0; ++i) {
@@ -248,7 +259,7 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
         ++qp.wqes_failed;
     }
     svc_.host().trace(OHCA_ENGINE_TRACE_WQE, qp.qpn, wr.index, wr.opcode);
-    qp.inflight.push_back(std::move(wr));
+    qp.inflight.commit();
     ++qp.sq_fetched;
     if (qp.inflight.size() == 1 &&
         (qp.inflight.front().local_status != OHCA_CQE_SUCCESS || qp.inflight.front().local_op)) {
@@ -340,8 +351,10 @@ void RcRequester::send_packet(Qp &qp) {
         // Long messages ask for ACKs on the way, which open the window; so
         // does the packet that fills it.
         const uint32_t every = std::clamp(qp.cwnd / 2, 1u, DeviceLimits::ack_req_every);
+        // (every is mostly a power of two: no division per packet then)
+        const uint32_t nth = (every & (every - 1)) == 0 ? (k + 1) & (every - 1) : (k + 1) % every;
         f.bth.ack_req =
-            last || (k + 1) % every == 0 ||
+            last || nth == 0 ||
             psn_diff(psn_add(f.bth.psn, 1), qp.una_psn) >= static_cast<int32_t>(qp.cwnd);
         f.bth.solicited = last && (wr.flags & OHCA_WQE_SOLICITED) != 0;
         off = k * mtu;

@@ -84,17 +84,21 @@ void RcResponder::reject(Qp &qp, uint8_t nak, uint16_t event) {
 bool RcResponder::load_recv_wqe(Qp &qp) {
     const uint64_t base = qp.rq.offset(qp.rq.ci);
     const uint32_t stride = 1u << qp.rq.log_stride;
-    ohca_recv_wqe w{};
-    std::array<ohca_sge, DeviceLimits::max_sge> raw{};
+    // The header and up to max_sge SGEs in one DMA read, inside this
+    // WQE's slot of the ring (a slot never crosses a page).
+    struct {
+        ohca_recv_wqe w;
+        std::array<ohca_sge, DeviceLimits::max_sge> sge;
+    } slot{};
+    static_assert(sizeof(slot) == sizeof(ohca_recv_wqe) + sizeof(slot.sge));
+    const ohca_recv_wqe &w = slot.w;
+    const auto &raw = slot.sge;
     uint8_t verr = OHCA_VERR_NONE;
-    if (!qp.rq.ring.read(svc_.host(), base, &w, sizeof(w))) {
+    if (!qp.rq.ring.read(svc_.host(), base, &slot, std::min<size_t>(stride, sizeof(slot)))) {
         verr = OHCA_VERR_DMA;
     } else if (w.num_sge > DeviceLimits::max_sge ||
                sizeof(w) + size_t{w.num_sge} * sizeof(ohca_sge) > stride) {
         verr = OHCA_VERR_BAD_WQE;
-    } else if (!qp.rq.ring.read(svc_.host(), base + sizeof(w), raw.data(),
-                                size_t{w.num_sge} * sizeof(ohca_sge))) {
-        verr = OHCA_VERR_DMA;
     }
     if (verr != OHCA_VERR_NONE) {
         svc_.complete_recv(qp, le(w.wr_id), OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_QP_OP_ERR,

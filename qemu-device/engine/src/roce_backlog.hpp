@@ -20,11 +20,9 @@ namespace ohca {
 struct RoceSlot {
     bool looped = false;
     std::vector<uint8_t> buf; // the frame; looped: the payload
-    // Looped only:
-    PacketFields fields;
-    std::array<uint8_t, 16> sgid{};
-    std::array<uint8_t, 16> dgid{};
-    bool ipv6 = false;
+    // Looped only: what parsing the frame would have found (no MACs, VLAN
+    // or IP header), its payload a view of buf; handed over as it is.
+    ParsedPacket pkt;
 };
 
 class RoceBacklog {
@@ -41,7 +39,12 @@ class RoceBacklog {
         if (full()) {
             return nullptr;
         }
-        RoceSlot &s = slots_[(head_ + count_) % slots_.size()];
+        // No division per packet: the index wraps once at most.
+        size_t i = head_ + count_;
+        if (i >= slots_.size()) {
+            i -= slots_.size();
+        }
+        RoceSlot &s = slots_[i];
         ++count_;
         return &s;
     }
@@ -50,7 +53,9 @@ class RoceBacklog {
     // Removes the front slot and returns it; valid until the next pop().
     RoceSlot &pop() {
         RoceSlot &s = slots_[head_];
-        head_ = (head_ + 1) % slots_.size();
+        if (++head_ == slots_.size()) {
+            head_ = 0;
+        }
         --count_;
         return s;
     }

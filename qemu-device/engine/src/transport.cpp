@@ -46,13 +46,7 @@ bool TransportServices::gather(const Qp &qp, const SendWr &wr, uint32_t offset,
 // ---- packets out --------------------------------------------------------------
 
 bool Device::is_local_gid(const std::array<uint8_t, 16> &gid) const {
-    for (uint32_t i = 0; i < kGidTableLen; ++i) {
-        const auto &e = gids_.get(i);
-        if (e && e->gid == gid) {
-            return true;
-        }
-    }
-    return false;
+    return gids_.contains(gid);
 }
 
 bool Device::build_path(const Qp &qp, PacketPath &path) const {
@@ -131,11 +125,13 @@ EmitResult Device::loop_back(const PacketPath &path, const PacketFields &fields,
             roce_backlog_.unpush();
             return EmitResult::FillFailed;
         }
-        s->fields = fields;
-        s->fields.bth.pad = static_cast<uint8_t>((4 - (payload_len & 3)) & 3);
-        s->sgid = path.sgid;
-        s->dgid = path.dgid;
-        s->ipv6 = path.ipv6;
+        ParsedPacket &p = s->pkt;
+        p.fields = fields;
+        p.fields.bth.pad = static_cast<uint8_t>((4 - (payload_len & 3)) & 3);
+        p.sgid = path.sgid;
+        p.dgid = path.dgid;
+        p.ipv6 = path.ipv6;
+        p.payload = s->buf;
     } else {
         s->looped = false;
         const FrameLayout l = build_roce_headers(s->buf, path, fields, payload_len);
@@ -228,13 +224,7 @@ void Device::roce_rx(std::span<const uint8_t> frame) {
 
 // A looped-back packet: what parsing would have found in its frame.
 void Device::roce_rx_looped(const RoceSlot &slot) {
-    ParsedPacket p;
-    p.ipv6 = slot.ipv6;
-    p.sgid = slot.sgid;
-    p.dgid = slot.dgid;
-    p.fields = slot.fields;
-    p.payload = slot.buf;
-    roce_deliver(p);
+    roce_deliver(slot.pkt);
 }
 
 // A valid packet to its QP and transport.
@@ -267,7 +257,8 @@ void Device::roce_deliver(const ParsedPacket &p) {
     if (qp != nullptr) {
         std::copy(std::begin(qp->attrs.av.dgid), std::end(qp->attrs.av.dgid), peer.begin());
     }
-    if (!is_local_gid(p.dgid) || (h.pkey & 0x7fff) != 0x7fff || qp == nullptr || p.sgid != peer) {
+    if (!is_local_gid(p.dgid) || (h.pkey & 0x7fff) != 0x7fff || qp == nullptr ||
+        !gid_equal(p.sgid, peer)) {
         ++roce_.rx_no_qp;
         ++stats_.roce_rx_dropped;
         return;
