@@ -15,6 +15,7 @@
 #include "roce_packet.hpp"
 
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 
 #include <memory>
 #include <vector>
@@ -154,22 +155,40 @@ BENCHMARK(BM_WriteWire)->Arg(4096)->Arg(65536);
 BENCHMARK(BM_ReadLoopback)->Arg(4096)->Arg(65536);
 BENCHMARK(BM_ReadWire)->Arg(4096)->Arg(65536);
 
-// ohca_engine_process() with nothing to do, st.range(0) QPs in RTS.
+// The fake host's logs emptied and their storage given back.
+void drop_logs(RdmaNode &n) {
+    std::vector<std::pair<uint64_t, size_t>>().swap(n.host.write_log);
+    std::vector<FakeHost::TraceEvent>().swap(n.host.traces);
+}
+
+// ohca_engine_process() with nothing to do, st.range(0) QPs in RTS (on a
+// device offering that many). host_bytes_per_qp: the heap the device grew
+// by per QP created and connected (malloc's count, tables included).
 void BM_IdlePass(benchmark::State &st) {
-    RdmaNode n(1);
+    const auto nqp = static_cast<uint32_t>(st.range(0));
+    RdmaNode n(1, false, 0, 10, std::max(nqp, OHCA_ENGINE_DEFAULT_MAX_QP));
     const uint32_t pd = n.create_pd();
     const CqInfo cq = n.create_cq(6);
-    for (int64_t i = 0; i < st.range(0); ++i) {
-        QpInfo q = n.create_qp(pd, cq.cqn, cq.cqn, 1, 1);
+    QpInfo first = n.create_idle_qp(pd, cq.cqn);
+    n.connect(first, first.qpn, n, kMtu1024);
+    drop_logs(n);
+    const size_t heap0 = mallinfo2().uordblks;
+    for (uint32_t i = 1; i < nqp; ++i) {
+        QpInfo q = n.create_idle_qp(pd, cq.cqn);
         n.connect(q, q.qpn, n, kMtu1024);
     }
     n.process();
+    drop_logs(n);
+    const size_t heap1 = mallinfo2().uordblks;
     for (auto _ : st) {
         ohca_engine_process(n.e);
     }
+    if (nqp > 1) {
+        st.counters["host_bytes_per_qp"] =
+            static_cast<double>(heap1 - std::min(heap0, heap1)) / (nqp - 1);
+    }
 }
-// max_qp is 1024 (DeviceLimits): 64 K QPs are not possible yet.
-BENCHMARK(BM_IdlePass)->Arg(1)->Arg(1024);
+BENCHMARK(BM_IdlePass)->Arg(1)->Arg(1024)->Arg(65536);
 
 std::vector<uint8_t> crc_data(size_t n) {
     std::vector<uint8_t> v(n);

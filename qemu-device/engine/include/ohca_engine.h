@@ -80,7 +80,15 @@ struct ohca_engine_config {
      * value; tests 0). They then carry on across resets, so a peer's keys
      * and QPNs from before a reset do not name the new objects. */
     uint32_t id_seed;
+    /* QPs the device offers (QUERY_DEVICE max_qp, QPNs 2..max_qp+1):
+     * 0 is OHCA_ENGINE_DEFAULT_MAX_QP; more than OHCA_ENGINE_MAX_QP fails
+     * ohca_engine_create(). The device's host memory grows by 16 bytes per
+     * QP it may have (tables) and by what each QP holds (docs/bench.md). */
+    uint32_t max_qp;
 };
+
+#define OHCA_ENGINE_DEFAULT_MAX_QP 1024u
+#define OHCA_ENGINE_MAX_QP 65536u
 
 enum ohca_engine_rx_result {
     OHCA_ENGINE_RX_CONSUMED = 0, /* delivered or dropped (counted) */

@@ -23,7 +23,7 @@ struct ohca_engine *ohca_engine_create(const struct ohca_engine_ops *ops, void *
                                        const struct ohca_engine_config *cfg) {
     if (ops == nullptr || cfg == nullptr || ops->dma_read == nullptr || ops->dma_write == nullptr ||
         ops->raise_irq == nullptr || ops->transmit == nullptr || ops->schedule == nullptr ||
-        ops->rx_resume == nullptr) {
+        ops->rx_resume == nullptr || cfg->max_qp > OHCA_ENGINE_MAX_QP) {
         return nullptr;
     }
     ohca::DeviceConfig dc;
@@ -32,6 +32,7 @@ struct ohca_engine *ohca_engine_create(const struct ohca_engine_ops *ops, void *
     dc.sys_image_guid = cfg->sys_image_guid;
     dc.link_up = cfg->link_up;
     dc.id_seed = cfg->id_seed;
+    dc.max_qp = cfg->max_qp != 0 ? cfg->max_qp : OHCA_ENGINE_DEFAULT_MAX_QP;
     return new (std::nothrow) ohca_engine{ohca::Device(*ops, ctx, dc)};
 }
 

@@ -319,7 +319,7 @@ Device::CmdResult Device::cmd_query_device(const Command &cmd) {
     out.page_size_cap = le(L::page_size_cap);
     out.vendor_id = le(L::vendor_id);
     out.vendor_part_id = le(L::vendor_part_id);
-    out.max_qp = le(L::max_qp);
+    out.max_qp = le(cfg_.max_qp);
     out.max_qp_wr = le(L::max_qp_wr);
     out.max_sge = le(L::max_sge);
     out.max_sge_rd = le(L::max_sge_rd);

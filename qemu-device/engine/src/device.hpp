@@ -59,6 +59,7 @@ struct DeviceConfig {
     uint64_t sys_image_guid = 0;
     bool link_up = true;
     uint32_t id_seed = 0;
+    uint32_t max_qp = OHCA_ENGINE_DEFAULT_MAX_QP; // 1..OHCA_ENGINE_MAX_QP
 };
 
 class Device : private TransportServices {
@@ -346,7 +347,7 @@ class Device : private TransportServices {
     uint64_t timer_deadline_ = 0;   // last deadline given to set_timer
     // QPs with work, and QPs with an armed timer (sched.hpp).
     ReadyList ready_;
-    TimerHeap timers_{DeviceLimits::max_qp + DeviceLimits::first_qpn};
+    TimerHeap timers_{cfg_.max_qp + DeviceLimits::first_qpn};
     bool in_run_ = false; // inside process_rdma(): no schedule() per ready QP
     SchedStats sched_stats_;
     // The RC transport.

@@ -46,7 +46,7 @@ void Device::rdma_power_on() {
     ready_.clear();
     timers_.clear();
     qps_.clear();
-    qps_.resize(DeviceLimits::max_qp + DeviceLimits::first_qpn);
+    qps_.resize(cfg_.max_qp + DeviceLimits::first_qpn);
     srqs_.clear();
     srqs_.resize(DeviceLimits::max_srq + 1);
     mcast_.clear();
@@ -72,7 +72,7 @@ void Device::seed_ids(uint32_t seed) {
         x = x * 1664525u + 1013904223u; // an LCG is enough: spread, not secrecy
         t = static_cast<uint8_t>(x >> 24);
     }
-    next_qpn_ = DeviceLimits::first_qpn + seed % DeviceLimits::max_qp;
+    next_qpn_ = DeviceLimits::first_qpn + seed % cfg_.max_qp;
 }
 
 // Page-list entries an MR holds against the budget: its list, or for a
@@ -413,9 +413,9 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     // The next free number from the cursor, not the lowest: numbers are
     // reused as late as possible, and a reset does not start them over.
     auto free_qpn = [&]() -> std::optional<uint32_t> {
-        for (uint32_t i = 0; i < DeviceLimits::max_qp; ++i) {
-            const uint32_t n = DeviceLimits::first_qpn +
-                               (next_qpn_ - DeviceLimits::first_qpn + i) % DeviceLimits::max_qp;
+        for (uint32_t i = 0; i < cfg_.max_qp; ++i) {
+            const uint32_t n =
+                DeviceLimits::first_qpn + (next_qpn_ - DeviceLimits::first_qpn + i) % cfg_.max_qp;
             if (!qps_[n]) {
                 return n;
             }

@@ -11,7 +11,9 @@ void ResponderResources::reset(unsigned int max_dest_rd_atomic) {
     queue_.clear();
     pending_ = 0;
     capacity_ = std::max(1u, max_dest_rd_atomic);
-    saved_.assign(capacity_, Saved{});
+    // The ring of saved results is made by the first atomic: a QP that
+    // never executes one keeps no storage for it.
+    saved_.clear();
     saved_next_ = 0;
 }
 
@@ -32,6 +34,11 @@ void ResponderResources::set_capacity(unsigned int max_dest_rd_atomic) {
         keep.erase(keep.begin(), keep.end() - cap);
     }
     capacity_ = cap;
+    if (keep.empty()) {
+        saved_.clear();
+        saved_next_ = 0;
+        return;
+    }
     saved_.assign(capacity_, Saved{});
     std::copy(keep.begin(), keep.end(), saved_.begin());
     saved_next_ = keep.size() % capacity_;
@@ -99,6 +106,10 @@ bool ResponderResources::add_read(uint32_t psn, uint64_t va, uint32_t rkey, uint
 bool ResponderResources::add_atomic(uint32_t psn, uint64_t orig, uint32_t msn) {
     if (full()) {
         return false;
+    }
+    if (saved_.empty()) {
+        saved_.assign(capacity_, Saved{});
+        saved_next_ = 0;
     }
     saved_[saved_next_] = Saved{true, psn, orig, msn};
     saved_next_ = (saved_next_ + 1) % saved_.size();

@@ -10,9 +10,10 @@
 // sends; a new READ or atomic beyond the limit is the caller's NAK.
 #pragma once
 
+#include "ring.hpp"
+
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <vector>
 
@@ -89,7 +90,7 @@ class ResponderResources {
 
     unsigned int capacity_ = 1;
     unsigned int pending_ = 0;
-    std::deque<Response> queue_;
+    Ring<Response> queue_;     // bounded as above
     std::vector<Saved> saved_; // ring of capacity_ entries
     size_t saved_next_ = 0;
 };

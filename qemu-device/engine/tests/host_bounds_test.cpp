@@ -38,6 +38,64 @@ ohca_pbl huge_list(RdmaNode &n, unsigned int shift) {
     return p;
 }
 
+// The fake host's logs of DMA writes and trace events, emptied and their
+// storage given back, so that the heap shows what the device holds.
+void drop_logs(RdmaNode &n) {
+    std::vector<std::pair<uint64_t, size_t>>().swap(n.host.write_log);
+    std::vector<FakeHost::TraceEvent>().swap(n.host.traces);
+}
+
+// How many QPs a device offers is the host's choice, up to 64 Ki; an idle
+// QP in RTS holds at most 1 KiB of host memory (docs/bench.md), so the
+// largest device's QPs cost at most 64 MiB; the QP past the limit the
+// device reports is refused.
+TEST(HostBoundsQpTest, IdleQpsCostAtMostOneKiBEach) {
+    constexpr uint32_t kQps = 4096;
+    RdmaNode n(1, false, 0, 10, kQps);
+    ohca_query_device_out d{};
+    ASSERT_EQ(n.cmd(OHCA_CMD_QUERY_DEVICE, nullptr, 0, &d, sizeof(d)).status, OHCA_STATUS_OK);
+    EXPECT_EQ(d.max_qp, kQps);
+    const uint32_t pd = n.create_pd();
+    const CqInfo cq = n.create_cq();
+    QpInfo first = n.create_idle_qp(pd, cq.cqn); // makes the shared rings
+    n.connect(first, first.qpn, n);
+    drop_logs(n);
+    const size_t heap0 = mallinfo2().uordblks;
+    for (uint32_t i = 1; i < kQps; ++i) {
+        QpInfo q = n.create_idle_qp(pd, cq.cqn);
+        ASSERT_NE(q.qpn, 0u);
+        n.connect(q, q.qpn, n);
+    }
+    drop_logs(n);
+    const size_t heap1 = mallinfo2().uordblks; // both 0 under ASan
+    EXPECT_LE(heap1 - std::min(heap0, heap1), size_t{1024} * (kQps - 1));
+
+    ohca_create_qp_in in{};
+    in.type = OHCA_QPT_RC;
+    in.sq_log_size = 1;
+    in.rq_log_size = 1;
+    in.sq_log_stride = 8;
+    in.rq_log_stride = 6;
+    in.pdn = pd;
+    in.send_cqn = cq.cqn;
+    in.recv_cqn = cq.cqn;
+    in.sq_pbl = n.make_pbl(n.alloc(512), 512);
+    in.rq_pbl = n.make_pbl(n.alloc(128), 128);
+    EXPECT_EQ(n.cmd_in(OHCA_CMD_CREATE_QP, in).status, OHCA_STATUS_NO_RESOURCES);
+}
+
+TEST(HostBoundsQpTest, QpLimitBeyondTheEnginesIsRefused) {
+    FakeHost h;
+    const ohca_engine_ops ops = FakeHost::ops();
+    ohca_engine_config cfg{};
+    cfg.max_qp = OHCA_ENGINE_MAX_QP + 1;
+    EXPECT_EQ(ohca_engine_create(&ops, &h, &cfg), nullptr);
+    cfg.max_qp = OHCA_ENGINE_MAX_QP;
+    ohca_engine *e = ohca_engine_create(&ops, &h, &cfg);
+    EXPECT_NE(e, nullptr);
+    ohca_engine_destroy(e);
+}
+
 class HostBoundsTest : public ::testing::Test {
   protected:
     RdmaNode n{1};

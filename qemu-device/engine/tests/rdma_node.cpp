@@ -13,7 +13,8 @@ constexpr uint64_t kNodeOut = 0x108000;
 constexpr unsigned int kNodeCmdqLog = 4;
 } // namespace
 
-RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed, unsigned int eq_log) : eq_log_(eq_log) {
+RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed, unsigned int eq_log, uint32_t max_qp)
+    : eq_log_(eq_log) {
     mac = {0x02, 0x00, 0x00, 0x00, 0x00, id};
     host.add_region(kNodeEq, 16u << eq_log_);
     host.add_region(kNodeCmdq, 64u << kNodeCmdqLog);
@@ -26,6 +27,7 @@ RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed, unsigned int eq_log)
     cfg.sys_image_guid = cfg.node_guid;
     cfg.link_up = true;
     cfg.id_seed = id_seed;
+    cfg.max_qp = max_qp;
     e = ohca_engine_create(&ops, &host, &cfg);
     bring_up(ipv6, id);
 }
@@ -230,6 +232,34 @@ QpInfo RdmaNode::create_qp(uint32_t pdn, uint32_t scq, uint32_t rcq, unsigned in
     ohca_create_out o{};
     EXPECT_EQ(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
     q.qpn = o.handle;
+    return q;
+}
+
+QpInfo RdmaNode::create_idle_qp(uint32_t pdn, uint32_t cqn) {
+    if (!idle_rings_) {
+        const uint64_t sq = alloc(2 * 256);
+        const uint64_t rq = alloc(2 * 64);
+        idle_rings_.emplace(make_pbl(sq, 2 * 256), make_pbl(rq, 2 * 64));
+    }
+    ohca_create_qp_in in{};
+    in.type = OHCA_QPT_RC;
+    in.sq_log_size = 1;
+    in.rq_log_size = 1;
+    in.sq_log_stride = 8;
+    in.rq_log_stride = 6;
+    in.pdn = pdn;
+    in.send_cqn = cqn;
+    in.recv_cqn = cqn;
+    in.sq_pbl = idle_rings_->first;
+    in.rq_pbl = idle_rings_->second;
+    ohca_create_out o{};
+    EXPECT_EQ(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    QpInfo q;
+    q.qpn = o.handle;
+    q.sq_size = 2;
+    q.rq_size = 2;
+    q.sq_stride = 256;
+    q.rq_stride = 64;
     return q;
 }
 

@@ -9,6 +9,7 @@
 #include <array>
 #include <functional>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace ohca::test {
@@ -62,8 +63,8 @@ struct SendReq {
 
 class RdmaNode {
   public:
-    explicit RdmaNode(uint8_t id, bool ipv6 = false, uint32_t id_seed = 0,
-                      unsigned int eq_log = 10);
+    explicit RdmaNode(uint8_t id, bool ipv6 = false, uint32_t id_seed = 0, unsigned int eq_log = 10,
+                      uint32_t max_qp = 0);
     ~RdmaNode();
     RdmaNode(const RdmaNode &) = delete;
     RdmaNode &operator=(const RdmaNode &) = delete;
@@ -85,6 +86,10 @@ class RdmaNode {
     uint32_t reg_mr(uint32_t pdn, uint64_t addr, uint64_t len, uint32_t access);
     QpInfo create_qp(uint32_t pdn, uint32_t scq, uint32_t rcq, unsigned int sq_log = 6,
                      unsigned int rq_log = 6, uint32_t uar = 0, uint8_t type = OHCA_QPT_RC);
+    // An RC QP with 2-entry queues on rings that every QP made by this
+    // shares (the device copies page lists; nothing may be posted to it):
+    // for tests with thousands of idle QPs in little guest memory.
+    QpInfo create_idle_qp(uint32_t pdn, uint32_t cqn);
     // A QP whose receives come from SRQ 'srqn' (no RQ of its own).
     QpInfo create_qp_on_srq(uint32_t pdn, uint32_t scq, uint32_t rcq, uint32_t srqn,
                             unsigned int sq_log = 6);
@@ -141,6 +146,7 @@ class RdmaNode {
     uint32_t cmd_pi_ = 0;
     uint32_t eq_ci_ = 0;
     uint64_t next_ = kRdmaBase;
+    std::optional<std::pair<ohca_pbl, ohca_pbl>> idle_rings_; // create_idle_qp()
 };
 
 // One end of an RC connection: a PD, send and receive CQs of 256 entries,
