@@ -222,6 +222,9 @@ struct ohca_dev {
 	struct xarray cq_xa;
 	struct xarray qp_xa;
 	struct xarray srq_xa;		/* srqn -> struct ohca_srq, as qp_xa */
+	/* ODP MRs by key, for page faults and prefetch (ohca_odp.c). */
+	struct xarray odp_xa;
+	atomic_t odp_works;		/* page-fault work items queued */
 
 	struct dentry *debugfs;
 };
@@ -261,6 +264,20 @@ struct ohca_mr {
 	size_t pages_bytes;
 	u32 max_pages;
 	u32 npages;
+	/*
+	 * On-demand paging (ohca_odp.c): the umem (an implicit MR's root),
+	 * the children of an implicit MR by 2 MiB range (created under
+	 * odp_lock), and references held by fault work (odp_done when the
+	 * last goes).
+	 */
+	struct ohca_dev *dev;
+	struct ib_umem_odp *odp;
+	bool odp_implicit;
+	unsigned int odp_shift;
+	struct mutex odp_lock;
+	struct xarray odp_children;
+	refcount_t odp_refs;
+	struct completion odp_done;
 };
 
 /*
@@ -500,6 +517,17 @@ struct ib_mr *ohca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			       u64 iova, int access, struct ib_udata *udata);
 struct ib_mr *ohca_get_dma_mr(struct ib_pd *ibpd, int access);
 int ohca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+/* ohca_odp.c */
+bool ohca_has_odp(struct ohca_dev *dev);
+void ohca_odp_query_caps(struct ohca_dev *dev, struct ib_device_attr *props);
+void ohca_odp_fault_event(struct ohca_dev *dev, const struct ohca_eqe *eqe);
+void ohca_odp_drain(struct ohca_dev *dev);
+struct ib_mr *ohca_reg_user_mr_odp(struct ib_pd *ibpd, u64 start, u64 length,
+				   u64 iova, int access);
+int ohca_dereg_mr_odp(struct ohca_mr *mr);
+int ohca_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
+		   u32 flags, struct ib_sge *sg_list, u32 num_sge,
+		   struct uverbs_attr_bundle *attrs);
 struct ib_mr *ohca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				 u64 length, u64 iova, int access,
 				 struct ib_pd *ibpd, struct ib_udata *udata);

@@ -122,6 +122,9 @@ static void ohca_eqe_handle(struct ohca_dev *dev, const struct ohca_eqe *eqe)
 	case OHCA_EQE_SRQ_EVENT:
 		ohca_srq_event(dev, le32_to_cpu(eqe->param0), code);
 		break;
+	case OHCA_EQE_PAGE_FAULT:
+		ohca_odp_fault_event(dev, eqe);
+		break;
 	default:
 		dev_warn_ratelimited(&dev->pdev->dev,
 				     "unknown event type %u ignored\n",

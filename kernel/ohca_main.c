@@ -251,6 +251,7 @@ static struct ohca_dev *ohca_dev_init(struct pci_dev *pdev)
 	xa_init_flags(&dev->cq_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->srq_xa, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&dev->odp_xa, XA_FLAGS_LOCK_IRQ);
 
 	err = ohca_init_fault(dev, &step) ?: pci_enable_device_mem(pdev);
 	if (err) {
@@ -353,6 +354,7 @@ static void ohca_dev_teardown(struct ohca_dev *dev)
 	pci_set_drvdata(pdev, NULL);
 	ohca_debugfs_cleanup(dev);
 	ohca_ib_unregister(dev);
+	ohca_odp_drain(dev);
 	ohca_netdev_destroy(dev);
 	/* Stop all device DMA before its buffers go away. */
 	ohca_dev_reset(dev);
@@ -365,6 +367,7 @@ static void ohca_dev_teardown(struct ohca_dev *dev)
 	pci_disable_device(pdev);
 	WARN_ON(!xa_empty(&dev->qp_xa) || !xa_empty(&dev->cq_xa) ||
 		!xa_empty(&dev->srq_xa));
+	xa_destroy(&dev->odp_xa);
 	xa_destroy(&dev->srq_xa);
 	xa_destroy(&dev->qp_xa);
 	xa_destroy(&dev->cq_xa);

@@ -314,6 +314,10 @@ struct ib_mr *ohca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	struct ohca_mr *mr;
 	int err;
 
+	if ((access & IB_ACCESS_ON_DEMAND) &&
+	    !(access & ~(OHCA_MR_ACCESS_SUPPORTED | IB_ACCESS_OPTIONAL |
+			 IB_ACCESS_ON_DEMAND | IB_ACCESS_HUGETLB)))
+		return ohca_reg_user_mr_odp(ibpd, start, length, iova, access);
 	if (access & ~(OHCA_MR_ACCESS_SUPPORTED | IB_ACCESS_OPTIONAL |
 		       (ohca_has_mw(dev) ? IB_ACCESS_MW_BIND : 0))) {
 		ibdev_dbg(&dev->ibdev, "MR access flags %#x not supported\n",
@@ -493,6 +497,11 @@ int ohca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct ohca_mr *mr = to_ohca_mr(ibmr);
 	int err;
 
+	if (mr->odp) {
+		ohca_dereg_mr_odp(mr);
+		kfree(mr);
+		return 0;
+	}
 	/* The handle: a fast-registration MR's keys change with each REG_MR. */
 	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_MR, mr->handle);
 	/*

@@ -122,6 +122,8 @@ static int ohca_query_device(struct ib_device *ibdev,
 	/* XRC domains, SRQs and QPs (ohca_xrc.c); max_xrcd is the device's. */
 	if (ohca_has_xrc(dev))
 		props->device_cap_flags |= IB_DEVICE_XRC;
+	/* On-demand paging (ohca_odp.c): where faults are resolved. */
+	ohca_odp_query_caps(dev, props);
 	/* Raw Ethernet QPs and their flows (ohca_flow.c). */
 	if (ohca_has_raw(dev)) {
 		props->max_raw_ethy_qp = props->max_qp;
@@ -476,6 +478,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.query_srq = ohca_query_srq,
 	.reg_dm_mr = ohca_reg_dm_mr,
 	.reg_user_mr = ohca_reg_user_mr,
+	.advise_mr = ohca_advise_mr,
 	.req_notify_cq = ohca_req_notify_cq,
 	.rereg_user_mr = ohca_rereg_user_mr,
 	.resize_cq = ohca_resize_cq,

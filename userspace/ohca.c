@@ -32,6 +32,7 @@ static const struct verbs_match_ent ohca_match_table[] = {
 static void ohca_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops ohca_ctx_ops = {
+	.advise_mr = ohca_advise_mr,
 	.alloc_dm = ohca_alloc_dm,
 	.alloc_mw = ohca_alloc_mw,
 	.alloc_parent_domain = ohca_alloc_parent_domain,

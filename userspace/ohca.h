@@ -231,6 +231,8 @@ int ohca_query_port(struct ibv_context *ibctx, uint8_t port,
 struct ibv_mr *ohca_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 			   uint64_t hca_va, int access);
 int ohca_dereg_mr(struct verbs_mr *vmr);
+int ohca_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		   uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sges);
 struct ibv_cq *ohca_create_cq(struct ibv_context *ibctx, int cqe,
 			      struct ibv_comp_channel *channel,
 			      int comp_vector);

@@ -119,6 +119,17 @@ int ohca_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 	return 0;
 }
 
+/*
+ * Prefetch of ODP MRs (ibv_advise_mr): the kernel maps the ranges on the
+ * device (ohca_odp.c); without IBV_ADVISE_MR_FLAG_FLUSH errors are not
+ * reported.
+ */
+int ohca_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		   uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sges)
+{
+	return ibv_cmd_advise_mr(pd, advice, flags, sg_list, num_sges);
+}
+
 int ohca_dereg_mr(struct verbs_mr *vmr)
 {
 	int err;

@@ -87,6 +87,9 @@ enum ohca_cmd_opcode {
 	/* OHCA_DEV_CAP_RAW_ETH: flow steering to raw Ethernet QPs */
 	OHCA_CMD_CREATE_FLOW		= 0x30,
 	OHCA_CMD_DESTROY_FLOW		= 0x31,
+	/* OHCA_DEV_CAP_ODP: on-demand paging (programming manual section 19) */
+	OHCA_CMD_ODP_MAP		= 0x32,
+	OHCA_CMD_ODP_UNMAP		= 0x33,
 	OHCA_CMD_MAX
 };
 
@@ -160,8 +163,16 @@ struct ohca_query_device_out {
 	ohca_le32 max_flow;		/* live CREATE_FLOW rules, all QPs */
 	ohca_le32 max_raw_frame;	/* longest raw frame beyond the MTU:
 					 * Ethernet header and one VLAN tag */
+	/* On-demand paging (OHCA_DEV_CAP_ODP): 0 without it. */
+	ohca_le32 odp_caps;		/* enum ohca_odp_caps */
+	ohca_le32 max_odp_faults;	/* page faults outstanding, device */
+	ohca_le32 max_odp_chunks;	/* translation chunks of
+					 * OHCA_ODP_CHUNK_PAGES entries, all
+					 * ODP MRs together */
+	ohca_le32 rsvd_odp;
 };
-OHCA_ASSERT_SIZE(struct ohca_query_device_out, 192);
+OHCA_ASSERT_SIZE(struct ohca_query_device_out, 208);
+OHCA_ASSERT_OFFSET(struct ohca_query_device_out, odp_caps, 192);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_flow, 184);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_xrcd, 160);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_dm, 168);
@@ -209,6 +220,28 @@ enum ohca_dev_caps {
 	 * its requests (BTH opcode 0x1d) executed by the responder.
 	 */
 	OHCA_DEV_CAP_ATOMIC_WRITE	= 1u << 7,
+	/*
+	 * On-demand paging (programming manual section 19): CREATE_MR with
+	 * OHCA_MR_F_ODP (and OHCA_MR_F_IMPLICIT), the OHCA_EQE_PAGE_FAULT
+	 * event, ODP_MAP and ODP_UNMAP; odp_caps says where a fault is
+	 * resolved rather than failed.
+	 */
+	OHCA_DEV_CAP_ODP		= 1u << 8,
+};
+
+/*
+ * Where an access to a page of an ODP MR without a translation raises a
+ * page fault and waits for it (the verbs' odp_caps): the RC and XRC
+ * requester's local buffers (SEND/WRITE source, READ and atomic result),
+ * the responder's receive buffers (QP or SRQ) and RDMA WRITE, READ and
+ * atomic targets; the UD requester's send buffers. Anywhere else (UC, raw
+ * QPs, UD receive buffers) such an access fails as a DMA error would.
+ */
+enum ohca_odp_caps {
+	OHCA_ODP_RC			= 1u << 0,
+	OHCA_ODP_XRC			= 1u << 1,
+	OHCA_ODP_UD_SEND		= 1u << 2,
+	OHCA_ODP_IMPLICIT		= 1u << 3,	/* OHCA_MR_F_IMPLICIT */
 };
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, node_guid, 8);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, vendor_id, 40);
@@ -502,6 +535,19 @@ enum ohca_mr_flags {
 	 * SEND with invalidate makes it free again.
 	 */
 	OHCA_MR_F_FAST_REG		= 1u << 1,
+	/*
+	 * On-demand paging (OHCA_DEV_CAP_ODP): the MR has no page list
+	 * (pbl.addr, pbl.npages and pbl.levels must be 0; pbl.page_shift
+	 * gives its page size) and every translation starts invalid. An
+	 * access to a page without one raises OHCA_EQE_PAGE_FAULT; ODP_MAP
+	 * installs translations, ODP_UNMAP removes them.
+	 */
+	OHCA_MR_F_ODP			= 1u << 2,
+	/*
+	 * With OHCA_MR_F_ODP (OHCA_ODP_IMPLICIT): the MR covers the whole
+	 * 64-bit address space (iova and length must be 0).
+	 */
+	OHCA_MR_F_IMPLICIT		= 1u << 3,
 };
 
 /*
@@ -582,6 +628,62 @@ struct ohca_alloc_mw_in {
 	ohca_u8 rsvd[3];
 };
 OHCA_ASSERT_SIZE(struct ohca_alloc_mw_in, 8);
+
+/* ---- ODP_MAP / ODP_UNMAP (OHCA_DEV_CAP_ODP) ------------------------------ */
+/*
+ * Translations of an ODP MR ('key': the handle CREATE_MR returned). 'va' is
+ * an address in the MR aligned to the MR's page size; the range is
+ * 'npages' MR pages from it and must lie inside the MR (BAD_FIELD).
+ *
+ * ODP_MAP: input struct ohca_odp_map_in followed by npages (1..
+ * OHCA_ODP_MAP_MAX_PAGES) le64 entries, one per page in order: a bus
+ * address aligned to the MR's page size ORed with OHCA_ODP_PTE_* bits. An
+ * entry without OHCA_ODP_PTE_VALID leaves that page as it is. A page with
+ * OHCA_ODP_PTE_WRITE may be written by the device, one without is read
+ * only (a write to it faults again). Translations are stored in chunks
+ * of OHCA_ODP_CHUNK_PAGES aligned MR pages: NO_RESOURCES when the
+ * command needs more than the max_odp_chunks the device has (nothing is
+ * installed then). Page faults of the MR that overlap the range are
+ * resolved: the QPs waiting for them go on (and fault again if they still
+ * miss a page).
+ * With OHCA_ODP_MAP_FAIL instead (npages 1..2^32-1, no entries): the
+ * faults of the MR overlapping the range cannot be resolved; the accesses
+ * waiting for them fail (programming manual section 19).
+ *
+ * ODP_UNMAP: input struct ohca_odp_unmap_in, inline; npages may cover the
+ * whole MR. When the command completes, the device no longer uses those
+ * translations: nothing the device does after it reads or writes the
+ * pages, and nothing it did before is still under way (every DMA the
+ * device makes completes before its next command executes).
+ */
+#define OHCA_ODP_MAP_MAX_PAGES		256
+#define OHCA_ODP_CHUNK_PAGES		512
+#define OHCA_ODP_PTE_VALID		(1ull << 0)
+#define OHCA_ODP_PTE_WRITE		(1ull << 1)
+
+enum ohca_odp_map_flags {
+	OHCA_ODP_MAP_FAIL		= 1u << 0,
+};
+
+struct ohca_odp_map_in {
+	ohca_le32 key;
+	ohca_le32 flags;		/* enum ohca_odp_map_flags */
+	ohca_le64 va;
+	ohca_le32 npages;
+	ohca_le32 rsvd;
+	/* ohca_le64 pte[npages] follows (not with OHCA_ODP_MAP_FAIL) */
+};
+OHCA_ASSERT_SIZE(struct ohca_odp_map_in, 24);
+OHCA_ASSERT_OFFSET(struct ohca_odp_map_in, npages, 16);
+
+struct ohca_odp_unmap_in {
+	ohca_le32 key;
+	ohca_le32 rsvd;
+	ohca_le64 va;
+	ohca_le64 npages;
+};
+OHCA_ASSERT_SIZE(struct ohca_odp_unmap_in, 24);
+OHCA_ASSERT_OFFSET(struct ohca_odp_unmap_in, npages, 16);
 
 /* ---- ALLOC_DM / FREE_DM / REG_DM_MR (OHCA_DEV_CAP_DM) ------------------- */
 /*

@@ -49,7 +49,20 @@ enum ohca_eqe_type {
 	OHCA_EQE_CQ_ERROR		= 6,
 	/* On EQ 0: code: enum ohca_srq_event, param0: srqn (ABI 1.2). */
 	OHCA_EQE_SRQ_EVENT		= 7,
+	/*
+	 * On EQ 0 (OHCA_DEV_CAP_ODP): an access to ODP MR param0 (its key)
+	 * found no valid translation for a page. param1/param2: the low and
+	 * high 32 bits of the first missing page's address (aligned to the
+	 * MR's page size); code: OHCA_PF_WRITE if the device would write,
+	 * and in OHCA_PF_NPAGES_MASK how many MR pages from there the access
+	 * spans (1..OHCA_ODP_MAP_MAX_PAGES; a longer access faults again).
+	 * The driver answers with ODP_MAP (or ODP_MAP with OHCA_ODP_MAP_FAIL).
+	 */
+	OHCA_EQE_PAGE_FAULT		= 8,
 };
+
+#define OHCA_PF_WRITE			0x8000u
+#define OHCA_PF_NPAGES_MASK		0x7fffu
 
 enum ohca_qp_event {
 	OHCA_QP_EV_COMM_EST		= 1,	/* first packet in RTR */
@@ -447,6 +460,8 @@ enum ohca_vendor_err {
 	 * longer than the port MTU plus 18 (header and one VLAN tag); the
 	 * status is LOC_LEN_ERR. */
 	OHCA_VERR_BAD_FRAME_LEN		= 15,
+	/* An ODP MR's page fault could not be resolved (ODP_MAP FAIL). */
+	OHCA_VERR_ODP_FAULT		= 16,
 };
 
 #endif /* OHCA_QUEUE_H */

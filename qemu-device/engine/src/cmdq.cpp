@@ -107,6 +107,10 @@ constexpr CmdSizes sizes_of(uint16_t opcode) {
         return {sizeof(ohca_create_flow_in), sizeof(ohca_create_out)};
     case OHCA_CMD_DESTROY_FLOW:
         return {sizeof(ohca_handle_in), 0};
+    case OHCA_CMD_ODP_MAP: // and its page entries: cmd_odp_map checks in_len
+        return {sizeof(ohca_odp_map_in), 0};
+    case OHCA_CMD_ODP_UNMAP:
+        return {sizeof(ohca_odp_unmap_in), 0};
     default: // NOP
         return {0, 0};
     }
@@ -168,7 +172,8 @@ void Device::process_cmdq() {
             const CmdSizes sz = sizes_of(cmd.opcode);
             if (!fetched) {
                 r = {OHCA_STATUS_BAD_ADDR, 0};
-            } else if (cmd.in_len != sz.in) {
+            } else if (cmd.in_len != sz.in &&
+                       !(cmd.opcode == OHCA_CMD_ODP_MAP && cmd.in_len > sz.in)) {
                 r = {OHCA_STATUS_BAD_LEN, static_cast<uint32_t>(sz.in)};
             } else if (cmd.out_len < sz.out) {
                 r = {OHCA_STATUS_BAD_LEN, static_cast<uint32_t>(sz.out)};
@@ -296,6 +301,10 @@ Device::CmdResult Device::execute(const Command &cmd) {
         return cmd_create_flow(cmd);
     case OHCA_CMD_DESTROY_FLOW:
         return cmd_destroy_flow(cmd);
+    case OHCA_CMD_ODP_MAP:
+        return cmd_odp_map(cmd);
+    case OHCA_CMD_ODP_UNMAP:
+        return cmd_odp_unmap(cmd);
     default:
         return {OHCA_STATUS_BAD_OPCODE, cmd.opcode};
     }
@@ -353,6 +362,9 @@ Device::CmdResult Device::cmd_query_device(const Command &cmd) {
     out.max_dm_size = le(L::max_dm_size);
     out.max_flow = le(L::max_flow);
     out.max_raw_frame = le(RawEth::max_frame(0));
+    out.odp_caps = le(L::odp_caps);
+    out.max_odp_faults = le(L::max_odp_faults);
+    out.max_odp_chunks = le(L::max_odp_chunks);
     return write_output(cmd, &out, sizeof(out));
 }
 

@@ -177,6 +177,7 @@ void Device::qp_to_error(Qp &qp) {
     qp.resp.drop_pending();
     set_deadline(qp, 0);
     qp.rnr_wait = false;
+    qp.odp_wait = false;
     qp.in_msg = Qp::InMsg::None;
     // Its one held SRQ WQE is flushed with the rest; then it takes no more
     // from the SRQ, which flush_qp() reports (IBTA: Last WQE Reached).

@@ -237,6 +237,15 @@ class Device : private TransportServices {
     CmdResult cmd_free_dm(const Command &cmd);
     CmdResult cmd_reg_dm_mr(const Command &cmd);
     void dm_mr_destroyed(const Mr &mr);
+    // odp.cpp: on-demand paging (translations in Mr::odp, faults in
+    // odp_faults_)
+    CmdResult cmd_odp_map(const Command &cmd);
+    CmdResult cmd_odp_unmap(const Command &cmd);
+    CmdResult init_odp_mr(const ohca_create_mr_in &in, Mr &mr) const;
+    void odp_mr_destroyed(const Mr &mr);
+    OdpState odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) override;
+    void odp_wait(Qp &qp) override;
+    void odp_wake();
 
     // transport.cpp: the transport services, QP doorbells, received RoCE
     // frames, readiness and timers, the run loop
@@ -359,6 +368,11 @@ class Device : private TransportServices {
     XrcTransport xrc_{*this, rc_requester_, rc_responder_};
     // Raw Ethernet QPs and their flows.
     RawEth raw_{*this};
+    // On-demand paging: outstanding faults, the QPs waiting for one (each
+    // at most once, Qp::odp_wait), translation chunks in use.
+    OdpFaults odp_faults_{DeviceLimits::max_odp_faults};
+    std::vector<uint32_t> odp_waiters_;
+    uint32_t odp_chunks_ = 0;
 
   public:
     [[nodiscard]] const RoceCounters &roce_counters() const { return roce_; }

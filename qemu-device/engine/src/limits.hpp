@@ -64,11 +64,23 @@ struct DeviceLimits {
     static constexpr uint32_t max_fast_reg_page_list_len = OHCA_MAX_FAST_REG_PAGES;
     static constexpr uint32_t dev_caps =
         OHCA_DEV_CAP_FAST_REG | OHCA_DEV_CAP_MW | OHCA_DEV_CAP_RESIZE_CQ | OHCA_DEV_CAP_REREG_MR |
-        OHCA_DEV_CAP_XRC | OHCA_DEV_CAP_DM | OHCA_DEV_CAP_RAW_ETH | OHCA_DEV_CAP_ATOMIC_WRITE;
+        OHCA_DEV_CAP_XRC | OHCA_DEV_CAP_DM | OHCA_DEV_CAP_RAW_ETH | OHCA_DEV_CAP_ATOMIC_WRITE |
+        OHCA_DEV_CAP_ODP;
     // Flow steering rules (CREATE_FLOW) of all raw QPs: every frame the
     // port receives, and every frame a raw QP sends, is matched against
     // each of them (raw_eth.cpp), so the table stays small.
     static constexpr uint32_t max_flow = 64;
+    // On-demand paging (odp.hpp): page faults outstanding (each one a
+    // posted event and a table entry scanned per fault), and the
+    // translation chunks (4 KiB of host memory each, 512 pages) of all ODP
+    // MRs: 1 GiB of 4 KiB pages mapped at once, 2 MiB of host memory.
+    static constexpr uint32_t odp_caps =
+        OHCA_ODP_RC | OHCA_ODP_XRC | OHCA_ODP_UD_SEND | OHCA_ODP_IMPLICIT;
+    static constexpr uint32_t max_odp_faults = 32;
+    static constexpr uint32_t max_odp_chunks = 512;
+    // A requester waiting for a fault that could not be posted tries again
+    // after this long (one resolved sooner wakes it at once).
+    static constexpr uint64_t odp_retry_ns = 1'000'000;
     // Device memory (dm.hpp): its size and the live allocations.
     static constexpr uint32_t max_dm = OHCA_DM_MAX_ALLOCS;
     static constexpr uint64_t max_dm_size = OHCA_DM_SIZE;

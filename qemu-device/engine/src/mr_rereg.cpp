@@ -44,7 +44,7 @@ Device::CmdResult Device::cmd_rereg_mr(const Command &cmd) {
         return {OHCA_STATUS_BAD_HANDLE, key};
     }
     Mr &mr = *mrs_[index].mr;
-    if (mr.physical || mr.fast_reg || mr.dm_handle != 0) {
+    if (mr.physical || mr.fast_reg || mr.dm_handle != 0 || mr.odp) {
         return {OHCA_STATUS_BAD_STATE, key};
     }
     Pd *new_pd = nullptr;

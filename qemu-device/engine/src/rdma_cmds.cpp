@@ -54,6 +54,9 @@ void Device::rdma_power_on() {
     xrc_.reset();
     uar_refs_.fill(0);
     pbl_entries_ = 0;
+    odp_faults_.clear();
+    odp_waiters_.clear();
+    odp_chunks_ = 0;
     roce_backlog_.clear();
     if (timer_deadline_ != 0) {
         timer_deadline_ = 0;
@@ -199,7 +202,9 @@ Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
         (physical && (access & ~uint32_t{OHCA_ACCESS_LOCAL_WRITE}) != 0)) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_mr_in, access)};
     }
-    if (flags != 0 && flags != OHCA_MR_F_PHYSICAL && flags != OHCA_MR_F_FAST_REG) {
+    const bool odp = (flags & OHCA_MR_F_ODP) != 0;
+    if (flags != 0 && flags != OHCA_MR_F_PHYSICAL && flags != OHCA_MR_F_FAST_REG &&
+        flags != OHCA_MR_F_ODP && flags != (OHCA_MR_F_ODP | OHCA_MR_F_IMPLICIT)) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_mr_in, flags)};
     }
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_create_mr_in, rsvd), sizeof(in.rsvd))) {
@@ -217,6 +222,10 @@ Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
         // the page-list budget is taken now.
         if (mr.capacity > pbl_room()) {
             return {OHCA_STATUS_NO_RESOURCES, 0};
+        }
+    } else if (odp) {
+        if (CmdResult r = init_odp_mr(in, mr); r.status != OHCA_STATUS_OK) {
+            return r;
         }
     } else if (physical) {
         // The whole bus address space: iova and length are not used.
@@ -280,6 +289,7 @@ Device::CmdResult Device::cmd_destroy_mr(const Command &cmd) {
     }
     pbl_entries_ -= pbl_charge(*mrs_[index].mr);
     dm_mr_destroyed(*mrs_[index].mr);
+    odp_mr_destroyed(*mrs_[index].mr);
     mrs_[index].mr.reset();
     --mr_count_;
     return {};
@@ -316,6 +326,12 @@ bool Device::mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const {
     if (mr.physical) {
         return host_.read(va, buf, len);
     }
+    if (mr.odp) {
+        // Only what has a translation now; the caller faulted it in first.
+        return mr.odp->walk(va, len, false, [&](uint64_t bus, size_t at, size_t n) {
+            return host_.read(bus, static_cast<uint8_t *>(buf) + at, n);
+        });
+    }
     return mr.pages.read(host_, va - (mr.iova & ~(mr.pages.page_size() - 1)), buf, len);
 }
 
@@ -325,6 +341,11 @@ bool Device::mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) co
     }
     if (mr.physical) {
         return host_.write(va, buf, len);
+    }
+    if (mr.odp) {
+        return mr.odp->walk(va, len, true, [&](uint64_t bus, size_t at, size_t n) {
+            return host_.write(bus, static_cast<const uint8_t *>(buf) + at, n);
+        });
     }
     return mr.pages.write(host_, va - (mr.iova & ~(mr.pages.page_size() - 1)), buf, len);
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "event_queue.hpp"
+#include "odp.hpp"
 #include "page_list.hpp"
 #include "responder_resources.hpp"
 #include "sched.hpp"
@@ -53,6 +54,10 @@ struct Mr {
     // guest memory) and the byte of device memory at iova 0.
     uint32_t dm_handle = 0;
     uint64_t dm_base = 0;
+    // On-demand paging (odp.cpp): the translations the driver installed;
+    // null for an MR with a page list. 'implicit': the whole address space.
+    std::unique_ptr<OdpPages> odp;
+    bool implicit = false;
 };
 
 // A memory window (mw.cpp): a range of an MR with its own rkey and rights.
@@ -251,6 +256,9 @@ struct Qp {
     uint8_t rnr_left = 0;
     uint8_t rnr_streak = 0; // RNR NAKs in a row without progress
     bool rnr_wait = false;
+    // Waiting for a page fault of an ODP MR (odp.cpp): the SQ does not go
+    // on until ODP_MAP resolves one, or the retry timer expires.
+    bool odp_wait = false;
     // READ and atomic WQEs in 'inflight' whose responses have not all
     // arrived (kept so that fences and the initiator depth, max_rd_atomic,
     // cost O(1) per WQE, not a scan).

@@ -96,7 +96,7 @@ void RcRequester::restart_ack_timer(Qp &qp) {
 // ---- the send queue -------------------------------------------------------------
 
 void RcRequester::process_sq(Qp &qp, unsigned int &quantum) {
-    if ((qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD) || qp.rnr_wait) {
+    if ((qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD) || qp.rnr_wait || qp.odp_wait) {
         return;
     }
     while (quantum > 0 && qp.state != OHCA_QPS_ERR) {
@@ -117,6 +117,13 @@ void RcRequester::process_sq(Qp &qp, unsigned int &quantum) {
             }
             if (is_read(w) && w.read_pkts < qp.cur_pkt) {
                 break; // the part of this READ asked again is still arriving
+            }
+            if (!odp_ready(qp)) {
+                if (qp.odp_wait) {
+                    break;
+                }
+                --quantum;
+                continue; // the WQE failed
             }
             send_packet(qp);
             --quantum;
@@ -364,14 +371,7 @@ void RcRequester::send_packet(Qp &qp) {
     auto fill = [&](std::span<uint8_t> out) { return svc_.gather(qp, wr, off, out); };
     if (svc_.emit_fill(qp, f, len, fill) == EmitResult::FillFailed) {
         // The local buffer went away: the WQE fails in order.
-        wr.local_status = OHCA_CQE_LOC_PROT_ERR;
-        ++qp.wqes_failed;
-        wr.local_verr = OHCA_VERR_DMA;
-        ++qp.cur_wr;
-        qp.cur_pkt = 0;
-        if (qp.cur_wr == 1) {
-            ack_through(qp, psn_add(wr.first_psn, kPsnMask));
-        }
+        fail_current(qp, OHCA_VERR_DMA);
         return;
     }
     if (!is_read(wr)) {
@@ -383,6 +383,59 @@ void RcRequester::send_packet(Qp &qp) {
     }
     if (qp.deadline_ns == 0) {
         restart_ack_timer(qp);
+    }
+}
+
+// The WQE at the transmit cursor fails (LOC_PROT_ERR) in order.
+void RcRequester::fail_current(Qp &qp, uint8_t verr) {
+    SendWr &wr = qp.inflight[qp.cur_wr];
+    wr.local_status = OHCA_CQE_LOC_PROT_ERR;
+    ++qp.wqes_failed;
+    wr.local_verr = verr;
+    ++qp.cur_wr;
+    qp.cur_pkt = 0;
+    if (qp.cur_wr == 1) {
+        ack_through(qp, psn_add(wr.first_psn, kPsnMask));
+    }
+}
+
+// On-demand paging: a SEND or WRITE packet needs its bytes of the local
+// buffers, a READ or atomic the whole result buffer (written when the
+// responses come). Missing translations raise a page fault, and the QP
+// waits for ODP_MAP, or tries again after odp_retry_ns; a fault the
+// driver failed fails the WQE with LOC_PROT_ERR.
+bool RcRequester::odp_ready(Qp &qp) {
+    const SendWr &w = qp.inflight[qp.cur_wr];
+    if (w.local_status != OHCA_CQE_SUCCESS || w.local_op || w.is_inline || w.length == 0) {
+        return true;
+    }
+    OdpState st = OdpState::Resident;
+    if (awaits_response(w)) {
+        st = svc_.odp_touch_sges(qp, w.sges, 0, w.length, true);
+    } else {
+        const uint32_t mtu = mtu_bytes(qp);
+        const uint64_t off = uint64_t{qp.cur_pkt} * mtu;
+        st = svc_.odp_touch_sges(qp, w.sges, off, std::min<uint64_t>(mtu, w.length - off), false);
+    }
+    if (st == OdpState::Resident) {
+        return true;
+    }
+    if (st == OdpState::Failed) {
+        fail_current(qp, OHCA_VERR_ODP_FAULT);
+        return false;
+    }
+    svc_.odp_wait(qp);
+    svc_.set_deadline(qp, svc_.host().now_ns() + DeviceLimits::odp_retry_ns);
+    return false;
+}
+
+void RcRequester::odp_resumed(Qp &qp) {
+    if (qp.rnr_wait) {
+        return; // an RNR NAK came meanwhile: its timer stands
+    }
+    svc_.set_deadline(qp, 0);
+    if (!qp.inflight.empty() && (qp.cur_wr > 0 || qp.cur_pkt > 0)) {
+        restart_ack_timer(qp); // packets are outstanding
     }
 }
 
@@ -666,6 +719,18 @@ void RcRequester::rx(Qp &qp, const ParsedPacket &pkt) {
         const size_t n = std::min<size_t>(s.length - offset, pkt.payload.size() - done);
         const KeyResult kr =
             svc_.check_key(s.lkey, s.addr + offset, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
+        // Faulted in when the READ was sent; unmapped since: the response
+        // is dropped (the fault is posted) and the ACK timer asks again.
+        const OdpState st = kr.mr == nullptr ? OdpState::Resident
+                                             : svc_.odp_touch(*kr.mr, s.addr + offset, n, true);
+        if (st == OdpState::Pending) {
+            ++svc_.counters().rx_out_of_seq;
+            return;
+        }
+        if (st == OdpState::Failed) {
+            fail(qp, OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_ODP_FAULT);
+            return;
+        }
         if (kr.mr == nullptr ||
             !svc_.mr_write(*kr.mr, s.addr + offset, pkt.payload.data() + done, n)) {
             fail(qp, OHCA_CQE_LOC_PROT_ERR, kr.mr == nullptr ? kr.verr : uint8_t{OHCA_VERR_DMA});
@@ -696,6 +761,13 @@ void RcRequester::timer_expired(Qp &qp) {
     svc_.set_deadline(qp, 0);
     if (qp.rnr_wait) {
         qp.rnr_wait = false;
+        qp.odp_wait = false;
+        svc_.mark_ready(qp);
+        return;
+    }
+    if (qp.odp_wait) {
+        qp.odp_wait = false; // try the fault again
+        odp_resumed(qp);
         svc_.mark_ready(qp);
         return;
     }
@@ -733,6 +805,18 @@ void RcRequester::atomic_ack(Qp &qp, uint32_t psn, uint64_t orig) {
     const Sge &s = w.sges.front();
     const KeyResult kr =
         svc_.check_key(s.lkey, s.addr, sizeof(raw), OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
+    // As for READ responses: unmapped since it was sent, the result is
+    // dropped and the atomic asked again (the responder replays it).
+    const OdpState st =
+        kr.mr == nullptr ? OdpState::Resident : svc_.odp_touch(*kr.mr, s.addr, sizeof(raw), true);
+    if (st == OdpState::Pending) {
+        ++svc_.counters().rx_out_of_seq;
+        return;
+    }
+    if (st == OdpState::Failed) {
+        fail(qp, OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_ODP_FAULT);
+        return;
+    }
     if (kr.mr == nullptr || !svc_.mr_write(*kr.mr, s.addr, &raw, sizeof(raw))) {
         fail(qp, OHCA_CQE_LOC_PROT_ERR, kr.mr == nullptr ? kr.verr : uint8_t{OHCA_VERR_DMA});
         return;

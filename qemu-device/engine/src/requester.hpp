@@ -20,6 +20,8 @@ class RcRequester {
     void rx(Qp &qp, const ParsedPacket &pkt);
     // The QP's deadline has passed (ACK timeout or end of an RNR wait).
     void timer_expired(Qp &qp);
+    // A page fault it waited for was resolved (odp.cpp wakes it).
+    void odp_resumed(Qp &qp);
 
   private:
     bool fetch_send_wqe(Qp &qp);
@@ -31,6 +33,10 @@ class RcRequester {
     static void advance_una(Qp &qp, uint32_t una);
     void fail(Qp &qp, uint8_t status, uint8_t verr);
     void restart_ack_timer(Qp &qp);
+    // On-demand paging: whether the next packet's local buffers have
+    // translations; false when the QP must wait (or the WQE failed).
+    bool odp_ready(Qp &qp);
+    void fail_current(Qp &qp, uint8_t verr);
 
     TransportServices &svc_;
 };

@@ -170,6 +170,9 @@ void RcResponder::execute_atomic(Qp &qp, const ParsedPacket &pkt) {
         error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR); // beyond max_dest_rd_atomic
         return;
     }
+    if (odp_blocked(qp, svc_.odp_touch(*k.mr, a.va, 8, true), pkt.fields.bth.psn)) {
+        return;
+    }
     uint64_t orig = 0;
     if (!svc_.mr_read(*k.mr, a.va, &orig, sizeof(orig))) {
         error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
@@ -212,6 +215,9 @@ void RcResponder::execute_atomic_write(Qp &qp, const ParsedPacket &pkt) {
     const KeyResult k = svc_.check_rkey(qp, r.rkey, r.va, 8, OHCA_ACCESS_REMOTE_WRITE);
     if (k.mr == nullptr) {
         error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
+        return;
+    }
+    if (odp_blocked(qp, svc_.odp_touch(*k.mr, r.va, 8, true), pkt.fields.bth.psn)) {
         return;
     }
     if (!svc_.mr_write(*k.mr, r.va, pkt.payload.data(), 8)) {
@@ -277,6 +283,18 @@ void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
         if (len != 0) {
             mr = svc_.check_rkey(qp, it.rkey, va, len, OHCA_ACCESS_REMOTE_READ).mr;
         }
+        // Faulted in when the request came; unmapped since, the response
+        // waits: the requester's ACK timer asks again (duplicate_read).
+        if (mr != nullptr) {
+            const OdpState st = svc_.odp_touch(*mr, va, len, false);
+            if (st == OdpState::Pending) {
+                return;
+            }
+            if (st == OdpState::Failed) {
+                error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
+                return;
+            }
+        }
         // Read from guest memory straight into the frame.
         auto fill = [&](std::span<uint8_t> out) {
             return out.empty() || svc_.mr_read(*mr, va, out.data(), out.size());
@@ -292,6 +310,26 @@ void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
         ++sent;
         --quantum;
     }
+}
+
+bool RcResponder::odp_blocked(Qp &qp, OdpState st, uint32_t psn, bool recv) {
+    if (st == OdpState::Resident) {
+        return false;
+    }
+    if (st == OdpState::Pending) {
+        ++svc_.counters().rnr_naks_sent;
+        send_ack(qp, psn, static_cast<uint8_t>(kAethRnrNak | qp.attrs.min_rnr_timer));
+        return true;
+    }
+    if (recv) {
+        qp.recv_loaded = false;
+        svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                           OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_ODP_FAULT, false);
+        error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
+    } else {
+        error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
+    }
+    return true;
 }
 
 void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
@@ -373,6 +411,13 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
             error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
             return;
         }
+        if (r.dma_len != 0) {
+            const Mr *mr =
+                svc_.check_rkey(qp, r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ).mr;
+            if (odp_blocked(qp, svc_.odp_touch(*mr, r.va, r.dma_len, false), h.psn)) {
+                return;
+            }
+        }
         const auto n = static_cast<uint32_t>(read_packets(r.dma_len, mtu));
         if (!qp.resp.add_read(h.psn, r.va, r.rkey, r.dma_len, n, qp.msn)) {
             // Every responder resource is in use (max_dest_rd_atomic).
@@ -408,6 +453,11 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
         }
     }
 
+    if (is_send(op) && len != 0 &&
+        odp_blocked(qp, svc_.odp_touch_sges(qp, qp.recv_sges, qp.recv_offset, len, true), h.psn,
+                    true)) {
+        return;
+    }
     if (is_send(op)) {
         qp.in_msg = Qp::InMsg::Send;
         // Scatter into the receive WQE's segments.
@@ -491,6 +541,9 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
                 svc_.check_rkey(qp, qp.write_key, qp.write_va, len, OHCA_ACCESS_REMOTE_WRITE);
             if (k.mr == nullptr) {
                 error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
+                return;
+            }
+            if (odp_blocked(qp, svc_.odp_touch(*k.mr, qp.write_va, len, true), h.psn)) {
                 return;
             }
             if (!svc_.mr_write(*k.mr, qp.write_va, pkt.payload.data(), len)) {

@@ -25,6 +25,11 @@ class RcResponder {
   private:
     void send_ack(Qp &qp, uint32_t psn, uint8_t syndrome);
     void error(Qp &qp, uint8_t nak, uint16_t event);
+    // On-demand paging: true when the request cannot go on now -- a page
+    // fault is pending (RNR NAK: the requester sends it again after its
+    // RNR wait) or failed (the access error; 'recv': the receive WQE
+    // completes with it first).
+    bool odp_blocked(Qp &qp, OdpState st, uint32_t psn, bool recv = false);
     bool load_recv_wqe(Qp &qp);
     bool read_allowed(const Qp &qp, const Reth &r);
     void duplicate_read(Qp &qp, uint32_t psn, const Reth &r);

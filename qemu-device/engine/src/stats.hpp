@@ -28,6 +28,10 @@ struct Stats {
     // QP events a peer's packets caused that EQ 0 had no room for (kept
     // out so that no peer can overflow EQ 0; not in QUERY_STATS yet).
     uint64_t peer_events_dropped = 0;
+    // On-demand paging: page faults posted, and those not posted (fault
+    // table full, or EQ 0 half full): their accesses wait and fault again.
+    uint64_t odp_faults = 0;
+    uint64_t odp_faults_dropped = 0;
 };
 
 } // namespace ohca

@@ -43,6 +43,32 @@ bool TransportServices::gather(const Qp &qp, const SendWr &wr, uint32_t offset,
     return done == out.size();
 }
 
+OdpState TransportServices::odp_touch_sges(const Qp &qp, const std::vector<Sge> &sges,
+                                           uint64_t offset, uint64_t len, bool write) {
+    uint64_t done = 0;
+    for (const Sge &s : sges) {
+        if (done == len) {
+            break;
+        }
+        if (offset >= s.length) {
+            offset -= s.length;
+            continue;
+        }
+        const uint64_t n = std::min<uint64_t>(s.length - offset, len - done);
+        const KeyResult k = check_key(s.lkey, s.addr + offset, n,
+                                      write ? OHCA_ACCESS_LOCAL_WRITE : 0, qp.pdn);
+        if (k.mr != nullptr) {
+            const OdpState st = odp_touch(*k.mr, s.addr + offset, n, write);
+            if (st != OdpState::Resident) {
+                return st;
+            }
+        }
+        done += n;
+        offset = 0;
+    }
+    return OdpState::Resident;
+}
+
 // ---- packets out --------------------------------------------------------------
 
 bool Device::is_local_gid(const std::array<uint8_t, 16> &gid) const {

@@ -116,6 +116,17 @@ class TransportServices {
     [[nodiscard]] virtual KeyResult check_rkey(const Qp &qp, uint32_t key, uint64_t va,
                                                uint64_t len, uint32_t access) const = 0;
     virtual bool mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const = 0;
+    // On-demand paging (odp.cpp): whether [va, va + len) of the MR has
+    // translations ('write': writable ones). Pending posts a page fault
+    // (once per range) and the access must wait: a requester calls
+    // odp_wait(), a responder answers RNR NAK. Always Resident for an MR
+    // with a page list.
+    virtual OdpState odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) = 0;
+    // The same for bytes [offset, offset + len) of SGEs whose keys were
+    // checked (an SGE whose key no longer checks is left to the access).
+    OdpState odp_touch_sges(const Qp &qp, const std::vector<Sge> &sges, uint64_t offset,
+                            uint64_t len, bool write);
+    virtual void odp_wait(Qp &qp) = 0;
     virtual bool mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const = 0;
     // Bytes [offset, offset + out.size()) of a send WQE's data (its inline
     // data or its SGEs, each through its lkey) into out; false on a key or

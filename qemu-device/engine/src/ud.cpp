@@ -86,7 +86,7 @@ void UdTransport::process_sq(Device &d, Qp &qp, unsigned int &budget) {
         qp.sq_draining = false;
         d.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_SQ_DRAINED, qp.qpn, 0, 0);
     }
-    while (budget > 0 && qp.state == OHCA_QPS_RTS && qp.sq_fetched != qp.sq.pi) {
+    while (budget > 0 && qp.state == OHCA_QPS_RTS && !qp.odp_wait && qp.sq_fetched != qp.sq.pi) {
         if (!send_one(d, qp)) {
             break;
         }
@@ -183,6 +183,18 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
             const KeyResult k = d.check_key(s.lkey, s.addr, s.length, 0, qp.pdn);
             if (k.verr != OHCA_VERR_NONE) {
                 fail(OHCA_CQE_LOC_PROT_ERR, k.verr);
+                break;
+            }
+            // On-demand paging: the WQE waits, still posted, for the fault
+            // (odp.cpp wakes the QP; the timer retries one not posted).
+            const OdpState st = d.odp_touch(*k.mr, s.addr, s.length, false);
+            if (st == OdpState::Pending) {
+                d.odp_wait(qp);
+                d.set_deadline(qp, d.host_.now_ns() + DeviceLimits::odp_retry_ns);
+                return false;
+            }
+            if (st == OdpState::Failed) {
+                fail(OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_ODP_FAULT);
                 break;
             }
             const size_t at = payload.size();

@@ -53,7 +53,7 @@ TEST_F(ResourcesTest, MrValidationAndKeys) {
     in.length = 0;
     EXPECT_EQ(n.cmd_in(OHCA_CMD_CREATE_MR, in).status, OHCA_STATUS_BAD_FIELD);
     in.length = 8192;
-    in.flags = 4; // unknown (2 is OHCA_MR_F_FAST_REG)
+    in.flags = 16; // unknown (2 is OHCA_MR_F_FAST_REG, 4 and 8 ODP)
     EXPECT_EQ(n.cmd_in(OHCA_CMD_CREATE_MR, in).syndrome, offsetof(ohca_create_mr_in, flags));
     in.flags = OHCA_MR_F_PHYSICAL;
     in.access = OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_READ; // physical: local only
