@@ -274,7 +274,7 @@ struct ohca_mr {
 	struct ib_umem_odp *odp;
 	bool odp_implicit;
 	unsigned int odp_shift;
-	struct mutex odp_lock;
+	struct mutex odp_lock;		/* creating odp_children */
 	struct xarray odp_children;
 	refcount_t odp_refs;
 	struct completion odp_done;

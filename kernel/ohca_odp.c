@@ -21,8 +21,10 @@
 
 /* Children of an implicit MR: 2 MiB ranges, 512 small pages each. */
 #define OHCA_ODP_CHILD_SHIFT	21
-/* Fault work items in flight: the device has at most max_odp_faults
- * outstanding, the rest is slack for events of MRs being destroyed. */
+/*
+ * Fault work items in flight: the device has at most max_odp_faults
+ * outstanding, the rest is slack for events of MRs being destroyed.
+ */
 #define OHCA_ODP_MAX_WORKS	128
 
 struct ohca_odp_fault {

@@ -59,6 +59,9 @@ def test_hostile_guest(vm_run):
     # raw Ethernet: CREATE_FLOW's fields and limit, frames of bad lengths
     assert {"raw_flow_fields", "raw_flow_exhaustion", "raw_frame_short", "raw_frame_long",
             "raw_wqe_bad"} <= set(passed), r.report()
+    # on-demand paging: ODP_MAP/ODP_UNMAP's fields and chunk limit, faults
+    assert {"odp_fields", "odp_exhaustion", "odp_fault", "odp_fault_fail"} <= set(passed), \
+        r.report()
     assert not re.search(r"^FAIL", r.output, re.M), r.report()
     assert f"ohca_hostile: {len(passed)} passed, 0 failed" in r.output
     assert "REBIND OK" in r.output, r.report()

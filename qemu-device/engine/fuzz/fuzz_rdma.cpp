@@ -318,7 +318,16 @@ class Rdma {
         m.iova = kData + off;
         m.length = bad(in) ? in.u64() : std::max<uint64_t>(1, kDataSize - off - in.below(256));
         m.pbl = pbl(in, m.iova, std::min<uint64_t>(m.length, kDataSize));
-        if (in.one_in(8)) { // a free fast-registration MR (REG_MR gives it pages)
+        if (in.one_in(8)) { // an ODP MR: no pages until ODP_MAP (odp())
+            const bool implicit = in.one_in(3);
+            m.flags = OHCA_MR_F_ODP | (implicit ? OHCA_MR_F_IMPLICIT : 0);
+            m.pbl = ohca_pbl{};
+            m.pbl.page_shift = static_cast<uint8_t>(bad(in) ? in.u8() : 12);
+            if (implicit) {
+                m.iova = 0;
+                m.length = 0;
+            }
+        } else if (in.one_in(8)) { // a free fast-registration MR (REG_MR gives it pages)
             m = ohca_create_mr_in{};
             m.pdn = pd(in);
             m.flags = OHCA_MR_F_FAST_REG;
@@ -338,7 +347,9 @@ class Rdma {
         }
         ohca_create_out o{};
         if (create(OHCA_CMD_CREATE_MR, &m, sizeof(m), o)) {
-            slot = {true, o.handle, m.iova, m.length, false, 0};
+            const bool implicit = (m.flags & OHCA_MR_F_IMPLICIT) != 0;
+            slot = {true,  o.handle, implicit ? kData : m.iova, implicit ? kDataSize : m.length,
+                    false, 0};
         }
     }
 
@@ -965,6 +976,45 @@ class Rdma {
     }
 
     // REREG_MR of any subset of translation, PD and access.
+    // On-demand paging: ODP_MAP (identity translations of data memory, a
+    // page outside guest memory, stray bits, FAIL) and ODP_UNMAP of a live
+    // MR's key or anything, over ranges in or out of the MR.
+    void odp(Input &in) {
+        const Mr &slot = mrs_[in.below(kMrSlots)];
+        const uint32_t key = bad(in) ? in.u32() : slot.key;
+        const uint64_t va = bad(in) ? in.u64() : kData + (0x1000ull * in.below(kDataSize / 0x1000));
+        if (in.one_in(3)) {
+            ohca_odp_unmap_in u{};
+            u.key = key;
+            u.va = va;
+            u.npages = bad(in) ? in.u64() : in.range(1, 64);
+            u.rsvd = bad(in) ? in.u32() : 0;
+            (void)d_.cmd_in(OHCA_CMD_ODP_UNMAP, u);
+            return;
+        }
+        ohca_odp_map_in m{};
+        m.key = key;
+        m.va = va;
+        m.flags = bad(in) ? in.u32() : (in.one_in(8) ? OHCA_ODP_MAP_FAIL : 0);
+        m.npages = bad(in) ? in.u32() : in.range(1, 32);
+        m.rsvd = bad(in) ? in.u32() : 0;
+        std::array<uint8_t, sizeof(ohca_odp_map_in) + 8 * 64> buf{};
+        const uint32_t n =
+            (m.flags & OHCA_ODP_MAP_FAIL) != 0 ? 0 : std::min<uint32_t>(m.npages, 64);
+        for (uint32_t i = 0; i < n; ++i) {
+            uint64_t pte =
+                (va + 0x1000ull * i) | OHCA_ODP_PTE_VALID | (in.one_in(4) ? 0 : OHCA_ODP_PTE_WRITE);
+            if (bad(in)) {
+                pte = in.one_in(2) ? in.u64() : pick_addr(in, va, 4096) | OHCA_ODP_PTE_VALID;
+            }
+            std::memcpy(buf.data() + sizeof(m) + 8ull * i, &pte, 8);
+        }
+        std::memcpy(buf.data(), &m, sizeof(m));
+        const auto len =
+            static_cast<uint16_t>(bad(in) ? in.below(buf.size()) : sizeof(m) + 8ull * n);
+        (void)d_.cmd(OHCA_CMD_ODP_MAP, buf.data(), len, 0, 0);
+    }
+
     void rereg_mr(Input &in) {
         Mr &slot = mrs_[in.below(kMrSlots)];
         ohca_rereg_mr_in m{};
@@ -1165,7 +1215,10 @@ class Rdma {
     }
 
     void misc(Input &in) {
-        switch (in.below(10)) {
+        switch (in.below(11)) {
+        case 9:
+            odp(in);
+            break;
         case 8:
             raw_flows(in);
             break;

@@ -120,8 +120,8 @@ OdpFaults::Fault *OdpFaults::find(uint32_t key, uint64_t page) {
 OdpFaults::Fault *OdpFaults::add(uint32_t key, uint64_t first, uint64_t last) {
     if (faults_.size() >= max_) {
         // A failed fault nobody came back for gives way to a new one.
-        const auto it = std::find_if(faults_.begin(), faults_.end(),
-                                     [](const Fault &f) { return f.failed; });
+        const auto it =
+            std::find_if(faults_.begin(), faults_.end(), [](const Fault &f) { return f.failed; });
         if (it == faults_.end()) {
             return nullptr;
         }
@@ -177,8 +177,7 @@ OdpState Device::odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) 
     // A fault is posted on EQ 0 only while it is less than half full (as
     // a peer's QP events): a peer's requests cause faults too. Without a
     // post the access still waits; it faults again when retried.
-    if (!running() || !eq0_.configured() ||
-        eq0_.producer() - eq0_.consumer() >= eq0_.size() / 2) {
+    if (!running() || !eq0_.configured() || eq0_.producer() - eq0_.consumer() >= eq0_.size() / 2) {
         ++stats_.odp_faults_dropped;
         return OdpState::Pending;
     }
@@ -287,8 +286,8 @@ Device::CmdResult Device::cmd_odp_map(const Command &cmd) {
             const uint64_t e = le(pte[i]);
             const uint64_t bits = OHCA_ODP_PTE_VALID | OHCA_ODP_PTE_WRITE;
             if ((e & OHCA_ODP_PTE_VALID) != 0 && (e & (psize - 1) & ~bits) != 0) {
-                return {OHCA_STATUS_BAD_FIELD, static_cast<uint32_t>(sizeof(ohca_odp_map_in) +
-                                                                     i * sizeof(uint64_t))};
+                return {OHCA_STATUS_BAD_FIELD,
+                        static_cast<uint32_t>(sizeof(ohca_odp_map_in) + i * sizeof(uint64_t))};
             }
             pte[i] = e;
         }

@@ -323,8 +323,8 @@ bool RcResponder::odp_blocked(Qp &qp, OdpState st, uint32_t psn, bool recv) {
     }
     if (recv) {
         qp.recv_loaded = false;
-        svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt,
-                           OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_ODP_FAULT, false);
+        svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_PROT_ERR,
+                           OHCA_VERR_ODP_FAULT, false);
         error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
     } else {
         error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
@@ -412,8 +412,7 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
             return;
         }
         if (r.dma_len != 0) {
-            const Mr *mr =
-                svc_.check_rkey(qp, r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ).mr;
+            const Mr *mr = svc_.check_rkey(qp, r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ).mr;
             if (odp_blocked(qp, svc_.odp_touch(*mr, r.va, r.dma_len, false), h.psn)) {
                 return;
             }

@@ -55,8 +55,8 @@ OdpState TransportServices::odp_touch_sges(const Qp &qp, const std::vector<Sge> 
             continue;
         }
         const uint64_t n = std::min<uint64_t>(s.length - offset, len - done);
-        const KeyResult k = check_key(s.lkey, s.addr + offset, n,
-                                      write ? OHCA_ACCESS_LOCAL_WRITE : 0, qp.pdn);
+        const KeyResult k =
+            check_key(s.lkey, s.addr + offset, n, write ? OHCA_ACCESS_LOCAL_WRITE : 0, qp.pdn);
         if (k.mr != nullptr) {
             const OdpState st = odp_touch(*k.mr, s.addr + offset, n, write);
             if (st != OdpState::Resident) {

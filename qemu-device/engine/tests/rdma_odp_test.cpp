@@ -115,8 +115,7 @@ class OdpTest : public ::testing::Test {
 
 TEST_F(OdpTest, QueryDeviceReportsOdp) {
     ohca_query_device_out out{};
-    ASSERT_EQ(n.cmd(OHCA_CMD_QUERY_DEVICE, nullptr, 0, &out, sizeof(out)).status,
-              OHCA_STATUS_OK);
+    ASSERT_EQ(n.cmd(OHCA_CMD_QUERY_DEVICE, nullptr, 0, &out, sizeof(out)).status, OHCA_STATUS_OK);
     EXPECT_NE(out.dev_caps & OHCA_DEV_CAP_ODP, 0u);
     EXPECT_EQ(out.odp_caps, DeviceLimits::odp_caps);
     EXPECT_EQ(out.max_odp_faults, DeviceLimits::max_odp_faults);
