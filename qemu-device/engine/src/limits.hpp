@@ -81,6 +81,8 @@ struct DeviceLimits {
     // A requester waiting for a fault that could not be posted tries again
     // after this long (one resolved sooner wakes it at once).
     static constexpr uint64_t odp_retry_ns = 1'000'000;
+    // An outstanding fault is posted again after this long unanswered.
+    static constexpr uint64_t odp_fault_repost_ns = 1'000'000'000;
     // Device memory (dm.hpp): its size and the live allocations.
     static constexpr uint32_t max_dm = OHCA_DM_MAX_ALLOCS;
     static constexpr uint64_t max_dm_size = OHCA_DM_SIZE;

@@ -117,7 +117,7 @@ OdpFaults::Fault *OdpFaults::find(uint32_t key, uint64_t page) {
     return nullptr;
 }
 
-OdpFaults::Fault *OdpFaults::add(uint32_t key, uint64_t first, uint64_t last) {
+OdpFaults::Fault *OdpFaults::add(uint32_t key, uint64_t first, uint64_t last, uint64_t now_ns) {
     if (faults_.size() >= max_) {
         // A failed fault nobody came back for gives way to a new one.
         const auto it =
@@ -127,7 +127,7 @@ OdpFaults::Fault *OdpFaults::add(uint32_t key, uint64_t first, uint64_t last) {
         }
         faults_.erase(it);
     }
-    faults_.push_back(Fault{key, first, last, false});
+    faults_.push_back(Fault{key, first, last, false, now_ns});
     return &faults_.back();
 }
 
@@ -167,12 +167,19 @@ OdpState Device::odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) 
     if (!pages.first_missing(va, len, write, page)) {
         return OdpState::Resident;
     }
+    const uint64_t now = host_.now_ns();
     if (OdpFaults::Fault *f = odp_faults_.find(mr.key, page)) {
         if (f->failed) {
             odp_faults_.remove(f);
             return OdpState::Failed;
         }
-        return OdpState::Pending;
+        // A fault the driver never answered (its event lost) is posted
+        // again once it is this old, so a waiting QP does not wait for
+        // ever.
+        if (now - f->posted_ns < DeviceLimits::odp_fault_repost_ns) {
+            return OdpState::Pending;
+        }
+        odp_faults_.remove(f);
     }
     // A fault is posted on EQ 0 only while it is less than half full (as
     // a peer's QP events): a peer's requests cause faults too. Without a
@@ -183,7 +190,7 @@ OdpState Device::odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) 
     }
     const uint64_t last_page = (va + (len - 1)) >> pages.shift();
     const uint64_t n = std::min<uint64_t>(last_page - page + 1, OHCA_ODP_MAP_MAX_PAGES);
-    if (odp_faults_.add(mr.key, page, page + n - 1) == nullptr) {
+    if (odp_faults_.add(mr.key, page, page + n - 1, now) == nullptr) {
         ++stats_.odp_faults_dropped;
         return OdpState::Pending;
     }

@@ -82,11 +82,12 @@ class OdpFaults {
         uint64_t first = 0; // pages [first, last]
         uint64_t last = 0;
         bool failed = false;
+        uint64_t posted_ns = 0; // when its event was posted
     };
     explicit OdpFaults(size_t max) : max_(max) {}
     [[nodiscard]] Fault *find(uint32_t key, uint64_t page);
     // nullptr when the table is full of pending faults.
-    Fault *add(uint32_t key, uint64_t first, uint64_t last);
+    Fault *add(uint32_t key, uint64_t first, uint64_t last, uint64_t now_ns);
     void remove(const Fault *f);
     // ODP_MAP: the faults of 'key' overlapping [first, last] are resolved
     // (removed) or, with 'fail', failed. Returns how many.

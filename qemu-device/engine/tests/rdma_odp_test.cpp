@@ -176,6 +176,10 @@ TEST_F(OdpTest, ResponderRnrNaksUntilMapped) {
     later();
     EXPECT_TRUE(faults().empty());
     EXPECT_TRUE(n.poll(scq).empty());
+    // Unanswered for a second (an event the driver lost): posted again.
+    later(DeviceLimits::odp_fault_repost_ns);
+    later();
+    EXPECT_EQ(faults().size(), 1u);
     ASSERT_EQ(map(dkey, dst + 4096, 1).status, OHCA_STATUS_OK);
     later();
     auto sc = n.poll(scq);
