@@ -207,7 +207,7 @@ void Device::odp_wait(Qp &qp) {
         qp.odp_wait = true;
         // A QP reset while waiting leaves its entry behind: drop those
         // (and duplicates) before the list outgrows the QPs.
-        if (odp_waiters_.size() >= DeviceLimits::max_qp) {
+        if (odp_waiters_.size() >= cfg_.max_qp) {
             std::sort(odp_waiters_.begin(), odp_waiters_.end());
             odp_waiters_.erase(std::unique(odp_waiters_.begin(), odp_waiters_.end()),
                                odp_waiters_.end());
