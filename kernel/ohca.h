@@ -225,6 +225,7 @@ struct ohca_dev {
 	/* ODP MRs by key, for page faults and prefetch (ohca_odp.c). */
 	struct xarray odp_xa;
 	atomic_t odp_works;		/* page-fault work items queued */
+	bool odp_stopped;		/* teardown: fault events dropped */
 
 	struct dentry *debugfs;
 };

@@ -326,7 +326,9 @@ void ohca_odp_fault_event(struct ohca_dev *dev, const struct ohca_eqe *eqe)
 	u16 code = le16_to_cpu(eqe->code);
 	struct ohca_odp_fault *f;
 
-	if (atomic_inc_return(&dev->odp_works) > OHCA_ODP_MAX_WORKS)
+	/* Counted before the check: ohca_odp_drain() waits for the count. */
+	if (atomic_inc_return(&dev->odp_works) > OHCA_ODP_MAX_WORKS ||
+	    READ_ONCE(dev->odp_stopped))
 		goto drop;
 	f = kzalloc(sizeof(*f), GFP_ATOMIC);
 	if (!f)
@@ -342,7 +344,9 @@ void ohca_odp_fault_event(struct ohca_dev *dev, const struct ohca_eqe *eqe)
 	return;
 drop:
 	/* The device posts the fault again once it has aged out. */
-	dev_warn_ratelimited(&dev->pdev->dev, "page fault event dropped\n");
+	if (!READ_ONCE(dev->odp_stopped))
+		dev_warn_ratelimited(&dev->pdev->dev,
+				     "page fault event dropped\n");
 	if (atomic_dec_and_test(&dev->odp_works))
 		wake_up_var(&dev->odp_works);
 }
@@ -350,6 +354,8 @@ drop:
 /* Teardown: no fault work runs after this returns. */
 void ohca_odp_drain(struct ohca_dev *dev)
 {
+	WRITE_ONCE(dev->odp_stopped, true);
+	smp_mb(); /* pairs with the event handler's atomic_inc_return() */
 	wait_var_event(&dev->odp_works, !atomic_read(&dev->odp_works));
 }
 
