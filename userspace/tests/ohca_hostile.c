@@ -1050,7 +1050,7 @@ static bool t_mr_fields(void)
 	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, 8))
 		return false;
 	in.iova = 0;
-	in.flags = 4;	/* unknown (2 is OHCA_MR_F_FAST_REG) */
+	in.flags = 16;	/* unknown (2 FAST_REG, 4 and 8 ODP) */
 	if (!mr_expect(&in, OHCA_STATUS_BAD_FIELD, 24))
 		return false;
 	in.flags = 0;
