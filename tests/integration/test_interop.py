@@ -3,7 +3,7 @@ rdma_rxe (rxe0) on the same wire and subnet. ibv_rc_pingpong, ibv_uc_pingpong, p
 bandwidth/latency and ohca_rc_integrity (every byte checked) run in both
 directions (ohca as server, then as client)
 at path MTU 1024 and 4096 (eth0 MTU 9000 on both sides, so both ports are
-active at 4096; `make test` runs two cases at 4096, OHCA_INTEROP_FULL=1
+active at 4096; `make test` runs a subset, see AT_1024, OHCA_INTEROP_FULL=1
 and `make bench` all of them), and ohca_rc_integrity once each way over IPv6 (the
 unique-local GIDs, MTU 1024), and UD and rdma_cm once each way
 (ibv_ud_pingpong, rping, udaddy, ib_send_bw -R, rcopy, mckey). The matrix is printed and written to
@@ -20,13 +20,19 @@ import pytest
 
 import peer_runs
 import roce_pcap
+import test_storage
 from vmtest import assert_ok, ohcavm
 
 pytestmark = pytest.mark.ohca_only
 
 MTUS = (1024, 4096)
-# make test runs every case at MTU 1024 and these at 4096, for its time
-# budget; OHCA_INTEROP_FULL=1 (make bench) runs the whole matrix
+# For its time budget, make test runs at MTU 1024 the cases that each
+# exercise something the others do not (the pingpongs and perftest's
+# latency tests and send_bw move the same SENDs, WRITEs and READs as
+# rc_integrity, which checks every byte, and the bandwidth tests), and
+# rc_integrity at 4096; OHCA_INTEROP_FULL=1 (make bench) runs the whole
+# matrix, at both MTUs.
+AT_1024 = ("uc_pingpong", "write_bw", "read_bw", "rc_integrity")
 AT_4096 = ("rc_integrity",)
 FULL = os.environ.get("OHCA_INTEROP_FULL", "0") == "1"
 # (name, command with {dev} {gid} {mtu} {port}, size): perftest -F (no CPU
@@ -75,7 +81,7 @@ def _items():
     for mtu in MTUS:
         for server in (0, 1):
             for name, cmd, size in CASES:
-                if FULL or mtu == MTUS[0] or name in AT_4096:
+                if FULL or name in (AT_1024 if mtu == MTUS[0] else AT_4096):
                     items.append((server, mtu, name, size, cmd))
     for server in (0, 1):
         for name, cmd, size in IPV6_CASES:
@@ -114,16 +120,22 @@ def _figure(name, size, out):
 
 @pytest.fixture(scope="module")
 def interop_run():
+    """The matrix in one job, then (same boot) the NVMe over RDMA rounds
+    between the two stacks (test_storage.py's NVME_RXE); the captures hold
+    both jobs' frames."""
     items = _items()
     logdir = os.path.join(ohcavm.TOP, "build/test-logs/interop")
     t0 = time.monotonic()
     with ohcavm.Cluster("interop", nvms=2, nics=("ohca", "rxe"), mtu=9000,
                         capture={0, 1}, logdir=logdir) as c:
-        c.start(peer_runs.script((s, cmd.replace("{mtu}", str(m)))
-                                 for s, m, _, _, cmd in items))
-        results = c.wait(1500)
+        c.start_serving()
+        results = c.run_job(peer_runs.script((s, cmd.replace("{mtu}", str(m)))
+                                             for s, m, _, _, cmd in items), timeout=1500)
+        wall = time.monotonic() - t0
+        nvme = (c.run_job([test_storage.NVME_RXE] * 2, timeout=900) if c.fit()
+                else None)
         pcaps = [vm.capture_path for vm in c.vms]
-    return items, results, pcaps, time.monotonic() - t0
+    return items, results, pcaps, wall, nvme
 
 
 def matrix(items, results):
@@ -146,7 +158,7 @@ def matrix(items, results):
 
 
 def test_interop_matrix(interop_run):
-    items, results, _, wall = interop_run
+    items, results, _, wall, _ = interop_run
     rows, table = matrix(items, results)
     header = (f"ohca (vm0) <-> rdma_rxe (vm1), {time.strftime('%Y-%m-%d')}, "
               f"TCG, dgram wire, eth0 MTU 9000; run took {wall:.0f} s\n\n")
@@ -162,7 +174,7 @@ def test_interop_matrix(interop_run):
 def test_interop_wire_conformance(interop_run):
     """Each VM's capture judges what that VM sent (ohca's frames in vm0's,
     rxe's in vm1's); both must pass."""
-    _, results, pcaps, _ = interop_run
+    _, results, pcaps, _, _ = interop_run
     problems = []
     for i, (pcap, ip) in enumerate(zip(pcaps, ohcavm.IPS)):
         v6 = peer_runs.ipv6_addrs(results[i].output)
@@ -176,3 +188,14 @@ def test_interop_wire_conformance(interop_run):
             p.append("no IPv6 address reported")
         problems += [f"{ip}: {x}" for x in p]
     assert not problems, "\n".join(problems)
+
+
+def test_nvme_ohca_rxe_both_ways(interop_run):
+    """Interoperability of the kernel's storage consumers: vm0 (ohca)
+    serves NVMe over RDMA to vm1 (Linux soft-RoCE), then the reverse."""
+    nvme = interop_run[4]
+    assert nvme is not None, "the interop VMs could not take the NVMe job"
+    ohca, rxe = nvme
+    assert_ok([ohca, rxe])
+    test_storage.check_nvme(rxe, 0, "-ohca-target")
+    test_storage.check_nvme(ohca, 1, "-rxe-target")

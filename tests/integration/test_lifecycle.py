@@ -18,14 +18,14 @@ GID = 1
 # 50 by default (issue 5); the debug-kernel smoke sets fewer.
 RELOADS = int(os.environ.get("OHCA_LIFECYCLE_RELOADS", "50"))
 
-# ohca_holder.py holds PD/MR/CQ/QP(RTS) with the doorbell page mapped;
+# ohca_holder (userspace/tests) holds PD/MR/CQ/QP(RTS) with the doorbell page mapped;
 # rmmod must not wait for it (disassociate), it must see DEVICE_FATAL and
 # fail its later verbs; after insmod the next holder's RDMA WRITE proves
 # the device works again.
 RELOAD_WITH_RESOURCES = r"""
 fail() { echo "FAIL: $*"; cat /tmp/holder.log 2>/dev/null; dmesg | tail -n 30; exit 1; }
 for i in $(seq 1 @N@); do
-    python3 /share/ohca_holder.py "$OHCA_IBDEV" @GID@ 120 >/tmp/holder.log 2>&1 &
+    /share/ohca_holder "$OHCA_IBDEV" @GID@ 120 >/tmp/holder.log 2>&1 &
     pid=$!
     ohca_poll 60 grep -q READY /tmp/holder.log || fail "cycle $i: holder not ready"
     timeout 60 rmmod ohca || fail "cycle $i: rmmod with a live context failed or hung"
@@ -37,7 +37,7 @@ for i in $(seq 1 @N@); do
     ohca_wait_port ACTIVE 60 || fail "cycle $i: port"
     echo "reload $i ok"
 done
-python3 /share/ohca_holder.py "$OHCA_IBDEV" @GID@ 1 >/tmp/holder.log 2>&1
+/share/ohca_holder "$OHCA_IBDEV" @GID@ 1 >/tmp/holder.log 2>&1
 grep -q READY /tmp/holder.log || fail "no traffic after the last reload"
 echo "RELOADS OK"
 """
@@ -161,7 +161,7 @@ def test_unbind_during_traffic(vm_run):
 
 # A function reset (PCI Advanced Features FLR, through the PCI core's
 # reset_prepare/reset_done) in the middle of the traffic, with an
-# ohca_holder.py process holding resources as well: the reset must not wait
+# ohca_holder process holding resources as well: the reset must not wait
 # for the processes, the holder must get DEVICE_FATAL and see its verbs
 # fail, and afterwards the driver has brought the device back by itself
 # (no bind): port ACTIVE, ping over the Ethernet port, an RC pingpong with
@@ -173,7 +173,7 @@ RESET = r"""timeout 60 sh -c "echo 1 > /sys/bus/pci/devices/$pci/reset" || fail 
         grep -q VERBS-FAIL-CLEANLY /tmp/holder.log || fail "'$t': holder's verbs after the reset" """
 
 HOLD = r"""rm -f /tmp/holder.log
-        python3 /share/ohca_holder.py "$OHCA_IBDEV" @GID@ 120 >/tmp/holder.log 2>&1 &
+        /share/ohca_holder "$OHCA_IBDEV" @GID@ 120 >/tmp/holder.log 2>&1 &
         holder=$!
         ohca_poll 60 grep -q READY /tmp/holder.log || fail "holder not ready: $(cat /tmp/holder.log)" """
 

@@ -65,26 +65,34 @@ sys.exit(0 if res.wasSuccessful() else 1)
 """
 
 
-def suite_script(timeout=SUITE_TIMEOUT, exclude=(), dev="$OHCA_IBDEV", only=()):
+def suite_script(timeout=SUITE_TIMEOUT, exclude=(), dev="$OHCA_IBDEV", only=(), log="suite",
+                 hugepages=True):
     """The guest script: the suite on dev with GID 1, its log,
     SUITE_EXIT <rc> and the port state. exclude: words of test ids to
-    leave out (e.g. "rdmacm"); only: test ids to run (all if empty)."""
+    leave out (e.g. "rdmacm"); only: test ids to run (all if empty); log:
+    the name of its log in /tmp (two suites may run side by side);
+    hugepages: reserve the huge pages it uses around it (False when the
+    caller does, for suites that run at the same time)."""
     run = (f"OHCA_SUITE_EXCLUDE='{' '.join(exclude)}' OHCA_SUITE_ONLY='{' '.join(only)}' "
            f"timeout -k 5 {timeout} "
-           f"python3 - --dev \"{dev}\" --gid 1 -v > /tmp/suite.log 2>&1 <<'PYEOF'\n"
+           f"python3 - --dev \"{dev}\" --gid 1 -v > /tmp/{log}.log 2>&1 <<'PYEOF'\n"
            f"{RUNNER.strip()}\nPYEOF")
-    # 2 MiB huge pages for the tests that ask for them (parent domain),
-    # given back afterwards so that the pool's next job has the memory.
     return f"""
 cd /opt/rdma-core-tests || exit 3
-echo 4 > /proc/sys/vm/nr_hugepages
+{HUGEPAGES_ON if hugepages else ""}
 {run}
 rc=$?
-echo 0 > /proc/sys/vm/nr_hugepages
-cat /tmp/suite.log
+{HUGEPAGES_OFF if hugepages else ""}
+cat /tmp/{log}.log
 echo "SUITE_EXIT $rc"
 ibv_devinfo -d "{dev}" | grep -E "state|hca_id"
 """
+
+
+# 2 MiB huge pages for the tests that ask for them (parent domain), given
+# back afterwards so that the pool's next job has the memory.
+HUGEPAGES_ON = "echo 4 > /proc/sys/vm/nr_hugepages"
+HUGEPAGES_OFF = "echo 0 > /proc/sys/vm/nr_hugepages"
 
 
 # Left out on ohca: v44's test_rss_traffic has no skip once a raw packet QP
@@ -94,18 +102,36 @@ ibv_devinfo -d "{dev}" | grep -E "state|hca_id"
 # 24) is an error, not a skip. The other 272 tests run.
 OHCA_EXCLUDE = ("test_rss_traffic",)
 
-# The same suite on Linux soft-RoCE over the same net_device, for the
-# comparison the counts are read against (informational: rxe's own
-# failures are not ohca's). rdma_cm is left out there: with two RDMA
-# devices on one address, rdma_cm may bind either.
+# The same suite on Linux soft-RoCE, for the comparison the counts are
+# read against (informational: rxe's own failures are not ohca's). The two
+# suites run side by side, one per guest CPU (the suite is the longest job
+# of `make test`), so rxe sits on a veth pair of its own: on ohca's
+# net_device, rdma_cm (ohca's suite runs its tests) could bind either
+# device for ohca's address. rxe loops its own traffic back in the guest's
+# kernel, ohca inside the device. rdma_cm is left out on rxe (no peer).
+RXE_SETUP = r"""
+modprobe rdma_rxe &&
+ip link add ohca-rxe type veth peer name ohca-rxe-peer &&
+ip addr add 10.78.0.1/24 dev ohca-rxe &&
+ip link set ohca-rxe-peer up && ip link set ohca-rxe up &&
+rdma link add rxe0 type rxe netdev ohca-rxe &&
+ohca_poll 30 test -e /sys/class/infiniband/rxe0/ports/1/gids/1
+"""
+
 SCRIPT = f"""
+{HUGEPAGES_ON}
+({RXE_SETUP.strip()} &&
+ {suite_script(exclude=("rdmacm",), dev="rxe0", log="suite-rxe", hugepages=False)}) \\
+	>/tmp/rxe.out 2>&1 || echo "RXE_SETUP_FAILED" >>/tmp/rxe.out &
+rxe=$!
 echo '=== ohca ==='
-({suite_script(exclude=OHCA_EXCLUDE)})
+({suite_script(exclude=OHCA_EXCLUDE, hugepages=False)})
+wait $rxe
 echo '=== rxe ==='
-(modprobe rdma_rxe && rdma link add rxe0 type rxe netdev "$OHCA_IFACE" &&
- ohca_poll 30 test -e /sys/class/infiniband/rxe0/ports/1/gids/1 &&
- {suite_script(exclude=("rdmacm",), dev="rxe0")}) || echo "RXE_SETUP_FAILED"
+cat /tmp/rxe.out
 rdma link delete rxe0 2>/dev/null
+ip link delete ohca-rxe 2>/dev/null
+{HUGEPAGES_OFF}
 echo '=== end ==='
 exit 0
 """
@@ -180,9 +206,9 @@ def test_rdma_core_suite(vm_run):
     rxe = section(r.output, "rxe")
     counts, ran, final = parse_summary(rxe)
     if ran is None:
-        print("\nrdma-core suite on rxe0 (same VM, same net_device, no rdma_cm): did not run\n"
+        print("\nrdma-core suite on rxe0 (same VM, beside ohca's, no rdma_cm): did not run\n"
               + rxe[-2000:])
     else:
-        print(f"rdma-core suite on rxe0 (same VM, same net_device, no rdma_cm): ran {ran}: "
+        print(f"rdma-core suite on rxe0 (same VM, beside ohca's, no rdma_cm): ran {ran}: "
               f"{counts['passed']} passed, {counts['failed']} failed, "
               f"{counts['skipped']} skipped, {counts['error']} error")

@@ -19,7 +19,7 @@ RDMA packets.
 
 The NVMe round (smaller) also runs through the fault wire at 1 % loss, in
 the VMs of test_rc_faults.py, and between ohca and Linux soft-RoCE (rxe)
-with the target on either side."""
+with the target on either side, in the interop VMs (test_interop.py)."""
 
 import re
 
@@ -236,12 +236,3 @@ def test_nvme_through_one_percent_loss(vm_run):
     retrans = sum(hw_counters(r.output).get("rc_retrans_pkts", 0) for r in (target, host))
     print(f"rc_retrans_pkts (both VMs) {retrans}")
     assert retrans > 0, (target.report(), host.report())
-
-
-def test_nvme_ohca_rxe_both_ways(vm_run):
-    """Interoperability of the kernel's storage consumers: vm0 (ohca)
-    serves NVMe over RDMA to vm1 (Linux soft-RoCE), then the reverse."""
-    ohca, rxe = vm_run([NVME_RXE, NVME_RXE], nvms=2, nics=("ohca", "rxe"), timeout=900)
-    assert_ok([ohca, rxe])
-    check_nvme(rxe, 0, "-ohca-target")
-    check_nvme(ohca, 1, "-rxe-target")

@@ -201,12 +201,11 @@ def build_outputs(nic):
     # Guest test programs: copied when built; the tests that run them check.
     for prog in ("ohca_ctx_test", "ohca_rc_loopback", "ohca_rc_nosyscall",
                  "ohca_rc_negative", "ohca_rc_integrity", "ohca_hostile",
-                 "ohca_verbs_ex"):
+                 "ohca_verbs_ex", "ohca_holder"):
         path = os.path.join(provdir, prog)
         if os.path.isfile(path):
             files[prog] = path
     # Guest scripts from tests/vm/guest.
-    files["ohca_holder.py"] = os.path.join(GUEST_DIR, "ohca_holder.py")
     files["ohca_hostile_peer.py"] = os.path.join(GUEST_DIR, "ohca_hostile_peer.py")
     # The firmware interface for guest-side Python tools (ohca-cmdtest),
     # generated from the headers; cheap, so brought up to date here (make
