@@ -47,31 +47,26 @@ cmake --build "$build" -j"$(nproc)" >"$build/build.log" 2>&1 ||
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-status=0
-declare -A summary
-for f in "${fuzzers[@]}"; do
-	bin=$build/fuzz_$f
-	[ -x "$bin" ] || { echo "fuzz: no fuzzer $f" >&2; exit 2; }
-	seeds=$here/corpus/$f
-	regs=$here/regressions/$f
-	work=$build/corpus/$f
-	art=$build/artifacts/$f
-	log=$build/logs/$f.log
+# fuzz_one NAME: replays, then fuzzes one fuzzer; its summary line goes to
+# $build/logs/NAME.summary, failures to stdout; returns non-zero on any.
+fuzz_one() {
+	local f=$1 bin=$build/fuzz_$1 seeds=$here/corpus/$1 regs=$here/regressions/$1
+	local work=$build/corpus/$1 art=$build/artifacts/$1 log=$build/logs/$1.log
+	local out=$build/logs/$1.summary replayed rc execs eps cov line
 	mkdir -p "$work" "$art" "$build/logs"
 
 	# 1. Replay seeds and regressions (same instrumented build).
 	if ! "$build/fuzz_${f}_replay" "$seeds" "$regs" >"$build/logs/$f.replay.log" 2>&1; then
 		echo "fuzz: $f: REPLAY FAILED (seed corpus or regression input crashes)"
 		tail -30 "$build/logs/$f.replay.log"
-		status=1
-		summary[$f]="replay FAILED"
-		continue
+		echo "replay FAILED" >"$out"
+		return 1
 	fi
 	replayed=$(sed -n 's/^replay: \([0-9]*\) inputs.*/\1/p' "$build/logs/$f.replay.log")
 
 	if [ "$secs" -eq 0 ]; then
-		summary[$f]="replayed $replayed inputs"
-		continue
+		echo "replayed $replayed inputs" >"$out"
+		return 0
 	fi
 
 	# 2. Fuzz. The first directory collects new inputs.
@@ -85,18 +80,40 @@ for f in "${fuzzers[@]}"; do
 	cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+' "$log" | tail -1)
 	line="replayed ${replayed:-0}, ${execs:-?} execs, ${eps:-?} exec/s, ${cov:-no coverage line}"
 	if [ "$rc" -ne 0 ]; then
-		status=1
 		line="CRASH (rc $rc): $line"
 		echo "fuzz: $f: crash, log $log, inputs:"
 		ls -1 "$art" | sed "s|^|    $art/|"
 		grep -E 'ERROR|invariant violated|runtime error|SUMMARY' "$log" | head -10
 	fi
-	summary[$f]=$line
+	echo "$line" >"$out"
 	echo "fuzz: $f: $line"
+	[ "$rc" -eq 0 ]
+}
+
+for f in "${fuzzers[@]}"; do
+	[ -x "$build/fuzz_$f" ] || { echo "fuzz: no fuzzer $f" >&2; exit 2; }
+	rm -f "$build/logs/$f.summary"
+done
+
+# One fuzzer per CPU at a time (each is single-threaded).
+status=0
+jobs=$(nproc)
+running=0
+for f in "${fuzzers[@]}"; do
+	if [ "$running" -ge "$jobs" ]; then
+		wait -n || status=1
+		running=$((running - 1))
+	fi
+	fuzz_one "$f" &
+	running=$((running + 1))
+done
+while [ "$running" -gt 0 ]; do
+	wait -n || status=1
+	running=$((running - 1))
 done
 
 echo "fuzz: summary (${secs}s per fuzzer, build $build)"
 for f in "${fuzzers[@]}"; do
-	printf '  %-9s %s\n' "$f" "${summary[$f]:-not run}"
+	printf '  %-9s %s\n' "$f" "$(cat "$build/logs/$f.summary" 2>/dev/null || echo "not run")"
 done
 exit $status
