@@ -1,5 +1,6 @@
 """RoCEv2 conformance of ohca's frames, judged by an independent dissector:
-two VMs with ohca, vm0's netdev captured by QEMU filter-dump, traffic with
+two VMs with ohca, the frames between them captured by the wire
+(tests/wire/ohca_wire without faults, in the fault-wire tests' boot), traffic with
 every implemented RC opcode (SEND, WRITE, READ request/response, ACK),
 UD SEND-only frames (BTH + DETH, ibv_ud_pingpong),
 two QPs at once (UDP source port per QP) and sizes whose last packet needs
@@ -55,9 +56,12 @@ RPING_ITEM = next(i for i, (_, cmd) in enumerate(ITEMS, 1) if cmd.startswith("rp
 IPV6_TCLASSES = {0, 106, 185}
 
 
-def test_conformance_ohca_ohca(vm_run, vm_logdir):
+def test_conformance_ohca_ohca(vm_run):
+    # captured by the wire between the VMs (ohca_wire, no faults): the
+    # job shares the boot of the fault-wire tests (test_rc_faults.py)
     results = vm_run(peer_runs.script(ITEMS), nvms=2, timeout=600, mtu=9000,
-                     capture={0, 1})
+                     wire={"pcap": True})
+    pcap = results[0].wire_pcap
     assert_ok(results)
     for r in results:
         rcs, _ = peer_runs.parse(r.output)
@@ -74,8 +78,7 @@ def test_conformance_ohca_ohca(vm_run, vm_logdir):
         v6 = peer_runs.ipv6_addrs(results[i].output)
         assert set(v6) == {"link", "global"}, results[i].report()
         assert v6["global"] == peer_runs.IPV6_GLOBAL[i]
-        p, rows, summary = roce_pcap.judge(f"{vm_logdir}/vm{i}/wire.pcap",
-                                           {ip} | set(v6.values()), 200)
+        p, rows, summary = roce_pcap.judge(pcap, {ip} | set(v6.values()), 200)
         p6, summary6 = roce_pcap.check_ipv6(rows, {a: 20 for a in v6.values()},
                                             peer_runs.IPV6_HOP_LIMITS[i], IPV6_TCLASSES)
         print(v6, summary6)

@@ -364,6 +364,7 @@ class Result:
         self.sanitizer = []         # sanitizer reports of QEMU (ASan build)
         self.boot_to_job = None     # s from QEMU start to the job starting
         self.wire_stats = None      # the fault wire's statistics (Pool jobs)
+        self.wire_pcap = None       # its capture, if the job asked (Pool jobs)
         self.duration = None        # s from QEMU start to the result
         self.boot_restarts = vm.boot_restarts  # QEMU restarts after a stalled boot
 
@@ -1046,7 +1047,11 @@ class Cluster:
             vm.result = r
             results.append(r)
         self._stop.set()
-        self.stop_fault_wire()
+        faults = self.fault_wire or {}
+        stats = self.stop_fault_wire()
+        for r in results:
+            r.wire_stats = stats
+            r.wire_pcap = os.path.join(self.logdir, "wire", "wire.pcap") if faults.get("pcap") else None
         return results
 
     def interactive(self):
@@ -1075,7 +1080,8 @@ class Pool:
     QEMU arguments, kernel arguments, wire, cluster class). Per-job settings
     (MTU, module parameters, extra files, allowed kernel-log lines) are
     applied per job. A fault wire is restarted with the job's faults (its
-    statistics end up in each Result's wire_stats); captures always get
+    statistics end up in each Result's wire_stats, its capture, if the
+    job's faults ask for one, in wire_pcap); QEMU's captures always get
     fresh VMs.
 
     With pair=True (OHCA_VM_POOL_PAIR=1), a one-VM job runs on the first VM
@@ -1138,8 +1144,13 @@ class Pool:
         if faults is not None:  # this job's statistics; the next one restarts it
             stats = c.stop_fault_wire()
             c.fault_wire = None
+            pcap = os.path.join(c.logdir, "wire", "wire.pcap")
+            if faults.get("pcap") and logdir:  # kept with the job's logs
+                os.makedirs(logdir, exist_ok=True)
+                pcap = shutil.move(pcap, os.path.join(logdir, "wire.pcap"))
             for r in results:
                 r.wire_stats = stats
+                r.wire_pcap = pcap if faults.get("pcap") else None
         if logdir:
             for vm, r in zip([c.vms[i] for i in (only or range(nvms))], results):
                 self._keep(vm, r, os.path.join(logdir, vm.name))
