@@ -49,6 +49,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "retires_vm: spoils its pooled VM on purpose (runs last, so the "
                    "VMs the other tests share are not booted twice)")
+    config.addinivalue_line(
+        "markers", "fault_wire: runs in the session's two VMs on the fault wire "
+                   "(these tests run one after the other, after the others)")
     if config.getoption("--kernel") == "debug":
         top = ohcavm.TOP
         os.environ.setdefault("OHCA_KERNEL", os.path.join(top, "build/debug-kernel/bzImage"))
@@ -58,8 +61,11 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    # a test that spoils its VM goes last: the next job would boot again
-    items.sort(key=lambda item: item.get_closest_marker("retires_vm") is not None)
+    # the fault-wire VMs' tests one after the other (those VMs are not kept
+    # idle between them), and a test that spoils its VM last: the next job
+    # would boot again
+    items.sort(key=lambda item: (item.get_closest_marker("retires_vm") is not None,
+                                 item.get_closest_marker("fault_wire") is not None))
     if config.getoption("--kernel") != "debug":
         skip = pytest.mark.skip(reason="needs --kernel debug")
         for item in items:

@@ -56,6 +56,7 @@ RPING_ITEM = next(i for i, (_, cmd) in enumerate(ITEMS, 1) if cmd.startswith("rp
 IPV6_TCLASSES = {0, 106, 185}
 
 
+@pytest.mark.fault_wire
 def test_conformance_ohca_ohca(vm_run):
     # captured by the wire between the VMs (ohca_wire, no faults): the
     # job shares the boot of the fault-wire tests (test_rc_faults.py)

@@ -11,7 +11,7 @@ import pytest
 
 from vmtest import assert_ok
 
-pytestmark = pytest.mark.ohca_only
+pytestmark = [pytest.mark.ohca_only, pytest.mark.fault_wire]
 
 ITERS = 12
 

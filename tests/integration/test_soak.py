@@ -20,7 +20,7 @@ import pytest
 from test_rc import watch_qemu_rss
 from vmtest import assert_ok
 
-pytestmark = pytest.mark.ohca_only
+pytestmark = [pytest.mark.ohca_only, pytest.mark.fault_wire]
 
 SECONDS = int(os.environ.get("OHCA_SOAK_SECONDS", "60"))
 # QEMU's memory is compared from half-way through the run to its end, and

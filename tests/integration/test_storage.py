@@ -223,6 +223,7 @@ def hw_counters(output):
     return {k: int(v) for k, v in (kv.split("=") for kv in m.group(1).split())} if m else {}
 
 
+@pytest.mark.fault_wire
 def test_nvme_through_one_percent_loss(vm_run):
     """The NVMe round through the fault wire dropping 1 % of the frames
     each way (the VMs of test_rc_faults.py's cases): RC recovers every
