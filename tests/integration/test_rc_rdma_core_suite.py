@@ -89,9 +89,10 @@ ibv_devinfo -d "{dev}" | grep -E "state|hca_id"
 """
 
 
-# 2 MiB huge pages for the tests that ask for them (parent domain), given
-# back afterwards so that the pool's next job has the memory.
-HUGEPAGES_ON = "echo 4 > /proc/sys/vm/nr_hugepages"
+# 2 MiB huge pages for the tests that ask for them (parent domain, ODP),
+# enough for two suites side by side, given back afterwards so that the
+# pool's next job has the memory.
+HUGEPAGES_ON = "echo 8 > /proc/sys/vm/nr_hugepages"
 HUGEPAGES_OFF = "echo 0 > /proc/sys/vm/nr_hugepages"
 
 

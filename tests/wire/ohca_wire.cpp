@@ -33,6 +33,8 @@ void on_signal(int) {
     g_stop = 1;
 }
 
+constexpr int kRcvBuf = 16 << 20; // bytes of socket receive buffer per side
+
 uint64_t mono_us() {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -80,6 +82,14 @@ int open_socket(uint16_t port) {
     if (bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)) != 0) {
         std::fprintf(stderr, "ohca_wire: bind 127.0.0.1:%u: %s\n", port, std::strerror(errno));
         std::exit(1);
+    }
+    // Room for a burst (a 64 KiB READ response at MTU 1024 is 64 frames of
+    // about 2.3 KiB of buffer each): the wire must lose only the frames its
+    // faults drop, and a capture of it must hold every frame a VM sent. As
+    // root, SO_RCVBUFFORCE passes the host's rmem_max; else what it allows.
+    const int want = kRcvBuf;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)) != 0) {
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
     }
     return fd;
 }
