@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from vmtest import PYVERBS_PRELUDE, check_parts, parts_job
+from vmtest import PYVERBS_PRELUDE, check_parts, parts_job, perftest_loopback
 
 pytestmark = pytest.mark.ohca_only
 
@@ -36,25 +36,9 @@ for flags in "" "-e"; do
 done
 """
 
-ATOMIC_PERFTEST = rf"""
-rc=0
-for t in ib_atomic_bw ib_atomic_lat; do
-	for a in FETCH_AND_ADD CMP_AND_SWAP; do
-		timeout 120 $t -d "$OHCA_IBDEV" -x {GID} -F -A $a -n 500 > /tmp/srv.log 2>&1 &
-		srv=$!
-		ohca_retry 20 timeout 120 $t -d "$OHCA_IBDEV" -x {GID} -F -A $a -n 500 127.0.0.1 > /tmp/cli.log 2>&1
-		c=$?
-		wait $srv
-		s_rc=$?
-		line=$(grep -E "^ *8 +500 " /tmp/cli.log | tail -1)
-		echo "RESULT $t $a client=$c server=$s_rc :$line"
-		if [ $c -ne 0 ] || [ $s_rc -ne 0 ] || [ -z "$line" ]; then
-			rc=1; tail -n 8 /tmp/cli.log /tmp/srv.log
-		fi
-	done
-done
-exit $rc
-"""
+ATOMIC_PERFTEST = perftest_loopback(
+    [(t, a, f"-A {a} -n 500", "^ *8 +500 ")
+     for t in ("ib_atomic_bw", "ib_atomic_lat") for a in ("FETCH_AND_ADD", "CMP_AND_SWAP")], GID)
 
 # pyverbs with the rdma-core suite's resource helpers (tests/base.py).
 SRQ_EVENTS_PY = PYVERBS_PRELUDE + r"""

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from vmtest import assert_ok, ohcavm
+from vmtest import assert_ok, ohcavm, perftest_loopback
 
 TOP = ohcavm.TOP
 
@@ -114,30 +114,9 @@ def test_rc_pingpong_loopback(vm_run):
     check_pingpong_loopback(r.output)
 
 
-PERFTEST_LOOPBACK = r"""
-rc=0
-for case in {cases}; do
-	t=${{case%:*}} s=${{case#*:}}
-	n=200; [ "$s" -ge 1048576 ] && n=50
-	timeout 120 $t -d "$OHCA_IBDEV" -x {gid} -F -s $s -n $n > /tmp/srv.log 2>&1 &
-	srv=$!
-	ohca_retry 20 timeout 120 $t -d "$OHCA_IBDEV" -x {gid} -F -s $s -n $n 127.0.0.1 > /tmp/cli.log 2>&1
-	c=$?
-	wait $srv
-	s_rc=$?
-	line=$(grep -E "^ *$s +[0-9]+ " /tmp/cli.log | tail -1)
-	echo "RESULT $t $s client=$c server=$s_rc :$line"
-	if [ $c -ne 0 ] || [ $s_rc -ne 0 ] || [ -z "$line" ]; then
-		rc=1; tail -n 5 /tmp/cli.log /tmp/srv.log
-	fi
-done
-exit $rc
-"""
-
-
 def test_perftest_loopback(vm_run):
-    script = PERFTEST_LOOPBACK.format(cases=" ".join(f"{t}:{s}" for t, s in PERFTEST_CASES),
-                                      gid=GID)
+    script = perftest_loopback([(t, s, f"-s {s} -n {iterations(s)}", f"^ *{s} +[0-9]+ ")
+                                for t, s in PERFTEST_CASES], GID)
     (r,) = vm_run(script, timeout=900)
     assert_ok([r])
     results = re.findall(r"^RESULT (\S+) (\d+) client=0 server=0 :", r.output, re.M)

@@ -122,3 +122,31 @@ def check_parts(result, checks):
         check(text)
     assert not failed, f"parts failed: {failed}\n" + result.report()
     assert_ok([result])
+
+
+# One perftest run in one VM: the server in the background, the client to
+# 127.0.0.1 (retried until the server listens), both must succeed and the
+# client print its figure line.
+_PERFTEST_ONE = r"""
+timeout 120 {tool} -d "$OHCA_IBDEV" -x {gid} -F {args} > /tmp/srv.log 2>&1 &
+srv=$!
+ohca_retry 20 timeout 120 {tool} -d "$OHCA_IBDEV" -x {gid} -F {args} 127.0.0.1 > /tmp/cli.log 2>&1
+c=$?
+wait $srv
+s_rc=$?
+line=$(grep -E "{line}" /tmp/cli.log | tail -1)
+echo "RESULT {tool} {label} client=$c server=$s_rc :$line"
+if [ $c -ne 0 ] || [ $s_rc -ne 0 ] || [ -z "$line" ]; then
+	rc=1; tail -n 8 /tmp/cli.log /tmp/srv.log
+fi
+"""
+
+
+def perftest_loopback(cases, gid):
+    """A guest script running perftest cases (tool, label, args, regex of
+    the client's figure line) in turn; prints RESULT <tool> <label>
+    client=<rc> server=<rc> :<line> for each, exits 1 if any failed."""
+    return ("rc=0\n"
+            + "".join(_PERFTEST_ONE.format(tool=t, label=label, args=args, line=line, gid=gid)
+                      for t, label, args, line in cases)
+            + "exit $rc\n")
