@@ -335,6 +335,12 @@ class Device : private TransportServices {
     Table<CompletionEq> eqs_;
     Table<Pd> pds_;
     std::vector<MrSlot> mrs_;
+    // The MR a command names by its key (index and tag), or null.
+    Mr *mr_by_key(uint32_t key) {
+        const uint32_t index = OHCA_KEY_INDEX(key);
+        Mr *mr = index != 0 && index < mrs_.size() ? mrs_[index].mr.get() : nullptr;
+        return mr != nullptr && mr->handle == key ? mr : nullptr;
+    }
     Table<Cq> cqs_;
     Table<Qp> qps_;
     // Identity that survives reset (not part of the power-on state): the

@@ -39,11 +39,11 @@ Device::CmdResult Device::cmd_rereg_mr(const Command &cmd) {
             return {OHCA_STATUS_BAD_FIELD, *off};
         }
     }
-    const uint32_t index = OHCA_KEY_INDEX(key);
-    if (index == 0 || index >= mrs_.size() || !mrs_[index].mr || mrs_[index].mr->handle != key) {
+    Mr *found = mr_by_key(key);
+    if (found == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, key};
     }
-    Mr &mr = *mrs_[index].mr;
+    Mr &mr = *found;
     if (mr.physical || mr.fast_reg || mr.dm_handle != 0 || mr.odp) {
         return {OHCA_STATUS_BAD_STATE, key};
     }

@@ -252,12 +252,11 @@ Device::CmdResult Device::cmd_odp_map(const Command &cmd) {
     const uint32_t flags = le(in.flags);
     const uint64_t va = le(in.va);
     const uint32_t npages = le(in.npages);
-    const uint32_t index = OHCA_KEY_INDEX(key);
-    if (index == 0 || index >= mrs_.size() || !mrs_[index].mr || mrs_[index].mr->handle != key ||
-        !mrs_[index].mr->odp) {
+    Mr *found = mr_by_key(key);
+    if (found == nullptr || !found->odp) {
         return {OHCA_STATUS_BAD_HANDLE, key};
     }
-    Mr &mr = *mrs_[index].mr;
+    Mr &mr = *found;
     if ((flags & ~uint32_t{OHCA_ODP_MAP_FAIL}) != 0) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_odp_map_in, flags)};
     }
@@ -323,15 +322,14 @@ Device::CmdResult Device::cmd_odp_unmap(const Command &cmd) {
     const uint32_t key = le(in.key);
     const uint64_t va = le(in.va);
     const uint64_t npages = le(in.npages);
-    const uint32_t index = OHCA_KEY_INDEX(key);
-    if (index == 0 || index >= mrs_.size() || !mrs_[index].mr || mrs_[index].mr->handle != key ||
-        !mrs_[index].mr->odp) {
+    Mr *found = mr_by_key(key);
+    if (found == nullptr || !found->odp) {
         return {OHCA_STATUS_BAD_HANDLE, key};
     }
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_odp_unmap_in, rsvd), sizeof(in.rsvd))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
     }
-    Mr &mr = *mrs_[index].mr;
+    Mr &mr = *found;
     const uint64_t shift = mr.odp->shift();
     if ((va & (mr.odp->page_size() - 1)) != 0) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_odp_unmap_in, va)};

@@ -276,21 +276,21 @@ Device::CmdResult Device::cmd_destroy_mr(const Command &cmd) {
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
     }
-    const uint32_t index = OHCA_KEY_INDEX(key);
-    if (index == 0 || index >= mrs_.size() || !mrs_[index].mr || mrs_[index].mr->handle != key) {
+    Mr *mr = mr_by_key(key);
+    if (mr == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, key};
     }
     // IBTA: an MR with windows bound to it cannot be deregistered.
-    if (mrs_[index].mr->windows != 0) {
+    if (mr->windows != 0) {
         return {OHCA_STATUS_BAD_STATE, key};
     }
-    if (Pd *pd = lookup(pds_, mrs_[index].mr->pdn)) {
+    if (Pd *pd = lookup(pds_, mr->pdn)) {
         --pd->refs;
     }
-    pbl_entries_ -= pbl_charge(*mrs_[index].mr);
-    dm_mr_destroyed(*mrs_[index].mr);
-    odp_mr_destroyed(*mrs_[index].mr);
-    mrs_[index].mr.reset();
+    pbl_entries_ -= pbl_charge(*mr);
+    dm_mr_destroyed(*mr);
+    odp_mr_destroyed(*mr);
+    mrs_[OHCA_KEY_INDEX(key)].mr.reset();
     --mr_count_;
     return {};
 }
