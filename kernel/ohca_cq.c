@@ -275,6 +275,52 @@ out_unlock:
 	return err;
 }
 
+static bool ohca_has_cq_moderation(struct ohca_dev *dev)
+{
+	return le32_to_cpu(dev->attr.dev_caps) & OHCA_DEV_CAP_CQ_MODERATION;
+}
+
+/*
+ * Completion event moderation (rdma_set_cq_moderation(), ibv_modify_cq):
+ * an armed CQ's event waits for @cq_count completions or @cq_period
+ * microseconds after the first (programming manual section 20). The
+ * device refuses a count above 1 without a period (-EINVAL), which could
+ * hold an event for ever; 0/0 turns moderation off.
+ */
+int ohca_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period)
+{
+	struct ohca_dev *dev = to_ohca_dev(ibcq->device);
+	struct ohca_modify_cq_in in = {
+		.cqn = cpu_to_le32(to_ohca_cq(ibcq)->cqn),
+		.mask = cpu_to_le32(OHCA_MODIFY_CQ_MODERATION),
+		.cq_count = cpu_to_le16(cq_count),
+		.cq_period = cpu_to_le16(cq_period),
+	};
+	struct ohca_cmd_args args = {
+		.opcode = OHCA_CMD_MODIFY_CQ,
+		.in = &in,
+		.in_len = sizeof(in),
+	};
+
+	if (!ohca_has_cq_moderation(dev))
+		return -EOPNOTSUPP;
+	if (cq_count > le32_to_cpu(dev->attr.max_cq_mod_count) ||
+	    cq_period > le32_to_cpu(dev->attr.max_cq_mod_period))
+		return -EINVAL;
+	return ohca_cmd_exec(dev, &args);
+}
+
+/* The moderation limits for ib_device_attr (0: no moderation). */
+void ohca_cq_query_caps(struct ohca_dev *dev, struct ib_device_attr *props)
+{
+	if (!ohca_has_cq_moderation(dev))
+		return;
+	props->cq_caps.max_cq_moderation_count =
+		min_t(u32, le32_to_cpu(dev->attr.max_cq_mod_count), U16_MAX);
+	props->cq_caps.max_cq_moderation_period =
+		min_t(u32, le32_to_cpu(dev->attr.max_cq_mod_period), U16_MAX);
+}
+
 enum ib_wc_status ohca_wc_status(u8 status)
 {
 	switch (status) {

@@ -124,6 +124,8 @@ static int ohca_query_device(struct ib_device *ibdev,
 		props->device_cap_flags |= IB_DEVICE_XRC;
 	/* On-demand paging (ohca_odp.c): where faults are resolved. */
 	ohca_odp_query_caps(dev, props);
+	/* Completion event moderation (ohca_cq.c). */
+	ohca_cq_query_caps(dev, props);
 	/* Raw Ethernet QPs and their flows (ohca_flow.c). */
 	if (ohca_has_raw(dev)) {
 		props->max_raw_ethy_qp = props->max_qp;
@@ -464,6 +466,7 @@ const struct ib_device_ops ohca_dev_ops = {
 	.map_mr_sg = ohca_map_mr_sg,
 	.mmap = ohca_mmap,
 	.mmap_free = ohca_mmap_free,
+	.modify_cq = ohca_modify_cq,
 	.modify_qp = ohca_modify_qp,
 	.modify_srq = ohca_modify_srq,
 	.poll_cq = ohca_poll_cq,

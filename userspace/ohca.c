@@ -61,6 +61,7 @@ static const struct verbs_context_ops ohca_ctx_ops = {
 	.free_context = ohca_free_context,
 	.free_dm = ohca_free_dm,
 	.get_srq_num = ohca_get_srq_num,
+	.modify_cq = ohca_modify_cq,
 	.modify_qp = ohca_modify_qp,
 	.modify_srq = ohca_modify_srq,
 	.open_xrcd = ohca_open_xrcd,

@@ -238,6 +238,7 @@ struct ibv_cq *ohca_create_cq(struct ibv_context *ibctx, int cqe,
 			      int comp_vector);
 int ohca_destroy_cq(struct ibv_cq *ibcq);
 int ohca_resize_cq(struct ibv_cq *ibcq, int cqe);
+int ohca_modify_cq(struct ibv_cq *ibcq, struct ibv_modify_cq_attr *attr);
 int ohca_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		  void *addr, size_t length, int access);
 struct ibv_cq_ex *ohca_create_cq_ex(struct ibv_context *ibctx,

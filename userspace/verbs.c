@@ -334,6 +334,18 @@ int ohca_resize_cq(struct ibv_cq *ibcq, int cqe)
 	return err;
 }
 
+/*
+ * Completion event moderation (ibv_modify_cq): no driver data; the kernel
+ * checks the values against the device's limits and the device applies
+ * them to the CQ's events.
+ */
+int ohca_modify_cq(struct ibv_cq *ibcq, struct ibv_modify_cq_attr *attr)
+{
+	struct ibv_modify_cq cmd = {};
+
+	return ibv_cmd_modify_cq(ibcq, attr, &cmd, sizeof(cmd));
+}
+
 int ohca_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct ohca_cq *cq = to_ohca_cq(ibcq);

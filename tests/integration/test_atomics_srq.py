@@ -8,8 +8,10 @@ instead of hanging), and the extended verbs (userspace/tests/ohca_verbs_ex.c:
 an extended CQ polled with start/next/end_poll, ibv_create_qp_ex QPs posting
 a chain of WRITE, WRITE_WITH_IMM, inline SEND, READ and both atomics through
 the ibv_wr_* API, wr_abort, a failed chain, posting in RESET, ibv_resize_cq
-with CQEs waiting, ibv_rereg_mr of translation and access). The parts share
-one boot; each checks its section."""
+with CQEs waiting, ibv_rereg_mr of translation and access, completion event
+moderation with ibv_modify_cq: events held until the count, released by the
+period, fewer events than completions). The parts share one boot; each
+checks its section."""
 
 import re
 
@@ -127,6 +129,7 @@ def check_verbs_ex(text):
                  "wr_abort and a failed chain posted nothing",
                  "resize_cq: 12 waiting CQEs kept in order",
                  "rereg_mr: translation and access changed in place",
+                 "cq moderation: 35 completions, 11 events",
                  "ohca_verbs_ex: PASS"):
         assert line in text, text
 

@@ -352,7 +352,7 @@ struct verbs_context_ops {
 	ohca_unused_op import_dm;
 	ohca_unused_op import_mr;
 	ohca_unused_op import_pd;
-	ohca_unused_op modify_cq;
+	int (*modify_cq)(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
 	ohca_unused_op modify_flow_action_esp;
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			 int attr_mask);
@@ -504,6 +504,13 @@ struct ibv_rereg_mr {
 	struct ib_uverbs_rereg_mr core_payload;
 };
 
+/* An extended (write_ex) command: the ex header follows the header. */
+struct ibv_modify_cq {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_ex_cmd_hdr ex_hdr;
+	struct ib_uverbs_ex_modify_cq core_payload;
+};
+
 /* Signatures as of rdma-core 44 (get_context gains fd_arr in 57). */
 int ibv_cmd_get_context(struct verbs_context *context,
 			struct ibv_get_context *cmd, size_t cmd_size,
@@ -558,6 +565,9 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp,
 		      size_t resp_size);
 int ibv_cmd_destroy_cq(struct ibv_cq *cq);
+/* IB_USER_VERBS_EX_CMD_MODIFY_CQ; EINVAL for attr_mask bits it lacks. */
+int ibv_cmd_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr,
+		      struct ibv_modify_cq *cmd, size_t cmd_size);
 /* Writes cq->cqe from the response. */
 int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd,
 		      size_t cmd_size, struct ib_uverbs_resize_cq_resp *resp,
@@ -731,6 +741,7 @@ int ibv_dofork_range(void *base, size_t size);
 	O(struct verbs_context_ops, destroy_srq, 288)                       \
 	O(struct verbs_context_ops, free_context, 312)                      \
 	O(struct verbs_context_ops, free_dm, 320)                           \
+	O(struct verbs_context_ops, modify_cq, 360)                         \
 	O(struct verbs_context_ops, modify_qp, 376)                         \
 	O(struct verbs_context_ops, modify_srq, 392)                        \
 	O(struct verbs_context_ops, poll_cq, 424)                           \
@@ -782,6 +793,7 @@ int ibv_dofork_range(void *base, size_t size);
 	S(struct ib_uverbs_create_srq_resp, 16)                             \
 	S(struct ibv_resize_cq, 24)                                         \
 	S(struct ibv_rereg_mr, 56)                                          \
+	S(struct ibv_modify_cq, 40)                                         \
 	S(struct ib_uverbs_resize_cq_resp, 8)                               \
 	S(struct ib_uverbs_rereg_mr_resp, 8)                                \
 	S(struct ib_uverbs_alloc_pd_resp, 4)                                \

@@ -777,9 +777,10 @@ static bool t_cmd_in_len_wrong(void)
 
 static bool t_cmd_out_len_short(void)
 {
+	/* QUERY_DEVICE grew compatibly: the ABI 1.3 size is the minimum. */
 	EXPECT_CMD(cmd(OHCA_CMD_QUERY_DEVICE, NULL, 0,
-		       sizeof(struct ohca_query_device_out) - 1),
-		   OHCA_STATUS_BAD_LEN, sizeof(struct ohca_query_device_out));
+		       OHCA_QUERY_DEVICE_OUT_MIN_SIZE - 1),
+		   OHCA_STATUS_BAD_LEN, OHCA_QUERY_DEVICE_OUT_MIN_SIZE);
 	EXPECT_CMD(cmd(OHCA_CMD_CREATE_PD, NULL, 0, 7), OHCA_STATUS_BAD_LEN, 8);
 	return true;
 }
@@ -1395,6 +1396,111 @@ static bool t_resize_cq_fields(void)
 	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_CQ, cq), 0, 0);
 	RESIZE_BAD(cqn, cq, OHCA_STATUS_BAD_HANDLE, cq);
 	return true;
+}
+
+/*
+ * MODIFY_CQ (completion event moderation): its fields; an event held at
+ * the largest count and period on a CQ destroyed under it; an event the
+ * period releases, seen on a completion EQ; a reset with an event held.
+ */
+static bool t_cq_moderation(void)
+{
+	struct ohca_modify_cq_in in;
+	struct ohca_create_eq_in eq = { .base = pba(P_SCRATCH), .log_size = 4,
+		.msix_vector = 2 };
+	struct ohca_send_wqe w = { .opcode = OHCA_WR_RDMA_WRITE,
+		.flags = OHCA_WQE_SIGNALED };
+	struct ohca_eqe *eqe = pva(P_SCRATCH);
+	struct ohca_cqe *cqe = pva(P_CQ);
+	uint8_t *sq = pva(P_SQ);
+	uint32_t eqn, cq2;
+	int i;
+
+	if (!rdma_setup())
+		return false;
+#define MODCQ(cqn_, mask_, count_, period_, rsvd_, st, syn) do {	\
+	memset(&in, 0, sizeof(in));					\
+	in.cqn = (cqn_);						\
+	in.mask = (mask_);						\
+	in.cq_count = (count_);						\
+	in.cq_period = (period_);					\
+	in.rsvd = (rsvd_);						\
+	EXPECT_CMD(cmd(OHCA_CMD_MODIFY_CQ, &in, sizeof(in), 0), st, syn); \
+} while (0)
+	MODCQ(0x999, OHCA_MODIFY_CQ_MODERATION, 2, 10, 0,
+	      OHCA_STATUS_BAD_HANDLE, 0x999);
+	MODCQ(g_cq, 0, 2, 10, 0, OHCA_STATUS_BAD_FIELD,
+	      offsetof(struct ohca_modify_cq_in, mask));
+	MODCQ(g_cq, OHCA_MODIFY_CQ_MODERATION | 0x80000000u, 2, 10, 0,
+	      OHCA_STATUS_BAD_FIELD, offsetof(struct ohca_modify_cq_in, mask));
+	/* A count without a period could hold an event for ever. */
+	MODCQ(g_cq, OHCA_MODIFY_CQ_MODERATION, 0xffff, 0, 0,
+	      OHCA_STATUS_BAD_FIELD,
+	      offsetof(struct ohca_modify_cq_in, cq_period));
+	MODCQ(g_cq, OHCA_MODIFY_CQ_MODERATION, 2, 10, 1,
+	      OHCA_STATUS_RESERVED_NONZERO,
+	      offsetof(struct ohca_modify_cq_in, rsvd));
+	EXPECT_CMD(cmd(OHCA_CMD_MODIFY_CQ, &in, 12, 0), OHCA_STATUS_BAD_LEN,
+		   sizeof(in));
+
+	/* 20 CQEs with the event held at the largest count and period,
+	 * then the QP and the CQ go with the event's timer running. */
+	MODCQ(g_cq, OHCA_MODIFY_CQ_MODERATION, 0xffff, 0xffff, 0, 0, 0);
+	db64(0, OHCA_DB_CQ, g_cq, OHCA_DB_CQ_ARM_NEXT);
+	for (i = 0; i < 20; i++) {
+		w.wr_id = i;
+		memcpy(sq + 128 * i, &w, sizeof(w));
+	}
+	__sync_synchronize();
+	db64(0, OHCA_DB_SQ, g_qp, 20);
+	for (i = 0; i < 3000 && !(cqe[19].owner & OHCA_CQE_OWNER); i++)
+		msleep(1);
+	CHECK(cqe[19].owner & OHCA_CQE_OWNER, "20 WRITEs did not complete");
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_QP, g_qp), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_CQ, g_cq), 0, 0);
+	MODCQ(g_cq, OHCA_MODIFY_CQ_MODERATION, 1, 0, 0,
+	      OHCA_STATUS_BAD_HANDLE, g_cq);
+
+	/* On a completion EQ: a count never reached, the period (2 ms)
+	 * releases the event of the one CQE. */
+	memset(eqe, 0, PG);
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_EQ, &eq, sizeof(eq), 8), 0, 0);
+	eqn = out_handle();
+	cq2 = mk_cq(eqn, 0);
+	CHECK(cq2, "CREATE_CQ: %#x/%#x", last_status, last_syn);
+	memset(pva(P_SQ), 0, PG);
+	memset(pva(P_RQ), 0, PG);
+	g_qp = mk_qp(g_pd, cq2);
+	CHECK(g_qp && qp_to_rts(g_qp), "QP on the new CQ");
+	MODCQ(cq2, OHCA_MODIFY_CQ_MODERATION, 1000, 2000, 0, 0, 0);
+	db64(0, OHCA_DB_CQ, cq2, OHCA_DB_CQ_ARM_NEXT);
+	w.wr_id = 100;
+	memcpy(sq, &w, sizeof(w));
+	__sync_synchronize();
+	db64(0, OHCA_DB_SQ, g_qp, 1);
+	for (i = 0; i < 3000 && !(__atomic_load_n(&eqe->flags, __ATOMIC_ACQUIRE) &
+				  OHCA_EQE_OWNER); i++)
+		msleep(1);
+	CHECK(cqe[0].owner & OHCA_CQE_OWNER, "no CQE");
+	CHECK((eqe->flags & OHCA_EQE_OWNER) &&
+	      eqe->type == OHCA_EQE_CQ_COMPLETION && eqe->param0 == cq2,
+	      "held event: flags %#x type %u param0 %#x", eqe->flags,
+	      eqe->type, eqe->param0);
+	CHECK(!(eqe[1].flags & OHCA_EQE_OWNER), "a second event");
+
+	/* Held again, then a function reset: nothing survives it. */
+	MODCQ(cq2, OHCA_MODIFY_CQ_MODERATION, 0xffff, 0xffff, 0, 0, 0);
+	db64(0, OHCA_DB_CQ, cq2, 1 | OHCA_DB_CQ_ARM_NEXT);
+	w.wr_id = 101;
+	memcpy(sq + 128, &w, sizeof(w));
+	__sync_synchronize();
+	db64(0, OHCA_DB_SQ, g_qp, 2);
+	for (i = 0; i < 3000 && !(cqe[1].owner & OHCA_CQE_OWNER); i++)
+		msleep(1);
+	CHECK(cqe[1].owner & OHCA_CQE_OWNER, "no second CQE");
+	CHECK(dev_reset() && bring_up(), "reset with an event held");
+#undef MODCQ
+	return nop_ok();
 }
 
 /* REREG_MR with hostile fields: unknown and missing flags, fields of parts
@@ -2907,6 +3013,7 @@ static const struct hcase cases[] = {
 	{ "srq_exhaustion", t_srq_exhaustion, true },
 	{ "mcast_fields", t_mcast_fields, true },
 	{ "resize_cq_fields", t_resize_cq_fields, true },
+	{ "cq_moderation", t_cq_moderation, false },
 	{ "rereg_mr_fields", t_rereg_mr_fields, true },
 	{ "modify_qp_bad", t_modify_qp_bad, false },
 	{ "qp_use_after_destroy", t_qp_use_after_destroy, false },

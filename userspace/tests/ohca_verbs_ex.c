@@ -6,8 +6,9 @@
  * ibv_wr_* API (one chain of WRITE, WRITE_WITH_IMM, SEND with an inline
  * list, READ and both atomics, checked byte by byte and completion by
  * completion), wr_abort, an error inside a chain, posting in RESET,
- * ibv_resize_cq with completions waiting in the ring, and ibv_rereg_mr of
- * translation and access seen by the peer's RDMA WRITE.
+ * ibv_resize_cq with completions waiting in the ring, ibv_rereg_mr of
+ * translation and access seen by the peer's RDMA WRITE, and completion
+ * event moderation (ibv_modify_cq) on a CQ with a completion channel.
  *
  *   ohca_verbs_ex [-d DEV] [-g GID_INDEX]
  *
@@ -16,13 +17,13 @@
  */
 #include <arpa/inet.h>
 #include <getopt.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ohca_rc_common.h"
 
-/* The common header's plain-QP maker: these QPs come from create_qp_ex. */
-static struct ibv_qp *make_qp(struct ibv_cq *cq, uint32_t depth) __attribute__((unused));
 
 #define CHECK(cond, ...) do {						\
 	if (!(cond)) {							\
@@ -416,6 +417,150 @@ static void rereg(void)
 	printf("rereg_mr: translation and access changed in place\n");
 }
 
+/* ---- completion event moderation ------------------------------------- */
+
+static struct ibv_comp_channel *mch;
+static struct ibv_cq *mcq;
+static struct ibv_qp *ma, *mb;
+static int mod_cqes, mod_events;
+
+static void mod_write(uint64_t wr_id)
+{
+	struct ibv_sge sge = { (uintptr_t)abuf, 8, amr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { (uintptr_t)bbuf + 8 * (wr_id % 64), bmr->rkey },
+	}, *bad;
+
+	CHECK(!ibv_post_send(ma, &wr, &bad), "post_send");
+}
+
+/* At least 'n' completions (all successful) within 10 s; returns how many. */
+static int mod_poll(int n)
+{
+	double end = now() + 10;
+	struct ibv_wc wc[16];
+	int got = 0, k;
+
+	for (;;) {
+		k = ibv_poll_cq(mcq, 16, wc);
+		CHECK(k >= 0, "poll_cq: %d", k);
+		for (int i = 0; i < k; i++)
+			CHECK(wc[i].status == IBV_WC_SUCCESS, "wr_id %llu status %d",
+			      (unsigned long long)wc[i].wr_id, wc[i].status);
+		got += k;
+		if (got >= n && k == 0)
+			break;
+		CHECK(now() < end, "%d of %d completions after 10 s", got, n);
+		if (k == 0)
+			usleep(100);
+	}
+	mod_cqes += got;
+	return got;
+}
+
+/* A completion event within 'ms' milliseconds (taken and acknowledged). */
+static bool mod_event(int ms)
+{
+	struct pollfd p = { .fd = mch->fd, .events = POLLIN };
+	struct ibv_cq *ecq;
+	void *ectx;
+
+	if (poll(&p, 1, ms) != 1)
+		return false;
+	CHECK(!ibv_get_cq_event(mch, &ecq, &ectx) && ecq == mcq,
+	      "get_cq_event");
+	ibv_ack_cq_events(ecq, 1);
+	mod_events++;
+	return true;
+}
+
+static void mod_set(uint16_t count, uint16_t period)
+{
+	struct ibv_modify_cq_attr a = { .attr_mask = IBV_CQ_ATTR_MODERATE,
+		.moderate = { count, period } };
+	int err = ibv_modify_cq(mcq, &a);
+
+	CHECK(!err, "ibv_modify_cq(%u, %u): %s", count, period, strerror(err));
+}
+
+/*
+ * The limits in ibv_query_device_ex; a count without a period refused;
+ * off (the default): the event comes with the first completion; count 4
+ * (period 65 ms): none after 3 completions, one with the 4th; count 1000
+ * with a 20 ms period: the period releases the event of one completion;
+ * 0/0: off again. The held event is checked with a 10 ms look while the
+ * period has 65 ms to run, so a round may see it early only if the VM
+ * stalls that long: at most 2 of 8 rounds may (moderation that does
+ * nothing shows it in all 8).
+ */
+static void moderation(void)
+{
+	struct ibv_device_attr_ex dattr;
+	struct ibv_modify_cq_attr bad = { .attr_mask = IBV_CQ_ATTR_MODERATE,
+		.moderate = { 4, 0 } };
+	int early = 0, i, k;
+	bool held;
+
+	CHECK(!ibv_query_device_ex(ctx, NULL, &dattr), "query_device_ex");
+	CHECK(dattr.cq_mod_caps.max_cq_count == 0xffff &&
+	      dattr.cq_mod_caps.max_cq_period == 0xffff,
+	      "cq_mod_caps %u/%u", dattr.cq_mod_caps.max_cq_count,
+	      dattr.cq_mod_caps.max_cq_period);
+	mch = ibv_create_comp_channel(ctx);
+	CHECK(mch, "create_comp_channel: %s", strerror(errno));
+	mcq = ibv_create_cq(ctx, 64, NULL, mch, 0);
+	CHECK(mcq, "create_cq: %s", strerror(errno));
+	ma = make_qp(mcq, 32);
+	mb = make_qp(mcq, 32);
+	connect_qp(ma, mb->qp_num, ACC_ALL, 7, 12);
+	connect_qp(mb, ma->qp_num, ACC_ALL, 7, 12);
+	CHECK(ibv_modify_cq(mcq, &bad) == EINVAL, "count without a period");
+
+	CHECK(!ibv_req_notify_cq(mcq, 0), "req_notify_cq");
+	mod_write(1);
+	CHECK(mod_event(5000), "no event without moderation");
+	mod_poll(1);
+
+	mod_set(4, 0xffff);
+	for (i = 0; i < 8; i++) {
+		CHECK(!ibv_req_notify_cq(mcq, 0), "req_notify_cq");
+		for (k = 0; k < 3; k++) {
+			mod_write(10 + 4 * i + k);
+			mod_poll(1);
+		}
+		/* An event already here left the CQ disarmed. */
+		held = !mod_event(10);
+		early += !held;
+		mod_write(13 + 4 * i);
+		CHECK(!held || mod_event(5000),
+		      "no event after the 4th completion (round %d)", i);
+		mod_poll(1);
+	}
+	CHECK(early <= 2, "%d of 8 rounds had their event before the 4th "
+	      "completion", early);
+
+	mod_set(1000, 20000);
+	CHECK(!ibv_req_notify_cq(mcq, 0), "req_notify_cq");
+	mod_write(50);
+	mod_poll(1);
+	CHECK(mod_event(5000), "the period did not release the event");
+
+	mod_set(0, 0);
+	CHECK(!ibv_req_notify_cq(mcq, 0), "req_notify_cq");
+	mod_write(51);
+	CHECK(mod_event(5000), "no event with moderation off again");
+	mod_poll(1);
+	CHECK(mod_cqes == 35 && mod_events < mod_cqes, "%d completions, %d events",
+	      mod_cqes, mod_events);
+	printf("cq moderation: %d completions, %d events (%d early)\n", mod_cqes,
+	       mod_events, early);
+	CHECK(!ibv_destroy_qp(ma) && !ibv_destroy_qp(mb) &&
+	      !ibv_destroy_cq(mcq) && !ibv_destroy_comp_channel(mch),
+	      "teardown");
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = NULL;
@@ -439,6 +584,7 @@ int main(int argc, char **argv)
 	abort_and_error();
 	resize();
 	rereg();
+	moderation();
 	printf("ohca_verbs_ex: PASS\n");
 	return 0;
 }

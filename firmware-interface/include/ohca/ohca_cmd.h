@@ -90,6 +90,8 @@ enum ohca_cmd_opcode {
 	/* OHCA_DEV_CAP_ODP: on-demand paging (programming manual section 19) */
 	OHCA_CMD_ODP_MAP		= 0x32,
 	OHCA_CMD_ODP_UNMAP		= 0x33,
+	/* OHCA_DEV_CAP_CQ_MODERATION (ABI 1.4, programming manual section 20) */
+	OHCA_CMD_MODIFY_CQ		= 0x34,
 	OHCA_CMD_MAX
 };
 
@@ -170,8 +172,25 @@ struct ohca_query_device_out {
 					 * OHCA_ODP_CHUNK_PAGES entries, all
 					 * ODP MRs together */
 	ohca_le32 rsvd_odp;
+	/*
+	 * Completion event moderation (OHCA_DEV_CAP_CQ_MODERATION, ABI 1.4):
+	 * the largest cq_count and cq_period (microseconds) MODIFY_CQ takes;
+	 * 0 without it.
+	 */
+	ohca_le32 max_cq_mod_count;
+	ohca_le32 max_cq_mod_period;
 };
-OHCA_ASSERT_SIZE(struct ohca_query_device_out, 208);
+/*
+ * QUERY_DEVICE grows compatibly (as QUERY_STATS): the device accepts
+ * out_len >= OHCA_QUERY_DEVICE_OUT_MIN_SIZE (the output of ABI 1.3) and
+ * writes min(out_len, sizeof) bytes. A driver passes a zeroed buffer of
+ * the size it knows: fields a device does not write stay 0, which every
+ * field added since reads as "not supported".
+ */
+#define OHCA_QUERY_DEVICE_OUT_MIN_SIZE	208
+OHCA_ASSERT_SIZE(struct ohca_query_device_out, 216);
+OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_cq_mod_count,
+		   OHCA_QUERY_DEVICE_OUT_MIN_SIZE);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, odp_caps, 192);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_flow, 184);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_xrcd, 160);
@@ -227,6 +246,11 @@ enum ohca_dev_caps {
 	 * resolved rather than failed.
 	 */
 	OHCA_DEV_CAP_ODP		= 1u << 8,
+	/*
+	 * Completion event moderation (programming manual section 20):
+	 * MODIFY_CQ, max_cq_mod_count and max_cq_mod_period in QUERY_DEVICE.
+	 */
+	OHCA_DEV_CAP_CQ_MODERATION	= 1u << 9,
 };
 
 /*
@@ -785,6 +809,39 @@ struct ohca_resize_cq_out {
 	ohca_le32 rsvd;
 };
 OHCA_ASSERT_SIZE(struct ohca_resize_cq_out, 8);
+
+/* ---- MODIFY_CQ (OHCA_DEV_CAP_CQ_MODERATION) ------------------------------ */
+/*
+ * Changes the attributes of CQ 'cqn' that 'mask' selects (enum
+ * ohca_modify_cq_mask; at least one, no unknown bit). MODERATION: its
+ * completion events are moderated (programming manual section 20): an
+ * armed CQ raises its event once cq_count eligible CQEs were written since
+ * it was armed, or cq_period microseconds after the first of them,
+ * whichever comes first. cq_count 0 means no count (the period alone);
+ * cq_count 0 or 1 with cq_period 0 turns moderation off (an event per
+ * arming at the first eligible CQE, the power-on behaviour). A count above
+ * 1 needs a period, so that no event waits for ever: cq_period 0 with
+ * cq_count > 1 is BAD_FIELD at cq_period. Values above QUERY_DEVICE's
+ * max_cq_mod_count / max_cq_mod_period are BAD_FIELD at their field.
+ * The new values apply to an event already held: if they release it, it
+ * is raised at once, otherwise its period restarts from the command.
+ * Errors change nothing: BAD_HANDLE (no such CQ), BAD_FIELD (mask or a
+ * value), RESERVED_NONZERO (rsvd).
+ */
+struct ohca_modify_cq_in {
+	ohca_le32 cqn;
+	ohca_le32 mask;			/* enum ohca_modify_cq_mask */
+	ohca_le16 cq_count;		/* 0..max_cq_mod_count */
+	ohca_le16 cq_period;		/* microseconds, 0..max_cq_mod_period */
+	ohca_le32 rsvd;
+};
+OHCA_ASSERT_SIZE(struct ohca_modify_cq_in, 16);
+OHCA_ASSERT_OFFSET(struct ohca_modify_cq_in, cq_count, 8);
+OHCA_ASSERT_OFFSET(struct ohca_modify_cq_in, cq_period, 10);
+
+enum ohca_modify_cq_mask {
+	OHCA_MODIFY_CQ_MODERATION	= 1u << 0,
+};
 
 /* ---- CREATE_QP / MODIFY_QP / QUERY_QP / DESTROY_QP ---------------------- */
 /*

@@ -975,6 +975,20 @@ class Rdma {
         }
     }
 
+    // MODIFY_CQ: moderation of a live CQ (or anything) with counts and
+    // periods small enough that held events come and go during the run,
+    // and now and then any mask, value or reserved field.
+    void modify_cq(Input &in) {
+        const Cq &slot = pick(cqs_, in);
+        ohca_modify_cq_in m{};
+        m.cqn = bad(in) ? in.u32() : slot.cqn;
+        m.mask = bad(in) ? in.u32() : uint32_t{OHCA_MODIFY_CQ_MODERATION};
+        m.cq_count = bad(in) ? in.u16() : static_cast<uint16_t>(in.below(5));
+        m.cq_period = bad(in) ? in.u16() : static_cast<uint16_t>(in.below(3) * 50);
+        m.rsvd = in.one_in(16) ? in.u32() : 0;
+        (void)d_.cmd_in(OHCA_CMD_MODIFY_CQ, m);
+    }
+
     // REREG_MR of any subset of translation, PD and access.
     // On-demand paging: ODP_MAP (identity translations of data memory, a
     // page outside guest memory, stray bits, FAIL) and ODP_UNMAP of a live
@@ -1215,7 +1229,10 @@ class Rdma {
     }
 
     void misc(Input &in) {
-        switch (in.below(11)) {
+        switch (in.below(12)) {
+        case 10:
+            modify_cq(in);
+            break;
         case 9:
             odp(in);
             break;

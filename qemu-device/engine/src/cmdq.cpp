@@ -34,7 +34,8 @@ struct CmdSizes {
 constexpr CmdSizes sizes_of(uint16_t opcode) {
     switch (opcode) {
     case OHCA_CMD_QUERY_DEVICE:
-        return {0, sizeof(ohca_query_device_out)};
+        // Grown compatibly: the ABI 1.3 part is the minimum.
+        return {0, OHCA_QUERY_DEVICE_OUT_MIN_SIZE};
     case OHCA_CMD_QUERY_PORT:
         return {sizeof(ohca_query_port_in), sizeof(ohca_query_port_out)};
     case OHCA_CMD_SET_PORT:
@@ -111,6 +112,8 @@ constexpr CmdSizes sizes_of(uint16_t opcode) {
         return {sizeof(ohca_odp_map_in), 0};
     case OHCA_CMD_ODP_UNMAP:
         return {sizeof(ohca_odp_unmap_in), 0};
+    case OHCA_CMD_MODIFY_CQ:
+        return {sizeof(ohca_modify_cq_in), 0};
     default: // NOP
         return {0, 0};
     }
@@ -269,6 +272,8 @@ Device::CmdResult Device::execute(const Command &cmd) {
         return cmd_mcast(cmd, false);
     case OHCA_CMD_RESIZE_CQ:
         return cmd_resize_cq(cmd);
+    case OHCA_CMD_MODIFY_CQ:
+        return cmd_modify_cq(cmd);
     case OHCA_CMD_REREG_MR:
         return cmd_rereg_mr(cmd);
     case OHCA_CMD_ALLOC_XRCD: {
@@ -365,7 +370,10 @@ Device::CmdResult Device::cmd_query_device(const Command &cmd) {
     out.odp_caps = le(L::odp_caps);
     out.max_odp_faults = le(L::max_odp_faults);
     out.max_odp_chunks = le(L::max_odp_chunks);
-    return write_output(cmd, &out, sizeof(out));
+    out.max_cq_mod_count = le(L::max_cq_mod_count);
+    out.max_cq_mod_period = le(L::max_cq_mod_period_us);
+    // A driver that knows a shorter output gets only that part.
+    return write_output(cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
 }
 
 Device::CmdResult Device::cmd_query_port(const Command &cmd) {

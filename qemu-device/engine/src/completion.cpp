@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Completion queues: CQEs with owner-bit phase, CQ doorbells (consumer
-// index, arming), completion events, overrun; QP errors and flushes.
+// index, arming), completion events and their moderation (MODIFY_CQ),
+// overrun; QP errors and flushes.
 #include "byte_order.hpp"
+#include "command.hpp"
 #include "device.hpp"
 
 #include <cstring>
@@ -56,11 +58,88 @@ bool Device::post_cqe(uint32_t cqn, ohca_cqe cqe, bool solicited) {
                 static_cast<uint32_t>(cqe.opcode) << 8 | cqe.status, le(cqe.wr_id));
     const bool error = cqe.status != OHCA_CQE_SUCCESS;
     if (cq.arm_next || (cq.arm_solicited && (solicited || error))) {
-        cq.arm_next = false;
-        cq.arm_solicited = false;
-        post_cq_event(cq.eqn, cqn);
+        cq_eligible(cq, 1);
     }
     return true;
+}
+
+// ---- completion event moderation (programming manual section 20) ------------
+
+// An armed CQ got 'n' more CQEs that its arming asks an event for. Without
+// moderation the event is raised now; with it the CQEs are counted and the
+// event waits for mod_count of them or for mod_period_us after the first,
+// whichever comes first. MODIFY_CQ refuses a count above 1 without a
+// period, so a held event always has a timer and is never lost.
+void Device::cq_eligible(Cq &cq, uint32_t n) {
+    cq.mod_pending = n > UINT32_MAX - cq.mod_pending ? UINT32_MAX : cq.mod_pending + n;
+    const bool off = cq.mod_count <= 1 && cq.mod_period_us == 0;
+    if (off || (cq.mod_count != 0 && cq.mod_pending >= cq.mod_count)) {
+        raise_cq_event(cq);
+    } else if (cq.deadline_ns == 0 && cq.mod_period_us != 0) {
+        cq_timers_.set(cq, host_.now_ns() + uint64_t{cq.mod_period_us} * 1000);
+        update_timer();
+    }
+}
+
+void Device::raise_cq_event(Cq &cq) {
+    cq.arm_next = false;
+    cq.arm_solicited = false;
+    cq.mod_pending = 0;
+    if (cq.deadline_ns != 0) {
+        cq_timers_.set(cq, 0);
+        update_timer();
+    }
+    post_cq_event(cq.eqn, cq.cqn);
+}
+
+// The period of a held event ended (check_timers()).
+void Device::cq_timer_expired(Cq &cq) {
+    if (cq.mod_pending != 0 && (cq.arm_next || cq.arm_solicited)) {
+        raise_cq_event(cq);
+        return;
+    }
+    // Nothing held (a held event keeps its arming until it is raised, so
+    // this is only defensive): the timer just goes.
+    cq.mod_pending = 0;
+    cq_timers_.set(cq, 0);
+}
+
+Device::CmdResult Device::cmd_modify_cq(const Command &cmd) {
+    using In = ohca_modify_cq_in;
+    const auto in = cmd.input<In>();
+    const uint32_t cqn = le(in.cqn);
+    const uint32_t mask = le(in.mask);
+    const uint16_t count = le(in.cq_count);
+    const uint16_t period = le(in.cq_period);
+    if (auto off = nonzero_at(cmd.in, offsetof(In, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    Cq *cq = cqn < cqs_.size() ? cqs_[cqn].get() : nullptr;
+    if (cq == nullptr) {
+        return {OHCA_STATUS_BAD_HANDLE, cqn};
+    }
+    if (mask == 0 || (mask & ~uint32_t{OHCA_MODIFY_CQ_MODERATION}) != 0) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, mask)};
+    }
+    if (count > DeviceLimits::max_cq_mod_count) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, cq_count)};
+    }
+    // A count with no period could hold an event for ever.
+    if (period > DeviceLimits::max_cq_mod_period_us || (count > 1 && period == 0)) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, cq_period)};
+    }
+    cq->mod_count = count;
+    cq->mod_period_us = period;
+    if (cq->mod_pending != 0) {
+        // The held event under the new rules: released now, or its
+        // period restarts from here.
+        if (cq->deadline_ns != 0) {
+            cq_timers_.set(*cq, 0);
+        }
+        cq_eligible(*cq, 0);
+        update_timer();
+    }
+    return {};
 }
 
 void Device::cq_doorbell(uint32_t page, uint32_t cqn, uint32_t value) {
@@ -78,11 +157,13 @@ void Device::cq_doorbell(uint32_t page, uint32_t cqn, uint32_t value) {
     }
     cq.ci += delta;
     if ((value & OHCA_DB_CQ_ARM_NEXT) != 0) {
-        if (cq.pi != cq.ci) {
-            // Completions the consumer has not seen: signal at once.
-            post_cq_event(cq.eqn, cqn);
-        } else {
-            cq.arm_next = true;
+        cq.arm_next = true;
+        // Completions the consumer has not seen count as arrived since
+        // the arming (at once without moderation); those a held event
+        // already counted are not counted twice.
+        const uint32_t unseen = cq.pi - cq.ci;
+        if (unseen > cq.mod_pending) {
+            cq_eligible(cq, unseen - cq.mod_pending);
         }
     } else if ((value & OHCA_DB_CQ_ARM_SOLICITED) != 0) {
         cq.arm_solicited = true;

@@ -176,6 +176,7 @@ class Device : private TransportServices {
     CmdResult cmd_destroy_srq(const Command &cmd);
     // cq_resize.cpp, mr_rereg.cpp
     CmdResult cmd_resize_cq(const Command &cmd);
+    CmdResult cmd_modify_cq(const Command &cmd);
     CmdResult cmd_rereg_mr(const Command &cmd);
     void srq_doorbell(uint32_t page, uint32_t srqn, uint32_t value);
     Srq *find_srq(uint32_t srqn);
@@ -191,6 +192,10 @@ class Device : private TransportServices {
     void comp_eq_doorbell(uint32_t eqn, uint32_t value);
     void post_cq_event(uint32_t eqn, uint32_t cqn);
     bool post_cqe(uint32_t cqn, ohca_cqe cqe, bool solicited);
+    // Moderation of an armed CQ's event: 'n' more eligible CQEs arrived.
+    void cq_eligible(Cq &cq, uint32_t n);
+    void raise_cq_event(Cq &cq); // disarms, ends a held event's period
+    void cq_timer_expired(Cq &cq);
     void cq_doorbell(uint32_t page, uint32_t cqn, uint32_t value);
     void complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) override;
     void complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
@@ -360,9 +365,11 @@ class Device : private TransportServices {
     RoceBacklog roce_backlog_{DeviceLimits::max_roce_backlog};
     std::vector<uint8_t> tx_frame_; // the frame being sent, storage reused
     uint64_t timer_deadline_ = 0;   // last deadline given to set_timer
-    // QPs with work, and QPs with an armed timer (sched.hpp).
+    // QPs with work, QPs with an armed timer, CQs holding a moderated
+    // event (sched.hpp).
     ReadyList ready_;
-    TimerHeap timers_{cfg_.max_qp + DeviceLimits::first_qpn};
+    TimerHeap<Qp> timers_{cfg_.max_qp + DeviceLimits::first_qpn};
+    TimerHeap<Cq> cq_timers_{DeviceLimits::max_cq + 1};
     bool in_run_ = false; // inside process_rdma(): no schedule() per ready QP
     SchedStats sched_stats_;
     // The RC transport.

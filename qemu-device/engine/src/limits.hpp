@@ -62,10 +62,10 @@ struct DeviceLimits {
     static constexpr uint32_t num_ports = 1;
     // Fast registration: page-list entries per fast-registration MR.
     static constexpr uint32_t max_fast_reg_page_list_len = OHCA_MAX_FAST_REG_PAGES;
-    static constexpr uint32_t dev_caps = OHCA_DEV_CAP_FAST_REG | OHCA_DEV_CAP_MW |
-                                         OHCA_DEV_CAP_RESIZE_CQ | OHCA_DEV_CAP_REREG_MR |
-                                         OHCA_DEV_CAP_XRC | OHCA_DEV_CAP_DM | OHCA_DEV_CAP_RAW_ETH |
-                                         OHCA_DEV_CAP_ATOMIC_WRITE | OHCA_DEV_CAP_ODP;
+    static constexpr uint32_t dev_caps =
+        OHCA_DEV_CAP_FAST_REG | OHCA_DEV_CAP_MW | OHCA_DEV_CAP_RESIZE_CQ | OHCA_DEV_CAP_REREG_MR |
+        OHCA_DEV_CAP_XRC | OHCA_DEV_CAP_DM | OHCA_DEV_CAP_RAW_ETH | OHCA_DEV_CAP_ATOMIC_WRITE |
+        OHCA_DEV_CAP_ODP | OHCA_DEV_CAP_CQ_MODERATION;
     // Flow steering rules (CREATE_FLOW) of all raw QPs: every frame the
     // port receives, and every frame a raw QP sends, is matched against
     // each of them (raw_eth.cpp), so the table stays small.
@@ -83,6 +83,11 @@ struct DeviceLimits {
     static constexpr uint64_t odp_retry_ns = 1'000'000;
     // An outstanding fault is posted again after this long unanswered.
     static constexpr uint64_t odp_fault_repost_ns = 1'000'000'000;
+    // Completion event moderation (MODIFY_CQ): the verbs' whole range, 16
+    // bits each. A held event costs its CQ a place in the CQ timer heap,
+    // nothing per CQE.
+    static constexpr uint32_t max_cq_mod_count = 0xffff;
+    static constexpr uint32_t max_cq_mod_period_us = 0xffff;
     // Device memory (dm.hpp): its size and the live allocations.
     static constexpr uint32_t max_dm = OHCA_DM_MAX_ALLOCS;
     static constexpr uint64_t max_dm_size = OHCA_DM_SIZE;

@@ -45,6 +45,7 @@ void Device::rdma_power_on() {
     cqs_.resize(DeviceLimits::max_cq + 1);
     ready_.clear();
     timers_.clear();
+    cq_timers_.clear();
     qps_.clear();
     qps_.resize(cfg_.max_qp + DeviceLimits::first_qpn);
     srqs_.clear();
@@ -385,6 +386,7 @@ Device::CmdResult Device::cmd_create_cq(const Command &cmd) {
         return res;
     }
     pbl_entries_ += cq.ring.npages();
+    cq.cqn = *cqn;
     cqs_[*cqn] = std::make_unique<Cq>(std::move(cq));
     if (eqn != 0) {
         ++eqs_[eqn]->cq_refs;
@@ -411,6 +413,10 @@ Device::CmdResult Device::cmd_destroy_cq(const Command &cmd) {
     }
     --uar_refs_[cq->uar];
     pbl_entries_ -= cq->ring.npages();
+    if (cq->deadline_ns != 0) { // a held event goes with its CQ
+        cq_timers_.set(*cq, 0);
+        update_timer();
+    }
     cqs_[cqn].reset();
     return {};
 }

@@ -76,6 +76,7 @@ struct Mw {
 };
 
 struct Cq {
+    uint32_t cqn = 0;
     uint32_t eqn = 0;
     uint32_t uar = 0;
     unsigned int log_size = 0;
@@ -86,6 +87,16 @@ struct Cq {
     bool arm_solicited = false;
     bool error = false;
     uint32_t qp_refs = 0;
+    // Completion event moderation (MODIFY_CQ; completion.cpp): the event
+    // of an armed CQ waits for mod_count eligible CQEs or mod_period_us
+    // after the first of them. mod_pending counts those written since the
+    // CQ was armed; deadline_ns is the period's end (0: no timer), the CQ
+    // timer heap's key.
+    uint16_t mod_count = 0;
+    uint16_t mod_period_us = 0;
+    uint32_t mod_pending = 0;
+    uint64_t deadline_ns = 0;
+    HeapHook timer; // place in the CQ timer heap
 };
 
 struct Sge {

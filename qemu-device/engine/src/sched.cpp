@@ -49,34 +49,42 @@ void ReadyList::clear() {
     size_ = 0;
 }
 
-uint64_t TimerHeap::earliest() const {
+HeapHook &heap_hook(Qp &qp) {
+    return qp.sched.timer;
+}
+
+HeapHook &heap_hook(Cq &cq) {
+    return cq.timer;
+}
+
+template <class T> uint64_t TimerHeap<T>::earliest() const {
     return heap_.empty() ? 0 : heap_.front()->deadline_ns;
 }
 
-void TimerHeap::clear() {
+template <class T> void TimerHeap<T>::clear() {
     heap_.clear(); // keeps the reserved storage
 }
 
-void TimerHeap::place(size_t pos, Qp *qp) {
-    heap_[pos] = qp;
-    qp->sched.heap_pos = static_cast<uint32_t>(pos);
+template <class T> void TimerHeap<T>::place(size_t pos, T *obj) {
+    heap_[pos] = obj;
+    heap_hook(*obj).pos = static_cast<uint32_t>(pos);
 }
 
-void TimerHeap::sift_up(size_t pos) {
-    Qp *qp = heap_[pos];
+template <class T> void TimerHeap<T>::sift_up(size_t pos) {
+    T *obj = heap_[pos];
     while (pos > 0) {
         const size_t parent = (pos - 1) / 2;
-        if (heap_[parent]->deadline_ns <= qp->deadline_ns) {
+        if (heap_[parent]->deadline_ns <= obj->deadline_ns) {
             break;
         }
         place(pos, heap_[parent]);
         pos = parent;
     }
-    place(pos, qp);
+    place(pos, obj);
 }
 
-void TimerHeap::sift_down(size_t pos) {
-    Qp *qp = heap_[pos];
+template <class T> void TimerHeap<T>::sift_down(size_t pos) {
+    T *obj = heap_[pos];
     const size_t n = heap_.size();
     for (;;) {
         size_t child = 2 * pos + 1;
@@ -86,33 +94,33 @@ void TimerHeap::sift_down(size_t pos) {
         if (child + 1 < n && heap_[child + 1]->deadline_ns < heap_[child]->deadline_ns) {
             ++child;
         }
-        if (qp->deadline_ns <= heap_[child]->deadline_ns) {
+        if (obj->deadline_ns <= heap_[child]->deadline_ns) {
             break;
         }
         place(pos, heap_[child]);
         pos = child;
     }
-    place(pos, qp);
+    place(pos, obj);
 }
 
-void TimerHeap::erase(size_t pos) {
-    Qp *gone = heap_[pos];
-    Qp *last = heap_.back();
+template <class T> void TimerHeap<T>::erase(size_t pos) {
+    T *gone = heap_[pos];
+    T *last = heap_.back();
     heap_.pop_back();
-    gone->sched.heap_pos = SchedHook::kNotInHeap;
+    heap_hook(*gone).pos = HeapHook::kNotInHeap;
     if (last != gone) {
         place(pos, last);
         sift_up(pos);
-        sift_down(last->sched.heap_pos);
+        sift_down(heap_hook(*last).pos);
     }
 }
 
-void TimerHeap::set(Qp &qp, uint64_t deadline_ns) {
-    const uint32_t pos = qp.sched.heap_pos;
-    qp.deadline_ns = deadline_ns;
-    if (pos == SchedHook::kNotInHeap) {
+template <class T> void TimerHeap<T>::set(T &obj, uint64_t deadline_ns) {
+    const uint32_t pos = heap_hook(obj).pos;
+    obj.deadline_ns = deadline_ns;
+    if (pos == HeapHook::kNotInHeap) {
         if (deadline_ns != 0) {
-            heap_.push_back(&qp); // within the reserved capacity: one per QP
+            heap_.push_back(&obj); // within the reserved capacity: one per object
             sift_up(heap_.size() - 1);
         }
         return;
@@ -122,7 +130,10 @@ void TimerHeap::set(Qp &qp, uint64_t deadline_ns) {
         return;
     }
     sift_up(pos);
-    sift_down(qp.sched.heap_pos);
+    sift_down(heap_hook(obj).pos);
 }
+
+template class TimerHeap<Qp>;
+template class TimerHeap<Cq>;
 
 } // namespace ohca

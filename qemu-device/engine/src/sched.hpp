@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Readiness scheduling of QPs: the ready list (QPs with work: a rung SQ
 // doorbell, responses or ACKs owed, a retransmission, a flush) and the timer
-// heap (QPs with an armed ACK or RNR timer). Both are intrusive -- the links
-// live in the QP -- so marking a QP ready, arming a timer and finding the
-// next one cost O(1) or O(log n) and never allocate; an idle engine pass
-// does not look at idle QPs at all.
+// heaps (QPs with an armed ACK or RNR timer, CQs holding a moderated
+// completion event). All are intrusive -- the links live in the object --
+// so marking a QP ready, arming a timer and finding the next one cost O(1)
+// or O(log n) and never allocate; an idle engine pass does not look at
+// idle QPs or CQs at all.
 #pragma once
 
 #include <cstddef>
@@ -15,11 +16,21 @@ namespace ohca {
 
 struct Qp;
 
+// The place of an object in a TimerHeap. Like SchedHook it belongs to the
+// heap: copying or assigning the object leaves the destination's place.
+struct HeapHook {
+    static constexpr uint32_t kNotInHeap = UINT32_MAX;
+    HeapHook() = default;
+    HeapHook(const HeapHook & /*unused*/) {}
+    HeapHook &operator=(const HeapHook & /*unused*/) { return *this; }
+    ~HeapHook() = default;
+    uint32_t pos = kNotInHeap;
+};
+
 // A QP's links. They belong to the scheduler: copying or assigning a Qp
 // leaves the destination's links as they were (a QP reset in place stays
 // where it is queued until the scheduler is told otherwise).
 struct SchedHook {
-    static constexpr uint32_t kNotInHeap = UINT32_MAX;
     SchedHook() = default;
     SchedHook(const SchedHook & /*unused*/) {}
     SchedHook &operator=(const SchedHook & /*unused*/) { return *this; }
@@ -28,7 +39,7 @@ struct SchedHook {
     Qp *prev = nullptr;
     Qp *next = nullptr;
     bool ready = false;
-    uint32_t heap_pos = kNotInHeap;
+    HeapHook timer; // place in the QP timer heap
 };
 
 // FIFO of ready QPs; a QP is in it at most once.
@@ -47,24 +58,33 @@ class ReadyList {
     size_t size_ = 0;
 };
 
-// Min-heap of QPs by Qp::deadline_ns (0 = no timer). Storage is reserved
-// for every QP slot up front.
-class TimerHeap {
+// Min-heap of objects by their deadline_ns (0 = no timer): QPs (ACK and
+// RNR timers) and CQs (completion event moderation). T has a uint64_t
+// deadline_ns and a HeapHook reached through heap_hook(T &). Storage is
+// reserved for every object slot up front, so arming a timer never
+// allocates.
+template <class T> class TimerHeap {
   public:
     explicit TimerHeap(size_t capacity) { heap_.reserve(capacity); }
-    // Sets qp.deadline_ns and its place in the heap.
-    void set(Qp &qp, uint64_t deadline_ns);
-    [[nodiscard]] Qp *top() const { return heap_.empty() ? nullptr : heap_.front(); }
+    // Sets obj.deadline_ns and its place in the heap.
+    void set(T &obj, uint64_t deadline_ns);
+    [[nodiscard]] T *top() const { return heap_.empty() ? nullptr : heap_.front(); }
     [[nodiscard]] uint64_t earliest() const;
     void clear();
     [[nodiscard]] size_t size() const { return heap_.size(); }
 
   private:
-    void place(size_t pos, Qp *qp);
+    void place(size_t pos, T *obj);
     void sift_up(size_t pos);
     void sift_down(size_t pos);
     void erase(size_t pos);
-    std::vector<Qp *> heap_;
+    std::vector<T *> heap_;
 };
+
+struct Cq;
+HeapHook &heap_hook(Qp &qp);
+HeapHook &heap_hook(Cq &cq);
+extern template class TimerHeap<Qp>;
+extern template class TimerHeap<Cq>;
 
 } // namespace ohca

@@ -383,10 +383,22 @@ void Device::check_timers() {
         ++sched_stats_.timer_expiries;
         rc_requester_.timer_expired(*qp);
     }
+    // Moderated completion events whose period ended; each expiry takes
+    // its CQ out of the heap.
+    for (size_t n = cq_timers_.size(); n > 0; --n) {
+        Cq *cq = cq_timers_.top();
+        if (cq == nullptr || now < cq->deadline_ns) {
+            break;
+        }
+        ++sched_stats_.timer_expiries;
+        cq_timer_expired(*cq);
+    }
 }
 
 void Device::update_timer() {
-    const uint64_t earliest = timers_.earliest();
+    const uint64_t q = timers_.earliest();
+    const uint64_t c = cq_timers_.earliest();
+    const uint64_t earliest = q == 0 ? c : c == 0 ? q : std::min(q, c);
     if (earliest != timer_deadline_) {
         timer_deadline_ = earliest;
         host_.set_timer(earliest);

@@ -87,6 +87,20 @@ TEST_F(CmdqTest, QueryDeviceLargerOutLenWritesOnlyTheStruct) {
     EXPECT_EQ(host_.get<uint8_t>(kOutBuf + sizeof(ohca_query_device_out)), 0xaa);
 }
 
+// A driver of ABI 1.3 asks for the 208 bytes it knows and gets exactly
+// those; the moderation limits follow for one that knows them.
+TEST_F(CmdqTest, QueryDeviceGrewCompatibly) {
+    host_.fill(kOutBuf, 0xaa, 512);
+    expect(cmd(OHCA_CMD_QUERY_DEVICE, nullptr, 0, OHCA_QUERY_DEVICE_OUT_MIN_SIZE, kOutBuf),
+           OHCA_STATUS_OK, 0);
+    EXPECT_EQ(host_.get<uint8_t>(kOutBuf + OHCA_QUERY_DEVICE_OUT_MIN_SIZE), 0xaa);
+    ohca_query_device_out d{};
+    expect(cmd_out(OHCA_CMD_QUERY_DEVICE, d), OHCA_STATUS_OK, 0);
+    EXPECT_NE(d.dev_caps & OHCA_DEV_CAP_CQ_MODERATION, 0u);
+    EXPECT_EQ(d.max_cq_mod_count, 0xffffu);
+    EXPECT_EQ(d.max_cq_mod_period, 0xffffu);
+}
+
 TEST_F(CmdqTest, QueryPort) {
     ohca_query_port_in in{};
     in.port = 1;
@@ -270,8 +284,8 @@ TEST_F(CmdqTest, BadInLen) {
 }
 
 TEST_F(CmdqTest, BadOutLen) {
-    expect(cmd(OHCA_CMD_QUERY_DEVICE, nullptr, 0, sizeof(ohca_query_device_out) - 1, kOutBuf),
-           OHCA_STATUS_BAD_LEN, sizeof(ohca_query_device_out));
+    expect(cmd(OHCA_CMD_QUERY_DEVICE, nullptr, 0, OHCA_QUERY_DEVICE_OUT_MIN_SIZE - 1, kOutBuf),
+           OHCA_STATUS_BAD_LEN, OHCA_QUERY_DEVICE_OUT_MIN_SIZE);
     expect(cmd(OHCA_CMD_QUERY_STATS, nullptr, 0, 0, 0), OHCA_STATUS_BAD_LEN, 128);
     expect(cmd(OHCA_CMD_ALLOC_UAR, nullptr, 0, 4, kOutBuf), OHCA_STATUS_BAD_LEN, 8);
     expect(cmd(OHCA_CMD_QUERY_DEVICE, nullptr, 0, 4097, kOutBuf), OHCA_STATUS_BAD_LEN, 4096);

@@ -38,7 +38,7 @@ TEST(ReadyList, FifoOnceEachAndRemoval) {
 TEST(TimerHeap, OrdersByDeadlineUnderRandomUpdates) {
     constexpr size_t kN = 200;
     std::vector<Qp> q(kN);
-    TimerHeap h(kN);
+    TimerHeap<Qp> h(kN);
     std::mt19937 rng(7);
     for (int step = 0; step < 5000; ++step) {
         Qp &x = q[rng() % kN];
