@@ -111,6 +111,20 @@ void ohca_engine_reg_write(struct ohca_engine *e, uint64_t offset, uint64_t valu
 void ohca_engine_db_write(struct ohca_engine *e, uint32_t page, uint32_t offset, uint64_t value,
                           unsigned int size);
 
+/* The same doorbell write, and then, before returning, at most 'budget'
+ * units of the work it made (a unit is a packet or WQE sent, or a frame
+ * received or looped back) and at most 50 us of the host's clock
+ * (now_ns): the rung QP's send queue first, then the packets it
+ * looped back and what they answer, in the order ohca_engine_process()
+ * would take them. What is left waits for ohca_engine_process() (the
+ * engine calls schedule() for it); when nothing is left, the doorbell
+ * asks for nothing. A doorbell that gives no QP work (CQ doorbells, one
+ * that is refused) does only what ohca_engine_db_write() does. For hosts
+ * that want a doorbell's first packets on the wire before the MMIO write
+ * returns (QEMU: in the vCPU thread, under the BQL). */
+void ohca_engine_doorbell_fast(struct ohca_engine *e, uint32_t page, uint32_t offset,
+                               uint64_t value, unsigned int size, unsigned int budget);
+
 /* BAR2 device memory window: 'offset' from OHCA_DM_BAR_OFFSET, 'size' 1, 2,
  * 4 or 8. Naturally aligned accesses inside an allocation reach the memory;
  * others read 0 / are ignored, and counted. */

@@ -54,6 +54,11 @@ void ohca_engine_db_write(struct ohca_engine *e, uint32_t page, uint32_t offset,
     e->device.db_write(page, offset, value, size);
 }
 
+void ohca_engine_doorbell_fast(struct ohca_engine *e, uint32_t page, uint32_t offset,
+                               uint64_t value, unsigned int size, unsigned int budget) {
+    e->device.doorbell_fast(page, offset, value, size, budget);
+}
+
 uint64_t ohca_engine_dm_read(struct ohca_engine *e, uint64_t offset, unsigned int size) {
     return e->device.dm_read(offset, size);
 }

@@ -72,6 +72,8 @@ class Device : private TransportServices {
     uint64_t reg_read(uint64_t offset, unsigned int size);
     void reg_write(uint64_t offset, uint64_t value, unsigned int size);
     void db_write(uint32_t page, uint32_t offset, uint64_t value, unsigned int size);
+    void doorbell_fast(uint32_t page, uint32_t offset, uint64_t value, unsigned int size,
+                       unsigned int budget);
     // BAR2's device memory window, 'offset' from its start (dm.cpp).
     uint64_t dm_read(uint64_t offset, unsigned int size);
     void dm_write(uint64_t offset, uint64_t value, unsigned int size);
@@ -90,6 +92,7 @@ class Device : private TransportServices {
         uint64_t visits = 0;      // ready QPs visited
         uint64_t out_of_time = 0; // runs ended by max_run_ns (or max_run_work)
         uint64_t timer_expiries = 0;
+        uint64_t doorbell_runs = 0; // runs of ohca_engine_doorbell_fast()
     };
     [[nodiscard]] const SchedStats &sched_stats() const { return sched_stats_; }
 
@@ -122,6 +125,7 @@ class Device : private TransportServices {
     };
 
     // device.cpp
+    Qp *ring(uint32_t page, uint32_t offset, uint64_t value, unsigned int size);
     void power_on_state();
     void enter_fatal(uint32_t code);
     void post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, uint32_t p2) override;
@@ -267,10 +271,14 @@ class Device : private TransportServices {
     void mark_ready(Qp &qp) override;
     void set_deadline(Qp &qp, uint64_t deadline_ns) override;
     void unschedule(Qp &qp); // before a QP is reset or destroyed
-    void rq_doorbell(uint32_t page, uint32_t qpn, uint32_t value);
+    // Both return the QP they made ready, or null.
+    Qp *rq_doorbell(uint32_t page, uint32_t qpn, uint32_t value);
     Qp *take_doorbell(uint32_t page, uint32_t qpn, WorkQueue Qp::*wq, uint32_t value);
-    void sq_doorbell(uint32_t page, uint32_t qpn, uint32_t value);
+    Qp *sq_doorbell(uint32_t page, uint32_t qpn, uint32_t value);
     void process_rdma();
+    // One run of the transport: 'first' (if ready) visited first, at most
+    // 'max_work' units and 'max_ns' of the host's clock.
+    void run_rdma(Qp *first, unsigned int max_work, uint64_t max_ns);
     void visit(Qp &qp, unsigned int &quantum);
     void check_timers();
     void update_timer();

@@ -134,6 +134,9 @@ struct DeviceLimits {
     // (the bound that holds when the clock stands still, as in a paused VM
     // or a test); a visit may pass it by less than qp_quantum.
     static constexpr unsigned int max_run_work = 4096;
+    // A run in a doorbell (ohca_engine_doorbell_fast(); the host gives the
+    // work bound) ends after this long: the guest's CPU waits for it.
+    static constexpr uint64_t doorbell_run_ns = 50'000;
     // Fairness: packets or WQEs one ready QP may send per visit before the
     // next ready QP's turn.
     static constexpr unsigned int qp_quantum = 64;

@@ -335,22 +335,26 @@ Qp *Device::take_doorbell(uint32_t page, uint32_t qpn, WorkQueue Qp::*wq, uint32
     return qp;
 }
 
-void Device::sq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
-    if (Qp *qp = take_doorbell(page, qpn, &Qp::sq, value)) {
+Qp *Device::sq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
+    Qp *qp = take_doorbell(page, qpn, &Qp::sq, value);
+    if (qp != nullptr) {
         mark_ready(*qp);
     }
+    return qp;
 }
 
-void Device::rq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
+Qp *Device::rq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
     // A QP on an SRQ has no receive queue of its own to ring.
     if (const Qp *q = find_qp(qpn); q != nullptr && q->srqn != 0) {
         ++stats_.db_errors;
-        return;
+        return nullptr;
     }
     Qp *qp = take_doorbell(page, qpn, &Qp::rq, value);
     if (qp != nullptr && qp->state == OHCA_QPS_ERR) {
         mark_ready(*qp); // flushed by process()
+        return qp;
     }
+    return nullptr;
 }
 
 // ---- readiness and timers ------------------------------------------------------
@@ -438,6 +442,15 @@ void Device::visit(Qp &qp, unsigned int &quantum) {
 // The run ends when nothing is left or max_run_ns has passed; then it asks
 // to be scheduled again if anything is left.
 void Device::process_rdma() {
+    run_rdma(nullptr, DeviceLimits::max_run_work, DeviceLimits::max_run_ns);
+}
+
+// A doorbell's run (doorbell_fast) gives the QP it rang the first visit,
+// ahead of the QPs already ready: its packets are the ones the guest waits
+// for. The QP leaves the ready list for that visit and goes back to its
+// end if it has more, as in any round, so the list stays the one record
+// of what has work.
+void Device::run_rdma(Qp *first, unsigned int max_work, uint64_t max_ns) {
     in_run_ = true;
     ++sched_stats_.runs;
     const uint64_t start = host_.now_ns();
@@ -449,11 +462,22 @@ void Device::process_rdma() {
         const unsigned int before = work;
         work += units;
         out_of_time =
-            out_of_time || work >= DeviceLimits::max_run_work ||
+            out_of_time || work >= max_work ||
             (work / DeviceLimits::run_clock_every != before / DeviceLimits::run_clock_every &&
-             host_.now_ns() - start >= DeviceLimits::max_run_ns);
+             host_.now_ns() - start >= max_ns);
     };
     check_timers();
+    if (first != nullptr && first->sched.ready && running()) {
+        ready_.remove(*first);
+        ++sched_stats_.visits;
+        const unsigned int q = std::min(DeviceLimits::qp_quantum, max_work);
+        unsigned int quantum = q;
+        visit(*first, quantum);
+        if (quantum == 0) {
+            ready_.push(*first);
+        }
+        account(q - quantum);
+    }
     while (!out_of_time && running() && (!roce_backlog_.empty() || !ready_.empty())) {
         bool progress = false;
         while (!out_of_time && !roce_backlog_.empty()) {

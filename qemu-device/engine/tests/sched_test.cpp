@@ -169,5 +169,168 @@ TEST_F(SchedTest, ResetAndDestroyUnlinkQueuedQps) {
     EXPECT_TRUE(n.poll(scq).empty());
 }
 
+// ---- ohca_engine_doorbell_fast(): the doorbell runs its work at once ----------
+
+class DoorbellFastTest : public SchedTest {
+  protected:
+    // Packets sent or looped back (read without a command, which would
+    // run the engine).
+    uint64_t packets() {
+        const RoceCounters &c = device_of(n.e).roce_counters();
+        return c.tx_packets + c.loopback_packets;
+    }
+    void ring_fast(const QpInfo &qp, unsigned int budget) {
+        ohca_engine_doorbell_fast(n.e, qp.uar, OHCA_DB_SQ, OHCA_DB_VALUE(qp.qpn, qp.sq_pi), 8,
+                                  budget);
+    }
+};
+
+// A small WRITE is sent, delivered, acknowledged and completed before the
+// doorbell returns, and nothing is left for the bottom half.
+TEST_F(DoorbellFastTest, SmallWriteCompletesInTheDoorbell) {
+    ASSERT_TRUE(n.host.write(buf, "ping", 4));
+    SendReq r;
+    r.opcode = OHCA_WR_RDMA_WRITE;
+    r.remote_addr = buf + 4096;
+    r.rkey = key;
+    r.sges = {{buf, 4, key}};
+    n.post_send(a, r, false);
+    const unsigned int schedules = n.host.schedules;
+    const Device::SchedStats before = sched();
+    ring_fast(a, 16);
+    EXPECT_EQ(n.host.schedules, schedules); // no bottom half asked for
+    EXPECT_EQ(sched().doorbell_runs, before.doorbell_runs + 1);
+    EXPECT_EQ(n.host.get<uint32_t>(buf + 4096), n.host.get<uint32_t>(buf));
+    auto c = n.poll(scq);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].status, OHCA_CQE_SUCCESS);
+    const Device::SchedStats after = sched();
+    n.process(); // the bottom half would find nothing
+    EXPECT_EQ(sched().visits, after.visits);
+}
+
+// A budget smaller than the work: exactly that much is done in the
+// doorbell, the rest is scheduled and finished by process(), in order.
+TEST_F(DoorbellFastTest, BudgetBoundsTheDoorbellAndTheRestFollows) {
+    constexpr uint32_t kLen = 64 * 1024; // 64 packets at MTU 1024
+    std::vector<uint8_t> pattern(kLen);
+    for (uint32_t i = 0; i < kLen; ++i) {
+        pattern[i] = static_cast<uint8_t>(i * 7 + 3);
+    }
+    ASSERT_TRUE(n.host.write(buf, pattern.data(), kLen));
+    SendReq r;
+    r.opcode = OHCA_WR_RDMA_WRITE;
+    r.remote_addr = buf + kLen;
+    r.rkey = key;
+    r.sges = {{buf, kLen, key}};
+    n.post_send(a, r, false);
+    const uint64_t tx_before = packets();
+    const unsigned int schedules = n.host.schedules;
+    ring_fast(a, 8);
+    EXPECT_EQ(packets() - tx_before, 7u);       // 8 units: the WQE taken, 7 of its packets
+    EXPECT_EQ(n.host.schedules, schedules + 1); // the rest: one bottom half
+    EXPECT_TRUE(n.poll(scq).empty());
+    n.process();
+    auto c = n.poll(scq);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].status, OHCA_CQE_SUCCESS);
+    std::vector<uint8_t> got(kLen);
+    ASSERT_TRUE(n.host.read(buf + kLen, got.data(), kLen));
+    EXPECT_EQ(got, pattern);
+    EXPECT_EQ(packets() - tx_before, 64u + 1u); // 64 requests, one ACK
+}
+
+// The time bound holds whatever the budget: with a clock that moves 50 us
+// per reading the doorbell stops at its first clock check.
+TEST_F(DoorbellFastTest, TimeBoundEndsTheDoorbellRun) {
+    SendReq r;
+    r.opcode = OHCA_WR_RDMA_WRITE;
+    r.remote_addr = buf + (1 << 20);
+    r.rkey = key;
+    r.sges = {{buf, 1 << 20, key}};
+    n.post_send(a, r, false);
+    n.host.now_step = 50'000;
+    const uint64_t tx_before = packets();
+    ring_fast(a, 4096);
+    const uint64_t sent = packets() - tx_before;
+    EXPECT_GE(sent, 1u);
+    EXPECT_LE(sent, 64u); // one visit of the QP: the quantum
+    n.host.now_step = 0;
+    n.process();
+    auto c = n.poll(scq);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].status, OHCA_CQE_SUCCESS);
+}
+
+// The rung QP goes before QPs that were ready already, and they keep
+// their place: nothing is lost or visited twice.
+TEST_F(DoorbellFastTest, RungQpFirstOthersKeepTheirTurn) {
+    QpInfo c = n.create_qp(pd, scq.cqn, rcq.cqn);
+    QpInfo d = n.create_qp(pd, scq.cqn, rcq.cqn);
+    n.connect(c, d.qpn, n, 3);
+    n.connect(d, c.qpn, n, 3);
+    SendReq w;
+    w.opcode = OHCA_WR_RDMA_WRITE; // zero length
+    w.wr_id = 7;
+    n.post_send(c, w); // ready, waiting for the bottom half
+    w.wr_id = 8;
+    n.post_send(a, w, false);
+    // Budget 2 (its WQE and its packet): only the rung QP's packet goes
+    // out in the doorbell.
+    const uint64_t tx_before = packets();
+    ring_fast(a, 2);
+    EXPECT_EQ(packets() - tx_before, 1u);
+    n.process();
+    auto cqes = n.poll(scq);
+    ASSERT_EQ(cqes.size(), 2u);
+    EXPECT_EQ(cqes[0].wr_id, 8u); // the rung QP's, first
+    EXPECT_EQ(cqes[1].wr_id, 7u);
+    EXPECT_EQ(packets() - tx_before, 4u); // 2 WRITEs, 2 ACKs
+}
+
+// A doorbell that gives no QP work runs nothing; a refused one is counted
+// as with ohca_engine_db_write; budget 0 leaves everything to the bottom
+// half.
+TEST_F(DoorbellFastTest, NoWorkRefusedAndZeroBudget) {
+    const Device::SchedStats before = sched();
+    ohca_engine_doorbell_fast(n.e, 0, OHCA_DB_CQ, OHCA_DB_VALUE(scq.cqn, scq.ci), 8, 64);
+    EXPECT_EQ(sched().runs, before.runs);
+    const uint64_t errors = n.stats().db_errors;
+    ohca_engine_doorbell_fast(n.e, 0, OHCA_DB_SQ, OHCA_DB_VALUE(0xffff, 1), 8, 64);
+    ohca_engine_doorbell_fast(n.e, 0, OHCA_DB_SQ, OHCA_DB_VALUE(a.qpn, a.sq_pi + 1000), 8, 64);
+    EXPECT_EQ(n.stats().db_errors, errors + 2);
+    SendReq w;
+    w.opcode = OHCA_WR_RDMA_WRITE;
+    n.post_send(a, w, false);
+    const unsigned int schedules = n.host.schedules;
+    ring_fast(a, 0);
+    EXPECT_EQ(sched().doorbell_runs, before.doorbell_runs);
+    EXPECT_EQ(n.host.schedules, schedules + 1);
+    EXPECT_TRUE(n.poll(scq).empty());
+    n.process();
+    EXPECT_EQ(n.poll(scq).size(), 1u);
+}
+
+// From inside a host callback (a DMA that reaches the device's own BAR)
+// the doorbell is refused and counted: the engine never recurses.
+TEST_F(DoorbellFastTest, ReentryFromACallbackIsRefused) {
+    SendReq w;
+    w.opcode = OHCA_WR_RDMA_WRITE;
+    n.post_send(a, w, false);
+    int inner = 0;
+    const uint64_t errors = n.stats().db_errors;
+    n.host.on_dma = [&] {
+        if (inner++ == 0) {
+            ohca_engine_doorbell_fast(n.e, a.uar, OHCA_DB_SQ, OHCA_DB_VALUE(a.qpn, a.sq_pi), 8, 64);
+        }
+    };
+    ring_fast(a, 64);
+    n.host.on_dma = nullptr;
+    EXPECT_GT(inner, 0);
+    EXPECT_EQ(n.stats().db_errors, errors + 1);
+    n.process();
+    EXPECT_EQ(n.poll(scq).size(), 1u);
+}
+
 } // namespace
 } // namespace ohca::test
