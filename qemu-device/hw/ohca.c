@@ -54,7 +54,8 @@ struct OhcaState {
 
     uint64_t node_guid;
     uint64_t sys_image_guid;
-    bool sync_doorbells;        /* run the engine in the doorbell's thread */
+    bool sync_doorbells;        /* run a doorbell's work in its thread */
+    uint32_t doorbell_budget;   /* ... at most this many units of it */
 
     uint8_t af_cap;             /* config offset of the AF capability */
 };
@@ -250,35 +251,42 @@ static uint64_t ohca_db_read(void *opaque, hwaddr addr, unsigned size)
 }
 
 /*
- * With sync-doorbells (the default) the work a doorbell makes runs here, in
- * the vCPU thread that rang it, as e1000 transmits from its TDT write: a
- * bottom half would wait for the main loop thread, which on a busy host
- * competes for a core with the vCPUs themselves (the guest's pollers spin).
- * One engine run is bounded in time (DeviceLimits::max_run_ns); what is
- * left goes on in the bottom half.
+ * With sync-doorbells (the default) the first work a doorbell makes runs
+ * here, in the vCPU thread that rang it, as e1000 transmits from its TDT
+ * write: a bottom half would wait for the main loop thread, which on a
+ * busy host competes for a core with the vCPUs themselves (the guest's
+ * pollers spin), and costs an eventfd write to wake it. The engine does at
+ * most doorbell-budget units of it (packets, WQEs, frames looped back) and
+ * 50 us, the rung QP first, and schedules the bottom half only for what it
+ * leaves. It runs under the BQL like the bottom half, so the two never
+ * overlap; the engine refuses a doorbell that arrives while it runs (a DMA
+ * of its own reaching this BAR), and QEMU's reentrancy guard stops such an
+ * access before that.
  */
 static void ohca_db_write(void *opaque, hwaddr addr, uint64_t val,
                           unsigned size)
 {
     OhcaState *s = opaque;
     hwaddr off = addr & (OHCA_DB_PAGE_SIZE - 1);
+    uint32_t page = addr >> OHCA_DB_PAGE_SHIFT;
+    int64_t start;
 
     if (addr >= OHCA_DM_BAR_OFFSET) {
         ohca_engine_dm_write(s->engine, addr - OHCA_DM_BAR_OFFSET, val, size);
         return;
     }
 
-    trace_ohca_db_write(addr >> OHCA_DB_PAGE_SHIFT, off, val, size);
-    ohca_engine_db_write(s->engine, addr >> OHCA_DB_PAGE_SHIFT, off, val,
-                         size);
-    /*
-     * Only doorbells that give the device WQEs make work; a CQ doorbell
-     * (every poll that consumed entries, every arming) does not, and
-     * whatever it does leave is scheduled in the bottom half as before.
-     */
-    if (s->sync_doorbells &&
-        (off == OHCA_DB_SQ || off == OHCA_DB_RQ || off == OHCA_DB_SRQ)) {
-        ohca_bh(s);
+    trace_ohca_db_write(page, off, val, size);
+    if (!s->sync_doorbells || !s->doorbell_budget) {
+        ohca_engine_db_write(s->engine, page, off, val, size);
+        return;
+    }
+    start = trace_event_get_state_backends(TRACE_OHCA_DB_RUN) ?
+            get_clock() : 0;
+    ohca_engine_doorbell_fast(s->engine, page, off, val, size,
+                              s->doorbell_budget);
+    if (start) {
+        trace_ohca_db_run(get_clock() - start);
     }
 }
 
@@ -500,6 +508,7 @@ static Property ohca_properties[] = {
     DEFINE_PROP_UINT64("node-guid", OhcaState, node_guid, 0),
     DEFINE_PROP_UINT64("sys-image-guid", OhcaState, sys_image_guid, 0),
     DEFINE_PROP_BOOL("sync-doorbells", OhcaState, sync_doorbells, true),
+    DEFINE_PROP_UINT32("doorbell-budget", OhcaState, doorbell_budget, 256),
     DEFINE_PROP_END_OF_LIST(),
 };
 

@@ -422,6 +422,7 @@ static void rereg(void)
 static struct ibv_comp_channel *mch;
 static struct ibv_cq *mcq;
 static struct ibv_qp *ma, *mb;
+static struct ibv_mr *mmr;	/* bmr lost remote write in rereg() */
 static int mod_cqes, mod_events;
 
 static void mod_write(uint64_t wr_id)
@@ -430,7 +431,8 @@ static void mod_write(uint64_t wr_id)
 	struct ibv_send_wr wr = {
 		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
 		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { (uintptr_t)bbuf + 8 * (wr_id % 64), bmr->rkey },
+		.wr.rdma = { (uintptr_t)mmr->addr + 8 * (wr_id % 64),
+			     mmr->rkey },
 	}, *bad;
 
 	CHECK(!ibv_post_send(ma, &wr, &bad), "post_send");
@@ -512,6 +514,8 @@ static void moderation(void)
 	CHECK(mch, "create_comp_channel: %s", strerror(errno));
 	mcq = ibv_create_cq(ctx, 64, NULL, mch, 0);
 	CHECK(mcq, "create_cq: %s", strerror(errno));
+	mmr = ibv_reg_mr(pd, bbuf, 4096, ACC_ALL);
+	CHECK(mmr, "ibv_reg_mr: %s", strerror(errno));
 	ma = make_qp(mcq, 32);
 	mb = make_qp(mcq, 32);
 	connect_qp(ma, mb->qp_num, ACC_ALL, 7, 12);
@@ -557,7 +561,8 @@ static void moderation(void)
 	printf("cq moderation: %d completions, %d events (%d early)\n", mod_cqes,
 	       mod_events, early);
 	CHECK(!ibv_destroy_qp(ma) && !ibv_destroy_qp(mb) &&
-	      !ibv_destroy_cq(mcq) && !ibv_destroy_comp_channel(mch),
+	      !ibv_destroy_cq(mcq) && !ibv_destroy_comp_channel(mch) &&
+	      !ibv_dereg_mr(mmr),
 	      "teardown");
 }
 
