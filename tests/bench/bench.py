@@ -74,6 +74,20 @@ bench_client() {  # dev gid test size iters server-ip port
 	echo "RESULT $1 $3 $4 rc=$c status=${st:--} :$line"
 	[ $c -eq 0 ] || tail -n 5 /tmp/cli.log
 }
+# bench_ctr_snap dev: the port's hw counters as "name value" lines
+bench_ctr_snap() {
+	local f
+	for f in /sys/class/infiniband/$1/ports/1/hw_counters/*; do
+		[ -f "$f" ] && echo "${f##*/} $(cat "$f")"
+	done 2>/dev/null
+}
+# bench_ctr dev test size snapshot: the counters that moved since the
+# snapshot, "CTR <dev> <test> <size> <vm> : name=delta ..."
+bench_ctr() {
+	bench_ctr_snap $1 > /tmp/ctr.after
+	echo "CTR $1 $2 $3 ${OHCA_VM_INDEX:-0} :$(awk 'NR == FNR { b[$1] = $2; next }
+		$2 != b[$1] { printf " %s=%d", $1, $2 - b[$1] }' $4 /tmp/ctr.after)"
+}
 # bench_reap pid: the server's exit code; a server left waiting by a failed
 # client is killed after 10 s rather than holding up the next cell
 bench_reap() {
@@ -101,10 +115,12 @@ while read -r t s n; do
 	for dev in ohca0 rxe0; do
 		g=1; [ $dev = rxe0 ] && g=$rxe_gid
 		port=$((port + 1))
+		bench_ctr_snap $dev > /tmp/ctr.before
 		timeout 150 $t -d $dev -x $g -F -s $s -n $n -p $port </dev/null > /tmp/srv.log 2>&1 &
 		srv=$!
 		bench_client $dev $g $t $s $n 127.0.0.1 $port
 		bench_reap $srv || { echo "server: rc=$?"; tail -n 5 /tmp/srv.log; }
+		bench_ctr $dev $t $s /tmp/ctr.before
 	done
 done <<'EOF'
 {cells}
@@ -124,6 +140,7 @@ i=0 port=18500
 while read -r t s n; do
 	i=$((i + 1)) port=$((port + 1))
 	ohca_barrier cell$i 400 || exit 1
+	bench_ctr_snap "$OHCA_IBDEV" > /tmp/ctr.before
 	if [ "$OHCA_VM_INDEX" = 0 ]; then
 		timeout 150 $t -d "$OHCA_IBDEV" -x $gid -F -s $s -n $n -p $port </dev/null > /tmp/srv.log 2>&1 &
 		srv=$!
@@ -136,6 +153,7 @@ while read -r t s n; do
 		bench_client "$OHCA_IBDEV" $gid $t $s $n "$OHCA_PEER_IP" $port
 		ohca_barrier done$i 400
 	fi
+	bench_ctr "$OHCA_IBDEV" $t $s /tmp/ctr.before
 done <<'EOF'
 {cells}
 EOF
@@ -184,6 +202,81 @@ def parse(output):
     return res
 
 
+def parse_counters(outputs, into):
+    """Adds the CTR lines of the VMs' outputs to into: {(dev, test, size):
+    {counter: delta summed over the VMs}}."""
+    for output in outputs:
+        for m in re.finditer(r"^CTR (\S+) (\S+) (\d+) \S+ :(.*)$", output, re.M):
+            dev, test, size, moved = m.groups()
+            cell = into.setdefault((dev, test, int(size)), {})
+            for item in moved.split():
+                name, _, val = item.partition("=")
+                try:
+                    cell[name] = cell.get(name, 0) + int(val)
+                except ValueError:
+                    pass
+    return into
+
+
+# What each device counts of loss and recovery (port hw counters, summed
+# over both ends): retransmitted packets / ACK timeouts / NAKs received.
+# ohca: QUERY_STATS fields (kernel/ohca_stats.c). rxe counts retries
+# (completer_retry_err: a go-back after a timeout or a NAK), not packets,
+# and no timeouts of their own.
+LOSS = {
+    "ohca0": (("rc_retrans_pkts",), ("rc_local_ack_timeouts",),
+              ("rc_seq_naks_rcvd", "rc_rnr_naks_rcvd")),
+    "rxe0": (("completer_retry_err",), None, ("rcvd_seq_err", "rcvd_rnr_err")),
+}
+
+
+def loss_text(dev, moved):
+    if moved is None:
+        return "?"
+    return "/".join("-" if names is None else str(sum(moved.get(n, 0) for n in names))
+                    for names in LOSS[dev])
+
+
+def host_state():
+    """(1-minute load average, the host's UDP receive-buffer drops so far)."""
+    drops = 0
+    try:
+        with open("/proc/net/snmp") as f:
+            rows = [line.split() for line in f if line.startswith("Udp:")]
+        drops = int(rows[1][rows[0].index("RcvbufErrors")])
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.getloadavg()[0], drops
+
+
+def counters_table(ctrs, host, heads=DEVS):
+    """Per cell: each device's retransmitted packets/ACK timeouts/NAKs (its
+    counters' deltas over the cell, both ends), and the host's 1-minute
+    load and UDP receive-buffer drops (host-wide) while it ran."""
+    rows = [("test", "size", f"{heads[0]} rtx/to/nak", f"{heads[1]} rtx/to/nak",
+             "load", "udp drops")]
+    for tests, sizes, _ in GROUPS:
+        for t in tests:
+            for sz in sizes:
+                loads, drops = [], []
+                for dev in DEVS:
+                    h = host.get((dev, t, sz))
+                    if h:
+                        loads.append(f"{h[0]:.1f}")
+                        drops.append(str(h[1]))
+                rows.append((t, fmt_size(sz), loss_text("ohca0", ctrs.get(("ohca0", t, sz))),
+                             loss_text("rxe0", ctrs.get(("rxe0", t, sz))),
+                             "/".join(loads) or "?", "/".join(drops) or "?"))
+    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for i, r in enumerate(rows):
+        lines.append("  ".join(c.rjust(w[k]) if k >= 2 else c.ljust(w[k])
+                               for k, c in enumerate(r)).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * x for x in w))
+    return "\n".join(lines)
+
+
 def fmt_size(s):
     return f"{s // 1048576} MiB" if s >= 1048576 else f"{s // 1024} KiB" if s >= 1024 else f"{s} B"
 
@@ -216,18 +309,22 @@ def table(res, heads=DEVS):
 
 
 class Progress(threading.Thread):
-    """Echoes the RESULT lines of a running VM's output (runs take minutes)."""
+    """Echoes the RESULT lines of a running VM's output (runs take minutes),
+    and notes the host's state as each cell ends: host[(dev, test, size)] =
+    (1-minute load, UDP receive-buffer drops since the cell before)."""
 
-    def __init__(self, vm, label):
+    def __init__(self, vm, label, host):
         super().__init__(daemon=True)
         self.path = os.path.join(vm.share, "output.log")
         self.label = label
+        self.host = host
         self.done = threading.Event()
 
     def run(self):
         seen = 0
+        drops0 = host_state()[1]
         while True:
-            stop = self.done.wait(2)
+            stop = self.done.wait(0.5)
             try:
                 with open(self.path, errors="replace") as f:
                     lines = f.read().splitlines()
@@ -236,18 +333,25 @@ class Progress(threading.Thread):
             for line in lines[seen:]:
                 if line.startswith("RESULT "):
                     print(f"  [{self.label}] {line}", flush=True)
+                    load, drops = host_state()
+                    m = re.match(r"RESULT (\S+) (\S+) (\d+) ", line)
+                    if m:
+                        self.host[(m.group(1), m.group(2), int(m.group(3)))] = (
+                            load, drops - drops0)
+                    drops0 = drops
             seen = max(seen, len(lines))
             if stop:
                 return
 
 
-def run_cluster(name, script, nics, timeout, logdir, watch):
+def run_cluster(name, script, nics, timeout, logdir, watch, host):
     """Runs script on a Cluster of len(nics) VMs, echoing VM watch's
-    results as they come; returns the list of Result."""
+    results as they come (and the host's state into host); returns the
+    list of Result."""
     with ohcavm.Cluster(name, nvms=len(nics), nics=nics,
                         logdir=os.path.join(logdir, name)) as c:
         c.start(script)
-        p = Progress(c.vms[watch], name)
+        p = Progress(c.vms[watch], name, host)
         p.start()
         try:
             return c.wait(timeout)
@@ -264,33 +368,43 @@ def complain(results):
 
 
 def one_vm(args):
+    host = {}
     results = run_cluster("one-vm", script_for(ONE_VM, args.iters), ("ohca",),
-                          args.timeout, args.logdir, 0)
+                          args.timeout, args.logdir, 0, host)
     complain(results)
     text, ok = table(parse(results[0].output))
+    ctrs = counters_table(parse_counters([results[0].output], {}), host)
     gids = re.search(r"^GIDS .*$", results[0].output, re.M)
     print(f"\nohca vs rxe, one VM (TCG), perftest loopback via 127.0.0.1, "
           f"{args.iters} iterations ({args.iters // 4 + 1} at 1 MiB); "
           f"{gids.group(0) if gids else ''}")
-    return text, ok and all(r.ok for r in results)
+    return text, ctrs, ok and all(r.ok for r in results)
 
 
 def two_vms(args):
-    res, ok = {}, True
+    res, ctrs, host, ok = {}, {}, {}, True
     script = script_for(TWO_VM, args.iters)
     for kind in ("ohca", "rxe"):
         # the client (vm1) prints the figures
         results = run_cluster(f"two-vm-{kind}", script, (kind, kind),
-                              args.timeout, args.logdir, 1)
+                              args.timeout, args.logdir, 1, host)
         complain(results)
         res.update(parse(results[1].output))
+        parse_counters([r.output for r in results], ctrs)
         ok &= all(r.ok for r in results)
-    text, cells_ok = table(res, heads=("ohca0<->ohca0", "rxe0<->rxe0"))
-    print(f"\nohca vs rxe, two VMs (TCG) on one wire (QEMU dgram netdevs), server "
+    heads = ("ohca0<->ohca0", "rxe0<->rxe0")
+    text, cells_ok = table(res, heads=heads)
+    wire = ("QEMU's own dgram sockets" if os.environ.get("OHCA_DGRAM") == "qemu" else
+            f"dgram netdevs on sockets of {ohcavm.WIRE_SOCKET_BUFFER >> 20} MiB buffers")
+    print(f"\nohca vs rxe, two VMs (TCG) on one wire ({wire}), server "
           f"vm0, client vm1, {args.iters} iterations ({args.iters // 4 + 1} at 1 MiB)")
-    return text, ok and cells_ok
+    return text, counters_table(ctrs, host, heads), ok and cells_ok
 
 
+CTR_LEGEND = ("transport counters per cell, both ends summed (deltas of the ports' hw "
+              "counters): retransmitted packets/ACK timeouts/NAKs received (rxe: "
+              "retries/-/NAKs); the host's 1-minute load and its UDP receive-buffer "
+              "drops (host-wide) as each device's run of the cell ended (ohca/rxe)")
 LEGEND = ("bandwidth: BW average MB/s, ratio ohca/rxe; latency: t_typical (median) us, "
           "ratio rxe/ohca (> 1: ohca better)")
 
@@ -304,21 +418,32 @@ def main():
     ap.add_argument("--logdir", default=os.path.join(ohcavm.TOP, "build/test-logs/bench"))
     args = ap.parse_args()
     t0 = time.monotonic()
+    print(f"bench: {stamp()}", flush=True)
     ok = True
     for mode, fn in (("one", one_vm), ("two", two_vms)):
         if args.mode not in (mode, "both"):
             continue
         print(f"bench: {fn.__name__.replace('_', ' ')} ...", flush=True)
         try:
-            text, good = fn(args)
+            text, ctrs, good = fn(args)
         except ohcavm.HarnessError as e:
             print(f"bench: {e}", file=sys.stderr)
             return 2
         print(LEGEND + "\n")
         print(text, flush=True)
+        print("\n" + CTR_LEGEND + "\n")
+        print(ctrs, flush=True)
         ok &= good
-    print(f"\nbench: {time.monotonic() - t0:.0f}s; logs in {args.logdir}")
+    print(f"\nbench: {stamp()}")
+    print(f"bench: {time.monotonic() - t0:.0f}s; logs in {args.logdir}")
     return 0 if ok else 1
+
+
+def stamp():
+    """The date and the host's state, for the record."""
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, host "
+            f"{os.cpu_count()} CPUs, load average {load}")
 
 
 if __name__ == "__main__":
