@@ -26,7 +26,8 @@ OHCA_QEMU_VARIANT=asan build/qemu-asan/qemu-system-x86_64), OHCA_KERNEL,
 OHCA_INITRD ("none" for no initrd), OHCA_GUEST_KVER, OHCA_ROOTFS,
 OHCA_MODULE (default build/kernel/ohca.ko), OHCA_PROVIDER_DIR (default
 build/userspace), OHCA_CACHE, OHCA_NIC, OHCA_APPEND (extra kernel arguments),
-OHCA_KLOG_ALLOW (regex of kernel-log lines not to count as problems).
+OHCA_KLOG_ALLOW (regex of kernel-log lines not to count as problems), OHCA_DGRAM
+("qemu": QEMU opens the two-VM wire's sockets itself, with default buffers).
 Only the standard library is used.
 """
 

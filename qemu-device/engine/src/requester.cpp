@@ -114,8 +114,8 @@ void RcRequester::rtt_sample(Qp &qp, uint64_t r) {
         qp.srtt_ns = qp.srtt_ns - qp.srtt_ns / 8 + r / 8;
     }
     const uint64_t ceiling = local_ack_timeout_ns(qp);
-    qp.rto_ns = std::max(qp.srtt_ns + std::max(qp.srtt_ns / 2, 4 * qp.rttvar_ns),
-                         DeviceLimits::min_rto_ns);
+    qp.rto_ns =
+        std::max(qp.srtt_ns + std::max(qp.srtt_ns / 2, 4 * qp.rttvar_ns), DeviceLimits::min_rto_ns);
     if (ceiling != 0) {
         qp.rto_ns = std::min(qp.rto_ns, ceiling);
     }

@@ -179,8 +179,8 @@ TEST_F(RttTest, TimeoutDoublesUpToTheLocalAckTimeout) {
     const auto t = sends_of(psn);
     const uint64_t ceiling = DeviceLimits::min_ack_timeout_ns;
     // 10, 20, 40, 80, 160 ms early; then 200 ms, retry_cnt (3) times.
-    const std::vector<uint64_t> want = {10 * kMs, 20 * kMs, 40 * kMs, 80 * kMs, 160 * kMs,
-                                        ceiling,  ceiling,  ceiling};
+    const std::vector<uint64_t> want = {10 * kMs,  20 * kMs, 40 * kMs, 80 * kMs,
+                                        160 * kMs, ceiling,  ceiling,  ceiling};
     ASSERT_EQ(t.size(), want.size() + 1);
     for (size_t i = 0; i < want.size(); ++i) {
         EXPECT_GE(t[i + 1] - t[i], want[i]) << i;
