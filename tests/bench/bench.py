@@ -161,19 +161,21 @@ exit 0
 """
 
 
-def cells(iters):
+def cells(iters, only=None):
     """(test, size, iterations) in table order; 1 MiB runs iters/4+1
-    (perftest wants at least 5)."""
+    (perftest wants at least 5). only: {(test, size)} to keep, or None."""
     out = []
     for tests, sizes, _ in GROUPS:
         for t in tests:
             for s in sizes:
-                out.append((t, s, max(5, iters // 4 + 1 if s >= 1048576 else iters)))
+                if only is None or (t, s) in only:
+                    out.append((t, s, max(5, iters // 4 + 1 if s >= 1048576 else iters)))
     return out
 
 
-def script_for(template, iters):
-    return template.replace("{cells}", "\n".join(f"{t} {s} {n}" for t, s, n in cells(iters)))
+def script_for(template, iters, only=None):
+    return template.replace("{cells}", "\n".join(f"{t} {s} {n}"
+                                                  for t, s, n in cells(iters, only)))
 
 
 def figure(test, rc, status, line):
@@ -344,11 +346,11 @@ class Progress(threading.Thread):
                 return
 
 
-def run_cluster(name, script, nics, timeout, logdir, watch, host):
+def run_cluster(name, script, nics, timeout, logdir, watch, host, mtu=None):
     """Runs script on a Cluster of len(nics) VMs, echoing VM watch's
     results as they come (and the host's state into host); returns the
     list of Result."""
-    with ohcavm.Cluster(name, nvms=len(nics), nics=nics,
+    with ohcavm.Cluster(name, nvms=len(nics), nics=nics, mtu=mtu,
                         logdir=os.path.join(logdir, name)) as c:
         c.start(script)
         p = Progress(c.vms[watch], name, host)
@@ -369,8 +371,8 @@ def complain(results):
 
 def one_vm(args):
     host = {}
-    results = run_cluster("one-vm", script_for(ONE_VM, args.iters), ("ohca",),
-                          args.timeout, args.logdir, 0, host)
+    results = run_cluster("one-vm", script_for(ONE_VM, args.iters, args.only), ("ohca",),
+                          args.timeout, args.logdir, 0, host, args.mtu)
     complain(results)
     text, ok = table(parse(results[0].output))
     ctrs = counters_table(parse_counters([results[0].output], {}), host)
@@ -383,11 +385,13 @@ def one_vm(args):
 
 def two_vms(args):
     res, ctrs, host, ok = {}, {}, {}, True
-    script = script_for(TWO_VM, args.iters)
+    script = script_for(TWO_VM, args.iters, args.only)
+    if args.pairs:
+        return pairs(args, script)
     for kind in ("ohca", "rxe"):
         # the client (vm1) prints the figures
         results = run_cluster(f"two-vm-{kind}", script, (kind, kind),
-                              args.timeout, args.logdir, 1, host)
+                              args.timeout, args.logdir, 1, host, args.mtu)
         complain(results)
         res.update(parse(results[1].output))
         parse_counters([r.output for r in results], ctrs)
@@ -405,6 +409,28 @@ CTR_LEGEND = ("transport counters per cell, both ends summed (deltas of the port
               "counters): retransmitted packets/ACK timeouts/NAKs received (rxe: "
               "retries/-/NAKs); the host's 1-minute load and its UDP receive-buffer "
               "drops (host-wide) as each device's run of the cell ended (ohca/rxe)")
+def pairs(args, script):
+    """--pairs: two VMs of the NIC kinds given (server vm0, client vm1, e.g.
+    ohca,rxe: rxe0 requests of ohca0), each cell's figure and the counters
+    that moved on each side, as lines rather than a table."""
+    lines, ok = [], True
+    for spec in args.pairs:
+        nics = tuple(spec.split(","))
+        name = "pair-" + "-".join(nics)
+        results = run_cluster(name, script, nics, args.timeout, args.logdir, 1, {}, args.mtu)
+        complain(results)
+        ok &= all(r.ok for r in results)
+        res = parse(results[1].output)
+        for vm, r in enumerate(results):
+            for m in re.finditer(r"^CTR (\S+) (\S+) (\d+) \S+ :(.*)$", r.output, re.M):
+                dev, t, size, moved = m.groups()
+                fig = next((v for (d, tt, s), v in res.items()
+                            if tt == t and s == int(size)), "no result")
+                fig = f"{fig:.2f}" if isinstance(fig, float) else fig
+                lines.append(f"{name} {t} {fmt_size(int(size))} {fig}: vm{vm} {dev}:{moved}")
+    return "\n".join(lines), "", ok
+
+
 LEGEND = ("bandwidth: BW average MB/s, ratio ohca/rxe; latency: t_typical (median) us, "
           "ratio rxe/ohca (> 1: ohca better)")
 
@@ -416,7 +442,15 @@ def main():
     ap.add_argument("--iters", type=int, default=200, help="iterations per run (1 MiB: iters/4+1)")
     ap.add_argument("--timeout", type=float, default=2400, help="seconds per cluster")
     ap.add_argument("--logdir", default=os.path.join(ohcavm.TOP, "build/test-logs/bench"))
+    ap.add_argument("--cells", help="only these cells, e.g. ib_write_bw:65536,ib_read_lat:2")
+    ap.add_argument("--pairs", action="append", metavar="NIC,NIC",
+                    help="two VMs of these kinds (server, client) instead of the "
+                    "ohca and rxe clusters, e.g. ohca,rxe (repeatable); prints lines")
+    ap.add_argument("--mtu", type=int, help="eth0's MTU in the VMs (9000: IB MTU 4096)")
     args = ap.parse_args()
+    args.only = None
+    if args.cells:
+        args.only = {(t, int(s)) for t, _, s in (c.partition(":") for c in args.cells.split(","))}
     t0 = time.monotonic()
     print(f"bench: {stamp()}", flush=True)
     ok = True
@@ -431,8 +465,9 @@ def main():
             return 2
         print(LEGEND + "\n")
         print(text, flush=True)
-        print("\n" + CTR_LEGEND + "\n")
-        print(ctrs, flush=True)
+        if ctrs:
+            print("\n" + CTR_LEGEND + "\n")
+            print(ctrs, flush=True)
         ok &= good
     print(f"\nbench: {stamp()}")
     print(f"bench: {time.monotonic() - t0:.0f}s; logs in {args.logdir}")

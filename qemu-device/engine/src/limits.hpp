@@ -98,8 +98,8 @@ struct DeviceLimits {
     // timeout, max(4.096 us << timeout, this), is the ceiling of the
     // retransmission timeout and the one retry_cnt counts (docs/wire.md).
     static constexpr uint64_t min_ack_timeout_ns = 200'000'000;
-    // The retransmission timeout from the measured round trip (RFC 6298:
-    // SRTT + 4 RTTVAR, samples only from packets sent once) is at least this:
+    // The retransmission timeout from the measured round trip (RFC 6298,
+    // samples only from packets sent once; requester.cpp) is at least this:
     // a round trip between two TCG VMs is 0.1-5 ms, and host scheduling of
     // a loaded machine adds a few milliseconds now and then.
     static constexpr uint64_t min_rto_ns = 10'000'000;
