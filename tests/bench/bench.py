@@ -16,6 +16,7 @@ Cells, in both modes:
   ib_write_bw ib_read_bw ib_send_bw  at 64 B, 4 KiB, 64 KiB, 1 MiB  (MB/s, BW average)
   ib_write_lat ib_read_lat ib_send_lat at 2 B, 4 KiB                  (us, t_typical = median)
   ib_atomic_bw, ib_atomic_lat          fetch-and-add (8 B)           (MB/s; us)
+  rc_pingpong_e                        ibv_rc_pingpong -e, 4 KiB     (us per iteration)
 
 Each table has the ohca/rxe ratio (for latency: rxe/ohca, so > 1 means ohca
 is better in both). A run that fails shows why in its cell ("failed: status
@@ -51,8 +52,13 @@ LAT_SIZES = (2, 4096)
 ATOMIC_BW = ("ib_atomic_bw",)
 ATOMIC_LAT = ("ib_atomic_lat",)
 ATOMIC_SIZES = (8,)
+# ibv_rc_pingpong -e (completion events, not polling): microseconds per
+# iteration, at its default 4 KiB (rc_pingpong_e below).
+EVENTS = ("rc_pingpong_e",)
+EVENTS_SIZES = (4096,)
 GROUPS = ((BW, BW_SIZES, "MB/s"), (LAT, LAT_SIZES, "us"),
-          (ATOMIC_BW, ATOMIC_SIZES, "MB/s"), (ATOMIC_LAT, ATOMIC_SIZES, "us"))
+          (ATOMIC_BW, ATOMIC_SIZES, "MB/s"), (ATOMIC_LAT, ATOMIC_SIZES, "us"),
+          (EVENTS, EVENTS_SIZES, "us"))
 DEVS = ("ohca0", "rxe0")
 
 # Shared by both modes. bench_client runs one perftest client and prints
@@ -60,6 +66,29 @@ DEVS = ("ohca0", "rxe0")
 # It retries only while the server is not listening yet ("Couldn't
 # connect"): a run that failed for real is reported, not retried.
 COMMON = r"""
+# rc_pingpong_e: ibv_rc_pingpong -e called like perftest (-d -x -F -s -n -p
+# [host]); it prints a perftest-like line "size iters - - usec/iter" that
+# bench_client reads.
+mkdir -p /tmp/bin
+cat > /tmp/bin/rc_pingpong_e <<'PP'
+#!/bin/sh
+host=
+while [ $# -gt 0 ]; do
+	case $1 in
+	-d) dev=$2; shift 2 ;; -x) gid=$2; shift 2 ;; -s) size=$2; shift 2 ;;
+	-n) iters=$2; shift 2 ;; -p) port=$2; shift 2 ;; -F) shift ;;
+	*) host=$1; shift ;;
+	esac
+done
+ibv_rc_pingpong -d $dev -g $gid -e -s $size -n $iters -p $port $host > /tmp/pp.log 2>&1
+c=$?
+cat /tmp/pp.log
+us=$(grep -oE '[0-9.]+ usec/iter' /tmp/pp.log | grep -oE '^[0-9.]+')
+[ -n "$us" ] && echo " $size $iters - - $us"
+exit $c
+PP
+chmod +x /tmp/bin/rc_pingpong_e
+PATH=/tmp/bin:$PATH
 bench_client() {  # dev gid test size iters server-ip port
 	local start=$SECONDS c line st
 	while :; do

@@ -24,6 +24,7 @@ class RttTest : public ::testing::Test {
         const uint32_t remote = OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ;
         a.connect(side[0].qp, side[1].qp.qpn, b, mtu, timeout, retry, 7, remote);
         b.connect(side[1].qp, side[0].qp.qpn, a, mtu, timeout, retry, 7, remote);
+        next_psn = psn_add(a.psn_base, side[0].qp.qpn);
     }
     RdmaNode &node(int i) { return i == 0 ? a : b; }
 
@@ -96,6 +97,18 @@ class RttTest : public ::testing::Test {
             EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
         }
     }
+    // A WRITE of 'kib' packets whose last packet is lost 'lose' times, run
+    // to its (successful) completion; returns when a sent that packet.
+    std::vector<uint64_t> lossy_write(uint64_t wr_id, uint32_t kib, int lose,
+                                      uint64_t limit = 3000 * kMs) {
+        const uint32_t psn = post_write(wr_id, kib);
+        drop = [&, psn](bool from_a, uint32_t p) { return from_a && p == psn && lose-- > 0; };
+        const size_t n = sends() + 1;
+        EXPECT_TRUE(run_for([&] { return sends() == n; }, limit));
+        drop = {};
+        EXPECT_TRUE(sends() == n && sc.back().status == OHCA_CQE_SUCCESS);
+        return sends_of(psn);
+    }
     // Times at which a sent the packet with this PSN.
     std::vector<uint64_t> sends_of(uint32_t psn) const {
         std::vector<uint64_t> t;
@@ -137,24 +150,11 @@ class RtoTest : public RttTest, public ::testing::WithParamInterface<uint64_t> {
 TEST_P(RtoTest, LossIsResentAfterTheMeasuredTimeout) {
     one_way = GetParam();
     setup();
-    next_psn = psn_add(a.psn_base, side[0].qp.qpn);
     warm_up(30);
     const uint64_t rtt = 2 * one_way;
     const uint64_t want = std::max(rtt + rtt / 2, DeviceLimits::min_rto_ns);
     ASSERT_LT(want, DeviceLimits::min_ack_timeout_ns);
-    const uint32_t psn = post_write(1);
-    bool lost = false;
-    drop = [&](bool from_a, uint32_t p) {
-        if (from_a && p == psn && !lost) {
-            lost = true;
-            return true;
-        }
-        return false;
-    };
-    const size_t n = sends() + 1;
-    ASSERT_TRUE(run_for([&] { return sends() == n; }, 1000 * kMs));
-    EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
-    const auto t = sends_of(psn);
+    const auto t = lossy_write(1, 4, 1);
     ASSERT_EQ(t.size(), 2u);
     EXPECT_GE(t[1] - t[0], want);
     EXPECT_LE(t[1] - t[0], want + 2 * step);
@@ -169,7 +169,6 @@ INSTANTIATE_TEST_SUITE_P(OneWayDelay, RtoTest, ::testing::Values(1 * kMs, 30 * k
 // timeout, as IBTA has it.
 TEST_F(RttTest, TimeoutDoublesUpToTheLocalAckTimeout) {
     setup(3, 14, 3);
-    next_psn = psn_add(a.psn_base, side[0].qp.qpn);
     warm_up(10);
     const uint32_t psn = post_write(1);
     drop = [](bool from_a, uint32_t) { return from_a; };
@@ -197,34 +196,20 @@ TEST_F(RttTest, TimeoutDoublesUpToTheLocalAckTimeout) {
 // once is acknowledged.
 TEST_F(RttTest, KarnKeepsTheBackedOffTimeoutUntilAFreshSample) {
     setup();
-    next_psn = psn_add(a.psn_base, side[0].qp.qpn);
     warm_up(10); // RTO 10 ms
     // Three tries lost: expiries at 10, 20 and 40 ms leave the RTO at 80 ms;
     // the fourth copy gets through.
-    uint32_t psn = post_write(1);
-    int lose = 3;
-    drop = [&](bool from_a, uint32_t p) { return from_a && p == psn && lose-- > 0; };
-    size_t n = sends() + 1;
-    ASSERT_TRUE(run_for([&] { return sends() == n; }, 1000 * kMs));
-    ASSERT_EQ(sends_of(psn).size(), 4u);
+    ASSERT_EQ(lossy_write(1, 4, 3).size(), 4u);
     // Had that ACK been taken as a sample, the RTO would be back at 10 ms.
     // (One packet: after three timeouts the window is 4, and in a longer
     // message an earlier packet sent once would ask for an ACK, a sample.)
-    psn = post_write(2, 1);
-    lose = 1;
-    n = sends() + 1;
-    ASSERT_TRUE(run_for([&] { return sends() == n; }, 1000 * kMs));
-    auto t = sends_of(psn);
+    auto t = lossy_write(2, 1, 1);
     ASSERT_EQ(t.size(), 2u);
     EXPECT_GE(t[1] - t[0], 80 * kMs);
     EXPECT_LE(t[1] - t[0], 80 * kMs + 2 * step);
     // One WRITE without loss is a fresh sample: the RTO is 10 ms again.
     warm_up(1);
-    psn = post_write(3, 1);
-    lose = 1;
-    n = sends() + 1;
-    ASSERT_TRUE(run_for([&] { return sends() == n; }, 1000 * kMs));
-    t = sends_of(psn);
+    t = lossy_write(3, 1, 1);
     ASSERT_EQ(t.size(), 2u);
     EXPECT_GE(t[1] - t[0], DeviceLimits::min_rto_ns);
     EXPECT_LE(t[1] - t[0], DeviceLimits::min_rto_ns + 2 * step);
@@ -237,19 +222,7 @@ TEST_F(RttTest, KarnKeepsTheBackedOffTimeoutUntilAFreshSample) {
 // the QP's local ACK timeout.
 TEST_F(RttTest, BeforeAnySampleTheLocalAckTimeoutApplies) {
     setup(3, 18); // 4.096 us << 18 = 1.07 s
-    next_psn = psn_add(a.psn_base, side[0].qp.qpn);
-    const uint32_t psn = post_write(1);
-    bool lost = false;
-    drop = [&](bool from_a, uint32_t p) {
-        if (from_a && p == psn && !lost) {
-            lost = true;
-            return true;
-        }
-        return false;
-    };
-    ASSERT_TRUE(run_for([&] { return sends() == 1; }, 3000 * kMs));
-    EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
-    const auto t = sends_of(psn);
+    const auto t = lossy_write(1, 4, 1);
     ASSERT_EQ(t.size(), 2u);
     EXPECT_GE(t[1] - t[0], uint64_t{4096} << 18);
     EXPECT_LE(t[1] - t[0], (uint64_t{4096} << 18) + 2 * step);
