@@ -16,6 +16,7 @@ Cells, in both modes:
   ib_write_bw ib_read_bw ib_send_bw  at 64 B, 4 KiB, 64 KiB, 1 MiB  (MB/s, BW average)
   ib_write_lat ib_read_lat ib_send_lat at 2 B, 4 KiB                  (us, t_typical = median)
   ib_atomic_bw, ib_atomic_lat          fetch-and-add (8 B)           (MB/s; us)
+  rc_pingpong_e                        ibv_rc_pingpong -e, 4 KiB     (us per iteration)
 
 Each table has the ohca/rxe ratio (for latency: rxe/ohca, so > 1 means ohca
 is better in both). A run that fails shows why in its cell ("failed: status
@@ -51,8 +52,13 @@ LAT_SIZES = (2, 4096)
 ATOMIC_BW = ("ib_atomic_bw",)
 ATOMIC_LAT = ("ib_atomic_lat",)
 ATOMIC_SIZES = (8,)
+# ibv_rc_pingpong -e (completion events, not polling): microseconds per
+# iteration, at its default 4 KiB (rc_pingpong_e below).
+EVENTS = ("rc_pingpong_e",)
+EVENTS_SIZES = (4096,)
 GROUPS = ((BW, BW_SIZES, "MB/s"), (LAT, LAT_SIZES, "us"),
-          (ATOMIC_BW, ATOMIC_SIZES, "MB/s"), (ATOMIC_LAT, ATOMIC_SIZES, "us"))
+          (ATOMIC_BW, ATOMIC_SIZES, "MB/s"), (ATOMIC_LAT, ATOMIC_SIZES, "us"),
+          (EVENTS, EVENTS_SIZES, "us"))
 DEVS = ("ohca0", "rxe0")
 
 # Shared by both modes. bench_client runs one perftest client and prints
@@ -60,6 +66,29 @@ DEVS = ("ohca0", "rxe0")
 # It retries only while the server is not listening yet ("Couldn't
 # connect"): a run that failed for real is reported, not retried.
 COMMON = r"""
+# rc_pingpong_e: ibv_rc_pingpong -e called like perftest (-d -x -F -s -n -p
+# [host]); it prints a perftest-like line "size iters - - usec/iter" that
+# bench_client reads.
+mkdir -p /tmp/bin
+cat > /tmp/bin/rc_pingpong_e <<'PP'
+#!/bin/sh
+host=
+while [ $# -gt 0 ]; do
+	case $1 in
+	-d) dev=$2; shift 2 ;; -x) gid=$2; shift 2 ;; -s) size=$2; shift 2 ;;
+	-n) iters=$2; shift 2 ;; -p) port=$2; shift 2 ;; -F) shift ;;
+	*) host=$1; shift ;;
+	esac
+done
+ibv_rc_pingpong -d $dev -g $gid -e -s $size -n $iters -p $port $host > /tmp/pp.log 2>&1
+c=$?
+cat /tmp/pp.log
+us=$(grep -oE '[0-9.]+ usec/iter' /tmp/pp.log | grep -oE '^[0-9.]+')
+[ -n "$us" ] && echo " $size $iters - - $us"
+exit $c
+PP
+chmod +x /tmp/bin/rc_pingpong_e
+PATH=/tmp/bin:$PATH
 bench_client() {  # dev gid test size iters server-ip port
 	local start=$SECONDS c line st
 	while :; do
@@ -73,6 +102,20 @@ bench_client() {  # dev gid test size iters server-ip port
 	st=$(grep -oE "Failed status [0-9]+" /tmp/cli.log | head -1 | grep -oE "[0-9]+$")
 	echo "RESULT $1 $3 $4 rc=$c status=${st:--} :$line"
 	[ $c -eq 0 ] || tail -n 5 /tmp/cli.log
+}
+# bench_ctr_snap dev: the port's hw counters as "name value" lines
+bench_ctr_snap() {
+	local f
+	for f in /sys/class/infiniband/$1/ports/1/hw_counters/*; do
+		[ -f "$f" ] && echo "${f##*/} $(cat "$f")"
+	done 2>/dev/null
+}
+# bench_ctr dev test size snapshot: the counters that moved since the
+# snapshot, "CTR <dev> <test> <size> <vm> : name=delta ..."
+bench_ctr() {
+	bench_ctr_snap $1 > /tmp/ctr.after
+	echo "CTR $1 $2 $3 ${OHCA_VM_INDEX:-0} :$(awk 'NR == FNR { b[$1] = $2; next }
+		$2 != b[$1] { printf " %s=%d", $1, $2 - b[$1] }' $4 /tmp/ctr.after)"
 }
 # bench_reap pid: the server's exit code; a server left waiting by a failed
 # client is killed after 10 s rather than holding up the next cell
@@ -101,10 +144,12 @@ while read -r t s n; do
 	for dev in ohca0 rxe0; do
 		g=1; [ $dev = rxe0 ] && g=$rxe_gid
 		port=$((port + 1))
+		bench_ctr_snap $dev > /tmp/ctr.before
 		timeout 150 $t -d $dev -x $g -F -s $s -n $n -p $port </dev/null > /tmp/srv.log 2>&1 &
 		srv=$!
 		bench_client $dev $g $t $s $n 127.0.0.1 $port
 		bench_reap $srv || { echo "server: rc=$?"; tail -n 5 /tmp/srv.log; }
+		bench_ctr $dev $t $s /tmp/ctr.before
 	done
 done <<'EOF'
 {cells}
@@ -124,6 +169,7 @@ i=0 port=18500
 while read -r t s n; do
 	i=$((i + 1)) port=$((port + 1))
 	ohca_barrier cell$i 400 || exit 1
+	bench_ctr_snap "$OHCA_IBDEV" > /tmp/ctr.before
 	if [ "$OHCA_VM_INDEX" = 0 ]; then
 		timeout 150 $t -d "$OHCA_IBDEV" -x $gid -F -s $s -n $n -p $port </dev/null > /tmp/srv.log 2>&1 &
 		srv=$!
@@ -136,6 +182,7 @@ while read -r t s n; do
 		bench_client "$OHCA_IBDEV" $gid $t $s $n "$OHCA_PEER_IP" $port
 		ohca_barrier done$i 400
 	fi
+	bench_ctr "$OHCA_IBDEV" $t $s /tmp/ctr.before
 done <<'EOF'
 {cells}
 EOF
@@ -143,19 +190,21 @@ exit 0
 """
 
 
-def cells(iters):
+def cells(iters, only=None):
     """(test, size, iterations) in table order; 1 MiB runs iters/4+1
-    (perftest wants at least 5)."""
+    (perftest wants at least 5). only: {(test, size)} to keep, or None."""
     out = []
     for tests, sizes, _ in GROUPS:
         for t in tests:
             for s in sizes:
-                out.append((t, s, max(5, iters // 4 + 1 if s >= 1048576 else iters)))
+                if only is None or (t, s) in only:
+                    out.append((t, s, max(5, iters // 4 + 1 if s >= 1048576 else iters)))
     return out
 
 
-def script_for(template, iters):
-    return template.replace("{cells}", "\n".join(f"{t} {s} {n}" for t, s, n in cells(iters)))
+def script_for(template, iters, only=None):
+    return template.replace("{cells}", "\n".join(f"{t} {s} {n}"
+                                                  for t, s, n in cells(iters, only)))
 
 
 def figure(test, rc, status, line):
@@ -182,6 +231,81 @@ def parse(output):
         dev, test, size, rc, status, line = m.groups()
         res[(dev, test, int(size))] = figure(test, int(rc), status, line)
     return res
+
+
+def parse_counters(outputs, into):
+    """Adds the CTR lines of the VMs' outputs to into: {(dev, test, size):
+    {counter: delta summed over the VMs}}."""
+    for output in outputs:
+        for m in re.finditer(r"^CTR (\S+) (\S+) (\d+) \S+ :(.*)$", output, re.M):
+            dev, test, size, moved = m.groups()
+            cell = into.setdefault((dev, test, int(size)), {})
+            for item in moved.split():
+                name, _, val = item.partition("=")
+                try:
+                    cell[name] = cell.get(name, 0) + int(val)
+                except ValueError:
+                    pass
+    return into
+
+
+# What each device counts of loss and recovery (port hw counters, summed
+# over both ends): retransmitted packets / ACK timeouts / NAKs received.
+# ohca: QUERY_STATS fields (kernel/ohca_stats.c). rxe counts retries
+# (completer_retry_err: a go-back after a timeout or a NAK), not packets,
+# and no timeouts of their own.
+LOSS = {
+    "ohca0": (("rc_retrans_pkts",), ("rc_local_ack_timeouts",),
+              ("rc_seq_naks_rcvd", "rc_rnr_naks_rcvd")),
+    "rxe0": (("completer_retry_err",), None, ("rcvd_seq_err", "rcvd_rnr_err")),
+}
+
+
+def loss_text(dev, moved):
+    if moved is None:
+        return "?"
+    return "/".join("-" if names is None else str(sum(moved.get(n, 0) for n in names))
+                    for names in LOSS[dev])
+
+
+def host_state():
+    """(1-minute load average, the host's UDP receive-buffer drops so far)."""
+    drops = 0
+    try:
+        with open("/proc/net/snmp") as f:
+            rows = [line.split() for line in f if line.startswith("Udp:")]
+        drops = int(rows[1][rows[0].index("RcvbufErrors")])
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.getloadavg()[0], drops
+
+
+def counters_table(ctrs, host, heads=DEVS):
+    """Per cell: each device's retransmitted packets/ACK timeouts/NAKs (its
+    counters' deltas over the cell, both ends), and the host's 1-minute
+    load and UDP receive-buffer drops (host-wide) while it ran."""
+    rows = [("test", "size", f"{heads[0]} rtx/to/nak", f"{heads[1]} rtx/to/nak",
+             "load", "udp drops")]
+    for tests, sizes, _ in GROUPS:
+        for t in tests:
+            for sz in sizes:
+                loads, drops = [], []
+                for dev in DEVS:
+                    h = host.get((dev, t, sz))
+                    if h:
+                        loads.append(f"{h[0]:.1f}")
+                        drops.append(str(h[1]))
+                rows.append((t, fmt_size(sz), loss_text("ohca0", ctrs.get(("ohca0", t, sz))),
+                             loss_text("rxe0", ctrs.get(("rxe0", t, sz))),
+                             "/".join(loads) or "?", "/".join(drops) or "?"))
+    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for i, r in enumerate(rows):
+        lines.append("  ".join(c.rjust(w[k]) if k >= 2 else c.ljust(w[k])
+                               for k, c in enumerate(r)).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * x for x in w))
+    return "\n".join(lines)
 
 
 def fmt_size(s):
@@ -216,18 +340,22 @@ def table(res, heads=DEVS):
 
 
 class Progress(threading.Thread):
-    """Echoes the RESULT lines of a running VM's output (runs take minutes)."""
+    """Echoes the RESULT lines of a running VM's output (runs take minutes),
+    and notes the host's state as each cell ends: host[(dev, test, size)] =
+    (1-minute load, UDP receive-buffer drops since the cell before)."""
 
-    def __init__(self, vm, label):
+    def __init__(self, vm, label, host):
         super().__init__(daemon=True)
         self.path = os.path.join(vm.share, "output.log")
         self.label = label
+        self.host = host
         self.done = threading.Event()
 
     def run(self):
         seen = 0
+        drops0 = host_state()[1]
         while True:
-            stop = self.done.wait(2)
+            stop = self.done.wait(0.5)
             try:
                 with open(self.path, errors="replace") as f:
                     lines = f.read().splitlines()
@@ -236,18 +364,25 @@ class Progress(threading.Thread):
             for line in lines[seen:]:
                 if line.startswith("RESULT "):
                     print(f"  [{self.label}] {line}", flush=True)
+                    load, drops = host_state()
+                    m = re.match(r"RESULT (\S+) (\S+) (\d+) ", line)
+                    if m:
+                        self.host[(m.group(1), m.group(2), int(m.group(3)))] = (
+                            load, drops - drops0)
+                    drops0 = drops
             seen = max(seen, len(lines))
             if stop:
                 return
 
 
-def run_cluster(name, script, nics, timeout, logdir, watch):
+def run_cluster(name, script, nics, timeout, logdir, watch, host, mtu=None):
     """Runs script on a Cluster of len(nics) VMs, echoing VM watch's
-    results as they come; returns the list of Result."""
-    with ohcavm.Cluster(name, nvms=len(nics), nics=nics,
+    results as they come (and the host's state into host); returns the
+    list of Result."""
+    with ohcavm.Cluster(name, nvms=len(nics), nics=nics, mtu=mtu,
                         logdir=os.path.join(logdir, name)) as c:
         c.start(script)
-        p = Progress(c.vms[watch], name)
+        p = Progress(c.vms[watch], name, host)
         p.start()
         try:
             return c.wait(timeout)
@@ -264,31 +399,65 @@ def complain(results):
 
 
 def one_vm(args):
-    results = run_cluster("one-vm", script_for(ONE_VM, args.iters), ("ohca",),
-                          args.timeout, args.logdir, 0)
+    host = {}
+    results = run_cluster("one-vm", script_for(ONE_VM, args.iters, args.only), ("ohca",),
+                          args.timeout, args.logdir, 0, host, args.mtu)
     complain(results)
     text, ok = table(parse(results[0].output))
+    ctrs = counters_table(parse_counters([results[0].output], {}), host)
     gids = re.search(r"^GIDS .*$", results[0].output, re.M)
     print(f"\nohca vs rxe, one VM (TCG), perftest loopback via 127.0.0.1, "
           f"{args.iters} iterations ({args.iters // 4 + 1} at 1 MiB); "
           f"{gids.group(0) if gids else ''}")
-    return text, ok and all(r.ok for r in results)
+    return text, ctrs, ok and all(r.ok for r in results)
 
 
 def two_vms(args):
-    res, ok = {}, True
-    script = script_for(TWO_VM, args.iters)
+    res, ctrs, host, ok = {}, {}, {}, True
+    script = script_for(TWO_VM, args.iters, args.only)
+    if args.pairs:
+        return pairs(args, script)
     for kind in ("ohca", "rxe"):
         # the client (vm1) prints the figures
         results = run_cluster(f"two-vm-{kind}", script, (kind, kind),
-                              args.timeout, args.logdir, 1)
+                              args.timeout, args.logdir, 1, host, args.mtu)
         complain(results)
         res.update(parse(results[1].output))
+        parse_counters([r.output for r in results], ctrs)
         ok &= all(r.ok for r in results)
-    text, cells_ok = table(res, heads=("ohca0<->ohca0", "rxe0<->rxe0"))
-    print(f"\nohca vs rxe, two VMs (TCG) on one wire (QEMU dgram netdevs), server "
+    heads = ("ohca0<->ohca0", "rxe0<->rxe0")
+    text, cells_ok = table(res, heads=heads)
+    wire = ("QEMU's own dgram sockets" if os.environ.get("OHCA_DGRAM") == "qemu" else
+            f"dgram netdevs on sockets of {ohcavm.WIRE_SOCKET_BUFFER >> 20} MiB buffers")
+    print(f"\nohca vs rxe, two VMs (TCG) on one wire ({wire}), server "
           f"vm0, client vm1, {args.iters} iterations ({args.iters // 4 + 1} at 1 MiB)")
-    return text, ok and cells_ok
+    return text, counters_table(ctrs, host, heads), ok and cells_ok
+
+
+CTR_LEGEND = ("transport counters per cell, both ends summed (deltas of the ports' hw "
+              "counters): retransmitted packets/ACK timeouts/NAKs received (rxe: "
+              "retries/-/NAKs); the host's 1-minute load and its UDP receive-buffer "
+              "drops (host-wide) as each device's run of the cell ended (ohca/rxe)")
+def pairs(args, script):
+    """--pairs: two VMs of the NIC kinds given (server vm0, client vm1, e.g.
+    ohca,rxe: rxe0 requests of ohca0), each cell's figure and the counters
+    that moved on each side, as lines rather than a table."""
+    lines, ok = [], True
+    for spec in args.pairs:
+        nics = tuple(spec.split(","))
+        name = "pair-" + "-".join(nics)
+        results = run_cluster(name, script, nics, args.timeout, args.logdir, 1, {}, args.mtu)
+        complain(results)
+        ok &= all(r.ok for r in results)
+        res = parse(results[1].output)
+        for vm, r in enumerate(results):
+            for m in re.finditer(r"^CTR (\S+) (\S+) (\d+) \S+ :(.*)$", r.output, re.M):
+                dev, t, size, moved = m.groups()
+                fig = next((v for (d, tt, s), v in res.items()
+                            if tt == t and s == int(size)), "no result")
+                fig = f"{fig:.2f}" if isinstance(fig, float) else fig
+                lines.append(f"{name} {t} {fmt_size(int(size))} {fig}: vm{vm} {dev}:{moved}")
+    return "\n".join(lines), "", ok
 
 
 LEGEND = ("bandwidth: BW average MB/s, ratio ohca/rxe; latency: t_typical (median) us, "
@@ -302,23 +471,43 @@ def main():
     ap.add_argument("--iters", type=int, default=200, help="iterations per run (1 MiB: iters/4+1)")
     ap.add_argument("--timeout", type=float, default=2400, help="seconds per cluster")
     ap.add_argument("--logdir", default=os.path.join(ohcavm.TOP, "build/test-logs/bench"))
+    ap.add_argument("--cells", help="only these cells, e.g. ib_write_bw:65536,ib_read_lat:2")
+    ap.add_argument("--pairs", action="append", metavar="NIC,NIC",
+                    help="two VMs of these kinds (server, client) instead of the "
+                    "ohca and rxe clusters, e.g. ohca,rxe (repeatable); prints lines")
+    ap.add_argument("--mtu", type=int, help="eth0's MTU in the VMs (9000: IB MTU 4096)")
     args = ap.parse_args()
+    args.only = None
+    if args.cells:
+        args.only = {(t, int(s)) for t, _, s in (c.partition(":") for c in args.cells.split(","))}
     t0 = time.monotonic()
+    print(f"bench: {stamp()}", flush=True)
     ok = True
     for mode, fn in (("one", one_vm), ("two", two_vms)):
         if args.mode not in (mode, "both"):
             continue
         print(f"bench: {fn.__name__.replace('_', ' ')} ...", flush=True)
         try:
-            text, good = fn(args)
+            text, ctrs, good = fn(args)
         except ohcavm.HarnessError as e:
             print(f"bench: {e}", file=sys.stderr)
             return 2
         print(LEGEND + "\n")
         print(text, flush=True)
+        if ctrs:
+            print("\n" + CTR_LEGEND + "\n")
+            print(ctrs, flush=True)
         ok &= good
-    print(f"\nbench: {time.monotonic() - t0:.0f}s; logs in {args.logdir}")
+    print(f"\nbench: {stamp()}")
+    print(f"bench: {time.monotonic() - t0:.0f}s; logs in {args.logdir}")
     return 0 if ok else 1
+
+
+def stamp():
+    """The date and the host's state, for the record."""
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, host "
+            f"{os.cpu_count()} CPUs, load average {load}")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ OHCA_QEMU_VARIANT=asan build/qemu-asan/qemu-system-x86_64), OHCA_KERNEL,
 OHCA_INITRD ("none" for no initrd), OHCA_GUEST_KVER, OHCA_ROOTFS,
 OHCA_MODULE (default build/kernel/ohca.ko), OHCA_PROVIDER_DIR (default
 build/userspace), OHCA_CACHE, OHCA_NIC, OHCA_APPEND (extra kernel arguments),
-OHCA_KLOG_ALLOW (regex of kernel-log lines not to count as problems).
+OHCA_KLOG_ALLOW (regex of kernel-log lines not to count as problems), OHCA_DGRAM
+("qemu": QEMU opens the two-VM wire's sockets itself, with default buffers).
 Only the standard library is used.
 """
 
@@ -239,6 +240,54 @@ def _die_with_parent():
         pass
 
 
+# The wire's sockets: the harness opens both ends of a two-VM dgram wire
+# itself and hands them to QEMU as file descriptors (local.type=fd), with
+# receive and send buffers of this size. QEMU's own sockets get the host's
+# default receive buffer (net.core.rmem_default, 208 KiB here: 92 frames of
+# 1 KiB, 25 of 4 KiB), less than the requester's window puts on the wire, so
+# a burst overflowed it and every drop cost an ACK timeout (issue 12).
+# 16 MiB (the kernel doubles it for its bookkeeping) holds 1024 frames of
+# 9 KiB, the requester's largest window. OHCA_DGRAM=qemu lets QEMU open its
+# own sockets again (the old wire, for comparison).
+WIRE_SOCKET_BUFFER = 16 << 20
+SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+_buffer_note = []
+
+
+def wire_socket():
+    """A UDP socket on 127.0.0.1 with WIRE_SOCKET_BUFFER for both
+    directions: SO_*BUFFORCE (root, or CAP_NET_ADMIN), else SO_*BUF, which
+    net.core.rmem_max/wmem_max cap (said once). The caller connects it:
+    QEMU sends on an fd netdev with send(), to the connected peer."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind(("127.0.0.1", 0))
+        for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF),
+                             (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
+            try:
+                s.setsockopt(socket.SOL_SOCKET, force, WIRE_SOCKET_BUFFER)
+            except PermissionError:
+                s.setsockopt(socket.SOL_SOCKET, plain, WIRE_SOCKET_BUFFER)
+        got = s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) // 2
+        if got < WIRE_SOCKET_BUFFER and not _buffer_note:
+            _buffer_note.append(got)
+            log(f"note: not allowed to force socket buffers (not root): the wire's "
+                f"receive buffer is {got} bytes (net.core.rmem_max), not "
+                f"{WIRE_SOCKET_BUFFER}; bursts may be dropped (sysctl -w "
+                f"net.core.rmem_max={WIRE_SOCKET_BUFFER} net.core.wmem_max="
+                f"{WIRE_SOCKET_BUFFER} lifts it)")
+        return s
+    except BaseException:
+        s.close()
+        raise
+
+
+def dgram_fd_args(sock):
+    """QEMU -netdev arguments for an fd dgram netdev on sock."""
+    return f"dgram,local.type=fd,local.str={sock.fileno()}"
+
+
 def free_udp_ports(n):
     socks = []
     try:
@@ -444,6 +493,7 @@ class VM:
         self.t_start = None
         self.t_job = None
         self.netdev_args = None
+        self.netdev_sock = None  # the wire's socket QEMU gets (dgram fd)
         self.result = None
         self.console_from = 0  # where this job's part of console.log starts
         self.t_dispatch = None
@@ -594,9 +644,10 @@ class VM:
         self.t_start = time.monotonic()
         self._booted, self._console_len, self._console_t = False, 0, self.t_start
         self.serving = False
+        fds = (self.netdev_sock.fileno(),) if self.netdev_sock else ()
         if interactive:
             self.proc = subprocess.Popen(argv, preexec_fn=_die_with_parent,
-                                         env=sanitizer_env(self.logdir))
+                                         env=sanitizer_env(self.logdir), pass_fds=fds)
         else:
             self.qemu_log = open(os.path.join(self.logdir, "qemu.log"), "w")
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
@@ -604,7 +655,7 @@ class VM:
                                          stderr=subprocess.STDOUT,
                                          start_new_session=True,
                                          preexec_fn=_die_with_parent,
-                                         env=sanitizer_env(self.logdir))
+                                         env=sanitizer_env(self.logdir), pass_fds=fds)
 
     # -- while running --
     def alive(self):
@@ -807,7 +858,44 @@ class Cluster:
             if getattr(vm, "qemu_log", None):
                 vm.qemu_log.close()
         self.stop_fault_wire()
+        self._close_wire_sockets()
         shutil.rmtree(self.sockdir, ignore_errors=True)
+
+    def _close_wire_sockets(self):
+        for vm in self.vms:
+            if vm.netdev_sock is not None:
+                vm.netdev_sock.close()
+                vm.netdev_sock = None
+
+    def _dgram_ends(self, via_wire):
+        """Sets each VM's dgram netdev: to the other VM, or via_wire to a
+        port of the fault wire each. Returns the VMs' ports, then the
+        wire's (via_wire)."""
+        self._close_wire_sockets()
+        if os.environ.get("OHCA_DGRAM", "fd") == "qemu":
+            # QEMU opens its own sockets (default buffers): the old wire.
+            ports = free_udp_ports(4 if via_wire else 2)
+            remote = ports[2:] if via_wire else ports[1::-1]
+            for vm, lp, rp in zip(self.vms, ports, remote):
+                vm.netdev_args = (f"dgram,local.type=inet,local.host=127.0.0.1,local.port={lp},"
+                                  f"remote.type=inet,remote.host=127.0.0.1,remote.port={rp}")
+            return ports
+        socks = [wire_socket() for _ in self.vms]
+        try:
+            ports = [s.getsockname()[1] for s in socks]
+            # (the VMs' sockets are held: the wire's ports differ from them)
+            ports += free_udp_ports(2) if via_wire else []
+            remote = ports[2:] if via_wire else ports[1::-1]
+            for sock, rp in zip(socks, remote):
+                sock.connect(("127.0.0.1", rp))
+        except BaseException:
+            for sock in socks:
+                sock.close()
+            raise
+        for vm, sock in zip(self.vms, socks):
+            vm.netdev_sock = sock
+            vm.netdev_args = dgram_fd_args(sock)
+        return ports
 
     def _wire(self):
         if self.wire == "user":
@@ -816,18 +904,11 @@ class Cluster:
         elif self.wire == "dgram":
             if self.nvms != 2:
                 raise HarnessError("the dgram wire needs two VMs")
-            pa, pb = free_udp_ports(2)
-            for vm, (lp, rp) in zip(self.vms, ((pa, pb), (pb, pa))):
-                vm.netdev_args = (f"dgram,local.type=inet,local.host=127.0.0.1,local.port={lp},"
-                                  f"remote.type=inet,remote.host=127.0.0.1,remote.port={rp}")
+            self._dgram_ends(via_wire=False)
         elif self.wire == "faulty":
             if self.nvms != 2:
                 raise HarnessError("the fault wire needs two VMs")
-            ports = free_udp_ports(4)  # vm0, vm1, the wire's side for each
-            for i, vm in enumerate(self.vms):
-                vm.netdev_args = (f"dgram,local.type=inet,local.host=127.0.0.1,"
-                                  f"local.port={ports[i]},remote.type=inet,"
-                                  f"remote.host=127.0.0.1,remote.port={ports[2 + i]}")
+            ports = self._dgram_ends(via_wire=True)  # vm0, vm1, the wire's side for each
             self.wire_ports = ports
             self.start_fault_wire(ports)
         else:

@@ -98,8 +98,16 @@ struct DeviceLimits {
     // Handles: eqn 1..max_eq-1, pdn 1..max_pd, MR index 1..max_mr,
     // cqn 1..max_cq, qpn 2..max_qp+1 (0 and 1 are the IBTA special QPs).
     static constexpr uint32_t first_qpn = 2;
-    // Local ACK timeout floor under emulation, and the RoCE RX backlog.
+    // Local ACK timeout floor under emulation (a TCG peer can go unscheduled
+    // for half a second), and the RoCE RX backlog. The QP's local ACK
+    // timeout, max(4.096 us << timeout, this), is the ceiling of the
+    // retransmission timeout and the one retry_cnt counts (docs/wire.md).
     static constexpr uint64_t min_ack_timeout_ns = 200'000'000;
+    // The retransmission timeout from the measured round trip (RFC 6298,
+    // samples only from packets sent once; requester.cpp) is at least this:
+    // a round trip between two TCG VMs is 0.1-5 ms, and host scheduling of
+    // a loaded machine adds a few milliseconds now and then.
+    static constexpr uint64_t min_rto_ns = 10'000'000;
     static constexpr uint64_t min_rnr_delay_ns = 1'000'000;
     // rnr_retry 7 retries for ever: after as many RNR NAKs in a row as a
     // finite rnr_retry could allow (7), each wait doubles up to this.
@@ -116,9 +124,15 @@ struct DeviceLimits {
     static constexpr unsigned int read_resp_per_pass = 64;
     // The requester's congestion window: packets past the oldest
     // unacknowledged PSN, READ response PSNs included (docs/wire.md). It
-    // starts at initial_window, halves on a NAK or skipped responses, drops to
-    // min_window on an ACK timeout and grows back as ACKs arrive.
-    static constexpr uint32_t initial_window = 256;
+    // starts at initial_window_bytes of path MTU packets (at most
+    // initial_window, at least min_window): about what a host UDP socket
+    // with Linux's default 208 KiB receive buffer holds (92 frames of 1 KiB,
+    // 25 of 4 KiB), so a first burst does not overflow the socket between
+    // two VMs. It grows by the packets acknowledged (slow start) up to
+    // max_window, halves on a NAK or skipped responses, drops to min_window
+    // on an ACK timeout.
+    static constexpr uint32_t initial_window_bytes = 64 * 1024;
+    static constexpr uint32_t initial_window = 64;
     static constexpr uint32_t min_window = 4;
     static constexpr uint32_t max_window = 1024;
     // How often the requester asks for an ACK inside a long message (more

@@ -844,7 +844,7 @@ void Device::apply_qp_state(Qp &qp, uint8_t next) {
             qp.next_psn = qp.attrs.sq_psn;
             qp.una_psn = qp.attrs.sq_psn;
             qp.sent_psn = qp.attrs.sq_psn;
-            qp.cwnd = DeviceLimits::initial_window;
+            qp.cwnd = initial_window(qp);
             qp.ssthresh = DeviceLimits::max_window;
             qp.cwnd_acked = 0;
             qp.recovering = false;

@@ -279,6 +279,16 @@ struct Qp {
     uint32_t cwnd = 0;        // congestion window, packets (DeviceLimits)
     uint32_t ssthresh = 0;    // slow start below it, +1 per window above
     uint32_t cwnd_acked = 0;  // packets acknowledged towards the next +1
+    // Retransmission timeout (requester.cpp): smoothed round trip and its
+    // variation, from ACKs of one timed packet at a time that was sent once
+    // (Karn's rule); rto_ns 0 until the first sample (the local ACK timeout
+    // applies), doubled on each expiry up to it.
+    uint64_t srtt_ns = 0;
+    uint64_t rttvar_ns = 0;
+    uint64_t rto_ns = 0;
+    uint64_t rtt_sent_ns = 0; // the timed packet was sent then ...
+    uint32_t rtt_psn = 0;     // ... with this PSN, while rtt_timing
+    bool rtt_timing = false;
     // Gone back to recover_psn for a loss: further signs of the same loss
     // (responses of later READs, duplicate ACKs) do not go back again.
     bool recovering = false;

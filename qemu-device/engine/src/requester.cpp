@@ -84,13 +84,41 @@ uint32_t wire_imm(uint32_t le_field) {
 
 } // namespace
 
+// The retransmission timeout in use: measured (rto_ns), never above the
+// QP's local ACK timeout, which is also what applies before the first
+// round trip has been measured. 0: no timer (timeout 0).
+uint64_t RcRequester::rto(const Qp &qp) {
+    const uint64_t ceiling = local_ack_timeout_ns(qp);
+    return qp.rto_ns == 0 ? ceiling : std::min(qp.rto_ns, ceiling);
+}
+
 void RcRequester::restart_ack_timer(Qp &qp) {
-    uint64_t deadline = 0;
-    if (qp.attrs.timeout != 0) {
-        deadline = svc_.host().now_ns() +
-                   std::max(uint64_t{4096} << qp.attrs.timeout, DeviceLimits::min_ack_timeout_ns);
+    const uint64_t t = rto(qp);
+    svc_.set_deadline(qp, t == 0 ? 0 : svc_.host().now_ns() + t);
+}
+
+// One round trip measured: the timed packet's ACK (or first response) came
+// 'r' ns after it was sent. RFC 6298: the first sample sets SRTT = r and
+// RTTVAR = r / 2, later ones move them by 1/8 and 1/4; RTO = SRTT +
+// max(G, 4 RTTVAR) within [min_rto_ns, local ACK timeout], where G, the
+// RFC's clock granularity, is SRTT / 2 here: on a steady path RTTVAR decays
+// to nothing, and an RTO at SRTT itself would expire on any jitter. A
+// sample also ends a backoff: the RTO is computed afresh.
+void RcRequester::rtt_sample(Qp &qp, uint64_t r) {
+    if (qp.srtt_ns == 0 && qp.rttvar_ns == 0) {
+        qp.srtt_ns = r;
+        qp.rttvar_ns = r / 2;
+    } else {
+        const uint64_t err = qp.srtt_ns > r ? qp.srtt_ns - r : r - qp.srtt_ns;
+        qp.rttvar_ns = qp.rttvar_ns - qp.rttvar_ns / 4 + err / 4;
+        qp.srtt_ns = qp.srtt_ns - qp.srtt_ns / 8 + r / 8;
     }
-    svc_.set_deadline(qp, deadline);
+    const uint64_t ceiling = local_ack_timeout_ns(qp);
+    qp.rto_ns =
+        std::max(qp.srtt_ns + std::max(qp.srtt_ns / 2, 4 * qp.rttvar_ns), DeviceLimits::min_rto_ns);
+    if (ceiling != 0) {
+        qp.rto_ns = std::min(qp.rto_ns, ceiling);
+    }
 }
 
 // ---- the send queue -------------------------------------------------------------
@@ -299,7 +327,8 @@ void RcRequester::send_packet(Qp &qp) {
                           : k > 0      ? std::min(wr.npkts - k, std::max(qp.cwnd, 1u))
                                        : wr.npkts;
     const uint32_t end_psn = psn_add(f.bth.psn, span);
-    if (psn_diff(f.bth.psn, qp.sent_psn) < 0) {
+    const bool resend = psn_diff(f.bth.psn, qp.sent_psn) < 0;
+    if (resend) {
         ++svc_.counters().retrans_pkts;
     }
     if (psn_diff(end_psn, qp.sent_psn) > 0) {
@@ -373,6 +402,14 @@ void RcRequester::send_packet(Qp &qp) {
         // The local buffer went away: the WQE fails in order.
         fail_current(qp, OHCA_VERR_DMA);
         return;
+    }
+    // One packet at a time is timed: one that asks for an ACK (so the ACK
+    // is not held back by coalescing) and is sent for the first time
+    // (Karn: an ACK after a resend could answer either copy).
+    if (!qp.rtt_timing && !resend && f.bth.ack_req) {
+        qp.rtt_timing = true;
+        qp.rtt_psn = f.bth.psn;
+        qp.rtt_sent_ns = svc_.host().now_ns();
     }
     if (!is_read(wr)) {
         ++qp.cur_pkt;
@@ -502,6 +539,9 @@ void RcRequester::ack_through(Qp &qp, uint32_t psn) {
 }
 
 void RcRequester::go_back(Qp &qp, uint32_t psn) {
+    // Karn's rule: what is sent again is not timed, and the packet being
+    // timed may be among it.
+    qp.rtt_timing = false;
     // Nothing at or after a failed WQE is sent again: without one the WQE
     // is found by binary search, with one (the QP is about to fail) by a scan.
     const size_t from = qp.wqes_failed == 0 ? wqe_at_psn(qp.inflight, psn) : 0;
@@ -551,6 +591,11 @@ void RcRequester::recover_from(Qp &qp, uint32_t psn, bool timeout) {
 void RcRequester::advance_una(Qp &qp, uint32_t una) {
     const auto acked = static_cast<uint32_t>(psn_diff(una, qp.una_psn));
     qp.una_psn = una;
+    if (qp.rtt_timing && psn_diff(una, qp.rtt_psn) > 0) {
+        qp.rtt_timing = false;
+        const uint64_t now = svc_.host().now_ns();
+        rtt_sample(qp, now > qp.rtt_sent_ns ? now - qp.rtt_sent_ns : 0);
+    }
     if (qp.recovering && psn_diff(una, qp.recover_psn) > 0) {
         qp.recovering = false;
     }
@@ -776,12 +821,23 @@ void RcRequester::timer_expired(Qp &qp) {
         return;
     }
     ++svc_.counters().timeouts;
-    if (qp.retry_left == 0) {
-        ++svc_.counters().retry_exceeded;
-        fail(qp, OHCA_CQE_RETRY_EXC_ERR, OHCA_VERR_NONE);
-        return;
+    // A timeout shorter than the QP's local ACK timeout (measured from the
+    // round trip) is an early try that retry_cnt does not count: the RTO
+    // doubles until it reaches the local ACK timeout, and only expiries at
+    // that length use up retries, so a QP fails no sooner than IBTA's
+    // retry_cnt x local ACK timeout -- a peer VM left unscheduled for a
+    // while costs resends, not the connection.
+    const uint64_t ceiling = local_ack_timeout_ns(qp);
+    const bool early = rto(qp) < ceiling;
+    qp.rto_ns = std::min(rto(qp) * 2, ceiling);
+    if (!early) {
+        if (qp.retry_left == 0) {
+            ++svc_.counters().retry_exceeded;
+            fail(qp, OHCA_CQE_RETRY_EXC_ERR, OHCA_VERR_NONE);
+            return;
+        }
+        --qp.retry_left;
     }
-    --qp.retry_left;
     recover_from(qp, qp.una_psn, true);
 }
 

@@ -30,9 +30,11 @@ class RcRequester {
     void atomic_ack(Qp &qp, uint32_t psn, uint64_t orig);
     void go_back(Qp &qp, uint32_t psn);
     void recover_from(Qp &qp, uint32_t psn, bool timeout);
-    static void advance_una(Qp &qp, uint32_t una);
+    void advance_una(Qp &qp, uint32_t una);
     void fail(Qp &qp, uint8_t status, uint8_t verr);
     void restart_ack_timer(Qp &qp);
+    static uint64_t rto(const Qp &qp);
+    static void rtt_sample(Qp &qp, uint64_t r);
     // On-demand paging: whether the next packet's local buffers have
     // translations; false when the QP must wait (or the WQE failed).
     bool odp_ready(Qp &qp);

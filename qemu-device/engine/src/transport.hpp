@@ -7,6 +7,7 @@
 #pragma once
 
 #include "host.hpp"
+#include "limits.hpp"
 #include "rdma_objects.hpp"
 #include "roce_packet.hpp"
 #include "srq.hpp"
@@ -69,6 +70,23 @@ struct LocalOpResult {
 inline uint32_t mtu_bytes(const Qp &qp) {
     const unsigned int m = std::clamp<unsigned int>(qp.attrs.path_mtu, 1, 5);
     return 128u << m;
+}
+
+// The QP's local ACK timeout: IBTA's 4.096 us x 2^timeout, at least
+// DeviceLimits::min_ack_timeout_ns; 0 (timeout 0) for none. It bounds the
+// retransmission timeout measured from the round trip (requester.cpp).
+inline uint64_t local_ack_timeout_ns(const Qp &qp) {
+    if (qp.attrs.timeout == 0) {
+        return 0;
+    }
+    const unsigned int t = std::min<unsigned int>(qp.attrs.timeout, 31);
+    return std::max(uint64_t{4096} << t, DeviceLimits::min_ack_timeout_ns);
+}
+
+// The congestion window a connection starts with (DeviceLimits).
+inline uint32_t initial_window(const Qp &qp) {
+    return std::clamp(DeviceLimits::initial_window_bytes / mtu_bytes(qp), DeviceLimits::min_window,
+                      DeviceLimits::initial_window);
 }
 
 // A reference to a callable, for callbacks that must not allocate.

@@ -925,21 +925,23 @@ TEST_P(NakPastReadTest, ResendsTheRead) {
     r.rkey = side[1].key;
     r.sges = {{side[0].buf + 0x10000, 1000, side[0].key}}; // psn0 + 1
     a.post_send(side[0].qp, r);
+    // All of it inside the initial window (64 packets at MTU 1024).
+    constexpr uint32_t kWritePkts = 50;
     w.wr_id = 3;
     w.remote_addr = side[1].buf + 0x20000;
-    w.sges = {{side[0].buf + 0x20000, 150 * 1024, side[0].key}}; // psn0 + 2 ... + 151
+    w.sges = {{side[0].buf + 0x20000, kWritePkts * 1024, side[0].key}}; // psn0 + 2 ... + 51
     a.post_send(side[0].qp, w);
     SendReq snd;
     snd.wr_id = 4;
-    snd.sges = {{side[0].buf + 0x80000, 10, side[0].key}}; // psn0 + 152, no receive yet
+    snd.sges = {{side[0].buf + 0x80000, 10, side[0].key}}; // psn0 + 52, no receive yet
     a.post_send(side[0].qp, snd);
     if (!rnr) {
         b.post_recv(side[1].qp, 9, {{side[1].buf + 0x80000, 64, side[1].key}});
     }
-    // The NAK: RNR for the SEND, or a sequence error for the WRITE's 140th
-    // packet, lost (beyond the window once halved twice). Everything from b
-    // is lost up to the NAK.
-    const uint32_t at = psn_add(psn0, rnr ? 152 : 2 + 140);
+    // The NAK: RNR for the SEND, or a sequence error for the WRITE's 40th
+    // packet, lost (beyond the window once halved). Everything from b is
+    // lost up to the NAK.
+    const uint32_t at = psn_add(psn0, rnr ? 2 + kWritePkts : 2 + 40);
     const uint8_t kind = rnr ? kAethRnrNak : kAethNak;
     bool nak = false, dropped = false;
     auto drop = [&](bool from_a, const std::vector<uint8_t> &f) {
@@ -971,7 +973,7 @@ TEST_P(NakPastReadTest, ResendsTheRead) {
     }
     EXPECT_EQ(device_of(a.e).roce_counters().rnr_naks_rcvd, rnr ? 1u : 0u);
     EXPECT_TRUE(same(side[0].buf + 0x10000, side[1].buf + 0x10000, 1000));
-    EXPECT_TRUE(same(side[0].buf + 0x20000, side[1].buf + 0x20000, 150 * 1024));
+    EXPECT_TRUE(same(side[0].buf + 0x20000, side[1].buf + 0x20000, kWritePkts * 1024));
     EXPECT_TRUE(same(side[0].buf + 0x80000, side[1].buf + 0x80000, 10));
 }
 
