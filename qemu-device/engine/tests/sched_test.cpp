@@ -237,7 +237,10 @@ TEST_F(DoorbellFastTest, BudgetBoundsTheDoorbellAndTheRestFollows) {
     std::vector<uint8_t> got(kLen);
     ASSERT_TRUE(n.host.read(buf + kLen, got.data(), kLen));
     EXPECT_EQ(got, pattern);
-    EXPECT_EQ(packets() - tx_before, 64u + 1u); // 64 requests, one ACK
+    // 64 requests and their ACKs: one, or two when the requester's initial
+    // window (64 KiB of packets) asks for one at its edge as well
+    EXPECT_GE(packets() - tx_before, 64u + 1u);
+    EXPECT_LE(packets() - tx_before, 64u + 2u);
 }
 
 // The time bound holds whatever the budget: with a clock that moves 50 us
