@@ -1,6 +1,6 @@
 """Interoperability with Linux soft-RoCE: vm0 has ohca, vm1 virtio-net with
-rdma_rxe (rxe0) on the same wire and subnet. ibv_rc_pingpong, ibv_uc_pingpong, perftest
-bandwidth/latency and ohca_rc_integrity (every byte checked) run in both
+rdma_rxe (rxe0) on the same wire and subnet. ibv_rc_pingpong,
+ibv_uc_pingpong, ibv_srq_pingpong, perftest bandwidth/latency and ohca_rc_integrity (every byte checked) run in both
 directions (ohca as server, then as client)
 at path MTU 1024 and 4096 (eth0 MTU 9000 on both sides, so both ports are
 active at 4096; `make test` runs a subset, see AT_1024, OHCA_INTEROP_FULL=1
@@ -32,7 +32,7 @@ MTUS = (1024, 4096)
 # rc_integrity, which checks every byte, and the bandwidth tests), and
 # rc_integrity at 4096; OHCA_INTEROP_FULL=1 (make bench) runs the whole
 # matrix, at both MTUs.
-AT_1024 = ("uc_pingpong", "write_bw", "read_bw", "rc_integrity")
+AT_1024 = ("uc_pingpong", "srq_pingpong", "write_bw", "read_bw", "rc_integrity")
 AT_4096 = ("rc_integrity",)
 FULL = os.environ.get("OHCA_INTEROP_FULL", "0") == "1"
 # (name, command with {dev} {gid} {mtu} {port}, size): perftest -F (no CPU
@@ -44,6 +44,9 @@ CASES = [
     ("rc_pingpong", "ibv_rc_pingpong -d {dev} -g {gid} -m {mtu} -s 8192 -n 100 -p {port}", 8192),
     # UC: multi-packet SENDs without ACKs (the wire has no loss here)
     ("uc_pingpong", "ibv_uc_pingpong -d {dev} -g {gid} -m {mtu} -s 8192 -n 100 -p {port}", 8192),
+    # eight QPs sharing one SRQ on each side
+    ("srq_pingpong", "ibv_srq_pingpong -d {dev} -g {gid} -m {mtu} -s 8192 -n 100 -q 8 -p {port}",
+     8192),
     ("write_bw", "ib_write_bw -d {dev} -x {gid} -m {mtu} -F -s 65536 -n 100 -p {port}", 65536),
     ("read_bw", "ib_read_bw -d {dev} -x {gid} -m {mtu} -F -o 16 -s 65536 -n 100 -p {port}", 65536),
     ("send_bw", "ib_send_bw -d {dev} -x {gid} -m {mtu} -F -s 65536 -n 100 -p {port}", 65536),
@@ -106,7 +109,7 @@ def _figure(name, size, out):
         return "file copied"
     if name == "mckey":
         return "10 multicast messages" if "data transfers complete" in out else None
-    if name in ("rc_pingpong", "ud_pingpong", "uc_pingpong"):
+    if name in ("rc_pingpong", "ud_pingpong", "uc_pingpong", "srq_pingpong"):
         m = re.search(r"([\d.]+) usec/iter", out)
         return f"{float(m.group(1)):.0f} us/iter" if m else None
     for line in out.splitlines():

@@ -258,10 +258,13 @@ def hw_counters(output):
 
 
 def test_rc_two_vms(vm_run):
-    """The hostile peer against vm0, then ibv_rc_pingpong between two VMs
-    over the wire, polling and with completion events."""
+    """The hostile peer against vm0, then ibv_rc_pingpong and
+    ibv_srq_pingpong (8 QPs on one SRQ) between two VMs over the wire,
+    polling and with completion events."""
     cmds = [f"ibv_rc_pingpong -d ohca0 -g {GID} -n 500",
-            f"ibv_rc_pingpong -d ohca0 -g {GID} -n 200 -s 65536 -e"]
+            f"ibv_rc_pingpong -d ohca0 -g {GID} -n 200 -s 65536 -e",
+            f"ibv_srq_pingpong -d ohca0 -g {GID} -n 200 -q 8",
+            f"ibv_srq_pingpong -d ohca0 -g {GID} -n 100 -q 8 -s 8192 -e"]
     text = "\n".join(cmds)
     server_script = TWO_VM_SERVER.replace("{cmds}", text).replace(
         "ohca_barrier up || exit 1\n", "ohca_barrier up || exit 1\n" + HOSTILE_TARGET, 1)
