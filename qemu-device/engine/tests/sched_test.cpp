@@ -78,6 +78,32 @@ class SchedTest : public ::testing::Test {
     }
     const Device::SchedStats &sched() { return device_of(n.e).sched_stats(); }
 
+    // Posts on QP a an RDMA WRITE of len patterned bytes from buf to
+    // buf + len (doorbell rung if ring); returns the pattern.
+    std::vector<uint8_t> post_patterned_write(uint32_t len, bool ring) {
+        std::vector<uint8_t> pattern(len);
+        for (uint32_t i = 0; i < len; ++i) {
+            pattern[i] = static_cast<uint8_t>(i * 13 + 1);
+        }
+        EXPECT_TRUE(n.host.write(buf, pattern.data(), len));
+        SendReq r;
+        r.opcode = OHCA_WR_RDMA_WRITE;
+        r.remote_addr = buf + len;
+        r.rkey = key;
+        r.sges = {{buf, len, key}};
+        n.post_send(a, r, ring);
+        return pattern;
+    }
+    // The WRITE of post_patterned_write completed and landed.
+    void expect_write_done(const std::vector<uint8_t> &pattern) {
+        auto c = n.poll(scq);
+        ASSERT_EQ(c.size(), 1u);
+        EXPECT_EQ(c[0].status, OHCA_CQE_SUCCESS);
+        std::vector<uint8_t> got(pattern.size());
+        ASSERT_TRUE(n.host.read(buf + pattern.size(), got.data(), got.size()));
+        EXPECT_EQ(got, pattern);
+    }
+
     RdmaNode n{1};
     uint32_t pd = 0;
     CqInfo scq, rcq;
@@ -114,29 +140,14 @@ TEST_F(SchedTest, OneDoorbellVisitsOnlyItsQps) {
 }
 
 TEST_F(SchedTest, TimeBoundEndsRunAndWorkResumes) {
-    constexpr uint32_t kLen = 1 << 20; // 1024 packets at MTU 1024
-    std::vector<uint8_t> pattern(kLen);
-    for (uint32_t i = 0; i < kLen; ++i) {
-        pattern[i] = static_cast<uint8_t>(i * 13 + 1);
-    }
-    ASSERT_TRUE(n.host.write(buf, pattern.data(), kLen));
     // Every clock reading is 50 us later: a run reaches max_run_ns after a
     // few readings and must leave the rest to the next one.
     n.host.now_step = 50'000;
     const Device::SchedStats before = sched();
-    SendReq r;
-    r.opcode = OHCA_WR_RDMA_WRITE;
-    r.remote_addr = buf + kLen;
-    r.rkey = key;
-    r.sges = {{buf, kLen, key}};
-    n.post_send(a, r);
+    // 1024 packets at MTU 1024
+    const std::vector<uint8_t> pattern = post_patterned_write(1 << 20, true);
     n.process();
-    auto sc = n.poll(scq);
-    ASSERT_EQ(sc.size(), 1u);
-    EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
-    std::vector<uint8_t> got(kLen);
-    ASSERT_TRUE(n.host.read(buf + kLen, got.data(), kLen));
-    EXPECT_EQ(got, pattern);
+    expect_write_done(pattern);
     EXPECT_GT(sched().out_of_time, before.out_of_time);
     EXPECT_GT(sched().runs - before.runs, 4u);
     EXPECT_EQ(device_of(n.e).roce_counters().timeouts, 0u);
@@ -212,18 +223,8 @@ TEST_F(DoorbellFastTest, SmallWriteCompletesInTheDoorbell) {
 // A budget smaller than the work: exactly that much is done in the
 // doorbell, the rest is scheduled and finished by process(), in order.
 TEST_F(DoorbellFastTest, BudgetBoundsTheDoorbellAndTheRestFollows) {
-    constexpr uint32_t kLen = 64 * 1024; // 64 packets at MTU 1024
-    std::vector<uint8_t> pattern(kLen);
-    for (uint32_t i = 0; i < kLen; ++i) {
-        pattern[i] = static_cast<uint8_t>(i * 7 + 3);
-    }
-    ASSERT_TRUE(n.host.write(buf, pattern.data(), kLen));
-    SendReq r;
-    r.opcode = OHCA_WR_RDMA_WRITE;
-    r.remote_addr = buf + kLen;
-    r.rkey = key;
-    r.sges = {{buf, kLen, key}};
-    n.post_send(a, r, false);
+    // 64 packets at MTU 1024
+    const std::vector<uint8_t> pattern = post_patterned_write(64 * 1024, false);
     const uint64_t tx_before = packets();
     const unsigned int schedules = n.host.schedules;
     ring_fast(a, 8);
@@ -231,12 +232,7 @@ TEST_F(DoorbellFastTest, BudgetBoundsTheDoorbellAndTheRestFollows) {
     EXPECT_EQ(n.host.schedules, schedules + 1); // the rest: one bottom half
     EXPECT_TRUE(n.poll(scq).empty());
     n.process();
-    auto c = n.poll(scq);
-    ASSERT_EQ(c.size(), 1u);
-    EXPECT_EQ(c[0].status, OHCA_CQE_SUCCESS);
-    std::vector<uint8_t> got(kLen);
-    ASSERT_TRUE(n.host.read(buf + kLen, got.data(), kLen));
-    EXPECT_EQ(got, pattern);
+    expect_write_done(pattern);
     // 64 requests and their ACKs: one, or two when the requester's initial
     // window (64 KiB of packets) asks for one at its edge as well
     EXPECT_GE(packets() - tx_before, 64u + 1u);
