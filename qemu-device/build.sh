@@ -3,21 +3,24 @@
 # the result to build/qemu/qemu-system-x86_64 in the repository.
 #
 #   qemu-device/build.sh            build (or reuse) and link
-#   qemu-device/build.sh --asan     the sanitizer variant: all of QEMU, the
-#                                   glue and the engine with ASan + UBSan
-#                                   (configure --enable-sanitizers), linked
-#                                   to build/qemu-asan/qemu-system-x86_64
+#   qemu-device/build.sh --asan     the sanitizer variant: the default build
+#                                   with the device (glue, trace events,
+#                                   engine) recompiled with ASan + UBSan and
+#                                   relinked (qemu-device/asan_overlay.py
+#                                   says why only the device), linked to
+#                                   build/qemu-asan/qemu-system-x86_64
 #   OHCA_QEMU_VARIANT=asan ...      the same as --asan
 #   OHCA_CACHE=/path ...            cache location (default ~/.cache/ohca)
 #   OHCA_JOBS=N ...                 ninja parallelism (default 2)
 #
 # Layout of the cache:
 #   qemu-src-<ver>/            pristine `apt-get source qemu` (fetched once)
-#   qemu-tree-<ver>/src        working copy with hw/ohca overlaid (shared by
-#                              both variants; builds are serialised by a lock)
-#   qemu-tree-<ver>/build      the build directory of each variant, reused so
-#   qemu-tree-<ver>/build-asan that a change in qemu-device/ rebuilds
-#                              incrementally
+#   qemu-tree-<ver>/src        working copy with hw/ohca overlaid (builds
+#                              are serialised by a lock)
+#   qemu-tree-<ver>/build      the build directory, reused so that a change
+#                              in qemu-device/ rebuilds incrementally; the
+#                              sanitizer variant's device objects and binary
+#                              in its ohca-asan/
 #   qemu-bin/<hash>/           finished binaries keyed by a hash of the QEMU
 #   qemu-bin/asan-<hash>/      version and every input file; a second run
 #                              with unchanged inputs only relinks
@@ -121,7 +124,7 @@ fi
 # --- 5. working tree: pristine copy + overlay ---------------------------------------
 tree=$cache/qemu-tree-$ver
 src=$tree/src
-build=$tree/build$suffix
+build=$tree/build
 # Both variants overlay the one source tree: one build at a time.
 mkdir -p "$tree"
 exec 9>"$cache/qemu-tree-$ver.lock"
@@ -140,6 +143,7 @@ fi
 # worktree's version would not be recompiled (a stale object in the binary).
 mkdir -p "$src/hw/ohca"
 rsync -rlp --checksum --delete --exclude=/firmware-interface --exclude=/build.sh \
+	--exclude=/asan_overlay.py \
 	--exclude=/engine/tests --exclude=/engine/CMakeLists.txt \
 	"$top/qemu-device/" "$src/hw/ohca/"
 mkdir -p "$src/hw/ohca/firmware-interface"
@@ -166,13 +170,12 @@ configure_args=(--target-list=x86_64-softmmu --without-default-features
 	# Debian spreads the firmware over qemu-system-data, seabios and
 	# ipxe-qemu; search all three so no -L is needed.
 	--firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu)
-# QEMU's own sanitizer switch: -fsanitize=address,undefined for C and (through
-# qemu_cxxflags) the C++ engine, and the link.
-[ "$variant" != asan ] || configure_args+=(--enable-sanitizers)
-# (records of the configure traces older versions of this script kept)
-rm -f "$tree"/hostdeps-configure*.paths
+# (what older versions of this script kept: configure traces, and the
+# sanitizer variant's own build of all of QEMU)
+rm -rf "$tree"/hostdeps-configure*.paths "$tree/build-asan" "$tree/.configure-args-asan" \
+	"$tree/configure-asan.log" "$tree/ninja-asan.log"
 if [ ! -f "$build/build.ninja" ] ||
-	[ "$(cat "$tree/.configure-args$suffix" 2>/dev/null)" != "${configure_args[*]}" ]; then
+	[ "$(cat "$tree/.configure-args" 2>/dev/null)" != "${configure_args[*]}" ]; then
 	# Re-running configure in an existing build directory keeps its
 	# objects: ninja then rebuilds only what the new flags affect.
 	log "configuring (${configure_args[*]})"
@@ -181,9 +184,9 @@ if [ ! -f "$build/build.ninja" ] ||
 	# features above the only ones, and configure fails without their
 	# packages; its probes for everything else (compilers, gdb, docker,
 	# libraries it then leaves out) are not inputs of the build.
-	(cd "$build" && "$src/configure" "${configure_args[@]}") >"$tree/configure$suffix.log" 2>&1 ||
-		{ tail -n 40 "$tree/configure$suffix.log"; die "configure failed (log: $tree/configure$suffix.log)"; }
-	echo "${configure_args[*]}" >"$tree/.configure-args$suffix"
+	(cd "$build" && "$src/configure" "${configure_args[@]}") >"$tree/configure.log" 2>&1 ||
+		{ tail -n 40 "$tree/configure.log"; die "configure failed (log: $tree/configure.log)"; }
+	echo "${configure_args[*]}" >"$tree/.configure-args"
 fi
 
 log "building with ninja -j$jobs in $build"
@@ -195,19 +198,37 @@ start=$SECONDS
 set +e
 # meson's own regeneration chatter (when a meson.build changed) goes to the
 # log only.
-ninja -C "$build" -j"$jobs" qemu-system-x86_64 2>&1 | tee "$tree/ninja$suffix.log" |
-	awk '/^\[[0-9]+\/[0-9]+\]/ { n++; if (n % 200 == 1) { print; fflush() } next }
-	     /error|Error|ERROR|warning:|FAILED|ninja:/ { print; fflush() }'
-rc=${PIPESTATUS[0]}
-set -e
-if [ "$rc" -ne 0 ]; then
-	grep -v '^\[[0-9]*/[0-9]*\]' "$tree/ninja$suffix.log" | tail -n 60 >&2
-	die "ninja failed (log: $tree/ninja$suffix.log)"
+run_ninja() {
+	local logfile=$1
+	shift
+	ninja -C "$build" -j"$jobs" "$@" 2>&1 | tee "$logfile" |
+		awk '/^\[[0-9]+\/[0-9]+\]/ { n++; if (n % 200 == 1) { print; fflush() } next }
+		     /error|Error|ERROR|warning:|FAILED|ninja:/ { print; fflush() }'
+	local rc=${PIPESTATUS[0]}
+	if [ "$rc" -ne 0 ]; then
+		grep -v '^\[[0-9]*/[0-9]*\]' "$logfile" | tail -n 60 >&2
+		die "ninja failed (log: $logfile)"
+	fi
+}
+run_ninja "$tree/ninja.log" qemu-system-x86_64
+binary=$build/qemu-system-x86_64
+if [ "$variant" = asan ]; then
+	log "recompiling the device with ASan + UBSan and relinking"
+	/usr/bin/python3 "$top/qemu-device/asan_overlay.py" "$build" || die "asan_overlay.py failed"
+	run_ninja "$tree/ninja-asan-overlay.log" -f ohca-asan.ninja
+	binary=$build/ohca-asan/qemu-system-x86_64
+	# The device must really be instrumented (a flag lost on the way would
+	# leave a sanitizer stage that cannot fail).
+	nm "$build/ohca-asan/hw/ohca/libohca-engine.a" 2>/dev/null | grep ' U __asan_report_load' >/dev/null ||
+		die "the engine in the sanitizer build is not instrumented"
+	nm "$build/ohca-asan/libcommon.fa.p/hw_ohca_hw_ohca.c.o" 2>/dev/null | grep ' U __ubsan_handle' >/dev/null ||
+		die "the glue in the sanitizer build is not instrumented"
 fi
+set -e
 log "built in $((SECONDS - start))s"
 
 mkdir -p "$bin_dir.tmp"
-cp "$build/qemu-system-x86_64" "$bin_dir.tmp/"
+cp "$binary" "$bin_dir.tmp/"
 rm -rf "$bin_dir"
 mv "$bin_dir.tmp" "$bin_dir"
 ln -sfn "$bin_dir/qemu-system-x86_64" "$out_dir/qemu-system-x86_64"

@@ -131,8 +131,9 @@ stage rootfs "" make --no-print-directory rootfs
 stage integration qemu,kernel,userspace,rootfs \
 	/usr/bin/python3 -m pytest -v -rA --durations=15 tests/integration \
 	$(grep -v -e '^#' -e '^$' tests/asan/tests.txt | sed 's/^/--deselect=/')
-# QEMU built with ASan + UBSan (about 9 minutes once, cached) and the
-# device-facing integration tests, the hostile guest among them, on it.
+# QEMU with the device built with ASan + UBSan (a minute's relink of the
+# default build, cached) and the device-facing integration tests, the
+# hostile guest among them, on it.
 stage asan qemu,kernel,userspace,rootfs bash tests/asan/run.sh
 # The debug kernel (KASAN, lockdep, kmemleak, debug objects, KUnit): built
 # once (about 10 minutes on 2 cores), cached in ~/.cache/ohca. Then the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The device-facing integration tests on the sanitizer build of QEMU
-# (qemu-device/build.sh --asan: all of QEMU, hw/ohca and the engine with
-# ASan + UBSan). The harness (tests/vm/ohcavm.py, OHCA_QEMU_VARIANT=asan)
+# (qemu-device/build.sh --asan: hw/ohca and the engine with ASan + UBSan,
+# the rest of QEMU under ASan's allocator and interceptors). The harness (tests/vm/ohcavm.py, OHCA_QEMU_VARIANT=asan)
 # runs QEMU with halt_on_error and a log_path in each VM's log directory;
 # any sanitizer report fails the test that produced it.
 #
