@@ -23,10 +23,10 @@
 #include <linux/skbuff.h>
 #include <net/sch_generic.h>
 
-#include "ohca_cmdq.c"
-#include "ohca_eq.c"
-#include "ohca_netdev.c"
-#include "ohca_verbs.c"
+#include "core/ohca_cmdq.c"
+#include "core/ohca_eq.c"
+#include "core/ohca_netdev.c"
+#include "ib/ohca_verbs.c"
 
 /* --------------------------------------------------------------------- */
 /* Fixture: a fake device with a register file and a firmware thread.    */
@@ -56,6 +56,7 @@ struct ohca_fake_fw {
 struct ohca_kunit_env {
 	struct pci_dev *pdev;
 	struct ohca_dev *dev;
+	struct ohca_ibdev *ibd;		/* the RDMA side, on @dev */
 	void *regs;
 	struct ohca_fake_fw fw;
 	bool cmdq_ready;
@@ -72,6 +73,9 @@ static struct ohca_kunit_env *ohca_env_alloc(struct kunit *test)
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->pdev);
 	env->dev = kunit_kzalloc(test, sizeof(*env->dev), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->dev);
+	env->ibd = kunit_kzalloc(test, sizeof(*env->ibd), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->ibd);
+	env->ibd->cdev = env->dev;
 	env->regs = kunit_kzalloc(test, OHCA_REGS_BAR_SIZE, GFP_KERNEL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->regs);
 
@@ -994,7 +998,7 @@ static void ohca_test_ucontext_udata(struct kunit *test)
 
 	uctx = kunit_kzalloc(test, sizeof(*uctx), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, uctx);
-	uctx->ibucontext.device = &env->dev->ibdev;
+	uctx->ibucontext.device = &env->ibd->ibdev;
 
 	/* response buffer too short for max_inline: rejected, no command */
 	udata.outlen = offsetofend(struct ohca_ibv_alloc_ucontext_resp,
@@ -1031,9 +1035,10 @@ static void ohca_test_query_device(struct kunit *test)
 	dev->pkey_tbl_len = 1;
 
 	/* unreadable request bytes */
-	KUNIT_EXPECT_EQ(test, ohca_query_device(&dev->ibdev, attr, &udata),
-			-EINVAL);
-	KUNIT_ASSERT_EQ(test, ohca_query_device(&dev->ibdev, attr, NULL), 0);
+	KUNIT_EXPECT_EQ(test, ohca_query_device(&env->ibd->ibdev, attr,
+						&udata), -EINVAL);
+	KUNIT_ASSERT_EQ(test, ohca_query_device(&env->ibd->ibdev, attr, NULL),
+			0);
 	KUNIT_EXPECT_EQ(test, attr->fw_ver, 0x01020003ULL);
 	KUNIT_EXPECT_EQ(test, attr->vendor_id, 0x1af4U);
 	KUNIT_EXPECT_EQ(test, attr->max_qp, 1024);

@@ -24,7 +24,8 @@ share/ (job.sh, output.log, dmesg.txt, exit-code, sync/).
 Environment: OHCA_QEMU (default build/qemu/qemu-system-x86_64, or with
 OHCA_QEMU_VARIANT=asan build/qemu-asan/qemu-system-x86_64), OHCA_KERNEL,
 OHCA_INITRD ("none" for no initrd), OHCA_GUEST_KVER, OHCA_ROOTFS,
-OHCA_MODULE (default build/kernel/ohca.ko), OHCA_PROVIDER_DIR (default
+OHCA_MODULE_DIR (where ohca_core.ko and ohca_ib.ko are; default
+build/kernel), OHCA_PROVIDER_DIR (default
 build/userspace), OHCA_CACHE, OHCA_NIC, OHCA_APPEND (extra kernel arguments),
 OHCA_KLOG_ALLOW (regex of kernel-log lines not to count as problems).
 Only the standard library is used.
@@ -191,10 +192,12 @@ def rootfs_image(build=True):
 
 def build_outputs(nic):
     """Files to put into each share: {name in share: host path}."""
-    module = os.environ.get("OHCA_MODULE", os.path.join(TOP, "build/kernel/ohca.ko"))
+    moddir = os.environ.get("OHCA_MODULE_DIR", os.path.join(TOP, "build/kernel"))
     provdir = os.environ.get("OHCA_PROVIDER_DIR", os.path.join(TOP, "build/userspace"))
     files = {
-        "ohca.ko": module,
+        # the driver: the PCI/Ethernet core and the RDMA driver on top
+        "ohca_core.ko": os.path.join(moddir, "ohca_core.ko"),
+        "ohca_ib.ko": os.path.join(moddir, "ohca_ib.ko"),
         "libohca-rdmav34.so": os.path.join(provdir, "libohca-rdmav34.so"),
         "ohca.driver": os.path.join(provdir, "ohca.driver"),
     }
