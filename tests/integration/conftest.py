@@ -6,7 +6,7 @@ QMP, synchronisation) can be proven without the ohca device.
 
 --kernel stock|debug (default: env OHCA_TEST_KERNEL or stock). With debug the
 VMs boot build/debug-kernel/bzImage (KASAN, lockdep, kmemleak, debug
-objects, KUnit; no initrd) and load build/kernel-debug/ohca.ko (make -C
+objects, KUnit; no initrd) and load build/kernel-debug/ohca_{core,ib}.ko (make -C
 kernel debug); OHCA_KERNEL/OHCA_INITRD/OHCA_MODULE_DIR still win when set. Every
 job then also checks kmemleak: a baseline (scan + clear) before the job, and
 at its end ohca is unloaded, memory scanned again and any new leak report
@@ -38,7 +38,7 @@ def pytest_addoption(parser):
     parser.addoption("--kernel", choices=("stock", "debug"),
                      default=os.environ.get("OHCA_TEST_KERNEL", "stock"),
                      help="guest kernel: Debian's (stock) or build/debug-kernel "
-                          "with build/kernel-debug/ohca.ko (debug)")
+                          "with build/kernel-debug/ohca_{core,ib}.ko (debug)")
 
 
 def pytest_configure(config):

@@ -1,4 +1,4 @@
-"""The hostile guest (userspace/tests/ohca_hostile.c): with ohca.ko unbound,
+"""The hostile guest (userspace/tests/ohca_hostile.c): with ohca_core unbound,
 the guest maps BAR0/BAR2 through sysfs and drives the device directly with
 adversarial register writes, malformed commands, page lists, WQEs and
 doorbells, DMA addresses outside RAM or on the device's own BARs, EQ
