@@ -217,9 +217,10 @@ struct ohca_dev {
 	struct ohca_eq eq0;
 
 	/*
-	 * The RDMA driver's event callbacks: written under RTNL-free
-	 * serialisation of the auxiliary driver's probe and remove, read
-	 * under RCU by the EQ handlers (ohca_eq.c).
+	 * The RDMA driver's event callbacks: written by
+	 * ohca_{,un}register_events() from the auxiliary driver's probe and
+	 * remove (serialised by the driver core), read under RCU by the EQ
+	 * handlers (ohca_eq.c).
 	 */
 	struct ohca_event_client __rcu *events;
 	atomic_t events_dropped;	/* RDMA events with no client */

@@ -14,6 +14,7 @@
  *            OHCA_DBG_FAR, beyond any RAM) or an object the driver or
  *            a user context tracks.
  * stats      the device counters (QUERY_STATS).
+ * events_dropped  RDMA events that came with no RDMA driver bound.
  *
  * /sys/kernel/debug/ohca/fail_init/ (module-wide, with
  * CONFIG_FAULT_INJECTION_DEBUG_FS): the kernel's fault-injection
