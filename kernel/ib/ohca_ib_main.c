@@ -159,8 +159,8 @@ static int ohca_ib_probe(struct auxiliary_device *adev,
 	if (err)
 		goto err_events;
 	auxiliary_set_drvdata(adev, dev);
-	dev_info(&cdev->pdev->dev, "%s on %s\n", dev_name(&dev->ibdev.dev),
-		 cdev->netdev->name);
+	dev_info(&adev->dev, "%s on %s of %s\n", dev_name(&dev->ibdev.dev),
+		 cdev->netdev->name, pci_name(cdev->pdev));
 	return 0;
 
 err_events:
