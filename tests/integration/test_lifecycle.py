@@ -28,7 +28,7 @@ for i in $(seq 1 @N@); do
     /share/ohca_holder "$OHCA_IBDEV" @GID@ 120 >/tmp/holder.log 2>&1 &
     pid=$!
     ohca_poll 60 grep -q READY /tmp/holder.log || fail "cycle $i: holder not ready"
-    timeout 60 ohca_rmmod || fail "cycle $i: rmmod with a live context failed or hung"
+    timeout 60 rmmod ohca_ib ohca_core || fail "cycle $i: rmmod with a live context failed or hung"
     wait $pid || fail "cycle $i: holder exited $?"
     grep -q FATAL-EVENT /tmp/holder.log || fail "cycle $i: no DEVICE_FATAL event"
     grep -q VERBS-FAIL-CLEANLY /tmp/holder.log || fail "cycle $i: verbs after removal"
