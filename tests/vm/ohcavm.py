@@ -9,7 +9,7 @@ Library (used by tests/integration) and command line:
 A VM boots Debian's kernel and initrd with the root file system built by
 tests/vm/mkrootfs.sh (snapshot=on: nothing is written back), and gets a 9p
 share (mount_tag "share", mounted on /share) that carries the job, the build
-outputs (ohca.ko, the provider) and the results. The guest's init
+outputs (ohca_core.ko, ohca_ib.ko, the provider) and the results. The guest's init
 (/sbin/ohca-init) runs /share/job.sh, writes /share/output.log,
 /share/dmesg.txt and /share/exit-code, and powers off.
 
@@ -1226,7 +1226,7 @@ def main(argv=None):
         p.add_argument("--logdir", help="log directory (default build/test-logs/cli-<cmd>)")
         p.add_argument("--qemu-arg", action="append", default=[],
                        help="extra QEMU argument (repeatable)")
-        p.add_argument("--module-params", default="", help="ohca.ko parameters")
+        p.add_argument("--module-params", default="", help="ohca_core.ko parameters")
         p.add_argument("--trace", metavar="PATTERN",
                        help="QEMU trace events to turn on, e.g. 'ohca_*' (the device's, "
                        "qemu-device/trace-events); the lines go to each VM's qemu.log")
