@@ -275,9 +275,9 @@ out_unlock:
 	return err;
 }
 
-static bool ohca_has_cq_moderation(struct ohca_dev *dev)
+static bool ohca_has_cq_moderation(struct ohca_ibdev *dev)
 {
-	return le32_to_cpu(dev->attr.dev_caps) & OHCA_DEV_CAP_CQ_MODERATION;
+	return le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_CQ_MODERATION;
 }
 
 /*
@@ -289,7 +289,7 @@ static bool ohca_has_cq_moderation(struct ohca_dev *dev)
  */
 int ohca_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibcq->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibcq->device);
 	struct ohca_modify_cq_in in = {
 		.cqn = cpu_to_le32(to_ohca_cq(ibcq)->cqn),
 		.mask = cpu_to_le32(OHCA_MODIFY_CQ_MODERATION),
@@ -304,21 +304,21 @@ int ohca_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period)
 
 	if (!ohca_has_cq_moderation(dev))
 		return -EOPNOTSUPP;
-	if (cq_count > le32_to_cpu(dev->attr.max_cq_mod_count) ||
-	    cq_period > le32_to_cpu(dev->attr.max_cq_mod_period))
+	if (cq_count > le32_to_cpu(dev->cdev->attr.max_cq_mod_count) ||
+	    cq_period > le32_to_cpu(dev->cdev->attr.max_cq_mod_period))
 		return -EINVAL;
-	return ohca_cmd_exec(dev, &args);
+	return ohca_cmd_exec(dev->cdev, &args);
 }
 
 /* The moderation limits for ib_device_attr (0: no moderation). */
-void ohca_cq_query_caps(struct ohca_dev *dev, struct ib_device_attr *props)
+void ohca_cq_query_caps(struct ohca_ibdev *dev, struct ib_device_attr *props)
 {
 	if (!ohca_has_cq_moderation(dev))
 		return;
 	props->cq_caps.max_cq_moderation_count =
-		min_t(u32, le32_to_cpu(dev->attr.max_cq_mod_count), U16_MAX);
+		min_t(u32, le32_to_cpu(dev->cdev->attr.max_cq_mod_count), U16_MAX);
 	props->cq_caps.max_cq_moderation_period =
-		min_t(u32, le32_to_cpu(dev->attr.max_cq_mod_period), U16_MAX);
+		min_t(u32, le32_to_cpu(dev->cdev->attr.max_cq_mod_period), U16_MAX);
 }
 
 enum ib_wc_status ohca_wc_status(u8 status)

@@ -308,7 +308,7 @@ int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		   struct ib_udata *udata);
 int ohca_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int ohca_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period);
-void ohca_cq_query_caps(struct ohca_dev *dev, struct ib_device_attr *props);
+void ohca_cq_query_caps(struct ohca_ibdev *dev, struct ib_device_attr *props);
 int ohca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int ohca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int ohca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
