@@ -9,7 +9,7 @@ packages=(
 	# the QEMU build (Debian's 7.2 source) and its runtime firmware
 	rsync bzip2 libglib2.0-dev libpixman-1-dev libfdt-dev libslirp-dev libattr1-dev
 	libcap-ng-dev qemu-system-data seabios ipxe-qemu
-	# the guest kernel and the headers ohca.ko builds against
+	# the guest kernel and the headers the driver builds against
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1 sparse kmod
 	# the debug kernel build (objtool needs libelf, certs need openssl)
 	bc libelf-dev libssl-dev xz-utils

@@ -8,7 +8,7 @@
  */
 #include <kunit/test.h>
 
-#include "ohca.h"
+#include "ib/ohca_ib.h"
 
 static void ohca_test_access_flags(struct kunit *test)
 {
@@ -60,20 +60,30 @@ static void ohca_test_wr_opcode(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ohca_wr_opcode(IB_WR_REG_MR), OHCA_WR_REG_MR);
 }
 
+/* The RDMA device and its core device, zeroed. */
+static struct ohca_ibdev *ohca_test_ibdev(struct kunit *test)
+{
+	struct ohca_ibdev *dev = kunit_kzalloc(test, sizeof(*dev), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, dev);
+	dev->cdev = kunit_kzalloc(test, sizeof(*dev->cdev), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, dev->cdev);
+	return dev;
+}
+
 static void ohca_test_create_cq_checks(struct kunit *test)
 {
-	struct ohca_dev *dev;
+	struct ohca_ibdev *dev;
 	struct ohca_cq *cq;
 	struct ib_cq_init_attr attr = { .cqe = 16 };
 	struct ib_udata udata = {};
 
-	dev = kunit_kzalloc(test, sizeof(*dev), GFP_KERNEL);
+	dev = ohca_test_ibdev(test);
 	cq = kunit_kzalloc(test, sizeof(*cq), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, dev);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, cq);
 	cq->ibcq.device = &dev->ibdev;
-	dev->attr.max_cqe = cpu_to_le32(1023);
-	dev->num_comp_eqs = 0;
+	dev->cdev->attr.max_cqe = cpu_to_le32(1023);
+	dev->cdev->num_comp_eqs = 0;
 
 	attr.flags = IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
 	KUNIT_EXPECT_EQ(test, ohca_create_cq(&cq->ibcq, &attr, &udata), -EOPNOTSUPP);
@@ -88,7 +98,7 @@ static void ohca_test_create_cq_checks(struct kunit *test)
 }
 
 /* A kernel CQ of 8 entries whose consumer index is @ci. */
-static struct ohca_cq *ohca_test_cq(struct kunit *test, struct ohca_dev *dev,
+static struct ohca_cq *ohca_test_cq(struct kunit *test, struct ohca_ibdev *dev,
 				    u32 ci)
 {
 	struct ohca_cq *cq = kunit_kzalloc(test, sizeof(*cq), GFP_KERNEL);
@@ -116,15 +126,14 @@ static void ohca_test_put_cqe(struct ohca_cq *cq, u32 idx, u32 qpn)
 	cqe->owner = ((idx >> 3) & 1) ? 0 : OHCA_CQE_OWNER;
 }
 
-static struct ohca_dev *ohca_test_kdb_dev(struct kunit *test, u64 **db)
+static struct ohca_ibdev *ohca_test_kdb_dev(struct kunit *test, u64 **db)
 {
-	struct ohca_dev *dev = kunit_kzalloc(test, sizeof(*dev), GFP_KERNEL);
+	struct ohca_ibdev *dev = ohca_test_ibdev(test);
 
-	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, dev);
 	/* the doorbell page: plain memory stands in for BAR2 page 0 */
 	*db = kunit_kzalloc(test, 4096, GFP_KERNEL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, *db);
-	dev->kdb = (void __iomem *)(__force void __iomem *)*db;
+	dev->cdev->kdb = (void __iomem *)(__force void __iomem *)*db;
 	return dev;
 }
 
@@ -137,7 +146,7 @@ static void ohca_test_cq_clean(struct kunit *test)
 {
 	static const u32 qpns[] = { 7, 8, 7, 7, 8, 9 };	/* CQEs 6..11 */
 	static const u32 kept[] = { 7, 10, 11 };		/* their numbers */
-	struct ohca_dev *dev;
+	struct ohca_ibdev *dev;
 	struct ohca_cq *cq;
 	u64 *db;
 	u32 i;

@@ -11,11 +11,11 @@
 #include <linux/scatterlist.h>
 #include <rdma/ib_umem.h>
 
-#include "ohca.h"
+#include "ib/ohca_ib.h"
 
 struct ohca_pbl_env {
 	struct pci_dev pdev;
-	struct ohca_dev *dev;
+	struct ohca_ibdev *dev;
 	struct ohca_pbl_mem mem;
 	struct ohca_pbl pbl;
 	struct ib_umem umem;
@@ -31,12 +31,15 @@ static int ohca_pbl_init(struct kunit *test)
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env);
 	env->dev = kunit_kzalloc(test, sizeof(*env->dev), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->dev);
+	env->dev->cdev = kunit_kzalloc(test, sizeof(*env->dev->cdev),
+				       GFP_KERNEL);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->dev->cdev);
 	d = &env->pdev.dev;
 	d->init_name = "ohca-kunit-pbl";
 	d->coherent_dma_mask = DMA_BIT_MASK(64);
 	d->dma_mask = &d->coherent_dma_mask;
 	set_dev_node(d, NUMA_NO_NODE);
-	env->dev->pdev = &env->pdev;
+	env->dev->cdev->pdev = &env->pdev;
 	test->priv = env;
 	return 0;
 }

@@ -23,10 +23,10 @@
 #include <linux/skbuff.h>
 #include <net/sch_generic.h>
 
-#include "ohca_cmdq.c"
-#include "ohca_eq.c"
-#include "ohca_netdev.c"
-#include "ohca_verbs.c"
+#include "core/ohca_cmdq.c"
+#include "core/ohca_eq.c"
+#include "core/ohca_netdev.c"
+#include "ib/ohca_verbs.c"
 
 /* --------------------------------------------------------------------- */
 /* Fixture: a fake device with a register file and a firmware thread.    */
@@ -56,6 +56,7 @@ struct ohca_fake_fw {
 struct ohca_kunit_env {
 	struct pci_dev *pdev;
 	struct ohca_dev *dev;
+	struct ohca_ibdev *ibd;		/* the RDMA side, on @dev */
 	void *regs;
 	struct ohca_fake_fw fw;
 	bool cmdq_ready;
@@ -72,6 +73,9 @@ static struct ohca_kunit_env *ohca_env_alloc(struct kunit *test)
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->pdev);
 	env->dev = kunit_kzalloc(test, sizeof(*env->dev), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->dev);
+	env->ibd = kunit_kzalloc(test, sizeof(*env->ibd), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->ibd);
+	env->ibd->cdev = env->dev;
 	env->regs = kunit_kzalloc(test, OHCA_REGS_BAR_SIZE, GFP_KERNEL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->regs);
 
@@ -788,12 +792,125 @@ static void ohca_test_eq_budget(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_read(&env->dev->link_up), 1);
 }
 
+/* What the RDMA driver's callbacks were given (ohca_test_eq_client). */
+struct ohca_test_client {
+	int comp, async, port;
+	u32 cqn;
+	u8 type;
+	u32 param0;
+};
+
+static void ohca_test_comp(void *priv, u32 cqn)
+{
+	struct ohca_test_client *c = priv;
+
+	c->comp++;
+	c->cqn = cqn;
+}
+
+static void ohca_test_async(void *priv, const struct ohca_eqe *eqe)
+{
+	struct ohca_test_client *c = priv;
+
+	c->async++;
+	c->type = eqe->type;
+	c->param0 = le32_to_cpu(eqe->param0);
+}
+
+static void ohca_test_port(void *priv)
+{
+	struct ohca_test_client *c = priv;
+
+	c->port++;
+}
+
+static void ohca_test_fatal_cb(void *priv)
+{
+}
+
+static const struct ohca_event_ops ohca_test_ops = {
+	.comp = ohca_test_comp,
+	.async = ohca_test_async,
+	.port_change = ohca_test_port,
+	.fatal = ohca_test_fatal_cb,
+};
+
+/*
+ * The RDMA events reach the registered client, EQ 0's and a completion
+ * EQ's; with no client (before one registers, after it unregistered)
+ * they are dropped and counted. One client at a time.
+ */
+static void ohca_test_eq_client(struct kunit *test)
+{
+	struct ohca_kunit_env *env = test->priv;
+	struct ohca_dev *dev = env->dev;
+	struct ohca_eq *eq = &dev->eq0;
+	struct ohca_test_client seen = {};
+	struct ohca_event_client client = {
+		.ops = &ohca_test_ops,
+		.priv = &seen,
+	};
+	struct ohca_comp_eq *ceq;
+
+	ceq = kunit_kzalloc(test, sizeof(*ceq), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, ceq);
+	ceq->dev = dev;
+	ceq->eqn = 1;
+	ceq->eq.log_size = 2;
+	ceq->eq.ring = kunit_kcalloc(test, 4, sizeof(struct ohca_eqe),
+				     GFP_KERNEL);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, ceq->eq.ring);
+
+	/* no client: a QP event and a completion are dropped and counted */
+	fw_post_eqe(eq, 0, OHCA_EQE_QP_EVENT, 1, 0x42, 0);
+	ohca_eq0_irq(0, dev);
+	fw_post_eqe(&ceq->eq, 0, OHCA_EQE_CQ_COMPLETION, 0, 7, 0);
+	ohca_comp_eq_irq(0, ceq);
+	KUNIT_EXPECT_EQ(test, atomic_read(&dev->events_dropped), 2);
+	KUNIT_EXPECT_EQ(test, eq->ci, 1U);
+	KUNIT_EXPECT_EQ(test, ceq->eq.ci, 1U);
+
+	KUNIT_ASSERT_EQ(test, ohca_register_events(dev, &client), 0);
+	KUNIT_EXPECT_EQ(test, ohca_register_events(dev, &client), -EBUSY);
+	fw_post_eqe(eq, 1, OHCA_EQE_SRQ_EVENT, 0, 0x43, 0);
+	fw_post_eqe(eq, 2, OHCA_EQE_PORT_CHANGE, OHCA_PORT_ACTIVE, 1, 0);
+	ohca_eq0_irq(0, dev);
+	KUNIT_EXPECT_EQ(test, seen.async, 1);
+	KUNIT_EXPECT_EQ(test, seen.type, OHCA_EQE_SRQ_EVENT);
+	KUNIT_EXPECT_EQ(test, seen.param0, 0x43U);
+	KUNIT_EXPECT_EQ(test, seen.port, 1);
+	/* the command completion is the core's own */
+	KUNIT_EXPECT_EQ(test, seen.comp, 0);
+	fw_post_eqe(&ceq->eq, 1, OHCA_EQE_CQ_COMPLETION, 0, 9, 0);
+	ohca_comp_eq_irq(0, ceq);
+	KUNIT_EXPECT_EQ(test, seen.comp, 1);
+	KUNIT_EXPECT_EQ(test, seen.cqn, 9U);
+	KUNIT_EXPECT_EQ(test, atomic_read(&dev->events_dropped), 2);
+
+	/* gone: nothing more reaches it */
+	ohca_unregister_events(dev);
+	fw_post_eqe(eq, 3, OHCA_EQE_CQ_ERROR, 0, 9, 0);
+	fw_post_eqe(eq, 4, OHCA_EQE_PORT_CHANGE, OHCA_PORT_DOWN, 1, 0);
+	ohca_eq0_irq(0, dev);
+	fw_post_eqe(&ceq->eq, 2, OHCA_EQE_CQ_COMPLETION, 0, 9, 0);
+	ohca_comp_eq_irq(0, ceq);
+	KUNIT_EXPECT_EQ(test, eq->ci, 5U);
+	KUNIT_EXPECT_EQ(test, seen.async, 1);
+	KUNIT_EXPECT_EQ(test, seen.port, 1);
+	KUNIT_EXPECT_EQ(test, seen.comp, 1);
+	KUNIT_EXPECT_EQ(test, atomic_read(&dev->events_dropped), 4);
+	/* and another client may register */
+	KUNIT_EXPECT_EQ(test, ohca_register_events(dev, &client), 0);
+	ohca_unregister_events(dev);
+}
+
 static struct kunit_case ohca_eq_cases[] = {
 	KUNIT_CASE(ohca_test_eq_empty),
 	KUNIT_CASE(ohca_test_eq_phase),
 	KUNIT_CASE(ohca_test_eq_index_wrap),
 	KUNIT_CASE(ohca_test_eq_other_events),
 	KUNIT_CASE(ohca_test_eq_budget),
+	KUNIT_CASE(ohca_test_eq_client),
 	{}
 };
 
@@ -994,7 +1111,7 @@ static void ohca_test_ucontext_udata(struct kunit *test)
 
 	uctx = kunit_kzalloc(test, sizeof(*uctx), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, uctx);
-	uctx->ibucontext.device = &env->dev->ibdev;
+	uctx->ibucontext.device = &env->ibd->ibdev;
 
 	/* response buffer too short for max_inline: rejected, no command */
 	udata.outlen = offsetofend(struct ohca_ibv_alloc_ucontext_resp,
@@ -1031,9 +1148,10 @@ static void ohca_test_query_device(struct kunit *test)
 	dev->pkey_tbl_len = 1;
 
 	/* unreadable request bytes */
-	KUNIT_EXPECT_EQ(test, ohca_query_device(&dev->ibdev, attr, &udata),
-			-EINVAL);
-	KUNIT_ASSERT_EQ(test, ohca_query_device(&dev->ibdev, attr, NULL), 0);
+	KUNIT_EXPECT_EQ(test, ohca_query_device(&env->ibd->ibdev, attr,
+						&udata), -EINVAL);
+	KUNIT_ASSERT_EQ(test, ohca_query_device(&env->ibd->ibdev, attr, NULL),
+			0);
 	KUNIT_EXPECT_EQ(test, attr->fw_ver, 0x01020003ULL);
 	KUNIT_EXPECT_EQ(test, attr->vendor_id, 0x1af4U);
 	KUNIT_EXPECT_EQ(test, attr->max_qp, 1024);

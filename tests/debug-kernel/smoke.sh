@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# `make test` stage debug-smoke: ohca.ko built against the debug kernel
+# `make test` stage debug-smoke: ohca_core.ko and ohca_ib.ko built against
+# the debug kernel
 # (make -C kernel debug), then the integration smoke tests in one pooled VM
 # booted with it (pytest --kernel debug): ibv_devinfo, cmdtest, the
 # harness's own WARNING check, insmod/rmmod x2 while a process holds
 # PD/MR/CQ/QP with its doorbell mapped (the disassociate path;
 # test_lifecycle.py, 50 cycles on the normal kernel; the plain load/unload
-# x20 runs on the normal kernel and the ASan QEMU), RC traffic plus the
+# x20 runs on the normal kernel and the ASan QEMU), the RDMA driver
+# unloaded and reloaded under a ping with the Ethernet port staying up
+# (test_module_load.py), RC traffic plus the
 # rdma-core suite's passing tests in one job (test_debug_traffic.py:
 # integrity and pingpong loopback, the RC error completions, the suite's
 # tests of rdma-core-suite.pass without its rdma_cm cases), and the
@@ -28,7 +31,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 
-echo "debug-smoke: building ohca.ko and ohca_kunit.ko against the debug kernel"
+echo "debug-smoke: building ohca_core.ko, ohca_ib.ko and ohca_kunit.ko against the debug kernel"
 make --no-print-directory -s -C kernel debug
 make --no-print-directory -s -C kernel kunit
 export OHCA_LIFECYCLE_RELOADS=${OHCA_LIFECYCLE_RELOADS:-2}
@@ -39,6 +42,7 @@ exec /usr/bin/python3 -m pytest -v -rA --durations=10 --kernel debug \
 	tests/integration/test_harness.py::test_scan_kernel_log_debug_kernel \
 	tests/integration/test_harness.py::test_pool_pairs_one_vm_jobs_with_two_vm_ones \
 	tests/integration/test_lifecycle.py::test_reload_with_resources \
+	tests/integration/test_module_load.py::test_rdma_driver_reload_keeps_ethernet \
 	tests/integration/test_debug_traffic.py \
 	tests/integration/test_kunit.py \
 	tests/integration/test_storage.py::test_nvme_and_nfs_over_rdma_two_vms \

@@ -6,8 +6,8 @@ QMP, synchronisation) can be proven without the ohca device.
 
 --kernel stock|debug (default: env OHCA_TEST_KERNEL or stock). With debug the
 VMs boot build/debug-kernel/bzImage (KASAN, lockdep, kmemleak, debug
-objects, KUnit; no initrd) and load build/kernel-debug/ohca.ko (make -C
-kernel debug); OHCA_KERNEL/OHCA_INITRD/OHCA_MODULE still win when set. Every
+objects, KUnit; no initrd) and load build/kernel-debug/ohca_{core,ib}.ko (make -C
+kernel debug); OHCA_KERNEL/OHCA_INITRD/OHCA_MODULE_DIR still win when set. Every
 job then also checks kmemleak: a baseline (scan + clear) before the job, and
 at its end ohca is unloaded, memory scanned again and any new leak report
 fails the job (and lands in dmesg). Tests marked `debug_kernel` (KUnit)
@@ -38,7 +38,7 @@ def pytest_addoption(parser):
     parser.addoption("--kernel", choices=("stock", "debug"),
                      default=os.environ.get("OHCA_TEST_KERNEL", "stock"),
                      help="guest kernel: Debian's (stock) or build/debug-kernel "
-                          "with build/kernel-debug/ohca.ko (debug)")
+                          "with build/kernel-debug/ohca_{core,ib}.ko (debug)")
 
 
 def pytest_configure(config):
@@ -56,7 +56,7 @@ def pytest_configure(config):
         top = ohcavm.TOP
         os.environ.setdefault("OHCA_KERNEL", os.path.join(top, "build/debug-kernel/bzImage"))
         os.environ.setdefault("OHCA_INITRD", "none")
-        os.environ.setdefault("OHCA_MODULE", os.path.join(top, "build/kernel-debug/ohca.ko"))
+        os.environ.setdefault("OHCA_MODULE_DIR", os.path.join(top, "build/kernel-debug"))
         _debug_kernel_everywhere(config)
 
 
@@ -103,9 +103,11 @@ KMEMLEAK_WRAP = r"""
 ohca_kmemleak_check() {
     local rc=$1 k=/sys/kernel/debug/kmemleak
     trap - EXIT
-    if grep -q '^ohca ' /proc/modules; then
-        rmmod ohca || { echo "DEBUG-KERNEL: rmmod ohca failed at the end of the job"; [ "$rc" -ne 0 ] || rc=1; }
-    fi
+    for m in ohca_ib ohca_core; do
+        if grep -q "^$m " /proc/modules; then
+            rmmod $m || { echo "DEBUG-KERNEL: rmmod $m failed at the end of the job"; [ "$rc" -ne 0 ] || rc=1; }
+        fi
+    done
     if [ -f /share/serve ] && [ -z "${OHCA_KMEMLEAK_SCAN:-}" ]; then
         echo "DEBUG-KERNEL: kmemleak scan after the last job of this boot"
     elif [ -w $k ]; then

@@ -35,7 +35,7 @@ else
 	ping -c 2 -W 1 "$OHCA_PEER_IP" >/dev/null
 	[ $(($(cat $tx) - tx0)) -ge 2 ] || fail "the Ethernet port stopped sending"
 fi
-rmmod ohca || fail "rmmod after cmdtest"
+ohca_rmmod || fail "rmmod after cmdtest"
 echo "CMDTEST OK"
 """
 

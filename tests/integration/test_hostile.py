@@ -1,4 +1,4 @@
-"""The hostile guest (userspace/tests/ohca_hostile.c): with ohca.ko unbound,
+"""The hostile guest (userspace/tests/ohca_hostile.c): with ohca_core unbound,
 the guest maps BAR0/BAR2 through sysfs and drives the device directly with
 adversarial register writes, malformed commands, page lists, WQEs and
 doorbells, DMA addresses outside RAM or on the device's own BARs, EQ
@@ -29,7 +29,7 @@ rc=$?
 echo "HOSTILE_EXIT $rc"
 echo "=== rebind ==="
 # ohca_hostile unbound the driver; bind it again on the reset device.
-echo "$pci" >/sys/bus/pci/drivers/ohca/bind || fail "bind $pci"
+echo "$pci" >/sys/bus/pci/drivers/ohca_core/bind || fail "bind $pci"
 # the driver's net_device is new: bring it up with its address again (GID
 # 1); the port follows the net_device's state, as on a RoCE NIC
 ohca_net_up || fail "eth0 after rebind"

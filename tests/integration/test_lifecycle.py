@@ -28,7 +28,7 @@ for i in $(seq 1 @N@); do
     /share/ohca_holder "$OHCA_IBDEV" @GID@ 120 >/tmp/holder.log 2>&1 &
     pid=$!
     ohca_poll 60 grep -q READY /tmp/holder.log || fail "cycle $i: holder not ready"
-    timeout 60 rmmod ohca || fail "cycle $i: rmmod with a live context failed or hung"
+    timeout 60 rmmod ohca_ib ohca_core || fail "cycle $i: rmmod with a live context failed or hung"
     wait $pid || fail "cycle $i: holder exited $?"
     grep -q FATAL-EVENT /tmp/holder.log || fail "cycle $i: no DEVICE_FATAL event"
     grep -q VERBS-FAIL-CLEANLY /tmp/holder.log || fail "cycle $i: verbs after removal"
@@ -152,9 +152,9 @@ def test_unbind_during_traffic(vm_run):
         vm_run, "unbind",
         programs=(f"ib_write_bw -x {GID} -F -D 8", f"ib_read_bw -x {GID} -F -D 8",
                   f"ibv_rc_pingpong -g {GID} -n 100000000"),
-        disrupt=r"""timeout 60 sh -c "echo $pci > /sys/bus/pci/drivers/ohca/unbind" || fail "'$t': unbind hung or failed"
+        disrupt=r"""timeout 60 sh -c "echo $pci > /sys/bus/pci/drivers/ohca_core/unbind" || fail "'$t': unbind hung or failed"
         [ ! -e /sys/class/infiniband/$OHCA_IBDEV ] || fail "'$t': $OHCA_IBDEV still there" """,
-        recover=r"""echo $pci > /sys/bus/pci/drivers/ohca/bind || fail "'$t': bind"
+        recover=r"""echo $pci > /sys/bus/pci/drivers/ohca_core/bind || fail "'$t': bind"
         ohca_net_up || fail "'$t': net up"
         ohca_wait_port ACTIVE 60 || fail "'$t': port" """)
 

@@ -9,7 +9,7 @@ Library (used by tests/integration) and command line:
 A VM boots Debian's kernel and initrd with the root file system built by
 tests/vm/mkrootfs.sh (snapshot=on: nothing is written back), and gets a 9p
 share (mount_tag "share", mounted on /share) that carries the job, the build
-outputs (ohca.ko, the provider) and the results. The guest's init
+outputs (ohca_core.ko, ohca_ib.ko, the provider) and the results. The guest's init
 (/sbin/ohca-init) runs /share/job.sh, writes /share/output.log,
 /share/dmesg.txt and /share/exit-code, and powers off.
 
@@ -24,7 +24,8 @@ share/ (job.sh, output.log, dmesg.txt, exit-code, sync/).
 Environment: OHCA_QEMU (default build/qemu/qemu-system-x86_64, or with
 OHCA_QEMU_VARIANT=asan build/qemu-asan/qemu-system-x86_64), OHCA_KERNEL,
 OHCA_INITRD ("none" for no initrd), OHCA_GUEST_KVER, OHCA_ROOTFS,
-OHCA_MODULE (default build/kernel/ohca.ko), OHCA_PROVIDER_DIR (default
+OHCA_MODULE_DIR (where ohca_core.ko and ohca_ib.ko are; default
+build/kernel), OHCA_PROVIDER_DIR (default
 build/userspace), OHCA_CACHE, OHCA_NIC, OHCA_APPEND (extra kernel arguments),
 OHCA_KLOG_ALLOW (regex of kernel-log lines not to count as problems), OHCA_DGRAM
 ("qemu": QEMU opens the two-VM wire's sockets itself, with default buffers).
@@ -192,10 +193,12 @@ def rootfs_image(build=True):
 
 def build_outputs(nic):
     """Files to put into each share: {name in share: host path}."""
-    module = os.environ.get("OHCA_MODULE", os.path.join(TOP, "build/kernel/ohca.ko"))
+    moddir = os.environ.get("OHCA_MODULE_DIR", os.path.join(TOP, "build/kernel"))
     provdir = os.environ.get("OHCA_PROVIDER_DIR", os.path.join(TOP, "build/userspace"))
     files = {
-        "ohca.ko": module,
+        # the driver: the PCI/Ethernet core and the RDMA driver on top
+        "ohca_core.ko": os.path.join(moddir, "ohca_core.ko"),
+        "ohca_ib.ko": os.path.join(moddir, "ohca_ib.ko"),
         "libohca-rdmav34.so": os.path.join(provdir, "libohca-rdmav34.so"),
         "ohca.driver": os.path.join(provdir, "ohca.driver"),
     }
@@ -1304,7 +1307,7 @@ def main(argv=None):
         p.add_argument("--logdir", help="log directory (default build/test-logs/cli-<cmd>)")
         p.add_argument("--qemu-arg", action="append", default=[],
                        help="extra QEMU argument (repeatable)")
-        p.add_argument("--module-params", default="", help="ohca.ko parameters")
+        p.add_argument("--module-params", default="", help="ohca_core.ko parameters")
         p.add_argument("--trace", metavar="PATTERN",
                        help="QEMU trace events to turn on, e.g. 'ohca_*' (the device's, "
                        "qemu-device/trace-events); the lines go to each VM's qemu.log")

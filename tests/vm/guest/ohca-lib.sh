@@ -68,7 +68,8 @@ ohca_barrier() {
 
 # --- the RDMA stack ---------------------------------------------------------
 
-# Loads the RDMA core modules ohca.ko depends on, then ohca.ko from the share.
+# Loads the RDMA core modules ohca_ib.ko depends on (ohca_insmod loads the
+# driver itself from the share).
 ohca_load_core() {
 	local m
 	for m in ib_core ib_uverbs rdma_cm rdma_ucm; do
@@ -79,13 +80,32 @@ ohca_load_core() {
 	done
 }
 
+# The driver: ohca_core.ko (PCI function, Ethernet) and the RDMA driver
+# ohca_ib.ko on top (it binds to ohca_core's auxiliary device).
 ohca_insmod() {
-	if [ ! -f /share/ohca.ko ]; then
-		ohca_log "/share/ohca.ko missing (build/kernel/ohca.ko not built?)"
+	ohca_insmod_core && ohca_insmod_ib
+}
+
+ohca_insmod_core() {
+	if [ ! -f /share/ohca_core.ko ]; then
+		ohca_log "/share/ohca_core.ko missing (build/kernel not built?)"
 		return 1
 	fi
 	# shellcheck disable=SC2086
-	insmod /share/ohca.ko $OHCA_MODULE_PARAMS || { ohca_log "insmod ohca.ko failed"; return 1; }
+	insmod /share/ohca_core.ko $OHCA_MODULE_PARAMS || { ohca_log "insmod ohca_core.ko failed"; return 1; }
+}
+
+ohca_insmod_ib() {
+	if [ ! -f /share/ohca_ib.ko ]; then
+		ohca_log "/share/ohca_ib.ko missing (build/kernel not built?)"
+		return 1
+	fi
+	insmod /share/ohca_ib.ko || { ohca_log "insmod ohca_ib.ko failed"; return 1; }
+}
+
+# Unloads the driver, the RDMA driver first.
+ohca_rmmod() {
+	rmmod ohca_ib ohca_core
 }
 
 # Installs the provider: libohca-rdmav34.so and ohca.driver from the share.

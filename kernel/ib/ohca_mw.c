@@ -6,21 +6,21 @@
  */
 #include <ohca/ohca_cmd.h>
 
-#include "ohca.h"
+#include "ohca_ib.h"
 
-bool ohca_has_mw(struct ohca_dev *dev)
+bool ohca_has_mw(struct ohca_ibdev *dev)
 {
-	return le32_to_cpu(dev->attr.dev_caps) & OHCA_DEV_CAP_MW;
+	return le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_MW;
 }
 
-u32 ohca_max_mw(struct ohca_dev *dev)
+u32 ohca_max_mw(struct ohca_ibdev *dev)
 {
-	return ohca_has_mw(dev) ? le32_to_cpu(dev->attr.max_mw) : 0;
+	return ohca_has_mw(dev) ? le32_to_cpu(dev->cdev->attr.max_mw) : 0;
 }
 
 int ohca_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibmw->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibmw->device);
 	struct ohca_mw *mw = to_ohca_mw(ibmw);
 	struct ohca_alloc_mw_in in = {};
 	u32 key;
@@ -42,7 +42,7 @@ int ohca_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 		return -EINVAL;
 	}
 	in.pdn = cpu_to_le32(to_ohca_pd(ibmw->pd)->pdn);
-	err = ohca_cmd_create(dev, OHCA_CMD_ALLOC_MW, &in, sizeof(in), &key,
+	err = ohca_cmd_create(dev->cdev, OHCA_CMD_ALLOC_MW, &in, sizeof(in), &key,
 			      NULL);
 	if (err)
 		return err;
@@ -53,12 +53,12 @@ int ohca_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 
 int ohca_dealloc_mw(struct ib_mw *ibmw)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibmw->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibmw->device);
 	struct ohca_mw *mw = to_ohca_mw(ibmw);
 	int err;
 
 	/* A window holds no guest memory: a failure leaks nothing here. */
-	err = ohca_cmd_destroy(dev, OHCA_CMD_DEALLOC_MW, mw->handle);
+	err = ohca_cmd_destroy(dev->cdev, OHCA_CMD_DEALLOC_MW, mw->handle);
 	ohca_destroy_failed(dev, err, "MW", mw->handle);
 	return 0;
 }

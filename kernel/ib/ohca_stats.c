@@ -8,7 +8,7 @@
 #include <linux/slab.h>
 #include <rdma/ib_verbs.h>
 
-#include "ohca.h"
+#include "ohca_ib.h"
 
 /*
  * The counter names are the QUERY_STATS field names; the descriptor
@@ -56,7 +56,7 @@ static struct rdma_hw_stats *ohca_alloc_hw_port_stats(struct ib_device *ibdev,
 static int ohca_get_hw_stats(struct ib_device *ibdev,
 			     struct rdma_hw_stats *stats, u32 port, int index)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibdev);
+	struct ohca_ibdev *dev = to_ohca_dev(ibdev);
 	struct ohca_query_stats_out *out;
 	struct ohca_cmd_args args = {
 		.opcode = OHCA_CMD_QUERY_STATS,
@@ -72,7 +72,7 @@ static int ohca_get_hw_stats(struct ib_device *ibdev,
 	if (!out)
 		return -ENOMEM;
 	args.out = out;
-	err = ohca_cmd_exec(dev, &args);
+	err = ohca_cmd_exec(dev->cdev, &args);
 	if (err)
 		goto out_free;
 	for (i = 0; i < ARRAY_SIZE(ohca_descs); i++) {

@@ -9,16 +9,16 @@
 
 #include <ohca/ohca-abi.h>
 
-#include "ohca.h"
+#include "ohca_ib.h"
 
 /* Completion (CQ_COMPLETION, comp EQ) or CQ_ERROR (EQ 0) in IRQ context. */
-void ohca_cq_event(struct ohca_dev *dev, u32 cqn, bool error, u16 code)
+void ohca_cq_event(struct ohca_ibdev *dev, u32 cqn, bool error, u16 code)
 {
 	struct ohca_cq *cq = xa_load(&dev->cq_xa, cqn);
 	struct ib_event event;
 
 	if (!cq) {
-		dev_dbg_ratelimited(&dev->pdev->dev,
+		dev_dbg_ratelimited(&dev->cdev->pdev->dev,
 				    "event for unknown CQ 0x%x\n", cqn);
 		return;
 	}
@@ -28,7 +28,7 @@ void ohca_cq_event(struct ohca_dev *dev, u32 cqn, bool error, u16 code)
 		return;
 	}
 
-	dev_warn_ratelimited(&dev->pdev->dev, "CQ 0x%x error %u (%s)\n", cqn,
+	dev_warn_ratelimited(&dev->cdev->pdev->dev, "CQ 0x%x error %u (%s)\n", cqn,
 			     code, code == OHCA_CQ_ERR_OVERRUN ? "overrun" :
 			     code == OHCA_CQ_ERR_ACCESS ? "ring not writable" :
 			     "unknown");
@@ -40,7 +40,7 @@ void ohca_cq_event(struct ohca_dev *dev, u32 cqn, bool error, u16 code)
 	}
 }
 
-static int ohca_cq_create_user(struct ohca_dev *dev, struct ohca_cq *cq,
+static int ohca_cq_create_user(struct ohca_ibdev *dev, struct ohca_cq *cq,
 			       struct ohca_create_cq_in *in,
 			       struct ohca_pbl_mem *mem, struct ib_udata *udata)
 {
@@ -58,7 +58,7 @@ static int ohca_cq_create_user(struct ohca_dev *dev, struct ohca_cq *cq,
 	if (ucmd.comp_mask || !ohca_udata_tail_clear(udata, sizeof(ucmd)))
 		return -EINVAL;
 	if (ucmd.log_size < 1 || ucmd.log_size > OHCA_CQ_LOG_MAX ||
-	    BIT(ucmd.log_size) > le32_to_cpu(dev->attr.max_cqe) + 1) {
+	    BIT(ucmd.log_size) > le32_to_cpu(dev->cdev->attr.max_cqe) + 1) {
 		ibdev_dbg(&dev->ibdev, "CQ log_size %u out of range\n",
 			  ucmd.log_size);
 		return -EINVAL;
@@ -76,7 +76,7 @@ static int ohca_cq_create_user(struct ohca_dev *dev, struct ohca_cq *cq,
 	return 0;
 }
 
-static int ohca_cq_create_kernel(struct ohca_dev *dev, struct ohca_cq *cq,
+static int ohca_cq_create_kernel(struct ohca_ibdev *dev, struct ohca_cq *cq,
 				 int cqe, struct ohca_create_cq_in *in,
 				 struct ohca_pbl_mem *mem)
 {
@@ -86,14 +86,14 @@ static int ohca_cq_create_kernel(struct ohca_dev *dev, struct ohca_cq *cq,
 	if (cq->log_size > OHCA_CQ_LOG_MAX)
 		return -EINVAL;
 	cq->ring_bytes = PAGE_ALIGN(BIT(cq->log_size) * sizeof(*cq->ring));
-	cq->ring = dma_alloc_coherent(&dev->pdev->dev, cq->ring_bytes,
+	cq->ring = dma_alloc_coherent(&dev->cdev->pdev->dev, cq->ring_bytes,
 				      &cq->ring_dma, GFP_KERNEL);
 	if (!cq->ring)
 		return -ENOMEM;
 	err = ohca_pbl_from_coherent(dev, cq->ring_dma, cq->ring_bytes,
 				     &in->pbl, mem);
 	if (err) {
-		dma_free_coherent(&dev->pdev->dev, cq->ring_bytes, cq->ring,
+		dma_free_coherent(&dev->cdev->pdev->dev, cq->ring_bytes, cq->ring,
 				  cq->ring_dma);
 		cq->ring = NULL;
 		return err;
@@ -102,12 +102,12 @@ static int ohca_cq_create_kernel(struct ohca_dev *dev, struct ohca_cq *cq,
 	return 0;
 }
 
-static void ohca_cq_free_buf(struct ohca_dev *dev, struct ohca_cq *cq)
+static void ohca_cq_free_buf(struct ohca_ibdev *dev, struct ohca_cq *cq)
 {
 	ib_umem_release(cq->umem);
 	cq->umem = NULL;
 	if (cq->ring)
-		dma_free_coherent(&dev->pdev->dev, cq->ring_bytes, cq->ring,
+		dma_free_coherent(&dev->cdev->pdev->dev, cq->ring_bytes, cq->ring,
 				  cq->ring_dma);
 	cq->ring = NULL;
 }
@@ -115,7 +115,7 @@ static void ohca_cq_free_buf(struct ohca_dev *dev, struct ohca_cq *cq)
 int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		   struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibcq->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibcq->device);
 	struct ohca_cq *cq = to_ohca_cq(ibcq);
 	struct ohca_ibv_create_cq_resp resp = {};
 	struct ohca_create_cq_in in = {};
@@ -127,9 +127,9 @@ int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			  attr->flags);
 		return -EOPNOTSUPP;
 	}
-	if (attr->cqe < 1 || attr->cqe > le32_to_cpu(dev->attr.max_cqe))
+	if (attr->cqe < 1 || attr->cqe > le32_to_cpu(dev->cdev->attr.max_cqe))
 		return -EINVAL;
-	if (!dev->num_comp_eqs) {
+	if (!dev->cdev->num_comp_eqs) {
 		ibdev_dbg(&dev->ibdev, "no completion EQs: no CQs\n");
 		return -EOPNOTSUPP;
 	}
@@ -139,7 +139,7 @@ int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	INIT_LIST_HEAD(&cq->sq_list);
 	INIT_LIST_HEAD(&cq->rq_list);
 	cq->ci = 0;
-	cq->ceq = &dev->comp_eqs[attr->comp_vector % dev->num_comp_eqs];
+	cq->ceq = &dev->cdev->comp_eqs[attr->comp_vector % dev->cdev->num_comp_eqs];
 
 	if (udata)
 		err = ohca_cq_create_user(dev, cq, &in, &mem, udata);
@@ -150,7 +150,7 @@ int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 
 	in.eqn = cpu_to_le32(cq->ceq->eqn);
 	in.log_size = cq->log_size;
-	err = ohca_cmd_create(dev, OHCA_CMD_CREATE_CQ, &in, sizeof(in),
+	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_CQ, &in, sizeof(in),
 			      &cq->cqn, NULL);
 	ohca_pbl_free(dev, &mem);
 	if (err)
@@ -158,7 +158,7 @@ int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 
 	err = xa_insert_irq(&dev->cq_xa, cq->cqn, cq, GFP_KERNEL);
 	if (err) {
-		dev_err(&dev->pdev->dev, "device reused CQ number 0x%x\n",
+		dev_err(&dev->cdev->pdev->dev, "device reused CQ number 0x%x\n",
 			cq->cqn);
 		goto err_destroy;
 	}
@@ -176,11 +176,11 @@ int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 err_erase:
 	xa_erase_irq(&dev->cq_xa, cq->cqn);
 err_destroy:
-	if (ohca_destroy_failed(dev, ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_CQ,
+	if (ohca_destroy_failed(dev, ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_CQ,
 						      cq->cqn), "CQ", cq->cqn))
 		return err;
-	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
-	synchronize_irq(pci_irq_vector(dev->pdev, cq->ceq->vector));
+	ohca_sync_async_events(dev->cdev);
+	ohca_sync_comp_events(dev->cdev, cq->ceq);
 err_free_buf:
 	ohca_cq_free_buf(dev, cq);
 	return err;
@@ -188,16 +188,16 @@ err_free_buf:
 
 int ohca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibcq->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibcq->device);
 	struct ohca_cq *cq = to_ohca_cq(ibcq);
 	int err;
 
 	/* Erase first: the device may reuse the number once it is destroyed. */
 	xa_erase_irq(&dev->cq_xa, cq->cqn);
-	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_CQ, cq->cqn);
+	err = ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_CQ, cq->cqn);
 	/* No event handler may still hold the CQ. */
-	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
-	synchronize_irq(pci_irq_vector(dev->pdev, cq->ceq->vector));
+	ohca_sync_async_events(dev->cdev);
+	ohca_sync_comp_events(dev->cdev, cq->ceq);
 	if (!ohca_destroy_failed(dev, err, "CQ", cq->cqn))
 		ohca_cq_free_buf(dev, cq);
 	return 0;
@@ -211,7 +211,7 @@ int ohca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
  */
 int ohca_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibcq->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibcq->device);
 	struct ohca_cq *cq = to_ohca_cq(ibcq);
 	struct ohca_ibv_resize_cq_resp resp = {};
 	struct ohca_ibv_resize_cq ucmd = {};
@@ -229,9 +229,9 @@ int ohca_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	int err;
 
 	if (!udata || !cq->umem ||
-	    !(le32_to_cpu(dev->attr.dev_caps) & OHCA_DEV_CAP_RESIZE_CQ))
+	    !(le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_RESIZE_CQ))
 		return -EOPNOTSUPP;
-	if (cqe < 1 || cqe > le32_to_cpu(dev->attr.max_cqe))
+	if (cqe < 1 || cqe > le32_to_cpu(dev->cdev->attr.max_cqe))
 		return -EINVAL;
 	if (udata->inlen < sizeof(ucmd))
 		return -EINVAL;
@@ -243,7 +243,7 @@ int ohca_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	/* The ring holds the entries asked for, one slot kept free. */
 	if (ucmd.log_size < 1 || ucmd.log_size > OHCA_CQ_LOG_MAX ||
 	    BIT(ucmd.log_size) < (u32)cqe + 1 ||
-	    BIT(ucmd.log_size) > le32_to_cpu(dev->attr.max_cqe) + 1)
+	    BIT(ucmd.log_size) > le32_to_cpu(dev->cdev->attr.max_cqe) + 1)
 		return -EINVAL;
 
 	mutex_lock(&cq->resize_lock);
@@ -257,7 +257,7 @@ int ohca_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	in.cqn = cpu_to_le32(cq->cqn);
 	in.log_size = ucmd.log_size;
 	/* More unpolled CQEs than the new ring holds: BAD_FIELD, -EINVAL. */
-	err = ohca_cmd_exec(dev, &args);
+	err = ohca_cmd_exec(dev->cdev, &args);
 	ohca_pbl_free(dev, &mem);
 	if (err) {
 		ib_umem_release(umem);
@@ -275,9 +275,9 @@ out_unlock:
 	return err;
 }
 
-static bool ohca_has_cq_moderation(struct ohca_dev *dev)
+static bool ohca_has_cq_moderation(struct ohca_ibdev *dev)
 {
-	return le32_to_cpu(dev->attr.dev_caps) & OHCA_DEV_CAP_CQ_MODERATION;
+	return le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_CQ_MODERATION;
 }
 
 /*
@@ -289,7 +289,7 @@ static bool ohca_has_cq_moderation(struct ohca_dev *dev)
  */
 int ohca_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibcq->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibcq->device);
 	struct ohca_modify_cq_in in = {
 		.cqn = cpu_to_le32(to_ohca_cq(ibcq)->cqn),
 		.mask = cpu_to_le32(OHCA_MODIFY_CQ_MODERATION),
@@ -304,21 +304,21 @@ int ohca_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period)
 
 	if (!ohca_has_cq_moderation(dev))
 		return -EOPNOTSUPP;
-	if (cq_count > le32_to_cpu(dev->attr.max_cq_mod_count) ||
-	    cq_period > le32_to_cpu(dev->attr.max_cq_mod_period))
+	if (cq_count > le32_to_cpu(dev->cdev->attr.max_cq_mod_count) ||
+	    cq_period > le32_to_cpu(dev->cdev->attr.max_cq_mod_period))
 		return -EINVAL;
-	return ohca_cmd_exec(dev, &args);
+	return ohca_cmd_exec(dev->cdev, &args);
 }
 
 /* The moderation limits for ib_device_attr (0: no moderation). */
-void ohca_cq_query_caps(struct ohca_dev *dev, struct ib_device_attr *props)
+void ohca_cq_query_caps(struct ohca_ibdev *dev, struct ib_device_attr *props)
 {
 	if (!ohca_has_cq_moderation(dev))
 		return;
 	props->cq_caps.max_cq_moderation_count =
-		min_t(u32, le32_to_cpu(dev->attr.max_cq_mod_count), U16_MAX);
+		min_t(u32, le32_to_cpu(dev->cdev->attr.max_cq_mod_count), U16_MAX);
 	props->cq_caps.max_cq_moderation_period =
-		min_t(u32, le32_to_cpu(dev->attr.max_cq_mod_period), U16_MAX);
+		min_t(u32, le32_to_cpu(dev->cdev->attr.max_cq_mod_period), U16_MAX);
 }
 
 enum ib_wc_status ohca_wc_status(u8 status)
@@ -384,7 +384,7 @@ static struct ohca_cqe *ohca_cq_next(struct ohca_cq *cq)
  * consumer's wr_cqe. Later CQEs move up over the dropped ones, keeping the
  * owner bit of their new slot; the device only writes past them.
  */
-void ohca_cq_clean(struct ohca_dev *dev, struct ohca_cq *cq, u32 qpn)
+void ohca_cq_clean(struct ohca_ibdev *dev, struct ohca_cq *cq, u32 qpn)
 {
 	u32 mask = BIT(cq->log_size) - 1;
 	u32 n = 0, nfreed = 0, k;
@@ -413,7 +413,7 @@ void ohca_cq_clean(struct ohca_dev *dev, struct ohca_cq *cq, u32 qpn)
 	}
 	if (nfreed) {
 		cq->ci += nfreed;
-		ohca_kdb(dev, OHCA_DB_CQ, cq->cqn, cq->ci & OHCA_DB_CQ_CI_MASK);
+		ohca_kdb(dev->cdev, OHCA_DB_CQ, cq->cqn, cq->ci & OHCA_DB_CQ_CI_MASK);
 	}
 	spin_unlock_irqrestore(&cq->lock, flags);
 }
@@ -430,14 +430,14 @@ void ohca_cq_kick(struct ohca_cq *cq)
 }
 
 /* False for a CQE of a QP that is gone: dropped. */
-static bool ohca_cqe_to_wc(struct ohca_dev *dev, const struct ohca_cqe *cqe,
+static bool ohca_cqe_to_wc(struct ohca_ibdev *dev, const struct ohca_cqe *cqe,
 			   struct ib_wc *wc)
 {
 	u32 qpn = le32_to_cpu(cqe->qpn);
 	struct ohca_qp *qp = xa_load(&dev->qp_xa, qpn);
 
 	if (!qp) {
-		dev_dbg_ratelimited(&dev->pdev->dev,
+		dev_dbg_ratelimited(&dev->cdev->pdev->dev,
 				    "CQE of unknown QP 0x%x dropped\n", qpn);
 		return false;
 	}
@@ -513,7 +513,7 @@ static bool ohca_cqe_to_wc(struct ohca_dev *dev, const struct ohca_cqe *cqe,
 
 int ohca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibcq->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibcq->device);
 	struct ohca_cq *cq = to_ohca_cq(ibcq);
 	struct ohca_cqe *cqe;
 	unsigned long flags;
@@ -531,14 +531,14 @@ int ohca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 		moved = true;
 	}
 	if (moved)
-		ohca_kdb(dev, OHCA_DB_CQ, cq->cqn,
+		ohca_kdb(dev->cdev, OHCA_DB_CQ, cq->cqn,
 			 cq->ci & OHCA_DB_CQ_CI_MASK);
 	/*
 	 * A stopped device completes nothing more: what the kernel QPs still
 	 * have outstanding is flushed here, so ib_drain_qp() and the ULPs'
 	 * teardown finish.
 	 */
-	if (test_bit(OHCA_FLAG_FATAL, &dev->flags)) {
+	if (test_bit(OHCA_FLAG_FATAL, &dev->cdev->flags)) {
 		struct ohca_qp *qp;
 
 		list_for_each_entry(qp, &cq->sq_list, scq_node)
@@ -553,7 +553,7 @@ int ohca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 
 int ohca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibcq->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibcq->device);
 	struct ohca_cq *cq = to_ohca_cq(ibcq);
 	unsigned long irqflags;
 	u32 arm;
@@ -563,7 +563,7 @@ int ohca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	      OHCA_DB_CQ_ARM_SOLICITED : OHCA_DB_CQ_ARM_NEXT;
 
 	spin_lock_irqsave(&cq->lock, irqflags);
-	ohca_kdb(dev, OHCA_DB_CQ, cq->cqn,
+	ohca_kdb(dev->cdev, OHCA_DB_CQ, cq->cqn,
 		 (cq->ci & OHCA_DB_CQ_CI_MASK) | arm);
 	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && ohca_cq_next(cq))
 		ret = 1;

@@ -15,7 +15,7 @@
 #include <ohca/ohca_cmd.h>
 #include <ohca/ohca_regs.h>
 
-#include "ohca.h"
+#include "ohca_ib.h"
 
 /* A user mapping of an allocation covers whole chunks, nothing more. */
 static_assert(PAGE_SIZE == OHCA_DM_CHUNK_SIZE,
@@ -32,16 +32,16 @@ static struct ohca_dm *to_ohca_dm(struct ib_dm *ibdm)
 	return container_of(ibdm, struct ohca_dm, ibdm);
 }
 
-u64 ohca_max_dm_size(struct ohca_dev *dev)
+u64 ohca_max_dm_size(struct ohca_ibdev *dev)
 {
-	if (!(le32_to_cpu(dev->attr.dev_caps) & OHCA_DEV_CAP_DM))
+	if (!(le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_DM))
 		return 0;
-	return le64_to_cpu(dev->attr.max_dm_size);
+	return le64_to_cpu(dev->cdev->attr.max_dm_size);
 }
 
-static int ohca_free_dm_cmd(struct ohca_dev *dev, u32 handle)
+static int ohca_free_dm_cmd(struct ohca_ibdev *dev, u32 handle)
 {
-	return ohca_cmd_destroy(dev, OHCA_CMD_FREE_DM, handle);
+	return ohca_cmd_destroy(dev->cdev, OHCA_CMD_FREE_DM, handle);
 }
 
 /*
@@ -49,7 +49,7 @@ static int ohca_free_dm_cmd(struct ohca_dev *dev, u32 handle)
  * freed and no process maps it any more): only now may the device hand
  * the chunks to someone else.
  */
-void ohca_dm_release(struct ohca_dev *dev, u32 handle)
+void ohca_dm_release(struct ohca_ibdev *dev, u32 handle)
 {
 	ohca_destroy_failed(dev, ohca_free_dm_cmd(dev, handle), "DM", handle);
 }
@@ -59,7 +59,7 @@ struct ib_dm *ohca_alloc_dm(struct ib_device *ibdev,
 			    struct ib_dm_alloc_attr *attr,
 			    struct uverbs_attr_bundle *attrs)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibdev);
+	struct ohca_ibdev *dev = to_ohca_dev(ibdev);
 	struct ohca_alloc_dm_in in = {};
 	struct ohca_alloc_dm_out out = {};
 	struct ohca_cmd_args args = {
@@ -94,7 +94,7 @@ struct ib_dm *ohca_alloc_dm(struct ib_device *ibdev,
 
 	in.length = cpu_to_le64(attr->length);
 	in.log_align = cpu_to_le32(attr->alignment);
-	err = ohca_cmd_exec(dev, &args);
+	err = ohca_cmd_exec(dev->cdev, &args);
 	if (err)
 		goto err_free_entry;
 	dm->handle = le32_to_cpu(out.handle);
@@ -103,14 +103,14 @@ struct ib_dm *ohca_alloc_dm(struct ib_device *ibdev,
 	if (bar_offset < OHCA_DM_BAR_OFFSET ||
 	    bar_offset > OHCA_DM_BAR_OFFSET + OHCA_DM_SIZE - len ||
 	    !PAGE_ALIGNED(bar_offset) ||
-	    bar_offset + len > dev->db_bar_len) {
+	    bar_offset + len > dev->cdev->db_bar_len) {
 		ibdev_err(ibdev, "ALLOC_DM answered BAR2 offset %#llx\n",
 			  bar_offset);
 		err = -EIO;
 		goto err_free_cmd;
 	}
 
-	entry->address = dev->db_bar_addr + bar_offset;
+	entry->address = dev->cdev->db_bar_addr + bar_offset;
 	entry->dm_handle = dm->handle;
 	err = rdma_user_mmap_entry_insert(ibuctx, &entry->rdma_entry, len);
 	if (err)
@@ -154,7 +154,7 @@ struct ib_mr *ohca_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 			     struct ib_dm_mr_attr *attr,
 			     struct uverbs_attr_bundle *attrs)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibpd->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibpd->device);
 	struct ohca_reg_dm_mr_in in = {};
 	struct ohca_mr *mr;
 	u32 lkey, rkey;
@@ -179,7 +179,7 @@ struct ib_mr *ohca_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 	in.dm_handle = cpu_to_le32(to_ohca_dm(ibdm)->handle);
 	in.offset = cpu_to_le64(attr->offset);
 	in.length = cpu_to_le64(attr->length);
-	err = ohca_cmd_create(dev, OHCA_CMD_REG_DM_MR, &in, sizeof(in), &lkey,
+	err = ohca_cmd_create(dev->cdev, OHCA_CMD_REG_DM_MR, &in, sizeof(in), &lkey,
 			      &rkey);
 	if (err) {
 		kfree(mr);

@@ -10,16 +10,16 @@
 
 #include <ohca/ohca_cmd.h>
 
-#include "ohca.h"
+#include "ohca_ib.h"
 
 struct ohca_flow {
 	struct ib_flow ibflow;
 	u32 handle;
 };
 
-bool ohca_has_raw(struct ohca_dev *dev)
+bool ohca_has_raw(struct ohca_ibdev *dev)
 {
-	return le32_to_cpu(dev->attr.dev_caps) & OHCA_DEV_CAP_RAW_ETH;
+	return le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_RAW_ETH;
 }
 
 /* Each spec layer at most once: a second one would have to be merged. */
@@ -165,7 +165,7 @@ struct ib_flow *ohca_create_flow(struct ib_qp *ibqp,
 				 struct ib_flow_attr *attr,
 				 struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibqp->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibqp->device);
 	struct ohca_create_flow_in in = {};
 	const union ib_flow_spec *s;
 	struct ohca_flow *flow;
@@ -204,7 +204,7 @@ struct ib_flow *ohca_create_flow(struct ib_qp *ibqp,
 	flow = kzalloc(sizeof(*flow), GFP_KERNEL);
 	if (!flow)
 		return ERR_PTR(-ENOMEM);
-	err = ohca_cmd_create(dev, OHCA_CMD_CREATE_FLOW, &in, sizeof(in),
+	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_FLOW, &in, sizeof(in),
 			      &flow->handle, NULL);
 	if (err) {
 		kfree(flow);
@@ -215,10 +215,10 @@ struct ib_flow *ohca_create_flow(struct ib_qp *ibqp,
 
 int ohca_destroy_flow(struct ib_flow *ibflow)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibflow->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibflow->device);
 	struct ohca_flow *flow = container_of(ibflow, struct ohca_flow, ibflow);
 
-	ohca_destroy_failed(dev, ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_FLOW,
+	ohca_destroy_failed(dev, ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_FLOW,
 						  flow->handle),
 			    "flow", flow->handle);
 	kfree(flow);

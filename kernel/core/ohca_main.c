@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * ohca: PCI probe and remove, device bring-up, ib_device registration.
+ * ohca_core: PCI probe and remove, device bring-up, the PCI lifecycle
+ * (function reset, AER, shutdown) and the RDMA function's auxiliary
+ * device.
  */
 #include <linux/dma-mapping.h>
 #include <linux/etherdevice.h>
+#include <linux/idr.h>
 #include <linux/interrupt.h>
 #include <linux/iopoll.h>
 #include <linux/module.h>
+#include <linux/slab.h>
 
-#include "ohca.h"
+#include "ohca_core_priv.h"
 
 #define OHCA_RESET_TIMEOUT_US	5000000
 #define OHCA_READY_TIMEOUT_US	5000000
@@ -127,50 +131,60 @@ static int ohca_query_caps(struct ohca_dev *dev)
 	return 0;
 }
 
-static int ohca_ib_register(struct ohca_dev *dev)
+static DEFINE_IDA(ohca_aux_ida);
+
+static void ohca_aux_release(struct device *d)
 {
-	unsigned int eq0_irq = pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ);
-	struct ib_device *ibdev = &dev->ibdev;
+	struct ohca_aux_dev *aux = container_of(d, struct ohca_aux_dev,
+						adev.dev);
+
+	ida_free(&ohca_aux_ida, aux->adev.id);
+	kfree(aux);
+}
+
+/*
+ * The RDMA function's auxiliary device, ohca_core.rdma.<n>: adding it
+ * binds the RDMA driver if it is loaded (and lets udev load it).
+ */
+static int ohca_aux_add(struct ohca_dev *dev)
+{
+	struct ohca_aux_dev *aux;
 	int err;
 
-	ibdev->node_type = RDMA_NODE_IB_CA;
-	ibdev->phys_port_cnt = 1;
-	ibdev->num_comp_vectors = max(1, dev->num_comp_eqs);
-	ibdev->dev.parent = &dev->pdev->dev;
-	ibdev->node_guid = cpu_to_be64(le64_to_cpu(dev->attr.node_guid));
-	strscpy(ibdev->node_desc, "ohca RoCEv2 HCA", sizeof(ibdev->node_desc));
-	ib_set_device_ops(ibdev, &ohca_dev_ops);
-	ib_set_device_ops(ibdev, &ohca_stats_ops);
-	if (IS_ENABLED(CONFIG_INFINIBAND_USER_ACCESS))
-		ibdev->driver_def = ohca_uapi_defs;
-
-	err = ib_device_set_netdev(ibdev, dev->netdev, 1);
-	if (err)
-		return err;
-	atomic_set(&dev->port_active, ohca_port_active(dev));
-	err = ib_register_device(ibdev, "ohca%d", &dev->pdev->dev);
-	if (err) {
-		dev_err(&dev->pdev->dev, "cannot register the RDMA device: %d\n",
-			err);
-		/* Drop the netdev reference, or unregistering it would hang. */
-		ib_device_set_netdev(ibdev, NULL, 1);
+	aux = kzalloc(sizeof(*aux), GFP_KERNEL);
+	if (!aux)
+		return -ENOMEM;
+	err = ida_alloc(&ohca_aux_ida, GFP_KERNEL);
+	if (err < 0) {
+		kfree(aux);
 		return err;
 	}
-
-	/* Pass on a port change the core may have missed while registering. */
-	disable_irq(eq0_irq);
-	set_bit(OHCA_FLAG_IB_REGISTERED, &dev->flags);
-	ohca_port_update(dev);
-	enable_irq(eq0_irq);
+	aux->dev = dev;
+	aux->adev.id = err;
+	aux->adev.name = OHCA_AUX_RDMA;
+	aux->adev.dev.parent = &dev->pdev->dev;
+	aux->adev.dev.release = ohca_aux_release;
+	err = auxiliary_device_init(&aux->adev);
+	if (err) {
+		ida_free(&ohca_aux_ida, aux->adev.id);
+		kfree(aux);
+		return err;
+	}
+	err = auxiliary_device_add(&aux->adev);
+	if (err) {
+		auxiliary_device_uninit(&aux->adev);	/* frees it */
+		return err;
+	}
+	dev->aux = aux;
 	return 0;
 }
 
-static void ohca_ib_unregister(struct ohca_dev *dev)
+/* Unbinds the RDMA driver: its ib_device is gone on return. */
+static void ohca_aux_del(struct ohca_dev *dev)
 {
-	/* No port event may reach the core once unregistering starts. */
-	clear_bit(OHCA_FLAG_IB_REGISTERED, &dev->flags);
-	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
-	ib_unregister_device(&dev->ibdev);
+	auxiliary_device_delete(&dev->aux->adev);
+	auxiliary_device_uninit(&dev->aux->adev);
+	dev->aux = NULL;
 }
 
 static int ohca_map_bars(struct ohca_dev *dev)
@@ -244,14 +258,10 @@ static struct ohca_dev *ohca_dev_init(struct pci_dev *pdev)
 	struct ohca_dev *dev;
 	int err;
 
-	dev = ib_alloc_device(ohca_dev, ibdev);
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
 	if (!dev)
 		return ERR_PTR(-ENOMEM);
 	dev->pdev = pdev;
-	xa_init_flags(&dev->cq_xa, XA_FLAGS_LOCK_IRQ);
-	xa_init_flags(&dev->qp_xa, XA_FLAGS_LOCK_IRQ);
-	xa_init_flags(&dev->srq_xa, XA_FLAGS_LOCK_IRQ);
-	xa_init_flags(&dev->odp_xa, XA_FLAGS_LOCK_IRQ);
 
 	err = ohca_init_fault(dev, &step) ?: pci_enable_device_mem(pdev);
 	if (err) {
@@ -301,20 +311,21 @@ static struct ohca_dev *ohca_dev_init(struct pci_dev *pdev)
 	err = ohca_init_fault(dev, &step) ?: ohca_netdev_create(dev);
 	if (err)
 		goto err_comp_eqs;
-	err = ohca_init_fault(dev, &step) ?: ohca_ib_register(dev);
-	if (err)
-		goto err_netdev;
 	ohca_debugfs_init(dev);
+	err = ohca_init_fault(dev, &step) ?: ohca_aux_add(dev);
+	if (err)
+		goto err_debugfs;
 	pci_set_drvdata(pdev, dev);
 	/* What slot_reset restores after an AER reset of the link. */
 	pci_save_state(pdev);
 
-	dev_info(&pdev->dev, "%s and %s ready, MAC %pM, node GUID %016llx\n",
-		 dev_name(&dev->ibdev.dev), dev->netdev->name, dev->port_mac,
-		 le64_to_cpu(dev->attr.node_guid));
+	dev_info(&pdev->dev, "%s ready, MAC %pM, node GUID %016llx, RDMA function %s\n",
+		 dev->netdev->name, dev->port_mac,
+		 le64_to_cpu(dev->attr.node_guid), dev_name(&dev->aux->adev.dev));
 	return dev;
 
-err_netdev:
+err_debugfs:
+	ohca_debugfs_cleanup(dev);
 	ohca_netdev_destroy(dev);
 err_comp_eqs:
 	ohca_dev_reset(dev);
@@ -338,23 +349,23 @@ err_clear_master:
 err_disable:
 	pci_disable_device(pdev);
 err_dealloc:
-	ib_dealloc_device(&dev->ibdev);
+	kfree(dev);
 	return ERR_PTR(err);
 }
 
 /*
- * The reverse of ohca_dev_init(). Unregistering the ib_device
- * disassociates open user contexts (they get IB_EVENT_DEVICE_FATAL and
- * their resources are destroyed) instead of waiting for the processes.
+ * The reverse of ohca_dev_init(). Deleting the auxiliary device unbinds
+ * the RDMA driver first, which unregisters the ib_device: open user
+ * contexts are disassociated (they get IB_EVENT_DEVICE_FATAL and their
+ * resources are destroyed) instead of waiting for the processes.
  */
 static void ohca_dev_teardown(struct ohca_dev *dev)
 {
 	struct pci_dev *pdev = dev->pdev;
 
 	pci_set_drvdata(pdev, NULL);
+	ohca_aux_del(dev);
 	ohca_debugfs_cleanup(dev);
-	ohca_ib_unregister(dev);
-	ohca_odp_drain(dev);
 	ohca_netdev_destroy(dev);
 	/* Stop all device DMA before its buffers go away. */
 	ohca_dev_reset(dev);
@@ -365,13 +376,8 @@ static void ohca_dev_teardown(struct ohca_dev *dev)
 	ohca_unmap_bars(dev);
 	pci_clear_master(pdev);
 	pci_disable_device(pdev);
-	WARN_ON(!xa_empty(&dev->qp_xa) || !xa_empty(&dev->cq_xa) ||
-		!xa_empty(&dev->srq_xa));
-	xa_destroy(&dev->odp_xa);
-	xa_destroy(&dev->srq_xa);
-	xa_destroy(&dev->qp_xa);
-	xa_destroy(&dev->cq_xa);
-	ib_dealloc_device(&dev->ibdev);
+	WARN_ON(rcu_access_pointer(dev->events));
+	kfree(dev);
 }
 
 static int ohca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
@@ -399,8 +405,8 @@ static void ohca_reset_prepare(struct pci_dev *pdev)
 
 	if (!dev)
 		return;
-	dev_info(&pdev->dev, "function reset: stopping %s and %s\n",
-		 dev_name(&dev->ibdev.dev), dev->netdev->name);
+	dev_info(&pdev->dev, "function reset: stopping %s and the RDMA function\n",
+		 dev->netdev->name);
 	ohca_dev_teardown(dev);
 }
 
@@ -513,6 +519,6 @@ static void __exit ohca_exit(void)
 module_init(ohca_init);
 module_exit(ohca_exit);
 
-MODULE_DESCRIPTION("ohca emulated RoCEv2 RDMA NIC");
+MODULE_DESCRIPTION("ohca emulated RoCEv2 NIC: PCI function, command and event queues, Ethernet");
 MODULE_AUTHOR("The ohca authors");
 MODULE_LICENSE("Dual BSD/GPL");

@@ -8,11 +8,11 @@
  */
 #include <rdma/ib_verbs.h>
 
-#include "ohca.h"
+#include "ohca_ib.h"
 
 static int ohca_mcast_cmd(struct ib_qp *ibqp, union ib_gid *gid, u16 opcode)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibqp->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibqp->device);
 	struct ohca_mcast_in in = {};
 	struct ohca_cmd_args args = {
 		.opcode = opcode,
@@ -20,13 +20,13 @@ static int ohca_mcast_cmd(struct ib_qp *ibqp, union ib_gid *gid, u16 opcode)
 		.in_len = sizeof(in),
 	};
 
-	if (!dev->attr.max_mcast_grp)
+	if (!dev->cdev->attr.max_mcast_grp)
 		return -EOPNOTSUPP;
 	if (ibqp->qp_type != IB_QPT_UD)
 		return -EINVAL;
 	in.qpn = cpu_to_le32(to_ohca_qp(ibqp)->qpn);
 	memcpy(in.gid, gid->raw, sizeof(in.gid));
-	return ohca_cmd_exec(dev, &args);
+	return ohca_cmd_exec(dev->cdev, &args);
 }
 
 int ohca_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * ohca: resource command helpers, page lists, protection domains and
+ * ohca_ib: page lists, protection domains and
  * memory regions.
  */
 #include <linux/dma-mapping.h>
@@ -13,44 +13,9 @@
 
 #include <ohca/ohca-abi.h>
 
-#include "ohca.h"
+#include "ohca_ib.h"
 
 #define OHCA_PBL_PAGE_SIZE	4096
-
-/* Run a CREATE_* command; @handle2 may be NULL. */
-int ohca_cmd_create(struct ohca_dev *dev, u16 opcode, const void *in,
-		    u16 in_len, u32 *handle, u32 *handle2)
-{
-	struct ohca_create_out out;
-	struct ohca_cmd_args args = {
-		.opcode = opcode,
-		.in = in,
-		.in_len = in_len,
-		.out = &out,
-		.out_len = sizeof(out),
-	};
-	int err;
-
-	err = ohca_cmd_exec(dev, &args);
-	if (err)
-		return err;
-	*handle = le32_to_cpu(out.handle);
-	if (handle2)
-		*handle2 = le32_to_cpu(out.handle2);
-	return 0;
-}
-
-int ohca_cmd_destroy(struct ohca_dev *dev, u16 opcode, u32 handle)
-{
-	struct ohca_handle_in in = { .handle = cpu_to_le32(handle) };
-	struct ohca_cmd_args args = {
-		.opcode = opcode,
-		.in = &in,
-		.in_len = sizeof(in),
-	};
-
-	return ohca_cmd_exec(dev, &args);
-}
 
 /*
  * A DESTROY_* command failed. With the device stopped (fatal) it no longer
@@ -58,20 +23,20 @@ int ohca_cmd_destroy(struct ohca_dev *dev, u16 opcode, u32 handle)
  * Otherwise the device may still own the object's memory; the caller
  * keeps it (leaks it) and the object is gone for the core: returns true.
  */
-bool ohca_destroy_failed(struct ohca_dev *dev, int err, const char *what,
+bool ohca_destroy_failed(struct ohca_ibdev *dev, int err, const char *what,
 			 u32 handle)
 {
-	if (!err || test_bit(OHCA_FLAG_FATAL, &dev->flags))
+	if (!err || test_bit(OHCA_FLAG_FATAL, &dev->cdev->flags))
 		return false;
-	dev_err(&dev->pdev->dev,
+	dev_err(&dev->cdev->pdev->dev,
 		"cannot destroy %s 0x%x (%d): its memory stays with the device\n",
 		what, handle, err);
 	return true;
 }
 
-void ohca_pbl_free(struct ohca_dev *dev, struct ohca_pbl_mem *mem)
+void ohca_pbl_free(struct ohca_ibdev *dev, struct ohca_pbl_mem *mem)
 {
-	struct device *dmadev = &dev->pdev->dev;
+	struct device *dmadev = &dev->cdev->pdev->dev;
 	u32 i;
 
 	for (i = 0; i < mem->nleaves; i++)
@@ -86,10 +51,10 @@ void ohca_pbl_free(struct ohca_dev *dev, struct ohca_pbl_mem *mem)
 }
 
 /* Allocate the list pages for @npages entries and describe them in @pbl. */
-static int ohca_pbl_alloc(struct ohca_dev *dev, u32 npages, u32 page_shift,
+static int ohca_pbl_alloc(struct ohca_ibdev *dev, u32 npages, u32 page_shift,
 			  struct ohca_pbl *pbl, struct ohca_pbl_mem *mem)
 {
-	struct device *dmadev = &dev->pdev->dev;
+	struct device *dmadev = &dev->cdev->pdev->dev;
 	u32 i;
 
 	memset(mem, 0, sizeof(*mem));
@@ -142,7 +107,7 @@ static void ohca_pbl_set(struct ohca_pbl_mem *mem, u32 i, u64 addr)
 }
 
 /* Page list of @umem in blocks of @pgsz (from ib_umem_find_best_pgsz()). */
-int ohca_pbl_from_umem(struct ohca_dev *dev, struct ib_umem *umem,
+int ohca_pbl_from_umem(struct ohca_ibdev *dev, struct ib_umem *umem,
 		       unsigned long pgsz, struct ohca_pbl *pbl,
 		       struct ohca_pbl_mem *mem)
 {
@@ -168,7 +133,7 @@ int ohca_pbl_from_umem(struct ohca_dev *dev, struct ib_umem *umem,
 }
 
 /* Page list of a contiguous coherent buffer, in 4 KiB pages. */
-int ohca_pbl_from_coherent(struct ohca_dev *dev, dma_addr_t addr,
+int ohca_pbl_from_coherent(struct ohca_ibdev *dev, dma_addr_t addr,
 			   size_t bytes, struct ohca_pbl *pbl,
 			   struct ohca_pbl_mem *mem)
 {
@@ -184,9 +149,9 @@ int ohca_pbl_from_coherent(struct ohca_dev *dev, dma_addr_t addr,
 	return 0;
 }
 
-static unsigned long ohca_pgsz_bitmap(struct ohca_dev *dev)
+static unsigned long ohca_pgsz_bitmap(struct ohca_ibdev *dev)
 {
-	return le64_to_cpu(dev->attr.page_size_cap) &
+	return le64_to_cpu(dev->cdev->attr.page_size_cap) &
 	       GENMASK_ULL(OHCA_PAGE_SHIFT_MAX, OHCA_PAGE_SHIFT_MIN);
 }
 
@@ -194,7 +159,7 @@ static unsigned long ohca_pgsz_bitmap(struct ohca_dev *dev)
  * Pin a user ring of @bytes at @addr (page aligned: the device starts
  * rings at offset 0 of the first listed page) and build its page list.
  */
-struct ib_umem *ohca_umem_ring(struct ohca_dev *dev, u64 addr, size_t bytes,
+struct ib_umem *ohca_umem_ring(struct ohca_ibdev *dev, u64 addr, size_t bytes,
 			       struct ohca_pbl *pbl, struct ohca_pbl_mem *mem)
 {
 	unsigned long bitmap = ohca_pgsz_bitmap(dev);
@@ -259,21 +224,21 @@ int ohca_access_from_dev(u32 access)
 
 int ohca_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibpd->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibpd->device);
 	struct ohca_pd *pd = to_ohca_pd(ibpd);
 
 	/* No driver data either way: the provider needs no PD number. */
-	return ohca_cmd_create(dev, OHCA_CMD_CREATE_PD, NULL, 0, &pd->pdn,
+	return ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_PD, NULL, 0, &pd->pdn,
 			       NULL);
 }
 
 int ohca_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibpd->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibpd->device);
 	u32 pdn = to_ohca_pd(ibpd)->pdn;
 	int err;
 
-	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_PD, pdn);
+	err = ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_PD, pdn);
 	ohca_destroy_failed(dev, err, "PD", pdn);
 	return 0;
 }
@@ -288,13 +253,13 @@ int ohca_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 				  IB_ACCESS_REMOTE_READ | \
 				  IB_ACCESS_REMOTE_ATOMIC)
 
-static int ohca_create_mr_cmd(struct ohca_dev *dev, struct ohca_mr *mr,
+static int ohca_create_mr_cmd(struct ohca_ibdev *dev, struct ohca_mr *mr,
 			      struct ohca_create_mr_in *in)
 {
 	u32 lkey, rkey;
 	int err;
 
-	err = ohca_cmd_create(dev, OHCA_CMD_CREATE_MR, in, sizeof(*in), &lkey,
+	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_MR, in, sizeof(*in), &lkey,
 			      &rkey);
 	if (err)
 		return err;
@@ -307,7 +272,7 @@ static int ohca_create_mr_cmd(struct ohca_dev *dev, struct ohca_mr *mr,
 struct ib_mr *ohca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			       u64 iova, int access, struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibpd->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibpd->device);
 	struct ohca_create_mr_in in = {};
 	struct ohca_pbl_mem mem;
 	unsigned long pgsz;
@@ -324,7 +289,7 @@ struct ib_mr *ohca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			  access);
 		return ERR_PTR(-EOPNOTSUPP);
 	}
-	if (!length || length > le64_to_cpu(dev->attr.max_mr_size))
+	if (!length || length > le64_to_cpu(dev->cdev->attr.max_mr_size))
 		return ERR_PTR(-EINVAL);
 
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
@@ -368,7 +333,7 @@ err_free:
 
 struct ib_mr *ohca_get_dma_mr(struct ib_pd *ibpd, int access)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibpd->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibpd->device);
 	struct ohca_create_mr_in in = {};
 	struct ohca_mr *mr;
 	int err;
@@ -386,7 +351,7 @@ struct ib_mr *ohca_get_dma_mr(struct ib_pd *ibpd, int access)
 
 	in.pdn = cpu_to_le32(to_ohca_pd(ibpd)->pdn);
 	in.access = cpu_to_le32(ohca_access_to_dev(access));
-	in.length = dev->attr.max_mr_size;
+	in.length = dev->cdev->attr.max_mr_size;
 	in.flags = cpu_to_le32(OHCA_MR_F_PHYSICAL);
 	err = ohca_create_mr_cmd(dev, mr, &in);
 	if (err) {
@@ -409,7 +374,7 @@ struct ib_mr *ohca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				 u64 length, u64 iova, int access,
 				 struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibmr->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibmr->device);
 	struct ohca_mr *mr = to_ohca_mr(ibmr);
 	struct ohca_rereg_mr_in in = {};
 	struct ohca_create_out out = {};
@@ -426,7 +391,7 @@ struct ib_mr *ohca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	u32 dflags = 0;
 	int err;
 
-	if (!(le32_to_cpu(dev->attr.dev_caps) & OHCA_DEV_CAP_REREG_MR) ||
+	if (!(le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_REREG_MR) ||
 	    !mr->umem)
 		return ERR_PTR(-EOPNOTSUPP);
 	if (flags & ~(IB_MR_REREG_TRANS | IB_MR_REREG_PD | IB_MR_REREG_ACCESS))
@@ -454,7 +419,7 @@ struct ib_mr *ohca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	if (flags & IB_MR_REREG_TRANS) {
 		unsigned long pgsz;
 
-		if (!length || length > le64_to_cpu(dev->attr.max_mr_size))
+		if (!length || length > le64_to_cpu(dev->cdev->attr.max_mr_size))
 			return ERR_PTR(-EINVAL);
 		umem = ib_umem_get(ibmr->device, start, length, new_access);
 		if (IS_ERR(umem))
@@ -473,7 +438,7 @@ struct ib_mr *ohca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		return NULL;
 	in.key = cpu_to_le32(mr->handle);
 	in.flags = cpu_to_le32(dflags);
-	err = ohca_cmd_exec(dev, &args);
+	err = ohca_cmd_exec(dev->cdev, &args);
 	ohca_pbl_free(dev, &mem);
 	if (err)
 		goto err_release;
@@ -493,7 +458,7 @@ err_release:
 
 int ohca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibmr->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibmr->device);
 	struct ohca_mr *mr = to_ohca_mr(ibmr);
 	int err;
 
@@ -503,12 +468,12 @@ int ohca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		return 0;
 	}
 	/* The handle: a fast-registration MR's keys change with each REG_MR. */
-	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_MR, mr->handle);
+	err = ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_MR, mr->handle);
 	/*
 	 * Memory windows are bound to it (IBTA: deregistration fails): the
 	 * MR stays as it is, and uverbs retries once the windows are gone.
 	 */
-	if (err == -EBUSY && !test_bit(OHCA_FLAG_FATAL, &dev->flags))
+	if (err == -EBUSY && !test_bit(OHCA_FLAG_FATAL, &dev->cdev->flags))
 		return err;
 	if (!ohca_destroy_failed(dev, err, "MR", mr->handle)) {
 		ib_umem_release(mr->umem);

@@ -9,34 +9,34 @@
  */
 #include <ohca/ohca_cmd.h>
 
-#include "ohca.h"
+#include "ohca_ib.h"
 
-bool ohca_has_xrc(struct ohca_dev *dev)
+bool ohca_has_xrc(struct ohca_ibdev *dev)
 {
-	return le32_to_cpu(dev->attr.dev_caps) & OHCA_DEV_CAP_XRC;
+	return le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_XRC;
 }
 
 int ohca_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibxrcd->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibxrcd->device);
 	struct ohca_xrcd *xrcd = to_ohca_xrcd(ibxrcd);
 
 	if (!ohca_has_xrc(dev))
 		return -EOPNOTSUPP;
 	if (udata && !ohca_udata_tail_clear(udata, 0))
 		return -EINVAL;
-	return ohca_cmd_create(dev, OHCA_CMD_ALLOC_XRCD, NULL, 0,
+	return ohca_cmd_create(dev->cdev, OHCA_CMD_ALLOC_XRCD, NULL, 0,
 			       &xrcd->xrcdn, NULL);
 }
 
 int ohca_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibxrcd->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibxrcd->device);
 	struct ohca_xrcd *xrcd = to_ohca_xrcd(ibxrcd);
 	int err;
 
 	/* A domain holds no guest memory: a failure leaks nothing here. */
-	err = ohca_cmd_destroy(dev, OHCA_CMD_DEALLOC_XRCD, xrcd->xrcdn);
+	err = ohca_cmd_destroy(dev->cdev, OHCA_CMD_DEALLOC_XRCD, xrcd->xrcdn);
 	ohca_destroy_failed(dev, err, "XRCD", xrcd->xrcdn);
 	return 0;
 }
@@ -47,7 +47,7 @@ u32 ohca_xrcdn(struct ib_xrcd *ibxrcd)
 }
 
 /* An XRC target QP: a number in the domain and a state, nothing else. */
-int ohca_create_xrc_tgt_qp(struct ohca_dev *dev, struct ohca_qp *qp,
+int ohca_create_xrc_tgt_qp(struct ohca_ibdev *dev, struct ohca_qp *qp,
 			   struct ib_qp_init_attr *init)
 {
 	struct ohca_create_qp_in in = {};
@@ -63,21 +63,20 @@ int ohca_create_xrc_tgt_qp(struct ohca_dev *dev, struct ohca_qp *qp,
 	qp->state = IB_QPS_RESET;
 	in.type = OHCA_QPT_XRC_TGT;
 	in.xrcdn = cpu_to_le32(ohca_xrcdn(init->xrcd));
-	err = ohca_cmd_create(dev, OHCA_CMD_CREATE_QP, &in, sizeof(in),
+	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_QP, &in, sizeof(in),
 			      &qp->qpn, NULL);
 	if (err)
 		goto err_mutex;
 	err = xa_insert_irq(&dev->qp_xa, qp->qpn, qp, GFP_KERNEL);
 	if (err) {
-		dev_err(&dev->pdev->dev, "device reused QP number 0x%x\n",
+		dev_err(&dev->cdev->pdev->dev, "device reused QP number 0x%x\n",
 			qp->qpn);
 		if (!ohca_destroy_failed(dev,
-					 ohca_cmd_destroy(dev,
+					 ohca_cmd_destroy(dev->cdev,
 							  OHCA_CMD_DESTROY_QP,
 							  qp->qpn),
 					 "QP", qp->qpn))
-			synchronize_irq(pci_irq_vector(dev->pdev,
-						       OHCA_MSIX_ASYNC_EQ));
+			ohca_sync_async_events(dev->cdev);
 		goto err_mutex;
 	}
 	qp->ibqp.qp_num = qp->qpn;

@@ -11,7 +11,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/jiffies.h>
 
-#include "ohca.h"
+#include "ohca_core_priv.h"
 
 static const char *const ohca_cmd_names[] = {
 	[OHCA_CMD_NOP]			= "NOP",
@@ -369,6 +369,44 @@ int ohca_cmd_exec(struct ohca_dev *dev, const struct ohca_cmd_args *args)
 	ohca_ctx_put(dev, ctx);
 	return err;
 }
+EXPORT_SYMBOL_GPL(ohca_cmd_exec);
+
+/* Run a CREATE_* command; @handle2 may be NULL. */
+int ohca_cmd_create(struct ohca_dev *dev, u16 opcode, const void *in,
+		    u16 in_len, u32 *handle, u32 *handle2)
+{
+	struct ohca_create_out out;
+	struct ohca_cmd_args args = {
+		.opcode = opcode,
+		.in = in,
+		.in_len = in_len,
+		.out = &out,
+		.out_len = sizeof(out),
+	};
+	int err;
+
+	err = ohca_cmd_exec(dev, &args);
+	if (err)
+		return err;
+	*handle = le32_to_cpu(out.handle);
+	if (handle2)
+		*handle2 = le32_to_cpu(out.handle2);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(ohca_cmd_create);
+
+int ohca_cmd_destroy(struct ohca_dev *dev, u16 opcode, u32 handle)
+{
+	struct ohca_handle_in in = { .handle = cpu_to_le32(handle) };
+	struct ohca_cmd_args args = {
+		.opcode = opcode,
+		.in = &in,
+		.in_len = sizeof(in),
+	};
+
+	return ohca_cmd_exec(dev, &args);
+}
+EXPORT_SYMBOL_GPL(ohca_cmd_destroy);
 
 /*
  * Post one of the debugfs malformed-command templates (ohca_debugfs.c),

@@ -13,10 +13,10 @@
 
 #include <ohca/ohca-abi.h>
 
-#include "ohca.h"
+#include "ohca_ib.h"
 
 /* SRQ_EVENT on EQ 0, in IRQ context. */
-void ohca_srq_event(struct ohca_dev *dev, u32 srqn, u16 code)
+void ohca_srq_event(struct ohca_ibdev *dev, u32 srqn, u16 code)
 {
 	struct ohca_srq *srq = xa_load(&dev->srq_xa, srqn);
 	struct ib_event event;
@@ -26,19 +26,19 @@ void ohca_srq_event(struct ohca_dev *dev, u32 srqn, u16 code)
 		event.event = IB_EVENT_SRQ_LIMIT_REACHED;
 		break;
 	case OHCA_SRQ_EV_ERR:
-		dev_warn_ratelimited(&dev->pdev->dev,
+		dev_warn_ratelimited(&dev->cdev->pdev->dev,
 				     "SRQ 0x%x ring not readable, stopped\n",
 				     srqn);
 		event.event = IB_EVENT_SRQ_ERR;
 		break;
 	default:
-		dev_warn_ratelimited(&dev->pdev->dev,
+		dev_warn_ratelimited(&dev->cdev->pdev->dev,
 				     "unknown event %u for SRQ 0x%x ignored\n",
 				     code, srqn);
 		return;
 	}
 	if (!srq) {
-		dev_dbg_ratelimited(&dev->pdev->dev,
+		dev_dbg_ratelimited(&dev->cdev->pdev->dev,
 				    "event %u for unknown SRQ 0x%x\n", code, srqn);
 		return;
 	}
@@ -49,17 +49,17 @@ void ohca_srq_event(struct ohca_dev *dev, u32 srqn, u16 code)
 	srq->ibsrq.event_handler(&event, srq->ibsrq.srq_context);
 }
 
-static u32 ohca_max_srq_wr(struct ohca_dev *dev)
+static u32 ohca_max_srq_wr(struct ohca_ibdev *dev)
 {
-	return le32_to_cpu(dev->attr.max_srq_wr);
+	return le32_to_cpu(dev->cdev->attr.max_srq_wr);
 }
 
-static u32 ohca_max_srq_sge(struct ohca_dev *dev)
+static u32 ohca_max_srq_sge(struct ohca_ibdev *dev)
 {
-	return le32_to_cpu(dev->attr.max_srq_sge);
+	return le32_to_cpu(dev->cdev->attr.max_srq_sge);
 }
 
-static int ohca_srq_create_user(struct ohca_dev *dev, struct ohca_srq *srq,
+static int ohca_srq_create_user(struct ohca_ibdev *dev, struct ohca_srq *srq,
 				struct ib_srq_init_attr *init,
 				struct ohca_create_srq_in *in,
 				struct ohca_pbl_mem *mem, struct ib_udata *udata)
@@ -106,7 +106,7 @@ static int ohca_srq_create_user(struct ohca_dev *dev, struct ohca_srq *srq,
 	return 0;
 }
 
-static int ohca_srq_create_kernel(struct ohca_dev *dev, struct ohca_srq *srq,
+static int ohca_srq_create_kernel(struct ohca_ibdev *dev, struct ohca_srq *srq,
 				  struct ib_srq_init_attr *init,
 				  struct ohca_create_srq_in *in,
 				  struct ohca_pbl_mem *mem)
@@ -123,14 +123,14 @@ static int ohca_srq_create_kernel(struct ohca_dev *dev, struct ohca_srq *srq,
 	    wq->log_stride > OHCA_WQ_LOG_STRIDE_MAX)
 		return -EINVAL;
 	wq->bytes = PAGE_ALIGN(BIT(wq->log_size + wq->log_stride));
-	wq->buf = dma_alloc_coherent(&dev->pdev->dev, wq->bytes, &wq->buf_dma,
+	wq->buf = dma_alloc_coherent(&dev->cdev->pdev->dev, wq->bytes, &wq->buf_dma,
 				     GFP_KERNEL);
 	if (!wq->buf)
 		return -ENOMEM;
 	err = ohca_pbl_from_coherent(dev, wq->buf_dma, wq->bytes, &in->pbl,
 				     mem);
 	if (err) {
-		dma_free_coherent(&dev->pdev->dev, wq->bytes, wq->buf,
+		dma_free_coherent(&dev->cdev->pdev->dev, wq->bytes, wq->buf,
 				  wq->buf_dma);
 		wq->buf = NULL;
 		return err;
@@ -139,12 +139,12 @@ static int ohca_srq_create_kernel(struct ohca_dev *dev, struct ohca_srq *srq,
 	return 0;
 }
 
-static void ohca_srq_free_buf(struct ohca_dev *dev, struct ohca_srq *srq)
+static void ohca_srq_free_buf(struct ohca_ibdev *dev, struct ohca_srq *srq)
 {
 	ib_umem_release(srq->wq.umem);
 	srq->wq.umem = NULL;
 	if (srq->wq.buf)
-		dma_free_coherent(&dev->pdev->dev, srq->wq.bytes, srq->wq.buf,
+		dma_free_coherent(&dev->cdev->pdev->dev, srq->wq.bytes, srq->wq.buf,
 				  srq->wq.buf_dma);
 	srq->wq.buf = NULL;
 }
@@ -152,7 +152,7 @@ static void ohca_srq_free_buf(struct ohca_dev *dev, struct ohca_srq *srq)
 int ohca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		    struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibsrq->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibsrq->device);
 	struct ohca_srq *srq = to_ohca_srq(ibsrq);
 	struct ohca_ibv_create_srq_resp resp = {};
 	struct ohca_create_srq_in in = {};
@@ -187,7 +187,7 @@ int ohca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	in.log_size = srq->wq.log_size;
 	in.log_stride = srq->wq.log_stride;
 	in.limit = cpu_to_le32(init->attr.srq_limit);
-	err = ohca_cmd_create(dev, OHCA_CMD_CREATE_SRQ, &in, sizeof(in),
+	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_SRQ, &in, sizeof(in),
 			      &srq->srqn, NULL);
 	/* The device copied the list. */
 	ohca_pbl_free(dev, &mem);
@@ -196,7 +196,7 @@ int ohca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 
 	err = xa_insert_irq(&dev->srq_xa, srq->srqn, srq, GFP_KERNEL);
 	if (err) {
-		dev_err(&dev->pdev->dev, "device reused SRQ number 0x%x\n",
+		dev_err(&dev->cdev->pdev->dev, "device reused SRQ number 0x%x\n",
 			srq->srqn);
 		goto err_destroy;
 	}
@@ -221,11 +221,11 @@ int ohca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 err_erase:
 	xa_erase_irq(&dev->srq_xa, srq->srqn);
 err_destroy:
-	if (ohca_destroy_failed(dev, ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_SRQ,
+	if (ohca_destroy_failed(dev, ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_SRQ,
 						      srq->srqn), "SRQ",
 				srq->srqn))
 		return err;
-	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
+	ohca_sync_async_events(dev->cdev);
 err_free_buf:
 	ohca_srq_free_buf(dev, srq);
 	return err;
@@ -233,14 +233,14 @@ err_free_buf:
 
 int ohca_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibsrq->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibsrq->device);
 	struct ohca_srq *srq = to_ohca_srq(ibsrq);
 	int err;
 
 	xa_erase_irq(&dev->srq_xa, srq->srqn);
-	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_SRQ, srq->srqn);
+	err = ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_SRQ, srq->srqn);
 	/* No event handler may still hold the SRQ. */
-	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
+	ohca_sync_async_events(dev->cdev);
 	if (!ohca_destroy_failed(dev, err, "SRQ", srq->srqn))
 		ohca_srq_free_buf(dev, srq);
 	return 0;
@@ -249,7 +249,7 @@ int ohca_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 int ohca_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		    enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibsrq->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibsrq->device);
 	struct ohca_srq *srq = to_ohca_srq(ibsrq);
 	struct ohca_modify_srq_in in = {};
 	struct ohca_cmd_args args = {
@@ -271,12 +271,12 @@ int ohca_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 	in.srqn = cpu_to_le32(srq->srqn);
 	in.attr_mask = cpu_to_le32(OHCA_SRQ_LIMIT);
 	in.limit = cpu_to_le32(attr->srq_limit);
-	return ohca_cmd_exec(dev, &args);
+	return ohca_cmd_exec(dev->cdev, &args);
 }
 
 int ohca_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibsrq->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibsrq->device);
 	struct ohca_srq *srq = to_ohca_srq(ibsrq);
 	struct ohca_handle_in in = { .handle = cpu_to_le32(srq->srqn) };
 	struct ohca_query_srq_out out;
@@ -289,7 +289,7 @@ int ohca_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 	};
 	int err;
 
-	err = ohca_cmd_exec(dev, &args);
+	err = ohca_cmd_exec(dev->cdev, &args);
 	if (err)
 		return err;
 	attr->max_wr = BIT(srq->wq.log_size);
@@ -301,7 +301,7 @@ int ohca_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 int ohca_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad_wr)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibsrq->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibsrq->device);
 	struct ohca_srq *srq = to_ohca_srq(ibsrq);
 	struct ohca_wq *wq = &srq->wq;
 	unsigned long flags;
@@ -339,7 +339,7 @@ int ohca_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 	}
 	/* writeq() orders the WQE stores before the doorbell. */
 	if (wq->pi != start)
-		ohca_kdb(dev, OHCA_DB_SRQ, srq->srqn, wq->pi);
+		ohca_kdb(dev->cdev, OHCA_DB_SRQ, srq->srqn, wq->pi);
 	spin_unlock_irqrestore(&wq->lock, flags);
 
 	if (err)

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * ohca: event queue 0 (command completions, port changes, fatal errors)
- * and its MSI-X vector.
+ * ohca_core: event queue 0 (command completions, port changes, fatal
+ * errors, the RDMA objects' events) and the completion EQs, their MSI-X
+ * vectors, and the hand-off of RDMA events to the RDMA driver.
  */
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
 
-#include "ohca.h"
+#include "ohca_core_priv.h"
 
 static const char *ohca_fatal_name(u32 code)
 {
@@ -24,22 +25,82 @@ static const char *ohca_fatal_name(u32 code)
 	}
 }
 
-/* Fail every command waiter, drop the carrier and tell the RDMA core. */
+/*
+ * The RDMA driver's callbacks (ohca_core.h). The client pointer is
+ * published and cleared by ohca_register_events() and
+ * ohca_unregister_events(); every call runs under rcu_read_lock(), so
+ * the synchronize_rcu() in ohca_unregister_events() waits for it.
+ */
+int ohca_register_events(struct ohca_dev *dev,
+			 struct ohca_event_client *client)
+{
+	if (rcu_access_pointer(dev->events))
+		return -EBUSY;
+	rcu_assign_pointer(dev->events, client);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(ohca_register_events);
+
+void ohca_unregister_events(struct ohca_dev *dev)
+{
+	RCU_INIT_POINTER(dev->events, NULL);
+	synchronize_rcu();
+}
+EXPORT_SYMBOL_GPL(ohca_unregister_events);
+
+static void ohca_dispatch_comp(struct ohca_dev *dev, u32 cqn)
+{
+	struct ohca_event_client *client;
+
+	rcu_read_lock();
+	client = rcu_dereference(dev->events);
+	if (client)
+		client->ops->comp(client->priv, cqn);
+	else
+		atomic_inc(&dev->events_dropped);
+	rcu_read_unlock();
+}
+
+static void ohca_dispatch_async(struct ohca_dev *dev,
+				const struct ohca_eqe *eqe)
+{
+	struct ohca_event_client *client;
+
+	rcu_read_lock();
+	client = rcu_dereference(dev->events);
+	if (client)
+		client->ops->async(client->priv, eqe);
+	else
+		atomic_inc(&dev->events_dropped);
+	rcu_read_unlock();
+}
+
+/* The port's state may have changed: the RDMA driver reads it again. */
+void ohca_port_changed(struct ohca_dev *dev)
+{
+	struct ohca_event_client *client;
+
+	rcu_read_lock();
+	client = rcu_dereference(dev->events);
+	if (client)
+		client->ops->port_change(client->priv);
+	rcu_read_unlock();
+}
+
+/* Fail every command waiter, drop the carrier and tell the RDMA driver. */
 static void ohca_dev_stopped(struct ohca_dev *dev)
 {
+	struct ohca_event_client *client;
+
 	ohca_cmdq_fail_all(dev);
 
 	if (test_bit(OHCA_FLAG_NETDEV_READY, &dev->flags))
 		netif_carrier_off(dev->netdev);
-	if (test_bit(OHCA_FLAG_IB_REGISTERED, &dev->flags)) {
-		struct ib_event event = {
-			.device = &dev->ibdev,
-			.event = IB_EVENT_DEVICE_FATAL,
-			.element.port_num = 1,
-		};
-
-		ib_dispatch_event(&event);
-	}
+	rcu_read_lock();
+	client = rcu_dereference(dev->events);
+	if (client)
+		client->ops->fatal(client->priv);
+	rcu_read_unlock();
 }
 
 /*
@@ -78,6 +139,7 @@ void ohca_mark_dead(struct ohca_dev *dev, const char *why)
 			why);
 	ohca_dev_stopped(dev);
 }
+EXPORT_SYMBOL_GPL(ohca_mark_dead);
 
 /* Catch a fatal state that could not be reported on EQ 0. */
 void ohca_check_fatal(struct ohca_dev *dev)
@@ -108,22 +170,16 @@ static void ohca_eqe_handle(struct ohca_dev *dev, const struct ohca_eqe *eqe)
 		dev_info(&dev->pdev->dev, "link %s\n", up ? "up" : "down");
 		if (test_bit(OHCA_FLAG_NETDEV_READY, &dev->flags))
 			ohca_netdev_link_change(dev, up);
-		ohca_port_update(dev);
+		ohca_port_changed(dev);
 		break;
 	case OHCA_EQE_DEVICE_FATAL:
 		ohca_handle_fatal(dev, code);
 		break;
 	case OHCA_EQE_QP_EVENT:
-		ohca_qp_event(dev, le32_to_cpu(eqe->param0), code);
-		break;
 	case OHCA_EQE_CQ_ERROR:
-		ohca_cq_event(dev, le32_to_cpu(eqe->param0), true, code);
-		break;
 	case OHCA_EQE_SRQ_EVENT:
-		ohca_srq_event(dev, le32_to_cpu(eqe->param0), code);
-		break;
 	case OHCA_EQE_PAGE_FAULT:
-		ohca_odp_fault_event(dev, eqe);
+		ohca_dispatch_async(dev, eqe);
 		break;
 	default:
 		dev_warn_ratelimited(&dev->pdev->dev,
@@ -187,7 +243,7 @@ static void ohca_comp_eq_handle(void *arg, const struct ohca_eqe *eqe)
 	struct ohca_comp_eq *ceq = arg;
 
 	if (eqe->type == OHCA_EQE_CQ_COMPLETION)
-		ohca_cq_event(ceq->dev, le32_to_cpu(eqe->param0), false, 0);
+		ohca_dispatch_comp(ceq->dev, le32_to_cpu(eqe->param0));
 	else
 		dev_warn_ratelimited(&ceq->dev->pdev->dev,
 				     "event type %u on completion EQ %u ignored\n",
@@ -401,14 +457,4 @@ void ohca_comp_eqs_free(struct ohca_dev *dev)
 	for (i = dev->num_comp_eqs - 1; i >= 0; i--)
 		ohca_comp_eq_free(dev, &dev->comp_eqs[i]);
 	dev->num_comp_eqs = 0;
-}
-
-/* Wait for every completion EQ handler that may be running. */
-void ohca_comp_eqs_sync(struct ohca_dev *dev)
-{
-	int i;
-
-	for (i = 0; i < dev->num_comp_eqs; i++)
-		synchronize_irq(pci_irq_vector(dev->pdev,
-					       dev->comp_eqs[i].vector));
 }

@@ -14,7 +14,7 @@
 
 #include <ohca/ohca-abi.h>
 
-#include "ohca.h"
+#include "ohca_ib.h"
 
 /*
  * RoCE path MTU of an Ethernet MTU: iboe_get_mtu() takes off the largest
@@ -29,12 +29,12 @@ static enum ib_mtu ohca_eth_mtu_to_ib(u32 eth_mtu)
 }
 
 /* The port is up when the wire is and the Ethernet interface is too. */
-bool ohca_port_active(struct ohca_dev *dev)
+bool ohca_port_active(struct ohca_ibdev *dev)
 {
-	struct net_device *ndev = dev->netdev;
+	struct net_device *ndev = dev->cdev->netdev;
 
-	return atomic_read(&dev->link_up) &&
-	       !test_bit(OHCA_FLAG_FATAL, &dev->flags) &&
+	return atomic_read(&dev->cdev->link_up) &&
+	       !test_bit(OHCA_FLAG_FATAL, &dev->cdev->flags) &&
 	       netif_running(ndev) && netif_carrier_ok(ndev);
 }
 
@@ -42,8 +42,8 @@ static int ohca_query_device(struct ib_device *ibdev,
 			     struct ib_device_attr *props,
 			     struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibdev);
-	const struct ohca_query_device_out *a = &dev->attr;
+	struct ohca_ibdev *dev = to_ohca_dev(ibdev);
+	const struct ohca_query_device_out *a = &dev->cdev->attr;
 
 	if (udata && !ohca_udata_tail_clear(udata, 0))
 		return -EINVAL;
@@ -88,7 +88,7 @@ static int ohca_query_device(struct ib_device *ibdev,
 	/* No kernel-only capability (IBK_*) applies: local_dma_lkey is 0. */
 	props->kernel_cap_flags = 0;
 	/* Address handles cost the device nothing (see ohca_ah.c). */
-	props->max_ah = dev->caps & OHCA_CAP_UD ? le32_to_cpu(a->max_ah) : 0;
+	props->max_ah = dev->cdev->caps & OHCA_CAP_UD ? le32_to_cpu(a->max_ah) : 0;
 	props->max_srq = le32_to_cpu(a->max_srq);
 	props->max_srq_wr = le32_to_cpu(a->max_srq_wr);
 	props->max_srq_sge = le32_to_cpu(a->max_srq_sge);
@@ -136,8 +136,8 @@ static int ohca_query_device(struct ib_device *ibdev,
 
 static void ohca_get_dev_fw_str(struct ib_device *ibdev, char *str)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibdev);
-	u32 fw = le32_to_cpu(dev->attr.fw_version);
+	struct ohca_ibdev *dev = to_ohca_dev(ibdev);
+	u32 fw = le32_to_cpu(dev->cdev->attr.fw_version);
 
 	snprintf(str, IB_FW_VERSION_NAME_MAX, "%u.%u.%u", fw >> 16,
 		 (fw >> 8) & 0xff, fw & 0xff);
@@ -146,7 +146,7 @@ static void ohca_get_dev_fw_str(struct ib_device *ibdev, char *str)
 static int ohca_query_port(struct ib_device *ibdev, u32 port,
 			   struct ib_port_attr *props)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibdev);
+	struct ohca_ibdev *dev = to_ohca_dev(ibdev);
 	bool up = ohca_port_active(dev);
 	int err;
 
@@ -157,13 +157,13 @@ static int ohca_query_port(struct ib_device *ibdev, u32 port,
 	props->state = up ? IB_PORT_ACTIVE : IB_PORT_DOWN;
 	props->phys_state = up ? IB_PORT_PHYS_STATE_LINK_UP :
 				 IB_PORT_PHYS_STATE_DISABLED;
-	props->max_mtu = ohca_eth_mtu_to_ib(dev->max_mtu);
-	props->active_mtu = ohca_eth_mtu_to_ib(READ_ONCE(dev->netdev->mtu));
-	props->gid_tbl_len = dev->gid_tbl_len;
+	props->max_mtu = ohca_eth_mtu_to_ib(dev->cdev->max_mtu);
+	props->active_mtu = ohca_eth_mtu_to_ib(READ_ONCE(dev->cdev->netdev->mtu));
+	props->gid_tbl_len = dev->cdev->gid_tbl_len;
 	props->pkey_tbl_len = 1;
 	props->port_cap_flags = IB_PORT_CM_SUP;
 	props->ip_gids = true;
-	props->max_msg_sz = le32_to_cpu(dev->attr.max_msg_size);
+	props->max_msg_sz = le32_to_cpu(dev->cdev->attr.max_msg_size);
 	props->max_vl_num = 1;
 	/* From the netdev's ethtool link settings (ohca_netdev.c). */
 	err = ib_get_eth_speed(ibdev, port, &props->active_speed,
@@ -174,14 +174,14 @@ static int ohca_query_port(struct ib_device *ibdev, u32 port,
 static int ohca_get_port_immutable(struct ib_device *ibdev, u32 port,
 				   struct ib_port_immutable *immutable)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibdev);
+	struct ohca_ibdev *dev = to_ohca_dev(ibdev);
 
 	if (port != 1)
 		return -EINVAL;
 
 	/* RoCEv2 only: the device has no RoCEv1 (raw Ethernet) transport. */
 	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
-	immutable->gid_tbl_len = dev->gid_tbl_len;
+	immutable->gid_tbl_len = dev->cdev->gid_tbl_len;
 	immutable->pkey_tbl_len = 1;
 	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
 	return 0;
@@ -204,7 +204,7 @@ static int ohca_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
 
 static int ohca_add_gid(const struct ib_gid_attr *attr, void **context)
 {
-	struct ohca_dev *dev = to_ohca_dev(attr->device);
+	struct ohca_ibdev *dev = to_ohca_dev(attr->device);
 	struct ohca_add_gid_in in = {};
 	struct ohca_cmd_args args = {
 		.opcode = OHCA_CMD_ADD_GID,
@@ -228,12 +228,12 @@ static int ohca_add_gid(const struct ib_gid_attr *attr, void **context)
 		  OHCA_GID_TYPE_ROCE_V2_IPV4 : OHCA_GID_TYPE_ROCE_V2_IPV6;
 	in.vlan_id = cpu_to_le16(vlan_id < VLAN_N_VID ? vlan_id : 0xffff);
 
-	return ohca_cmd_exec(dev, &args);
+	return ohca_cmd_exec(dev->cdev, &args);
 }
 
 static int ohca_del_gid(const struct ib_gid_attr *attr, void **context)
 {
-	struct ohca_dev *dev = to_ohca_dev(attr->device);
+	struct ohca_ibdev *dev = to_ohca_dev(attr->device);
 	struct ohca_del_gid_in in = {
 		.index = cpu_to_le16(attr->index),
 		.port = attr->port_num,
@@ -244,10 +244,10 @@ static int ohca_del_gid(const struct ib_gid_attr *attr, void **context)
 		.in_len = sizeof(in),
 	};
 
-	return ohca_cmd_exec(dev, &args);
+	return ohca_cmd_exec(dev->cdev, &args);
 }
 
-static int ohca_alloc_uar(struct ohca_dev *dev, u32 *index)
+static int ohca_alloc_uar(struct ohca_ibdev *dev, u32 *index)
 {
 	struct ohca_alloc_uar_out out;
 	struct ohca_cmd_args args = {
@@ -257,19 +257,19 @@ static int ohca_alloc_uar(struct ohca_dev *dev, u32 *index)
 	};
 	int err;
 
-	err = ohca_cmd_exec(dev, &args);
+	err = ohca_cmd_exec(dev->cdev, &args);
 	if (err)
 		return err;
 	*index = le32_to_cpu(out.uar_index);
-	if (!*index || *index >= dev->db_bar_len >> OHCA_DB_PAGE_SHIFT) {
-		dev_err(&dev->pdev->dev, "device returned bad UAR index %u\n",
+	if (!*index || *index >= dev->cdev->db_bar_len >> OHCA_DB_PAGE_SHIFT) {
+		dev_err(&dev->cdev->pdev->dev, "device returned bad UAR index %u\n",
 			*index);
 		return -EIO;
 	}
 	return 0;
 }
 
-static void ohca_dealloc_uar(struct ohca_dev *dev, u32 index)
+static void ohca_dealloc_uar(struct ohca_ibdev *dev, u32 index)
 {
 	struct ohca_dealloc_uar_in in = { .uar_index = cpu_to_le32(index) };
 	struct ohca_cmd_args args = {
@@ -278,14 +278,14 @@ static void ohca_dealloc_uar(struct ohca_dev *dev, u32 index)
 		.in_len = sizeof(in),
 	};
 
-	ohca_cmd_exec(dev, &args);
+	ohca_cmd_exec(dev->cdev, &args);
 }
 
 static int ohca_alloc_ucontext(struct ib_ucontext *ibuctx,
 			       struct ib_udata *udata)
 {
 	struct ohca_ucontext *uctx = to_ohca_uctx(ibuctx);
-	struct ohca_dev *dev = to_ohca_dev(ibuctx->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibuctx->device);
 	struct ohca_ibv_alloc_ucontext_resp resp = {};
 	struct ohca_ibv_alloc_ucontext req = {};
 	struct ohca_user_mmap_entry *entry;
@@ -313,7 +313,7 @@ static int ohca_alloc_ucontext(struct ib_ucontext *ibuctx,
 		err = -ENOMEM;
 		goto err_dealloc_uar;
 	}
-	entry->address = dev->db_bar_addr +
+	entry->address = dev->cdev->db_bar_addr +
 			 ((u64)uctx->uar_index << OHCA_DB_PAGE_SHIFT);
 	err = rdma_user_mmap_entry_insert(ibuctx, &entry->rdma_entry,
 					  PAGE_SIZE);
@@ -325,7 +325,7 @@ static int ohca_alloc_ucontext(struct ib_ucontext *ibuctx,
 
 	resp.db_mmap_key = rdma_user_mmap_get_offset(uctx->db_entry);
 	resp.db_page_size = OHCA_DB_PAGE_SIZE;
-	resp.max_inline = le32_to_cpu(dev->attr.max_inline_data);
+	resp.max_inline = le32_to_cpu(dev->cdev->attr.max_inline_data);
 	err = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
 	if (err)
 		goto err_remove_entry;
@@ -367,7 +367,7 @@ static_assert(PAGE_SIZE == OHCA_DB_PAGE_SIZE,
 
 static int ohca_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibuctx->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibuctx->device);
 	struct rdma_user_mmap_entry *rdma_entry;
 	struct ohca_user_mmap_entry *entry;
 	int err;
@@ -407,9 +407,10 @@ static void ohca_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
 /*
  * Tell the RDMA core when the port state (wire link, netdev carrier and
  * admin state, fatal) changed since it was last told: from the EQ 0
- * interrupt, ndo_open/ndo_stop and registration.
+ * interrupt, ndo_open/ndo_stop (through ohca_core's port_change
+ * callback) and registration.
  */
-void ohca_port_update(struct ohca_dev *dev)
+void ohca_port_update(struct ohca_ibdev *dev)
 {
 	struct ib_event event = {
 		.device = &dev->ibdev,
@@ -417,7 +418,7 @@ void ohca_port_update(struct ohca_dev *dev)
 	};
 	bool up;
 
-	if (!test_bit(OHCA_FLAG_IB_REGISTERED, &dev->flags))
+	if (!test_bit(OHCA_IB_REGISTERED, &dev->flags))
 		return;
 	up = ohca_port_active(dev);
 	if (atomic_xchg(&dev->port_active, up) == up)

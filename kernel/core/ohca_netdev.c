@@ -14,7 +14,7 @@
 #include <linux/if_vlan.h>
 #include <linux/interrupt.h>
 
-#include "ohca.h"
+#include "ohca_core_priv.h"
 
 static struct ohca_dev *ohca_ndev_to_dev(struct net_device *ndev)
 {
@@ -393,7 +393,7 @@ static int ohca_open(struct net_device *ndev)
 
 	err = ohca_eth_up(dev);
 	if (!err)
-		ohca_port_update(dev);	/* the RoCE port follows */
+		ohca_port_changed(dev);	/* the RoCE port follows */
 	return err;
 }
 
@@ -402,7 +402,7 @@ static int ohca_stop(struct net_device *ndev)
 	struct ohca_dev *dev = ohca_ndev_to_dev(ndev);
 
 	ohca_eth_down(dev);
-	ohca_port_update(dev);	/* the RoCE port follows */
+	ohca_port_changed(dev);	/* the RoCE port follows */
 	return 0;
 }
 
@@ -498,7 +498,7 @@ static void ohca_tx_timeout_work(struct work_struct *work)
 			netdev_err(dev->netdev,
 				   "cannot restart the rings after a TX timeout: %d\n",
 				   err);
-		ohca_port_update(dev);
+		ohca_port_changed(dev);
 	}
 	rtnl_unlock();
 }

@@ -10,17 +10,17 @@
 
 #include <ohca/ohca-abi.h>
 
-#include "ohca.h"
+#include "ohca_ib.h"
 
 int ohca_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 		   struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibah->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibah->device);
 	struct ohca_ah *ah = to_ohca_ah(ibah);
 	struct ohca_ibv_create_ah_resp resp = {};
 	int err;
 
-	if (!(dev->caps & OHCA_CAP_UD))
+	if (!(dev->cdev->caps & OHCA_CAP_UD))
 		return -EOPNOTSUPP;
 	/* Without a GRH there is no RoCE address: -EINVAL, not EOPNOTSUPP. */
 	err = ohca_av_from_ah(dev, init_attr->ah_attr, &ah->av);

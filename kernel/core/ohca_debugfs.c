@@ -14,6 +14,7 @@
  *            OHCA_DBG_FAR, beyond any RAM) or an object the driver or
  *            a user context tracks.
  * stats      the device counters (QUERY_STATS).
+ * events_dropped  RDMA events that came with no RDMA driver bound.
  *
  * /sys/kernel/debug/ohca/fail_init/ (module-wide, with
  * CONFIG_FAULT_INJECTION_DEBUG_FS): the kernel's fault-injection
@@ -28,7 +29,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
-#include "ohca.h"
+#include "ohca_core_priv.h"
 
 #define OHCA_DBG_OUT_MAX	256
 /* A bus address far beyond any guest RAM, as in the hostile-guest tests. */
@@ -367,6 +368,9 @@ void ohca_debugfs_init(struct ohca_dev *dev)
 			    &ohca_dbg_malformed_fops);
 	debugfs_create_file("stats", 0400, dev->debugfs, dev,
 			    &ohca_dbg_stats_fops);
+	/* RDMA events that arrived with no RDMA driver bound. */
+	debugfs_create_atomic_t("events_dropped", 0400, dev->debugfs,
+				&dev->events_dropped);
 }
 
 void ohca_debugfs_cleanup(struct ohca_dev *dev)
@@ -391,7 +395,7 @@ int ohca_init_fault(struct ohca_dev *dev, unsigned int *step)
 
 void ohca_debugfs_module_init(void)
 {
-	ohca_debugfs_root = debugfs_create_dir(DRV_NAME, NULL);
+	ohca_debugfs_root = debugfs_create_dir("ohca", NULL);
 	if (IS_ERR(ohca_debugfs_root)) {
 		ohca_debugfs_root = NULL;
 		return;

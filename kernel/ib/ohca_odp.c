@@ -17,7 +17,7 @@
 #include <rdma/ib_umem_odp.h>
 #include <rdma/uverbs_ioctl.h>
 
-#include "ohca.h"
+#include "ohca_ib.h"
 
 /* Children of an implicit MR: 2 MiB ranges, 512 small pages each. */
 #define OHCA_ODP_CHILD_SHIFT	21
@@ -29,20 +29,20 @@
 
 struct ohca_odp_fault {
 	struct work_struct work;
-	struct ohca_dev *dev;
+	struct ohca_ibdev *dev;
 	u32 key;
 	u32 npages;
 	u64 va;
 };
 
-bool ohca_has_odp(struct ohca_dev *dev)
+bool ohca_has_odp(struct ohca_ibdev *dev)
 {
-	return le32_to_cpu(dev->attr.dev_caps) & OHCA_DEV_CAP_ODP;
+	return le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_ODP;
 }
 
-void ohca_odp_query_caps(struct ohca_dev *dev, struct ib_device_attr *props)
+void ohca_odp_query_caps(struct ohca_ibdev *dev, struct ib_device_attr *props)
 {
-	u32 caps = le32_to_cpu(dev->attr.odp_caps);
+	u32 caps = le32_to_cpu(dev->cdev->attr.odp_caps);
 	u32 rc = IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
 		 IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
 		 IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV;
@@ -61,7 +61,7 @@ void ohca_odp_query_caps(struct ohca_dev *dev, struct ib_device_attr *props)
 			IB_ODP_SUPPORT_SEND;
 }
 
-static struct ohca_mr *ohca_odp_get(struct ohca_dev *dev, u32 key)
+static struct ohca_mr *ohca_odp_get(struct ohca_ibdev *dev, u32 key)
 {
 	struct ohca_mr *mr;
 
@@ -79,7 +79,7 @@ static void ohca_odp_put(struct ohca_mr *mr)
 		complete(&mr->odp_done);
 }
 
-static int ohca_odp_unmap_cmd(struct ohca_dev *dev, u32 key, u64 va,
+static int ohca_odp_unmap_cmd(struct ohca_ibdev *dev, u32 key, u64 va,
 			      u64 npages)
 {
 	struct ohca_odp_unmap_in in = {
@@ -93,10 +93,10 @@ static int ohca_odp_unmap_cmd(struct ohca_dev *dev, u32 key, u64 va,
 		.in_len = sizeof(in),
 	};
 
-	return ohca_cmd_exec(dev, &args);
+	return ohca_cmd_exec(dev->cdev, &args);
 }
 
-static int ohca_odp_fail_cmd(struct ohca_dev *dev, u32 key, u64 va,
+static int ohca_odp_fail_cmd(struct ohca_ibdev *dev, u32 key, u64 va,
 			     u32 npages)
 {
 	struct ohca_odp_map_in in = {
@@ -111,7 +111,7 @@ static int ohca_odp_fail_cmd(struct ohca_dev *dev, u32 key, u64 va,
 		.in_len = sizeof(in),
 	};
 
-	return ohca_cmd_exec(dev, &args);
+	return ohca_cmd_exec(dev->cdev, &args);
 }
 
 /*
@@ -143,7 +143,7 @@ static bool ohca_odp_invalidate(struct mmu_interval_notifier *mni,
 						 (end - start) >>
 						 odp->page_shift);
 			/* A stopped device no longer touches memory. */
-			if (err && !test_bit(OHCA_FLAG_FATAL, &mr->dev->flags))
+			if (err && !test_bit(OHCA_FLAG_FATAL, &mr->dev->cdev->flags))
 				ibdev_warn_ratelimited(&mr->dev->ibdev,
 						       "ODP_UNMAP failed: %d\n",
 						       err);
@@ -164,7 +164,7 @@ static const struct mmu_interval_notifier_ops ohca_odp_ops = {
  * @buf holds one ODP_MAP input; it is allocated before umem_mutex is
  * taken, since reclaim could call the invalidation, which takes it.
  */
-static int ohca_odp_map_umem(struct ohca_dev *dev, struct ohca_mr *mr,
+static int ohca_odp_map_umem(struct ohca_ibdev *dev, struct ohca_mr *mr,
 			     struct ib_umem_odp *odp, u64 va, u64 bytes,
 			     bool fault, struct ohca_odp_map_in *buf)
 {
@@ -212,7 +212,7 @@ static int ohca_odp_map_umem(struct ohca_dev *dev, struct ohca_mr *mr,
 		buf->va = cpu_to_le64(va);
 		buf->npages = cpu_to_le32(npages);
 		args.in_len = sizeof(*buf) + npages * sizeof(*pte);
-		err = ohca_cmd_exec(dev, &args);
+		err = ohca_cmd_exec(dev->cdev, &args);
 		mutex_unlock(&odp->umem_mutex);
 		if (err)
 			return err;
@@ -249,7 +249,7 @@ out:
 }
 
 /* Maps [va, va + bytes) of an ODP MR; @fault: fault in missing pages. */
-static int ohca_odp_map(struct ohca_dev *dev, struct ohca_mr *mr, u64 va,
+static int ohca_odp_map(struct ohca_ibdev *dev, struct ohca_mr *mr, u64 va,
 			u64 bytes, bool fault)
 {
 	struct ohca_odp_map_in *buf;
@@ -300,7 +300,7 @@ static void ohca_odp_fault_work(struct work_struct *work)
 {
 	struct ohca_odp_fault *f = container_of(work, struct ohca_odp_fault,
 						work);
-	struct ohca_dev *dev = f->dev;
+	struct ohca_ibdev *dev = f->dev;
 	struct ohca_mr *mr = ohca_odp_get(dev, f->key);
 	int err;
 
@@ -321,7 +321,7 @@ static void ohca_odp_fault_work(struct work_struct *work)
 }
 
 /* OHCA_EQE_PAGE_FAULT on EQ 0, in IRQ context: resolved in a work item. */
-void ohca_odp_fault_event(struct ohca_dev *dev, const struct ohca_eqe *eqe)
+void ohca_odp_fault_event(struct ohca_ibdev *dev, const struct ohca_eqe *eqe)
 {
 	u16 code = le16_to_cpu(eqe->code);
 	struct ohca_odp_fault *f;
@@ -345,14 +345,14 @@ void ohca_odp_fault_event(struct ohca_dev *dev, const struct ohca_eqe *eqe)
 drop:
 	/* The device posts the fault again once it has aged out. */
 	if (!READ_ONCE(dev->odp_stopped))
-		dev_warn_ratelimited(&dev->pdev->dev,
+		dev_warn_ratelimited(&dev->cdev->pdev->dev,
 				     "page fault event dropped\n");
 	if (atomic_dec_and_test(&dev->odp_works))
 		wake_up_var(&dev->odp_works);
 }
 
 /* Teardown: no fault work runs after this returns. */
-void ohca_odp_drain(struct ohca_dev *dev)
+void ohca_odp_drain(struct ohca_ibdev *dev)
 {
 	WRITE_ONCE(dev->odp_stopped, true);
 	smp_mb(); /* pairs with the event handler's atomic_inc_return() */
@@ -362,9 +362,9 @@ void ohca_odp_drain(struct ohca_dev *dev)
 struct ib_mr *ohca_reg_user_mr_odp(struct ib_pd *ibpd, u64 start, u64 length,
 				   u64 iova, int access)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibpd->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibpd->device);
 	bool implicit = !start && length == U64_MAX;
-	u32 caps = le32_to_cpu(dev->attr.odp_caps);
+	u32 caps = le32_to_cpu(dev->cdev->attr.odp_caps);
 	struct ohca_create_mr_in in = {};
 	u32 lkey, rkey, flags;
 	struct ohca_mr *mr;
@@ -376,7 +376,7 @@ struct ib_mr *ohca_reg_user_mr_odp(struct ib_pd *ibpd, u64 start, u64 length,
 	if (iova != start)
 		return ERR_PTR(-EOPNOTSUPP);
 	if (!implicit &&
-	    (!length || length > le64_to_cpu(dev->attr.max_mr_size)))
+	    (!length || length > le64_to_cpu(dev->cdev->attr.max_mr_size)))
 		return ERR_PTR(-EINVAL);
 
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
@@ -409,7 +409,7 @@ struct ib_mr *ohca_reg_user_mr_odp(struct ib_pd *ibpd, u64 start, u64 length,
 		in.length = cpu_to_le64(length);
 	}
 	in.pbl.page_shift = mr->odp_shift;
-	err = ohca_cmd_create(dev, OHCA_CMD_CREATE_MR, &in, sizeof(in), &lkey,
+	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_MR, &in, sizeof(in), &lkey,
 			      &rkey);
 	if (err)
 		goto err_release;
@@ -422,7 +422,7 @@ struct ib_mr *ohca_reg_user_mr_odp(struct ib_pd *ibpd, u64 start, u64 length,
 	mr->access = access;
 	err = xa_err(xa_store_irq(&dev->odp_xa, lkey, mr, GFP_KERNEL));
 	if (err) {
-		ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_MR, lkey);
+		ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_MR, lkey);
 		goto err_release;
 	}
 	return &mr->ibmr;
@@ -441,13 +441,13 @@ err_free:
  */
 int ohca_dereg_mr_odp(struct ohca_mr *mr)
 {
-	struct ohca_dev *dev = mr->dev;
+	struct ohca_ibdev *dev = mr->dev;
 	struct ib_umem_odp *child;
 	unsigned long index;
 	int err;
 
 	xa_erase_irq(&dev->odp_xa, mr->handle);
-	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_MR, mr->handle);
+	err = ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_MR, mr->handle);
 	ohca_odp_put(mr);
 	wait_for_completion(&mr->odp_done);
 	if (ohca_destroy_failed(dev, err, "MR", mr->handle))
@@ -468,7 +468,7 @@ int ohca_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		   u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		   struct uverbs_attr_bundle *attrs)
 {
-	struct ohca_dev *dev = to_ohca_dev(pd->device);
+	struct ohca_ibdev *dev = to_ohca_dev(pd->device);
 	bool fault = advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT;
 	int err = 0;
 	u32 i;

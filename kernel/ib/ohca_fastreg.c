@@ -7,18 +7,18 @@
  */
 #include <linux/dma-mapping.h>
 
-#include "ohca.h"
+#include "ohca_ib.h"
 
-static u32 ohca_max_frmr_pages(struct ohca_dev *dev)
+static u32 ohca_max_frmr_pages(struct ohca_ibdev *dev)
 {
-	if (!(le32_to_cpu(dev->attr.dev_caps) & OHCA_DEV_CAP_FAST_REG))
+	if (!(le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_FAST_REG))
 		return 0;
-	return min_t(u32, le32_to_cpu(dev->attr.max_fast_reg_page_list_len),
+	return min_t(u32, le32_to_cpu(dev->cdev->attr.max_fast_reg_page_list_len),
 		     OHCA_MAX_FAST_REG_PAGES);
 }
 
 /* Reported by query_device; 0 (no fast registration) without the cap. */
-u32 ohca_fast_reg_page_list_len(struct ohca_dev *dev)
+u32 ohca_fast_reg_page_list_len(struct ohca_ibdev *dev)
 {
 	return ohca_max_frmr_pages(dev);
 }
@@ -26,7 +26,7 @@ u32 ohca_fast_reg_page_list_len(struct ohca_dev *dev)
 struct ib_mr *ohca_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
 			    u32 max_num_sg)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibpd->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibpd->device);
 	struct ohca_create_mr_in in = {};
 	struct ohca_mr *mr;
 	int err;
@@ -44,7 +44,7 @@ struct ib_mr *ohca_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
 		return ERR_PTR(-ENOMEM);
 	mr->max_pages = max_num_sg;
 	mr->pages_bytes = PAGE_ALIGN(max_num_sg * sizeof(*mr->pages));
-	mr->pages = dma_alloc_coherent(&dev->pdev->dev, mr->pages_bytes,
+	mr->pages = dma_alloc_coherent(&dev->cdev->pdev->dev, mr->pages_bytes,
 				       &mr->pages_dma, GFP_KERNEL);
 	if (!mr->pages) {
 		err = -ENOMEM;
@@ -54,7 +54,7 @@ struct ib_mr *ohca_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
 	in.pdn = cpu_to_le32(to_ohca_pd(ibpd)->pdn);
 	in.flags = cpu_to_le32(OHCA_MR_F_FAST_REG);
 	in.pbl.npages = cpu_to_le32(max_num_sg);
-	err = ohca_cmd_create(dev, OHCA_CMD_CREATE_MR, &in, sizeof(in),
+	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_MR, &in, sizeof(in),
 			      &mr->handle, NULL);
 	if (err)
 		goto err_pages;
@@ -63,7 +63,7 @@ struct ib_mr *ohca_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
 	return &mr->ibmr;
 
 err_pages:
-	dma_free_coherent(&dev->pdev->dev, mr->pages_bytes, mr->pages,
+	dma_free_coherent(&dev->cdev->pdev->dev, mr->pages_bytes, mr->pages,
 			  mr->pages_dma);
 err_free:
 	kfree(mr);
@@ -71,10 +71,10 @@ err_free:
 }
 
 /* The page list of a fast-registration MR; mr->pages is NULL otherwise. */
-void ohca_fast_reg_free(struct ohca_dev *dev, struct ohca_mr *mr)
+void ohca_fast_reg_free(struct ohca_ibdev *dev, struct ohca_mr *mr)
 {
 	if (mr->pages)
-		dma_free_coherent(&dev->pdev->dev, mr->pages_bytes, mr->pages,
+		dma_free_coherent(&dev->cdev->pdev->dev, mr->pages_bytes, mr->pages,
 				  mr->pages_dma);
 	mr->pages = NULL;
 }
@@ -105,7 +105,7 @@ int ohca_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
  * memory: the doorbell's writeq() orders it and the WQE before the device
  * reads either.
  */
-int ohca_build_reg_mr_wqe(struct ohca_dev *dev, const struct ib_reg_wr *wr,
+int ohca_build_reg_mr_wqe(struct ohca_ibdev *dev, const struct ib_reg_wr *wr,
 			  bool signaled, struct ohca_reg_mr_wqe *wqe)
 {
 	struct ohca_mr *mr = to_ohca_mr(wr->mr);
@@ -115,7 +115,7 @@ int ohca_build_reg_mr_wqe(struct ohca_dev *dev, const struct ib_reg_wr *wr,
 		return -EINVAL;
 	shift = ilog2(wr->mr->page_size);
 	if (shift < OHCA_PAGE_SHIFT_MIN || shift > OHCA_PAGE_SHIFT_MAX ||
-	    !(le64_to_cpu(dev->attr.page_size_cap) & BIT_ULL(shift)))
+	    !(le64_to_cpu(dev->cdev->attr.page_size_cap) & BIT_ULL(shift)))
 		return -EINVAL;
 	/* Only the key variant (low byte) is the consumer's to change. */
 	if (OHCA_KEY_INDEX(wr->key) != OHCA_KEY_INDEX(mr->handle))

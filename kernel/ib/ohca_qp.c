@@ -14,7 +14,7 @@
 
 #include <ohca/ohca-abi.h>
 
-#include "ohca.h"
+#include "ohca_ib.h"
 
 enum ib_event_type ohca_qp_event_type(u16 code, bool *ok)
 {
@@ -39,7 +39,7 @@ enum ib_event_type ohca_qp_event_type(u16 code, bool *ok)
 }
 
 /* QP_EVENT on EQ 0, in IRQ context. */
-void ohca_qp_event(struct ohca_dev *dev, u32 qpn, u16 code)
+void ohca_qp_event(struct ohca_ibdev *dev, u32 qpn, u16 code)
 {
 	struct ohca_qp *qp = xa_load(&dev->qp_xa, qpn);
 	struct ib_event event;
@@ -47,13 +47,13 @@ void ohca_qp_event(struct ohca_dev *dev, u32 qpn, u16 code)
 
 	event.event = ohca_qp_event_type(code, &ok);
 	if (!ok) {
-		dev_warn_ratelimited(&dev->pdev->dev,
+		dev_warn_ratelimited(&dev->cdev->pdev->dev,
 				     "unknown event %u for QP 0x%x ignored\n",
 				     code, qpn);
 		return;
 	}
 	if (!qp) {
-		dev_dbg_ratelimited(&dev->pdev->dev,
+		dev_dbg_ratelimited(&dev->cdev->pdev->dev,
 				    "event %u for unknown QP 0x%x\n", code, qpn);
 		return;
 	}
@@ -64,23 +64,23 @@ void ohca_qp_event(struct ohca_dev *dev, u32 qpn, u16 code)
 	qp->ibqp.event_handler(&event, qp->ibqp.qp_context);
 }
 
-static u32 ohca_max_wr(struct ohca_dev *dev)
+static u32 ohca_max_wr(struct ohca_ibdev *dev)
 {
-	return le32_to_cpu(dev->attr.max_qp_wr);
+	return le32_to_cpu(dev->cdev->attr.max_qp_wr);
 }
 
-static u32 ohca_max_sge(struct ohca_dev *dev)
+static u32 ohca_max_sge(struct ohca_ibdev *dev)
 {
-	return le32_to_cpu(dev->attr.max_sge);
+	return le32_to_cpu(dev->cdev->attr.max_sge);
 }
 
-static u32 ohca_max_inline(struct ohca_dev *dev)
+static u32 ohca_max_inline(struct ohca_ibdev *dev)
 {
-	return le32_to_cpu(dev->attr.max_inline_data);
+	return le32_to_cpu(dev->cdev->attr.max_inline_data);
 }
 
 /* A queue of 2^log_size WQEs must hold @wr and stay within the limits. */
-static bool ohca_wq_size_ok(struct ohca_dev *dev, u32 log_size, u32 wr)
+static bool ohca_wq_size_ok(struct ohca_ibdev *dev, u32 log_size, u32 wr)
 {
 	return log_size <= OHCA_WQ_LOG_MAX && BIT(log_size) >= wr &&
 	       BIT(log_size) <= roundup_pow_of_two(ohca_max_wr(dev));
@@ -110,7 +110,7 @@ static u32 ohca_sq_hdr_len(enum ib_qp_type type)
 		sizeof(struct ohca_send_wqe) : OHCA_UD_WQE_HDR_LEN;
 }
 
-static int ohca_check_caps(struct ohca_dev *dev, struct ib_qp_init_attr *init,
+static int ohca_check_caps(struct ohca_ibdev *dev, struct ib_qp_init_attr *init,
 			   struct ib_udata *udata)
 {
 	struct ib_qp_cap *cap = &init->cap;
@@ -120,7 +120,7 @@ static int ohca_check_caps(struct ohca_dev *dev, struct ib_qp_init_attr *init,
 		break;
 	case IB_QPT_UC:
 		/* No SRQ: the device takes SRQ receives for RC only. */
-		if ((dev->caps & OHCA_CAP_UC) && !init->srq)
+		if ((dev->cdev->caps & OHCA_CAP_UC) && !init->srq)
 			break;
 		goto unsupported;
 	case IB_QPT_XRC_INI:
@@ -144,7 +144,7 @@ static int ohca_check_caps(struct ohca_dev *dev, struct ib_qp_init_attr *init,
 			return -EINVAL;
 		fallthrough;
 	case IB_QPT_UD:
-		if (dev->caps & OHCA_CAP_UD)
+		if (dev->cdev->caps & OHCA_CAP_UD)
 			break;
 		fallthrough;
 	default:
@@ -178,7 +178,7 @@ unsupported:
 	return 0;
 }
 
-static int ohca_qp_create_user(struct ohca_dev *dev, struct ohca_qp *qp,
+static int ohca_qp_create_user(struct ohca_ibdev *dev, struct ohca_qp *qp,
 			       struct ib_qp_init_attr *init,
 			       struct ohca_create_qp_in *in,
 			       struct ohca_pbl_mem *sq_mem,
@@ -264,15 +264,15 @@ out:
 	return 0;
 }
 
-static void ohca_wq_free_kernel(struct ohca_dev *dev, struct ohca_wq *wq)
+static void ohca_wq_free_kernel(struct ohca_ibdev *dev, struct ohca_wq *wq)
 {
 	if (wq->buf)
-		dma_free_coherent(&dev->pdev->dev, wq->bytes, wq->buf,
+		dma_free_coherent(&dev->cdev->pdev->dev, wq->bytes, wq->buf,
 				  wq->buf_dma);
 	wq->buf = NULL;
 }
 
-static int ohca_wq_alloc_kernel(struct ohca_dev *dev, struct ohca_wq *wq,
+static int ohca_wq_alloc_kernel(struct ohca_ibdev *dev, struct ohca_wq *wq,
 				u32 wr, u32 log_stride, struct ohca_pbl *pbl,
 				struct ohca_pbl_mem *mem)
 {
@@ -281,7 +281,7 @@ static int ohca_wq_alloc_kernel(struct ohca_dev *dev, struct ohca_wq *wq,
 	wq->log_size = order_base_2(max(wr, 1U));
 	wq->log_stride = log_stride;
 	wq->bytes = PAGE_ALIGN(BIT(wq->log_size + wq->log_stride));
-	wq->buf = dma_alloc_coherent(&dev->pdev->dev, wq->bytes, &wq->buf_dma,
+	wq->buf = dma_alloc_coherent(&dev->cdev->pdev->dev, wq->bytes, &wq->buf_dma,
 				     GFP_KERNEL);
 	if (!wq->buf)
 		return -ENOMEM;
@@ -291,7 +291,7 @@ static int ohca_wq_alloc_kernel(struct ohca_dev *dev, struct ohca_wq *wq,
 	return err;
 }
 
-static int ohca_qp_create_kernel(struct ohca_dev *dev, struct ohca_qp *qp,
+static int ohca_qp_create_kernel(struct ohca_ibdev *dev, struct ohca_qp *qp,
 				 struct ib_qp_init_attr *init,
 				 struct ohca_create_qp_in *in,
 				 struct ohca_pbl_mem *sq_mem,
@@ -334,7 +334,7 @@ out:
 	return 0;
 }
 
-static void ohca_qp_free_bufs(struct ohca_dev *dev, struct ohca_qp *qp)
+static void ohca_qp_free_bufs(struct ohca_ibdev *dev, struct ohca_qp *qp)
 {
 	ib_umem_release(qp->rq.umem);
 	ib_umem_release(qp->sq.umem);
@@ -345,7 +345,7 @@ static void ohca_qp_free_bufs(struct ohca_dev *dev, struct ohca_qp *qp)
 }
 
 /* The caps the queues really have, reported back to the creator. */
-static void ohca_qp_fill_caps(struct ohca_dev *dev, struct ohca_qp *qp,
+static void ohca_qp_fill_caps(struct ohca_ibdev *dev, struct ohca_qp *qp,
 			      struct ib_qp_cap *cap)
 {
 	cap->max_send_wr = BIT(qp->sq.log_size);
@@ -387,7 +387,7 @@ static void ohca_qp_attach_cqs(struct ohca_qp *qp)
 }
 
 /* The QP is gone from the device: off the CQ lists, its CQEs dropped. */
-static void ohca_qp_detach_cqs(struct ohca_dev *dev, struct ohca_qp *qp)
+static void ohca_qp_detach_cqs(struct ohca_ibdev *dev, struct ohca_qp *qp)
 {
 	struct ohca_cq *scq = to_ohca_cq(qp->ibqp.send_cq);
 	struct ohca_cq *rcq = to_ohca_cq(qp->ibqp.recv_cq);
@@ -407,7 +407,7 @@ static void ohca_qp_detach_cqs(struct ohca_dev *dev, struct ohca_qp *qp)
 int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		   struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibqp->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibqp->device);
 	struct ohca_qp *qp = to_ohca_qp(ibqp);
 	struct ohca_ibv_create_qp_resp resp = {};
 	struct ohca_pbl_mem sq_mem = {}, rq_mem = {};
@@ -450,7 +450,7 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	in.max_inline = cpu_to_le32(qp->max_inline);
 	if (init->srq)
 		in.srqn = cpu_to_le32(to_ohca_srq(init->srq)->srqn);
-	err = ohca_cmd_create(dev, OHCA_CMD_CREATE_QP, &in, sizeof(in),
+	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_QP, &in, sizeof(in),
 			      &qp->qpn, NULL);
 	/* The device copied the lists. */
 	ohca_pbl_free(dev, &rq_mem);
@@ -460,7 +460,7 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	err = xa_insert_irq(&dev->qp_xa, qp->qpn, qp, GFP_KERNEL);
 	if (err) {
-		dev_err(&dev->pdev->dev, "device reused QP number 0x%x\n",
+		dev_err(&dev->cdev->pdev->dev, "device reused QP number 0x%x\n",
 			qp->qpn);
 		goto err_destroy;
 	}
@@ -483,10 +483,10 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 err_erase:
 	xa_erase_irq(&dev->qp_xa, qp->qpn);
 err_destroy:
-	if (ohca_destroy_failed(dev, ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_QP,
+	if (ohca_destroy_failed(dev, ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_QP,
 						      qp->qpn), "QP", qp->qpn))
 		goto err_mutex;
-	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
+	ohca_sync_async_events(dev->cdev);
 err_free_bufs:
 	ohca_qp_free_bufs(dev, qp);
 err_mutex:
@@ -496,7 +496,7 @@ err_mutex:
 
 int ohca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibqp->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibqp->device);
 	struct ohca_qp *qp = to_ohca_qp(ibqp);
 	int err;
 
@@ -505,9 +505,9 @@ int ohca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	 * number to a QP another process is creating.
 	 */
 	xa_erase_irq(&dev->qp_xa, qp->qpn);
-	err = ohca_cmd_destroy(dev, OHCA_CMD_DESTROY_QP, qp->qpn);
+	err = ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_QP, qp->qpn);
 	/* No event handler may still hold the QP. */
-	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
+	ohca_sync_async_events(dev->cdev);
 	/* Nor a poller: the CQ locks order it after them. */
 	if (qp->sq.buf)
 		ohca_qp_detach_cqs(dev, qp);
@@ -565,7 +565,7 @@ u32 ohca_qp_mask_to_dev(int ib_mask)
  * Called from create_ah, which may run in atomic context: nothing here
  * sleeps (the GID attribute is read under RCU).
  */
-int ohca_av_from_ah(struct ohca_dev *dev, const struct rdma_ah_attr *ah,
+int ohca_av_from_ah(struct ohca_ibdev *dev, const struct rdma_ah_attr *ah,
 		    struct ohca_av *av)
 {
 	const struct ib_global_route *grh;
@@ -623,7 +623,7 @@ static void ohca_wq_reset(struct ohca_wq *wq)
 int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		   int attr_mask, struct ib_udata *udata)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibqp->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibqp->device);
 	struct ohca_qp *qp = to_ohca_qp(ibqp);
 	enum ib_qp_state cur, new;
 	struct ohca_modify_qp_in in = {};
@@ -718,13 +718,13 @@ int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	if (attr_mask & IB_QP_QKEY)
 		a->qkey = cpu_to_le32(attr->qkey);
 
-	err = ohca_cmd_exec(dev, &args);
+	err = ohca_cmd_exec(dev->cdev, &args);
 	/*
 	 * A stopped device changes no state, but a kernel QP still goes to
 	 * ERR or RESET in software: its outstanding work is flushed by
 	 * poll_cq, which ib_drain_qp() and the ULPs' teardown wait for.
 	 */
-	if (err && test_bit(OHCA_FLAG_FATAL, &dev->flags) && qp->sq.buf &&
+	if (err && test_bit(OHCA_FLAG_FATAL, &dev->cdev->flags) && qp->sq.buf &&
 	    (new == IB_QPS_ERR || new == IB_QPS_RESET))
 		err = 0;
 	if (!err) {
@@ -750,7 +750,7 @@ out:
 int ohca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		  int attr_mask, struct ib_qp_init_attr *init)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibqp->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibqp->device);
 	struct ohca_qp *qp = to_ohca_qp(ibqp);
 	struct ohca_handle_in in = { .handle = cpu_to_le32(qp->qpn) };
 	struct ohca_qp_attr a;
@@ -764,7 +764,7 @@ int ohca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	union ib_gid dgid;
 	int err;
 
-	err = ohca_cmd_exec(dev, &args);
+	err = ohca_cmd_exec(dev->cdev, &args);
 	if (err)
 		return err;
 
@@ -982,7 +982,7 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ib_send_wr *wr,
 int ohca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		   const struct ib_send_wr **bad_wr)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibqp->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibqp->device);
 	struct ohca_qp *qp = to_ohca_qp(ibqp);
 	struct ohca_wq *sq = &qp->sq;
 	unsigned long flags;
@@ -1005,10 +1005,10 @@ int ohca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	/* writeq() orders the WQE stores before the doorbell. */
 	posted = sq->pi != start;
 	if (posted)
-		ohca_kdb(dev, OHCA_DB_SQ, qp->qpn, sq->pi);
+		ohca_kdb(dev->cdev, OHCA_DB_SQ, qp->qpn, sq->pi);
 	spin_unlock_irqrestore(&sq->lock, flags);
 	/* A stopped device: poll_cq flushes what was posted. */
-	if (posted && test_bit(OHCA_FLAG_FATAL, &dev->flags))
+	if (posted && test_bit(OHCA_FLAG_FATAL, &dev->cdev->flags))
 		ohca_cq_kick(to_ohca_cq(ibqp->send_cq));
 
 	if (err)
@@ -1019,7 +1019,7 @@ int ohca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 int ohca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		   const struct ib_recv_wr **bad_wr)
 {
-	struct ohca_dev *dev = to_ohca_dev(ibqp->device);
+	struct ohca_ibdev *dev = to_ohca_dev(ibqp->device);
 	struct ohca_qp *qp = to_ohca_qp(ibqp);
 	struct ohca_wq *rq = &qp->rq;
 	unsigned long flags;
@@ -1060,9 +1060,9 @@ int ohca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	}
 	posted = rq->pi != start;
 	if (posted)
-		ohca_kdb(dev, OHCA_DB_RQ, qp->qpn, rq->pi);
+		ohca_kdb(dev->cdev, OHCA_DB_RQ, qp->qpn, rq->pi);
 	spin_unlock_irqrestore(&rq->lock, flags);
-	if (posted && test_bit(OHCA_FLAG_FATAL, &dev->flags))
+	if (posted && test_bit(OHCA_FLAG_FATAL, &dev->cdev->flags))
 		ohca_cq_kick(to_ohca_cq(ibqp->recv_cq));
 
 	if (err)
