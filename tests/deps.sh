@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
 	# toolchains and build systems
 	build-essential cmake ninja-build meson flex bison pkg-config dpkg-dev
+	# the engine's builds in build/ keep their objects in ~/.cache/ohca/ccache
+	ccache
 	# the QEMU build (Debian's 7.2 source) and its runtime firmware
 	rsync bzip2 libglib2.0-dev libpixman-1-dev libfdt-dev libslirp-dev libattr1-dev
 	libcap-ng-dev qemu-system-data seabios ipxe-qemu

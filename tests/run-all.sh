@@ -90,9 +90,17 @@ debug_kernel_rc=$logs/debug-kernel-build.rc
 debug_kernel_pid=
 debug_kernel_start() {
 	rm -f "$debug_kernel_rc"
-	# its own process group, so that a run stopped early stops it too
-	setsid -w bash -c 'nice -n 19 ionice -c 3 bash tests/debug-kernel/build.sh >"$1" 2>&1; echo $? >"$2"' \
-		_ "$debug_kernel_log" "$debug_kernel_rc" &
+	: >"$debug_kernel_log"
+	# Its own session, so that a run stopped early stops it too. A new
+	# session is a new scheduler autogroup, which shares the CPU with the
+	# run's as an equal whatever its processes' nice value: the group
+	# itself gets nice 19 (/proc/self/autogroup), or the build would take
+	# half the cores from the stages in front of it. SCHED_IDLE on top:
+	# a stage's process that wakes up (a traced build's syscall stops, a
+	# VM's threads) preempts the build at once instead of after a slice.
+	setsid -w bash -c 'echo 19 2>/dev/null >/proc/self/autogroup
+		chrt --idle 0 nice -n 19 ionice -c 3 bash tests/debug-kernel/build.sh >"$1" 2>&1
+		echo $? >"$2"' _ "$debug_kernel_log" "$debug_kernel_rc" &
 	debug_kernel_pid=$!
 	echo "==> debug-kernel: building in the background (log: $debug_kernel_log)"
 }

@@ -33,10 +33,13 @@ if [ -z "${CXX:-}" ]; then
 fi
 command -v "$CXX" >/dev/null || { echo "fuzz: $CXX not found (tests/deps.sh installs clang-14)" >&2; exit 1; }
 
+# ccache (tests/deps.sh) keeps the objects outside the tree, as make does
+export CCACHE_DIR=${CCACHE_DIR:-${OHCA_CACHE:-$HOME/.cache/ohca}/ccache}
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
 if [ ! -f "$build/CMakeCache.txt" ]; then
 	cmake -S "$engine" -B "$build" "${gen[@]}" -DCMAKE_CXX_COMPILER="$CXX" \
+		-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
 		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DOHCA_ENGINE_FUZZ=ON \
 		-DOHCA_ENGINE_TESTS=OFF >"$build.cmake.log" 2>&1 ||
 		{ cat "$build.cmake.log" >&2; exit 1; }
