@@ -15,8 +15,13 @@ PYTHON := /usr/bin/python3
 export OHCA_CACHE ?= $(HOME)/.cache/ohca
 # The engine's own builds (unit tests, benchmark, fuzzers) live in build/,
 # which a clean clone does not have: ccache keeps their objects with the
-# other caches, so a warm run compiles only what changed.
+# other caches, so a warm run compiles only what changed. A clone is a new
+# directory: paths under it are hashed relative to it (BASEDIR), and not
+# the directory itself (NOHASHDIR; the objects' debug info then names the
+# clone that compiled them first).
 export CCACHE_DIR ?= $(OHCA_CACHE)/ccache
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 CCACHE := -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache
 
 .PHONY: check all deps build qemu qemu-asan test-asan engine engine-test kernel \
@@ -63,7 +68,7 @@ engine-bench-smoke: engine-bench-build
 	@build/engine-bench/ohca_engine_bench --benchmark_min_time=0.001 >/dev/null
 
 kernel: deps
-	@$(MAKE) -C kernel
+	@$(MAKE) -C kernel -j$(shell nproc)
 
 userspace: deps
 	@$(MAKE) -C userspace

@@ -177,7 +177,7 @@ stage device-smoke qemu /usr/bin/python3 qemu-device/tests/qtest_smoke.py
 stage kernel "" traced kernel -- make --no-print-directory kernel
 # The driver's static checks, in both tiers: sparse (C=2) with W=1 and
 # checkpatch --strict; any finding fails.
-stage kernel-static kernel traced kernel-static -- make --no-print-directory -C kernel check
+stage kernel-static kernel traced kernel-static -- make --no-print-directory -j"$(nproc)" -C kernel check
 stage userspace "" traced userspace -- make --no-print-directory userspace
 stage userspace-abi userspace make --no-print-directory -C userspace check
 if [ "$quick" -eq 1 ]; then

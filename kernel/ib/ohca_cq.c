@@ -551,6 +551,23 @@ int ohca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 	return n;
 }
 
+/*
+ * Under the CQ lock, with the device stopped: whether a kernel QP of this
+ * CQ holds work that poll_cq would flush.
+ */
+static bool ohca_cq_has_sw_flush(struct ohca_cq *cq)
+{
+	struct ohca_qp *qp;
+
+	list_for_each_entry(qp, &cq->sq_list, scq_node)
+		if (qp->sq.ci != READ_ONCE(qp->sq.pi))
+			return true;
+	list_for_each_entry(qp, &cq->rq_list, rcq_node)
+		if (qp->rq.ci != READ_ONCE(qp->rq.pi))
+			return true;
+	return false;
+}
+
 int ohca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibcq->device);
@@ -565,7 +582,16 @@ int ohca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	spin_lock_irqsave(&cq->lock, irqflags);
 	ohca_kdb(dev->cdev, OHCA_DB_CQ, cq->cqn,
 		 (cq->ci & OHCA_DB_CQ_CI_MASK) | arm);
-	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && ohca_cq_next(cq))
+	/*
+	 * On a stopped device, work posted while the core's poller was
+	 * finishing (its kick found the poller still scheduled) is only
+	 * flushed if the poller is told to run again: ib_drain_qp() would
+	 * wait forever for its marker.
+	 */
+	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) &&
+	    (ohca_cq_next(cq) ||
+	     (test_bit(OHCA_FLAG_FATAL, &dev->cdev->flags) &&
+	      ohca_cq_has_sw_flush(cq))))
 		ret = 1;
 	spin_unlock_irqrestore(&cq->lock, irqflags);
 	return ret;

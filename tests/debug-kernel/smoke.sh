@@ -32,8 +32,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 
 echo "debug-smoke: building ohca_core.ko, ohca_ib.ko and ohca_kunit.ko against the debug kernel"
-make --no-print-directory -s -C kernel debug
-make --no-print-directory -s -C kernel kunit
+make --no-print-directory -s -j"$(nproc)" -C kernel debug
+make --no-print-directory -s -j"$(nproc)" -C kernel kunit
 export OHCA_LIFECYCLE_RELOADS=${OHCA_LIFECYCLE_RELOADS:-2}
 export OHCA_VM_POOL_PAIR=1
 exec /usr/bin/python3 -m pytest -v -rA --durations=10 --kernel debug \

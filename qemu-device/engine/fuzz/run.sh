@@ -35,6 +35,7 @@ command -v "$CXX" >/dev/null || { echo "fuzz: $CXX not found (tests/deps.sh inst
 
 # ccache (tests/deps.sh) keeps the objects outside the tree, as make does
 export CCACHE_DIR=${CCACHE_DIR:-${OHCA_CACHE:-$HOME/.cache/ohca}/ccache}
+export CCACHE_BASEDIR=$repo CCACHE_NOHASHDIR=1
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
 if [ ! -f "$build/CMakeCache.txt" ]; then
