@@ -143,7 +143,7 @@ fi
 # worktree's version would not be recompiled (a stale object in the binary).
 mkdir -p "$src/hw/ohca"
 rsync -rlp --checksum --delete --exclude=/firmware-interface --exclude=/build.sh \
-	--exclude=/asan_overlay.py \
+	--exclude=/asan_overlay.py --exclude=/devices.mak \
 	--exclude=/engine/tests --exclude=/engine/CMakeLists.txt \
 	"$top/qemu-device/" "$src/hw/ohca/"
 mkdir -p "$src/hw/ohca/firmware-interface"
@@ -157,6 +157,9 @@ grep -qx "subdir('ohca')" "$src/hw/meson.build" || die "could not edit hw/meson.
 grep -qx "source ohca/Kconfig" "$src/hw/Kconfig" ||
 	sed -i "/^source nvme\/Kconfig$/a source ohca/Kconfig" "$src/hw/Kconfig"
 grep -qx "source ohca/Kconfig" "$src/hw/Kconfig" || die "could not edit hw/Kconfig"
+# Only the devices the VMs use (configure --with-devices-x86_64=ohca).
+cmp -s "$top/qemu-device/devices.mak" "$src/configs/devices/x86_64-softmmu/ohca.mak" ||
+	cp "$top/qemu-device/devices.mak" "$src/configs/devices/x86_64-softmmu/ohca.mak"
 # (sed only when needed: rewriting meson.build would make meson regenerate)
 if grep -q '^ *unpack_edk2_blobs = bzip2.found()$' "$src/meson.build"; then
 	sed -i 's/^\( *\)unpack_edk2_blobs = bzip2.found()$/\1unpack_edk2_blobs = false/' \
@@ -167,6 +170,7 @@ fi
 configure_args=(--target-list=x86_64-softmmu --without-default-features
 	--enable-slirp --enable-tcg --enable-fdt=system --enable-virtfs --enable-attr --enable-cap-ng
 	--disable-docs --disable-install-blobs
+	--without-default-devices --with-devices-x86_64=ohca
 	# Debian spreads the firmware over qemu-system-data, seabios and
 	# ipxe-qemu; search all three so no -L is needed.
 	--firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu)

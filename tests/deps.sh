@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that building and testing ohca need, and only
 # those that are missing. Safe to run repeatedly; a no-op when all are there.
+# --debug-kernel: only those of the debug kernel's build, which `make test`
+# installs first so that the build starts while the rest install.
 set -euo pipefail
 
+debug_kernel_packages=(
+	# the debug kernel's build (tests/debug-kernel/build.sh: objtool needs
+	# libelf, certificates openssl; its host tools are built traced)
+	build-essential flex bison bc libelf-dev libssl-dev xz-utils linux-source-6.1
+	python3 strace
+)
 packages=(
+	"${debug_kernel_packages[@]}"
 	# toolchains and build systems
-	build-essential cmake ninja-build meson flex bison pkg-config dpkg-dev
+	cmake ninja-build meson pkg-config dpkg-dev
 	# the engine's builds in build/ keep their objects in ~/.cache/ohca/ccache
 	ccache
 	# the QEMU build (Debian's 7.2 source) and its runtime firmware
 	rsync bzip2 libglib2.0-dev libpixman-1-dev libfdt-dev libslirp-dev libattr1-dev
 	libcap-ng-dev qemu-system-data seabios ipxe-qemu
 	# the guest kernel and the headers the driver builds against
-	linux-image-amd64 linux-headers-amd64 linux-source-6.1 sparse kmod
-	# the debug kernel build (objtool needs libelf, certs need openssl)
-	bc libelf-dev libssl-dev xz-utils
+	linux-image-amd64 linux-headers-amd64 sparse kmod
 	# the provider and the host side of the RDMA stack
 	libibverbs-dev rdma-core ibverbs-providers
 	# rdma-core's upstream test suite (/usr/share/doc/rdma-core/tests), which
@@ -24,15 +31,16 @@ packages=(
 	googletest libgtest-dev libgmock-dev valgrind
 	# the engine's Google Benchmark program (make engine-bench)
 	libbenchmark-dev
-	# the guest root filesystem and the harness
-	debootstrap e2fsprogs python3 python3-pytest
-	# the host-dependency audit (tests/hostdeps.py)
-	strace
+	# the guest root filesystem and the harness (python3 above)
+	debootstrap e2fsprogs python3-pytest
+	# (the host-dependency audit, tests/hostdeps.py: strace above)
 	# engine fuzzers (libFuzzer, ASan, UBSan) and coverage reports
 	clang-14 libclang-rt-14-dev gcovr
 	# the RoCEv2 conformance check (tests/integration/roce_pcap.py)
 	tshark
 )
+
+[ "${1:-}" != --debug-kernel ] || packages=("${debug_kernel_packages[@]}")
 
 missing=()
 for p in "${packages[@]}"; do

@@ -79,7 +79,7 @@ cpu_share() {
 	echo "cpu idle $(((i1 - i0) * 100 / all))%, background $(((n1 - n0) * 100 / all))%"
 }
 
-# The debug kernel's build (about 25 minutes of both cores from a clean
+# The debug kernel's build (about 18 minutes of both cores from a clean
 # cache, nothing when cached) runs in the background at the lowest CPU and
 # I/O priority from the start of the run: it takes only what the other
 # stages leave idle (the package installer and the image build wait on
@@ -163,10 +163,15 @@ summary() {
 traced() { /usr/bin/python3 tests/hostdeps.py trace "$@"; }
 
 rm -rf build/hostdeps
-stage deps "" bash tests/deps.sh
-if [ "$quick" -eq 0 ] && [[ " ${failed_deps[*]-} " != *" deps "* ]]; then
-	debug_kernel_start
+if [ "$quick" -eq 0 ]; then
+	# The debug kernel's packages first, so that its build runs while the
+	# rest install (a fresh machine: minutes of the network and dpkg).
+	stage deps-debug-kernel "" bash tests/deps.sh --debug-kernel
+	if [[ " ${failed_deps[*]-} " != *" deps-debug-kernel "* ]]; then
+		debug_kernel_start
+	fi
 fi
+stage deps "" bash tests/deps.sh
 stage firmware-interface "" traced firmware-interface -- make --no-print-directory firmware-interface-test
 stage engine-unit "" traced engine -- make --no-print-directory engine-test
 stage engine-bench "" make --no-print-directory engine-bench-smoke
@@ -199,7 +204,7 @@ stage asan qemu,kernel,userspace,rootfs bash tests/asan/run.sh
 # time is the wait for what is left of its build. Then the smoke tests and
 # the driver's KUnit suites in VMs booted with it (one pytest session, so
 # they share the VM boots).
-stage debug-kernel deps debug_kernel_wait
+stage debug-kernel deps-debug-kernel debug_kernel_wait
 # after every build of this run (QEMU's configure, the debug kernel's host
 # tools and the image record their traces when they really build)
 stage host-deps deps /usr/bin/python3 tests/hostdeps.py check

@@ -27,6 +27,13 @@ struct ohca_ibdev {
 	struct ohca_dev *cdev;		/* the function, owned by ohca_core */
 	struct ohca_event_client events;
 	unsigned long flags;		/* enum ohca_ib_flag */
+	/*
+	 * Serializes ohca_port_update(): reading the port state, storing it
+	 * in port_active and dispatching its event, so that the last event
+	 * the core gets is for the last state read (updates come from EQ 0's
+	 * interrupt, ndo_open/ndo_stop and registration). IRQ-safe.
+	 */
+	spinlock_t port_lock;
 	atomic_t port_active;		/* RoCE port state last reported */
 
 	/*

@@ -67,7 +67,6 @@ static const struct ohca_event_ops ohca_ib_event_ops = {
 static int ohca_ib_register(struct ohca_ibdev *dev)
 {
 	struct ohca_dev *cdev = dev->cdev;
-	unsigned int eq0_irq = pci_irq_vector(cdev->pdev, OHCA_MSIX_ASYNC_EQ);
 	struct ib_device *ibdev = &dev->ibdev;
 	int err;
 
@@ -97,13 +96,11 @@ static int ohca_ib_register(struct ohca_ibdev *dev)
 	}
 
 	/*
-	 * Pass on a port change the core may have missed while registering;
-	 * with EQ 0's interrupt off, so its port event cannot interleave.
+	 * Pass on a port change the core may have missed while registering
+	 * (ohca_port_update() orders it with one from EQ 0's interrupt).
 	 */
-	disable_irq(eq0_irq);
 	set_bit(OHCA_IB_REGISTERED, &dev->flags);
 	ohca_port_update(dev);
-	enable_irq(eq0_irq);
 	return 0;
 }
 
@@ -145,6 +142,7 @@ static int ohca_ib_probe(struct auxiliary_device *adev,
 	if (!dev)
 		return -ENOMEM;
 	dev->cdev = cdev;
+	spin_lock_init(&dev->port_lock);
 	xa_init_flags(&dev->cq_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->srq_xa, XA_FLAGS_LOCK_IRQ);

@@ -416,15 +416,19 @@ void ohca_port_update(struct ohca_ibdev *dev)
 		.device = &dev->ibdev,
 		.element.port_num = 1,
 	};
+	unsigned long flags;
 	bool up;
 
 	if (!test_bit(OHCA_IB_REGISTERED, &dev->flags))
 		return;
+	spin_lock_irqsave(&dev->port_lock, flags);
 	up = ohca_port_active(dev);
-	if (atomic_xchg(&dev->port_active, up) == up)
-		return;
-	event.event = up ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR;
-	ib_dispatch_event(&event);
+	if (atomic_read(&dev->port_active) != up) {
+		atomic_set(&dev->port_active, up);
+		event.event = up ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR;
+		ib_dispatch_event(&event);
+	}
+	spin_unlock_irqrestore(&dev->port_lock, flags);
 }
 
 const struct ib_device_ops ohca_dev_ops = {
