@@ -61,15 +61,17 @@ def die(msg):
 
 
 def deps_packages():
-    """The package names in tests/deps.sh's packages=( ... ) list."""
+    """The package names in tests/deps.sh's lists (packages=( ... ), which
+    takes in debug_kernel_packages=( ... ) by reference)."""
     text = open(DEPS_SH).read()
-    m = re.search(r"^packages=\((.*?)^\)", text, re.S | re.M)
-    if not m:
+    lists = re.findall(r"^\w*packages=\((.*?)^\)", text, re.S | re.M)
+    if not lists:
         die(f"no packages=( ... ) list in {DEPS_SH}")
     names = []
-    for line in m.group(1).splitlines():
-        names += line.split("#", 1)[0].split()
-    return names
+    for body in lists:
+        for line in body.splitlines():
+            names += [w for w in line.split("#", 1)[0].split() if not w.startswith('"$')]
+    return sorted(set(names))
 
 
 def installed():
