@@ -173,7 +173,11 @@ def check(rows, senders):
     for flow, ps in ports.items():
         if len(ps) != 1:
             problems.append(f"flow {flow} uses several UDP source ports {sorted(ps)}")
-    # QPs of one host that are connected at the same time use different ports.
+    # QPs of one host connected in one epoch spread over the ports. The
+    # port is a 14-bit hash of the QP numbers or flow label
+    # (rdma_get_udp_sport()), so two flows may share one by chance (an
+    # rdma_cm epoch, which no TCP SYN ends, holds every connection of its
+    # programs: 1 in 16384 a pair); a fixed port, or few, fails.
     concurrent = 0
     groups = {}
     for (epoch, src, _, qp), ps in ports.items():
@@ -183,8 +187,9 @@ def check(rows, senders):
             continue
         concurrent += 1
         used = [p for _, ps in flows for p in ps]
-        if len(set(used)) != len(used):
-            problems.append(f"{src}: QPs {[q for q, _ in flows]} share a UDP source port")
+        if len(set(used)) < max(2, (len(used) + 1) // 2):
+            problems.append(f"{src}: QPs {[q for q, _ in flows]} use only "
+                            f"{len(set(used))} UDP source ports")
     summary["concurrent_qp_groups"] = concurrent
     summary["udp_source_ports"] = {}
     for (_, src, _, _), ps in ports.items():

@@ -177,3 +177,31 @@ def test_icrc_checker_rejects_corruption(tmp_path):
     v = bytearray(good6)
     v[14 + 9] ^= 0x80
     assert roce_pcap.icrc_status(bytes(v)) is False
+
+
+def _rows(ports):
+    """One SEND-only frame from 10.77.0.1 per (destination QP, UDP source
+    port), all in one epoch, in the fields roce_pcap.check() reads."""
+    rows = []
+    for n, (qp, sport) in enumerate(ports, 1):
+        row = dict.fromkeys(roce_pcap.FIELDS, "")
+        row.update({"frame.number": str(n), "ip.src": "10.77.0.1", "ip.dst": "10.77.0.2",
+                    "udp.srcport": str(sport), "udp.dstport": str(roce_pcap.ROCE_PORT),
+                    "infiniband.bth.opcode": "0x04", "infiniband.bth.destqp": hex(qp),
+                    "infiniband.bth.psn": "1", "icrc_ok": True, "epoch": 1})
+        rows.append(row)
+    return rows
+
+
+def test_port_spread_allows_a_hash_collision():
+    """Host-only: the UDP source port is a 14-bit hash, so two of many
+    flows may share one (seen between sequential rdma_cm connections);
+    one port for every QP, or a few, is a problem."""
+    spread = [(0x11 + i, 0xC000 + 7 * i) for i in range(10)] + [(0x40, 0xC000)]
+    problems, _ = roce_pcap.check(_rows(spread), {"10.77.0.1"})
+    assert not problems, problems
+    for fixed in ([(0x11 + i, 0xC123) for i in range(8)],
+                  [(0x11 + i, 0xC000 + i % 3) for i in range(8)],
+                  [(0x11, 0xC123), (0x12, 0xC123)]):
+        problems, _ = roce_pcap.check(_rows(fixed), {"10.77.0.1"})
+        assert any("UDP source ports" in p for p in problems), (fixed, problems)
