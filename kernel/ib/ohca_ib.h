@@ -31,10 +31,11 @@ struct ohca_ibdev {
 	 * Serializes ohca_port_update(): reading the port state, storing it
 	 * in port_active and dispatching its event, so that the last event
 	 * the core gets is for the last state read (updates come from EQ 0's
-	 * interrupt, ndo_open/ndo_stop and registration). IRQ-safe.
+	 * interrupt, ndo_open/ndo_stop and registration). IRQ-safe; guards
+	 * port_active once OHCA_IB_REGISTERED is set.
 	 */
 	spinlock_t port_lock;
-	atomic_t port_active;		/* RoCE port state last reported */
+	bool port_active;		/* RoCE port state last reported */
 
 	/*
 	 * cqn -> struct ohca_cq and qpn -> struct ohca_qp, for the event

@@ -85,7 +85,7 @@ static int ohca_ib_register(struct ohca_ibdev *dev)
 	err = ib_device_set_netdev(ibdev, cdev->netdev, 1);
 	if (err)
 		return err;
-	atomic_set(&dev->port_active, ohca_port_active(dev));
+	dev->port_active = ohca_port_active(dev);
 	err = ib_register_device(ibdev, "ohca%d", &cdev->pdev->dev);
 	if (err) {
 		dev_err(&cdev->pdev->dev,

@@ -423,8 +423,8 @@ void ohca_port_update(struct ohca_ibdev *dev)
 		return;
 	spin_lock_irqsave(&dev->port_lock, flags);
 	up = ohca_port_active(dev);
-	if (atomic_read(&dev->port_active) != up) {
-		atomic_set(&dev->port_active, up);
+	if (dev->port_active != up) {
+		dev->port_active = up;
 		event.event = up ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR;
 		ib_dispatch_event(&event);
 	}
