@@ -26,6 +26,7 @@ assertions on speed: figures only. Absolute numbers reflect QEMU/TCG
 emulation, not hardware.
 
     python3 tests/bench/bench.py [--mode one|two|both] [--iters N] [--timeout S]
+                                 [--volume-one MIB] [--volume-two MIB]
 
 ohca uses GID index 1 (its RoCEv2 IPv4 GID); rxe0's RoCEv2 IPv4 GID index
 is looked up in sysfs. Exit 0 when every cell produced a figure, 1 when some
@@ -227,21 +228,40 @@ exit 0
 """
 
 
-def cells(iters, only=None):
-    """(test, size, iterations) in table order; 1 MiB runs iters/4+1
-    (perftest wants at least 5). only: {(test, size)} to keep, or None."""
+# perftest's own default for its bandwidth tests
+PERFTEST_BW_ITERS = 5000
+
+
+def iterations(test, size, iters, volume):
+    """A bandwidth cell moves volume bytes (in 5 to perftest's default
+    iterations): with a fixed count, a fast device's figure was mostly the
+    pipeline filling (200 x 64 KiB is 7 ms at 2 GB/s), a slow one's was
+    steady state. Latency and events cells run iters times."""
+    if not test.endswith("_bw"):
+        return iters
+    return max(5, min(PERFTEST_BW_ITERS, -(-volume // size)))
+
+
+def cells(iters, volume, only=None):
+    """(test, size, iterations) in table order. only: {(test, size)} to
+    keep, or None."""
     out = []
     for tests, sizes, _ in GROUPS:
         for t in tests:
             for s in sizes:
                 if only is None or (t, s) in only:
-                    out.append((t, s, max(5, iters // 4 + 1 if s >= 1048576 else iters)))
+                    out.append((t, s, iterations(t, s, iters, volume)))
     return out
 
 
-def script_for(template, iters, only=None):
+def script_for(template, iters, volume, only=None):
     return template.replace("{cells}", "\n".join(f"{t} {s} {n}"
-                                                  for t, s, n in cells(iters, only)))
+                                                  for t, s, n in cells(iters, volume, only)))
+
+
+def runs_text(args, volume):
+    return (f"latency cells {args.iters} iterations, bandwidth cells "
+            f"{volume >> 20} MiB each (at most {PERFTEST_BW_ITERS} iterations)")
 
 
 def figure(test, rc, status, line):
@@ -448,21 +468,23 @@ def complain(results):
 
 def one_vm(args):
     host = {}
-    results = run_cluster("one-vm", script_for(ONE_VM, args.iters, args.only), ("ohca",),
+    volume = args.volume_one << 20
+    results = run_cluster("one-vm", script_for(ONE_VM, args.iters, volume, args.only), ("ohca",),
                           args.timeout, args.logdir, 0, host, args.mtu)
     complain(results)
     text, ok = table(parse(results[0].output), only=args.only)
     ctrs = counters_table(parse_counters([results[0].output], {}), host, only=args.only)
     gids = re.search(r"^GIDS .*$", results[0].output, re.M)
     print(f"\nohca vs rxe, one VM (TCG), perftest loopback via 127.0.0.1, "
-          f"{args.iters} iterations ({args.iters // 4 + 1} at 1 MiB); "
+          f"{runs_text(args, volume)}; "
           f"{gids.group(0) if gids else ''}")
     return text, ctrs, ok and all(r.ok for r in results)
 
 
 def two_vms(args):
     res, ctrs, host, ok = {}, {}, {}, True
-    script = script_for(TWO_VM, args.iters, args.only)
+    volume = args.volume_two << 20
+    script = script_for(TWO_VM, args.iters, volume, args.only)
     if args.pairs:
         return pairs(args, script)
     for kind in ("ohca", "rxe"):
@@ -478,7 +500,7 @@ def two_vms(args):
     wire = ("QEMU's own dgram sockets" if os.environ.get("OHCA_DGRAM") == "qemu" else
             f"dgram netdevs on sockets of {ohcavm.WIRE_SOCKET_BUFFER >> 20} MiB buffers")
     print(f"\nohca vs rxe, two VMs (TCG) on one wire ({wire}), server "
-          f"vm0, client vm1, {args.iters} iterations ({args.iters // 4 + 1} at 1 MiB)")
+          f"vm0, client vm1, {runs_text(args, volume)}")
     return text, counters_table(ctrs, host, heads, args.only), ok and cells_ok
 
 
@@ -516,7 +538,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mode", choices=("one", "two", "both"), default="both",
                     help="one VM (loopback), two VMs on one wire, or both (default)")
-    ap.add_argument("--iters", type=int, default=200, help="iterations per run (1 MiB: iters/4+1)")
+    ap.add_argument("--iters", type=int, default=200,
+                    help="iterations of a latency or events cell")
+    ap.add_argument("--volume-one", type=int, default=64, metavar="MIB",
+                    help="MiB a bandwidth cell moves in one VM (default 64)")
+    ap.add_argument("--volume-two", type=int, default=16, metavar="MIB",
+                    help="MiB a bandwidth cell moves between two VMs (default 16)")
     ap.add_argument("--timeout", type=float, default=2400, help="seconds per cluster")
     ap.add_argument("--logdir", default=os.path.join(ohcavm.TOP, "build/test-logs/bench"))
     ap.add_argument("--cells", help="only these cells, e.g. ib_write_bw:65536,ib_read_lat:2")
