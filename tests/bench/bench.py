@@ -538,8 +538,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mode", choices=("one", "two", "both"), default="both",
                     help="one VM (loopback), two VMs on one wire, or both (default)")
-    ap.add_argument("--iters", type=int, default=200,
-                    help="iterations of a latency or events cell")
+    ap.add_argument("--iters", type=int, default=1000,
+                    help="iterations of a latency or events cell (default 1000, perftest's)")
     ap.add_argument("--volume-one", type=int, default=64, metavar="MIB",
                     help="MiB a bandwidth cell moves in one VM (default 64)")
     ap.add_argument("--volume-two", type=int, default=16, metavar="MIB",
