@@ -443,11 +443,11 @@ class Progress(threading.Thread):
                 return
 
 
-def run_cluster(name, script, nics, timeout, logdir, watch, host, mtu=None):
+def run_cluster(name, script, nics, timeout, logdir, watch, host, mtu=None, wire=None):
     """Runs script on a Cluster of len(nics) VMs, echoing VM watch's
     results as they come (and the host's state into host); returns the
     list of Result."""
-    with ohcavm.Cluster(name, nvms=len(nics), nics=nics, mtu=mtu,
+    with ohcavm.Cluster(name, nvms=len(nics), nics=nics, mtu=mtu, wire=wire,
                         logdir=os.path.join(logdir, name)) as c:
         c.start(script)
         p = Progress(c.vms[watch], name, host)
@@ -490,7 +490,7 @@ def two_vms(args):
     for kind in ("ohca", "rxe"):
         # the client (vm1) prints the figures
         results = run_cluster(f"two-vm-{kind}", script, (kind, kind),
-                              args.timeout, args.logdir, 1, host, args.mtu)
+                              args.timeout, args.logdir, 1, host, args.mtu, args.wire)
         complain(results)
         res.update(parse(results[1].output))
         parse_counters([r.output for r in results], ctrs)
@@ -498,7 +498,7 @@ def two_vms(args):
     heads = ("ohca0<->ohca0", "rxe0<->rxe0")
     text, cells_ok = table(res, heads=heads, only=args.only)
     wire = ("QEMU's own dgram sockets" if os.environ.get("OHCA_DGRAM") == "qemu" else
-            f"dgram netdevs on sockets of {ohcavm.WIRE_SOCKET_BUFFER >> 20} MiB buffers")
+            f"{args.wire} netdevs on sockets of {ohcavm.WIRE_SOCKET_BUFFER >> 20} MiB buffers")
     print(f"\nohca vs rxe, two VMs (TCG) on one wire ({wire}), server "
           f"vm0, client vm1, {runs_text(args, volume)}")
     return text, counters_table(ctrs, host, heads, args.only), ok and cells_ok
@@ -516,7 +516,8 @@ def pairs(args, script):
     for spec in args.pairs:
         nics = tuple(spec.split(","))
         name = "pair-" + "-".join(nics)
-        results = run_cluster(name, script, nics, args.timeout, args.logdir, 1, {}, args.mtu)
+        results = run_cluster(name, script, nics, args.timeout, args.logdir, 1, {}, args.mtu,
+                              args.wire)
         complain(results)
         ok &= all(r.ok for r in results)
         res = parse(results[1].output)
@@ -551,6 +552,10 @@ def main():
                     help="two VMs of these kinds (server, client) instead of the "
                     "ohca and rxe clusters, e.g. ohca,rxe (repeatable); prints lines")
     ap.add_argument("--mtu", type=int, help="eth0's MTU in the VMs (9000: IB MTU 4096)")
+    ap.add_argument("--wire", choices=("dgram", "stream"), default="stream",
+                    help="the two-VM wire: a stream netdev pair (default: batched "
+                    "receive, lossless like a RoCE fabric with PFC) or dgram netdevs "
+                    "(one frame per main-loop pass, lossy when a buffer overflows)")
     args = ap.parse_args()
     args.only = None
     if args.cells:

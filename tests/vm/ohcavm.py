@@ -286,6 +286,31 @@ def wire_socket():
         raise
 
 
+def stream_pair():
+    """The two ends of a stream wire: a connected AF_UNIX stream socket
+    pair with WIRE_SOCKET_BUFFER for both directions. QEMU's stream netdev
+    frames each packet with its length and reads up to 68 KiB per call, so
+    a burst reaches the device in one main-loop pass instead of one pass
+    per frame (its dgram netdev reads one datagram per pass); and it does
+    not drop (a full socket holds the sender back), like a lossless RoCE
+    fabric."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    for s in (a, b):
+        for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF),
+                             (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
+            try:
+                s.setsockopt(socket.SOL_SOCKET, force, WIRE_SOCKET_BUFFER)
+            except PermissionError:
+                s.setsockopt(socket.SOL_SOCKET, plain, WIRE_SOCKET_BUFFER)
+    return a, b
+
+
+def stream_fd_args(sock):
+    """QEMU -netdev arguments for a stream netdev on an already connected
+    socket."""
+    return f"stream,server=off,addr.type=fd,addr.str={sock.fileno()}"
+
+
 def dgram_fd_args(sock):
     """QEMU -netdev arguments for an fd dgram netdev on sock."""
     return f"dgram,local.type=fd,local.str={sock.fileno()}"
@@ -816,7 +841,7 @@ class Cluster:
         self.extra_args = list(extra_args or [])
         self.append = append if append is not None else os.environ.get("OHCA_APPEND", "")
         self.klog_allow = klog_allow or os.environ.get("OHCA_KLOG_ALLOW")
-        # wire: "dgram", "user", or a dict of faults for the fault wire
+        # wire: "dgram", "stream" (two VMs), "user", or a dict of faults for the fault wire
         # (tests/wire/ohca_wire between the two VMs' dgram netdevs), e.g.
         # {"loss": 0.05, "dup": 0.01, "reorder": 0.02, "corrupt": 0.01,
         #  "seed": 1}; see start_fault_wire().
@@ -908,6 +933,13 @@ class Cluster:
             if self.nvms != 2:
                 raise HarnessError("the dgram wire needs two VMs")
             self._dgram_ends(via_wire=False)
+        elif self.wire == "stream":
+            if self.nvms != 2:
+                raise HarnessError("the stream wire needs two VMs")
+            self._close_wire_sockets()
+            for vm, sock in zip(self.vms, stream_pair()):
+                vm.netdev_sock = sock
+                vm.netdev_args = stream_fd_args(sock)
         elif self.wire == "faulty":
             if self.nvms != 2:
                 raise HarnessError("the fault wire needs two VMs")
@@ -1319,6 +1351,8 @@ def main(argv=None):
     p.add_argument("--nics", help="NIC kind per VM, comma-separated "
                    "(e.g. ohca,rxe: vm1 is virtio-net + rdma_rxe)")
     p.add_argument("--mtu", type=int, help="eth0 MTU set by the preamble")
+    p.add_argument("--wire", choices=("dgram", "stream"),
+                   help="two VMs: dgram netdevs (default) or a lossless stream netdev pair")
     p.add_argument("--capture", action="store_true",
                    help="vm0's wire traffic to <logdir>/vm0/wire.pcap (filter-dump)")
     p.add_argument("--vm-script", action="append", default=[], metavar="I=FILE",
@@ -1371,7 +1405,7 @@ def main(argv=None):
                       logdir=logdir, extra_args=args.qemu_arg,
                       module_params=args.module_params,
                       nics=args.nics.split(",") if args.nics else None,
-                      mtu=args.mtu, capture=args.capture)
+                      mtu=args.mtu, capture=args.capture, wire=args.wire)
     except HarnessError as e:
         log(f"error: {e}")
         return 2
