@@ -158,6 +158,7 @@ EmitResult Device::loop_back(const PacketPath &path, const PacketFields &fields,
         p.dgid = path.dgid;
         p.ipv6 = path.ipv6;
         p.payload = s->buf;
+        p.looped = true;
     } else {
         s->looped = false;
         const FrameLayout l = build_roce_headers(s->buf, path, fields, payload_len);
