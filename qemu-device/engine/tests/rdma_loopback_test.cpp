@@ -345,6 +345,58 @@ TEST_F(LoopbackTest, CoalescedAcksKeepTheirOrderWithReadsAndAtomics) {
     EXPECT_EQ(n.stats().roce_rx_dropped, 0u);
 }
 
+// A CQE is one DMA where the host orders its owner byte after its body
+// (dma_write_ordered), two writes where it cannot: either way the body
+// lands before the owner byte and the CQEs read the same.
+void send_one_and_check_cqe_writes(bool ordered) {
+    FakeHost::ops_without_ordered_write = !ordered;
+    RdmaNode n{1};
+    FakeHost::ops_without_ordered_write = false;
+    const uint32_t pd = n.create_pd();
+    CqInfo cq = n.create_cq();
+    QpInfo a = n.create_qp(pd, cq.cqn, cq.cqn);
+    QpInfo b = n.create_qp(pd, cq.cqn, cq.cqn);
+    n.connect(a, b.qpn, n);
+    n.connect(b, a.qpn, n);
+    const uint64_t buf = n.alloc(4096);
+    const uint32_t key = n.reg_mr(pd, buf, 4096, kAllAccess);
+    n.post_recv(b, 9, {{buf + 2048, 64, key}});
+    SendReq r;
+    r.sges = {{buf, 64, key}};
+    n.post_send(a, r);
+    n.host.write_log.clear();
+    const unsigned int writes = n.host.dma_writes;
+    n.process();
+    const auto c = n.poll(cq);
+    ASSERT_EQ(c.size(), 2u);
+    for (const ohca_cqe &e : c) {
+        EXPECT_EQ(e.status, OHCA_CQE_SUCCESS);
+    }
+    EXPECT_EQ(n.host.ordered_writes, ordered ? 2u : 0u);
+    // The receive's payload, then per CQE its body and its owner byte.
+    EXPECT_EQ(n.host.dma_writes - writes, ordered ? 3u : 5u);
+    constexpr size_t body = offsetof(ohca_cqe, owner);
+    unsigned int cqes = 0;
+    const auto &log = n.host.write_log;
+    for (size_t i = 0; i < log.size(); ++i) {
+        if (log[i].second == 1 && log[i].first % sizeof(ohca_cqe) == body) {
+            ASSERT_GT(i, 0u);
+            EXPECT_EQ(log[i - 1].first, log[i].first - body);
+            EXPECT_EQ(log[i - 1].second, body);
+            ++cqes;
+        }
+    }
+    EXPECT_EQ(cqes, 2u);
+}
+
+TEST(CqeWriteTest, OneOrderedDmaPerCqeOwnerLast) {
+    send_one_and_check_cqe_writes(true);
+}
+
+TEST(CqeWriteTest, WithoutTheCallbackTwoWritesOwnerLast) {
+    send_one_and_check_cqe_writes(false);
+}
+
 // A 1 MiB SEND and WRITE loop back in a send window: no drops, no retries.
 TEST_F(LoopbackTest, LargeSendAndWritePaced) {
     constexpr uint32_t kLen = 1 << 20;
