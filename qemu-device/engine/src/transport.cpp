@@ -45,6 +45,9 @@ bool TransportServices::gather(const Qp &qp, const SendWr &wr, uint32_t offset,
 
 OdpState TransportServices::odp_touch_sges(const Qp &qp, const std::vector<Sge> &sges,
                                            uint64_t offset, uint64_t len, bool write) {
+    if (!has_odp_mrs()) {
+        return OdpState::Resident; // skips a key lookup per SGE per packet
+    }
     uint64_t done = 0;
     for (const Sge &s : sges) {
         if (done == len) {
