@@ -112,7 +112,7 @@ static int ohca_dma_write_ordered(void *opaque, uint64_t addr, const void *buf,
     if (host && plen == len && memory_region_from_host(host, &ram_off)) {
         memcpy(host, p, last_off);
         memcpy(host + after, p + after, len - after);
-        smp_wmb();
+        smp_wmb(); /* the rest is visible before the owner byte */
         memcpy(host + last_off, p + last_off, last_len);
         pci_dma_unmap(d, host, plen, DMA_DIRECTION_FROM_DEVICE, len);
         return 0;
@@ -120,9 +120,15 @@ static int ohca_dma_write_ordered(void *opaque, uint64_t addr, const void *buf,
     if (host) {
         pci_dma_unmap(d, host, plen, DMA_DIRECTION_FROM_DEVICE, 0);
     }
-    if ((last_off && ohca_dma_write(s, addr, p, last_off)) ||
-        (len > after && ohca_dma_write(s, addr + after, p + after, len - after)) ||
-        (last_len && ohca_dma_write(s, addr + last_off, p + last_off, last_len))) {
+    if (last_off && ohca_dma_write(s, addr, p, last_off)) {
+        return -1;
+    }
+    if (len > after &&
+        ohca_dma_write(s, addr + after, p + after, len - after)) {
+        return -1;
+    }
+    if (last_len &&
+        ohca_dma_write(s, addr + last_off, p + last_off, last_len)) {
         return -1;
     }
     return 0;
