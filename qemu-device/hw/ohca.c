@@ -85,6 +85,55 @@ static int ohca_dma_write(void *opaque, uint64_t addr, const void *buf,
     return 0;
 }
 
+/*
+ * A CQE in one DMA with its owner byte (the bytes [last_off, last_off +
+ * last_len)) visible after the rest: when the range is plain guest RAM in
+ * one mapping, the rest is copied, then smp_wmb(), then the last part (a
+ * polling vCPU that sees the owner byte then sees the body: it reads the
+ * owner, then the body after a read barrier). pci_dma_map goes through the
+ * bus master address space as pci_dma_write does (bus mastering, vIOMMU),
+ * and the unmap with access_len = len marks the pages dirty (migration)
+ * and invalidates translated code, as pci_dma_write would. Anything else
+ * (MMIO or ROM, which map through the bounce buffer; a range the IOMMU
+ * splits; no mapping) takes the ordinary writes, rest first, so errors
+ * are reported as before.
+ */
+static int ohca_dma_write_ordered(void *opaque, uint64_t addr, const void *buf,
+                                  size_t len, size_t last_off, size_t last_len)
+{
+    OhcaState *s = opaque;
+    PCIDevice *d = PCI_DEVICE(s);
+    const uint8_t *p = buf;
+    size_t after = last_off + last_len;
+    dma_addr_t plen = len;
+    ram_addr_t ram_off;
+    uint8_t *host = pci_dma_map(d, addr, &plen, DMA_DIRECTION_FROM_DEVICE);
+
+    if (host && plen == len && memory_region_from_host(host, &ram_off)) {
+        memcpy(host, p, last_off);
+        memcpy(host + after, p + after, len - after);
+        smp_wmb(); /* the rest is visible before the owner byte */
+        memcpy(host + last_off, p + last_off, last_len);
+        pci_dma_unmap(d, host, plen, DMA_DIRECTION_FROM_DEVICE, len);
+        return 0;
+    }
+    if (host) {
+        pci_dma_unmap(d, host, plen, DMA_DIRECTION_FROM_DEVICE, 0);
+    }
+    if (last_off && ohca_dma_write(s, addr, p, last_off)) {
+        return -1;
+    }
+    if (len > after &&
+        ohca_dma_write(s, addr + after, p + after, len - after)) {
+        return -1;
+    }
+    if (last_len &&
+        ohca_dma_write(s, addr + last_off, p + last_off, last_len)) {
+        return -1;
+    }
+    return 0;
+}
+
 static void ohca_raise_irq(void *opaque, unsigned int vector)
 {
     OhcaState *s = opaque;
@@ -181,6 +230,7 @@ static const struct ohca_engine_ops ohca_engine_ops = {
     .now_ns = ohca_now_ns,
     .set_timer = ohca_set_timer,
     .trace = ohca_trace,
+    .dma_write_ordered = ohca_dma_write_ordered,
 };
 
 /* Command queue and TX doorbells only schedule this; the work runs here. */

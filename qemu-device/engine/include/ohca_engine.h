@@ -58,6 +58,15 @@ struct ohca_engine_ops {
      * kind are in enum ohca_engine_trace_kind. Called synchronously from
      * inside the engine: it must not call back into it. */
     void (*trace)(void *ctx, unsigned int kind, uint32_t a, uint32_t b, uint32_t c, uint64_t d);
+    /* Optional (may be NULL): dma_write of len bytes at addr in which the
+     * bytes [last_off, last_off + last_len) become visible to the guest's
+     * CPUs no earlier than all the others (a CQE's owner byte after its
+     * body), for one callback where the engine would otherwise make two
+     * dma_write calls, the rest first. The range lies within one page of
+     * the engine's page lists (4 KiB aligned at least). Returns as
+     * dma_write; on failure the guest may see any part written. */
+    int (*dma_write_ordered)(void *ctx, uint64_t addr, const void *buf, size_t len, size_t last_off,
+                             size_t last_len);
 };
 
 enum ohca_engine_trace_kind {

@@ -46,9 +46,9 @@ bool Device::post_cqe(uint32_t cqn, ohca_cqe cqe, bool solicited) {
     const uint64_t off = uint64_t{cq.pi & (size - 1)} * sizeof(ohca_cqe);
     uint8_t raw[sizeof(ohca_cqe)];
     std::memcpy(raw, &cqe, sizeof(raw));
+    // Body before the owner byte: one DMA where the host can order them.
     constexpr size_t body = offsetof(ohca_cqe, owner);
-    if (!cq.ring.write(host_, off, raw, body) ||
-        !cq.ring.write(host_, off + body, raw + body, sizeof(raw) - body)) {
+    if (!cq.ring.write_ordered(host_, off, raw, sizeof(raw), body, sizeof(raw) - body)) {
         cq.error = true;
         post_event(OHCA_EQE_CQ_ERROR, OHCA_CQ_ERR_ACCESS, cqn, 0, 0);
         return false;

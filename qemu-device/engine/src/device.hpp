@@ -253,6 +253,7 @@ class Device : private TransportServices {
     CmdResult init_odp_mr(const ohca_create_mr_in &in, Mr &mr) const;
     void odp_mr_destroyed(const Mr &mr);
     OdpState odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) override;
+    [[nodiscard]] bool has_odp_mrs() const override { return odp_mrs_ != 0; }
     void odp_wait(Qp &qp) override;
     void odp_wake();
 
@@ -394,6 +395,8 @@ class Device : private TransportServices {
     OdpFaults odp_faults_{DeviceLimits::max_odp_faults};
     std::vector<uint32_t> odp_waiters_;
     uint32_t odp_chunks_ = 0;
+    // ODP MRs in the key table (created, not yet destroyed or reset).
+    uint32_t odp_mrs_ = 0;
 
   public:
     [[nodiscard]] const RoceCounters &roce_counters() const { return roce_; }

@@ -33,6 +33,20 @@ bool Host::write(uint64_t addr, const void *buf, size_t len) const {
     return ops_.dma_write(ctx_, addr, buf, len) == 0;
 }
 
+bool Host::write_ordered(uint64_t addr, const void *buf, size_t len, size_t last_off,
+                         size_t last_len) const {
+    if (!range_ok(addr, len) || last_off > len || last_len > len - last_off) {
+        return false;
+    }
+    if (ops_.dma_write_ordered != nullptr && len != 0) {
+        return ops_.dma_write_ordered(ctx_, addr, buf, len, last_off, last_len) == 0;
+    }
+    const auto *p = static_cast<const uint8_t *>(buf);
+    const size_t after = last_off + last_len;
+    return write(addr, p, last_off) && write(addr + after, p + after, len - after) &&
+           write(addr + last_off, p + last_off, last_len);
+}
+
 void Host::raise_irq(unsigned int vector) const {
     if (vector < OHCA_NUM_MSIX) {
         ops_.raise_irq(ctx_, vector);

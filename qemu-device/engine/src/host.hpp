@@ -18,6 +18,11 @@ class Host {
     // False if any byte is inaccessible or the range wraps the address space.
     [[nodiscard]] bool read(uint64_t addr, void *buf, size_t len) const;
     [[nodiscard]] bool write(uint64_t addr, const void *buf, size_t len) const;
+    // A write whose bytes [last_off, last_off + last_len) the guest sees no
+    // earlier than the rest (an owner byte): one dma_write_ordered callback
+    // where the host has it, else two writes, the rest first.
+    [[nodiscard]] bool write_ordered(uint64_t addr, const void *buf, size_t len, size_t last_off,
+                                     size_t last_len) const;
 
     template <class T> [[nodiscard]] bool read_obj(uint64_t addr, T &out) const {
         static_assert(std::is_trivially_copyable_v<T>);

@@ -389,6 +389,7 @@ Device::CmdResult Device::init_odp_mr(const ohca_create_mr_in &in, Mr &mr) const
 
 void Device::odp_mr_destroyed(const Mr &mr) {
     if (mr.odp) {
+        --odp_mrs_;
         odp_chunks_ -= mr.odp->chunks();
         odp_faults_.drop_key(mr.key);
     }

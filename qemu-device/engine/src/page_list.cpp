@@ -97,6 +97,22 @@ bool PageList::read(const Host &host, uint64_t offset, void *buf, size_t len) co
     return true;
 }
 
+bool PageList::write_ordered(const Host &host, uint64_t offset, const void *buf, size_t len,
+                             size_t last_off, size_t last_len) const {
+    uint64_t a = 0;
+    if (len != 0 && (offset & (page_size() - 1)) + len <= page_size() && translate(offset, a)) {
+        return host.write_ordered(a, buf, len, last_off, last_len);
+    }
+    if (last_off > len || last_len > len - last_off) {
+        return false;
+    }
+    const auto *p = static_cast<const uint8_t *>(buf);
+    const size_t after = last_off + last_len;
+    return write(host, offset, p, last_off) &&
+           write(host, offset + after, p + after, len - after) &&
+           write(host, offset + last_off, p + last_off, last_len);
+}
+
 bool PageList::write(const Host &host, uint64_t offset, const void *buf, size_t len) const {
     const auto *p = static_cast<const uint8_t *>(buf);
     while (len > 0) {

@@ -60,6 +60,10 @@ class PageList {
     // Copies len bytes at 'offset' (may span pages). False on any failure.
     bool read(const Host &host, uint64_t offset, void *buf, size_t len) const;
     bool write(const Host &host, uint64_t offset, const void *buf, size_t len) const;
+    // Host::write_ordered at 'offset'; a range that crosses a page is
+    // written in pieces, the bytes [last_off, last_off + last_len) last.
+    bool write_ordered(const Host &host, uint64_t offset, const void *buf, size_t len,
+                       size_t last_off, size_t last_len) const;
 
   private:
     unsigned int shift_ = 12;

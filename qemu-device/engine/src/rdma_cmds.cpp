@@ -58,6 +58,7 @@ void Device::rdma_power_on() {
     odp_faults_.clear();
     odp_waiters_.clear();
     odp_chunks_ = 0;
+    odp_mrs_ = 0;
     roce_backlog_.clear();
     if (timer_deadline_ != 0) {
         timer_deadline_ = 0;
@@ -265,6 +266,9 @@ Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
     }
     mr_tags_[*index] = tag;
     pbl_entries_ += pbl_charge(mr);
+    if (mr.odp) {
+        ++odp_mrs_; // odp_mr_destroyed() counts it down
+    }
     slot.mr = std::make_unique<Mr>(std::move(mr));
     ++mr_count_;
     ++pd->refs;

@@ -443,8 +443,9 @@ void RcRequester::fail_current(Qp &qp, uint8_t verr) {
 // driver failed fails the WQE with LOC_PROT_ERR.
 bool RcRequester::odp_ready(Qp &qp) {
     const SendWr &w = qp.inflight[qp.cur_wr];
-    if (w.local_status != OHCA_CQE_SUCCESS || w.local_op || w.is_inline || w.length == 0) {
-        return true;
+    if (w.local_status != OHCA_CQE_SUCCESS || w.local_op || w.is_inline || w.length == 0 ||
+        !svc_.has_odp_mrs()) {
+        return true; // (no ODP MR: nothing to fault in, checked once per packet)
     }
     OdpState st = OdpState::Resident;
     if (awaits_response(w)) {

@@ -49,11 +49,22 @@ bool has_imm(uint8_t op) {
 
 } // namespace
 
-void RcResponder::send_ack(Qp &qp, uint32_t psn, uint8_t syndrome) {
+void RcResponder::send_ack(Qp &qp, uint32_t psn, uint8_t syndrome, bool coalesce) {
     if (!qp.resp.empty()) {
         // Behind READ/atomic responses still being sent (bounded: it
         // replaces an ACK already waiting there).
         qp.resp.queue_ack(psn, syndrome, qp.msn);
+        return;
+    }
+    if (coalesce && (syndrome & 0x60) == kAethAck) {
+        // Loopback: the requester is a QP of this device, so one ACK per
+        // run of looped-back requests (the QP's visit after them) does
+        // what one per message did, at a packet's cost instead of many.
+        // It waits in the response queue, so a READ response or atomic
+        // acknowledgement that follows stays behind it, and a later ACK
+        // or NAK replaces it (cumulative). NAKs go at once as before.
+        qp.resp.queue_ack(psn, syndrome, qp.msn);
+        svc_.mark_ready(qp);
         return;
     }
     PacketFields f;
@@ -226,7 +237,7 @@ void RcResponder::execute_atomic_write(Qp &qp, const ParsedPacket &pkt) {
     }
     qp.epsn = psn_add(qp.epsn, 1);
     qp.msn = (qp.msn + 1) & kPsnMask;
-    send_ack(qp, pkt.fields.bth.psn, kAckCredits);
+    send_ack(qp, pkt.fields.bth.psn, kAckCredits, pkt.looped);
 }
 
 // Sends queued responses in order: at most read_resp_per_pass READ response
@@ -351,7 +362,7 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
             duplicate_atomic(qp, h.psn);
             return;
         }
-        send_ack(qp, psn_add(qp.epsn, kPsnMask), kAckCredits);
+        send_ack(qp, psn_add(qp.epsn, kPsnMask), kAckCredits, pkt.looped);
         return;
     }
     if (d > 0) {
@@ -564,7 +575,7 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
     }
     qp.epsn = psn_add(qp.epsn, 1);
     if (ends || h.ack_req) {
-        send_ack(qp, h.psn, kAckCredits);
+        send_ack(qp, h.psn, kAckCredits, pkt.looped);
     }
 }
 

@@ -23,7 +23,9 @@ class RcResponder {
     void reject(Qp &qp, uint8_t nak, uint16_t event);
 
   private:
-    void send_ack(Qp &qp, uint32_t psn, uint8_t syndrome);
+    // 'coalesce': the request was looped back, so a plain ACK may wait in
+    // the QP's response queue for the visit after this run of packets.
+    void send_ack(Qp &qp, uint32_t psn, uint8_t syndrome, bool coalesce = false);
     void error(Qp &qp, uint8_t nak, uint16_t event);
     // On-demand paging: true when the request cannot go on now -- a page
     // fault is pending (RNR NAK: the requester sends it again after its

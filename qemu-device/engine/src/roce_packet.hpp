@@ -204,6 +204,9 @@ struct ParsedPacket {
     std::span<const uint8_t> ip_header; // the 20 (IPv4) or 40 (IPv6) bytes
     PacketFields fields;
     std::span<const uint8_t> payload; // without pad and ICRC
+    // Looped back inside the device (never framed): its ACK goes back to a
+    // QP of this device too, so the responder may coalesce it (responder.cpp).
+    bool looped = false;
 };
 
 enum class ParseError { None, Malformed, BadIcrc, BadOpcode, BadVersion };

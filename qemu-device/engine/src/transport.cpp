@@ -45,6 +45,9 @@ bool TransportServices::gather(const Qp &qp, const SendWr &wr, uint32_t offset,
 
 OdpState TransportServices::odp_touch_sges(const Qp &qp, const std::vector<Sge> &sges,
                                            uint64_t offset, uint64_t len, bool write) {
+    if (!has_odp_mrs()) {
+        return OdpState::Resident; // skips a key lookup per SGE per packet
+    }
     uint64_t done = 0;
     for (const Sge &s : sges) {
         if (done == len) {
@@ -158,6 +161,7 @@ EmitResult Device::loop_back(const PacketPath &path, const PacketFields &fields,
         p.dgid = path.dgid;
         p.ipv6 = path.ipv6;
         p.payload = s->buf;
+        p.looped = true;
     } else {
         s->looped = false;
         const FrameLayout l = build_roce_headers(s->buf, path, fields, payload_len);

@@ -140,6 +140,9 @@ class TransportServices {
     // odp_wait(), a responder answers RNR NAK. Always Resident for an MR
     // with a page list.
     virtual OdpState odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) = 0;
+    // Whether any MR of the device may be an ODP one (false: every access
+    // is Resident, and the SGEs' keys need no second look for it).
+    [[nodiscard]] virtual bool has_odp_mrs() const = 0;
     // The same for bytes [offset, offset + len) of SGEs whose keys were
     // checked (an SGE whose key no longer checks is left to the access).
     OdpState odp_touch_sges(const Qp &qp, const std::vector<Sge> &sges, uint64_t offset,

@@ -72,6 +72,35 @@ ohca_engine_ops FakeHost::ops() {
         }
         return h->write(addr, buf, len) ? 0 : -1;
     };
+    if (!ops_without_ordered_write) {
+        o.dma_write_ordered = [](void *ctx, uint64_t addr, const void *buf, size_t len,
+                                 size_t last_off, size_t last_len) {
+            auto *h = static_cast<FakeHost *>(ctx);
+            ++h->dma_writes;
+            ++h->ordered_writes;
+            if (h->on_dma) {
+                h->on_dma();
+            }
+            // One lookup for the whole range, then the rest before the
+            // last part, as the QEMU glue stores them.
+            size_t off = 0;
+            std::vector<uint8_t> *r = h->find(addr, len, off);
+            if (r == nullptr) {
+                return -1;
+            }
+            const auto *p = static_cast<const uint8_t *>(buf);
+            const size_t after = last_off + last_len;
+            std::memcpy(r->data() + off, p, last_off);
+            std::memcpy(r->data() + off + after, p + after, len - after);
+            h->write_log.emplace_back(addr, last_off);
+            if (len != after) {
+                h->write_log.emplace_back(addr + after, len - after);
+            }
+            std::memcpy(r->data() + off + last_off, p + last_off, last_len);
+            h->write_log.emplace_back(addr + last_off, last_len);
+            return 0;
+        };
+    }
     o.raise_irq = [](void *ctx, unsigned int vector) {
         static_cast<FakeHost *>(ctx)->irqs.push_back(vector);
     };

@@ -38,7 +38,11 @@ class FakeHost {
     }
     void fill(uint64_t addr, uint8_t byte, size_t len);
 
+    // With dma_write_ordered (one callback, counted in dma_writes and
+    // ordered_writes, logged as its two parts in the order they land)
+    // unless ops_without_ordered_write is set (the engine then makes two).
     static ohca_engine_ops ops();
+    static inline bool ops_without_ordered_write = false;
 
     std::vector<std::vector<uint8_t>> wire;
     std::vector<unsigned int> irqs;
@@ -46,9 +50,10 @@ class FakeHost {
     unsigned int rx_resumes = 0;
     unsigned int dma_reads = 0;
     unsigned int dma_writes = 0;
-    uint64_t now = 1'000'000'000;                       // now_ns(); tests advance it
-    uint64_t now_step = 0;                              // ... or every now_ns() does
-    uint64_t timer = 0;                                 // last set_timer() deadline
+    unsigned int ordered_writes = 0; // dma_write_ordered calls (in dma_writes too)
+    uint64_t now = 1'000'000'000;    // now_ns(); tests advance it
+    uint64_t now_step = 0;           // ... or every now_ns() does
+    uint64_t timer = 0;              // last set_timer() deadline
     std::vector<std::pair<uint64_t, size_t>> write_log; // DMA writes
     struct TraceEvent {
         unsigned int kind;

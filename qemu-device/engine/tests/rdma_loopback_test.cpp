@@ -271,6 +271,132 @@ TEST_F(LoopbackTest, SixteenLargeReadsOutstanding) {
     EXPECT_EQ(n.stats().roce_rx_dropped, 0u);
 }
 
+// Loopback coalesces the ACKs of a run of requests into one, sent on the
+// responder's next visit from its response queue: READ responses and
+// atomic acknowledgements that follow a coalesced ACK stay behind it (a
+// requester that saw an ACK after a later READ response would count it
+// stale), and every packet that does go is counted on both sides.
+TEST_F(LoopbackTest, CoalescedAcksKeepTheirOrderWithReadsAndAtomics) {
+    constexpr uint32_t kAtomic =
+        OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ | OHCA_ACCESS_REMOTE_ATOMIC;
+    QpInfo c = n.create_qp(pd, scq.cqn, rcq.cqn);
+    QpInfo d = n.create_qp(pd, scq.cqn, rcq.cqn);
+    n.connect(c, d.qpn, n, 3, 14, 7, 7, kAtomic);
+    n.connect(d, c.qpn, n, 3, 14, 7, 7, kAtomic);
+    const uint32_t all = kAllAccess | OHCA_ACCESS_REMOTE_ATOMIC;
+    const uint64_t mem = n.alloc(1 << 16);
+    const uint32_t key = n.reg_mr(pd, mem, 1 << 16, all);
+    const uint64_t target = mem + 0x8000; // the atomic's 8 bytes, 0
+    constexpr int kSends = 8;
+    for (int i = 0; i < 2 * kSends + 1; ++i) {
+        n.post_recv(d, 500 + i, {{mem + 0x1000 + 64ull * i, 64, key}});
+    }
+    uint64_t wr = 1;
+    auto send = [&] {
+        SendReq r;
+        r.wr_id = wr++;
+        r.sges = {{src, 64, lsrc}};
+        n.post_send(c, r, false);
+    };
+    for (int i = 0; i < kSends; ++i) {
+        send();
+    }
+    SendReq rd;
+    rd.wr_id = wr++;
+    rd.opcode = OHCA_WR_RDMA_READ;
+    rd.remote_addr = src;
+    rd.rkey = lsrc;
+    rd.sges = {{mem, 256, key}};
+    n.post_send(c, rd, false);
+    for (int i = 0; i < kSends; ++i) {
+        send();
+    }
+    SendReq at;
+    at.wr_id = wr++;
+    at.opcode = OHCA_WR_ATOMIC_FETCH_ADD;
+    at.remote_addr = target;
+    at.rkey = key;
+    at.cmp_add = 5;
+    at.sges = {{mem + 0x800, 8, key}};
+    n.post_send(c, at, false);
+    send(); // one more SEND after the atomic
+    n.ring_sq(c);
+    const auto before = device_of(n.e).roce_counters();
+    n.process();
+    const auto sc = n.poll(scq);
+    ASSERT_EQ(sc.size(), wr - 1);
+    for (size_t i = 0; i < sc.size(); ++i) {
+        EXPECT_EQ(sc[i].status, OHCA_CQE_SUCCESS) << i;
+        EXPECT_EQ(sc[i].wr_id, i + 1) << i;
+    }
+    EXPECT_EQ(n.poll(rcq).size(), 2u * kSends + 1);
+    EXPECT_TRUE(same(src, mem, 256));
+    EXPECT_EQ(n.host.get<uint64_t>(target), 5u);
+    const auto &rc = device_of(n.e).roce_counters();
+    EXPECT_EQ(rc.stale_responses, before.stale_responses);
+    EXPECT_EQ(rc.rx_out_of_seq, before.rx_out_of_seq);
+    EXPECT_EQ(rc.retransmits, before.retransmits);
+    // 2 x 8 + 1 SENDs, the READ and the atomic; the READ's response and the
+    // atomic acknowledgement; one ACK for each run of SENDs (before the
+    // READ, before the atomic, the last one): 19 + 2 + 3 (an ACK per SEND,
+    // but those merged behind the pending READ response, made it 31).
+    EXPECT_EQ(rc.loopback_packets - before.loopback_packets, 24u);
+    EXPECT_EQ(rc.rx_packets - before.rx_packets, 24u);
+    EXPECT_EQ(n.stats().roce_rx_dropped, 0u);
+}
+
+// A CQE is one DMA where the host orders its owner byte after its body
+// (dma_write_ordered), two writes where it cannot: either way the body
+// lands before the owner byte and the CQEs read the same.
+void send_one_and_check_cqe_writes(bool ordered) {
+    FakeHost::ops_without_ordered_write = !ordered;
+    RdmaNode n{1};
+    FakeHost::ops_without_ordered_write = false;
+    const uint32_t pd = n.create_pd();
+    CqInfo cq = n.create_cq();
+    QpInfo a = n.create_qp(pd, cq.cqn, cq.cqn);
+    QpInfo b = n.create_qp(pd, cq.cqn, cq.cqn);
+    n.connect(a, b.qpn, n);
+    n.connect(b, a.qpn, n);
+    const uint64_t buf = n.alloc(4096);
+    const uint32_t key = n.reg_mr(pd, buf, 4096, kAllAccess);
+    n.post_recv(b, 9, {{buf + 2048, 64, key}});
+    SendReq r;
+    r.sges = {{buf, 64, key}};
+    n.post_send(a, r);
+    n.host.write_log.clear();
+    const unsigned int writes = n.host.dma_writes;
+    n.process();
+    const auto c = n.poll(cq);
+    ASSERT_EQ(c.size(), 2u);
+    for (const ohca_cqe &e : c) {
+        EXPECT_EQ(e.status, OHCA_CQE_SUCCESS);
+    }
+    EXPECT_EQ(n.host.ordered_writes, ordered ? 2u : 0u);
+    // The receive's payload, then per CQE its body and its owner byte.
+    EXPECT_EQ(n.host.dma_writes - writes, ordered ? 3u : 5u);
+    constexpr size_t body = offsetof(ohca_cqe, owner);
+    unsigned int cqes = 0;
+    const auto &log = n.host.write_log;
+    for (size_t i = 0; i < log.size(); ++i) {
+        if (log[i].second == 1 && log[i].first % sizeof(ohca_cqe) == body) {
+            ASSERT_GT(i, 0u);
+            EXPECT_EQ(log[i - 1].first, log[i].first - body);
+            EXPECT_EQ(log[i - 1].second, body);
+            ++cqes;
+        }
+    }
+    EXPECT_EQ(cqes, 2u);
+}
+
+TEST(CqeWriteTest, OneOrderedDmaPerCqeOwnerLast) {
+    send_one_and_check_cqe_writes(true);
+}
+
+TEST(CqeWriteTest, WithoutTheCallbackTwoWritesOwnerLast) {
+    send_one_and_check_cqe_writes(false);
+}
+
 // A 1 MiB SEND and WRITE loop back in a send window: no drops, no retries.
 TEST_F(LoopbackTest, LargeSendAndWritePaced) {
     constexpr uint32_t kLen = 1 << 20;

@@ -153,6 +153,28 @@ TEST_F(OdpTest, RequesterWaitsForTheFaultAndResumes) {
     EXPECT_TRUE(same(src + 100, dst, 6000));
 }
 
+// Without ODP MRs the data path skips the ODP checks (a key lookup per
+// SGE); they come back with the first ODP MR and stay while any is left.
+TEST_F(OdpTest, ChecksFollowTheOdpMrsThatExist) {
+    const uint32_t dkey = n.reg_mr(pd, dst, 1 << 16, kAll);
+    const uint32_t skey = odp_mr(src, 1 << 16);
+    const uint32_t other = odp_mr(dst, 1 << 16);
+    ohca_handle_in h{};
+    h.handle = other;
+    ASSERT_EQ(n.cmd_in(OHCA_CMD_DESTROY_MR, h).status, OHCA_STATUS_OK);
+    n.post_recv(b, 9, {{dst, 64, dkey}});
+    SendReq r;
+    r.sges = {{src, 64, skey}};
+    n.post_send(a, r);
+    n.process();
+    EXPECT_TRUE(n.poll(scq).empty()); // the ODP MR left still faults
+    ASSERT_EQ(faults().size(), 1u);
+    ASSERT_EQ(map(skey, src, 1).status, OHCA_STATUS_OK);
+    later();
+    ASSERT_EQ(n.poll(scq).size(), 1u);
+    EXPECT_TRUE(same(src, dst, 64));
+}
+
 TEST_F(OdpTest, ResponderRnrNaksUntilMapped) {
     const uint32_t skey = n.reg_mr(pd, src, 1 << 16, kAll);
     const uint32_t dkey = odp_mr(dst, 1 << 16);

@@ -134,9 +134,10 @@ TEST_F(SchedTest, OneDoorbellVisitsOnlyItsQps) {
     n.process();
     ASSERT_EQ(n.poll(scq).size(), 1u);
     ASSERT_EQ(n.poll(rcq).size(), 1u);
-    // The requester's QP once for the SEND; the responder answers its ACK
-    // while handling the request; nothing else of the 1002 QPs.
-    EXPECT_LE(sched().visits - before.visits, 2u);
+    // The requester's QP once for the SEND, the responder's once for its
+    // ACK (coalesced in loopback: sent on the visit after the request);
+    // nothing else of the 1002 QPs.
+    EXPECT_LE(sched().visits - before.visits, 3u);
 }
 
 TEST_F(SchedTest, TimeBoundEndsRunAndWorkResumes) {
