@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,10 +95,14 @@ static void msleep(int ms)
 /* Polls until (reg & mask) == want, at most 3 s (TCG is slow). */
 static bool wait_reg(uint32_t off, uint32_t mask, uint32_t want)
 {
-	for (int i = 0; i < 3000; i++) {
+	for (int i = 0; i < 3200; i++) {
 		if ((rd(off) & mask) == want)
 			return true;
-		msleep(1);
+		/* a command takes microseconds: yield before sleeping */
+		if (i < 200)
+			sched_yield();
+		else
+			msleep(1);
 	}
 	return false;
 }
@@ -636,13 +641,33 @@ static bool t_eq0_on_own_bar2(void)
 	return expect_fatal(OHCA_FATAL_EQ_DMA);
 }
 
-static bool t_eq0_overflow(void)
+/*
+ * A full EQ 0 is not fatal (OHCA_DEV_CAP_EQ0_HOLD): of 5 commands with 4
+ * entries and none returned, the fifth waits for room for its CMD_DONE
+ * and runs when the driver returns entries.
+ */
+static bool t_eq0_full_holds_commands(void)
 {
-	/* 4 entries; 5 commands without returning any. */
+	struct ohca_eqe *eq = pva(P_EQ);
+
 	if (!bring_up_with(pba(P_EQ), 2, pba(P_CMDQ), CMDQ_LOG))
 		return false;
-	wr(OHCA_REG_CMDQ_PI, 5);
-	return expect_fatal(OHCA_FATAL_EQ_OVERFLOW);
+	wr(OHCA_REG_CMDQ_PI, 5);	/* zeroed entries: NOPs */
+	CHECK(wait_reg(OHCA_REG_CMDQ_CI, 0xffff, 4), "CMDQ_CI %u, want 4",
+	      rd(OHCA_REG_CMDQ_CI));
+	msleep(50);
+	CHECK(rd(OHCA_REG_CMDQ_CI) == 4,
+	      "a command ran with no room for its completion");
+	CHECK(rd(OHCA_REG_DEV_STATUS) == OHCA_DEV_STATUS_READY,
+	      "status %#x fatal %u", rd(OHCA_REG_DEV_STATUS),
+	      rd(OHCA_REG_FATAL_CODE));
+	wr(OHCA_REG_EQ0_DB, 4);
+	CHECK(wait_reg(OHCA_REG_CMDQ_CI, 0xffff, 5), "CMDQ_CI %u, want 5",
+	      rd(OHCA_REG_CMDQ_CI));
+	CHECK(eq[0].type == OHCA_EQE_CMD_DONE &&
+	      !(eq[0].flags & OHCA_EQE_OWNER),
+	      "fifth completion: type %u flags %#x", eq[0].type, eq[0].flags);
+	return bring_up() && nop_ok();
 }
 
 static bool t_bus_master_off(void)
@@ -1601,6 +1626,44 @@ static bool t_srq_exhaustion(void)
 	EXPECT_CMD(cmd(OHCA_CMD_CREATE_SRQ, &in, sizeof(in), 8), 0, 0);
 	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_SRQ, out_handle()), 0, 0);
 	return destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
+}
+
+/*
+ * QPs up to QUERY_DEVICE's max_qp (65536 by default: EQ 0's size does not
+ * limit them), NO_RESOURCES past it, all destroyed and one created again.
+ * The test harness checks QEMU's memory around it (test_hostile.py).
+ */
+static bool t_qp_exhaustion(void)
+{
+	struct ohca_query_device_out *d = pva(P_OUT);
+	struct ohca_create_qp_in in;
+	uint32_t pd = mk_pd(), cq = mk_cq(0, 0), max_qp, n = 0, *qpn;
+	bool ok = true;
+
+	CHECK(pd && cq, "setup");
+	EXPECT_CMD(cmd(OHCA_CMD_QUERY_DEVICE, NULL, 0, sizeof(*d)), 0, 0);
+	max_qp = d->max_qp;
+	CHECK(max_qp >= 1 && max_qp <= 65536, "max_qp %u", max_qp);
+	qpn = calloc(max_qp + 1, sizeof(*qpn));
+	CHECK(qpn, "calloc");
+	qp_in(&in, pd, cq);
+	while (n <= max_qp &&
+	       cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8) == OHCA_STATUS_OK)
+		qpn[n++] = out_handle();
+	printf("qp_exhaustion: %u QPs of max_qp %u, then status %#x\n", n,
+	       max_qp, last_status);
+	if (n != max_qp || last_status != OHCA_STATUS_NO_RESOURCES)
+		ok = failf("%u QPs created, max_qp %u, status %#x", n, max_qp,
+			   last_status);
+	while (n)
+		if (destroy(OHCA_CMD_DESTROY_QP, qpn[--n]))
+			ok = failf("destroy QP %#x: status %#x", qpn[n],
+				   last_status);
+	free(qpn);
+	CHECK(ok, "see above");
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_QP, out_handle()), 0, 0);
+	return true;
 }
 
 static bool t_modify_qp_bad(void)
@@ -2975,7 +3038,7 @@ static const struct hcase cases[] = {
 	{ "cmdq_ring_on_own_bar0", t_cmdq_ring_on_own_bar0, false },
 	{ "eq0_outside_ram", t_eq0_outside_ram, false },
 	{ "eq0_on_own_bar2", t_eq0_on_own_bar2, false },
-	{ "eq0_overflow", t_eq0_overflow, false },
+	{ "eq0_full_holds_commands", t_eq0_full_holds_commands, false },
 	{ "bus_master_off", t_bus_master_off, true },
 	{ "reset_mid_command", t_reset_mid_command, true },
 	{ "reg_random_sweep", t_reg_random_sweep, true },
@@ -3011,6 +3074,7 @@ static const struct hcase cases[] = {
 	{ "qp_fields", t_qp_fields, true },
 	{ "srq_fields", t_srq_fields, true },
 	{ "srq_exhaustion", t_srq_exhaustion, true },
+	{ "qp_exhaustion", t_qp_exhaustion, true },
 	{ "mcast_fields", t_mcast_fields, true },
 	{ "resize_cq_fields", t_resize_cq_fields, true },
 	{ "cq_moderation", t_cq_moderation, false },
