@@ -1629,38 +1629,96 @@ static bool t_srq_exhaustion(void)
 }
 
 /*
+ * n (at most 32) commands of one opcode behind one doorbell: create (@in,
+ * from the P_IN mailbox, entry i's output at P_OUT + 8 * i) or destroy
+ * (@h[i] inline). Entry i's status in st[i]; false if they did not
+ * complete.
+ */
+static bool cmd_batch(uint16_t op, const void *in, uint16_t in_len,
+		      const uint32_t *h, unsigned int n, uint8_t *st)
+{
+	uint16_t first = cmd_pi;
+
+	if (in)
+		memcpy(pva(P_IN), in, in_len);
+	for (unsigned int i = 0; i < n; i++) {
+		struct ohca_cmd *e = slot_of(cmd_pi++);
+		struct ohca_handle_in hin = { .handle = h ? h[i] : 0 };
+
+		memset(e, 0, sizeof(*e));
+		e->opcode = op;
+		e->status = 0xff;
+		if (in) {
+			e->in_len = in_len;
+			e->in_addr = pba(P_IN);
+			e->out_len = 8;
+			e->out_addr = pba(P_OUT) + 8 * i;
+		} else {
+			e->in_len = sizeof(hin);
+			memcpy(e->inline_in, &hin, sizeof(hin));
+		}
+	}
+	__sync_synchronize();
+	wr(OHCA_REG_CMDQ_PI, cmd_pi);
+	if (!wait_reg(OHCA_REG_CMDQ_CI, 0xffff, cmd_pi))
+		return false;
+	__sync_synchronize();
+	for (unsigned int i = 0; i < n; i++)
+		st[i] = slot_of(first + i)->status;
+	eq_drain();
+	return true;
+}
+
+/*
  * QPs up to QUERY_DEVICE's max_qp (65536 by default: EQ 0's size does not
- * limit them), NO_RESOURCES past it, all destroyed and one created again.
- * The test harness checks QEMU's memory around it (test_hostile.py).
+ * limit them), NO_RESOURCES past it, all destroyed and one created again;
+ * 32 commands per doorbell. The test harness checks QEMU's memory around
+ * it (test_hostile.py).
  */
 static bool t_qp_exhaustion(void)
 {
 	struct ohca_query_device_out *d = pva(P_OUT);
 	struct ohca_create_qp_in in;
 	uint32_t pd = mk_pd(), cq = mk_cq(0, 0), max_qp, n = 0, *qpn;
-	bool ok = true;
+	uint8_t st[32] = { 0 };
+	bool ok = true, full = false;
 
 	CHECK(pd && cq, "setup");
 	EXPECT_CMD(cmd(OHCA_CMD_QUERY_DEVICE, NULL, 0, sizeof(*d)), 0, 0);
 	max_qp = d->max_qp;
 	CHECK(max_qp >= 1 && max_qp <= 65536, "max_qp %u", max_qp);
-	qpn = calloc(max_qp + 1, sizeof(*qpn));
+	qpn = calloc(max_qp + 32, sizeof(*qpn));
 	CHECK(qpn, "calloc");
 	qp_in(&in, pd, cq);
-	while (n <= max_qp &&
-	       cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8) == OHCA_STATUS_OK)
-		qpn[n++] = out_handle();
-	printf("qp_exhaustion: %u QPs of max_qp %u, then status %#x\n", n,
-	       max_qp, last_status);
-	if (n != max_qp || last_status != OHCA_STATUS_NO_RESOURCES)
-		ok = failf("%u QPs created, max_qp %u, status %#x", n, max_qp,
-			   last_status);
-	while (n)
-		if (destroy(OHCA_CMD_DESTROY_QP, qpn[--n]))
-			ok = failf("destroy QP %#x: status %#x", qpn[n],
-				   last_status);
+	while (ok && !full && n <= max_qp) {
+		ok = cmd_batch(OHCA_CMD_CREATE_QP, &in, sizeof(in), NULL, 32, st);
+		for (unsigned int i = 0; ok && i < 32; i++) {
+			if (st[i] == OHCA_STATUS_OK && !full)
+				qpn[n++] = ((struct ohca_create_out *)pva(P_OUT))[i].handle;
+			else if (st[i] == OHCA_STATUS_NO_RESOURCES)
+				full = true;
+			else
+				ok = failf("CREATE_QP %u: status %#x", n, st[i]);
+		}
+	}
+	printf("qp_exhaustion: %u QPs of max_qp %u, then %s\n", n, max_qp,
+	       full ? "NO_RESOURCES" : "no refusal");
+	if (ok && (n != max_qp || !full))
+		ok = failf("%u QPs created, max_qp %u", n, max_qp);
+	while (n) {
+		unsigned int k = n < 32 ? n : 32;
+
+		n -= k;
+		if (!cmd_batch(OHCA_CMD_DESTROY_QP, NULL, 0, qpn + n, k, st))
+			ok = failf("DESTROY_QP: no completion");
+		for (unsigned int i = 0; i < k; i++)
+			if (st[i] != OHCA_STATUS_OK)
+				ok = failf("destroy QP %#x: status %#x",
+					   qpn[n + i], st[i]);
+	}
 	free(qpn);
-	CHECK(ok, "see above");
+	if (!ok)
+		return false;	/* fail_msg says why */
 	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8), 0, 0);
 	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_QP, out_handle()), 0, 0);
 	return true;
