@@ -87,8 +87,8 @@ void Device::post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, u
     eqe.param0 = le(p0);
     eqe.param1 = le(p1);
     eqe.param2 = le(p2);
-    host_.trace(OHCA_ENGINE_TRACE_EQE, type, code, p0, p1);
-    // Behind waiting events, or into a full EQ 0: wait (in order).
+    // Behind waiting events, or into a full EQ 0: wait (in order); traced
+    // when posted (drain_held_events).
     if (!held_.empty()) {
         hold_event(eqe);
         return;
@@ -96,6 +96,7 @@ void Device::post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, u
     switch (eq0_.post(host_, eqe)) {
     case EventQueue::PostResult::Ok:
     case EventQueue::PostResult::NotConfigured:
+        host_.trace(OHCA_ENGINE_TRACE_EQE, type, code, p0, p1);
         break;
     case EventQueue::PostResult::Overflow:
         hold_event(eqe);
