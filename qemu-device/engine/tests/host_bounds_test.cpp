@@ -517,6 +517,72 @@ TEST(HostBounds, QpEventsWaitForRoomInEq0) {
     EXPECT_EQ(ohca_engine_reg_read(n.e, OHCA_REG_DEV_STATUS, 4), uint32_t{OHCA_DEV_STATUS_READY});
 }
 
+// A CQ's completion event waits in the CQ like a QP's events in the QP;
+// the objects come out in the order their events happened.
+TEST(HostBounds, CqEventWaitsInOrderWithQpEvents) {
+    RdmaNode n(1, false, 0, 2); // EQ 0 of 4 entries
+    const uint32_t pd = n.create_pd();
+    CqInfo cq = n.create_cq(6, 0); // completion events on EQ 0
+    ohca_create_qp_in in{};
+    in.type = OHCA_QPT_RC;
+    in.sq_log_size = 1;
+    in.rq_log_size = 1;
+    in.sq_log_stride = 8;
+    in.rq_log_stride = 6;
+    in.pdn = pd;
+    in.send_cqn = cq.cqn;
+    in.recv_cqn = cq.cqn;
+    in.sq_pbl = n.make_pbl(kUnmapped, 512);
+    in.rq_pbl = n.make_pbl(n.alloc(128), 128);
+    std::vector<QpInfo> qps;
+    for (int i = 0; i < 6; ++i) {
+        ohca_create_out o{};
+        ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status,
+                  OHCA_STATUS_OK);
+        QpInfo q;
+        q.qpn = o.handle;
+        n.connect(q, q.qpn, n);
+        qps.push_back(q);
+    }
+    (void)n.events();
+    n.hold_eq = true;
+    auto fail_sq = [&](QpInfo &q) {
+        q.sq_pi = 1;
+        n.ring_sq(q);
+        n.process();
+    };
+    for (int i = 0; i < 4; ++i) {
+        fail_sq(qps[i]); // EQ 0 full of FATAL events
+    }
+    n.cq_doorbell(cq, OHCA_DB_CQ_ARM_NEXT); // its event waits
+    fail_sq(qps[4]);                       // FATAL waits; the CQ is disarmed
+    fail_sq(qps[5]);
+    EXPECT_EQ(ohca_engine_reg_read(n.e, OHCA_REG_DEV_STATUS, 4), uint32_t{OHCA_DEV_STATUS_READY});
+    EXPECT_EQ(device_of(n.e).stats().eq0_events_held, 3u);
+    n.hold_eq = false;
+    std::vector<ohca_eqe> ev;
+    for (int i = 0; i < 4 && ev.size() < 7; ++i) {
+        for (const ohca_eqe &e : n.events()) {
+            ev.push_back(e);
+        }
+    }
+    ASSERT_EQ(ev.size(), 7u);
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(ev[i].type, OHCA_EQE_QP_EVENT) << i;
+        EXPECT_EQ(ev[i].param0, qps[i].qpn) << i;
+    }
+    // Arming a CQ with unpolled CQEs raises its event at once: it waits
+    // first, then the two FATAL events.
+    EXPECT_EQ(ev[4].type, OHCA_EQE_CQ_COMPLETION);
+    EXPECT_EQ(ev[4].param0, cq.cqn);
+    for (int i = 5; i < 7; ++i) {
+        EXPECT_EQ(ev[i].type, OHCA_EQE_QP_EVENT) << i;
+        EXPECT_EQ(ev[i].code, OHCA_QP_EV_FATAL) << i;
+        EXPECT_EQ(ev[i].param0, qps[i - 1].qpn) << i;
+    }
+    EXPECT_EQ(n.poll(cq).size(), 6u); // each QP's failed WQE
+}
+
 // A reset forgets the events that wait: the driver starts over.
 TEST(HostBounds, HeldEventsOfResetDeviceAreForgotten) {
     RdmaNode n(1, false, 0, 2, 8); // EQ 0 of 4 entries
