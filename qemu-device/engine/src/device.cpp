@@ -124,8 +124,8 @@ bool hold_bit(uint8_t &mask, unsigned int bit) {
 // in: established, drained, the errors, then the last WQE (after the
 // error that flushes the QP).
 constexpr std::array<uint8_t, 6> kQpEventOrder = {
-    OHCA_QP_EV_COMM_EST,  OHCA_QP_EV_SQ_DRAINED, OHCA_QP_EV_FATAL,
-    OHCA_QP_EV_REQ_ERR,   OHCA_QP_EV_ACCESS_ERR, OHCA_QP_EV_LAST_WQE_REACHED,
+    OHCA_QP_EV_COMM_EST, OHCA_QP_EV_SQ_DRAINED, OHCA_QP_EV_FATAL,
+    OHCA_QP_EV_REQ_ERR,  OHCA_QP_EV_ACCESS_ERR, OHCA_QP_EV_LAST_WQE_REACHED,
 };
 // A CQ's: its completion event (bit 0), then its error (bit = code).
 constexpr std::array<uint8_t, 3> kCqEventOrder = {0, OHCA_CQ_ERR_OVERRUN, OHCA_CQ_ERR_ACCESS};
@@ -279,8 +279,7 @@ void Device::drain_held_events() {
         if (!take_held(eqe)) {
             continue;
         }
-        host_.trace(OHCA_ENGINE_TRACE_EQE, eqe.type, le(eqe.code), le(eqe.param0),
-                    le(eqe.param1));
+        host_.trace(OHCA_ENGINE_TRACE_EQE, eqe.type, le(eqe.code), le(eqe.param0), le(eqe.param1));
         if (eq0_.post(host_, eqe) == EventQueue::PostResult::DmaError) {
             enter_fatal(OHCA_FATAL_EQ_DMA);
             return;

@@ -482,8 +482,7 @@ TEST(HostBounds, QpEventsWaitForRoomInEq0) {
     std::vector<QpInfo> qps;
     for (uint32_t i = 0; i < kQps; ++i) {
         ohca_create_out o{};
-        ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status,
-                  OHCA_STATUS_OK);
+        ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
         QpInfo q;
         q.qpn = o.handle;
         n.connect(q, q.qpn, n);
@@ -537,8 +536,7 @@ TEST(HostBounds, CqEventWaitsInOrderWithQpEvents) {
     std::vector<QpInfo> qps;
     for (int i = 0; i < 6; ++i) {
         ohca_create_out o{};
-        ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status,
-                  OHCA_STATUS_OK);
+        ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
         QpInfo q;
         q.qpn = o.handle;
         n.connect(q, q.qpn, n);
@@ -555,7 +553,7 @@ TEST(HostBounds, CqEventWaitsInOrderWithQpEvents) {
         fail_sq(qps[i]); // EQ 0 full of FATAL events
     }
     n.cq_doorbell(cq, OHCA_DB_CQ_ARM_NEXT); // its event waits
-    fail_sq(qps[4]);                       // FATAL waits; the CQ is disarmed
+    fail_sq(qps[4]);                        // FATAL waits; the CQ is disarmed
     fail_sq(qps[5]);
     EXPECT_EQ(ohca_engine_reg_read(n.e, OHCA_REG_DEV_STATUS, 4), uint32_t{OHCA_DEV_STATUS_READY});
     EXPECT_EQ(device_of(n.e).stats().eq0_events_held, 3u);
@@ -602,8 +600,7 @@ TEST(HostBounds, HeldEventsOfResetDeviceAreForgotten) {
     std::vector<QpInfo> qps;
     for (int i = 0; i < 8; ++i) {
         ohca_create_out o{};
-        ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status,
-                  OHCA_STATUS_OK);
+        ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
         QpInfo q;
         q.qpn = o.handle;
         n.connect(q, q.qpn, n);

@@ -107,8 +107,8 @@ CmdOutcome RdmaNode::cmd(uint16_t opcode, const void *in, uint16_t in_len, void 
     drain_eq();
     // A command waits while EQ 0 is full or events wait for it: the
     // driver's reading of EQ 0 lets it run.
-    for (int i = 0; i < 64 && !hold_eq &&
-                    ohca_engine_reg_read(e, OHCA_REG_CMDQ_CI, 4) != (cmd_pi_ & 0xffff);
+    for (int i = 0;
+         i < 64 && !hold_eq && ohca_engine_reg_read(e, OHCA_REG_CMDQ_CI, 4) != (cmd_pi_ & 0xffff);
          ++i) {
         process();
         drain_eq();
