@@ -15,11 +15,14 @@
 #define OHCA_CMD_TIMEOUT_MS	5000
 
 /*
- * Event queue 0 holds a burst of asynchronous events while its handler
- * cannot run: up to OHCA_EQ0_QP_EVENTS per QP (a link loss errors them
- * all at once) and one per CQ, command completions and the spare below.
- * 2^12 entries (64 KiB) cover the 1024 QPs and CQs of today's device;
- * ohca_eq0_fit_limits() lowers the limits reported for a larger one.
+ * Event queue 0: 2^12 entries (64 KiB), whatever max_qp is. A device with
+ * OHCA_DEV_CAP_EQ0_HOLD keeps the events that find it full and posts them
+ * as entries come back (and holds commands meanwhile), as a real HCA's
+ * fixed-size async EQ does. Without the capability a full EQ 0 is fatal,
+ * so it must hold the worst-case burst: up to OHCA_EQ0_QP_EVENTS per QP
+ * (a link loss errors them all at once) and one per CQ, command
+ * completions and the spare below; ohca_eq0_fit_limits() then lowers the
+ * limits reported until they fit.
  */
 #define OHCA_EQ0_LOG		12
 #define OHCA_EQ0_QP_EVENTS	2

@@ -268,8 +268,9 @@ static u32 ohca_max_eq_log(struct ohca_dev *dev)
 
 /*
  * EQ 0 exists before the device's limits are known (their query is a
- * command, answered on EQ 0). Once they are: lower the QP and CQ limits
- * reported to the RDMA core until their worst-case burst fits EQ 0.
+ * command, answered on EQ 0). Once they are, on a device where a full
+ * EQ 0 is fatal: lower the QP and CQ limits reported to the RDMA core
+ * until their worst-case burst fits EQ 0.
  */
 void ohca_eq0_fit_limits(struct ohca_dev *dev)
 {
@@ -279,6 +280,8 @@ void ohca_eq0_fit_limits(struct ohca_dev *dev)
 	u32 max_qp = le32_to_cpu(dev->attr.max_qp);
 	u32 max_cq = le32_to_cpu(dev->attr.max_cq);
 
+	if (le32_to_cpu(dev->attr.dev_caps) & OHCA_DEV_CAP_EQ0_HOLD)
+		return;	/* it waits for room instead */
 	if ((u64)OHCA_EQ0_QP_EVENTS * max_qp + max_cq <= room)
 		return;
 	max_qp = min(max_qp, room / (OHCA_EQ0_QP_EVENTS + 1));

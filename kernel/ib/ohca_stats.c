@@ -44,6 +44,9 @@ static const struct rdma_stat_desc ohca_descs[] = {
 	OHCA_STAT(raw_tx_frames),
 	OHCA_STAT(raw_rx_frames),
 	OHCA_STAT(raw_rx_dropped),
+	OHCA_STAT(eq0_events_held),
+	OHCA_STAT(eq0_events_merged),
+	OHCA_STAT(eq0_events_dropped),
 };
 
 static struct rdma_hw_stats *ohca_alloc_hw_port_stats(struct ib_device *ibdev,

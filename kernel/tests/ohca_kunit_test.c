@@ -1130,6 +1130,34 @@ static void ohca_test_ucontext_udata(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, reg_rd(env, OHCA_REG_CMDQ_PI), 0U);
 }
 
+/*
+ * EQ 0 keeps its 4096 entries: a device that holds back events offers all
+ * its QPs; one where a full EQ 0 is fatal gets its limits lowered until
+ * their worst-case burst fits.
+ */
+static void ohca_test_eq0_fit_limits(struct kunit *test)
+{
+	struct ohca_kunit_env *env = ohca_env_alloc(test);
+	struct ohca_dev *dev = env->dev;
+	u32 max_qp, max_cq;
+
+	dev->eq0.log_size = OHCA_EQ0_LOG;
+	dev->attr.max_qp = cpu_to_le32(65536);
+	dev->attr.max_cq = cpu_to_le32(1024);
+	dev->attr.dev_caps = cpu_to_le32(OHCA_DEV_CAP_EQ0_HOLD);
+	ohca_eq0_fit_limits(dev);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(dev->attr.max_qp), 65536U);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(dev->attr.max_cq), 1024U);
+
+	dev->attr.dev_caps = 0;
+	ohca_eq0_fit_limits(dev);
+	max_qp = le32_to_cpu(dev->attr.max_qp);
+	max_cq = le32_to_cpu(dev->attr.max_cq);
+	KUNIT_EXPECT_GT(test, max_qp, 0U);
+	KUNIT_EXPECT_LE(test, OHCA_EQ0_QP_EVENTS * max_qp + max_cq,
+			BIT(OHCA_EQ0_LOG) - OHCA_CMDQ_DEPTH - OHCA_EQ_SPARE);
+}
+
 static void ohca_test_query_device(struct kunit *test)
 {
 	struct ohca_kunit_env *env = ohca_env_alloc(test);
@@ -1181,6 +1209,7 @@ static void ohca_test_mtu(struct kunit *test)
 
 static struct kunit_case ohca_verbs_cases[] = {
 	KUNIT_CASE(ohca_test_ucontext_udata),
+	KUNIT_CASE(ohca_test_eq0_fit_limits),
 	KUNIT_CASE(ohca_test_query_device),
 	KUNIT_CASE(ohca_test_mtu),
 	{}

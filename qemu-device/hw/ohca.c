@@ -56,6 +56,7 @@ struct OhcaState {
     uint64_t sys_image_guid;
     bool sync_doorbells;        /* run a doorbell's work in its thread */
     uint32_t doorbell_budget;   /* ... at most this many units of it */
+    uint32_t max_qp;            /* QPs offered (QUERY_DEVICE max_qp) */
 
     uint8_t af_cap;             /* config offset of the AF capability */
 };
@@ -423,6 +424,17 @@ static void ohca_realize(PCIDevice *pdev, Error **errp)
         s->sys_image_guid = s->node_guid;
     }
 
+    /*
+     * EQ 0 holds back what it has no room for (OHCA_DEV_CAP_EQ0_HOLD), so
+     * its size does not limit the QPs; each costs 16 bytes of host memory
+     * while it may exist and about 600 while it does (docs/architecture.md).
+     */
+    if (s->max_qp < 1 || s->max_qp > OHCA_ENGINE_MAX_QP) {
+        error_setg(errp, "ohca: max-qp must be 1..%u, not %" PRIu32,
+                   OHCA_ENGINE_MAX_QP, s->max_qp);
+        return;
+    }
+    cfg.max_qp = s->max_qp;
     memcpy(cfg.mac, s->conf.macaddr.a, sizeof(cfg.mac));
     cfg.node_guid = s->node_guid;
     cfg.sys_image_guid = s->sys_image_guid;
@@ -559,6 +571,7 @@ static Property ohca_properties[] = {
     DEFINE_PROP_UINT64("sys-image-guid", OhcaState, sys_image_guid, 0),
     DEFINE_PROP_BOOL("sync-doorbells", OhcaState, sync_doorbells, true),
     DEFINE_PROP_UINT32("doorbell-budget", OhcaState, doorbell_budget, 256),
+    DEFINE_PROP_UINT32("max-qp", OhcaState, max_qp, OHCA_ENGINE_MAX_QP),
     DEFINE_PROP_END_OF_LIST(),
 };
 

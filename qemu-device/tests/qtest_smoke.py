@@ -209,6 +209,7 @@ def main():
     udp_local = probe.getsockname()[1]
     probe.close()
 
+    check_max_qp_property(qemu)
     with tempfile.TemporaryDirectory() as tmp:
         q = QTest(qemu, udp_local, udp_remote, tmp)
         try:
@@ -218,6 +219,21 @@ def main():
         check_trace(q.trace_path)
     print(f"qtest smoke: {'PASS' if not failures else 'FAIL (' + str(len(failures)) + ')'}")
     return 1 if failures else 0
+
+
+def check_max_qp_property(qemu):
+    """-device ohca,max-qp=N: 1..65536 (the engine's QP table); QEMU
+    refuses anything else at realize, with the range in the message."""
+    for bad in ("0", "65537"):
+        argv = [qemu, "-accel", "qtest", "-display", "none", "-nodefaults", "-m", "128",
+                "-device", f"ohca,max-qp={bad}"]
+        for d in ("/usr/share/qemu", "/usr/share/seabios", "/usr/lib/ipxe/qemu"):
+            if os.path.isdir(d):
+                argv += ["-L", d]
+        r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=60)
+        check(r.returncode != 0 and "max-qp must be 1..65536" in r.stderr,
+              f"max-qp={bad} refused ({r.returncode}: {r.stderr.strip()[:120]})")
 
 
 # What the run above must have left in the device's trace (-trace 'ohca_*'):
@@ -530,8 +546,9 @@ def rdma_loopback(q, command):
         st, n = create(fw.OHCA_CMD_CREATE_QP,
                        qp_in + pbl(2 + 2 * i, [sq[i]]) + pbl(3 + 2 * i, [rq[i]]))
         qpn.append(n)
-    # QPNs come from a cursor seeded per device instance (not always 2, 3).
-    check(len(set(qpn)) == 2 and all(2 <= n <= 1025 for n in qpn), f"CREATE_QP -> {qpn}")
+    # QPNs come from a cursor seeded per device instance (not always 2, 3),
+    # in 2..max_qp+1 (QEMU's max-qp default: 65536).
+    check(len(set(qpn)) == 2 and all(2 <= n <= 65537 for n in qpn), f"CREATE_QP -> {qpn}")
     av = struct.pack(AV_FMT, gid, bytes.fromhex("020000000001"), 0xFFFF, 0, 64, 0, 0, 1)
     TO_INIT = fw.OHCA_QP_STATE | fw.OHCA_QP_ACCESS_FLAGS | fw.OHCA_QP_PKEY_INDEX | fw.OHCA_QP_PORT
     TO_RTR = (fw.OHCA_QP_STATE | fw.OHCA_QP_AV | fw.OHCA_QP_PATH_MTU | fw.OHCA_QP_RQ_PSN

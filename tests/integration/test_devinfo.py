@@ -72,6 +72,9 @@ def test_limits(devinfo):
     for key in ("max_qp", "max_cq", "max_mr", "max_pd", "max_qp_wr", "max_cqe"):
         assert key in f, f"{key} missing from ibv_devinfo -v"
         assert int(f[key], 0) > 0, f"{key} = {f[key]}"
+    # QEMU's max-qp default: every QP the engine has (EQ 0's size does
+    # not lower it, OHCA_DEV_CAP_EQ0_HOLD)
+    assert f["max_qp"] == "65536", f["max_qp"]
 
 
 def test_port(devinfo):

@@ -4,16 +4,12 @@ ohca0, looped back inside the device) and between two VMs over the wire.
 GID index 1 is the port's RoCEv2 GID for its IPv4 address (test_devinfo
 checks the table)."""
 
-import contextlib
-import glob
 import os
 import re
-import threading
-import time
 
 import pytest
 
-from vmtest import assert_ok, ohcavm, perftest_loopback
+from vmtest import assert_ok, ohcavm, perftest_loopback, watch_qemu_rss
 
 TOP = ohcavm.TOP
 
@@ -186,70 +182,6 @@ ip link set "$OHCA_IFACE" mtu 9000 || exit 1
 python3 /share/ohca_hostile_peer.py flood "$OHCA_IFACE" "$OHCA_PEER_IP" {HOSTILE_PORT} {HOSTILE_ACTIONS} || rc=1
 ip link set "$OHCA_IFACE" mtu 1500 || exit 1
 """
-
-
-def qemu_own_rss(pid):
-    """QEMU's resident memory without the guest's RAM (the mapping of 1 GiB
-    and more) and TCG's code buffer (anonymous and executable): those grow
-    as the guest touches its memory and runs new code, whatever the device
-    does."""
-    total = 0
-    counted = False
-    with open(f"/proc/{pid}/smaps") as f:
-        for line in f:
-            head = line.split()
-            if re.match(r"^[0-9a-f]+-[0-9a-f]+$", head[0]):
-                lo, hi = (int(x, 16) for x in head[0].split("-"))
-                counted = hi - lo < 1 << 30 and not ("x" in head[1] and len(head) < 6)
-            elif head[0] == "Rss:" and counted:
-                total += int(head[1]) * 1024
-    return total
-
-
-def qemu_rss_at_marks(marks, stop):
-    """Host side of the hostile-peer run: for each guest mark of vm0 (in
-    order), vm0's QEMU resident memory (qemu_own_rss) when the mark appears. vm0 is found
-    by its share directory in QEMU's command line, so this works for pooled
-    and freshly booted VMs alike."""
-    top = os.path.join(ohcavm.TOP, "build", "test-logs")
-    rss = {}
-    start = time.time()
-    pid = None
-    while not stop.is_set() and len(rss) < len(marks):
-        mark = marks[len(rss)]
-        for path in glob.glob(os.path.join(top, "**", "vm0", "share", "sync", f"guest.{mark}"),
-                              recursive=True):
-            if os.path.getmtime(path) < start - 1:
-                continue  # another test's
-            share = os.path.dirname(os.path.dirname(path))
-            if pid is None:
-                for cmd in glob.glob("/proc/[0-9]*/cmdline"):
-                    try:
-                        with open(cmd, "rb") as f:
-                            if f"path={share},".encode() in f.read():
-                                pid = int(cmd.split("/")[2])
-                    except OSError:
-                        pass
-            if pid is not None:
-                rss[mark] = qemu_own_rss(pid)
-        time.sleep(0.1)
-    return rss
-
-
-@contextlib.contextmanager
-def watch_qemu_rss(marks):
-    """While the block runs (the VM job), qemu_rss_at_marks in a thread;
-    yields the dict it fills: {mark: bytes} for the marks seen."""
-    stop = threading.Event()
-    rss = {}
-    watcher = threading.Thread(target=lambda: rss.update(qemu_rss_at_marks(marks, stop)),
-                               daemon=True)
-    watcher.start()
-    try:
-        yield rss
-    finally:
-        stop.set()
-        watcher.join()
 
 
 def hw_counters(output):

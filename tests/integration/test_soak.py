@@ -9,7 +9,7 @@ out one client every few seconds. The run passes when no end ever saw
 wrong data or a wrong completion (a killed client's server fails on its
 own, which is expected), every client that was not killed passed, each
 pair completed runs, and (in runs of 10 minutes or more) vm0's QEMU kept
-its own resident memory flat over the second half (test_rc.qemu_own_rss:
+its own resident memory flat over the second half (vmtest.qemu_own_rss:
 without the guest's RAM and TCG's code buffer)."""
 
 import os
@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from test_rc import watch_qemu_rss
+from vmtest import watch_qemu_rss
 from vmtest import assert_ok
 
 pytestmark = [pytest.mark.ohca_only, pytest.mark.fault_wire]

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,10 +95,14 @@ static void msleep(int ms)
 /* Polls until (reg & mask) == want, at most 3 s (TCG is slow). */
 static bool wait_reg(uint32_t off, uint32_t mask, uint32_t want)
 {
-	for (int i = 0; i < 3000; i++) {
+	for (int i = 0; i < 3200; i++) {
 		if ((rd(off) & mask) == want)
 			return true;
-		msleep(1);
+		/* a command takes microseconds: yield before sleeping */
+		if (i < 200)
+			sched_yield();
+		else
+			msleep(1);
 	}
 	return false;
 }
@@ -636,13 +641,33 @@ static bool t_eq0_on_own_bar2(void)
 	return expect_fatal(OHCA_FATAL_EQ_DMA);
 }
 
-static bool t_eq0_overflow(void)
+/*
+ * A full EQ 0 is not fatal (OHCA_DEV_CAP_EQ0_HOLD): of 5 commands with 4
+ * entries and none returned, the fifth waits for room for its CMD_DONE
+ * and runs when the driver returns entries.
+ */
+static bool t_eq0_full_holds_commands(void)
 {
-	/* 4 entries; 5 commands without returning any. */
+	struct ohca_eqe *eq = pva(P_EQ);
+
 	if (!bring_up_with(pba(P_EQ), 2, pba(P_CMDQ), CMDQ_LOG))
 		return false;
-	wr(OHCA_REG_CMDQ_PI, 5);
-	return expect_fatal(OHCA_FATAL_EQ_OVERFLOW);
+	wr(OHCA_REG_CMDQ_PI, 5);	/* zeroed entries: NOPs */
+	CHECK(wait_reg(OHCA_REG_CMDQ_CI, 0xffff, 4), "CMDQ_CI %u, want 4",
+	      rd(OHCA_REG_CMDQ_CI));
+	msleep(50);
+	CHECK(rd(OHCA_REG_CMDQ_CI) == 4,
+	      "a command ran with no room for its completion");
+	CHECK(rd(OHCA_REG_DEV_STATUS) == OHCA_DEV_STATUS_READY,
+	      "status %#x fatal %u", rd(OHCA_REG_DEV_STATUS),
+	      rd(OHCA_REG_FATAL_CODE));
+	wr(OHCA_REG_EQ0_DB, 4);
+	CHECK(wait_reg(OHCA_REG_CMDQ_CI, 0xffff, 5), "CMDQ_CI %u, want 5",
+	      rd(OHCA_REG_CMDQ_CI));
+	CHECK(eq[0].type == OHCA_EQE_CMD_DONE &&
+	      !(eq[0].flags & OHCA_EQE_OWNER),
+	      "fifth completion: type %u flags %#x", eq[0].type, eq[0].flags);
+	return bring_up() && nop_ok();
 }
 
 static bool t_bus_master_off(void)
@@ -1601,6 +1626,102 @@ static bool t_srq_exhaustion(void)
 	EXPECT_CMD(cmd(OHCA_CMD_CREATE_SRQ, &in, sizeof(in), 8), 0, 0);
 	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_SRQ, out_handle()), 0, 0);
 	return destroy(OHCA_CMD_DESTROY_PD, pd) == 0;
+}
+
+/*
+ * n (at most 32) commands of one opcode behind one doorbell: create (@in,
+ * from the P_IN mailbox, entry i's output at P_OUT + 8 * i) or destroy
+ * (@h[i] inline). Entry i's status in st[i]; false if they did not
+ * complete.
+ */
+static bool cmd_batch(uint16_t op, const void *in, uint16_t in_len,
+		      const uint32_t *h, unsigned int n, uint8_t *st)
+{
+	uint16_t first = cmd_pi;
+
+	if (in)
+		memcpy(pva(P_IN), in, in_len);
+	for (unsigned int i = 0; i < n; i++) {
+		struct ohca_cmd *e = slot_of(cmd_pi++);
+		struct ohca_handle_in hin = { .handle = h ? h[i] : 0 };
+
+		memset(e, 0, sizeof(*e));
+		e->opcode = op;
+		e->status = 0xff;
+		if (in) {
+			e->in_len = in_len;
+			e->in_addr = pba(P_IN);
+			e->out_len = 8;
+			e->out_addr = pba(P_OUT) + 8 * i;
+		} else {
+			e->in_len = sizeof(hin);
+			memcpy(e->inline_in, &hin, sizeof(hin));
+		}
+	}
+	__sync_synchronize();
+	wr(OHCA_REG_CMDQ_PI, cmd_pi);
+	if (!wait_reg(OHCA_REG_CMDQ_CI, 0xffff, cmd_pi))
+		return false;
+	__sync_synchronize();
+	for (unsigned int i = 0; i < n; i++)
+		st[i] = slot_of(first + i)->status;
+	eq_drain();
+	return true;
+}
+
+/*
+ * QPs up to QUERY_DEVICE's max_qp (65536 by default: EQ 0's size does not
+ * limit them), NO_RESOURCES past it, all destroyed and one created again;
+ * 32 commands per doorbell. The test harness checks QEMU's memory around
+ * it (test_hostile.py).
+ */
+static bool t_qp_exhaustion(void)
+{
+	struct ohca_query_device_out *d = pva(P_OUT);
+	struct ohca_create_qp_in in;
+	uint32_t pd = mk_pd(), cq = mk_cq(0, 0), max_qp, n = 0, *qpn;
+	uint8_t st[32] = { 0 };
+	bool ok = true, full = false;
+
+	CHECK(pd && cq, "setup");
+	EXPECT_CMD(cmd(OHCA_CMD_QUERY_DEVICE, NULL, 0, sizeof(*d)), 0, 0);
+	max_qp = d->max_qp;
+	CHECK(max_qp >= 1 && max_qp <= 65536, "max_qp %u", max_qp);
+	qpn = calloc(max_qp + 32, sizeof(*qpn));
+	CHECK(qpn, "calloc");
+	qp_in(&in, pd, cq);
+	while (ok && !full && n <= max_qp) {
+		ok = cmd_batch(OHCA_CMD_CREATE_QP, &in, sizeof(in), NULL, 32, st);
+		for (unsigned int i = 0; ok && i < 32; i++) {
+			if (st[i] == OHCA_STATUS_OK && !full)
+				qpn[n++] = ((struct ohca_create_out *)pva(P_OUT))[i].handle;
+			else if (st[i] == OHCA_STATUS_NO_RESOURCES)
+				full = true;
+			else
+				ok = failf("CREATE_QP %u: status %#x", n, st[i]);
+		}
+	}
+	printf("qp_exhaustion: %u QPs of max_qp %u, then %s\n", n, max_qp,
+	       full ? "NO_RESOURCES" : "no refusal");
+	if (ok && (n != max_qp || !full))
+		ok = failf("%u QPs created, max_qp %u", n, max_qp);
+	while (n) {
+		unsigned int k = n < 32 ? n : 32;
+
+		n -= k;
+		if (!cmd_batch(OHCA_CMD_DESTROY_QP, NULL, 0, qpn + n, k, st))
+			ok = failf("DESTROY_QP: no completion");
+		for (unsigned int i = 0; i < k; i++)
+			if (st[i] != OHCA_STATUS_OK)
+				ok = failf("destroy QP %#x: status %#x",
+					   qpn[n + i], st[i]);
+	}
+	free(qpn);
+	if (!ok)
+		return false;	/* fail_msg says why */
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), 8), 0, 0);
+	EXPECT_CMD(destroy(OHCA_CMD_DESTROY_QP, out_handle()), 0, 0);
+	return true;
 }
 
 static bool t_modify_qp_bad(void)
@@ -2975,7 +3096,7 @@ static const struct hcase cases[] = {
 	{ "cmdq_ring_on_own_bar0", t_cmdq_ring_on_own_bar0, false },
 	{ "eq0_outside_ram", t_eq0_outside_ram, false },
 	{ "eq0_on_own_bar2", t_eq0_on_own_bar2, false },
-	{ "eq0_overflow", t_eq0_overflow, false },
+	{ "eq0_full_holds_commands", t_eq0_full_holds_commands, false },
 	{ "bus_master_off", t_bus_master_off, true },
 	{ "reset_mid_command", t_reset_mid_command, true },
 	{ "reg_random_sweep", t_reg_random_sweep, true },
@@ -3011,6 +3132,7 @@ static const struct hcase cases[] = {
 	{ "qp_fields", t_qp_fields, true },
 	{ "srq_fields", t_srq_fields, true },
 	{ "srq_exhaustion", t_srq_exhaustion, true },
+	{ "qp_exhaustion", t_qp_exhaustion, true },
 	{ "mcast_fields", t_mcast_fields, true },
 	{ "resize_cq_fields", t_resize_cq_fields, true },
 	{ "cq_moderation", t_cq_moderation, false },

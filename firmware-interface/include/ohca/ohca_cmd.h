@@ -251,6 +251,14 @@ enum ohca_dev_caps {
 	 * MODIFY_CQ, max_cq_mod_count and max_cq_mod_period in QUERY_DEVICE.
 	 */
 	OHCA_DEV_CAP_CQ_MODERATION	= 1u << 9,
+	/*
+	 * EQ 0 never overflows (programming manual section 5): an event that
+	 * finds it full waits in the device, merged with an identical waiting
+	 * one of the same object, and commands wait for room for their
+	 * CMD_DONE. EQ 0's size need not grow with max_qp; without this
+	 * capability a full EQ 0 is fatal (OHCA_FATAL_EQ_OVERFLOW).
+	 */
+	OHCA_DEV_CAP_EQ0_HOLD		= 1u << 10,
 };
 
 /*
@@ -462,7 +470,15 @@ struct ohca_query_stats_out {
 	ohca_le64 raw_rx_frames;		/* steered by a flow into a WQE */
 	ohca_le64 raw_rx_dropped;		/* steered, but the QP had no
 						 * WQE or was not ready */
-	ohca_le64 rsvd2[7];
+	/* EQ 0 (OHCA_DEV_CAP_EQ0_HOLD; 0 without it) */
+	ohca_le64 eq0_events_held;		/* found EQ 0 full and waited */
+	ohca_le64 eq0_events_merged;		/* into an identical waiting
+						 * event of the same object */
+	ohca_le64 eq0_events_dropped;		/* not posted: a QP event a
+						 * peer caused with EQ 0 half
+						 * full, or waiting for an
+						 * object that is gone */
+	ohca_le64 rsvd2[4];
 };
 #define OHCA_QUERY_STATS_OUT_V1_SIZE	128
 OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 384);
@@ -472,6 +488,8 @@ OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, roce_tx_pkts,
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, roce_bad_qpn, 280);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, ud_rx_bad_qkey, 296);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, raw_rx_dropped, 320);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, eq0_events_held, 328);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, eq0_events_dropped, 344);
 
 /* ======================================================================
  * RDMA resources (ABI 1.1). docs/programming-manual.md §8 gives the rules.

@@ -140,7 +140,11 @@ void Device::cmdq_doorbell(uint32_t value) {
 
 void Device::process_cmdq() {
     // At most one ring's worth per call; the rest in a later process().
-    for (uint32_t budget = cmdq_size_; budget > 0 && running() && cmdq_ci_ != cmdq_pi_; --budget) {
+    // Commands wait while EQ 0 is full or events wait for it, so that
+    // every CMD_DONE is posted and none waits behind another (the
+    // event-driven restart is drain_held_events()).
+    for (uint32_t budget = cmdq_size_;
+         budget > 0 && running() && cmdq_ci_ != cmdq_pi_ && eq0_takes_command(); --budget) {
         const uint32_t slot = cmdq_ci_ & (cmdq_size_ - 1);
         const uint64_t addr = cmdq_base_ + uint64_t{slot} * sizeof(ohca_cmd);
         ohca_cmd raw;
@@ -201,7 +205,7 @@ void Device::process_cmdq() {
         }
         post_event(OHCA_EQE_CMD_DONE, r.status, le(raw.token), r.syndrome, slot);
     }
-    if (running() && cmdq_ci_ != cmdq_pi_) {
+    if (running() && cmdq_ci_ != cmdq_pi_ && eq0_takes_command()) {
         host_.schedule();
     }
 }
@@ -611,6 +615,9 @@ Device::CmdResult Device::cmd_query_stats(const Command &cmd) {
     out.raw_tx_frames = le(raw_.counters().tx_frames);
     out.raw_rx_frames = le(raw_.counters().rx_frames);
     out.raw_rx_dropped = le(raw_.counters().rx_dropped);
+    out.eq0_events_held = le(stats_.eq0_events_held);
+    out.eq0_events_merged = le(stats_.eq0_events_merged);
+    out.eq0_events_dropped = le(stats_.eq0_events_dropped + stats_.peer_events_dropped);
     // A driver that knows only the rev 1.0 part gets only that part.
     return write_output(cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
 }

@@ -130,6 +130,11 @@ class Device : private TransportServices {
     void enter_fatal(uint32_t code);
     void post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, uint32_t p2) override;
     void post_peer_event(uint16_t code, uint32_t qpn) override;
+    void hold_event(const ohca_eqe &eqe);
+    bool take_held(ohca_eqe &eqe);
+    void drain_held_events();
+    // A command runs only when EQ 0 can take its CMD_DONE at once.
+    [[nodiscard]] bool eq0_takes_command() const { return held_.empty() && eq0_.has_room(); }
     [[nodiscard]] bool running() const;
 
     // regs.cpp
@@ -330,6 +335,21 @@ class Device : private TransportServices {
     uint16_t cmdq_ci_ = 0;
 
     EventQueue eq0_{OHCA_MSIX_ASYNC_EQ};
+    // Events that found EQ 0 full (device.cpp: hold_event), posted in
+    // order as the driver returns entries. Each object waits here at most
+    // once and keeps its waiting events as bits (Qp, Cq, Srq held_events;
+    // an identical event merges), so the list never holds more than every
+    // QP, CQ and SRQ, the port and one command: bounded by the limits,
+    // whatever the guest does. Commands wait while it is not empty.
+    enum class HeldKind : uint8_t { Qp, Cq, Srq, Port, Cmd };
+    struct HeldRef {
+        HeldKind kind;
+        uint32_t id;
+    };
+    std::deque<HeldRef> held_;
+    uint16_t held_port_state_ = 0; // the port state to report, 0: none
+    bool held_cmd_valid_ = false;  // held_cmd_ waits
+    ohca_eqe held_cmd_{};
     EthRing tx_ring_;
     EthRing rx_ring_;
     UarTable uars_;

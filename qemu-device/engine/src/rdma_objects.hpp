@@ -86,6 +86,8 @@ struct Cq {
     bool arm_next = false;
     bool arm_solicited = false;
     bool error = false;
+    // Events of this CQ waiting for room in EQ 0 (device.cpp, HeldEvents).
+    uint8_t held_events = 0;
     uint32_t qp_refs = 0;
     // Completion event moderation (MODIFY_CQ; completion.cpp): the event
     // of an armed CQ waits for mod_count eligible CQEs or mod_period_us
@@ -239,6 +241,9 @@ struct Qp {
     uint32_t qpn = 0;
     uint8_t type = OHCA_QPT_RC; // enum ohca_qp_type
     uint8_t state = OHCA_QPS_RESET;
+    // QP events waiting for room in EQ 0, bit n for event code n
+    // (device.cpp, HeldEvents).
+    uint8_t held_events = 0;
     uint32_t pdn = 0;
     uint32_t send_cqn = 0;
     uint32_t recv_cqn = 0;

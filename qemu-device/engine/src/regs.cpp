@@ -125,7 +125,9 @@ void Device::reg_write(uint64_t offset, uint64_t value64, unsigned int size) {
     case OHCA_REG_EQ0_DB:
         if (!eq0_.doorbell(host_, value)) {
             ++stats_.reg_errors;
+            return;
         }
+        drain_held_events();
         return;
     case OHCA_REG_ETH_TX_PI:
         eth_tx_doorbell(value);

@@ -44,6 +44,8 @@ struct Srq {
     uint32_t ci = 0;    // WQEs taken by the device
     uint32_t limit = 0; // armed when nonzero
     bool error = false; // the ring could not be read: stopped
+    // Events waiting for room in EQ 0, bit n for event code n.
+    uint8_t held_events = 0;
     uint32_t qp_refs = 0;
 
     [[nodiscard]] uint32_t size() const { return 1u << log_size; }

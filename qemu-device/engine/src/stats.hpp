@@ -25,9 +25,16 @@ struct Stats {
     // Port totals: every frame accepted from / put on the wire.
     uint64_t port_rx_frames = 0;
     uint64_t port_tx_frames = 0;
-    // QP events a peer's packets caused that EQ 0 had no room for (kept
-    // out so that no peer can overflow EQ 0; not in QUERY_STATS yet).
+    // QP events a peer's packets caused while EQ 0 was half full (kept
+    // out so that no peer crowds out the driver's own events).
     uint64_t peer_events_dropped = 0;
+    // EQ 0 full (device.cpp, hold_event): events that waited for room,
+    // those merged into an identical waiting one, and those dropped while
+    // waiting (their object is gone, or a page fault: its access faults
+    // again). QUERY_STATS eq0_events_dropped adds peer_events_dropped.
+    uint64_t eq0_events_held = 0;
+    uint64_t eq0_events_merged = 0;
+    uint64_t eq0_events_dropped = 0;
     // On-demand paging: page faults posted, and those not posted (fault
     // table full, or EQ 0 half full): their accesses wait and fault again.
     uint64_t odp_faults = 0;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Event queue 0: owner bit across wraps, arm semantics, overflow.
+// Event queue 0: owner bit across wraps, arm semantics, a full EQ 0.
 #include "fake_host.hpp"
 
 #include <algorithm>
@@ -87,33 +87,79 @@ TEST_F(EqTest, DoorbellGarbageRejected) {
     EXPECT_EQ(rd(OHCA_REG_ERR_COUNT), errs + 3);
 }
 
-TEST_F(EqTest, OverflowIsFatal) {
+// A full EQ 0 is not fatal (OHCA_DEV_CAP_EQ0_HOLD): commands wait for room
+// for their CMD_DONE and run, in order, once the driver returns entries.
+TEST_F(EqTest, FullEq0HoldsCommandsBack) {
     bring_up(4, 2); // 4 EQEs, 16 commands
     host_.irqs.clear();
     for (int i = 0; i < 6; ++i) {
+        ohca_cmd c{};
+        c.opcode = OHCA_CMD_NOP;
+        c.token = static_cast<uint16_t>(i);
+        post_raw(c);
+    }
+    ring_cmdq();
+    drain();
+    EXPECT_EQ(rd(OHCA_REG_DEV_STATUS), uint32_t{OHCA_DEV_STATUS_READY});
+    EXPECT_EQ(rd(OHCA_REG_CMDQ_CI), 4u); // the fifth waits for room
+    for (uint32_t i = 0; i < 4; ++i) {
+        ohca_eqe e{};
+        ASSERT_TRUE(next_eqe(e));
+        EXPECT_EQ(e.type, OHCA_EQE_CMD_DONE);
+        EXPECT_EQ(e.param0, i);
+    }
+    ohca_eqe e{};
+    EXPECT_FALSE(next_eqe(e));
+    eq_doorbell(true);
+    drain();
+    EXPECT_EQ(rd(OHCA_REG_CMDQ_CI), 6u);
+    for (uint32_t i = 4; i < 6; ++i) {
+        ASSERT_TRUE(next_eqe(e));
+        EXPECT_EQ(e.type, OHCA_EQE_CMD_DONE);
+        EXPECT_EQ(e.param0, i);
+    }
+    EXPECT_EQ(stats().eq0_events_held, 0u); // commands waited, no event did
+}
+
+// Port changes while EQ 0 is full wait as one event with the latest state
+// (the others count as merged) and are posted when room comes, before the
+// command that waited behind them.
+TEST_F(EqTest, PortEventsWaitMergedInFullEq0) {
+    bring_up(4, 2);
+    for (int i = 0; i < 4; ++i) {
         ohca_cmd c{};
         c.opcode = OHCA_CMD_NOP;
         post_raw(c);
     }
     ring_cmdq();
     drain();
-    EXPECT_EQ(rd(OHCA_REG_DEV_STATUS), uint32_t{OHCA_DEV_STATUS_FATAL});
-    EXPECT_EQ(rd(OHCA_REG_FATAL_CODE), uint32_t{OHCA_FATAL_EQ_OVERFLOW});
-    // Five commands completed (the fifth found no room for its event);
-    // the sixth was not executed.
-    EXPECT_EQ(rd(OHCA_REG_CMDQ_CI), 5u);
-    // The four entries hold the first four completions, nothing was
-    // overwritten.
-    for (uint32_t i = 0; i < 4; ++i) {
-        ohca_eqe e{};
-        ASSERT_TRUE(next_eqe(e));
-        EXPECT_EQ(e.type, OHCA_EQE_CMD_DONE);
-        EXPECT_EQ(e.param2, i);
-    }
-    // Link changes post nothing now.
     ohca_engine_set_link(e_, false);
+    ohca_engine_set_link(e_, true);
+    ohca_engine_set_link(e_, false);
+    ohca_cmd c{};
+    c.opcode = OHCA_CMD_NOP;
+    c.token = 77;
+    post_raw(c);
+    ring_cmdq();
+    drain();
+    EXPECT_EQ(rd(OHCA_REG_DEV_STATUS), uint32_t{OHCA_DEV_STATUS_READY});
     ohca_eqe e{};
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_TRUE(next_eqe(e));
+    }
+    eq_doorbell(false);
+    drain();
+    ASSERT_TRUE(next_eqe(e));
+    EXPECT_EQ(e.type, OHCA_EQE_PORT_CHANGE);
+    EXPECT_EQ(e.code, OHCA_PORT_DOWN);
+    ASSERT_TRUE(next_eqe(e));
+    EXPECT_EQ(e.type, OHCA_EQE_CMD_DONE);
+    EXPECT_EQ(e.param0, 77u);
     EXPECT_FALSE(next_eqe(e));
+    const ohca_query_stats_out st = stats();
+    EXPECT_EQ(st.eq0_events_held, 1u);
+    EXPECT_EQ(st.eq0_events_merged, 2u);
+    EXPECT_EQ(st.eq0_events_dropped, 0u);
 }
 
 TEST_F(EqTest, ConsumingKeepsLargeStreamsGoing) {

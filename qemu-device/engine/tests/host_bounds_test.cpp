@@ -457,6 +457,170 @@ TEST(HostBounds, PeerCannotOverflowEq0ThroughSrqQps) {
     EXPECT_NE(n.create_pd(), 0u);
 }
 
+// EQ 0 need not grow with max_qp (OHCA_DEV_CAP_EQ0_HOLD): 2000 QPs whose
+// send queues cannot be read each raise a FATAL event at once while the
+// driver does not read EQ 0 (256 entries). The device stays READY, posts
+// what fits and keeps the rest, one waiting entry per QP (ringing again
+// adds nothing), and posts them all in order as the driver reads; then
+// commands run again.
+TEST(HostBounds, QpEventsWaitForRoomInEq0) {
+    constexpr uint32_t kQps = 2000;
+    RdmaNode n(1, false, 0, 8, kQps);
+    const uint32_t pd = n.create_pd();
+    CqInfo cq = n.create_cq(12);
+    ohca_create_qp_in in{};
+    in.type = OHCA_QPT_RC;
+    in.sq_log_size = 1;
+    in.rq_log_size = 1;
+    in.sq_log_stride = 8;
+    in.rq_log_stride = 6;
+    in.pdn = pd;
+    in.send_cqn = cq.cqn;
+    in.recv_cqn = cq.cqn;
+    in.sq_pbl = n.make_pbl(kUnmapped, 512); // never readable
+    in.rq_pbl = n.make_pbl(n.alloc(128), 128);
+    std::vector<QpInfo> qps;
+    for (uint32_t i = 0; i < kQps; ++i) {
+        ohca_create_out o{};
+        ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+        QpInfo q;
+        q.qpn = o.handle;
+        n.connect(q, q.qpn, n);
+        qps.push_back(q);
+    }
+    ASSERT_TRUE(n.events().empty());
+    n.hold_eq = true;
+    for (int pass = 0; pass < 2; ++pass) {
+        for (QpInfo &q : qps) {
+            q.sq_pi = 1;
+            n.ring_sq(q);
+            n.process();
+        }
+    }
+    EXPECT_EQ(ohca_engine_reg_read(n.e, OHCA_REG_DEV_STATUS, 4), uint32_t{OHCA_DEV_STATUS_READY});
+    const Stats &st = device_of(n.e).stats();
+    EXPECT_EQ(st.eq0_events_held, kQps - 256u);
+    EXPECT_EQ(st.eq0_events_merged, 0u);
+    EXPECT_EQ(st.eq0_events_dropped, 0u);
+    // A command waits behind them; the driver reading EQ 0 lets all pass.
+    n.hold_eq = false;
+    EXPECT_NE(n.create_pd(), 0u);
+    const auto ev = n.events();
+    ASSERT_EQ(ev.size(), size_t{kQps});
+    for (uint32_t i = 0; i < kQps; ++i) {
+        EXPECT_EQ(ev[i].type, OHCA_EQE_QP_EVENT);
+        EXPECT_EQ(ev[i].code, OHCA_QP_EV_FATAL);
+        EXPECT_EQ(ev[i].param0, qps[i].qpn) << i;
+    }
+    EXPECT_EQ(n.query(qps[0].qpn).qp_state, OHCA_QPS_ERR);
+    EXPECT_EQ(ohca_engine_reg_read(n.e, OHCA_REG_DEV_STATUS, 4), uint32_t{OHCA_DEV_STATUS_READY});
+}
+
+// A CQ's completion event waits in the CQ like a QP's events in the QP;
+// the objects come out in the order their events happened.
+TEST(HostBounds, CqEventWaitsInOrderWithQpEvents) {
+    RdmaNode n(1, false, 0, 2); // EQ 0 of 4 entries
+    const uint32_t pd = n.create_pd();
+    CqInfo cq = n.create_cq(6, 0); // completion events on EQ 0
+    ohca_create_qp_in in{};
+    in.type = OHCA_QPT_RC;
+    in.sq_log_size = 1;
+    in.rq_log_size = 1;
+    in.sq_log_stride = 8;
+    in.rq_log_stride = 6;
+    in.pdn = pd;
+    in.send_cqn = cq.cqn;
+    in.recv_cqn = cq.cqn;
+    in.sq_pbl = n.make_pbl(kUnmapped, 512);
+    in.rq_pbl = n.make_pbl(n.alloc(128), 128);
+    std::vector<QpInfo> qps;
+    for (int i = 0; i < 6; ++i) {
+        ohca_create_out o{};
+        ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+        QpInfo q;
+        q.qpn = o.handle;
+        n.connect(q, q.qpn, n);
+        qps.push_back(q);
+    }
+    (void)n.events();
+    n.hold_eq = true;
+    auto fail_sq = [&](QpInfo &q) {
+        q.sq_pi = 1;
+        n.ring_sq(q);
+        n.process();
+    };
+    for (int i = 0; i < 4; ++i) {
+        fail_sq(qps[i]); // EQ 0 full of FATAL events
+    }
+    n.cq_doorbell(cq, OHCA_DB_CQ_ARM_NEXT); // its event waits
+    fail_sq(qps[4]);                        // FATAL waits; the CQ is disarmed
+    fail_sq(qps[5]);
+    EXPECT_EQ(ohca_engine_reg_read(n.e, OHCA_REG_DEV_STATUS, 4), uint32_t{OHCA_DEV_STATUS_READY});
+    EXPECT_EQ(device_of(n.e).stats().eq0_events_held, 3u);
+    n.hold_eq = false;
+    std::vector<ohca_eqe> ev;
+    for (int i = 0; i < 4 && ev.size() < 7; ++i) {
+        for (const ohca_eqe &e : n.events()) {
+            ev.push_back(e);
+        }
+    }
+    ASSERT_EQ(ev.size(), 7u);
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(ev[i].type, OHCA_EQE_QP_EVENT) << i;
+        EXPECT_EQ(ev[i].param0, qps[i].qpn) << i;
+    }
+    // Arming a CQ with unpolled CQEs raises its event at once: it waits
+    // first, then the two FATAL events.
+    EXPECT_EQ(ev[4].type, OHCA_EQE_CQ_COMPLETION);
+    EXPECT_EQ(ev[4].param0, cq.cqn);
+    for (int i = 5; i < 7; ++i) {
+        EXPECT_EQ(ev[i].type, OHCA_EQE_QP_EVENT) << i;
+        EXPECT_EQ(ev[i].code, OHCA_QP_EV_FATAL) << i;
+        EXPECT_EQ(ev[i].param0, qps[i - 1].qpn) << i;
+    }
+    EXPECT_EQ(n.poll(cq).size(), 6u); // each QP's failed WQE
+}
+
+// A reset forgets the events that wait: the driver starts over.
+TEST(HostBounds, HeldEventsOfResetDeviceAreForgotten) {
+    RdmaNode n(1, false, 0, 2, 8); // EQ 0 of 4 entries
+    const uint32_t pd = n.create_pd();
+    CqInfo cq = n.create_cq(6);
+    ohca_create_qp_in in{};
+    in.type = OHCA_QPT_RC;
+    in.sq_log_size = 1;
+    in.rq_log_size = 1;
+    in.sq_log_stride = 8;
+    in.rq_log_stride = 6;
+    in.pdn = pd;
+    in.send_cqn = cq.cqn;
+    in.recv_cqn = cq.cqn;
+    in.sq_pbl = n.make_pbl(kUnmapped, 512);
+    in.rq_pbl = n.make_pbl(n.alloc(128), 128);
+    std::vector<QpInfo> qps;
+    for (int i = 0; i < 8; ++i) {
+        ohca_create_out o{};
+        ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+        QpInfo q;
+        q.qpn = o.handle;
+        n.connect(q, q.qpn, n);
+        qps.push_back(q);
+    }
+    (void)n.events();
+    n.hold_eq = true;
+    for (QpInfo &q : qps) {
+        q.sq_pi = 1;
+        n.ring_sq(q);
+        n.process();
+    }
+    EXPECT_EQ(device_of(n.e).stats().eq0_events_held, 4u);
+    n.hold_eq = false;
+    n.reset();
+    EXPECT_EQ(ohca_engine_reg_read(n.e, OHCA_REG_DEV_STATUS, 4), uint32_t{OHCA_DEV_STATUS_READY});
+    EXPECT_TRUE(n.events().empty());
+    EXPECT_NE(n.create_pd(), 0u);
+}
+
 // What the soak (tests/integration/test_soak.py) does to the device, without
 // TCG's memory around it: connections made, used and torn down again and
 // again. Once the containers have their size, the heap stays where it is:

@@ -104,8 +104,16 @@ CmdOutcome RdmaNode::cmd(uint16_t opcode, const void *in, uint16_t in_len, void 
     } else {
         process();
     }
-    const auto done = host.get<ohca_cmd>(kNodeCmdq + 64ull * slot);
     drain_eq();
+    // A command waits while EQ 0 is full or events wait for it: the
+    // driver's reading of EQ 0 lets it run.
+    for (int i = 0;
+         i < 64 && !hold_eq && ohca_engine_reg_read(e, OHCA_REG_CMDQ_CI, 4) != (cmd_pi_ & 0xffff);
+         ++i) {
+        process();
+        drain_eq();
+    }
+    const auto done = host.get<ohca_cmd>(kNodeCmdq + 64ull * slot);
     if (out != nullptr && done.status == OHCA_STATUS_OK) {
         EXPECT_TRUE(host.read(kNodeOut, out, out_len));
     }

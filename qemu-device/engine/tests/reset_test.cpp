@@ -80,14 +80,14 @@ TEST_F(ResetTest, HostResetReturnsToPowerOnState) {
 
 TEST_F(ResetTest, ResetLeavesFatal) {
     bring_up(4, 2);
-    for (int i = 0; i < 8; ++i) {
-        ohca_cmd c{};
-        c.opcode = OHCA_CMD_NOP;
-        post_raw(c);
-    }
+    host_.remove_region(kEqBase); // EQ 0 not writable: fatal
+    ohca_cmd c{};
+    c.opcode = OHCA_CMD_NOP;
+    post_raw(c);
     ring_cmdq();
     drain();
-    ASSERT_EQ(rd(OHCA_REG_FATAL_CODE), uint32_t{OHCA_FATAL_EQ_OVERFLOW});
+    ASSERT_EQ(rd(OHCA_REG_FATAL_CODE), uint32_t{OHCA_FATAL_EQ_DMA});
+    host_.add_region(kEqBase, 16 * 65536);
     ohca_engine_reset(e_);
     expect_power_on_state();
 }
