@@ -44,6 +44,7 @@ static const struct rdma_stat_desc ohca_descs[] = {
 	OHCA_STAT(raw_tx_frames),
 	OHCA_STAT(raw_rx_frames),
 	OHCA_STAT(raw_rx_dropped),
+	OHCA_STAT(rc_spurious_timeouts),
 };
 
 static struct rdma_hw_stats *ohca_alloc_hw_port_stats(struct ib_device *ibdev,

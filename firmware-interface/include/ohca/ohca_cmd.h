@@ -462,7 +462,10 @@ struct ohca_query_stats_out {
 	ohca_le64 raw_rx_frames;		/* steered by a flow into a WQE */
 	ohca_le64 raw_rx_dropped;		/* steered, but the QP had no
 						 * WQE or was not ready */
-	ohca_le64 rsvd2[7];
+	ohca_le64 rc_spurious_timeouts;		/* ACK timeouts undone: a
+						 * response showed a packet
+						 * sent before it arrived */
+	ohca_le64 rsvd2[6];
 };
 #define OHCA_QUERY_STATS_OUT_V1_SIZE	128
 OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 384);
@@ -472,6 +475,7 @@ OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, roce_tx_pkts,
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, roce_bad_qpn, 280);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, ud_rx_bad_qkey, 296);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, raw_rx_dropped, 320);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rc_spurious_timeouts, 328);
 
 /* ======================================================================
  * RDMA resources (ABI 1.1). docs/programming-manual.md §8 gives the rules.

@@ -611,6 +611,7 @@ Device::CmdResult Device::cmd_query_stats(const Command &cmd) {
     out.raw_tx_frames = le(raw_.counters().tx_frames);
     out.raw_rx_frames = le(raw_.counters().rx_frames);
     out.raw_rx_dropped = le(raw_.counters().rx_dropped);
+    out.rc_spurious_timeouts = le(r.spurious_timeouts);
     // A driver that knows only the rev 1.0 part gets only that part.
     return write_output(cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
 }

@@ -347,6 +347,11 @@ TEST_F(RttTest, DelayedAcksAreASpuriousTimeoutUndone) {
     EXPECT_EQ(qa().ssthresh, ssthresh);
     EXPECT_GE(qa().rto_ns, pause);
     EXPECT_EQ(qa().frto, Qp::Frto::Off);
+    // QUERY_STATS (hw counters rc_local_ack_timeouts, rc_spurious_timeouts).
+    const ohca_query_stats_out st = a.stats();
+    EXPECT_EQ(st.rc_local_ack_timeouts, 2u);
+    EXPECT_EQ(st.rc_spurious_timeouts, 1u);
+    EXPECT_EQ(st.rc_retrans_pkts, c.retrans_pkts);
 }
 
 // A READ (or atomic) at the oldest PSN is asked for again as before: its
