@@ -690,7 +690,11 @@ void RcRequester::rx(Qp &qp, const ParsedPacket &pkt) {
             return;
         case kAethRnrNak: {
             ++svc_.counters().rnr_naks_rcvd;
+            // An RNR NAK ends a probe whatever it decided: its own wait
+            // and go-back take over (a probe still waiting for a second
+            // response would hold the SQ after the wait).
             (void)frto_decide(qp, psn_add(psn, kPsnMask));
+            qp.frto = Qp::Frto::Off;
             ack_through(qp, psn_add(psn, kPsnMask));
             if (qp.state == OHCA_QPS_ERR) {
                 return;

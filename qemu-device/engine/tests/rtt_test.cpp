@@ -370,6 +370,29 @@ TEST_F(RttTest, DelayedReadResponsesGoBackAsBefore) {
     EXPECT_EQ(ca().spurious_timeouts, 0u);
 }
 
+// A SEND that finds no receive WQE at a peer that stalled: the timeouts
+// probe, the peer answers the original with an RNR NAK, which ends the
+// probe; once a receive is posted the SEND completes with its bytes.
+TEST_F(RttTest, RnrNakAfterATimeoutEndsTheProbe) {
+    setup();
+    warm_up(10);
+    b_paused_until = b.host.now + 40 * kMs;
+    SendReq w;
+    w.wr_id = 1;
+    w.opcode = OHCA_WR_SEND;
+    w.sges = {{side[0].buf + 0x20000, 8 * 1024, side[0].key}};
+    a.post_send(side[0].qp, w);
+    next_psn = psn_add(next_psn, 8);
+    ASSERT_TRUE(run_for([&] { return ca().rnr_naks_rcvd > 0; }, 1000 * kMs));
+    EXPECT_GE(ca().timeouts, 1u);
+    b.post_recv(side[1].qp, 7, {{side[1].buf + 0x20000, 8 * 1024, side[1].key}});
+    const size_t n = sends() + 1;
+    ASSERT_TRUE(run_for([&] { return sends() == n; }, 3000 * kMs));
+    EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
+    EXPECT_TRUE(same(side[0].buf + 0x20000, side[1].buf + 0x20000, 8 * 1024));
+    EXPECT_EQ(qa().frto, Qp::Frto::Off);
+}
+
 // A real loss: the last packet of a WRITE whose first three arrived (and
 // asked for no ACK). The timeout sends the two oldest again; the responder
 // answers each duplicate with the last PSN it has, the third packet's:
