@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The requester's retransmission timeout from the measured round trip
 // (RFC 6298 with Karn's rule, doubled on expiry up to the QP's local ACK
-// timeout) and its initial congestion window, over a fake wire that
-// delivers each frame a fixed time after it was sent.
+// timeout), spurious timeouts told from losses and undone (F-RTO), timers
+// checked after the frames already received, and its initial congestion
+// window, over a fake wire that delivers each frame a fixed time after it
+// was sent (and a peer whose loop can be stalled).
 #include "device.hpp"
 #include "limits.hpp"
 #include "rdma_node.hpp"
