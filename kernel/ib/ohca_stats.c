@@ -47,6 +47,7 @@ static const struct rdma_stat_desc ohca_descs[] = {
 	OHCA_STAT(eq0_events_held),
 	OHCA_STAT(eq0_events_merged),
 	OHCA_STAT(eq0_events_dropped),
+	OHCA_STAT(rc_spurious_timeouts),
 };
 
 static struct rdma_hw_stats *ohca_alloc_hw_port_stats(struct ib_device *ibdev,

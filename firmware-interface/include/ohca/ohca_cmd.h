@@ -478,7 +478,10 @@ struct ohca_query_stats_out {
 						 * peer caused with EQ 0 half
 						 * full, or waiting for an
 						 * object that is gone */
-	ohca_le64 rsvd2[4];
+	ohca_le64 rc_spurious_timeouts;		/* ACK timeouts undone: a
+						 * response showed a packet
+						 * sent before it arrived */
+	ohca_le64 rsvd2[3];
 };
 #define OHCA_QUERY_STATS_OUT_V1_SIZE	128
 OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 384);
@@ -490,6 +493,7 @@ OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, ud_rx_bad_qkey, 296);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, raw_rx_dropped, 320);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, eq0_events_held, 328);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, eq0_events_dropped, 344);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rc_spurious_timeouts, 352);
 
 /* ======================================================================
  * RDMA resources (ABI 1.1). docs/programming-manual.md §8 gives the rules.

@@ -618,6 +618,7 @@ Device::CmdResult Device::cmd_query_stats(const Command &cmd) {
     out.eq0_events_held = le(stats_.eq0_events_held);
     out.eq0_events_merged = le(stats_.eq0_events_merged);
     out.eq0_events_dropped = le(stats_.eq0_events_dropped + stats_.peer_events_dropped);
+    out.rc_spurious_timeouts = le(r.spurious_timeouts);
     // A driver that knows only the rev 1.0 part gets only that part.
     return write_output(cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
 }

@@ -93,6 +93,9 @@ class Device : private TransportServices {
         uint64_t out_of_time = 0; // runs ended by max_run_ns (or max_run_work)
         uint64_t timer_expiries = 0;
         uint64_t doorbell_runs = 0; // runs of ohca_engine_doorbell_fast()
+        // Runs that left the timers to the next one: their bound ended
+        // before the frames received before them were all taken in.
+        uint64_t timers_deferred = 0;
     };
     [[nodiscard]] const SchedStats &sched_stats() const { return sched_stats_; }
 
@@ -286,6 +289,7 @@ class Device : private TransportServices {
     // 'max_work' units and 'max_ns' of the host's clock.
     void run_rdma(Qp *first, unsigned int max_work, uint64_t max_ns);
     void visit(Qp &qp, unsigned int &quantum);
+    void take_frame();
     void check_timers();
     void update_timer();
     [[nodiscard]] bool build_path(const Qp &qp, PacketPath &path) const;
@@ -400,6 +404,9 @@ class Device : private TransportServices {
     TimerHeap<Qp> timers_{cfg_.max_qp + DeviceLimits::first_qpn};
     TimerHeap<Cq> cq_timers_{DeviceLimits::max_cq + 1};
     bool in_run_ = false; // inside process_rdma(): no schedule() per ready QP
+    // The last run left the timers unchecked (run_rdma): the next checks
+    // them whatever its backlog holds.
+    bool timers_deferred_ = false;
     SchedStats sched_stats_;
     // The RC transport.
     RcRequester rc_requester_{*this};

@@ -108,6 +108,12 @@ struct DeviceLimits {
     // a round trip between two TCG VMs is 0.1-5 ms, and host scheduling of
     // a loaded machine adds a few milliseconds now and then.
     static constexpr uint64_t min_rto_ns = 10'000'000;
+    // After an ACK timeout the requester sends at most this many of the
+    // oldest unacknowledged packets again before a response tells a
+    // spurious timeout from a loss (requester.cpp, F-RTO). Two, not one:
+    // a probe that loses its first packet again draws a NAK from the
+    // second at once instead of costing another timeout.
+    static constexpr uint32_t frto_probe_pkts = 2;
     static constexpr uint64_t min_rnr_delay_ns = 1'000'000;
     // rnr_retry 7 retries for ever: after as many RNR NAKs in a row as a
     // finite rnr_retry could allow (7), each wait doubles up to this.

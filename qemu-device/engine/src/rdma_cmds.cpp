@@ -60,6 +60,7 @@ void Device::rdma_power_on() {
     odp_chunks_ = 0;
     odp_mrs_ = 0;
     roce_backlog_.clear();
+    timers_deferred_ = false;
     if (timer_deadline_ != 0) {
         timer_deadline_ = 0;
         host_.set_timer(0);

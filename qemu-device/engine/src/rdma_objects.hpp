@@ -298,6 +298,29 @@ struct Qp {
     // (responses of later READs, duplicate ACKs) do not go back again.
     bool recovering = false;
     uint32_t recover_psn = 0;
+    // When the ACK timer was last started: the silence a spurious timeout
+    // proved the peer capable of is measured from it.
+    uint64_t ack_timer_start_ns = 0;
+    // Telling a spurious ACK timeout (requester.cpp, F-RTO): after the
+    // timeout only the oldest unacknowledged packets go again (Probe), and
+    // the responses decide. One acknowledging everything sent, or two in
+    // a row past what was sent again (Confirm in between), answer packets
+    // sent before the timeout: it is undone, the window, the transmit
+    // cursor (at frto_resume) and the recovery state are again those kept
+    // here. Anything else: the loss was real.
+    enum class Frto : uint8_t { Off, Probe, Confirm };
+    Frto frto = Frto::Off;
+    bool frto_recovering = false; // 'recovering' before the timeout
+    // Probe: past what was sent again since the timeout; Confirm: past
+    // what the first response acknowledged.
+    uint32_t frto_end = 0;
+    uint32_t frto_resume = 0; // the transmit cursor's PSN at the timeout
+    uint32_t frto_recover_psn = 0;
+    uint32_t frto_cwnd = 0;
+    uint32_t frto_ssthresh = 0;
+    uint32_t frto_cwnd_acked = 0;
+    uint64_t frto_rto_ns = 0;   // the RTO before the timeout's backoff
+    uint64_t frto_since_ns = 0; // when the timer that expired was started
     bool sq_draining = false;
 
     // Responder.

@@ -75,6 +75,20 @@ uint32_t nak_resume(const Qp &qp, uint32_t psn) {
     return psn_diff(qp.una_psn, psn) < 0 ? qp.una_psn : psn;
 }
 
+// Packets sent and not acknowledged: the transmit cursor is past the start
+// of the oldest WQE or, after a timeout while the cursor waits behind
+// packets sent before it (frto), PSNs before sent_psn are unacknowledged.
+bool outstanding(const Qp &qp) {
+    return qp.cur_wr > 0 || qp.cur_pkt > 0 ||
+           (qp.frto != Qp::Frto::Off && psn_diff(qp.sent_psn, qp.una_psn) > 0);
+}
+
+// The PSN of the transmit cursor: the next packet process_sq() sends.
+uint32_t cursor_psn(const Qp &qp) {
+    return qp.cur_wr < qp.inflight.size() ? psn_add(qp.inflight[qp.cur_wr].first_psn, qp.cur_pkt)
+                                          : qp.next_psn;
+}
+
 uint32_t wire_imm(uint32_t le_field) {
     // The WQE holds the immediate as the wire bytes; read them in order.
     uint8_t b[4];
@@ -94,7 +108,9 @@ uint64_t RcRequester::rto(const Qp &qp) {
 
 void RcRequester::restart_ack_timer(Qp &qp) {
     const uint64_t t = rto(qp);
-    svc_.set_deadline(qp, t == 0 ? 0 : svc_.host().now_ns() + t);
+    const uint64_t now = svc_.host().now_ns();
+    qp.ack_timer_start_ns = now;
+    svc_.set_deadline(qp, t == 0 ? 0 : now + t);
 }
 
 // One round trip measured: the timed packet's ACK (or first response) came
@@ -128,6 +144,18 @@ void RcRequester::process_sq(Qp &qp, unsigned int &quantum) {
         return;
     }
     while (quantum > 0 && qp.state != OHCA_QPS_ERR) {
+        if (qp.frto != Qp::Frto::Off) {
+            // After a timeout, until responses decide: only the oldest
+            // packets, sent before it, go again (no new data: its ACK
+            // would look like one for a packet sent before the timeout),
+            // and no READ or atomic (their responses would be asked again).
+            const uint32_t psn = cursor_psn(qp);
+            if (qp.frto == Qp::Frto::Confirm || qp.cur_wr >= qp.inflight.size() ||
+                psn_diff(psn, qp.una_psn) >= static_cast<int32_t>(DeviceLimits::frto_probe_pkts) ||
+                psn_diff(psn, qp.sent_psn) >= 0 || awaits_response(qp.inflight[qp.cur_wr])) {
+                break;
+            }
+        }
         if (qp.cur_wr < qp.inflight.size()) {
             const SendWr &w = qp.inflight[qp.cur_wr];
             if (!svc_.tx_room(qp)) {
@@ -389,8 +417,9 @@ void RcRequester::send_packet(Qp &qp) {
         const uint32_t every = std::clamp(qp.cwnd / 2, 1u, DeviceLimits::ack_req_every);
         // (every is mostly a power of two: no division per packet then)
         const uint32_t nth = (every & (every - 1)) == 0 ? (k + 1) & (every - 1) : (k + 1) % every;
+        // A probe after a timeout asks for its answer at once.
         f.bth.ack_req =
-            last || nth == 0 ||
+            last || nth == 0 || qp.frto != Qp::Frto::Off ||
             psn_diff(psn_add(f.bth.psn, 1), qp.una_psn) >= static_cast<int32_t>(qp.cwnd);
         f.bth.solicited = last && (wr.flags & OHCA_WQE_SOLICITED) != 0;
         off = k * mtu;
@@ -410,6 +439,9 @@ void RcRequester::send_packet(Qp &qp) {
         qp.rtt_timing = true;
         qp.rtt_psn = f.bth.psn;
         qp.rtt_sent_ns = svc_.host().now_ns();
+    }
+    if (qp.frto == Qp::Frto::Probe && psn_diff(end_psn, qp.frto_end) > 0) {
+        qp.frto_end = end_psn;
     }
     if (!is_read(wr)) {
         ++qp.cur_pkt;
@@ -472,7 +504,7 @@ void RcRequester::odp_resumed(Qp &qp) {
         return; // an RNR NAK came meanwhile: its timer stands
     }
     svc_.set_deadline(qp, 0);
-    if (!qp.inflight.empty() && (qp.cur_wr > 0 || qp.cur_pkt > 0)) {
+    if (!qp.inflight.empty() && outstanding(qp)) {
         restart_ack_timer(qp); // packets are outstanding
     }
 }
@@ -533,7 +565,7 @@ void RcRequester::ack_through(Qp &qp, uint32_t psn) {
         qp.rnr_left = qp.attrs.rnr_retry;
         qp.rnr_streak = 0;
         svc_.set_deadline(qp, 0); // restarted by the next transmission ...
-        if (qp.cur_wr > 0 || qp.cur_pkt > 0) {
+        if (outstanding(qp)) {
             restart_ack_timer(qp); // ... or now, for packets still unacknowledged
         }
     }
@@ -572,6 +604,15 @@ void RcRequester::go_back(Qp &qp, uint32_t psn) {
 // came back at all) and transmission resumes at 'psn' -- once per loss, or
 // every stale response of the READs behind would re-request them all again.
 void RcRequester::recover_from(Qp &qp, uint32_t psn, bool timeout) {
+    if (!timeout && qp.frto != Qp::Frto::Off) {
+        // A loss while a timeout's probe is out: the timeout was no
+        // spurious one, and its window cut stands for this loss too.
+        qp.frto = Qp::Frto::Off;
+        qp.recovering = true;
+        qp.recover_psn = psn;
+        go_back(qp, psn);
+        return;
+    }
     if (!timeout && qp.recovering && qp.recover_psn == psn) {
         return;
     }
@@ -645,10 +686,16 @@ void RcRequester::rx(Qp &qp, const ParsedPacket &pkt) {
         const uint8_t code = syn & 0x1f;
         switch (syn & 0x60) {
         case kAethAck:
+            (void)frto_decide(qp, psn);
             ack_through(qp, psn);
             return;
         case kAethRnrNak: {
             ++svc_.counters().rnr_naks_rcvd;
+            // An RNR NAK ends a probe whatever it decided: its own wait
+            // and go-back take over (a probe still waiting for a second
+            // response would hold the SQ after the wait).
+            (void)frto_decide(qp, psn_add(psn, kPsnMask));
+            qp.frto = Qp::Frto::Off;
             ack_through(qp, psn_add(psn, kPsnMask));
             if (qp.state == OHCA_QPS_ERR) {
                 return;
@@ -680,13 +727,22 @@ void RcRequester::rx(Qp &qp, const ParsedPacket &pkt) {
             return;
         }
         case kAethNak: {
+            const Frto d = frto_decide(qp, psn_add(psn, kPsnMask));
             ack_through(qp, psn_add(psn, kPsnMask));
             if (qp.state == OHCA_QPS_ERR) {
                 return;
             }
             if (code == kNakPsnSeq) {
                 ++svc_.counters().seq_naks_rcvd;
-                recover_from(qp, nak_resume(qp, psn), false);
+                const uint32_t at = nak_resume(qp, psn);
+                if (d == Frto::Loss) {
+                    // The loss the timeout cut the window for: no second cut.
+                    qp.recovering = true;
+                    qp.recover_psn = at;
+                    go_back(qp, at);
+                    return;
+                }
+                recover_from(qp, at, false);
                 return;
             }
             ++svc_.counters().error_naks_rcvd;
@@ -715,6 +771,7 @@ void RcRequester::rx(Qp &qp, const ParsedPacket &pkt) {
         return;
     }
     const uint32_t first_psn = qp.inflight[i].first_psn;
+    (void)frto_decide(qp, psn);
     ack_through(qp, psn_add(first_psn, kPsnMask)); // everything before the READ
     if (qp.state == OHCA_QPS_ERR || qp.inflight.empty() ||
         qp.inflight.front().first_psn != first_psn) {
@@ -817,7 +874,7 @@ void RcRequester::timer_expired(Qp &qp) {
         svc_.mark_ready(qp);
         return;
     }
-    if (qp.inflight.empty() || (qp.cur_wr == 0 && qp.cur_pkt == 0) ||
+    if (qp.inflight.empty() || !outstanding(qp) ||
         (qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD)) {
         return;
     }
@@ -830,6 +887,7 @@ void RcRequester::timer_expired(Qp &qp) {
     // while costs resends, not the connection.
     const uint64_t ceiling = local_ack_timeout_ns(qp);
     const bool early = rto(qp) < ceiling;
+    const uint64_t rto_before = qp.rto_ns;
     qp.rto_ns = std::min(rto(qp) * 2, ceiling);
     if (!early) {
         if (qp.retry_left == 0) {
@@ -839,7 +897,118 @@ void RcRequester::timer_expired(Qp &qp) {
         }
         --qp.retry_left;
     }
+    // F-RTO (the idea of RFC 5682; RoCE has no timestamps for Eifel's
+    // detection): the peer may have everything and only its ACKs be late
+    // (a VM whose loop was not scheduled). Only the oldest packets go
+    // again (process_sq) and the responses decide (frto_decide). What an
+    // undo restores is kept at the first of a series of timeouts. A READ
+    // or atomic at the oldest PSN goes back as before: its resent request
+    // replaces the responses the responder still owes (a duplicate READ
+    // restarts them), and those cannot be told from the original's.
+    const size_t i = qp.wqes_failed == 0 ? wqe_at_psn(qp.inflight, qp.una_psn) : qp.inflight.size();
+    const bool probe = i < qp.inflight.size() && !awaits_response(qp.inflight[i]) &&
+                       psn_diff(qp.una_psn, qp.sent_psn) < 0;
+    if (!probe) {
+        qp.frto = Qp::Frto::Off;
+    } else if (qp.frto == Qp::Frto::Off) {
+        qp.frto_end = qp.una_psn; // nothing sent again yet
+        qp.frto_resume = cursor_psn(qp);
+        qp.frto_recovering = qp.recovering;
+        qp.frto_recover_psn = qp.recover_psn;
+        qp.frto_cwnd = qp.cwnd;
+        qp.frto_ssthresh = qp.ssthresh;
+        qp.frto_cwnd_acked = qp.cwnd_acked;
+        qp.frto_rto_ns = rto_before;
+        qp.frto_since_ns = qp.ack_timer_start_ns;
+    }
     recover_from(qp, qp.una_psn, true);
+    if (probe) {
+        qp.frto = Qp::Frto::Probe;
+        if (psn_diff(qp.una_psn, qp.frto_end) > 0) {
+            qp.frto_end = qp.una_psn;
+        }
+    }
+}
+
+// A response after an ACK timeout (frto set), acknowledging every PSN up
+// to 'through' (a NAK: the one before its PSN). It answers packets sent
+// before the timeout, so the timeout was spurious, if it acknowledges
+// everything sent; or, if it acknowledges more than was sent again since
+// the timeout but not everything, once the next response acknowledges
+// more still. (The responder answers a duplicate with the last PSN it
+// has: the probe itself draws an ACK past it when only later packets were
+// lost, and then a second, the same.) A response within what was sent
+// again, or not beyond the first (a duplicate ACK, a NAK), cannot tell:
+// the loss is taken as real, and the timeout's go-back goes on with its
+// cut window.
+//
+// retry_cnt: an undone timeout came with progress, which gives the retries
+// back as any ACK does (IBTA counts retries without progress); until the
+// decision the timeout counted as any other, so a peer that stays silent
+// exhausts retry_cnt in the same time as before.
+RcRequester::Frto RcRequester::frto_decide(Qp &qp, uint32_t through) {
+    if (qp.frto == Qp::Frto::Off) {
+        return Frto::None;
+    }
+    svc_.mark_ready(qp);
+    if (psn_diff(through, qp.frto_end) < 0) {
+        if (qp.frto == Qp::Frto::Confirm) {
+            go_back(qp, qp.una_psn); // the probe's place is behind una
+        }
+        qp.frto = Qp::Frto::Off;
+        return Frto::Loss;
+    }
+    if (qp.frto == Qp::Frto::Probe && psn_diff(psn_add(through, 1), qp.sent_psn) < 0) {
+        qp.frto = Qp::Frto::Confirm;
+        qp.frto_end = psn_add(through, 1);
+        return Frto::None;
+    }
+    qp.frto = Qp::Frto::Off;
+    frto_undo(qp);
+    return Frto::Spurious;
+}
+
+// A spurious timeout undone. The window, the recovery state and the
+// transmit cursor are those from before it, so the rest of the window is
+// not sent again; the RTO is made to cover the silence just seen (from
+// when the timer that expired was started; Eifel's response, RFC 4015,
+// takes the delay seen as a round-trip sample), which also ends the
+// timeout's backoff.
+void RcRequester::frto_undo(Qp &qp) {
+    ++svc_.counters().spurious_timeouts;
+    qp.cwnd = qp.frto_cwnd;
+    qp.ssthresh = qp.frto_ssthresh;
+    qp.cwnd_acked = qp.frto_cwnd_acked;
+    qp.recovering = qp.frto_recovering;
+    qp.recover_psn = qp.frto_recover_psn;
+    qp.rto_ns = qp.frto_rto_ns;
+    const uint64_t now = svc_.host().now_ns();
+    uint64_t silence = now > qp.frto_since_ns ? now - qp.frto_since_ns : 0;
+    if (const uint64_t ceiling = local_ack_timeout_ns(qp); ceiling != 0) {
+        silence = std::min(silence, ceiling);
+    }
+    rtt_sample(qp, silence);
+    seek(qp, qp.frto_resume);
+}
+
+// Moves the transmit cursor forward to 'psn' (where it stood before a
+// timeout found spurious): the packets in between are not sent again. A
+// READ's request state stays as it is: the cursor returns to where that
+// request left it.
+void RcRequester::seek(Qp &qp, uint32_t psn) {
+    if (psn_diff(psn, cursor_psn(qp)) <= 0) {
+        return;
+    }
+    if (psn_diff(psn, qp.next_psn) >= 0) {
+        qp.cur_wr = qp.inflight.size();
+        qp.cur_pkt = 0;
+        return;
+    }
+    const size_t i = wqe_at_psn(qp.inflight, psn);
+    if (i < qp.inflight.size()) {
+        qp.cur_wr = i;
+        qp.cur_pkt = static_cast<uint32_t>(psn_diff(psn, qp.inflight[i].first_psn));
+    }
 }
 
 // The atomic acknowledge of the atomic at 'psn': the original value goes to
@@ -852,6 +1021,7 @@ void RcRequester::atomic_ack(Qp &qp, uint32_t psn, uint64_t orig) {
         ++svc_.counters().rx_out_of_seq;
         return;
     }
+    (void)frto_decide(qp, psn);
     ack_through(qp, psn_add(psn, kPsnMask)); // everything before the atomic
     if (qp.state == OHCA_QPS_ERR || qp.inflight.empty() || qp.inflight.front().first_psn != psn ||
         !is_atomic(qp.inflight.front())) {

@@ -33,6 +33,11 @@ class RcRequester {
     void advance_una(Qp &qp, uint32_t una);
     void fail(Qp &qp, uint8_t status, uint8_t verr);
     void restart_ack_timer(Qp &qp);
+    // What a response after an ACK timeout says of it.
+    enum class Frto : uint8_t { None, Spurious, Loss };
+    Frto frto_decide(Qp &qp, uint32_t through);
+    void frto_undo(Qp &qp);
+    void seek(Qp &qp, uint32_t psn);
     static uint64_t rto(const Qp &qp);
     static void rtt_sample(Qp &qp, uint64_t r);
     // On-demand paging: whether the next packet's local buffers have

@@ -39,6 +39,7 @@ struct RoceCounters {
     uint64_t retransmits = 0; // go-back-N restarts
     uint64_t retrans_pkts = 0;
     uint64_t timeouts = 0;
+    uint64_t spurious_timeouts = 0; // ... of which undone (requester.cpp, F-RTO)
     uint64_t seq_naks_sent = 0;
     uint64_t seq_naks_rcvd = 0;
     uint64_t rnr_naks_sent = 0;

@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The requester's retransmission timeout from the measured round trip
 // (RFC 6298 with Karn's rule, doubled on expiry up to the QP's local ACK
-// timeout) and its initial congestion window, over a fake wire that
-// delivers each frame a fixed time after it was sent.
+// timeout), spurious timeouts told from losses and undone (F-RTO), timers
+// checked after the frames already received, and its initial congestion
+// window, over a fake wire that delivers each frame a fixed time after it
+// was sent (and a peer whose loop can be stalled).
 #include "device.hpp"
 #include "limits.hpp"
 #include "rdma_node.hpp"
 #include "roce_packet.hpp"
 
+#include <malloc.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <deque>
 
 namespace ohca::test {
@@ -19,7 +25,8 @@ class RttTest : public ::testing::Test {
   protected:
     void setup(uint8_t mtu = 3, uint8_t timeout = 14, uint8_t retry = 7) {
         for (int i = 0; i < 2; ++i) {
-            side[i] = make_side(node(i), 1 << 20, 6, [](size_t k) { return uint8_t(k * 7); });
+            side[i] = make_side(node(i), 1 << 20, 6,
+                                [i](size_t k) { return uint8_t(k * 7 + uint8_t(i * 91)); });
         }
         const uint32_t remote = OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ;
         a.connect(side[0].qp, side[1].qp.qpn, b, mtu, timeout, retry, 7, remote);
@@ -34,14 +41,29 @@ class RttTest : public ::testing::Test {
     void tick() {
         a.host.now += step;
         b.host.now += step;
-        while (!wire.empty() && wire.front().at <= a.host.now) {
-            Frame &f = wire.front();
-            EXPECT_EQ(ohca_engine_receive_frame(node(f.to).e, f.bytes.data(), f.bytes.size()),
-                      OHCA_ENGINE_RX_CONSUMED);
-            wire.pop_front();
+        // A frame the receiver cannot take yet (its backlog full while its
+        // loop stalls) waits on the wire, as in a socket, with those behind
+        // it to the same node.
+        bool held[2] = {false, false};
+        for (auto it = wire.begin(); it != wire.end() && it->at <= a.host.now;) {
+            if (held[it->to]) {
+                ++it;
+                continue;
+            }
+            const auto r =
+                ohca_engine_receive_frame(node(it->to).e, it->bytes.data(), it->bytes.size());
+            if (r == OHCA_ENGINE_RX_CONSUMED) {
+                it = wire.erase(it);
+            } else {
+                EXPECT_EQ(r, OHCA_ENGINE_RX_RETRY);
+                held[it->to] = true;
+                ++it;
+            }
         }
         a.process();
-        b.process();
+        if (b.host.now >= b_paused_until) {
+            b.process(); // a peer whose loop is not scheduled answers nothing
+        }
         for (int from = 0; from < 2; ++from) {
             for (auto &bytes : node(from).host.wire) {
                 ParsedPacket p;
@@ -120,6 +142,28 @@ class RttTest : public ::testing::Test {
         return t;
     }
 
+    // A WRITE (or READ) of 'kib' packets from a's buffer at 'off' to b's.
+    void post_op(uint8_t opcode, uint64_t wr_id, uint32_t kib, uint64_t off) {
+        SendReq w;
+        w.wr_id = wr_id;
+        w.opcode = opcode;
+        w.remote_addr = side[1].buf + off;
+        w.rkey = side[1].key;
+        w.sges = {{side[0].buf + off, kib * 1024, side[0].key}};
+        a.post_send(side[0].qp, w);
+        next_psn = psn_add(next_psn, kib);
+    }
+    // a's requester state.
+    const Qp &qa() const { return *device_of(a.e).qp_state_of(side[0].qp.qpn); }
+    const RoceCounters &ca() const { return device_of(a.e).roce_counters(); }
+    // Whether a's bytes at x equal b's at y.
+    bool same(uint64_t x, uint64_t y, size_t len) {
+        std::vector<uint8_t> p(len), q(len);
+        EXPECT_TRUE(a.host.read(x, p.data(), len));
+        EXPECT_TRUE(b.host.read(y, q.data(), len));
+        return p == q;
+    }
+
     struct Frame {
         uint64_t at;
         int to;
@@ -136,6 +180,7 @@ class RttTest : public ::testing::Test {
     std::vector<Sent> sent;
     std::vector<ohca_cqe> sc;
     std::function<bool(bool, uint32_t)> drop;
+    uint64_t b_paused_until = 0;
     uint64_t step = 100'000; // 0.1 ms
     uint64_t one_way = 1 * kMs;
     uint32_t next_psn = 0;
@@ -154,7 +199,9 @@ TEST_P(RtoTest, LossIsResentAfterTheMeasuredTimeout) {
     const uint64_t rtt = 2 * one_way;
     const uint64_t want = std::max(rtt + rtt / 2, DeviceLimits::min_rto_ns);
     ASSERT_LT(want, DeviceLimits::min_ack_timeout_ns);
-    const auto t = lossy_write(1, 4, 1);
+    // One packet: the oldest unacknowledged, which the timeout sends again
+    // first (TailLossTest has a loss behind packets that arrived).
+    const auto t = lossy_write(1, 1, 1);
     ASSERT_EQ(t.size(), 2u);
     EXPECT_GE(t[1] - t[0], want);
     EXPECT_LE(t[1] - t[0], want + 2 * step);
@@ -170,7 +217,8 @@ INSTANTIATE_TEST_SUITE_P(OneWayDelay, RtoTest, ::testing::Values(1 * kMs, 30 * k
 TEST_F(RttTest, TimeoutDoublesUpToTheLocalAckTimeout) {
     setup(3, 14, 3);
     warm_up(10);
-    const uint32_t psn = post_write(1);
+    // Each timeout sends the oldest packet again (and the one after it).
+    const uint32_t psn = psn_add(post_write(1), kPsnMask - 2);
     drop = [](bool from_a, uint32_t) { return from_a; };
     const size_t n = sends() + 1;
     ASSERT_TRUE(run_for([&] { return sends() == n; }, 10'000 * kMs));
@@ -222,7 +270,7 @@ TEST_F(RttTest, KarnKeepsTheBackedOffTimeoutUntilAFreshSample) {
 // the QP's local ACK timeout.
 TEST_F(RttTest, BeforeAnySampleTheLocalAckTimeoutApplies) {
     setup(3, 18); // 4.096 us << 18 = 1.07 s
-    const auto t = lossy_write(1, 4, 1);
+    const auto t = lossy_write(1, 1, 1);
     ASSERT_EQ(t.size(), 2u);
     EXPECT_GE(t[1] - t[0], uint64_t{4096} << 18);
     EXPECT_LE(t[1] - t[0], (uint64_t{4096} << 18) + 2 * step);
@@ -268,6 +316,274 @@ INSTANTIATE_TEST_SUITE_P(PathMtu, InitialWindowTest,
                                            std::pair<uint8_t, size_t>{3, 64},
                                            std::pair<uint8_t, size_t>{4, 32},
                                            std::pair<uint8_t, size_t>{5, 16}));
+
+// ---- spurious timeouts (requester.cpp, F-RTO) ------------------------------
+
+// The peer's loop is not scheduled for 40 ms while a 256-packet WRITE is
+// on its way: nothing is lost, its ACKs come late. The ACK timer (10 ms)
+// expires, twice; each time only the two oldest packets go again, and the
+// late ACKs, for packets sent before the timeout, undo it: the window is
+// the one before it, the rest of the window is not sent again, the data
+// arrive intact, and the RTO now covers the silence. (Before: each
+// timeout sent the window again and cut it to 4 packets.)
+TEST_F(RttTest, DelayedAcksAreASpuriousTimeoutUndone) {
+    setup();
+    warm_up(10);
+    const uint32_t cwnd = qa().cwnd;
+    const uint32_t ssthresh = qa().ssthresh;
+    ASSERT_EQ(qa().rto_ns, DeviceLimits::min_rto_ns);
+    const uint64_t pause = 40 * kMs;
+    b_paused_until = b.host.now + pause;
+    post_op(OHCA_WR_RDMA_WRITE, 1, 256, 0);
+    const size_t n = sends() + 1;
+    ASSERT_TRUE(run_for([&] { return sends() == n; }, 2000 * kMs));
+    EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
+    EXPECT_TRUE(same(side[0].buf, side[1].buf, 256 * 1024));
+    const RoceCounters &c = ca();
+    EXPECT_EQ(c.timeouts, 2u); // 10 ms, then 20 more (backed off)
+    EXPECT_EQ(c.spurious_timeouts, 1u);
+    EXPECT_LE(c.retrans_pkts, DeviceLimits::frto_probe_pkts * c.timeouts);
+    EXPECT_EQ(c.seq_naks_rcvd, 0u);
+    // Not cut: slow start went on from where it was.
+    EXPECT_GE(qa().cwnd, cwnd);
+    EXPECT_EQ(qa().ssthresh, ssthresh);
+    EXPECT_GE(qa().rto_ns, pause);
+    EXPECT_EQ(qa().frto, Qp::Frto::Off);
+    // QUERY_STATS (hw counters rc_local_ack_timeouts, rc_spurious_timeouts).
+    const ohca_query_stats_out st = a.stats();
+    EXPECT_EQ(st.rc_local_ack_timeouts, 2u);
+    EXPECT_EQ(st.rc_spurious_timeouts, 1u);
+    EXPECT_EQ(st.rc_retrans_pkts, c.retrans_pkts);
+}
+
+// A READ (or atomic) at the oldest PSN is asked for again as before: its
+// responses cannot be told from the original request's. Delayed the same
+// way, it completes with the right bytes; nothing is undone.
+TEST_F(RttTest, DelayedReadResponsesGoBackAsBefore) {
+    setup();
+    warm_up(10);
+    b_paused_until = b.host.now + 40 * kMs;
+    post_op(OHCA_WR_RDMA_READ, 1, 64, 0x80000);
+    const size_t n = sends() + 1;
+    ASSERT_TRUE(run_for([&] { return sends() == n; }, 2000 * kMs));
+    EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
+    EXPECT_TRUE(same(side[0].buf + 0x80000, side[1].buf + 0x80000, 64 * 1024));
+    EXPECT_GE(ca().timeouts, 1u);
+    EXPECT_EQ(ca().spurious_timeouts, 0u);
+}
+
+// A SEND that finds no receive WQE at a peer that stalled: the timeouts
+// probe, the peer answers the original with an RNR NAK, which ends the
+// probe; once a receive is posted the SEND completes with its bytes.
+TEST_F(RttTest, RnrNakAfterATimeoutEndsTheProbe) {
+    setup();
+    warm_up(10);
+    b_paused_until = b.host.now + 40 * kMs;
+    SendReq w;
+    w.wr_id = 1;
+    w.opcode = OHCA_WR_SEND;
+    w.sges = {{side[0].buf + 0x20000, 8 * 1024, side[0].key}};
+    a.post_send(side[0].qp, w);
+    next_psn = psn_add(next_psn, 8);
+    ASSERT_TRUE(run_for([&] { return ca().rnr_naks_rcvd > 0; }, 1000 * kMs));
+    EXPECT_GE(ca().timeouts, 1u);
+    b.post_recv(side[1].qp, 7, {{side[1].buf + 0x20000, 8 * 1024, side[1].key}});
+    const size_t n = sends() + 1;
+    ASSERT_TRUE(run_for([&] { return sends() == n; }, 3000 * kMs));
+    EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
+    EXPECT_TRUE(same(side[0].buf + 0x20000, side[1].buf + 0x20000, 8 * 1024));
+    EXPECT_EQ(qa().frto, Qp::Frto::Off);
+}
+
+// A real loss: the last packet of a WRITE whose first three arrived (and
+// asked for no ACK). The timeout sends the two oldest again; the responder
+// answers each duplicate with the last PSN it has, the third packet's:
+// the first such answer acknowledges past the probe but not everything,
+// the second acknowledges nothing more, so the loss is real and the
+// requester goes back to it one round trip after the probe. No second
+// timeout; nothing is undone.
+TEST_F(RttTest, TailLossBehindTheProbeGoesBackAfterOneRoundTrip) {
+    setup();
+    warm_up(30); // RTO 10 ms
+    const uint32_t first = next_psn;
+    const auto t = lossy_write(1, 4, 1);
+    ASSERT_EQ(t.size(), 2u);
+    const auto probe = sends_of(first);
+    ASSERT_EQ(probe.size(), 2u);
+    EXPECT_GE(probe[1] - probe[0], DeviceLimits::min_rto_ns);
+    EXPECT_LE(probe[1] - probe[0], DeviceLimits::min_rto_ns + 2 * step);
+    const uint64_t rtt = 2 * one_way;
+    EXPECT_GE(t[1] - probe[1], rtt);
+    EXPECT_LE(t[1] - probe[1], rtt + 2 * step);
+    EXPECT_EQ(ca().timeouts, 1u);
+    EXPECT_EQ(ca().spurious_timeouts, 0u);
+    EXPECT_EQ(ca().retrans_pkts, 3u); // the two oldest, then the lost one
+    EXPECT_TRUE(same(side[0].buf, side[1].buf, 4 * 1024));
+}
+
+// Everything lost, and the first probe too: a second timeout probes again,
+// the ACK of the probe acknowledges only what was sent again, and the
+// go-back sends the rest.
+TEST_F(RttTest, LostProbeRecoversAtTheNextTimeout) {
+    setup();
+    warm_up(10);
+    const uint32_t first = next_psn;
+    post_op(OHCA_WR_RDMA_WRITE, 1, 8, 0x40000);
+    drop = [&](bool from_a, uint32_t) { return from_a && ca().timeouts < 2; };
+    const size_t n = sends() + 1;
+    ASSERT_TRUE(run_for([&] { return sends() == n; }, 2000 * kMs));
+    drop = {};
+    EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
+    EXPECT_TRUE(same(side[0].buf + 0x40000, side[1].buf + 0x40000, 8 * 1024));
+    EXPECT_EQ(ca().timeouts, 2u);
+    EXPECT_EQ(ca().spurious_timeouts, 0u);
+    EXPECT_EQ(sends_of(first).size(), 3u);
+    EXPECT_EQ(sends_of(psn_add(first, 7)).size(), 2u); // once lost, once in the go-back
+}
+
+// The ACK that stops the timer is in the backlog when a run starts with
+// the deadline passed (the host's loop paused long): the run takes it in
+// before it looks at the timers, so nothing expires.
+TEST_F(RttTest, AckInTheBacklogStopsTheTimerBeforeItExpires) {
+    setup();
+    warm_up(10);
+    post_op(OHCA_WR_RDMA_WRITE, 1, 1, 0);
+    // Until b's ACK is on the wire to a.
+    auto ack = wire.end();
+    for (int i = 0; i < 100 && ack == wire.end(); ++i) {
+        tick();
+        ack = std::find_if(wire.begin(), wire.end(), [](const Frame &f) { return f.to == 0; });
+    }
+    ASSERT_NE(ack, wire.end());
+    const std::vector<uint8_t> frame = ack->bytes;
+    wire.erase(ack);
+    ASSERT_NE(qa().deadline_ns, 0u);
+    a.host.now = qa().deadline_ns + 1;
+    ASSERT_EQ(ohca_engine_receive_frame(a.e, frame.data(), frame.size()), OHCA_ENGINE_RX_CONSUMED);
+    a.process();
+    EXPECT_EQ(ca().timeouts, 0u);
+    EXPECT_EQ(ca().retrans_pkts, 0u);
+    ASSERT_EQ(sends(), 11u);
+    EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
+}
+
+// The same with more frames ahead of the ACK than one run takes (a run of
+// 200 us on a clock that moves 200 us per reading ends after 16 frames):
+// the timers wait for the next run, which finds the ACK. A backlog kept
+// full delays a deadline by one run only: without the ACK the second run
+// expires the timer all the same.
+class BacklogTimerTest : public RttTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(BacklogTimerTest, TimersWaitOneRunForTheBacklog) {
+    const bool with_ack = GetParam();
+    setup();
+    warm_up(10);
+    post_op(OHCA_WR_RDMA_WRITE, 1, 1, 0);
+    auto ack = wire.end();
+    for (int i = 0; i < 100 && ack == wire.end(); ++i) {
+        tick();
+        ack = std::find_if(wire.begin(), wire.end(), [](const Frame &f) { return f.to == 0; });
+    }
+    ASSERT_NE(ack, wire.end());
+    const std::vector<uint8_t> frame = ack->bytes;
+    wire.erase(ack);
+    std::vector<uint8_t> junk = frame;
+    junk.back() ^= 0xff; // bad ICRC: one unit of work, dropped
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_EQ(ohca_engine_receive_frame(a.e, junk.data(), junk.size()),
+                  OHCA_ENGINE_RX_CONSUMED);
+    }
+    if (with_ack) {
+        ASSERT_EQ(ohca_engine_receive_frame(a.e, frame.data(), frame.size()),
+                  OHCA_ENGINE_RX_CONSUMED);
+    } else {
+        for (int i = 0; i < 20; ++i) {
+            ASSERT_EQ(ohca_engine_receive_frame(a.e, junk.data(), junk.size()),
+                      OHCA_ENGINE_RX_CONSUMED);
+        }
+    }
+    a.host.now = qa().deadline_ns + 1;
+    a.host.now_step = DeviceLimits::max_run_ns;
+    const auto &sched = device_of(a.e).sched_stats();
+    const uint64_t deferred = sched.timers_deferred;
+    ohca_engine_process(a.e);
+    EXPECT_EQ(sched.timers_deferred, deferred + 1);
+    EXPECT_EQ(ca().timeouts, 0u);
+    ohca_engine_process(a.e);
+    a.host.now_step = 0;
+    EXPECT_EQ(sched.timers_deferred, deferred + 1);
+    EXPECT_EQ(ca().timeouts, with_ack ? 0u : 1u);
+    a.process();
+    EXPECT_EQ(ca().rx_bad_icrc, with_ack ? 20u : 40u);
+    if (with_ack) {
+        ASSERT_EQ(sends(), 11u);
+        EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(AckBehindTheJunk, BacklogTimerTest, ::testing::Bool());
+
+// A peer whose loop keeps stalling (35 ms of every 50) during 48 MiB of
+// WRITEs: its ACKs are late again and again, never lost. The requester
+// neither loops nor grows: each timeout sends at most the two oldest
+// packets again and is undone, every frame it sends is a WRITE packet or
+// such a probe, the heap stays put over the last third and every byte
+// arrives.
+TEST_F(RttTest, PeerThatKeepsDelayingAcksCostsOnlyProbes) {
+    setup(3, 14, 7);
+    warm_up(10);
+    sent.reserve(1 << 16);
+    sc.reserve(1 << 10);
+    const uint64_t start = b.host.now;
+    const size_t sent0 = sent.size();
+    constexpr int kWrites = 64; // per half
+    constexpr uint32_t kKib = 256;
+    int stalls = 0;
+    auto half = [&](int h) {
+        for (int w = 0; w < kWrites; ++w) {
+            post_op(OHCA_WR_RDMA_WRITE, 1 + w, kKib, (w % 4) * kKib * 1024);
+        }
+        const size_t n = sends() + kWrites;
+        const bool done = run_for(
+            [&] {
+                if ((b.host.now - start) % (50 * kMs) == step) {
+                    b_paused_until = b.host.now + 35 * kMs;
+                    ++stalls;
+                }
+                return sends() == n;
+            },
+            20'000 * kMs);
+        EXPECT_TRUE(done) << h;
+        for (size_t i = n - kWrites; i < n && i < sc.size(); ++i) {
+            EXPECT_EQ(sc[i].status, OHCA_CQE_SUCCESS) << i;
+        }
+        EXPECT_TRUE(same(side[0].buf, side[1].buf, 4 * kKib * 1024)) << h;
+    };
+    // The first two grow the buffers that hold frames (the stalled
+    // peer's backlog fills up); the third may not grow anything.
+    half(0);
+    half(1);
+    const size_t heap0 = mallinfo2().uordblks;
+    half(2);
+    const size_t heap1 = mallinfo2().uordblks;
+    const RoceCounters &c = ca();
+    std::printf(
+        "%d stalls, %lu timeouts, %lu undone, %lu packets sent again, rto %lu us\n", stalls,
+        static_cast<unsigned long>(c.timeouts), static_cast<unsigned long>(c.spurious_timeouts),
+        static_cast<unsigned long>(c.retrans_pkts), static_cast<unsigned long>(qa().rto_ns / 1000));
+    // At most the 10 ms and the backed-off 20 ms tries per stall, each
+    // series undone.
+    EXPECT_GE(c.spurious_timeouts, 1u);
+    EXPECT_LE(c.timeouts, 2u * static_cast<uint64_t>(stalls));
+    EXPECT_LE(c.spurious_timeouts, static_cast<uint64_t>(stalls));
+    EXPECT_LE(c.retrans_pkts, DeviceLimits::frto_probe_pkts * c.timeouts);
+    EXPECT_EQ(c.seq_naks_rcvd, 0u);
+    EXPECT_EQ(c.retry_exceeded, 0u);
+    EXPECT_LE(sent.size() - sent0,
+              size_t{3 * kWrites} * kKib + DeviceLimits::frto_probe_pkts * c.timeouts);
+    EXPECT_LT(heap1 > heap0 ? heap1 - heap0 : 0, size_t{64} << 10);
+    EXPECT_EQ(qa().state, OHCA_QPS_RTS);
+}
 
 } // namespace
 } // namespace ohca::test
