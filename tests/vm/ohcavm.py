@@ -258,6 +258,17 @@ SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 _buffer_note = []
 
 
+def set_wire_buffers(s):
+    """WIRE_SOCKET_BUFFER for both directions of s: SO_*BUFFORCE (root, or
+    CAP_NET_ADMIN), else SO_*BUF, which net.core.rmem_max/wmem_max cap."""
+    for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF),
+                         (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
+        try:
+            s.setsockopt(socket.SOL_SOCKET, force, WIRE_SOCKET_BUFFER)
+        except PermissionError:
+            s.setsockopt(socket.SOL_SOCKET, plain, WIRE_SOCKET_BUFFER)
+
+
 def wire_socket():
     """A UDP socket on 127.0.0.1 with WIRE_SOCKET_BUFFER for both
     directions: SO_*BUFFORCE (root, or CAP_NET_ADMIN), else SO_*BUF, which
@@ -266,12 +277,7 @@ def wire_socket():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         s.bind(("127.0.0.1", 0))
-        for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF),
-                             (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
-            try:
-                s.setsockopt(socket.SOL_SOCKET, force, WIRE_SOCKET_BUFFER)
-            except PermissionError:
-                s.setsockopt(socket.SOL_SOCKET, plain, WIRE_SOCKET_BUFFER)
+        set_wire_buffers(s)
         got = s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) // 2
         if got < WIRE_SOCKET_BUFFER and not _buffer_note:
             _buffer_note.append(got)
@@ -296,12 +302,7 @@ def stream_pair():
     fabric."""
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     for s in (a, b):
-        for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF),
-                             (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
-            try:
-                s.setsockopt(socket.SOL_SOCKET, force, WIRE_SOCKET_BUFFER)
-            except PermissionError:
-                s.setsockopt(socket.SOL_SOCKET, plain, WIRE_SOCKET_BUFFER)
+        set_wire_buffers(s)
     return a, b
 
 

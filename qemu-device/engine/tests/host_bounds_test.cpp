@@ -11,6 +11,7 @@
 #include <malloc.h>
 
 #include <set>
+#include <span>
 
 namespace ohca::test {
 namespace {
@@ -457,6 +458,43 @@ TEST(HostBounds, PeerCannotOverflowEq0ThroughSrqQps) {
     EXPECT_NE(n.create_pd(), 0u);
 }
 
+// count connected RC QPs on cq whose SQ is never readable: a WQE posted
+// to one makes its QP FATAL, an event for EQ 0 (fewer if a create fails).
+std::vector<QpInfo> failing_qps(RdmaNode &n, uint32_t pd, const CqInfo &cq, uint32_t count) {
+    ohca_create_qp_in in{};
+    in.type = OHCA_QPT_RC;
+    in.sq_log_size = 1;
+    in.rq_log_size = 1;
+    in.sq_log_stride = 8;
+    in.rq_log_stride = 6;
+    in.pdn = pd;
+    in.send_cqn = cq.cqn;
+    in.recv_cqn = cq.cqn;
+    in.sq_pbl = n.make_pbl(kUnmapped, 512);
+    in.rq_pbl = n.make_pbl(n.alloc(128), 128);
+    std::vector<QpInfo> qps;
+    for (uint32_t i = 0; i < count; ++i) {
+        ohca_create_out o{};
+        if (n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status != OHCA_STATUS_OK) {
+            break;
+        }
+        QpInfo q;
+        q.qpn = o.handle;
+        n.connect(q, q.qpn, n);
+        qps.push_back(q);
+    }
+    return qps;
+}
+
+// Posts a WQE to each of failing_qps' QPs, running the device after each.
+void fail_sqs(RdmaNode &n, std::span<QpInfo> qps) {
+    for (QpInfo &q : qps) {
+        q.sq_pi = 1;
+        n.ring_sq(q);
+        n.process();
+    }
+}
+
 // EQ 0 need not grow with max_qp (OHCA_DEV_CAP_EQ0_HOLD): 2000 QPs whose
 // send queues cannot be read each raise a FATAL event at once while the
 // driver does not read EQ 0 (256 entries). The device stays READY, posts
@@ -468,34 +506,12 @@ TEST(HostBounds, QpEventsWaitForRoomInEq0) {
     RdmaNode n(1, false, 0, 8, kQps);
     const uint32_t pd = n.create_pd();
     CqInfo cq = n.create_cq(12);
-    ohca_create_qp_in in{};
-    in.type = OHCA_QPT_RC;
-    in.sq_log_size = 1;
-    in.rq_log_size = 1;
-    in.sq_log_stride = 8;
-    in.rq_log_stride = 6;
-    in.pdn = pd;
-    in.send_cqn = cq.cqn;
-    in.recv_cqn = cq.cqn;
-    in.sq_pbl = n.make_pbl(kUnmapped, 512); // never readable
-    in.rq_pbl = n.make_pbl(n.alloc(128), 128);
-    std::vector<QpInfo> qps;
-    for (uint32_t i = 0; i < kQps; ++i) {
-        ohca_create_out o{};
-        ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
-        QpInfo q;
-        q.qpn = o.handle;
-        n.connect(q, q.qpn, n);
-        qps.push_back(q);
-    }
+    std::vector<QpInfo> qps = failing_qps(n, pd, cq, kQps);
+    ASSERT_EQ(qps.size(), size_t{kQps});
     ASSERT_TRUE(n.events().empty());
     n.hold_eq = true;
     for (int pass = 0; pass < 2; ++pass) {
-        for (QpInfo &q : qps) {
-            q.sq_pi = 1;
-            n.ring_sq(q);
-            n.process();
-        }
+        fail_sqs(n, qps);
     }
     EXPECT_EQ(ohca_engine_reg_read(n.e, OHCA_REG_DEV_STATUS, 4), uint32_t{OHCA_DEV_STATUS_READY});
     const Stats &st = device_of(n.e).stats();
@@ -522,39 +538,13 @@ TEST(HostBounds, CqEventWaitsInOrderWithQpEvents) {
     RdmaNode n(1, false, 0, 2); // EQ 0 of 4 entries
     const uint32_t pd = n.create_pd();
     CqInfo cq = n.create_cq(6, 0); // completion events on EQ 0
-    ohca_create_qp_in in{};
-    in.type = OHCA_QPT_RC;
-    in.sq_log_size = 1;
-    in.rq_log_size = 1;
-    in.sq_log_stride = 8;
-    in.rq_log_stride = 6;
-    in.pdn = pd;
-    in.send_cqn = cq.cqn;
-    in.recv_cqn = cq.cqn;
-    in.sq_pbl = n.make_pbl(kUnmapped, 512);
-    in.rq_pbl = n.make_pbl(n.alloc(128), 128);
-    std::vector<QpInfo> qps;
-    for (int i = 0; i < 6; ++i) {
-        ohca_create_out o{};
-        ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
-        QpInfo q;
-        q.qpn = o.handle;
-        n.connect(q, q.qpn, n);
-        qps.push_back(q);
-    }
+    std::vector<QpInfo> qps = failing_qps(n, pd, cq, 6);
+    ASSERT_EQ(qps.size(), 6u);
     (void)n.events();
     n.hold_eq = true;
-    auto fail_sq = [&](QpInfo &q) {
-        q.sq_pi = 1;
-        n.ring_sq(q);
-        n.process();
-    };
-    for (int i = 0; i < 4; ++i) {
-        fail_sq(qps[i]); // EQ 0 full of FATAL events
-    }
+    fail_sqs(n, std::span(qps).first(4));   // EQ 0 full of FATAL events
     n.cq_doorbell(cq, OHCA_DB_CQ_ARM_NEXT); // its event waits
-    fail_sq(qps[4]);                        // FATAL waits; the CQ is disarmed
-    fail_sq(qps[5]);
+    fail_sqs(n, std::span(qps).last(2));    // FATAL waits; the CQ is disarmed
     EXPECT_EQ(ohca_engine_reg_read(n.e, OHCA_REG_DEV_STATUS, 4), uint32_t{OHCA_DEV_STATUS_READY});
     EXPECT_EQ(device_of(n.e).stats().eq0_events_held, 3u);
     n.hold_eq = false;
@@ -586,33 +576,11 @@ TEST(HostBounds, HeldEventsOfResetDeviceAreForgotten) {
     RdmaNode n(1, false, 0, 2, 8); // EQ 0 of 4 entries
     const uint32_t pd = n.create_pd();
     CqInfo cq = n.create_cq(6);
-    ohca_create_qp_in in{};
-    in.type = OHCA_QPT_RC;
-    in.sq_log_size = 1;
-    in.rq_log_size = 1;
-    in.sq_log_stride = 8;
-    in.rq_log_stride = 6;
-    in.pdn = pd;
-    in.send_cqn = cq.cqn;
-    in.recv_cqn = cq.cqn;
-    in.sq_pbl = n.make_pbl(kUnmapped, 512);
-    in.rq_pbl = n.make_pbl(n.alloc(128), 128);
-    std::vector<QpInfo> qps;
-    for (int i = 0; i < 8; ++i) {
-        ohca_create_out o{};
-        ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
-        QpInfo q;
-        q.qpn = o.handle;
-        n.connect(q, q.qpn, n);
-        qps.push_back(q);
-    }
+    std::vector<QpInfo> qps = failing_qps(n, pd, cq, 8);
+    ASSERT_EQ(qps.size(), 8u);
     (void)n.events();
     n.hold_eq = true;
-    for (QpInfo &q : qps) {
-        q.sq_pi = 1;
-        n.ring_sq(q);
-        n.process();
-    }
+    fail_sqs(n, qps);
     EXPECT_EQ(device_of(n.e).stats().eq0_events_held, 4u);
     n.hold_eq = false;
     n.reset();
