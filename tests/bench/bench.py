@@ -278,7 +278,9 @@ def figure(test, rc, status, line):
         return "failed: no figure"
     # perftest without a clock (see RERUN above, three times in a row)
     # prints inf for every latency statistic and 0.00 for bandwidth
-    return val if math.isfinite(val) and val > 0 else f"no figure: {cols[3 if test.endswith('_bw') else 4]}"
+    if math.isfinite(val) and val > 0:
+        return val
+    return f"no figure: {cols[3 if test.endswith('_bw') else 4]}"
 
 
 def parse(output):
@@ -428,10 +430,9 @@ class Progress(threading.Thread):
             except FileNotFoundError:
                 lines = []
             for line in lines[seen:]:
-                if line.startswith("RERUN "):
+                if line.startswith(("RERUN ", "RESULT ")):
                     print(f"  [{self.label}] {line}", flush=True)
                 if line.startswith("RESULT "):
-                    print(f"  [{self.label}] {line}", flush=True)
                     load, drops = host_state()
                     m = re.match(r"RESULT (\S+) (\S+) (\d+) ", line)
                     if m:
