@@ -498,7 +498,8 @@ def two_vms(args):
         ok &= all(r.ok for r in results)
     heads = ("ohca0<->ohca0", "rxe0<->rxe0")
     text, cells_ok = table(res, heads=heads, only=args.only)
-    wire = ("QEMU's own dgram sockets" if os.environ.get("OHCA_DGRAM") == "qemu" else
+    wire = ("QEMU's own dgram sockets"
+            if args.wire == "dgram" and os.environ.get("OHCA_DGRAM") == "qemu" else
             f"{args.wire} netdevs on sockets of {ohcavm.WIRE_SOCKET_BUFFER >> 20} MiB buffers")
     print(f"\nohca vs rxe, two VMs (TCG) on one wire ({wire}), server "
           f"vm0, client vm1, {runs_text(args, volume)}")
