@@ -9,10 +9,10 @@
 #include "rdma_node.hpp"
 
 #if __has_include("crc32.hpp")
-#include "crc32.hpp"
+#include "link/crc32.hpp"
 #define OHCA_BENCH_CRC32 1
 #endif
-#include "roce_packet.hpp"
+#include "link/roce_packet.hpp"
 
 #include <benchmark/benchmark.h>
 #include <malloc.h>

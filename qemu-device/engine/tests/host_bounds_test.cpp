@@ -4,9 +4,9 @@
 // budget, identities (MR keys, QP numbers) that a reset does not start over,
 // error flushes in bounded steps, RNR retries for ever at a bounded rate,
 // and EQ 0 out of a peer's reach.
-#include "device.hpp"
+#include "device/device.hpp"
 #include "rdma_node.hpp"
-#include "roce_packet.hpp"
+#include "link/roce_packet.hpp"
 
 #include <malloc.h>
 

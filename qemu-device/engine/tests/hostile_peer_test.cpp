@@ -4,9 +4,9 @@
 // (frames) and posts on EQ 0 must stay bounded whatever the peer does; the
 // same kinds run between two VMs in test_rc.py::test_rc_two_vms with
 // tests/vm/guest/ohca_hostile_peer.py.
-#include "device.hpp"
+#include "device/device.hpp"
 #include "rdma_node.hpp"
-#include "roce_packet.hpp"
+#include "link/roce_packet.hpp"
 
 #include <malloc.h>
 

@@ -4,8 +4,8 @@
 // loopback to a local flow, frames from the wire steered away from the
 // Ethernet ring, bad frame lengths, drops without a WQE, QP and flow
 // lifetimes.
-#include "device.hpp"
-#include "raw_eth.hpp"
+#include "device/device.hpp"
+#include "transports/raw_eth.hpp"
 #include "rdma_node.hpp"
 
 #include <algorithm>

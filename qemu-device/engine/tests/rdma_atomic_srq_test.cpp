@@ -2,9 +2,9 @@
 // Responder resources against a hostile peer (READ and duplicate floods,
 // duplicate READ checks), atomics between two devices (results, errors,
 // duplicates, contention, max_rd_atomic) and shared receive queues.
-#include "device.hpp"
+#include "device/device.hpp"
 #include "rdma_node.hpp"
-#include "roce_packet.hpp"
+#include "link/roce_packet.hpp"
 
 #include <set>
 

@@ -3,9 +3,9 @@
 // driven by a fault made on purpose on the fake wire, and a seeded lossy
 // wire (loss, duplication, reordering, corruption) keeps every byte and
 // completion while the counters show the recovery.
-#include "device.hpp"
+#include "device/device.hpp"
 #include "rdma_node.hpp"
-#include "roce_packet.hpp"
+#include "link/roce_packet.hpp"
 
 #include <random>
 

@@ -2,9 +2,9 @@
 // Fast registration (fast_reg.cpp): CREATE_MR of a free MR with a page-list
 // capacity, REG_MR / LOCAL_INV work requests, SEND with invalidate, key
 // variants and the refusal of stale keys; over the device's own loopback.
-#include "device.hpp"
+#include "device/device.hpp"
 #include "rdma_node.hpp"
-#include "roce_packet.hpp"
+#include "link/roce_packet.hpp"
 
 #include <numeric>
 

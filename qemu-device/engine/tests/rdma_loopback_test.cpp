@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The RC data path inside one device: two QPs connected to each other over
 // the device's own GID (frames loop back without touching the wire).
-#include "device.hpp"
+#include "device/device.hpp"
 #include "rdma_node.hpp"
 
 #include <numeric>

@@ -3,7 +3,7 @@
 // waits for a fault, the responder answers RNR NAK until ODP_MAP; ODP_UNMAP
 // removes translations under traffic; a failed fault fails the access; the
 // commands' validation and the device's bounds.
-#include "device.hpp"
+#include "device/device.hpp"
 #include "rdma_node.hpp"
 
 #include <cstring>

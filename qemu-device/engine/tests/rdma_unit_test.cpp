@@ -2,11 +2,11 @@
 // Pure parts of the transport: ICRC, framing, page lists, the QP state
 // diagram.
 #include "fake_host.hpp"
-#include "host.hpp"
+#include "device/host.hpp"
 #include "known_captures.hpp"
-#include "page_list.hpp"
-#include "qp_state.hpp"
-#include "roce_packet.hpp"
+#include "objects/page_list.hpp"
+#include "objects/qp_state.hpp"
+#include "link/roce_packet.hpp"
 
 namespace ohca::test {
 namespace {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Two devices on a fake wire: segmentation, loss and retransmission, RNR,
 // retry exhaustion, remote errors, flushes and duplicates.
-#include "device.hpp"
+#include "device/device.hpp"
 #include "rdma_node.hpp"
-#include "roce_packet.hpp"
+#include "link/roce_packet.hpp"
 
 #include <cstdarg>
 #include <cstdio>

@@ -5,10 +5,10 @@
 // checked after the frames already received, and its initial congestion
 // window, over a fake wire that delivers each frame a fixed time after it
 // was sent (and a peer whose loop can be stalled).
-#include "device.hpp"
-#include "limits.hpp"
+#include "device/device.hpp"
+#include "device/limits.hpp"
 #include "rdma_node.hpp"
-#include "roce_packet.hpp"
+#include "link/roce_packet.hpp"
 
 #include <malloc.h>
 

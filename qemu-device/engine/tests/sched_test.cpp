@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Readiness scheduling (sched.hpp, transport.cpp): only QPs with work or an
 // expired timer are visited, and one engine run ends at its time bound.
-#include "device.hpp"
+#include "device/device.hpp"
 #include "rdma_node.hpp"
-#include "rdma_objects.hpp"
-#include "sched.hpp"
+#include "objects/rdma_objects.hpp"
+#include "device/sched.hpp"
 
 #include <random>
 

@@ -4,9 +4,9 @@
 // with no ACKs, and what a lost packet costs: only its message (IBTA 9.7.5),
 // with the responder resynchronising on the next FIRST/ONLY packet; no RNR,
 // no NAK, no error for a missing receive WQE or a bad rkey; loopback.
-#include "device.hpp"
+#include "device/device.hpp"
 #include "rdma_node.hpp"
-#include "roce_packet.hpp"
+#include "link/roce_packet.hpp"
 
 namespace ohca::test {
 namespace {

@@ -3,9 +3,9 @@
 // of receive buffers, drops without a receive WQE, the GSI QP, UD state
 // rules, loopback and a bounded flood; multicast groups; and the RC
 // responder's answer to atomic requests.
-#include "device.hpp"
+#include "device/device.hpp"
 #include "rdma_node.hpp"
-#include "roce_packet.hpp"
+#include "link/roce_packet.hpp"
 
 #include <cstring>
 

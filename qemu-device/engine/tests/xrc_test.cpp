@@ -6,9 +6,9 @@
 // against the SRQ's PD, NAK Invalid Request for an SRQ of another domain
 // or a basic SRQ, and the commands' checks (domains, limits, the fields of
 // XRC QPs and SRQs, references).
-#include "device.hpp"
+#include "device/device.hpp"
 #include "rdma_node.hpp"
-#include "roce_packet.hpp"
+#include "link/roce_packet.hpp"
 
 #include <cstring>
 

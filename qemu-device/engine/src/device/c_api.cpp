@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The C boundary of the engine (ohca_engine.h). Nothing here may throw:
+// the engine is built with -fno-exceptions and allocation failure yields
+// NULL from ohca_engine_create().
+#include "device/device.hpp"
+
+#include <algorithm>
+#include <new>
+
+struct ohca_engine {
+    ohca::Device device;
+};
+
+namespace ohca {
+const Device &device_of(const ohca_engine *e) {
+    return e->device;
+}
+} // namespace ohca
+
+extern "C" {
+
+struct ohca_engine *ohca_engine_create(const struct ohca_engine_ops *ops, void *ctx,
+                                       const struct ohca_engine_config *cfg) {
+    if (ops == nullptr || cfg == nullptr || ops->dma_read == nullptr || ops->dma_write == nullptr ||
+        ops->raise_irq == nullptr || ops->transmit == nullptr || ops->schedule == nullptr ||
+        ops->rx_resume == nullptr || cfg->max_qp > OHCA_ENGINE_MAX_QP) {
+        return nullptr;
+    }
+    ohca::DeviceConfig dc;
+    std::copy(std::begin(cfg->mac), std::end(cfg->mac), dc.mac.begin());
+    dc.node_guid = cfg->node_guid;
+    dc.sys_image_guid = cfg->sys_image_guid;
+    dc.link_up = cfg->link_up;
+    dc.id_seed = cfg->id_seed;
+    dc.max_qp = cfg->max_qp != 0 ? cfg->max_qp : OHCA_ENGINE_DEFAULT_MAX_QP;
+    return new (std::nothrow) ohca_engine{ohca::Device(*ops, ctx, dc)};
+}
+
+void ohca_engine_destroy(struct ohca_engine *e) {
+    delete e;
+}
+
+uint64_t ohca_engine_reg_read(struct ohca_engine *e, uint64_t offset, unsigned int size) {
+    return e->device.reg_read(offset, size);
+}
+
+void ohca_engine_reg_write(struct ohca_engine *e, uint64_t offset, uint64_t value,
+                           unsigned int size) {
+    e->device.reg_write(offset, value, size);
+}
+
+void ohca_engine_db_write(struct ohca_engine *e, uint32_t page, uint32_t offset, uint64_t value,
+                          unsigned int size) {
+    e->device.db_write(page, offset, value, size);
+}
+
+void ohca_engine_doorbell_fast(struct ohca_engine *e, uint32_t page, uint32_t offset,
+                               uint64_t value, unsigned int size, unsigned int budget) {
+    e->device.doorbell_fast(page, offset, value, size, budget);
+}
+
+uint64_t ohca_engine_dm_read(struct ohca_engine *e, uint64_t offset, unsigned int size) {
+    return e->device.dm_read(offset, size);
+}
+
+void ohca_engine_dm_write(struct ohca_engine *e, uint64_t offset, uint64_t value,
+                          unsigned int size) {
+    e->device.dm_write(offset, value, size);
+}
+
+enum ohca_engine_rx_result ohca_engine_receive_frame(struct ohca_engine *e, const uint8_t *frame,
+                                                     size_t len) {
+    if (frame == nullptr) {
+        len = 0;
+    }
+    return e->device.receive_frame(std::span<const uint8_t>(frame, len));
+}
+
+void ohca_engine_set_link(struct ohca_engine *e, bool up) {
+    e->device.set_link(up);
+}
+
+void ohca_engine_reset(struct ohca_engine *e) {
+    e->device.reset();
+}
+
+void ohca_engine_process(struct ohca_engine *e) {
+    e->device.process();
+}
+
+} // extern "C"

@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The ohca device: all state behind the C API of ohca_engine.h.
+//
+// Member functions are split by what they own:
+//   device.cpp      lifetime, reset, fatal state, link, doorbell pages, process()
+//   regs.cpp        the BAR0 register file
+//   cmdq.cpp        the command queue and every command
+//   eth.cpp         the Ethernet TX/RX rings and receive classification
+//   rdma_cmds.cpp   the RDMA resource commands, keys and MR access
+//   completion.cpp  CQEs, CQ doorbells, completion events, QP errors, flushes
+//   srq.cpp         shared receive queues: commands, doorbell, taking WQEs
+//   mcast.cpp       multicast groups (McastTable) and their commands
+//   raw_eth.cpp     raw Ethernet QPs (RawEth) and flow steering (FlowTable)
+//   transport.cpp   the transport services (TransportServices): packets out
+//                   and in, QP doorbells, the ready list and timers, the run
+//                   loop; the RC transport itself is RcRequester
+//                   (requester.cpp) and RcResponder (responder.cpp), UD is
+//                   UdTransport (ud.cpp), XRC XrcTransport (xrc.cpp)
+// docs/architecture.md has the same map.
+#pragma once
+
+#include "objects/dm.hpp"
+#include "device/eth_ring.hpp"
+#include "device/event_queue.hpp"
+#include "device/gid_table.hpp"
+#include "device/host.hpp"
+#include "device/limits.hpp"
+#include "objects/mcast.hpp"
+#include "transports/raw_eth.hpp"
+#include "objects/rdma_objects.hpp"
+#include "transports/requester.hpp"
+#include "transports/responder.hpp"
+#include "device/roce_backlog.hpp"
+#include "link/roce_packet.hpp"
+#include "device/sched.hpp"
+#include "device/stats.hpp"
+#include "transports/transport.hpp"
+#include "device/uar_table.hpp"
+#include "transports/uc.hpp"
+#include "transports/ud.hpp"
+#include "transports/xrc.hpp"
+
+#include <ohca/ohca_cmd.h>
+#include <ohca/ohca_queue.h>
+#include <ohca/ohca_regs.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <vector>
+
+namespace ohca {
+
+struct DeviceConfig {
+    std::array<uint8_t, 6> mac{};
+    uint64_t node_guid = 0;
+    uint64_t sys_image_guid = 0;
+    bool link_up = true;
+    uint32_t id_seed = 0;
+    uint32_t max_qp = OHCA_ENGINE_DEFAULT_MAX_QP; // 1..OHCA_ENGINE_MAX_QP
+};
+
+class Device : private TransportServices {
+  public:
+    Device(const ohca_engine_ops &ops, void *ctx, const DeviceConfig &cfg);
+    Device(const Device &) = delete;
+    Device &operator=(const Device &) = delete;
+    ~Device() = default;
+
+    uint64_t reg_read(uint64_t offset, unsigned int size);
+    void reg_write(uint64_t offset, uint64_t value, unsigned int size);
+    void db_write(uint32_t page, uint32_t offset, uint64_t value, unsigned int size);
+    void doorbell_fast(uint32_t page, uint32_t offset, uint64_t value, unsigned int size,
+                       unsigned int budget);
+    // BAR2's device memory window, 'offset' from its start (dm.cpp).
+    uint64_t dm_read(uint64_t offset, unsigned int size);
+    void dm_write(uint64_t offset, uint64_t value, unsigned int size);
+    ohca_engine_rx_result receive_frame(std::span<const uint8_t> frame);
+    void set_link(bool up);
+    void reset();
+    void process();
+
+    // For tests and the glue's tracing.
+    [[nodiscard]] const Stats &stats() const { return stats_; }
+    // Host memory held by the page lists of live objects.
+    [[nodiscard]] uint64_t pbl_bytes() const { return pbl_entries_ * sizeof(uint64_t); }
+    // The transport's run loop, for tests, benchmarks and tracing.
+    struct SchedStats {
+        uint64_t runs = 0;        // process_rdma() calls
+        uint64_t visits = 0;      // ready QPs visited
+        uint64_t out_of_time = 0; // runs ended by max_run_ns (or max_run_work)
+        uint64_t timer_expiries = 0;
+        uint64_t doorbell_runs = 0; // runs of ohca_engine_doorbell_fast()
+        // Runs that left the timers to the next one: their bound ended
+        // before the frames received before them were all taken in.
+        uint64_t timers_deferred = 0;
+    };
+    [[nodiscard]] const SchedStats &sched_stats() const { return sched_stats_; }
+
+    struct Command; // a decoded command entry (command.hpp)
+    struct CmdResult {
+        uint8_t status = OHCA_STATUS_OK;
+        uint32_t syndrome = 0;
+    };
+
+  private:
+    friend class UdTransport;
+    friend class RawEth;
+
+    // Guards against re-entry from inside a host callback.
+    class Entry {
+      public:
+        explicit Entry(Device &d) : d_(d), ok_(!d.busy_) { d_.busy_ = true; }
+        ~Entry() {
+            if (ok_) {
+                d_.busy_ = false;
+            }
+        }
+        Entry(const Entry &) = delete;
+        Entry &operator=(const Entry &) = delete;
+        [[nodiscard]] bool ok() const { return ok_; }
+
+      private:
+        Device &d_;
+        bool ok_;
+    };
+
+    // device.cpp
+    Qp *ring(uint32_t page, uint32_t offset, uint64_t value, unsigned int size);
+    void power_on_state();
+    void enter_fatal(uint32_t code);
+    void post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, uint32_t p2) override;
+    void post_peer_event(uint16_t code, uint32_t qpn) override;
+    void hold_event(const ohca_eqe &eqe);
+    bool take_held(ohca_eqe &eqe);
+    void drain_held_events();
+    // A command runs only when EQ 0 can take its CMD_DONE at once.
+    [[nodiscard]] bool eq0_takes_command() const { return held_.empty() && eq0_.has_room(); }
+    [[nodiscard]] bool running() const;
+
+    // regs.cpp
+    void write_dev_ctrl(uint32_t value);
+    void enable();
+    bool config_writable();
+
+    // cmdq.cpp
+    void cmdq_doorbell(uint32_t value);
+    void process_cmdq();
+    CmdResult execute(const Command &cmd);
+    CmdResult write_output(const Command &cmd, const void *out, size_t len);
+    CmdResult cmd_query_device(const Command &cmd);
+    CmdResult cmd_query_port(const Command &cmd);
+    CmdResult cmd_set_port(const Command &cmd);
+    CmdResult cmd_create_eth_ring(const Command &cmd);
+    CmdResult cmd_destroy_eth_ring(const Command &cmd);
+    CmdResult cmd_alloc_uar(const Command &cmd);
+    CmdResult cmd_dealloc_uar(const Command &cmd);
+    CmdResult cmd_add_gid(const Command &cmd);
+    CmdResult cmd_del_gid(const Command &cmd);
+    CmdResult cmd_query_stats(const Command &cmd);
+
+    // rdma_cmds.cpp: the RDMA resource commands
+    void rdma_power_on();
+    void seed_ids(uint32_t seed);
+    [[nodiscard]] uint64_t pbl_room() const;
+    [[nodiscard]] static uint64_t pbl_charge(const Mr &mr);
+    CmdResult write_create_out(const Command &cmd, uint32_t h1, uint32_t h2);
+    CmdResult cmd_create_eq(const Command &cmd);
+    CmdResult cmd_destroy_eq(const Command &cmd);
+    CmdResult cmd_create_pd(const Command &cmd);
+    CmdResult cmd_destroy_pd(const Command &cmd);
+    CmdResult cmd_create_mr(const Command &cmd);
+    CmdResult cmd_destroy_mr(const Command &cmd);
+    CmdResult cmd_create_cq(const Command &cmd);
+    CmdResult cmd_destroy_cq(const Command &cmd);
+    CmdResult cmd_create_qp(const Command &cmd);
+    CmdResult cmd_modify_qp(const Command &cmd);
+    CmdResult cmd_query_qp(const Command &cmd);
+    CmdResult cmd_destroy_qp(const Command &cmd);
+    void apply_qp_state(Qp &qp, uint8_t next);
+
+    // srq.cpp: shared receive queues
+    CmdResult cmd_create_srq(const Command &cmd);
+    CmdResult cmd_modify_srq(const Command &cmd);
+    CmdResult cmd_query_srq(const Command &cmd);
+    CmdResult cmd_destroy_srq(const Command &cmd);
+    // cq_resize.cpp, mr_rereg.cpp
+    CmdResult cmd_resize_cq(const Command &cmd);
+    CmdResult cmd_modify_cq(const Command &cmd);
+    CmdResult cmd_rereg_mr(const Command &cmd);
+    void srq_doorbell(uint32_t page, uint32_t srqn, uint32_t value);
+    Srq *find_srq(uint32_t srqn);
+    SrqTake take_srq_wqe(Qp &qp) override;
+    const Srq *srq(uint32_t srqn) override { return find_srq(srqn); }
+
+    // mcast.cpp: multicast groups
+    CmdResult cmd_mcast(const Command &cmd, bool attach);
+    // A UD packet to OHCA_MCAST_QPN, to every QP attached to its group.
+    void mcast_deliver(const ParsedPacket &p);
+
+    // completion.cpp: EQ/CQ doorbells, CQEs, events, errors and flushes
+    void comp_eq_doorbell(uint32_t eqn, uint32_t value);
+    void post_cq_event(uint32_t eqn, uint32_t cqn);
+    bool post_cqe(uint32_t cqn, ohca_cqe cqe, bool solicited);
+    // Moderation of an armed CQ's event: 'n' more eligible CQEs arrived.
+    void cq_eligible(Cq &cq, uint32_t n);
+    void raise_cq_event(Cq &cq); // disarms, ends a held event's period
+    void cq_timer_expired(Cq &cq);
+    void cq_doorbell(uint32_t page, uint32_t cqn, uint32_t value);
+    void complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) override;
+    void complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
+                       std::optional<uint32_t> imm, uint8_t status, uint8_t verr, bool solicited,
+                       std::optional<uint32_t> invalidated = std::nullopt) override;
+    void qp_to_error(Qp &qp) override;
+    void flush_qp(Qp &qp, unsigned int &budget);
+    [[nodiscard]] static bool flush_pending(const Qp &qp);
+    // Looks up a key for [va, va + len) with 'access' rights in PD 'pdn'.
+    [[nodiscard]] KeyResult check_key(uint32_t key, uint64_t va, uint64_t len, uint32_t access,
+                                      uint32_t pdn) const override;
+    bool mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const override;
+    bool mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const override;
+    Qp *find_qp(uint32_t qpn);
+
+    // fast_reg.cpp: fast-registration MRs and invalidation
+    using LocalOpResult = ohca::LocalOpResult;
+    CmdResult init_fast_reg_mr(const ohca_create_mr_in &in, Mr &mr) const;
+    LocalOpResult execute_reg_mr(const Qp &qp, const ohca_reg_mr_wqe &w);
+    // Makes the fast-registration MR or type 2 window whose current key is
+    // 'key' free ('remote': asked by a SEND with invalidate).
+    uint8_t invalidate_key(uint32_t key, const Qp &qp, bool remote) override;
+    LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) override;
+
+    // mw.cpp: memory windows
+    [[nodiscard]] std::optional<uint32_t> free_key_slot() const;
+    CmdResult cmd_alloc_mw(const Command &cmd);
+    CmdResult cmd_dealloc_mw(const Command &cmd);
+    LocalOpResult execute_bind_mw(const Qp &qp, const ohca_bind_mw_wqe &w);
+    [[nodiscard]] KeyResult check_rkey(const Qp &qp, uint32_t key, uint64_t va, uint64_t len,
+                                       uint32_t access) const override;
+    [[nodiscard]] KeyResult check_window(const Qp &qp, const Mw &mw, uint32_t key, uint64_t va,
+                                         uint64_t len, uint32_t access) const;
+    uint8_t invalidate_window(Mw &mw, uint32_t key, const Qp &qp, bool remote);
+    void unbind_window(Mw &mw);
+    void unbind_qp_windows(const Qp &qp);
+
+    // raw_eth.cpp: flow steering to raw Ethernet QPs (the rules are raw_)
+    CmdResult cmd_create_flow(const Command &cmd);
+    CmdResult cmd_destroy_flow(const Command &cmd);
+
+    // dm.cpp: device memory (the memory and its allocations are dm_)
+    CmdResult cmd_alloc_dm(const Command &cmd);
+    CmdResult cmd_free_dm(const Command &cmd);
+    CmdResult cmd_reg_dm_mr(const Command &cmd);
+    void dm_mr_destroyed(const Mr &mr);
+    // odp.cpp: on-demand paging (translations in Mr::odp, faults in
+    // odp_faults_)
+    CmdResult cmd_odp_map(const Command &cmd);
+    CmdResult cmd_odp_unmap(const Command &cmd);
+    CmdResult init_odp_mr(const ohca_create_mr_in &in, Mr &mr) const;
+    void odp_mr_destroyed(const Mr &mr);
+    OdpState odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) override;
+    [[nodiscard]] bool has_odp_mrs() const override { return odp_mrs_ != 0; }
+    void odp_wait(Qp &qp) override;
+    void odp_wake();
+
+    // transport.cpp: the transport services, QP doorbells, received RoCE
+    // frames, readiness and timers, the run loop
+    [[nodiscard]] const Host &host() const override { return host_; }
+    void emit(const Qp &qp, const PacketFields &fields, std::span<const uint8_t> payload) override;
+    EmitResult emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
+                         PayloadFill fill) override;
+    EmitResult send_roce(const PacketPath &path, const PacketFields &fields, size_t payload_len,
+                         PayloadFill fill, bool shortcut);
+    EmitResult loop_back(const PacketPath &path, const PacketFields &fields, size_t payload_len,
+                         PayloadFill fill, bool shortcut);
+    [[nodiscard]] bool tx_room(const Qp &qp) const override;
+    RoceCounters &counters() override { return roce_; }
+    void mark_ready(Qp &qp) override;
+    void set_deadline(Qp &qp, uint64_t deadline_ns) override;
+    void unschedule(Qp &qp); // before a QP is reset or destroyed
+    // Both return the QP they made ready, or null.
+    Qp *rq_doorbell(uint32_t page, uint32_t qpn, uint32_t value);
+    Qp *take_doorbell(uint32_t page, uint32_t qpn, WorkQueue Qp::*wq, uint32_t value);
+    Qp *sq_doorbell(uint32_t page, uint32_t qpn, uint32_t value);
+    void process_rdma();
+    // One run of the transport: 'first' (if ready) visited first, at most
+    // 'max_work' units and 'max_ns' of the host's clock.
+    void run_rdma(Qp *first, unsigned int max_work, uint64_t max_ns);
+    void visit(Qp &qp, unsigned int &quantum);
+    void take_frame();
+    void check_timers();
+    void update_timer();
+    [[nodiscard]] bool build_path(const Qp &qp, PacketPath &path) const;
+    // Builds the frame and puts it on the wire, or on the backlog when it
+    // is for one of the device's own GIDs.
+    void transmit_roce(const PacketPath &path, const PacketFields &fields,
+                       std::span<const uint8_t> payload);
+    // Whether a looped-back packet may be generated now (see tx_room).
+    [[nodiscard]] bool loopback_room() const;
+    void roce_enqueue(std::span<const uint8_t> frame);
+    void roce_rx(std::span<const uint8_t> frame);
+    void roce_rx_looped(const RoceSlot &slot);
+    void roce_deliver(const ParsedPacket &p);
+    [[nodiscard]] bool is_local_gid(const std::array<uint8_t, 16> &gid) const;
+
+    // eth.cpp
+    void eth_tx_doorbell(uint32_t value);
+    void eth_rx_doorbell(uint32_t value);
+    void eth_irq_mask_write(uint32_t value);
+    void eth_completed();
+    void process_eth_tx();
+    bool eth_tx_one();
+    [[nodiscard]] bool mac_filter_accepts(std::span<const uint8_t> frame) const;
+    [[nodiscard]] static bool is_roce(std::span<const uint8_t> frame);
+    ohca_engine_rx_result eth_rx(std::span<const uint8_t> frame);
+
+    Host host_;
+    DeviceConfig cfg_;
+    bool busy_ = false;
+
+    // Register file.
+    uint32_t dev_status_ = 0;
+    uint32_t fatal_code_ = OHCA_FATAL_NONE;
+    uint32_t cmdq_base_lo_ = 0;
+    uint32_t cmdq_base_hi_ = 0;
+    uint32_t cmdq_log_size_ = 0;
+    uint32_t eq0_base_lo_ = 0;
+    uint32_t eq0_base_hi_ = 0;
+    uint32_t eq0_log_size_ = 0;
+    uint32_t eth_irq_mask_ = 0;
+    bool eth_irq_pending_ = false;
+
+    // Command queue, latched at ENABLE.
+    uint64_t cmdq_base_ = 0;
+    uint32_t cmdq_size_ = 0;
+    uint16_t cmdq_pi_ = 0;
+    uint16_t cmdq_ci_ = 0;
+
+    EventQueue eq0_{OHCA_MSIX_ASYNC_EQ};
+    // Events that found EQ 0 full (device.cpp: hold_event), posted in
+    // order as the driver returns entries. Each object waits here at most
+    // once and keeps its waiting events as bits (Qp, Cq, Srq held_events;
+    // an identical event merges), so the list never holds more than every
+    // QP, CQ and SRQ, the port and one command: bounded by the limits,
+    // whatever the guest does. Commands wait while it is not empty.
+    enum class HeldKind : uint8_t { Qp, Cq, Srq, Port, Cmd };
+    struct HeldRef {
+        HeldKind kind;
+        uint32_t id;
+    };
+    std::deque<HeldRef> held_;
+    uint16_t held_port_state_ = 0; // the port state to report, 0: none
+    bool held_cmd_valid_ = false;  // held_cmd_ waits
+    ohca_eqe held_cmd_{};
+    EthRing tx_ring_;
+    EthRing rx_ring_;
+    UarTable uars_;
+    GidTable gids_;
+    Stats stats_;
+
+    // Port.
+    uint32_t mtu_ = DeviceLimits::default_mtu;
+    uint32_t rx_mode_ = 0;
+
+    // RDMA objects.
+    // A key index names an MR or a memory window (never both).
+    struct MrSlot {
+        std::unique_ptr<Mr> mr;
+        std::unique_ptr<Mw> mw;
+    };
+    Table<CompletionEq> eqs_;
+    Table<Pd> pds_;
+    std::vector<MrSlot> mrs_;
+    // The MR a command names by its key (index and tag), or null.
+    Mr *mr_by_key(uint32_t key) {
+        const uint32_t index = OHCA_KEY_INDEX(key);
+        Mr *mr = index != 0 && index < mrs_.size() ? mrs_[index].mr.get() : nullptr;
+        return mr != nullptr && mr->handle == key ? mr : nullptr;
+    }
+    Table<Cq> cqs_;
+    Table<Qp> qps_;
+    // Identity that survives reset (not part of the power-on state): the
+    // key tag each MR index had last, and where the next QPN search starts.
+    std::vector<uint8_t> mr_tags_;
+    uint32_t mr_count_ = 0; // <= max_mr
+    uint32_t mw_count_ = 0; // <= max_mw
+    uint32_t next_qpn_ = DeviceLimits::first_qpn;
+    Table<Srq> srqs_;
+    DeviceMemory dm_;
+    McastTable mcast_{{DeviceLimits::max_mcast_grp, DeviceLimits::max_mcast_qp_attach,
+                       DeviceLimits::max_total_mcast_qp_attach}};
+    std::array<uint32_t, OHCA_NUM_DB_PAGES> uar_refs_{};
+    // Page-list entries held by live objects (DeviceLimits::max_pbl_entries).
+    uint64_t pbl_entries_ = 0;
+    // RoCE frames received (or looped back), handled by process().
+    RoceBacklog roce_backlog_{DeviceLimits::max_roce_backlog};
+    std::vector<uint8_t> tx_frame_; // the frame being sent, storage reused
+    uint64_t timer_deadline_ = 0;   // last deadline given to set_timer
+    // QPs with work, QPs with an armed timer, CQs holding a moderated
+    // event (sched.hpp).
+    ReadyList ready_;
+    TimerHeap<Qp> timers_{cfg_.max_qp + DeviceLimits::first_qpn};
+    TimerHeap<Cq> cq_timers_{DeviceLimits::max_cq + 1};
+    bool in_run_ = false; // inside process_rdma(): no schedule() per ready QP
+    // The last run left the timers unchecked (run_rdma): the next checks
+    // them whatever its backlog holds.
+    bool timers_deferred_ = false;
+    SchedStats sched_stats_;
+    // The RC transport.
+    RcRequester rc_requester_{*this};
+    RcResponder rc_responder_{*this};
+    // The UC transport.
+    UcTransport uc_{*this};
+    // XRC: domains, and RC's requester and responder with the XRC wire.
+    XrcTransport xrc_{*this, rc_requester_, rc_responder_};
+    // Raw Ethernet QPs and their flows.
+    RawEth raw_{*this};
+    // On-demand paging: outstanding faults, the QPs waiting for one (each
+    // at most once, Qp::odp_wait), translation chunks in use.
+    OdpFaults odp_faults_{DeviceLimits::max_odp_faults};
+    std::vector<uint32_t> odp_waiters_;
+    uint32_t odp_chunks_ = 0;
+    // ODP MRs in the key table (created, not yet destroyed or reset).
+    uint32_t odp_mrs_ = 0;
+
+  public:
+    [[nodiscard]] const RoceCounters &roce_counters() const { return roce_; }
+    // A QP's responder resources, for tests of their bounds (nullptr: no QP).
+    [[nodiscard]] const ResponderResources *responder_resources(uint32_t qpn) const {
+        return qpn < qps_.size() && qps_[qpn] ? &qps_[qpn]->resp : nullptr;
+    }
+    // A QP's transport state, for tests that watch it (retries, window).
+    [[nodiscard]] const Qp *qp_state_of(uint32_t qpn) const {
+        return qpn < qps_.size() && qps_[qpn] ? qps_[qpn].get() : nullptr;
+    }
+
+  private:
+    RoceCounters roce_;
+
+    // A frame was refused with RX_RETRY (RoCE backlog full, or offered from
+    // inside a callback) and waits in the host.
+    bool rx_waiting_ = false;
+};
+
+// The device behind a C handle, for tests and tracing (c_api.cpp).
+const Device &device_of(const ohca_engine *e);
+
+} // namespace ohca

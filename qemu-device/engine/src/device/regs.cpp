@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The BAR0 register file (programming manual section 2).
+#include "device/device.hpp"
+
+namespace ohca {
+
+namespace {
+
+constexpr uint32_t kCaps =
+    OHCA_CAP_ROCE_V2 | OHCA_CAP_ETH | OHCA_CAP_RESET | OHCA_CAP_UD | OHCA_CAP_UC;
+
+bool valid_access(uint64_t offset, unsigned int size) {
+    return size == 4 && offset % 4 == 0 && offset < OHCA_REGS_BAR_SIZE;
+}
+
+} // namespace
+
+uint64_t Device::reg_read(uint64_t offset, unsigned int size) {
+    Entry entry(*this);
+    if (!entry.ok() || !valid_access(offset, size)) {
+        ++stats_.reg_errors;
+        return 0;
+    }
+    switch (offset) {
+    case OHCA_REG_MAGIC:
+        return OHCA_MAGIC;
+    case OHCA_REG_ABI_VERSION:
+        return OHCA_ABI_VERSION;
+    case OHCA_REG_FW_VERSION:
+        return DeviceLimits::fw_version;
+    case OHCA_REG_CAPS:
+        return kCaps;
+    case OHCA_REG_NUM_DB_PAGES:
+        return OHCA_NUM_DB_PAGES;
+    case OHCA_REG_NUM_MSIX:
+        return OHCA_NUM_MSIX;
+    case OHCA_REG_MAX_CMDQ_LOG:
+        return OHCA_CMDQ_LOG_MAX;
+    case OHCA_REG_MAX_EQ_LOG:
+        return OHCA_EQ_LOG_MAX;
+    case OHCA_REG_DEV_STATUS:
+        return dev_status_;
+    case OHCA_REG_FATAL_CODE:
+        return fatal_code_;
+    case OHCA_REG_ERR_COUNT:
+        return static_cast<uint32_t>(stats_.reg_errors);
+    case OHCA_REG_CMDQ_BASE_LO:
+        return cmdq_base_lo_;
+    case OHCA_REG_CMDQ_BASE_HI:
+        return cmdq_base_hi_;
+    case OHCA_REG_CMDQ_LOG_SIZE:
+        return cmdq_log_size_;
+    case OHCA_REG_CMDQ_CI:
+        return cmdq_ci_;
+    case OHCA_REG_EQ0_BASE_LO:
+        return eq0_base_lo_;
+    case OHCA_REG_EQ0_BASE_HI:
+        return eq0_base_hi_;
+    case OHCA_REG_EQ0_LOG_SIZE:
+        return eq0_log_size_;
+    case OHCA_REG_ETH_IRQ_MASK:
+        return eth_irq_mask_;
+    case OHCA_REG_PORT_STATUS:
+        return cfg_.link_up ? OHCA_PORT_STATUS_LINK_UP : 0;
+    case OHCA_REG_DEV_CTRL:
+    case OHCA_REG_CMDQ_PI:
+    case OHCA_REG_EQ0_DB:
+    case OHCA_REG_ETH_TX_PI:
+    case OHCA_REG_ETH_RX_PI:
+        return 0; // write-only
+    default:
+        if (offset > OHCA_REG_EQ_DB(0) && offset < OHCA_REG_EQ_DB(OHCA_MAX_EQ)) {
+            return 0; // completion EQ doorbells, write-only
+        }
+        ++stats_.reg_errors;
+        return 0;
+    }
+}
+
+void Device::reg_write(uint64_t offset, uint64_t value64, unsigned int size) {
+    Entry entry(*this);
+    if (!entry.ok() || !valid_access(offset, size)) {
+        ++stats_.reg_errors;
+        return;
+    }
+    const auto value = static_cast<uint32_t>(value64);
+    switch (offset) {
+    case OHCA_REG_DEV_CTRL:
+        write_dev_ctrl(value);
+        return;
+    case OHCA_REG_CMDQ_BASE_LO:
+    case OHCA_REG_CMDQ_BASE_HI:
+    case OHCA_REG_CMDQ_LOG_SIZE:
+    case OHCA_REG_EQ0_BASE_LO:
+    case OHCA_REG_EQ0_BASE_HI:
+    case OHCA_REG_EQ0_LOG_SIZE:
+        if (!config_writable()) {
+            ++stats_.reg_errors;
+            return;
+        }
+        switch (offset) {
+        case OHCA_REG_CMDQ_BASE_LO:
+            cmdq_base_lo_ = value;
+            break;
+        case OHCA_REG_CMDQ_BASE_HI:
+            cmdq_base_hi_ = value;
+            break;
+        case OHCA_REG_CMDQ_LOG_SIZE:
+            cmdq_log_size_ = value;
+            break;
+        case OHCA_REG_EQ0_BASE_LO:
+            eq0_base_lo_ = value;
+            break;
+        case OHCA_REG_EQ0_BASE_HI:
+            eq0_base_hi_ = value;
+            break;
+        default:
+            eq0_log_size_ = value;
+            break;
+        }
+        return;
+    case OHCA_REG_CMDQ_PI:
+        cmdq_doorbell(value);
+        return;
+    case OHCA_REG_EQ0_DB:
+        if (!eq0_.doorbell(host_, value)) {
+            ++stats_.reg_errors;
+            return;
+        }
+        drain_held_events();
+        return;
+    case OHCA_REG_ETH_TX_PI:
+        eth_tx_doorbell(value);
+        return;
+    case OHCA_REG_ETH_RX_PI:
+        eth_rx_doorbell(value);
+        return;
+    case OHCA_REG_ETH_IRQ_MASK:
+        eth_irq_mask_write(value);
+        return;
+    default:
+        if (offset > OHCA_REG_EQ_DB(0) && offset < OHCA_REG_EQ_DB(OHCA_MAX_EQ)) {
+            comp_eq_doorbell(static_cast<uint32_t>((offset - OHCA_REG_EQ_DB(0)) / 4), value);
+            return;
+        }
+        // Read-only and unknown registers.
+        ++stats_.reg_errors;
+        return;
+    }
+}
+
+// Ring configuration is latched at ENABLE and frozen until reset.
+bool Device::config_writable() {
+    return (dev_status_ & (OHCA_DEV_STATUS_READY | OHCA_DEV_STATUS_FATAL)) == 0;
+}
+
+void Device::write_dev_ctrl(uint32_t value) {
+    if ((value & ~uint32_t{OHCA_DEV_CTRL_ENABLE | OHCA_DEV_CTRL_RESET}) != 0) {
+        ++stats_.reg_errors;
+        return;
+    }
+    if ((value & OHCA_DEV_CTRL_RESET) != 0) {
+        power_on_state();
+        if (rx_waiting_) {
+            host_.schedule();
+        }
+        return;
+    }
+    if ((value & OHCA_DEV_CTRL_ENABLE) != 0) {
+        if ((dev_status_ & OHCA_DEV_STATUS_FATAL) != 0) {
+            ++stats_.reg_errors;
+        } else if (!running()) {
+            enable();
+        }
+    }
+}
+
+void Device::enable() {
+    dev_status_ &= ~OHCA_DEV_STATUS_RESET_DONE;
+
+    const uint64_t eq_base = (uint64_t{eq0_base_hi_} << 32) | eq0_base_lo_;
+    const bool eq_ok = eq0_log_size_ >= OHCA_EQ_LOG_MIN && eq0_log_size_ <= OHCA_EQ_LOG_MAX &&
+                       eq_base != 0 && eq_base % sizeof(ohca_eqe) == 0;
+    if (!eq_ok) {
+        enter_fatal(OHCA_FATAL_BAD_CMDQ_CONFIG);
+        return;
+    }
+    eq0_.configure(eq_base, eq0_log_size_);
+
+    const uint64_t cq_base = (uint64_t{cmdq_base_hi_} << 32) | cmdq_base_lo_;
+    const bool cq_ok = cmdq_log_size_ >= OHCA_CMDQ_LOG_MIN && cmdq_log_size_ <= OHCA_CMDQ_LOG_MAX &&
+                       cq_base != 0 && cq_base % sizeof(ohca_cmd) == 0;
+    if (!cq_ok) {
+        enter_fatal(OHCA_FATAL_BAD_CMDQ_CONFIG);
+        return;
+    }
+    cmdq_base_ = cq_base;
+    cmdq_size_ = 1u << cmdq_log_size_;
+    cmdq_pi_ = 0;
+    cmdq_ci_ = 0;
+    dev_status_ |= OHCA_DEV_STATUS_READY;
+}
+
+} // namespace ohca

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// RESIZE_CQ (programming manual, "Resizing a CQ"): a CQ moves to a new ring
+// with the CQEs its consumer has not returned yet, all or nothing.
+#include "link/byte_order.hpp"
+#include "device/command.hpp"
+#include "device/device.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace ohca {
+
+namespace {
+
+// CQEs per DMA: bounds the stack buffer; the work is bounded by the
+// largest ring (2^OHCA_CQ_LOG_MAX entries, 2 MiB read and written once).
+constexpr uint32_t kCopyChunk = 64;
+
+} // namespace
+
+Device::CmdResult Device::cmd_resize_cq(const Command &cmd) {
+    const auto in = cmd.input<ohca_resize_cq_in>();
+    const uint32_t cqn = le(in.cqn);
+    if (auto off = nonzero_at(cmd.in, offsetof(ohca_resize_cq_in, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    Cq *cq = cqn < cqs_.size() ? cqs_[cqn].get() : nullptr;
+    if (cq == nullptr) {
+        return {OHCA_STATUS_BAD_HANDLE, cqn};
+    }
+    if (cq->error) {
+        return {OHCA_STATUS_BAD_STATE, cqn};
+    }
+    // What the consumer has not returned through the CQ doorbell.
+    const uint32_t n = cq->pi - cq->ci;
+    // And what the device owes the CQ for work it has been given: a CQE
+    // for each send WQE rung and not yet completed (unsignaled ones
+    // counted too), and in ERR the flush of each posted receive. A ring
+    // that cannot hold them would overrun; the scan is bounded by max_qp.
+    uint64_t owed = 0;
+    if (cq->qp_refs != 0) {
+        for (const auto &q : qps_) {
+            if (!q) {
+                continue;
+            }
+            if (q->send_cqn == cqn) {
+                owed += q->sq.pi - q->sq.ci;
+            }
+            if (q->recv_cqn == cqn && q->state == OHCA_QPS_ERR && q->srqn == 0) {
+                owed += q->rq.pi - q->rq.ci + (q->recv_loaded ? 1 : 0);
+            }
+        }
+    }
+    if (in.log_size < 1 || in.log_size > OHCA_CQ_LOG_MAX ||
+        n + owed > (uint64_t{1} << in.log_size)) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_resize_cq_in, log_size)};
+    }
+    // The old ring's entries return to the budget once the CQ moves.
+    PageList ring;
+    const auto r = ring.load(host_, in.pbl, (uint64_t{1} << in.log_size) * sizeof(ohca_cqe),
+                             pbl_room() + cq->ring.npages());
+    if (r.error != PageList::Error::None) {
+        return pbl_error(r, offsetof(ohca_resize_cq_in, pbl));
+    }
+
+    // Copy [ci, pi) of the old ring to [0, n) of the new one, in runs that
+    // do not cross the old ring's end; the owner bit becomes the first
+    // pass's. The CQ is untouched until everything succeeded.
+    const uint32_t old_size = 1u << cq->log_size;
+    std::array<ohca_cqe, kCopyChunk> buf{};
+    for (uint32_t done = 0; done < n;) {
+        const uint32_t slot = (cq->ci + done) & (old_size - 1);
+        const uint32_t k = std::min({kCopyChunk, n - done, old_size - slot});
+        if (!cq->ring.read(host_, uint64_t{slot} * sizeof(ohca_cqe), buf.data(),
+                           size_t{k} * sizeof(ohca_cqe))) {
+            return {OHCA_STATUS_BAD_ADDR, 0};
+        }
+        for (uint32_t i = 0; i < k; ++i) {
+            buf[i].owner = OHCA_CQE_OWNER;
+        }
+        if (!ring.write(host_, uint64_t{done} * sizeof(ohca_cqe), buf.data(),
+                        size_t{k} * sizeof(ohca_cqe))) {
+            return {OHCA_STATUS_BAD_ADDR, 0};
+        }
+        done += k;
+    }
+    ohca_resize_cq_out out{};
+    out.cqes = le(n);
+    if (CmdResult res = write_output(cmd, &out, sizeof(out)); res.status != OHCA_STATUS_OK) {
+        return res;
+    }
+    pbl_entries_ = pbl_entries_ - cq->ring.npages() + ring.npages();
+    cq->ring = std::move(ring);
+    cq->log_size = in.log_size;
+    cq->pi = n;
+    cq->ci = 0;
+    return {};
+}
+
+} // namespace ohca

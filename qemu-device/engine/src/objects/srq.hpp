@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Shared receive queues (programming manual section 10): a ring of receive
+// WQEs that many QPs take from in ring order, its doorbell and its limit
+// event. The commands and the responder's use of it are in srq.cpp.
+#pragma once
+
+#include "objects/page_list.hpp"
+#include "objects/rdma_objects.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace ohca {
+
+// One receive WQE as the device takes it: the header's wr_id and the
+// segments (at most max_sge).
+struct RecvWqe {
+    uint64_t wr_id = 0;
+    std::vector<Sge> sges;
+};
+
+// Reads the receive WQE at 'offset' of 'ring' whose stride is 'stride'
+// bytes: OHCA_VERR_NONE, OHCA_VERR_DMA (not readable) or OHCA_VERR_BAD_WQE
+// (num_sge above max_sge or beyond the stride; wr_id is valid then).
+uint8_t read_recv_wqe(const Host &host, const PageList &ring, uint64_t offset, uint32_t stride,
+                      unsigned int max_sge, RecvWqe &out);
+
+// What taking a QP's next receive WQE from its SRQ gave: a WQE (loaded into
+// the QP), nothing (the SRQ is empty or stopped: RNR NAK), or a WQE whose
+// segment list is malformed (taken, its wr_id in the QP, to complete with
+// an error).
+enum class SrqTake : uint8_t { Ok, Empty, BadWqe };
+
+struct Srq {
+    uint8_t type = OHCA_SRQT_BASIC;
+    uint32_t xrcdn = 0; // XRC: its domain and the CQ of its receives
+    uint32_t cqn = 0;
+    uint32_t pdn = 0;
+    uint32_t uar = 0;
+    unsigned int log_size = 0;
+    unsigned int log_stride = 0;
+    PageList ring;
+    uint32_t pi = 0;    // producer index from doorbells, free running
+    uint32_t ci = 0;    // WQEs taken by the device
+    uint32_t limit = 0; // armed when nonzero
+    bool error = false; // the ring could not be read: stopped
+    // Events waiting for room in EQ 0, bit n for event code n.
+    uint8_t held_events = 0;
+    uint32_t qp_refs = 0;
+
+    [[nodiscard]] uint32_t size() const { return 1u << log_size; }
+    [[nodiscard]] uint32_t available() const { return pi - ci; }
+    [[nodiscard]] uint64_t offset(uint32_t index) const {
+        return uint64_t{index & (size() - 1)} << log_stride;
+    }
+    // A producer index from the doorbell: false (ignored) when it moves
+    // backwards or more than the ring ahead of what the device took.
+    bool doorbell(uint32_t value);
+    // After taking a WQE: true once when the armed limit is crossed (the
+    // limit disarms).
+    bool limit_reached();
+};
+
+} // namespace ohca

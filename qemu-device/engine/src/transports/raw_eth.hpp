@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Raw Ethernet QPs and flow steering (programming manual section 18): a raw
+// QP sends whole Ethernet frames from its send WQEs and receives the frames
+// its flows steer to it. FlowTable is the bounded rule table (pure data,
+// unit-tested alone); RawEth is the QPs' transport beside UD and UC.
+#pragma once
+
+#include "objects/rdma_objects.hpp"
+
+#include <ohca/ohca_cmd.h>
+#include <ohca/ohca_queue.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace ohca {
+
+class Device;
+
+// The fields of 'frame' a flow can match, as an ohca_flow_spec of values
+// (zero where the frame has no such header). Reads at most the first 78
+// bytes (Ethernet, one VLAN tag, an IPv6 header, the ports).
+void flow_key(std::span<const uint8_t> frame, ohca_flow_spec &key);
+
+// The offset in ohca_create_flow_in of the first field of a value/mask
+// pair that breaks a rule of CREATE_FLOW (ohca_cmd.h), if any.
+std::optional<size_t> flow_bad_field(const ohca_flow_spec &value, const ohca_flow_spec &mask);
+
+// At most 'max' flows, ordered by priority then age; matching a frame is
+// one pass over them, eight 64-bit compares each. Nothing is allocated
+// after construction.
+class FlowTable {
+  public:
+    explicit FlowTable(size_t max);
+
+    // The new flow's handle; nullopt when 'max' flows exist.
+    std::optional<uint32_t> add(uint32_t qpn, uint16_t priority, const ohca_flow_spec &value,
+                                const ohca_flow_spec &mask);
+    // Removes a flow; its QP's number, nullopt if there is no such flow.
+    std::optional<uint32_t> remove(uint32_t handle);
+    // The QP of the first flow that 'key' matches.
+    [[nodiscard]] std::optional<uint32_t> match(const ohca_flow_spec &key) const;
+    [[nodiscard]] size_t size() const { return flows_.size(); }
+    [[nodiscard]] bool empty() const { return flows_.empty(); }
+    void clear() { flows_.clear(); }
+
+  private:
+    static constexpr size_t kWords = sizeof(ohca_flow_spec) / sizeof(uint64_t);
+    struct Flow {
+        uint32_t handle = 0;
+        uint32_t qpn = 0;
+        uint16_t priority = 0;
+        std::array<uint64_t, kWords> value{};
+        std::array<uint64_t, kWords> mask{};
+    };
+    [[nodiscard]] bool live(uint32_t handle) const;
+    std::vector<Flow> flows_;
+    size_t max_;
+    uint32_t next_handle_ = 1;
+};
+
+// What raw Ethernet QPs did, for QUERY_STATS.
+struct RawCounters {
+    uint64_t tx_frames = 0;
+    uint64_t rx_frames = 0;
+    uint64_t rx_dropped = 0;
+};
+
+class RawEth {
+  public:
+    explicit RawEth(Device &d);
+
+    // The work loop's turn for a raw QP: send WQEs, or flush in SQE/ERR.
+    void process_sq(Qp &qp, unsigned int &budget);
+    // A frame received from the wire: true if a flow took it (delivered
+    // or dropped), false if it goes on to the Ethernet RX ring.
+    bool steer(std::span<const uint8_t> frame);
+    [[nodiscard]] FlowTable &flows() { return flows_; }
+    [[nodiscard]] const RawCounters &counters() const { return counters_; }
+    void reset();
+
+    // Longest frame a raw QP may send for a port MTU: the MTU, the
+    // Ethernet header and one VLAN tag.
+    [[nodiscard]] static uint32_t max_frame(uint32_t mtu) { return mtu + 18; }
+
+  private:
+    bool send_one(Qp &qp);
+    void flush_sq(Qp &qp);
+    void deliver(Qp &qp, std::span<const uint8_t> frame);
+    bool gather(Qp &qp, const ohca_send_wqe &w, uint64_t base, uint32_t &len, uint8_t &status,
+                uint8_t &verr);
+
+    Device &d_;
+    FlowTable flows_;
+    RawCounters counters_;
+    // The frame being sent, reused: no allocation per frame.
+    std::array<uint8_t, OHCA_ETH_MAX_FRAME> frame_{};
+};
+
+} // namespace ohca

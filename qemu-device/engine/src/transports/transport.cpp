@@ -1,0 +1,549 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The transport services (transport.hpp) and what every transport shares:
+// packets out (framed for the wire or looped back inside the device) and in
+// (parsed, matched to a QP, handed to its transport), QP doorbells, the
+// ready list and timer heap, and the run loop that visits only ready QPs
+// within a time bound.
+#include "link/byte_order.hpp"
+#include "device/device.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ohca {
+
+// ---- what every transport shares ----------------------------------------------
+
+bool TransportServices::gather(const Qp &qp, const SendWr &wr, uint32_t offset,
+                               std::span<uint8_t> out) const {
+    if (wr.is_inline) {
+        // A zero-length inline WQE has no data buffer (memcpy from NULL).
+        if (!out.empty()) {
+            std::memcpy(out.data(), wr.inline_data.data() + offset, out.size());
+        }
+        return true;
+    }
+    size_t done = 0;
+    for (const Sge &s : wr.sges) {
+        if (done == out.size()) {
+            break;
+        }
+        if (offset >= s.length) {
+            offset -= s.length;
+            continue;
+        }
+        const size_t n = std::min<size_t>(s.length - offset, out.size() - done);
+        const KeyResult k = check_key(s.lkey, s.addr + offset, n, 0, qp.pdn);
+        if (k.mr == nullptr || !mr_read(*k.mr, s.addr + offset, out.data() + done, n)) {
+            return false;
+        }
+        done += n;
+        offset = 0;
+    }
+    return done == out.size();
+}
+
+OdpState TransportServices::odp_touch_sges(const Qp &qp, const std::vector<Sge> &sges,
+                                           uint64_t offset, uint64_t len, bool write) {
+    if (!has_odp_mrs()) {
+        return OdpState::Resident; // skips a key lookup per SGE per packet
+    }
+    uint64_t done = 0;
+    for (const Sge &s : sges) {
+        if (done == len) {
+            break;
+        }
+        if (offset >= s.length) {
+            offset -= s.length;
+            continue;
+        }
+        const uint64_t n = std::min<uint64_t>(s.length - offset, len - done);
+        const KeyResult k =
+            check_key(s.lkey, s.addr + offset, n, write ? OHCA_ACCESS_LOCAL_WRITE : 0, qp.pdn);
+        if (k.mr != nullptr) {
+            const OdpState st = odp_touch(*k.mr, s.addr + offset, n, write);
+            if (st != OdpState::Resident) {
+                return st;
+            }
+        }
+        done += n;
+        offset = 0;
+    }
+    return OdpState::Resident;
+}
+
+// ---- packets out --------------------------------------------------------------
+
+bool Device::is_local_gid(const std::array<uint8_t, 16> &gid) const {
+    return gids_.contains(gid);
+}
+
+bool Device::build_path(const Qp &qp, PacketPath &path) const {
+    const ohca_av &av = qp.attrs.av;
+    const auto &gid = gids_.get(av.sgid_index);
+    if (!gid) {
+        return false;
+    }
+    path.smac = gid->mac;
+    std::copy(std::begin(av.dmac), std::end(av.dmac), path.dmac.begin());
+    const uint16_t vlan = le(av.vlan_id);
+    path.vlan_id = vlan != kNoVlan ? vlan : gid->vlan_id;
+    path.ipv6 = av.network_type == OHCA_NET_IPV6;
+    path.sgid = gid->gid;
+    std::copy(std::begin(av.dgid), std::end(av.dgid), path.dgid.begin());
+    path.hop_limit = av.hop_limit != 0 ? av.hop_limit : 64;
+    path.traffic_class = av.traffic_class;
+    path.flow_label = le(av.flow_label) & 0xfffff;
+    path.udp_src_port = qp.attrs.udp_sport != 0 ? qp.attrs.udp_sport
+                                                : static_cast<uint16_t>(0xc000 | (qp.qpn & 0x3fff));
+    return true;
+}
+
+void Device::emit(const Qp &qp, const PacketFields &fields, std::span<const uint8_t> payload) {
+    auto copy = [&](std::span<uint8_t> out) {
+        std::copy(payload.begin(), payload.end(), out.begin());
+        return true;
+    };
+    (void)emit_fill(qp, fields, payload.size(), copy);
+}
+
+EmitResult Device::emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
+                             PayloadFill fill) {
+    PacketPath path;
+    if (!build_path(qp, path)) {
+        return EmitResult::NoPath; // the source GID went away: the packet is lost
+    }
+    if (is_xrc_qp(qp.type)) {
+        // RC's requester and responder build XRC's packets: the wire
+        // opcode is theirs with the XRC prefix (the XRCETH is the WQE's).
+        PacketFields x = fields;
+        x.bth.opcode = static_cast<uint8_t>(xrc::kPrefix | (fields.bth.opcode & 0x1f));
+        return send_roce(path, x, payload_len, fill, true);
+    }
+    return send_roce(path, fields, payload_len, fill, true);
+}
+
+void Device::transmit_roce(const PacketPath &path, const PacketFields &fields,
+                           std::span<const uint8_t> payload) {
+    auto copy = [&](std::span<uint8_t> out) {
+        std::copy(payload.begin(), payload.end(), out.begin());
+        return true;
+    };
+    (void)send_roce(path, fields, payload.size(), copy, false);
+}
+
+// A packet for one of the device's own GIDs (or a multicast group with
+// QPs here) onto the backlog: as fields and payload ('shortcut': RC, which
+// needs nothing of the frame) or as a frame (UD: the receiver's GRH comes
+// from the IP header). Either way the payload is written once, in place.
+EmitResult Device::loop_back(const PacketPath &path, const PacketFields &fields, size_t payload_len,
+                             PayloadFill fill, bool shortcut) {
+    // Producers of looped-back packets wait for room (tx_room), so the
+    // backlog stays within its bound; if it is full all the same, the
+    // packet is lost as on a wire.
+    RoceSlot *s = roce_backlog_.push();
+    if (s == nullptr) {
+        ++roce_.loopback_packets;
+        ++stats_.roce_rx_dropped;
+        return EmitResult::Sent;
+    }
+    if (shortcut) {
+        s->looped = true;
+        s->buf.resize(payload_len);
+        if (!fill(s->buf)) {
+            roce_backlog_.unpush();
+            return EmitResult::FillFailed;
+        }
+        ParsedPacket &p = s->pkt;
+        p.fields = fields;
+        p.fields.bth.pad = static_cast<uint8_t>((4 - (payload_len & 3)) & 3);
+        p.sgid = path.sgid;
+        p.dgid = path.dgid;
+        p.ipv6 = path.ipv6;
+        p.payload = s->buf;
+        p.looped = true;
+    } else {
+        s->looped = false;
+        const FrameLayout l = build_roce_headers(s->buf, path, fields, payload_len);
+        if (!fill(std::span<uint8_t>(s->buf).subspan(l.payload_off, payload_len))) {
+            roce_backlog_.unpush();
+            return EmitResult::FillFailed;
+        }
+        seal_roce_frame(s->buf, l);
+    }
+    ++roce_.loopback_packets;
+    if (!in_run_) {
+        host_.schedule();
+    }
+    return EmitResult::Sent;
+}
+
+// One packet to the wire, framed in tx_frame_, or looped back (loop_back)
+// when its destination GID is ours.
+EmitResult Device::send_roce(const PacketPath &path, const PacketFields &fields, size_t payload_len,
+                             PayloadFill fill, bool shortcut) {
+    if (is_local_gid(path.dgid)) {
+        return loop_back(path, fields, payload_len, fill, shortcut);
+    }
+    if (!shortcut && gid_is_multicast(path.dgid) && !mcast_.members(path.dgid).empty()) {
+        // QPs of this device in the group get the packet too, as a host's
+        // IP stack loops its own multicast back; the wire gets it as well.
+        const EmitResult r = loop_back(path, fields, payload_len, fill, false);
+        if (r != EmitResult::Sent) {
+            return r;
+        }
+    }
+    const FrameLayout l = build_roce_headers(tx_frame_, path, fields, payload_len);
+    if (!fill(std::span<uint8_t>(tx_frame_).subspan(l.payload_off, payload_len))) {
+        return EmitResult::FillFailed;
+    }
+    seal_roce_frame(tx_frame_, l);
+    ++roce_.tx_packets;
+    if (tx_frame_.size() < OHCA_ETH_MIN_FRAME) {
+        // A zero-length SEND or WRITE over IPv4 is 58 bytes: Ethernet
+        // padding after the ICRC (receivers go by the IP length).
+        tx_frame_.resize(OHCA_ETH_MIN_FRAME, 0);
+    }
+    if (cfg_.link_up) {
+        ++stats_.port_tx_frames;
+        host_.transmit(tx_frame_.data(), tx_frame_.size());
+    }
+    return EmitResult::Sent;
+}
+
+bool Device::loopback_room() const {
+    return roce_backlog_.size() + DeviceLimits::loopback_reserve < DeviceLimits::max_roce_backlog;
+}
+
+bool Device::tx_room(const Qp &qp) const {
+    if (loopback_room()) {
+        return true;
+    }
+    std::array<uint8_t, 16> dgid{};
+    std::copy(std::begin(qp.attrs.av.dgid), std::end(qp.attrs.av.dgid), dgid.begin());
+    return !is_local_gid(dgid);
+}
+
+// ---- packets in ---------------------------------------------------------------
+
+void Device::roce_enqueue(std::span<const uint8_t> frame) {
+    if (!running() || !cfg_.link_up || roce_backlog_.full()) {
+        ++stats_.roce_rx_dropped;
+        return;
+    }
+    ++stats_.roce_rx_frames;
+    ++stats_.port_rx_frames;
+    RoceSlot *s = roce_backlog_.push();
+    s->looped = false;
+    s->buf.assign(frame.begin(), frame.end());
+    host_.schedule();
+}
+
+void Device::roce_rx(std::span<const uint8_t> frame) {
+    ParsedPacket p;
+    const ParseError err = parse_roce_frame(frame, p);
+    if (err != ParseError::None) {
+        ++(err == ParseError::BadIcrc     ? roce_.rx_bad_icrc
+           : err == ParseError::BadOpcode ? roce_.rx_bad_opcode
+                                          : roce_.rx_malformed);
+        ++stats_.roce_rx_dropped;
+        return;
+    }
+    roce_deliver(p);
+}
+
+// A looped-back packet: what parsing would have found in its frame.
+void Device::roce_rx_looped(const RoceSlot &slot) {
+    roce_deliver(slot.pkt);
+}
+
+// A valid packet to its QP and transport.
+void Device::roce_deliver(const ParsedPacket &p) {
+    const Bth &h = p.fields.bth;
+    if (h.dest_qp == OHCA_MCAST_QPN) {
+        mcast_deliver(p);
+        return;
+    }
+    Qp *qp = find_qp(h.dest_qp);
+    if (qp != nullptr && qp->type == OHCA_QPT_RAW_ETH) {
+        qp = nullptr; // takes frames from flows only, never RoCE packets
+    }
+    const bool connected = qp != nullptr && (qp->type == OHCA_QPT_RC || qp->type == OHCA_QPT_UC ||
+                                             is_xrc_qp(qp->type));
+    if (qp != nullptr && !connected) {
+        // UD: any source, UD opcodes only (ud.cpp).
+        if (!is_local_gid(p.dgid) || (h.pkey & 0x7fff) != 0x7fff) {
+            ++roce_.rx_no_qp;
+            ++stats_.roce_rx_dropped;
+        } else if (!is_ud_opcode(h.opcode)) {
+            ++roce_.rx_bad_opcode;
+            ++stats_.roce_rx_dropped;
+        } else {
+            UdTransport::rx(*this, *qp, p);
+        }
+        return;
+    }
+    std::array<uint8_t, 16> peer{};
+    if (qp != nullptr) {
+        std::copy(std::begin(qp->attrs.av.dgid), std::end(qp->attrs.av.dgid), peer.begin());
+    }
+    if (!is_local_gid(p.dgid) || (h.pkey & 0x7fff) != 0x7fff || qp == nullptr ||
+        !gid_equal(p.sgid, peer)) {
+        ++roce_.rx_no_qp;
+        ++stats_.roce_rx_dropped;
+        return;
+    }
+    if (is_ud_opcode(h.opcode) || is_uc_opcode(h.opcode) != (qp->type == OHCA_QPT_UC) ||
+        is_xrc_opcode(h.opcode) != is_xrc_qp(qp->type)) {
+        // UD to a connected QP, or RC, UC and XRC crossed.
+        ++roce_.rx_bad_opcode;
+        ++stats_.roce_rx_dropped;
+        return;
+    }
+    if (is_xrc_qp(qp->type)) {
+        xrc_.rx(*qp, p); // counts its packets itself
+        return;
+    }
+    if (qp->type == OHCA_QPT_UC) {
+        uc_.rx(*qp, p); // counts its packets itself
+        return;
+    }
+    ++roce_.rx_packets;
+    if (rc_is_response(h.opcode)) {
+        rc_requester_.rx(*qp, p);
+    } else {
+        rc_responder_.rx(*qp, p);
+    }
+}
+
+// ---- doorbells ----------------------------------------------------------------
+
+// A doorbell's QP with its new producer index taken: a QP of this UAR page,
+// out of RESET, and an index that neither overruns the ring nor goes back;
+// anything else is counted and ignored.
+Qp *Device::take_doorbell(uint32_t page, uint32_t qpn, WorkQueue Qp::*wq, uint32_t value) {
+    Qp *qp = find_qp(qpn);
+    // An XRC target has no queues, an initiator no RQ.
+    if (qp == nullptr || qp->uar != page || qp->state == OHCA_QPS_RESET ||
+        qp->type == OHCA_QPT_XRC_TGT || (qp->type == OHCA_QPT_XRC_INI && wq == &Qp::rq)) {
+        ++stats_.db_errors;
+        return nullptr;
+    }
+    WorkQueue &q = qp->*wq;
+    const uint32_t ahead = value - q.ci;
+    if (ahead > q.size() || ahead < q.pi - q.ci) {
+        ++stats_.db_errors;
+        return nullptr;
+    }
+    q.pi = value;
+    return qp;
+}
+
+Qp *Device::sq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
+    Qp *qp = take_doorbell(page, qpn, &Qp::sq, value);
+    if (qp != nullptr) {
+        mark_ready(*qp);
+    }
+    return qp;
+}
+
+Qp *Device::rq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
+    // A QP on an SRQ has no receive queue of its own to ring.
+    if (const Qp *q = find_qp(qpn); q != nullptr && q->srqn != 0) {
+        ++stats_.db_errors;
+        return nullptr;
+    }
+    Qp *qp = take_doorbell(page, qpn, &Qp::rq, value);
+    if (qp != nullptr && qp->state == OHCA_QPS_ERR) {
+        mark_ready(*qp); // flushed by process()
+        return qp;
+    }
+    return nullptr;
+}
+
+// ---- readiness and timers ------------------------------------------------------
+
+void Device::mark_ready(Qp &qp) {
+    ready_.push(qp);
+    if (!in_run_) {
+        host_.schedule();
+    }
+}
+
+void Device::set_deadline(Qp &qp, uint64_t deadline_ns) {
+    timers_.set(qp, deadline_ns);
+}
+
+void Device::unschedule(Qp &qp) {
+    ready_.remove(qp);
+    timers_.set(qp, 0);
+}
+
+void Device::check_timers() {
+    const uint64_t now = host_.now_ns();
+    // Each expiry disarms the QP's timer or moves it into the future; the
+    // loop is bounded by the number of QPs with a deadline passed.
+    for (size_t n = timers_.size(); n > 0; --n) {
+        Qp *qp = timers_.top();
+        if (qp == nullptr || now < qp->deadline_ns) {
+            break;
+        }
+        ++sched_stats_.timer_expiries;
+        rc_requester_.timer_expired(*qp);
+    }
+    // Moderated completion events whose period ended; each expiry takes
+    // its CQ out of the heap.
+    for (size_t n = cq_timers_.size(); n > 0; --n) {
+        Cq *cq = cq_timers_.top();
+        if (cq == nullptr || now < cq->deadline_ns) {
+            break;
+        }
+        ++sched_stats_.timer_expiries;
+        cq_timer_expired(*cq);
+    }
+}
+
+void Device::update_timer() {
+    const uint64_t q = timers_.earliest();
+    const uint64_t c = cq_timers_.earliest();
+    const uint64_t earliest = q == 0 ? c : c == 0 ? q : std::min(q, c);
+    if (earliest != timer_deadline_) {
+        timer_deadline_ = earliest;
+        host_.set_timer(earliest);
+    }
+}
+
+// ---- the run loop ---------------------------------------------------------------
+
+// One visit of a ready QP: at most 'quantum' packets or WQEs.
+void Device::visit(Qp &qp, unsigned int &quantum) {
+    if (qp.type == OHCA_QPT_RAW_ETH) {
+        raw_.process_sq(qp, quantum);
+        return;
+    }
+    if (qp.type != OHCA_QPT_RC && qp.type != OHCA_QPT_UC && !is_xrc_qp(qp.type)) {
+        UdTransport::process_sq(*this, qp, quantum);
+        return;
+    }
+    if (qp.state == OHCA_QPS_ERR) {
+        // Outstanding and newly posted WQEs complete flushed, one unit of
+        // the quantum each (a CQE written, most a WQE read too).
+        if (flush_pending(qp)) {
+            flush_qp(qp, quantum);
+        }
+        return;
+    }
+    if (qp.type == OHCA_QPT_UC) {
+        uc_.process_sq(qp, quantum);
+        return;
+    }
+    rc_responder_.process_responses(qp, quantum);
+    rc_requester_.process_sq(qp, quantum);
+}
+
+// The oldest received (or looped-back) frame to its QP.
+void Device::take_frame() {
+    // The slot stays intact while its packet is handled.
+    const RoceSlot &slot = roce_backlog_.pop();
+    if (slot.looped) {
+        roce_rx_looped(slot);
+    } else {
+        roce_rx(slot.buf);
+    }
+}
+
+// The frames received before the run, then the timers that expired, then
+// rounds of: the received frames, then one visit of each QP ready at the
+// start of the round (a QP that used its whole quantum goes to the back).
+// The run ends when nothing is left or max_run_ns has passed; then it asks
+// to be scheduled again if anything is left.
+void Device::process_rdma() {
+    run_rdma(nullptr, DeviceLimits::max_run_work, DeviceLimits::max_run_ns);
+}
+
+// A doorbell's run (doorbell_fast) gives the QP it rang the first visit,
+// ahead of the QPs already ready: its packets are the ones the guest waits
+// for. The QP leaves the ready list for that visit and goes back to its
+// end if it has more, as in any round, so the list stays the one record
+// of what has work.
+void Device::run_rdma(Qp *first, unsigned int max_work, uint64_t max_ns) {
+    in_run_ = true;
+    ++sched_stats_.runs;
+    const uint64_t start = host_.now_ns();
+    unsigned int work = 0;
+    bool out_of_time = false;
+    // Counts units of work (a frame, a packet, a WQE); reads the clock now
+    // and then.
+    auto account = [&](unsigned int units) {
+        const unsigned int before = work;
+        work += units;
+        out_of_time =
+            out_of_time || work >= max_work ||
+            (work / DeviceLimits::run_clock_every != before / DeviceLimits::run_clock_every &&
+             host_.now_ns() - start >= max_ns);
+    };
+    // What was received before the run started (ACKs, NAKs, responses)
+    // is taken in before the timers: after a long pause of the host's loop
+    // a timer can be past its deadline with the ACK that stops it already
+    // waiting here. The doorbell's QP keeps its first turn.
+    size_t received = roce_backlog_.size();
+    if (first != nullptr && first->sched.ready && running()) {
+        ready_.remove(*first);
+        ++sched_stats_.visits;
+        const unsigned int q = std::min(DeviceLimits::qp_quantum, max_work);
+        unsigned int quantum = q;
+        visit(*first, quantum);
+        if (quantum == 0) {
+            ready_.push(*first);
+        }
+        account(q - quantum);
+    }
+    for (; received > 0 && !out_of_time && running() && !roce_backlog_.empty(); --received) {
+        take_frame();
+        account(1);
+    }
+    // If the run's bound cut that short, the timers wait for the next run,
+    // which checks them whatever it holds: a peer that keeps the backlog
+    // full delays a deadline by one run, never for good.
+    if (received == 0 || roce_backlog_.empty() || timers_deferred_ || !running()) {
+        timers_deferred_ = false;
+        check_timers();
+    } else {
+        timers_deferred_ = true;
+        ++sched_stats_.timers_deferred;
+    }
+    while (!out_of_time && running() && (!roce_backlog_.empty() || !ready_.empty())) {
+        bool progress = false;
+        while (!out_of_time && !roce_backlog_.empty()) {
+            take_frame();
+            progress = true;
+            account(1);
+        }
+        for (size_t n = ready_.size(); n > 0 && !out_of_time && running(); --n) {
+            Qp *qp = ready_.pop();
+            ++sched_stats_.visits;
+            unsigned int quantum = DeviceLimits::qp_quantum;
+            visit(*qp, quantum);
+            if (quantum == 0) {
+                ready_.push(*qp); // more to send: after the others
+            }
+            if (quantum != DeviceLimits::qp_quantum) {
+                progress = true;
+                account(DeviceLimits::qp_quantum - quantum);
+            }
+        }
+        if (!progress) {
+            break; // only QPs waiting for room that did not come
+        }
+    }
+    in_run_ = false;
+    if (out_of_time) {
+        ++sched_stats_.out_of_time;
+    }
+    if (running() && (!roce_backlog_.empty() || !ready_.empty())) {
+        host_.schedule();
+    }
+    update_timer();
+}
+
+} // namespace ohca

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The services a transport (RC today; UD, UC and XRC beside it) gets from
+// the device: guest memory through keys and the Host, the wire, completions
+// and events, and scheduling. A transport keeps its per-QP state in Qp and
+// reaches everything else through this interface only, so it can be read,
+// replaced and tested without the rest of Device.
+#pragma once
+
+#include "device/host.hpp"
+#include "device/limits.hpp"
+#include "objects/rdma_objects.hpp"
+#include "link/roce_packet.hpp"
+#include "objects/srq.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+namespace ohca {
+
+// Counters of the transport, reported by QUERY_STATS (rev 1.1 part;
+// docs/programming-manual.md says what each one counts).
+struct RoceCounters {
+    uint64_t tx_packets = 0;
+    uint64_t loopback_packets = 0;
+    uint64_t rx_packets = 0;
+    uint64_t rx_bad_icrc = 0;
+    uint64_t rx_malformed = 0; // bad Ethernet/IP/UDP/BTH header or length
+    uint64_t rx_bad_opcode = 0;
+    uint64_t rx_no_qp = 0;
+    uint64_t rx_duplicates = 0;   // responder: requests with an old PSN
+    uint64_t rx_dup_dropped = 0;  // ... of which READ/atomic ones not answered
+    uint64_t stale_responses = 0; // requester: outside [una - 1, next)
+    uint64_t rx_out_of_seq = 0;
+    uint64_t retransmits = 0; // go-back-N restarts
+    uint64_t retrans_pkts = 0;
+    uint64_t timeouts = 0;
+    uint64_t spurious_timeouts = 0; // ... of which undone (requester.cpp, F-RTO)
+    uint64_t seq_naks_sent = 0;
+    uint64_t seq_naks_rcvd = 0;
+    uint64_t rnr_naks_sent = 0;
+    uint64_t rnr_naks_rcvd = 0;
+    uint64_t error_naks_sent = 0;
+    uint64_t error_naks_rcvd = 0;
+    uint64_t retry_exceeded = 0;
+    uint64_t rnr_retry_exceeded = 0;
+    uint64_t ud_rx_no_wqe = 0;     // UD: dropped, no receive WQE
+    uint64_t ud_rx_bad_qkey = 0;   // UD: dropped, Q_Key mismatch
+    uint64_t mcast_rx_packets = 0; // UD to a multicast group with QPs here
+    uint64_t uc_msgs_dropped = 0;  // UC: incomplete, no receive WQE, or refused
+    uint64_t xrc_bad_srq = 0;      // XRC: request naming no XRC SRQ of the domain
+};
+
+// Outcome of an lkey/rkey check.
+struct KeyResult {
+    uint8_t verr = OHCA_VERR_NONE;
+    const Mr *mr = nullptr;
+};
+
+// Outcome of a memory-management WQE (REG_MR, LOCAL_INV).
+struct LocalOpResult {
+    uint8_t status = OHCA_CQE_SUCCESS;
+    uint8_t verr = OHCA_VERR_NONE;
+};
+
+// The QP's path MTU in bytes.
+inline uint32_t mtu_bytes(const Qp &qp) {
+    const unsigned int m = std::clamp<unsigned int>(qp.attrs.path_mtu, 1, 5);
+    return 128u << m;
+}
+
+// The QP's local ACK timeout: IBTA's 4.096 us x 2^timeout, at least
+// DeviceLimits::min_ack_timeout_ns; 0 (timeout 0) for none. It bounds the
+// retransmission timeout measured from the round trip (requester.cpp).
+inline uint64_t local_ack_timeout_ns(const Qp &qp) {
+    if (qp.attrs.timeout == 0) {
+        return 0;
+    }
+    const unsigned int t = std::min<unsigned int>(qp.attrs.timeout, 31);
+    return std::max(uint64_t{4096} << t, DeviceLimits::min_ack_timeout_ns);
+}
+
+// The congestion window a connection starts with (DeviceLimits).
+inline uint32_t initial_window(const Qp &qp) {
+    return std::clamp(DeviceLimits::initial_window_bytes / mtu_bytes(qp), DeviceLimits::min_window,
+                      DeviceLimits::initial_window);
+}
+
+// A reference to a callable, for callbacks that must not allocate.
+template <class Sig> class FnRef;
+template <class R, class... A> class FnRef<R(A...)> {
+  public:
+    template <class F>
+    requires(!std::is_same_v<std::decay_t<F>, FnRef>)
+        // NOLINTNEXTLINE(google-explicit-constructor): passed as an argument
+        FnRef(F &&f)
+        : obj_(const_cast<void *>(static_cast<const void *>(&f))), call_([](void *o, A... a) -> R {
+              return (*static_cast<std::remove_reference_t<F> *>(o))(std::forward<A>(a)...);
+          }) {}
+    R operator()(A... a) const { return call_(obj_, std::forward<A>(a)...); }
+
+  private:
+    void *obj_;
+    R (*call_)(void *, A...);
+};
+
+// Writes a packet's payload (exactly out.size() bytes) straight into the
+// frame or loopback buffer; false if it cannot (the packet is not sent).
+using PayloadFill = FnRef<bool(std::span<uint8_t> out)>;
+
+enum class EmitResult {
+    Sent,       // on the wire or looped back (or lost with the link down)
+    NoPath,     // the QP's source GID is gone: the packet is lost
+    FillFailed, // the payload could not be read: nothing was sent
+};
+
+class TransportServices {
+  public:
+    TransportServices() = default;
+    TransportServices(const TransportServices &) = delete;
+    TransportServices &operator=(const TransportServices &) = delete;
+
+    // Guest memory: work queue rings go through host() (DMA), data
+    // through a key checked for [va, va + len) with 'access' rights in PD
+    // 'pdn' and then the MR's pages.
+    [[nodiscard]] virtual const Host &host() const = 0;
+    [[nodiscard]] virtual KeyResult check_key(uint32_t key, uint64_t va, uint64_t len,
+                                              uint32_t access, uint32_t pdn) const = 0;
+    // The same for an rkey a remote request names at QP 'qp': an MR's key,
+    // or a memory window's (checked against the window, then its MR).
+    [[nodiscard]] virtual KeyResult check_rkey(const Qp &qp, uint32_t key, uint64_t va,
+                                               uint64_t len, uint32_t access) const = 0;
+    virtual bool mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const = 0;
+    // On-demand paging (odp.cpp): whether [va, va + len) of the MR has
+    // translations ('write': writable ones). Pending posts a page fault
+    // (once per range) and the access must wait: a requester calls
+    // odp_wait(), a responder answers RNR NAK. Always Resident for an MR
+    // with a page list.
+    virtual OdpState odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) = 0;
+    // Whether any MR of the device may be an ODP one (false: every access
+    // is Resident, and the SGEs' keys need no second look for it).
+    [[nodiscard]] virtual bool has_odp_mrs() const = 0;
+    // The same for bytes [offset, offset + len) of SGEs whose keys were
+    // checked (an SGE whose key no longer checks is left to the access).
+    OdpState odp_touch_sges(const Qp &qp, const std::vector<Sge> &sges, uint64_t offset,
+                            uint64_t len, bool write);
+    virtual void odp_wait(Qp &qp) = 0;
+    virtual bool mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const = 0;
+    // Bytes [offset, offset + out.size()) of a send WQE's data (its inline
+    // data or its SGEs, each through its lkey) into out; false on a key or
+    // DMA error. One gather for every transport that sends from a WQE.
+    [[nodiscard]] bool gather(const Qp &qp, const SendWr &wr, uint32_t offset,
+                              std::span<uint8_t> out) const;
+
+    // The wire: one packet of the QP to its peer (looped back inside the
+    // device when the peer's GID is ours); tx_room() is false while the
+    // loopback backlog has no room for what this QP would generate.
+    virtual void emit(const Qp &qp, const PacketFields &fields,
+                      std::span<const uint8_t> payload) = 0;
+    // The same with a payload of payload_len bytes written by 'fill' (a
+    // gather from guest memory), without an intermediate buffer.
+    virtual EmitResult emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
+                                 PayloadFill fill) = 0;
+    [[nodiscard]] virtual bool tx_room(const Qp &qp) const = 0;
+
+    // Completions, events, errors.
+    virtual void complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) = 0;
+    // 'invalidated': the rkey a SEND with invalidate freed.
+    virtual void complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
+                               std::optional<uint32_t> imm, uint8_t status, uint8_t verr,
+                               bool solicited,
+                               std::optional<uint32_t> invalidated = std::nullopt) = 0;
+    virtual void post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, uint32_t p2) = 0;
+    // A QP event a wire peer's packets caused (COMM_EST, a responder
+    // error): such events take at most half of EQ 0, the rest are dropped.
+    virtual void post_peer_event(uint16_t code, uint32_t qpn) = 0;
+    virtual void qp_to_error(Qp &qp) = 0;
+
+    // Memory management (fast_reg.cpp, mw.cpp): a REG_MR, LOCAL_INV or
+    // BIND_MW WQE executed when fetched; the invalidation a SEND with
+    // invalidate asks for ('remote').
+    virtual LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) = 0;
+    virtual uint8_t invalidate_key(uint32_t key, const Qp &qp, bool remote) = 0;
+    // The next receive WQE of a QP on an SRQ (qp.srqn), into the QP's
+    // recv_* fields (srq.cpp).
+    virtual SrqTake take_srq_wqe(Qp &qp) = 0;
+    // An SRQ by number (nullptr: none), for XRC's check of a request's
+    // XRCETH.
+    [[nodiscard]] virtual const Srq *srq(uint32_t srqn) = 0;
+    virtual RoceCounters &counters() = 0;
+
+    // Scheduling: the QP has work for process() (idempotent, O(1)); its
+    // timer expires at deadline_ns (0 disarms).
+    virtual void mark_ready(Qp &qp) = 0;
+    virtual void set_deadline(Qp &qp, uint64_t deadline_ns) = 0;
+
+  protected:
+    ~TransportServices() = default;
+};
+
+} // namespace ohca

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The XRC transport (IBTA 9.7 with the XRC additions of 14.x): RC's
+// protocol between an XRC initiator QP and an XRC target QP, so the RC
+// requester and responder do the work; this type owns what XRC adds --
+// the XRC domains, the XRCETH on requests, the XRC opcode prefix on the
+// wire, and the target's per-request choice of an XRC SRQ (same domain,
+// XRC type, else NAK Invalid Request), whose PD, WQEs and CQ the request
+// then uses. Per-QP state lives in Qp (xrcdn, and on a target the SRQ,
+// PD and CQ of the request being received).
+#pragma once
+
+#include "device/limits.hpp"
+#include "transports/requester.hpp"
+#include "transports/responder.hpp"
+#include "transports/transport.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace ohca {
+
+[[nodiscard]] inline bool is_xrc_qp(uint8_t type) {
+    return type == OHCA_QPT_XRC_INI || type == OHCA_QPT_XRC_TGT;
+}
+
+class XrcTransport {
+  public:
+    XrcTransport(TransportServices &svc, RcRequester &req, RcResponder &resp)
+        : svc_(svc), req_(req), resp_(resp) {}
+
+    // XRC domains: numbers 1..max_xrcd, each counting the SRQs and target
+    // QPs that belong to it.
+    void reset() { refs_.assign(DeviceLimits::max_xrcd + 1, kFree); }
+    std::optional<uint32_t> alloc_domain();
+    // OK, BAD_HANDLE (no such domain) or BAD_STATE (still in use).
+    uint8_t dealloc_domain(uint32_t xrcdn);
+    [[nodiscard]] bool domain_exists(uint32_t xrcdn) const {
+        return xrcdn < refs_.size() && refs_[xrcdn] != kFree;
+    }
+    void get(uint32_t xrcdn) { ++refs_[xrcdn]; }
+    void put(uint32_t xrcdn) {
+        if (domain_exists(xrcdn) && refs_[xrcdn] > 0) {
+            --refs_[xrcdn];
+        }
+    }
+
+    // A packet with an XRC opcode for an XRC QP: responses to an
+    // initiator's requester, requests (after the XRCETH check) to a
+    // target's responder, with the opcode's RC value.
+    void rx(Qp &qp, const ParsedPacket &pkt);
+
+  private:
+    static constexpr uint32_t kFree = UINT32_MAX;
+    void rx_request(Qp &qp, ParsedPacket &pkt);
+
+    TransportServices &svc_;
+    RcRequester &req_;
+    RcResponder &resp_;
+    std::vector<uint32_t> refs_ = std::vector<uint32_t>(DeviceLimits::max_xrcd + 1, kFree);
+};
+
+} // namespace ohca
