@@ -112,14 +112,14 @@ inline constexpr uint64_t kGuestBase = 0x100000;
 inline constexpr size_t kGuestSize = 0x80000; // 512 KiB
 inline constexpr uint64_t kGuestEnd = kGuestBase + kGuestSize;
 // Layout used by the driver (all inside the arena).
-inline constexpr uint64_t kEq = kGuestBase + 0x00000;        // 64 KiB: EQ log <= 12
-inline constexpr uint64_t kCmdq = kGuestBase + 0x10000;      // 64 KiB: cmdq log <= 10
-inline constexpr uint64_t kMailboxIn = kGuestBase + 0x20000; // 4 KiB
+inline constexpr uint64_t kEq = kGuestBase + 0x00000;         // 64 KiB: EQ log <= 12
+inline constexpr uint64_t kCmdq = kGuestBase + 0x10000;       // 64 KiB: cmdq log <= 10
+inline constexpr uint64_t kMailboxIn = kGuestBase + 0x20000;  // 4 KiB
 inline constexpr uint64_t kMailboxOut = kGuestBase + 0x21000; // 4 KiB
-inline constexpr uint64_t kScratch = kGuestBase + 0x22000;   // 24 KiB
-inline constexpr uint64_t kTxRing = kGuestBase + 0x28000;    // 32 KiB: log <= 11
-inline constexpr uint64_t kRxRing = kGuestBase + 0x30000;    // 32 KiB
-inline constexpr uint64_t kBuffers = kGuestBase + 0x40000;   // 256 KiB of packet buffers
+inline constexpr uint64_t kScratch = kGuestBase + 0x22000;    // 24 KiB
+inline constexpr uint64_t kTxRing = kGuestBase + 0x28000;     // 32 KiB: log <= 11
+inline constexpr uint64_t kRxRing = kGuestBase + 0x30000;     // 32 KiB
+inline constexpr uint64_t kBuffers = kGuestBase + 0x40000;    // 256 KiB of packet buffers
 inline constexpr size_t kBuffersSize = 0x40000;
 inline constexpr unsigned int kEqLogMax = 12;
 inline constexpr unsigned int kEthLogMax = 11;
@@ -521,7 +521,9 @@ class Driver {
         in.rx_mode = rx_mode;
         return cmd_in(OHCA_CMD_SET_PORT, in) == OHCA_STATUS_OK;
     }
-    unsigned int ring_log(uint8_t type) const { return type == OHCA_ETH_RING_TX ? tx_log_ : rx_log_; }
+    unsigned int ring_log(uint8_t type) const {
+        return type == OHCA_ETH_RING_TX ? tx_log_ : rx_log_;
+    }
     uint64_t ring_base(uint8_t type) const { return type == OHCA_ETH_RING_TX ? kTxRing : kRxRing; }
     uint32_t &ring_pi(uint8_t type) { return type == OHCA_ETH_RING_TX ? tx_pi_ : rx_pi_; }
 
@@ -567,8 +569,9 @@ class Driver {
     // OHCA_FUZZ_VERBOSE=1: what an input reached (for checking seeds).
     void report() {
         const uint32_t status = rd(OHCA_REG_DEV_STATUS);
-        std::fprintf(stderr, "status %#x fatal %u err %u | dma %llu ok %llu faults | irq %llu | "
-                             "tx %llu",
+        std::fprintf(stderr,
+                     "status %#x fatal %u err %u | dma %llu ok %llu faults | irq %llu | "
+                     "tx %llu",
                      status, rd(OHCA_REG_FATAL_CODE), rd(OHCA_REG_ERR_COUNT),
                      (unsigned long long)h_.dma_ok, (unsigned long long)h_.dma_faults,
                      (unsigned long long)h_.irqs, (unsigned long long)h_.frames_out);
@@ -576,16 +579,15 @@ class Driver {
             ohca_query_stats_out s{};
             if (cmd(OHCA_CMD_QUERY_STATS, nullptr, 0, sizeof(s), kMailboxOut) == 0) {
                 s = h_.get<ohca_query_stats_out>(kMailboxOut);
-                std::fprintf(stderr,
-                             " | cmd ok %llu failed %llu | eth rx %llu roce rx %llu drop "
-                             "filter %llu nodesc %llu | eth tx %llu err %llu",
-                             (unsigned long long)s.cmd_completed, (unsigned long long)s.cmd_failed,
-                             (unsigned long long)s.eth_rx_frames,
-                             (unsigned long long)s.roce_rx_frames,
-                             (unsigned long long)s.eth_rx_dropped_filter,
-                             (unsigned long long)s.eth_rx_dropped_no_desc,
-                             (unsigned long long)s.eth_tx_frames,
-                             (unsigned long long)s.eth_tx_errors);
+                std::fprintf(
+                    stderr,
+                    " | cmd ok %llu failed %llu | eth rx %llu roce rx %llu drop "
+                    "filter %llu nodesc %llu | eth tx %llu err %llu",
+                    (unsigned long long)s.cmd_completed, (unsigned long long)s.cmd_failed,
+                    (unsigned long long)s.eth_rx_frames, (unsigned long long)s.roce_rx_frames,
+                    (unsigned long long)s.eth_rx_dropped_filter,
+                    (unsigned long long)s.eth_rx_dropped_no_desc,
+                    (unsigned long long)s.eth_tx_frames, (unsigned long long)s.eth_tx_errors);
             }
         }
         std::fputc('\n', stderr);
@@ -661,9 +663,9 @@ inline size_t build_frame(Input &in, uint8_t *out, size_t cap) {
         put16(0x0800);
         const uint8_t ihl = in.one_in(4) ? static_cast<uint8_t>(in.u8() & 0x0f) : 5;
         put(static_cast<uint8_t>(0x40 | ihl));
-        put(in.u8()); // TOS
-        put16(in.u16()); // total length (not trusted by the device)
-        put16(in.u16()); // id
+        put(in.u8());                            // TOS
+        put16(in.u16());                         // total length (not trusted by the device)
+        put16(in.u16());                         // id
         put16(in.one_in(4) ? in.u16() : 0x4000); // flags/fragment
         put(64);
         put(in.one_in(8) ? in.u8() : 17);
@@ -693,10 +695,10 @@ inline size_t build_frame(Input &in, uint8_t *out, size_t cap) {
         put16(in.u16());
     }
     if (udp_at != 0) {
-        put16(in.u16());                                  // source port
+        put16(in.u16());                                 // source port
         put16(in.one_in(4) ? in.u16() : uint16_t{4791}); // destination port
-        put16(in.u16());                                  // length
-        put16(in.u16());                                  // checksum
+        put16(in.u16());                                 // length
+        put16(in.u16());                                 // checksum
     }
     // Payload (BTH and beyond for RoCE), from the input.
     const size_t payload = in.one_in(16) ? in.below(9100) : in.below(200);

@@ -105,8 +105,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         case 6: { // RX descriptors + doorbell
             const uint32_t n = in.range(1, 8);
             for (uint32_t i = 0; i < n; ++i) {
-                d.post_desc(OHCA_ETH_RING_RX,
-                            make_desc(in, d.ring_pi(OHCA_ETH_RING_RX)));
+                d.post_desc(OHCA_ETH_RING_RX, make_desc(in, d.ring_pi(OHCA_ETH_RING_RX)));
             }
             if (in.one_in(4)) {
                 d.wr(OHCA_REG_ETH_RX_PI, pi_value(in, d.ring_pi(OHCA_ETH_RING_RX)));

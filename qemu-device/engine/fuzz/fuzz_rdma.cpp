@@ -15,8 +15,8 @@
 // true only for high byte values) and arguments that run out read as zeros,
 // so a short seed that says "create, connect, post" reaches the data path.
 #include "fuzz_common.hpp"
-#include "transports/raw_eth.hpp"
 #include "link/roce_packet.hpp"
+#include "transports/raw_eth.hpp"
 
 #include <array>
 #include <vector>

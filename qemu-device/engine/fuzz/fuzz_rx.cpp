@@ -103,8 +103,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (in.flag()) {
                 host.clear_hole();
             } else {
-                const uint64_t lo = in.flag() ? kRxRing + 16 * in.below(0x800)
-                                              : kBuffers + in.below(kBuffersSize);
+                const uint64_t lo =
+                    in.flag() ? kRxRing + 16 * in.below(0x800) : kBuffers + in.below(kBuffersSize);
                 host.set_hole(lo, lo + in.range(1, 0x4000), in.one_in(2));
             }
             break;

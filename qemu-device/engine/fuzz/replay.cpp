@@ -20,7 +20,8 @@ static bool run_file(const fs::path &p) {
         std::fprintf(stderr, "replay: cannot read %s\n", p.c_str());
         return false;
     }
-    std::vector<uint8_t> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::vector<uint8_t> data((std::istreambuf_iterator<char>(f)),
+                              std::istreambuf_iterator<char>());
     // Exact-size copy so sanitizers see over-reads of the input.
     std::vector<uint8_t> exact(data.begin(), data.end());
     LLVMFuzzerTestOneInput(exact.data(), exact.size());

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The CRC-32 implementations (crc32.cpp) against the bitwise reference, on
 // random lengths, alignments and seeds, and against known values.
-#include "link/crc32.hpp"
 #include "known_captures.hpp"
+#include "link/crc32.hpp"
 #include "link/roce_packet.hpp"
 
 #include <gtest/gtest.h>

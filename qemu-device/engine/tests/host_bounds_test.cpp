@@ -5,8 +5,8 @@
 // error flushes in bounded steps, RNR retries for ever at a bounded rate,
 // and EQ 0 out of a peer's reach.
 #include "device/device.hpp"
-#include "rdma_node.hpp"
 #include "link/roce_packet.hpp"
+#include "rdma_node.hpp"
 
 #include <malloc.h>
 

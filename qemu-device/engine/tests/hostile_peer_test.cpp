@@ -5,8 +5,8 @@
 // same kinds run between two VMs in test_rc.py::test_rc_two_vms with
 // tests/vm/guest/ohca_hostile_peer.py.
 #include "device/device.hpp"
-#include "rdma_node.hpp"
 #include "link/roce_packet.hpp"
+#include "rdma_node.hpp"
 
 #include <malloc.h>
 

@@ -5,8 +5,8 @@
 // Ethernet ring, bad frame lengths, drops without a WQE, QP and flow
 // lifetimes.
 #include "device/device.hpp"
-#include "transports/raw_eth.hpp"
 #include "rdma_node.hpp"
+#include "transports/raw_eth.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -3,8 +3,8 @@
 // duplicate READ checks), atomics between two devices (results, errors,
 // duplicates, contention, max_rd_atomic) and shared receive queues.
 #include "device/device.hpp"
-#include "rdma_node.hpp"
 #include "link/roce_packet.hpp"
+#include "rdma_node.hpp"
 
 #include <set>
 

@@ -4,8 +4,8 @@
 // wire (loss, duplication, reordering, corruption) keeps every byte and
 // completion while the counters show the recovery.
 #include "device/device.hpp"
-#include "rdma_node.hpp"
 #include "link/roce_packet.hpp"
+#include "rdma_node.hpp"
 
 #include <random>
 

@@ -3,8 +3,8 @@
 // capacity, REG_MR / LOCAL_INV work requests, SEND with invalidate, key
 // variants and the refusal of stale keys; over the device's own loopback.
 #include "device/device.hpp"
-#include "rdma_node.hpp"
 #include "link/roce_packet.hpp"
+#include "rdma_node.hpp"
 
 #include <numeric>
 

@@ -3,8 +3,8 @@
 // ICRC (so they reach the deep checks), hostile WQEs and doorbells. The
 // devices must neither crash nor touch memory outside what the guest
 // registered; traffic afterwards may fail but must complete.
-#include "rdma_node.hpp"
 #include "link/roce_packet.hpp"
+#include "rdma_node.hpp"
 
 #include <random>
 

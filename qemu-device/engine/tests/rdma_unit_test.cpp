@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Pure parts of the transport: ICRC, framing, page lists, the QP state
 // diagram.
-#include "fake_host.hpp"
 #include "device/host.hpp"
+#include "fake_host.hpp"
 #include "known_captures.hpp"
+#include "link/roce_packet.hpp"
 #include "objects/page_list.hpp"
 #include "objects/qp_state.hpp"
-#include "link/roce_packet.hpp"
 
 namespace ohca::test {
 namespace {

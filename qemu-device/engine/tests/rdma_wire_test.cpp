@@ -2,8 +2,8 @@
 // Two devices on a fake wire: segmentation, loss and retransmission, RNR,
 // retry exhaustion, remote errors, flushes and duplicates.
 #include "device/device.hpp"
-#include "rdma_node.hpp"
 #include "link/roce_packet.hpp"
+#include "rdma_node.hpp"
 
 #include <cstdarg>
 #include <cstdio>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // ResponderResources alone: the bound on pending READ/atomic responses, ACK
 // coalescing behind them, duplicates of READs and atomics.
-#include "transports/responder_resources.hpp"
 #include "link/roce_packet.hpp"
+#include "transports/responder_resources.hpp"
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 // was sent (and a peer whose loop can be stalled).
 #include "device/device.hpp"
 #include "device/limits.hpp"
-#include "rdma_node.hpp"
 #include "link/roce_packet.hpp"
+#include "rdma_node.hpp"
 
 #include <malloc.h>
 

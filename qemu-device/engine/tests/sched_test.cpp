@@ -2,9 +2,9 @@
 // Readiness scheduling (sched.hpp, transport.cpp): only QPs with work or an
 // expired timer are visited, and one engine run ends at its time bound.
 #include "device/device.hpp"
-#include "rdma_node.hpp"
-#include "objects/rdma_objects.hpp"
 #include "device/sched.hpp"
+#include "objects/rdma_objects.hpp"
+#include "rdma_node.hpp"
 
 #include <random>
 

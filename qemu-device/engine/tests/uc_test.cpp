@@ -5,8 +5,8 @@
 // with the responder resynchronising on the next FIRST/ONLY packet; no RNR,
 // no NAK, no error for a missing receive WQE or a bad rkey; loopback.
 #include "device/device.hpp"
-#include "rdma_node.hpp"
 #include "link/roce_packet.hpp"
+#include "rdma_node.hpp"
 
 namespace ohca::test {
 namespace {

@@ -4,8 +4,8 @@
 // rules, loopback and a bounded flood; multicast groups; and the RC
 // responder's answer to atomic requests.
 #include "device/device.hpp"
-#include "rdma_node.hpp"
 #include "link/roce_packet.hpp"
+#include "rdma_node.hpp"
 
 #include <cstring>
 

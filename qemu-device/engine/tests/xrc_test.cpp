@@ -7,8 +7,8 @@
 // or a basic SRQ, and the commands' checks (domains, limits, the fields of
 // XRC QPs and SRQs, references).
 #include "device/device.hpp"
-#include "rdma_node.hpp"
 #include "link/roce_packet.hpp"
+#include "rdma_node.hpp"
 
 #include <cstring>
 

@@ -15,8 +15,8 @@
 // A failed command changes no state: state is committed after step 9.
 #include "device/device.hpp"
 
-#include "link/byte_order.hpp"
 #include "device/command.hpp"
+#include "link/byte_order.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -210,7 +210,7 @@ void Device::process_cmdq() {
     }
 }
 
-Device::CmdResult Device::execute(const Command &cmd) {
+CmdResult Device::execute(const Command &cmd) {
     switch (cmd.opcode) {
     case OHCA_CMD_NOP:
         return {};
@@ -319,14 +319,25 @@ Device::CmdResult Device::execute(const Command &cmd) {
     }
 }
 
-Device::CmdResult Device::write_output(const Command &cmd, const void *out, size_t len) {
-    if (!host_.write(cmd.out_addr, out, len)) {
+CmdResult write_output(const Host &host, const Command &cmd, const void *out, size_t len) {
+    if (!host.write(cmd.out_addr, out, len)) {
         return {OHCA_STATUS_BAD_ADDR, 1};
     }
     return {};
 }
 
-Device::CmdResult Device::cmd_query_device(const Command &cmd) {
+CmdResult write_create_out(const Host &host, const Command &cmd, uint32_t h1, uint32_t h2) {
+    ohca_create_out out{};
+    out.handle = le(h1);
+    out.handle2 = le(h2);
+    return write_output(host, cmd, &out, sizeof(out));
+}
+
+CmdResult Device::write_output(const Command &cmd, const void *out, size_t len) {
+    return ohca::write_output(host_, cmd, out, len);
+}
+
+CmdResult Device::cmd_query_device(const Command &cmd) {
     using L = DeviceLimits;
     ohca_query_device_out out{};
     out.fw_version = le(L::fw_version);
@@ -380,7 +391,7 @@ Device::CmdResult Device::cmd_query_device(const Command &cmd) {
     return write_output(cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
 }
 
-Device::CmdResult Device::cmd_query_port(const Command &cmd) {
+CmdResult Device::cmd_query_port(const Command &cmd) {
     const auto in = cmd.input<ohca_query_port_in>();
     if (in.port != 1) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_query_port_in, port)};
@@ -403,7 +414,7 @@ Device::CmdResult Device::cmd_query_port(const Command &cmd) {
     return write_output(cmd, &out, sizeof(out));
 }
 
-Device::CmdResult Device::cmd_set_port(const Command &cmd) {
+CmdResult Device::cmd_set_port(const Command &cmd) {
     const auto in = cmd.input<ohca_set_port_in>();
     const uint32_t mask = le(in.mask);
     const uint32_t mtu = le(in.mtu);
@@ -433,7 +444,7 @@ Device::CmdResult Device::cmd_set_port(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_create_eth_ring(const Command &cmd) {
+CmdResult Device::cmd_create_eth_ring(const Command &cmd) {
     const auto in = cmd.input<ohca_create_eth_ring_in>();
     const uint64_t base = le(in.base);
     if (in.type != OHCA_ETH_RING_TX && in.type != OHCA_ETH_RING_RX) {
@@ -466,7 +477,7 @@ Device::CmdResult Device::cmd_create_eth_ring(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_destroy_eth_ring(const Command &cmd) {
+CmdResult Device::cmd_destroy_eth_ring(const Command &cmd) {
     const auto in = cmd.input<ohca_destroy_eth_ring_in>();
     if (in.type != OHCA_ETH_RING_TX && in.type != OHCA_ETH_RING_RX) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_destroy_eth_ring_in, type)};
@@ -482,7 +493,7 @@ Device::CmdResult Device::cmd_destroy_eth_ring(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_alloc_uar(const Command &cmd) {
+CmdResult Device::cmd_alloc_uar(const Command &cmd) {
     const auto index = uars_.find_free();
     if (!index) {
         return {OHCA_STATUS_NO_RESOURCES, 0};
@@ -496,7 +507,7 @@ Device::CmdResult Device::cmd_alloc_uar(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_dealloc_uar(const Command &cmd) {
+CmdResult Device::cmd_dealloc_uar(const Command &cmd) {
     const auto in = cmd.input<ohca_dealloc_uar_in>();
     const uint32_t index = le(in.uar_index);
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_dealloc_uar_in, rsvd), sizeof(in.rsvd))) {
@@ -511,7 +522,7 @@ Device::CmdResult Device::cmd_dealloc_uar(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_add_gid(const Command &cmd) {
+CmdResult Device::cmd_add_gid(const Command &cmd) {
     const auto in = cmd.input<ohca_add_gid_in>();
     const uint32_t index = le(in.index);
     const uint16_t vlan = le(in.vlan_id);
@@ -554,7 +565,7 @@ Device::CmdResult Device::cmd_add_gid(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_del_gid(const Command &cmd) {
+CmdResult Device::cmd_del_gid(const Command &cmd) {
     const auto in = cmd.input<ohca_del_gid_in>();
     const uint32_t index = le(in.index);
     if (index >= kGidTableLen) {
@@ -572,7 +583,7 @@ Device::CmdResult Device::cmd_del_gid(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_query_stats(const Command &cmd) {
+CmdResult Device::cmd_query_stats(const Command &cmd) {
     ohca_query_stats_out out{};
     out.eth_rx_frames = le(stats_.eth_rx_frames);
     out.eth_rx_bytes = le(stats_.eth_rx_bytes);

@@ -19,23 +19,24 @@
 // docs/architecture.md has the same map.
 #pragma once
 
-#include "objects/dm.hpp"
+#include "device/command.hpp"
 #include "device/eth_ring.hpp"
 #include "device/event_queue.hpp"
 #include "device/gid_table.hpp"
 #include "device/host.hpp"
 #include "device/limits.hpp"
-#include "objects/mcast.hpp"
-#include "transports/raw_eth.hpp"
-#include "objects/rdma_objects.hpp"
-#include "transports/requester.hpp"
-#include "transports/responder.hpp"
 #include "device/roce_backlog.hpp"
-#include "link/roce_packet.hpp"
 #include "device/sched.hpp"
 #include "device/stats.hpp"
-#include "transports/transport.hpp"
 #include "device/uar_table.hpp"
+#include "link/roce_packet.hpp"
+#include "objects/dm.hpp"
+#include "objects/mcast.hpp"
+#include "objects/rdma_objects.hpp"
+#include "transports/raw_eth.hpp"
+#include "transports/requester.hpp"
+#include "transports/responder.hpp"
+#include "transports/transport.hpp"
 #include "transports/uc.hpp"
 #include "transports/ud.hpp"
 #include "transports/xrc.hpp"
@@ -98,12 +99,6 @@ class Device : private TransportServices {
         uint64_t timers_deferred = 0;
     };
     [[nodiscard]] const SchedStats &sched_stats() const { return sched_stats_; }
-
-    struct Command; // a decoded command entry (command.hpp)
-    struct CmdResult {
-        uint8_t status = OHCA_STATUS_OK;
-        uint32_t syndrome = 0;
-    };
 
   private:
     friend class UdTransport;

@@ -2,9 +2,9 @@
 // Completion queues: CQEs with owner-bit phase, CQ doorbells (consumer
 // index, arming), completion events and their moderation (MODIFY_CQ),
 // overrun; QP errors and flushes.
-#include "link/byte_order.hpp"
 #include "device/command.hpp"
 #include "device/device.hpp"
+#include "link/byte_order.hpp"
 
 #include <cstring>
 
@@ -104,7 +104,7 @@ void Device::cq_timer_expired(Cq &cq) {
     cq_timers_.set(cq, 0);
 }
 
-Device::CmdResult Device::cmd_modify_cq(const Command &cmd) {
+CmdResult Device::cmd_modify_cq(const Command &cmd) {
     using In = ohca_modify_cq_in;
     const auto in = cmd.input<In>();
     const uint32_t cqn = le(in.cqn);

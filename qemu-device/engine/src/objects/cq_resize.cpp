@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // RESIZE_CQ (programming manual, "Resizing a CQ"): a CQ moves to a new ring
 // with the CQEs its consumer has not returned yet, all or nothing.
-#include "link/byte_order.hpp"
 #include "device/command.hpp"
 #include "device/device.hpp"
+#include "link/byte_order.hpp"
 
 #include <algorithm>
 #include <array>
@@ -18,7 +18,7 @@ constexpr uint32_t kCopyChunk = 64;
 
 } // namespace
 
-Device::CmdResult Device::cmd_resize_cq(const Command &cmd) {
+CmdResult Device::cmd_resize_cq(const Command &cmd) {
     const auto in = cmd.input<ohca_resize_cq_in>();
     const uint32_t cqn = le(in.cqn);
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_resize_cq_in, rsvd), sizeof(in.rsvd))) {

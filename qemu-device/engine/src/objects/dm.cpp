@@ -5,9 +5,9 @@
 // page list; Device::mr_read/mr_write send its accesses here.
 #include "objects/dm.hpp"
 
-#include "link/byte_order.hpp"
 #include "device/command.hpp"
 #include "device/device.hpp"
+#include "link/byte_order.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -173,7 +173,7 @@ void Device::dm_write(uint64_t offset, uint64_t value, unsigned int size) {
     }
 }
 
-Device::CmdResult Device::cmd_alloc_dm(const Command &cmd) {
+CmdResult Device::cmd_alloc_dm(const Command &cmd) {
     const auto in = cmd.input<ohca_alloc_dm_in>();
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_alloc_dm_in, rsvd), sizeof(in.rsvd))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
@@ -196,7 +196,7 @@ Device::CmdResult Device::cmd_alloc_dm(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_free_dm(const Command &cmd) {
+CmdResult Device::cmd_free_dm(const Command &cmd) {
     const auto in = cmd.input<ohca_handle_in>();
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
@@ -205,7 +205,7 @@ Device::CmdResult Device::cmd_free_dm(const Command &cmd) {
     return {r.status, r.syndrome};
 }
 
-Device::CmdResult Device::cmd_reg_dm_mr(const Command &cmd) {
+CmdResult Device::cmd_reg_dm_mr(const Command &cmd) {
     const auto in = cmd.input<ohca_reg_dm_mr_in>();
     const uint32_t pdn = le(in.pdn);
     const uint32_t access = le(in.access);

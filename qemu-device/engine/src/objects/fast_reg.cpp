@@ -5,15 +5,15 @@
 // invalidate. The key's low byte is the consumer's "key" variant: every
 // registration may name a new one, and only the current key of a valid MR
 // passes check_key, so a key from before an invalidation is refused.
-#include "link/byte_order.hpp"
 #include "device/command.hpp"
 #include "device/device.hpp"
+#include "link/byte_order.hpp"
 
 #include <cstring>
 
 namespace ohca {
 
-Device::CmdResult Device::init_fast_reg_mr(const ohca_create_mr_in &in, Mr &mr) const {
+CmdResult Device::init_fast_reg_mr(const ohca_create_mr_in &in, Mr &mr) const {
     using In = ohca_create_mr_in;
     if (le(in.access) != 0) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, access)};

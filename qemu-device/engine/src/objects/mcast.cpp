@@ -4,9 +4,9 @@
 // group without QPs is removed at once, so memory follows attachments.
 #include "objects/mcast.hpp"
 
-#include "link/byte_order.hpp"
 #include "device/command.hpp"
 #include "device/device.hpp"
+#include "link/byte_order.hpp"
 
 #include <algorithm>
 
@@ -74,7 +74,7 @@ void McastTable::clear() {
 
 // ---- the device's side: commands and delivery -------------------------------
 
-Device::CmdResult Device::cmd_mcast(const Command &cmd, bool attach) {
+CmdResult Device::cmd_mcast(const Command &cmd, bool attach) {
     const auto in = cmd.input<ohca_mcast_in>();
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_mcast_in, rsvd), sizeof(in.rsvd))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};

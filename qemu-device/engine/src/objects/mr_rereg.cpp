@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // REREG_MR (programming manual, "Re-registering an MR"): an MR's
 // translation, PD or access change in place; the MR keeps its keys.
-#include "link/byte_order.hpp"
 #include "device/command.hpp"
 #include "device/device.hpp"
 #include "device/limits.hpp"
+#include "link/byte_order.hpp"
 
 namespace ohca {
 
@@ -14,7 +14,7 @@ constexpr uint32_t kReregAll = OHCA_REREG_MR_TRANSLATION | OHCA_REREG_MR_PD | OH
 
 } // namespace
 
-Device::CmdResult Device::cmd_rereg_mr(const Command &cmd) {
+CmdResult Device::cmd_rereg_mr(const Command &cmd) {
     using In = ohca_rereg_mr_in;
     const auto in = cmd.input<In>();
     const uint32_t key = le(in.key);

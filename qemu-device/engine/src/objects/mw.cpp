@@ -6,9 +6,9 @@
 // a window's key is never accepted as an lkey (check_key sees no MR there).
 // Type 1 windows belong to their PD; type 2 windows (IBTA type 2B) are also
 // tied to the QP that bound them until they are invalidated.
-#include "link/byte_order.hpp"
 #include "device/command.hpp"
 #include "device/device.hpp"
+#include "link/byte_order.hpp"
 
 namespace ohca {
 
@@ -28,7 +28,7 @@ std::optional<uint32_t> Device::free_key_slot() const {
     return std::nullopt;
 }
 
-Device::CmdResult Device::cmd_alloc_mw(const Command &cmd) {
+CmdResult Device::cmd_alloc_mw(const Command &cmd) {
     const auto in = cmd.input<ohca_alloc_mw_in>();
     const uint32_t pdn = le(in.pdn);
     Pd *pd = pdn < pds_.size() ? pds_[pdn].get() : nullptr;
@@ -61,7 +61,7 @@ Device::CmdResult Device::cmd_alloc_mw(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_dealloc_mw(const Command &cmd) {
+CmdResult Device::cmd_dealloc_mw(const Command &cmd) {
     const auto in = cmd.input<ohca_handle_in>();
     const uint32_t key = le(in.handle);
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {

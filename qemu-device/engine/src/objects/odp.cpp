@@ -5,9 +5,9 @@
 // ODP_UNMAP commands. Programming manual section 19, docs/odp.md.
 #include "objects/odp.hpp"
 
-#include "link/byte_order.hpp"
 #include "device/command.hpp"
 #include "device/device.hpp"
+#include "link/byte_order.hpp"
 
 #include <algorithm>
 
@@ -246,7 +246,7 @@ struct OdpRange {
 };
 } // namespace
 
-Device::CmdResult Device::cmd_odp_map(const Command &cmd) {
+CmdResult Device::cmd_odp_map(const Command &cmd) {
     const auto in = cmd.input<ohca_odp_map_in>();
     const uint32_t key = le(in.key);
     const uint32_t flags = le(in.flags);
@@ -317,7 +317,7 @@ Device::CmdResult Device::cmd_odp_map(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_odp_unmap(const Command &cmd) {
+CmdResult Device::cmd_odp_unmap(const Command &cmd) {
     const auto in = cmd.input<ohca_odp_unmap_in>();
     const uint32_t key = le(in.key);
     const uint64_t va = le(in.va);
@@ -352,7 +352,7 @@ Device::CmdResult Device::cmd_odp_unmap(const Command &cmd) {
 namespace ohca {
 
 // CREATE_MR with OHCA_MR_F_ODP: no page list, every translation invalid.
-Device::CmdResult Device::init_odp_mr(const ohca_create_mr_in &in, Mr &mr) const {
+CmdResult Device::init_odp_mr(const ohca_create_mr_in &in, Mr &mr) const {
     const bool implicit = (le(in.flags) & OHCA_MR_F_IMPLICIT) != 0;
     const uint64_t iova = le(in.iova);
     const uint64_t length = le(in.length);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The RDMA resource commands (programming manual section 8). Every command
 // validates all of its input before it changes any state.
-#include "link/byte_order.hpp"
 #include "device/command.hpp"
 #include "device/device.hpp"
+#include "link/byte_order.hpp"
 #include "objects/qp_state.hpp"
 
 #include <algorithm>
@@ -95,16 +95,13 @@ Qp *Device::find_qp(uint32_t qpn) {
     return lookup(qps_, qpn);
 }
 
-Device::CmdResult Device::write_create_out(const Command &cmd, uint32_t h1, uint32_t h2) {
-    ohca_create_out out{};
-    out.handle = le(h1);
-    out.handle2 = le(h2);
-    return write_output(cmd, &out, sizeof(out));
+CmdResult Device::write_create_out(const Command &cmd, uint32_t h1, uint32_t h2) {
+    return ohca::write_create_out(host_, cmd, h1, h2);
 }
 
 // ---- EQ ---------------------------------------------------------------------
 
-Device::CmdResult Device::cmd_create_eq(const Command &cmd) {
+CmdResult Device::cmd_create_eq(const Command &cmd) {
     const auto in = cmd.input<ohca_create_eq_in>();
     const uint64_t base = le(in.base);
     if (base == 0 || base % sizeof(ohca_eqe) != 0) {
@@ -131,7 +128,7 @@ Device::CmdResult Device::cmd_create_eq(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_destroy_eq(const Command &cmd) {
+CmdResult Device::cmd_destroy_eq(const Command &cmd) {
     const auto in = cmd.input<ohca_handle_in>();
     const uint32_t eqn = le(in.handle);
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
@@ -157,7 +154,7 @@ void Device::comp_eq_doorbell(uint32_t eqn, uint32_t value) {
 
 // ---- PD ---------------------------------------------------------------------
 
-Device::CmdResult Device::cmd_create_pd(const Command &cmd) {
+CmdResult Device::cmd_create_pd(const Command &cmd) {
     const auto pdn = free_slot(pds_, 1);
     if (!pdn) {
         return {OHCA_STATUS_NO_RESOURCES, 0};
@@ -169,7 +166,7 @@ Device::CmdResult Device::cmd_create_pd(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_destroy_pd(const Command &cmd) {
+CmdResult Device::cmd_destroy_pd(const Command &cmd) {
     const auto in = cmd.input<ohca_handle_in>();
     const uint32_t pdn = le(in.handle);
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
@@ -188,7 +185,7 @@ Device::CmdResult Device::cmd_destroy_pd(const Command &cmd) {
 
 // ---- MR ---------------------------------------------------------------------
 
-Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
+CmdResult Device::cmd_create_mr(const Command &cmd) {
     const auto in = cmd.input<ohca_create_mr_in>();
     const uint32_t pdn = le(in.pdn);
     const uint32_t access = le(in.access);
@@ -276,7 +273,7 @@ Device::CmdResult Device::cmd_create_mr(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_destroy_mr(const Command &cmd) {
+CmdResult Device::cmd_destroy_mr(const Command &cmd) {
     const auto in = cmd.input<ohca_handle_in>();
     const uint32_t key = le(in.handle);
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
@@ -358,7 +355,7 @@ bool Device::mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) co
 
 // ---- CQ ---------------------------------------------------------------------
 
-Device::CmdResult Device::cmd_create_cq(const Command &cmd) {
+CmdResult Device::cmd_create_cq(const Command &cmd) {
     const auto in = cmd.input<ohca_create_cq_in>();
     const uint32_t eqn = le(in.eqn);
     const uint32_t uar = le(in.uar_index);
@@ -400,7 +397,7 @@ Device::CmdResult Device::cmd_create_cq(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_destroy_cq(const Command &cmd) {
+CmdResult Device::cmd_destroy_cq(const Command &cmd) {
     const auto in = cmd.input<ohca_handle_in>();
     const uint32_t cqn = le(in.handle);
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
@@ -428,7 +425,7 @@ Device::CmdResult Device::cmd_destroy_cq(const Command &cmd) {
 
 // ---- QP ---------------------------------------------------------------------
 
-Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
+CmdResult Device::cmd_create_qp(const Command &cmd) {
     using In = ohca_create_qp_in;
     const auto in = cmd.input<In>();
     const uint32_t pdn = le(in.pdn);
@@ -617,7 +614,7 @@ Device::CmdResult Device::cmd_create_qp(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_destroy_qp(const Command &cmd) {
+CmdResult Device::cmd_destroy_qp(const Command &cmd) {
     const auto in = cmd.input<ohca_handle_in>();
     const uint32_t qpn = le(in.handle);
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
@@ -659,7 +656,7 @@ Device::CmdResult Device::cmd_destroy_qp(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_modify_qp(const Command &cmd) {
+CmdResult Device::cmd_modify_qp(const Command &cmd) {
     using In = ohca_modify_qp_in;
     constexpr size_t A = offsetof(In, attr);
     const auto in = cmd.input<In>();
@@ -877,7 +874,7 @@ void Device::apply_qp_state(Qp &qp, uint8_t next) {
     }
 }
 
-Device::CmdResult Device::cmd_query_qp(const Command &cmd) {
+CmdResult Device::cmd_query_qp(const Command &cmd) {
     const auto in = cmd.input<ohca_handle_in>();
     const uint32_t qpn = le(in.handle);
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {

@@ -6,10 +6,10 @@
 #pragma once
 
 #include "device/event_queue.hpp"
+#include "device/sched.hpp"
 #include "objects/odp.hpp"
 #include "objects/page_list.hpp"
 #include "transports/responder_resources.hpp"
-#include "device/sched.hpp"
 
 #include <ohca/ohca_cmd.h>
 #include <ohca/ohca_queue.h>

@@ -3,9 +3,9 @@
 // and the responder taking a QP's next receive WQE from its SRQ.
 #include "objects/srq.hpp"
 
-#include "link/byte_order.hpp"
 #include "device/command.hpp"
 #include "device/device.hpp"
+#include "link/byte_order.hpp"
 
 #include <array>
 
@@ -52,7 +52,7 @@ bool Srq::limit_reached() {
 
 namespace {
 
-Device::CmdResult bad_field(size_t off) {
+CmdResult bad_field(size_t off) {
     return {OHCA_STATUS_BAD_FIELD, static_cast<uint32_t>(off)};
 }
 
@@ -62,7 +62,7 @@ Srq *Device::find_srq(uint32_t srqn) {
     return srqn < srqs_.size() ? srqs_[srqn].get() : nullptr;
 }
 
-Device::CmdResult Device::cmd_create_srq(const Command &cmd) {
+CmdResult Device::cmd_create_srq(const Command &cmd) {
     using In = ohca_create_srq_in;
     const auto in = cmd.input<In>();
     const uint32_t pdn = le(in.pdn);
@@ -153,7 +153,7 @@ Device::CmdResult Device::cmd_create_srq(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_modify_srq(const Command &cmd) {
+CmdResult Device::cmd_modify_srq(const Command &cmd) {
     using In = ohca_modify_srq_in;
     const auto in = cmd.input<In>();
     const uint32_t srqn = le(in.srqn);
@@ -178,7 +178,7 @@ Device::CmdResult Device::cmd_modify_srq(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_query_srq(const Command &cmd) {
+CmdResult Device::cmd_query_srq(const Command &cmd) {
     const auto in = cmd.input<ohca_handle_in>();
     const uint32_t srqn = le(in.handle);
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
@@ -198,7 +198,7 @@ Device::CmdResult Device::cmd_query_srq(const Command &cmd) {
     return write_output(cmd, &out, sizeof(out));
 }
 
-Device::CmdResult Device::cmd_destroy_srq(const Command &cmd) {
+CmdResult Device::cmd_destroy_srq(const Command &cmd) {
     const auto in = cmd.input<ohca_handle_in>();
     const uint32_t srqn = le(in.handle);
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {

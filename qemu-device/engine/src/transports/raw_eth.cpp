@@ -6,9 +6,9 @@
 // copy; nothing is allocated.
 #include "transports/raw_eth.hpp"
 
-#include "link/byte_order.hpp"
 #include "device/command.hpp"
 #include "device/device.hpp"
+#include "link/byte_order.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -442,7 +442,7 @@ void RawEth::deliver(Qp &qp, std::span<const uint8_t> frame) {
 
 // ---- the commands ------------------------------------------------------------
 
-Device::CmdResult Device::cmd_create_flow(const Command &cmd) {
+CmdResult Device::cmd_create_flow(const Command &cmd) {
     using In = ohca_create_flow_in;
     const auto in = cmd.input<In>();
     if (auto off =
@@ -481,7 +481,7 @@ Device::CmdResult Device::cmd_create_flow(const Command &cmd) {
     return {};
 }
 
-Device::CmdResult Device::cmd_destroy_flow(const Command &cmd) {
+CmdResult Device::cmd_destroy_flow(const Command &cmd) {
     const auto in = cmd.input<ohca_handle_in>();
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};

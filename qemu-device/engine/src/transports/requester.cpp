@@ -3,8 +3,8 @@
 // RoCEv2 packets by path MTU, ACK/NAK, READ response and atomic acknowledge
 // handling, go-back-N retransmission on NAK or local ACK timeout, RNR waits.
 #include "transports/requester.hpp"
-#include "link/byte_order.hpp"
 #include "device/limits.hpp"
+#include "link/byte_order.hpp"
 
 #include <algorithm>
 #include <cstring>

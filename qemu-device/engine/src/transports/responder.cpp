@@ -5,8 +5,8 @@
 // READ and atomic responses hold the QP's responder resources
 // (responder_resources.hpp), which bound what a peer can make it queue.
 #include "transports/responder.hpp"
-#include "link/byte_order.hpp"
 #include "device/limits.hpp"
+#include "link/byte_order.hpp"
 
 #include <algorithm>
 

@@ -4,8 +4,8 @@
 // (parsed, matched to a QP, handed to its transport), QP doorbells, the
 // ready list and timer heap, and the run loop that visits only ready QPs
 // within a time bound.
-#include "link/byte_order.hpp"
 #include "device/device.hpp"
+#include "link/byte_order.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -8,8 +8,8 @@
 
 #include "device/host.hpp"
 #include "device/limits.hpp"
-#include "objects/rdma_objects.hpp"
 #include "link/roce_packet.hpp"
+#include "objects/rdma_objects.hpp"
 #include "objects/srq.hpp"
 
 #include <algorithm>

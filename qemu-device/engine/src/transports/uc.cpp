@@ -13,8 +13,8 @@
 // QP's one WQE copy has grown.
 #include "transports/uc.hpp"
 
-#include "link/byte_order.hpp"
 #include "device/limits.hpp"
+#include "link/byte_order.hpp"
 #include "objects/srq.hpp"
 
 #include <algorithm>

@@ -6,8 +6,8 @@
 // GRH first. Work per packet and per WQE is bounded by the MTU.
 #include "transports/ud.hpp"
 
-#include "link/byte_order.hpp"
 #include "device/device.hpp"
+#include "link/byte_order.hpp"
 
 #include <algorithm>
 #include <array>

@@ -4,8 +4,8 @@
 // retransmission. Each send WQE carries its address vector.
 #pragma once
 
-#include "objects/rdma_objects.hpp"
 #include "link/roce_packet.hpp"
+#include "objects/rdma_objects.hpp"
 
 #include <cstdint>
 #include <optional>
