@@ -63,7 +63,7 @@ struct DeviceConfig {
     uint32_t max_qp = OHCA_ENGINE_DEFAULT_MAX_QP; // 1..OHCA_ENGINE_MAX_QP
 };
 
-class Device : private TransportServices {
+class Device : private MemoryServices, private CompletionServices, private WireServices {
   public:
     Device(const ohca_engine_ops &ops, void *ctx, const DeviceConfig &cfg);
     Device(const Device &) = delete;
@@ -403,13 +403,15 @@ class Device : private TransportServices {
     // them whatever its backlog holds.
     bool timers_deferred_ = false;
     SchedStats sched_stats_;
+    // What the transports reach the device through.
+    TransportServices svc_{*this, *this, *this};
     // The RC transport.
-    RcRequester rc_requester_{*this};
-    RcResponder rc_responder_{*this};
+    RcRequester rc_requester_{svc_};
+    RcResponder rc_responder_{svc_};
     // The UC transport.
-    UcTransport uc_{*this};
+    UcTransport uc_{svc_};
     // XRC: domains, and RC's requester and responder with the XRC wire.
-    XrcTransport xrc_{*this, rc_requester_, rc_responder_};
+    XrcTransport xrc_{svc_, rc_requester_, rc_responder_};
     // Raw Ethernet QPs and their flows.
     RawEth raw_{*this};
     // On-demand paging: outstanding faults, the QPs waiting for one (each

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The services a transport (RC today; UD, UC and XRC beside it) gets from
-// the device: guest memory through keys and the Host, the wire, completions
-// and events, and scheduling. A transport keeps its per-QP state in Qp and
-// reaches everything else through this interface only, so it can be read,
-// replaced and tested without the rest of Device.
+// The services a transport (RC, UC, UD, XRC, raw Ethernet) gets from the
+// device: guest memory through keys, the wire, completions and events, and
+// scheduling. A transport keeps its per-QP state in Qp and reaches
+// everything else through TransportServices only.
 #pragma once
 
 #include "device/host.hpp"
@@ -118,16 +117,21 @@ enum class EmitResult {
     FillFailed, // the payload could not be read: nothing was sent
 };
 
-class TransportServices {
+// What a transport needs from the rest of the device, in three groups,
+// each implemented by the part that owns it: guest memory through keys
+// (MemoryServices), completions, events and receive queues
+// (CompletionServices), the wire and the scheduler (WireServices).
+// TransportServices binds the three for the transports; they reach nothing
+// else, so they can be read, replaced and tested without the rest of the
+// device.
+class MemoryServices {
   public:
-    TransportServices() = default;
-    TransportServices(const TransportServices &) = delete;
-    TransportServices &operator=(const TransportServices &) = delete;
+    MemoryServices() = default;
+    MemoryServices(const MemoryServices &) = delete;
+    MemoryServices &operator=(const MemoryServices &) = delete;
 
-    // Guest memory: work queue rings go through host() (DMA), data
-    // through a key checked for [va, va + len) with 'access' rights in PD
-    // 'pdn' and then the MR's pages.
-    [[nodiscard]] virtual const Host &host() const = 0;
+    // Data goes through a key checked for [va, va + len) with 'access'
+    // rights in PD 'pdn' and then the MR's pages.
     [[nodiscard]] virtual KeyResult check_key(uint32_t key, uint64_t va, uint64_t len,
                                               uint32_t access, uint32_t pdn) const = 0;
     // The same for an rkey a remote request names at QP 'qp': an MR's key,
@@ -135,6 +139,7 @@ class TransportServices {
     [[nodiscard]] virtual KeyResult check_rkey(const Qp &qp, uint32_t key, uint64_t va,
                                                uint64_t len, uint32_t access) const = 0;
     virtual bool mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const = 0;
+    virtual bool mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const = 0;
     // On-demand paging (odp.cpp): whether [va, va + len) of the MR has
     // translations ('write': writable ones). Pending posts a page fault
     // (once per range) and the access must wait: a requester calls
@@ -144,30 +149,23 @@ class TransportServices {
     // Whether any MR of the device may be an ODP one (false: every access
     // is Resident, and the SGEs' keys need no second look for it).
     [[nodiscard]] virtual bool has_odp_mrs() const = 0;
-    // The same for bytes [offset, offset + len) of SGEs whose keys were
-    // checked (an SGE whose key no longer checks is left to the access).
-    OdpState odp_touch_sges(const Qp &qp, const std::vector<Sge> &sges, uint64_t offset,
-                            uint64_t len, bool write);
     virtual void odp_wait(Qp &qp) = 0;
-    virtual bool mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const = 0;
-    // Bytes [offset, offset + out.size()) of a send WQE's data (its inline
-    // data or its SGEs, each through its lkey) into out; false on a key or
-    // DMA error. One gather for every transport that sends from a WQE.
-    [[nodiscard]] bool gather(const Qp &qp, const SendWr &wr, uint32_t offset,
-                              std::span<uint8_t> out) const;
+    // Memory management (fast_reg.cpp, mw.cpp): a REG_MR, LOCAL_INV or
+    // BIND_MW WQE executed when fetched; the invalidation a SEND with
+    // invalidate asks for ('remote').
+    virtual LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) = 0;
+    virtual uint8_t invalidate_key(uint32_t key, const Qp &qp, bool remote) = 0;
 
-    // The wire: one packet of the QP to its peer (looped back inside the
-    // device when the peer's GID is ours); tx_room() is false while the
-    // loopback backlog has no room for what this QP would generate.
-    virtual void emit(const Qp &qp, const PacketFields &fields,
-                      std::span<const uint8_t> payload) = 0;
-    // The same with a payload of payload_len bytes written by 'fill' (a
-    // gather from guest memory), without an intermediate buffer.
-    virtual EmitResult emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
-                                 PayloadFill fill) = 0;
-    [[nodiscard]] virtual bool tx_room(const Qp &qp) const = 0;
+  protected:
+    ~MemoryServices() = default;
+};
 
-    // Completions, events, errors.
+class CompletionServices {
+  public:
+    CompletionServices() = default;
+    CompletionServices(const CompletionServices &) = delete;
+    CompletionServices &operator=(const CompletionServices &) = delete;
+
     virtual void complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) = 0;
     // 'invalidated': the rkey a SEND with invalidate freed.
     virtual void complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
@@ -179,27 +177,120 @@ class TransportServices {
     // error): such events take at most half of EQ 0, the rest are dropped.
     virtual void post_peer_event(uint16_t code, uint32_t qpn) = 0;
     virtual void qp_to_error(Qp &qp) = 0;
-
-    // Memory management (fast_reg.cpp, mw.cpp): a REG_MR, LOCAL_INV or
-    // BIND_MW WQE executed when fetched; the invalidation a SEND with
-    // invalidate asks for ('remote').
-    virtual LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) = 0;
-    virtual uint8_t invalidate_key(uint32_t key, const Qp &qp, bool remote) = 0;
     // The next receive WQE of a QP on an SRQ (qp.srqn), into the QP's
     // recv_* fields (srq.cpp).
     virtual SrqTake take_srq_wqe(Qp &qp) = 0;
     // An SRQ by number (nullptr: none), for XRC's check of a request's
     // XRCETH.
     [[nodiscard]] virtual const Srq *srq(uint32_t srqn) = 0;
-    virtual RoceCounters &counters() = 0;
 
+  protected:
+    ~CompletionServices() = default;
+};
+
+class WireServices {
+  public:
+    WireServices() = default;
+    WireServices(const WireServices &) = delete;
+    WireServices &operator=(const WireServices &) = delete;
+
+    // Work queue rings are read through the Host (DMA).
+    [[nodiscard]] virtual const Host &host() const = 0;
+    // One packet of the QP to its peer (looped back inside the device when
+    // the peer's GID is ours); tx_room() is false while the loopback
+    // backlog has no room for what this QP would generate.
+    virtual void emit(const Qp &qp, const PacketFields &fields,
+                      std::span<const uint8_t> payload) = 0;
+    // The same with a payload of payload_len bytes written by 'fill' (a
+    // gather from guest memory), without an intermediate buffer.
+    virtual EmitResult emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
+                                 PayloadFill fill) = 0;
+    [[nodiscard]] virtual bool tx_room(const Qp &qp) const = 0;
+    virtual RoceCounters &counters() = 0;
     // Scheduling: the QP has work for process() (idempotent, O(1)); its
     // timer expires at deadline_ns (0 disarms).
     virtual void mark_ready(Qp &qp) = 0;
     virtual void set_deadline(Qp &qp, uint64_t deadline_ns) = 0;
 
   protected:
-    ~TransportServices() = default;
+    ~WireServices() = default;
+};
+
+class TransportServices {
+  public:
+    TransportServices(MemoryServices &mem, CompletionServices &comp, WireServices &wire)
+        : mem_(mem), comp_(comp), wire_(wire) {}
+    TransportServices(const TransportServices &) = delete;
+    TransportServices &operator=(const TransportServices &) = delete;
+
+    [[nodiscard]] const Host &host() const { return wire_.host(); }
+    [[nodiscard]] KeyResult check_key(uint32_t key, uint64_t va, uint64_t len, uint32_t access,
+                                      uint32_t pdn) const {
+        return mem_.check_key(key, va, len, access, pdn);
+    }
+    [[nodiscard]] KeyResult check_rkey(const Qp &qp, uint32_t key, uint64_t va, uint64_t len,
+                                       uint32_t access) const {
+        return mem_.check_rkey(qp, key, va, len, access);
+    }
+    bool mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const {
+        return mem_.mr_read(mr, va, buf, len);
+    }
+    bool mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const {
+        return mem_.mr_write(mr, va, buf, len);
+    }
+    OdpState odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) {
+        return mem_.odp_touch(mr, va, len, write);
+    }
+    [[nodiscard]] bool has_odp_mrs() const { return mem_.has_odp_mrs(); }
+    void odp_wait(Qp &qp) { mem_.odp_wait(qp); }
+    // odp_touch for bytes [offset, offset + len) of SGEs whose keys were
+    // checked (an SGE whose key no longer checks is left to the access).
+    OdpState odp_touch_sges(const Qp &qp, const std::vector<Sge> &sges, uint64_t offset,
+                            uint64_t len, bool write);
+    // Bytes [offset, offset + out.size()) of a send WQE's data (its inline
+    // data or its SGEs, each through its lkey) into out; false on a key or
+    // DMA error. One gather for every transport that sends from a WQE.
+    [[nodiscard]] bool gather(const Qp &qp, const SendWr &wr, uint32_t offset,
+                              std::span<uint8_t> out) const;
+    LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) {
+        return mem_.execute_local_op(qp, w, wr);
+    }
+    uint8_t invalidate_key(uint32_t key, const Qp &qp, bool remote) {
+        return mem_.invalidate_key(key, qp, remote);
+    }
+
+    void emit(const Qp &qp, const PacketFields &fields, std::span<const uint8_t> payload) {
+        wire_.emit(qp, fields, payload);
+    }
+    EmitResult emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
+                         PayloadFill fill) {
+        return wire_.emit_fill(qp, fields, payload_len, fill);
+    }
+    [[nodiscard]] bool tx_room(const Qp &qp) const { return wire_.tx_room(qp); }
+    RoceCounters &counters() { return wire_.counters(); }
+    void mark_ready(Qp &qp) { wire_.mark_ready(qp); }
+    void set_deadline(Qp &qp, uint64_t deadline_ns) { wire_.set_deadline(qp, deadline_ns); }
+
+    void complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) {
+        comp_.complete_send(qp, wr, status, verr);
+    }
+    void complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
+                       std::optional<uint32_t> imm, uint8_t status, uint8_t verr, bool solicited,
+                       std::optional<uint32_t> invalidated = std::nullopt) {
+        comp_.complete_recv(qp, wr_id, opcode, byte_len, imm, status, verr, solicited, invalidated);
+    }
+    void post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, uint32_t p2) {
+        comp_.post_event(type, code, p0, p1, p2);
+    }
+    void post_peer_event(uint16_t code, uint32_t qpn) { comp_.post_peer_event(code, qpn); }
+    void qp_to_error(Qp &qp) { comp_.qp_to_error(qp); }
+    SrqTake take_srq_wqe(Qp &qp) { return comp_.take_srq_wqe(qp); }
+    [[nodiscard]] const Srq *srq(uint32_t srqn) { return comp_.srq(srqn); }
+
+  private:
+    MemoryServices &mem_;
+    CompletionServices &comp_;
+    WireServices &wire_;
 };
 
 } // namespace ohca
