@@ -32,6 +32,7 @@
 #include "link/roce_packet.hpp"
 #include "objects/dm.hpp"
 #include "objects/mcast.hpp"
+#include "objects/pbl_budget.hpp"
 #include "objects/rdma_objects.hpp"
 #include "transports/raw_eth.hpp"
 #include "transports/requester.hpp"
@@ -86,7 +87,7 @@ class Device : private MemoryServices, private CompletionServices, private WireS
     // For tests and the glue's tracing.
     [[nodiscard]] const Stats &stats() const { return stats_; }
     // Host memory held by the page lists of live objects.
-    [[nodiscard]] uint64_t pbl_bytes() const { return pbl_entries_ * sizeof(uint64_t); }
+    [[nodiscard]] uint64_t pbl_bytes() const { return pbl_.used() * sizeof(uint64_t); }
     // The transport's run loop, for tests, benchmarks and tracing.
     struct SchedStats {
         uint64_t runs = 0;        // process_rdma() calls
@@ -388,7 +389,7 @@ class Device : private MemoryServices, private CompletionServices, private WireS
                        DeviceLimits::max_total_mcast_qp_attach}};
     std::array<uint32_t, OHCA_NUM_DB_PAGES> uar_refs_{};
     // Page-list entries held by live objects (DeviceLimits::max_pbl_entries).
-    uint64_t pbl_entries_ = 0;
+    PblBudget pbl_;
     // RoCE frames received (or looped back), handled by process().
     RoceBacklog roce_backlog_{DeviceLimits::max_roce_backlog};
     std::vector<uint8_t> tx_frame_; // the frame being sent, storage reused

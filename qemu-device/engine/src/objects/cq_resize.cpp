@@ -89,7 +89,8 @@ CmdResult Device::cmd_resize_cq(const Command &cmd) {
     if (CmdResult res = write_output(cmd, &out, sizeof(out)); res.status != OHCA_STATUS_OK) {
         return res;
     }
-    pbl_entries_ = pbl_entries_ - cq->ring.npages() + ring.npages();
+    pbl_.release(cq->ring.npages());
+    pbl_.charge(ring.npages());
     cq->ring = std::move(ring);
     cq->log_size = in.log_size;
     cq->pi = n;

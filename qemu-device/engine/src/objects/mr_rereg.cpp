@@ -94,7 +94,8 @@ CmdResult Device::cmd_rereg_mr(const Command &cmd) {
         mr.access = access;
     }
     if ((flags & OHCA_REREG_MR_TRANSLATION) != 0) {
-        pbl_entries_ = pbl_entries_ - mr.pages.npages() + pages.npages();
+        pbl_.release(mr.pages.npages());
+        pbl_.charge(pages.npages());
         mr.pages = std::move(pages);
         mr.iova = iova;
         mr.length = length;

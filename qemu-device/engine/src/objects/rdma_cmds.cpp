@@ -54,7 +54,7 @@ void Device::rdma_power_on() {
     raw_.reset();
     xrc_.reset();
     uar_refs_.fill(0);
-    pbl_entries_ = 0;
+    pbl_.reset();
     odp_faults_.clear();
     odp_waiters_.clear();
     odp_chunks_ = 0;
@@ -88,7 +88,7 @@ uint64_t Device::pbl_charge(const Mr &mr) {
 }
 
 uint64_t Device::pbl_room() const {
-    return DeviceLimits::max_pbl_entries - pbl_entries_;
+    return pbl_.room();
 }
 
 Qp *Device::find_qp(uint32_t qpn) {
@@ -263,7 +263,7 @@ CmdResult Device::cmd_create_mr(const Command &cmd) {
         return r;
     }
     mr_tags_[*index] = tag;
-    pbl_entries_ += pbl_charge(mr);
+    pbl_.charge(pbl_charge(mr));
     if (mr.odp) {
         ++odp_mrs_; // odp_mr_destroyed() counts it down
     }
@@ -290,7 +290,7 @@ CmdResult Device::cmd_destroy_mr(const Command &cmd) {
     if (Pd *pd = lookup(pds_, mr->pdn)) {
         --pd->refs;
     }
-    pbl_entries_ -= pbl_charge(*mr);
+    pbl_.release(pbl_charge(*mr));
     dm_mr_destroyed(*mr);
     odp_mr_destroyed(*mr);
     mrs_[OHCA_KEY_INDEX(key)].mr.reset();
@@ -387,7 +387,7 @@ CmdResult Device::cmd_create_cq(const Command &cmd) {
     if (CmdResult res = write_create_out(cmd, *cqn, 0); res.status != OHCA_STATUS_OK) {
         return res;
     }
-    pbl_entries_ += cq.ring.npages();
+    pbl_.charge(cq.ring.npages());
     cq.cqn = *cqn;
     cqs_[*cqn] = std::make_unique<Cq>(std::move(cq));
     if (eqn != 0) {
@@ -414,7 +414,7 @@ CmdResult Device::cmd_destroy_cq(const Command &cmd) {
         --eq->cq_refs;
     }
     --uar_refs_[cq->uar];
-    pbl_entries_ -= cq->ring.npages();
+    pbl_.release(cq->ring.npages());
     if (cq->deadline_ns != 0) { // a held event goes with its CQ
         cq_timers_.set(*cq, 0);
         update_timer();
@@ -600,7 +600,7 @@ CmdResult Device::cmd_create_qp(const Command &cmd) {
     if (in.type != OHCA_QPT_GSI) {
         next_qpn_ = *qpn + 1;
     }
-    pbl_entries_ += qp.sq.ring.npages() + qp.rq.ring.npages();
+    pbl_.charge(qp.sq.ring.npages() + qp.rq.ring.npages());
     qps_[*qpn] = std::make_unique<Qp>(std::move(qp));
     ++pd->refs;
     ++cqs_[scqn]->qp_refs;
@@ -645,7 +645,7 @@ CmdResult Device::cmd_destroy_qp(const Command &cmd) {
         }
     }
     --uar_refs_[qp->uar];
-    pbl_entries_ -= qp->sq.ring.npages() + qp->rq.ring.npages();
+    pbl_.release(qp->sq.ring.npages() + qp->rq.ring.npages());
     mcast_.detach_all(qpn);
     if (qp->windows != 0) {
         unbind_qp_windows(*qp); // their QP is gone: nothing can use them

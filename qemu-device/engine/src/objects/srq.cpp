@@ -142,7 +142,7 @@ CmdResult Device::cmd_create_srq(const Command &cmd) {
     if (CmdResult res = write_create_out(cmd, srqn, 0); res.status != OHCA_STATUS_OK) {
         return res;
     }
-    pbl_entries_ += srq.ring.npages();
+    pbl_.charge(srq.ring.npages());
     srqs_[srqn] = std::make_unique<Srq>(std::move(srq));
     ++pd->refs;
     if (cq != nullptr) {
@@ -221,7 +221,7 @@ CmdResult Device::cmd_destroy_srq(const Command &cmd) {
         xrc_.put(srq->xrcdn);
     }
     --uar_refs_[srq->uar];
-    pbl_entries_ -= srq->ring.npages();
+    pbl_.release(srq->ring.npages());
     srqs_[srqn].reset();
     return {};
 }

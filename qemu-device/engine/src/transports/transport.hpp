@@ -8,6 +8,7 @@
 #include "device/host.hpp"
 #include "device/limits.hpp"
 #include "link/roce_packet.hpp"
+#include "objects/event_sink.hpp"
 #include "objects/rdma_objects.hpp"
 #include "objects/srq.hpp"
 
@@ -160,7 +161,7 @@ class MemoryServices {
     ~MemoryServices() = default;
 };
 
-class CompletionServices {
+class CompletionServices : public EventSink {
   public:
     CompletionServices() = default;
     CompletionServices(const CompletionServices &) = delete;
@@ -172,10 +173,6 @@ class CompletionServices {
                                std::optional<uint32_t> imm, uint8_t status, uint8_t verr,
                                bool solicited,
                                std::optional<uint32_t> invalidated = std::nullopt) = 0;
-    virtual void post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, uint32_t p2) = 0;
-    // A QP event a wire peer's packets caused (COMM_EST, a responder
-    // error): such events take at most half of EQ 0, the rest are dropped.
-    virtual void post_peer_event(uint16_t code, uint32_t qpn) = 0;
     virtual void qp_to_error(Qp &qp) = 0;
     // The next receive WQE of a QP on an SRQ (qp.srqn), into the QP's
     // recv_* fields (srq.cpp).
