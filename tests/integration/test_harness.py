@@ -208,14 +208,15 @@ def test_switch_learns_floods_and_counts(tmp_path):
     assert stats["macs"] == {macs[i]: i for i in range(3)}, stats
 
 
-# Four VMs on one switch: each pings every other one over its ohca
-# netdev, then runs an rping server for every other VM and, once all are
+# Four VMs on one switch: once all are up, each pings every other one
+# over its ohca netdev, then runs an rping server for every other VM and, once all are
 # listening, an rping client to every other VM: twelve RC connections
 # through rdma_cm, every ordered pair once, three verified pings each.
 MESH = r"""
+ohca_barrier all-up 180  # every VM's preamble done: its address is up
 echo "=== ping ==="
 for ip in $OHCA_PEER_IPS; do
-    if ping -c 3 -i 0.2 -w 30 "$ip" >/tmp/ping.log 2>&1; then
+    if ping -c 3 -i 0.2 -W 5 "$ip" >/tmp/ping.log 2>&1; then
         echo "PING_OK $ip"
     else
         echo "PING_FAIL $ip"; cat /tmp/ping.log
