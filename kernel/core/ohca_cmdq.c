@@ -90,6 +90,45 @@ static int ohca_status_to_errno(u8 status)
 	}
 }
 
+/*
+ * Statuses a caller provokes at will (audit N5): NO_RESOURCES at the
+ * device's limits (creating objects in a loop), BAD_FIELD for values the
+ * RDMA core does not range-check (modify_qp), BAD_STATE for an object in
+ * use (an MR with windows bound). They are the caller's answer, not the
+ * driver's or the device's fault: logged at debug level only.
+ */
+static bool ohca_status_caller_caused(u8 status)
+{
+	return status == OHCA_STATUS_NO_RESOURCES ||
+	       status == OHCA_STATUS_BAD_FIELD ||
+	       status == OHCA_STATUS_BAD_STATE;
+}
+
+/* A command failed: every log line rate-limited, users can repeat it. */
+static void ohca_cmd_log_failure(struct ohca_dev *dev, u16 opcode, u8 status,
+				 u32 syndrome)
+{
+	if (ohca_status_caller_caused(status))
+		dev_dbg_ratelimited(&dev->pdev->dev,
+				    "command %s (0x%02x): status %s (0x%02x) syndrome 0x%x\n",
+				    ohca_cmd_name(opcode), opcode,
+				    ohca_status_name(status), status, syndrome);
+	else
+		dev_err_ratelimited(&dev->pdev->dev,
+				    "command %s (0x%02x) failed: status %s (0x%02x) syndrome 0x%x\n",
+				    ohca_cmd_name(opcode), opcode,
+				    ohca_status_name(status), status, syndrome);
+}
+
+/**
+ * ohca_cmdq_init() - allocate the command queue and give it to the device
+ * @dev: the function
+ *
+ * The ring and one pair of mailboxes per context, coherent; the ring's
+ * address and size go to the CMDQ_BASE and CMDQ_LOG_SIZE registers.
+ *
+ * Return: 0 or -ENOMEM.
+ */
 int ohca_cmdq_init(struct ohca_dev *dev)
 {
 	struct device *dmadev = &dev->pdev->dev;
@@ -358,11 +397,8 @@ int ohca_cmd_exec(struct ohca_dev *dev, const struct ohca_cmd_args *args)
 	if (!err) {
 		err = ohca_status_to_errno(ctx->status);
 		if (err)
-			dev_err(&dev->pdev->dev,
-				"command %s (0x%02x) failed: status %s (0x%02x) syndrome 0x%x\n",
-				ohca_cmd_name(args->opcode), args->opcode,
-				ohca_status_name(ctx->status), ctx->status,
-				ctx->syndrome);
+			ohca_cmd_log_failure(dev, args->opcode, ctx->status,
+					     ctx->syndrome);
 		else if (args->out_len)
 			memcpy(args->out, ctx->out_buf, args->out_len);
 	}

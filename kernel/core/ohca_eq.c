@@ -2,28 +2,13 @@
 /*
  * ohca_core: event queue 0 (command completions, port changes, fatal
  * errors, the RDMA objects' events) and the completion EQs, their MSI-X
- * vectors, and the hand-off of RDMA events to the RDMA driver.
+ * vectors, and the hand-off of RDMA events to the RDMA driver. What a
+ * fatal error does is in ohca_health.c.
  */
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
 
 #include "ohca_core_priv.h"
-
-static const char *ohca_fatal_name(u32 code)
-{
-	switch (code) {
-	case OHCA_FATAL_CMDQ_DMA:
-		return "command ring not readable";
-	case OHCA_FATAL_EQ_DMA:
-		return "event queue not writable";
-	case OHCA_FATAL_EQ_OVERFLOW:
-		return "event queue overflow";
-	case OHCA_FATAL_BAD_CMDQ_CONFIG:
-		return "bad command queue configuration";
-	default:
-		return "unknown";
-	}
-}
 
 /*
  * The RDMA driver's callbacks (ohca_core.h). The client pointer is
@@ -85,67 +70,6 @@ void ohca_port_changed(struct ohca_dev *dev)
 	if (client)
 		client->ops->port_change(client->priv);
 	rcu_read_unlock();
-}
-
-/* Fail every command waiter, drop the carrier and tell the RDMA driver. */
-static void ohca_dev_stopped(struct ohca_dev *dev)
-{
-	struct ohca_event_client *client;
-
-	ohca_cmdq_fail_all(dev);
-
-	if (test_bit(OHCA_FLAG_NETDEV_READY, &dev->flags))
-		netif_carrier_off(dev->netdev);
-	rcu_read_lock();
-	client = rcu_dereference(dev->events);
-	if (client)
-		client->ops->fatal(client->priv);
-	rcu_read_unlock();
-}
-
-/*
- * The device stopped and will not answer until reset. May run in IRQ
- * context.
- */
-void ohca_handle_fatal(struct ohca_dev *dev, u32 code)
-{
-	if (test_and_set_bit(OHCA_FLAG_FATAL, &dev->flags))
-		return;
-
-	dev_err(&dev->pdev->dev,
-		"device fatal error %u (%s); the device is stopped until a function reset or driver reload\n",
-		code, ohca_fatal_name(code));
-	ohca_dev_stopped(dev);
-}
-
-/*
- * The driver gives up on a device that did not report a fatal state (a
- * command timed out, a PCI error, shutdown): every later command fails at
- * once instead of waiting out its own timeout, so tearing down N objects
- * does not take N timeouts. Bus mastering goes off first, because objects
- * destroyed from now on are freed without a DESTROY command the device
- * could have acknowledged. Process context. 'why' is logged as an error;
- * NULL for an orderly stop (shutdown), which is no error.
- */
-void ohca_mark_dead(struct ohca_dev *dev, const char *why)
-{
-	if (test_and_set_bit(OHCA_FLAG_FATAL, &dev->flags))
-		return;
-
-	pci_clear_master(dev->pdev);
-	if (why)
-		dev_err(&dev->pdev->dev,
-			"%s: device treated as dead until a function reset or driver reload\n",
-			why);
-	ohca_dev_stopped(dev);
-}
-EXPORT_SYMBOL_GPL(ohca_mark_dead);
-
-/* Catch a fatal state that could not be reported on EQ 0. */
-void ohca_check_fatal(struct ohca_dev *dev)
-{
-	if (ohca_rd32(dev, OHCA_REG_DEV_STATUS) & OHCA_DEV_STATUS_FATAL)
-		ohca_handle_fatal(dev, ohca_rd32(dev, OHCA_REG_FATAL_CODE));
 }
 
 static void ohca_eqe_handle(struct ohca_dev *dev, const struct ohca_eqe *eqe)

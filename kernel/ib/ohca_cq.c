@@ -176,11 +176,9 @@ int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 err_erase:
 	xa_erase_irq(&dev->cq_xa, cq->cqn);
 err_destroy:
-	if (ohca_destroy_failed(dev, ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_CQ,
-						      cq->cqn), "CQ", cq->cqn))
+	if (!ohca_destroy_object(dev, NULL, OHCA_CMD_DESTROY_CQ, cq->cqn, "CQ",
+				 cq->ceq))
 		return err;
-	ohca_sync_async_events(dev->cdev);
-	ohca_sync_comp_events(dev->cdev, cq->ceq);
 err_free_buf:
 	ohca_cq_free_buf(dev, cq);
 	return err;
@@ -190,15 +188,9 @@ int ohca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibcq->device);
 	struct ohca_cq *cq = to_ohca_cq(ibcq);
-	int err;
 
-	/* Erase first: the device may reuse the number once it is destroyed. */
-	xa_erase_irq(&dev->cq_xa, cq->cqn);
-	err = ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_CQ, cq->cqn);
-	/* No event handler may still hold the CQ. */
-	ohca_sync_async_events(dev->cdev);
-	ohca_sync_comp_events(dev->cdev, cq->ceq);
-	if (!ohca_destroy_failed(dev, err, "CQ", cq->cqn))
+	if (ohca_destroy_object(dev, &dev->cq_xa, OHCA_CMD_DESTROY_CQ, cq->cqn,
+				"CQ", cq->ceq))
 		ohca_cq_free_buf(dev, cq);
 	return 0;
 }
@@ -429,9 +421,37 @@ void ohca_cq_kick(struct ohca_cq *cq)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 }
 
-/* False for a CQE of a QP that is gone: dropped. */
-static bool ohca_cqe_to_wc(struct ohca_ibdev *dev, const struct ohca_cqe *cqe,
-			   struct ib_wc *wc)
+/**
+ * ohca_cqe_is_cq_own() - whether a CQE of a kernel CQ is that CQ's to report
+ * @cq: the kernel CQ polled
+ * @qp: the QP the CQE names (by number)
+ * @cqe: the CQE
+ *
+ * A send CQE must name a QP whose send CQ is @cq, a receive CQE one whose
+ * receive CQ is @cq. A receive through an XRC target QP (OHCA_CQE_F_XRC)
+ * completes on a user XRC SRQ's CQ, never on a kernel CQ. Anything else
+ * (a CQ number the device still uses for a destroyed object's work after
+ * it was reused, a confused device) would hand the CQ's consumer a wr_id
+ * it never posted: for a kernel ULP, a wr_cqe pointer it calls.
+ *
+ * Return: true if @cqe may be reported on @cq, false if it is dropped.
+ */
+bool ohca_cqe_is_cq_own(const struct ohca_cq *cq, const struct ohca_qp *qp,
+			const struct ohca_cqe *cqe)
+{
+	if (cqe->flags & OHCA_CQE_F_XRC)
+		return false;
+	if (cqe->opcode & OHCA_CQE_RECV)
+		return qp->ibqp.recv_cq == &cq->ibcq;
+	return qp->ibqp.send_cq == &cq->ibcq;
+}
+
+/*
+ * False for a CQE that is not reported: its QP is gone, or it is not this
+ * CQ's (ohca_cqe_is_cq_own(), counted in @cq->foreign). Under cq->lock.
+ */
+static bool ohca_cqe_to_wc(struct ohca_ibdev *dev, struct ohca_cq *cq,
+			   const struct ohca_cqe *cqe, struct ib_wc *wc)
 {
 	u32 qpn = le32_to_cpu(cqe->qpn);
 	struct ohca_qp *qp = xa_load(&dev->qp_xa, qpn);
@@ -439,6 +459,14 @@ static bool ohca_cqe_to_wc(struct ohca_ibdev *dev, const struct ohca_cqe *cqe,
 	if (!qp) {
 		dev_dbg_ratelimited(&dev->cdev->pdev->dev,
 				    "CQE of unknown QP 0x%x dropped\n", qpn);
+		return false;
+	}
+	if (!ohca_cqe_is_cq_own(cq, qp, cqe)) {
+		cq->foreign++;
+		dev_warn_ratelimited(&dev->cdev->pdev->dev,
+				     "CQ 0x%x: CQE of QP 0x%x (opcode 0x%x flags 0x%x) not this CQ's, dropped (%u so far)\n",
+				     cq->cqn, qpn, cqe->opcode, cqe->flags,
+				     cq->foreign);
 		return false;
 	}
 	memset(wc, 0, sizeof(*wc));
@@ -525,7 +553,7 @@ int ohca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 
 	spin_lock_irqsave(&cq->lock, flags);
 	while (n < num_entries && (cqe = ohca_cq_next(cq))) {
-		if (ohca_cqe_to_wc(dev, cqe, &wc[n]))
+		if (ohca_cqe_to_wc(dev, cq, cqe, &wc[n]))
 			n++;
 		cq->ci++;
 		moved = true;

@@ -434,12 +434,58 @@ err_free:
 	return ERR_PTR(err);
 }
 
+/* ODP_UNMAP of all of one umem, under its umem_mutex as an invalidation. */
+static int ohca_odp_unmap_umem(struct ohca_mr *mr, struct ib_umem_odp *odp)
+{
+	u64 start = ib_umem_start(odp);
+	u64 end = ib_umem_end(odp);
+	int err;
+
+	mutex_lock(&odp->umem_mutex);
+	err = ohca_odp_unmap_cmd(mr->dev, mr->handle, start,
+				 (end - start) >> odp->page_shift);
+	mutex_unlock(&odp->umem_mutex);
+	/* BAD_HANDLE: the device has no such MR, so no translation of it. */
+	return err == -ENOENT ? 0 : err;
+}
+
 /*
- * Deregistration of an ODP MR: no new fault work finds it, the device
- * forgets it (and its translations), the running fault work ends, then
- * the umems and their DMA mappings go.
+ * DESTROY_MR failed on a device that still runs: it may still hold
+ * translations of the MR's pages, which ODP does not pin. Asks it to drop
+ * every one of them; 0 once it confirmed (ODP_UNMAP's completion means
+ * the device no longer uses the pages).
  */
-int ohca_dereg_mr_odp(struct ohca_mr *mr)
+static int ohca_odp_unmap_all(struct ohca_mr *mr)
+{
+	struct ib_umem_odp *child;
+	unsigned long index;
+	int err;
+
+	if (!mr->odp_implicit)
+		return ohca_odp_unmap_umem(mr, mr->odp);
+	xa_for_each(&mr->odp_children, index, child) {
+		err = ohca_odp_unmap_umem(mr, child);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/**
+ * ohca_dereg_mr_odp() - deregister an ODP MR and free it
+ * @mr: the MR (mr->odp set)
+ *
+ * No new fault work finds the MR, the device forgets it (and its
+ * translations), the running fault work ends, then the umems go (their
+ * interval notifiers and DMA mappings) and the MR is freed.
+ *
+ * If DESTROY_MR fails on a device that still runs (audit N4), the device
+ * is asked to drop every translation first; the umems and the MR go only
+ * once it confirmed. Otherwise the MR is leaked with its umems, never
+ * freed under them: their interval notifiers point at it, and a later
+ * munmap() of the range still runs ohca_odp_invalidate() on it.
+ */
+void ohca_dereg_mr_odp(struct ohca_mr *mr)
 {
 	struct ohca_ibdev *dev = mr->dev;
 	struct ib_umem_odp *child;
@@ -450,13 +496,20 @@ int ohca_dereg_mr_odp(struct ohca_mr *mr)
 	err = ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_MR, mr->handle);
 	ohca_odp_put(mr);
 	wait_for_completion(&mr->odp_done);
-	if (ohca_destroy_failed(dev, err, "MR", mr->handle))
-		return 0; /* the umems stay mapped: leaked with the MR */
+	if (ohca_destroy_failed(dev, err, "MR", mr->handle)) {
+		err = ohca_odp_unmap_all(mr);
+		if (err && !test_bit(OHCA_FLAG_FATAL, &dev->cdev->flags)) {
+			dev_err_ratelimited(&dev->cdev->pdev->dev,
+					    "ODP MR 0x%x: pages not unmapped (%d), the MR is leaked\n",
+					    mr->handle, err);
+			return;
+		}
+	}
 	xa_for_each(&mr->odp_children, index, child)
 		ib_umem_odp_release(child);
 	xa_destroy(&mr->odp_children);
 	ib_umem_odp_release(mr->odp);
-	return 0;
+	kfree(mr);
 }
 
 /*

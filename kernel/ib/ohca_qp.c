@@ -483,10 +483,9 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 err_erase:
 	xa_erase_irq(&dev->qp_xa, qp->qpn);
 err_destroy:
-	if (ohca_destroy_failed(dev, ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_QP,
-						      qp->qpn), "QP", qp->qpn))
+	if (!ohca_destroy_object(dev, NULL, OHCA_CMD_DESTROY_QP, qp->qpn, "QP",
+				 NULL))
 		goto err_mutex;
-	ohca_sync_async_events(dev->cdev);
 err_free_bufs:
 	ohca_qp_free_bufs(dev, qp);
 err_mutex:
@@ -498,20 +497,14 @@ int ohca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibqp->device);
 	struct ohca_qp *qp = to_ohca_qp(ibqp);
-	int err;
+	bool free_bufs;
 
-	/*
-	 * Erase first: once DESTROY_QP completes the device may hand the
-	 * number to a QP another process is creating.
-	 */
-	xa_erase_irq(&dev->qp_xa, qp->qpn);
-	err = ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_QP, qp->qpn);
-	/* No event handler may still hold the QP. */
-	ohca_sync_async_events(dev->cdev);
-	/* Nor a poller: the CQ locks order it after them. */
+	free_bufs = ohca_destroy_object(dev, &dev->qp_xa, OHCA_CMD_DESTROY_QP,
+					qp->qpn, "QP", NULL);
+	/* Then off its CQs: a poller holds the QP only under their locks. */
 	if (qp->sq.buf)
 		ohca_qp_detach_cqs(dev, qp);
-	if (!ohca_destroy_failed(dev, err, "QP", qp->qpn))
+	if (free_bufs)
 		ohca_qp_free_bufs(dev, qp);
 	mutex_destroy(&qp->state_lock);
 	return 0;

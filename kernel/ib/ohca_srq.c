@@ -221,11 +221,9 @@ int ohca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 err_erase:
 	xa_erase_irq(&dev->srq_xa, srq->srqn);
 err_destroy:
-	if (ohca_destroy_failed(dev, ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_SRQ,
-						      srq->srqn), "SRQ",
-				srq->srqn))
+	if (!ohca_destroy_object(dev, NULL, OHCA_CMD_DESTROY_SRQ, srq->srqn,
+				 "SRQ", NULL))
 		return err;
-	ohca_sync_async_events(dev->cdev);
 err_free_buf:
 	ohca_srq_free_buf(dev, srq);
 	return err;
@@ -235,13 +233,9 @@ int ohca_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibsrq->device);
 	struct ohca_srq *srq = to_ohca_srq(ibsrq);
-	int err;
 
-	xa_erase_irq(&dev->srq_xa, srq->srqn);
-	err = ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_SRQ, srq->srqn);
-	/* No event handler may still hold the SRQ. */
-	ohca_sync_async_events(dev->cdev);
-	if (!ohca_destroy_failed(dev, err, "SRQ", srq->srqn))
+	if (ohca_destroy_object(dev, &dev->srq_xa, OHCA_CMD_DESTROY_SRQ,
+				srq->srqn, "SRQ", NULL))
 		ohca_srq_free_buf(dev, srq);
 	return 0;
 }

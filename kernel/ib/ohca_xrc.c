@@ -71,12 +71,8 @@ int ohca_create_xrc_tgt_qp(struct ohca_ibdev *dev, struct ohca_qp *qp,
 	if (err) {
 		dev_err(&dev->cdev->pdev->dev, "device reused QP number 0x%x\n",
 			qp->qpn);
-		if (!ohca_destroy_failed(dev,
-					 ohca_cmd_destroy(dev->cdev,
-							  OHCA_CMD_DESTROY_QP,
-							  qp->qpn),
-					 "QP", qp->qpn))
-			ohca_sync_async_events(dev->cdev);
+		ohca_destroy_object(dev, NULL, OHCA_CMD_DESTROY_QP, qp->qpn,
+				    "QP", NULL);
 		goto err_mutex;
 	}
 	qp->ibqp.qp_num = qp->qpn;
