@@ -10,11 +10,17 @@
 
 #include "ohca_core_priv.h"
 
-/*
- * The RDMA driver's callbacks (ohca_core.h). The client pointer is
- * published and cleared by ohca_register_events() and
- * ohca_unregister_events(); every call runs under rcu_read_lock(), so
- * the synchronize_rcu() in ohca_unregister_events() waits for it.
+/**
+ * ohca_register_events() - bind the RDMA driver's event callbacks
+ * @dev: the function
+ * @client: the callbacks and their argument
+ *
+ * One client per device: from the auxiliary driver's probe, before it
+ * registers its ib_device. The client pointer is published here and
+ * cleared by ohca_unregister_events(); every callback runs under
+ * rcu_read_lock().
+ *
+ * Return: 0, or -EBUSY when a client is registered.
  */
 int ohca_register_events(struct ohca_dev *dev,
 			 struct ohca_event_client *client)
@@ -26,6 +32,14 @@ int ohca_register_events(struct ohca_dev *dev,
 }
 EXPORT_SYMBOL_GPL(ohca_register_events);
 
+/**
+ * ohca_unregister_events() - unbind the RDMA driver's event callbacks
+ * @dev: the function
+ *
+ * From the auxiliary driver's remove, after it unregistered its ib_device.
+ * On return no callback runs or will run (synchronize_rcu()); events that
+ * come meanwhile are counted in events_dropped.
+ */
 void ohca_unregister_events(struct ohca_dev *dev)
 {
 	RCU_INIT_POINTER(dev->events, NULL);
@@ -60,7 +74,13 @@ static void ohca_dispatch_async(struct ohca_dev *dev,
 	rcu_read_unlock();
 }
 
-/* The port's state may have changed: the RDMA driver reads it again. */
+/**
+ * ohca_port_changed() - tell the RDMA driver the port may have changed
+ * @dev: the function
+ *
+ * It reads the port state again. Any context the callback allows (the EQ 0
+ * interrupt, ndo_open/ndo_stop).
+ */
 void ohca_port_changed(struct ohca_dev *dev)
 {
 	struct ohca_event_client *client;
@@ -190,11 +210,14 @@ static u32 ohca_max_eq_log(struct ohca_dev *dev)
 		       OHCA_EQ_LOG_MIN, OHCA_EQ_LOG_MAX);
 }
 
-/*
+/**
+ * ohca_eq0_fit_limits() - fit the reported limits to EQ 0
+ * @dev: the function
+ *
  * EQ 0 exists before the device's limits are known (their query is a
- * command, answered on EQ 0). Once they are, on a device where a full
- * EQ 0 is fatal: lower the QP and CQ limits reported to the RDMA core
- * until their worst-case burst fits EQ 0.
+ * command, answered on EQ 0). Once they are, on a device where a full EQ 0
+ * is fatal (no OHCA_DEV_CAP_EQ0_HOLD): lower the QP and CQ limits reported
+ * to the RDMA core until their worst-case burst fits EQ 0.
  */
 void ohca_eq0_fit_limits(struct ohca_dev *dev)
 {
@@ -227,6 +250,15 @@ static u32 ohca_comp_eq_log(struct ohca_dev *dev)
 		       ohca_max_eq_log(dev));
 }
 
+/**
+ * ohca_eq0_init() - create event queue 0 and its interrupt
+ * @dev: the function
+ *
+ * The ring (2^OHCA_EQ0_LOG entries or the device's maximum), the MSI-X
+ * vector OHCA_MSIX_ASYNC_EQ, the EQ0 registers, armed.
+ *
+ * Return: 0, -ENOMEM, or request_irq()'s error.
+ */
 int ohca_eq0_init(struct ohca_dev *dev)
 {
 	struct device *dmadev = &dev->pdev->dev;
@@ -261,7 +293,12 @@ err_free_ring:
 	return err;
 }
 
-/* Called after the device was reset: it no longer writes the ring. */
+/**
+ * ohca_eq0_destroy() - free event queue 0 and its interrupt
+ * @dev: the function
+ *
+ * Called after the device was reset: it no longer writes the ring.
+ */
 void ohca_eq0_destroy(struct ohca_dev *dev)
 {
 	struct ohca_eq *eq = &dev->eq0;
@@ -336,11 +373,16 @@ err_free_ring:
 	return err;
 }
 
-/*
- * One completion EQ per online CPU, up to the spare MSI-X vectors and the
- * device's EQ limit (max_eq counts EQ 0). A device without the RDMA
- * resource commands gets none; the ib_device then cannot create CQs. If
- * the device refuses one after the first, the ones it made are used.
+/**
+ * ohca_comp_eqs_create() - create the completion EQs
+ * @dev: the function
+ *
+ * One per online CPU, up to the spare MSI-X vectors and the device's EQ
+ * limit (max_eq counts EQ 0). A device without the RDMA resource commands
+ * gets none; the ib_device then cannot create CQs. If the device refuses
+ * one after the first, the ones it made are used.
+ *
+ * Return: 0, or a negative errno if not even the first could be made.
  */
 int ohca_comp_eqs_create(struct ohca_dev *dev)
 {
@@ -376,7 +418,12 @@ int ohca_comp_eqs_create(struct ohca_dev *dev)
 	return 0;
 }
 
-/* Called after the device was reset: it no longer writes the rings. */
+/**
+ * ohca_comp_eqs_free() - free the completion EQs and their interrupts
+ * @dev: the function
+ *
+ * Called after the device was reset: it no longer writes the rings.
+ */
 void ohca_comp_eqs_free(struct ohca_dev *dev)
 {
 	int i;

@@ -252,9 +252,15 @@ to_ohca_mmap_entry(struct rdma_user_mmap_entry *entry)
 	return container_of(entry, struct ohca_user_mmap_entry, rdma_entry);
 }
 
-/*
- * uAPI extension rule (ohca-abi.h): the bytes of a request past the @len
- * this driver knows, which a newer provider may send, must be zero.
+/**
+ * ohca_udata_tail_clear() - whether a request's unknown tail is zero
+ * @udata: the request
+ * @len: the bytes of it this driver knows
+ *
+ * uAPI extension rule (ohca-abi.h): the bytes past @len, which a newer
+ * provider may send, must be zero.
+ *
+ * Return: true if there are none or all are zero.
  */
 static inline bool ohca_udata_tail_clear(struct ib_udata *udata, size_t len)
 {

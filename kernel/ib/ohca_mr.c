@@ -11,6 +11,13 @@
 
 #include "ohca_ib.h"
 
+/**
+ * ohca_alloc_pd() - ib_device_ops.alloc_pd
+ * @ibpd: the PD, allocated by the core
+ * @udata: unused: the provider needs no PD number
+ *
+ * Return: 0 or the command's errno.
+ */
 int ohca_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibpd->device);
@@ -21,6 +28,13 @@ int ohca_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 			       NULL);
 }
 
+/**
+ * ohca_dealloc_pd() - ib_device_ops.dealloc_pd
+ * @ibpd: the PD
+ * @udata: unused
+ *
+ * Return: 0 (a failed DESTROY_PD is logged: ohca_destroy_failed()).
+ */
 int ohca_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibpd->device);
@@ -58,6 +72,23 @@ static int ohca_create_mr_cmd(struct ohca_ibdev *dev, struct ohca_mr *mr,
 	return 0;
 }
 
+/**
+ * ohca_reg_user_mr() - ib_device_ops.reg_user_mr
+ * @ibpd: the PD
+ * @start: the user address of the memory
+ * @length: its length
+ * @iova: the address the MR's users give for @start
+ * @access: IB access flags; with IB_ACCESS_ON_DEMAND, an ODP MR
+ *          (ohca_reg_user_mr_odp())
+ * @udata: the user's (no request data)
+ *
+ * The memory is pinned and its page list built in the largest page size
+ * the device takes.
+ *
+ * Return: the MR, or an ERR_PTR: -EOPNOTSUPP for access flags the device
+ * does not have, -EINVAL for a length out of range, or the errno of
+ * pinning or of the command.
+ */
 struct ib_mr *ohca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			       u64 iova, int access, struct ib_udata *udata)
 {
@@ -120,6 +151,14 @@ err_free:
 	return ERR_PTR(err);
 }
 
+/**
+ * ohca_get_dma_mr() - ib_device_ops.get_dma_mr: the physical MR
+ * @ibpd: the PD
+ * @access: local access only (IB_ACCESS_LOCAL_WRITE)
+ *
+ * Return: the MR, or an ERR_PTR (-EOPNOTSUPP for remote access, or the
+ * command's errno).
+ */
 struct ib_mr *ohca_get_dma_mr(struct ib_pd *ibpd, int access)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibpd->device);
@@ -150,14 +189,27 @@ struct ib_mr *ohca_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
-/*
- * Re-registration in place (REREG_MR): the MR keeps its keys (IBTA lets
- * them change; keeping them lets a peer that holds the rkey go on after
- * an access change). A new translation is pinned and listed first and the
- * old pages released only once the device uses the new ones; an access
- * change that makes a read-only MR writable pins its pages again for
- * writing, as if the translation changed. Returns NULL: the core keeps
- * the ib_mr and updates its PD, iova and length.
+/**
+ * ohca_rereg_user_mr() - ib_device_ops.rereg_user_mr, in place
+ * @ibmr: the MR (a user MR)
+ * @flags: IB_MR_REREG_TRANS, IB_MR_REREG_PD, IB_MR_REREG_ACCESS
+ * @start: the new user address (IB_MR_REREG_TRANS)
+ * @length: the new length (IB_MR_REREG_TRANS)
+ * @iova: the new iova (IB_MR_REREG_TRANS)
+ * @access: the new access flags (IB_MR_REREG_ACCESS)
+ * @ibpd: the new PD (IB_MR_REREG_PD)
+ * @udata: the user's (no request data)
+ *
+ * REREG_MR: the MR keeps its keys (IBTA lets them change; keeping them
+ * lets a peer that holds the rkey go on after an access change). A new
+ * translation is pinned and listed first and the old pages released only
+ * once the device uses the new ones; an access change that makes a
+ * read-only MR writable pins its pages again for writing, as if the
+ * translation changed.
+ *
+ * Return: NULL (the core keeps the ib_mr and updates its PD, iova and
+ * length), or an ERR_PTR: -EOPNOTSUPP (no OHCA_DEV_CAP_REREG_MR, not a
+ * user MR, flags), -EINVAL, or the errno of pinning or of the command.
  */
 struct ib_mr *ohca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				 u64 length, u64 iova, int access,
@@ -245,6 +297,17 @@ err_release:
 	return ERR_PTR(err);
 }
 
+/**
+ * ohca_dereg_mr() - ib_device_ops.dereg_mr
+ * @ibmr: the MR (any kind: user, ODP, DMA, fast registration, DM)
+ * @udata: unused
+ *
+ * Memory the device may still use after a failed DESTROY_MR stays pinned
+ * (ohca_destroy_failed()); an ODP MR goes through ohca_dereg_mr_odp().
+ *
+ * Return: 0, or -EBUSY while memory windows are bound to the MR (IBTA:
+ * deregistration fails; uverbs retries once they are gone).
+ */
 int ohca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibmr->device);

@@ -35,11 +35,23 @@ struct ohca_odp_fault {
 	u64 va;
 };
 
+/**
+ * ohca_has_odp() - whether the device has on-demand paging
+ * @dev: the RDMA device
+ *
+ * Return: true with OHCA_DEV_CAP_ODP.
+ */
 bool ohca_has_odp(struct ohca_ibdev *dev)
 {
 	return le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_ODP;
 }
 
+/**
+ * ohca_odp_query_caps() - the ODP capabilities for query_device
+ * @dev: the RDMA device
+ * @props: its odp_caps and IBK_ON_DEMAND_PAGING are set (RC, and XRC, UD
+ *         send, implicit MRs as the device has them)
+ */
 void ohca_odp_query_caps(struct ohca_ibdev *dev, struct ib_device_attr *props)
 {
 	u32 caps = le32_to_cpu(dev->cdev->attr.odp_caps);
@@ -320,7 +332,15 @@ static void ohca_odp_fault_work(struct work_struct *work)
 		wake_up_var(&dev->odp_works);
 }
 
-/* OHCA_EQE_PAGE_FAULT on EQ 0, in IRQ context: resolved in a work item. */
+/**
+ * ohca_odp_fault_event() - an OHCA_EQE_PAGE_FAULT event
+ * @dev: the RDMA device
+ * @eqe: the event (MR key, address, pages)
+ *
+ * Resolved in a work item. Past OHCA_ODP_MAX_WORKS in flight, or during
+ * teardown, the event is dropped: the device posts the fault again once it
+ * has aged out. EQ 0, IRQ context.
+ */
 void ohca_odp_fault_event(struct ohca_ibdev *dev, const struct ohca_eqe *eqe)
 {
 	u16 code = le16_to_cpu(eqe->code);
@@ -351,7 +371,12 @@ drop:
 		wake_up_var(&dev->odp_works);
 }
 
-/* Teardown: no fault work runs after this returns. */
+/**
+ * ohca_odp_drain() - stop the page-fault work, for teardown
+ * @dev: the RDMA device
+ *
+ * Later fault events are dropped; no fault work runs after this returns.
+ */
 void ohca_odp_drain(struct ohca_ibdev *dev)
 {
 	WRITE_ONCE(dev->odp_stopped, true);
@@ -359,6 +384,22 @@ void ohca_odp_drain(struct ohca_ibdev *dev)
 	wait_var_event(&dev->odp_works, !atomic_read(&dev->odp_works));
 }
 
+/**
+ * ohca_reg_user_mr_odp() - register an ODP MR (from ohca_reg_user_mr())
+ * @ibpd: the PD
+ * @start: the user address; 0 with @length U64_MAX for an implicit MR
+ * @length: the length
+ * @iova: must be @start: the device indexes an ODP MR's pages by their
+ *        user address
+ * @access: IB access flags, IB_ACCESS_ON_DEMAND among them
+ *
+ * Nothing is pinned: the device starts with no translation and raises page
+ * faults.
+ *
+ * Return: the MR, or an ERR_PTR: -EOPNOTSUPP (no ODP, or no implicit
+ * ODP, or @iova not @start), -EINVAL for a length out of range, or the
+ * errno of the umem or of the command.
+ */
 struct ib_mr *ohca_reg_user_mr_odp(struct ib_pd *ibpd, u64 start, u64 length,
 				   u64 iova, int access)
 {
@@ -512,10 +553,21 @@ void ohca_dereg_mr_odp(struct ohca_mr *mr)
 	kfree(mr);
 }
 
-/*
- * Prefetch (ibv_advise_mr): the ranges are mapped now. Without
- * IB_UVERBS_ADVISE_MR_FLAG_FLUSH the caller does not wait for the result,
- * so errors are not reported; the work is the same.
+/**
+ * ohca_advise_mr() - ib_device_ops.advise_mr: ODP prefetch
+ * @pd: the PD the MRs must be in
+ * @advice: PREFETCH, PREFETCH_WRITE or PREFETCH_NO_FAULT
+ * @flags: IB_UVERBS_ADVISE_MR_FLAG_FLUSH: wait for the result
+ * @sg_list: the ranges, by ODP MR lkey
+ * @num_sge: their number
+ * @attrs: unused
+ *
+ * The ranges are mapped now. Without IB_UVERBS_ADVISE_MR_FLAG_FLUSH the
+ * caller does not wait for the result, so errors are not reported; the
+ * work is the same.
+ *
+ * Return: 0, -EOPNOTSUPP (advice, flags), -ENOENT for a key that is no
+ * ODP MR, or with the flush flag the mapping's errno.
  */
 int ohca_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		   u32 flags, struct ib_sge *sg_list, u32 num_sge,

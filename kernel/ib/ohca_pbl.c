@@ -16,6 +16,13 @@
 
 #define OHCA_PBL_PAGE_SIZE	4096
 
+/**
+ * ohca_pbl_free() - free a page list's memory
+ * @dev: the RDMA device
+ * @mem: the list pages (zeroed here; freeing a zeroed one does nothing)
+ *
+ * Once the command that took the list completed: the device copied it.
+ */
 void ohca_pbl_free(struct ohca_ibdev *dev, struct ohca_pbl_mem *mem)
 {
 	struct device *dmadev = &dev->cdev->pdev->dev;
@@ -88,7 +95,16 @@ static void ohca_pbl_set(struct ohca_pbl_mem *mem, u32 i, u64 addr)
 			 [i % OHCA_PBL_ENTRIES_PER_PAGE] = cpu_to_le64(addr);
 }
 
-/* Page list of @umem in blocks of @pgsz (from ib_umem_find_best_pgsz()). */
+/**
+ * ohca_pbl_from_umem() - the page list of user memory
+ * @dev: the RDMA device
+ * @umem: the pinned memory
+ * @pgsz: the block size, from ib_umem_find_best_pgsz()
+ * @pbl: the list's description for a command
+ * @mem: the list's memory, for ohca_pbl_free()
+ *
+ * Return: 0, -EINVAL for more than OHCA_PBL_MAX_PAGES blocks, or -ENOMEM.
+ */
 int ohca_pbl_from_umem(struct ohca_ibdev *dev, struct ib_umem *umem,
 		       unsigned long pgsz, struct ohca_pbl *pbl,
 		       struct ohca_pbl_mem *mem)
@@ -114,7 +130,16 @@ int ohca_pbl_from_umem(struct ohca_ibdev *dev, struct ib_umem *umem,
 	return 0;
 }
 
-/* Page list of a contiguous coherent buffer, in 4 KiB pages. */
+/**
+ * ohca_pbl_from_coherent() - the page list of a contiguous coherent buffer
+ * @dev: the RDMA device
+ * @addr: the buffer's DMA address
+ * @bytes: its length, listed in 4 KiB pages
+ * @pbl: the list's description for a command
+ * @mem: the list's memory, for ohca_pbl_free()
+ *
+ * Return: 0, -EINVAL for too many pages, or -ENOMEM.
+ */
 int ohca_pbl_from_coherent(struct ohca_ibdev *dev, dma_addr_t addr,
 			   size_t bytes, struct ohca_pbl *pbl,
 			   struct ohca_pbl_mem *mem)
@@ -131,15 +156,32 @@ int ohca_pbl_from_coherent(struct ohca_ibdev *dev, dma_addr_t addr,
 	return 0;
 }
 
+/**
+ * ohca_pgsz_bitmap() - the page sizes a page list may use
+ * @dev: the RDMA device
+ *
+ * Return: the device's page_size_cap within OHCA_PAGE_SHIFT_MIN..MAX, for
+ * ib_umem_find_best_pgsz().
+ */
 unsigned long ohca_pgsz_bitmap(struct ohca_ibdev *dev)
 {
 	return le64_to_cpu(dev->cdev->attr.page_size_cap) &
 	       GENMASK_ULL(OHCA_PAGE_SHIFT_MAX, OHCA_PAGE_SHIFT_MIN);
 }
 
-/*
- * Pin a user ring of @bytes at @addr (page aligned: the device starts
- * rings at offset 0 of the first listed page) and build its page list.
+/**
+ * ohca_umem_ring() - pin a user ring and build its page list
+ * @dev: the RDMA device
+ * @addr: the ring's user address, page aligned (the device starts rings at
+ *        offset 0 of the first listed page)
+ * @bytes: its length
+ * @pbl: the list's description for a command
+ * @mem: the list's memory, for ohca_pbl_free()
+ *
+ * Only page sizes the ring's start is aligned to are used.
+ *
+ * Return: the pinned memory, or an ERR_PTR: -EINVAL (alignment, no usable
+ * page size, too many pages), or the errno of pinning or allocating.
  */
 struct ib_umem *ohca_umem_ring(struct ohca_ibdev *dev, u64 addr, size_t bytes,
 			       struct ohca_pbl *pbl, struct ohca_pbl_mem *mem)
@@ -174,6 +216,13 @@ err_release:
 	return ERR_PTR(err);
 }
 
+/**
+ * ohca_access_to_dev() - IB access flags as the device's
+ * @ib_access: IB_ACCESS_* flags
+ *
+ * Return: the OHCA_ACCESS_* flags of local write and remote write, read
+ * and atomic; other bits are not passed on.
+ */
 u32 ohca_access_to_dev(int ib_access)
 {
 	u32 access = 0;
@@ -189,6 +238,13 @@ u32 ohca_access_to_dev(int ib_access)
 	return access;
 }
 
+/**
+ * ohca_access_from_dev() - the device's access flags as IB access flags
+ * @access: OHCA_ACCESS_* flags
+ *
+ * Return: the IB_ACCESS_* flags of local write and remote write, read and
+ * atomic.
+ */
 int ohca_access_from_dev(u32 access)
 {
 	int ib_access = 0;
