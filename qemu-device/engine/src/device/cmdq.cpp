@@ -27,8 +27,10 @@ namespace ohca {
 // The command set, indexed by opcode: the input and (minimum) output sizes
 // the queue checks (steps 6 and 7), and the owner that runs the command.
 // Opcodes without a row are BAD_OPCODE after the size checks.
-#define OHCA_CMD(op, in, out, fn)                                                                 \
-    t[op] = CmdSpec{in, out, false, [](Device &d, const Command &c) -> CmdResult { return fn; }}
+#define OHCA_CMD(op, in, out, fn)                                                                  \
+    t[op] = CmdSpec {                                                                              \
+        in, out, false, [](Device &d, const Command &c) -> CmdResult { return fn; }                \
+    }
 
 const std::array<Device::CmdSpec, OHCA_CMD_MAX> Device::kCommands = [] {
     std::array<CmdSpec, OHCA_CMD_MAX> t{};

@@ -2,20 +2,22 @@
 // The ohca device: all state behind the C API of ohca_engine.h.
 //
 // Member functions are split by what they own:
-//   device.cpp      lifetime, reset, fatal state, link, doorbell pages, process()
+//   device.cpp      lifetime, reset, fatal state, EQ 0 and its held events,
+//                   link, doorbell pages, process()
 //   regs.cpp        the BAR0 register file
-//   cmdq.cpp        the command queue and every command
+//   cmdq.cpp        the command queue, the command table, device commands
 //   eth.cpp         the Ethernet TX/RX rings and receive classification
-//   rdma_cmds.cpp   the RDMA resource commands, keys and MR access
-//   completion.cpp  CQEs, CQ doorbells, completion events, QP errors, flushes
-//   srq.cpp         shared receive queues: commands, doorbell, taking WQEs
-//   mcast.cpp       multicast groups (McastTable) and their commands
-//   raw_eth.cpp     raw Ethernet QPs (RawEth) and flow steering (FlowTable)
+//   rdma_cmds.cpp   the MR commands, keys and MR access
 //   transport.cpp   the transport services (TransportServices): packets out
 //                   and in, QP doorbells, the ready list and timers, the run
 //                   loop; the RC transport itself is RcRequester
 //                   (requester.cpp) and RcResponder (responder.cpp), UD is
 //                   UdTransport (ud.cpp), XRC XrcTransport (xrc.cpp)
+// The object families have their own owners (objects/), members here: PDs
+// and XRC domains PdTable (pd.cpp), EQs and CQs CqTable (cq.cpp), SRQs
+// SrqTable (srq.cpp), QPs and multicast attachments QpTable (qp_table.cpp),
+// CQEs, errors and flushes Completer (completion.cpp), flows FlowTable
+// (raw_eth.cpp).
 // docs/architecture.md has the same map.
 #pragma once
 
@@ -157,9 +159,9 @@ class Device : private MemoryServices,
     // The command set: per opcode its owner's handler and the sizes the
     // queue checks first (cmdq.cpp). Adding a command is one row.
     struct CmdSpec {
-        size_t in = 0;             // input size (ODP_MAP: at least)
-        size_t out = 0;            // minimum output size
-        bool in_at_least = false;  // the input may be longer (entries follow)
+        size_t in = 0;            // input size (ODP_MAP: at least)
+        size_t out = 0;           // minimum output size
+        bool in_at_least = false; // the input may be longer (entries follow)
         CmdResult (*run)(Device &, const Command &) = nullptr; // null: BAD_OPCODE
     };
     static const std::array<CmdSpec, OHCA_CMD_MAX> kCommands;
@@ -405,9 +407,7 @@ class Device : private MemoryServices,
         return qp != nullptr ? &qp->resp : nullptr;
     }
     // A QP's transport state, for tests that watch it (retries, window).
-    [[nodiscard]] const Qp *qp_state_of(uint32_t qpn) const {
-        return qps_.find(qpn);
-    }
+    [[nodiscard]] const Qp *qp_state_of(uint32_t qpn) const { return qps_.find(qpn); }
 
   private:
     RoceCounters roce_;

@@ -17,8 +17,7 @@ namespace ohca {
 
 class Completer final : public CompletionServices {
   public:
-    Completer(const Host &host, CqTable &cqs, SrqTable &srqs, EventSink &events,
-              QpScheduler &sched)
+    Completer(const Host &host, CqTable &cqs, SrqTable &srqs, EventSink &events, QpScheduler &sched)
         : host_(host), cqs_(cqs), srqs_(srqs), events_(events), sched_(sched) {}
     ~Completer() = default;
 

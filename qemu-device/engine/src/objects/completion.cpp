@@ -55,8 +55,8 @@ void Completer::complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t 
 }
 
 void Completer::complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
-                           std::optional<uint32_t> imm, uint8_t status, uint8_t verr,
-                           bool solicited, std::optional<uint32_t> invalidated) {
+                              std::optional<uint32_t> imm, uint8_t status, uint8_t verr,
+                              bool solicited, std::optional<uint32_t> invalidated) {
     ohca_cqe cqe{};
     cqe.wr_id = le(wr_id);
     cqe.qpn = le(qp.qpn);

@@ -24,8 +24,8 @@ class CqTable {
   public:
     CqTable(const Host &host, PblBudget &pbl, EventSink &events, QpScheduler &sched,
             const UarTable &uars, UarRefs &uar_refs)
-        : host_(host), pbl_(pbl), events_(events), sched_(sched), uars_(uars),
-          uar_refs_(uar_refs) {}
+        : host_(host), pbl_(pbl), events_(events), sched_(sched), uars_(uars), uar_refs_(uar_refs) {
+    }
     CqTable(const CqTable &) = delete;
     CqTable &operator=(const CqTable &) = delete;
 

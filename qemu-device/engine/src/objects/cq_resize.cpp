@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // RESIZE_CQ (programming manual, "Resizing a CQ"): a CQ moves to a new ring
 // with the CQEs its consumer has not returned yet, all or nothing.
+#include "link/byte_order.hpp"
 #include "objects/cq.hpp"
 #include "objects/qp_table.hpp"
-#include "link/byte_order.hpp"
 
 #include <algorithm>
 #include <array>

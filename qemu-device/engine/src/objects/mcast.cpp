@@ -4,7 +4,6 @@
 // group without QPs is removed at once, so memory follows attachments.
 #include "objects/mcast.hpp"
 
-
 #include <algorithm>
 
 namespace ohca {

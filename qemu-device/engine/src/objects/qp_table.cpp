@@ -194,8 +194,8 @@ CmdResult QpTable::cmd_create_qp(const Command &cmd) {
     qp.sq.log_stride = in.sq_log_stride;
     qp.rq.log_size = in.rq_log_size;
     qp.rq.log_stride = in.rq_log_stride;
-    auto r =
-        qp.sq.ring.load(d_.host, in.sq_pbl, uint64_t{qp.sq.size()} << qp.sq.log_stride, d_.pbl.room());
+    auto r = qp.sq.ring.load(d_.host, in.sq_pbl, uint64_t{qp.sq.size()} << qp.sq.log_stride,
+                             d_.pbl.room());
     if (r.error != PageList::Error::None) {
         return pbl_error(r, offsetof(In, sq_pbl));
     }

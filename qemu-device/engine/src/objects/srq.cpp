@@ -121,7 +121,8 @@ CmdResult SrqTable::cmd_create_srq(const Command &cmd) {
     srq.log_stride = in.log_stride;
     srq.limit = limit;
     // The copied page list counts against the device's page-list budget.
-    const auto r = srq.ring.load(host_, in.pbl, uint64_t{srq.size()} << srq.log_stride, pbl_.room());
+    const auto r =
+        srq.ring.load(host_, in.pbl, uint64_t{srq.size()} << srq.log_stride, pbl_.room());
     if (r.error == PageList::Error::Dma) {
         return {OHCA_STATUS_BAD_ADDR, 0};
     }

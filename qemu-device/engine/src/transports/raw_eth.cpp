@@ -405,8 +405,8 @@ void RawEth::deliver(Qp &qp, std::span<const uint8_t> frame) {
     if (verr != OHCA_VERR_NONE) {
         // The QP's own ring is bad: as for UD, the QP goes to ERR.
         ++counters_.rx_dropped;
-        d_.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_QP_OP_ERR, verr,
-                         false);
+        d_.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                                    OHCA_CQE_LOC_QP_OP_ERR, verr, false);
         d_.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
         d_.completer_.qp_to_error(qp);
         return;
@@ -421,8 +421,9 @@ void RawEth::deliver(Qp &qp, std::span<const uint8_t> frame) {
         const KeyResult k = d_.check_key(le(raw[i].lkey), addr, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
         if (k.mr == nullptr || !d_.mr_write(*k.mr, addr, frame.data() + done, n)) {
             ++counters_.rx_dropped;
-            d_.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_PROT_ERR,
-                             k.mr == nullptr ? k.verr : uint8_t{OHCA_VERR_DMA}, false);
+            d_.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                                        OHCA_CQE_LOC_PROT_ERR,
+                                        k.mr == nullptr ? k.verr : uint8_t{OHCA_VERR_DMA}, false);
             d_.completer_.qp_to_error(qp);
             return;
         }
@@ -433,12 +434,12 @@ void RawEth::deliver(Qp &qp, std::span<const uint8_t> frame) {
         // (whoever sent the frame must not be able to stop it).
         ++counters_.rx_dropped;
         d_.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_LEN_ERR,
-                         OHCA_VERR_RECV_TOO_SMALL, false);
+                                    OHCA_VERR_RECV_TOO_SMALL, false);
         return;
     }
     ++counters_.rx_frames;
-    d_.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, static_cast<uint32_t>(frame.size()), std::nullopt,
-                     OHCA_CQE_SUCCESS, OHCA_VERR_NONE, false);
+    d_.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, static_cast<uint32_t>(frame.size()),
+                                std::nullopt, OHCA_CQE_SUCCESS, OHCA_VERR_NONE, false);
 }
 
 // ---- the commands ------------------------------------------------------------

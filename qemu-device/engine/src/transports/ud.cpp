@@ -278,8 +278,8 @@ bool UdTransport::load_recv(Device &d, Qp &qp, uint64_t &wr_id, std::vector<Sge>
     }
     wr_id = le(w.wr_id);
     if (verr != OHCA_VERR_NONE) {
-        d.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_QP_OP_ERR, verr,
-                        false);
+        d.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                                   OHCA_CQE_LOC_QP_OP_ERR, verr, false);
         d.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
         d.completer_.qp_to_error(qp);
         return false;
@@ -334,8 +334,8 @@ void UdTransport::rx(Device &d, Qp &qp, const ParsedPacket &pkt) {
         }
         const KeyResult k = d.check_key(s.lkey, s.addr, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
         if (k.mr == nullptr) {
-            d.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_PROT_ERR,
-                            k.verr, false);
+            d.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                                       OHCA_CQE_LOC_PROT_ERR, k.verr, false);
             d.completer_.qp_to_error(qp);
             return;
         }
@@ -345,8 +345,8 @@ void UdTransport::rx(Device &d, Qp &qp, const ParsedPacket &pkt) {
             const size_t piece =
                 done < OHCA_UD_GRH_LEN ? std::min<size_t>(n, OHCA_UD_GRH_LEN - done) : n;
             if (!d.mr_write(*k.mr, va, byte_at(done), piece)) {
-                d.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_PROT_ERR,
-                                OHCA_VERR_DMA, false);
+                d.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                                           OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_DMA, false);
                 d.completer_.qp_to_error(qp);
                 return;
             }
