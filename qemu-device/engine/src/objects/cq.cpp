@@ -197,12 +197,12 @@ bool CqTable::post_cqe(uint32_t cqn, ohca_cqe cqe, bool solicited) {
         return false;
     }
     cqe.owner = ((cq.pi >> cq.log_size) & 1u) == 0 ? OHCA_CQE_OWNER : 0;
-    const uint64_t off = uint64_t{cq.pi & (size - 1)} * sizeof(ohca_cqe);
+    const uint64_t slot = uint64_t{cq.pi & (size - 1)} * sizeof(ohca_cqe);
     uint8_t raw[sizeof(ohca_cqe)];
     std::memcpy(raw, &cqe, sizeof(raw));
     // Body before the owner byte: one DMA where the host can order them.
     constexpr size_t body = offsetof(ohca_cqe, owner);
-    if (!cq.ring.write_ordered(host_, off, raw, sizeof(raw), body, sizeof(raw) - body)) {
+    if (!cq.ring.write_ordered(host_, slot, raw, sizeof(raw), body, sizeof(raw) - body)) {
         cq.error = true;
         events_.post_event(OHCA_EQE_CQ_ERROR, OHCA_CQ_ERR_ACCESS, cqn, 0, 0);
         return false;
