@@ -24,102 +24,76 @@
 
 namespace ohca {
 
-namespace {
-
-struct CmdSizes {
-    size_t in;
-    size_t out;
-};
-
-constexpr CmdSizes sizes_of(uint16_t opcode) {
-    switch (opcode) {
-    case OHCA_CMD_QUERY_DEVICE:
-        // Grown compatibly: the ABI 1.3 part is the minimum.
-        return {0, OHCA_QUERY_DEVICE_OUT_MIN_SIZE};
-    case OHCA_CMD_QUERY_PORT:
-        return {sizeof(ohca_query_port_in), sizeof(ohca_query_port_out)};
-    case OHCA_CMD_SET_PORT:
-        return {sizeof(ohca_set_port_in), 0};
-    case OHCA_CMD_CREATE_ETH_RING:
-        return {sizeof(ohca_create_eth_ring_in), 0};
-    case OHCA_CMD_DESTROY_ETH_RING:
-        return {sizeof(ohca_destroy_eth_ring_in), 0};
-    case OHCA_CMD_ALLOC_UAR:
-        return {0, sizeof(ohca_alloc_uar_out)};
-    case OHCA_CMD_DEALLOC_UAR:
-        return {sizeof(ohca_dealloc_uar_in), 0};
-    case OHCA_CMD_ADD_GID:
-        return {sizeof(ohca_add_gid_in), 0};
-    case OHCA_CMD_DEL_GID:
-        return {sizeof(ohca_del_gid_in), 0};
-    case OHCA_CMD_QUERY_STATS:
-        // Grown compatibly: the rev 1.0 part is the minimum.
-        return {0, OHCA_QUERY_STATS_OUT_V1_SIZE};
-    case OHCA_CMD_CREATE_EQ:
-        return {sizeof(ohca_create_eq_in), sizeof(ohca_create_out)};
-    case OHCA_CMD_CREATE_PD:
-        return {0, sizeof(ohca_create_out)};
-    case OHCA_CMD_CREATE_MR:
-        return {sizeof(ohca_create_mr_in), sizeof(ohca_create_out)};
-    case OHCA_CMD_CREATE_CQ:
-        return {sizeof(ohca_create_cq_in), sizeof(ohca_create_out)};
-    case OHCA_CMD_CREATE_QP:
-        return {sizeof(ohca_create_qp_in), sizeof(ohca_create_out)};
-    case OHCA_CMD_MODIFY_QP:
-        return {sizeof(ohca_modify_qp_in), 0};
-    case OHCA_CMD_QUERY_QP:
-        return {sizeof(ohca_handle_in), sizeof(ohca_qp_attr)};
-    case OHCA_CMD_DESTROY_EQ:
-    case OHCA_CMD_DESTROY_PD:
-    case OHCA_CMD_DESTROY_MR:
-    case OHCA_CMD_DESTROY_CQ:
-    case OHCA_CMD_DESTROY_QP:
-        return {sizeof(ohca_handle_in), 0};
-    case OHCA_CMD_CREATE_SRQ:
-        return {sizeof(ohca_create_srq_in), sizeof(ohca_create_out)};
-    case OHCA_CMD_MODIFY_SRQ:
-        return {sizeof(ohca_modify_srq_in), 0};
-    case OHCA_CMD_QUERY_SRQ:
-        return {sizeof(ohca_handle_in), sizeof(ohca_query_srq_out)};
-    case OHCA_CMD_DESTROY_SRQ:
-        return {sizeof(ohca_handle_in), 0};
-    case OHCA_CMD_ALLOC_MW:
-        return {sizeof(ohca_alloc_mw_in), sizeof(ohca_create_out)};
-    case OHCA_CMD_DEALLOC_MW:
-        return {sizeof(ohca_handle_in), 0};
-    case OHCA_CMD_ATTACH_MCAST:
-    case OHCA_CMD_DETACH_MCAST:
-        return {sizeof(ohca_mcast_in), 0};
-    case OHCA_CMD_RESIZE_CQ:
-        return {sizeof(ohca_resize_cq_in), sizeof(ohca_resize_cq_out)};
-    case OHCA_CMD_REREG_MR:
-        return {sizeof(ohca_rereg_mr_in), sizeof(ohca_create_out)};
-    case OHCA_CMD_ALLOC_XRCD:
-        return {0, sizeof(ohca_create_out)};
-    case OHCA_CMD_DEALLOC_XRCD:
-        return {sizeof(ohca_handle_in), 0};
-    case OHCA_CMD_ALLOC_DM:
-        return {sizeof(ohca_alloc_dm_in), sizeof(ohca_alloc_dm_out)};
-    case OHCA_CMD_FREE_DM:
-        return {sizeof(ohca_handle_in), 0};
-    case OHCA_CMD_REG_DM_MR:
-        return {sizeof(ohca_reg_dm_mr_in), sizeof(ohca_create_out)};
-    case OHCA_CMD_CREATE_FLOW:
-        return {sizeof(ohca_create_flow_in), sizeof(ohca_create_out)};
-    case OHCA_CMD_DESTROY_FLOW:
-        return {sizeof(ohca_handle_in), 0};
-    case OHCA_CMD_ODP_MAP: // and its page entries: cmd_odp_map checks in_len
-        return {sizeof(ohca_odp_map_in), 0};
-    case OHCA_CMD_ODP_UNMAP:
-        return {sizeof(ohca_odp_unmap_in), 0};
-    case OHCA_CMD_MODIFY_CQ:
-        return {sizeof(ohca_modify_cq_in), 0};
-    default: // NOP
-        return {0, 0};
+// The command set, indexed by opcode: the input and (minimum) output sizes
+// the queue checks (steps 6 and 7), and the owner that runs the command.
+// Opcodes without a row are BAD_OPCODE after the size checks.
+#define OHCA_CMD(op, in, out, fn)                                                                  \
+    t[op] = CmdSpec {                                                                              \
+        in, out, false, [](Device &d, const Command &c) -> CmdResult { return fn; }                \
     }
-}
 
-} // namespace
+const std::array<Device::CmdSpec, OHCA_CMD_MAX> Device::kCommands = [] {
+    std::array<CmdSpec, OHCA_CMD_MAX> t{};
+    constexpr size_t kCreateOut = sizeof(ohca_create_out);
+    constexpr size_t kHandle = sizeof(ohca_handle_in);
+    OHCA_CMD(OHCA_CMD_NOP, 0, 0, (void(d), void(c), CmdResult{}));
+    // Grown compatibly: the ABI 1.3 part is the minimum.
+    OHCA_CMD(OHCA_CMD_QUERY_DEVICE, 0, OHCA_QUERY_DEVICE_OUT_MIN_SIZE, d.cmd_query_device(c));
+    OHCA_CMD(OHCA_CMD_QUERY_PORT, sizeof(ohca_query_port_in), sizeof(ohca_query_port_out),
+             d.cmd_query_port(c));
+    OHCA_CMD(OHCA_CMD_SET_PORT, sizeof(ohca_set_port_in), 0, d.cmd_set_port(c));
+    OHCA_CMD(OHCA_CMD_CREATE_ETH_RING, sizeof(ohca_create_eth_ring_in), 0,
+             d.cmd_create_eth_ring(c));
+    OHCA_CMD(OHCA_CMD_DESTROY_ETH_RING, sizeof(ohca_destroy_eth_ring_in), 0,
+             d.cmd_destroy_eth_ring(c));
+    OHCA_CMD(OHCA_CMD_ALLOC_UAR, 0, sizeof(ohca_alloc_uar_out), d.cmd_alloc_uar(c));
+    OHCA_CMD(OHCA_CMD_DEALLOC_UAR, sizeof(ohca_dealloc_uar_in), 0, d.cmd_dealloc_uar(c));
+    OHCA_CMD(OHCA_CMD_ADD_GID, sizeof(ohca_add_gid_in), 0, d.cmd_add_gid(c));
+    OHCA_CMD(OHCA_CMD_DEL_GID, sizeof(ohca_del_gid_in), 0, d.cmd_del_gid(c));
+    // Grown compatibly: the rev 1.0 part is the minimum.
+    OHCA_CMD(OHCA_CMD_QUERY_STATS, 0, OHCA_QUERY_STATS_OUT_V1_SIZE, d.cmd_query_stats(c));
+    OHCA_CMD(OHCA_CMD_CREATE_EQ, sizeof(ohca_create_eq_in), kCreateOut, d.cqs_.cmd_create_eq(c));
+    OHCA_CMD(OHCA_CMD_DESTROY_EQ, kHandle, 0, d.cqs_.cmd_destroy_eq(c));
+    OHCA_CMD(OHCA_CMD_CREATE_PD, 0, kCreateOut, d.pds_.cmd_create_pd(c));
+    OHCA_CMD(OHCA_CMD_DESTROY_PD, kHandle, 0, d.pds_.cmd_destroy_pd(c));
+    OHCA_CMD(OHCA_CMD_CREATE_MR, sizeof(ohca_create_mr_in), kCreateOut, d.cmd_create_mr(c));
+    OHCA_CMD(OHCA_CMD_DESTROY_MR, kHandle, 0, d.cmd_destroy_mr(c));
+    OHCA_CMD(OHCA_CMD_CREATE_CQ, sizeof(ohca_create_cq_in), kCreateOut, d.cqs_.cmd_create_cq(c));
+    OHCA_CMD(OHCA_CMD_DESTROY_CQ, kHandle, 0, d.cqs_.cmd_destroy_cq(c));
+    OHCA_CMD(OHCA_CMD_CREATE_QP, sizeof(ohca_create_qp_in), kCreateOut, d.qps_.cmd_create_qp(c));
+    OHCA_CMD(OHCA_CMD_MODIFY_QP, sizeof(ohca_modify_qp_in), 0, d.qps_.cmd_modify_qp(c));
+    OHCA_CMD(OHCA_CMD_QUERY_QP, kHandle, sizeof(ohca_qp_attr), d.qps_.cmd_query_qp(c));
+    OHCA_CMD(OHCA_CMD_DESTROY_QP, kHandle, 0, d.qps_.cmd_destroy_qp(c));
+    OHCA_CMD(OHCA_CMD_RESIZE_CQ, sizeof(ohca_resize_cq_in), sizeof(ohca_resize_cq_out),
+             d.cqs_.cmd_resize_cq(c, d.qps_));
+    OHCA_CMD(OHCA_CMD_REREG_MR, sizeof(ohca_rereg_mr_in), kCreateOut, d.cmd_rereg_mr(c));
+    OHCA_CMD(OHCA_CMD_CREATE_SRQ, sizeof(ohca_create_srq_in), kCreateOut,
+             d.srqs_.cmd_create_srq(c));
+    OHCA_CMD(OHCA_CMD_MODIFY_SRQ, sizeof(ohca_modify_srq_in), 0, d.srqs_.cmd_modify_srq(c));
+    OHCA_CMD(OHCA_CMD_QUERY_SRQ, kHandle, sizeof(ohca_query_srq_out), d.srqs_.cmd_query_srq(c));
+    OHCA_CMD(OHCA_CMD_DESTROY_SRQ, kHandle, 0, d.srqs_.cmd_destroy_srq(c));
+    OHCA_CMD(OHCA_CMD_ALLOC_MW, sizeof(ohca_alloc_mw_in), kCreateOut, d.cmd_alloc_mw(c));
+    OHCA_CMD(OHCA_CMD_DEALLOC_MW, kHandle, 0, d.cmd_dealloc_mw(c));
+    OHCA_CMD(OHCA_CMD_ATTACH_MCAST, sizeof(ohca_mcast_in), 0, d.qps_.cmd_mcast(c, true));
+    OHCA_CMD(OHCA_CMD_DETACH_MCAST, sizeof(ohca_mcast_in), 0, d.qps_.cmd_mcast(c, false));
+    OHCA_CMD(OHCA_CMD_ALLOC_XRCD, 0, kCreateOut, d.pds_.cmd_alloc_xrcd(c));
+    OHCA_CMD(OHCA_CMD_DEALLOC_XRCD, kHandle, 0, d.pds_.cmd_dealloc_xrcd(c));
+    OHCA_CMD(OHCA_CMD_ALLOC_DM, sizeof(ohca_alloc_dm_in), sizeof(ohca_alloc_dm_out),
+             d.cmd_alloc_dm(c));
+    OHCA_CMD(OHCA_CMD_FREE_DM, kHandle, 0, d.cmd_free_dm(c));
+    OHCA_CMD(OHCA_CMD_REG_DM_MR, sizeof(ohca_reg_dm_mr_in), kCreateOut, d.cmd_reg_dm_mr(c));
+    OHCA_CMD(OHCA_CMD_CREATE_FLOW, sizeof(ohca_create_flow_in), kCreateOut,
+             d.raw_.flows().cmd_create_flow(c, d.host_, d.qps_));
+    OHCA_CMD(OHCA_CMD_DESTROY_FLOW, kHandle, 0, d.raw_.flows().cmd_destroy_flow(c, d.qps_));
+    // And its page entries: cmd_odp_map checks in_len.
+    OHCA_CMD(OHCA_CMD_ODP_MAP, sizeof(ohca_odp_map_in), 0, d.cmd_odp_map(c));
+    t[OHCA_CMD_ODP_MAP].in_at_least = true;
+    OHCA_CMD(OHCA_CMD_ODP_UNMAP, sizeof(ohca_odp_unmap_in), 0, d.cmd_odp_unmap(c));
+    OHCA_CMD(OHCA_CMD_MODIFY_CQ, sizeof(ohca_modify_cq_in), 0, d.cqs_.cmd_modify_cq(c));
+    return t;
+}();
+
+#undef OHCA_CMD
 
 void Device::cmdq_doorbell(uint32_t value) {
     if (!running() || (value & ~OHCA_RING_INDEX_MASK) != 0) {
@@ -176,16 +150,17 @@ void Device::process_cmdq() {
             } else {
                 fetched = host_.read(le(raw.in_addr), cmd.in.data(), cmd.in_len);
             }
-            const CmdSizes sz = sizes_of(cmd.opcode);
+            const CmdSpec &spec = kCommands[cmd.opcode];
             if (!fetched) {
                 r = {OHCA_STATUS_BAD_ADDR, 0};
-            } else if (cmd.in_len != sz.in &&
-                       !(cmd.opcode == OHCA_CMD_ODP_MAP && cmd.in_len > sz.in)) {
-                r = {OHCA_STATUS_BAD_LEN, static_cast<uint32_t>(sz.in)};
-            } else if (cmd.out_len < sz.out) {
-                r = {OHCA_STATUS_BAD_LEN, static_cast<uint32_t>(sz.out)};
+            } else if (cmd.in_len != spec.in && !(spec.in_at_least && cmd.in_len > spec.in)) {
+                r = {OHCA_STATUS_BAD_LEN, static_cast<uint32_t>(spec.in)};
+            } else if (cmd.out_len < spec.out) {
+                r = {OHCA_STATUS_BAD_LEN, static_cast<uint32_t>(spec.out)};
+            } else if (spec.run == nullptr) {
+                r = {OHCA_STATUS_BAD_OPCODE, cmd.opcode};
             } else {
-                r = execute(cmd);
+                r = spec.run(*this, cmd);
             }
         }
 
@@ -210,115 +185,6 @@ void Device::process_cmdq() {
     }
 }
 
-CmdResult Device::execute(const Command &cmd) {
-    switch (cmd.opcode) {
-    case OHCA_CMD_NOP:
-        return {};
-    case OHCA_CMD_QUERY_DEVICE:
-        return cmd_query_device(cmd);
-    case OHCA_CMD_QUERY_PORT:
-        return cmd_query_port(cmd);
-    case OHCA_CMD_SET_PORT:
-        return cmd_set_port(cmd);
-    case OHCA_CMD_CREATE_ETH_RING:
-        return cmd_create_eth_ring(cmd);
-    case OHCA_CMD_DESTROY_ETH_RING:
-        return cmd_destroy_eth_ring(cmd);
-    case OHCA_CMD_ALLOC_UAR:
-        return cmd_alloc_uar(cmd);
-    case OHCA_CMD_DEALLOC_UAR:
-        return cmd_dealloc_uar(cmd);
-    case OHCA_CMD_ADD_GID:
-        return cmd_add_gid(cmd);
-    case OHCA_CMD_DEL_GID:
-        return cmd_del_gid(cmd);
-    case OHCA_CMD_QUERY_STATS:
-        return cmd_query_stats(cmd);
-    case OHCA_CMD_CREATE_EQ:
-        return cmd_create_eq(cmd);
-    case OHCA_CMD_DESTROY_EQ:
-        return cmd_destroy_eq(cmd);
-    case OHCA_CMD_CREATE_PD:
-        return cmd_create_pd(cmd);
-    case OHCA_CMD_DESTROY_PD:
-        return cmd_destroy_pd(cmd);
-    case OHCA_CMD_CREATE_MR:
-        return cmd_create_mr(cmd);
-    case OHCA_CMD_DESTROY_MR:
-        return cmd_destroy_mr(cmd);
-    case OHCA_CMD_CREATE_CQ:
-        return cmd_create_cq(cmd);
-    case OHCA_CMD_DESTROY_CQ:
-        return cmd_destroy_cq(cmd);
-    case OHCA_CMD_CREATE_QP:
-        return cmd_create_qp(cmd);
-    case OHCA_CMD_MODIFY_QP:
-        return cmd_modify_qp(cmd);
-    case OHCA_CMD_QUERY_QP:
-        return cmd_query_qp(cmd);
-    case OHCA_CMD_DESTROY_QP:
-        return cmd_destroy_qp(cmd);
-    case OHCA_CMD_CREATE_SRQ:
-        return cmd_create_srq(cmd);
-    case OHCA_CMD_MODIFY_SRQ:
-        return cmd_modify_srq(cmd);
-    case OHCA_CMD_QUERY_SRQ:
-        return cmd_query_srq(cmd);
-    case OHCA_CMD_DESTROY_SRQ:
-        return cmd_destroy_srq(cmd);
-    case OHCA_CMD_ALLOC_MW:
-        return cmd_alloc_mw(cmd);
-    case OHCA_CMD_DEALLOC_MW:
-        return cmd_dealloc_mw(cmd);
-    case OHCA_CMD_ATTACH_MCAST:
-        return cmd_mcast(cmd, true);
-    case OHCA_CMD_DETACH_MCAST:
-        return cmd_mcast(cmd, false);
-    case OHCA_CMD_RESIZE_CQ:
-        return cmd_resize_cq(cmd);
-    case OHCA_CMD_MODIFY_CQ:
-        return cmd_modify_cq(cmd);
-    case OHCA_CMD_REREG_MR:
-        return cmd_rereg_mr(cmd);
-    case OHCA_CMD_ALLOC_XRCD: {
-        // A number and a count, kept by XrcTransport (xrc.cpp).
-        const std::optional<uint32_t> n = xrc_.alloc_domain();
-        if (!n) {
-            return {OHCA_STATUS_NO_RESOURCES, 0};
-        }
-        const CmdResult res = write_create_out(cmd, *n, 0);
-        if (res.status != OHCA_STATUS_OK) {
-            (void)xrc_.dealloc_domain(*n);
-        }
-        return res;
-    }
-    case OHCA_CMD_DEALLOC_XRCD: {
-        const auto in = cmd.input<ohca_handle_in>();
-        if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
-            return {OHCA_STATUS_RESERVED_NONZERO, *off};
-        }
-        const uint8_t st = xrc_.dealloc_domain(le(in.handle));
-        return {st, st == OHCA_STATUS_OK ? 0 : le(in.handle)};
-    }
-    case OHCA_CMD_ALLOC_DM:
-        return cmd_alloc_dm(cmd);
-    case OHCA_CMD_FREE_DM:
-        return cmd_free_dm(cmd);
-    case OHCA_CMD_REG_DM_MR:
-        return cmd_reg_dm_mr(cmd);
-    case OHCA_CMD_CREATE_FLOW:
-        return cmd_create_flow(cmd);
-    case OHCA_CMD_DESTROY_FLOW:
-        return cmd_destroy_flow(cmd);
-    case OHCA_CMD_ODP_MAP:
-        return cmd_odp_map(cmd);
-    case OHCA_CMD_ODP_UNMAP:
-        return cmd_odp_unmap(cmd);
-    default:
-        return {OHCA_STATUS_BAD_OPCODE, cmd.opcode};
-    }
-}
-
 CmdResult write_output(const Host &host, const Command &cmd, const void *out, size_t len) {
     if (!host.write(cmd.out_addr, out, len)) {
         return {OHCA_STATUS_BAD_ADDR, 1};
@@ -331,10 +197,6 @@ CmdResult write_create_out(const Host &host, const Command &cmd, uint32_t h1, ui
     out.handle = le(h1);
     out.handle2 = le(h2);
     return write_output(host, cmd, &out, sizeof(out));
-}
-
-CmdResult Device::write_output(const Command &cmd, const void *out, size_t len) {
-    return ohca::write_output(host_, cmd, out, len);
 }
 
 CmdResult Device::cmd_query_device(const Command &cmd) {
@@ -388,7 +250,7 @@ CmdResult Device::cmd_query_device(const Command &cmd) {
     out.max_cq_mod_count = le(L::max_cq_mod_count);
     out.max_cq_mod_period = le(L::max_cq_mod_period_us);
     // A driver that knows a shorter output gets only that part.
-    return write_output(cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
+    return write_output(host_, cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
 }
 
 CmdResult Device::cmd_query_port(const Command &cmd) {
@@ -411,7 +273,7 @@ CmdResult Device::cmd_query_port(const Command &cmd) {
     out.max_msg_size = le(DeviceLimits::max_msg_size);
     out.rx_frames = le(stats_.port_rx_frames);
     out.tx_frames = le(stats_.port_tx_frames);
-    return write_output(cmd, &out, sizeof(out));
+    return write_output(host_, cmd, &out, sizeof(out));
 }
 
 CmdResult Device::cmd_set_port(const Command &cmd) {
@@ -500,7 +362,7 @@ CmdResult Device::cmd_alloc_uar(const Command &cmd) {
     }
     ohca_alloc_uar_out out{};
     out.uar_index = le(*index);
-    if (CmdResult r = write_output(cmd, &out, sizeof(out)); r.status != OHCA_STATUS_OK) {
+    if (CmdResult r = write_output(host_, cmd, &out, sizeof(out)); r.status != OHCA_STATUS_OK) {
         return r;
     }
     uars_.take(*index);
@@ -631,7 +493,7 @@ CmdResult Device::cmd_query_stats(const Command &cmd) {
     out.eq0_events_dropped = le(stats_.eq0_events_dropped + stats_.peer_events_dropped);
     out.rc_spurious_timeouts = le(r.spurious_timeouts);
     // A driver that knows only the rev 1.0 part gets only that part.
-    return write_output(cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
+    return write_output(host_, cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
 }
 
 } // namespace ohca

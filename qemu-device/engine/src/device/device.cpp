@@ -7,6 +7,7 @@ namespace ohca {
 
 Device::Device(const ohca_engine_ops &ops, void *ctx, const DeviceConfig &cfg)
     : host_(ops, ctx), cfg_(cfg) {
+    srqs_.set_borrowers(qps_);
     seed_ids(cfg.id_seed);
     power_on_state();
 }
@@ -164,23 +165,23 @@ void Device::hold_event(const ohca_eqe &eqe) {
     unsigned int bit = 0;
     switch (eqe.type) {
     case OHCA_EQE_QP_EVENT:
-        if (id < qps_.size() && qps_[id] && code >= 1 && code < 8) {
-            mask = &qps_[id]->held_events;
+        if (Qp *qp = qps_.find(id); qp != nullptr && code >= 1 && code < 8) {
+            mask = &qp->held_events;
             bit = code;
         }
         break;
     case OHCA_EQE_CQ_COMPLETION:
     case OHCA_EQE_CQ_ERROR:
-        if (id < cqs_.size() && cqs_[id] && code < 8) {
+        if (Cq *cq = cqs_.find(id); cq != nullptr && code < 8) {
             ref.kind = HeldKind::Cq;
-            mask = &cqs_[id]->held_events;
+            mask = &cq->held_events;
             bit = eqe.type == OHCA_EQE_CQ_COMPLETION ? 0 : code;
         }
         break;
     case OHCA_EQE_SRQ_EVENT:
-        if (id < srqs_.size() && srqs_[id] && code < 8) {
+        if (Srq *srq = srqs_.find(id); srq != nullptr && code < 8) {
             ref.kind = HeldKind::Srq;
-            mask = &srqs_[id]->held_events;
+            mask = &srq->held_events;
             bit = code;
         }
         break;
@@ -235,24 +236,24 @@ bool Device::take_held(ohca_eqe &eqe) {
     uint8_t *mask = nullptr;
     switch (ref.kind) {
     case HeldKind::Qp:
-        if (ref.id < qps_.size() && qps_[ref.id]) {
-            mask = &qps_[ref.id]->held_events;
+        if (Qp *qp = qps_.find(ref.id)) {
+            mask = &qp->held_events;
             have = take_bit(*mask, kQpEventOrder, bit);
             eqe.type = OHCA_EQE_QP_EVENT;
             eqe.code = le(uint16_t{bit});
         }
         break;
     case HeldKind::Cq:
-        if (ref.id < cqs_.size() && cqs_[ref.id]) {
-            mask = &cqs_[ref.id]->held_events;
+        if (Cq *cq = cqs_.find(ref.id)) {
+            mask = &cq->held_events;
             have = take_bit(*mask, kCqEventOrder, bit);
             eqe.type = bit == 0 ? OHCA_EQE_CQ_COMPLETION : OHCA_EQE_CQ_ERROR;
             eqe.code = le(uint16_t{bit});
         }
         break;
     case HeldKind::Srq:
-        if (ref.id < srqs_.size() && srqs_[ref.id]) {
-            mask = &srqs_[ref.id]->held_events;
+        if (Srq *srq = srqs_.find(ref.id)) {
+            mask = &srq->held_events;
             have = take_bit(*mask, kSrqEventOrder, bit);
             eqe.type = OHCA_EQE_SRQ_EVENT;
             eqe.code = le(uint16_t{bit});
@@ -374,10 +375,14 @@ Qp *Device::ring(uint32_t page, uint32_t offset, uint64_t value, unsigned int si
     case OHCA_DB_RQ:
         return rq_doorbell(page, qn, v);
     case OHCA_DB_CQ:
-        cq_doorbell(page, qn, v);
+        if (!cqs_.cq_doorbell(page, qn, v)) {
+            ++stats_.db_errors;
+        }
         return nullptr;
     case OHCA_DB_SRQ:
-        srq_doorbell(page, qn, v);
+        if (!srqs_.doorbell(page, qn, v)) {
+            ++stats_.db_errors;
+        }
         return nullptr;
     default:
         ++stats_.db_errors;

@@ -2,20 +2,22 @@
 // The ohca device: all state behind the C API of ohca_engine.h.
 //
 // Member functions are split by what they own:
-//   device.cpp      lifetime, reset, fatal state, link, doorbell pages, process()
+//   device.cpp      lifetime, reset, fatal state, EQ 0 and its held events,
+//                   link, doorbell pages, process()
 //   regs.cpp        the BAR0 register file
-//   cmdq.cpp        the command queue and every command
+//   cmdq.cpp        the command queue, the command table, device commands
 //   eth.cpp         the Ethernet TX/RX rings and receive classification
-//   rdma_cmds.cpp   the RDMA resource commands, keys and MR access
-//   completion.cpp  CQEs, CQ doorbells, completion events, QP errors, flushes
-//   srq.cpp         shared receive queues: commands, doorbell, taking WQEs
-//   mcast.cpp       multicast groups (McastTable) and their commands
-//   raw_eth.cpp     raw Ethernet QPs (RawEth) and flow steering (FlowTable)
+//   rdma_cmds.cpp   the MR commands, keys and MR access
 //   transport.cpp   the transport services (TransportServices): packets out
 //                   and in, QP doorbells, the ready list and timers, the run
 //                   loop; the RC transport itself is RcRequester
 //                   (requester.cpp) and RcResponder (responder.cpp), UD is
 //                   UdTransport (ud.cpp), XRC XrcTransport (xrc.cpp)
+// The object families have their own owners (objects/), members here: PDs
+// and XRC domains PdTable (pd.cpp), EQs and CQs CqTable (cq.cpp), SRQs
+// SrqTable (srq.cpp), QPs and multicast attachments QpTable (qp_table.cpp),
+// CQEs, errors and flushes Completer (completion.cpp), flows FlowTable
+// (raw_eth.cpp).
 // docs/architecture.md has the same map.
 #pragma once
 
@@ -30,10 +32,16 @@
 #include "device/stats.hpp"
 #include "device/uar_table.hpp"
 #include "link/roce_packet.hpp"
+#include "objects/completer.hpp"
+#include "objects/cq.hpp"
 #include "objects/dm.hpp"
 #include "objects/mcast.hpp"
 #include "objects/pbl_budget.hpp"
+#include "objects/pd.hpp"
+#include "objects/qp_table.hpp"
 #include "objects/rdma_objects.hpp"
+#include "objects/scheduler.hpp"
+#include "objects/srq.hpp"
 #include "transports/raw_eth.hpp"
 #include "transports/requester.hpp"
 #include "transports/responder.hpp"
@@ -64,7 +72,11 @@ struct DeviceConfig {
     uint32_t max_qp = OHCA_ENGINE_DEFAULT_MAX_QP; // 1..OHCA_ENGINE_MAX_QP
 };
 
-class Device : private MemoryServices, private CompletionServices, private WireServices {
+class Device : private MemoryServices,
+               private EventSink,
+               private WireServices,
+               private QpScheduler,
+               private QpWindows {
   public:
     Device(const ohca_engine_ops &ops, void *ctx, const DeviceConfig &cfg);
     Device(const Device &) = delete;
@@ -148,8 +160,15 @@ class Device : private MemoryServices, private CompletionServices, private WireS
     // cmdq.cpp
     void cmdq_doorbell(uint32_t value);
     void process_cmdq();
-    CmdResult execute(const Command &cmd);
-    CmdResult write_output(const Command &cmd, const void *out, size_t len);
+    // The command set: per opcode its owner's handler and the sizes the
+    // queue checks first (cmdq.cpp). Adding a command is one row.
+    struct CmdSpec {
+        size_t in = 0;            // input size (ODP_MAP: at least)
+        size_t out = 0;           // minimum output size
+        bool in_at_least = false; // the input may be longer (entries follow)
+        CmdResult (*run)(Device &, const Command &) = nullptr; // null: BAD_OPCODE
+    };
+    static const std::array<CmdSpec, OHCA_CMD_MAX> kCommands;
     CmdResult cmd_query_device(const Command &cmd);
     CmdResult cmd_query_port(const Command &cmd);
     CmdResult cmd_set_port(const Command &cmd);
@@ -167,61 +186,16 @@ class Device : private MemoryServices, private CompletionServices, private WireS
     [[nodiscard]] uint64_t pbl_room() const;
     [[nodiscard]] static uint64_t pbl_charge(const Mr &mr);
     CmdResult write_create_out(const Command &cmd, uint32_t h1, uint32_t h2);
-    CmdResult cmd_create_eq(const Command &cmd);
-    CmdResult cmd_destroy_eq(const Command &cmd);
-    CmdResult cmd_create_pd(const Command &cmd);
-    CmdResult cmd_destroy_pd(const Command &cmd);
     CmdResult cmd_create_mr(const Command &cmd);
     CmdResult cmd_destroy_mr(const Command &cmd);
-    CmdResult cmd_create_cq(const Command &cmd);
-    CmdResult cmd_destroy_cq(const Command &cmd);
-    CmdResult cmd_create_qp(const Command &cmd);
-    CmdResult cmd_modify_qp(const Command &cmd);
-    CmdResult cmd_query_qp(const Command &cmd);
-    CmdResult cmd_destroy_qp(const Command &cmd);
-    void apply_qp_state(Qp &qp, uint8_t next);
-
-    // srq.cpp: shared receive queues
-    CmdResult cmd_create_srq(const Command &cmd);
-    CmdResult cmd_modify_srq(const Command &cmd);
-    CmdResult cmd_query_srq(const Command &cmd);
-    CmdResult cmd_destroy_srq(const Command &cmd);
-    // cq_resize.cpp, mr_rereg.cpp
-    CmdResult cmd_resize_cq(const Command &cmd);
-    CmdResult cmd_modify_cq(const Command &cmd);
+    // mr_rereg.cpp
     CmdResult cmd_rereg_mr(const Command &cmd);
-    void srq_doorbell(uint32_t page, uint32_t srqn, uint32_t value);
-    Srq *find_srq(uint32_t srqn);
-    SrqTake take_srq_wqe(Qp &qp) override;
-    const Srq *srq(uint32_t srqn) override { return find_srq(srqn); }
-
-    // mcast.cpp: multicast groups
-    CmdResult cmd_mcast(const Command &cmd, bool attach);
-    // A UD packet to OHCA_MCAST_QPN, to every QP attached to its group.
-    void mcast_deliver(const ParsedPacket &p);
-
-    // completion.cpp: EQ/CQ doorbells, CQEs, events, errors and flushes
-    void comp_eq_doorbell(uint32_t eqn, uint32_t value);
-    void post_cq_event(uint32_t eqn, uint32_t cqn);
-    bool post_cqe(uint32_t cqn, ohca_cqe cqe, bool solicited);
-    // Moderation of an armed CQ's event: 'n' more eligible CQEs arrived.
-    void cq_eligible(Cq &cq, uint32_t n);
-    void raise_cq_event(Cq &cq); // disarms, ends a held event's period
-    void cq_timer_expired(Cq &cq);
-    void cq_doorbell(uint32_t page, uint32_t cqn, uint32_t value);
-    void complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) override;
-    void complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
-                       std::optional<uint32_t> imm, uint8_t status, uint8_t verr, bool solicited,
-                       std::optional<uint32_t> invalidated = std::nullopt) override;
-    void qp_to_error(Qp &qp) override;
-    void flush_qp(Qp &qp, unsigned int &budget);
-    [[nodiscard]] static bool flush_pending(const Qp &qp);
     // Looks up a key for [va, va + len) with 'access' rights in PD 'pdn'.
     [[nodiscard]] KeyResult check_key(uint32_t key, uint64_t va, uint64_t len, uint32_t access,
                                       uint32_t pdn) const override;
     bool mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const override;
     bool mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const override;
-    Qp *find_qp(uint32_t qpn);
+    Qp *find_qp(uint32_t qpn) { return qps_.find(qpn); }
 
     // fast_reg.cpp: fast-registration MRs and invalidation
     using LocalOpResult = ohca::LocalOpResult;
@@ -243,11 +217,7 @@ class Device : private MemoryServices, private CompletionServices, private WireS
                                          uint64_t len, uint32_t access) const;
     uint8_t invalidate_window(Mw &mw, uint32_t key, const Qp &qp, bool remote);
     void unbind_window(Mw &mw);
-    void unbind_qp_windows(const Qp &qp);
-
-    // raw_eth.cpp: flow steering to raw Ethernet QPs (the rules are raw_)
-    CmdResult cmd_create_flow(const Command &cmd);
-    CmdResult cmd_destroy_flow(const Command &cmd);
+    void unbind_qp_windows(const Qp &qp) override;
 
     // dm.cpp: device memory (the memory and its allocations are dm_)
     CmdResult cmd_alloc_dm(const Command &cmd);
@@ -279,7 +249,7 @@ class Device : private MemoryServices, private CompletionServices, private WireS
     RoceCounters &counters() override { return roce_; }
     void mark_ready(Qp &qp) override;
     void set_deadline(Qp &qp, uint64_t deadline_ns) override;
-    void unschedule(Qp &qp); // before a QP is reset or destroyed
+    void unschedule(Qp &qp) override; // before a QP is reset or destroyed
     // Both return the QP they made ready, or null.
     Qp *rq_doorbell(uint32_t page, uint32_t qpn, uint32_t value);
     Qp *take_doorbell(uint32_t page, uint32_t qpn, WorkQueue Qp::*wq, uint32_t value);
@@ -291,7 +261,7 @@ class Device : private MemoryServices, private CompletionServices, private WireS
     void visit(Qp &qp, unsigned int &quantum);
     void take_frame();
     void check_timers();
-    void update_timer();
+    void update_timer() override;
     [[nodiscard]] bool build_path(const Qp &qp, PacketPath &path) const;
     // Builds the frame and puts it on the wire, or on the backlog when it
     // is for one of the device's own GIDs.
@@ -303,6 +273,8 @@ class Device : private MemoryServices, private CompletionServices, private WireS
     void roce_rx(std::span<const uint8_t> frame);
     void roce_rx_looped(const RoceSlot &slot);
     void roce_deliver(const ParsedPacket &p);
+    // A UD packet to OHCA_MCAST_QPN, to every QP attached to its group.
+    void mcast_deliver(const ParsedPacket &p);
     [[nodiscard]] bool is_local_gid(const std::array<uint8_t, 16> &gid) const;
 
     // eth.cpp
@@ -371,8 +343,22 @@ class Device : private MemoryServices, private CompletionServices, private WireS
         std::unique_ptr<Mr> mr;
         std::unique_ptr<Mw> mw;
     };
-    Table<CompletionEq> eqs_;
-    Table<Pd> pds_;
+    // Objects on each doorbell page (DEALLOC_UAR), page-list entries held by
+    // live objects (DeviceLimits::max_pbl_entries), multicast groups.
+    UarRefs uar_refs_{};
+    PblBudget pbl_;
+    McastTable mcast_{{DeviceLimits::max_mcast_grp, DeviceLimits::max_mcast_qp_attach,
+                       DeviceLimits::max_total_mcast_qp_attach}};
+    // The owners of the object families (objects/): each owns its table and
+    // runs its commands.
+    PdTable pds_{host_, xrc_};
+    CqTable cqs_{host_, pbl_, *this, *this, uars_, uar_refs_};
+    SrqTable srqs_{host_, pbl_, *this, uars_, uar_refs_, pds_, cqs_, xrc_};
+    // CQEs, QP errors and flushes, SRQ WQEs for the transports.
+    Completer completer_{host_, cqs_, srqs_, *this, *this};
+    QpTable qps_{{host_, pbl_, uars_, uar_refs_, gids_, pds_, cqs_, srqs_, xrc_, mcast_, *this,
+                  completer_, *this},
+                 cfg_.max_qp};
     std::vector<MrSlot> mrs_;
     // The MR a command names by its key (index and tag), or null.
     Mr *mr_by_key(uint32_t key) {
@@ -380,21 +366,12 @@ class Device : private MemoryServices, private CompletionServices, private WireS
         Mr *mr = index != 0 && index < mrs_.size() ? mrs_[index].mr.get() : nullptr;
         return mr != nullptr && mr->handle == key ? mr : nullptr;
     }
-    Table<Cq> cqs_;
-    Table<Qp> qps_;
     // Identity that survives reset (not part of the power-on state): the
-    // key tag each MR index had last, and where the next QPN search starts.
+    // key tag each MR index had last (the QPN cursor is qps_').
     std::vector<uint8_t> mr_tags_;
     uint32_t mr_count_ = 0; // <= max_mr
     uint32_t mw_count_ = 0; // <= max_mw
-    uint32_t next_qpn_ = DeviceLimits::first_qpn;
-    Table<Srq> srqs_;
     DeviceMemory dm_;
-    McastTable mcast_{{DeviceLimits::max_mcast_grp, DeviceLimits::max_mcast_qp_attach,
-                       DeviceLimits::max_total_mcast_qp_attach}};
-    std::array<uint32_t, OHCA_NUM_DB_PAGES> uar_refs_{};
-    // Page-list entries held by live objects (DeviceLimits::max_pbl_entries).
-    PblBudget pbl_;
     // RoCE frames received (or looped back), handled by process().
     RoceBacklog roce_backlog_{DeviceLimits::max_roce_backlog};
     std::vector<uint8_t> tx_frame_; // the frame being sent, storage reused
@@ -403,14 +380,13 @@ class Device : private MemoryServices, private CompletionServices, private WireS
     // event (sched.hpp).
     ReadyList ready_;
     TimerHeap<Qp> timers_{cfg_.max_qp + DeviceLimits::first_qpn};
-    TimerHeap<Cq> cq_timers_{DeviceLimits::max_cq + 1};
     bool in_run_ = false; // inside process_rdma(): no schedule() per ready QP
     // The last run left the timers unchecked (run_rdma): the next checks
     // them whatever its backlog holds.
     bool timers_deferred_ = false;
     SchedStats sched_stats_;
     // What the transports reach the device through.
-    TransportServices svc_{*this, *this, *this};
+    TransportServices svc_{*this, completer_, *this};
     // The RC transport.
     RcRequester rc_requester_{svc_};
     RcResponder rc_responder_{svc_};
@@ -432,12 +408,11 @@ class Device : private MemoryServices, private CompletionServices, private WireS
     [[nodiscard]] const RoceCounters &roce_counters() const { return roce_; }
     // A QP's responder resources, for tests of their bounds (nullptr: no QP).
     [[nodiscard]] const ResponderResources *responder_resources(uint32_t qpn) const {
-        return qpn < qps_.size() && qps_[qpn] ? &qps_[qpn]->resp : nullptr;
+        const Qp *qp = qps_.find(qpn);
+        return qp != nullptr ? &qp->resp : nullptr;
     }
     // A QP's transport state, for tests that watch it (retries, window).
-    [[nodiscard]] const Qp *qp_state_of(uint32_t qpn) const {
-        return qpn < qps_.size() && qps_[qpn] ? qps_[qpn].get() : nullptr;
-    }
+    [[nodiscard]] const Qp *qp_state_of(uint32_t qpn) const { return qps_.find(qpn); }
 
   private:
     RoceCounters roce_;

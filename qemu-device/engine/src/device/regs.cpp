@@ -148,7 +148,9 @@ void Device::reg_write(uint64_t offset, uint64_t value64, unsigned int size) {
         return;
     default:
         if (offset > OHCA_REG_EQ_DB(0) && offset < OHCA_REG_EQ_DB(OHCA_MAX_EQ)) {
-            comp_eq_doorbell(static_cast<uint32_t>((offset - OHCA_REG_EQ_DB(0)) / 4), value);
+            if (!cqs_.eq_doorbell(static_cast<uint32_t>((offset - OHCA_REG_EQ_DB(0)) / 4), value)) {
+                ++stats_.reg_errors;
+            }
             return;
         }
         // Read-only and unknown registers.

@@ -4,11 +4,16 @@
 
 #include <ohca/ohca_regs.h>
 
+#include <array>
 #include <bitset>
 #include <cstdint>
 #include <optional>
 
 namespace ohca {
+
+// Objects (CQs, QPs, SRQs) that ring on each page: no DEALLOC_UAR while
+// any is left.
+using UarRefs = std::array<uint32_t, OHCA_NUM_DB_PAGES>;
 
 class UarTable {
   public:

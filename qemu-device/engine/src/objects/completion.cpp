@@ -1,176 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Completion queues: CQEs with owner-bit phase, CQ doorbells (consumer
-// index, arming), completion events and their moderation (MODIFY_CQ),
-// overrun; QP errors and flushes.
-#include "device/command.hpp"
-#include "device/device.hpp"
+// Completions: send and receive CQEs, QP errors and flushes (Completer).
+#include "objects/completer.hpp"
+
 #include "link/byte_order.hpp"
 
 #include <cstring>
 
 namespace ohca {
 
-void Device::post_cq_event(uint32_t eqn, uint32_t cqn) {
-    if (eqn == 0) {
-        post_event(OHCA_EQE_CQ_COMPLETION, 0, cqn, 0, 0);
-        return;
-    }
-    if (eqn >= eqs_.size() || !eqs_[eqn] || eqs_[eqn]->stopped) {
-        return;
-    }
-    ohca_eqe eqe{};
-    eqe.type = OHCA_EQE_CQ_COMPLETION;
-    eqe.param0 = le(cqn);
-    if (eqs_[eqn]->eq.post(host_, eqe) != EventQueue::PostResult::Ok) {
-        // A completion EQ that overruns its consumer (or cannot be
-        // written) stops; the device and EQ 0 keep running.
-        eqs_[eqn]->stopped = true;
-    }
-}
-
-bool Device::post_cqe(uint32_t cqn, ohca_cqe cqe, bool solicited) {
-    if (cqn >= cqs_.size() || !cqs_[cqn]) {
-        return false;
-    }
-    Cq &cq = *cqs_[cqn];
-    if (cq.error) {
-        return false;
-    }
-    const uint32_t size = 1u << cq.log_size;
-    if (cq.pi - cq.ci >= size) {
-        cq.error = true;
-        post_event(OHCA_EQE_CQ_ERROR, OHCA_CQ_ERR_OVERRUN, cqn, 0, 0);
-        return false;
-    }
-    cqe.owner = ((cq.pi >> cq.log_size) & 1u) == 0 ? OHCA_CQE_OWNER : 0;
-    const uint64_t off = uint64_t{cq.pi & (size - 1)} * sizeof(ohca_cqe);
-    uint8_t raw[sizeof(ohca_cqe)];
-    std::memcpy(raw, &cqe, sizeof(raw));
-    // Body before the owner byte: one DMA where the host can order them.
-    constexpr size_t body = offsetof(ohca_cqe, owner);
-    if (!cq.ring.write_ordered(host_, off, raw, sizeof(raw), body, sizeof(raw) - body)) {
-        cq.error = true;
-        post_event(OHCA_EQE_CQ_ERROR, OHCA_CQ_ERR_ACCESS, cqn, 0, 0);
-        return false;
-    }
-    ++cq.pi;
-    host_.trace(OHCA_ENGINE_TRACE_CQE, cqn, le(cqe.qpn),
-                static_cast<uint32_t>(cqe.opcode) << 8 | cqe.status, le(cqe.wr_id));
-    const bool error = cqe.status != OHCA_CQE_SUCCESS;
-    if (cq.arm_next || (cq.arm_solicited && (solicited || error))) {
-        cq_eligible(cq, 1);
-    }
-    return true;
-}
-
-// ---- completion event moderation (programming manual section 20) ------------
-
-// An armed CQ got 'n' more CQEs that its arming asks an event for. Without
-// moderation the event is raised now; with it the CQEs are counted and the
-// event waits for mod_count of them or for mod_period_us after the first,
-// whichever comes first. MODIFY_CQ refuses a count above 1 without a
-// period, so a held event always has a timer and is never lost.
-void Device::cq_eligible(Cq &cq, uint32_t n) {
-    cq.mod_pending = n > UINT32_MAX - cq.mod_pending ? UINT32_MAX : cq.mod_pending + n;
-    const bool off = cq.mod_count <= 1 && cq.mod_period_us == 0;
-    if (off || (cq.mod_count != 0 && cq.mod_pending >= cq.mod_count)) {
-        raise_cq_event(cq);
-    } else if (cq.deadline_ns == 0 && cq.mod_period_us != 0) {
-        cq_timers_.set(cq, host_.now_ns() + uint64_t{cq.mod_period_us} * 1000);
-        update_timer();
-    }
-}
-
-void Device::raise_cq_event(Cq &cq) {
-    cq.arm_next = false;
-    cq.arm_solicited = false;
-    cq.mod_pending = 0;
-    if (cq.deadline_ns != 0) {
-        cq_timers_.set(cq, 0);
-        update_timer();
-    }
-    post_cq_event(cq.eqn, cq.cqn);
-}
-
-// The period of a held event ended (check_timers()).
-void Device::cq_timer_expired(Cq &cq) {
-    if (cq.mod_pending != 0 && (cq.arm_next || cq.arm_solicited)) {
-        raise_cq_event(cq);
-        return;
-    }
-    // Nothing held (a held event keeps its arming until it is raised, so
-    // this is only defensive): the timer just goes.
-    cq.mod_pending = 0;
-    cq_timers_.set(cq, 0);
-}
-
-CmdResult Device::cmd_modify_cq(const Command &cmd) {
-    using In = ohca_modify_cq_in;
-    const auto in = cmd.input<In>();
-    const uint32_t cqn = le(in.cqn);
-    const uint32_t mask = le(in.mask);
-    const uint16_t count = le(in.cq_count);
-    const uint16_t period = le(in.cq_period);
-    if (auto off = nonzero_at(cmd.in, offsetof(In, rsvd), sizeof(in.rsvd))) {
-        return {OHCA_STATUS_RESERVED_NONZERO, *off};
-    }
-    Cq *cq = cqn < cqs_.size() ? cqs_[cqn].get() : nullptr;
-    if (cq == nullptr) {
-        return {OHCA_STATUS_BAD_HANDLE, cqn};
-    }
-    if (mask == 0 || (mask & ~uint32_t{OHCA_MODIFY_CQ_MODERATION}) != 0) {
-        return {OHCA_STATUS_BAD_FIELD, offsetof(In, mask)};
-    }
-    if (count > DeviceLimits::max_cq_mod_count) {
-        return {OHCA_STATUS_BAD_FIELD, offsetof(In, cq_count)};
-    }
-    // A count with no period could hold an event for ever.
-    if (period > DeviceLimits::max_cq_mod_period_us || (count > 1 && period == 0)) {
-        return {OHCA_STATUS_BAD_FIELD, offsetof(In, cq_period)};
-    }
-    cq->mod_count = count;
-    cq->mod_period_us = period;
-    if (cq->mod_pending != 0) {
-        // The held event under the new rules: released now, or its
-        // period restarts from here.
-        if (cq->deadline_ns != 0) {
-            cq_timers_.set(*cq, 0);
-        }
-        cq_eligible(*cq, 0);
-        update_timer();
-    }
-    return {};
-}
-
-void Device::cq_doorbell(uint32_t page, uint32_t cqn, uint32_t value) {
-    constexpr uint32_t kArm = OHCA_DB_CQ_ARM_NEXT | OHCA_DB_CQ_ARM_SOLICITED;
-    if (cqn >= cqs_.size() || !cqs_[cqn] || cqs_[cqn]->uar != page ||
-        (value & ~(OHCA_DB_CQ_CI_MASK | kArm)) != 0) {
-        ++stats_.db_errors;
-        return;
-    }
-    Cq &cq = *cqs_[cqn];
-    const uint32_t delta = (value - cq.ci) & OHCA_DB_CQ_CI_MASK;
-    if (delta > cq.pi - cq.ci) {
-        ++stats_.db_errors;
-        return;
-    }
-    cq.ci += delta;
-    if ((value & OHCA_DB_CQ_ARM_NEXT) != 0) {
-        cq.arm_next = true;
-        // Completions the consumer has not seen count as arrived since
-        // the arming (at once without moderation); those a held event
-        // already counted are not counted twice.
-        const uint32_t unseen = cq.pi - cq.ci;
-        if (unseen > cq.mod_pending) {
-            cq_eligible(cq, unseen - cq.mod_pending);
-        }
-    } else if ((value & OHCA_DB_CQ_ARM_SOLICITED) != 0) {
-        cq.arm_solicited = true;
-    }
-}
-
-void Device::complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) {
+void Completer::complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) {
     ohca_cqe cqe{};
     cqe.wr_id = le(wr.wr_id);
     cqe.qpn = le(qp.qpn);
@@ -212,13 +50,13 @@ void Device::complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t ver
     }
     qp.sq.ci = wr.index + 1;
     if (status != OHCA_CQE_SUCCESS || (wr.flags & OHCA_WQE_SIGNALED) != 0) {
-        (void)post_cqe(qp.send_cqn, cqe, false);
+        (void)cqs_.post_cqe(qp.send_cqn, cqe, false);
     }
 }
 
-void Device::complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
-                           std::optional<uint32_t> imm, uint8_t status, uint8_t verr,
-                           bool solicited, std::optional<uint32_t> invalidated) {
+void Completer::complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
+                              std::optional<uint32_t> imm, uint8_t status, uint8_t verr,
+                              bool solicited, std::optional<uint32_t> invalidated) {
     ohca_cqe cqe{};
     cqe.wr_id = le(wr_id);
     cqe.qpn = le(qp.qpn);
@@ -247,16 +85,16 @@ void Device::complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte
     if (qp.srqn == 0) {
         ++qp.rq.ci;
     }
-    (void)post_cqe(qp.recv_cqn, cqe, solicited);
+    (void)cqs_.post_cqe(qp.recv_cqn, cqe, solicited);
 }
 
-void Device::qp_to_error(Qp &qp) {
+void Completer::qp_to_error(Qp &qp) {
     if (qp.state == OHCA_QPS_ERR) {
         return;
     }
     qp.state = OHCA_QPS_ERR;
     qp.resp.drop_pending();
-    set_deadline(qp, 0);
+    sched_.set_deadline(qp, 0);
     qp.rnr_wait = false;
     qp.odp_wait = false;
     qp.in_msg = Qp::InMsg::None;
@@ -265,11 +103,11 @@ void Device::qp_to_error(Qp &qp) {
     // (An XRC target is on no SRQ: it only borrows one per request.)
     qp.last_wqe_pending = qp.srqn != 0 && qp.type != OHCA_QPT_XRC_TGT;
     // The flush runs in process(), a bounded number of WQEs per visit.
-    mark_ready(qp);
-    update_timer();
+    sched_.mark_ready(qp);
+    sched_.update_timer();
 }
 
-bool Device::flush_pending(const Qp &qp) {
+bool Completer::flush_pending(const Qp &qp) {
     return !qp.inflight.empty() || qp.sq_fetched != qp.sq.pi || qp.recv_loaded ||
            qp.rq.ci != qp.rq.pi || qp.last_wqe_pending;
 }
@@ -277,7 +115,7 @@ bool Device::flush_pending(const Qp &qp) {
 // In the error state every outstanding and later WQE completes with
 // WR_FLUSH_ERR, receive WQEs included: at most 'budget' of them (each one is
 // a CQE written, most a WQE read too), the rest in the next run.
-void Device::flush_qp(Qp &qp, unsigned int &budget) {
+void Completer::flush_qp(Qp &qp, unsigned int &budget) {
     if (qp.state != OHCA_QPS_ERR) {
         return;
     }
@@ -310,7 +148,7 @@ void Device::flush_qp(Qp &qp, unsigned int &budget) {
         // A QP on an SRQ: a peer can put it in ERR, so the event counts
         // against the half of EQ 0 peer-caused events may take.
         qp.last_wqe_pending = false;
-        post_peer_event(OHCA_QP_EV_LAST_WQE_REACHED, qp.qpn);
+        events_.post_peer_event(OHCA_QP_EV_LAST_WQE_REACHED, qp.qpn);
     }
     for (; budget > 0 && qp.rq.ci != qp.rq.pi; --budget) {
         ohca_recv_wqe w{};

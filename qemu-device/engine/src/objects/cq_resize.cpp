@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // RESIZE_CQ (programming manual, "Resizing a CQ"): a CQ moves to a new ring
 // with the CQEs its consumer has not returned yet, all or nothing.
-#include "device/command.hpp"
-#include "device/device.hpp"
 #include "link/byte_order.hpp"
+#include "objects/cq.hpp"
+#include "objects/qp_table.hpp"
 
 #include <algorithm>
 #include <array>
@@ -18,7 +18,7 @@ constexpr uint32_t kCopyChunk = 64;
 
 } // namespace
 
-CmdResult Device::cmd_resize_cq(const Command &cmd) {
+CmdResult CqTable::cmd_resize_cq(const Command &cmd, const QpTable &qps) {
     const auto in = cmd.input<ohca_resize_cq_in>();
     const uint32_t cqn = le(in.cqn);
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_resize_cq_in, rsvd), sizeof(in.rsvd))) {
@@ -36,21 +36,9 @@ CmdResult Device::cmd_resize_cq(const Command &cmd) {
     // And what the device owes the CQ for work it has been given: a CQE
     // for each send WQE rung and not yet completed (unsignaled ones
     // counted too), and in ERR the flush of each posted receive. A ring
-    // that cannot hold them would overrun; the scan is bounded by max_qp.
-    uint64_t owed = 0;
-    if (cq->qp_refs != 0) {
-        for (const auto &q : qps_) {
-            if (!q) {
-                continue;
-            }
-            if (q->send_cqn == cqn) {
-                owed += q->sq.pi - q->sq.ci;
-            }
-            if (q->recv_cqn == cqn && q->state == OHCA_QPS_ERR && q->srqn == 0) {
-                owed += q->rq.pi - q->rq.ci + (q->recv_loaded ? 1 : 0);
-            }
-        }
-    }
+    // that cannot hold them would overrun; the QP table keeps the CQ's QPs,
+    // so this looks at those only.
+    const uint64_t owed = cq->qp_refs != 0 ? qps.cqes_owed(*cq) : 0;
     if (in.log_size < 1 || in.log_size > OHCA_CQ_LOG_MAX ||
         n + owed > (uint64_t{1} << in.log_size)) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_resize_cq_in, log_size)};
@@ -58,7 +46,7 @@ CmdResult Device::cmd_resize_cq(const Command &cmd) {
     // The old ring's entries return to the budget once the CQ moves.
     PageList ring;
     const auto r = ring.load(host_, in.pbl, (uint64_t{1} << in.log_size) * sizeof(ohca_cqe),
-                             pbl_room() + cq->ring.npages());
+                             pbl_.room() + cq->ring.npages());
     if (r.error != PageList::Error::None) {
         return pbl_error(r, offsetof(ohca_resize_cq_in, pbl));
     }
@@ -86,7 +74,7 @@ CmdResult Device::cmd_resize_cq(const Command &cmd) {
     }
     ohca_resize_cq_out out{};
     out.cqes = le(n);
-    if (CmdResult res = write_output(cmd, &out, sizeof(out)); res.status != OHCA_STATUS_OK) {
+    if (CmdResult res = write_output(host_, cmd, &out, sizeof(out)); res.status != OHCA_STATUS_OK) {
         return res;
     }
     pbl_.release(cq->ring.npages());

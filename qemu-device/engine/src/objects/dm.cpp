@@ -189,7 +189,7 @@ CmdResult Device::cmd_alloc_dm(const Command &cmd) {
     ohca_alloc_dm_out out{};
     out.handle = le(handle);
     out.bar_offset = le(uint64_t{OHCA_DM_BAR_OFFSET} + base);
-    if (CmdResult w = write_output(cmd, &out, sizeof(out)); w.status != OHCA_STATUS_OK) {
+    if (CmdResult w = write_output(host_, cmd, &out, sizeof(out)); w.status != OHCA_STATUS_OK) {
         (void)dm_.free(handle);
         return w;
     }

@@ -4,10 +4,6 @@
 // group without QPs is removed at once, so memory follows attachments.
 #include "objects/mcast.hpp"
 
-#include "device/command.hpp"
-#include "device/device.hpp"
-#include "link/byte_order.hpp"
-
 #include <algorithm>
 
 namespace ohca {
@@ -70,57 +66,6 @@ std::span<const uint32_t> McastTable::members(const Mgid &gid) const {
 void McastTable::clear() {
     groups_.clear();
     total_ = 0;
-}
-
-// ---- the device's side: commands and delivery -------------------------------
-
-CmdResult Device::cmd_mcast(const Command &cmd, bool attach) {
-    const auto in = cmd.input<ohca_mcast_in>();
-    if (auto off = nonzero_at(cmd.in, offsetof(ohca_mcast_in, rsvd), sizeof(in.rsvd))) {
-        return {OHCA_STATUS_RESERVED_NONZERO, *off};
-    }
-    Mgid gid{};
-    std::copy(std::begin(in.gid), std::end(in.gid), gid.begin());
-    if (!gid_is_multicast(gid)) {
-        return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_mcast_in, gid)};
-    }
-    const uint32_t qpn = le(in.qpn);
-    const Qp *qp = find_qp(qpn);
-    if (qp == nullptr) {
-        return {OHCA_STATUS_BAD_HANDLE, qpn};
-    }
-    if (qp->type != OHCA_QPT_UD) {
-        return {OHCA_STATUS_BAD_STATE, qpn};
-    }
-    switch (attach ? mcast_.attach(gid, qpn) : mcast_.detach(gid, qpn)) {
-    case McastTable::Result::Ok:
-        return {};
-    case McastTable::Result::NoResources:
-        return {OHCA_STATUS_NO_RESOURCES, 0};
-    case McastTable::Result::Attached:
-        return {OHCA_STATUS_BAD_STATE, qpn};
-    case McastTable::Result::NotAttached:
-        break;
-    }
-    return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_mcast_in, gid)};
-}
-
-// Each attached QP takes the packet by its own rules (UdTransport::rx: state,
-// Q_Key, a posted receive WQE); at most max_mcast_qp_attach of them.
-void Device::mcast_deliver(const ParsedPacket &p) {
-    const Bth &h = p.fields.bth;
-    const auto members = mcast_.members(p.dgid);
-    if (members.empty() || (h.pkey & 0x7fff) != 0x7fff || !is_ud_opcode(h.opcode)) {
-        ++roce_.rx_no_qp;
-        ++stats_.roce_rx_dropped;
-        return;
-    }
-    ++roce_.mcast_rx_packets;
-    for (const uint32_t qpn : members) {
-        if (Qp *qp = find_qp(qpn)) {
-            UdTransport::rx(*this, *qp, p);
-        }
-    }
 }
 
 } // namespace ohca

@@ -89,6 +89,9 @@ struct Cq {
     // Events of this CQ waiting for room in EQ 0 (device.cpp, HeldEvents).
     uint8_t held_events = 0;
     uint32_t qp_refs = 0;
+    // The QPs that complete into it, each once (QpTable keeps the list), so
+    // that RESIZE_CQ looks at those only, not at every QP.
+    std::vector<uint32_t> qpns;
     // Completion event moderation (MODIFY_CQ; completion.cpp): the event
     // of an armed CQ waits for mod_count eligible CQEs or mod_period_us
     // after the first of them. mod_pending counts those written since the

@@ -3,9 +3,10 @@
 // and the responder taking a QP's next receive WQE from its SRQ.
 #include "objects/srq.hpp"
 
-#include "device/command.hpp"
-#include "device/device.hpp"
 #include "link/byte_order.hpp"
+#include "objects/cq.hpp"
+#include "objects/pd.hpp"
+#include "transports/xrc.hpp"
 
 #include <array>
 
@@ -58,17 +59,18 @@ CmdResult bad_field(size_t off) {
 
 } // namespace
 
-Srq *Device::find_srq(uint32_t srqn) {
-    return srqn < srqs_.size() ? srqs_[srqn].get() : nullptr;
+void SrqTable::reset() {
+    srqs_.clear();
+    srqs_.resize(DeviceLimits::max_srq + 1);
 }
 
-CmdResult Device::cmd_create_srq(const Command &cmd) {
+CmdResult SrqTable::cmd_create_srq(const Command &cmd) {
     using In = ohca_create_srq_in;
     const auto in = cmd.input<In>();
     const uint32_t pdn = le(in.pdn);
     const uint32_t uar = le(in.uar_index);
     const uint32_t limit = le(in.limit);
-    Pd *pd = pdn < pds_.size() ? pds_[pdn].get() : nullptr;
+    Pd *pd = pds_.find(pdn);
     if (pd == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, pdn};
     }
@@ -100,7 +102,7 @@ CmdResult Device::cmd_create_srq(const Command &cmd) {
         if (!xrc_.domain_exists(xrcdn)) {
             return {OHCA_STATUS_BAD_HANDLE, xrcdn};
         }
-        cq = cqn < cqs_.size() ? cqs_[cqn].get() : nullptr;
+        cq = cqs_.find(cqn);
         if (cq == nullptr) {
             return {OHCA_STATUS_BAD_HANDLE, cqn};
         }
@@ -119,7 +121,8 @@ CmdResult Device::cmd_create_srq(const Command &cmd) {
     srq.log_stride = in.log_stride;
     srq.limit = limit;
     // The copied page list counts against the device's page-list budget.
-    const auto r = srq.ring.load(host_, in.pbl, uint64_t{srq.size()} << srq.log_stride, pbl_room());
+    const auto r =
+        srq.ring.load(host_, in.pbl, uint64_t{srq.size()} << srq.log_stride, pbl_.room());
     if (r.error == PageList::Error::Dma) {
         return {OHCA_STATUS_BAD_ADDR, 0};
     }
@@ -139,7 +142,7 @@ CmdResult Device::cmd_create_srq(const Command &cmd) {
     if (srqn == 0) {
         return {OHCA_STATUS_NO_RESOURCES, 0};
     }
-    if (CmdResult res = write_create_out(cmd, srqn, 0); res.status != OHCA_STATUS_OK) {
+    if (CmdResult res = write_create_out(host_, cmd, srqn, 0); res.status != OHCA_STATUS_OK) {
         return res;
     }
     pbl_.charge(srq.ring.npages());
@@ -153,13 +156,13 @@ CmdResult Device::cmd_create_srq(const Command &cmd) {
     return {};
 }
 
-CmdResult Device::cmd_modify_srq(const Command &cmd) {
+CmdResult SrqTable::cmd_modify_srq(const Command &cmd) {
     using In = ohca_modify_srq_in;
     const auto in = cmd.input<In>();
     const uint32_t srqn = le(in.srqn);
     const uint32_t mask = le(in.attr_mask);
     const uint32_t limit = le(in.limit);
-    Srq *srq = find_srq(srqn);
+    Srq *srq = find(srqn);
     if (srq == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, srqn};
     }
@@ -178,13 +181,13 @@ CmdResult Device::cmd_modify_srq(const Command &cmd) {
     return {};
 }
 
-CmdResult Device::cmd_query_srq(const Command &cmd) {
+CmdResult SrqTable::cmd_query_srq(const Command &cmd) {
     const auto in = cmd.input<ohca_handle_in>();
     const uint32_t srqn = le(in.handle);
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
     }
-    const Srq *srq = find_srq(srqn);
+    const Srq *srq = find(srqn);
     if (srq == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, srqn};
     }
@@ -195,40 +198,34 @@ CmdResult Device::cmd_query_srq(const Command &cmd) {
     out.log_stride = static_cast<uint8_t>(srq->log_stride);
     out.error = srq->error ? 1 : 0;
     out.qp_refs = le(srq->qp_refs);
-    return write_output(cmd, &out, sizeof(out));
+    return write_output(host_, cmd, &out, sizeof(out));
 }
 
-CmdResult Device::cmd_destroy_srq(const Command &cmd) {
+CmdResult SrqTable::cmd_destroy_srq(const Command &cmd) {
     const auto in = cmd.input<ohca_handle_in>();
     const uint32_t srqn = le(in.handle);
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
     }
-    Srq *srq = find_srq(srqn);
+    Srq *srq = find(srqn);
     if (srq == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, srqn};
     }
     if (srq->qp_refs != 0) {
         return {OHCA_STATUS_BAD_STATE, srqn};
     }
-    if (srq->type == OHCA_SRQT_XRC) {
+    if (srq->type == OHCA_SRQT_XRC && borrowers_ != nullptr) {
         // XRC target QPs borrow the SRQ, its PD and its CQ per request
         // (xrc.cpp) and hold no reference. A target still borrowing it lets
         // go now: its WQE is dropped (its SRQ is gone) and the rest of its
         // message is refused. Else an ERR flush would complete that WQE into
-        // whichever CQ gets the freed CQ number next. Bounded by max_qp.
-        for (const auto &q : qps_) {
-            if (q && q->type == OHCA_QPT_XRC_TGT && q->srqn == srqn) {
-                release_xrc_srq(*q);
-            }
-        }
+        // whichever CQ gets the freed CQ number next.
+        borrowers_->release_xrc_srq(srqn);
     }
-    if (srq->pdn < pds_.size() && pds_[srq->pdn]) {
-        --pds_[srq->pdn]->refs;
-    }
+    pds_.put(srq->pdn);
     if (srq->type == OHCA_SRQT_XRC) {
-        if (srq->cqn < cqs_.size() && cqs_[srq->cqn]) {
-            --cqs_[srq->cqn]->qp_refs;
+        if (Cq *cq = cqs_.find(srq->cqn)) {
+            --cq->qp_refs;
         }
         xrc_.put(srq->xrcdn);
     }
@@ -238,17 +235,14 @@ CmdResult Device::cmd_destroy_srq(const Command &cmd) {
     return {};
 }
 
-void Device::srq_doorbell(uint32_t page, uint32_t srqn, uint32_t value) {
-    Srq *srq = find_srq(srqn);
-    if (srq == nullptr || srq->uar != page || !srq->doorbell(value)) {
-        ++stats_.db_errors;
-        return;
-    }
+bool SrqTable::doorbell(uint32_t page, uint32_t srqn, uint32_t value) {
+    Srq *srq = find(srqn);
     // QPs waiting for a WQE are answered RNR NAK and retry on their own.
+    return srq != nullptr && srq->uar == page && srq->doorbell(value);
 }
 
-SrqTake Device::take_srq_wqe(Qp &qp) {
-    Srq *srq = find_srq(qp.srqn);
+SrqTake SrqTable::take_wqe(Qp &qp) {
+    Srq *srq = find(qp.srqn);
     if (srq == nullptr || srq->error || srq->available() == 0) {
         return SrqTake::Empty;
     }
@@ -259,7 +253,7 @@ SrqTake Device::take_srq_wqe(Qp &qp) {
     if (verr == OHCA_VERR_DMA) {
         // Nothing of the WQE is known: the SRQ stops, its QPs see it empty.
         srq->error = true;
-        post_event(OHCA_EQE_SRQ_EVENT, OHCA_SRQ_EV_ERR, qp.srqn, 0, 0);
+        events_.post_event(OHCA_EQE_SRQ_EVENT, OHCA_SRQ_EV_ERR, qp.srqn, 0, 0);
         return SrqTake::Empty;
     }
     ++srq->ci;
@@ -268,7 +262,7 @@ SrqTake Device::take_srq_wqe(Qp &qp) {
     qp.recv_sges = std::move(w.sges);
     qp.recv_offset = 0;
     if (srq->limit_reached()) {
-        post_event(OHCA_EQE_SRQ_EVENT, OHCA_SRQ_EV_LIMIT_REACHED, qp.srqn, 0, 0);
+        events_.post_event(OHCA_EQE_SRQ_EVENT, OHCA_SRQ_EV_LIMIT_REACHED, qp.srqn, 0, 0);
     }
     if (verr != OHCA_VERR_NONE) {
         return SrqTake::BadWqe;

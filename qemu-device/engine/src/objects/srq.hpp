@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Shared receive queues (programming manual section 10): a ring of receive
 // WQEs that many QPs take from in ring order, its doorbell and its limit
-// event. The commands and the responder's use of it are in srq.cpp.
+// event; SrqTable owns them, runs their commands and hands the responder
+// its WQEs (srq.cpp).
 #pragma once
 
+#include "device/command.hpp"
+#include "device/uar_table.hpp"
+#include "objects/event_sink.hpp"
 #include "objects/page_list.hpp"
+#include "objects/pbl_budget.hpp"
 #include "objects/rdma_objects.hpp"
 
 #include <cstdint>
@@ -59,6 +64,62 @@ struct Srq {
     // After taking a WQE: true once when the armed limit is crossed (the
     // limit disarms).
     bool limit_reached();
+};
+
+class CqTable;
+class PdTable;
+class XrcTransport;
+
+// The XRC target QPs that borrow an XRC SRQ per request (the QP table):
+// told when the SRQ goes, so that none keeps its numbers.
+class XrcSrqBorrowers {
+  public:
+    XrcSrqBorrowers() = default;
+    XrcSrqBorrowers(const XrcSrqBorrowers &) = delete;
+    XrcSrqBorrowers &operator=(const XrcSrqBorrowers &) = delete;
+    virtual void release_xrc_srq(uint32_t srqn) = 0;
+
+  protected:
+    ~XrcSrqBorrowers() = default;
+};
+
+class SrqTable {
+  public:
+    SrqTable(const Host &host, PblBudget &pbl, EventSink &events, const UarTable &uars,
+             UarRefs &uar_refs, PdTable &pds, CqTable &cqs, XrcTransport &xrc)
+        : host_(host), pbl_(pbl), events_(events), uars_(uars), uar_refs_(uar_refs), pds_(pds),
+          cqs_(cqs), xrc_(xrc) {}
+    SrqTable(const SrqTable &) = delete;
+    SrqTable &operator=(const SrqTable &) = delete;
+
+    // The QP table, created after this one.
+    void set_borrowers(XrcSrqBorrowers &b) { borrowers_ = &b; }
+    void reset();
+    [[nodiscard]] Srq *find(uint32_t srqn) {
+        return srqn < srqs_.size() ? srqs_[srqn].get() : nullptr;
+    }
+
+    CmdResult cmd_create_srq(const Command &cmd);
+    CmdResult cmd_modify_srq(const Command &cmd);
+    CmdResult cmd_query_srq(const Command &cmd);
+    CmdResult cmd_destroy_srq(const Command &cmd);
+    // The SRQ doorbell; false: ignored (counted by the caller).
+    bool doorbell(uint32_t page, uint32_t srqn, uint32_t value);
+    // The next receive WQE of a QP on an SRQ (qp.srqn), into the QP's
+    // recv_* fields.
+    SrqTake take_wqe(Qp &qp);
+
+  private:
+    const Host &host_;
+    PblBudget &pbl_;
+    EventSink &events_;
+    const UarTable &uars_;
+    UarRefs &uar_refs_;
+    PdTable &pds_;
+    CqTable &cqs_;
+    XrcTransport &xrc_;
+    XrcSrqBorrowers *borrowers_ = nullptr;
+    Table<Srq> srqs_;
 };
 
 } // namespace ohca

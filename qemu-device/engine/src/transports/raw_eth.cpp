@@ -9,6 +9,7 @@
 #include "device/command.hpp"
 #include "device/device.hpp"
 #include "link/byte_order.hpp"
+#include "objects/qp_table.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -202,8 +203,8 @@ void RawEth::reset() {
 
 void RawEth::process_sq(Qp &qp, unsigned int &budget) {
     if (qp.state == OHCA_QPS_ERR) {
-        if (Device::flush_pending(qp)) {
-            d_.flush_qp(qp, budget);
+        if (Completer::flush_pending(qp)) {
+            d_.completer_.flush_qp(qp, budget);
         }
         return;
     }
@@ -238,7 +239,7 @@ void RawEth::flush_sq(Qp &qp) {
             wr.wr_id = le(w.wr_id);
         }
         wr.opcode = OHCA_WR_SEND;
-        d_.complete_send(qp, wr, OHCA_CQE_WR_FLUSH_ERR, OHCA_VERR_FLUSH);
+        d_.completer_.complete_send(qp, wr, OHCA_CQE_WR_FLUSH_ERR, OHCA_VERR_FLUSH);
         ++qp.sq_fetched;
     }
 }
@@ -328,7 +329,7 @@ bool RawEth::send_one(Qp &qp) {
     }
     if (status != OHCA_CQE_SUCCESS) {
         // A local error stops the send queue (as for UD); receives go on.
-        d_.complete_send(qp, wr, status, verr);
+        d_.completer_.complete_send(qp, wr, status, verr);
         ++qp.sq_fetched;
         qp.state = OHCA_QPS_SQE;
         d_.mark_ready(qp); // flushes the rest
@@ -350,13 +351,13 @@ bool RawEth::send_one(Qp &qp) {
         ohca_flow_spec key;
         flow_key(frame, key);
         if (const auto qpn = flows_.match(key)) {
-            if (Qp *to = d_.find_qp(*qpn)) {
+            if (Qp *to = d_.qps_.find(*qpn)) {
                 deliver(*to, frame);
             }
         }
     }
     wr.length = len;
-    d_.complete_send(qp, wr, OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
+    d_.completer_.complete_send(qp, wr, OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
     ++qp.sq_fetched;
     return true;
 }
@@ -372,7 +373,7 @@ bool RawEth::steer(std::span<const uint8_t> frame) {
         return false;
     }
     ++d_.stats_.port_rx_frames;
-    if (Qp *qp = d_.find_qp(*qpn)) {
+    if (Qp *qp = d_.qps_.find(*qpn)) {
         deliver(*qp, frame);
     }
     return true;
@@ -404,10 +405,10 @@ void RawEth::deliver(Qp &qp, std::span<const uint8_t> frame) {
     if (verr != OHCA_VERR_NONE) {
         // The QP's own ring is bad: as for UD, the QP goes to ERR.
         ++counters_.rx_dropped;
-        d_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_QP_OP_ERR, verr,
-                         false);
+        d_.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                                    OHCA_CQE_LOC_QP_OP_ERR, verr, false);
         d_.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
-        d_.qp_to_error(qp);
+        d_.completer_.qp_to_error(qp);
         return;
     }
     size_t done = 0;
@@ -420,9 +421,10 @@ void RawEth::deliver(Qp &qp, std::span<const uint8_t> frame) {
         const KeyResult k = d_.check_key(le(raw[i].lkey), addr, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
         if (k.mr == nullptr || !d_.mr_write(*k.mr, addr, frame.data() + done, n)) {
             ++counters_.rx_dropped;
-            d_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_PROT_ERR,
-                             k.mr == nullptr ? k.verr : uint8_t{OHCA_VERR_DMA}, false);
-            d_.qp_to_error(qp);
+            d_.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                                        OHCA_CQE_LOC_PROT_ERR,
+                                        k.mr == nullptr ? k.verr : uint8_t{OHCA_VERR_DMA}, false);
+            d_.completer_.qp_to_error(qp);
             return;
         }
         done += n;
@@ -431,18 +433,18 @@ void RawEth::deliver(Qp &qp, std::span<const uint8_t> frame) {
         // Too small a buffer: this WQE completes in error, the QP goes on
         // (whoever sent the frame must not be able to stop it).
         ++counters_.rx_dropped;
-        d_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_LEN_ERR,
-                         OHCA_VERR_RECV_TOO_SMALL, false);
+        d_.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_LEN_ERR,
+                                    OHCA_VERR_RECV_TOO_SMALL, false);
         return;
     }
     ++counters_.rx_frames;
-    d_.complete_recv(qp, wr_id, OHCA_CQE_RECV, static_cast<uint32_t>(frame.size()), std::nullopt,
-                     OHCA_CQE_SUCCESS, OHCA_VERR_NONE, false);
+    d_.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, static_cast<uint32_t>(frame.size()),
+                                std::nullopt, OHCA_CQE_SUCCESS, OHCA_VERR_NONE, false);
 }
 
 // ---- the commands ------------------------------------------------------------
 
-CmdResult Device::cmd_create_flow(const Command &cmd) {
+CmdResult FlowTable::cmd_create_flow(const Command &cmd, const Host &host, QpTable &qps) {
     using In = ohca_create_flow_in;
     const auto in = cmd.input<In>();
     if (auto off =
@@ -456,7 +458,7 @@ CmdResult Device::cmd_create_flow(const Command &cmd) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
     }
     const uint32_t qpn = le(in.qpn);
-    Qp *qp = find_qp(qpn);
+    Qp *qp = qps.find(qpn);
     if (qp == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, qpn};
     }
@@ -466,32 +468,32 @@ CmdResult Device::cmd_create_flow(const Command &cmd) {
     if (auto off = flow_bad_field(in.value, in.mask)) {
         return {OHCA_STATUS_BAD_FIELD, static_cast<uint32_t>(*off)};
     }
-    if (raw_.flows().size() >= DeviceLimits::max_flow) {
+    if (size() >= DeviceLimits::max_flow) {
         return {OHCA_STATUS_NO_RESOURCES, 0};
     }
-    const auto handle = raw_.flows().add(qpn, le(in.priority), in.value, in.mask);
+    const auto handle = add(qpn, le(in.priority), in.value, in.mask);
     if (!handle) {
         return {OHCA_STATUS_NO_RESOURCES, 0};
     }
-    if (CmdResult res = write_create_out(cmd, *handle, 0); res.status != OHCA_STATUS_OK) {
-        (void)raw_.flows().remove(*handle);
+    if (CmdResult res = write_create_out(host, cmd, *handle, 0); res.status != OHCA_STATUS_OK) {
+        (void)remove(*handle);
         return res;
     }
     ++qp->flows;
     return {};
 }
 
-CmdResult Device::cmd_destroy_flow(const Command &cmd) {
+CmdResult FlowTable::cmd_destroy_flow(const Command &cmd, QpTable &qps) {
     const auto in = cmd.input<ohca_handle_in>();
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
     }
     const uint32_t handle = le(in.handle);
-    const auto qpn = raw_.flows().remove(handle);
+    const auto qpn = remove(handle);
     if (!qpn) {
         return {OHCA_STATUS_BAD_HANDLE, handle};
     }
-    if (Qp *qp = find_qp(*qpn)) {
+    if (Qp *qp = qps.find(*qpn)) {
         --qp->flows;
     }
     return {};

@@ -20,6 +20,10 @@
 namespace ohca {
 
 class Device;
+class Host;
+class QpTable;
+struct Command;
+struct CmdResult;
 
 // The fields of 'frame' a flow can match, as an ohca_flow_spec of values
 // (zero where the frame has no such header). Reads at most the first 78
@@ -47,6 +51,11 @@ class FlowTable {
     [[nodiscard]] size_t size() const { return flows_.size(); }
     [[nodiscard]] bool empty() const { return flows_.empty(); }
     void clear() { flows_.clear(); }
+
+    // CREATE_FLOW / DESTROY_FLOW: flows of the raw Ethernet QPs in 'qps',
+    // each counted in its QP (Qp::flows).
+    CmdResult cmd_create_flow(const Command &cmd, const Host &host, QpTable &qps);
+    CmdResult cmd_destroy_flow(const Command &cmd, QpTable &qps);
 
   private:
     static constexpr size_t kWords = sizeof(ohca_flow_spec) / sizeof(uint64_t);

@@ -257,6 +257,24 @@ void Device::roce_rx_looped(const RoceSlot &slot) {
     roce_deliver(slot.pkt);
 }
 
+// Each attached QP takes the packet by its own rules (UdTransport::rx: state,
+// Q_Key, a posted receive WQE); at most max_mcast_qp_attach of them.
+void Device::mcast_deliver(const ParsedPacket &p) {
+    const Bth &h = p.fields.bth;
+    const auto members = mcast_.members(p.dgid);
+    if (members.empty() || (h.pkey & 0x7fff) != 0x7fff || !is_ud_opcode(h.opcode)) {
+        ++roce_.rx_no_qp;
+        ++stats_.roce_rx_dropped;
+        return;
+    }
+    ++roce_.mcast_rx_packets;
+    for (const uint32_t qpn : members) {
+        if (Qp *qp = qps_.find(qpn)) {
+            UdTransport::rx(*this, *qp, p);
+        }
+    }
+}
+
 // A valid packet to its QP and transport.
 void Device::roce_deliver(const ParsedPacket &p) {
     const Bth &h = p.fields.bth;
@@ -264,7 +282,7 @@ void Device::roce_deliver(const ParsedPacket &p) {
         mcast_deliver(p);
         return;
     }
-    Qp *qp = find_qp(h.dest_qp);
+    Qp *qp = qps_.find(h.dest_qp);
     if (qp != nullptr && qp->type == OHCA_QPT_RAW_ETH) {
         qp = nullptr; // takes frames from flows only, never RoCE packets
     }
@@ -322,7 +340,7 @@ void Device::roce_deliver(const ParsedPacket &p) {
 // out of RESET, and an index that neither overruns the ring nor goes back;
 // anything else is counted and ignored.
 Qp *Device::take_doorbell(uint32_t page, uint32_t qpn, WorkQueue Qp::*wq, uint32_t value) {
-    Qp *qp = find_qp(qpn);
+    Qp *qp = qps_.find(qpn);
     // An XRC target has no queues, an initiator no RQ.
     if (qp == nullptr || qp->uar != page || qp->state == OHCA_QPS_RESET ||
         qp->type == OHCA_QPT_XRC_TGT || (qp->type == OHCA_QPT_XRC_INI && wq == &Qp::rq)) {
@@ -349,7 +367,7 @@ Qp *Device::sq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
 
 Qp *Device::rq_doorbell(uint32_t page, uint32_t qpn, uint32_t value) {
     // A QP on an SRQ has no receive queue of its own to ring.
-    if (const Qp *q = find_qp(qpn); q != nullptr && q->srqn != 0) {
+    if (const Qp *q = qps_.find(qpn); q != nullptr && q->srqn != 0) {
         ++stats_.db_errors;
         return nullptr;
     }
@@ -391,21 +409,13 @@ void Device::check_timers() {
         ++sched_stats_.timer_expiries;
         rc_requester_.timer_expired(*qp);
     }
-    // Moderated completion events whose period ended; each expiry takes
-    // its CQ out of the heap.
-    for (size_t n = cq_timers_.size(); n > 0; --n) {
-        Cq *cq = cq_timers_.top();
-        if (cq == nullptr || now < cq->deadline_ns) {
-            break;
-        }
-        ++sched_stats_.timer_expiries;
-        cq_timer_expired(*cq);
-    }
+    // Moderated completion events whose period ended.
+    sched_stats_.timer_expiries += cqs_.expire_timers(now);
 }
 
 void Device::update_timer() {
     const uint64_t q = timers_.earliest();
-    const uint64_t c = cq_timers_.earliest();
+    const uint64_t c = cqs_.earliest_timer();
     const uint64_t earliest = q == 0 ? c : c == 0 ? q : std::min(q, c);
     if (earliest != timer_deadline_) {
         timer_deadline_ = earliest;
@@ -428,8 +438,8 @@ void Device::visit(Qp &qp, unsigned int &quantum) {
     if (qp.state == OHCA_QPS_ERR) {
         // Outstanding and newly posted WQEs complete flushed, one unit of
         // the quantum each (a CQE written, most a WQE read too).
-        if (flush_pending(qp)) {
-            flush_qp(qp, quantum);
+        if (Completer::flush_pending(qp)) {
+            completer_.flush_qp(qp, quantum);
         }
         return;
     }

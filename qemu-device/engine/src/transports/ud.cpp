@@ -69,8 +69,8 @@ uint32_t UdTransport::mtu_bytes(uint32_t eth_mtu) {
 
 void UdTransport::process_sq(Device &d, Qp &qp, unsigned int &budget) {
     if (qp.state == OHCA_QPS_ERR) {
-        if (Device::flush_pending(qp)) {
-            d.flush_qp(qp, budget);
+        if (Completer::flush_pending(qp)) {
+            d.completer_.flush_qp(qp, budget);
         }
         return;
     }
@@ -105,7 +105,7 @@ void UdTransport::flush_sq(Device &d, Qp &qp) {
             wr.wr_id = le(w.wr_id);
         }
         wr.opcode = OHCA_WR_SEND;
-        d.complete_send(qp, wr, OHCA_CQE_WR_FLUSH_ERR, OHCA_VERR_FLUSH);
+        d.completer_.complete_send(qp, wr, OHCA_CQE_WR_FLUSH_ERR, OHCA_VERR_FLUSH);
         ++qp.sq_fetched;
     }
 }
@@ -207,7 +207,7 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
     if (status != OHCA_CQE_SUCCESS) {
         // A local error stops the send queue (IBTA 10.3.1 SQ Error);
         // receives continue.
-        d.complete_send(qp, wr, status, verr);
+        d.completer_.complete_send(qp, wr, status, verr);
         ++qp.sq_fetched;
         qp.state = OHCA_QPS_SQE;
         d.mark_ready(qp); // flushes the rest
@@ -251,7 +251,7 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
     }
     d.transmit_roce(path, f, payload);
     wr.length = static_cast<uint32_t>(payload.size());
-    d.complete_send(qp, wr, OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
+    d.completer_.complete_send(qp, wr, OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
     ++qp.sq_fetched;
     return true;
 }
@@ -279,10 +279,10 @@ bool UdTransport::load_recv(Device &d, Qp &qp, uint64_t &wr_id, std::vector<Sge>
     }
     wr_id = le(w.wr_id);
     if (verr != OHCA_VERR_NONE) {
-        d.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_QP_OP_ERR, verr,
-                        false);
+        d.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                                   OHCA_CQE_LOC_QP_OP_ERR, verr, false);
         d.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
-        d.qp_to_error(qp);
+        d.completer_.qp_to_error(qp);
         return false;
     }
     sges.clear();
@@ -335,9 +335,9 @@ void UdTransport::rx(Device &d, Qp &qp, const ParsedPacket &pkt) {
         }
         const KeyResult k = d.check_key(s.lkey, s.addr, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
         if (k.mr == nullptr) {
-            d.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_PROT_ERR,
-                            k.verr, false);
-            d.qp_to_error(qp);
+            d.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                                       OHCA_CQE_LOC_PROT_ERR, k.verr, false);
+            d.completer_.qp_to_error(qp);
             return;
         }
         // Two pieces at most: the GRH part and the payload part.
@@ -346,9 +346,9 @@ void UdTransport::rx(Device &d, Qp &qp, const ParsedPacket &pkt) {
             const size_t piece =
                 done < OHCA_UD_GRH_LEN ? std::min<size_t>(n, OHCA_UD_GRH_LEN - done) : n;
             if (!d.mr_write(*k.mr, va, byte_at(done), piece)) {
-                d.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_PROT_ERR,
-                                OHCA_VERR_DMA, false);
-                d.qp_to_error(qp);
+                d.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                                           OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_DMA, false);
+                d.completer_.qp_to_error(qp);
                 return;
             }
             va += piece;
@@ -378,7 +378,7 @@ void UdTransport::rx(Device &d, Qp &qp, const ParsedPacket &pkt) {
         }
     }
     ++qp.rq.ci;
-    (void)d.post_cqe(qp.recv_cqn, cqe, pkt.fields.bth.solicited);
+    (void)d.cqs_.post_cqe(qp.recv_cqn, cqe, pkt.fields.bth.solicited);
 }
 
 } // namespace ohca

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The completions side of the transports (CompletionServices): send and
+// receive CQEs, a QP's move to the error state and the flush of its WQEs,
+// receive WQEs from SRQs. Events go to the device's EQ 0 through an
+// EventSink.
+#pragma once
+
+#include "objects/cq.hpp"
+#include "objects/scheduler.hpp"
+#include "objects/srq.hpp"
+#include "transports/transport.hpp"
+
+#include <cstdint>
+#include <optional>
+
+namespace ohca {
+
+class Completer final : public CompletionServices {
+  public:
+    Completer(const Host &host, CqTable &cqs, SrqTable &srqs, EventSink &events, QpScheduler &sched)
+        : host_(host), cqs_(cqs), srqs_(srqs), events_(events), sched_(sched) {}
+    ~Completer() = default;
+
+    void post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, uint32_t p2) override {
+        events_.post_event(type, code, p0, p1, p2);
+    }
+    void post_peer_event(uint16_t code, uint32_t qpn) override {
+        events_.post_peer_event(code, qpn);
+    }
+    void complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) override;
+    void complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
+                       std::optional<uint32_t> imm, uint8_t status, uint8_t verr, bool solicited,
+                       std::optional<uint32_t> invalidated = std::nullopt) override;
+    void qp_to_error(Qp &qp) override;
+    SrqTake take_srq_wqe(Qp &qp) override { return srqs_.take_wqe(qp); }
+    [[nodiscard]] const Srq *srq(uint32_t srqn) override { return srqs_.find(srqn); }
+
+    // In ERR: whether WQEs are left to flush, and the flush of at most
+    // 'budget' of them (each a CQE written, most a WQE read too).
+    [[nodiscard]] static bool flush_pending(const Qp &qp);
+    void flush_qp(Qp &qp, unsigned int &budget);
+
+  private:
+    const Host &host_;
+    CqTable &cqs_;
+    SrqTable &srqs_;
+    EventSink &events_;
+    QpScheduler &sched_;
+};
+
+} // namespace ohca

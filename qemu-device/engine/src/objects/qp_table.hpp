@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The QP table: QPN allocation, CREATE/MODIFY/QUERY/DESTROY_QP and the QP
+// state machine (the transition rules are qp_state.hpp). It keeps, for each
+// CQ, the QPs that complete into it (Cq::qpns), so that RESIZE_CQ looks at
+// those only.
+#pragma once
+
+#include "device/command.hpp"
+#include "device/gid_table.hpp"
+#include "device/uar_table.hpp"
+#include "objects/mcast.hpp"
+#include "objects/pbl_budget.hpp"
+#include "objects/qpn_alloc.hpp"
+#include "objects/rdma_objects.hpp"
+#include "objects/scheduler.hpp"
+#include "objects/srq.hpp"
+
+#include <cstdint>
+
+namespace ohca {
+
+class CompletionServices;
+class CqTable;
+class PdTable;
+class XrcTransport;
+
+// Memory windows bound through a QP (type 2) are unbound when it goes: the
+// owner of the keys does it.
+class QpWindows {
+  public:
+    QpWindows() = default;
+    QpWindows(const QpWindows &) = delete;
+    QpWindows &operator=(const QpWindows &) = delete;
+    virtual void unbind_qp_windows(const Qp &qp) = 0;
+
+  protected:
+    ~QpWindows() = default;
+};
+
+class QpTable : public XrcSrqBorrowers {
+  public:
+    struct Deps {
+        const Host &host;
+        PblBudget &pbl;
+        const UarTable &uars;
+        UarRefs &uar_refs;
+        const GidTable &gids;
+        PdTable &pds;
+        CqTable &cqs;
+        SrqTable &srqs;
+        XrcTransport &xrc;
+        McastTable &mcast;
+        QpScheduler &sched;
+        CompletionServices &completions; // qp_to_error
+        QpWindows &windows;
+    };
+    QpTable(const Deps &deps, uint32_t max_qp) : d_(deps), max_qp_(max_qp) {}
+    QpTable(const QpTable &) = delete;
+    QpTable &operator=(const QpTable &) = delete;
+
+    // QPNs start from the host's seed and go on across resets: after one,
+    // a peer's stale QPNs name nothing (or, once the numbers come round
+    // again, a QP it must still match GID and PSN of).
+    void seed(uint32_t seed) { next_qpn_ = DeviceLimits::first_qpn + seed % max_qp_; }
+    void reset();
+    // Every XRC target QP borrowing XRC SRQ 'srqn' lets it go (O(max_qp):
+    // once per DESTROY_SRQ of an XRC SRQ, like the guest's own command).
+    void release_xrc_srq(uint32_t srqn) override;
+    [[nodiscard]] Qp *find(uint32_t qpn) { return qpn < qps_.size() ? qps_[qpn].get() : nullptr; }
+    [[nodiscard]] const Qp *find(uint32_t qpn) const {
+        return qpn < qps_.size() ? qps_[qpn].get() : nullptr;
+    }
+
+    CmdResult cmd_create_qp(const Command &cmd);
+    CmdResult cmd_modify_qp(const Command &cmd);
+    CmdResult cmd_query_qp(const Command &cmd);
+    CmdResult cmd_destroy_qp(const Command &cmd);
+    // ATTACH_MCAST / DETACH_MCAST of a UD QP to a group (the groups are
+    // McastTable's).
+    CmdResult cmd_mcast(const Command &cmd, bool attach);
+
+    // CQEs the device owes 'cq' for work its QPs were given: a CQE for
+    // each send WQE rung and not completed, and in ERR the flush of each
+    // posted receive (RESIZE_CQ).
+    [[nodiscard]] uint64_t cqes_owed(const Cq &cq) const;
+    // Words the QPN searches looked at (tests bound the work).
+    [[nodiscard]] uint64_t qpn_probes() const { return qpns_.probes(); }
+
+  private:
+    void apply_state(Qp &qp, uint8_t next);
+    std::optional<uint32_t> free_qpn() const { return qpns_.next_free(next_qpn_); }
+    void link_cqs(const Qp &qp);
+    void unlink_cqs(const Qp &qp);
+
+    Deps d_;
+    uint32_t max_qp_;
+    Table<Qp> qps_;
+    QpnAllocator qpns_; // [first_qpn, first_qpn + max_qp)
+    // Where the next QPN search starts (not part of the power-on state).
+    uint32_t next_qpn_ = DeviceLimits::first_qpn;
+};
+
+} // namespace ohca
