@@ -947,6 +947,14 @@ int main(int argc, char **argv)
 		CHECK_EQ(wc[0].src_qp, 0x42);
 		CHECK(wc[0].wc_flags == IBV_WC_GRH, "wc_flags %#x",
 		      wc[0].wc_flags);
+		/* the SL tells the frame's L3 header as mlx5 does (UDP bit
+		 * 3, IPv4 2): UCX's UD reads the GRH's destination by it */
+		CHECK_EQ(wc[0].sl, 0x8 | 0x2);
+		push_cqe(&drcq, &(struct cqe_spec){
+			.wr_id = 0x89, .byte_len = 40, .qpn = ud->qp_num,
+			.opcode = OHCA_CQE_RECV, .flags = OHCA_CQE_F_GRH });
+		CHECK_EQ(ibv_poll_cq(rcq, 8, wc), 1);
+		CHECK_EQ(wc[0].sl, 0x8 | 0x1);
 		CHECK_EQ(ibv_destroy_qp(ud), 0);
 		CHECK_EQ(ibv_destroy_ah(ah), 0);
 	}
