@@ -847,6 +847,26 @@ static inline uint32_t ohca_cqe_wc_flags(const struct ohca_cqe *cqe)
 }
 
 /*
+ * The SL of a UD receive: RoCE has no SL, and ibv_wc no field for what
+ * A17.4.5.1 has the CQE tell, whether the frame was IPv4 or IPv6. The SL
+ * bits carry that as mlx5 reports it (bit 3: UDP, RoCE v2; bits 2:0: 1
+ * IPv6, 2 IPv4), and UCX reads them there to find the destination GID in
+ * the GRH: with 0 it took an IPv4 frame for a RoCE v1 one and dropped
+ * every packet. Other completions keep the device's value (0).
+ */
+#define OHCA_WC_SL_UDP 0x8
+#define OHCA_WC_SL_IPV6 0x1
+#define OHCA_WC_SL_IPV4 0x2
+
+static inline uint8_t ohca_cqe_sl(const struct ohca_cqe *cqe)
+{
+	if (!(cqe->flags & OHCA_CQE_F_GRH))
+		return cqe->sl;
+	return OHCA_WC_SL_UDP | ((cqe->flags & OHCA_CQE_F_IPV4) ?
+				 OHCA_WC_SL_IPV4 : OHCA_WC_SL_IPV6);
+}
+
+/*
  * ibv_wc's imm_data / invalidated_rkey union: the immediate as on the
  * wire (like ibv_wc.imm_data), or the R_Key a SEND with invalidate from a
  * kernel peer invalidated (a little-endian number in the CQE), else 0.
@@ -938,7 +958,7 @@ static void ohca_cqe_to_wc(const struct ohca_cqe *cqe, struct ibv_wc *wc)
 	wc->wc_flags = ohca_cqe_wc_flags(cqe);
 	wc->pkey_index = 0;
 	wc->slid = 0;
-	wc->sl = cqe->sl;
+	wc->sl = ohca_cqe_sl(cqe);
 	wc->dlid_path_bits = 0;
 }
 
@@ -1067,7 +1087,7 @@ static uint32_t ohca_read_slid(struct ibv_cq_ex *ibcq)
 
 static uint8_t ohca_read_sl(struct ibv_cq_ex *ibcq)
 {
-	return to_ohca_cq_ex(ibcq)->cur_cqe->sl;
+	return ohca_cqe_sl(to_ohca_cq_ex(ibcq)->cur_cqe);
 }
 
 static uint8_t ohca_read_dlid_path_bits(struct ibv_cq_ex *ibcq)

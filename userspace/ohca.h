@@ -26,6 +26,9 @@ struct ohca_device {
 /* No QP has this number (QPNs are 24 bits): marks cleaned CQEs. */
 #define OHCA_NO_QPN 0xffffffffu
 
+/* The bits of a GRH flow label (struct ohca_av takes no more). */
+#define OHCA_FLOW_LABEL_MASK 0xfffffu
+
 /*
  * QPs by number, for retiring WQEs from CQEs (a CQ may serve many QPs): a
  * two-level table over the 24-bit QPN, leaves allocated on first use and

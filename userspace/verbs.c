@@ -885,7 +885,13 @@ struct ibv_ah *ohca_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 	memcpy(ah->av.dgid, attr->grh.dgid.raw, sizeof(ah->av.dgid));
 	memcpy(ah->av.dmac, resp.drv.dmac, sizeof(ah->av.dmac));
 	ah->av.vlan_id = htole16(resp.drv.vlan_id);
-	ah->av.flow_label = htole32(attr->grh.flow_label);
+	/*
+	 * The GRH has 20 bits of flow label, ibv_global_route 32: callers
+	 * set more (UCX puts ~path_index there to pick the RoCE UDP source
+	 * port, as rdma-core's conversion reads the low 20 bits only), and
+	 * the device refuses a vector with more (LOC_QP_OP_ERR, BAD_AV).
+	 */
+	ah->av.flow_label = htole32(attr->grh.flow_label & OHCA_FLOW_LABEL_MASK);
 	ah->av.hop_limit = attr->grh.hop_limit;
 	ah->av.traffic_class = attr->grh.traffic_class;
 	ah->av.sgid_index = attr->grh.sgid_index;

@@ -646,7 +646,11 @@ int ohca_av_from_ah(struct ohca_ibdev *dev, const struct rdma_ah_attr *ah,
 	memcpy(av->dgid, grh->dgid.raw, sizeof(av->dgid));
 	memcpy(av->dmac, ah->roce.dmac, sizeof(av->dmac));
 	av->vlan_id = cpu_to_le16(vlan_id < VLAN_N_VID ? vlan_id : 0xffff);
-	av->flow_label = cpu_to_le32(grh->flow_label);
+	/*
+	 * 20 bits in the GRH; users set more (UCX: ~path_index, for the UDP
+	 * source port), which the device would refuse (BAD_FIELD / BAD_AV).
+	 */
+	av->flow_label = cpu_to_le32(grh->flow_label & IB_GRH_FLOWLABEL_MASK);
 	av->hop_limit = grh->hop_limit;
 	av->traffic_class = grh->traffic_class;
 	av->sgid_index = grh->sgid_index;

@@ -879,6 +879,58 @@ int main(int argc, char **argv)
 		CHECK_EQ(rd(usq, 100, 4), 0x11111111);
 		CHECK_EQ(rd(usq, 112, 8), (uintptr_t)buf + 1);
 		CHECK_EQ(rd(usq, 120, 4), 100);
+		/*
+		 * UCX's UD send (ud_verbs, UCX 1.13): an AH whose flow label
+		 * is ~(path factor * path index), all 32 bits set for path 0
+		 * (UCX picks the RoCE UDP source port that way), and an
+		 * inline SEND of two SGEs (its header, then the payload). The
+		 * GRH has 20 bits of flow label: the vector carries those
+		 * only, the device refuses one with more (LOC_QP_OP_ERR /
+		 * BAD_AV, the UD send error UCX hit).
+		 */
+		{
+			struct ibv_ah_attr ua = aa;
+			uint8_t hdr[24], payload[8];
+			struct ibv_sge usge[2] = {
+				{ (uintptr_t)hdr, sizeof(hdr), 0 },
+				{ (uintptr_t)payload, sizeof(payload), 0 },
+			};
+			struct ibv_send_wr uwr = {
+				.wr_id = 0xbeebbeeb, .sg_list = usge,
+				.num_sge = 2, .opcode = IBV_WR_SEND,
+				.send_flags = IBV_SEND_INLINE |
+					      IBV_SEND_SIGNALED,
+			};
+			struct ibv_ah *uah;
+			uint8_t *w;
+
+			for (size_t i = 0; i < sizeof(hdr); i++)
+				hdr[i] = (uint8_t)(0x10 + i);
+			memset(payload, 0xcd, sizeof(payload));
+			ua.grh.flow_label = ~0u;
+			uah = ibv_create_ah(pd, &ua);
+			CHECK(uah, "UCX's AH: %s", strerror(errno));
+			if (!uah)
+				return 1;
+			uwr.wr.ud.ah = uah;
+			uwr.wr.ud.remote_qpn = 0x1234;
+			uwr.wr.ud.remote_qkey = 0x1ee7a330;
+			rc = ibv_post_send(ud, &uwr, &bad_s);
+			CHECK(!rc, "UCX's UD post_send: %s", strerror(rc));
+			w = usq + 256; /* WQE 1 of a 256-byte stride */
+			CHECK_EQ(db_read(OHCA_DB_SQ), dbv(ud->qp_num, 2));
+			CHECK_EQ(rd(w, 8, 1), OHCA_WR_SEND);
+			CHECK_EQ(rd(w, 9, 1), OHCA_WQE_INLINE |
+						OHCA_WQE_SIGNALED);
+			CHECK_EQ(rd(w, 28, 4), sizeof(hdr) + sizeof(payload));
+			CHECK_EQ(rd(w, 88, 4), 0xfffff);
+			CHECK_EQ(rd(w, 96, 4), 0x1234);
+			CHECK_EQ(rd(w, 100, 4), 0x1ee7a330);
+			CHECK(!memcmp(w + 112, hdr, sizeof(hdr)) &&
+			      !memcmp(w + 112 + sizeof(hdr), payload,
+				      sizeof(payload)), "inline data");
+			CHECK_EQ(ibv_destroy_ah(uah), 0);
+		}
 		/* RDMA opcodes have no place on UD */
 		swr[0].opcode = IBV_WR_RDMA_WRITE;
 		rc = ibv_post_send(ud, &swr[0], &bad_s);
@@ -895,6 +947,14 @@ int main(int argc, char **argv)
 		CHECK_EQ(wc[0].src_qp, 0x42);
 		CHECK(wc[0].wc_flags == IBV_WC_GRH, "wc_flags %#x",
 		      wc[0].wc_flags);
+		/* the SL tells the frame's L3 header as mlx5 does (UDP bit
+		 * 3, IPv4 2): UCX's UD reads the GRH's destination by it */
+		CHECK_EQ(wc[0].sl, 0x8 | 0x2);
+		push_cqe(&drcq, &(struct cqe_spec){
+			.wr_id = 0x89, .byte_len = 40, .qpn = ud->qp_num,
+			.opcode = OHCA_CQE_RECV, .flags = OHCA_CQE_F_GRH });
+		CHECK_EQ(ibv_poll_cq(rcq, 8, wc), 1);
+		CHECK_EQ(wc[0].sl, 0x8 | 0x1);
 		CHECK_EQ(ibv_destroy_qp(ud), 0);
 		CHECK_EQ(ibv_destroy_ah(ah), 0);
 	}

@@ -429,6 +429,48 @@ TEST_F(UdTest, BadAddressVectorFailsTheWqe) {
     EXPECT_TRUE(n.host.wire.empty());
 }
 
+// UCX's UD send (ud_verbs, UCX 1.13): an inline signaled SEND of its header
+// and payload with Q_Key 0x1ee7a330, through an AH whose verbs flow label
+// is ~0 (UCX's choice of RoCE UDP source port). The vector has 20 bits of
+// flow label: the provider and the driver pass the low 20 (0xfffff), which
+// the device sends; all 32 it refuses as a bad vector, which stops the send
+// queue (what UCX reported as "local QP operation error").
+TEST_F(UdTest, UcxInlineSendWithAllOnesFlowLabel) {
+    RdmaNode n6{3, true};
+    UdQp a = make_ud(n6);
+    UdQp b = make_ud(n6, OHCA_QPT_UD, 0x1ee7a330);
+    n6.post_recv(b.q, 1, {{b.buf, 2048, b.key}});
+    UdSend s;
+    s.wr_id = 0xbeebbeeb;
+    s.qkey = 0x1ee7a330;
+    s.inline_data = bytes(32, 3); // 24 header bytes, 8 payload bytes
+    s.av = av_to(n6);
+    s.av.flow_label = 0xfffff; // what the provider now writes
+    post_ud(n6, a, b.q.qpn, s);
+    n6.process();
+    auto sc = n6.poll(a.scq);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
+    auto rc = n6.poll(b.rcq);
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].status, OHCA_CQE_SUCCESS);
+    EXPECT_EQ(rc[0].byte_len, 40u + 32u);
+    const auto grh = read(n6, b.buf, 4);
+    EXPECT_EQ(grh[1] & 0x0f, 0x0f); // the flow label's top nibble...
+    EXPECT_EQ(grh[2], 0xff);        // ... and the rest
+    EXPECT_EQ(grh[3], 0xff);
+    EXPECT_EQ(read(n6, b.buf + 40, 32), bytes(32, 3));
+
+    s.av.flow_label = 0xffffffff; // what UCX gave ibv_create_ah
+    post_ud(n6, a, b.q.qpn, s);
+    n6.process();
+    sc = n6.poll(a.scq);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, OHCA_CQE_LOC_QP_OP_ERR);
+    EXPECT_EQ(sc[0].vendor_err, OHCA_VERR_BAD_AV);
+    EXPECT_EQ(n6.query(a.q.qpn).qp_state, OHCA_QPS_SQE);
+}
+
 // Audit N2: a UD WQE is written by the user, so its address vector does
 // not choose the VLAN: the frame carries the source GID's VLAN (that of
 // its interface), whatever the WQE says.
