@@ -18,8 +18,9 @@ pytestmark = pytest.mark.ohca_only
 KVERBS_MODULE = os.path.join(ohcavm.TOP, "build/kernel/ohca_kverbs_test.ko")
 GID = 1
 
-# The hog: contexts until refused (all but one closed again), then CQs and
-# PDs until refused, held until /tmp/release exists.
+# The hog: contexts until refused, held while the administrator opens one
+# (/tmp/ctx.done), then all but one closed; then CQs and PDs until refused,
+# held until /tmp/release exists.
 HOG_PY = r'''
 import os, sys, time
 from pyverbs.cq import CQ
@@ -43,12 +44,12 @@ def fill(kind, make, limit):
 
 ctxs = fill("ctx", lambda: Context(name=name), 256)
 print(f"HOG uid {os.getuid()}", flush=True)
-ctx = ctxs.pop()
-for c in ctxs:
-    c.close()
 open("/tmp/hog.ctx", "w").close()
 while not os.path.exists("/tmp/ctx.done"):
     time.sleep(0.1)
+ctx = ctxs.pop()
+for c in ctxs:
+    c.close()
 a = ctx.query_device()
 cqs = fill("cq", lambda: CQ(ctx, 1), a.max_cq)
 pds = fill("pd", lambda: PD(ctx), a.max_pd)
