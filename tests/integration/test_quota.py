@@ -120,3 +120,57 @@ def test_user_cannot_starve_kernel(vm_run):
             "fast registration OK; drain OK") in out, r.report()
     assert "HOG released" in out, r.report()
     assert "RESOURCES BACK" in out, r.report()
+
+
+# docs/architecture.md's rdma cgroup example, on a cgroup of its own: with
+# hca_handle=1 a second context of the cgroup is refused, and with
+# hca_object=8 the ninth object (a context's PD or CQ) is; both EAGAIN, from
+# the RDMA core before the driver.
+CGROUP_PY = r'''
+import sys
+from pyverbs.cq import CQ
+from pyverbs.device import Context
+from pyverbs.pd import PD
+from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
+
+ctx = Context(name=sys.argv[1])
+try:
+    Context(name=sys.argv[1])
+    print("CG second context: created", flush=True)
+except (PyverbsError, PyverbsRDMAError) as ex:
+    print(f"CG second context: errno {getattr(ex, 'error_code', None)}", flush=True)
+objs, err = [], None
+while len(objs) < 100:
+    try:
+        objs.append(PD(ctx) if len(objs) % 2 else CQ(ctx, 1))
+    except (PyverbsError, PyverbsRDMAError) as ex:
+        err = ex
+        break
+print(f"CG objects {len(objs)} errno {getattr(err, 'error_code', None)}", flush=True)
+'''
+
+CGROUP = rf"""
+cat >/tmp/cg.py <<'PYEOF'
+{CGROUP_PY}
+PYEOF
+cg=/sys/fs/cgroup
+grep -q "^cgroup2 $cg " /proc/mounts || mount -t cgroup2 none $cg || {{ echo "no cgroup2"; exit 1; }}
+grep -qw rdma $cg/cgroup.controllers || {{ echo "no rdma controller"; exit 1; }}
+echo +rdma > $cg/cgroup.subtree_control
+mkdir -p $cg/ohca_quota
+echo "$OHCA_IBDEV hca_handle=1 hca_object=8" > $cg/ohca_quota/rdma.max
+cat $cg/ohca_quota/rdma.max
+sh -c "echo \$\$ > $cg/ohca_quota/cgroup.procs; exec python3 /tmp/cg.py $OHCA_IBDEV"
+rc=$?
+cat $cg/ohca_quota/rdma.current
+rmdir $cg/ohca_quota
+exit $rc
+"""
+
+
+def test_rdma_cgroup_bounds_a_user(vm_run):
+    (r,) = vm_run(CGROUP, timeout=300)
+    print("\n" + r.output)
+    assert_ok([r])
+    assert "CG second context: errno 11" in r.output, r.report()
+    assert "CG objects 8 errno 11" in r.output, r.report()
