@@ -21,6 +21,27 @@ enum ohca_ib_flag {
 	OHCA_IB_REGISTERED,		/* port events go to the IB core */
 };
 
+/* The device-wide tables with a kernel reserve (ohca_quota.c). */
+enum ohca_quota_res {
+	OHCA_QUOTA_UCTX,		/* doorbell pages: the admin's reserve */
+	OHCA_QUOTA_PD,
+	OHCA_QUOTA_CQ,
+	OHCA_QUOTA_QP,
+	OHCA_QUOTA_SRQ,
+	OHCA_QUOTA_MR,
+	OHCA_QUOTA_NR
+};
+
+/*
+ * What each table holds (user and kernel objects), the most user objects
+ * may fill it to and the entries kept back from them.
+ */
+struct ohca_quota {
+	atomic_t used[OHCA_QUOTA_NR];
+	u32 user_max[OHCA_QUOTA_NR];
+	u32 reserve[OHCA_QUOTA_NR];
+};
+
 /* The RDMA function: one per auxiliary device bound. */
 struct ohca_ibdev {
 	struct ib_device ibdev;		/* must be first (ib_alloc_device) */
@@ -51,6 +72,7 @@ struct ohca_ibdev {
 	struct xarray odp_xa;
 	atomic_t odp_works;		/* page-fault work items queued */
 	bool odp_stopped;		/* teardown: fault events dropped */
+	struct ohca_quota quota;	/* the kernel's reserve (ohca_quota.c) */
 };
 
 struct ohca_ucontext {
@@ -411,6 +433,34 @@ int ohca_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
 int ohca_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad_wr);
 void ohca_srq_event(struct ohca_ibdev *dev, u32 srqn, u16 code);
+
+/* ohca_quota.c */
+u32 ohca_quota_reserve(u32 max);
+void ohca_quota_init(struct ohca_ibdev *dev);
+int ohca_quota_get(struct ohca_ibdev *dev, enum ohca_quota_res res,
+		   bool user);
+void ohca_quota_put(struct ohca_ibdev *dev, enum ohca_quota_res res);
+int ohca_quota_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+int ohca_quota_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+int ohca_quota_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+			 struct ib_udata *udata);
+int ohca_quota_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int ohca_quota_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+			 struct ib_udata *udata);
+int ohca_quota_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int ohca_quota_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+			  struct ib_udata *udata);
+int ohca_quota_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+struct ib_mr *ohca_quota_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				     u64 iova, int access,
+				     struct ib_udata *udata);
+struct ib_mr *ohca_quota_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
+				   struct ib_dm_mr_attr *attr,
+				   struct uverbs_attr_bundle *attrs);
+struct ib_mr *ohca_quota_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *ohca_quota_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
+				  u32 max_num_sg);
+int ohca_quota_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 
 /* ohca_stats.c */
 extern const struct ib_device_ops ohca_stats_ops;

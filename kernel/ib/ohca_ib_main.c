@@ -147,6 +147,7 @@ static int ohca_ib_probe(struct auxiliary_device *adev,
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->srq_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->odp_xa, XA_FLAGS_LOCK_IRQ);
+	ohca_quota_init(dev);
 	dev->events.ops = &ohca_ib_event_ops;
 	dev->events.priv = dev;
 

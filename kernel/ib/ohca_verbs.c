@@ -309,9 +309,13 @@ static int ohca_alloc_ucontext(struct ib_ucontext *ibuctx,
 	if (udata->outlen < offsetofend(typeof(resp), max_inline))
 		return -EINVAL;
 
-	err = ohca_alloc_uar(dev, &uctx->uar_index);
+	/* The last doorbell pages are the administrator's (ohca_quota.c). */
+	err = ohca_quota_get(dev, OHCA_QUOTA_UCTX, true);
 	if (err)
 		return err;
+	err = ohca_alloc_uar(dev, &uctx->uar_index);
+	if (err)
+		goto err_quota;
 
 	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
 	if (!entry) {
@@ -341,6 +345,8 @@ err_remove_entry:
 	rdma_user_mmap_entry_remove(uctx->db_entry);
 err_dealloc_uar:
 	ohca_dealloc_uar(dev, uctx->uar_index);
+err_quota:
+	ohca_quota_put(dev, OHCA_QUOTA_UCTX);
 	return err;
 }
 
@@ -350,6 +356,7 @@ static void ohca_dealloc_ucontext(struct ib_ucontext *ibuctx)
 
 	rdma_user_mmap_entry_remove(uctx->db_entry);
 	ohca_dealloc_uar(to_ohca_dev(ibuctx->device), uctx->uar_index);
+	ohca_quota_put(to_ohca_dev(ibuctx->device), OHCA_QUOTA_UCTX);
 }
 
 /*
@@ -446,34 +453,34 @@ const struct ib_device_ops ohca_dev_ops = {
 
 	.add_gid = ohca_add_gid,
 	.alloc_dm = ohca_alloc_dm,
-	.alloc_mr = ohca_alloc_mr,
+	.alloc_mr = ohca_quota_alloc_mr,
 	.alloc_mw = ohca_alloc_mw,
 	.alloc_xrcd = ohca_alloc_xrcd,
-	.alloc_pd = ohca_alloc_pd,
+	.alloc_pd = ohca_quota_alloc_pd,
 	.alloc_ucontext = ohca_alloc_ucontext,
 	.attach_mcast = ohca_attach_mcast,
 	.create_ah = ohca_create_ah,
-	.create_cq = ohca_create_cq,
+	.create_cq = ohca_quota_create_cq,
 	.create_flow = ohca_create_flow,
-	.create_qp = ohca_create_qp,
-	.create_srq = ohca_create_srq,
+	.create_qp = ohca_quota_create_qp,
+	.create_srq = ohca_quota_create_srq,
 	.create_user_ah = ohca_create_ah,
 	.dealloc_dm = ohca_dealloc_dm,
 	.dealloc_mw = ohca_dealloc_mw,
 	.dealloc_xrcd = ohca_dealloc_xrcd,
-	.dealloc_pd = ohca_dealloc_pd,
+	.dealloc_pd = ohca_quota_dealloc_pd,
 	.dealloc_ucontext = ohca_dealloc_ucontext,
 	.del_gid = ohca_del_gid,
-	.dereg_mr = ohca_dereg_mr,
+	.dereg_mr = ohca_quota_dereg_mr,
 	.destroy_ah = ohca_destroy_ah,
-	.destroy_cq = ohca_destroy_cq,
+	.destroy_cq = ohca_quota_destroy_cq,
 	.destroy_flow = ohca_destroy_flow,
-	.destroy_qp = ohca_destroy_qp,
-	.destroy_srq = ohca_destroy_srq,
+	.destroy_qp = ohca_quota_destroy_qp,
+	.destroy_srq = ohca_quota_destroy_srq,
 	.detach_mcast = ohca_detach_mcast,
 	.disassociate_ucontext = ohca_disassociate_ucontext,
 	.get_dev_fw_str = ohca_get_dev_fw_str,
-	.get_dma_mr = ohca_get_dma_mr,
+	.get_dma_mr = ohca_quota_get_dma_mr,
 	.get_link_layer = ohca_get_link_layer,
 	.get_port_immutable = ohca_get_port_immutable,
 	.map_mr_sg = ohca_map_mr_sg,
@@ -492,8 +499,8 @@ const struct ib_device_ops ohca_dev_ops = {
 	.query_port = ohca_query_port,
 	.query_qp = ohca_query_qp,
 	.query_srq = ohca_query_srq,
-	.reg_dm_mr = ohca_reg_dm_mr,
-	.reg_user_mr = ohca_reg_user_mr,
+	.reg_dm_mr = ohca_quota_reg_dm_mr,
+	.reg_user_mr = ohca_quota_reg_user_mr,
 	.advise_mr = ohca_advise_mr,
 	.req_notify_cq = ohca_req_notify_cq,
 	.rereg_user_mr = ohca_rereg_user_mr,
