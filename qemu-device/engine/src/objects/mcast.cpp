@@ -105,7 +105,7 @@ CmdResult Device::cmd_mcast(const Command &cmd, bool attach) {
     return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_mcast_in, gid)};
 }
 
-// Each attached QP takes the packet by its own rules (UdTransport::rx: state,
+// Each attached QP takes the packet by its own rules (UdTransport::receive: state,
 // Q_Key, a posted receive WQE); at most max_mcast_qp_attach of them.
 void Device::mcast_deliver(const ParsedPacket &p) {
     const Bth &h = p.fields.bth;
@@ -118,7 +118,7 @@ void Device::mcast_deliver(const ParsedPacket &p) {
     ++roce_.mcast_rx_packets;
     for (const uint32_t qpn : members) {
         if (Qp *qp = find_qp(qpn)) {
-            UdTransport::rx(*this, *qp, p);
+            ud_.receive(*qp, p);
         }
     }
 }
