@@ -103,6 +103,8 @@ void RcRequester::advance_una(Qp &qp, uint32_t una) {
 
 // A response, in named steps: the QP's state, the PSN's range, then by
 // opcode: an ACK or NAK (AETH), an atomic acknowledge, a READ response.
+// The steps are forced inline (below): one function's parts, not a call
+// each per packet.
 void RcRequester::rx(Qp &qp, const ParsedPacket &pkt) {
     if (!rx_state_ok(qp) || !rx_psn_ok(qp, pkt.fields.bth.psn)) {
         return;
@@ -121,7 +123,7 @@ void RcRequester::rx(Qp &qp, const ParsedPacket &pkt) {
     }
 }
 
-bool RcRequester::rx_state_ok(const Qp &qp) {
+[[gnu::always_inline]] inline bool RcRequester::rx_state_ok(const Qp &qp) {
     if (qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD && qp.state != OHCA_QPS_SQE) {
         ++svc_.counters().rx_no_qp;
         return false;
@@ -130,7 +132,7 @@ bool RcRequester::rx_state_ok(const Qp &qp) {
 }
 
 // Only responses to what was sent: [una - 1, next_psn).
-bool RcRequester::rx_psn_ok(const Qp &qp, uint32_t psn) {
+[[gnu::always_inline]] inline bool RcRequester::rx_psn_ok(const Qp &qp, uint32_t psn) {
     if (psn_diff(psn, psn_add(qp.una_psn, kPsnMask)) < 0 || psn_diff(psn, qp.next_psn) >= 0) {
         ++svc_.counters().stale_responses;
         return false;
@@ -138,7 +140,7 @@ bool RcRequester::rx_psn_ok(const Qp &qp, uint32_t psn) {
     return true;
 }
 
-void RcRequester::on_aeth(Qp &qp, uint32_t psn, uint8_t syndrome) {
+[[gnu::always_inline]] inline void RcRequester::on_aeth(Qp &qp, uint32_t psn, uint8_t syndrome) {
     const uint8_t code = syndrome & 0x1f;
     switch (syndrome & 0x60) {
     case kAethAck:
@@ -224,7 +226,7 @@ void RcRequester::on_nak(Qp &qp, uint32_t psn, uint8_t code) {
 // A READ response: check its PSN (the READ it belongs to, the packet
 // expected next), its opcode in the response sequence and its length,
 // place it, then acknowledge what it completes.
-void RcRequester::on_read_response(Qp &qp, const ParsedPacket &pkt) {
+[[gnu::always_inline]] inline void RcRequester::on_read_response(Qp &qp, const ParsedPacket &pkt) {
     SendWr *w = read_response_wqe(qp, pkt.fields.bth.psn);
     if (w == nullptr) {
         return;
@@ -249,7 +251,7 @@ void RcRequester::on_read_response(Qp &qp, const ParsedPacket &pkt) {
 // The READ a response at 'psn' belongs to, once everything before it is
 // acknowledged, if the response is the one it expects next; else null
 // (counted; a gap is asked for again at once).
-SendWr *RcRequester::read_response_wqe(Qp &qp, uint32_t psn) {
+[[gnu::always_inline]] inline SendWr *RcRequester::read_response_wqe(Qp &qp, uint32_t psn) {
     // The WQE it belongs to, found in O(log n).
     const size_t i = wqe_at_psn(qp.inflight, psn);
     if (i == qp.inflight.size() || qp.inflight[i].local_status != OHCA_CQE_SUCCESS ||
@@ -280,7 +282,8 @@ SendWr *RcRequester::read_response_wqe(Qp &qp, uint32_t psn) {
 // Responses start with FIRST (or ONLY) at the packet the latest request
 // asked from; a replay from inside a READ may also go on with MIDDLE or
 // LAST there, as Linux rxe sends it (docs/interop.md).
-bool RcRequester::read_response_opcode_ok(const SendWr &w, uint8_t opcode) {
+[[gnu::always_inline]] inline bool RcRequester::read_response_opcode_ok(const SendWr &w,
+                                                                        uint8_t opcode) {
     const uint32_t k = w.read_pkts;
     const bool last = k + 1 == w.read_end;
     const bool first = k == w.read_start;
@@ -296,8 +299,9 @@ bool RcRequester::read_response_opcode_ok(const SendWr &w, uint8_t opcode) {
 // Scatters a response's payload at 'offset' of the READ's SGEs, each
 // through its lkey. False when it is not placed: dropped (a page fault
 // posted; the ACK timer asks again) or the QP failed.
-bool RcRequester::place_read_response(Qp &qp, const SendWr &w, uint32_t offset,
-                                      std::span<const uint8_t> payload) {
+[[gnu::always_inline]] inline bool
+RcRequester::place_read_response(Qp &qp, const SendWr &w, uint32_t offset,
+                                 std::span<const uint8_t> payload) {
     size_t done = 0;
     for (const Sge &s : w.sges) {
         if (done == payload.size()) {
@@ -334,7 +338,8 @@ bool RcRequester::place_read_response(Qp &qp, const SendWr &w, uint32_t offset,
 
 // A response placed: the READ completes with its last one; before that
 // the window moves and the ACK timer restarts.
-void RcRequester::read_response_placed(Qp &qp, SendWr &w, uint32_t psn) {
+[[gnu::always_inline]] inline void RcRequester::read_response_placed(Qp &qp, SendWr &w,
+                                                                     uint32_t psn) {
     ++w.read_pkts;
     if (w.read_pkts == w.npkts) {
         w.read_done = true;

@@ -338,6 +338,8 @@ bool RcResponder::odp_blocked(Qp &qp, OdpState st, uint32_t psn, bool recv) {
 // gaps answered there), the opcode sequence and length, then the
 // operation: an atomic, a READ, or a SEND or WRITE (a receive WQE first
 // where one is needed, then the data placed), then the acknowledgement.
+// The steps are forced inline (below): one function's parts, not a call
+// each per packet.
 void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
     if (qp.state != OHCA_QPS_RTR && qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD &&
         qp.state != OHCA_QPS_SQE) {
@@ -371,7 +373,7 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
 
 // The expected PSN goes on; an older one is a duplicate (answered again),
 // a later one a gap (one sequence NAK). False: nothing more to do.
-bool RcResponder::check_psn(Qp &qp, const ParsedPacket &pkt) {
+[[gnu::always_inline]] inline bool RcResponder::check_psn(Qp &qp, const ParsedPacket &pkt) {
     const Bth &h = pkt.fields.bth;
     const uint8_t op = h.opcode;
     const int32_t d = psn_diff(h.psn, qp.epsn);
@@ -412,7 +414,8 @@ bool RcResponder::check_psn(Qp &qp, const ParsedPacket &pkt) {
 
 // The opcode must follow what is in progress (opcode_seq.hpp) and the
 // payload fit the packet's place in its message; else NAK Invalid Request.
-bool RcResponder::check_opcode_and_length(Qp &qp, const ParsedPacket &pkt) {
+[[gnu::always_inline]] inline bool RcResponder::check_opcode_and_length(Qp &qp,
+                                                                        const ParsedPacket &pkt) {
     const uint8_t op = pkt.fields.bth.opcode;
     // Opcode sequence and packet lengths.
     const uint32_t mtu = mtu_bytes(qp);
@@ -463,7 +466,7 @@ void RcResponder::execute_read(Qp &qp, const ParsedPacket &pkt) {
 
 // SEND (at its first packet) and WRITE with immediate (at its last) need a
 // receive WQE: without one, RNR NAK. False: the request stops here.
-bool RcResponder::take_recv_wqe(Qp &qp, const ParsedPacket &pkt) {
+[[gnu::always_inline]] inline bool RcResponder::take_recv_wqe(Qp &qp, const ParsedPacket &pkt) {
     const Bth &h = pkt.fields.bth;
     const uint8_t op = h.opcode;
     const bool starts = opcode_seq(op).starts;
@@ -493,7 +496,7 @@ bool RcResponder::take_recv_wqe(Qp &qp, const ParsedPacket &pkt) {
 // A SEND packet scattered into the receive WQE; at its last, the
 // invalidation it asks for and the receive completion. False: the QP
 // failed (or must wait for a page).
-bool RcResponder::execute_send(Qp &qp, const ParsedPacket &pkt) {
+[[gnu::always_inline]] inline bool RcResponder::execute_send(Qp &qp, const ParsedPacket &pkt) {
     const Bth &h = pkt.fields.bth;
     const size_t len = pkt.payload.size();
     const bool ends = ends_message(h.opcode);
@@ -561,7 +564,7 @@ bool RcResponder::execute_send(Qp &qp, const ParsedPacket &pkt) {
 // A WRITE packet: its RETH checked at the first, the data placed through
 // the rkey, at the last the completion of a WRITE with immediate. False:
 // the QP failed (or must wait for a page).
-bool RcResponder::execute_write(Qp &qp, const ParsedPacket &pkt) {
+[[gnu::always_inline]] inline bool RcResponder::execute_write(Qp &qp, const ParsedPacket &pkt) {
     const Bth &h = pkt.fields.bth;
     const uint8_t op = h.opcode;
     const size_t len = pkt.payload.size();
@@ -622,7 +625,7 @@ bool RcResponder::execute_write(Qp &qp, const ParsedPacket &pkt) {
 
 // The request is done: the next PSN is expected, and the end of a message
 // or an AckReq is acknowledged.
-void RcResponder::acknowledge(Qp &qp, const ParsedPacket &pkt) {
+[[gnu::always_inline]] inline void RcResponder::acknowledge(Qp &qp, const ParsedPacket &pkt) {
     const Bth &h = pkt.fields.bth;
     qp.epsn = psn_add(qp.epsn, 1);
     if (ends_message(h.opcode) || h.ack_req) {

@@ -72,23 +72,6 @@ OdpState TransportServices::odp_touch_sges(const Qp &qp, const std::vector<Sge> 
     return OdpState::Resident;
 }
 
-bool connected_accepts(TransportServices &svc, const Qp &qp, const ParsedPacket &pkt) {
-    if (!std::equal(std::begin(qp.attrs.av.dgid), std::end(qp.attrs.av.dgid), pkt.sgid.begin())) {
-        ++svc.counters().rx_no_qp; // not from the connection's peer
-        svc.count_rx_dropped();
-        return false;
-    }
-    const uint8_t op = pkt.fields.bth.opcode;
-    if (is_ud_opcode(op) || is_uc_opcode(op) != (qp.type == OHCA_QPT_UC) ||
-        is_xrc_opcode(op) != is_xrc_qp(qp.type)) {
-        // UD to a connected QP, or RC, UC and XRC crossed.
-        ++svc.counters().rx_bad_opcode;
-        svc.count_rx_dropped();
-        return false;
-    }
-    return true;
-}
-
 void odp_retry_expired(TransportServices &svc, Qp &qp) {
     svc.set_deadline(qp, 0);
     if (qp.odp_wait) {
