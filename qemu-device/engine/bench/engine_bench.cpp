@@ -13,6 +13,7 @@
 #define OHCA_BENCH_CRC32 1
 #endif
 #include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 
 #include <benchmark/benchmark.h>
 #include <malloc.h>

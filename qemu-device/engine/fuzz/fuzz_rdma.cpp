@@ -16,6 +16,7 @@
 // so a short seed that says "create, connect, post" reaches the data path.
 #include "fuzz_common.hpp"
 #include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 #include "transports/raw_eth.hpp"
 
 #include <array>

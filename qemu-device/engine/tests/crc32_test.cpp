@@ -4,6 +4,7 @@
 #include "known_captures.hpp"
 #include "link/crc32.hpp"
 #include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 
 #include <gtest/gtest.h>
 

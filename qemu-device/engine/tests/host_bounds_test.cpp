@@ -6,6 +6,7 @@
 // and EQ 0 out of a peer's reach.
 #include "device/device.hpp"
 #include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
 #include <malloc.h>

@@ -6,6 +6,7 @@
 // tests/vm/guest/ohca_hostile_peer.py.
 #include "device/device.hpp"
 #include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
 #include <malloc.h>

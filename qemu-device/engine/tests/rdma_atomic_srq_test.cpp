@@ -4,6 +4,7 @@
 // duplicates, contention, max_rd_atomic) and shared receive queues.
 #include "device/device.hpp"
 #include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
 #include <set>

@@ -5,6 +5,7 @@
 // completion while the counters show the recovery.
 #include "device/device.hpp"
 #include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
 #include <random>

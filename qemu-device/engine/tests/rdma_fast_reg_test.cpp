@@ -4,6 +4,7 @@
 // variants and the refusal of stale keys; over the device's own loopback.
 #include "device/device.hpp"
 #include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
 #include <numeric>

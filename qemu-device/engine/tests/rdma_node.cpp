@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "rdma_node.hpp"
 
+#include "device/device.hpp"
+
 #include <algorithm>
 
 namespace ohca::test {
@@ -13,7 +15,8 @@ constexpr uint64_t kNodeOut = 0x108000;
 constexpr unsigned int kNodeCmdqLog = 4;
 } // namespace
 
-RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed, unsigned int eq_log, uint32_t max_qp)
+RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed, unsigned int eq_log, uint32_t max_qp,
+                   const LinkLayer *link)
     : eq_log_(eq_log) {
     mac = {0x02, 0x00, 0x00, 0x00, 0x00, id};
     host.add_region(kNodeEq, 16u << eq_log_);
@@ -28,7 +31,7 @@ RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed, unsigned int eq_log,
     cfg.link_up = true;
     cfg.id_seed = id_seed;
     cfg.max_qp = max_qp;
-    e = ohca_engine_create(&ops, &host, &cfg);
+    e = engine_create(&ops, &host, &cfg, link);
     bring_up(ipv6, id);
 }
 

@@ -12,6 +12,10 @@
 #include <utility>
 #include <vector>
 
+namespace ohca {
+class LinkLayer;
+} // namespace ohca
+
 namespace ohca::test {
 
 inline constexpr uint64_t kRdmaBase = 0x1000000; // 32 MiB of guest memory
@@ -63,8 +67,9 @@ struct SendReq {
 
 class RdmaNode {
   public:
+    // 'link': the device's link layer (null: RoCEv2).
     explicit RdmaNode(uint8_t id, bool ipv6 = false, uint32_t id_seed = 0, unsigned int eq_log = 10,
-                      uint32_t max_qp = 0);
+                      uint32_t max_qp = 0, const LinkLayer *link = nullptr);
     ~RdmaNode();
     RdmaNode(const RdmaNode &) = delete;
     RdmaNode &operator=(const RdmaNode &) = delete;

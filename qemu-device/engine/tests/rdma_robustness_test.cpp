@@ -4,6 +4,7 @@
 // devices must neither crash nor touch memory outside what the guest
 // registered; traffic afterwards may fail but must complete.
 #include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
 #include <random>

@@ -5,6 +5,7 @@
 #include "fake_host.hpp"
 #include "known_captures.hpp"
 #include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 #include "objects/page_list.hpp"
 #include "objects/qp_state.hpp"
 

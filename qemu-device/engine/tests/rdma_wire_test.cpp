@@ -3,6 +3,7 @@
 // retry exhaustion, remote errors, flushes and duplicates.
 #include "device/device.hpp"
 #include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
 #include <cstdarg>

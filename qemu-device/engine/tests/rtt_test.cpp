@@ -8,6 +8,7 @@
 #include "device/device.hpp"
 #include "device/limits.hpp"
 #include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
 #include <malloc.h>

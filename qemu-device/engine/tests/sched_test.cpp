@@ -334,3 +334,59 @@ TEST_F(DoorbellFastTest, ReentryFromACallbackIsRefused) {
 
 } // namespace
 } // namespace ohca::test
+
+namespace ohca::test {
+namespace {
+
+// Issue 21 N6: timer expiries are bounded per run like the rest of a run's
+// work. 600 QPs whose ACK timers all expire at once take several runs,
+// none handling more than max_run_timers, and each run that leaves some
+// asks for the next.
+TEST(SchedTimers, ManyExpiriesAreSpreadOverBoundedRuns) {
+    RdmaNode n{1};
+    RdmaNode peer{2}; // never answers: its frames are never delivered
+    const uint32_t pd = n.create_pd();
+    CqInfo cq = n.create_cq(10);
+    const uint64_t buf = n.alloc(4096);
+    const uint32_t key = n.reg_mr(pd, buf, 4096, kAllAccess);
+    constexpr unsigned int kQps = 600;
+    std::vector<QpInfo> qps;
+    for (unsigned int i = 0; i < kQps; ++i) {
+        qps.push_back(n.create_qp(pd, cq.cqn, cq.cqn, 1, 1));
+        n.connect(qps.back(), 0x100 + i, peer);
+    }
+    for (auto &q : qps) {
+        SendReq r;
+        r.sges = {{buf, 64, key}};
+        n.post_send(q, r);
+    }
+    n.process();
+    ASSERT_EQ(n.host.wire.size(), size_t{kQps});
+    const Device &d = device_of(n.e);
+    const Device::SchedStats before = d.sched_stats();
+    const uint64_t timeouts = d.roce_counters().timeouts;
+
+    n.host.now += 10'000'000'000ull; // every ACK timer has expired
+    const unsigned int schedules = n.host.schedules;
+    ohca_engine_process(n.e);
+    EXPECT_EQ(d.sched_stats().timer_expiries - before.timer_expiries, DeviceLimits::max_run_timers);
+    EXPECT_EQ(d.sched_stats().timers_capped, before.timers_capped + 1);
+    EXPECT_GT(n.host.schedules, schedules); // the rest in the next run
+
+    uint64_t last = d.sched_stats().timer_expiries;
+    for (int run = 0; run < 10 && last - before.timer_expiries < kQps; ++run) {
+        ohca_engine_process(n.e);
+        const uint64_t now = d.sched_stats().timer_expiries;
+        EXPECT_LE(now - last, DeviceLimits::max_run_timers);
+        last = now;
+    }
+    EXPECT_EQ(last - before.timer_expiries, uint64_t{kQps});
+    EXPECT_EQ(d.roce_counters().timeouts - timeouts, uint64_t{kQps});
+    EXPECT_EQ(d.sched_stats().timers_capped, before.timers_capped + 2); // 256 + 256 + 88
+    // Nothing left: no QP is failed, each is waiting for its peer again.
+    n.process();
+    EXPECT_TRUE(n.poll(cq).empty());
+}
+
+} // namespace
+} // namespace ohca::test

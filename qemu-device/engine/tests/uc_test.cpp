@@ -6,6 +6,7 @@
 // no NAK, no error for a missing receive WQE or a bad rkey; loopback.
 #include "device/device.hpp"
 #include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
 namespace ohca::test {

@@ -5,6 +5,7 @@
 // responder's answer to atomic requests.
 #include "device/device.hpp"
 #include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
 #include <cstring>

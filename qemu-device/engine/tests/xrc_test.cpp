@@ -8,6 +8,7 @@
 // XRC QPs and SRQs, references).
 #include "device/device.hpp"
 #include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
 #include <cstring>

@@ -15,12 +15,9 @@ namespace ohca {
 const Device &device_of(const ohca_engine *e) {
     return e->device;
 }
-} // namespace ohca
 
-extern "C" {
-
-struct ohca_engine *ohca_engine_create(const struct ohca_engine_ops *ops, void *ctx,
-                                       const struct ohca_engine_config *cfg) {
+ohca_engine *engine_create(const ohca_engine_ops *ops, void *ctx, const ohca_engine_config *cfg,
+                           const LinkLayer *link) {
     if (ops == nullptr || cfg == nullptr || ops->dma_read == nullptr || ops->dma_write == nullptr ||
         ops->raise_irq == nullptr || ops->transmit == nullptr || ops->schedule == nullptr ||
         ops->rx_resume == nullptr || cfg->max_qp > OHCA_ENGINE_MAX_QP) {
@@ -33,7 +30,16 @@ struct ohca_engine *ohca_engine_create(const struct ohca_engine_ops *ops, void *
     dc.link_up = cfg->link_up;
     dc.id_seed = cfg->id_seed;
     dc.max_qp = cfg->max_qp != 0 ? cfg->max_qp : OHCA_ENGINE_DEFAULT_MAX_QP;
+    dc.link = link;
     return new (std::nothrow) ohca_engine{ohca::Device(*ops, ctx, dc)};
+}
+} // namespace ohca
+
+extern "C" {
+
+struct ohca_engine *ohca_engine_create(const struct ohca_engine_ops *ops, void *ctx,
+                                       const struct ohca_engine_config *cfg) {
+    return ohca::engine_create(ops, ctx, cfg, nullptr);
 }
 
 void ohca_engine_destroy(struct ohca_engine *e) {

@@ -10,9 +10,14 @@
 //   rdma_cmds.cpp   the MR commands, keys and MR access
 //   transport.cpp   the transport services (TransportServices): packets out
 //                   and in, QP doorbells, the ready list and timers, the run
-//                   loop; the RC transport itself is RcRequester
-//                   (requester.cpp) and RcResponder (responder.cpp), UD is
-//                   UdTransport (ud.cpp), XRC XrcTransport (xrc.cpp)
+//                   loop. Each QP type has its Transport (transports_, by
+//                   type): RC is RcTransport (rc.cpp) over RcRequester
+//                   (requester.cpp, completer.cpp, rc_retransmit.cpp) and
+//                   RcResponder (responder.cpp), UC UcTransport (uc.cpp), UD
+//                   and GSI UdTransport (ud.cpp), XRC XrcTransport (xrc.cpp),
+//                   raw Ethernet RawEth (raw_eth.cpp). Below the BTH is the
+//                   link layer (link/link_layer.hpp; RoCEv2 by default,
+//                   link/roce_v2.cpp); frames leave through the Port.
 // The object families have their own owners (objects/), members here: PDs
 // and XRC domains PdTable (pd.cpp), EQs and CQs CqTable (cq.cpp), SRQs
 // SrqTable (srq.cpp), QPs and multicast attachments QpTable (qp_table.cpp),
@@ -31,7 +36,9 @@
 #include "device/sched.hpp"
 #include "device/stats.hpp"
 #include "device/uar_table.hpp"
+#include "link/link_layer.hpp"
 #include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 #include "objects/completer.hpp"
 #include "objects/cq.hpp"
 #include "objects/dm.hpp"
@@ -43,6 +50,7 @@
 #include "objects/scheduler.hpp"
 #include "objects/srq.hpp"
 #include "transports/raw_eth.hpp"
+#include "transports/rc.hpp"
 #include "transports/requester.hpp"
 #include "transports/responder.hpp"
 #include "transports/transport.hpp"
@@ -70,13 +78,18 @@ struct DeviceConfig {
     bool link_up = true;
     uint32_t id_seed = 0;
     uint32_t max_qp = OHCA_ENGINE_DEFAULT_MAX_QP; // 1..OHCA_ENGINE_MAX_QP
+    // What lies below the BTH on the wire; null: RoCEv2 (roce_v2_link()).
+    // Tests choose another; the C API always has RoCEv2. It must outlive
+    // the device.
+    const LinkLayer *link = nullptr;
 };
 
 class Device : private MemoryServices,
                private EventSink,
                private WireServices,
                private QpScheduler,
-               private QpWindows {
+               private QpWindows,
+               private Port {
   public:
     Device(const ohca_engine_ops &ops, void *ctx, const DeviceConfig &cfg);
     Device(const Device &) = delete;
@@ -110,13 +123,13 @@ class Device : private MemoryServices,
         // Runs that left the timers to the next one: their bound ended
         // before the frames received before them were all taken in.
         uint64_t timers_deferred = 0;
+        // Runs that left expired timers to the next one: more than
+        // DeviceLimits::max_run_timers had expired.
+        uint64_t timers_capped = 0;
     };
     [[nodiscard]] const SchedStats &sched_stats() const { return sched_stats_; }
 
   private:
-    friend class UdTransport;
-    friend class RawEth;
-
     // Guards against re-entry from inside a host callback. A reset asked
     // for from inside one runs when the outer entry ends (reset_pending_).
     class Entry {
@@ -246,6 +259,15 @@ class Device : private MemoryServices,
     EmitResult loop_back(const PacketPath &path, const PacketFields &fields, size_t payload_len,
                          PayloadFill fill, bool shortcut);
     [[nodiscard]] bool tx_room(const Qp &qp) const override;
+    void emit_path(const PacketPath &path, const PacketFields &fields,
+                   std::span<const uint8_t> payload) override;
+    bool av_path(const ohca_av &av, PacketPath &path) const override;
+    [[nodiscard]] bool tx_room_to(const std::array<uint8_t, 16> &dgid) const override;
+    [[nodiscard]] uint32_t port_mtu() const override { return mtu_; }
+    void count_rx_dropped() override { ++stats_.roce_rx_dropped; }
+    Qp *qp_by_number(uint32_t qpn) override { return qps_.find(qpn); }
+    // The port (link_layer.hpp): a frame to the host while the link is up.
+    void transmit(std::span<const uint8_t> frame) override;
     RoceCounters &counters() override { return roce_; }
     void mark_ready(Qp &qp) override;
     void set_deadline(Qp &qp, uint64_t deadline_ns) override;
@@ -260,13 +282,10 @@ class Device : private MemoryServices,
     void run_rdma(Qp *first, unsigned int max_work, uint64_t max_ns);
     void visit(Qp &qp, unsigned int &quantum);
     void take_frame();
-    void check_timers();
+    // False when expired timers are left for the next run (max_run_timers).
+    bool check_timers();
     void update_timer() override;
     [[nodiscard]] bool build_path(const Qp &qp, PacketPath &path) const;
-    // Builds the frame and puts it on the wire, or on the backlog when it
-    // is for one of the device's own GIDs.
-    void transmit_roce(const PacketPath &path, const PacketFields &fields,
-                       std::span<const uint8_t> payload);
     // Whether a looped-back packet may be generated now (see tx_room).
     [[nodiscard]] bool loopback_room() const;
     void roce_enqueue(std::span<const uint8_t> frame);
@@ -285,11 +304,12 @@ class Device : private MemoryServices,
     void process_eth_tx();
     bool eth_tx_one();
     [[nodiscard]] bool mac_filter_accepts(std::span<const uint8_t> frame) const;
-    [[nodiscard]] static bool is_roce(std::span<const uint8_t> frame);
     ohca_engine_rx_result eth_rx(std::span<const uint8_t> frame);
 
     Host host_;
     DeviceConfig cfg_;
+    // Below the BTH (link_layer.hpp); stateless, chosen at construction.
+    const LinkLayer &link_ = cfg_.link != nullptr ? *cfg_.link : roce_v2_link();
     bool busy_ = false;
     bool reset_pending_ = false; // asked for while busy_ (Entry)
 
@@ -390,12 +410,22 @@ class Device : private MemoryServices,
     // The RC transport.
     RcRequester rc_requester_{svc_};
     RcResponder rc_responder_{svc_};
+    RcTransport rc_{svc_, rc_requester_, rc_responder_};
     // The UC transport.
     UcTransport uc_{svc_};
+    // UD and GSI QPs.
+    UdTransport ud_{svc_};
     // XRC: domains, and RC's requester and responder with the XRC wire.
     XrcTransport xrc_{svc_, rc_requester_, rc_responder_};
-    // Raw Ethernet QPs and their flows.
-    RawEth raw_{*this};
+    // Raw Ethernet QPs and their flows; frames leave through the port.
+    RawEth raw_{svc_, *this};
+    // The transport of each QP type (ohca_qp_type), for the run loop, the
+    // receive path and the timers.
+    static_assert(OHCA_QPT_RC == 0 && OHCA_QPT_UD == 1 && OHCA_QPT_GSI == 2 && OHCA_QPT_UC == 3 &&
+                  OHCA_QPT_XRC_INI == 4 && OHCA_QPT_XRC_TGT == 5 && OHCA_QPT_RAW_ETH == 6);
+    std::array<Transport *, OHCA_QPT_RAW_ETH + 1> transports_{&rc_,  &ud_,  &ud_, &uc_,
+                                                              &xrc_, &xrc_, &raw_};
+    [[nodiscard]] Transport &transport_of(const Qp &qp) const { return *transports_[qp.type]; }
     // On-demand paging: outstanding faults, the QPs waiting for one (each
     // at most once, Qp::odp_wait), translation chunks in use.
     OdpFaults odp_faults_{DeviceLimits::max_odp_faults};
@@ -424,5 +454,9 @@ class Device : private MemoryServices,
 
 // The device behind a C handle, for tests and tracing (c_api.cpp).
 const Device &device_of(const ohca_engine *e);
+// ohca_engine_create() with a link layer of the caller's (null: RoCEv2),
+// for tests of the link-layer seam; the glue's C API stays RoCEv2.
+ohca_engine *engine_create(const ohca_engine_ops *ops, void *ctx, const ohca_engine_config *cfg,
+                           const LinkLayer *link);
 
 } // namespace ohca

@@ -13,20 +13,6 @@
 
 namespace ohca {
 
-namespace {
-
-constexpr uint16_t kEtherTypeIpv4 = 0x0800;
-constexpr uint16_t kEtherTypeIpv6 = 0x86dd;
-constexpr uint16_t kEtherTypeVlan = 0x8100;
-constexpr uint8_t kIpProtoUdp = 17;
-constexpr uint16_t kRoceV2Port = 4791;
-
-uint16_t be16(std::span<const uint8_t> f, size_t off) {
-    return static_cast<uint16_t>((f[off] << 8) | f[off + 1]);
-}
-
-} // namespace
-
 void Device::eth_tx_doorbell(uint32_t value) {
     if (!running() || !tx_ring_.set_producer(value)) {
         ++stats_.reg_errors;
@@ -132,40 +118,6 @@ bool Device::mac_filter_accepts(std::span<const uint8_t> frame) const {
     return std::equal(cfg_.mac.begin(), cfg_.mac.end(), frame.begin());
 }
 
-// UDP to port 4791 over IPv4 (unfragmented) or IPv6 (UDP as the first next
-// header), optionally behind one 802.1Q tag.
-bool Device::is_roce(std::span<const uint8_t> f) {
-    size_t l3 = OHCA_ETH_HDR_LEN;
-    uint16_t type = be16(f, 12);
-    if (type == kEtherTypeVlan) {
-        if (f.size() < OHCA_ETH_HDR_LEN + 4) {
-            return false;
-        }
-        type = be16(f, 16);
-        l3 += 4;
-    }
-    size_t l4 = 0;
-    if (type == kEtherTypeIpv4) {
-        if (f.size() < l3 + 20 || (f[l3] >> 4) != 4) {
-            return false;
-        }
-        const size_t ihl = size_t{f[l3] & 0x0fu} * 4;
-        const uint16_t frag = be16(f, l3 + 6);
-        if (ihl < 20 || f[l3 + 9] != kIpProtoUdp || (frag & 0x3fff) != 0) {
-            return false;
-        }
-        l4 = l3 + ihl;
-    } else if (type == kEtherTypeIpv6) {
-        if (f.size() < l3 + 40 || (f[l3] >> 4) != 6 || f[l3 + 6] != kIpProtoUdp) {
-            return false;
-        }
-        l4 = l3 + 40;
-    } else {
-        return false;
-    }
-    return f.size() >= l4 + 8 && be16(f, l4 + 2) == kRoceV2Port;
-}
-
 ohca_engine_rx_result Device::receive_frame(std::span<const uint8_t> frame) {
     Entry entry(*this);
     if (!entry.ok()) {
@@ -178,7 +130,7 @@ ohca_engine_rx_result Device::receive_frame(std::span<const uint8_t> frame) {
         ++stats_.eth_rx_dropped_filter;
         return OHCA_ENGINE_RX_CONSUMED;
     }
-    if (is_roce(frame)) {
+    if (link_.claims(frame)) {
         if (frame.size() > DeviceLimits::max_roce_frame) {
             // Longer than any packet of a 4096-byte MTU: never queued, so
             // the backlog holds at most max_roce_backlog such frames.
@@ -196,6 +148,7 @@ ohca_engine_rx_result Device::receive_frame(std::span<const uint8_t> frame) {
         return OHCA_ENGINE_RX_CONSUMED;
     }
     if (running() && cfg_.link_up && raw_.steer(frame)) {
+        ++stats_.port_rx_frames;
         return OHCA_ENGINE_RX_CONSUMED; // a flow took it
     }
     return eth_rx(frame);

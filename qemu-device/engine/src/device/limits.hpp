@@ -160,6 +160,11 @@ struct DeviceLimits {
     // Fairness: packets or WQEs one ready QP may send per visit before the
     // next ready QP's turn.
     static constexpr unsigned int qp_quantum = 64;
+    // Timer expiries (QP and CQ deadlines together) one run handles; the
+    // rest are the first thing the next run does, which is scheduled at
+    // once (a thousand QPs timing out together cost several runs, never
+    // one long one).
+    static constexpr unsigned int max_run_timers = 256;
     // Page-list entries all objects together may hold (8 bytes of host
     // memory each): 32 MiB, enough for 16 GiB of guest memory registered in
     // 4 KiB pages. Beyond it a create command answers NO_RESOURCES.

@@ -14,7 +14,6 @@
 
 namespace ohca {
 
-inline constexpr uint16_t kRoceUdpPort = 4791;
 inline constexpr uint16_t kDefaultPkey = 0xffff;
 
 // RC opcodes (transport bits 000).
@@ -176,23 +175,15 @@ inline bool rc_is_response(uint8_t op) {
     return op >= rc::kReadRespFirst && op <= rc::kAtomicAck;
 }
 
-// Builds a whole frame; the payload is padded to 4 bytes and the ICRC
-// appended. The BTH pad count is computed here.
-std::vector<uint8_t> build_roce_frame(const PacketPath &path, const PacketFields &fields,
-                                      std::span<const uint8_t> payload);
-
-// The same in steps, into storage the caller reuses: the headers of a frame
-// with a payload_len-byte payload (f is resized; pad and ICRC zeroed), then
-// the caller writes the payload at payload_off, then seal_roce_frame()
-// computes the ICRC -- one CRC pass, no allocation once f has grown.
+// Where a link layer put a frame's parts (link_layer.hpp): the headers
+// of a frame with a payload_len-byte payload (the frame resized; pad and
+// trailer zeroed), then the caller writes the payload at payload_off, then
+// the link seals it -- one pass, no allocation once the storage has grown.
 struct FrameLayout {
-    size_t l3 = 0; // offset of the IP header
+    size_t l3 = 0; // offset of the link's network header (RoCEv2: IP)
     size_t payload_off = 0;
     bool ipv6 = false;
 };
-FrameLayout build_roce_headers(std::vector<uint8_t> &f, const PacketPath &path,
-                               const PacketFields &fields, size_t payload_len);
-void seal_roce_frame(std::span<uint8_t> f, const FrameLayout &layout);
 
 struct ParsedPacket {
     std::array<uint8_t, 6> smac{};
@@ -211,13 +202,22 @@ struct ParsedPacket {
 
 enum class ParseError { None, Malformed, BadIcrc, BadOpcode, BadVersion };
 
-// Parses and validates headers, lengths and the ICRC of a frame.
-ParseError parse_roce_frame(std::span<const uint8_t> frame, ParsedPacket &out);
-
-// CRC-32 (IEEE 802.3, reflected) and the invariant CRC of a frame whose
-// IP header starts at l3 (the ICRC field itself is excluded).
-uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> data);
-uint32_t compute_icrc(std::span<const uint8_t> frame, size_t l3, bool ipv6);
+// The BTH and the extension headers after it, the same on every link
+// layer (roce_packet.cpp).
+inline constexpr size_t kBthLen = 12;
+inline constexpr size_t kIcrcLen = 4;
+// Bytes from the BTH to the last extension header the fields name.
+[[nodiscard]] size_t ib_headers_len(const PacketFields &fields);
+// Writes them (ib_headers_len bytes at 'out'); 'pad': the payload's pad
+// count for the BTH.
+void write_ib_headers(std::span<uint8_t> out, const PacketFields &fields, size_t pad);
+// The BTH at the start of 'ib' (at least kBthLen bytes); BadVersion for a
+// transport version other than 0.
+ParseError parse_bth(std::span<const uint8_t> ib, Bth &h);
+// The rest, once parse_bth filled out.fields.bth: 'ib' spans from the BTH
+// to the end of the pad (the link's trailer stripped); the opcode's
+// extension headers, the payload (without pad) into 'out'.
+ParseError parse_ib_headers(std::span<const uint8_t> ib, ParsedPacket &out);
 
 // 24-bit PSN arithmetic.
 inline constexpr uint32_t kPsnMask = 0xffffff;

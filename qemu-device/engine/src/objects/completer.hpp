@@ -39,6 +39,12 @@ class Completer final : public CompletionServices {
     // 'budget' of them (each a CQE written, most a WQE read too).
     [[nodiscard]] static bool flush_pending(const Qp &qp);
     void flush_qp(Qp &qp, unsigned int &budget);
+    void flush(Qp &qp, unsigned int &budget) override {
+        if (flush_pending(qp)) {
+            flush_qp(qp, budget);
+        }
+    }
+    bool write_cqe(uint32_t cqn, const ohca_cqe &cqe, bool solicited) override;
 
   private:
     const Host &host_;

@@ -161,4 +161,8 @@ void Completer::flush_qp(Qp &qp, unsigned int &budget) {
     }
 }
 
+bool Completer::write_cqe(uint32_t cqn, const ohca_cqe &cqe, bool solicited) {
+    return cqs_.post_cqe(cqn, cqe, solicited);
+}
+
 } // namespace ohca

@@ -53,7 +53,13 @@ class CqTable {
 
     // Moderated events whose period ended by 'now': raised. Returns how
     // many expired.
-    unsigned int expire_timers(uint64_t now);
+    // At most 'max' of the timers due at 'now'; how many expired.
+    unsigned int expire_timers(uint64_t now, unsigned int max);
+    // Whether a timer is due at 'now' (left over by expire_timers' bound).
+    [[nodiscard]] bool timer_due(uint64_t now) const {
+        const uint64_t t = timers_.earliest();
+        return t != 0 && t <= now;
+    }
     [[nodiscard]] uint64_t earliest_timer() const { return timers_.earliest(); }
 
   private:

@@ -194,18 +194,22 @@ std::optional<uint32_t> FlowTable::match(const ohca_flow_spec &key) const {
 
 // ---- RawEth ------------------------------------------------------------------
 
-RawEth::RawEth(Device &d) : d_(d), flows_(DeviceLimits::max_flow) {}
+RawEth::RawEth(TransportServices &svc, Port &port)
+    : svc_(svc), port_(port), flows_(DeviceLimits::max_flow) {}
 
 void RawEth::reset() {
     flows_.clear();
     counters_ = {};
 }
 
-void RawEth::process_sq(Qp &qp, unsigned int &budget) {
+void RawEth::rx(Qp & /*qp*/, const ParsedPacket & /*pkt*/) {
+    ++svc_.counters().rx_no_qp;
+    svc_.count_rx_dropped();
+}
+
+void RawEth::visit(Qp &qp, unsigned int &budget) {
     if (qp.state == OHCA_QPS_ERR) {
-        if (Completer::flush_pending(qp)) {
-            d_.completer_.flush_qp(qp, budget);
-        }
+        svc_.flush(qp, budget);
         return;
     }
     if (qp.state == OHCA_QPS_SQE) {
@@ -218,7 +222,7 @@ void RawEth::process_sq(Qp &qp, unsigned int &budget) {
     if (qp.state == OHCA_QPS_SQD && qp.sq_draining) {
         // Nothing is ever in flight: every WQE taken has completed.
         qp.sq_draining = false;
-        d_.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_SQ_DRAINED, qp.qpn, 0, 0);
+        svc_.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_SQ_DRAINED, qp.qpn, 0, 0);
     }
     while (budget > 0 && qp.state == OHCA_QPS_RTS && qp.sq_fetched != qp.sq.pi) {
         if (!send_one(qp)) {
@@ -235,11 +239,11 @@ void RawEth::flush_sq(Qp &qp) {
         SendWr wr;
         wr.index = qp.sq_fetched;
         ohca_send_wqe w{};
-        if (qp.sq.ring.read(d_.host_, qp.sq.offset(wr.index), &w, sizeof(w))) {
+        if (qp.sq.ring.read(svc_.host(), qp.sq.offset(wr.index), &w, sizeof(w))) {
             wr.wr_id = le(w.wr_id);
         }
         wr.opcode = OHCA_WR_SEND;
-        d_.completer_.complete_send(qp, wr, OHCA_CQE_WR_FLUSH_ERR, OHCA_VERR_FLUSH);
+        svc_.complete_send(qp, wr, OHCA_CQE_WR_FLUSH_ERR, OHCA_VERR_FLUSH);
         ++qp.sq_fetched;
     }
 }
@@ -249,7 +253,7 @@ void RawEth::flush_sq(Qp &qp) {
 bool RawEth::gather(Qp &qp, const ohca_send_wqe &w, uint64_t base, uint32_t &len, uint8_t &status,
                     uint8_t &verr) {
     const uint32_t stride = 1u << qp.sq.log_stride;
-    const uint32_t max_len = max_frame(d_.mtu_);
+    const uint32_t max_len = max_frame(svc_.port_mtu());
     auto fail = [&](uint8_t st, uint8_t ve) {
         status = st;
         verr = ve;
@@ -266,7 +270,7 @@ bool RawEth::gather(Qp &qp, const ohca_send_wqe &w, uint64_t base, uint32_t &len
         if (len < OHCA_ETH_HDR_LEN || len > max_len) {
             return fail(OHCA_CQE_LOC_LEN_ERR, OHCA_VERR_BAD_FRAME_LEN);
         }
-        if (!qp.sq.ring.read(d_.host_, base + sizeof(ohca_send_wqe), frame_.data(), len)) {
+        if (!qp.sq.ring.read(svc_.host(), base + sizeof(ohca_send_wqe), frame_.data(), len)) {
             return fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_DMA);
         }
         return true;
@@ -276,7 +280,7 @@ bool RawEth::gather(Qp &qp, const ohca_send_wqe &w, uint64_t base, uint32_t &len
         return fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
     }
     std::array<ohca_sge, DeviceLimits::max_sge> raw{};
-    if (!qp.sq.ring.read(d_.host_, base + sizeof(ohca_send_wqe), raw.data(),
+    if (!qp.sq.ring.read(svc_.host(), base + sizeof(ohca_send_wqe), raw.data(),
                          size_t{w.num_sge} * sizeof(ohca_sge))) {
         return fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_DMA);
     }
@@ -294,12 +298,12 @@ bool RawEth::gather(Qp &qp, const ohca_send_wqe &w, uint64_t base, uint32_t &len
         if (n == 0) {
             continue;
         }
-        const KeyResult k = d_.check_key(le(raw[i].lkey), addr, n, 0, qp.pdn);
+        const KeyResult k = svc_.check_key(le(raw[i].lkey), addr, n, 0, qp.pdn);
         if (k.verr != OHCA_VERR_NONE) {
             return fail(OHCA_CQE_LOC_PROT_ERR, k.verr);
         }
         // Bounded by max_len (checked above), within frame_.
-        if (!d_.mr_read(*k.mr, addr, frame_.data() + len, n)) {
+        if (!svc_.mr_read(*k.mr, addr, frame_.data() + len, n)) {
             return fail(OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_DMA);
         }
         len += n;
@@ -315,49 +319,46 @@ bool RawEth::send_one(Qp &qp) {
     uint8_t status = OHCA_CQE_SUCCESS;
     uint8_t verr = OHCA_VERR_NONE;
     uint32_t len = 0;
-    if (!qp.sq.ring.read(d_.host_, base, &w, sizeof(w))) {
+    if (!qp.sq.ring.read(svc_.host(), base, &w, sizeof(w))) {
         status = OHCA_CQE_LOC_QP_OP_ERR;
         verr = OHCA_VERR_DMA;
-        d_.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
+        svc_.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
     }
     wr.wr_id = le(w.wr_id);
     wr.opcode = OHCA_WR_SEND;
     wr.flags = w.flags;
-    d_.host_.trace(OHCA_ENGINE_TRACE_WQE, qp.qpn, wr.index, w.opcode);
+    svc_.host().trace(OHCA_ENGINE_TRACE_WQE, qp.qpn, wr.index, w.opcode);
     if (status == OHCA_CQE_SUCCESS) {
         (void)gather(qp, w, base, len, status, verr);
     }
     if (status != OHCA_CQE_SUCCESS) {
         // A local error stops the send queue (as for UD); receives go on.
-        d_.completer_.complete_send(qp, wr, status, verr);
+        svc_.complete_send(qp, wr, status, verr);
         ++qp.sq_fetched;
         qp.state = OHCA_QPS_SQE;
-        d_.mark_ready(qp); // flushes the rest
+        svc_.mark_ready(qp); // flushes the rest
         return true;
     }
     const std::span<const uint8_t> frame(frame_.data(), len);
     ++counters_.tx_frames;
-    if (d_.cfg_.link_up) {
-        size_t wire_len = len;
-        if (wire_len < OHCA_ETH_MIN_FRAME) {
-            std::fill(frame_.begin() + len, frame_.begin() + OHCA_ETH_MIN_FRAME, uint8_t{0});
-            wire_len = OHCA_ETH_MIN_FRAME;
-        }
-        ++d_.stats_.port_tx_frames;
-        d_.host_.transmit(frame_.data(), wire_len);
+    size_t wire_len = len;
+    if (wire_len < OHCA_ETH_MIN_FRAME) {
+        std::fill(frame_.begin() + len, frame_.begin() + OHCA_ETH_MIN_FRAME, uint8_t{0});
+        wire_len = OHCA_ETH_MIN_FRAME;
     }
+    port_.transmit(std::span<const uint8_t>(frame_.data(), wire_len));
     // A flow of this device that matches gets the frame too, as sent.
     if (!flows_.empty()) {
         ohca_flow_spec key;
         flow_key(frame, key);
         if (const auto qpn = flows_.match(key)) {
-            if (Qp *to = d_.qps_.find(*qpn)) {
+            if (Qp *to = svc_.qp_by_number(*qpn)) {
                 deliver(*to, frame);
             }
         }
     }
     wr.length = len;
-    d_.completer_.complete_send(qp, wr, OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
+    svc_.complete_send(qp, wr, OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
     ++qp.sq_fetched;
     return true;
 }
@@ -372,8 +373,7 @@ bool RawEth::steer(std::span<const uint8_t> frame) {
     if (!qpn) {
         return false;
     }
-    ++d_.stats_.port_rx_frames;
-    if (Qp *qp = d_.qps_.find(*qpn)) {
+    if (Qp *qp = svc_.qp_by_number(*qpn)) {
         deliver(*qp, frame);
     }
     return true;
@@ -392,12 +392,12 @@ void RawEth::deliver(Qp &qp, std::span<const uint8_t> frame) {
     ohca_recv_wqe w{};
     std::array<ohca_sge, DeviceLimits::max_sge> raw{};
     uint8_t verr = OHCA_VERR_NONE;
-    if (!qp.rq.ring.read(d_.host_, base, &w, sizeof(w))) {
+    if (!qp.rq.ring.read(svc_.host(), base, &w, sizeof(w))) {
         verr = OHCA_VERR_DMA;
     } else if (w.num_sge > DeviceLimits::max_sge ||
                sizeof(w) + size_t{w.num_sge} * sizeof(ohca_sge) > stride) {
         verr = OHCA_VERR_BAD_WQE;
-    } else if (!qp.rq.ring.read(d_.host_, base + sizeof(w), raw.data(),
+    } else if (!qp.rq.ring.read(svc_.host(), base + sizeof(w), raw.data(),
                                 size_t{w.num_sge} * sizeof(ohca_sge))) {
         verr = OHCA_VERR_DMA;
     }
@@ -405,10 +405,10 @@ void RawEth::deliver(Qp &qp, std::span<const uint8_t> frame) {
     if (verr != OHCA_VERR_NONE) {
         // The QP's own ring is bad: as for UD, the QP goes to ERR.
         ++counters_.rx_dropped;
-        d_.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt,
-                                    OHCA_CQE_LOC_QP_OP_ERR, verr, false);
-        d_.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
-        d_.completer_.qp_to_error(qp);
+        svc_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_QP_OP_ERR, verr,
+                           false);
+        svc_.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
+        svc_.qp_to_error(qp);
         return;
     }
     size_t done = 0;
@@ -418,13 +418,13 @@ void RawEth::deliver(Qp &qp, std::span<const uint8_t> frame) {
         if (n == 0) {
             continue;
         }
-        const KeyResult k = d_.check_key(le(raw[i].lkey), addr, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
-        if (k.mr == nullptr || !d_.mr_write(*k.mr, addr, frame.data() + done, n)) {
+        const KeyResult k =
+            svc_.check_key(le(raw[i].lkey), addr, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
+        if (k.mr == nullptr || !svc_.mr_write(*k.mr, addr, frame.data() + done, n)) {
             ++counters_.rx_dropped;
-            d_.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt,
-                                        OHCA_CQE_LOC_PROT_ERR,
-                                        k.mr == nullptr ? k.verr : uint8_t{OHCA_VERR_DMA}, false);
-            d_.completer_.qp_to_error(qp);
+            svc_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_PROT_ERR,
+                               k.mr == nullptr ? k.verr : uint8_t{OHCA_VERR_DMA}, false);
+            svc_.qp_to_error(qp);
             return;
         }
         done += n;
@@ -433,13 +433,13 @@ void RawEth::deliver(Qp &qp, std::span<const uint8_t> frame) {
         // Too small a buffer: this WQE completes in error, the QP goes on
         // (whoever sent the frame must not be able to stop it).
         ++counters_.rx_dropped;
-        d_.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_LEN_ERR,
-                                    OHCA_VERR_RECV_TOO_SMALL, false);
+        svc_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_LEN_ERR,
+                           OHCA_VERR_RECV_TOO_SMALL, false);
         return;
     }
     ++counters_.rx_frames;
-    d_.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, static_cast<uint32_t>(frame.size()),
-                                std::nullopt, OHCA_CQE_SUCCESS, OHCA_VERR_NONE, false);
+    svc_.complete_recv(qp, wr_id, OHCA_CQE_RECV, static_cast<uint32_t>(frame.size()), std::nullopt,
+                       OHCA_CQE_SUCCESS, OHCA_VERR_NONE, false);
 }
 
 // ---- the commands ------------------------------------------------------------

@@ -5,7 +5,9 @@
 // unit-tested alone); RawEth is the QPs' transport beside UD and UC.
 #pragma once
 
+#include "link/link_layer.hpp"
 #include "objects/rdma_objects.hpp"
+#include "transports/transport.hpp"
 
 #include <ohca/ohca_cmd.h>
 #include <ohca/ohca_queue.h>
@@ -79,18 +81,23 @@ struct RawCounters {
     uint64_t rx_dropped = 0;
 };
 
-class RawEth {
+class RawEth final : public Transport {
   public:
-    explicit RawEth(Device &d);
+    // Frames go out through 'port' (whole frames: nothing of the link
+    // layer is added).
+    RawEth(TransportServices &svc, Port &port);
 
     // The work loop's turn for a raw QP: send WQEs, or flush in SQE/ERR.
-    void process_sq(Qp &qp, unsigned int &budget);
+    void visit(Qp &qp, unsigned int &budget) override;
+    // A raw QP takes frames from flows only, never RDMA packets.
+    void rx(Qp &qp, const ParsedPacket &pkt) override;
+    void timer_expired(Qp &qp) override { odp_retry_expired(svc_, qp); }
     // A frame received from the wire: true if a flow took it (delivered
     // or dropped), false if it goes on to the Ethernet RX ring.
     bool steer(std::span<const uint8_t> frame);
     [[nodiscard]] FlowTable &flows() { return flows_; }
     [[nodiscard]] const RawCounters &counters() const { return counters_; }
-    void reset();
+    void reset() override;
 
     // Longest frame a raw QP may send for a port MTU: the MTU, the
     // Ethernet header and one VLAN tag.
@@ -103,7 +110,8 @@ class RawEth {
     bool gather(Qp &qp, const ohca_send_wqe &w, uint64_t base, uint32_t &len, uint8_t &status,
                 uint8_t &verr);
 
-    Device &d_;
+    TransportServices &svc_;
+    Port &port_;
     FlowTable flows_;
     RawCounters counters_;
     // The frame being sent, reused: no allocation per frame.

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The RC requester (requester.cpp): send WQEs in order, segmentation by path
-// MTU, ACK/NAK and READ response handling, go-back-N retransmission with a
-// congestion window, ACK and RNR timers. Per-QP state lives in Qp.
+// The RC requester, in three files as rxe splits it: the send side
+// (requester.cpp: send WQEs in order, segmentation by path MTU), the
+// completer (completer.cpp: ACK/NAK, READ responses, atomic acknowledges)
+// and retransmission (rc_retransmit.cpp: go-back-N with a congestion
+// window, ACK and RNR timers, F-RTO). Per-QP state lives in Qp.
 #pragma once
 
 #include "transports/transport.hpp"
@@ -24,6 +26,20 @@ class RcRequester {
     void odp_resumed(Qp &qp);
 
   private:
+    // completer.cpp: the response steps of rx()
+    bool rx_state_ok(const Qp &qp);
+    bool rx_psn_ok(const Qp &qp, uint32_t psn);
+    void on_aeth(Qp &qp, uint32_t psn, uint8_t syndrome);
+    void on_rnr_nak(Qp &qp, uint32_t psn, uint8_t code);
+    void on_nak(Qp &qp, uint32_t psn, uint8_t code);
+    void on_read_response(Qp &qp, const ParsedPacket &pkt);
+    SendWr *read_response_wqe(Qp &qp, uint32_t psn);
+    static bool read_response_opcode_ok(const SendWr &w, uint8_t opcode);
+    bool place_read_response(Qp &qp, const SendWr &w, uint32_t offset,
+                             std::span<const uint8_t> payload);
+    void read_response_placed(Qp &qp, SendWr &w, uint32_t psn);
+
+    // requester.cpp: the send queue
     bool fetch_send_wqe(Qp &qp);
     void send_packet(Qp &qp);
     void ack_through(Qp &qp, uint32_t psn);

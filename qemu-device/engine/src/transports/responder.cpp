@@ -7,6 +7,7 @@
 #include "transports/responder.hpp"
 #include "device/limits.hpp"
 #include "link/byte_order.hpp"
+#include "transports/opcode_seq.hpp"
 
 #include <algorithm>
 
@@ -25,26 +26,16 @@ bool is_write(uint8_t op) {
 bool is_atomic(uint8_t op) {
     return op == rc::kCompareSwap || op == rc::kFetchAdd;
 }
-bool starts_message(uint8_t op) {
-    return op == rc::kSendFirst || op == rc::kSendOnly || op == rc::kSendOnlyImm ||
-           op == rc::kSendOnlyInv || op == rc::kWriteFirst || op == rc::kWriteOnly ||
-           op == rc::kWriteOnlyImm || op == rc::kReadRequest || is_atomic(op) ||
-           op == rc::kAtomicWrite;
-}
 // Response packets a READ of 'len' bytes takes (64-bit: no wrap for any
 // 32-bit length).
 uint64_t read_packets(uint32_t len, uint32_t mtu) {
     return std::max<uint64_t>(1, (uint64_t{len} + mtu - 1) / mtu);
 }
 bool ends_message(uint8_t op) {
-    return op == rc::kSendLast || op == rc::kSendLastImm || op == rc::kSendOnly ||
-           op == rc::kSendOnlyImm || op == rc::kSendLastInv || op == rc::kSendOnlyInv ||
-           op == rc::kWriteLast || op == rc::kWriteLastImm || op == rc::kWriteOnly ||
-           op == rc::kWriteOnlyImm;
+    return opcode_seq(op).ends;
 }
 bool has_imm(uint8_t op) {
-    return op == rc::kSendLastImm || op == rc::kSendOnlyImm || op == rc::kWriteLastImm ||
-           op == rc::kWriteOnlyImm;
+    return opcode_seq(op).imm;
 }
 
 } // namespace
@@ -343,12 +334,46 @@ bool RcResponder::odp_blocked(Qp &qp, OdpState st, uint32_t psn, bool recv) {
     return true;
 }
 
+// A request, in named steps: the QP's state, its PSN (duplicates and
+// gaps answered there), the opcode sequence and length, then the
+// operation: an atomic, a READ, or a SEND or WRITE (a receive WQE first
+// where one is needed, then the data placed), then the acknowledgement.
+// The steps are forced inline (below): one function's parts, not a call
+// each per packet.
 void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
     if (qp.state != OHCA_QPS_RTR && qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD &&
         qp.state != OHCA_QPS_SQE) {
         ++svc_.counters().rx_no_qp;
         return;
     }
+    if (!check_psn(qp, pkt) || !check_opcode_and_length(qp, pkt)) {
+        return;
+    }
+    const uint8_t op = pkt.fields.bth.opcode;
+    if (is_atomic(op)) {
+        execute_atomic(qp, pkt);
+        return;
+    }
+    if (op == rc::kAtomicWrite) {
+        execute_atomic_write(qp, pkt);
+        return;
+    }
+    if (op == rc::kReadRequest) {
+        execute_read(qp, pkt);
+        return;
+    }
+    if (!take_recv_wqe(qp, pkt)) {
+        return;
+    }
+    if (is_send(op) ? !execute_send(qp, pkt) : !execute_write(qp, pkt)) {
+        return;
+    }
+    acknowledge(qp, pkt);
+}
+
+// The expected PSN goes on; an older one is a duplicate (answered again),
+// a later one a gap (one sequence NAK). False: nothing more to do.
+[[gnu::always_inline]] inline bool RcResponder::check_psn(Qp &qp, const ParsedPacket &pkt) {
     const Bth &h = pkt.fields.bth;
     const uint8_t op = h.opcode;
     const int32_t d = psn_diff(h.psn, qp.epsn);
@@ -356,14 +381,14 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
         ++svc_.counters().rx_duplicates;
         if (op == rc::kReadRequest) {
             duplicate_read(qp, h.psn, *pkt.fields.reth);
-            return;
+            return false;
         }
         if (is_atomic(op)) {
             duplicate_atomic(qp, h.psn);
-            return;
+            return false;
         }
         send_ack(qp, psn_add(qp.epsn, kPsnMask), kAckCredits, pkt.looped);
-        return;
+        return false;
     }
     if (d > 0) {
         ++svc_.counters().rx_out_of_seq;
@@ -372,7 +397,7 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
             ++svc_.counters().seq_naks_sent;
             send_ack(qp, qp.epsn, kAethNak | kNakPsnSeq);
         }
-        return;
+        return false;
     }
     qp.nak_sent = false;
     // Communication is established by the first packet with the expected
@@ -384,64 +409,67 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
         }
     }
 
+    return true;
+}
+
+// The opcode must follow what is in progress (opcode_seq.hpp) and the
+// payload fit the packet's place in its message; else NAK Invalid Request.
+[[gnu::always_inline]] inline bool RcResponder::check_opcode_and_length(Qp &qp,
+                                                                        const ParsedPacket &pkt) {
+    const uint8_t op = pkt.fields.bth.opcode;
     // Opcode sequence and packet lengths.
     const uint32_t mtu = mtu_bytes(qp);
     const size_t len = pkt.payload.size();
-    const bool starts = starts_message(op);
     const bool ends = ends_message(op);
-    bool seq_ok =
-        starts ? qp.in_msg == Qp::InMsg::None
-               : (is_send(op) ? qp.in_msg == Qp::InMsg::Send : qp.in_msg == Qp::InMsg::Write);
-    if (op == rc::kReadRequest || is_atomic(op) || op == rc::kAtomicWrite) {
-        seq_ok = qp.in_msg == Qp::InMsg::None;
-    }
+    const bool seq_ok = opcode_follows(qp.in_msg, op);
     const bool len_ok = op == rc::kReadRequest || is_atomic(op) ||
                         (op == rc::kAtomicWrite ? len == 8
                          : ends                 ? len <= mtu
                                                 : len == mtu);
     if (!seq_ok || !len_ok) {
         error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
-        return;
+        return false;
     }
+    return true;
+}
 
-    if (is_atomic(op)) {
-        execute_atomic(qp, pkt);
+// An RDMA READ: checked, its pages faulted in, then queued as a responder
+// resource whose responses process_responses() sends.
+void RcResponder::execute_read(Qp &qp, const ParsedPacket &pkt) {
+    const Bth &h = pkt.fields.bth;
+    const uint32_t mtu = mtu_bytes(qp);
+    const Reth &r = *pkt.fields.reth;
+    if (r.dma_len > DeviceLimits::max_msg_size) {
+        error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
         return;
     }
-    if (op == rc::kAtomicWrite) {
-        execute_atomic_write(qp, pkt);
+    if (!read_allowed(qp, r)) {
+        error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
         return;
     }
-    if (op == rc::kReadRequest) {
-        const Reth &r = *pkt.fields.reth;
-        if (r.dma_len > DeviceLimits::max_msg_size) {
-            error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+    if (r.dma_len != 0) {
+        const Mr *mr = svc_.check_rkey(qp, r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ).mr;
+        if (odp_blocked(qp, svc_.odp_touch(*mr, r.va, r.dma_len, false), h.psn)) {
             return;
         }
-        if (!read_allowed(qp, r)) {
-            error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
-            return;
-        }
-        if (r.dma_len != 0) {
-            const Mr *mr = svc_.check_rkey(qp, r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ).mr;
-            if (odp_blocked(qp, svc_.odp_touch(*mr, r.va, r.dma_len, false), h.psn)) {
-                return;
-            }
-        }
-        const auto n = static_cast<uint32_t>(read_packets(r.dma_len, mtu));
-        if (!qp.resp.add_read(h.psn, r.va, r.rkey, r.dma_len, n, qp.msn)) {
-            // Every responder resource is in use (max_dest_rd_atomic).
-            error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
-            return;
-        }
-        svc_.mark_ready(qp);
-        qp.epsn = psn_add(h.psn, n);
-        qp.msn = (qp.msn + 1) & kPsnMask;
+    }
+    const auto n = static_cast<uint32_t>(read_packets(r.dma_len, mtu));
+    if (!qp.resp.add_read(h.psn, r.va, r.rkey, r.dma_len, n, qp.msn)) {
+        // Every responder resource is in use (max_dest_rd_atomic).
+        error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
         return;
     }
+    svc_.mark_ready(qp);
+    qp.epsn = psn_add(h.psn, n);
+    qp.msn = (qp.msn + 1) & kPsnMask;
+}
 
-    // A receive WQE is needed by SEND (at its first packet) and by WRITE
-    // with immediate (at its last): without one, RNR NAK.
+// SEND (at its first packet) and WRITE with immediate (at its last) need a
+// receive WQE: without one, RNR NAK. False: the request stops here.
+[[gnu::always_inline]] inline bool RcResponder::take_recv_wqe(Qp &qp, const ParsedPacket &pkt) {
+    const Bth &h = pkt.fields.bth;
+    const uint8_t op = h.opcode;
+    const bool starts = opcode_seq(op).starts;
     const bool needs_recv = (is_send(op) && starts) || (is_write(op) && has_imm(op));
     if (needs_recv && !qp.recv_loaded) {
         const SrqTake t = qp.srqn != 0           ? svc_.take_srq_wqe(qp)
@@ -450,131 +478,157 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
         if (t == SrqTake::Empty) {
             ++svc_.counters().rnr_naks_sent;
             send_ack(qp, h.psn, static_cast<uint8_t>(kAethRnrNak | qp.attrs.min_rnr_timer));
-            return;
+            return false;
         }
         if (t == SrqTake::BadWqe) {
             svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt,
                                OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE, false);
             error(qp, kNakRemoteOp, OHCA_QP_EV_FATAL);
-            return;
+            return false;
         }
         if (qp.srqn == 0 && !load_recv_wqe(qp)) {
-            return;
+            return false;
         }
     }
+    return true;
+}
 
-    if (is_send(op) && len != 0 &&
+// A SEND packet scattered into the receive WQE; at its last, the
+// invalidation it asks for and the receive completion. False: the QP
+// failed (or must wait for a page).
+[[gnu::always_inline]] inline bool RcResponder::execute_send(Qp &qp, const ParsedPacket &pkt) {
+    const Bth &h = pkt.fields.bth;
+    const size_t len = pkt.payload.size();
+    const bool ends = ends_message(h.opcode);
+    if (len != 0 &&
         odp_blocked(qp, svc_.odp_touch_sges(qp, qp.recv_sges, qp.recv_offset, len, true), h.psn,
                     true)) {
-        return;
+        return false;
     }
-    if (is_send(op)) {
-        qp.in_msg = Qp::InMsg::Send;
-        // Scatter into the receive WQE's segments.
-        uint32_t offset = qp.recv_offset;
-        size_t done = 0;
-        for (const Sge &s : qp.recv_sges) {
-            if (done == len) {
-                break;
-            }
-            if (offset >= s.length) {
-                offset -= s.length;
-                continue;
-            }
-            const size_t n = std::min<size_t>(s.length - offset, len - done);
-            const KeyResult k =
-                svc_.check_key(s.lkey, s.addr + offset, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
-            if (k.mr == nullptr ||
-                !svc_.mr_write(*k.mr, s.addr + offset, pkt.payload.data() + done, n)) {
-                qp.recv_loaded = false;
-                svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt,
-                                   OHCA_CQE_LOC_PROT_ERR,
-                                   k.mr == nullptr ? k.verr : uint8_t{OHCA_VERR_DMA}, false);
-                error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
-                return;
-            }
-            done += n;
-            offset = 0;
+    qp.in_msg = Qp::InMsg::Send;
+    // Scatter into the receive WQE's segments.
+    uint32_t offset = qp.recv_offset;
+    size_t done = 0;
+    for (const Sge &s : qp.recv_sges) {
+        if (done == len) {
+            break;
         }
-        if (done != len) {
+        if (offset >= s.length) {
+            offset -= s.length;
+            continue;
+        }
+        const size_t n = std::min<size_t>(s.length - offset, len - done);
+        const KeyResult k =
+            svc_.check_key(s.lkey, s.addr + offset, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
+        if (k.mr == nullptr ||
+            !svc_.mr_write(*k.mr, s.addr + offset, pkt.payload.data() + done, n)) {
             qp.recv_loaded = false;
             svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt,
-                               OHCA_CQE_LOC_LEN_ERR, OHCA_VERR_RECV_TOO_SMALL, false);
-            error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
-            return;
+                               OHCA_CQE_LOC_PROT_ERR,
+                               k.mr == nullptr ? k.verr : uint8_t{OHCA_VERR_DMA}, false);
+            error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
+            return false;
         }
-        qp.recv_offset += static_cast<uint32_t>(len);
-        if (ends) {
-            qp.recv_loaded = false;
-            qp.in_msg = Qp::InMsg::None;
-            if (pkt.fields.ieth) {
-                // SEND with invalidate: the named MR is free once the
-                // message is placed (IBTA class J error otherwise).
-                const uint8_t verr = svc_.invalidate_key(*pkt.fields.ieth, qp, true);
-                if (verr != OHCA_VERR_NONE) {
-                    svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt,
-                                       OHCA_CQE_REM_INV_REQ_ERR, verr, false);
-                    error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
-                    return;
-                }
-            }
-            qp.msn = (qp.msn + 1) & kPsnMask;
-            svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, qp.recv_offset, pkt.fields.imm,
-                               OHCA_CQE_SUCCESS, OHCA_VERR_NONE, h.solicited, pkt.fields.ieth);
-        }
-    } else {
-        if (starts) {
-            const Reth &r = *pkt.fields.reth;
-            const bool only = op == rc::kWriteOnly || op == rc::kWriteOnlyImm;
-            if ((qp.attrs.access & OHCA_ACCESS_REMOTE_WRITE) == 0 ||
-                (r.dma_len != 0 &&
-                 svc_.check_rkey(qp, r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_WRITE).verr !=
-                     OHCA_VERR_NONE)) {
-                error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
-                return;
-            }
-            if ((only && r.dma_len != len) || (!only && r.dma_len <= len)) {
+        done += n;
+        offset = 0;
+    }
+    if (done != len) {
+        qp.recv_loaded = false;
+        svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_LEN_ERR,
+                           OHCA_VERR_RECV_TOO_SMALL, false);
+        error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+        return false;
+    }
+    qp.recv_offset += static_cast<uint32_t>(len);
+    if (ends) {
+        qp.recv_loaded = false;
+        qp.in_msg = Qp::InMsg::None;
+        if (pkt.fields.ieth) {
+            // SEND with invalidate: the named MR is free once the
+            // message is placed (IBTA class J error otherwise).
+            const uint8_t verr = svc_.invalidate_key(*pkt.fields.ieth, qp, true);
+            if (verr != OHCA_VERR_NONE) {
+                svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, 0, std::nullopt,
+                                   OHCA_CQE_REM_INV_REQ_ERR, verr, false);
                 error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
-                return;
+                return false;
             }
-            qp.write_va = r.va;
-            qp.write_key = r.rkey;
-            qp.write_left = r.dma_len;
-            qp.write_total = r.dma_len;
         }
-        if (len > qp.write_left || (ends && len != qp.write_left)) {
+        qp.msn = (qp.msn + 1) & kPsnMask;
+        svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV, qp.recv_offset, pkt.fields.imm,
+                           OHCA_CQE_SUCCESS, OHCA_VERR_NONE, h.solicited, pkt.fields.ieth);
+    }
+    return true;
+}
+
+// A WRITE packet: its RETH checked at the first, the data placed through
+// the rkey, at the last the completion of a WRITE with immediate. False:
+// the QP failed (or must wait for a page).
+[[gnu::always_inline]] inline bool RcResponder::execute_write(Qp &qp, const ParsedPacket &pkt) {
+    const Bth &h = pkt.fields.bth;
+    const uint8_t op = h.opcode;
+    const size_t len = pkt.payload.size();
+    const OpcodeSeq &seq = opcode_seq(op);
+    const bool starts = seq.starts;
+    const bool ends = seq.ends;
+    if (starts) {
+        const Reth &r = *pkt.fields.reth;
+        const bool only = op == rc::kWriteOnly || op == rc::kWriteOnlyImm;
+        if ((qp.attrs.access & OHCA_ACCESS_REMOTE_WRITE) == 0 ||
+            (r.dma_len != 0 &&
+             svc_.check_rkey(qp, r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_WRITE).verr !=
+                 OHCA_VERR_NONE)) {
+            error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
+            return false;
+        }
+        if ((only && r.dma_len != len) || (!only && r.dma_len <= len)) {
             error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
-            return;
+            return false;
         }
-        if (len != 0) {
-            const KeyResult k =
-                svc_.check_rkey(qp, qp.write_key, qp.write_va, len, OHCA_ACCESS_REMOTE_WRITE);
-            if (k.mr == nullptr) {
-                error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
-                return;
-            }
-            if (odp_blocked(qp, svc_.odp_touch(*k.mr, qp.write_va, len, true), h.psn)) {
-                return;
-            }
-            if (!svc_.mr_write(*k.mr, qp.write_va, pkt.payload.data(), len)) {
-                error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
-                return;
-            }
+        qp.write_va = r.va;
+        qp.write_key = r.rkey;
+        qp.write_left = r.dma_len;
+        qp.write_total = r.dma_len;
+    }
+    if (len > qp.write_left || (ends && len != qp.write_left)) {
+        error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+        return false;
+    }
+    if (len != 0) {
+        const KeyResult k =
+            svc_.check_rkey(qp, qp.write_key, qp.write_va, len, OHCA_ACCESS_REMOTE_WRITE);
+        if (k.mr == nullptr) {
+            error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
+            return false;
         }
-        qp.write_va += len;
-        qp.write_left -= static_cast<uint32_t>(len);
-        qp.in_msg = ends ? Qp::InMsg::None : Qp::InMsg::Write;
-        if (ends) {
-            qp.msn = (qp.msn + 1) & kPsnMask;
-            if (has_imm(op)) {
-                qp.recv_loaded = false;
-                svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV_RDMA_WITH_IMM, qp.write_total,
-                                   pkt.fields.imm, OHCA_CQE_SUCCESS, OHCA_VERR_NONE, h.solicited);
-            }
+        if (odp_blocked(qp, svc_.odp_touch(*k.mr, qp.write_va, len, true), h.psn)) {
+            return false;
+        }
+        if (!svc_.mr_write(*k.mr, qp.write_va, pkt.payload.data(), len)) {
+            error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
+            return false;
         }
     }
+    qp.write_va += len;
+    qp.write_left -= static_cast<uint32_t>(len);
+    qp.in_msg = ends ? Qp::InMsg::None : Qp::InMsg::Write;
+    if (ends) {
+        qp.msn = (qp.msn + 1) & kPsnMask;
+        if (has_imm(op)) {
+            qp.recv_loaded = false;
+            svc_.complete_recv(qp, qp.recv_wr_id, OHCA_CQE_RECV_RDMA_WITH_IMM, qp.write_total,
+                               pkt.fields.imm, OHCA_CQE_SUCCESS, OHCA_VERR_NONE, h.solicited);
+        }
+    }
+    return true;
+}
+
+// The request is done: the next PSN is expected, and the end of a message
+// or an AckReq is acknowledged.
+[[gnu::always_inline]] inline void RcResponder::acknowledge(Qp &qp, const ParsedPacket &pkt) {
+    const Bth &h = pkt.fields.bth;
     qp.epsn = psn_add(qp.epsn, 1);
-    if (ends || h.ack_req) {
+    if (ends_message(h.opcode) || h.ack_req) {
         send_ack(qp, h.psn, kAckCredits, pkt.looped);
     }
 }

@@ -23,6 +23,15 @@ class RcResponder {
     void reject(Qp &qp, uint8_t nak, uint16_t event);
 
   private:
+    // The steps of rx().
+    bool check_psn(Qp &qp, const ParsedPacket &pkt);
+    bool check_opcode_and_length(Qp &qp, const ParsedPacket &pkt);
+    void execute_read(Qp &qp, const ParsedPacket &pkt);
+    bool take_recv_wqe(Qp &qp, const ParsedPacket &pkt);
+    bool execute_send(Qp &qp, const ParsedPacket &pkt);
+    bool execute_write(Qp &qp, const ParsedPacket &pkt);
+    void acknowledge(Qp &qp, const ParsedPacket &pkt);
+
     // 'coalesce': the request was looped back, so a plain ACK may wait in
     // the QP's response queue for the visit after this run of packets.
     void send_ack(Qp &qp, uint32_t psn, uint8_t syndrome, bool coalesce = false);

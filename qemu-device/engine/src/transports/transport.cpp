@@ -72,28 +72,42 @@ OdpState TransportServices::odp_touch_sges(const Qp &qp, const std::vector<Sge> 
     return OdpState::Resident;
 }
 
+void odp_retry_expired(TransportServices &svc, Qp &qp) {
+    svc.set_deadline(qp, 0);
+    if (qp.odp_wait) {
+        qp.odp_wait = false; // try the fault again
+        svc.mark_ready(qp);
+    }
+}
+
 // ---- packets out --------------------------------------------------------------
 
 bool Device::is_local_gid(const std::array<uint8_t, 16> &gid) const {
     return gids_.contains(gid);
 }
 
-bool Device::build_path(const Qp &qp, PacketPath &path) const {
-    const ohca_av &av = qp.attrs.av;
-    const auto &gid = gids_.get(av.sgid_index);
-    if (!gid) {
-        return false;
-    }
-    path.smac = gid->mac;
+namespace {
+// The path of an address vector whose source GID is 'gid'.
+void path_of(const ohca_av &av, const GidEntry &gid, PacketPath &path) {
+    path.smac = gid.mac;
     std::copy(std::begin(av.dmac), std::end(av.dmac), path.dmac.begin());
     const uint16_t vlan = le(av.vlan_id);
-    path.vlan_id = vlan != kNoVlan ? vlan : gid->vlan_id;
+    path.vlan_id = vlan != kNoVlan ? vlan : gid.vlan_id;
     path.ipv6 = av.network_type == OHCA_NET_IPV6;
-    path.sgid = gid->gid;
+    path.sgid = gid.gid;
     std::copy(std::begin(av.dgid), std::end(av.dgid), path.dgid.begin());
     path.hop_limit = av.hop_limit != 0 ? av.hop_limit : 64;
     path.traffic_class = av.traffic_class;
     path.flow_label = le(av.flow_label) & 0xfffff;
+}
+} // namespace
+
+bool Device::build_path(const Qp &qp, PacketPath &path) const {
+    const auto &gid = gids_.get(qp.attrs.av.sgid_index);
+    if (!gid) {
+        return false;
+    }
+    path_of(qp.attrs.av, *gid, path);
     path.udp_src_port = qp.attrs.udp_sport != 0 ? qp.attrs.udp_sport
                                                 : static_cast<uint16_t>(0xc000 | (qp.qpn & 0x3fff));
     return true;
@@ -123,8 +137,22 @@ EmitResult Device::emit_fill(const Qp &qp, const PacketFields &fields, size_t pa
     return send_roce(path, fields, payload_len, fill, true);
 }
 
-void Device::transmit_roce(const PacketPath &path, const PacketFields &fields,
-                           std::span<const uint8_t> payload) {
+bool Device::av_path(const ohca_av &av, PacketPath &path) const {
+    if (av_bad_field(gids_, av)) {
+        return false;
+    }
+    const GidEntry &gid = *gids_.get(av.sgid_index);
+    path_of(av, gid, path);
+    // A user writes a UD WQE's address: its VLAN is the source GID's (its
+    // interface's), never the WQE's, or a user could tag frames for any VLAN.
+    path.vlan_id = gid.vlan_id;
+    return true;
+}
+
+// UD's packets: as frames even when looped back (the receiver's GRH
+// comes from the IP header).
+void Device::emit_path(const PacketPath &path, const PacketFields &fields,
+                       std::span<const uint8_t> payload) {
     auto copy = [&](std::span<uint8_t> out) {
         std::copy(payload.begin(), payload.end(), out.begin());
         return true;
@@ -164,12 +192,12 @@ EmitResult Device::loop_back(const PacketPath &path, const PacketFields &fields,
         p.looped = true;
     } else {
         s->looped = false;
-        const FrameLayout l = build_roce_headers(s->buf, path, fields, payload_len);
+        const FrameLayout l = link_.build(s->buf, path, fields, payload_len);
         if (!fill(std::span<uint8_t>(s->buf).subspan(l.payload_off, payload_len))) {
             roce_backlog_.unpush();
             return EmitResult::FillFailed;
         }
-        seal_roce_frame(s->buf, l);
+        link_.seal(s->buf, l);
     }
     ++roce_.loopback_packets;
     if (!in_run_) {
@@ -193,22 +221,26 @@ EmitResult Device::send_roce(const PacketPath &path, const PacketFields &fields,
             return r;
         }
     }
-    const FrameLayout l = build_roce_headers(tx_frame_, path, fields, payload_len);
+    const FrameLayout l = link_.build(tx_frame_, path, fields, payload_len);
     if (!fill(std::span<uint8_t>(tx_frame_).subspan(l.payload_off, payload_len))) {
         return EmitResult::FillFailed;
     }
-    seal_roce_frame(tx_frame_, l);
+    link_.seal(tx_frame_, l);
     ++roce_.tx_packets;
     if (tx_frame_.size() < OHCA_ETH_MIN_FRAME) {
         // A zero-length SEND or WRITE over IPv4 is 58 bytes: Ethernet
         // padding after the ICRC (receivers go by the IP length).
         tx_frame_.resize(OHCA_ETH_MIN_FRAME, 0);
     }
+    transmit(tx_frame_);
+    return EmitResult::Sent;
+}
+
+void Device::transmit(std::span<const uint8_t> frame) {
     if (cfg_.link_up) {
         ++stats_.port_tx_frames;
-        host_.transmit(tx_frame_.data(), tx_frame_.size());
+        host_.transmit(frame.data(), frame.size());
     }
-    return EmitResult::Sent;
 }
 
 bool Device::loopback_room() const {
@@ -222,6 +254,10 @@ bool Device::tx_room(const Qp &qp) const {
     std::array<uint8_t, 16> dgid{};
     std::copy(std::begin(qp.attrs.av.dgid), std::end(qp.attrs.av.dgid), dgid.begin());
     return !is_local_gid(dgid);
+}
+
+bool Device::tx_room_to(const std::array<uint8_t, 16> &dgid) const {
+    return loopback_room() || !is_local_gid(dgid);
 }
 
 // ---- packets in ---------------------------------------------------------------
@@ -241,7 +277,7 @@ void Device::roce_enqueue(std::span<const uint8_t> frame) {
 
 void Device::roce_rx(std::span<const uint8_t> frame) {
     ParsedPacket p;
-    const ParseError err = parse_roce_frame(frame, p);
+    const ParseError err = link_.parse(frame, p);
     if (err != ParseError::None) {
         ++(err == ParseError::BadIcrc     ? roce_.rx_bad_icrc
            : err == ParseError::BadOpcode ? roce_.rx_bad_opcode
@@ -257,7 +293,7 @@ void Device::roce_rx_looped(const RoceSlot &slot) {
     roce_deliver(slot.pkt);
 }
 
-// Each attached QP takes the packet by its own rules (UdTransport::rx: state,
+// Each attached QP takes the packet by its own rules (UdTransport::receive: state,
 // Q_Key, a posted receive WQE); at most max_mcast_qp_attach of them.
 void Device::mcast_deliver(const ParsedPacket &p) {
     const Bth &h = p.fields.bth;
@@ -270,7 +306,7 @@ void Device::mcast_deliver(const ParsedPacket &p) {
     ++roce_.mcast_rx_packets;
     for (const uint32_t qpn : members) {
         if (Qp *qp = qps_.find(qpn)) {
-            UdTransport::rx(*this, *qp, p);
+            ud_.receive(*qp, p);
         }
     }
 }
@@ -283,55 +319,12 @@ void Device::roce_deliver(const ParsedPacket &p) {
         return;
     }
     Qp *qp = qps_.find(h.dest_qp);
-    if (qp != nullptr && qp->type == OHCA_QPT_RAW_ETH) {
-        qp = nullptr; // takes frames from flows only, never RoCE packets
-    }
-    const bool connected = qp != nullptr && (qp->type == OHCA_QPT_RC || qp->type == OHCA_QPT_UC ||
-                                             is_xrc_qp(qp->type));
-    if (qp != nullptr && !connected) {
-        // UD: any source, UD opcodes only (ud.cpp).
-        if (!is_local_gid(p.dgid) || (h.pkey & 0x7fff) != 0x7fff) {
-            ++roce_.rx_no_qp;
-            ++stats_.roce_rx_dropped;
-        } else if (!is_ud_opcode(h.opcode)) {
-            ++roce_.rx_bad_opcode;
-            ++stats_.roce_rx_dropped;
-        } else {
-            UdTransport::rx(*this, *qp, p);
-        }
-        return;
-    }
-    std::array<uint8_t, 16> peer{};
-    if (qp != nullptr) {
-        std::copy(std::begin(qp->attrs.av.dgid), std::end(qp->attrs.av.dgid), peer.begin());
-    }
-    if (!is_local_gid(p.dgid) || (h.pkey & 0x7fff) != 0x7fff || qp == nullptr ||
-        !gid_equal(p.sgid, peer)) {
+    if (qp == nullptr || !is_local_gid(p.dgid) || (h.pkey & 0x7fff) != 0x7fff) {
         ++roce_.rx_no_qp;
         ++stats_.roce_rx_dropped;
         return;
     }
-    if (is_ud_opcode(h.opcode) || is_uc_opcode(h.opcode) != (qp->type == OHCA_QPT_UC) ||
-        is_xrc_opcode(h.opcode) != is_xrc_qp(qp->type)) {
-        // UD to a connected QP, or RC, UC and XRC crossed.
-        ++roce_.rx_bad_opcode;
-        ++stats_.roce_rx_dropped;
-        return;
-    }
-    if (is_xrc_qp(qp->type)) {
-        xrc_.rx(*qp, p); // counts its packets itself
-        return;
-    }
-    if (qp->type == OHCA_QPT_UC) {
-        uc_.rx(*qp, p); // counts its packets itself
-        return;
-    }
-    ++roce_.rx_packets;
-    if (rc_is_response(h.opcode)) {
-        rc_requester_.rx(*qp, p);
-    } else {
-        rc_responder_.rx(*qp, p);
-    }
+    transport_of(*qp).rx(*qp, p); // source, opcode and the rest: the transport's
 }
 
 // ---- doorbells ----------------------------------------------------------------
@@ -397,20 +390,33 @@ void Device::unschedule(Qp &qp) {
     timers_.set(qp, 0);
 }
 
-void Device::check_timers() {
+bool Device::check_timers() {
     const uint64_t now = host_.now_ns();
     // Each expiry disarms the QP's timer or moves it into the future; the
-    // loop is bounded by the number of QPs with a deadline passed.
+    // run handles at most max_run_timers of them, like its other work.
+    unsigned int budget = DeviceLimits::max_run_timers;
     for (size_t n = timers_.size(); n > 0; --n) {
         Qp *qp = timers_.top();
         if (qp == nullptr || now < qp->deadline_ns) {
             break;
         }
+        if (budget == 0) {
+            ++sched_stats_.timers_capped;
+            return false;
+        }
+        --budget;
         ++sched_stats_.timer_expiries;
-        rc_requester_.timer_expired(*qp);
+        transport_of(*qp).timer_expired(*qp);
     }
-    // Moderated completion events whose period ended.
-    sched_stats_.timer_expiries += cqs_.expire_timers(now);
+    // Moderated completion events whose period ended, within what is left
+    // of the run's bound.
+    const unsigned int n = cqs_.expire_timers(now, budget);
+    sched_stats_.timer_expiries += n;
+    if (n == budget && cqs_.timer_due(now)) {
+        ++sched_stats_.timers_capped;
+        return false;
+    }
+    return true;
 }
 
 void Device::update_timer() {
@@ -427,28 +433,7 @@ void Device::update_timer() {
 
 // One visit of a ready QP: at most 'quantum' packets or WQEs.
 void Device::visit(Qp &qp, unsigned int &quantum) {
-    if (qp.type == OHCA_QPT_RAW_ETH) {
-        raw_.process_sq(qp, quantum);
-        return;
-    }
-    if (qp.type != OHCA_QPT_RC && qp.type != OHCA_QPT_UC && !is_xrc_qp(qp.type)) {
-        UdTransport::process_sq(*this, qp, quantum);
-        return;
-    }
-    if (qp.state == OHCA_QPS_ERR) {
-        // Outstanding and newly posted WQEs complete flushed, one unit of
-        // the quantum each (a CQE written, most a WQE read too).
-        if (Completer::flush_pending(qp)) {
-            completer_.flush_qp(qp, quantum);
-        }
-        return;
-    }
-    if (qp.type == OHCA_QPT_UC) {
-        uc_.process_sq(qp, quantum);
-        return;
-    }
-    rc_responder_.process_responses(qp, quantum);
-    rc_requester_.process_sq(qp, quantum);
+    transport_of(qp).visit(qp, quantum);
 }
 
 // The oldest received (or looped-back) frame to its QP.
@@ -515,9 +500,9 @@ void Device::run_rdma(Qp *first, unsigned int max_work, uint64_t max_ns) {
     // If the run's bound cut that short, the timers wait for the next run,
     // which checks them whatever it holds: a peer that keeps the backlog
     // full delays a deadline by one run, never for good.
+    // Expired timers beyond the run's bound go first in the next run too.
     if (received == 0 || roce_backlog_.empty() || timers_deferred_ || !running()) {
-        timers_deferred_ = false;
-        check_timers();
+        timers_deferred_ = !check_timers();
     } else {
         timers_deferred_ = true;
         ++sched_stats_.timers_deferred;
@@ -550,7 +535,7 @@ void Device::run_rdma(Qp *first, unsigned int max_work, uint64_t max_ns) {
     if (out_of_time) {
         ++sched_stats_.out_of_time;
     }
-    if (running() && (!roce_backlog_.empty() || !ready_.empty())) {
+    if (running() && (!roce_backlog_.empty() || !ready_.empty() || timers_deferred_)) {
         host_.schedule();
     }
     update_timer();

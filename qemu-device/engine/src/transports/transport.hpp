@@ -13,6 +13,7 @@
 #include "objects/srq.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -180,6 +181,11 @@ class CompletionServices : public EventSink {
     // An SRQ by number (nullptr: none), for XRC's check of a request's
     // XRCETH.
     [[nodiscard]] virtual const Srq *srq(uint32_t srqn) = 0;
+    // A CQE the transport built whole (UD's receive: GRH flags, source QP).
+    virtual bool write_cqe(uint32_t cqn, const ohca_cqe &cqe, bool solicited) = 0;
+    // In ERR: outstanding and newly posted WQEs complete flushed, one unit
+    // of 'budget' each.
+    virtual void flush(Qp &qp, unsigned int &budget) = 0;
 
   protected:
     ~CompletionServices() = default;
@@ -203,6 +209,22 @@ class WireServices {
     virtual EmitResult emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
                                  PayloadFill fill) = 0;
     [[nodiscard]] virtual bool tx_room(const Qp &qp) const = 0;
+    // A packet on a path of the transport's own (UD: the WQE's address
+    // vector), framed like emit's.
+    virtual void emit_path(const PacketPath &path, const PacketFields &fields,
+                           std::span<const uint8_t> payload) = 0;
+    // The path of an address vector; false if the vector is invalid
+    // (av_bad_field). The UDP source port is left to the caller.
+    virtual bool av_path(const ohca_av &av, PacketPath &path) const = 0;
+    // Whether a packet to 'dgid' may be generated now (tx_room's rule).
+    [[nodiscard]] virtual bool tx_room_to(const std::array<uint8_t, 16> &dgid) const = 0;
+    // The port's Ethernet MTU.
+    [[nodiscard]] virtual uint32_t port_mtu() const = 0;
+    // A received packet (or frame) the transport dropped: the device's
+    // drop counter (the reason is the transport's own counter).
+    virtual void count_rx_dropped() = 0;
+    // A QP by number (nullptr: none), for frames steered to a raw QP.
+    virtual Qp *qp_by_number(uint32_t qpn) = 0;
     virtual RoceCounters &counters() = 0;
     // Scheduling: the QP has work for process() (idempotent, O(1)); its
     // timer expires at deadline_ns (0 disarms).
@@ -264,6 +286,17 @@ class TransportServices {
         return wire_.emit_fill(qp, fields, payload_len, fill);
     }
     [[nodiscard]] bool tx_room(const Qp &qp) const { return wire_.tx_room(qp); }
+    void emit_path(const PacketPath &path, const PacketFields &fields,
+                   std::span<const uint8_t> payload) {
+        wire_.emit_path(path, fields, payload);
+    }
+    bool av_path(const ohca_av &av, PacketPath &path) const { return wire_.av_path(av, path); }
+    [[nodiscard]] bool tx_room_to(const std::array<uint8_t, 16> &dgid) const {
+        return wire_.tx_room_to(dgid);
+    }
+    [[nodiscard]] uint32_t port_mtu() const { return wire_.port_mtu(); }
+    void count_rx_dropped() { wire_.count_rx_dropped(); }
+    Qp *qp_by_number(uint32_t qpn) { return wire_.qp_by_number(qpn); }
     RoceCounters &counters() { return wire_.counters(); }
     void mark_ready(Qp &qp) { wire_.mark_ready(qp); }
     void set_deadline(Qp &qp, uint64_t deadline_ns) { wire_.set_deadline(qp, deadline_ns); }
@@ -283,11 +316,50 @@ class TransportServices {
     void qp_to_error(Qp &qp) { comp_.qp_to_error(qp); }
     SrqTake take_srq_wqe(Qp &qp) { return comp_.take_srq_wqe(qp); }
     [[nodiscard]] const Srq *srq(uint32_t srqn) { return comp_.srq(srqn); }
+    bool write_cqe(uint32_t cqn, const ohca_cqe &cqe, bool solicited) {
+        return comp_.write_cqe(cqn, cqe, solicited);
+    }
+    void flush(Qp &qp, unsigned int &budget) { comp_.flush(qp, budget); }
 
   private:
     MemoryServices &mem_;
     CompletionServices &comp_;
     WireServices &wire_;
 };
+
+// One transport per QP type: the device holds a table of them indexed by
+// the type, so the run loop, the receive path and the timers call through
+// here and never ask what type a QP is. One virtual call per QP visit,
+// packet or expiry; what happens inside is the transport's own.
+class Transport {
+  public:
+    Transport() = default;
+    Transport(const Transport &) = delete;
+    Transport &operator=(const Transport &) = delete;
+
+    // The QP's turn in the run loop: its send queue (and queued responses),
+    // or the flush in ERR; 'quantum' counts down per packet or WQE and is
+    // left at 0 when there may be more.
+    virtual void visit(Qp &qp, unsigned int &quantum) = 0;
+    // A packet for this QP; the device checked its destination GID and
+    // P_Key, the rest (source, opcode, sequence) is the transport's.
+    virtual void rx(Qp &qp, const ParsedPacket &pkt) = 0;
+    // The QP's deadline (set_deadline) has passed.
+    virtual void timer_expired(Qp &qp) = 0;
+    // The device is reset: whatever state the transport keeps beside Qp.
+    virtual void reset() {}
+
+  protected:
+    ~Transport() = default;
+};
+
+// What RC, UC and XRC share when a packet arrives: the source must be the
+// connection's peer and the opcode of the QP's own family; otherwise the
+// packet is dropped and counted (false).
+bool connected_accepts(TransportServices &svc, const Qp &qp, const ParsedPacket &pkt);
+
+// The timer of a QP with no retransmission (UC, UD, raw): only an ODP
+// wait's retry (the fault may have been lost) sets it.
+void odp_retry_expired(TransportServices &svc, Qp &qp);
 
 } // namespace ohca

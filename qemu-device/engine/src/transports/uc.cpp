@@ -13,6 +13,8 @@
 // QP's one WQE copy has grown.
 #include "transports/uc.hpp"
 
+#include "transports/opcode_seq.hpp"
+
 #include "device/limits.hpp"
 #include "link/byte_order.hpp"
 #include "objects/srq.hpp"
@@ -44,6 +46,20 @@ bool has_imm(uint8_t op) {
 } // namespace
 
 // ---- requester ----------------------------------------------------------------
+
+void UcTransport::visit(Qp &qp, unsigned int &quantum) {
+    if (qp.state == OHCA_QPS_ERR) {
+        svc_.flush(qp, quantum);
+        return;
+    }
+    process_sq(qp, quantum);
+}
+
+void UcTransport::rx(Qp &qp, const ParsedPacket &pkt) {
+    if (connected_accepts(svc_, qp, pkt)) {
+        receive(qp, pkt); // counts its packets itself
+    }
+}
 
 void UcTransport::process_sq(Qp &qp, unsigned int &quantum) {
     while (quantum > 0 && (qp.state == OHCA_QPS_RTS || qp.state == OHCA_QPS_SQD)) {
@@ -285,7 +301,7 @@ bool UcTransport::place_send(Qp &qp, std::span<const uint8_t> data) {
     return true;
 }
 
-void UcTransport::rx(Qp &qp, const ParsedPacket &pkt) {
+void UcTransport::receive(Qp &qp, const ParsedPacket &pkt) {
     if (qp.state != OHCA_QPS_RTR && qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD &&
         qp.state != OHCA_QPS_SQE) {
         ++svc_.counters().rx_no_qp;
@@ -293,13 +309,12 @@ void UcTransport::rx(Qp &qp, const ParsedPacket &pkt) {
     }
     const Bth &h = pkt.fields.bth;
     const uint8_t op = h.opcode & 0x1f; // the RC numbering of the operation
-    const bool send = op <= rc::kSendOnlyImm;
-    const bool starts = op == rc::kSendFirst || op == rc::kSendOnly || op == rc::kSendOnlyImm ||
-                        op == rc::kWriteFirst || op == rc::kWriteOnly || op == rc::kWriteOnlyImm;
-    const bool ends = op != rc::kSendFirst && op != rc::kSendMiddle && op != rc::kWriteFirst &&
-                      op != rc::kWriteMiddle;
-    const bool imm = op == rc::kSendLastImm || op == rc::kSendOnlyImm || op == rc::kWriteLastImm ||
-                     op == rc::kWriteOnlyImm;
+    // RC's next-opcode table (opcode_seq.hpp): UC has SEND and WRITE only.
+    const OpcodeSeq &seq = opcode_seq(op);
+    const bool send = seq.kind == Qp::InMsg::Send;
+    const bool starts = seq.starts;
+    const bool ends = seq.ends;
+    const bool imm = seq.imm;
     if (h.psn != qp.epsn) {
         // A packet was lost (or this one is late): the message in
         // progress is incomplete and goes. A new message may start here.
@@ -317,10 +332,10 @@ void UcTransport::rx(Qp &qp, const ParsedPacket &pkt) {
             svc_.post_peer_event(OHCA_QP_EV_COMM_EST, qp.qpn);
         }
     }
-    const Qp::InMsg kind = send ? Qp::InMsg::Send : Qp::InMsg::Write;
+    const Qp::InMsg kind = seq.kind;
     if (starts) {
         drop_message(qp); // a FIRST after a lost LAST ends that message
-    } else if (qp.in_msg != kind) {
+    } else if (!opcode_follows(qp.in_msg, op)) {
         return; // the rest of a message already dropped
     }
     // Lengths: FIRST and MIDDLE carry exactly one MTU, the others at most.

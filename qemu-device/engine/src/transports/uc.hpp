@@ -11,18 +11,21 @@
 
 namespace ohca {
 
-class UcTransport {
+class UcTransport final : public Transport {
   public:
     explicit UcTransport(TransportServices &svc) : svc_(svc) {}
 
-    // Sends what the QP may send (one WQE at a time, packet by packet);
-    // 'quantum' counts down per packet. Not called in ERR (the device
-    // flushes).
-    void process_sq(Qp &qp, unsigned int &quantum);
+    // The flush in ERR, else what the QP may send (process_sq).
+    void visit(Qp &qp, unsigned int &quantum) override;
     // A UC request packet for this QP.
-    void rx(Qp &qp, const ParsedPacket &pkt);
+    void rx(Qp &qp, const ParsedPacket &pkt) override;
+    void timer_expired(Qp &qp) override { odp_retry_expired(svc_, qp); }
 
   private:
+    // Sends what the QP may send (one WQE at a time, packet by packet);
+    // 'quantum' counts down per packet.
+    void process_sq(Qp &qp, unsigned int &quantum);
+    void receive(Qp &qp, const ParsedPacket &pkt);
     bool fetch(Qp &qp);
     bool send_packet(Qp &qp);
     void local_error(Qp &qp, SendWr wr, uint8_t status, uint8_t verr);

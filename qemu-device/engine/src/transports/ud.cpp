@@ -6,7 +6,7 @@
 // GRH first. Work per packet and per WQE is bounded by the MTU.
 #include "transports/ud.hpp"
 
-#include "device/device.hpp"
+#include "device/gid_table.hpp"
 #include "link/byte_order.hpp"
 
 #include <algorithm>
@@ -67,16 +67,14 @@ uint32_t UdTransport::mtu_bytes(uint32_t eth_mtu) {
     return 256;
 }
 
-void UdTransport::process_sq(Device &d, Qp &qp, unsigned int &budget) {
+void UdTransport::visit(Qp &qp, unsigned int &budget) {
     if (qp.state == OHCA_QPS_ERR) {
-        if (Completer::flush_pending(qp)) {
-            d.completer_.flush_qp(qp, budget);
-        }
+        svc_.flush(qp, budget);
         return;
     }
     if (qp.state == OHCA_QPS_SQE) {
         if (qp.sq_fetched != qp.sq.pi) {
-            flush_sq(d, qp);
+            flush_sq(qp);
             --budget;
         }
         return;
@@ -84,10 +82,10 @@ void UdTransport::process_sq(Device &d, Qp &qp, unsigned int &budget) {
     if (qp.state == OHCA_QPS_SQD && qp.sq_draining) {
         // Every WQE taken has completed: UD has nothing in flight.
         qp.sq_draining = false;
-        d.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_SQ_DRAINED, qp.qpn, 0, 0);
+        svc_.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_SQ_DRAINED, qp.qpn, 0, 0);
     }
     while (budget > 0 && qp.state == OHCA_QPS_RTS && !qp.odp_wait && qp.sq_fetched != qp.sq.pi) {
-        if (!send_one(d, qp)) {
+        if (!send_one(qp)) {
             break;
         }
         --budget;
@@ -96,23 +94,23 @@ void UdTransport::process_sq(Device &d, Qp &qp, unsigned int &budget) {
 
 // In SQE the send queue completes everything posted with WR_FLUSH_ERR
 // until MODIFY_QP moves it back to RTS; receives go on.
-void UdTransport::flush_sq(Device &d, Qp &qp) {
+void UdTransport::flush_sq(Qp &qp) {
     while (qp.sq_fetched != qp.sq.pi) {
         SendWr wr;
         wr.index = qp.sq_fetched;
         ohca_send_wqe w{};
-        if (qp.sq.ring.read(d.host_, qp.sq.offset(wr.index), &w, sizeof(w))) {
+        if (qp.sq.ring.read(svc_.host(), qp.sq.offset(wr.index), &w, sizeof(w))) {
             wr.wr_id = le(w.wr_id);
         }
         wr.opcode = OHCA_WR_SEND;
-        d.completer_.complete_send(qp, wr, OHCA_CQE_WR_FLUSH_ERR, OHCA_VERR_FLUSH);
+        svc_.complete_send(qp, wr, OHCA_CQE_WR_FLUSH_ERR, OHCA_VERR_FLUSH);
         ++qp.sq_fetched;
     }
 }
 
 // Takes the WQE at sq_fetched, sends its packet and completes it. False
 // when it must wait (loopback backlog full); the WQE stays posted.
-bool UdTransport::send_one(Device &d, Qp &qp) {
+bool UdTransport::send_one(Qp &qp) {
     SendWr wr;
     wr.index = qp.sq_fetched;
     const uint64_t base = qp.sq.offset(wr.index);
@@ -120,6 +118,7 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
     ohca_send_wqe w{};
     ohca_ud_seg seg{};
     std::vector<uint8_t> payload;
+    PacketPath path;
     uint8_t status = OHCA_CQE_SUCCESS;
     uint8_t verr = OHCA_VERR_NONE;
     auto fail = [&](uint8_t st, uint8_t ve) {
@@ -128,23 +127,23 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
             verr = ve;
         }
     };
-    if (!qp.sq.ring.read(d.host_, base, &w, sizeof(w)) ||
-        !qp.sq.ring.read(d.host_, base + sizeof(w), &seg, sizeof(seg))) {
+    if (!qp.sq.ring.read(svc_.host(), base, &w, sizeof(w)) ||
+        !qp.sq.ring.read(svc_.host(), base + sizeof(w), &seg, sizeof(seg))) {
         fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_DMA);
-        d.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
+        svc_.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
     }
     wr.wr_id = le(w.wr_id);
     wr.opcode = w.opcode;
     wr.flags = w.flags;
-    d.host_.trace(OHCA_ENGINE_TRACE_WQE, qp.qpn, wr.index, wr.opcode);
-    const uint32_t mtu = mtu_bytes(d.mtu_);
+    svc_.host().trace(OHCA_ENGINE_TRACE_WQE, qp.qpn, wr.index, wr.opcode);
+    const uint32_t mtu = mtu_bytes(svc_.port_mtu());
     const bool inl = (w.flags & OHCA_WQE_INLINE) != 0;
     if (status != OHCA_CQE_SUCCESS) {
         // nothing more to check
     } else if ((w.opcode != OHCA_WR_SEND && w.opcode != OHCA_WR_SEND_IMM) ||
                (w.flags & ~kUdSendFlags) != 0 || le(seg.remote_qpn) > kPsnMask) {
         fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
-    } else if (av_bad_field(d.gids_, seg.av)) {
+    } else if (!svc_.av_path(seg.av, path)) {
         fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_AV);
     } else if (inl) {
         const uint32_t len = le(w.inline_len);
@@ -154,7 +153,7 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
             fail(OHCA_CQE_LOC_LEN_ERR, OHCA_VERR_MSG_TOO_LONG);
         } else {
             payload.resize(len);
-            if (!qp.sq.ring.read(d.host_, base + OHCA_UD_WQE_HDR_LEN, payload.data(), len)) {
+            if (!qp.sq.ring.read(svc_.host(), base + OHCA_UD_WQE_HDR_LEN, payload.data(), len)) {
                 fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_DMA);
             }
         }
@@ -164,7 +163,7 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
     } else {
         std::array<ohca_sge, DeviceLimits::max_sge> raw{};
         uint64_t total = 0;
-        if (!qp.sq.ring.read(d.host_, base + OHCA_UD_WQE_HDR_LEN, raw.data(),
+        if (!qp.sq.ring.read(svc_.host(), base + OHCA_UD_WQE_HDR_LEN, raw.data(),
                              size_t{w.num_sge} * sizeof(ohca_sge))) {
             fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_DMA);
         }
@@ -180,17 +179,17 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
             if (s.length == 0) {
                 continue;
             }
-            const KeyResult k = d.check_key(s.lkey, s.addr, s.length, 0, qp.pdn);
+            const KeyResult k = svc_.check_key(s.lkey, s.addr, s.length, 0, qp.pdn);
             if (k.verr != OHCA_VERR_NONE) {
                 fail(OHCA_CQE_LOC_PROT_ERR, k.verr);
                 break;
             }
             // On-demand paging: the WQE waits, still posted, for the fault
             // (odp.cpp wakes the QP; the timer retries one not posted).
-            const OdpState st = d.odp_touch(*k.mr, s.addr, s.length, false);
+            const OdpState st = svc_.odp_touch(*k.mr, s.addr, s.length, false);
             if (st == OdpState::Pending) {
-                d.odp_wait(qp);
-                d.set_deadline(qp, d.host_.now_ns() + DeviceLimits::odp_retry_ns);
+                svc_.odp_wait(qp);
+                svc_.set_deadline(qp, svc_.host().now_ns() + DeviceLimits::odp_retry_ns);
                 return false;
             }
             if (st == OdpState::Failed) {
@@ -199,7 +198,7 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
             }
             const size_t at = payload.size();
             payload.resize(at + s.length);
-            if (!d.mr_read(*k.mr, s.addr, payload.data() + at, s.length)) {
+            if (!svc_.mr_read(*k.mr, s.addr, payload.data() + at, s.length)) {
                 fail(OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_DMA);
             }
         }
@@ -207,30 +206,17 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
     if (status != OHCA_CQE_SUCCESS) {
         // A local error stops the send queue (IBTA 10.3.1 SQ Error);
         // receives continue.
-        d.completer_.complete_send(qp, wr, status, verr);
+        svc_.complete_send(qp, wr, status, verr);
         ++qp.sq_fetched;
         qp.state = OHCA_QPS_SQE;
-        d.mark_ready(qp); // flushes the rest
+        svc_.mark_ready(qp); // flushes the rest
         return true;
     }
-    if (is_local_gid_of(d, seg.av) && !d.loopback_room()) {
-        d.mark_ready(qp); // the loopback backlog drains first
+    if (!svc_.tx_room_to(path.dgid)) {
+        svc_.mark_ready(qp); // the loopback backlog drains first
         return false;
     }
 
-    PacketPath path;
-    const auto &gid = d.gids_.get(seg.av.sgid_index); // checked by av_bad_field
-    path.smac = gid->mac;
-    std::copy(std::begin(seg.av.dmac), std::end(seg.av.dmac), path.dmac.begin());
-    // The VLAN is the source GID's (its interface's), never the WQE's: a
-    // user writes the WQE, and must not tag frames for any VLAN it likes.
-    path.vlan_id = gid->vlan_id;
-    path.ipv6 = seg.av.network_type == OHCA_NET_IPV6;
-    path.sgid = gid->gid;
-    path.dgid = dgid_of(seg.av);
-    path.hop_limit = seg.av.hop_limit != 0 ? seg.av.hop_limit : 64;
-    path.traffic_class = seg.av.traffic_class;
-    path.flow_label = le(seg.av.flow_label) & 0xfffff;
     const uint32_t dqpn = le(seg.remote_qpn);
     // One source port per QP, whatever the destination (as rxe does): a
     // port from both QP numbers would be 0xc000 for every pair of equal
@@ -249,40 +235,36 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
     if (w.opcode == OHCA_WR_SEND_IMM) {
         f.imm = imm_from_wqe(w.imm_data);
     }
-    d.transmit_roce(path, f, payload);
+    svc_.emit_path(path, f, payload);
     wr.length = static_cast<uint32_t>(payload.size());
-    d.completer_.complete_send(qp, wr, OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
+    svc_.complete_send(qp, wr, OHCA_CQE_SUCCESS, OHCA_VERR_NONE);
     ++qp.sq_fetched;
     return true;
 }
 
-bool UdTransport::is_local_gid_of(const Device &d, const ohca_av &av) {
-    return d.is_local_gid(dgid_of(av));
-}
-
 // Reads the receive WQE at rq.ci. On a bad WQE it completes it in error,
 // moves the QP to ERR and returns false.
-bool UdTransport::load_recv(Device &d, Qp &qp, uint64_t &wr_id, std::vector<Sge> &sges) {
+bool UdTransport::load_recv(Qp &qp, uint64_t &wr_id, std::vector<Sge> &sges) {
     const uint64_t base = qp.rq.offset(qp.rq.ci);
     const uint32_t stride = 1u << qp.rq.log_stride;
     ohca_recv_wqe w{};
     std::array<ohca_sge, DeviceLimits::max_sge> raw{};
     uint8_t verr = OHCA_VERR_NONE;
-    if (!qp.rq.ring.read(d.host_, base, &w, sizeof(w))) {
+    if (!qp.rq.ring.read(svc_.host(), base, &w, sizeof(w))) {
         verr = OHCA_VERR_DMA;
     } else if (w.num_sge > DeviceLimits::max_sge ||
                sizeof(w) + size_t{w.num_sge} * sizeof(ohca_sge) > stride) {
         verr = OHCA_VERR_BAD_WQE;
-    } else if (!qp.rq.ring.read(d.host_, base + sizeof(w), raw.data(),
+    } else if (!qp.rq.ring.read(svc_.host(), base + sizeof(w), raw.data(),
                                 size_t{w.num_sge} * sizeof(ohca_sge))) {
         verr = OHCA_VERR_DMA;
     }
     wr_id = le(w.wr_id);
     if (verr != OHCA_VERR_NONE) {
-        d.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt,
-                                   OHCA_CQE_LOC_QP_OP_ERR, verr, false);
-        d.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
-        d.completer_.qp_to_error(qp);
+        svc_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_QP_OP_ERR, verr,
+                           false);
+        svc_.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
+        svc_.qp_to_error(qp);
         return false;
     }
     sges.clear();
@@ -292,28 +274,39 @@ bool UdTransport::load_recv(Device &d, Qp &qp, uint64_t &wr_id, std::vector<Sge>
     return true;
 }
 
-void UdTransport::rx(Device &d, Qp &qp, const ParsedPacket &pkt) {
+void UdTransport::drop(uint64_t RoceCounters::*counter) {
+    ++(svc_.counters().*counter);
+    svc_.count_rx_dropped();
+}
+
+void UdTransport::rx(Qp &qp, const ParsedPacket &pkt) {
+    // Any source; a UD QP takes UD opcodes only.
+    if (!is_ud_opcode(pkt.fields.bth.opcode)) {
+        drop(&RoceCounters::rx_bad_opcode);
+        return;
+    }
+    receive(qp, pkt);
+}
+
+void UdTransport::receive(Qp &qp, const ParsedPacket &pkt) {
     if (qp.state != OHCA_QPS_RTR && qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD &&
         qp.state != OHCA_QPS_SQE) {
-        ++d.roce_.rx_no_qp;
-        ++d.stats_.roce_rx_dropped;
+        drop(&RoceCounters::rx_no_qp);
         return;
     }
     if (pkt.fields.deth->qkey != qp.attrs.qkey) {
-        ++d.roce_.ud_rx_bad_qkey;
-        ++d.stats_.roce_rx_dropped;
+        drop(&RoceCounters::ud_rx_bad_qkey);
         return;
     }
     if (qp.rq.ci == qp.rq.pi) {
         // No RNR for UD: the packet is lost.
-        ++d.roce_.ud_rx_no_wqe;
-        ++d.stats_.roce_rx_dropped;
+        drop(&RoceCounters::ud_rx_no_wqe);
         return;
     }
-    ++d.roce_.rx_packets;
+    ++svc_.counters().rx_packets;
     uint64_t wr_id = 0;
     std::vector<Sge> sges;
-    if (!load_recv(d, qp, wr_id, sges)) {
+    if (!load_recv(qp, wr_id, sges)) {
         return;
     }
     // GRH: the IPv6 header, or 20 zero bytes and the IPv4 header.
@@ -333,11 +326,11 @@ void UdTransport::rx(Device &d, Qp &qp, const ParsedPacket &pkt) {
         if (n == 0) {
             continue;
         }
-        const KeyResult k = d.check_key(s.lkey, s.addr, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
+        const KeyResult k = svc_.check_key(s.lkey, s.addr, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
         if (k.mr == nullptr) {
-            d.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt,
-                                       OHCA_CQE_LOC_PROT_ERR, k.verr, false);
-            d.completer_.qp_to_error(qp);
+            svc_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_PROT_ERR,
+                               k.verr, false);
+            svc_.qp_to_error(qp);
             return;
         }
         // Two pieces at most: the GRH part and the payload part.
@@ -345,10 +338,10 @@ void UdTransport::rx(Device &d, Qp &qp, const ParsedPacket &pkt) {
         while (n > 0) {
             const size_t piece =
                 done < OHCA_UD_GRH_LEN ? std::min<size_t>(n, OHCA_UD_GRH_LEN - done) : n;
-            if (!d.mr_write(*k.mr, va, byte_at(done), piece)) {
-                d.completer_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt,
-                                           OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_DMA, false);
-                d.completer_.qp_to_error(qp);
+            if (!svc_.mr_write(*k.mr, va, byte_at(done), piece)) {
+                svc_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_PROT_ERR,
+                                   OHCA_VERR_DMA, false);
+                svc_.qp_to_error(qp);
                 return;
             }
             va += piece;
@@ -378,7 +371,7 @@ void UdTransport::rx(Device &d, Qp &qp, const ParsedPacket &pkt) {
         }
     }
     ++qp.rq.ci;
-    (void)d.cqs_.post_cqe(qp.recv_cqn, cqe, pkt.fields.bth.solicited);
+    (void)svc_.write_cqe(qp.recv_cqn, cqe, pkt.fields.bth.solicited);
 }
 
 } // namespace ohca

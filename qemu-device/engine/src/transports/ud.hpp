@@ -6,29 +6,38 @@
 
 #include "link/roce_packet.hpp"
 #include "objects/rdma_objects.hpp"
+#include "transports/transport.hpp"
 
 #include <cstdint>
 #include <optional>
 
 namespace ohca {
 
-class Device;
 class GidTable;
 
-class UdTransport {
+// The transport of UD and GSI QPs.
+class UdTransport final : public Transport {
   public:
+    explicit UdTransport(TransportServices &svc) : svc_(svc) {}
+
     // The work loop's turn for a UD QP: send WQEs, or flush in SQE/ERR.
-    static void process_sq(Device &d, Qp &qp, unsigned int &budget);
-    // A parsed UD packet addressed to this UD QP.
-    static void rx(Device &d, Qp &qp, const ParsedPacket &pkt);
+    void visit(Qp &qp, unsigned int &budget) override;
+    // A packet addressed to this UD QP: UD opcodes only, then receive().
+    void rx(Qp &qp, const ParsedPacket &pkt) override;
+    void timer_expired(Qp &qp) override { odp_retry_expired(svc_, qp); }
+    // A UD packet for this QP (by its number or its multicast group): the
+    // QP's state, Q_Key and a posted receive WQE decide.
+    void receive(Qp &qp, const ParsedPacket &pkt);
     // Largest UD message for a port Ethernet MTU (ohca_cmd.h).
     [[nodiscard]] static uint32_t mtu_bytes(uint32_t eth_mtu);
 
   private:
-    static bool send_one(Device &d, Qp &qp);
-    static bool load_recv(Device &d, Qp &qp, uint64_t &wr_id, std::vector<Sge> &sges);
-    static void flush_sq(Device &d, Qp &qp);
-    [[nodiscard]] static bool is_local_gid_of(const Device &d, const ohca_av &av);
+    bool send_one(Qp &qp);
+    bool load_recv(Qp &qp, uint64_t &wr_id, std::vector<Sge> &sges);
+    void flush_sq(Qp &qp);
+    void drop(uint64_t RoceCounters::*counter);
+
+    TransportServices &svc_;
 };
 
 // Byte offset in struct ohca_av of the first invalid field, if any:

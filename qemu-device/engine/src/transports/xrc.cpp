@@ -28,6 +28,9 @@ uint8_t XrcTransport::dealloc_domain(uint32_t xrcdn) {
 }
 
 void XrcTransport::rx(Qp &qp, const ParsedPacket &pkt) {
+    if (!connected_accepts(svc_, qp, pkt)) {
+        return;
+    }
     ParsedPacket p = pkt;
     p.fields.bth.opcode = static_cast<uint8_t>(pkt.fields.bth.opcode & 0x1f);
     const bool response = rc_is_response(p.fields.bth.opcode);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "device/limits.hpp"
+#include "transports/rc.hpp"
 #include "transports/requester.hpp"
 #include "transports/responder.hpp"
 #include "transports/transport.hpp"
@@ -24,14 +25,14 @@ namespace ohca {
     return type == OHCA_QPT_XRC_INI || type == OHCA_QPT_XRC_TGT;
 }
 
-class XrcTransport {
+class XrcTransport final : public Transport {
   public:
     XrcTransport(TransportServices &svc, RcRequester &req, RcResponder &resp)
         : svc_(svc), req_(req), resp_(resp) {}
 
     // XRC domains: numbers 1..max_xrcd, each counting the SRQs and target
     // QPs that belong to it.
-    void reset() { refs_.assign(DeviceLimits::max_xrcd + 1, kFree); }
+    void reset() override { refs_.assign(DeviceLimits::max_xrcd + 1, kFree); }
     std::optional<uint32_t> alloc_domain();
     // OK, BAD_HANDLE (no such domain) or BAD_STATE (still in use).
     uint8_t dealloc_domain(uint32_t xrcdn);
@@ -45,10 +46,13 @@ class XrcTransport {
         }
     }
 
-    // A packet with an XRC opcode for an XRC QP: responses to an
-    // initiator's requester, requests (after the XRCETH check) to a
-    // target's responder, with the opcode's RC value.
-    void rx(Qp &qp, const ParsedPacket &pkt);
+    // RC's visit: an initiator sends, a target answers.
+    void visit(Qp &qp, unsigned int &quantum) override { rc_visit(svc_, req_, resp_, qp, quantum); }
+    // A packet for an XRC QP: responses to an initiator's requester,
+    // requests (after the XRCETH check) to a target's responder, with the
+    // opcode's RC value.
+    void rx(Qp &qp, const ParsedPacket &pkt) override;
+    void timer_expired(Qp &qp) override { req_.timer_expired(qp); }
 
   private:
     static constexpr uint32_t kFree = UINT32_MAX;

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// RC retransmission: the retransmission timeout measured from round trips
+// (RFC 6298), go-back-N on a NAK or timeout with the congestion window cut
+// once per loss, RNR and ODP waits on the QP's timer, and F-RTO's undoing
+// of a spurious timeout.
+#include "device/limits.hpp"
+#include "link/byte_order.hpp"
+#include "transports/rc_common.hpp"
+#include "transports/requester.hpp"
+
+#include <algorithm>
+
+namespace ohca {
+
+using namespace rc_req;
+
+// The retransmission timeout in use: measured (rto_ns), never above the
+// QP's local ACK timeout, which is also what applies before the first
+// round trip has been measured. 0: no timer (timeout 0).
+uint64_t RcRequester::rto(const Qp &qp) {
+    const uint64_t ceiling = local_ack_timeout_ns(qp);
+    return qp.rto_ns == 0 ? ceiling : std::min(qp.rto_ns, ceiling);
+}
+
+void RcRequester::restart_ack_timer(Qp &qp) {
+    const uint64_t t = rto(qp);
+    const uint64_t now = svc_.host().now_ns();
+    qp.ack_timer_start_ns = now;
+    svc_.set_deadline(qp, t == 0 ? 0 : now + t);
+}
+
+// One round trip measured: the timed packet's ACK (or first response) came
+// 'r' ns after it was sent. RFC 6298: the first sample sets SRTT = r and
+// RTTVAR = r / 2, later ones move them by 1/8 and 1/4; RTO = SRTT +
+// max(G, 4 RTTVAR) within [min_rto_ns, local ACK timeout], where G, the
+// RFC's clock granularity, is SRTT / 2 here: on a steady path RTTVAR decays
+// to nothing, and an RTO at SRTT itself would expire on any jitter. A
+// sample also ends a backoff: the RTO is computed afresh.
+void RcRequester::rtt_sample(Qp &qp, uint64_t r) {
+    if (qp.srtt_ns == 0 && qp.rttvar_ns == 0) {
+        qp.srtt_ns = r;
+        qp.rttvar_ns = r / 2;
+    } else {
+        const uint64_t err = qp.srtt_ns > r ? qp.srtt_ns - r : r - qp.srtt_ns;
+        qp.rttvar_ns = qp.rttvar_ns - qp.rttvar_ns / 4 + err / 4;
+        qp.srtt_ns = qp.srtt_ns - qp.srtt_ns / 8 + r / 8;
+    }
+    const uint64_t ceiling = local_ack_timeout_ns(qp);
+    qp.rto_ns =
+        std::max(qp.srtt_ns + std::max(qp.srtt_ns / 2, 4 * qp.rttvar_ns), DeviceLimits::min_rto_ns);
+    if (ceiling != 0) {
+        qp.rto_ns = std::min(qp.rto_ns, ceiling);
+    }
+}
+
+void RcRequester::go_back(Qp &qp, uint32_t psn) {
+    // Karn's rule: what is sent again is not timed, and the packet being
+    // timed may be among it.
+    qp.rtt_timing = false;
+    // Nothing at or after a failed WQE is sent again: without one the WQE
+    // is found by binary search, with one (the QP is about to fail) by a scan.
+    const size_t from = qp.wqes_failed == 0 ? wqe_at_psn(qp.inflight, psn) : 0;
+    for (size_t i = from; i < qp.inflight.size(); ++i) {
+        const SendWr &w = qp.inflight[i];
+        if (w.local_status != OHCA_CQE_SUCCESS) {
+            break;
+        }
+        const int32_t d = psn_diff(psn, w.first_psn);
+        if (d >= 0 && static_cast<uint32_t>(d) < w.npkts) {
+            if (i < qp.cur_wr || (i == qp.cur_wr && static_cast<uint32_t>(d) < qp.cur_pkt)) {
+                ++svc_.counters().retransmits;
+            }
+            qp.cur_wr = i;
+            qp.cur_pkt = static_cast<uint32_t>(d);
+            if (awaits_response(w)) {
+                qp.inflight[i].read_pkts = qp.cur_pkt;
+            }
+            svc_.mark_ready(qp);
+            return;
+        }
+    }
+}
+
+// A loss was seen: a NAK sequence error, responses past an unfinished READ,
+// or the ACK timer. The window shrinks (to its minimum on a timeout: nothing
+// came back at all) and transmission resumes at 'psn' -- once per loss, or
+// every stale response of the READs behind would re-request them all again.
+void RcRequester::recover_from(Qp &qp, uint32_t psn, bool timeout) {
+    if (!timeout && qp.frto != Qp::Frto::Off) {
+        // A loss while a timeout's probe is out: the timeout was no
+        // spurious one, and its window cut stands for this loss too.
+        qp.frto = Qp::Frto::Off;
+        qp.recovering = true;
+        qp.recover_psn = psn;
+        go_back(qp, psn);
+        return;
+    }
+    if (!timeout && qp.recovering && qp.recover_psn == psn) {
+        return;
+    }
+    qp.ssthresh = std::max(qp.cwnd / 2, DeviceLimits::min_window);
+    qp.cwnd = timeout ? DeviceLimits::min_window : qp.ssthresh;
+    qp.cwnd_acked = 0;
+    // After a timeout nothing sent before it is still on the way, so the
+    // next sign of a loss there is the resend's own (its first packet lost
+    // again): that goes back at once, not a timeout later.
+    qp.recovering = !timeout;
+    qp.recover_psn = psn;
+    go_back(qp, psn);
+}
+
+void RcRequester::timer_expired(Qp &qp) {
+    svc_.set_deadline(qp, 0);
+    if (qp.rnr_wait) {
+        qp.rnr_wait = false;
+        qp.odp_wait = false;
+        svc_.mark_ready(qp);
+        return;
+    }
+    if (qp.odp_wait) {
+        qp.odp_wait = false; // try the fault again
+        odp_resumed(qp);
+        svc_.mark_ready(qp);
+        return;
+    }
+    if (qp.inflight.empty() || !outstanding(qp) ||
+        (qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD)) {
+        return;
+    }
+    ++svc_.counters().timeouts;
+    // A timeout shorter than the QP's local ACK timeout (measured from the
+    // round trip) is an early try that retry_cnt does not count: the RTO
+    // doubles until it reaches the local ACK timeout, and only expiries at
+    // that length use up retries, so a QP fails no sooner than IBTA's
+    // retry_cnt x local ACK timeout -- a peer VM left unscheduled for a
+    // while costs resends, not the connection.
+    const uint64_t ceiling = local_ack_timeout_ns(qp);
+    const bool early = rto(qp) < ceiling;
+    const uint64_t rto_before = qp.rto_ns;
+    qp.rto_ns = std::min(rto(qp) * 2, ceiling);
+    if (!early) {
+        if (qp.retry_left == 0) {
+            ++svc_.counters().retry_exceeded;
+            fail(qp, OHCA_CQE_RETRY_EXC_ERR, OHCA_VERR_NONE);
+            return;
+        }
+        --qp.retry_left;
+    }
+    // F-RTO (the idea of RFC 5682; RoCE has no timestamps for Eifel's
+    // detection): the peer may have everything and only its ACKs be late
+    // (a VM whose loop was not scheduled). Only the oldest packets go
+    // again (process_sq) and the responses decide (frto_decide). What an
+    // undo restores is kept at the first of a series of timeouts. A READ
+    // or atomic at the oldest PSN goes back as before: its resent request
+    // replaces the responses the responder still owes (a duplicate READ
+    // restarts them), and those cannot be told from the original's.
+    const size_t i = qp.wqes_failed == 0 ? wqe_at_psn(qp.inflight, qp.una_psn) : qp.inflight.size();
+    const bool probe = i < qp.inflight.size() && !awaits_response(qp.inflight[i]) &&
+                       psn_diff(qp.una_psn, qp.sent_psn) < 0;
+    if (!probe) {
+        qp.frto = Qp::Frto::Off;
+    } else if (qp.frto == Qp::Frto::Off) {
+        qp.frto_end = qp.una_psn; // nothing sent again yet
+        qp.frto_resume = cursor_psn(qp);
+        qp.frto_recovering = qp.recovering;
+        qp.frto_recover_psn = qp.recover_psn;
+        qp.frto_cwnd = qp.cwnd;
+        qp.frto_ssthresh = qp.ssthresh;
+        qp.frto_cwnd_acked = qp.cwnd_acked;
+        qp.frto_rto_ns = rto_before;
+        qp.frto_since_ns = qp.ack_timer_start_ns;
+    }
+    recover_from(qp, qp.una_psn, true);
+    if (probe) {
+        qp.frto = Qp::Frto::Probe;
+        if (psn_diff(qp.una_psn, qp.frto_end) > 0) {
+            qp.frto_end = qp.una_psn;
+        }
+    }
+}
+
+// A response after an ACK timeout (frto set), acknowledging every PSN up
+// to 'through' (a NAK: the one before its PSN). It answers packets sent
+// before the timeout, so the timeout was spurious, if it acknowledges
+// everything sent; or, if it acknowledges more than was sent again since
+// the timeout but not everything, once the next response acknowledges
+// more still. (The responder answers a duplicate with the last PSN it
+// has: the probe itself draws an ACK past it when only later packets were
+// lost, and then a second, the same.) A response within what was sent
+// again, or not beyond the first (a duplicate ACK, a NAK), cannot tell:
+// the loss is taken as real, and the timeout's go-back goes on with its
+// cut window.
+//
+// retry_cnt: an undone timeout came with progress, which gives the retries
+// back as any ACK does (IBTA counts retries without progress); until the
+// decision the timeout counted as any other, so a peer that stays silent
+// exhausts retry_cnt in the same time as before.
+RcRequester::Frto RcRequester::frto_decide(Qp &qp, uint32_t through) {
+    if (qp.frto == Qp::Frto::Off) {
+        return Frto::None;
+    }
+    svc_.mark_ready(qp);
+    if (psn_diff(through, qp.frto_end) < 0) {
+        if (qp.frto == Qp::Frto::Confirm) {
+            go_back(qp, qp.una_psn); // the probe's place is behind una
+        }
+        qp.frto = Qp::Frto::Off;
+        return Frto::Loss;
+    }
+    if (qp.frto == Qp::Frto::Probe && psn_diff(psn_add(through, 1), qp.sent_psn) < 0) {
+        qp.frto = Qp::Frto::Confirm;
+        qp.frto_end = psn_add(through, 1);
+        return Frto::None;
+    }
+    qp.frto = Qp::Frto::Off;
+    frto_undo(qp);
+    return Frto::Spurious;
+}
+
+// A spurious timeout undone. The window, the recovery state and the
+// transmit cursor are those from before it, so the rest of the window is
+// not sent again; the RTO is made to cover the silence just seen (from
+// when the timer that expired was started; Eifel's response, RFC 4015,
+// takes the delay seen as a round-trip sample), which also ends the
+// timeout's backoff.
+void RcRequester::frto_undo(Qp &qp) {
+    ++svc_.counters().spurious_timeouts;
+    qp.cwnd = qp.frto_cwnd;
+    qp.ssthresh = qp.frto_ssthresh;
+    qp.cwnd_acked = qp.frto_cwnd_acked;
+    qp.recovering = qp.frto_recovering;
+    qp.recover_psn = qp.frto_recover_psn;
+    qp.rto_ns = qp.frto_rto_ns;
+    const uint64_t now = svc_.host().now_ns();
+    uint64_t silence = now > qp.frto_since_ns ? now - qp.frto_since_ns : 0;
+    if (const uint64_t ceiling = local_ack_timeout_ns(qp); ceiling != 0) {
+        silence = std::min(silence, ceiling);
+    }
+    rtt_sample(qp, silence);
+    seek(qp, qp.frto_resume);
+}
+
+} // namespace ohca
