@@ -59,7 +59,7 @@ engine-style: deps
 	@bash qemu-device/engine/tools/style.sh
 
 # Google Benchmark of the engine with the fake host (Release build of its
-# own); figures in docs/bench.md. The smoke run only keeps it building and
+# own); figures in docs/results.md. The smoke run only keeps it building and
 # running (a few iterations of each case, seconds).
 engine-bench-build: deps
 	@cmake -S qemu-device/engine -B build/engine-bench -G Ninja -DCMAKE_BUILD_TYPE=Release \

@@ -34,7 +34,7 @@ def hostile_cases():
 
 
 # QEMU's own memory after max_qp QPs: the idle QP's bound, 1 KiB, times
-# 65536 (measured 35 MiB: docs/testing.md); ASan's redzones, shadow and
+# 65536 (measured 35 MiB: docs/results.md); ASan's redzones, shadow and
 # quarantine (tests/asan) triple it
 QP_RSS_BOUND = (192 if os.environ.get("OHCA_QEMU_VARIANT") == "asan" else 64) << 20
 

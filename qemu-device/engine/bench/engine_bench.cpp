@@ -4,7 +4,7 @@
 // messages in loopback and over a fake wire between two engines, the cost
 // of an idle engine pass by number of QPs, and CRC-32 throughput.
 //
-//   make engine-bench         full run (figures for docs/bench.md)
+//   make engine-bench         full run (figures for docs/results.md)
 //   make engine-bench-smoke   a few iterations of each, so it keeps building
 #include "rdma_node.hpp"
 
