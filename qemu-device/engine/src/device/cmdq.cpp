@@ -243,9 +243,9 @@ CmdResult Device::execute(const Command &cmd) {
     case OHCA_CMD_DESTROY_PD:
         return cmd_destroy_pd(cmd);
     case OHCA_CMD_CREATE_MR:
-        return cmd_create_mr(cmd);
+        return keys_.execute(cmd);
     case OHCA_CMD_DESTROY_MR:
-        return cmd_destroy_mr(cmd);
+        return keys_.execute(cmd);
     case OHCA_CMD_CREATE_CQ:
         return cmd_create_cq(cmd);
     case OHCA_CMD_DESTROY_CQ:
@@ -267,9 +267,9 @@ CmdResult Device::execute(const Command &cmd) {
     case OHCA_CMD_DESTROY_SRQ:
         return cmd_destroy_srq(cmd);
     case OHCA_CMD_ALLOC_MW:
-        return cmd_alloc_mw(cmd);
+        return keys_.execute(cmd);
     case OHCA_CMD_DEALLOC_MW:
-        return cmd_dealloc_mw(cmd);
+        return keys_.execute(cmd);
     case OHCA_CMD_ATTACH_MCAST:
         return cmd_mcast(cmd, true);
     case OHCA_CMD_DETACH_MCAST:
@@ -279,7 +279,7 @@ CmdResult Device::execute(const Command &cmd) {
     case OHCA_CMD_MODIFY_CQ:
         return cmd_modify_cq(cmd);
     case OHCA_CMD_REREG_MR:
-        return cmd_rereg_mr(cmd);
+        return keys_.execute(cmd);
     case OHCA_CMD_ALLOC_XRCD: {
         // A number and a count, kept by XrcTransport (xrc.cpp).
         const std::optional<uint32_t> n = xrc_.alloc_domain();
@@ -301,19 +301,19 @@ CmdResult Device::execute(const Command &cmd) {
         return {st, st == OHCA_STATUS_OK ? 0 : le(in.handle)};
     }
     case OHCA_CMD_ALLOC_DM:
-        return cmd_alloc_dm(cmd);
+        return keys_.execute(cmd);
     case OHCA_CMD_FREE_DM:
-        return cmd_free_dm(cmd);
+        return keys_.execute(cmd);
     case OHCA_CMD_REG_DM_MR:
-        return cmd_reg_dm_mr(cmd);
+        return keys_.execute(cmd);
     case OHCA_CMD_CREATE_FLOW:
         return cmd_create_flow(cmd);
     case OHCA_CMD_DESTROY_FLOW:
         return cmd_destroy_flow(cmd);
     case OHCA_CMD_ODP_MAP:
-        return cmd_odp_map(cmd);
+        return keys_.execute(cmd);
     case OHCA_CMD_ODP_UNMAP:
-        return cmd_odp_unmap(cmd);
+        return keys_.execute(cmd);
     default:
         return {OHCA_STATUS_BAD_OPCODE, cmd.opcode};
     }

@@ -6,7 +6,10 @@
 //   regs.cpp        the BAR0 register file
 //   cmdq.cpp        the command queue and every command
 //   eth.cpp         the Ethernet TX/RX rings and receive classification
-//   rdma_cmds.cpp   the RDMA resource commands, keys and MR access
+//   rdma_cmds.cpp   the RDMA resource commands
+//   objects/keys.*  MemoryKeys: MRs, windows, device memory, ODP and their
+//                   commands (mr.cpp, mr_rereg.cpp, fast_reg.cpp, mw.cpp,
+//                   dm.cpp, odp.cpp); the transports' MemoryServices
 //   completion.cpp  CQEs, CQ doorbells, completion events, QP errors, flushes
 //   srq.cpp         shared receive queues: commands, doorbell, taking WQEs
 //   mcast.cpp       multicast groups (McastTable) and their commands
@@ -30,7 +33,7 @@
 #include "device/stats.hpp"
 #include "device/uar_table.hpp"
 #include "link/roce_packet.hpp"
-#include "objects/dm.hpp"
+#include "objects/keys.hpp"
 #include "objects/mcast.hpp"
 #include "objects/pbl_budget.hpp"
 #include "objects/rdma_objects.hpp"
@@ -64,7 +67,7 @@ struct DeviceConfig {
     uint32_t max_qp = OHCA_ENGINE_DEFAULT_MAX_QP; // 1..OHCA_ENGINE_MAX_QP
 };
 
-class Device : private MemoryServices, private CompletionServices, private WireServices {
+class Device : private CompletionServices, private WireServices, private KeyLinks {
   public:
     Device(const ohca_engine_ops &ops, void *ctx, const DeviceConfig &cfg);
     Device(const Device &) = delete;
@@ -76,9 +79,9 @@ class Device : private MemoryServices, private CompletionServices, private WireS
     void db_write(uint32_t page, uint32_t offset, uint64_t value, unsigned int size);
     void doorbell_fast(uint32_t page, uint32_t offset, uint64_t value, unsigned int size,
                        unsigned int budget);
-    // BAR2's device memory window, 'offset' from its start (dm.cpp).
-    uint64_t dm_read(uint64_t offset, unsigned int size);
-    void dm_write(uint64_t offset, uint64_t value, unsigned int size);
+    // MRs, windows, device memory (BAR2's window) and ODP (objects/keys.hpp).
+    [[nodiscard]] MemoryKeys &memory_keys() { return keys_; }
+    [[nodiscard]] const MemoryKeys &memory_keys() const { return keys_; }
     ohca_engine_rx_result receive_frame(std::span<const uint8_t> frame);
     void set_link(bool up);
     void reset();
@@ -161,14 +164,11 @@ class Device : private MemoryServices, private CompletionServices, private WireS
     void rdma_power_on();
     void seed_ids(uint32_t seed);
     [[nodiscard]] uint64_t pbl_room() const;
-    [[nodiscard]] static uint64_t pbl_charge(const Mr &mr);
     CmdResult write_create_out(const Command &cmd, uint32_t h1, uint32_t h2);
     CmdResult cmd_create_eq(const Command &cmd);
     CmdResult cmd_destroy_eq(const Command &cmd);
     CmdResult cmd_create_pd(const Command &cmd);
     CmdResult cmd_destroy_pd(const Command &cmd);
-    CmdResult cmd_create_mr(const Command &cmd);
-    CmdResult cmd_destroy_mr(const Command &cmd);
     CmdResult cmd_create_cq(const Command &cmd);
     CmdResult cmd_destroy_cq(const Command &cmd);
     CmdResult cmd_create_qp(const Command &cmd);
@@ -182,10 +182,9 @@ class Device : private MemoryServices, private CompletionServices, private WireS
     CmdResult cmd_modify_srq(const Command &cmd);
     CmdResult cmd_query_srq(const Command &cmd);
     CmdResult cmd_destroy_srq(const Command &cmd);
-    // cq_resize.cpp, mr_rereg.cpp
+    // cq_resize.cpp
     CmdResult cmd_resize_cq(const Command &cmd);
     CmdResult cmd_modify_cq(const Command &cmd);
-    CmdResult cmd_rereg_mr(const Command &cmd);
     void srq_doorbell(uint32_t page, uint32_t srqn, uint32_t value);
     Srq *find_srq(uint32_t srqn);
     SrqTake take_srq_wqe(Qp &qp) override;
@@ -212,54 +211,15 @@ class Device : private MemoryServices, private CompletionServices, private WireS
     void qp_to_error(Qp &qp) override;
     void flush_qp(Qp &qp, unsigned int &budget);
     [[nodiscard]] static bool flush_pending(const Qp &qp);
-    // Looks up a key for [va, va + len) with 'access' rights in PD 'pdn'.
-    [[nodiscard]] KeyResult check_key(uint32_t key, uint64_t va, uint64_t len, uint32_t access,
-                                      uint32_t pdn) const override;
-    bool mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const override;
-    bool mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const override;
-    Qp *find_qp(uint32_t qpn);
-
-    // fast_reg.cpp: fast-registration MRs and invalidation
-    using LocalOpResult = ohca::LocalOpResult;
-    CmdResult init_fast_reg_mr(const ohca_create_mr_in &in, Mr &mr) const;
-    LocalOpResult execute_reg_mr(const Qp &qp, const ohca_reg_mr_wqe &w);
-    // Makes the fast-registration MR or type 2 window whose current key is
-    // 'key' free ('remote': asked by a SEND with invalidate).
-    uint8_t invalidate_key(uint32_t key, const Qp &qp, bool remote) override;
-    LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) override;
-
-    // mw.cpp: memory windows
-    [[nodiscard]] std::optional<uint32_t> free_key_slot() const;
-    CmdResult cmd_alloc_mw(const Command &cmd);
-    CmdResult cmd_dealloc_mw(const Command &cmd);
-    LocalOpResult execute_bind_mw(const Qp &qp, const ohca_bind_mw_wqe &w);
-    [[nodiscard]] KeyResult check_rkey(const Qp &qp, uint32_t key, uint64_t va, uint64_t len,
-                                       uint32_t access) const override;
-    [[nodiscard]] KeyResult check_window(const Qp &qp, const Mw &mw, uint32_t key, uint64_t va,
-                                         uint64_t len, uint32_t access) const;
-    uint8_t invalidate_window(Mw &mw, uint32_t key, const Qp &qp, bool remote);
-    void unbind_window(Mw &mw);
-    void unbind_qp_windows(const Qp &qp);
+    Qp *find_qp(uint32_t qpn) override;
 
     // raw_eth.cpp: flow steering to raw Ethernet QPs (the rules are raw_)
     CmdResult cmd_create_flow(const Command &cmd);
     CmdResult cmd_destroy_flow(const Command &cmd);
 
-    // dm.cpp: device memory (the memory and its allocations are dm_)
-    CmdResult cmd_alloc_dm(const Command &cmd);
-    CmdResult cmd_free_dm(const Command &cmd);
-    CmdResult cmd_reg_dm_mr(const Command &cmd);
-    void dm_mr_destroyed(const Mr &mr);
-    // odp.cpp: on-demand paging (translations in Mr::odp, faults in
-    // odp_faults_)
-    CmdResult cmd_odp_map(const Command &cmd);
-    CmdResult cmd_odp_unmap(const Command &cmd);
-    CmdResult init_odp_mr(const ohca_create_mr_in &in, Mr &mr) const;
-    void odp_mr_destroyed(const Mr &mr);
-    OdpState odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) override;
-    [[nodiscard]] bool has_odp_mrs() const override { return odp_mrs_ != 0; }
-    void odp_wait(Qp &qp) override;
-    void odp_wake();
+    // KeyLinks (device.cpp): what the keys need of QPs and EQ 0.
+    void odp_resume(Qp &qp) override;
+    [[nodiscard]] bool fault_event_room() const override;
 
     // transport.cpp: the transport services, QP doorbells, received RoCE
     // frames, readiness and timers, the run loop
@@ -361,30 +321,14 @@ class Device : private MemoryServices, private CompletionServices, private WireS
     uint32_t rx_mode_ = 0;
 
     // RDMA objects.
-    // A key index names an MR or a memory window (never both).
-    struct MrSlot {
-        std::unique_ptr<Mr> mr;
-        std::unique_ptr<Mw> mw;
-    };
     Table<CompletionEq> eqs_;
     Table<Pd> pds_;
-    std::vector<MrSlot> mrs_;
-    // The MR a command names by its key (index and tag), or null.
-    Mr *mr_by_key(uint32_t key) {
-        const uint32_t index = OHCA_KEY_INDEX(key);
-        Mr *mr = index != 0 && index < mrs_.size() ? mrs_[index].mr.get() : nullptr;
-        return mr != nullptr && mr->handle == key ? mr : nullptr;
-    }
     Table<Cq> cqs_;
     Table<Qp> qps_;
-    // Identity that survives reset (not part of the power-on state): the
-    // key tag each MR index had last, and where the next QPN search starts.
-    std::vector<uint8_t> mr_tags_;
-    uint32_t mr_count_ = 0; // <= max_mr
-    uint32_t mw_count_ = 0; // <= max_mw
+    // Identity that survives reset (not part of the power-on state): where
+    // the next QPN search starts (the keys keep their tags).
     uint32_t next_qpn_ = DeviceLimits::first_qpn;
     Table<Srq> srqs_;
-    DeviceMemory dm_;
     McastTable mcast_{{DeviceLimits::max_mcast_grp, DeviceLimits::max_mcast_qp_attach,
                        DeviceLimits::max_total_mcast_qp_attach}};
     std::array<uint32_t, OHCA_NUM_DB_PAGES> uar_refs_{};
@@ -404,8 +348,10 @@ class Device : private MemoryServices, private CompletionServices, private WireS
     // them whatever its backlog holds.
     bool timers_deferred_ = false;
     SchedStats sched_stats_;
+    // MRs, memory windows, device memory and ODP: the transports' memory.
+    MemoryKeys keys_{host_, pds_, pbl_, *this, *this, stats_, cfg_.max_qp};
     // What the transports reach the device through.
-    TransportServices svc_{*this, *this, *this};
+    TransportServices svc_{keys_, *this, *this};
     // The RC transport.
     RcRequester rc_requester_{svc_};
     RcResponder rc_responder_{svc_};
@@ -415,13 +361,6 @@ class Device : private MemoryServices, private CompletionServices, private WireS
     XrcTransport xrc_{svc_, rc_requester_, rc_responder_};
     // Raw Ethernet QPs and their flows.
     RawEth raw_{*this};
-    // On-demand paging: outstanding faults, the QPs waiting for one (each
-    // at most once, Qp::odp_wait), translation chunks in use.
-    OdpFaults odp_faults_{DeviceLimits::max_odp_faults};
-    std::vector<uint32_t> odp_waiters_;
-    uint32_t odp_chunks_ = 0;
-    // ODP MRs in the key table (created, not yet destroyed or reset).
-    uint32_t odp_mrs_ = 0;
 
   public:
     [[nodiscard]] const RoceCounters &roce_counters() const { return roce_; }

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // On-demand paging: ODP MR translations (OdpPages), the outstanding page
-// faults (OdpFaults), and the device's side: the access check that raises
-// a fault (Device::odp_touch), QPs waiting for one, and the ODP_MAP and
+// faults (OdpFaults), and the keys' side: the access check that raises
+// a fault (MemoryKeys::odp_touch), QPs waiting for one, and the ODP_MAP and
 // ODP_UNMAP commands. Programming manual section 19, docs/odp.md.
 #include "objects/odp.hpp"
 
 #include "device/command.hpp"
-#include "device/device.hpp"
 #include "link/byte_order.hpp"
+#include "objects/keys.hpp"
 
 #include <algorithm>
 
@@ -156,9 +156,9 @@ void OdpFaults::drop_key(uint32_t key) {
     std::erase_if(faults_, [key](const Fault &f) { return f.key == key; });
 }
 
-// ---- the device's side ---------------------------------------------------------------
+// ---- the keys' side -----------------------------------------------------------------
 
-OdpState Device::odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) {
+OdpState MemoryKeys::odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) {
     if (!mr.odp || len == 0) {
         return OdpState::Resident;
     }
@@ -184,7 +184,7 @@ OdpState Device::odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) 
     // A fault is posted on EQ 0 only while it is less than half full (as
     // a peer's QP events): a peer's requests cause faults too. Without a
     // post the access still waits; it faults again when retried.
-    if (!running() || !eq0_.configured() || eq0_.producer() - eq0_.consumer() >= eq0_.size() / 2) {
+    if (!links_.fault_event_room()) {
         ++stats_.odp_faults_dropped;
         return OdpState::Pending;
     }
@@ -196,23 +196,24 @@ OdpState Device::odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) 
     }
     ++stats_.odp_faults;
     const uint64_t addr = page << pages.shift();
-    post_event(OHCA_EQE_PAGE_FAULT,
-               static_cast<uint16_t>((write ? OHCA_PF_WRITE : 0) | static_cast<uint32_t>(n)),
-               mr.key, static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32));
+    events_.post_event(
+        OHCA_EQE_PAGE_FAULT,
+        static_cast<uint16_t>((write ? OHCA_PF_WRITE : 0) | static_cast<uint32_t>(n)), mr.key,
+        static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32));
     return OdpState::Pending;
 }
 
-void Device::odp_wait(Qp &qp) {
+void MemoryKeys::odp_wait(Qp &qp) {
     if (!qp.odp_wait) {
         qp.odp_wait = true;
         // A QP reset while waiting leaves its entry behind: drop those
         // (and duplicates) before the list outgrows the QPs.
-        if (odp_waiters_.size() >= cfg_.max_qp) {
+        if (odp_waiters_.size() >= max_qp_) {
             std::sort(odp_waiters_.begin(), odp_waiters_.end());
             odp_waiters_.erase(std::unique(odp_waiters_.begin(), odp_waiters_.end()),
                                odp_waiters_.end());
             std::erase_if(odp_waiters_, [this](uint32_t qpn) {
-                const Qp *q = find_qp(qpn);
+                const Qp *q = links_.find_qp(qpn);
                 return q == nullptr || !q->odp_wait;
             });
         }
@@ -223,15 +224,14 @@ void Device::odp_wait(Qp &qp) {
 // Every QP waiting for a fault goes on: the one it waited for may be among
 // those just resolved; one still missing a page faults again. At most one
 // entry per QP (odp_wait), so this is bounded by max_qp.
-void Device::odp_wake() {
+void MemoryKeys::odp_wake() {
     std::vector<uint32_t> waiters;
     waiters.swap(odp_waiters_);
     for (const uint32_t qpn : waiters) {
-        Qp *qp = find_qp(qpn);
+        Qp *qp = links_.find_qp(qpn);
         if (qp != nullptr && qp->odp_wait) {
             qp->odp_wait = false;
-            rc_requester_.odp_resumed(*qp);
-            mark_ready(*qp);
+            links_.odp_resume(*qp);
         }
     }
 }
@@ -246,7 +246,7 @@ struct OdpRange {
 };
 } // namespace
 
-CmdResult Device::cmd_odp_map(const Command &cmd) {
+CmdResult MemoryKeys::cmd_odp_map(const Command &cmd) {
     const auto in = cmd.input<ohca_odp_map_in>();
     const uint32_t key = le(in.key);
     const uint32_t flags = le(in.flags);
@@ -311,13 +311,10 @@ CmdResult Device::cmd_odp_map(const Command &cmd) {
     }
     odp_faults_.resolve(key, first, first + npages - 1, fail);
     odp_wake();
-    if (!ready_.empty()) {
-        host_.schedule();
-    }
     return {};
 }
 
-CmdResult Device::cmd_odp_unmap(const Command &cmd) {
+CmdResult MemoryKeys::cmd_odp_unmap(const Command &cmd) {
     const auto in = cmd.input<ohca_odp_unmap_in>();
     const uint32_t key = le(in.key);
     const uint64_t va = le(in.va);
@@ -352,7 +349,7 @@ CmdResult Device::cmd_odp_unmap(const Command &cmd) {
 namespace ohca {
 
 // CREATE_MR with OHCA_MR_F_ODP: no page list, every translation invalid.
-CmdResult Device::init_odp_mr(const ohca_create_mr_in &in, Mr &mr) const {
+CmdResult MemoryKeys::init_odp_mr(const ohca_create_mr_in &in, Mr &mr) const {
     const bool implicit = (le(in.flags) & OHCA_MR_F_IMPLICIT) != 0;
     const uint64_t iova = le(in.iova);
     const uint64_t length = le(in.length);
@@ -387,7 +384,7 @@ CmdResult Device::init_odp_mr(const ohca_create_mr_in &in, Mr &mr) const {
     return {};
 }
 
-void Device::odp_mr_destroyed(const Mr &mr) {
+void MemoryKeys::odp_mr_destroyed(const Mr &mr) {
     if (mr.odp) {
         --odp_mrs_;
         odp_chunks_ -= mr.odp->chunks();

@@ -293,12 +293,12 @@ bool RawEth::gather(Qp &qp, const ohca_send_wqe &w, uint64_t base, uint32_t &len
         if (n == 0) {
             continue;
         }
-        const KeyResult k = d_.check_key(le(raw[i].lkey), addr, n, 0, qp.pdn);
+        const KeyResult k = d_.svc_.check_key(le(raw[i].lkey), addr, n, 0, qp.pdn);
         if (k.verr != OHCA_VERR_NONE) {
             return fail(OHCA_CQE_LOC_PROT_ERR, k.verr);
         }
         // Bounded by max_len (checked above), within frame_.
-        if (!d_.mr_read(*k.mr, addr, frame_.data() + len, n)) {
+        if (!d_.svc_.mr_read(*k.mr, addr, frame_.data() + len, n)) {
             return fail(OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_DMA);
         }
         len += n;
@@ -417,8 +417,9 @@ void RawEth::deliver(Qp &qp, std::span<const uint8_t> frame) {
         if (n == 0) {
             continue;
         }
-        const KeyResult k = d_.check_key(le(raw[i].lkey), addr, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
-        if (k.mr == nullptr || !d_.mr_write(*k.mr, addr, frame.data() + done, n)) {
+        const KeyResult k =
+            d_.svc_.check_key(le(raw[i].lkey), addr, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
+        if (k.mr == nullptr || !d_.svc_.mr_write(*k.mr, addr, frame.data() + done, n)) {
             ++counters_.rx_dropped;
             d_.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_PROT_ERR,
                              k.mr == nullptr ? k.verr : uint8_t{OHCA_VERR_DMA}, false);

@@ -180,16 +180,16 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
             if (s.length == 0) {
                 continue;
             }
-            const KeyResult k = d.check_key(s.lkey, s.addr, s.length, 0, qp.pdn);
+            const KeyResult k = d.svc_.check_key(s.lkey, s.addr, s.length, 0, qp.pdn);
             if (k.verr != OHCA_VERR_NONE) {
                 fail(OHCA_CQE_LOC_PROT_ERR, k.verr);
                 break;
             }
             // On-demand paging: the WQE waits, still posted, for the fault
             // (odp.cpp wakes the QP; the timer retries one not posted).
-            const OdpState st = d.odp_touch(*k.mr, s.addr, s.length, false);
+            const OdpState st = d.svc_.odp_touch(*k.mr, s.addr, s.length, false);
             if (st == OdpState::Pending) {
-                d.odp_wait(qp);
+                d.svc_.odp_wait(qp);
                 d.set_deadline(qp, d.host_.now_ns() + DeviceLimits::odp_retry_ns);
                 return false;
             }
@@ -199,7 +199,7 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
             }
             const size_t at = payload.size();
             payload.resize(at + s.length);
-            if (!d.mr_read(*k.mr, s.addr, payload.data() + at, s.length)) {
+            if (!d.svc_.mr_read(*k.mr, s.addr, payload.data() + at, s.length)) {
                 fail(OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_DMA);
             }
         }
@@ -332,7 +332,7 @@ void UdTransport::rx(Device &d, Qp &qp, const ParsedPacket &pkt) {
         if (n == 0) {
             continue;
         }
-        const KeyResult k = d.check_key(s.lkey, s.addr, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
+        const KeyResult k = d.svc_.check_key(s.lkey, s.addr, n, OHCA_ACCESS_LOCAL_WRITE, qp.pdn);
         if (k.mr == nullptr) {
             d.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_PROT_ERR,
                             k.verr, false);
@@ -344,7 +344,7 @@ void UdTransport::rx(Device &d, Qp &qp, const ParsedPacket &pkt) {
         while (n > 0) {
             const size_t piece =
                 done < OHCA_UD_GRH_LEN ? std::min<size_t>(n, OHCA_UD_GRH_LEN - done) : n;
-            if (!d.mr_write(*k.mr, va, byte_at(done), piece)) {
+            if (!d.svc_.mr_write(*k.mr, va, byte_at(done), piece)) {
                 d.complete_recv(qp, wr_id, OHCA_CQE_RECV, 0, std::nullopt, OHCA_CQE_LOC_PROT_ERR,
                                 OHCA_VERR_DMA, false);
                 d.qp_to_error(qp);
