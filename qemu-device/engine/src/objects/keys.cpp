@@ -25,6 +25,7 @@ void MemoryKeys::reset() {
     odp_waiters_.clear();
     odp_chunks_ = 0;
     odp_mrs_ = 0;
+    odp_walk_steps_ = 0;
 }
 
 void MemoryKeys::seed_tags(uint32_t seed) {

@@ -94,6 +94,10 @@ class MemoryKeys final : public MemoryServices {
     LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) override;
     uint8_t invalidate_key(uint32_t key, const Qp &qp, bool remote) override;
 
+    // For tests of the ODP walk's bound (audit N3): translation chunks and
+    // entries odp_touch looked at since power-on.
+    [[nodiscard]] uint64_t odp_walk_steps() const { return odp_walk_steps_; }
+
   private:
     // A key index names an MR or a memory window (never both).
     struct Slot {
@@ -157,6 +161,7 @@ class MemoryKeys final : public MemoryServices {
     std::vector<uint32_t> odp_waiters_;
     uint32_t odp_chunks_ = 0;
     uint32_t odp_mrs_ = 0;
+    uint64_t odp_walk_steps_ = 0;
 };
 
 } // namespace ohca

@@ -43,6 +43,11 @@ void OdpPages::set(uint64_t page, uint64_t pte) {
     uint64_t &e = c->pte[page % kChunk];
     if ((e & OHCA_ODP_PTE_VALID) == 0) {
         ++c->valid;
+    } else if ((e & OHCA_ODP_PTE_WRITE) != 0) {
+        --c->writable;
+    }
+    if ((pte & OHCA_ODP_PTE_WRITE) != 0) {
+        ++c->writable;
     }
     e = pte;
 }
@@ -65,6 +70,9 @@ uint32_t OdpPages::clear(uint64_t first, uint64_t n) {
         for (uint64_t i = lo; i <= hi; ++i) {
             if ((c.pte[i] & OHCA_ODP_PTE_VALID) != 0) {
                 --c.valid;
+                if ((c.pte[i] & OHCA_ODP_PTE_WRITE) != 0) {
+                    --c.writable;
+                }
             }
             c.pte[i] = 0;
         }
@@ -78,31 +86,39 @@ uint32_t OdpPages::clear(uint64_t first, uint64_t n) {
     return freed;
 }
 
-bool OdpPages::first_missing(uint64_t va, uint64_t len, bool write, uint64_t &page) const {
+bool OdpPages::first_missing(uint64_t va, uint64_t len, bool write, uint64_t &page,
+                             uint64_t &steps) const {
     if (len == 0) {
         return false;
     }
-    // One lookup per chunk: the walk costs what is mapped, and stops at
-    // the first page that is not.
+    // One lookup per chunk, its pages looked at only when some are not
+    // there: a chunk inside the range that is not full holds the page
+    // looked for, so at most three chunks are walked page by page.
     const uint64_t last = (va + (len - 1)) >> shift_;
     uint64_t p = va >> shift_;
     while (true) {
+        ++steps;
         const auto it = chunks_.find(p / kChunk);
         if (it == chunks_.end()) {
             page = p;
             return true;
         }
         const uint64_t end = std::min(last, (p / kChunk) * kChunk + kChunk - 1);
-        for (; p <= end; ++p) {
-            const uint64_t e = it->second->pte[p % kChunk];
-            if ((e & OHCA_ODP_PTE_VALID) == 0 || (write && (e & OHCA_ODP_PTE_WRITE) == 0)) {
-                page = p;
-                return true;
+        const Chunk &c = *it->second;
+        if ((write ? c.writable : c.valid) != kChunk) {
+            for (; p <= end; ++p) {
+                ++steps;
+                const uint64_t e = c.pte[p % kChunk];
+                if ((e & OHCA_ODP_PTE_VALID) == 0 || (write && (e & OHCA_ODP_PTE_WRITE) == 0)) {
+                    page = p;
+                    return true;
+                }
             }
         }
         if (end == last) {
             return false;
         }
+        p = end + 1;
     }
 }
 
@@ -117,7 +133,8 @@ OdpFaults::Fault *OdpFaults::find(uint32_t key, uint64_t page) {
     return nullptr;
 }
 
-OdpFaults::Fault *OdpFaults::add(uint32_t key, uint64_t first, uint64_t last, uint64_t now_ns) {
+OdpFaults::Fault *OdpFaults::add(uint32_t key, uint64_t first, uint64_t last, uint64_t now_ns,
+                                 uint64_t from, bool write) {
     if (faults_.size() >= max_) {
         // A failed fault nobody came back for gives way to a new one.
         const auto it =
@@ -127,8 +144,16 @@ OdpFaults::Fault *OdpFaults::add(uint32_t key, uint64_t first, uint64_t last, ui
         }
         faults_.erase(it);
     }
-    faults_.push_back(Fault{key, first, last, false, now_ns});
+    faults_.push_back(Fault{key, first, last, false, now_ns, from, write});
     return &faults_.back();
+}
+
+bool OdpFaults::waiting(uint32_t key, uint64_t first, uint64_t last, bool write, uint64_t now_ns,
+                        uint64_t max_age_ns) const {
+    return std::any_of(faults_.begin(), faults_.end(), [&](const Fault &f) {
+        return f.key == key && !f.failed && (f.write || !write) && f.from <= first &&
+               first <= f.first && f.first <= last && now_ns - f.posted_ns < max_age_ns;
+    });
 }
 
 void OdpFaults::remove(const Fault *f) {
@@ -163,8 +188,19 @@ OdpState MemoryKeys::odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool wri
         return OdpState::Resident;
     }
     const OdpPages &pages = *mr.odp;
+    const uint64_t from = va >> pages.shift();
+    const uint64_t last_page = (va + (len - 1)) >> pages.shift();
+    // Asked again while its fault is pending (a resend, a retry): no walk.
+    if (odp_faults_.size() != 0 &&
+        odp_faults_.waiting(mr.key, from, last_page, write, host_.now_ns(),
+                            DeviceLimits::odp_fault_repost_ns)) {
+        return OdpState::Pending;
+    }
     uint64_t page = 0;
-    if (!pages.first_missing(va, len, write, page)) {
+    uint64_t steps = 0;
+    const bool missing = pages.first_missing(va, len, write, page, steps);
+    odp_walk_steps_ += steps;
+    if (!missing) {
         return OdpState::Resident;
     }
     const uint64_t now = host_.now_ns();
@@ -188,9 +224,8 @@ OdpState MemoryKeys::odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool wri
         ++stats_.odp_faults_dropped;
         return OdpState::Pending;
     }
-    const uint64_t last_page = (va + (len - 1)) >> pages.shift();
     const uint64_t n = std::min<uint64_t>(last_page - page + 1, OHCA_ODP_MAP_MAX_PAGES);
-    if (odp_faults_.add(mr.key, page, page + n - 1, now) == nullptr) {
+    if (odp_faults_.add(mr.key, page, page + n - 1, now, from, write) == nullptr) {
         ++stats_.odp_faults_dropped;
         return OdpState::Pending;
     }
