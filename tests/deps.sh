@@ -36,6 +36,8 @@ packages=(
 	# (the host-dependency audit, tests/hostdeps.py: strace above)
 	# engine fuzzers (libFuzzer, ASan, UBSan) and coverage reports
 	clang-14 libclang-rt-14-dev gcovr
+	# the engine's style gates (make engine-style)
+	clang-format clang-tidy
 	# the RoCEv2 conformance check (tests/integration/roce_pcap.py)
 	tshark
 )

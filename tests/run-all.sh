@@ -174,6 +174,7 @@ fi
 stage deps "" bash tests/deps.sh
 stage firmware-interface "" traced firmware-interface -- make --no-print-directory firmware-interface-test
 stage engine-unit "" traced engine -- make --no-print-directory engine-test
+stage engine-style "" traced engine-style -- make --no-print-directory engine-style
 stage engine-bench "" make --no-print-directory engine-bench-smoke
 stage engine-fuzz "" bash qemu-device/engine/fuzz/run.sh $((quick ? 5 : 12))
 stage wire-unit "" traced wire -- make --no-print-directory wire-test

@@ -49,12 +49,15 @@ def sample(ids, per_module=PER_MODULE):
     return out
 
 
+# rdma_cm is left out on the debug kernel (the suite runs it on Debian's)
+SAMPLE = sample(t for t in baseline() if "rdmacm" not in t)
+
 PARTS = (
     ("integrity", integrity_loopback_script(), check_integrity_loopback),
     ("pingpong", PINGPONG_LOOPBACK, check_pingpong_loopback),
     ("negative", NEGATIVE, check_negative),
-    ("suite", suite_script(SUITE_TIMEOUT, exclude=("rdmacm",), only=sample(baseline())),
-     check_suite),
+    ("suite", suite_script(SUITE_TIMEOUT, exclude=("rdmacm",), only=SAMPLE),
+     lambda out: check_suite(out, expected=SAMPLE, total=len(SAMPLE))),
 )
 
 

@@ -166,7 +166,11 @@ def test_unbind_during_traffic(vm_run):
 # fail, and afterwards the driver has brought the device back by itself
 # (no bind): port ACTIVE, ping over the Ethernet port, an RC pingpong with
 # its buffers checked. Then a few resets in a row, each with a holder.
-RESET = r"""timeout 60 sh -c "echo 1 > /sys/bus/pci/devices/$pci/reset" || fail "'$t': reset hung or failed"
+# The reset is the function-level reset of the device's Advanced Features
+# capability (af_flr), pinned so that no other method (PM, bus) can pass
+# the test in its place.
+RESET = r"""echo af_flr > /sys/bus/pci/devices/$pci/reset_method || fail "'$t': af_flr is not a reset method"
+        timeout 60 sh -c "echo 1 > /sys/bus/pci/devices/$pci/reset" || fail "'$t': reset hung or failed"
         ohca_poll 30 eval '! kill -0 $holder 2>/dev/null' || fail "'$t': the holder hangs after the reset"
         wait $holder || fail "'$t': holder exited $?: $(cat /tmp/holder.log)"
         grep -q FATAL-EVENT /tmp/holder.log || fail "'$t': holder saw no DEVICE_FATAL"

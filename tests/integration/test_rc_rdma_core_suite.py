@@ -167,11 +167,18 @@ def cases(output):
             for m in re.findall(r"^SUITE_CASE (\S+) (\S+) ([\d.]+)$", output, re.M)}
 
 
-def check_suite(output, device="ohca0"):
-    """The suite finished (no hang, a unittest summary), nothing failed or
-    errored, every test of the baseline that ran passed, and the port is
-    still active. Prints the counts, the slowest cases and the new passes
-    (to add to the baseline)."""
+# Tests v44's suite loads (273) less OHCA_EXCLUDE's one: the full run
+# must load exactly these, so that a renamed test or a loader change cannot
+# make baseline tests vanish unnoticed.
+SUITE_TOTAL = 272
+
+
+def check_suite(output, device="ohca0", expected=None, total=SUITE_TOTAL):
+    """The suite finished (no hang, a unittest summary), it loaded 'total'
+    tests (None: not checked), nothing failed or errored, every test of
+    'expected' (default: the whole baseline) ran and passed, and the port
+    is still active. Prints the counts, the slowest cases and the new
+    passes (to add to the baseline)."""
     m = re.search(r"^SUITE_EXIT (\d+)", output, re.M)
     assert m, output
     assert m.group(1) != "124", "rdma-core suite hung (timeout)\n" + output
@@ -186,8 +193,17 @@ def check_suite(output, device="ohca0"):
     bad = [t for t, (o, _) in got.items() if o in ("failed", "error")]
     for name in bad:
         print("    ERROR/FAIL:", name)
-    expected = baseline()
-    lost = sorted(t for t in expected if t in got and got[t][0] != "passed")
+    if expected is None:
+        expected = baseline()
+    loaded = re.search(r"^excluding .*: running (\d+) tests$", output, re.M)
+    assert loaded, "the runner did not say how many tests it loaded\n" + output
+    if total is not None:
+        assert int(loaded.group(1)) == total, (
+            f"the suite loaded {loaded.group(1)} tests, {total} expected "
+            "(tests renamed, added or lost: update SUITE_TOTAL and the baseline)")
+    missing = sorted(t for t in expected if t not in got)
+    assert not missing, "baseline tests that did not run: " + ", ".join(missing)
+    lost = sorted(t for t in expected if got[t][0] != "passed")
     new = sorted(t for t, (o, _) in got.items() if o == "passed" and t not in expected)
     for t in new:
         print("    passes, not in the baseline:", t)
