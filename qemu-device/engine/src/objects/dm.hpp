@@ -18,7 +18,7 @@ namespace ohca {
 
 class DeviceMemory {
   public:
-    static constexpr uint64_t kSize = OHCA_DM_SIZE;
+    static constexpr uint64_t kSize = static_cast<uint64_t>(OHCA_DM_SIZE);
     static constexpr uint32_t kChunk = OHCA_DM_CHUNK_SIZE;
     static constexpr uint32_t kChunks = OHCA_DM_NUM_CHUNKS;
     static constexpr uint32_t kMaxAllocs = OHCA_DM_MAX_ALLOCS;

@@ -13,7 +13,7 @@
 
 namespace ohca {
 
-CmdResult MemoryKeys::init_fast_reg_mr(const ohca_create_mr_in &in, Mr &mr) const {
+CmdResult MemoryKeys::init_fast_reg_mr(const ohca_create_mr_in &in, Mr &mr) {
     using In = ohca_create_mr_in;
     if (le(in.access) != 0) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, access)};

@@ -118,7 +118,7 @@ class MemoryKeys final : public MemoryServices {
     // mr_rereg.cpp
     CmdResult cmd_rereg_mr(const Command &cmd);
     // fast_reg.cpp
-    CmdResult init_fast_reg_mr(const ohca_create_mr_in &in, Mr &mr) const;
+    static CmdResult init_fast_reg_mr(const ohca_create_mr_in &in, Mr &mr);
     LocalOpResult execute_reg_mr(const Qp &qp, const ohca_reg_mr_wqe &w);
     // mw.cpp
     CmdResult cmd_alloc_mw(const Command &cmd);
@@ -136,7 +136,7 @@ class MemoryKeys final : public MemoryServices {
     // odp.cpp
     CmdResult cmd_odp_map(const Command &cmd);
     CmdResult cmd_odp_unmap(const Command &cmd);
-    CmdResult init_odp_mr(const ohca_create_mr_in &in, Mr &mr) const;
+    static CmdResult init_odp_mr(const ohca_create_mr_in &in, Mr &mr);
     void odp_mr_destroyed(const Mr &mr);
     void odp_wake();
 

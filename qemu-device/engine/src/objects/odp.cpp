@@ -30,7 +30,7 @@ uint32_t OdpPages::chunks_needed(uint64_t first, uint64_t n) const {
         return 0;
     }
     for (uint64_t c = first / kChunk; c <= (first + n - 1) / kChunk; ++c) {
-        need += chunks_.count(c) == 0 ? 1 : 0;
+        need += chunks_.contains(c) ? 0 : 1;
     }
     return need;
 }
@@ -384,7 +384,7 @@ CmdResult MemoryKeys::cmd_odp_unmap(const Command &cmd) {
 namespace ohca {
 
 // CREATE_MR with OHCA_MR_F_ODP: no page list, every translation invalid.
-CmdResult MemoryKeys::init_odp_mr(const ohca_create_mr_in &in, Mr &mr) const {
+CmdResult MemoryKeys::init_odp_mr(const ohca_create_mr_in &in, Mr &mr) {
     const bool implicit = (le(in.flags) & OHCA_MR_F_IMPLICIT) != 0;
     const uint64_t iova = le(in.iova);
     const uint64_t length = le(in.length);
