@@ -90,6 +90,45 @@ static int ohca_status_to_errno(u8 status)
 	}
 }
 
+/*
+ * Statuses a caller provokes at will (audit N5): NO_RESOURCES at the
+ * device's limits (creating objects in a loop), BAD_FIELD for values the
+ * RDMA core does not range-check (modify_qp), BAD_STATE for an object in
+ * use (an MR with windows bound). They are the caller's answer, not the
+ * driver's or the device's fault: logged at debug level only.
+ */
+static bool ohca_status_caller_caused(u8 status)
+{
+	return status == OHCA_STATUS_NO_RESOURCES ||
+	       status == OHCA_STATUS_BAD_FIELD ||
+	       status == OHCA_STATUS_BAD_STATE;
+}
+
+/* A command failed: every log line rate-limited, users can repeat it. */
+static void ohca_cmd_log_failure(struct ohca_dev *dev, u16 opcode, u8 status,
+				 u32 syndrome)
+{
+	if (ohca_status_caller_caused(status))
+		dev_dbg_ratelimited(&dev->pdev->dev,
+				    "command %s (0x%02x): status %s (0x%02x) syndrome 0x%x\n",
+				    ohca_cmd_name(opcode), opcode,
+				    ohca_status_name(status), status, syndrome);
+	else
+		dev_err_ratelimited(&dev->pdev->dev,
+				    "command %s (0x%02x) failed: status %s (0x%02x) syndrome 0x%x\n",
+				    ohca_cmd_name(opcode), opcode,
+				    ohca_status_name(status), status, syndrome);
+}
+
+/**
+ * ohca_cmdq_init() - allocate the command queue and give it to the device
+ * @dev: the function
+ *
+ * The ring and one pair of mailboxes per context, coherent; the ring's
+ * address and size go to the CMDQ_BASE and CMDQ_LOG_SIZE registers.
+ *
+ * Return: 0 or -ENOMEM.
+ */
 int ohca_cmdq_init(struct ohca_dev *dev)
 {
 	struct device *dmadev = &dev->pdev->dev;
@@ -134,7 +173,13 @@ err_free_ctx:
 	return -ENOMEM;
 }
 
-/* Called after the device was reset: it no longer touches the buffers. */
+/**
+ * ohca_cmdq_destroy() - free the command queue
+ * @dev: the function
+ *
+ * Called after the device was reset: it no longer touches the ring or the
+ * mailboxes.
+ */
 void ohca_cmdq_destroy(struct ohca_dev *dev)
 {
 	struct device *dmadev = &dev->pdev->dev;
@@ -255,7 +300,15 @@ static int ohca_cmd_post_wait(struct ohca_dev *dev, struct ohca_cmd_ctx *ctx,
 	return -ETIMEDOUT;
 }
 
-/* Called from the EQ 0 interrupt handler for every CMD_DONE event. */
+/**
+ * ohca_cmdq_complete() - a CMD_DONE event arrived
+ * @dev: the function
+ * @eqe: the event (token in param0, status in code, syndrome in param1)
+ *
+ * Wakes the command's waiter, or gives back the context of a command that
+ * had timed out. A completion whose token matches no command in flight is
+ * dropped. Called from the EQ 0 interrupt handler.
+ */
 void ohca_cmdq_complete(struct ohca_dev *dev, const struct ohca_eqe *eqe)
 {
 	struct ohca_cmdq *cmdq = &dev->cmdq;
@@ -293,9 +346,12 @@ void ohca_cmdq_complete(struct ohca_dev *dev, const struct ohca_eqe *eqe)
 		up(&cmdq->sem);
 }
 
-/*
- * The device went fatal and will not complete anything: fail the waiters
- * and give back the contexts of commands that had timed out.
+/**
+ * ohca_cmdq_fail_all() - fail every command of a stopped device
+ * @dev: the function
+ *
+ * The device went fatal and will not complete anything: the waiters get
+ * -EIO, and the contexts of commands that had timed out are given back.
  */
 void ohca_cmdq_fail_all(struct ohca_dev *dev)
 {
@@ -323,6 +379,19 @@ void ohca_cmdq_fail_all(struct ohca_dev *dev)
 		up(&cmdq->sem);
 }
 
+/**
+ * ohca_cmd_exec() - run one command and wait for its answer
+ * @dev: the function
+ * @args: opcode, input (inline or through the input mailbox) and output
+ *
+ * Sleeps until the device answers, at most OHCA_CMD_TIMEOUT_MS; a device
+ * that misses that is marked dead. The output is copied only on success. A
+ * failure is logged rate-limited, and at debug level only for the statuses
+ * a caller provokes (ohca_status_caller_caused()). Process context.
+ *
+ * Return: 0, the errno of the device's status (see kernel/README.md),
+ * -ETIMEDOUT, or -EIO at once when the device is stopped.
+ */
 int ohca_cmd_exec(struct ohca_dev *dev, const struct ohca_cmd_args *args)
 {
 	struct ohca_cmd entry = {};
@@ -358,11 +427,8 @@ int ohca_cmd_exec(struct ohca_dev *dev, const struct ohca_cmd_args *args)
 	if (!err) {
 		err = ohca_status_to_errno(ctx->status);
 		if (err)
-			dev_err(&dev->pdev->dev,
-				"command %s (0x%02x) failed: status %s (0x%02x) syndrome 0x%x\n",
-				ohca_cmd_name(args->opcode), args->opcode,
-				ohca_status_name(ctx->status), ctx->status,
-				ctx->syndrome);
+			ohca_cmd_log_failure(dev, args->opcode, ctx->status,
+					     ctx->syndrome);
 		else if (args->out_len)
 			memcpy(args->out, ctx->out_buf, args->out_len);
 	}
@@ -371,7 +437,17 @@ int ohca_cmd_exec(struct ohca_dev *dev, const struct ohca_cmd_args *args)
 }
 EXPORT_SYMBOL_GPL(ohca_cmd_exec);
 
-/* Run a CREATE_* command; @handle2 may be NULL. */
+/**
+ * ohca_cmd_create() - run a CREATE_* (or ALLOC_*) command
+ * @dev: the function
+ * @opcode: the command
+ * @in: its input
+ * @in_len: the input's length
+ * @handle: the new object's handle (struct ohca_create_out.handle)
+ * @handle2: its second handle (an MR's rkey), or NULL
+ *
+ * Return: as ohca_cmd_exec(); the handles are set only on success.
+ */
 int ohca_cmd_create(struct ohca_dev *dev, u16 opcode, const void *in,
 		    u16 in_len, u32 *handle, u32 *handle2)
 {
@@ -395,6 +471,14 @@ int ohca_cmd_create(struct ohca_dev *dev, u16 opcode, const void *in,
 }
 EXPORT_SYMBOL_GPL(ohca_cmd_create);
 
+/**
+ * ohca_cmd_destroy() - run a DESTROY_* (or DEALLOC_*, FREE_*) command
+ * @dev: the function
+ * @opcode: the command
+ * @handle: the object's handle
+ *
+ * Return: as ohca_cmd_exec().
+ */
 int ohca_cmd_destroy(struct ohca_dev *dev, u16 opcode, u32 handle)
 {
 	struct ohca_handle_in in = { .handle = cpu_to_le32(handle) };
@@ -408,13 +492,19 @@ int ohca_cmd_destroy(struct ohca_dev *dev, u16 opcode, u32 handle)
 }
 EXPORT_SYMBOL_GPL(ohca_cmd_destroy);
 
-/*
- * Post one of the debugfs malformed-command templates (ohca_debugfs.c),
- * built by the driver: only the token is set here and, with @use_mbox,
- * out_addr becomes the driver's output mailbox, whose first @out_cap
- * bytes are copied to @out. On return @entry holds the device's status
- * and syndrome. Failures are the point here and only logged at debug
- * level.
+/**
+ * ohca_cmd_exec_template() - post a debugfs malformed-command template
+ * @dev: the function
+ * @entry: the command entry, built by ohca_debugfs.c: only the token is set
+ *         here; on return it holds the device's status and syndrome
+ * @use_mbox: out_addr becomes the driver's output mailbox
+ * @out: where the mailbox's first @out_cap bytes are copied (may be NULL)
+ * @out_cap: how many bytes of the mailbox to copy
+ *
+ * Failures are the point here and only logged at debug level.
+ *
+ * Return: 0 once the device answered (whatever its status), -ETIMEDOUT,
+ * or -EIO when the device is stopped.
  */
 int ohca_cmd_exec_template(struct ohca_dev *dev, struct ohca_cmd *entry,
 			   bool use_mbox, void *out, u16 out_cap)
@@ -454,6 +544,13 @@ int ohca_cmd_exec_template(struct ohca_dev *dev, struct ohca_cmd *entry,
 	return err;
 }
 
+/**
+ * ohca_cmd_query_port() - QUERY_PORT of port 1
+ * @dev: the function
+ * @out: the port's state, MTU and MAC
+ *
+ * Return: as ohca_cmd_exec().
+ */
 int ohca_cmd_query_port(struct ohca_dev *dev, struct ohca_query_port_out *out)
 {
 	struct ohca_query_port_in in = { .port = 1 };
@@ -468,6 +565,15 @@ int ohca_cmd_query_port(struct ohca_dev *dev, struct ohca_query_port_out *out)
 	return ohca_cmd_exec(dev, &args);
 }
 
+/**
+ * ohca_cmd_set_port() - SET_PORT of port 1
+ * @dev: the function
+ * @mask: the fields to set (OHCA_SET_PORT_*)
+ * @mtu: the new MTU, with its mask bit
+ * @rx_mode: the new receive filter mode, with its mask bit
+ *
+ * Return: as ohca_cmd_exec().
+ */
 int ohca_cmd_set_port(struct ohca_dev *dev, u32 mask, u32 mtu, u32 rx_mode)
 {
 	struct ohca_set_port_in in = {

@@ -249,37 +249,75 @@ struct ohca_aux_dev {
 	struct ohca_dev *dev;
 };
 
+/**
+ * ohca_aux_to_dev() - the function of the RDMA auxiliary device
+ * @adev: the auxiliary device ohca_ib is bound to
+ *
+ * Return: the function, valid while the driver is bound.
+ */
 static inline struct ohca_dev *ohca_aux_to_dev(struct auxiliary_device *adev)
 {
 	return container_of(adev, struct ohca_aux_dev, adev)->dev;
 }
 
+/**
+ * ohca_rd32() - read a BAR0 register
+ * @dev: the function
+ * @reg: the register
+ *
+ * Return: its value.
+ */
 static inline u32 ohca_rd32(struct ohca_dev *dev, enum ohca_reg reg)
 {
 	return readl(dev->regs + reg);
 }
 
+/**
+ * ohca_wr32() - write a BAR0 register
+ * @dev: the function
+ * @reg: the register
+ * @val: the value
+ */
 static inline void ohca_wr32(struct ohca_dev *dev, enum ohca_reg reg, u32 val)
 {
 	writel(val, dev->regs + reg);
 }
 
-/* Kernel doorbell: one 64-bit store on doorbell page 0. */
+/**
+ * ohca_kdb() - ring a kernel doorbell
+ * @dev: the function
+ * @offset: the doorbell (OHCA_DB_SQ, OHCA_DB_RQ, OHCA_DB_CQ, ...)
+ * @qn: the queue's number
+ * @val: the doorbell's value (an index, arm bits)
+ *
+ * One 64-bit store on doorbell page 0; writeq() orders the queue's
+ * entries before it.
+ */
 static inline void ohca_kdb(struct ohca_dev *dev, u32 offset, u32 qn, u32 val)
 {
 	writeq(OHCA_DB_VALUE(qn, val), dev->kdb + offset);
 }
 
-/*
- * Wait until no @async (EQ 0) callback, or no @comp callback of @ceq,
- * that started before the call is still running: after erasing an
- * object from a lookup the callbacks use, before freeing it.
+/**
+ * ohca_sync_async_events() - wait for the running EQ 0 callbacks
+ * @dev: the function
+ *
+ * On return no @async (EQ 0) callback that started before the call is
+ * still running: after erasing an object from a lookup the callbacks
+ * use, before freeing it. Process context.
  */
 static inline void ohca_sync_async_events(struct ohca_dev *dev)
 {
 	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
 }
 
+/**
+ * ohca_sync_comp_events() - wait for the running callbacks of one completion EQ
+ * @dev: the function
+ * @ceq: the completion EQ
+ *
+ * As ohca_sync_async_events(), for the @comp callbacks of @ceq.
+ */
 static inline void ohca_sync_comp_events(struct ohca_dev *dev,
 					 struct ohca_comp_eq *ceq)
 {

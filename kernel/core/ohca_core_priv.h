@@ -60,9 +60,11 @@ void ohca_eq0_fit_limits(struct ohca_dev *dev);
 void ohca_eq0_destroy(struct ohca_dev *dev);
 int ohca_comp_eqs_create(struct ohca_dev *dev);
 void ohca_comp_eqs_free(struct ohca_dev *dev);
+void ohca_port_changed(struct ohca_dev *dev);
+
+/* ohca_health.c (and ohca_mark_dead(), ohca_core.h) */
 void ohca_handle_fatal(struct ohca_dev *dev, u32 code);
 void ohca_check_fatal(struct ohca_dev *dev);
-void ohca_port_changed(struct ohca_dev *dev);
 
 /* ohca_netdev.c */
 int ohca_netdev_create(struct ohca_dev *dev);

@@ -358,6 +358,13 @@ static int ohca_dbg_stats_show(struct seq_file *s, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(ohca_dbg_stats);
 
+/**
+ * ohca_debugfs_init() - create the function's debugfs directory
+ * @dev: the function
+ *
+ * /sys/kernel/debug/ohca/<pci-name>/ with malformed, stats and
+ * events_dropped; nothing without the module's root directory.
+ */
 void ohca_debugfs_init(struct ohca_dev *dev)
 {
 	if (!ohca_debugfs_root)
@@ -373,13 +380,26 @@ void ohca_debugfs_init(struct ohca_dev *dev)
 				&dev->events_dropped);
 }
 
+/**
+ * ohca_debugfs_cleanup() - remove the function's debugfs directory
+ * @dev: the function
+ */
 void ohca_debugfs_cleanup(struct ohca_dev *dev)
 {
 	debugfs_remove_recursive(dev->debugfs);
 	dev->debugfs = NULL;
 }
 
-/* Counts the bring-up steps in @step; -EIO if fail_init picks this one. */
+/**
+ * ohca_init_fault() - fault injection point of the bring-up
+ * @dev: the function
+ * @step: the bring-up step counter, incremented here
+ *
+ * With CONFIG_FAULT_INJECTION_DEBUG_FS, the fail_init attributes pick the
+ * steps that fail.
+ *
+ * Return: 0, or -EIO if fail_init fails this step.
+ */
 int ohca_init_fault(struct ohca_dev *dev, unsigned int *step)
 {
 	++*step;
@@ -393,6 +413,12 @@ int ohca_init_fault(struct ohca_dev *dev, unsigned int *step)
 	return 0;
 }
 
+/**
+ * ohca_debugfs_module_init() - create /sys/kernel/debug/ohca
+ *
+ * And the fail_init fault-injection attributes in it, when the kernel has
+ * CONFIG_FAULT_INJECTION_DEBUG_FS. Module init; failures leave debugfs off.
+ */
 void ohca_debugfs_module_init(void)
 {
 	ohca_debugfs_root = debugfs_create_dir("ohca", NULL);
@@ -406,6 +432,9 @@ void ohca_debugfs_module_init(void)
 #endif
 }
 
+/**
+ * ohca_debugfs_module_exit() - remove /sys/kernel/debug/ohca
+ */
 void ohca_debugfs_module_exit(void)
 {
 	debugfs_remove_recursive(ohca_debugfs_root);

@@ -2,34 +2,25 @@
 /*
  * ohca_core: event queue 0 (command completions, port changes, fatal
  * errors, the RDMA objects' events) and the completion EQs, their MSI-X
- * vectors, and the hand-off of RDMA events to the RDMA driver.
+ * vectors, and the hand-off of RDMA events to the RDMA driver. What a
+ * fatal error does is in ohca_health.c.
  */
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
 
 #include "ohca_core_priv.h"
 
-static const char *ohca_fatal_name(u32 code)
-{
-	switch (code) {
-	case OHCA_FATAL_CMDQ_DMA:
-		return "command ring not readable";
-	case OHCA_FATAL_EQ_DMA:
-		return "event queue not writable";
-	case OHCA_FATAL_EQ_OVERFLOW:
-		return "event queue overflow";
-	case OHCA_FATAL_BAD_CMDQ_CONFIG:
-		return "bad command queue configuration";
-	default:
-		return "unknown";
-	}
-}
-
-/*
- * The RDMA driver's callbacks (ohca_core.h). The client pointer is
- * published and cleared by ohca_register_events() and
- * ohca_unregister_events(); every call runs under rcu_read_lock(), so
- * the synchronize_rcu() in ohca_unregister_events() waits for it.
+/**
+ * ohca_register_events() - bind the RDMA driver's event callbacks
+ * @dev: the function
+ * @client: the callbacks and their argument
+ *
+ * One client per device: from the auxiliary driver's probe, before it
+ * registers its ib_device. The client pointer is published here and
+ * cleared by ohca_unregister_events(); every callback runs under
+ * rcu_read_lock().
+ *
+ * Return: 0, or -EBUSY when a client is registered.
  */
 int ohca_register_events(struct ohca_dev *dev,
 			 struct ohca_event_client *client)
@@ -41,6 +32,14 @@ int ohca_register_events(struct ohca_dev *dev,
 }
 EXPORT_SYMBOL_GPL(ohca_register_events);
 
+/**
+ * ohca_unregister_events() - unbind the RDMA driver's event callbacks
+ * @dev: the function
+ *
+ * From the auxiliary driver's remove, after it unregistered its ib_device.
+ * On return no callback runs or will run (synchronize_rcu()); events that
+ * come meanwhile are counted in events_dropped.
+ */
 void ohca_unregister_events(struct ohca_dev *dev)
 {
 	RCU_INIT_POINTER(dev->events, NULL);
@@ -75,7 +74,13 @@ static void ohca_dispatch_async(struct ohca_dev *dev,
 	rcu_read_unlock();
 }
 
-/* The port's state may have changed: the RDMA driver reads it again. */
+/**
+ * ohca_port_changed() - tell the RDMA driver the port may have changed
+ * @dev: the function
+ *
+ * It reads the port state again. Any context the callback allows (the EQ 0
+ * interrupt, ndo_open/ndo_stop).
+ */
 void ohca_port_changed(struct ohca_dev *dev)
 {
 	struct ohca_event_client *client;
@@ -85,67 +90,6 @@ void ohca_port_changed(struct ohca_dev *dev)
 	if (client)
 		client->ops->port_change(client->priv);
 	rcu_read_unlock();
-}
-
-/* Fail every command waiter, drop the carrier and tell the RDMA driver. */
-static void ohca_dev_stopped(struct ohca_dev *dev)
-{
-	struct ohca_event_client *client;
-
-	ohca_cmdq_fail_all(dev);
-
-	if (test_bit(OHCA_FLAG_NETDEV_READY, &dev->flags))
-		netif_carrier_off(dev->netdev);
-	rcu_read_lock();
-	client = rcu_dereference(dev->events);
-	if (client)
-		client->ops->fatal(client->priv);
-	rcu_read_unlock();
-}
-
-/*
- * The device stopped and will not answer until reset. May run in IRQ
- * context.
- */
-void ohca_handle_fatal(struct ohca_dev *dev, u32 code)
-{
-	if (test_and_set_bit(OHCA_FLAG_FATAL, &dev->flags))
-		return;
-
-	dev_err(&dev->pdev->dev,
-		"device fatal error %u (%s); the device is stopped until a function reset or driver reload\n",
-		code, ohca_fatal_name(code));
-	ohca_dev_stopped(dev);
-}
-
-/*
- * The driver gives up on a device that did not report a fatal state (a
- * command timed out, a PCI error, shutdown): every later command fails at
- * once instead of waiting out its own timeout, so tearing down N objects
- * does not take N timeouts. Bus mastering goes off first, because objects
- * destroyed from now on are freed without a DESTROY command the device
- * could have acknowledged. Process context. 'why' is logged as an error;
- * NULL for an orderly stop (shutdown), which is no error.
- */
-void ohca_mark_dead(struct ohca_dev *dev, const char *why)
-{
-	if (test_and_set_bit(OHCA_FLAG_FATAL, &dev->flags))
-		return;
-
-	pci_clear_master(dev->pdev);
-	if (why)
-		dev_err(&dev->pdev->dev,
-			"%s: device treated as dead until a function reset or driver reload\n",
-			why);
-	ohca_dev_stopped(dev);
-}
-EXPORT_SYMBOL_GPL(ohca_mark_dead);
-
-/* Catch a fatal state that could not be reported on EQ 0. */
-void ohca_check_fatal(struct ohca_dev *dev)
-{
-	if (ohca_rd32(dev, OHCA_REG_DEV_STATUS) & OHCA_DEV_STATUS_FATAL)
-		ohca_handle_fatal(dev, ohca_rd32(dev, OHCA_REG_FATAL_CODE));
 }
 
 static void ohca_eqe_handle(struct ohca_dev *dev, const struct ohca_eqe *eqe)
@@ -266,11 +210,14 @@ static u32 ohca_max_eq_log(struct ohca_dev *dev)
 		       OHCA_EQ_LOG_MIN, OHCA_EQ_LOG_MAX);
 }
 
-/*
+/**
+ * ohca_eq0_fit_limits() - fit the reported limits to EQ 0
+ * @dev: the function
+ *
  * EQ 0 exists before the device's limits are known (their query is a
- * command, answered on EQ 0). Once they are, on a device where a full
- * EQ 0 is fatal: lower the QP and CQ limits reported to the RDMA core
- * until their worst-case burst fits EQ 0.
+ * command, answered on EQ 0). Once they are, on a device where a full EQ 0
+ * is fatal (no OHCA_DEV_CAP_EQ0_HOLD): lower the QP and CQ limits reported
+ * to the RDMA core until their worst-case burst fits EQ 0.
  */
 void ohca_eq0_fit_limits(struct ohca_dev *dev)
 {
@@ -303,6 +250,15 @@ static u32 ohca_comp_eq_log(struct ohca_dev *dev)
 		       ohca_max_eq_log(dev));
 }
 
+/**
+ * ohca_eq0_init() - create event queue 0 and its interrupt
+ * @dev: the function
+ *
+ * The ring (2^OHCA_EQ0_LOG entries or the device's maximum), the MSI-X
+ * vector OHCA_MSIX_ASYNC_EQ, the EQ0 registers, armed.
+ *
+ * Return: 0, -ENOMEM, or request_irq()'s error.
+ */
 int ohca_eq0_init(struct ohca_dev *dev)
 {
 	struct device *dmadev = &dev->pdev->dev;
@@ -337,7 +293,12 @@ err_free_ring:
 	return err;
 }
 
-/* Called after the device was reset: it no longer writes the ring. */
+/**
+ * ohca_eq0_destroy() - free event queue 0 and its interrupt
+ * @dev: the function
+ *
+ * Called after the device was reset: it no longer writes the ring.
+ */
 void ohca_eq0_destroy(struct ohca_dev *dev)
 {
 	struct ohca_eq *eq = &dev->eq0;
@@ -412,11 +373,16 @@ err_free_ring:
 	return err;
 }
 
-/*
- * One completion EQ per online CPU, up to the spare MSI-X vectors and the
- * device's EQ limit (max_eq counts EQ 0). A device without the RDMA
- * resource commands gets none; the ib_device then cannot create CQs. If
- * the device refuses one after the first, the ones it made are used.
+/**
+ * ohca_comp_eqs_create() - create the completion EQs
+ * @dev: the function
+ *
+ * One per online CPU, up to the spare MSI-X vectors and the device's EQ
+ * limit (max_eq counts EQ 0). A device without the RDMA resource commands
+ * gets none; the ib_device then cannot create CQs. If the device refuses
+ * one after the first, the ones it made are used.
+ *
+ * Return: 0, or a negative errno if not even the first could be made.
  */
 int ohca_comp_eqs_create(struct ohca_dev *dev)
 {
@@ -452,7 +418,12 @@ int ohca_comp_eqs_create(struct ohca_dev *dev)
 	return 0;
 }
 
-/* Called after the device was reset: it no longer writes the rings. */
+/**
+ * ohca_comp_eqs_free() - free the completion EQs and their interrupts
+ * @dev: the function
+ *
+ * Called after the device was reset: it no longer writes the rings.
+ */
 void ohca_comp_eqs_free(struct ohca_dev *dev)
 {
 	int i;

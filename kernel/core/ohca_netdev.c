@@ -302,6 +302,15 @@ static int ohca_napi_poll(struct napi_struct *napi, int budget)
 	return done;
 }
 
+/**
+ * ohca_eth_irq() - the Ethernet rings' interrupt
+ * @irq: its vector (OHCA_MSIX_ETH)
+ * @data: the function (struct ohca_dev)
+ *
+ * The work is done in NAPI.
+ *
+ * Return: IRQ_HANDLED.
+ */
 irqreturn_t ohca_eth_irq(int irq, void *data)
 {
 	struct ohca_dev *dev = data;
@@ -634,7 +643,14 @@ static const struct ethtool_ops ohca_ethtool_ops = {
 	.get_ringparam		= ohca_get_ringparam,
 };
 
-/* EQ 0 interrupt context: PORT_CHANGE event. */
+/**
+ * ohca_netdev_link_change() - the port's link went up or down
+ * @dev: the function
+ * @up: the new state
+ *
+ * Sets the carrier. EQ 0 interrupt context (PORT_CHANGE event), or the
+ * netdev's creation with EQ 0's interrupt held off.
+ */
 void ohca_netdev_link_change(struct ohca_dev *dev, bool up)
 {
 	if (up)
@@ -643,6 +659,15 @@ void ohca_netdev_link_change(struct ohca_dev *dev, bool up)
 		netif_carrier_off(dev->netdev);
 }
 
+/**
+ * ohca_netdev_create() - create and register the port's net_device
+ * @dev: the function
+ *
+ * eth%d with the port's MAC and MTU, NAPI, the Ethernet interrupt; the
+ * carrier follows the link from then on. The rings are made by ndo_open.
+ *
+ * Return: 0 or a negative errno.
+ */
 int ohca_netdev_create(struct ohca_dev *dev)
 {
 	unsigned int eq0_irq = pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ);
@@ -709,6 +734,12 @@ err_napi_del:
 	return err;
 }
 
+/**
+ * ohca_netdev_destroy() - unregister and free the port's net_device
+ * @dev: the function
+ *
+ * After this no PORT_CHANGE event touches it.
+ */
 void ohca_netdev_destroy(struct ohca_dev *dev)
 {
 	clear_bit(OHCA_FLAG_NETDEV_READY, &dev->flags);

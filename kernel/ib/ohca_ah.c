@@ -12,6 +12,18 @@
 
 #include "ohca_ib.h"
 
+/**
+ * ohca_create_ah() - ib_device_ops.create_ah: a UD address handle
+ * @ibah: the AH, allocated by the core
+ * @init_attr: its attributes (a RoCE address: the GRH is required)
+ * @udata: a user AH's response (the vector's MAC, VLAN, network type), or NULL
+ *
+ * No command: the address vector is built here (ohca_av_from_ah()) and
+ * carried by every UD WQE; safe in atomic context.
+ *
+ * Return: 0, -EOPNOTSUPP without UD, -EINVAL for an address without a GRH
+ * or unknown request bytes, or ib_copy_to_udata()'s error.
+ */
 int ohca_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 		   struct ib_udata *udata)
 {
@@ -39,12 +51,28 @@ int ohca_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 	return ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
 }
 
+/**
+ * ohca_destroy_ah() - ib_device_ops.destroy_ah
+ * @ibah: the AH
+ * @flags: RDMA_DESTROY_AH_* (unused)
+ *
+ * Nothing in the device; the core frees the object.
+ *
+ * Return: 0.
+ */
 int ohca_destroy_ah(struct ib_ah *ibah, u32 flags)
 {
 	/* Nothing in the device; the core frees the object. */
 	return 0;
 }
 
+/**
+ * ohca_query_ah() - ib_device_ops.query_ah
+ * @ibah: the AH
+ * @ah_attr: filled from its address vector (a RoCE address on port 1)
+ *
+ * Return: 0.
+ */
 int ohca_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr)
 {
 	const struct ohca_av *av = &to_ohca_ah(ibah)->av;

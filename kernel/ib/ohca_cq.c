@@ -11,7 +11,16 @@
 
 #include "ohca_ib.h"
 
-/* Completion (CQ_COMPLETION, comp EQ) or CQ_ERROR (EQ 0) in IRQ context. */
+/**
+ * ohca_cq_event() - a CQ's event from the device
+ * @dev: the RDMA device
+ * @cqn: the CQ's number
+ * @error: a CQ_ERROR event (EQ 0) rather than a completion (completion EQ)
+ * @code: the CQ_ERROR code (OHCA_CQ_ERR_*)
+ *
+ * Calls the CQ's completion handler, or its event handler with
+ * IB_EVENT_CQ_ERR. An event for an unknown CQ is dropped. IRQ context.
+ */
 void ohca_cq_event(struct ohca_ibdev *dev, u32 cqn, bool error, u16 code)
 {
 	struct ohca_cq *cq = xa_load(&dev->cq_xa, cqn);
@@ -112,6 +121,16 @@ static void ohca_cq_free_buf(struct ohca_ibdev *dev, struct ohca_cq *cq)
 	cq->ring = NULL;
 }
 
+/**
+ * ohca_create_cq() - ib_device_ops.create_cq
+ * @ibcq: the CQ, allocated by the core
+ * @attr: its size and completion vector (no flags)
+ * @udata: a user CQ's request (its ring) and response (its number), or NULL
+ *         for a kernel CQ, whose ring is allocated here
+ *
+ * Return: 0, -EINVAL for a size out of range, -EOPNOTSUPP for flags or a
+ * device without completion EQs, or the errno of the ring or the command.
+ */
 int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		   struct ib_udata *udata)
 {
@@ -176,38 +195,49 @@ int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 err_erase:
 	xa_erase_irq(&dev->cq_xa, cq->cqn);
 err_destroy:
-	if (ohca_destroy_failed(dev, ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_CQ,
-						      cq->cqn), "CQ", cq->cqn))
+	if (!ohca_destroy_object(dev, NULL, OHCA_CMD_DESTROY_CQ, cq->cqn, "CQ",
+				 cq->ceq))
 		return err;
-	ohca_sync_async_events(dev->cdev);
-	ohca_sync_comp_events(dev->cdev, cq->ceq);
 err_free_buf:
 	ohca_cq_free_buf(dev, cq);
 	return err;
 }
 
+/**
+ * ohca_destroy_cq() - ib_device_ops.destroy_cq
+ * @ibcq: the CQ
+ * @udata: the user's (unused)
+ *
+ * The ring is freed unless the device may still write it
+ * (ohca_destroy_object()).
+ *
+ * Return: 0.
+ */
 int ohca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibcq->device);
 	struct ohca_cq *cq = to_ohca_cq(ibcq);
-	int err;
 
-	/* Erase first: the device may reuse the number once it is destroyed. */
-	xa_erase_irq(&dev->cq_xa, cq->cqn);
-	err = ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_CQ, cq->cqn);
-	/* No event handler may still hold the CQ. */
-	ohca_sync_async_events(dev->cdev);
-	ohca_sync_comp_events(dev->cdev, cq->ceq);
-	if (!ohca_destroy_failed(dev, err, "CQ", cq->cqn))
+	if (ohca_destroy_object(dev, &dev->cq_xa, OHCA_CMD_DESTROY_CQ, cq->cqn,
+				"CQ", cq->ceq))
 		ohca_cq_free_buf(dev, cq);
 	return 0;
 }
 
-/*
- * A user CQ moves to a new ring (RESIZE_CQ): the provider holds its CQ
- * lock across the call, so the device's consumer index is the provider's,
- * and the device copies the unpolled CQEs to the start of the new ring.
- * Kernel CQs are not resized: no kernel consumer asks for it.
+/**
+ * ohca_resize_cq() - ib_device_ops.resize_cq: a user CQ moves to a new ring
+ * @ibcq: the CQ
+ * @cqe: the entries asked for
+ * @udata: the new ring (request) and the unpolled CQEs copied (response)
+ *
+ * The provider holds its CQ lock across the call, so the device's consumer
+ * index is the provider's, and the device (RESIZE_CQ) copies the unpolled
+ * CQEs to the start of the new ring. Kernel CQs are not resized: no kernel
+ * consumer asks for it.
+ *
+ * Return: 0, -EOPNOTSUPP (kernel CQ, no OHCA_DEV_CAP_RESIZE_CQ), -EINVAL
+ * (sizes, or more unpolled CQEs than the new ring holds), or the errno of
+ * pinning the ring or of the command.
  */
 int ohca_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 {
@@ -280,12 +310,18 @@ static bool ohca_has_cq_moderation(struct ohca_ibdev *dev)
 	return le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_CQ_MODERATION;
 }
 
-/*
- * Completion event moderation (rdma_set_cq_moderation(), ibv_modify_cq):
- * an armed CQ's event waits for @cq_count completions or @cq_period
- * microseconds after the first (programming manual section 20). The
- * device refuses a count above 1 without a period (-EINVAL), which could
- * hold an event for ever; 0/0 turns moderation off.
+/**
+ * ohca_modify_cq() - ib_device_ops.modify_cq: completion event moderation
+ * @ibcq: the CQ
+ * @cq_count: completions an armed CQ's event waits for (0 or 1: none)
+ * @cq_period: microseconds after the first completion it waits at most
+ *
+ * rdma_set_cq_moderation(), ibv_modify_cq (programming manual section 20).
+ * The device refuses a count above 1 without a period, which could hold an
+ * event for ever; 0/0 turns moderation off.
+ *
+ * Return: 0, -EOPNOTSUPP without OHCA_DEV_CAP_CQ_MODERATION, -EINVAL for
+ * values over the device's limits, or the command's errno.
  */
 int ohca_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period)
 {
@@ -310,7 +346,11 @@ int ohca_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period)
 	return ohca_cmd_exec(dev->cdev, &args);
 }
 
-/* The moderation limits for ib_device_attr (0: no moderation). */
+/**
+ * ohca_cq_query_caps() - the moderation limits for query_device
+ * @dev: the RDMA device
+ * @props: its cq_caps are set (left 0 without moderation)
+ */
 void ohca_cq_query_caps(struct ohca_ibdev *dev, struct ib_device_attr *props)
 {
 	if (!ohca_has_cq_moderation(dev))
@@ -321,6 +361,12 @@ void ohca_cq_query_caps(struct ohca_ibdev *dev, struct ib_device_attr *props)
 		min_t(u32, le32_to_cpu(dev->cdev->attr.max_cq_mod_period), U16_MAX);
 }
 
+/**
+ * ohca_wc_status() - a CQE's status as the RDMA core's
+ * @status: enum ohca_cqe_status (the IBTA numbering)
+ *
+ * Return: the ib_wc_status; IB_WC_GENERAL_ERR for a status not known.
+ */
 enum ib_wc_status ohca_wc_status(u8 status)
 {
 	switch (status) {
@@ -376,13 +422,18 @@ static struct ohca_cqe *ohca_cq_next(struct ohca_cq *cq)
 	return ohca_cqe_at(cq, cq->ci);
 }
 
-/*
- * Drop the CQEs of QP @qpn from a kernel CQ once the device no longer
- * produces any for it (the QP was destroyed or is in RESET): otherwise a
- * stale send CQE moves a restarted QP's consumer index, retires another
- * QP's WQEs after the number is reused, or hands the core a freed
- * consumer's wr_cqe. Later CQEs move up over the dropped ones, keeping the
- * owner bit of their new slot; the device only writes past them.
+/**
+ * ohca_cq_clean() - drop a QP's CQEs from a kernel CQ
+ * @dev: the RDMA device
+ * @cq: the CQ (a user CQ: nothing to do)
+ * @qpn: the QP's number
+ *
+ * Once the device no longer produces any for the QP (it was destroyed or
+ * is in RESET): otherwise a stale send CQE moves a restarted QP's consumer
+ * index, retires another QP's WQEs after the number is reused, or hands
+ * the core a freed consumer's wr_cqe. Later CQEs move up over the dropped
+ * ones, keeping the owner bit of their new slot; the device only writes
+ * past them. Takes the CQ lock.
  */
 void ohca_cq_clean(struct ohca_ibdev *dev, struct ohca_cq *cq, u32 qpn)
 {
@@ -418,10 +469,13 @@ void ohca_cq_clean(struct ohca_ibdev *dev, struct ohca_cq *cq, u32 qpn)
 	spin_unlock_irqrestore(&cq->lock, flags);
 }
 
-/*
- * The device is stopped: completions exist only in software now. Tell the
- * CQ's consumer, as a completion event would (not for IB_POLL_DIRECT CQs,
- * whose owner polls them itself).
+/**
+ * ohca_cq_kick() - have a stopped device's CQ polled
+ * @cq: the CQ
+ *
+ * The device is stopped: completions exist only in software now (poll_cq
+ * flushes the kernel QPs' work). Tell the CQ's consumer, as a completion
+ * event would (not for IB_POLL_DIRECT CQs, whose owner polls them itself).
  */
 void ohca_cq_kick(struct ohca_cq *cq)
 {
@@ -429,9 +483,37 @@ void ohca_cq_kick(struct ohca_cq *cq)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 }
 
-/* False for a CQE of a QP that is gone: dropped. */
-static bool ohca_cqe_to_wc(struct ohca_ibdev *dev, const struct ohca_cqe *cqe,
-			   struct ib_wc *wc)
+/**
+ * ohca_cqe_is_cq_own() - whether a CQE of a kernel CQ is that CQ's to report
+ * @cq: the kernel CQ polled
+ * @qp: the QP the CQE names (by number)
+ * @cqe: the CQE
+ *
+ * A send CQE must name a QP whose send CQ is @cq, a receive CQE one whose
+ * receive CQ is @cq. A receive through an XRC target QP (OHCA_CQE_F_XRC)
+ * completes on a user XRC SRQ's CQ, never on a kernel CQ. Anything else
+ * (a CQ number the device still uses for a destroyed object's work after
+ * it was reused, a confused device) would hand the CQ's consumer a wr_id
+ * it never posted: for a kernel ULP, a wr_cqe pointer it calls.
+ *
+ * Return: true if @cqe may be reported on @cq, false if it is dropped.
+ */
+bool ohca_cqe_is_cq_own(const struct ohca_cq *cq, const struct ohca_qp *qp,
+			const struct ohca_cqe *cqe)
+{
+	if (cqe->flags & OHCA_CQE_F_XRC)
+		return false;
+	if (cqe->opcode & OHCA_CQE_RECV)
+		return qp->ibqp.recv_cq == &cq->ibcq;
+	return qp->ibqp.send_cq == &cq->ibcq;
+}
+
+/*
+ * False for a CQE that is not reported: its QP is gone, or it is not this
+ * CQ's (ohca_cqe_is_cq_own(), counted in @cq->foreign). Under cq->lock.
+ */
+static bool ohca_cqe_to_wc(struct ohca_ibdev *dev, struct ohca_cq *cq,
+			   const struct ohca_cqe *cqe, struct ib_wc *wc)
 {
 	u32 qpn = le32_to_cpu(cqe->qpn);
 	struct ohca_qp *qp = xa_load(&dev->qp_xa, qpn);
@@ -439,6 +521,14 @@ static bool ohca_cqe_to_wc(struct ohca_ibdev *dev, const struct ohca_cqe *cqe,
 	if (!qp) {
 		dev_dbg_ratelimited(&dev->cdev->pdev->dev,
 				    "CQE of unknown QP 0x%x dropped\n", qpn);
+		return false;
+	}
+	if (!ohca_cqe_is_cq_own(cq, qp, cqe)) {
+		cq->foreign++;
+		dev_warn_ratelimited(&dev->cdev->pdev->dev,
+				     "CQ 0x%x: CQE of QP 0x%x (opcode 0x%x flags 0x%x) not this CQ's, dropped (%u so far)\n",
+				     cq->cqn, qpn, cqe->opcode, cqe->flags,
+				     cq->foreign);
 		return false;
 	}
 	memset(wc, 0, sizeof(*wc));
@@ -511,6 +601,19 @@ static bool ohca_cqe_to_wc(struct ohca_ibdev *dev, const struct ohca_cqe *cqe,
 	return true;
 }
 
+/**
+ * ohca_poll_cq() - ib_device_ops.poll_cq of a kernel CQ
+ * @ibcq: the CQ
+ * @num_entries: room in @wc
+ * @wc: the completions
+ *
+ * CQEs the CQ must not report (their QP is gone, or not attached to this
+ * CQ: ohca_cqe_is_cq_own()) are consumed and dropped. On a stopped device
+ * the work its kernel QPs still have outstanding is flushed here, so that
+ * ib_drain_qp() and the ULPs' teardown finish.
+ *
+ * Return: the number of completions in @wc, or -EINVAL for a user CQ.
+ */
 int ohca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibcq->device);
@@ -525,7 +628,7 @@ int ohca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 
 	spin_lock_irqsave(&cq->lock, flags);
 	while (n < num_entries && (cqe = ohca_cq_next(cq))) {
-		if (ohca_cqe_to_wc(dev, cqe, &wc[n]))
+		if (ohca_cqe_to_wc(dev, cq, cqe, &wc[n]))
 			n++;
 		cq->ci++;
 		moved = true;
@@ -568,6 +671,16 @@ static bool ohca_cq_has_sw_flush(struct ohca_cq *cq)
 	return false;
 }
 
+/**
+ * ohca_req_notify_cq() - ib_device_ops.req_notify_cq of a kernel CQ
+ * @ibcq: the CQ
+ * @flags: IB_CQ_SOLICITED or IB_CQ_NEXT_COMP, and IB_CQ_REPORT_MISSED_EVENTS
+ *
+ * Arms the CQ with its consumer index.
+ *
+ * Return: 1 if IB_CQ_REPORT_MISSED_EVENTS was asked and there is something
+ * to poll already (a CQE, or software flushes of a stopped device), else 0.
+ */
 int ohca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibcq->device);

@@ -32,6 +32,12 @@ static struct ohca_dm *to_ohca_dm(struct ib_dm *ibdm)
 	return container_of(ibdm, struct ohca_dm, ibdm);
 }
 
+/**
+ * ohca_max_dm_size() - the device memory a user may allocate at most
+ * @dev: the RDMA device
+ *
+ * Return: the size in bytes, 0 without OHCA_DEV_CAP_DM.
+ */
 u64 ohca_max_dm_size(struct ohca_ibdev *dev)
 {
 	if (!(le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_DM))
@@ -44,8 +50,12 @@ static int ohca_free_dm_cmd(struct ohca_ibdev *dev, u32 handle)
 	return ohca_cmd_destroy(dev->cdev, OHCA_CMD_FREE_DM, handle);
 }
 
-/*
- * The last reference to an allocation's mmap entry is gone (the DM was
+/**
+ * ohca_dm_release() - give an allocation's chunks back to the device
+ * @dev: the RDMA device
+ * @handle: ALLOC_DM's handle
+ *
+ * The last reference to the allocation's mmap entry is gone (the DM was
  * freed and no process maps it any more): only now may the device hand
  * the chunks to someone else.
  */
@@ -54,6 +64,19 @@ void ohca_dm_release(struct ohca_ibdev *dev, u32 handle)
 	ohca_destroy_failed(dev, ohca_free_dm_cmd(dev, handle), "DM", handle);
 }
 
+/**
+ * ohca_alloc_dm() - ib_device_ops.alloc_dm: device memory for a user
+ * @ibdev: the RDMA device
+ * @ibuctx: the user context the memory is mapped into
+ * @attr: length and alignment (log2)
+ * @attrs: the response: the mmap offset of the memory (in BAR2)
+ *
+ * The device's answer is checked against the device-memory window before
+ * anything is mapped.
+ *
+ * Return: the DM, or an ERR_PTR: -EOPNOTSUPP without device memory,
+ * -EINVAL (length, alignment), -EIO (a bad answer), or another errno.
+ */
 struct ib_dm *ohca_alloc_dm(struct ib_device *ibdev,
 			    struct ib_ucontext *ibuctx,
 			    struct ib_dm_alloc_attr *attr,
@@ -137,6 +160,16 @@ err_free_dm:
 	return ERR_PTR(err);
 }
 
+/**
+ * ohca_dealloc_dm() - ib_device_ops.dealloc_dm
+ * @ibdm: the DM
+ * @attrs: unused
+ *
+ * No new mapping from here on; the chunks go back to the device once the
+ * process has unmapped them too (ohca_dm_release()).
+ *
+ * Return: 0.
+ */
 int ohca_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs)
 {
 	struct ohca_dm *dm = to_ohca_dm(ibdm);
@@ -150,6 +183,15 @@ int ohca_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs)
 	return 0;
 }
 
+/**
+ * ohca_reg_dm_mr() - ib_device_ops.reg_dm_mr: an MR over device memory
+ * @ibpd: the PD
+ * @ibdm: the DM
+ * @attr: offset and length in the DM, access flags
+ * @attrs: unused
+ *
+ * Return: the MR, or an ERR_PTR with a negative errno.
+ */
 struct ib_mr *ohca_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 			     struct ib_dm_mr_attr *attr,
 			     struct uverbs_attr_bundle *attrs)

@@ -17,12 +17,26 @@ static u32 ohca_max_frmr_pages(struct ohca_ibdev *dev)
 		     OHCA_MAX_FAST_REG_PAGES);
 }
 
-/* Reported by query_device; 0 (no fast registration) without the cap. */
+/**
+ * ohca_fast_reg_page_list_len() - max_fast_reg_page_list_len for query_device
+ * @dev: the RDMA device
+ *
+ * Return: the entries a fast-registration MR may have; 0 (no fast
+ * registration) without the capability.
+ */
 u32 ohca_fast_reg_page_list_len(struct ohca_ibdev *dev)
 {
 	return ohca_max_frmr_pages(dev);
 }
 
+/**
+ * ohca_alloc_mr() - ib_device_ops.alloc_mr: a fast-registration MR
+ * @ibpd: the PD
+ * @mr_type: IB_MR_TYPE_MEM_REG only
+ * @max_num_sg: the entries its page list holds
+ *
+ * Return: the MR, or an ERR_PTR with a negative errno.
+ */
 struct ib_mr *ohca_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
 			    u32 max_num_sg)
 {
@@ -70,7 +84,11 @@ err_free:
 	return ERR_PTR(err);
 }
 
-/* The page list of a fast-registration MR; mr->pages is NULL otherwise. */
+/**
+ * ohca_fast_reg_free() - free a fast-registration MR's page list
+ * @dev: the RDMA device
+ * @mr: the MR (nothing to do when mr->pages is NULL)
+ */
 void ohca_fast_reg_free(struct ohca_ibdev *dev, struct ohca_mr *mr)
 {
 	if (mr->pages)
@@ -89,6 +107,18 @@ static int ohca_set_page(struct ib_mr *ibmr, u64 addr)
 	return 0;
 }
 
+/**
+ * ohca_map_mr_sg() - ib_device_ops.map_mr_sg
+ * @ibmr: a fast-registration MR
+ * @sg: the scatterlist
+ * @sg_nents: its entries
+ * @sg_offset: the offset into the first entry (in/out, ib_sg_to_pages())
+ *
+ * Fills the MR's page list for the next IB_WR_REG_MR.
+ *
+ * Return: the number of entries mapped, or -EINVAL for an MR without a
+ * page list.
+ */
 int ohca_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		   unsigned int *sg_offset)
 {
@@ -100,10 +130,17 @@ int ohca_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, ohca_set_page);
 }
 
-/*
- * An IB_WR_REG_MR as the device's REG_MR WQE. The page list is coherent
- * memory: the doorbell's writeq() orders it and the WQE before the device
- * reads either.
+/**
+ * ohca_build_reg_mr_wqe() - an IB_WR_REG_MR as the device's REG_MR WQE
+ * @dev: the RDMA device
+ * @wr: the work request
+ * @signaled: the WQE asks for a CQE
+ * @wqe: the WQE to fill
+ *
+ * The page list is coherent memory: the doorbell's writeq() orders it and
+ * the WQE before the device reads either.
+ *
+ * Return: 0, or -EINVAL for an MR or access the device cannot register.
  */
 int ohca_build_reg_mr_wqe(struct ohca_ibdev *dev, const struct ib_reg_wr *wr,
 			  bool signaled, struct ohca_reg_mr_wqe *wqe)

@@ -17,6 +17,12 @@ struct ohca_flow {
 	u32 handle;
 };
 
+/**
+ * ohca_has_raw() - whether the device has raw Ethernet QPs and flows
+ * @dev: the RDMA device
+ *
+ * Return: true with OHCA_DEV_CAP_RAW_ETH.
+ */
 bool ohca_has_raw(struct ohca_ibdev *dev)
 {
 	return le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_RAW_ETH;
@@ -161,6 +167,14 @@ static void ohca_flow_mask_values(struct ohca_create_flow_in *in)
 		v[i] &= m[i];
 }
 
+/**
+ * ohca_create_flow() - ib_device_ops.create_flow: steer frames to a raw QP
+ * @ibqp: the raw packet QP
+ * @attr: the flow: its specs (each layer at most once)
+ * @udata: the user's (no request data)
+ *
+ * Return: the flow, or an ERR_PTR with a negative errno.
+ */
 struct ib_flow *ohca_create_flow(struct ib_qp *ibqp,
 				 struct ib_flow_attr *attr,
 				 struct ib_udata *udata)
@@ -213,6 +227,12 @@ struct ib_flow *ohca_create_flow(struct ib_qp *ibqp,
 	return &flow->ibflow;
 }
 
+/**
+ * ohca_destroy_flow() - ib_device_ops.destroy_flow
+ * @ibflow: the flow
+ *
+ * Return: 0 (a failed DESTROY_FLOW is logged: ohca_destroy_failed()).
+ */
 int ohca_destroy_flow(struct ib_flow *ibflow)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibflow->device);

@@ -120,6 +120,7 @@ struct ohca_cq {
 	/* Kernel CQ: guards ci, the ring and the two QP lists below. */
 	spinlock_t lock;
 	u32 ci;				/* free-running consumer index */
+	u32 foreign;			/* CQEs dropped: not this CQ's */
 	/* User CQ: serialises ohca_resize_cq()'s swap of umem and size. */
 	struct mutex resize_lock;
 	/* Kernel QPs whose SQ / RQ complete here (software flushes). */
@@ -251,9 +252,15 @@ to_ohca_mmap_entry(struct rdma_user_mmap_entry *entry)
 	return container_of(entry, struct ohca_user_mmap_entry, rdma_entry);
 }
 
-/*
- * uAPI extension rule (ohca-abi.h): the bytes of a request past the @len
- * this driver knows, which a newer provider may send, must be zero.
+/**
+ * ohca_udata_tail_clear() - whether a request's unknown tail is zero
+ * @udata: the request
+ * @len: the bytes of it this driver knows
+ *
+ * uAPI extension rule (ohca-abi.h): the bytes past @len, which a newer
+ * provider may send, must be zero.
+ *
+ * Return: true if there are none or all are zero.
  */
 static inline bool ohca_udata_tail_clear(struct ib_udata *udata, size_t len)
 {
@@ -266,9 +273,13 @@ extern const struct ib_device_ops ohca_dev_ops;
 bool ohca_port_active(struct ohca_ibdev *dev);
 void ohca_port_update(struct ohca_ibdev *dev);
 
-/* ohca_mr.c */
+/* ohca_destroy.c */
 bool ohca_destroy_failed(struct ohca_ibdev *dev, int err, const char *what,
 			 u32 handle);
+bool ohca_destroy_object(struct ohca_ibdev *dev, struct xarray *xa, u16 opcode,
+			 u32 handle, const char *what, struct ohca_comp_eq *ceq);
+
+/* ohca_pbl.c */
 int ohca_pbl_from_umem(struct ohca_ibdev *dev, struct ib_umem *umem,
 		       unsigned long pgsz, struct ohca_pbl *pbl,
 		       struct ohca_pbl_mem *mem);
@@ -278,8 +289,11 @@ int ohca_pbl_from_coherent(struct ohca_ibdev *dev, dma_addr_t addr,
 void ohca_pbl_free(struct ohca_ibdev *dev, struct ohca_pbl_mem *mem);
 struct ib_umem *ohca_umem_ring(struct ohca_ibdev *dev, u64 addr, size_t bytes,
 			       struct ohca_pbl *pbl, struct ohca_pbl_mem *mem);
+unsigned long ohca_pgsz_bitmap(struct ohca_ibdev *dev);
 u32 ohca_access_to_dev(int ib_access);
 int ohca_access_from_dev(u32 access);
+
+/* ohca_mr.c */
 int ohca_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 int ohca_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 struct ib_mr *ohca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
@@ -293,7 +307,7 @@ void ohca_odp_fault_event(struct ohca_ibdev *dev, const struct ohca_eqe *eqe);
 void ohca_odp_drain(struct ohca_ibdev *dev);
 struct ib_mr *ohca_reg_user_mr_odp(struct ib_pd *ibpd, u64 start, u64 length,
 				   u64 iova, int access);
-int ohca_dereg_mr_odp(struct ohca_mr *mr);
+void ohca_dereg_mr_odp(struct ohca_mr *mr);
 int ohca_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		   u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		   struct uverbs_attr_bundle *attrs);
@@ -324,6 +338,8 @@ void ohca_cq_event(struct ohca_ibdev *dev, u32 cqn, bool error, u16 code);
 enum ib_wc_status ohca_wc_status(u8 status);
 void ohca_cq_clean(struct ohca_ibdev *dev, struct ohca_cq *cq, u32 qpn);
 void ohca_cq_kick(struct ohca_cq *cq);
+bool ohca_cqe_is_cq_own(const struct ohca_cq *cq, const struct ohca_qp *qp,
+			const struct ohca_cqe *cqe);
 
 /* ohca_qp.c; ohca_ah.c for the AH functions */
 int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,

@@ -29,11 +29,28 @@ static int ohca_mcast_cmd(struct ib_qp *ibqp, union ib_gid *gid, u16 opcode)
 	return ohca_cmd_exec(dev->cdev, &args);
 }
 
+/**
+ * ohca_attach_mcast() - ib_device_ops.attach_mcast
+ * @ibqp: a UD QP
+ * @gid: the multicast group
+ * @lid: unused (RoCE)
+ *
+ * Return: 0, -EOPNOTSUPP without multicast, -EINVAL for another QP type,
+ * or the command's errno.
+ */
 int ohca_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
 {
 	return ohca_mcast_cmd(ibqp, gid, OHCA_CMD_ATTACH_MCAST);
 }
 
+/**
+ * ohca_detach_mcast() - ib_device_ops.detach_mcast
+ * @ibqp: a UD QP
+ * @gid: the multicast group
+ * @lid: unused (RoCE)
+ *
+ * Return: as ohca_attach_mcast().
+ */
 int ohca_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
 {
 	return ohca_mcast_cmd(ibqp, gid, OHCA_CMD_DETACH_MCAST);

@@ -1,227 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * ohca_ib: page lists, protection domains and
- * memory regions.
+ * ohca_ib: protection domains and memory regions (user, DMA, rereg,
+ * deregistration). Page lists and access flags are in ohca_pbl.c,
+ * on-demand paging MRs in ohca_odp.c.
  */
-#include <linux/dma-mapping.h>
 #include <rdma/ib_umem.h>
 #include <rdma/uverbs_ioctl.h>
-/* Newer stable kernels moved the block iterators out of ib_umem.h. */
-#ifdef OHCA_HAVE_RDMA_ITER_H
-#include <rdma/iter.h>
-#endif
 
 #include <ohca/ohca-abi.h>
 
 #include "ohca_ib.h"
 
-#define OHCA_PBL_PAGE_SIZE	4096
-
-/*
- * A DESTROY_* command failed. With the device stopped (fatal) it no longer
- * touches guest memory and the host side may be freed: returns false.
- * Otherwise the device may still own the object's memory; the caller
- * keeps it (leaks it) and the object is gone for the core: returns true.
+/**
+ * ohca_alloc_pd() - ib_device_ops.alloc_pd
+ * @ibpd: the PD, allocated by the core
+ * @udata: unused: the provider needs no PD number
+ *
+ * Return: 0 or the command's errno.
  */
-bool ohca_destroy_failed(struct ohca_ibdev *dev, int err, const char *what,
-			 u32 handle)
-{
-	if (!err || test_bit(OHCA_FLAG_FATAL, &dev->cdev->flags))
-		return false;
-	dev_err(&dev->cdev->pdev->dev,
-		"cannot destroy %s 0x%x (%d): its memory stays with the device\n",
-		what, handle, err);
-	return true;
-}
-
-void ohca_pbl_free(struct ohca_ibdev *dev, struct ohca_pbl_mem *mem)
-{
-	struct device *dmadev = &dev->cdev->pdev->dev;
-	u32 i;
-
-	for (i = 0; i < mem->nleaves; i++)
-		dma_free_coherent(dmadev, OHCA_PBL_PAGE_SIZE, mem->leaf[i],
-				  mem->leaf_dma[i]);
-	kfree(mem->leaf_dma);
-	kfree(mem->leaf);
-	if (mem->top)
-		dma_free_coherent(dmadev, OHCA_PBL_PAGE_SIZE, mem->top,
-				  mem->top_dma);
-	memset(mem, 0, sizeof(*mem));
-}
-
-/* Allocate the list pages for @npages entries and describe them in @pbl. */
-static int ohca_pbl_alloc(struct ohca_ibdev *dev, u32 npages, u32 page_shift,
-			  struct ohca_pbl *pbl, struct ohca_pbl_mem *mem)
-{
-	struct device *dmadev = &dev->cdev->pdev->dev;
-	u32 i;
-
-	memset(mem, 0, sizeof(*mem));
-	if (!npages || npages > OHCA_PBL_MAX_PAGES)
-		return -EINVAL;
-
-	mem->top = dma_alloc_coherent(dmadev, OHCA_PBL_PAGE_SIZE,
-				      &mem->top_dma, GFP_KERNEL);
-	if (!mem->top)
-		return -ENOMEM;
-
-	memset(pbl, 0, sizeof(*pbl));
-	pbl->addr = cpu_to_le64(mem->top_dma);
-	pbl->npages = cpu_to_le32(npages);
-	pbl->page_shift = page_shift;
-	pbl->levels = 1;
-	if (npages <= OHCA_PBL_ENTRIES_PER_PAGE)
-		return 0;
-
-	pbl->levels = 2;
-	mem->leaf = kcalloc(DIV_ROUND_UP(npages, OHCA_PBL_ENTRIES_PER_PAGE),
-			    sizeof(*mem->leaf), GFP_KERNEL);
-	mem->leaf_dma = kcalloc(DIV_ROUND_UP(npages, OHCA_PBL_ENTRIES_PER_PAGE),
-				sizeof(*mem->leaf_dma), GFP_KERNEL);
-	if (!mem->leaf || !mem->leaf_dma)
-		goto err_free;
-	for (i = 0; i < DIV_ROUND_UP(npages, OHCA_PBL_ENTRIES_PER_PAGE); i++) {
-		mem->leaf[i] = dma_alloc_coherent(dmadev, OHCA_PBL_PAGE_SIZE,
-						  &mem->leaf_dma[i],
-						  GFP_KERNEL);
-		if (!mem->leaf[i])
-			goto err_free;
-		mem->nleaves++;
-		mem->top[i] = cpu_to_le64(mem->leaf_dma[i]);
-	}
-	return 0;
-
-err_free:
-	ohca_pbl_free(dev, mem);
-	return -ENOMEM;
-}
-
-static void ohca_pbl_set(struct ohca_pbl_mem *mem, u32 i, u64 addr)
-{
-	if (!mem->nleaves)
-		mem->top[i] = cpu_to_le64(addr);
-	else
-		mem->leaf[i / OHCA_PBL_ENTRIES_PER_PAGE]
-			 [i % OHCA_PBL_ENTRIES_PER_PAGE] = cpu_to_le64(addr);
-}
-
-/* Page list of @umem in blocks of @pgsz (from ib_umem_find_best_pgsz()). */
-int ohca_pbl_from_umem(struct ohca_ibdev *dev, struct ib_umem *umem,
-		       unsigned long pgsz, struct ohca_pbl *pbl,
-		       struct ohca_pbl_mem *mem)
-{
-	size_t npages = ib_umem_num_dma_blocks(umem, pgsz);
-	struct ib_block_iter biter;
-	u32 i = 0;
-	int err;
-
-	if (npages > OHCA_PBL_MAX_PAGES) {
-		ibdev_dbg(&dev->ibdev, "%zu pages of %lu bytes: too many\n",
-			  npages, pgsz);
-		return -EINVAL;
-	}
-	err = ohca_pbl_alloc(dev, npages, ilog2(pgsz), pbl, mem);
-	if (err)
-		return err;
-	rdma_umem_for_each_dma_block(umem, &biter, pgsz) {
-		if (WARN_ON_ONCE(i >= npages))
-			break;
-		ohca_pbl_set(mem, i++, rdma_block_iter_dma_address(&biter));
-	}
-	return 0;
-}
-
-/* Page list of a contiguous coherent buffer, in 4 KiB pages. */
-int ohca_pbl_from_coherent(struct ohca_ibdev *dev, dma_addr_t addr,
-			   size_t bytes, struct ohca_pbl *pbl,
-			   struct ohca_pbl_mem *mem)
-{
-	u32 npages = DIV_ROUND_UP(bytes, OHCA_PBL_PAGE_SIZE);
-	u32 i;
-	int err;
-
-	err = ohca_pbl_alloc(dev, npages, ilog2(OHCA_PBL_PAGE_SIZE), pbl, mem);
-	if (err)
-		return err;
-	for (i = 0; i < npages; i++)
-		ohca_pbl_set(mem, i, addr + (u64)i * OHCA_PBL_PAGE_SIZE);
-	return 0;
-}
-
-static unsigned long ohca_pgsz_bitmap(struct ohca_ibdev *dev)
-{
-	return le64_to_cpu(dev->cdev->attr.page_size_cap) &
-	       GENMASK_ULL(OHCA_PAGE_SHIFT_MAX, OHCA_PAGE_SHIFT_MIN);
-}
-
-/*
- * Pin a user ring of @bytes at @addr (page aligned: the device starts
- * rings at offset 0 of the first listed page) and build its page list.
- */
-struct ib_umem *ohca_umem_ring(struct ohca_ibdev *dev, u64 addr, size_t bytes,
-			       struct ohca_pbl *pbl, struct ohca_pbl_mem *mem)
-{
-	unsigned long bitmap = ohca_pgsz_bitmap(dev);
-	struct ib_umem *umem;
-	unsigned long pgsz;
-	int err;
-
-	if (!addr || !PAGE_ALIGNED(addr)) {
-		ibdev_dbg(&dev->ibdev, "ring address %#llx not page aligned\n",
-			  addr);
-		return ERR_PTR(-EINVAL);
-	}
-	/* Only page sizes the ring start is aligned to. */
-	bitmap &= GENMASK_ULL(__ffs64(addr), 0);
-	umem = ib_umem_get(&dev->ibdev, addr, bytes, IB_ACCESS_LOCAL_WRITE);
-	if (IS_ERR(umem))
-		return umem;
-	pgsz = ib_umem_find_best_pgsz(umem, bitmap, addr);
-	if (!pgsz) {
-		err = -EINVAL;
-		goto err_release;
-	}
-	err = ohca_pbl_from_umem(dev, umem, pgsz, pbl, mem);
-	if (err)
-		goto err_release;
-	return umem;
-
-err_release:
-	ib_umem_release(umem);
-	return ERR_PTR(err);
-}
-
-u32 ohca_access_to_dev(int ib_access)
-{
-	u32 access = 0;
-
-	if (ib_access & IB_ACCESS_LOCAL_WRITE)
-		access |= OHCA_ACCESS_LOCAL_WRITE;
-	if (ib_access & IB_ACCESS_REMOTE_WRITE)
-		access |= OHCA_ACCESS_REMOTE_WRITE;
-	if (ib_access & IB_ACCESS_REMOTE_READ)
-		access |= OHCA_ACCESS_REMOTE_READ;
-	if (ib_access & IB_ACCESS_REMOTE_ATOMIC)
-		access |= OHCA_ACCESS_REMOTE_ATOMIC;
-	return access;
-}
-
-int ohca_access_from_dev(u32 access)
-{
-	int ib_access = 0;
-
-	if (access & OHCA_ACCESS_LOCAL_WRITE)
-		ib_access |= IB_ACCESS_LOCAL_WRITE;
-	if (access & OHCA_ACCESS_REMOTE_WRITE)
-		ib_access |= IB_ACCESS_REMOTE_WRITE;
-	if (access & OHCA_ACCESS_REMOTE_READ)
-		ib_access |= IB_ACCESS_REMOTE_READ;
-	if (access & OHCA_ACCESS_REMOTE_ATOMIC)
-		ib_access |= IB_ACCESS_REMOTE_ATOMIC;
-	return ib_access;
-}
-
 int ohca_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibpd->device);
@@ -232,6 +28,13 @@ int ohca_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 			       NULL);
 }
 
+/**
+ * ohca_dealloc_pd() - ib_device_ops.dealloc_pd
+ * @ibpd: the PD
+ * @udata: unused
+ *
+ * Return: 0 (a failed DESTROY_PD is logged: ohca_destroy_failed()).
+ */
 int ohca_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibpd->device);
@@ -269,6 +72,23 @@ static int ohca_create_mr_cmd(struct ohca_ibdev *dev, struct ohca_mr *mr,
 	return 0;
 }
 
+/**
+ * ohca_reg_user_mr() - ib_device_ops.reg_user_mr
+ * @ibpd: the PD
+ * @start: the user address of the memory
+ * @length: its length
+ * @iova: the address the MR's users give for @start
+ * @access: IB access flags; with IB_ACCESS_ON_DEMAND, an ODP MR
+ *          (ohca_reg_user_mr_odp())
+ * @udata: the user's (no request data)
+ *
+ * The memory is pinned and its page list built in the largest page size
+ * the device takes.
+ *
+ * Return: the MR, or an ERR_PTR: -EOPNOTSUPP for access flags the device
+ * does not have, -EINVAL for a length out of range, or the errno of
+ * pinning or of the command.
+ */
 struct ib_mr *ohca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			       u64 iova, int access, struct ib_udata *udata)
 {
@@ -331,6 +151,14 @@ err_free:
 	return ERR_PTR(err);
 }
 
+/**
+ * ohca_get_dma_mr() - ib_device_ops.get_dma_mr: the physical MR
+ * @ibpd: the PD
+ * @access: local access only (IB_ACCESS_LOCAL_WRITE)
+ *
+ * Return: the MR, or an ERR_PTR (-EOPNOTSUPP for remote access, or the
+ * command's errno).
+ */
 struct ib_mr *ohca_get_dma_mr(struct ib_pd *ibpd, int access)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibpd->device);
@@ -361,14 +189,27 @@ struct ib_mr *ohca_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
-/*
- * Re-registration in place (REREG_MR): the MR keeps its keys (IBTA lets
- * them change; keeping them lets a peer that holds the rkey go on after
- * an access change). A new translation is pinned and listed first and the
- * old pages released only once the device uses the new ones; an access
- * change that makes a read-only MR writable pins its pages again for
- * writing, as if the translation changed. Returns NULL: the core keeps
- * the ib_mr and updates its PD, iova and length.
+/**
+ * ohca_rereg_user_mr() - ib_device_ops.rereg_user_mr, in place
+ * @ibmr: the MR (a user MR)
+ * @flags: IB_MR_REREG_TRANS, IB_MR_REREG_PD, IB_MR_REREG_ACCESS
+ * @start: the new user address (IB_MR_REREG_TRANS)
+ * @length: the new length (IB_MR_REREG_TRANS)
+ * @iova: the new iova (IB_MR_REREG_TRANS)
+ * @access: the new access flags (IB_MR_REREG_ACCESS)
+ * @ibpd: the new PD (IB_MR_REREG_PD)
+ * @udata: the user's (no request data)
+ *
+ * REREG_MR: the MR keeps its keys (IBTA lets them change; keeping them
+ * lets a peer that holds the rkey go on after an access change). A new
+ * translation is pinned and listed first and the old pages released only
+ * once the device uses the new ones; an access change that makes a
+ * read-only MR writable pins its pages again for writing, as if the
+ * translation changed.
+ *
+ * Return: NULL (the core keeps the ib_mr and updates its PD, iova and
+ * length), or an ERR_PTR: -EOPNOTSUPP (no OHCA_DEV_CAP_REREG_MR, not a
+ * user MR, flags), -EINVAL, or the errno of pinning or of the command.
  */
 struct ib_mr *ohca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				 u64 length, u64 iova, int access,
@@ -456,15 +297,26 @@ err_release:
 	return ERR_PTR(err);
 }
 
+/**
+ * ohca_dereg_mr() - ib_device_ops.dereg_mr
+ * @ibmr: the MR (any kind: user, ODP, DMA, fast registration, DM)
+ * @udata: unused
+ *
+ * Memory the device may still use after a failed DESTROY_MR stays pinned
+ * (ohca_destroy_failed()); an ODP MR goes through ohca_dereg_mr_odp().
+ *
+ * Return: 0, or -EBUSY while memory windows are bound to the MR (IBTA:
+ * deregistration fails; uverbs retries once they are gone).
+ */
 int ohca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibmr->device);
 	struct ohca_mr *mr = to_ohca_mr(ibmr);
 	int err;
 
+	/* Frees the MR, or leaks it with what the device may still use. */
 	if (mr->odp) {
 		ohca_dereg_mr_odp(mr);
-		kfree(mr);
 		return 0;
 	}
 	/* The handle: a fast-registration MR's keys change with each REG_MR. */

@@ -8,16 +8,36 @@
 
 #include "ohca_ib.h"
 
+/**
+ * ohca_has_mw() - whether the device has memory windows
+ * @dev: the RDMA device
+ *
+ * Return: true with OHCA_DEV_CAP_MW.
+ */
 bool ohca_has_mw(struct ohca_ibdev *dev)
 {
 	return le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_MW;
 }
 
+/**
+ * ohca_max_mw() - max_mw for query_device
+ * @dev: the RDMA device
+ *
+ * Return: the device's limit, 0 without memory windows.
+ */
 u32 ohca_max_mw(struct ohca_ibdev *dev)
 {
 	return ohca_has_mw(dev) ? le32_to_cpu(dev->cdev->attr.max_mw) : 0;
 }
 
+/**
+ * ohca_alloc_mw() - ib_device_ops.alloc_mw
+ * @ibmw: the window (type 1 or 2), allocated by the core
+ * @udata: the user's (no request data)
+ *
+ * Return: 0, -EOPNOTSUPP, -EINVAL for a window type not known, or the
+ * command's errno.
+ */
 int ohca_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibmw->device);
@@ -51,6 +71,12 @@ int ohca_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 	return 0;
 }
 
+/**
+ * ohca_dealloc_mw() - ib_device_ops.dealloc_mw
+ * @ibmw: the window
+ *
+ * Return: 0 (a failed DEALLOC_MW is logged: ohca_destroy_failed()).
+ */
 int ohca_dealloc_mw(struct ib_mw *ibmw)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibmw->device);

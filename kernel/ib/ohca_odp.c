@@ -35,11 +35,23 @@ struct ohca_odp_fault {
 	u64 va;
 };
 
+/**
+ * ohca_has_odp() - whether the device has on-demand paging
+ * @dev: the RDMA device
+ *
+ * Return: true with OHCA_DEV_CAP_ODP.
+ */
 bool ohca_has_odp(struct ohca_ibdev *dev)
 {
 	return le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_ODP;
 }
 
+/**
+ * ohca_odp_query_caps() - the ODP capabilities for query_device
+ * @dev: the RDMA device
+ * @props: its odp_caps and IBK_ON_DEMAND_PAGING are set (RC, and XRC, UD
+ *         send, implicit MRs as the device has them)
+ */
 void ohca_odp_query_caps(struct ohca_ibdev *dev, struct ib_device_attr *props)
 {
 	u32 caps = le32_to_cpu(dev->cdev->attr.odp_caps);
@@ -320,7 +332,15 @@ static void ohca_odp_fault_work(struct work_struct *work)
 		wake_up_var(&dev->odp_works);
 }
 
-/* OHCA_EQE_PAGE_FAULT on EQ 0, in IRQ context: resolved in a work item. */
+/**
+ * ohca_odp_fault_event() - an OHCA_EQE_PAGE_FAULT event
+ * @dev: the RDMA device
+ * @eqe: the event (MR key, address, pages)
+ *
+ * Resolved in a work item. Past OHCA_ODP_MAX_WORKS in flight, or during
+ * teardown, the event is dropped: the device posts the fault again once it
+ * has aged out. EQ 0, IRQ context.
+ */
 void ohca_odp_fault_event(struct ohca_ibdev *dev, const struct ohca_eqe *eqe)
 {
 	u16 code = le16_to_cpu(eqe->code);
@@ -351,7 +371,12 @@ drop:
 		wake_up_var(&dev->odp_works);
 }
 
-/* Teardown: no fault work runs after this returns. */
+/**
+ * ohca_odp_drain() - stop the page-fault work, for teardown
+ * @dev: the RDMA device
+ *
+ * Later fault events are dropped; no fault work runs after this returns.
+ */
 void ohca_odp_drain(struct ohca_ibdev *dev)
 {
 	WRITE_ONCE(dev->odp_stopped, true);
@@ -359,6 +384,22 @@ void ohca_odp_drain(struct ohca_ibdev *dev)
 	wait_var_event(&dev->odp_works, !atomic_read(&dev->odp_works));
 }
 
+/**
+ * ohca_reg_user_mr_odp() - register an ODP MR (from ohca_reg_user_mr())
+ * @ibpd: the PD
+ * @start: the user address; 0 with @length U64_MAX for an implicit MR
+ * @length: the length
+ * @iova: must be @start: the device indexes an ODP MR's pages by their
+ *        user address
+ * @access: IB access flags, IB_ACCESS_ON_DEMAND among them
+ *
+ * Nothing is pinned: the device starts with no translation and raises page
+ * faults.
+ *
+ * Return: the MR, or an ERR_PTR: -EOPNOTSUPP (no ODP, or no implicit
+ * ODP, or @iova not @start), -EINVAL for a length out of range, or the
+ * errno of the umem or of the command.
+ */
 struct ib_mr *ohca_reg_user_mr_odp(struct ib_pd *ibpd, u64 start, u64 length,
 				   u64 iova, int access)
 {
@@ -434,12 +475,58 @@ err_free:
 	return ERR_PTR(err);
 }
 
+/* ODP_UNMAP of all of one umem, under its umem_mutex as an invalidation. */
+static int ohca_odp_unmap_umem(struct ohca_mr *mr, struct ib_umem_odp *odp)
+{
+	u64 start = ib_umem_start(odp);
+	u64 end = ib_umem_end(odp);
+	int err;
+
+	mutex_lock(&odp->umem_mutex);
+	err = ohca_odp_unmap_cmd(mr->dev, mr->handle, start,
+				 (end - start) >> odp->page_shift);
+	mutex_unlock(&odp->umem_mutex);
+	/* BAD_HANDLE: the device has no such MR, so no translation of it. */
+	return err == -ENOENT ? 0 : err;
+}
+
 /*
- * Deregistration of an ODP MR: no new fault work finds it, the device
- * forgets it (and its translations), the running fault work ends, then
- * the umems and their DMA mappings go.
+ * DESTROY_MR failed on a device that still runs: it may still hold
+ * translations of the MR's pages, which ODP does not pin. Asks it to drop
+ * every one of them; 0 once it confirmed (ODP_UNMAP's completion means
+ * the device no longer uses the pages).
  */
-int ohca_dereg_mr_odp(struct ohca_mr *mr)
+static int ohca_odp_unmap_all(struct ohca_mr *mr)
+{
+	struct ib_umem_odp *child;
+	unsigned long index;
+	int err;
+
+	if (!mr->odp_implicit)
+		return ohca_odp_unmap_umem(mr, mr->odp);
+	xa_for_each(&mr->odp_children, index, child) {
+		err = ohca_odp_unmap_umem(mr, child);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/**
+ * ohca_dereg_mr_odp() - deregister an ODP MR and free it
+ * @mr: the MR (mr->odp set)
+ *
+ * No new fault work finds the MR, the device forgets it (and its
+ * translations), the running fault work ends, then the umems go (their
+ * interval notifiers and DMA mappings) and the MR is freed.
+ *
+ * If DESTROY_MR fails on a device that still runs (audit N4), the device
+ * is asked to drop every translation first; the umems and the MR go only
+ * once it confirmed. Otherwise the MR is leaked with its umems, never
+ * freed under them: their interval notifiers point at it, and a later
+ * munmap() of the range still runs ohca_odp_invalidate() on it.
+ */
+void ohca_dereg_mr_odp(struct ohca_mr *mr)
 {
 	struct ohca_ibdev *dev = mr->dev;
 	struct ib_umem_odp *child;
@@ -450,19 +537,37 @@ int ohca_dereg_mr_odp(struct ohca_mr *mr)
 	err = ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_MR, mr->handle);
 	ohca_odp_put(mr);
 	wait_for_completion(&mr->odp_done);
-	if (ohca_destroy_failed(dev, err, "MR", mr->handle))
-		return 0; /* the umems stay mapped: leaked with the MR */
+	if (ohca_destroy_failed(dev, err, "MR", mr->handle)) {
+		err = ohca_odp_unmap_all(mr);
+		if (err && !test_bit(OHCA_FLAG_FATAL, &dev->cdev->flags)) {
+			dev_err_ratelimited(&dev->cdev->pdev->dev,
+					    "ODP MR 0x%x: pages not unmapped (%d), the MR is leaked\n",
+					    mr->handle, err);
+			return;
+		}
+	}
 	xa_for_each(&mr->odp_children, index, child)
 		ib_umem_odp_release(child);
 	xa_destroy(&mr->odp_children);
 	ib_umem_odp_release(mr->odp);
-	return 0;
+	kfree(mr);
 }
 
-/*
- * Prefetch (ibv_advise_mr): the ranges are mapped now. Without
- * IB_UVERBS_ADVISE_MR_FLAG_FLUSH the caller does not wait for the result,
- * so errors are not reported; the work is the same.
+/**
+ * ohca_advise_mr() - ib_device_ops.advise_mr: ODP prefetch
+ * @pd: the PD the MRs must be in
+ * @advice: PREFETCH, PREFETCH_WRITE or PREFETCH_NO_FAULT
+ * @flags: IB_UVERBS_ADVISE_MR_FLAG_FLUSH: wait for the result
+ * @sg_list: the ranges, by ODP MR lkey
+ * @num_sge: their number
+ * @attrs: unused
+ *
+ * The ranges are mapped now. Without IB_UVERBS_ADVISE_MR_FLAG_FLUSH the
+ * caller does not wait for the result, so errors are not reported; the
+ * work is the same.
+ *
+ * Return: 0, -EOPNOTSUPP (advice, flags), -ENOENT for a key that is no
+ * ODP MR, or with the flush flag the mapping's errno.
  */
 int ohca_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		   u32 flags, struct ib_sge *sg_list, u32 num_sge,

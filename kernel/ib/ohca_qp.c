@@ -16,6 +16,13 @@
 
 #include "ohca_ib.h"
 
+/**
+ * ohca_qp_event_type() - a QP_EVENT's code as the RDMA core's event
+ * @code: OHCA_QP_EV_*
+ * @ok: set to whether @code is known
+ *
+ * Return: the ib_event_type (IB_EVENT_QP_FATAL for an unknown code).
+ */
 enum ib_event_type ohca_qp_event_type(u16 code, bool *ok)
 {
 	*ok = true;
@@ -38,7 +45,15 @@ enum ib_event_type ohca_qp_event_type(u16 code, bool *ok)
 	}
 }
 
-/* QP_EVENT on EQ 0, in IRQ context. */
+/**
+ * ohca_qp_event() - a QP_EVENT from the device
+ * @dev: the RDMA device
+ * @qpn: the QP's number
+ * @code: OHCA_QP_EV_*
+ *
+ * Calls the QP's event handler; an event of an unknown QP or with an
+ * unknown code is dropped. EQ 0, IRQ context.
+ */
 void ohca_qp_event(struct ohca_ibdev *dev, u32 qpn, u16 code)
 {
 	struct ohca_qp *qp = xa_load(&dev->qp_xa, qpn);
@@ -404,6 +419,17 @@ static void ohca_qp_detach_cqs(struct ohca_ibdev *dev, struct ohca_qp *qp)
 		ohca_cq_clean(dev, rcq, qp->qpn);
 }
 
+/**
+ * ohca_create_qp() - ib_device_ops.create_qp
+ * @ibqp: the QP, allocated by the core (its CQs and SRQ already set)
+ * @init: its type (RC, UC, UD, GSI, raw packet, XRC initiator or target)
+ *        and capabilities, which are rounded up and written back
+ * @udata: a user QP's request (its rings) and response (its number), or
+ *         NULL for a kernel QP, whose rings are allocated here
+ *
+ * Return: 0, -EOPNOTSUPP for a type or flags not supported, -EINVAL for
+ * capabilities out of range, or the errno of the rings or the command.
+ */
 int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		   struct ib_udata *udata)
 {
@@ -483,10 +509,9 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 err_erase:
 	xa_erase_irq(&dev->qp_xa, qp->qpn);
 err_destroy:
-	if (ohca_destroy_failed(dev, ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_QP,
-						      qp->qpn), "QP", qp->qpn))
+	if (!ohca_destroy_object(dev, NULL, OHCA_CMD_DESTROY_QP, qp->qpn, "QP",
+				 NULL))
 		goto err_mutex;
-	ohca_sync_async_events(dev->cdev);
 err_free_bufs:
 	ohca_qp_free_bufs(dev, qp);
 err_mutex:
@@ -494,24 +519,29 @@ err_mutex:
 	return err;
 }
 
+/**
+ * ohca_destroy_qp() - ib_device_ops.destroy_qp
+ * @ibqp: the QP
+ * @udata: unused
+ *
+ * A kernel QP leaves its CQs' lists and its CQEs are purged from them
+ * (ohca_cq_clean()); the rings are freed unless the device may still use
+ * them (ohca_destroy_object()).
+ *
+ * Return: 0.
+ */
 int ohca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibqp->device);
 	struct ohca_qp *qp = to_ohca_qp(ibqp);
-	int err;
+	bool free_bufs;
 
-	/*
-	 * Erase first: once DESTROY_QP completes the device may hand the
-	 * number to a QP another process is creating.
-	 */
-	xa_erase_irq(&dev->qp_xa, qp->qpn);
-	err = ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_QP, qp->qpn);
-	/* No event handler may still hold the QP. */
-	ohca_sync_async_events(dev->cdev);
-	/* Nor a poller: the CQ locks order it after them. */
+	free_bufs = ohca_destroy_object(dev, &dev->qp_xa, OHCA_CMD_DESTROY_QP,
+					qp->qpn, "QP", NULL);
+	/* Then off its CQs: a poller holds the QP only under their locks. */
 	if (qp->sq.buf)
 		ohca_qp_detach_cqs(dev, qp);
-	if (!ohca_destroy_failed(dev, err, "QP", qp->qpn))
+	if (free_bufs)
 		ohca_qp_free_bufs(dev, qp);
 	mutex_destroy(&qp->state_lock);
 	return 0;
@@ -549,6 +579,12 @@ static const struct {
 	{ IB_QP_DEST_QPN, OHCA_QP_DEST_QPN },
 };
 
+/**
+ * ohca_qp_mask_to_dev() - an IB_QP_* attribute mask as MODIFY_QP's
+ * @ib_mask: IB_QP_* bits
+ *
+ * Return: the OHCA_QP_ATTR_* bits of the attributes the device takes.
+ */
 u32 ohca_qp_mask_to_dev(int ib_mask)
 {
 	u32 mask = 0;
@@ -560,10 +596,18 @@ u32 ohca_qp_mask_to_dev(int ib_mask)
 	return mask;
 }
 
-/*
- * Address vector from the RoCE ah_attr the core resolved (dmac included).
+/**
+ * ohca_av_from_ah() - the device's address vector of a RoCE address
+ * @dev: the RDMA device
+ * @ah: the address the core resolved (dmac included), with its GID
+ *      attribute
+ * @av: the vector to fill
+ *
  * Called from create_ah, which may run in atomic context: nothing here
  * sleeps (the GID attribute is read under RCU).
+ *
+ * Return: 0, or -EINVAL for an address that is not RoCE with a GRH and a
+ * usable source GID.
  */
 int ohca_av_from_ah(struct ohca_ibdev *dev, const struct rdma_ah_attr *ah,
 		    struct ohca_av *av)
@@ -620,6 +664,20 @@ static void ohca_wq_reset(struct ohca_wq *wq)
 	spin_unlock_irqrestore(&wq->lock, flags);
 }
 
+/**
+ * ohca_modify_qp() - ib_device_ops.modify_qp
+ * @ibqp: the QP
+ * @attr: the new attributes
+ * @attr_mask: IB_QP_* of those to set
+ * @udata: the user's (no request data)
+ *
+ * The transition is checked (ib_modify_qp_is_ok()) before MODIFY_QP; a
+ * kernel QP moved to RESET loses what was posted and its CQEs.
+ *
+ * Return: 0, -EOPNOTSUPP for attributes not supported, -EINVAL for a
+ * transition or values refused here or by the device, or the command's
+ * errno.
+ */
 int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		   int attr_mask, struct ib_udata *udata)
 {
@@ -747,6 +805,15 @@ out:
 	return err;
 }
 
+/**
+ * ohca_query_qp() - ib_device_ops.query_qp
+ * @ibqp: the QP
+ * @attr: its attributes, from QUERY_QP
+ * @attr_mask: the attributes asked for (all are filled)
+ * @init: its creation attributes
+ *
+ * Return: 0 or the command's errno.
+ */
 int ohca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		  int attr_mask, struct ib_qp_init_attr *init)
 {
@@ -809,6 +876,13 @@ int ohca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	return 0;
 }
 
+/**
+ * ohca_wr_opcode() - a send work request's opcode as the device's
+ * @opcode: IB_WR_*
+ *
+ * Return: the OHCA_WR_* opcode, or -EINVAL for one the device does not
+ * execute (masked atomics, ...).
+ */
 int ohca_wr_opcode(enum ib_wr_opcode opcode)
 {
 	switch (opcode) {
@@ -842,11 +916,18 @@ static void *ohca_wqe(struct ohca_wq *wq, u32 index)
 	return wq->buf + ((index & (BIT(wq->log_size) - 1)) << wq->log_stride);
 }
 
-/*
- * Under the CQ lock of the queue, with the device stopped: up to @num
- * flush completions for the WQEs of a kernel QP's SQ (@sq) or RQ that the
- * device never completed, in ring order. Both WQE formats start with
- * wr_id.
+/**
+ * ohca_qp_flush_sw() - flush completions of a stopped device's kernel QP
+ * @qp: the kernel QP
+ * @sq: its SQ (true) or RQ (false)
+ * @wc: the completions
+ * @num: room in @wc
+ *
+ * With the device stopped: up to @num IB_WC_WR_FLUSH_ERR completions for
+ * the WQEs the device never completed, in ring order (both WQE formats
+ * start with wr_id). Under the CQ lock of the queue.
+ *
+ * Return: the number of completions in @wc.
  */
 int ohca_qp_flush_sw(struct ohca_qp *qp, bool sq, struct ib_wc *wc, int num)
 {
@@ -979,6 +1060,17 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ib_send_wr *wr,
 	return 0;
 }
 
+/**
+ * ohca_post_send() - ib_device_ops.post_send of a kernel QP
+ * @ibqp: the QP
+ * @wr: the work requests
+ * @bad_wr: the first one not posted, on error
+ *
+ * One doorbell for the whole list.
+ *
+ * Return: 0, -ENOMEM when the SQ is full, or -EINVAL for a request the
+ * device cannot execute.
+ */
 int ohca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		   const struct ib_send_wr **bad_wr)
 {
@@ -1016,6 +1108,15 @@ int ohca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	return err;
 }
 
+/**
+ * ohca_post_recv() - ib_device_ops.post_recv of a kernel QP
+ * @ibqp: the QP
+ * @wr: the receive work requests
+ * @bad_wr: the first one not posted, on error
+ *
+ * Return: 0, -EINVAL for a QP on an SRQ or too many SGEs, or -ENOMEM when
+ * the RQ is full.
+ */
 int ohca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		   const struct ib_recv_wr **bad_wr)
 {

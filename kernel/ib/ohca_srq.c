@@ -15,7 +15,14 @@
 
 #include "ohca_ib.h"
 
-/* SRQ_EVENT on EQ 0, in IRQ context. */
+/**
+ * ohca_srq_event() - an SRQ_EVENT from the device
+ * @dev: the RDMA device
+ * @srqn: the SRQ's number
+ * @code: the event (limit reached, or error)
+ *
+ * Calls the SRQ's event handler. EQ 0, IRQ context.
+ */
 void ohca_srq_event(struct ohca_ibdev *dev, u32 srqn, u16 code)
 {
 	struct ohca_srq *srq = xa_load(&dev->srq_xa, srqn);
@@ -149,6 +156,16 @@ static void ohca_srq_free_buf(struct ohca_ibdev *dev, struct ohca_srq *srq)
 	srq->wq.buf = NULL;
 }
 
+/**
+ * ohca_create_srq() - ib_device_ops.create_srq
+ * @ibsrq: the SRQ, allocated by the core
+ * @init: its type (basic, or XRC for users), size and limit
+ * @udata: a user SRQ's request (its ring) and response (its number), or
+ *         NULL for a kernel SRQ, whose ring is allocated here
+ *
+ * Return: 0, -EOPNOTSUPP for an SRQ type not supported, -EINVAL for sizes
+ * out of range, or the errno of the ring or the command.
+ */
 int ohca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		    struct ib_udata *udata)
 {
@@ -221,31 +238,45 @@ int ohca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 err_erase:
 	xa_erase_irq(&dev->srq_xa, srq->srqn);
 err_destroy:
-	if (ohca_destroy_failed(dev, ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_SRQ,
-						      srq->srqn), "SRQ",
-				srq->srqn))
+	if (!ohca_destroy_object(dev, NULL, OHCA_CMD_DESTROY_SRQ, srq->srqn,
+				 "SRQ", NULL))
 		return err;
-	ohca_sync_async_events(dev->cdev);
 err_free_buf:
 	ohca_srq_free_buf(dev, srq);
 	return err;
 }
 
+/**
+ * ohca_destroy_srq() - ib_device_ops.destroy_srq
+ * @ibsrq: the SRQ
+ * @udata: unused
+ *
+ * The ring is freed unless the device may still use it
+ * (ohca_destroy_object()).
+ *
+ * Return: 0.
+ */
 int ohca_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibsrq->device);
 	struct ohca_srq *srq = to_ohca_srq(ibsrq);
-	int err;
 
-	xa_erase_irq(&dev->srq_xa, srq->srqn);
-	err = ohca_cmd_destroy(dev->cdev, OHCA_CMD_DESTROY_SRQ, srq->srqn);
-	/* No event handler may still hold the SRQ. */
-	ohca_sync_async_events(dev->cdev);
-	if (!ohca_destroy_failed(dev, err, "SRQ", srq->srqn))
+	if (ohca_destroy_object(dev, &dev->srq_xa, OHCA_CMD_DESTROY_SRQ,
+				srq->srqn, "SRQ", NULL))
 		ohca_srq_free_buf(dev, srq);
 	return 0;
 }
 
+/**
+ * ohca_modify_srq() - ib_device_ops.modify_srq: arm the limit
+ * @ibsrq: the SRQ
+ * @attr: the new srq_limit
+ * @mask: IB_SRQ_LIMIT only (no resize)
+ * @udata: the user's (no request data)
+ *
+ * Return: 0, -EOPNOTSUPP for a resize, -EINVAL for a limit not below the
+ * size, or the command's errno.
+ */
 int ohca_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		    enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
@@ -274,6 +305,13 @@ int ohca_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 	return ohca_cmd_exec(dev->cdev, &args);
 }
 
+/**
+ * ohca_query_srq() - ib_device_ops.query_srq
+ * @ibsrq: the SRQ
+ * @attr: its size, SGEs and current limit
+ *
+ * Return: 0 or the command's errno.
+ */
 int ohca_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibsrq->device);
@@ -298,6 +336,14 @@ int ohca_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 	return 0;
 }
 
+/**
+ * ohca_post_srq_recv() - ib_device_ops.post_srq_recv of a kernel SRQ
+ * @ibsrq: the SRQ
+ * @wr: the receive work requests
+ * @bad_wr: the first one not posted, on error
+ *
+ * Return: 0, -ENOMEM when the SRQ is full, or -EINVAL for too many SGEs.
+ */
 int ohca_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad_wr)
 {

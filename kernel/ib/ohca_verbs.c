@@ -28,7 +28,12 @@ static enum ib_mtu ohca_eth_mtu_to_ib(u32 eth_mtu)
 	return mtu ? mtu : IB_MTU_256;
 }
 
-/* The port is up when the wire is and the Ethernet interface is too. */
+/**
+ * ohca_port_active() - whether the RoCE port is up
+ * @dev: the RDMA device
+ *
+ * Return: true when the wire is up and the Ethernet interface is too.
+ */
 bool ohca_port_active(struct ohca_ibdev *dev)
 {
 	struct net_device *ndev = dev->cdev->netdev;
@@ -404,11 +409,14 @@ static void ohca_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
 	kfree(entry);
 }
 
-/*
- * Tell the RDMA core when the port state (wire link, netdev carrier and
- * admin state, fatal) changed since it was last told: from the EQ 0
- * interrupt, ndo_open/ndo_stop (through ohca_core's port_change
- * callback) and registration.
+/**
+ * ohca_port_update() - tell the RDMA core about a port state change
+ * @dev: the RDMA device
+ *
+ * When the port state (wire link, netdev carrier and admin state, fatal)
+ * changed since the core was last told: from the EQ 0 interrupt,
+ * ndo_open/ndo_stop (through ohca_core's port_change callback) and
+ * registration. Takes port_lock (IRQ-safe).
  */
 void ohca_port_update(struct ohca_ibdev *dev)
 {

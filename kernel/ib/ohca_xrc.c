@@ -11,11 +11,24 @@
 
 #include "ohca_ib.h"
 
+/**
+ * ohca_has_xrc() - whether the device has XRC
+ * @dev: the RDMA device
+ *
+ * Return: true with OHCA_DEV_CAP_XRC.
+ */
 bool ohca_has_xrc(struct ohca_ibdev *dev)
 {
 	return le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_XRC;
 }
 
+/**
+ * ohca_alloc_xrcd() - ib_device_ops.alloc_xrcd
+ * @ibxrcd: the domain, allocated by the core
+ * @udata: the user's (no request data)
+ *
+ * Return: 0, -EOPNOTSUPP without XRC, -EINVAL, or the command's errno.
+ */
 int ohca_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibxrcd->device);
@@ -29,6 +42,15 @@ int ohca_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 			       &xrcd->xrcdn, NULL);
 }
 
+/**
+ * ohca_dealloc_xrcd() - ib_device_ops.dealloc_xrcd
+ * @ibxrcd: the domain
+ * @udata: unused
+ *
+ * A domain holds no guest memory: a failure leaks nothing here.
+ *
+ * Return: 0.
+ */
 int ohca_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibxrcd->device);
@@ -41,12 +63,28 @@ int ohca_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 	return 0;
 }
 
+/**
+ * ohca_xrcdn() - an XRC domain's device number
+ * @ibxrcd: the domain
+ *
+ * Return: ALLOC_XRCD's number.
+ */
 u32 ohca_xrcdn(struct ib_xrcd *ibxrcd)
 {
 	return to_ohca_xrcd(ibxrcd)->xrcdn;
 }
 
-/* An XRC target QP: a number in the domain and a state, nothing else. */
+/**
+ * ohca_create_xrc_tgt_qp() - create an XRC target QP
+ * @dev: the RDMA device
+ * @qp: the QP, allocated by the core
+ * @init: its attributes: an XRC domain, no CQ, SRQ or queues
+ *
+ * A number in the domain and a state, nothing else: its receives complete
+ * on the CQ of the XRC SRQ each request names.
+ *
+ * Return: 0, -EOPNOTSUPP, -EINVAL, or the errno of the command.
+ */
 int ohca_create_xrc_tgt_qp(struct ohca_ibdev *dev, struct ohca_qp *qp,
 			   struct ib_qp_init_attr *init)
 {
@@ -71,12 +109,8 @@ int ohca_create_xrc_tgt_qp(struct ohca_ibdev *dev, struct ohca_qp *qp,
 	if (err) {
 		dev_err(&dev->cdev->pdev->dev, "device reused QP number 0x%x\n",
 			qp->qpn);
-		if (!ohca_destroy_failed(dev,
-					 ohca_cmd_destroy(dev->cdev,
-							  OHCA_CMD_DESTROY_QP,
-							  qp->qpn),
-					 "QP", qp->qpn))
-			ohca_sync_async_events(dev->cdev);
+		ohca_destroy_object(dev, NULL, OHCA_CMD_DESTROY_QP, qp->qpn,
+				    "QP", NULL);
 		goto err_mutex;
 	}
 	qp->ibqp.qp_num = qp->qpn;

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ohca: KUnit tests of the RDMA data-path helpers (ohca_mr.c, ohca_cq.c,
+ * ohca: KUnit tests of the RDMA data-path helpers (ohca_pbl.c, ohca_cq.c,
  * ohca_qp.c), linked into ohca_kunit.ko when the driver has them: access
  * flag and work-request opcode translation, the CQ attribute checks
  * that must reject a request before any command reaches the device, the
- * purge of a gone QP's CQEs and the software flushes of a stopped device.
+ * purge of a gone QP's CQEs, the software flushes of a stopped device and
+ * the drop of CQEs that are not the polled CQ's (audit N1).
  */
 #include <kunit/test.h>
 
@@ -212,12 +213,129 @@ static void ohca_test_qp_flush_sw(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ohca_qp_flush_sw(qp, true, wc, 4), 0);
 }
 
+/* A QP sending to @scq and receiving on @rcq (either may be NULL). */
+static struct ohca_qp *ohca_test_qp(struct kunit *test, u32 qpn,
+				    struct ohca_cq *scq, struct ohca_cq *rcq)
+{
+	struct ohca_qp *qp = kunit_kzalloc(test, sizeof(*qp), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, qp);
+	qp->qpn = qpn;
+	qp->ibqp.qp_num = qpn;
+	qp->ibqp.send_cq = scq ? &scq->ibcq : NULL;
+	qp->ibqp.recv_cq = rcq ? &rcq->ibcq : NULL;
+	return qp;
+}
+
+/*
+ * A kernel CQ reports a CQE only for work of a QP that completes on it:
+ * sends on the QP's send CQ, receives on its receive CQ, and never an XRC
+ * receive (those go to user XRC SRQs' CQs).
+ */
+static void ohca_test_cqe_is_cq_own(struct kunit *test)
+{
+	struct ohca_ibdev *dev = ohca_test_ibdev(test);
+	struct ohca_cq *a = ohca_test_cq(test, dev, 0);
+	struct ohca_cq *b = ohca_test_cq(test, dev, 0);
+	struct ohca_qp *qp = ohca_test_qp(test, 7, a, b);
+	struct ohca_qp *tgt = ohca_test_qp(test, 8, NULL, NULL);
+	struct ohca_cqe cqe = {};
+
+	cqe.opcode = OHCA_CQE_SEND;
+	KUNIT_EXPECT_TRUE(test, ohca_cqe_is_cq_own(a, qp, &cqe));
+	KUNIT_EXPECT_FALSE(test, ohca_cqe_is_cq_own(b, qp, &cqe));
+	cqe.opcode = OHCA_CQE_RDMA_READ;
+	KUNIT_EXPECT_TRUE(test, ohca_cqe_is_cq_own(a, qp, &cqe));
+	KUNIT_EXPECT_FALSE(test, ohca_cqe_is_cq_own(b, qp, &cqe));
+	cqe.opcode = OHCA_CQE_RECV;
+	KUNIT_EXPECT_FALSE(test, ohca_cqe_is_cq_own(a, qp, &cqe));
+	KUNIT_EXPECT_TRUE(test, ohca_cqe_is_cq_own(b, qp, &cqe));
+	cqe.opcode = OHCA_CQE_RECV_RDMA_WITH_IMM;
+	KUNIT_EXPECT_FALSE(test, ohca_cqe_is_cq_own(a, qp, &cqe));
+	KUNIT_EXPECT_TRUE(test, ohca_cqe_is_cq_own(b, qp, &cqe));
+	/* XRC: not even on the QP's own receive CQ */
+	cqe.opcode = OHCA_CQE_RECV;
+	cqe.flags = OHCA_CQE_F_XRC;
+	KUNIT_EXPECT_FALSE(test, ohca_cqe_is_cq_own(b, qp, &cqe));
+	/* an XRC target QP has no CQ of its own */
+	KUNIT_EXPECT_FALSE(test, ohca_cqe_is_cq_own(a, tgt, &cqe));
+	cqe.flags = 0;
+	KUNIT_EXPECT_FALSE(test, ohca_cqe_is_cq_own(a, tgt, &cqe));
+	cqe.opcode = OHCA_CQE_SEND;
+	KUNIT_EXPECT_FALSE(test, ohca_cqe_is_cq_own(a, tgt, &cqe));
+}
+
+/*
+ * Audit N1, the kernel half: poll_cq of a kernel CQ drops CQEs whose QP
+ * does not complete there (an XRC target QP flushing its borrowed receive
+ * WQE into a reused CQ number, with a wr_id the attacker chose), counts
+ * them, and still consumes them (consumer index and doorbell).
+ */
+static void ohca_test_poll_cq_foreign(struct kunit *test)
+{
+	struct ohca_ibdev *dev;
+	struct ohca_cq *cq, *other;
+	struct ohca_qp *qp, *tgt;
+	struct pci_dev *pdev;
+	struct ib_wc wc[8];
+	u64 *db;
+	int n;
+
+	dev = ohca_test_kdb_dev(test, &db);
+	/* the device the drops are logged against */
+	pdev = kunit_kzalloc(test, sizeof(*pdev), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, pdev);
+	pdev->dev.init_name = "ohca-kunit-dp";
+	dev->cdev->pdev = pdev;
+	xa_init_flags(&dev->qp_xa, XA_FLAGS_LOCK_IRQ);
+	cq = ohca_test_cq(test, dev, 0);
+	cq->ibcq.device = &dev->ibdev;
+	other = ohca_test_cq(test, dev, 0);
+	qp = ohca_test_qp(test, 7, cq, other);	/* sends here, receives there */
+	tgt = ohca_test_qp(test, 8, NULL, NULL);	/* XRC target */
+	KUNIT_ASSERT_EQ(test, xa_insert_irq(&dev->qp_xa, 7, qp, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, xa_insert_irq(&dev->qp_xa, 8, tgt, GFP_KERNEL), 0);
+
+	ohca_test_put_cqe(cq, 0, 7);			/* own send: reported */
+	ohca_test_put_cqe(cq, 1, 7);			/* receive of the other CQ */
+	cq->ring[1].opcode = OHCA_CQE_RECV;
+	ohca_test_put_cqe(cq, 2, 8);			/* the XRC flush of N1 */
+	cq->ring[2].opcode = OHCA_CQE_RECV;
+	cq->ring[2].flags = OHCA_CQE_F_XRC;
+	cq->ring[2].status = OHCA_CQE_WR_FLUSH_ERR;
+	cq->ring[2].wr_id = cpu_to_le64(0xdeadbeefcafe0000ULL);
+	ohca_test_put_cqe(cq, 3, 8);			/* target QP, no XRC flag */
+	cq->ring[3].opcode = OHCA_CQE_RECV;
+	ohca_test_put_cqe(cq, 4, 7);			/* own send again */
+	cq->ring[4].wqe_index = cpu_to_le16(1);
+
+	n = ohca_poll_cq(&cq->ibcq, ARRAY_SIZE(wc), wc);
+	KUNIT_EXPECT_EQ(test, n, 2);
+	KUNIT_EXPECT_EQ(test, wc[0].wr_id, 0ULL);
+	KUNIT_EXPECT_EQ(test, wc[1].wr_id, 4ULL);
+	KUNIT_EXPECT_PTR_EQ(test, wc[0].qp, &qp->ibqp);
+	KUNIT_EXPECT_PTR_EQ(test, wc[1].qp, &qp->ibqp);
+	KUNIT_EXPECT_EQ(test, wc[0].opcode, IB_WC_SEND);
+	/* all five consumed, three of them dropped */
+	KUNIT_EXPECT_EQ(test, cq->ci, 5U);
+	KUNIT_EXPECT_EQ(test, cq->foreign, 3U);
+	KUNIT_EXPECT_EQ(test, db[OHCA_DB_CQ / 8], OHCA_DB_VALUE(5, 5));
+	/* the dropped receives retired nothing; the sends retired WQEs 0, 1 */
+	KUNIT_EXPECT_EQ(test, qp->rq.ci, 0U);
+	KUNIT_EXPECT_EQ(test, tgt->rq.ci, 0U);
+	KUNIT_EXPECT_EQ(test, qp->sq.ci, 2U);
+	KUNIT_EXPECT_EQ(test, ohca_poll_cq(&cq->ibcq, ARRAY_SIZE(wc), wc), 0);
+	xa_destroy(&dev->qp_xa);
+}
+
 static struct kunit_case ohca_dp_cases[] = {
 	KUNIT_CASE(ohca_test_access_flags),
 	KUNIT_CASE(ohca_test_wr_opcode),
 	KUNIT_CASE(ohca_test_create_cq_checks),
 	KUNIT_CASE(ohca_test_cq_clean),
 	KUNIT_CASE(ohca_test_qp_flush_sw),
+	KUNIT_CASE(ohca_test_cqe_is_cq_own),
+	KUNIT_CASE(ohca_test_poll_cq_foreign),
 	{}
 };
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ohca: KUnit tests of the page-list builder (ohca_mr.c), linked into
+ * ohca: KUnit tests of the page-list builder (ohca_pbl.c), linked into
  * ohca_kunit.ko when the driver has it. The user memory is a hand-built
  * ib_umem whose scatterlist mixes chunk sizes, as ib_umem_get() produces
  * for memory backed by 4 KiB pages and huge pages; no user pages are

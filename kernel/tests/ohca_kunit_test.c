@@ -246,6 +246,28 @@ static void ohca_test_status_to_errno(struct kunit *test)
 				    map[i].err, "status 0x%02x", map[i].status);
 }
 
+/* Audit N5: what a caller provokes at will is logged at debug level. */
+static void ohca_test_status_caller_caused(struct kunit *test)
+{
+	static const u8 caller[] = {
+		OHCA_STATUS_NO_RESOURCES, OHCA_STATUS_BAD_FIELD,
+		OHCA_STATUS_BAD_STATE,
+	};
+	static const u8 other[] = {
+		OHCA_STATUS_BAD_OPCODE, OHCA_STATUS_BAD_LEN,
+		OHCA_STATUS_BAD_ADDR, OHCA_STATUS_BAD_HANDLE,
+		OHCA_STATUS_RESERVED_NONZERO, OHCA_STATUS_INTERNAL, 0xff,
+	};
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(caller); i++)
+		KUNIT_EXPECT_TRUE_MSG(test, ohca_status_caller_caused(caller[i]),
+				      "status 0x%02x", caller[i]);
+	for (i = 0; i < ARRAY_SIZE(other); i++)
+		KUNIT_EXPECT_FALSE_MSG(test, ohca_status_caller_caused(other[i]),
+				       "status 0x%02x", other[i]);
+}
+
 static void ohca_test_names(struct kunit *test)
 {
 	KUNIT_EXPECT_STREQ(test, ohca_cmd_name(OHCA_CMD_NOP), "NOP");
@@ -638,6 +660,7 @@ static void ohca_test_exec_concurrent(struct kunit *test)
 
 static struct kunit_case ohca_cmd_cases[] = {
 	KUNIT_CASE(ohca_test_status_to_errno),
+	KUNIT_CASE(ohca_test_status_caller_caused),
 	KUNIT_CASE(ohca_test_names),
 	KUNIT_CASE(ohca_test_cmdq_init_regs),
 	KUNIT_CASE(ohca_test_exec_inline),

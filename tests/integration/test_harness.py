@@ -1,9 +1,14 @@
-"""Self-checks of the harness: the parsers on their own, and one VM run
-proving that a kernel problem in the guest fails the run."""
+"""Self-checks of the harness: the parsers on their own, one VM run
+proving that a kernel problem in the guest fails the run, the pool, and
+the N-VM wire (the switch on its own, then four VMs on it)."""
+
+import socket
+import struct
+import time
 
 import pytest
 
-from vmtest import ohcavm, parse_devinfo
+from vmtest import assert_ok, ohcavm, parse_devinfo
 
 DEVINFO_SAMPLE = (
     "hca_id:\tohca0\n"
@@ -140,3 +145,140 @@ def test_pool_pairs_one_vm_jobs_with_two_vm_ones(vm_run, vm_pool):
     assert both[0].output.split("BOOT ", 1)[1].split()[1] == first[1], \
         "the two-VM job booted VMs of its own"
 
+
+
+# --------------------------------------------------------------------------
+# The N-VM wire: a learning switch (tests/vm/harness/switch.py) between the
+# VMs' stream netdevs, one Ethernet segment for all of them.
+
+def _frame(dst, src, roce=False, payload=b"x" * 50):
+    eth = bytes.fromhex(dst.replace(":", "")) + bytes.fromhex(src.replace(":", "")) + b"\x08\x00"
+    ip = bytes([0x45, 0]) + b"\0" * 7 + bytes([17]) + b"\0" * 10
+    udp = struct.pack(">HHHH", 0xC000, 4791 if roce else 9, 8 + len(payload), 0)
+    return eth + ip + udp + payload
+
+
+def _frames_at(sock, want, timeout=10):
+    """The frames (QEMU's stream framing) that reach sock: at least `want`
+    of them (then 0.3 s more for stragglers), or what came within timeout."""
+    sock.settimeout(0.3)
+    data, deadline = b"", time.monotonic() + timeout
+    frames = []
+    while time.monotonic() < deadline:
+        try:
+            chunk = sock.recv(1 << 16)
+        except socket.timeout:
+            if len(frames) >= want:
+                break
+            continue
+        data += chunk
+        while len(data) >= 4 and len(data) >= 4 + struct.unpack(">I", data[:4])[0]:
+            n = struct.unpack(">I", data[:4])[0]
+            frames.append(data[4:4 + n])
+            data = data[4 + n:]
+    return frames
+
+
+def test_switch_learns_floods_and_counts(tmp_path):
+    """Without VMs: four ports; a broadcast reaches the three others, a
+    frame to a learned address only its port, and the statistics count
+    frames and RoCE frames per pair of ports."""
+    macs = [ohcavm.vm_mac(i) for i in range(4)]
+    socks, args, sw_socks = ohcavm.switch_ends(4)
+    assert all(a.startswith("stream,") for a in args)
+    sw = ohcavm.Switch(str(tmp_path), sw_socks)
+    try:
+        def send(i, frame):
+            socks[i].sendall(struct.pack(">I", len(frame)) + frame)
+
+        send(0, _frame("ff:ff:ff:ff:ff:ff", macs[0]))
+        assert [len(_frames_at(socks[i], 1 if i else 0, 5)) for i in range(4)] == [0, 1, 1, 1]
+        send(1, _frame(macs[0], macs[1], roce=True))  # vm0 is known: to it alone
+        for _ in range(100):
+            send(2, _frame(macs[0], macs[2], roce=True))
+        assert len(_frames_at(socks[0], 101)) == 101
+        assert [len(_frames_at(socks[i], 0, 1)) for i in (1, 2, 3)] == [0, 0, 0]
+    finally:
+        stats = sw.stop()
+        for s in socks:
+            s.close()
+    assert stats["pairs"]["1>0"] == {"frames": 1, "roce_frames": 1}, stats
+    assert stats["pairs"]["2>0"] == {"frames": 100, "roce_frames": 100}, stats
+    assert [p["flooded"] for p in stats["ports"]] == [1, 0, 0, 0], stats
+    assert stats["macs"] == {macs[i]: i for i in range(3)}, stats
+
+
+# Four VMs on one switch: once all are up, each pings every other one
+# over its ohca netdev, then runs an rping server for every other VM and, once all are
+# listening, an rping client to every other VM: twelve RC connections
+# through rdma_cm, every ordered pair once, three verified pings each.
+MESH = r"""
+ohca_barrier all-up 180  # every VM's preamble done: its address is up
+echo "=== ping ==="
+for ip in $OHCA_PEER_IPS; do
+    if ping -c 3 -i 0.2 -W 5 "$ip" >/tmp/ping.log 2>&1; then
+        echo "PING_OK $ip"
+    else
+        echo "PING_FAIL $ip"; cat /tmp/ping.log
+    fi
+done
+[ "$OHCA_NIC" = ohca ] || exit 0
+echo "=== rping ==="
+peers=$(seq 0 $((OHCA_NUM_VMS - 1)) | grep -vx "$OHCA_VM_INDEX")
+declare -A spid cpid
+for i in $peers; do  # server for vm$i: port 7470+i
+    timeout 150 rping -s -a "$OHCA_IP" -p $((7470 + i)) -C 3 -S 64 -v >/tmp/rs.$i 2>&1 &
+    spid[$i]=$!
+done
+ohca_barrier rping-servers 120
+rping_client() { timeout 60 rping -c -a "$1" -p "$2" -C 3 -S 64 -v >"$3" 2>&1; }
+for i in $peers; do
+    ip=$(echo $OHCA_VM_IPS | cut -d' ' -f$((i + 1)))
+    ohca_retry 60 rping_client "$ip" $((7470 + OHCA_VM_INDEX)) /tmp/rc.$i &
+    cpid[$i]=$!
+done
+for i in $peers; do
+    wait ${cpid[$i]}; crc=$?
+    wait ${spid[$i]}; src=$?
+    echo "RPING vm$OHCA_VM_INDEX-vm$i client rc=$crc pings=$(grep -c 'ping data' /tmp/rc.$i)" \
+         "server rc=$src pings=$(grep -c 'ping data' /tmp/rs.$i)"
+done
+ohca_hw_counters
+"""
+
+NVMS = 4
+
+
+def test_four_vms_on_one_switch(vm_cluster, nic, kernel_kind):
+    """The N-VM harness: four VMs booted together on one switch wire; every
+    pair of them talks (ping over the netdev, and with ohca rping over RC
+    both ways), and the switch saw RoCE frames between every pair."""
+    c = vm_cluster(nvms=NVMS, wire="switch", smp=1,
+                   mem="1G" if kernel_kind == "debug" else "512M")
+    t0 = time.monotonic()
+    c.start(MESH)
+    results = c.wait(timeout=400)
+    print(f"four VMs: {time.monotonic() - t0:.0f} s from QEMU start to the last result; "
+          + ", ".join(f"{r.name} job at {r.boot_to_job or 0:.0f} s" for r in results))
+    assert_ok(results)
+    for i, r in enumerate(results):
+        for j in range(NVMS):
+            if j != i:
+                assert f"PING_OK {ohcavm.vm_ip(j)}" in r.output, r.report()
+        if nic != "ohca":
+            continue
+        for j in range(NVMS):
+            if j != i:
+                assert (f"RPING vm{i}-vm{j} client rc=0 pings=3 server rc=0 pings=3"
+                        in r.output), r.report()
+    stats = results[0].wire_stats
+    print("switch:", stats["pairs"])
+    pairs = stats["pairs"]
+    for i in range(NVMS):
+        for j in range(NVMS):
+            if i != j:
+                got = pairs.get(f"{i}>{j}", {"frames": 0, "roce_frames": 0})
+                assert got["frames"] > 0, stats
+                if nic == "ohca":
+                    assert got["roce_frames"] > 0, stats
+    assert not any(p["dropped"] for p in stats["ports"]), stats

@@ -149,8 +149,7 @@ TEST_F(ResetTest, ReentrantAccessFromDmaIsRejected) {
             return;
         }
         once = true;
-        ohca_engine_reg_write(e_, OHCA_REG_DEV_CTRL, OHCA_DEV_CTRL_RESET, 4);
-        ohca_engine_reset(e_);
+        ohca_engine_reg_write(e_, OHCA_REG_ETH_IRQ_MASK, 1, 4);
         ohca_engine_db_write(e_, 0, 0, 1, 4);
         const auto f = eth_frame(kMac, 0x0800, 64);
         rr = ohca_engine_receive_frame(e_, f.data(), f.size());
@@ -167,6 +166,39 @@ TEST_F(ResetTest, ReentrantAccessFromDmaIsRejected) {
     EXPECT_EQ(rd(OHCA_REG_ERR_COUNT), 1u);
     EXPECT_GE(host_.rx_resumes, 1u); // the held frame is offered again
     EXPECT_EQ(stats().db_errors, 1u);
+}
+
+// Old audit F4: a reset asked for from inside a host callback (a DMA that
+// reaches the PCI configuration space and resets the function, say) is not
+// lost: it takes effect once the engine is out of what it was doing.
+class ReentrantResetTest : public ResetTest {
+  protected:
+    void reset_from_dma(const std::function<void()> &reset) {
+        dirty();
+        ohca_cmd c{};
+        c.opcode = OHCA_CMD_NOP;
+        post_raw(c);
+        ring_cmdq();
+        bool once = false;
+        host_.on_dma = [&] {
+            if (!once) {
+                once = true;
+                reset();
+            }
+        };
+        drain();
+        host_.on_dma = nullptr;
+        ASSERT_TRUE(once);
+        expect_power_on_state();
+    }
+};
+
+TEST_F(ReentrantResetTest, HostResetFromADmaCallbackTakesEffect) {
+    reset_from_dma([&] { ohca_engine_reset(e_); });
+}
+
+TEST_F(ReentrantResetTest, DevCtrlResetFromADmaCallbackTakesEffect) {
+    reset_from_dma([&] { wr(OHCA_REG_DEV_CTRL, OHCA_DEV_CTRL_RESET); });
 }
 
 TEST(EngineCreate, RejectsMissingCallbacks) {

@@ -429,6 +429,50 @@ TEST_F(UdTest, BadAddressVectorFailsTheWqe) {
     EXPECT_TRUE(n.host.wire.empty());
 }
 
+// Audit N2: a UD WQE is written by the user, so its address vector does
+// not choose the VLAN: the frame carries the source GID's VLAN (that of
+// its interface), whatever the WQE says.
+TEST_F(UdTest, TheVlanComesFromTheSourceGidNotTheWqe) {
+    RdmaNode peer{2};
+    UdQp a = make_ud(n);
+    UdQp b = make_ud(peer);
+    // GID 1: another address of this port, on VLAN 7.
+    ohca_add_gid_in g{};
+    std::copy(n.gid.begin(), n.gid.end(), g.gid);
+    g.gid[14] = 7;
+    g.index = 1;
+    g.port = 1;
+    g.type = OHCA_GID_TYPE_ROCE_V2_IPV4;
+    std::copy(n.mac.begin(), n.mac.end(), g.mac);
+    g.vlan_id = 7;
+    ASSERT_EQ(n.cmd_in(OHCA_CMD_ADD_GID, g).status, OHCA_STATUS_OK);
+    // The VLAN tag of a frame, or -1 for an untagged one.
+    auto vlan_of = [](const std::vector<uint8_t> &f) {
+        return f[12] == 0x81 && f[13] == 0x00 ? ((f[14] << 8 | f[15]) & 0xfff) : -1;
+    };
+    struct Case {
+        uint16_t sgid_index;
+        uint16_t wqe_vlan;
+        int want;
+    };
+    for (const Case c : {Case{0, 42, -1}, Case{0, 0xffff, -1}, Case{1, 42, 7}, Case{1, 0xffff, 7},
+                         Case{1, 7, 7}}) {
+        n.host.wire.clear();
+        UdSend s;
+        s.inline_data = bytes(8, 1);
+        s.av = av_to(peer);
+        s.av.sgid_index = c.sgid_index;
+        s.av.vlan_id = c.wqe_vlan;
+        post_ud(n, a, b.q.qpn, s);
+        n.process();
+        ASSERT_EQ(n.host.wire.size(), 1u) << c.sgid_index << " " << c.wqe_vlan;
+        EXPECT_EQ(vlan_of(n.host.wire[0]), c.want) << c.sgid_index << " " << c.wqe_vlan;
+        const auto sc = n.poll(a.scq);
+        ASSERT_EQ(sc.size(), 1u);
+        EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
+    }
+}
+
 TEST_F(UdTest, RdmaOpcodesAreRefusedOnUd) {
     UdQp a = make_ud(n);
     UdSend s;

@@ -290,6 +290,73 @@ TEST_F(XrcTest, TargetHasNoQueuesToRing) {
     EXPECT_EQ(a.stats().db_errors, 1u);
 }
 
+// Audit N1: a target QP in the middle of a SEND holds a receive WQE of
+// the SRQ the message names (borrowing its PD and CQ too). Destroying that
+// SRQ and its CQ, and giving the CQ's number to a new CQ, must not let the
+// held WQE (its wr_id chosen by whoever posted it) complete into the new
+// CQ when the target is moved to ERR.
+TEST_F(XrcTest, AHeldWqeOfADestroyedSrqCompletesIntoNoOtherCq) {
+    constexpr uint64_t kWrId = 0xdeadbeefcafe0000;
+    b.post_srq_recv(srq1, kWrId, {{bbuf, 4096, bkey}});
+    send(srq1.srqn, 0, 3000, 1); // three packets: only the FIRST arrives
+    pump(a, b, [](bool from_a, const std::vector<uint8_t> &f) {
+        ParsedPacket p;
+        return from_a && (parse_roce_frame(f, p) != ParseError::None ||
+                          p.fields.bth.opcode != (xrc::kPrefix | rc::kSendFirst));
+    });
+    ohca_handle_in h{};
+    h.handle = srq1.srqn;
+    const uint8_t srq_status = b.cmd_in(OHCA_CMD_DESTROY_SRQ, h).status;
+    EXPECT_TRUE(srq_status == OHCA_STATUS_OK || srq_status == OHCA_STATUS_BAD_STATE);
+    h.handle = cq1.cqn;
+    const uint8_t cq_status = b.cmd_in(OHCA_CMD_DESTROY_CQ, h).status;
+    CqInfo victim = b.create_cq(8);
+    if (cq_status == OHCA_STATUS_OK) {
+        EXPECT_EQ(victim.cqn, cq1.cqn); // the lowest free number: reused
+    }
+    ohca_qp_attr x{};
+    x.qp_state = OHCA_QPS_ERR;
+    ASSERT_EQ(b.modify(tgt.qpn, OHCA_QP_STATE, x).status, OHCA_STATUS_OK);
+    b.process();
+    EXPECT_TRUE(b.poll(victim).empty());
+    EXPECT_TRUE(b.poll(cq2).empty());
+    EXPECT_TRUE(b.poll(cq3).empty());
+}
+
+// The same, with the SRQ's number given to a new XRC SRQ of the same
+// domain before the rest of the message arrives: the message does not go
+// on into it (its held WQE was of the old SRQ), and nothing completes.
+TEST_F(XrcTest, AMessageDoesNotGoOnInANewSrqWithTheSameNumber) {
+    constexpr uint64_t kOld = 0xdeadbeefcafe0000;
+    b.post_srq_recv(srq1, kOld, {{bbuf, 4096, bkey}});
+    send(srq1.srqn, 0, 3000, 1);
+    std::vector<std::vector<uint8_t>> held;
+    pump(a, b, [&](bool from_a, const std::vector<uint8_t> &f) {
+        ParsedPacket p;
+        if (from_a && (parse_roce_frame(f, p) != ParseError::None ||
+                       p.fields.bth.opcode != (xrc::kPrefix | rc::kSendFirst))) {
+            held.push_back(f);
+            return true;
+        }
+        return false;
+    });
+    ASSERT_EQ(held.size(), 2u); // MIDDLE and LAST
+    ohca_handle_in h{};
+    h.handle = srq1.srqn;
+    ASSERT_EQ(b.cmd_in(OHCA_CMD_DESTROY_SRQ, h).status, OHCA_STATUS_OK);
+    SrqInfo again = b.create_xrc_srq(bpd, d1, cq1.cqn);
+    ASSERT_EQ(again.srqn, srq1.srqn);
+    b.post_srq_recv(again, 5, {{bbuf + 8192, 4096, bkey}});
+    for (auto &f : held) {
+        ASSERT_EQ(ohca_engine_receive_frame(b.e, f.data(), f.size()), OHCA_ENGINE_RX_CONSUMED);
+    }
+    b.process();
+    EXPECT_TRUE(b.poll(cq1).empty());
+    EXPECT_EQ(b.query(tgt.qpn).qp_state, OHCA_QPS_ERR); // refused: NAK Invalid Request
+    b.process();
+    EXPECT_TRUE(b.poll(cq1).empty());
+}
+
 TEST(XrcCommands, DomainsAreLimitedAndCounted) {
     RdmaNode n{3};
     ohca_query_device_out d{};

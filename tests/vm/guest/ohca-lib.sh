@@ -7,7 +7,8 @@
 #
 # Environment (from /share/env.sh): OHCA_VM_INDEX OHCA_VM_NAME OHCA_NUM_VMS
 # OHCA_NIC (ohca|virtio|rxe) OHCA_MTU OHCA_IFACE OHCA_IBDEV OHCA_IP OHCA_PREFIX
-# OHCA_PEER_IP OHCA_MAC OHCA_NODE_GUID OHCA_MODULE_PARAMS.
+# OHCA_PEER_IP (the first other VM) OHCA_PEER_IPS (every other VM) OHCA_VM_IPS
+# (every VM, by index) OHCA_MAC OHCA_NODE_GUID OHCA_MODULE_PARAMS.
 #
 # Host/guest synchronisation goes through files in /share/sync/:
 #   ohca_mark NAME          guest -> host: creates sync/guest.NAME

@@ -14,6 +14,7 @@ Device::Device(const ohca_engine_ops &ops, void *ctx, const DeviceConfig &cfg)
 void Device::power_on_state() {
     // Everything but the board (MAC, GUIDs) and the wire (link) state.
     dev_status_ = OHCA_DEV_STATUS_RESET_DONE;
+    reset_pending_ = false;
     fatal_code_ = OHCA_FATAL_NONE;
     cmdq_base_lo_ = 0;
     cmdq_base_hi_ = 0;
@@ -45,6 +46,11 @@ void Device::power_on_state() {
 void Device::reset() {
     Entry entry(*this);
     if (!entry.ok()) {
+        // From inside a host callback (a DMA reaching the configuration
+        // space, say): the device stops now and resets when the outer
+        // entry ends, rather than the reset being lost.
+        reset_pending_ = true;
+        dev_status_ &= ~OHCA_DEV_STATUS_READY;
         return;
     }
     power_on_state();

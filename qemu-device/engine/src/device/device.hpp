@@ -108,13 +108,17 @@ class Device : private CompletionServices, private WireServices, private KeyLink
     friend class UdTransport;
     friend class RawEth;
 
-    // Guards against re-entry from inside a host callback.
+    // Guards against re-entry from inside a host callback. A reset asked
+    // for from inside one runs when the outer entry ends (reset_pending_).
     class Entry {
       public:
         explicit Entry(Device &d) : d_(d), ok_(!d.busy_) { d_.busy_ = true; }
         ~Entry() {
             if (ok_) {
                 d_.busy_ = false;
+                if (d_.reset_pending_) {
+                    d_.reset();
+                }
             }
         }
         Entry(const Entry &) = delete;
@@ -275,6 +279,7 @@ class Device : private CompletionServices, private WireServices, private KeyLink
     Host host_;
     DeviceConfig cfg_;
     bool busy_ = false;
+    bool reset_pending_ = false; // asked for while busy_ (Entry)
 
     // Register file.
     uint32_t dev_status_ = 0;

@@ -79,11 +79,19 @@ uint64_t Device::reg_read(uint64_t offset, unsigned int size) {
 
 void Device::reg_write(uint64_t offset, uint64_t value64, unsigned int size) {
     Entry entry(*this);
+    const auto value = static_cast<uint32_t>(value64);
+    // A reset from inside a host callback is deferred to the outer entry's
+    // end (reset()), not lost; anything else re-entrant is refused.
+    if (!entry.ok() && valid_access(offset, size) && offset == OHCA_REG_DEV_CTRL &&
+        (value & OHCA_DEV_CTRL_RESET) != 0 &&
+        (value & ~uint32_t{OHCA_DEV_CTRL_ENABLE | OHCA_DEV_CTRL_RESET}) == 0) {
+        reset();
+        return;
+    }
     if (!entry.ok() || !valid_access(offset, size)) {
         ++stats_.reg_errors;
         return;
     }
-    const auto value = static_cast<uint32_t>(value64);
     switch (offset) {
     case OHCA_REG_DEV_CTRL:
         write_dev_ctrl(value);

@@ -251,7 +251,8 @@ struct Qp {
     uint32_t max_inline = 0;
     uint32_t srqn = 0; // receives come from this SRQ (then rq is unused)
     // XRC target: its domain. Its srqn, pdn and recv_cqn are those of the
-    // XRC SRQ the request being received names (xrc.cpp), not references.
+    // XRC SRQ the request being received names (xrc.cpp), not references:
+    // 0, or those of a live SRQ (DESTROY_SRQ takes them back, srq.cpp).
     uint32_t xrcdn = 0;
     uint32_t windows = 0; // type 2 windows bound through it (mw.cpp)
     uint32_t flows = 0;   // raw Ethernet: flows steering to it (raw_eth.cpp)
@@ -344,6 +345,17 @@ struct Qp {
 
     SchedHook sched; // ready list and timer heap links (sched.hpp)
 };
+
+// An XRC target QP lets go of the XRC SRQ it borrowed, and of the SRQ's PD
+// and CQ: a receive WQE it holds of it is dropped (no completion).
+inline void release_xrc_srq(Qp &qp) {
+    qp.srqn = 0;
+    qp.pdn = 0;
+    qp.recv_cqn = 0;
+    qp.recv_loaded = false;
+    qp.recv_sges.clear();
+    qp.recv_offset = 0;
+}
 
 // Ordered by handle; slot 0 unused where 0 is not a valid handle. Objects
 // live on the heap so that an empty table is cheap to create and reset.

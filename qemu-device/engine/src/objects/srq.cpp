@@ -211,6 +211,18 @@ CmdResult Device::cmd_destroy_srq(const Command &cmd) {
     if (srq->qp_refs != 0) {
         return {OHCA_STATUS_BAD_STATE, srqn};
     }
+    if (srq->type == OHCA_SRQT_XRC) {
+        // XRC target QPs borrow the SRQ, its PD and its CQ per request
+        // (xrc.cpp) and hold no reference. A target still borrowing it lets
+        // go now: its WQE is dropped (its SRQ is gone) and the rest of its
+        // message is refused. Else an ERR flush would complete that WQE into
+        // whichever CQ gets the freed CQ number next. Bounded by max_qp.
+        for (const auto &q : qps_) {
+            if (q && q->type == OHCA_QPT_XRC_TGT && q->srqn == srqn) {
+                release_xrc_srq(*q);
+            }
+        }
+    }
     if (srq->pdn < pds_.size() && pds_[srq->pdn]) {
         --pds_[srq->pdn]->refs;
     }

@@ -222,8 +222,9 @@ bool UdTransport::send_one(Device &d, Qp &qp) {
     const auto &gid = d.gids_.get(seg.av.sgid_index); // checked by av_bad_field
     path.smac = gid->mac;
     std::copy(std::begin(seg.av.dmac), std::end(seg.av.dmac), path.dmac.begin());
-    const uint16_t vlan = le(seg.av.vlan_id);
-    path.vlan_id = vlan != kNoVlan ? vlan : gid->vlan_id;
+    // The VLAN is the source GID's (its interface's), never the WQE's: a
+    // user writes the WQE, and must not tag frames for any VLAN it likes.
+    path.vlan_id = gid->vlan_id;
     path.ipv6 = seg.av.network_type == OHCA_NET_IPV6;
     path.sgid = gid->gid;
     path.dgid = dgid_of(seg.av);

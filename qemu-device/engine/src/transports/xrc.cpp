@@ -67,6 +67,12 @@ void XrcTransport::rx_request(Qp &qp, ParsedPacket &p) {
     qp.pdn = srq->pdn;
     qp.recv_cqn = srq->cqn;
     resp_.rx(qp, p);
+    // Borrowed for this request only: once nothing of it is left (no
+    // message under way, no receive WQE held, no READ or atomic response
+    // to send under the PD), the numbers go.
+    if (qp.in_msg == Qp::InMsg::None && !qp.recv_loaded && qp.resp.pending() == 0) {
+        release_xrc_srq(qp);
+    }
 }
 
 } // namespace ohca

@@ -1,0 +1,135 @@
+"""Locating the pieces a VM is made of: the guest kernel and initrd, the
+QEMU binary, the root file system image and the build outputs that go into
+each VM's share."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from .common import GUEST_DIR, MKROOTFS, TOP, HarnessError, log
+
+
+def guest_kver():
+    if os.environ.get("OHCA_GUEST_KVER"):
+        return os.environ["OHCA_GUEST_KVER"]
+    best = None
+    for name in os.listdir("/boot"):
+        m = re.fullmatch(r"vmlinuz-(.*-amd64)", name)
+        if m and os.path.isdir(f"/lib/modules/{m.group(1)}"):
+            v = m.group(1)
+            key = [int(x) if x.isdigit() else x for x in re.split(r"[.-]", v)]
+            if best is None or key > best[0]:
+                best = (key, v)
+    if best is None:
+        raise HarnessError("no guest kernel: install linux-image-amd64")
+    return best[1]
+
+
+def kernel_and_initrd():
+    kernel = os.environ.get("OHCA_KERNEL")
+    initrd = os.environ.get("OHCA_INITRD")
+    if not kernel:
+        kver = guest_kver()
+        kernel = f"/boot/vmlinuz-{kver}"
+        if initrd is None:
+            initrd = f"/boot/initrd.img-{kver}"
+    if initrd in ("", "none"):
+        initrd = None
+    for path in (kernel, initrd):
+        if path and not os.access(path, os.R_OK):
+            raise HarnessError(f"{path} not readable (run as root?)")
+    return kernel, initrd
+
+
+def find_qemu(nic):
+    env = os.environ.get("OHCA_QEMU")
+    if env:
+        path = env if os.path.isabs(env) else os.path.join(TOP, env)
+        if not os.access(path, os.X_OK):
+            raise HarnessError(f"OHCA_QEMU={env}: not an executable")
+        return path
+    variant = os.environ.get("OHCA_QEMU_VARIANT", "default")
+    if variant == "asan":
+        built = os.path.join(TOP, "build/qemu-asan/qemu-system-x86_64")
+        if not os.access(built, os.X_OK):
+            raise HarnessError(f"{built} missing: build it with "
+                               "qemu-device/build.sh --asan (make qemu-asan)")
+        return built
+    if variant not in ("default", ""):
+        raise HarnessError(f"OHCA_QEMU_VARIANT={variant}: expected default or asan")
+    built = os.path.join(TOP, "build/qemu/qemu-system-x86_64")
+    if os.access(built, os.X_OK):
+        return built
+    if nic == "ohca":
+        raise HarnessError(f"{built} missing: build QEMU with the ohca device "
+                           "(make qemu) or set OHCA_QEMU")
+    system = shutil.which("qemu-system-x86_64")
+    if not system:
+        raise HarnessError(f"{built} missing and no qemu-system-x86_64 in PATH")
+    log(f"note: {built} missing; using {system} (fine for --nic virtio)")
+    return system
+
+
+def rootfs_image(build=True):
+    env = os.environ.get("OHCA_ROOTFS")
+    if env:
+        if not os.path.isfile(env):
+            raise HarnessError(f"OHCA_ROOTFS={env}: no such file")
+        return env
+    p = subprocess.run(["bash", MKROOTFS, "--print-path"],
+                       capture_output=True, text=True)
+    path = p.stdout.strip()
+    if p.returncode == 0 and os.path.isfile(path):
+        return path
+    if not path:
+        raise HarnessError(f"mkrootfs.sh --print-path failed: {p.stderr.strip()}")
+    if not build:
+        raise HarnessError(f"root file system {path} not built: run make rootfs")
+    log("root file system not built yet; running tests/vm/mkrootfs.sh")
+    b = subprocess.run(["bash", MKROOTFS], stdout=sys.stderr)
+    if b.returncode != 0 or not os.path.isfile(path):
+        raise HarnessError("tests/vm/mkrootfs.sh failed")
+    return path
+
+
+def build_outputs(nic):
+    """Files to put into each share: {name in share: host path}."""
+    moddir = os.environ.get("OHCA_MODULE_DIR", os.path.join(TOP, "build/kernel"))
+    provdir = os.environ.get("OHCA_PROVIDER_DIR", os.path.join(TOP, "build/userspace"))
+    files = {
+        # the driver: the PCI/Ethernet core and the RDMA driver on top
+        "ohca_core.ko": os.path.join(moddir, "ohca_core.ko"),
+        "ohca_ib.ko": os.path.join(moddir, "ohca_ib.ko"),
+        "libohca-rdmav34.so": os.path.join(provdir, "libohca-rdmav34.so"),
+        "ohca.driver": os.path.join(provdir, "ohca.driver"),
+    }
+    # Guest test programs: copied when built; the tests that run them check.
+    for prog in ("ohca_ctx_test", "ohca_rc_loopback", "ohca_rc_nosyscall",
+                 "ohca_rc_negative", "ohca_rc_integrity", "ohca_hostile",
+                 "ohca_verbs_ex", "ohca_holder"):
+        path = os.path.join(provdir, prog)
+        if os.path.isfile(path):
+            files[prog] = path
+    # Guest scripts from tests/vm/guest.
+    files["ohca_hostile_peer.py"] = os.path.join(GUEST_DIR, "ohca_hostile_peer.py")
+    # The firmware interface for guest-side Python tools (ohca-cmdtest),
+    # generated from the headers; cheap, so brought up to date here (make
+    # regenerates it only when a header is newer): a stale copy tested the
+    # new driver against the old opcodes.
+    fwif = os.path.join(TOP, "build/firmware-interface/ohca_fwif.py")
+    subprocess.run(["make", "-s", "-C", os.path.join(TOP, "firmware-interface"), "python"],
+                   stdout=sys.stderr, check=False)
+    files["ohca_fwif.py"] = fwif
+    out = {}
+    missing = []
+    for name, path in files.items():
+        if os.path.isfile(path):
+            out[name] = path
+        else:
+            missing.append(path)
+    if missing and nic == "ohca":
+        raise HarnessError("missing build outputs for --nic ohca: "
+                           + ", ".join(missing) + " (make kernel userspace)")
+    return out

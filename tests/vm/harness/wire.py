@@ -1,0 +1,266 @@
+"""The wires between the VMs: what each VM's netdev is and what runs
+between them.
+
+  user    one VM (or several, each alone): QEMU's user-mode network
+  dgram   two VMs: a UDP socket each on 127.0.0.1, connected to the other's
+          (the harness opens them, with WIRE_SOCKET_BUFFER; OHCA_DGRAM=qemu
+          lets QEMU open its own)
+  stream  two VMs: one AF_UNIX stream socket pair (lossless, length-framed)
+  faulty  two VMs: dgram sockets to ohca_wire (tests/wire), which drops,
+          duplicates, reorders, delays and corrupts frames (FaultWire)
+  switch  two to MAX_VMS VMs on one Ethernet segment: each VM's stream
+          netdev on an AF_UNIX socket pair whose other end is a port of
+          switch.py, a learning switch (Switch)
+
+No wire needs root or the host's network: the sockets live on 127.0.0.1
+or are socket pairs. Each function returns the sockets the VMs' QEMUs get
+(to pass as file descriptors) and their -netdev arguments.
+"""
+
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+
+from .common import TOP, HarnessError, die_with_parent, log
+
+WIRE_KINDS = ("user", "dgram", "stream", "faulty", "switch")
+
+
+# The wire's sockets: the harness opens both ends of a two-VM dgram wire
+# itself and hands them to QEMU as file descriptors (local.type=fd), with
+# receive and send buffers of this size. QEMU's own sockets get the host's
+# default receive buffer (net.core.rmem_default, 208 KiB here: 92 frames of
+# 1 KiB, 25 of 4 KiB), less than the requester's window puts on the wire, so
+# a burst overflowed it and every drop cost an ACK timeout (issue 12).
+# 16 MiB (the kernel doubles it for its bookkeeping) holds 1024 frames of
+# 9 KiB, the requester's largest window. OHCA_DGRAM=qemu lets QEMU open its
+# own sockets again (the old wire, for comparison).
+WIRE_SOCKET_BUFFER = 16 << 20
+SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+_buffer_note = []
+
+
+def set_wire_buffers(s):
+    """WIRE_SOCKET_BUFFER for both directions of s: SO_*BUFFORCE (root, or
+    CAP_NET_ADMIN), else SO_*BUF, which net.core.rmem_max/wmem_max cap."""
+    for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF),
+                         (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
+        try:
+            s.setsockopt(socket.SOL_SOCKET, force, WIRE_SOCKET_BUFFER)
+        except PermissionError:
+            s.setsockopt(socket.SOL_SOCKET, plain, WIRE_SOCKET_BUFFER)
+
+
+def wire_socket():
+    """A UDP socket on 127.0.0.1 with WIRE_SOCKET_BUFFER for both
+    directions: SO_*BUFFORCE (root, or CAP_NET_ADMIN), else SO_*BUF, which
+    net.core.rmem_max/wmem_max cap (said once). The caller connects it:
+    QEMU sends on an fd netdev with send(), to the connected peer."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind(("127.0.0.1", 0))
+        set_wire_buffers(s)
+        got = s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) // 2
+        if got < WIRE_SOCKET_BUFFER and not _buffer_note:
+            _buffer_note.append(got)
+            log(f"note: not allowed to force socket buffers (not root): the wire's "
+                f"receive buffer is {got} bytes (net.core.rmem_max), not "
+                f"{WIRE_SOCKET_BUFFER}; bursts may be dropped (sysctl -w "
+                f"net.core.rmem_max={WIRE_SOCKET_BUFFER} net.core.wmem_max="
+                f"{WIRE_SOCKET_BUFFER} lifts it)")
+        return s
+    except BaseException:
+        s.close()
+        raise
+
+
+def stream_pair():
+    """The two ends of a stream wire: a connected AF_UNIX stream socket
+    pair with WIRE_SOCKET_BUFFER for both directions. QEMU's stream netdev
+    frames each packet with its length and reads up to 68 KiB per call, so
+    a burst reaches the device in one main-loop pass instead of one pass
+    per frame (its dgram netdev reads one datagram per pass); and it does
+    not drop (a full socket holds the sender back), like a lossless RoCE
+    fabric."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    for s in (a, b):
+        set_wire_buffers(s)
+    return a, b
+
+
+def stream_fd_args(sock):
+    """QEMU -netdev arguments for a stream netdev on an already connected
+    socket."""
+    return f"stream,server=off,addr.type=fd,addr.str={sock.fileno()}"
+
+
+def dgram_fd_args(sock):
+    """QEMU -netdev arguments for an fd dgram netdev on sock."""
+    return f"dgram,local.type=fd,local.str={sock.fileno()}"
+
+
+def free_udp_ports(n):
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+
+def user_ends(n):
+    """QEMU's user-mode network for each of n VMs (no sockets)."""
+    return [None] * n, ["user,restrict=on,net=10.77.0.0/24,host=10.77.0.254"] * n
+
+
+def dgram_ends(via_wire):
+    """The two VMs' dgram netdevs: to each other, or via_wire to a port of
+    the fault wire each. Returns (sockets, netdev arguments, ports): the
+    VMs' ports, then the wire's (via_wire)."""
+    if os.environ.get("OHCA_DGRAM", "fd") == "qemu":
+        # QEMU opens its own sockets (default buffers): the old wire.
+        ports = free_udp_ports(4 if via_wire else 2)
+        remote = ports[2:] if via_wire else ports[1::-1]
+        args = [f"dgram,local.type=inet,local.host=127.0.0.1,local.port={lp},"
+                f"remote.type=inet,remote.host=127.0.0.1,remote.port={rp}"
+                for lp, rp in zip(ports, remote)]
+        return [None, None], args, ports
+    socks = [wire_socket() for _ in range(2)]
+    try:
+        ports = [s.getsockname()[1] for s in socks]
+        # (the VMs' sockets are held: the wire's ports differ from them)
+        ports += free_udp_ports(2) if via_wire else []
+        remote = ports[2:] if via_wire else ports[1::-1]
+        for sock, rp in zip(socks, remote):
+            sock.connect(("127.0.0.1", rp))
+    except BaseException:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks, [dgram_fd_args(s) for s in socks], ports
+
+
+def stream_ends():
+    """The two VMs' stream netdevs on one socket pair."""
+    socks = list(stream_pair())
+    return socks, [stream_fd_args(s) for s in socks]
+
+
+def switch_ends(n):
+    """n VMs' stream netdevs, each on a socket pair whose other end is a
+    port of the switch. Returns (the VMs' sockets, their netdev arguments,
+    the switch's sockets), port i being VM i's."""
+    vm_socks, sw_socks = [], []
+    try:
+        for _ in range(n):
+            a, b = stream_pair()
+            vm_socks.append(a)
+            sw_socks.append(b)
+    except BaseException:
+        for s in vm_socks + sw_socks:
+            s.close()
+        raise
+    return vm_socks, [stream_fd_args(s) for s in vm_socks], sw_socks
+
+
+class Relay:
+    """A process between the VMs' netdevs (ohca_wire or the switch), with
+    its command line, log and statistics (stats.json, written when it is
+    stopped) in one directory."""
+
+    def __init__(self, wdir, argv, pass_fds=()):
+        os.makedirs(wdir, exist_ok=True)
+        self.stats_path = os.path.join(wdir, "stats.json")
+        if os.path.exists(self.stats_path):  # a previous job's (Pool)
+            os.unlink(self.stats_path)
+        argv = argv + ["--stats", self.stats_path]
+        with open(os.path.join(wdir, "cmdline.txt"), "w") as f:
+            f.write(" ".join(shlex.quote(a) for a in argv) + "\n")
+        self.log = open(os.path.join(wdir, "wire.log"), "w")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
+                                     pass_fds=tuple(pass_fds), preexec_fn=die_with_parent)
+
+    def stop(self):
+        """Stops the process (SIGTERM: it writes its statistics) and returns
+        the statistics, or None."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        try:
+            with open(self.stats_path) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+
+class FaultWire(Relay):
+    """ohca_wire between the two VMs' dgram netdevs (ports: vm0, vm1, the
+    wire's side for each; dgram_ends(via_wire=True)). Keys of faults: loss,
+    dup, reorder, delay, corrupt (probabilities, both directions; a
+    "_ab"/"_ba" suffix for one direction: vm0 to vm1 is ab), delay_us,
+    hold_us, seed (default 1), all_frames (False: only RoCE frames get
+    faults), pcap (True: <wdir>/wire.pcap). Its statistics:
+    {"a_to_b": {...}, "b_to_a": {...}} (a is vm0)."""
+
+    FAULTS = ("loss", "dup", "reorder", "delay", "corrupt")
+
+    def __init__(self, wdir, faults, ports):
+        binary = os.environ.get("OHCA_WIRE", os.path.join(TOP, "build/wire/ohca_wire"))
+        if "OHCA_WIRE" not in os.environ:
+            # Small and quick to build: make sure it is current.
+            r = subprocess.run(["make", "-s", "-C", os.path.join(TOP, "tests/wire")],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                raise HarnessError(f"building ohca_wire failed:\n{r.stdout}{r.stderr}")
+        argv = [binary, "--a", f"{ports[2]}:{ports[0]}", "--b", f"{ports[3]}:{ports[1]}"]
+        cfg = dict(faults)
+        argv += ["--seed", str(cfg.pop("seed", 1))]
+        for key, val in cfg.items():
+            base = key[:-3] if key.endswith(("_ab", "_ba")) else key
+            if base in self.FAULTS:
+                argv += [f"--{base}{'-' + key[-2:] if base != key else ''}", str(val)]
+            elif key in ("delay_us", "hold_us"):
+                argv += [f"--{key.replace('_', '-')}", str(val)]
+            elif key == "all_frames":
+                if val:
+                    argv.append("--all-frames")
+            elif key == "pcap":
+                if val:
+                    argv += ["--pcap", os.path.join(wdir, "wire.pcap")]
+            else:
+                raise HarnessError(f"unknown fault wire option '{key}'")
+        super().__init__(wdir, argv)
+
+
+SWITCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "switch.py")
+
+
+class Switch(Relay):
+    """switch.py on the switch's ends of switch_ends() (which it closes in
+    this process: the switch holds them). Its statistics: per port, frames
+    and bytes in and out, frames flooded and dropped; per pair of ports
+    ("0>1"), frames and RoCE frames (UDP port 4791) forwarded."""
+
+    def __init__(self, wdir, sw_socks):
+        fds = [s.fileno() for s in sw_socks]
+        argv = [sys.executable, SWITCH] + [a for fd in fds for a in ("--port", str(fd))]
+        try:
+            super().__init__(wdir, argv, pass_fds=fds)
+        finally:
+            for s in sw_socks:
+                s.close()
