@@ -66,12 +66,12 @@ void ohca_engine_doorbell_fast(struct ohca_engine *e, uint32_t page, uint32_t of
 }
 
 uint64_t ohca_engine_dm_read(struct ohca_engine *e, uint64_t offset, unsigned int size) {
-    return e->device.dm_read(offset, size);
+    return e->device.memory_keys().dm_read(offset, size);
 }
 
 void ohca_engine_dm_write(struct ohca_engine *e, uint64_t offset, uint64_t value,
                           unsigned int size) {
-    e->device.dm_write(offset, value, size);
+    e->device.memory_keys().dm_write(offset, value, size);
 }
 
 enum ohca_engine_rx_result ohca_engine_receive_frame(struct ohca_engine *e, const uint8_t *frame,

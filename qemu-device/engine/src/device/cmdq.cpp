@@ -56,8 +56,8 @@ const std::array<Device::CmdSpec, OHCA_CMD_MAX> Device::kCommands = [] {
     OHCA_CMD(OHCA_CMD_DESTROY_EQ, kHandle, 0, d.cqs_.cmd_destroy_eq(c));
     OHCA_CMD(OHCA_CMD_CREATE_PD, 0, kCreateOut, d.pds_.cmd_create_pd(c));
     OHCA_CMD(OHCA_CMD_DESTROY_PD, kHandle, 0, d.pds_.cmd_destroy_pd(c));
-    OHCA_CMD(OHCA_CMD_CREATE_MR, sizeof(ohca_create_mr_in), kCreateOut, d.cmd_create_mr(c));
-    OHCA_CMD(OHCA_CMD_DESTROY_MR, kHandle, 0, d.cmd_destroy_mr(c));
+    OHCA_CMD(OHCA_CMD_CREATE_MR, sizeof(ohca_create_mr_in), kCreateOut, d.keys_.execute(c));
+    OHCA_CMD(OHCA_CMD_DESTROY_MR, kHandle, 0, d.keys_.execute(c));
     OHCA_CMD(OHCA_CMD_CREATE_CQ, sizeof(ohca_create_cq_in), kCreateOut, d.cqs_.cmd_create_cq(c));
     OHCA_CMD(OHCA_CMD_DESTROY_CQ, kHandle, 0, d.cqs_.cmd_destroy_cq(c));
     OHCA_CMD(OHCA_CMD_CREATE_QP, sizeof(ohca_create_qp_in), kCreateOut, d.qps_.cmd_create_qp(c));
@@ -66,29 +66,29 @@ const std::array<Device::CmdSpec, OHCA_CMD_MAX> Device::kCommands = [] {
     OHCA_CMD(OHCA_CMD_DESTROY_QP, kHandle, 0, d.qps_.cmd_destroy_qp(c));
     OHCA_CMD(OHCA_CMD_RESIZE_CQ, sizeof(ohca_resize_cq_in), sizeof(ohca_resize_cq_out),
              d.cqs_.cmd_resize_cq(c, d.qps_));
-    OHCA_CMD(OHCA_CMD_REREG_MR, sizeof(ohca_rereg_mr_in), kCreateOut, d.cmd_rereg_mr(c));
+    OHCA_CMD(OHCA_CMD_REREG_MR, sizeof(ohca_rereg_mr_in), kCreateOut, d.keys_.execute(c));
     OHCA_CMD(OHCA_CMD_CREATE_SRQ, sizeof(ohca_create_srq_in), kCreateOut,
              d.srqs_.cmd_create_srq(c));
     OHCA_CMD(OHCA_CMD_MODIFY_SRQ, sizeof(ohca_modify_srq_in), 0, d.srqs_.cmd_modify_srq(c));
     OHCA_CMD(OHCA_CMD_QUERY_SRQ, kHandle, sizeof(ohca_query_srq_out), d.srqs_.cmd_query_srq(c));
     OHCA_CMD(OHCA_CMD_DESTROY_SRQ, kHandle, 0, d.srqs_.cmd_destroy_srq(c));
-    OHCA_CMD(OHCA_CMD_ALLOC_MW, sizeof(ohca_alloc_mw_in), kCreateOut, d.cmd_alloc_mw(c));
-    OHCA_CMD(OHCA_CMD_DEALLOC_MW, kHandle, 0, d.cmd_dealloc_mw(c));
+    OHCA_CMD(OHCA_CMD_ALLOC_MW, sizeof(ohca_alloc_mw_in), kCreateOut, d.keys_.execute(c));
+    OHCA_CMD(OHCA_CMD_DEALLOC_MW, kHandle, 0, d.keys_.execute(c));
     OHCA_CMD(OHCA_CMD_ATTACH_MCAST, sizeof(ohca_mcast_in), 0, d.qps_.cmd_mcast(c, true));
     OHCA_CMD(OHCA_CMD_DETACH_MCAST, sizeof(ohca_mcast_in), 0, d.qps_.cmd_mcast(c, false));
     OHCA_CMD(OHCA_CMD_ALLOC_XRCD, 0, kCreateOut, d.pds_.cmd_alloc_xrcd(c));
     OHCA_CMD(OHCA_CMD_DEALLOC_XRCD, kHandle, 0, d.pds_.cmd_dealloc_xrcd(c));
     OHCA_CMD(OHCA_CMD_ALLOC_DM, sizeof(ohca_alloc_dm_in), sizeof(ohca_alloc_dm_out),
-             d.cmd_alloc_dm(c));
-    OHCA_CMD(OHCA_CMD_FREE_DM, kHandle, 0, d.cmd_free_dm(c));
-    OHCA_CMD(OHCA_CMD_REG_DM_MR, sizeof(ohca_reg_dm_mr_in), kCreateOut, d.cmd_reg_dm_mr(c));
+             d.keys_.execute(c));
+    OHCA_CMD(OHCA_CMD_FREE_DM, kHandle, 0, d.keys_.execute(c));
+    OHCA_CMD(OHCA_CMD_REG_DM_MR, sizeof(ohca_reg_dm_mr_in), kCreateOut, d.keys_.execute(c));
     OHCA_CMD(OHCA_CMD_CREATE_FLOW, sizeof(ohca_create_flow_in), kCreateOut,
              d.raw_.flows().cmd_create_flow(c, d.host_, d.qps_));
     OHCA_CMD(OHCA_CMD_DESTROY_FLOW, kHandle, 0, d.raw_.flows().cmd_destroy_flow(c, d.qps_));
     // And its page entries: cmd_odp_map checks in_len.
-    OHCA_CMD(OHCA_CMD_ODP_MAP, sizeof(ohca_odp_map_in), 0, d.cmd_odp_map(c));
+    OHCA_CMD(OHCA_CMD_ODP_MAP, sizeof(ohca_odp_map_in), 0, d.keys_.execute(c));
     t[OHCA_CMD_ODP_MAP].in_at_least = true;
-    OHCA_CMD(OHCA_CMD_ODP_UNMAP, sizeof(ohca_odp_unmap_in), 0, d.cmd_odp_unmap(c));
+    OHCA_CMD(OHCA_CMD_ODP_UNMAP, sizeof(ohca_odp_unmap_in), 0, d.keys_.execute(c));
     OHCA_CMD(OHCA_CMD_MODIFY_CQ, sizeof(ohca_modify_cq_in), 0, d.cqs_.cmd_modify_cq(c));
     return t;
 }();

@@ -310,6 +310,18 @@ void Device::post_peer_event(uint16_t code, uint32_t qpn) {
     post_event(OHCA_EQE_QP_EVENT, code, qpn, 0, 0);
 }
 
+// KeyLinks: a QP that waited for a page fault goes on.
+void Device::odp_resume(Qp &qp) {
+    rc_requester_.odp_resumed(qp);
+    mark_ready(qp);
+}
+
+// A page fault is posted on EQ 0 only while it is less than half full, as
+// a peer's QP events (post_peer_event): a peer's requests cause faults too.
+bool Device::fault_event_room() const {
+    return running() && eq0_.configured() && eq0_.producer() - eq0_.consumer() < eq0_.size() / 2;
+}
+
 void Device::set_link(bool up) {
     Entry entry(*this);
     if (!entry.ok() || up == cfg_.link_up) {

@@ -7,7 +7,9 @@
 //   regs.cpp        the BAR0 register file
 //   cmdq.cpp        the command queue, the command table, device commands
 //   eth.cpp         the Ethernet TX/RX rings and receive classification
-//   rdma_cmds.cpp   the MR commands, keys and MR access
+//   objects/keys.*  MemoryKeys: MRs, windows, device memory, ODP and their
+//                   commands (mr.cpp, mr_rereg.cpp, fast_reg.cpp, mw.cpp,
+//                   dm.cpp, odp.cpp); the transports' MemoryServices
 //   transport.cpp   the transport services (TransportServices): packets out
 //                   and in, QP doorbells, the ready list and timers, the run
 //                   loop. Each QP type has its Transport (transports_, by
@@ -41,7 +43,7 @@
 #include "link/roce_v2.hpp"
 #include "objects/completer.hpp"
 #include "objects/cq.hpp"
-#include "objects/dm.hpp"
+#include "objects/keys.hpp"
 #include "objects/mcast.hpp"
 #include "objects/pbl_budget.hpp"
 #include "objects/pd.hpp"
@@ -84,11 +86,11 @@ struct DeviceConfig {
     const LinkLayer *link = nullptr;
 };
 
-class Device : private MemoryServices,
-               private EventSink,
+class Device : private EventSink,
                private WireServices,
                private QpScheduler,
                private QpWindows,
+               private KeyLinks,
                private Port {
   public:
     Device(const ohca_engine_ops &ops, void *ctx, const DeviceConfig &cfg);
@@ -101,9 +103,9 @@ class Device : private MemoryServices,
     void db_write(uint32_t page, uint32_t offset, uint64_t value, unsigned int size);
     void doorbell_fast(uint32_t page, uint32_t offset, uint64_t value, unsigned int size,
                        unsigned int budget);
-    // BAR2's device memory window, 'offset' from its start (dm.cpp).
-    uint64_t dm_read(uint64_t offset, unsigned int size);
-    void dm_write(uint64_t offset, uint64_t value, unsigned int size);
+    // MRs, windows, device memory (BAR2's window) and ODP (objects/keys.hpp).
+    [[nodiscard]] MemoryKeys &memory_keys() { return keys_; }
+    [[nodiscard]] const MemoryKeys &memory_keys() const { return keys_; }
     ohca_engine_rx_result receive_frame(std::span<const uint8_t> frame);
     void set_link(bool up);
     void reset();
@@ -197,56 +199,14 @@ class Device : private MemoryServices,
     void rdma_power_on();
     void seed_ids(uint32_t seed);
     [[nodiscard]] uint64_t pbl_room() const;
-    [[nodiscard]] static uint64_t pbl_charge(const Mr &mr);
     CmdResult write_create_out(const Command &cmd, uint32_t h1, uint32_t h2);
-    CmdResult cmd_create_mr(const Command &cmd);
-    CmdResult cmd_destroy_mr(const Command &cmd);
-    // mr_rereg.cpp
-    CmdResult cmd_rereg_mr(const Command &cmd);
-    // Looks up a key for [va, va + len) with 'access' rights in PD 'pdn'.
-    [[nodiscard]] KeyResult check_key(uint32_t key, uint64_t va, uint64_t len, uint32_t access,
-                                      uint32_t pdn) const override;
-    bool mr_read(const Mr &mr, uint64_t va, void *buf, size_t len) const override;
-    bool mr_write(const Mr &mr, uint64_t va, const void *buf, size_t len) const override;
-    Qp *find_qp(uint32_t qpn) { return qps_.find(qpn); }
+    Qp *find_qp(uint32_t qpn) override { return qps_.find(qpn); }
+    // QpWindows: a destroyed QP's type 2 windows (MemoryKeys).
+    void unbind_qp_windows(const Qp &qp) override { keys_.unbind_qp_windows(qp); }
 
-    // fast_reg.cpp: fast-registration MRs and invalidation
-    using LocalOpResult = ohca::LocalOpResult;
-    CmdResult init_fast_reg_mr(const ohca_create_mr_in &in, Mr &mr) const;
-    LocalOpResult execute_reg_mr(const Qp &qp, const ohca_reg_mr_wqe &w);
-    // Makes the fast-registration MR or type 2 window whose current key is
-    // 'key' free ('remote': asked by a SEND with invalidate).
-    uint8_t invalidate_key(uint32_t key, const Qp &qp, bool remote) override;
-    LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) override;
-
-    // mw.cpp: memory windows
-    [[nodiscard]] std::optional<uint32_t> free_key_slot() const;
-    CmdResult cmd_alloc_mw(const Command &cmd);
-    CmdResult cmd_dealloc_mw(const Command &cmd);
-    LocalOpResult execute_bind_mw(const Qp &qp, const ohca_bind_mw_wqe &w);
-    [[nodiscard]] KeyResult check_rkey(const Qp &qp, uint32_t key, uint64_t va, uint64_t len,
-                                       uint32_t access) const override;
-    [[nodiscard]] KeyResult check_window(const Qp &qp, const Mw &mw, uint32_t key, uint64_t va,
-                                         uint64_t len, uint32_t access) const;
-    uint8_t invalidate_window(Mw &mw, uint32_t key, const Qp &qp, bool remote);
-    void unbind_window(Mw &mw);
-    void unbind_qp_windows(const Qp &qp) override;
-
-    // dm.cpp: device memory (the memory and its allocations are dm_)
-    CmdResult cmd_alloc_dm(const Command &cmd);
-    CmdResult cmd_free_dm(const Command &cmd);
-    CmdResult cmd_reg_dm_mr(const Command &cmd);
-    void dm_mr_destroyed(const Mr &mr);
-    // odp.cpp: on-demand paging (translations in Mr::odp, faults in
-    // odp_faults_)
-    CmdResult cmd_odp_map(const Command &cmd);
-    CmdResult cmd_odp_unmap(const Command &cmd);
-    CmdResult init_odp_mr(const ohca_create_mr_in &in, Mr &mr) const;
-    void odp_mr_destroyed(const Mr &mr);
-    OdpState odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) override;
-    [[nodiscard]] bool has_odp_mrs() const override { return odp_mrs_ != 0; }
-    void odp_wait(Qp &qp) override;
-    void odp_wake();
+    // KeyLinks (device.cpp): what the keys need of QPs and EQ 0.
+    void odp_resume(Qp &qp) override;
+    [[nodiscard]] bool fault_event_room() const override;
 
     // transport.cpp: the transport services, QP doorbells, received RoCE
     // frames, readiness and timers, the run loop
@@ -358,11 +318,6 @@ class Device : private MemoryServices,
     uint32_t rx_mode_ = 0;
 
     // RDMA objects.
-    // A key index names an MR or a memory window (never both).
-    struct MrSlot {
-        std::unique_ptr<Mr> mr;
-        std::unique_ptr<Mw> mw;
-    };
     // Objects on each doorbell page (DEALLOC_UAR), page-list entries held by
     // live objects (DeviceLimits::max_pbl_entries), multicast groups.
     UarRefs uar_refs_{};
@@ -379,19 +334,6 @@ class Device : private MemoryServices,
     QpTable qps_{{host_, pbl_, uars_, uar_refs_, gids_, pds_, cqs_, srqs_, xrc_, mcast_, *this,
                   completer_, *this},
                  cfg_.max_qp};
-    std::vector<MrSlot> mrs_;
-    // The MR a command names by its key (index and tag), or null.
-    Mr *mr_by_key(uint32_t key) {
-        const uint32_t index = OHCA_KEY_INDEX(key);
-        Mr *mr = index != 0 && index < mrs_.size() ? mrs_[index].mr.get() : nullptr;
-        return mr != nullptr && mr->handle == key ? mr : nullptr;
-    }
-    // Identity that survives reset (not part of the power-on state): the
-    // key tag each MR index had last (the QPN cursor is qps_').
-    std::vector<uint8_t> mr_tags_;
-    uint32_t mr_count_ = 0; // <= max_mr
-    uint32_t mw_count_ = 0; // <= max_mw
-    DeviceMemory dm_;
     // RoCE frames received (or looped back), handled by process().
     RoceBacklog roce_backlog_{DeviceLimits::max_roce_backlog};
     std::vector<uint8_t> tx_frame_; // the frame being sent, storage reused
@@ -405,8 +347,10 @@ class Device : private MemoryServices,
     // them whatever its backlog holds.
     bool timers_deferred_ = false;
     SchedStats sched_stats_;
+    // MRs, memory windows, device memory and ODP: the transports' memory.
+    MemoryKeys keys_{host_, pds_.table(), pbl_, *this, *this, stats_, cfg_.max_qp};
     // What the transports reach the device through.
-    TransportServices svc_{*this, completer_, *this};
+    TransportServices svc_{keys_, completer_, *this};
     // The RC transport.
     RcRequester rc_requester_{svc_};
     RcResponder rc_responder_{svc_};
@@ -426,13 +370,6 @@ class Device : private MemoryServices,
     std::array<Transport *, OHCA_QPT_RAW_ETH + 1> transports_{&rc_,  &ud_,  &ud_, &uc_,
                                                               &xrc_, &xrc_, &raw_};
     [[nodiscard]] Transport &transport_of(const Qp &qp) const { return *transports_[qp.type]; }
-    // On-demand paging: outstanding faults, the QPs waiting for one (each
-    // at most once, Qp::odp_wait), translation chunks in use.
-    OdpFaults odp_faults_{DeviceLimits::max_odp_faults};
-    std::vector<uint32_t> odp_waiters_;
-    uint32_t odp_chunks_ = 0;
-    // ODP MRs in the key table (created, not yet destroyed or reset).
-    uint32_t odp_mrs_ = 0;
 
   public:
     [[nodiscard]] const RoceCounters &roce_counters() const { return roce_; }

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Device memory: the allocator, the BAR window, and Device's commands
+// Device memory: the allocator, the BAR window, and the keys' commands
 // ALLOC_DM, FREE_DM and REG_DM_MR (programming manual, "Device memory").
 // An MR on an allocation keeps a byte offset into this memory instead of a
-// page list; Device::mr_read/mr_write send its accesses here.
+// page list; MemoryKeys::mr_read/mr_write send its accesses here.
 #include "objects/dm.hpp"
 
 #include "device/command.hpp"
-#include "device/device.hpp"
 #include "link/byte_order.hpp"
+#include "objects/keys.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -157,9 +157,9 @@ bool DeviceMemory::mmio_write(uint64_t offset, uint64_t value, unsigned int size
     return true;
 }
 
-// ---- Device's side: commands and the BAR window --------------------------
+// ---- MemoryKeys' side: commands and the BAR window -----------------------
 
-uint64_t Device::dm_read(uint64_t offset, unsigned int size) {
+uint64_t MemoryKeys::dm_read(uint64_t offset, unsigned int size) {
     uint64_t value = 0;
     if (!dm_.mmio_read(offset, size, value)) {
         ++stats_.reg_errors;
@@ -167,13 +167,13 @@ uint64_t Device::dm_read(uint64_t offset, unsigned int size) {
     return value;
 }
 
-void Device::dm_write(uint64_t offset, uint64_t value, unsigned int size) {
+void MemoryKeys::dm_write(uint64_t offset, uint64_t value, unsigned int size) {
     if (!dm_.mmio_write(offset, value, size)) {
         ++stats_.reg_errors;
     }
 }
 
-CmdResult Device::cmd_alloc_dm(const Command &cmd) {
+CmdResult MemoryKeys::cmd_alloc_dm(const Command &cmd) {
     const auto in = cmd.input<ohca_alloc_dm_in>();
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_alloc_dm_in, rsvd), sizeof(in.rsvd))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
@@ -196,7 +196,7 @@ CmdResult Device::cmd_alloc_dm(const Command &cmd) {
     return {};
 }
 
-CmdResult Device::cmd_free_dm(const Command &cmd) {
+CmdResult MemoryKeys::cmd_free_dm(const Command &cmd) {
     const auto in = cmd.input<ohca_handle_in>();
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
@@ -205,7 +205,7 @@ CmdResult Device::cmd_free_dm(const Command &cmd) {
     return {r.status, r.syndrome};
 }
 
-CmdResult Device::cmd_reg_dm_mr(const Command &cmd) {
+CmdResult MemoryKeys::cmd_reg_dm_mr(const Command &cmd) {
     const auto in = cmd.input<ohca_reg_dm_mr_in>();
     const uint32_t pdn = le(in.pdn);
     const uint32_t access = le(in.access);
@@ -215,7 +215,7 @@ CmdResult Device::cmd_reg_dm_mr(const Command &cmd) {
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_reg_dm_mr_in, rsvd), sizeof(in.rsvd))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
     }
-    Pd *pd = pdn < pds_.size() ? pds_[pdn].get() : nullptr;
+    Pd *pd = find_pd(pdn);
     if (pd == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, pdn};
     }
@@ -245,21 +245,21 @@ CmdResult Device::cmd_reg_dm_mr(const Command &cmd) {
     mr.length = length;
     mr.dm_handle = dm_handle;
     mr.dm_base = a->base() + offset;
-    const auto tag = static_cast<uint8_t>(mr_tags_[*index] + 1);
+    const auto tag = static_cast<uint8_t>(tags_[*index] + 1);
     mr.key = (*index << 8) | tag;
     mr.handle = mr.key;
-    if (CmdResult r = write_create_out(cmd, mr.key, mr.key); r.status != OHCA_STATUS_OK) {
+    if (CmdResult r = write_create_out(host_, cmd, mr.key, mr.key); r.status != OHCA_STATUS_OK) {
         return r;
     }
-    mr_tags_[*index] = tag;
-    mrs_[*index].mr = std::make_unique<Mr>(std::move(mr));
+    tags_[*index] = tag;
+    slots_[*index].mr = std::make_unique<Mr>(std::move(mr));
     ++mr_count_;
     ++pd->refs;
     ++a->mrs;
     return {};
 }
 
-void Device::dm_mr_destroyed(const Mr &mr) {
+void MemoryKeys::dm_mr_destroyed(const Mr &mr) {
     if (mr.dm_handle == 0) {
         return;
     }

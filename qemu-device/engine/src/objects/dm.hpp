@@ -3,7 +3,7 @@
 // on-chip memory held by the device, handed out in page-sized chunks by
 // ALLOC_DM, reached by the guest through BAR2's window and by the transport
 // through MRs registered on an allocation (REG_DM_MR). This type owns the
-// memory and the allocations; dm.cpp also holds Device's commands for it.
+// memory and the allocations; dm.cpp also holds MemoryKeys' commands for it.
 #pragma once
 
 #include <ohca/ohca_cmd.h>
@@ -18,7 +18,7 @@ namespace ohca {
 
 class DeviceMemory {
   public:
-    static constexpr uint64_t kSize = OHCA_DM_SIZE;
+    static constexpr uint64_t kSize = static_cast<uint64_t>(OHCA_DM_SIZE);
     static constexpr uint32_t kChunk = OHCA_DM_CHUNK_SIZE;
     static constexpr uint32_t kChunks = OHCA_DM_NUM_CHUNKS;
     static constexpr uint32_t kMaxAllocs = OHCA_DM_MAX_ALLOCS;

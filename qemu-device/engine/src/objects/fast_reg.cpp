@@ -6,14 +6,14 @@
 // registration may name a new one, and only the current key of a valid MR
 // passes check_key, so a key from before an invalidation is refused.
 #include "device/command.hpp"
-#include "device/device.hpp"
 #include "link/byte_order.hpp"
+#include "objects/keys.hpp"
 
 #include <cstring>
 
 namespace ohca {
 
-CmdResult Device::init_fast_reg_mr(const ohca_create_mr_in &in, Mr &mr) const {
+CmdResult MemoryKeys::init_fast_reg_mr(const ohca_create_mr_in &in, Mr &mr) {
     using In = ohca_create_mr_in;
     if (le(in.access) != 0) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, access)};
@@ -47,7 +47,7 @@ CmdResult Device::init_fast_reg_mr(const ohca_create_mr_in &in, Mr &mr) const {
     return {};
 }
 
-Device::LocalOpResult Device::execute_reg_mr(const Qp &qp, const ohca_reg_mr_wqe &w) {
+LocalOpResult MemoryKeys::execute_reg_mr(const Qp &qp, const ohca_reg_mr_wqe &w) {
     constexpr LocalOpResult kBad{OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_REG_MR};
     // Page lists hold bus addresses: only the kernel's QPs may use them.
     if (qp.uar != 0) {
@@ -59,10 +59,10 @@ Device::LocalOpResult Device::execute_reg_mr(const Qp &qp, const ohca_reg_mr_wqe
     }
     const uint32_t key = le(w.key);
     const uint32_t index = OHCA_KEY_INDEX(key);
-    if (index == 0 || index >= mrs_.size() || !mrs_[index].mr) {
+    if (index == 0 || index >= slots_.size() || !slots_[index].mr) {
         return {OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_BAD_LKEY};
     }
-    Mr &mr = *mrs_[index].mr;
+    Mr &mr = *slots_[index].mr;
     if (!mr.fast_reg || mr.valid) {
         return {OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_MR_STATE};
     }
@@ -104,19 +104,19 @@ Device::LocalOpResult Device::execute_reg_mr(const Qp &qp, const ohca_reg_mr_wqe
     mr.key = key;
     mr.valid = true;
     // The next MR created at this index starts after the newest variant.
-    mr_tags_[index] = static_cast<uint8_t>(OHCA_KEY_TAG(key));
+    tags_[index] = static_cast<uint8_t>(OHCA_KEY_TAG(key));
     return {};
 }
 
-uint8_t Device::invalidate_key(uint32_t key, const Qp &qp, bool remote) {
+uint8_t MemoryKeys::invalidate_key(uint32_t key, const Qp &qp, bool remote) {
     const uint32_t index = OHCA_KEY_INDEX(key);
-    if (index != 0 && index < mrs_.size() && mrs_[index].mw) {
-        return invalidate_window(*mrs_[index].mw, key, qp, remote);
+    if (index != 0 && index < slots_.size() && slots_[index].mw) {
+        return invalidate_window(*slots_[index].mw, key, qp, remote);
     }
-    if (index == 0 || index >= mrs_.size() || !mrs_[index].mr) {
+    if (index == 0 || index >= slots_.size() || !slots_[index].mr) {
         return OHCA_VERR_BAD_LKEY;
     }
-    Mr &mr = *mrs_[index].mr;
+    Mr &mr = *slots_[index].mr;
     if (!mr.fast_reg || mr.key != key) {
         return OHCA_VERR_MR_STATE;
     }
@@ -128,7 +128,7 @@ uint8_t Device::invalidate_key(uint32_t key, const Qp &qp, bool remote) {
     return OHCA_VERR_NONE;
 }
 
-Device::LocalOpResult Device::execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) {
+LocalOpResult MemoryKeys::execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) {
     wr.local_op = true;
     if (w.opcode == OHCA_WR_REG_MR) {
         ohca_reg_mr_wqe reg{};

@@ -2,9 +2,9 @@
 // REREG_MR (programming manual, "Re-registering an MR"): an MR's
 // translation, PD or access change in place; the MR keeps its keys.
 #include "device/command.hpp"
-#include "device/device.hpp"
 #include "device/limits.hpp"
 #include "link/byte_order.hpp"
+#include "objects/keys.hpp"
 
 namespace ohca {
 
@@ -14,7 +14,7 @@ constexpr uint32_t kReregAll = OHCA_REREG_MR_TRANSLATION | OHCA_REREG_MR_PD | OH
 
 } // namespace
 
-CmdResult Device::cmd_rereg_mr(const Command &cmd) {
+CmdResult MemoryKeys::cmd_rereg_mr(const Command &cmd) {
     using In = ohca_rereg_mr_in;
     const auto in = cmd.input<In>();
     const uint32_t key = le(in.key);
@@ -49,7 +49,7 @@ CmdResult Device::cmd_rereg_mr(const Command &cmd) {
     }
     Pd *new_pd = nullptr;
     if ((flags & OHCA_REREG_MR_PD) != 0) {
-        new_pd = pdn < pds_.size() ? pds_[pdn].get() : nullptr;
+        new_pd = find_pd(pdn);
         if (new_pd == nullptr) {
             return {OHCA_STATUS_BAD_HANDLE, pdn};
         }
@@ -74,17 +74,17 @@ CmdResult Device::cmd_rereg_mr(const Command &cmd) {
         }
         // The old list returns to the budget when the new one is in.
         const uint64_t first = iova & ((uint64_t{1} << shift) - 1);
-        const auto r = pages.load(host_, in.pbl, first + length, pbl_room() + mr.pages.npages());
+        const auto r = pages.load(host_, in.pbl, first + length, pbl_.room() + mr.pages.npages());
         if (r.error != PageList::Error::None) {
             return pbl_error(r, offsetof(In, pbl));
         }
     }
-    if (CmdResult r = write_create_out(cmd, mr.key, mr.key); r.status != OHCA_STATUS_OK) {
+    if (CmdResult r = write_create_out(host_, cmd, mr.key, mr.key); r.status != OHCA_STATUS_OK) {
         return r;
     }
     // Everything checked: apply. Later key checks see the new values.
     if (new_pd != nullptr && pdn != mr.pdn) {
-        if (Pd *old_pd = mr.pdn < pds_.size() ? pds_[mr.pdn].get() : nullptr) {
+        if (Pd *old_pd = find_pd(mr.pdn)) {
             --old_pd->refs;
         }
         ++new_pd->refs;

@@ -7,8 +7,8 @@
 // Type 1 windows belong to their PD; type 2 windows (IBTA type 2B) are also
 // tied to the QP that bound them until they are invalidated.
 #include "device/command.hpp"
-#include "device/device.hpp"
 #include "link/byte_order.hpp"
+#include "objects/keys.hpp"
 
 namespace ohca {
 
@@ -19,19 +19,10 @@ constexpr uint32_t kWindowAccess = OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_
 
 } // namespace
 
-std::optional<uint32_t> Device::free_key_slot() const {
-    for (uint32_t i = 1; i < mrs_.size(); ++i) {
-        if (!mrs_[i].mr && !mrs_[i].mw) {
-            return i;
-        }
-    }
-    return std::nullopt;
-}
-
-CmdResult Device::cmd_alloc_mw(const Command &cmd) {
+CmdResult MemoryKeys::cmd_alloc_mw(const Command &cmd) {
     const auto in = cmd.input<ohca_alloc_mw_in>();
     const uint32_t pdn = le(in.pdn);
-    Pd *pd = pdn < pds_.size() ? pds_[pdn].get() : nullptr;
+    Pd *pd = find_pd(pdn);
     if (pd == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, pdn};
     }
@@ -48,48 +39,49 @@ CmdResult Device::cmd_alloc_mw(const Command &cmd) {
     Mw mw;
     mw.type = in.type;
     mw.pdn = pdn;
-    const auto tag = static_cast<uint8_t>(mr_tags_[*index] + 1);
+    const auto tag = static_cast<uint8_t>(tags_[*index] + 1);
     mw.key = (*index << 8) | tag;
     mw.handle = mw.key;
-    if (CmdResult r = write_create_out(cmd, mw.key, mw.key); r.status != OHCA_STATUS_OK) {
+    if (CmdResult r = write_create_out(host_, cmd, mw.key, mw.key); r.status != OHCA_STATUS_OK) {
         return r;
     }
-    mr_tags_[*index] = tag;
-    mrs_[*index].mw = std::make_unique<Mw>(mw);
+    tags_[*index] = tag;
+    slots_[*index].mw = std::make_unique<Mw>(mw);
     ++mw_count_;
     ++pd->refs;
     return {};
 }
 
-CmdResult Device::cmd_dealloc_mw(const Command &cmd) {
+CmdResult MemoryKeys::cmd_dealloc_mw(const Command &cmd) {
     const auto in = cmd.input<ohca_handle_in>();
     const uint32_t key = le(in.handle);
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
     }
     const uint32_t index = OHCA_KEY_INDEX(key);
-    if (index == 0 || index >= mrs_.size() || !mrs_[index].mw || mrs_[index].mw->handle != key) {
+    if (index == 0 || index >= slots_.size() || !slots_[index].mw ||
+        slots_[index].mw->handle != key) {
         return {OHCA_STATUS_BAD_HANDLE, key};
     }
-    Mw &mw = *mrs_[index].mw;
+    Mw &mw = *slots_[index].mw;
     unbind_window(mw); // a bound window goes with its binding
-    if (mw.pdn < pds_.size() && pds_[mw.pdn]) {
-        --pds_[mw.pdn]->refs;
+    if (Pd *pd = find_pd(mw.pdn)) {
+        --pd->refs;
     }
-    mrs_[index].mw.reset();
+    slots_[index].mw.reset();
     --mw_count_;
     return {};
 }
 
-void Device::unbind_window(Mw &mw) {
+void MemoryKeys::unbind_window(Mw &mw) {
     if (!mw.bound) {
         return;
     }
-    if (Mr *mr = mrs_[mw.mr_index].mr.get()) {
+    if (Mr *mr = slots_[mw.mr_index].mr.get()) {
         --mr->windows;
     }
     if (mw.type == OHCA_MW_TYPE_2) {
-        if (Qp *qp = find_qp(mw.qpn)) {
+        if (Qp *qp = links_.find_qp(mw.qpn)) {
             --qp->windows;
         }
     }
@@ -105,8 +97,8 @@ void Device::unbind_window(Mw &mw) {
 // A QP that is destroyed frees the type 2 windows bound through it: its
 // number may name another QP later, which must not inherit them. Bounded
 // by the key table; only QPs that bound a window pay for it.
-void Device::unbind_qp_windows(const Qp &qp) {
-    for (auto &slot : mrs_) {
+void MemoryKeys::unbind_qp_windows(const Qp &qp) {
+    for (auto &slot : slots_) {
         if (slot.mw && slot.mw->bound && slot.mw->type == OHCA_MW_TYPE_2 &&
             slot.mw->qpn == qp.qpn) {
             unbind_window(*slot.mw);
@@ -114,7 +106,7 @@ void Device::unbind_qp_windows(const Qp &qp) {
     }
 }
 
-Device::LocalOpResult Device::execute_bind_mw(const Qp &qp, const ohca_bind_mw_wqe &w) {
+LocalOpResult MemoryKeys::execute_bind_mw(const Qp &qp, const ohca_bind_mw_wqe &w) {
     constexpr LocalOpResult kBad{OHCA_CQE_MW_BIND_ERR, OHCA_VERR_MW_BIND};
     if (w.rsvd0[0] != 0 || w.rsvd0[1] != 0 || (w.flags & OHCA_WQE_INLINE) != 0 ||
         qp.type != OHCA_QPT_RC) {
@@ -127,10 +119,10 @@ Device::LocalOpResult Device::execute_bind_mw(const Qp &qp, const ohca_bind_mw_w
     }
     const uint32_t key = le(w.mw_key);
     const uint32_t index = OHCA_KEY_INDEX(key);
-    if (index == 0 || index >= mrs_.size() || !mrs_[index].mw) {
+    if (index == 0 || index >= slots_.size() || !slots_[index].mw) {
         return {OHCA_CQE_MW_BIND_ERR, OHCA_VERR_BAD_LKEY};
     }
-    Mw &mw = *mrs_[index].mw;
+    Mw &mw = *slots_[index].mw;
     if (mw.pdn != qp.pdn) {
         return {OHCA_CQE_MW_BIND_ERR, OHCA_VERR_LKEY_PD};
     }
@@ -147,15 +139,15 @@ Device::LocalOpResult Device::execute_bind_mw(const Qp &qp, const ohca_bind_mw_w
         // Type 1: a zero-length bind leaves the window unbound, new key.
         unbind_window(mw);
         mw.key = key;
-        mr_tags_[index] = static_cast<uint8_t>(OHCA_KEY_TAG(key));
+        tags_[index] = static_cast<uint8_t>(OHCA_KEY_TAG(key));
         return {};
     }
     const uint32_t lkey = le(w.mr_lkey);
     const uint32_t mr_index = OHCA_KEY_INDEX(lkey);
-    if (mr_index == 0 || mr_index >= mrs_.size() || !mrs_[mr_index].mr) {
+    if (mr_index == 0 || mr_index >= slots_.size() || !slots_[mr_index].mr) {
         return {OHCA_CQE_MW_BIND_ERR, OHCA_VERR_BAD_LKEY};
     }
-    Mr &mr = *mrs_[mr_index].mr;
+    Mr &mr = *slots_[mr_index].mr;
     if (mr.key != lkey || !mr.valid || mr.physical) {
         return {OHCA_CQE_MW_BIND_ERR, OHCA_VERR_BAD_LKEY};
     }
@@ -182,16 +174,16 @@ Device::LocalOpResult Device::execute_bind_mw(const Qp &qp, const ohca_bind_mw_w
     ++mr.windows;
     if (mw.type == OHCA_MW_TYPE_2) {
         mw.qpn = qp.qpn;
-        if (Qp *q = find_qp(qp.qpn)) {
+        if (Qp *q = links_.find_qp(qp.qpn)) {
             ++q->windows;
         }
     }
-    mr_tags_[index] = static_cast<uint8_t>(OHCA_KEY_TAG(key));
+    tags_[index] = static_cast<uint8_t>(OHCA_KEY_TAG(key));
     return {};
 }
 
-KeyResult Device::check_window(const Qp &qp, const Mw &mw, uint32_t key, uint64_t va, uint64_t len,
-                               uint32_t access) const {
+KeyResult MemoryKeys::check_window(const Qp &qp, const Mw &mw, uint32_t key, uint64_t va,
+                                   uint64_t len, uint32_t access) const {
     if (mw.key != key || !mw.bound) {
         return {OHCA_VERR_BAD_LKEY, nullptr};
     }
@@ -207,7 +199,7 @@ KeyResult Device::check_window(const Qp &qp, const Mw &mw, uint32_t key, uint64_
     }
     // The MR underneath must still hold the translation the window was
     // bound to (a fast-registration MR may have been invalidated since).
-    const Mr *mr = mrs_[mw.mr_index].mr.get();
+    const Mr *mr = slots_[mw.mr_index].mr.get();
     if (mr == nullptr || mr->key != mw.mr_key || !mr->valid) {
         return {OHCA_VERR_MR_STATE, nullptr};
     }
@@ -215,16 +207,16 @@ KeyResult Device::check_window(const Qp &qp, const Mw &mw, uint32_t key, uint64_
     return in_mr;
 }
 
-KeyResult Device::check_rkey(const Qp &qp, uint32_t key, uint64_t va, uint64_t len,
-                             uint32_t access) const {
+KeyResult MemoryKeys::check_rkey(const Qp &qp, uint32_t key, uint64_t va, uint64_t len,
+                                 uint32_t access) const {
     const uint32_t index = OHCA_KEY_INDEX(key);
-    if (index != 0 && index < mrs_.size() && mrs_[index].mw) {
-        return check_window(qp, *mrs_[index].mw, key, va, len, access);
+    if (index != 0 && index < slots_.size() && slots_[index].mw) {
+        return check_window(qp, *slots_[index].mw, key, va, len, access);
     }
     return check_key(key, va, len, access, qp.pdn);
 }
 
-uint8_t Device::invalidate_window(Mw &mw, uint32_t key, const Qp &qp, bool remote) {
+uint8_t MemoryKeys::invalidate_window(Mw &mw, uint32_t key, const Qp &qp, bool remote) {
     // IBTA o10-37.2.26: only type 2 windows are invalidated by key.
     if (mw.type != OHCA_MW_TYPE_2 || mw.key != key || !mw.bound) {
         return OHCA_VERR_MR_STATE;

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // On-demand paging: ODP MR translations (OdpPages), the outstanding page
-// faults (OdpFaults), and the device's side: the access check that raises
-// a fault (Device::odp_touch), QPs waiting for one, and the ODP_MAP and
+// faults (OdpFaults), and the keys' side: the access check that raises
+// a fault (MemoryKeys::odp_touch), QPs waiting for one, and the ODP_MAP and
 // ODP_UNMAP commands. Programming manual section 19, docs/odp.md.
 #include "objects/odp.hpp"
 
 #include "device/command.hpp"
-#include "device/device.hpp"
 #include "link/byte_order.hpp"
+#include "objects/keys.hpp"
 
 #include <algorithm>
 
@@ -30,7 +30,7 @@ uint32_t OdpPages::chunks_needed(uint64_t first, uint64_t n) const {
         return 0;
     }
     for (uint64_t c = first / kChunk; c <= (first + n - 1) / kChunk; ++c) {
-        need += chunks_.count(c) == 0 ? 1 : 0;
+        need += chunks_.contains(c) ? 0 : 1;
     }
     return need;
 }
@@ -43,6 +43,11 @@ void OdpPages::set(uint64_t page, uint64_t pte) {
     uint64_t &e = c->pte[page % kChunk];
     if ((e & OHCA_ODP_PTE_VALID) == 0) {
         ++c->valid;
+    } else if ((e & OHCA_ODP_PTE_WRITE) != 0) {
+        --c->writable;
+    }
+    if ((pte & OHCA_ODP_PTE_WRITE) != 0) {
+        ++c->writable;
     }
     e = pte;
 }
@@ -65,6 +70,9 @@ uint32_t OdpPages::clear(uint64_t first, uint64_t n) {
         for (uint64_t i = lo; i <= hi; ++i) {
             if ((c.pte[i] & OHCA_ODP_PTE_VALID) != 0) {
                 --c.valid;
+                if ((c.pte[i] & OHCA_ODP_PTE_WRITE) != 0) {
+                    --c.writable;
+                }
             }
             c.pte[i] = 0;
         }
@@ -78,31 +86,39 @@ uint32_t OdpPages::clear(uint64_t first, uint64_t n) {
     return freed;
 }
 
-bool OdpPages::first_missing(uint64_t va, uint64_t len, bool write, uint64_t &page) const {
+bool OdpPages::first_missing(uint64_t va, uint64_t len, bool write, uint64_t &page,
+                             uint64_t &steps) const {
     if (len == 0) {
         return false;
     }
-    // One lookup per chunk: the walk costs what is mapped, and stops at
-    // the first page that is not.
+    // One lookup per chunk, its pages looked at only when some are not
+    // there: a chunk inside the range that is not full holds the page
+    // looked for, so at most three chunks are walked page by page.
     const uint64_t last = (va + (len - 1)) >> shift_;
     uint64_t p = va >> shift_;
     while (true) {
+        ++steps;
         const auto it = chunks_.find(p / kChunk);
         if (it == chunks_.end()) {
             page = p;
             return true;
         }
         const uint64_t end = std::min(last, (p / kChunk) * kChunk + kChunk - 1);
-        for (; p <= end; ++p) {
-            const uint64_t e = it->second->pte[p % kChunk];
-            if ((e & OHCA_ODP_PTE_VALID) == 0 || (write && (e & OHCA_ODP_PTE_WRITE) == 0)) {
-                page = p;
-                return true;
+        const Chunk &c = *it->second;
+        if ((write ? c.writable : c.valid) != kChunk) {
+            for (; p <= end; ++p) {
+                ++steps;
+                const uint64_t e = c.pte[p % kChunk];
+                if ((e & OHCA_ODP_PTE_VALID) == 0 || (write && (e & OHCA_ODP_PTE_WRITE) == 0)) {
+                    page = p;
+                    return true;
+                }
             }
         }
         if (end == last) {
             return false;
         }
+        p = end + 1;
     }
 }
 
@@ -117,7 +133,8 @@ OdpFaults::Fault *OdpFaults::find(uint32_t key, uint64_t page) {
     return nullptr;
 }
 
-OdpFaults::Fault *OdpFaults::add(uint32_t key, uint64_t first, uint64_t last, uint64_t now_ns) {
+OdpFaults::Fault *OdpFaults::add(uint32_t key, uint64_t first, uint64_t last, uint64_t now_ns,
+                                 uint64_t from, bool write) {
     if (faults_.size() >= max_) {
         // A failed fault nobody came back for gives way to a new one.
         const auto it =
@@ -127,8 +144,16 @@ OdpFaults::Fault *OdpFaults::add(uint32_t key, uint64_t first, uint64_t last, ui
         }
         faults_.erase(it);
     }
-    faults_.push_back(Fault{key, first, last, false, now_ns});
+    faults_.push_back(Fault{key, first, last, false, now_ns, from, write});
     return &faults_.back();
+}
+
+bool OdpFaults::waiting(uint32_t key, uint64_t first, uint64_t last, bool write, uint64_t now_ns,
+                        uint64_t max_age_ns) const {
+    return std::any_of(faults_.begin(), faults_.end(), [&](const Fault &f) {
+        return f.key == key && !f.failed && (f.write || !write) && f.from <= first &&
+               first <= f.first && f.first <= last && now_ns - f.posted_ns < max_age_ns;
+    });
 }
 
 void OdpFaults::remove(const Fault *f) {
@@ -156,15 +181,26 @@ void OdpFaults::drop_key(uint32_t key) {
     std::erase_if(faults_, [key](const Fault &f) { return f.key == key; });
 }
 
-// ---- the device's side ---------------------------------------------------------------
+// ---- the keys' side -----------------------------------------------------------------
 
-OdpState Device::odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) {
+OdpState MemoryKeys::odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) {
     if (!mr.odp || len == 0) {
         return OdpState::Resident;
     }
     const OdpPages &pages = *mr.odp;
+    const uint64_t from = va >> pages.shift();
+    const uint64_t last_page = (va + (len - 1)) >> pages.shift();
+    // Asked again while its fault is pending (a resend, a retry): no walk.
+    if (odp_faults_.size() != 0 &&
+        odp_faults_.waiting(mr.key, from, last_page, write, host_.now_ns(),
+                            DeviceLimits::odp_fault_repost_ns)) {
+        return OdpState::Pending;
+    }
     uint64_t page = 0;
-    if (!pages.first_missing(va, len, write, page)) {
+    uint64_t steps = 0;
+    const bool missing = pages.first_missing(va, len, write, page, steps);
+    odp_walk_steps_ += steps;
+    if (!missing) {
         return OdpState::Resident;
     }
     const uint64_t now = host_.now_ns();
@@ -184,35 +220,35 @@ OdpState Device::odp_touch(const Mr &mr, uint64_t va, uint64_t len, bool write) 
     // A fault is posted on EQ 0 only while it is less than half full (as
     // a peer's QP events): a peer's requests cause faults too. Without a
     // post the access still waits; it faults again when retried.
-    if (!running() || !eq0_.configured() || eq0_.producer() - eq0_.consumer() >= eq0_.size() / 2) {
+    if (!links_.fault_event_room()) {
         ++stats_.odp_faults_dropped;
         return OdpState::Pending;
     }
-    const uint64_t last_page = (va + (len - 1)) >> pages.shift();
     const uint64_t n = std::min<uint64_t>(last_page - page + 1, OHCA_ODP_MAP_MAX_PAGES);
-    if (odp_faults_.add(mr.key, page, page + n - 1, now) == nullptr) {
+    if (odp_faults_.add(mr.key, page, page + n - 1, now, from, write) == nullptr) {
         ++stats_.odp_faults_dropped;
         return OdpState::Pending;
     }
     ++stats_.odp_faults;
     const uint64_t addr = page << pages.shift();
-    post_event(OHCA_EQE_PAGE_FAULT,
-               static_cast<uint16_t>((write ? OHCA_PF_WRITE : 0) | static_cast<uint32_t>(n)),
-               mr.key, static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32));
+    events_.post_event(
+        OHCA_EQE_PAGE_FAULT,
+        static_cast<uint16_t>((write ? OHCA_PF_WRITE : 0) | static_cast<uint32_t>(n)), mr.key,
+        static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32));
     return OdpState::Pending;
 }
 
-void Device::odp_wait(Qp &qp) {
+void MemoryKeys::odp_wait(Qp &qp) {
     if (!qp.odp_wait) {
         qp.odp_wait = true;
         // A QP reset while waiting leaves its entry behind: drop those
         // (and duplicates) before the list outgrows the QPs.
-        if (odp_waiters_.size() >= cfg_.max_qp) {
+        if (odp_waiters_.size() >= max_qp_) {
             std::sort(odp_waiters_.begin(), odp_waiters_.end());
             odp_waiters_.erase(std::unique(odp_waiters_.begin(), odp_waiters_.end()),
                                odp_waiters_.end());
             std::erase_if(odp_waiters_, [this](uint32_t qpn) {
-                const Qp *q = find_qp(qpn);
+                const Qp *q = links_.find_qp(qpn);
                 return q == nullptr || !q->odp_wait;
             });
         }
@@ -223,15 +259,14 @@ void Device::odp_wait(Qp &qp) {
 // Every QP waiting for a fault goes on: the one it waited for may be among
 // those just resolved; one still missing a page faults again. At most one
 // entry per QP (odp_wait), so this is bounded by max_qp.
-void Device::odp_wake() {
+void MemoryKeys::odp_wake() {
     std::vector<uint32_t> waiters;
     waiters.swap(odp_waiters_);
     for (const uint32_t qpn : waiters) {
-        Qp *qp = find_qp(qpn);
+        Qp *qp = links_.find_qp(qpn);
         if (qp != nullptr && qp->odp_wait) {
             qp->odp_wait = false;
-            rc_requester_.odp_resumed(*qp);
-            mark_ready(*qp);
+            links_.odp_resume(*qp);
         }
     }
 }
@@ -246,7 +281,7 @@ struct OdpRange {
 };
 } // namespace
 
-CmdResult Device::cmd_odp_map(const Command &cmd) {
+CmdResult MemoryKeys::cmd_odp_map(const Command &cmd) {
     const auto in = cmd.input<ohca_odp_map_in>();
     const uint32_t key = le(in.key);
     const uint32_t flags = le(in.flags);
@@ -311,13 +346,10 @@ CmdResult Device::cmd_odp_map(const Command &cmd) {
     }
     odp_faults_.resolve(key, first, first + npages - 1, fail);
     odp_wake();
-    if (!ready_.empty()) {
-        host_.schedule();
-    }
     return {};
 }
 
-CmdResult Device::cmd_odp_unmap(const Command &cmd) {
+CmdResult MemoryKeys::cmd_odp_unmap(const Command &cmd) {
     const auto in = cmd.input<ohca_odp_unmap_in>();
     const uint32_t key = le(in.key);
     const uint64_t va = le(in.va);
@@ -352,7 +384,7 @@ CmdResult Device::cmd_odp_unmap(const Command &cmd) {
 namespace ohca {
 
 // CREATE_MR with OHCA_MR_F_ODP: no page list, every translation invalid.
-CmdResult Device::init_odp_mr(const ohca_create_mr_in &in, Mr &mr) const {
+CmdResult MemoryKeys::init_odp_mr(const ohca_create_mr_in &in, Mr &mr) {
     const bool implicit = (le(in.flags) & OHCA_MR_F_IMPLICIT) != 0;
     const uint64_t iova = le(in.iova);
     const uint64_t length = le(in.length);
@@ -387,7 +419,7 @@ CmdResult Device::init_odp_mr(const ohca_create_mr_in &in, Mr &mr) const {
     return {};
 }
 
-void Device::odp_mr_destroyed(const Mr &mr) {
+void MemoryKeys::odp_mr_destroyed(const Mr &mr) {
     if (mr.odp) {
         --odp_mrs_;
         odp_chunks_ -= mr.odp->chunks();

@@ -34,8 +34,13 @@ class OdpPages {
     uint32_t clear(uint64_t first, uint64_t n);
     [[nodiscard]] uint32_t chunks() const { return static_cast<uint32_t>(chunks_.size()); }
     // The first page of [va, va + len) that is not valid (or not writable
-    // with 'write'); nullopt-like: returns false when all are.
-    bool first_missing(uint64_t va, uint64_t len, bool write, uint64_t &page) const;
+    // with 'write'); nullopt-like: returns false when all are. A chunk
+    // whose pages are all there is passed in one step, so the walk takes
+    // at most a step per chunk present plus the pages of three chunks (the
+    // two ends and the one with the missing page), whatever 'len' is;
+    // 'steps' counts them.
+    bool first_missing(uint64_t va, uint64_t len, bool write, uint64_t &page,
+                       uint64_t &steps) const;
     // DMA through the translations: the callback gets (bus address, bytes).
     template <class F> bool walk(uint64_t va, size_t len, bool write, F &&f) const {
         size_t done = 0;
@@ -59,6 +64,7 @@ class OdpPages {
     struct Chunk {
         std::array<uint64_t, OHCA_ODP_CHUNK_PAGES> pte{};
         uint32_t valid = 0;
+        uint32_t writable = 0; // of the valid ones
     };
     unsigned int shift_;
     std::unordered_map<uint64_t, std::unique_ptr<Chunk>> chunks_;
@@ -83,11 +89,22 @@ class OdpFaults {
         uint64_t last = 0;
         bool failed = false;
         uint64_t posted_ns = 0; // when its event was posted
+        // The access that raised it: its pages [from, first) were there
+        // ('write': writable) when it was posted.
+        uint64_t from = 0;
+        bool write = false;
     };
     explicit OdpFaults(size_t max) : max_(max) {}
     [[nodiscard]] Fault *find(uint32_t key, uint64_t page);
     // nullptr when the table is full of pending faults.
-    Fault *add(uint32_t key, uint64_t first, uint64_t last, uint64_t now_ns);
+    Fault *add(uint32_t key, uint64_t first, uint64_t last, uint64_t now_ns, uint64_t from,
+               bool write);
+    // Whether an access to pages [first, last] of 'key' waits for a pending
+    // fault younger than max_age_ns without a walk: one raised by an access
+    // from at most 'first' (no less writable) whose missing page is in the
+    // range. The resends of a request that faulted take this path.
+    [[nodiscard]] bool waiting(uint32_t key, uint64_t first, uint64_t last, bool write,
+                               uint64_t now_ns, uint64_t max_age_ns) const;
     void remove(const Fault *f);
     // ODP_MAP: the faults of 'key' overlapping [first, last] are resolved
     // (removed) or, with 'fail', failed. Returns how many.

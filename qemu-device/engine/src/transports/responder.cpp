@@ -447,6 +447,12 @@ void RcResponder::execute_read(Qp &qp, const ParsedPacket &pkt) {
         error(qp, kNakRemoteAccess, OHCA_QP_EV_ACCESS_ERR);
         return;
     }
+    if (qp.resp.full()) {
+        // Every responder resource is in use (max_dest_rd_atomic):
+        // refused before its pages are looked at.
+        error(qp, kNakInvalidRequest, OHCA_QP_EV_REQ_ERR);
+        return;
+    }
     if (r.dma_len != 0) {
         const Mr *mr = svc_.check_rkey(qp, r.rkey, r.va, r.dma_len, OHCA_ACCESS_REMOTE_READ).mr;
         if (odp_blocked(qp, svc_.odp_touch(*mr, r.va, r.dma_len, false), h.psn)) {
