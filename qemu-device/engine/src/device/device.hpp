@@ -170,7 +170,7 @@ class Device : private EventSink,
     // regs.cpp
     void write_dev_ctrl(uint32_t value);
     void enable();
-    bool config_writable();
+    [[nodiscard]] bool config_writable() const;
 
     // cmdq.cpp
     void cmdq_doorbell(uint32_t value);

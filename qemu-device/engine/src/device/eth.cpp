@@ -181,7 +181,7 @@ ohca_engine_rx_result Device::eth_rx(std::span<const uint8_t> frame) {
         ++stats_.eth_rx_dropped_too_long;
         return OHCA_ENGINE_RX_CONSUMED;
     }
-    uint16_t len = static_cast<uint16_t>(frame.size());
+    auto len = static_cast<uint16_t>(frame.size());
     uint16_t flags = OHCA_ETH_DESC_DONE;
     if (!host_.write(le(desc.addr), frame.data(), frame.size())) {
         len = 0;

@@ -90,7 +90,7 @@ struct DeviceLimits {
     static constexpr uint32_t max_cq_mod_period_us = 0xffff;
     // Device memory (dm.hpp): its size and the live allocations.
     static constexpr uint32_t max_dm = OHCA_DM_MAX_ALLOCS;
-    static constexpr uint64_t max_dm_size = OHCA_DM_SIZE;
+    static constexpr uint64_t max_dm_size = static_cast<uint64_t>(OHCA_DM_SIZE);
     static constexpr uint32_t speed_mbps = 10000;
     static constexpr uint32_t default_mtu = 1500;
     // Enforced by CREATE_QP: 2^log_size <= max_qp_wr.

@@ -160,7 +160,7 @@ void Device::reg_write(uint64_t offset, uint64_t value64, unsigned int size) {
 }
 
 // Ring configuration is latched at ENABLE and frozen until reset.
-bool Device::config_writable() {
+bool Device::config_writable() const {
     return (dev_status_ & (OHCA_DEV_STATUS_READY | OHCA_DEV_STATUS_FATAL)) == 0;
 }
 

@@ -22,6 +22,8 @@ struct HeapHook {
     static constexpr uint32_t kNotInHeap = UINT32_MAX;
     HeapHook() = default;
     HeapHook(const HeapHook & /*unused*/) {}
+    // Assigns nothing, so self-assignment is harmless.
+    // NOLINTNEXTLINE(bugprone-unhandled-self-assignment,cert-oop54-cpp)
     HeapHook &operator=(const HeapHook & /*unused*/) { return *this; }
     ~HeapHook() = default;
     uint32_t pos = kNotInHeap;
@@ -33,6 +35,7 @@ struct HeapHook {
 struct SchedHook {
     SchedHook() = default;
     SchedHook(const SchedHook & /*unused*/) {}
+    // NOLINTNEXTLINE(bugprone-unhandled-self-assignment,cert-oop54-cpp): as HeapHook's
     SchedHook &operator=(const SchedHook & /*unused*/) { return *this; }
     ~SchedHook() = default;
 

@@ -208,16 +208,16 @@ inline constexpr size_t kBthLen = 12;
 inline constexpr size_t kIcrcLen = 4;
 // Bytes from the BTH to the last extension header the fields name.
 [[nodiscard]] size_t ib_headers_len(const PacketFields &fields);
-// Writes them (ib_headers_len bytes at 'out'); 'pad': the payload's pad
+// Writes them (ib_headers_len bytes at 'f'); 'pad': the payload's pad
 // count for the BTH.
-void write_ib_headers(std::span<uint8_t> out, const PacketFields &fields, size_t pad);
-// The BTH at the start of 'ib' (at least kBthLen bytes); BadVersion for a
+void write_ib_headers(std::span<uint8_t> f, const PacketFields &fields, size_t pad);
+// The BTH at the start of 'f' (at least kBthLen bytes); BadVersion for a
 // transport version other than 0.
-ParseError parse_bth(std::span<const uint8_t> ib, Bth &h);
-// The rest, once parse_bth filled out.fields.bth: 'ib' spans from the BTH
+ParseError parse_bth(std::span<const uint8_t> f, Bth &h);
+// The rest, once parse_bth filled out.fields.bth: 'f' spans from the BTH
 // to the end of the pad (the link's trailer stripped); the opcode's
 // extension headers, the payload (without pad) into 'out'.
-ParseError parse_ib_headers(std::span<const uint8_t> ib, ParsedPacket &out);
+ParseError parse_ib_headers(std::span<const uint8_t> f, ParsedPacket &out);
 
 // 24-bit PSN arithmetic.
 inline constexpr uint32_t kPsnMask = 0xffffff;

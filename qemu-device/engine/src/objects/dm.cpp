@@ -188,7 +188,7 @@ CmdResult MemoryKeys::cmd_alloc_dm(const Command &cmd) {
     }
     ohca_alloc_dm_out out{};
     out.handle = le(handle);
-    out.bar_offset = le(uint64_t{OHCA_DM_BAR_OFFSET} + base);
+    out.bar_offset = le(static_cast<uint64_t>(OHCA_DM_BAR_OFFSET) + base);
     if (CmdResult w = write_output(host_, cmd, &out, sizeof(out)); w.status != OHCA_STATUS_OK) {
         (void)dm_.free(handle);
         return w;

@@ -27,7 +27,7 @@ class PageList {
     // guest's npages. More than 'max_entries' pages is NoResources (the
     // device's budget of page-list entries).
     LoadResult load(const Host &host, const ohca_pbl &pbl, uint64_t min_bytes,
-                    uint64_t max_entries = OHCA_PBL_MAX_PAGES);
+                    uint64_t max_entries = static_cast<uint64_t>(OHCA_PBL_MAX_PAGES));
 
     // Pages a buffer of 'bytes' takes in pages of 2^shift bytes.
     [[nodiscard]] static uint64_t pages_for(uint64_t bytes, unsigned int shift) {

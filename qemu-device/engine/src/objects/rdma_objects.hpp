@@ -166,9 +166,9 @@ class WrQueue {
     SendWr &operator[](size_t i) { return slots_[(head_ + i) & (slots_.size() - 1)]; }
     const SendWr &operator[](size_t i) const { return slots_[(head_ + i) & (slots_.size() - 1)]; }
     SendWr &front() { return (*this)[0]; }
-    const SendWr &front() const { return (*this)[0]; }
+    [[nodiscard]] const SendWr &front() const { return (*this)[0]; }
     SendWr &back() { return (*this)[count_ - 1]; }
-    const SendWr &back() const { return (*this)[count_ - 1]; }
+    [[nodiscard]] const SendWr &back() const { return (*this)[count_ - 1]; }
 
     // The slot after the last, reset, not yet in the queue: filled in place
     // and added by commit(). References to queued WRs stay valid until then

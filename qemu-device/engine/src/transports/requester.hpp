@@ -53,7 +53,7 @@ class RcRequester {
     enum class Frto : uint8_t { None, Spurious, Loss };
     Frto frto_decide(Qp &qp, uint32_t through);
     void frto_undo(Qp &qp);
-    void seek(Qp &qp, uint32_t psn);
+    static void seek(Qp &qp, uint32_t psn);
     static uint64_t rto(const Qp &qp);
     static void rtt_sample(Qp &qp, uint64_t r);
     // On-demand paging: whether the next packet's local buffers have

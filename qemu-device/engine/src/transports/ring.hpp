@@ -18,7 +18,7 @@ template <class T> class Ring {
     const T &operator[](size_t i) const { return slots_[(head_ + i) & (slots_.size() - 1)]; }
     T &front() { return (*this)[0]; }
     T &back() { return (*this)[count_ - 1]; }
-    const T &back() const { return (*this)[count_ - 1]; }
+    [[nodiscard]] const T &back() const { return (*this)[count_ - 1]; }
 
     void push_back(const T &v) {
         if (count_ == slots_.size()) {

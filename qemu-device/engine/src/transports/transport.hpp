@@ -97,7 +97,9 @@ template <class R, class... A> class FnRef<R(A...)> {
   public:
     template <class F>
     requires(!std::is_same_v<std::decay_t<F>, FnRef>)
-        // NOLINTNEXTLINE(google-explicit-constructor): passed as an argument
+        // Passed as an argument (implicit); the requires clause keeps copies
+        // and moves of an FnRef off this constructor.
+        // NOLINTNEXTLINE(google-explicit-constructor,bugprone-forwarding-reference-overload)
         FnRef(F &&f)
         : obj_(const_cast<void *>(static_cast<const void *>(&f))), call_([](void *o, A... a) -> R {
               return (*static_cast<std::remove_reference_t<F> *>(o))(std::forward<A>(a)...);

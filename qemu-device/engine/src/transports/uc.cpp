@@ -89,7 +89,7 @@ void UcTransport::process_sq(Qp &qp, unsigned int &quantum) {
 
 // A WQE that cannot be sent completes with its error and the QP goes to ERR
 // (IBTA: local errors of UC are QP errors, as for RC).
-void UcTransport::local_error(Qp &qp, SendWr wr, uint8_t status, uint8_t verr) {
+void UcTransport::local_error(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) {
     svc_.complete_send(qp, wr, status, verr);
     svc_.qp_to_error(qp);
 }
@@ -210,7 +210,7 @@ bool UcTransport::send_packet(Qp &qp) {
     if (svc_.emit_fill(qp, f, len, fill) == EmitResult::FillFailed) {
         SendWr failed = std::move(wr);
         qp.inflight.pop_front();
-        local_error(qp, std::move(failed), OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_DMA);
+        local_error(qp, failed, OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_DMA);
         return false;
     }
     qp.next_psn = psn_add(qp.next_psn, 1);

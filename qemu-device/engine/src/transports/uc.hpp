@@ -28,7 +28,7 @@ class UcTransport final : public Transport {
     void receive(Qp &qp, const ParsedPacket &pkt);
     bool fetch(Qp &qp);
     bool send_packet(Qp &qp);
-    void local_error(Qp &qp, SendWr wr, uint8_t status, uint8_t verr);
+    void local_error(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr);
     // The message in progress is given up: its receive WQE stays for the
     // next one (IBTA: an incomplete UC message is silently dropped).
     void drop_message(Qp &qp);
