@@ -8,7 +8,7 @@
 #   make vm      interactive VM with ohca, the driver and the provider
 #   make vm CMD='ibv_devinfo -v'   run a command in a fresh VM
 #   make soak    an hour (SOAK_SECONDS) of RC traffic through 1 % loss with
-#                processes killed; QEMU's own memory grows < 64 MiB over the second half
+#                processes killed; QEMU's own memory grows < 64 MiB over its second half
 
 SHELL := /bin/bash
 PYTHON := /usr/bin/python3
