@@ -23,7 +23,7 @@
 // The object families have their own owners (objects/), members here: PDs
 // and XRC domains PdTable (pd.cpp), EQs and CQs CqTable (cq.cpp), SRQs
 // SrqTable (srq.cpp), QPs and multicast attachments QpTable (qp_table.cpp),
-// CQEs, errors and flushes Completer (completion.cpp), flows FlowTable
+// CQEs, errors and flushes Completions (completion.cpp), flows FlowTable
 // (raw_eth.cpp).
 // docs/architecture.md has the same map.
 #pragma once
@@ -41,7 +41,7 @@
 #include "link/link_layer.hpp"
 #include "link/roce_packet.hpp"
 #include "link/roce_v2.hpp"
-#include "objects/completer.hpp"
+#include "objects/completions.hpp"
 #include "objects/cq.hpp"
 #include "objects/keys.hpp"
 #include "objects/mcast.hpp"
@@ -330,7 +330,7 @@ class Device : private EventSink,
     CqTable cqs_{host_, pbl_, *this, *this, uars_, uar_refs_};
     SrqTable srqs_{host_, pbl_, *this, uars_, uar_refs_, pds_, cqs_, xrc_};
     // CQEs, QP errors and flushes, SRQ WQEs for the transports.
-    Completer completer_{host_, cqs_, srqs_, *this, *this};
+    Completions completer_{host_, cqs_, srqs_, *this, *this};
     QpTable qps_{{host_, pbl_, uars_, uar_refs_, gids_, pds_, cqs_, srqs_, xrc_, mcast_, *this,
                   completer_, *this},
                  cfg_.max_qp};

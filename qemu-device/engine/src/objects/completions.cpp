@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Completions: send and receive CQEs, QP errors and flushes (Completer).
-#include "objects/completer.hpp"
+// Completions: send and receive CQEs, QP errors and flushes (Completions).
+#include "objects/completions.hpp"
 
 #include "link/byte_order.hpp"
 
@@ -8,7 +8,7 @@
 
 namespace ohca {
 
-void Completer::complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) {
+void Completions::complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) {
     ohca_cqe cqe{};
     cqe.wr_id = le(wr.wr_id);
     cqe.qpn = le(qp.qpn);
@@ -54,9 +54,9 @@ void Completer::complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t 
     }
 }
 
-void Completer::complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
-                              std::optional<uint32_t> imm, uint8_t status, uint8_t verr,
-                              bool solicited, std::optional<uint32_t> invalidated) {
+void Completions::complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t byte_len,
+                                std::optional<uint32_t> imm, uint8_t status, uint8_t verr,
+                                bool solicited, std::optional<uint32_t> invalidated) {
     ohca_cqe cqe{};
     cqe.wr_id = le(wr_id);
     cqe.qpn = le(qp.qpn);
@@ -88,7 +88,7 @@ void Completer::complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t b
     (void)cqs_.post_cqe(qp.recv_cqn, cqe, solicited);
 }
 
-void Completer::qp_to_error(Qp &qp) {
+void Completions::qp_to_error(Qp &qp) {
     if (qp.state == OHCA_QPS_ERR) {
         return;
     }
@@ -107,7 +107,7 @@ void Completer::qp_to_error(Qp &qp) {
     sched_.update_timer();
 }
 
-bool Completer::flush_pending(const Qp &qp) {
+bool Completions::flush_pending(const Qp &qp) {
     return !qp.inflight.empty() || qp.sq_fetched != qp.sq.pi || qp.recv_loaded ||
            qp.rq.ci != qp.rq.pi || qp.last_wqe_pending;
 }
@@ -115,7 +115,7 @@ bool Completer::flush_pending(const Qp &qp) {
 // In the error state every outstanding and later WQE completes with
 // WR_FLUSH_ERR, receive WQEs included: at most 'budget' of them (each one is
 // a CQE written, most a WQE read too), the rest in the next run.
-void Completer::flush_qp(Qp &qp, unsigned int &budget) {
+void Completions::flush_qp(Qp &qp, unsigned int &budget) {
     if (qp.state != OHCA_QPS_ERR) {
         return;
     }
@@ -161,7 +161,7 @@ void Completer::flush_qp(Qp &qp, unsigned int &budget) {
     }
 }
 
-bool Completer::write_cqe(uint32_t cqn, const ohca_cqe &cqe, bool solicited) {
+bool Completions::write_cqe(uint32_t cqn, const ohca_cqe &cqe, bool solicited) {
     return cqs_.post_cqe(cqn, cqe, solicited);
 }
 

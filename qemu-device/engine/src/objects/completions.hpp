@@ -15,11 +15,12 @@
 
 namespace ohca {
 
-class Completer final : public CompletionServices {
+class Completions final : public CompletionServices {
   public:
-    Completer(const Host &host, CqTable &cqs, SrqTable &srqs, EventSink &events, QpScheduler &sched)
+    Completions(const Host &host, CqTable &cqs, SrqTable &srqs, EventSink &events,
+                QpScheduler &sched)
         : host_(host), cqs_(cqs), srqs_(srqs), events_(events), sched_(sched) {}
-    ~Completer() = default;
+    ~Completions() = default;
 
     void post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, uint32_t p2) override {
         events_.post_event(type, code, p0, p1, p2);
