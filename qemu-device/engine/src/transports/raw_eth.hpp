@@ -105,7 +105,6 @@ class RawEth final : public Transport {
 
   private:
     bool send_one(Qp &qp);
-    void flush_sq(Qp &qp);
     void deliver(Qp &qp, std::span<const uint8_t> frame);
     bool gather(Qp &qp, const ohca_send_wqe &w, uint64_t base, uint32_t &len, uint8_t &status,
                 uint8_t &verr);

@@ -14,6 +14,20 @@ namespace ohca {
 
 // ---- what every transport shares ----------------------------------------------
 
+void TransportServices::flush_posted_sends(Qp &qp) {
+    while (qp.sq_fetched != qp.sq.pi) {
+        SendWr wr;
+        wr.index = qp.sq_fetched;
+        ohca_send_wqe w{};
+        if (qp.sq.ring.read(host(), qp.sq.offset(wr.index), &w, sizeof(w))) {
+            wr.wr_id = le(w.wr_id);
+        }
+        wr.opcode = OHCA_WR_SEND;
+        complete_send(qp, wr, OHCA_CQE_WR_FLUSH_ERR, OHCA_VERR_FLUSH);
+        ++qp.sq_fetched;
+    }
+}
+
 bool TransportServices::gather(const Qp &qp, const SendWr &wr, uint32_t offset,
                                std::span<uint8_t> out) const {
     if (wr.is_inline) {

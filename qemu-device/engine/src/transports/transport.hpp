@@ -273,6 +273,10 @@ class TransportServices {
     // DMA error. One gather for every transport that sends from a WQE.
     [[nodiscard]] bool gather(const Qp &qp, const SendWr &wr, uint32_t offset,
                               std::span<uint8_t> out) const;
+    // A datagram QP in SQE (UD, GSI, raw Ethernet): everything posted
+    // completes with WR_FLUSH_ERR until MODIFY_QP moves it back to RTS;
+    // receives go on.
+    void flush_posted_sends(Qp &qp);
     LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) {
         return mem_.execute_local_op(qp, w, wr);
     }

@@ -74,7 +74,7 @@ void UdTransport::visit(Qp &qp, unsigned int &budget) {
     }
     if (qp.state == OHCA_QPS_SQE) {
         if (qp.sq_fetched != qp.sq.pi) {
-            flush_sq(qp);
+            svc_.flush_posted_sends(qp);
             --budget;
         }
         return;
@@ -89,22 +89,6 @@ void UdTransport::visit(Qp &qp, unsigned int &budget) {
             break;
         }
         --budget;
-    }
-}
-
-// In SQE the send queue completes everything posted with WR_FLUSH_ERR
-// until MODIFY_QP moves it back to RTS; receives go on.
-void UdTransport::flush_sq(Qp &qp) {
-    while (qp.sq_fetched != qp.sq.pi) {
-        SendWr wr;
-        wr.index = qp.sq_fetched;
-        ohca_send_wqe w{};
-        if (qp.sq.ring.read(svc_.host(), qp.sq.offset(wr.index), &w, sizeof(w))) {
-            wr.wr_id = le(w.wr_id);
-        }
-        wr.opcode = OHCA_WR_SEND;
-        svc_.complete_send(qp, wr, OHCA_CQE_WR_FLUSH_ERR, OHCA_VERR_FLUSH);
-        ++qp.sq_fetched;
     }
 }
 

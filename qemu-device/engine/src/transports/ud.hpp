@@ -34,7 +34,6 @@ class UdTransport final : public Transport {
   private:
     bool send_one(Qp &qp);
     bool load_recv(Qp &qp, uint64_t &wr_id, std::vector<Sge> &sges);
-    void flush_sq(Qp &qp);
     void drop(uint64_t RoceCounters::*counter);
 
     TransportServices &svc_;
