@@ -27,6 +27,7 @@
 #include "net/net.h"
 #include "qom/object.h"
 #include "trace.h"
+#include "ohca-compat.h"
 
 #include "ohca/ohca_queue.h"
 #include "ohca/ohca_regs.h"
@@ -565,17 +566,17 @@ static const VMStateDescription vmstate_ohca = {
     .unmigratable = 1,
 };
 
-static Property ohca_properties[] = {
+static OhcaProperty ohca_properties[] = {
     DEFINE_NIC_PROPERTIES(OhcaState, conf),
     DEFINE_PROP_UINT64("node-guid", OhcaState, node_guid, 0),
     DEFINE_PROP_UINT64("sys-image-guid", OhcaState, sys_image_guid, 0),
     DEFINE_PROP_BOOL("sync-doorbells", OhcaState, sync_doorbells, true),
     DEFINE_PROP_UINT32("doorbell-budget", OhcaState, doorbell_budget, 256),
     DEFINE_PROP_UINT32("max-qp", OhcaState, max_qp, OHCA_ENGINE_MAX_QP),
-    DEFINE_PROP_END_OF_LIST(),
+    OHCA_PROPS_END
 };
 
-static void ohca_class_init(ObjectClass *klass, void *data)
+static void ohca_class_init(ObjectClass *klass, OHCA_CLASS_DATA *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
@@ -590,7 +591,7 @@ static void ohca_class_init(ObjectClass *klass, void *data)
     k->subsystem_vendor_id = OHCA_PCI_SUBSYS_VENDOR_ID;
     k->subsystem_id = OHCA_PCI_SUBSYS_ID;
     dc->desc = "ohca RoCEv2 RDMA NIC";
-    dc->reset = ohca_qdev_reset;
+    ohca_set_reset(dc, ohca_qdev_reset);
     dc->vmsd = &vmstate_ohca;
     device_class_set_props(dc, ohca_properties);
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
