@@ -14,6 +14,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
+#include "ohca_compat.h"
 #include "ohca_core.h"
 
 /* ohca_ibdev.flags, set and cleared atomically. */
@@ -443,7 +444,7 @@ void ohca_quota_put(struct ohca_ibdev *dev, enum ohca_quota_res res);
 int ohca_quota_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 int ohca_quota_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 int ohca_quota_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-			 struct ib_udata *udata);
+			 struct ohca_create_cq_arg *arg);
 int ohca_quota_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int ohca_quota_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			 struct ib_udata *udata);
