@@ -7,7 +7,10 @@
 #include "device/device.hpp"
 #include "link/roce_packet.hpp"
 #include "link/roce_v2.hpp"
+#include "engine_test.hpp"
 #include "rdma_node.hpp"
+
+#include <gtest/gtest.h>
 
 #include <malloc.h>
 

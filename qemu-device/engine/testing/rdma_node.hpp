@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // An ohca device with its guest memory, brought up as a driver would, with
 // helpers to create RDMA objects, post work requests and poll completions.
-// Two nodes can be connected by a fake wire that may drop frames.
+// Two nodes can be connected by a fake wire that may drop frames. Part of
+// the shared test driver: a failed step is a failed check (check.hpp).
 #pragma once
 
+#include "driver.hpp"
 #include "fake_host.hpp"
 
 #include <array>
@@ -133,6 +135,7 @@ class RdmaNode {
     std::array<uint8_t, 6> mac{};
     std::array<uint8_t, 16> gid{};
     FakeHost host;
+    Driver drv;
     ohca_engine *e = nullptr;
     uint32_t psn_base = 0x100; // connect(): first PSN is psn_base + QPN (mod 2^24)
     uint16_t udp_sport = 0;    // connect(): nonzero goes with the AV (OHCA_QP_UDP_SPORT)
@@ -148,14 +151,13 @@ class RdmaNode {
     void drain_eq();
     std::vector<ohca_eqe> pending_;
     unsigned int eq_log_ = 10;
-    uint32_t cmd_pi_ = 0;
-    uint32_t eq_ci_ = 0;
     uint64_t next_ = kRdmaBase;
     std::optional<std::pair<ohca_pbl, ohca_pbl>> idle_rings_; // create_idle_qp()
 };
 
-// One end of an RC connection: a PD, send and receive CQs of 256 entries,
-// a QP, and a buffer registered with every access and filled with pattern(k).
+// One end of an RC connection: a PD, send and receive CQs of 2^cq_log
+// entries, a QP, and a buffer registered with every access and filled with
+// pattern(k) (left as it is without one).
 struct Side {
     uint32_t pd = 0;
     CqInfo scq, rcq;
@@ -164,7 +166,7 @@ struct Side {
     uint32_t key = 0;
 };
 Side make_side(RdmaNode &n, size_t bytes, unsigned int qp_log,
-               const std::function<uint8_t(size_t k)> &pattern);
+               const std::function<uint8_t(size_t k)> &pattern = {}, unsigned int cq_log = 8);
 
 // Moves frames between two nodes until both are idle. 'drop' sees every
 // frame (a->b: from_a true) and returns true to lose it.
