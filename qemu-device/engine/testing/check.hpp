@@ -24,8 +24,8 @@ void report_failure(const char *file, int line, const std::string &what);
 
 // Checks a command's status against the one expected.
 #define OHCA_CHECK_STATUS(status, want, what)                                                      \
-    OHCA_CHECK((status) == (want), std::string(what) + ": status " +                              \
-                                       std::to_string(unsigned{status}) + ", expected " +        \
+    OHCA_CHECK((status) == (want), std::string(what) + ": status " +                               \
+                                       std::to_string(unsigned{status}) + ", expected " +          \
                                        std::to_string(unsigned{want}))
 
 } // namespace ohca::test

@@ -64,8 +64,8 @@ ohca_cmd Driver::make_cmd(uint16_t opcode, const void *in, uint16_t in_len, uint
         }
     } else {
         c.in_addr = layout_.mailbox;
-        const size_t n = layout_.mailbox_size != 0 ? std::min<size_t>(in_len, layout_.mailbox_size)
-                                                   : in_len;
+        const size_t n =
+            layout_.mailbox_size != 0 ? std::min<size_t>(in_len, layout_.mailbox_size) : in_len;
         host_.put_bytes(layout_.mailbox, in, n);
     }
     return c;
@@ -106,7 +106,7 @@ unsigned int Driver::consume_eq(bool arm) {
 }
 
 CmdOutcome Driver::execute(uint16_t opcode, const void *in, uint16_t in_len, uint16_t out_len,
-                       uint64_t out_addr) {
+                           uint64_t out_addr) {
     const uint32_t slot = post(make_cmd(opcode, in, in_len, out_len, out_addr));
     ring_cmdq();
     drain(64);

@@ -19,10 +19,10 @@ struct CmdOutcome {
 
 // Where the driver keeps its rings and mailboxes in guest memory.
 struct Layout {
-    uint64_t eq = 0;      // EQ 0: 16 << eq_log bytes
-    uint64_t cmdq = 0;    // 64 << cmdq_log bytes
-    uint64_t mailbox = 0; // command input beyond the inline bytes
-    uint64_t out = 0;     // command output
+    uint64_t eq = 0;         // EQ 0: 16 << eq_log bytes
+    uint64_t cmdq = 0;       // 64 << cmdq_log bytes
+    uint64_t mailbox = 0;    // command input beyond the inline bytes
+    uint64_t out = 0;        // command output
     size_t mailbox_size = 0; // input copied to the mailbox at most (0: all)
 };
 
@@ -68,9 +68,7 @@ class Driver {
     uint32_t ring_cmdq(); // rings the doorbell for posted entries; returns PI
     [[nodiscard]] uint32_t cmdq_size() const { return 1u << cmdq_log; }
     [[nodiscard]] uint64_t slot_addr(uint32_t slot) const { return layout_.cmdq + 64ull * slot; }
-    [[nodiscard]] uint64_t next_slot_addr() const {
-        return slot_addr(cmd_pi & (cmdq_size() - 1));
-    }
+    [[nodiscard]] uint64_t next_slot_addr() const { return slot_addr(cmd_pi & (cmdq_size() - 1)); }
     ohca_cmd entry(uint32_t slot) const { return host_.get<ohca_cmd>(slot_addr(slot)); }
 
     // Next EQE the driver would consume (validity by owner bit); advances.

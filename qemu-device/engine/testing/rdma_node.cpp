@@ -153,7 +153,8 @@ ohca_pbl RdmaNode::make_pbl(uint64_t addr, uint64_t bytes, unsigned int shift, i
 
 uint32_t RdmaNode::create_pd() {
     ohca_create_out o{};
-    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_PD, nullptr, 0, &o, sizeof(o)).status, OHCA_STATUS_OK, "CREATE_PD");
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_PD, nullptr, 0, &o, sizeof(o)).status, OHCA_STATUS_OK,
+                      "CREATE_PD");
     return o.handle;
 }
 
@@ -168,7 +169,8 @@ CqInfo RdmaNode::create_cq(unsigned int log_size, uint32_t eqn, uint32_t uar) {
     in.log_size = static_cast<uint8_t>(log_size);
     in.pbl = make_pbl(cq.ring, 32ull * cq.size);
     ohca_create_out o{};
-    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_CQ, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK, "CREATE_CQ");
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_CQ, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_CQ");
     cq.cqn = o.handle;
     return cq;
 }
@@ -181,7 +183,8 @@ uint32_t RdmaNode::reg_mr(uint32_t pdn, uint64_t addr, uint64_t len, uint32_t ac
     in.length = len;
     in.pbl = make_pbl(addr, len);
     ohca_create_out o{};
-    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_MR, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK, "CREATE_MR");
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_MR, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_MR");
     return o.handle;
 }
 
@@ -209,17 +212,13 @@ QpInfo RdmaNode::create_qp(uint32_t pdn, uint32_t scq, uint32_t rcq, unsigned in
     in.sq_pbl = make_pbl(q.sq, uint64_t{q.sq_size} * q.sq_stride);
     in.rq_pbl = make_pbl(q.rq, uint64_t{q.rq_size} * q.rq_stride);
     ohca_create_out o{};
-    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK, "CREATE_QP");
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_QP");
     q.qpn = o.handle;
     return q;
 }
 
-QpInfo RdmaNode::create_idle_qp(uint32_t pdn, uint32_t cqn) {
-    if (!idle_rings_) {
-        const uint64_t sq = alloc(2 * 256);
-        const uint64_t rq = alloc(2 * 64);
-        idle_rings_.emplace(make_pbl(sq, 2 * 256), make_pbl(rq, 2 * 64));
-    }
+ohca_create_qp_in RdmaNode::idle_qp_in(uint32_t pdn, uint32_t cqn) {
     ohca_create_qp_in in{};
     in.type = OHCA_QPT_RC;
     in.sq_log_size = 1;
@@ -229,10 +228,21 @@ QpInfo RdmaNode::create_idle_qp(uint32_t pdn, uint32_t cqn) {
     in.pdn = pdn;
     in.send_cqn = cqn;
     in.recv_cqn = cqn;
+    return in;
+}
+
+QpInfo RdmaNode::create_idle_qp(uint32_t pdn, uint32_t cqn) {
+    if (!idle_rings_) {
+        const uint64_t sq = alloc(2 * 256);
+        const uint64_t rq = alloc(2 * 64);
+        idle_rings_.emplace(make_pbl(sq, 2 * 256), make_pbl(rq, 2 * 64));
+    }
+    ohca_create_qp_in in = idle_qp_in(pdn, cqn);
     in.sq_pbl = idle_rings_->first;
     in.rq_pbl = idle_rings_->second;
     ohca_create_out o{};
-    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK, "CREATE_QP");
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_QP");
     QpInfo q;
     q.qpn = o.handle;
     q.sq_size = 2;
@@ -259,7 +269,8 @@ QpInfo RdmaNode::create_qp_on_srq(uint32_t pdn, uint32_t scq, uint32_t rcq, uint
     in.srqn = srqn;
     in.sq_pbl = make_pbl(q.sq, uint64_t{q.sq_size} * q.sq_stride);
     ohca_create_out o{};
-    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK, "CREATE_QP");
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_QP");
     q.qpn = o.handle;
     return q;
 }
@@ -275,14 +286,16 @@ SrqInfo RdmaNode::create_srq(uint32_t pdn, unsigned int log_size, uint32_t limit
     in.limit = limit;
     in.pbl = make_pbl(s.ring, uint64_t{s.size} * s.stride);
     ohca_create_out o{};
-    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_SRQ, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK, "CREATE_SRQ");
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_SRQ, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_SRQ");
     s.srqn = o.handle;
     return s;
 }
 
 uint32_t RdmaNode::alloc_xrcd() {
     ohca_create_out o{};
-    OHCA_CHECK_STATUS(cmd(OHCA_CMD_ALLOC_XRCD, nullptr, 0, &o, sizeof(o)).status, OHCA_STATUS_OK, "ALLOC_XRCD");
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_ALLOC_XRCD, nullptr, 0, &o, sizeof(o)).status, OHCA_STATUS_OK,
+                      "ALLOC_XRCD");
     return o.handle;
 }
 
@@ -300,7 +313,8 @@ SrqInfo RdmaNode::create_xrc_srq(uint32_t pdn, uint32_t xrcdn, uint32_t cqn,
     in.cqn = cqn;
     in.pbl = make_pbl(s.ring, uint64_t{s.size} * s.stride);
     ohca_create_out o{};
-    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_SRQ, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK, "CREATE_SRQ");
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_SRQ, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_SRQ");
     s.srqn = o.handle;
     return s;
 }
@@ -319,7 +333,8 @@ QpInfo RdmaNode::create_xrc_ini(uint32_t pdn, uint32_t scq, unsigned int sq_log)
     in.max_inline = 128;
     in.sq_pbl = make_pbl(q.sq, uint64_t{q.sq_size} * q.sq_stride);
     ohca_create_out o{};
-    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK, "CREATE_QP");
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_QP");
     q.qpn = o.handle;
     return q;
 }
@@ -330,7 +345,8 @@ QpInfo RdmaNode::create_xrc_tgt(uint32_t xrcdn) {
     in.type = OHCA_QPT_XRC_TGT;
     in.xrcdn = xrcdn;
     ohca_create_out o{};
-    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK, "CREATE_QP");
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_QP");
     q.qpn = o.handle;
     return q;
 }
@@ -365,36 +381,45 @@ ohca_qp_attr RdmaNode::query(uint32_t qpn) {
     ohca_handle_in in{};
     in.handle = qpn;
     ohca_qp_attr a{};
-    OHCA_CHECK_STATUS(cmd(OHCA_CMD_QUERY_QP, &in, sizeof(in), &a, sizeof(a)).status, OHCA_STATUS_OK, "QUERY_QP");
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_QUERY_QP, &in, sizeof(in), &a, sizeof(a)).status, OHCA_STATUS_OK,
+                      "QUERY_QP");
     return a;
 }
 
-void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &peer,
-                       uint8_t path_mtu, uint8_t timeout, uint8_t retry, uint8_t rnr_retry,
-                       uint32_t access, uint8_t rd_atomic) {
+bool RdmaNode::to_init(const QpInfo &qp, uint32_t access) {
     ohca_qp_attr a{};
     a.qp_state = OHCA_QPS_INIT;
     a.access_flags = access;
-    if (!OHCA_CHECK_STATUS(
-            modify(qp.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS,
-                   a)
-                .status,
-            OHCA_STATUS_OK, "MODIFY_QP to INIT")) {
-        return;
-    }
-    a = {};
+    return OHCA_CHECK_STATUS(
+        modify(qp.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS, a)
+            .status,
+        OHCA_STATUS_OK, "MODIFY_QP to INIT");
+}
+
+ohca_qp_attr RdmaNode::rtr_attr(const RdmaNode &peer, uint32_t remote_qpn, uint8_t path_mtu) {
+    ohca_qp_attr a{};
     a.qp_state = OHCA_QPS_RTR;
     a.path_mtu = path_mtu;
     a.dest_qpn = remote_qpn;
     a.rq_psn = (peer.psn_base + remote_qpn) & 0xffffff;
-    a.max_dest_rd_atomic = rd_atomic;
-    a.min_rnr_timer = 1;
     std::copy(peer.gid.begin(), peer.gid.end(), a.av.dgid);
     std::copy(peer.mac.begin(), peer.mac.end(), a.av.dmac);
     a.av.vlan_id = 0xffff;
     a.av.hop_limit = 64;
     a.av.sgid_index = 0;
     a.av.network_type = peer.gid[10] == 0xff ? OHCA_NET_IPV4 : OHCA_NET_IPV6;
+    return a;
+}
+
+void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &peer,
+                       uint8_t path_mtu, uint8_t timeout, uint8_t retry, uint8_t rnr_retry,
+                       uint32_t access, uint8_t rd_atomic) {
+    if (!to_init(qp, access)) {
+        return;
+    }
+    ohca_qp_attr a = rtr_attr(peer, remote_qpn, path_mtu);
+    a.max_dest_rd_atomic = rd_atomic;
+    a.min_rnr_timer = 1;
     if (!OHCA_CHECK_STATUS(modify(qp.qpn,
                                   OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN |
                                       OHCA_QP_RQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC |
@@ -422,32 +447,16 @@ void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &pe
 
 void RdmaNode::connect_uc(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &peer,
                           uint8_t path_mtu, uint32_t access) {
-    ohca_qp_attr a{};
-    a.qp_state = OHCA_QPS_INIT;
-    a.access_flags = access;
-    if (!OHCA_CHECK_STATUS(
-            modify(qp.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS,
-                   a)
-                .status,
-            OHCA_STATUS_OK, "MODIFY_QP to INIT")) {
+    if (!to_init(qp, access)) {
         return;
     }
-    a = {};
-    a.qp_state = OHCA_QPS_RTR;
-    a.path_mtu = path_mtu;
-    a.dest_qpn = remote_qpn;
-    a.rq_psn = (peer.psn_base + remote_qpn) & 0xffffff;
-    std::copy(peer.gid.begin(), peer.gid.end(), a.av.dgid);
-    std::copy(peer.mac.begin(), peer.mac.end(), a.av.dmac);
-    a.av.vlan_id = 0xffff;
-    a.av.hop_limit = 64;
-    a.av.network_type = peer.gid[10] == 0xff ? OHCA_NET_IPV4 : OHCA_NET_IPV6;
-    if (!OHCA_CHECK_STATUS(
-            modify(qp.qpn,
-                   OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN | OHCA_QP_RQ_PSN,
-                   a)
-                .status,
-            OHCA_STATUS_OK, "MODIFY_QP to RTR")) {
+    ohca_qp_attr a = rtr_attr(peer, remote_qpn, path_mtu);
+    if (!OHCA_CHECK_STATUS(modify(qp.qpn,
+                                  OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN |
+                                      OHCA_QP_RQ_PSN,
+                                  a)
+                               .status,
+                           OHCA_STATUS_OK, "MODIFY_QP to RTR")) {
         return;
     }
     a = {};
@@ -522,20 +531,21 @@ void RdmaNode::cq_doorbell(const CqInfo &cq, uint32_t flags) {
 
 ohca_query_stats_out RdmaNode::stats() {
     ohca_query_stats_out s{};
-    OHCA_CHECK_STATUS(cmd(OHCA_CMD_QUERY_STATS, nullptr, 0, &s, sizeof(s)).status, OHCA_STATUS_OK, "QUERY_STATS");
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_QUERY_STATS, nullptr, 0, &s, sizeof(s)).status, OHCA_STATUS_OK,
+                      "QUERY_STATS");
     return s;
 }
 
 Side make_side(RdmaNode &n, size_t bytes, unsigned int qp_log,
-               const std::function<uint8_t(size_t k)> &pattern, unsigned int cq_log) {
+               const std::function<uint8_t(size_t k)> &pattern, unsigned int cq_log,
+               uint32_t access, uint8_t qp_type) {
     Side s;
     s.pd = n.create_pd();
     s.scq = n.create_cq(cq_log);
     s.rcq = n.create_cq(cq_log);
-    s.qp = n.create_qp(s.pd, s.scq.cqn, s.rcq.cqn, qp_log, qp_log);
+    s.qp = n.create_qp(s.pd, s.scq.cqn, s.rcq.cqn, qp_log, qp_log, 0, qp_type);
     s.buf = n.alloc(bytes);
-    s.key = n.reg_mr(s.pd, s.buf, bytes,
-                     OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ);
+    s.key = n.reg_mr(s.pd, s.buf, bytes, access);
     if (pattern) {
         std::vector<uint8_t> data(bytes);
         for (size_t k = 0; k < bytes; ++k) {
