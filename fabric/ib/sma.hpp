@@ -22,7 +22,8 @@
 
 namespace ohca::ib {
 
-inline constexpr uint8_t kMaxSmaPorts = 64; // ports of a switch, port 0 excluded
+// Ports of a switch, port 0 excluded: 0..63 fit the 64-bit port masks.
+inline constexpr uint8_t kMaxSmaPorts = 63;
 inline constexpr size_t kVlArbEntries = 64; // per table (low, high)
 
 struct VlArbEntry {

@@ -51,7 +51,7 @@ void usage(FILE *f) {
         "                      connect:PATH        connect to a unix socket (retried)\n"
         "                      tcp-listen:HOST:PORT, tcp-connect:HOST:PORT\n"
         "                      none                an unconnected port\n"
-        "  --ports N         external ports (default: the number of --port; at most 64)\n"
+        "  --ports N         external ports (default: the number of --port; at most 63)\n"
         "  --guid HEX        node GUID (default 0x0002c90300fab000)\n"
         "  --vl-buffer N     receive buffer per data VL in 64-byte blocks (default 256)\n"
         "  --description S   NodeDescription (default ohca-switch)\n"
@@ -272,7 +272,7 @@ int main(int argc, char **argv) {
     }
     if (ports < 1 || ports > ohca::ib::kMaxSmaPorts || given > ports) {
         std::fprintf(stderr,
-                     "ohca-switch: need 1..64 ports and no more --port than --ports "
+                     "ohca-switch: need 1..63 ports and no more --port than --ports "
                      "(got %d ports, %d --port)\n",
                      ports, given);
         return 2;

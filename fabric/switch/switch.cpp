@@ -231,7 +231,7 @@ bool Switch::own_lid(uint16_t dlid) const {
 uint64_t Switch::route(uint16_t dlid, uint8_t in) const {
     if (is_multicast_lid(dlid)) {
         uint64_t mask = 0;
-        for (size_t pos = 0; pos < sma_state_.mft_positions() && pos < 4; ++pos) {
+        for (size_t pos = 0; pos < sma_state_.mft_positions(); ++pos) {
             mask |= static_cast<uint64_t>(sma_state_.mft_mask(dlid, pos)) << (16 * pos);
         }
         // Never back to the input, never to port 0 (no multicast member).
