@@ -13,6 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     SwitchConfig cfg;
     cfg.ports = 3;
     cfg.vl_buffer_blocks = 80;
+    cfg.lft_cap = 64; // small tables: more inputs per second
+    cfg.mft_cap = 32;
     Switch sw(cfg);
     for (uint8_t p = 1; p <= 3; ++p) {
         sw.connect(p, 0);

@@ -44,7 +44,7 @@ for f in "${fuzzers[@]}"; do
 	log=$build/fuzz_$f.log
 	if "$build/fuzz_$f" -max_total_time="$secs" -max_len=8192 -timeout=10 -rss_limit_mb=1024 \
 		-artifact_prefix="$build/artifacts/$f/" "$build/corpus/$f" >"$log" 2>&1; then
-		echo "fabric-fuzz: $f ok: $(grep -Eo '#[0-9]+ +DONE.*' "$log" | tail -1)"
+		echo "fabric-fuzz: $f ok: $(grep -E '^Done [0-9]+ runs' "$log" | tail -1)"
 	else
 		tail -30 "$log"
 		echo "fabric-fuzz: $f FAILED (log $log, inputs in $build/artifacts/$f/)"

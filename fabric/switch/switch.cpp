@@ -60,7 +60,7 @@ Switch::Switch(const SwitchConfig &cfg)
           d.vl_cap = cfg.vl_cap;
           d.pkey_entries = 32;
           d.description = cfg.description.c_str();
-          return make_switch_state(d, cfg.ports);
+          return make_switch_state(d, cfg.ports, cfg.lft_cap, cfg.mft_cap);
       }()),
       sma_(sma_state_) {
     cfg_.ports = sma_state_.num_ports();
