@@ -43,8 +43,8 @@ struct SwitchConfig {
     size_t vl15_queue = 16;               // SMPs waiting per port
     size_t out_limit = 16 * 1024;         // bytes waiting in a port's output buffer
     uint64_t fcp_refresh_ns = 50'000'000; // resend every VL's FCP this often
-    uint16_t lft_cap = 0xC000;         // LinearFDBCap: unicast LIDs routed
-    uint16_t mft_cap = 512;            // MulticastFDBCap
+    uint16_t lft_cap = 0xC000;            // LinearFDBCap: unicast LIDs routed
+    uint16_t mft_cap = 512;               // MulticastFDBCap
     std::string description = "ohca-switch";
 };
 
