@@ -463,6 +463,33 @@ TEST(Switch, LidRoutedSmpAndPma) {
     EXPECT_EQ(r[kPmaDataOffset + 1], 2);
 }
 
+TEST(Switch, TrapToTheSmOnLinkChange) {
+    Fabric f(3);
+    f.connect_all();
+    f.program();
+    // The SM (LID 2, behind port 1) tells the switch where it is.
+    SmpData d{};
+    PortInfo pi = PortInfo::read(f.sm(dr_smp(method::Get, attr::PortInfo, 0, {1})).data);
+    pi.port_state = port_state::NoChange;
+    pi.master_sm_lid = 2;
+    pi.write(d);
+    EXPECT_EQ(f.sm(dr_smp(method::Set, attr::PortInfo, 0, {1}, d)).status(), 0);
+    f.peer(1).data.clear();
+    f.sw->disconnect(3, 0);
+    f.pump();
+    ASSERT_EQ(f.peer(1).data.size(), 1u);
+    Packet pkt;
+    ASSERT_EQ(parse(f.peer(1).data[0], pkt), PacketError::Ok);
+    EXPECT_EQ(pkt.lrh.dlid, 2);
+    EXPECT_EQ(pkt.lrh.slid, 1);
+    const Smp t = Smp::read(mad_of(f.peer(1).data[0]));
+    EXPECT_EQ(t.hdr.method, method::Trap);
+    const Notice n = Notice::read(t.data);
+    EXPECT_EQ(n.trap_number, trap::LinkStateChange);
+    EXPECT_EQ(n.details[1], 1); // LIDADDR: the switch
+    EXPECT_EQ(f.sw->stats(0).traps_sent, 1u);
+}
+
 TEST(Switch, StatsJson) {
     Fabric f(2);
     f.connect_all();
