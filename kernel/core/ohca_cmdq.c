@@ -547,21 +547,28 @@ int ohca_cmd_exec_template(struct ohca_dev *dev, struct ohca_cmd *entry,
 /**
  * ohca_cmd_query_port() - QUERY_PORT of port 1
  * @dev: the function
- * @out: the port's state, MTU and MAC
+ * @out: the port's state, MTU and MAC; its InfiniBand fields too when
+ *       the device has OHCA_DEV_CAP_IB_LINK (zero otherwise)
+ *
+ * A device of ABI 1.4 answers the first 64 bytes only: it is asked for
+ * no more (QUERY_DEVICE's dev_caps must have been read before).
  *
  * Return: as ohca_cmd_exec().
  */
 int ohca_cmd_query_port(struct ohca_dev *dev, struct ohca_query_port_out *out)
 {
 	struct ohca_query_port_in in = { .port = 1 };
+	bool ib = le32_to_cpu(dev->attr.dev_caps) & OHCA_DEV_CAP_IB_LINK;
 	struct ohca_cmd_args args = {
 		.opcode = OHCA_CMD_QUERY_PORT,
 		.in = &in,
 		.in_len = sizeof(in),
 		.out = out,
-		.out_len = sizeof(*out),
+		.out_len = ib ? sizeof(*out) :
+			  offsetof(struct ohca_query_port_out, link_layer),
 	};
 
+	memset(out, 0, sizeof(*out));
 	return ohca_cmd_exec(dev, &args);
 }
 
