@@ -95,7 +95,6 @@ static u16 ohca_ib_speed(u8 speed)
 int ohca_ib_query_port(struct ohca_ibdev *dev, struct ib_port_attr *props)
 {
 	struct ohca_query_port_out out;
-	u32 caps;
 	int err;
 
 	err = ohca_ib_query_port_cmd(dev, &out);
@@ -118,10 +117,8 @@ int ohca_ib_query_port(struct ohca_ibdev *dev, struct ib_port_attr *props)
 	props->gid_tbl_len = OHCA_IB_GID_TBL_LEN;
 	props->pkey_tbl_len = ohca_ib_pkey_tbl_len(dev);
 	/* Bits set by the host's agents (IsSM, IsCM: ohca_modify_port()). */
-	spin_lock_irq(&dev->port_lock);
-	caps = dev->port_cap_set;
-	spin_unlock_irq(&dev->port_lock);
-	props->port_cap_flags = le32_to_cpu(out.port_cap_flags) | caps;
+	props->port_cap_flags = le32_to_cpu(out.port_cap_flags) |
+				READ_ONCE(dev->port_cap_set);
 	props->max_msg_sz = le32_to_cpu(dev->cdev->attr.max_msg_size);
 	props->max_vl_num = clamp_t(u8, out.max_vl_num, 1, 4);
 	props->bad_pkey_cntr = min_t(u32, le32_to_cpu(out.pkey_violations),
@@ -151,12 +148,15 @@ int ohca_ib_query_port(struct ohca_ibdev *dev, struct ib_port_attr *props)
 int ohca_ib_modify_port(struct ohca_ibdev *dev, int mask,
 			struct ib_port_modify *props)
 {
+	unsigned long flags;
+
 	if (mask & ~(IB_PORT_RESET_QKEY_CNTR))
 		return -EOPNOTSUPP;
-	spin_lock_irq(&dev->port_lock);
-	dev->port_cap_set |= props->set_port_cap_mask;
-	dev->port_cap_set &= ~props->clr_port_cap_mask;
-	spin_unlock_irq(&dev->port_lock);
+	spin_lock_irqsave(&dev->port_lock, flags);
+	WRITE_ONCE(dev->port_cap_set,
+		   (dev->port_cap_set | props->set_port_cap_mask) &
+		   ~props->clr_port_cap_mask);
+	spin_unlock_irqrestore(&dev->port_lock, flags);
 	return 0;
 }
 
