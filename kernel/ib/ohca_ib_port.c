@@ -55,7 +55,6 @@ static int ohca_ib_query_port_cmd(struct ohca_ibdev *dev,
 		.out_len = sizeof(*out),
 	};
 
-	memset(out, 0, sizeof(*out));
 	return ohca_cmd_exec(dev->cdev, &args);
 }
 
