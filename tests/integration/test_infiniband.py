@@ -16,10 +16,11 @@ would otherwise pay its own TCG boot). VM 0 runs the subnet manager.
 """
 
 import re
+import subprocess
 
 import pytest
 
-from vmtest import assert_ok, section
+from vmtest import assert_ok, ohcavm, section
 
 pytestmark = pytest.mark.ohca_only
 
@@ -145,7 +146,22 @@ def _lid(text, key):
     return int(m.group(1)) if m else 0
 
 
+def _device_has_ib():
+    """Whether this QEMU's ohca device has the link-layer property (the
+    device side of issue 22); the test is skipped, with that reason, on a
+    device without it."""
+    try:
+        qemu = ohcavm.find_qemu("ohca")
+        out = subprocess.run([qemu, "-device", "ohca,help"], capture_output=True,
+                             text=True, timeout=60).stdout
+    except (ohcavm.HarnessError, OSError, subprocess.TimeoutExpired):
+        return True  # let the harness report what is missing
+    return "link-layer" in out
+
+
 def test_infiniband_back_to_back(vm_run):
+    if not _device_has_ib():
+        pytest.skip("this QEMU's ohca device has no link-layer property (no InfiniBand port)")
     results = vm_run({0: script(0), 1: script(1)}, nvms=2, wire="stream",
                      link_layer="ib", fresh=True, timeout=1800)
     a, b = results
