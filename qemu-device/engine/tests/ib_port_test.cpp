@@ -119,10 +119,10 @@ TEST(IbPort, PerformanceAgentAnswersFromTheCounters) {
     ohca_mad_ifc_out out{};
     ASSERT_EQ(mad_ifc(n, mad(0x04, 0x0001), out).status, OHCA_STATUS_OK);
     ASSERT_EQ(out.result, uint32_t{OHCA_MAD_IFC_REPLY});
-    EXPECT_EQ(out.mad[3], 0x81);                  // GetResp
-    EXPECT_EQ(out.mad[4] | out.mad[5], 0);        // status
-    EXPECT_EQ(out.mad[15], 0x42);                 // the request's TID
-    EXPECT_NE(out.mad[64 + 2] & 0x02, 0);         // PortCountersExtended
+    EXPECT_EQ(out.mad[3], 0x81);           // GetResp
+    EXPECT_EQ(out.mad[4] | out.mad[5], 0); // status
+    EXPECT_EQ(out.mad[15], 0x42);          // the request's TID
+    EXPECT_NE(out.mad[64 + 2] & 0x02, 0);  // PortCountersExtended
     auto in = mad(0x04, 0x0012);
     in.mad[64 + 1] = 1;
     ASSERT_EQ(mad_ifc(n, in, out).status, OHCA_STATUS_OK);
@@ -165,8 +165,8 @@ TEST(IbPort, Qp0OnlyOnAnIbPortAndOnlyOne) {
               OHCA_STATUS_BAD_FIELD);
 
     RdmaNode ib(2, false, 0, 10, 0, nullptr, OHCA_LINK_IB);
-    const QpInfo qp0 = ib.create_qp(ib.create_pd(), ib.create_cq().cqn, ib.create_cq().cqn, 2, 2,
-                                    0, OHCA_QPT_SMI);
+    const QpInfo qp0 =
+        ib.create_qp(ib.create_pd(), ib.create_cq().cqn, ib.create_cq().cqn, 2, 2, 0, OHCA_QPT_SMI);
     EXPECT_EQ(qp0.qpn, 0u);
     const uint32_t pd2 = ib.create_pd();
     const CqInfo cq2 = ib.create_cq();

@@ -71,8 +71,7 @@ class RdmaNode {
     // 'link_layer': OHCA_LINK_IB for an InfiniBand port (its LID comes
     // from an SMP, ib_node.hpp).
     explicit RdmaNode(uint8_t id, bool ipv6 = false, uint32_t id_seed = 0, unsigned int eq_log = 10,
-                      uint32_t max_qp = 0, const LinkLayer *link = nullptr,
-                      uint8_t link_layer = 0);
+                      uint32_t max_qp = 0, const LinkLayer *link = nullptr, uint8_t link_layer = 0);
     ~RdmaNode();
     RdmaNode(const RdmaNode &) = delete;
     RdmaNode &operator=(const RdmaNode &) = delete;

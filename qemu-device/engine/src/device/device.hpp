@@ -294,7 +294,7 @@ class Device : private EventSink,
     Host host_;
     DeviceConfig cfg_;
     // Below the BTH (link_layer.hpp); stateless, chosen at construction.
-    const LinkLayer &link_ = cfg_.link != nullptr                ? *cfg_.link
+    const LinkLayer &link_ = cfg_.link != nullptr              ? *cfg_.link
                              : cfg_.link_layer == OHCA_LINK_IB ? ib_link()
                                                                : roce_v2_link();
     bool busy_ = false;
@@ -331,9 +331,9 @@ class Device : private EventSink,
         uint32_t id;
     };
     std::deque<HeldRef> held_;
-    uint16_t held_port_state_ = 0; // the port state to report, 0: none
+    uint16_t held_port_state_ = 0;  // the port state to report, 0: none
     uint32_t held_port_change_ = 0; // ... and what changed (param1), merged
-    bool held_cmd_valid_ = false;  // held_cmd_ waits
+    bool held_cmd_valid_ = false;   // held_cmd_ waits
     ohca_eqe held_cmd_{};
     EthRing tx_ring_;
     EthRing rx_ring_;
@@ -343,10 +343,10 @@ class Device : private EventSink,
 
     // Port.
     // An InfiniBand port's attributes and agents' state; none on Ethernet.
-    std::optional<IbPort> ib_ = cfg_.link_layer == OHCA_LINK_IB
-                                    ? std::optional<IbPort>(std::in_place, cfg_.node_guid,
-                                                            cfg_.port_guid)
-                                    : std::nullopt;
+    std::optional<IbPort> ib_ =
+        cfg_.link_layer == OHCA_LINK_IB
+            ? std::optional<IbPort>(std::in_place, cfg_.node_guid, cfg_.port_guid)
+            : std::nullopt;
     uint32_t mtu_ = DeviceLimits::default_mtu;
     uint32_t rx_mode_ = 0;
 

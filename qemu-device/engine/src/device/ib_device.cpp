@@ -138,9 +138,9 @@ ohca_engine_rx_result Device::ib_receive(std::span<const uint8_t> frame) {
         return OHCA_ENGINE_RX_RETRY;
     }
     if (running() && cfg_.link_up) {
-        ib_->count_rcv(frame.size(), frame.size() >= ib::kLrhBytes &&
-                                         IbPort::is_mcast_lid(static_cast<uint16_t>(
-                                             (frame[2] << 8) | frame[3])));
+        ib_->count_rcv(frame.size(),
+                       frame.size() >= ib::kLrhBytes &&
+                           IbPort::is_mcast_lid(static_cast<uint16_t>((frame[2] << 8) | frame[3])));
     }
     roce_enqueue(frame);
     return OHCA_ENGINE_RX_CONSUMED;
