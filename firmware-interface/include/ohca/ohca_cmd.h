@@ -373,6 +373,8 @@ struct ohca_query_port_out {
 	ohca_u8 rsvd1[5];
 	ohca_le32 rsvd2[8];
 };
+/* The smallest out_len the device accepts: the output of ABI 1.4. */
+#define OHCA_QUERY_PORT_OUT_MIN_SIZE	64
 OHCA_ASSERT_SIZE(struct ohca_query_port_out, 128);
 OHCA_ASSERT_OFFSET(struct ohca_query_port_out, mac, 2);
 OHCA_ASSERT_OFFSET(struct ohca_query_port_out, rx_frames, 32);

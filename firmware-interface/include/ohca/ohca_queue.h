@@ -245,9 +245,17 @@ struct ohca_ud_seg {
 	struct ohca_av av;		/* see struct ohca_av (ohca_cmd.h) */
 	ohca_le32 remote_qpn;		/* 24 bits */
 	ohca_le32 qkey;
-	ohca_le32 rsvd[2];
+	/*
+	 * (ABI 1.5) The GSI QP on an InfiniBand port: the P_Key table index
+	 * of this packet's P_Key (a MAD answers in its request's partition).
+	 * Other QPs send with their own (OHCA_QP_PKEY_INDEX); 0 elsewhere.
+	 */
+	ohca_le16 pkey_index;
+	ohca_le16 rsvd0;
+	ohca_le32 rsvd;
 };
 OHCA_ASSERT_SIZE(struct ohca_ud_seg, 48);
+OHCA_ASSERT_OFFSET(struct ohca_ud_seg, pkey_index, 40);
 OHCA_ASSERT_OFFSET(struct ohca_ud_seg, remote_qpn, 32);
 OHCA_ASSERT_OFFSET(struct ohca_ud_seg, qkey, 36);
 

@@ -16,7 +16,7 @@ constexpr unsigned int kNodeCmdqLog = 4;
 } // namespace
 
 RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed, unsigned int eq_log, uint32_t max_qp,
-                   const LinkLayer *link)
+                   const LinkLayer *link, uint8_t link_layer)
     : eq_log_(eq_log) {
     mac = {0x02, 0x00, 0x00, 0x00, 0x00, id};
     host.add_region(kNodeEq, 16u << eq_log_);
@@ -31,6 +31,7 @@ RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed, unsigned int eq_log,
     cfg.link_up = true;
     cfg.id_seed = id_seed;
     cfg.max_qp = max_qp;
+    cfg.link_layer = link_layer;
     e = engine_create(&ops, &host, &cfg, link);
     bring_up(ipv6, id);
 }
@@ -424,6 +425,11 @@ void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &pe
     a.av.hop_limit = 64;
     a.av.sgid_index = 0;
     a.av.network_type = peer.gid[10] == 0xff ? OHCA_NET_IPV4 : OHCA_NET_IPV6;
+    if (peer.lid != 0) {
+        ohca_av_ib ib{};
+        ib.dlid = peer.lid;
+        std::memcpy(&a.av, &ib, sizeof(ib));
+    }
     ASSERT_EQ(modify(qp.qpn,
                      OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN |
                          OHCA_QP_RQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_MIN_RNR_TIMER |
