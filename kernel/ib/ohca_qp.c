@@ -1001,10 +1001,16 @@ static int ohca_copy_inline(struct ohca_qp *qp, const struct ib_send_wr *wr,
 	return 0;
 }
 
-/* The UD segment: the AH's address vector, remote QPN and Q_Key. */
-static int ohca_build_ud_seg(const struct ib_send_wr *wr,
+/*
+ * The UD segment: the AH's address vector, remote QPN and Q_Key; on an
+ * InfiniBand port the GSI QP's P_Key index too (ib_mad answers a MAD in
+ * its request's partition).
+ */
+static int ohca_build_ud_seg(const struct ohca_qp *qp,
+			     const struct ib_send_wr *wr,
 			     struct ohca_ud_seg *seg)
 {
+	struct ohca_ibdev *dev = to_ohca_dev(qp->ibqp.device);
 	const struct ib_ud_wr *ud = ud_wr(wr);
 
 	if ((wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM) ||
@@ -1014,6 +1020,11 @@ static int ohca_build_ud_seg(const struct ib_send_wr *wr,
 	seg->av = to_ohca_ah(ud->ah)->av;
 	seg->remote_qpn = cpu_to_le32(ud->remote_qpn);
 	seg->qkey = cpu_to_le32(ud->remote_qkey);
+	if (qp->type == IB_QPT_GSI && dev->cdev->ib_port) {
+		if (ud->pkey_index >= ohca_ib_pkey_tbl_len(dev))
+			return -EINVAL;
+		seg->pkey_index = cpu_to_le16(ud->pkey_index);
+	}
 	return 0;
 }
 
@@ -1031,7 +1042,7 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ib_send_wr *wr,
 		return opcode;
 	if (!ohca_qp_connected(qp->type)) {
 		/* SEND and SEND_WITH_IMM only */
-		err = ohca_build_ud_seg(wr, (struct ohca_ud_seg *)(wqe + 1));
+		err = ohca_build_ud_seg(qp, wr, (struct ohca_ud_seg *)(wqe + 1));
 		if (err)
 			return err;
 	}
