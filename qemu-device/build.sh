@@ -171,9 +171,9 @@ inputs_hash=$(
 	{
 		echo "$full_ver"
 		cd "$top"
-		find qemu-device firmware-interface/include -type f \
+		find qemu-device firmware-interface/include fabric/ib -type f \
 			! -path 'qemu-device/engine/tests/*' ! -path 'qemu-device/engine/testing/*' \
-			! -path 'qemu-device/tests/*' \
+			! -path 'qemu-device/tests/*' ! -path 'fabric/ib/tests/*' \
 			! -name '*.md' -print0 | sort -z |
 			xargs -0 sha256sum
 	} | sha256sum | cut -c1-16
@@ -207,13 +207,17 @@ fi
 # file copied back with an older mtime than the object built from another
 # worktree's version would not be recompiled (a stale object in the binary).
 mkdir -p "$src/hw/ohca"
-rsync -rlp --checksum --delete --exclude=/firmware-interface --exclude=/build.sh \
+rsync -rlp --checksum --delete --exclude=/firmware-interface --exclude=/fabric --exclude=/build.sh \
 	--exclude=/asan_overlay.py --exclude=/devices.mak \
 	--exclude=/engine/tests --exclude=/engine/testing --exclude=/tests \
 	--exclude=/engine/CMakeLists.txt \
 	"$top/qemu-device/" "$src/hw/ohca/"
 mkdir -p "$src/hw/ohca/firmware-interface"
 rsync -rlp --checksum --delete "$top/firmware-interface/include" "$src/hw/ohca/firmware-interface/"
+# fabric/ib (the InfiniBand wire formats and SMA the engine shares with
+# ohca-switch): its sources, not its tests.
+mkdir -p "$src/hw/ohca/fabric"
+rsync -rlp --checksum --delete --exclude=/tests "$top/fabric/ib" "$src/hw/ohca/fabric/"
 
 # The two edits that hook hw/ohca into the tree, and no edk2 blobs (the dfsg
 # tarball has none).

@@ -55,6 +55,8 @@ struct OhcaState {
 
     uint64_t node_guid;
     uint64_t sys_image_guid;
+    uint64_t port_guid;         /* InfiniBand: 0 takes node-guid */
+    char *link_layer;           /* "eth" (default) or "ib" */
     bool sync_doorbells;        /* run a doorbell's work in its thread */
     uint32_t doorbell_budget;   /* ... at most this many units of it */
     uint32_t max_qp;            /* QPs offered (QUERY_DEVICE max_qp) */
@@ -436,6 +438,16 @@ static void ohca_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     cfg.max_qp = s->max_qp;
+    if (!s->link_layer || !strcmp(s->link_layer, "eth")) {
+        cfg.link_layer = OHCA_LINK_ETH;
+    } else if (!strcmp(s->link_layer, "ib")) {
+        cfg.link_layer = OHCA_LINK_IB;
+    } else {
+        error_setg(errp, "ohca: link-layer must be eth or ib, not '%s'",
+                   s->link_layer);
+        return;
+    }
+    cfg.port_guid = s->port_guid;
     memcpy(cfg.mac, s->conf.macaddr.a, sizeof(cfg.mac));
     cfg.node_guid = s->node_guid;
     cfg.sys_image_guid = s->sys_image_guid;
@@ -570,6 +582,8 @@ static OhcaProperty ohca_properties[] = {
     DEFINE_NIC_PROPERTIES(OhcaState, conf),
     DEFINE_PROP_UINT64("node-guid", OhcaState, node_guid, 0),
     DEFINE_PROP_UINT64("sys-image-guid", OhcaState, sys_image_guid, 0),
+    DEFINE_PROP_UINT64("port-guid", OhcaState, port_guid, 0),
+    DEFINE_PROP_STRING("link-layer", OhcaState, link_layer),
     DEFINE_PROP_BOOL("sync-doorbells", OhcaState, sync_doorbells, true),
     DEFINE_PROP_UINT32("doorbell-budget", OhcaState, doorbell_budget, 256),
     DEFINE_PROP_UINT32("max-qp", OhcaState, max_qp, OHCA_ENGINE_MAX_QP),

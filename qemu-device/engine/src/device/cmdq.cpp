@@ -39,7 +39,8 @@ const std::array<Device::CmdSpec, OHCA_CMD_MAX> Device::kCommands = [] {
     OHCA_CMD(OHCA_CMD_NOP, 0, 0, (void(d), void(c), CmdResult{}));
     // Grown compatibly: the ABI 1.3 part is the minimum.
     OHCA_CMD(OHCA_CMD_QUERY_DEVICE, 0, OHCA_QUERY_DEVICE_OUT_MIN_SIZE, d.cmd_query_device(c));
-    OHCA_CMD(OHCA_CMD_QUERY_PORT, sizeof(ohca_query_port_in), sizeof(ohca_query_port_out),
+    // Grown compatibly: the ABI 1.4 part is the minimum.
+    OHCA_CMD(OHCA_CMD_QUERY_PORT, sizeof(ohca_query_port_in), OHCA_QUERY_PORT_OUT_MIN_SIZE,
              d.cmd_query_port(c));
     OHCA_CMD(OHCA_CMD_SET_PORT, sizeof(ohca_set_port_in), 0, d.cmd_set_port(c));
     OHCA_CMD(OHCA_CMD_CREATE_ETH_RING, sizeof(ohca_create_eth_ring_in), 0,
@@ -90,6 +91,7 @@ const std::array<Device::CmdSpec, OHCA_CMD_MAX> Device::kCommands = [] {
     t[OHCA_CMD_ODP_MAP].in_at_least = true;
     OHCA_CMD(OHCA_CMD_ODP_UNMAP, sizeof(ohca_odp_unmap_in), 0, d.keys_.execute(c));
     OHCA_CMD(OHCA_CMD_MODIFY_CQ, sizeof(ohca_modify_cq_in), 0, d.cqs_.cmd_modify_cq(c));
+    OHCA_CMD(OHCA_CMD_MAD_IFC, sizeof(ohca_mad_ifc_in), sizeof(ohca_mad_ifc_out), d.cmd_mad_ifc(c));
     return t;
 }();
 
@@ -273,7 +275,15 @@ CmdResult Device::cmd_query_port(const Command &cmd) {
     out.max_msg_size = le(DeviceLimits::max_msg_size);
     out.rx_frames = le(stats_.port_rx_frames);
     out.tx_frames = le(stats_.port_tx_frames);
-    return write_output(host_, cmd, &out, sizeof(out));
+    if (ib_) {
+        // No MAC and no Ethernet MTU: the IB part says what the port is.
+        std::fill(std::begin(out.mac), std::end(out.mac), uint8_t{0});
+        out.max_mtu = 0;
+        out.mtu = 0;
+        ib_->fill_query(out);
+    }
+    // A driver that knows a shorter output gets only that part.
+    return write_output(host_, cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
 }
 
 CmdResult Device::cmd_set_port(const Command &cmd) {
@@ -308,6 +318,9 @@ CmdResult Device::cmd_set_port(const Command &cmd) {
 
 CmdResult Device::cmd_create_eth_ring(const Command &cmd) {
     const auto in = cmd.input<ohca_create_eth_ring_in>();
+    if (ib_) {
+        return {OHCA_STATUS_BAD_STATE, 0}; // an InfiniBand port carries no Ethernet
+    }
     const uint64_t base = le(in.base);
     if (in.type != OHCA_ETH_RING_TX && in.type != OHCA_ETH_RING_RX) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_eth_ring_in, type)};

@@ -32,6 +32,7 @@ void Device::power_on_state() {
     eq0_.reset();
     held_.clear();
     held_port_state_ = 0;
+    held_port_change_ = 0;
     held_cmd_valid_ = false;
     tx_ring_.reset();
     rx_ring_.reset();
@@ -40,6 +41,9 @@ void Device::power_on_state() {
     stats_ = Stats{};
     mtu_ = DeviceLimits::default_mtu;
     rx_mode_ = 0;
+    if (ib_) {
+        ib_->reset(cfg_.link_up); // no LID until the SM gives it again
+    }
     rdma_power_on();
     roce_ = RoceCounters{};
 }
@@ -190,9 +194,11 @@ void Device::hold_event(const ohca_eqe &eqe) {
         if (held_port_state_ != 0) {
             ++stats_.eq0_events_merged;
             held_port_state_ = code;
+            held_port_change_ |= le(eqe.param1);
             return;
         }
         held_port_state_ = code;
+        held_port_change_ = le(eqe.param1);
         held_.push_back({HeldKind::Port, 0});
         ++stats_.eq0_events_held;
         return;
@@ -264,7 +270,9 @@ bool Device::take_held(ohca_eqe &eqe) {
         eqe.type = OHCA_EQE_PORT_CHANGE;
         eqe.code = le(held_port_state_);
         eqe.param0 = le(uint32_t{1});
+        eqe.param1 = le(held_port_change_);
         held_port_state_ = 0;
+        held_port_change_ = 0;
         break;
     case HeldKind::Cmd:
         have = held_cmd_valid_;
@@ -328,7 +336,11 @@ void Device::set_link(bool up) {
         return;
     }
     cfg_.link_up = up;
-    post_event(OHCA_EQE_PORT_CHANGE, up ? OHCA_PORT_ACTIVE : OHCA_PORT_DOWN, 1, 0, 0);
+    if (ib_) {
+        ib_port_changed(ib_->set_link(up));
+    } else {
+        post_event(OHCA_EQE_PORT_CHANGE, up ? OHCA_PORT_ACTIVE : OHCA_PORT_DOWN, 1, 0, 0);
+    }
     if (!up && rx_waiting_) {
         host_.schedule(); // held frames are dropped now
     }

@@ -33,11 +33,13 @@
 #include "device/event_queue.hpp"
 #include "device/gid_table.hpp"
 #include "device/host.hpp"
+#include "device/ib_port.hpp"
 #include "device/limits.hpp"
 #include "device/roce_backlog.hpp"
 #include "device/sched.hpp"
 #include "device/stats.hpp"
 #include "device/uar_table.hpp"
+#include "link/ib_link.hpp"
 #include "link/link_layer.hpp"
 #include "link/roce_packet.hpp"
 #include "link/roce_v2.hpp"
@@ -68,6 +70,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -84,6 +87,10 @@ struct DeviceConfig {
     // Tests choose another; the C API always has RoCEv2. It must outlive
     // the device.
     const LinkLayer *link = nullptr;
+    // OHCA_LINK_IB: an InfiniBand port (ib_port.hpp, link/ib_link.hpp);
+    // 'link' null then means the IB link layer.
+    uint8_t link_layer = OHCA_LINK_ETH;
+    uint64_t port_guid = 0; // InfiniBand; 0: node_guid
 };
 
 class Device : private EventSink,
@@ -195,6 +202,23 @@ class Device : private EventSink,
     CmdResult cmd_del_gid(const Command &cmd);
     CmdResult cmd_query_stats(const Command &cmd);
 
+    // ib_device.cpp: the hooks of an InfiniBand port (ib_ set)
+    CmdResult cmd_mad_ifc(const Command &cmd);
+    // What changed on the port, to the driver (OHCA_EQE_PORT_CHANGE).
+    void ib_port_changed(uint32_t changed);
+    // The LRH (and GRH) of a packet on an address vector.
+    bool ib_path(const ohca_av &av, bool smi, PacketPath &path) const;
+    // Whether a packet on 'path' stays in the device.
+    [[nodiscard]] bool ib_is_local(const PacketPath &path) const;
+    // A received (or looped-back) packet through the port's rules to its QP.
+    void ib_deliver(const ParsedPacket &p);
+    void ib_drop(void (IbPort::*count)());
+    // The port's rules for a packet leaving: false drops it (counted).
+    bool ib_may_send(const PacketPath &path, size_t frame_len);
+    ohca_engine_rx_result ib_receive(std::span<const uint8_t> frame);
+    // A received frame the link layer refused: the port's counters.
+    void ib_parse_error(ParseError err);
+
     // rdma_cmds.cpp: the RDMA resource commands
     void rdma_power_on();
     void seed_ids(uint32_t seed);
@@ -221,9 +245,10 @@ class Device : private EventSink,
     [[nodiscard]] bool tx_room(const Qp &qp) const override;
     void emit_path(const PacketPath &path, const PacketFields &fields,
                    std::span<const uint8_t> payload) override;
-    bool av_path(const ohca_av &av, PacketPath &path) const override;
-    [[nodiscard]] bool tx_room_to(const std::array<uint8_t, 16> &dgid) const override;
-    [[nodiscard]] uint32_t port_mtu() const override { return mtu_; }
+    bool av_path(const Qp &qp, const ohca_av &av, PacketPath &path) const override;
+    [[nodiscard]] bool tx_room_to(const PacketPath &path) const override;
+    [[nodiscard]] uint16_t pkey_of(const Qp &qp, uint16_t wqe_index) const override;
+    [[nodiscard]] uint32_t port_mtu() const override;
     void count_rx_dropped() override { ++stats_.roce_rx_dropped; }
     Qp *qp_by_number(uint32_t qpn) override { return qps_.find(qpn); }
     // The port (link_layer.hpp): a frame to the host while the link is up.
@@ -269,7 +294,9 @@ class Device : private EventSink,
     Host host_;
     DeviceConfig cfg_;
     // Below the BTH (link_layer.hpp); stateless, chosen at construction.
-    const LinkLayer &link_ = cfg_.link != nullptr ? *cfg_.link : roce_v2_link();
+    const LinkLayer &link_ = cfg_.link != nullptr              ? *cfg_.link
+                             : cfg_.link_layer == OHCA_LINK_IB ? ib_link()
+                                                               : roce_v2_link();
     bool busy_ = false;
     bool reset_pending_ = false; // asked for while busy_ (Entry)
 
@@ -304,8 +331,9 @@ class Device : private EventSink,
         uint32_t id;
     };
     std::deque<HeldRef> held_;
-    uint16_t held_port_state_ = 0; // the port state to report, 0: none
-    bool held_cmd_valid_ = false;  // held_cmd_ waits
+    uint16_t held_port_state_ = 0;  // the port state to report, 0: none
+    uint32_t held_port_change_ = 0; // ... and what changed (param1), merged
+    bool held_cmd_valid_ = false;   // held_cmd_ waits
     ohca_eqe held_cmd_{};
     EthRing tx_ring_;
     EthRing rx_ring_;
@@ -314,6 +342,11 @@ class Device : private EventSink,
     Stats stats_;
 
     // Port.
+    // An InfiniBand port's attributes and agents' state; none on Ethernet.
+    std::optional<IbPort> ib_ =
+        cfg_.link_layer == OHCA_LINK_IB
+            ? std::optional<IbPort>(std::in_place, cfg_.node_guid, cfg_.port_guid)
+            : std::nullopt;
     uint32_t mtu_ = DeviceLimits::default_mtu;
     uint32_t rx_mode_ = 0;
 
@@ -332,7 +365,7 @@ class Device : private EventSink,
     // CQEs, QP errors and flushes, SRQ WQEs for the transports.
     Completions completer_{host_, cqs_, srqs_, *this, *this};
     QpTable qps_{{host_, pbl_, uars_, uar_refs_, gids_, pds_, cqs_, srqs_, xrc_, mcast_, *this,
-                  completer_, *this},
+                  completer_, *this, ib_ ? &*ib_ : nullptr},
                  cfg_.max_qp};
     // RoCE frames received (or looped back), handled by process().
     RoceBacklog roce_backlog_{DeviceLimits::max_roce_backlog};
@@ -366,13 +399,18 @@ class Device : private EventSink,
     // The transport of each QP type (ohca_qp_type), for the run loop, the
     // receive path and the timers.
     static_assert(OHCA_QPT_RC == 0 && OHCA_QPT_UD == 1 && OHCA_QPT_GSI == 2 && OHCA_QPT_UC == 3 &&
-                  OHCA_QPT_XRC_INI == 4 && OHCA_QPT_XRC_TGT == 5 && OHCA_QPT_RAW_ETH == 6);
-    std::array<Transport *, OHCA_QPT_RAW_ETH + 1> transports_{&rc_,  &ud_,  &ud_, &uc_,
-                                                              &xrc_, &xrc_, &raw_};
+                  OHCA_QPT_XRC_INI == 4 && OHCA_QPT_XRC_TGT == 5 && OHCA_QPT_RAW_ETH == 6 &&
+                  OHCA_QPT_SMI == 7);
+    std::array<Transport *, OHCA_QPT_SMI + 1> transports_{&rc_,  &ud_,  &ud_,  &uc_,
+                                                          &xrc_, &xrc_, &raw_, &ud_};
     [[nodiscard]] Transport &transport_of(const Qp &qp) const { return *transports_[qp.type]; }
 
   public:
     [[nodiscard]] const RoceCounters &roce_counters() const { return roce_; }
+    // An InfiniBand port's own counters (nullptr on Ethernet), for tests.
+    [[nodiscard]] const IbPortCounters *ib_counters() const {
+        return ib_ ? &ib_->counters() : nullptr;
+    }
     // A QP's responder resources, for tests of their bounds (nullptr: no QP).
     [[nodiscard]] const ResponderResources *responder_resources(uint32_t qpn) const {
         const Qp *qp = qps_.find(qpn);

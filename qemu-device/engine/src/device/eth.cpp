@@ -126,6 +126,9 @@ ohca_engine_rx_result Device::receive_frame(std::span<const uint8_t> frame) {
         host_.schedule();
         return OHCA_ENGINE_RX_RETRY;
     }
+    if (ib_) {
+        return ib_receive(frame); // raw IB packets: no Ethernet header
+    }
     if (frame.size() < OHCA_ETH_HDR_LEN || !mac_filter_accepts(frame)) {
         ++stats_.eth_rx_dropped_filter;
         return OHCA_ENGINE_RX_CONSUMED;

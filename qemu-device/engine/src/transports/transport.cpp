@@ -117,6 +117,9 @@ void path_of(const ohca_av &av, const GidEntry &gid, PacketPath &path) {
 } // namespace
 
 bool Device::build_path(const Qp &qp, PacketPath &path) const {
+    if (ib_) {
+        return ib_path(qp.attrs.av, qp.type == OHCA_QPT_SMI, path);
+    }
     const auto &gid = gids_.get(qp.attrs.av.sgid_index);
     if (!gid) {
         return false;
@@ -141,6 +144,15 @@ EmitResult Device::emit_fill(const Qp &qp, const PacketFields &fields, size_t pa
     if (!build_path(qp, path)) {
         return EmitResult::NoPath; // the source GID went away: the packet is lost
     }
+    if (ib_) {
+        // The QP's partition (QP0: the default one).
+        PacketFields x = fields;
+        x.bth.pkey = pkey_of(qp, 0);
+        if (is_xrc_qp(qp.type)) {
+            x.bth.opcode = static_cast<uint8_t>(xrc::kPrefix | (fields.bth.opcode & 0x1f));
+        }
+        return send_roce(path, x, payload_len, fill, true);
+    }
     if (is_xrc_qp(qp.type)) {
         // RC's requester and responder build XRC's packets: the wire
         // opcode is theirs with the XRC prefix (the XRCETH is the WQE's).
@@ -151,7 +163,10 @@ EmitResult Device::emit_fill(const Qp &qp, const PacketFields &fields, size_t pa
     return send_roce(path, fields, payload_len, fill, true);
 }
 
-bool Device::av_path(const ohca_av &av, PacketPath &path) const {
+bool Device::av_path(const Qp &qp, const ohca_av &av, PacketPath &path) const {
+    if (ib_) {
+        return !av_ib_bad_field(av) && ib_path(av, qp.type == OHCA_QPT_SMI, path);
+    }
     if (av_bad_field(gids_, av)) {
         return false;
     }
@@ -204,6 +219,8 @@ EmitResult Device::loop_back(const PacketPath &path, const PacketFields &fields,
         p.ipv6 = path.ipv6;
         p.payload = s->buf;
         p.looped = true;
+        p.is_ib = ib_.has_value();
+        p.ib = path.ib;
     } else {
         s->looped = false;
         const FrameLayout l = link_.build(s->buf, path, fields, payload_len);
@@ -224,10 +241,12 @@ EmitResult Device::loop_back(const PacketPath &path, const PacketFields &fields,
 // when its destination GID is ours.
 EmitResult Device::send_roce(const PacketPath &path, const PacketFields &fields, size_t payload_len,
                              PayloadFill fill, bool shortcut) {
-    if (is_local_gid(path.dgid)) {
+    if (ib_ ? ib_is_local(path) : is_local_gid(path.dgid)) {
         return loop_back(path, fields, payload_len, fill, shortcut);
     }
-    if (!shortcut && gid_is_multicast(path.dgid) && !mcast_.members(path.dgid).empty()) {
+    const bool mcast =
+        ib_ ? IbPort::is_mcast_lid(path.ib.dlid) && path.ib.grh : gid_is_multicast(path.dgid);
+    if (!shortcut && mcast && !mcast_.members(path.dgid).empty()) {
         // QPs of this device in the group get the packet too, as a host's
         // IP stack loops its own multicast back; the wire gets it as well.
         const EmitResult r = loop_back(path, fields, payload_len, fill, false);
@@ -240,6 +259,13 @@ EmitResult Device::send_roce(const PacketPath &path, const PacketFields &fields,
         return EmitResult::FillFailed;
     }
     link_.seal(tx_frame_, l);
+    if (ib_) {
+        if (ib_may_send(path, tx_frame_.size())) {
+            ++roce_.tx_packets;
+            transmit(tx_frame_);
+        }
+        return EmitResult::Sent; // else lost as on a wire, counted
+    }
     ++roce_.tx_packets;
     if (tx_frame_.size() < OHCA_ETH_MIN_FRAME) {
         // A zero-length SEND or WRITE over IPv4 is 58 bytes: Ethernet
@@ -262,6 +288,10 @@ bool Device::loopback_room() const {
 }
 
 bool Device::tx_room(const Qp &qp) const {
+    if (ib_) {
+        PacketPath path;
+        return build_path(qp, path) && tx_room_to(path);
+    }
     if (loopback_room()) {
         return true;
     }
@@ -270,8 +300,24 @@ bool Device::tx_room(const Qp &qp) const {
     return !is_local_gid(dgid);
 }
 
-bool Device::tx_room_to(const std::array<uint8_t, 16> &dgid) const {
-    return loopback_room() || !is_local_gid(dgid);
+bool Device::tx_room_to(const PacketPath &path) const {
+    if (ib_) {
+        return ib_is_local(path) ? loopback_room() : true;
+    }
+    return loopback_room() || !is_local_gid(path.dgid);
+}
+
+uint16_t Device::pkey_of(const Qp &qp, uint16_t wqe_index) const {
+    if (!ib_ || qp.type == OHCA_QPT_SMI) {
+        return kDefaultPkey;
+    }
+    return ib_->pkey_at(qp.type == OHCA_QPT_GSI ? wqe_index : qp.attrs.pkey_index);
+}
+
+// UD's largest message (UdTransport::mtu_bytes) comes from this: on an
+// InfiniBand port the active MTU as if it were an Ethernet one.
+uint32_t Device::port_mtu() const {
+    return ib_ ? (128u << ib_->active_mtu()) + OHCA_ROCE_HDR_OVERHEAD : mtu_;
 }
 
 // ---- packets in ---------------------------------------------------------------
@@ -292,6 +338,10 @@ void Device::roce_enqueue(std::span<const uint8_t> frame) {
 void Device::roce_rx(std::span<const uint8_t> frame) {
     ParsedPacket p;
     const ParseError err = link_.parse(frame, p);
+    if (err != ParseError::None && ib_) {
+        ib_parse_error(err);
+        return;
+    }
     if (err != ParseError::None) {
         ++(err == ParseError::BadIcrc     ? roce_.rx_bad_icrc
            : err == ParseError::BadOpcode ? roce_.rx_bad_opcode
@@ -327,6 +377,10 @@ void Device::mcast_deliver(const ParsedPacket &p) {
 
 // A valid packet to its QP and transport.
 void Device::roce_deliver(const ParsedPacket &p) {
+    if (ib_) {
+        ib_deliver(p); // the LID, P_Key and VL rules first
+        return;
+    }
     const Bth &h = p.fields.bth;
     if (h.dest_qp == OHCA_MCAST_QPN) {
         mcast_deliver(p);
