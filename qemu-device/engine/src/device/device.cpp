@@ -338,6 +338,9 @@ void Device::set_link(bool up) {
     cfg_.link_up = up;
     if (ib_) {
         ib_port_changed(ib_->set_link(up));
+        if (up) {
+            ib_link_init();
+        }
     } else {
         post_event(OHCA_EQE_PORT_CHANGE, up ? OHCA_PORT_ACTIVE : OHCA_PORT_DOWN, 1, 0, 0);
     }

@@ -33,6 +33,7 @@
 #include "device/event_queue.hpp"
 #include "device/gid_table.hpp"
 #include "device/host.hpp"
+#include "device/ib_flow.hpp"
 #include "device/ib_port.hpp"
 #include "device/limits.hpp"
 #include "device/roce_backlog.hpp"
@@ -215,6 +216,10 @@ class Device : private EventSink,
     void ib_drop(void (IbPort::*count)());
     // The port's rules for a packet leaving: false drops it (counted).
     bool ib_may_send(const PacketPath &path, size_t frame_len);
+    // A framed packet to the link: VL15 at once, data against credit.
+    void ib_transmit(const PacketPath &path, std::span<const uint8_t> frame);
+    // Link initialization: credits from zero, our FCPs out.
+    void ib_link_init();
     ohca_engine_rx_result ib_receive(std::span<const uint8_t> frame);
     // A received frame the link layer refused: the port's counters.
     void ib_parse_error(ParseError err);
@@ -347,6 +352,13 @@ class Device : private EventSink,
         cfg_.link_layer == OHCA_LINK_IB
             ? std::optional<IbPort>(std::in_place, cfg_.node_guid, cfg_.port_guid)
             : std::nullopt;
+    // Its link's credits (ib_flow.hpp).
+    std::optional<IbFlow> ib_flow_ =
+        ib_ ? std::optional<IbFlow>(std::in_place, static_cast<Port &>(*this), uint8_t{8})
+            : std::nullopt;
+    // A transport found no credit for its packet in this run (tx_room):
+    // the run does not ask to run again for it; the peer's FCP does.
+    mutable bool ib_credit_wait_ = false;
     uint32_t mtu_ = DeviceLimits::default_mtu;
     uint32_t rx_mode_ = 0;
 

@@ -52,6 +52,29 @@ bool Device::ib_may_send(const PacketPath &path, size_t frame_len) {
     return true;
 }
 
+void Device::ib_transmit(const PacketPath &path, std::span<const uint8_t> frame) {
+    if (path.ib.vl == IbPort::kVl15) {
+        transmit(frame); // subnet management is not flow controlled
+        return;
+    }
+    switch (ib_flow_->send(frame, path.ib.vl)) {
+    case IbFlow::Out::Sent:
+        break;
+    case IbFlow::Out::Held:
+        ib_->count_xmit_wait();
+        break;
+    case IbFlow::Out::Dropped:
+        ib_->count_xmit_discard();
+        break;
+    }
+}
+
+void Device::ib_link_init() {
+    if (running() && cfg_.link_up) {
+        ib_flow_->reset(host_.now_ns());
+    }
+}
+
 void Device::ib_drop(void (IbPort::*count)()) {
     (*ib_.*count)();
     ++stats_.roce_rx_dropped;
@@ -123,7 +146,11 @@ void Device::ib_deliver(const ParsedPacket &p) {
 
 ohca_engine_rx_result Device::ib_receive(std::span<const uint8_t> frame) {
     if (ib::is_link_packet(frame.size())) {
-        return OHCA_ENGINE_RX_CONSUMED; // flow control: credits are not kept yet
+        // Credit from the peer: held packets go, waiting QPs run again.
+        if (running() && cfg_.link_up && ib_flow_->on_link_packet(frame) && !ready_.empty()) {
+            host_.schedule();
+        }
+        return OHCA_ENGINE_RX_CONSUMED;
     }
     if (frame.size() > ib::kMaxFrameBytes) {
         // Longer than any packet of a 4096-byte MTU: never queued.
@@ -136,6 +163,14 @@ ohca_engine_rx_result Device::ib_receive(std::span<const uint8_t> frame) {
         rx_waiting_ = true; // the host holds the frame until rx_resume
         host_.schedule();
         return OHCA_ENGINE_RX_RETRY;
+    }
+    const auto vl = static_cast<uint8_t>(frame.empty() ? 0 : frame[0] >> 4);
+    if (running() && cfg_.link_up && vl != IbPort::kVl15 &&
+        !ib_flow_->on_received(vl, frame.size())) {
+        // Beyond the credit we gave: a broken or hostile peer.
+        ib_->count_rcv_error();
+        ++stats_.roce_rx_dropped;
+        return OHCA_ENGINE_RX_CONSUMED;
     }
     if (running() && cfg_.link_up) {
         ib_->count_rcv(frame.size(),

@@ -209,6 +209,9 @@ void Device::enable() {
     cmdq_pi_ = 0;
     cmdq_ci_ = 0;
     dev_status_ |= OHCA_DEV_STATUS_READY;
+    if (ib_) {
+        ib_link_init();
+    }
 }
 
 } // namespace ohca

@@ -262,7 +262,7 @@ EmitResult Device::send_roce(const PacketPath &path, const PacketFields &fields,
     if (ib_) {
         if (ib_may_send(path, tx_frame_.size())) {
             ++roce_.tx_packets;
-            transmit(tx_frame_);
+            ib_transmit(path, tx_frame_);
         }
         return EmitResult::Sent; // else lost as on a wire, counted
     }
@@ -302,7 +302,12 @@ bool Device::tx_room(const Qp &qp) const {
 
 bool Device::tx_room_to(const PacketPath &path) const {
     if (ib_) {
-        return ib_is_local(path) ? loopback_room() : true;
+        if (ib_is_local(path)) {
+            return loopback_room();
+        }
+        const bool room = ib_flow_->room(path.ib.vl, ib::kMaxFrameBytes);
+        ib_credit_wait_ = ib_credit_wait_ || !room;
+        return room;
     }
     return loopback_room() || !is_local_gid(path.dgid);
 }
@@ -490,7 +495,11 @@ bool Device::check_timers() {
 void Device::update_timer() {
     const uint64_t q = timers_.earliest();
     const uint64_t c = cqs_.earliest_timer();
-    const uint64_t earliest = q == 0 ? c : c == 0 ? q : std::min(q, c);
+    uint64_t earliest = q == 0 ? c : c == 0 ? q : std::min(q, c);
+    if (ib_ && running() && cfg_.link_up) {
+        const uint64_t f = ib_flow_->deadline(); // the periodic FCPs
+        earliest = earliest == 0 ? f : std::min(earliest, f);
+    }
     if (earliest != timer_deadline_) {
         timer_deadline_ = earliest;
         host_.set_timer(earliest);
@@ -512,6 +521,10 @@ void Device::take_frame() {
         roce_rx_looped(slot);
     } else {
         roce_rx(slot.buf);
+        if (ib_ && !slot.buf.empty() && (slot.buf[0] >> 4) != IbPort::kVl15) {
+            // Its buffer is free: credit to return (the FCP after the run).
+            ib_flow_->on_consumed(static_cast<uint8_t>(slot.buf[0] >> 4), slot.buf.size());
+        }
     }
 }
 
@@ -531,6 +544,8 @@ void Device::process_rdma() {
 // of what has work.
 void Device::run_rdma(Qp *first, unsigned int max_work, uint64_t max_ns) {
     in_run_ = true;
+    ib_credit_wait_ = false;
+    bool stalled = false; // the last round made no progress
     ++sched_stats_.runs;
     const uint64_t start = host_.now_ns();
     unsigned int work = 0;
@@ -596,6 +611,7 @@ void Device::run_rdma(Qp *first, unsigned int max_work, uint64_t max_ns) {
             }
         }
         if (!progress) {
+            stalled = true;
             break; // only QPs waiting for room that did not come
         }
     }
@@ -603,7 +619,13 @@ void Device::run_rdma(Qp *first, unsigned int max_work, uint64_t max_ns) {
     if (out_of_time) {
         ++sched_stats_.out_of_time;
     }
-    if (running() && (!roce_backlog_.empty() || !ready_.empty() || timers_deferred_)) {
+    if (ib_ && running()) {
+        ib_flow_->send_fcps(host_.now_ns()); // credit returned, or the period
+    }
+    // QPs that wait for the peer's credit run again when its FCP comes.
+    const bool credit_stall = stalled && ib_credit_wait_;
+    if (running() &&
+        (!roce_backlog_.empty() || (!ready_.empty() && !credit_stall) || timers_deferred_)) {
         host_.schedule();
     }
     update_timer();
