@@ -423,9 +423,9 @@ OHCA_ASSERT_SIZE(struct ohca_mad_ifc_in, 16 + OHCA_MAD_SIZE);
 OHCA_ASSERT_OFFSET(struct ohca_mad_ifc_in, mad, 16);
 
 enum ohca_mad_ifc_result {
-	OHCA_MAD_IFC_CONSUMED		= 0,	/* no response (a trap repress, a response) */
+	OHCA_MAD_IFC_CONSUMED		= 0,	/* no response (a trap repress, M_Key failure) */
 	OHCA_MAD_IFC_REPLY		= 1,	/* send 'mad' back */
-	OHCA_MAD_IFC_NOT_MINE		= 2,	/* a class the device has no agent for */
+	OHCA_MAD_IFC_NOT_MINE		= 2,	/* the host's: a response, trap, SMInfo, other class */
 };
 
 struct ohca_mad_ifc_out {

@@ -140,9 +140,33 @@ TEST(IbPort, PerformanceAgentAnswersFromTheCounters) {
     in.mad[64 + 1] = 2;
     ASSERT_EQ(mad_ifc(n, in, out).status, OHCA_STATUS_OK);
     EXPECT_EQ(out.mad[5], 0x1c);
-    // A response is taken, not answered.
+    // A response is the host's (an answer to its performance manager).
     ASSERT_EQ(mad_ifc(n, mad(0x04, 0x0012, 0x81), out).status, OHCA_STATUS_OK);
-    EXPECT_EQ(out.result, uint32_t{OHCA_MAD_IFC_CONSUMED});
+    EXPECT_EQ(out.result, uint32_t{OHCA_MAD_IFC_NOT_MINE});
+}
+
+// What reaches the SMA and what the host's SM gets: an answer to the SM's
+// own directed-route Get(NodeInfo) must reach it, not be swallowed here
+// (the SM's sweep of a peer timed out on every SMP).
+TEST(IbPort, ResponsesTrapsAndSmInfoAreTheHosts) {
+    RdmaNode n(1, false, 0, 10, 0, nullptr, OHCA_LINK_IB);
+    ohca_mad_ifc_out out{};
+    for (const uint8_t mclass : {uint8_t{0x01}, uint8_t{0x81}}) {
+        for (const uint8_t method : {uint8_t{0x81}, uint8_t{0x05}, uint8_t{0x06}}) {
+            ASSERT_EQ(mad_ifc(n, mad(mclass, 0x0011, method), out).status, OHCA_STATUS_OK);
+            EXPECT_EQ(out.result, uint32_t{OHCA_MAD_IFC_NOT_MINE}) << int{mclass} << " " << int{method};
+        }
+        // SMInfo is the SM's attribute, Get and Set alike.
+        ASSERT_EQ(mad_ifc(n, mad(mclass, 0x0020), out).status, OHCA_STATUS_OK);
+        EXPECT_EQ(out.result, uint32_t{OHCA_MAD_IFC_NOT_MINE});
+        ASSERT_EQ(mad_ifc(n, mad(mclass, 0x0020, 0x02), out).status, OHCA_STATUS_OK);
+        EXPECT_EQ(out.result, uint32_t{OHCA_MAD_IFC_NOT_MINE});
+        // The SMA's own: a Get is answered, a TrapRepress taken.
+        ASSERT_EQ(mad_ifc(n, mad(mclass, 0x0011), out).status, OHCA_STATUS_OK);
+        EXPECT_EQ(out.result, uint32_t{OHCA_MAD_IFC_REPLY});
+        ASSERT_EQ(mad_ifc(n, mad(mclass, 0x0002, 0x07), out).status, OHCA_STATUS_OK);
+        EXPECT_EQ(out.result, uint32_t{OHCA_MAD_IFC_CONSUMED});
+    }
 }
 
 TEST(IbPort, Qp0OnlyOnAnIbPortAndOnlyOne) {

@@ -43,10 +43,26 @@ uint32_t IbPort::set_link(bool up) {
     return state() != before ? uint32_t{OHCA_PORT_CHG_STATE} : 0;
 }
 
+// What the port's agents answer; the rest is the host's: responses to its
+// own requests (the SM's sweep), traps and reports for its SM, SMInfo
+// (the SM's attribute), other classes.
+bool IbPort::for_agents(const ib::MadHeader &h) {
+    switch (h.mgmt_class) {
+    case ib::mgmt_class::SubnLidRouted:
+    case ib::mgmt_class::SubnDirectedRoute:
+        return (h.method == ib::method::Get || h.method == ib::method::Set ||
+                h.method == ib::method::TrapRepress) &&
+               h.attr_id != ib::attr::SmInfo;
+    case ib::mgmt_class::Perf:
+        return h.method == ib::method::Get || h.method == ib::method::Set;
+    default:
+        return false;
+    }
+}
+
 uint32_t IbPort::process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed) {
-    const uint8_t mclass = in[1];
-    if (mclass != ib::mgmt_class::SubnLidRouted && mclass != ib::mgmt_class::SubnDirectedRoute &&
-        mclass != ib::mgmt_class::Perf) {
+    const ib::MadHeader h = ib::MadHeader::read(in);
+    if (!for_agents(h)) {
         return OHCA_MAD_IFC_NOT_MINE;
     }
     const ib::PortInfo before = info();

@@ -105,6 +105,7 @@ class IbPort {
     void fill_query(ohca_query_port_out &out) const;
 
   private:
+    [[nodiscard]] static bool for_agents(const ib::MadHeader &h);
     [[nodiscard]] ib::SmaPortState &port() { return sma_.ports[1]; }
     [[nodiscard]] const ib::SmaPortState &port() const { return sma_.ports[1]; }
     [[nodiscard]] const ib::PortInfo &info() const { return port().info; }
