@@ -37,10 +37,13 @@ SmaPortState make_port(const SmaDefaults &d, uint8_t num, bool with_pkeys) {
     i.port_state = port_state::Down;
     i.phys_state = phys_state::Polling;
     i.link_down_default_state = phys_state::Polling;
-    i.link_width_supported = 1; // 1x
-    i.link_width_enabled = 1;
-    i.link_width_active = 1;
-    i.link_speed_supported = 1; // 2.5 Gb/s
+    // 4x at 2.5 Gb/s a lane: 10 Gb/s, the Ethernet port's speed, and the
+    // rate of opensm's default IPoIB broadcast group, which the SA lets
+    // no slower port join.
+    i.link_width_supported = 3; // 1x, 4x
+    i.link_width_enabled = 3;
+    i.link_width_active = 2;    // 4x
+    i.link_speed_supported = 1; // 2.5 Gb/s a lane
     i.link_speed_enabled = 1;
     i.link_speed_active = 1;
     i.mtu_cap = d.mtu_cap;

@@ -49,7 +49,10 @@ part_ipoib() {
 	ip addr add "$OHCA_IP/$OHCA_PREFIX" dev ib0
 	ip link set ib0 up
 	ohca_barrier ipoib 180
-	ohca_retry 90 ping -c 1 -W 2 "$OHCA_PEER_IP" >/dev/null
+	if ! ohca_retry 90 ping -c 1 -W 2 "$OHCA_PEER_IP" >/dev/null; then
+		dmesg | grep -i ib0 | tail -n 5
+		return 1
+	fi
 	ping -c 3 -W 5 "$OHCA_PEER_IP"
 	cat /sys/class/net/ib0/mode
 }
@@ -137,7 +140,10 @@ def script(index):
     # ACTIVE first: nothing else works before the SM's sweep.
     out += ["run sm || { echo '=== end ==='; exit 1; }", "ohca_barrier active 360"]
     out += [f"run {p}" for p in PARTS[1:]]
-    out += ["echo '=== end ==='", "ohca_hw_counters", "exit $rc"]
+    out += ["echo '=== end ==='", "ohca_hw_counters"]
+    if index == 0:  # the SM's log with the job's files, for a failure's report
+        out += ["cp /tmp/opensm.log /share/opensm.log 2>/dev/null || true"]
+    out += ["exit $rc"]
     return "\n".join(out)
 
 

@@ -108,6 +108,9 @@ TEST(IbSma, PortInfoSetBringsPortActive) {
     PortInfo want = PortInfo::read(ask(sma, smp(LR, method::Get, attr::PortInfo, 1)).data);
     EXPECT_EQ(want.port_state, port_state::Init);
     EXPECT_EQ(want.mtu_cap, 5);
+    // 4x SDR, 10 Gb/s: no slower than the SA's default IPoIB group.
+    EXPECT_EQ(want.link_width_active, 2);
+    EXPECT_EQ(want.link_speed_active, 1);
     want.lid = 7;
     want.master_sm_lid = 1;
     want.lmc = 0;
