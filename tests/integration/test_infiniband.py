@@ -196,7 +196,7 @@ def test_infiniband_back_to_back(vm_run):
         diags = section(r.output, "diags")
         assert f"PEER_LID {peer}" in diags, r.report()
         assert re.search(r"^NodeType:\.+Channel Adapter", diags, re.M), r.report()
-        assert re.search(r"^PortState:\.+Active", diags, re.M), r.report()
+        assert re.search(r"^LinkState:\.+Active", diags, re.M), r.report()
         assert re.search(r"sminfo: sm lid \d+ sm guid 0x[0-9a-f]+", diags), r.report()
         assert re.search(r"^PortXmitData:\.+\d+", diags, re.M), r.report()
         # two CA nodes and nothing else (back to back: no switch)
