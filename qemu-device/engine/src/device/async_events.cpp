@@ -234,7 +234,8 @@ void AsyncEvents::drain() {
         if (!take_held(eqe)) {
             continue;
         }
-        d_.host.trace(OHCA_ENGINE_TRACE_EQE, eqe.type, le(eqe.code), le(eqe.param0), le(eqe.param1));
+        d_.host.trace(OHCA_ENGINE_TRACE_EQE, eqe.type, le(eqe.code), le(eqe.param0),
+                      le(eqe.param1));
         if (eq0_.post(d_.host, eqe) == EventQueue::PostResult::DmaError) {
             d_.fatal.enter_fatal(OHCA_FATAL_EQ_DMA);
             return;
@@ -258,7 +259,8 @@ void AsyncEvents::post_peer_event(uint16_t code, uint32_t qpn) {
 // A page fault is posted on EQ 0 only while it is less than half full, as
 // a peer's QP events (post_peer_event): a peer's requests cause faults too.
 bool AsyncEvents::fault_room() const {
-    return d_.status.running() && eq0_.configured() && eq0_.producer() - eq0_.consumer() < eq0_.size() / 2;
+    return d_.status.running() && eq0_.configured() &&
+           eq0_.producer() - eq0_.consumer() < eq0_.size() / 2;
 }
 
 } // namespace ohca

@@ -118,7 +118,8 @@ void Device::process_cmdq() {
     // every CMD_DONE is posted and none waits behind another (the
     // event-driven restart is drain_held_events()).
     for (uint32_t budget = cmdq_size_;
-         budget > 0 && status_.running() && cmdq_ci_ != cmdq_pi_ && events_.takes_command(); --budget) {
+         budget > 0 && status_.running() && cmdq_ci_ != cmdq_pi_ && events_.takes_command();
+         --budget) {
         const uint32_t slot = cmdq_ci_ & (cmdq_size_ - 1);
         const uint64_t addr = cmdq_base_ + uint64_t{slot} * sizeof(ohca_cmd);
         ohca_cmd raw;

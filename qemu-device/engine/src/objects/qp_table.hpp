@@ -25,7 +25,6 @@ class CqTable;
 class PdTable;
 class XrcTransport;
 
-
 class QpTable : public XrcSrqBorrowers {
   public:
     struct Deps {
