@@ -26,7 +26,7 @@ CCACHE := -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccach
 
 .PHONY: check all deps build qemu qemu-asan test-asan engine engine-test kernel \
 	userspace rootfs firmware-interface firmware-interface-test test demo vm fuzz coverage \
-	bench soak clean wire wire-test engine-style engine-bench engine-bench-build engine-bench-smoke
+	bench soak clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke
 
 all: build
 
@@ -102,6 +102,18 @@ soak: deps build rootfs
 # Line and function coverage of the engine by its unit tests.
 coverage: deps
 	@bash qemu-device/engine/coverage.sh
+
+# fabric/: the InfiniBand wire formats and agents (fabric/ib) and the
+# emulated switch ohca-switch (fabric/switch), in build/fabric; the test
+# target runs their unit tests, then each fuzzer briefly (FABRIC_FUZZ_SECONDS).
+FABRIC_FUZZ_SECONDS ?= 10
+fabric: deps
+	@cmake -S fabric -B build/fabric -G Ninja -DCMAKE_BUILD_TYPE=Debug $(CCACHE) >/dev/null
+	@cmake --build build/fabric -j2
+
+fabric-test: fabric
+	@ctest --test-dir build/fabric --output-on-failure -j2
+	@if [ -x fabric/fuzz/run.sh ]; then bash fabric/fuzz/run.sh $(FABRIC_FUZZ_SECONDS); fi
 
 # The fault-injection wire between two VMs (tests/wire, docs/wire.md).
 wire:

@@ -178,6 +178,7 @@ stage engine-style "" traced engine-style -- make --no-print-directory engine-st
 stage engine-bench "" make --no-print-directory engine-bench-smoke
 stage engine-fuzz "" bash qemu-device/engine/fuzz/run.sh $((quick ? 5 : 12))
 stage wire-unit "" traced wire -- make --no-print-directory wire-test
+stage fabric-unit "" traced fabric -- make --no-print-directory fabric-test
 stage qemu "" make --no-print-directory qemu
 stage device-smoke qemu /usr/bin/python3 qemu-device/tests/qtest_smoke.py
 stage kernel "" traced kernel -- make --no-print-directory kernel

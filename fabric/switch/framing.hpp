@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// QEMU's stream netdev framing: each frame is a 4-byte big-endian length,
+// then the frame. StreamReader cuts a byte stream into frames with a
+// buffer of one largest frame: a length above the limit is a frame too
+// large to keep — its bytes are skipped as they come, never stored.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace ohca::fabric {
+
+class StreamReader {
+  public:
+    static constexpr size_t kMaxFrame = 4222; // ib::kMaxFrameBytes
+
+    struct Stats {
+        uint64_t frames = 0;
+        uint64_t oversize = 0; // frames longer than kMaxFrame, skipped
+        uint64_t bytes_skipped = 0;
+    };
+
+    // Feeds bytes; for every complete frame calls on_frame(span). Returns
+    // the bytes consumed (always all of them). Work is linear in the input.
+    template <typename F> size_t feed(std::span<const uint8_t> in, F &&on_frame) {
+        size_t i = 0;
+        while (i < in.size()) {
+            if (skip_ > 0) {
+                const size_t n = std::min<size_t>(skip_, in.size() - i);
+                skip_ -= n;
+                stats_.bytes_skipped += n;
+                i += n;
+                continue;
+            }
+            if (have_len_ < 4) {
+                len_bytes_[have_len_++] = in[i++];
+                if (have_len_ == 4) {
+                    want_ = (static_cast<uint32_t>(len_bytes_[0]) << 24) |
+                            (static_cast<uint32_t>(len_bytes_[1]) << 16) |
+                            (static_cast<uint32_t>(len_bytes_[2]) << 8) | len_bytes_[3];
+                    got_ = 0;
+                    if (want_ > kMaxFrame) {
+                        ++stats_.oversize;
+                        skip_ = want_;
+                        have_len_ = 0;
+                    } else if (want_ == 0) {
+                        have_len_ = 0;
+                        ++stats_.frames;
+                        on_frame(std::span<const uint8_t>(buf_.data(), 0));
+                    }
+                }
+                continue;
+            }
+            const size_t n = std::min<size_t>(want_ - got_, in.size() - i);
+            std::copy_n(in.begin() + static_cast<long>(i), n, buf_.begin() + got_);
+            got_ += static_cast<uint32_t>(n);
+            i += n;
+            if (got_ == want_) {
+                have_len_ = 0;
+                ++stats_.frames;
+                on_frame(std::span<const uint8_t>(buf_.data(), want_));
+            }
+        }
+        return in.size();
+    }
+
+    void reset() {
+        have_len_ = 0;
+        want_ = got_ = 0;
+        skip_ = 0;
+    }
+    [[nodiscard]] const Stats &stats() const { return stats_; }
+
+  private:
+    std::array<uint8_t, kMaxFrame> buf_{};
+    std::array<uint8_t, 4> len_bytes_{};
+    size_t have_len_ = 0;
+    uint32_t want_ = 0;
+    uint32_t got_ = 0;
+    uint64_t skip_ = 0;
+    Stats stats_;
+};
+
+} // namespace ohca::fabric

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// A pcap file of InfiniBand packets (LINKTYPE_INFINIBAND, 247): each
+// record is one packet from the LRH to the VCRC.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <span>
+
+namespace ohca::fabric {
+
+class PcapWriter {
+  public:
+    static constexpr uint32_t kLinkTypeInfiniband = 247;
+
+    PcapWriter() = default;
+    PcapWriter(const PcapWriter &) = delete;
+    PcapWriter &operator=(const PcapWriter &) = delete;
+    ~PcapWriter() { close(); }
+
+    bool open(const char *path);
+    void write(std::span<const uint8_t> frame, uint64_t realtime_ns);
+    void close();
+    [[nodiscard]] bool is_open() const { return f_ != nullptr; }
+
+  private:
+    std::FILE *f_ = nullptr;
+};
+
+} // namespace ohca::fabric

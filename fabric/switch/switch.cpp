@@ -1,0 +1,783 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "switch.hpp"
+
+#include "ib/bytes.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+namespace ohca::fabric {
+
+using namespace ohca::ib;
+
+namespace {
+
+constexpr uint8_t kOpUdSendOnly = 0x64;
+constexpr size_t kDethBytes = 8;
+constexpr uint32_t kGsiQKey = 0x80010000;
+constexpr uint64_t kMaxHoqNs = 4096ull << 20; // HOQLife 20 (~4.3 s) and above
+constexpr uint16_t kMadPayload = kMadBytes;
+
+uint64_t bit(uint8_t p) {
+    return 1ull << p;
+}
+
+// A UD SEND-only packet carrying one MAD: LRH, BTH, DETH, MAD, ICRC, VCRC.
+std::vector<uint8_t> ud_mad_frame(uint8_t vl, uint8_t sl, uint16_t dlid, uint16_t slid,
+                                  uint16_t pkey, uint32_t dest_qp, uint32_t src_qp, uint32_t qkey,
+                                  uint32_t psn, const Mad &mad) {
+    std::vector<uint8_t> f(kLrhBytes + kBthBytes + kDethBytes + kMadPayload + kIcrcBytes +
+                           kVcrcBytes);
+    Lrh l;
+    l.vl = vl;
+    l.sl = sl;
+    l.lnh = Lnh::IbaLocal;
+    l.dlid = dlid;
+    l.slid = slid;
+    l.write(f.data());
+    Bth b;
+    b.opcode = kOpUdSendOnly;
+    b.pkey = pkey;
+    b.dest_qp = dest_qp;
+    b.psn = psn & kQpnMask;
+    b.write(f.data() + kLrhBytes);
+    uint8_t *deth = f.data() + kLrhBytes + kBthBytes;
+    put32(deth, qkey);
+    put32(deth + 4, src_qp & kQpnMask);
+    std::memcpy(deth + kDethBytes, mad.data(), kMadBytes);
+    seal(f);
+    return f;
+}
+
+} // namespace
+
+Switch::Switch(const SwitchConfig &cfg)
+    : cfg_(cfg), sma_state_([&] {
+          SmaDefaults d;
+          d.node_guid = cfg.guid;
+          d.port_guid = cfg.guid;
+          d.vl_cap = cfg.vl_cap;
+          d.pkey_entries = 32;
+          d.description = cfg.description.c_str();
+          return make_switch_state(d, cfg.ports, cfg.lft_cap, cfg.mft_cap);
+      }()),
+      sma_(sma_state_) {
+    cfg_.ports = sma_state_.num_ports();
+    const LinkCredits proto(cfg.vl_buffer_blocks, std::max<uint8_t>(vls_for_code(cfg.vl_cap), 1));
+    ports_.reserve(cfg_.ports + 1u);
+    for (unsigned p = 0; p <= cfg_.ports; ++p) {
+        ports_.emplace_back(proto);
+    }
+    // Port 0 is the switch itself: up from the start.
+    ports_[0].connected = true;
+}
+
+// ---------------------------------------------------------------------------
+// Transport events
+
+void Switch::connect(uint8_t p, uint64_t now) {
+    if (p == 0 || p > cfg_.ports || port(p).connected) {
+        return;
+    }
+    now_ = now;
+    Port &pt = port(p);
+    pt.connected = true;
+    pt.reader.reset();
+    pt.credits.reset();
+    pt.out.clear();
+    pt.out_off = 0;
+    pt.last_fcp = now;
+    sma_.link_up(p);
+    write_fcps(p, true);
+    apply_sma_changes(now);
+    schedule(now);
+}
+
+void Switch::disconnect(uint8_t p, uint64_t now) {
+    if (p == 0 || p > cfg_.ports || !port(p).connected) {
+        return;
+    }
+    now_ = now;
+    Port &pt = port(p);
+    pt.connected = false;
+    pt.out.clear();
+    pt.out_off = 0;
+    // What it had sent us is gone with the link; its credits too.
+    for (auto &q : pt.in) {
+        q.clear();
+    }
+    pt.in15.clear();
+    pt.credits.reset();
+    sma_.link_down(p);
+    apply_sma_changes(now);
+    schedule(now); // heads waiting for p are discarded now
+}
+
+void Switch::receive(uint8_t p, std::span<const uint8_t> bytes, uint64_t now) {
+    if (p == 0 || p > cfg_.ports || !port(p).connected) {
+        return;
+    }
+    now_ = now;
+    port(p).reader.feed(bytes, [&](std::span<const uint8_t> f) { on_frame(p, f, now); });
+    apply_sma_changes(now);
+    schedule(now);
+}
+
+std::span<const uint8_t> Switch::output(uint8_t p) const {
+    const Port &pt = port(p);
+    return std::span<const uint8_t>(pt.out).subspan(pt.out_off);
+}
+
+void Switch::consumed(uint8_t p, size_t n, uint64_t now) {
+    Port &pt = port(p);
+    pt.out_off = std::min(pt.out.size(), pt.out_off + n);
+    if (pt.out_off == pt.out.size()) {
+        pt.out.clear();
+        pt.out_off = 0;
+    } else if (pt.out_off > cfg_.out_limit) {
+        pt.out.erase(pt.out.begin(), pt.out.begin() + static_cast<long>(pt.out_off));
+        pt.out_off = 0;
+    }
+    schedule(now);
+}
+
+void Switch::tick(uint64_t now) {
+    now_ = now;
+    for (uint8_t p = 1; p <= cfg_.ports; ++p) {
+        Port &pt = port(p);
+        if (pt.connected && now - pt.last_fcp >= cfg_.fcp_refresh_ns) {
+            pt.credits.mark_all_pending();
+            pt.last_fcp = now;
+        }
+    }
+    discard_heads(now);
+    schedule(now);
+}
+
+// ---------------------------------------------------------------------------
+// Receive
+
+void Switch::on_frame(uint8_t p, std::span<const uint8_t> frame, uint64_t now) {
+    Port &pt = port(p);
+    ++pt.stats.frames_in;
+    if (is_link_packet(frame.size())) {
+        FlowControlPacket fcp;
+        if (FlowControlPacket::read(frame, fcp) && pt.credits.on_fcp(fcp)) {
+            ++pt.stats.link_packets_in;
+        } else {
+            ++pt.stats.bad_link_packets;
+        }
+        return;
+    }
+    Lrh lrh;
+    if (check_link(frame, lrh) != PacketError::Ok) {
+        ++pt.stats.bad_frames;
+        sat_add(sma_port(p).counters.rcv_errors, 1, 0xFFFF);
+        return;
+    }
+    if (capture_) {
+        capture_(p, frame);
+    }
+    if (lrh.vl == kVl15) {
+        on_vl15(p, frame, now);
+        return;
+    }
+    on_data(p, frame, lrh, now);
+}
+
+void Switch::count_in(uint8_t p, size_t bytes, uint16_t dlid) {
+    SmaPortState &s = sma_port(p);
+    sat_add(s.counters.rcv_pkts, 1, 0xFFFFFFFF);
+    sat_add(s.counters.rcv_data, bytes / 4, 0xFFFFFFFF);
+    s.counters_ext.rcv_pkts++;
+    s.counters_ext.rcv_data += bytes / 4;
+    if (is_multicast_lid(dlid)) {
+        s.counters_ext.multicast_rcv_pkts++;
+    } else {
+        s.counters_ext.unicast_rcv_pkts++;
+    }
+}
+
+void Switch::count_out(uint8_t p, size_t bytes, uint16_t dlid) {
+    SmaPortState &s = sma_port(p);
+    sat_add(s.counters.xmit_pkts, 1, 0xFFFFFFFF);
+    sat_add(s.counters.xmit_data, bytes / 4, 0xFFFFFFFF);
+    s.counters_ext.xmit_pkts++;
+    s.counters_ext.xmit_data += bytes / 4;
+    if (is_multicast_lid(dlid)) {
+        s.counters_ext.multicast_xmit_pkts++;
+    } else {
+        s.counters_ext.unicast_xmit_pkts++;
+    }
+}
+
+bool Switch::active(uint8_t p) const {
+    if (p == 0) {
+        return true;
+    }
+    return port(p).connected && sma_state_.ports[p].info.port_state == port_state::Active;
+}
+
+bool Switch::own_lid(uint16_t dlid) const {
+    const PortInfo &i = sma_state_.ports[0].info;
+    if (i.lid == 0) {
+        return false;
+    }
+    const uint32_t last = i.lid + (1u << i.lmc) - 1;
+    return dlid >= i.lid && dlid <= last;
+}
+
+uint64_t Switch::route(uint16_t dlid, uint8_t in) const {
+    if (is_multicast_lid(dlid)) {
+        uint64_t mask = 0;
+        for (size_t pos = 0; pos < sma_state_.mft_positions(); ++pos) {
+            mask |= static_cast<uint64_t>(sma_state_.mft_mask(dlid, pos)) << (16 * pos);
+        }
+        // Never back to the input, never to port 0 (no multicast member).
+        return mask & ~bit(in) & ~1ull;
+    }
+    if (dlid == 0 || dlid == kPermissiveLid || dlid >= sma_state_.lft.size()) {
+        return 0;
+    }
+    const uint8_t out = sma_state_.lft[dlid];
+    if (out == 0 || out > cfg_.ports || out == in) {
+        return 0;
+    }
+    return bit(out);
+}
+
+void Switch::on_data(uint8_t p, std::span<const uint8_t> frame, const Lrh &lrh, uint64_t now) {
+    Port &pt = port(p);
+    const uint16_t blocks = blocks_for(frame.size());
+    if (lrh.vl >= pt.credits.vls()) {
+        ++pt.stats.relay_drops;
+        sat_add(sma_port(p).counters.rcv_errors, 1, 0xFFFF);
+        return;
+    }
+    if (!pt.credits.on_received(lrh.vl, blocks)) {
+        // Beyond the credit we advertised: the peer broke the protocol.
+        ++pt.stats.overruns;
+        sat_add(sma_port(p).counters.excessive_buffer_overrun_errors, 1, 0xF);
+        sat_add(sma_port(p).counters.rcv_errors, 1, 0xFFFF);
+        return;
+    }
+    count_in(p, frame.size(), lrh.dlid);
+    Queued q;
+    q.blocks = blocks;
+    q.in_vl = lrh.vl;
+    q.sl = lrh.sl;
+    const uint8_t state = sma_state_.ports[p].info.port_state;
+    if (state != port_state::Armed && state != port_state::Active) {
+        ++pt.stats.inactive_discards;
+        release(p, q);
+        return;
+    }
+    if (own_lid(lrh.dlid)) {
+        on_local_data(p, frame, now);
+        release(p, q);
+        return;
+    }
+    q.out_mask = route(lrh.dlid, p);
+    if (q.out_mask == 0) {
+        ++pt.stats.relay_drops;
+        sat_add(sma_port(p).counters.rcv_switch_relay_errors, 1, 0xFFFF);
+        release(p, q);
+        return;
+    }
+    q.frame.assign(frame.begin(), frame.end());
+    auto &queue = pt.in[lrh.vl];
+    q.head_since = now;
+    queue.push_back(std::move(q));
+}
+
+void Switch::release(uint8_t in, const Queued &q) {
+    if (in != 0) {
+        port(in).credits.on_released(q.in_vl, q.blocks);
+    }
+}
+
+// A GMP to the switch's own LID on QP1: the PMA answers (perfquery).
+void Switch::on_local_data(uint8_t p, std::span<const uint8_t> frame, uint64_t now) {
+    Packet pkt;
+    if (parse(frame, pkt) != PacketError::Ok || pkt.has_grh || !pkt.has_bth ||
+        pkt.bth.opcode != kOpUdSendOnly || pkt.bth.dest_qp != 1 ||
+        pkt.payload_end - pkt.payload_offset < kDethBytes + kMadBytes) {
+        ++port(p).stats.relay_drops;
+        return;
+    }
+    const uint8_t *deth = frame.data() + pkt.payload_offset;
+    if (get32(deth) != kGsiQKey) {
+        sat_add(sma_port(p).info.q_key_violations, 1, 0xFFFF);
+        return;
+    }
+    Mad in{};
+    std::memcpy(in.data(), deth + kDethBytes, kMadBytes);
+    if (in[1] != mgmt_class::Perf) {
+        return; // no other class is served by a switch here
+    }
+    Mad out{};
+    if (sma_.process(in, p, out) != SmaResult::Reply) {
+        return;
+    }
+    const uint32_t src_qp = get32(deth + 4) & kQpnMask;
+    if (src_qp == 0) {
+        return; // a GMP from QP0 cannot be answered on QP0
+    }
+    const uint16_t my_lid = sma_state_.ports[0].info.lid;
+    auto f = ud_mad_frame(0, pkt.lrh.sl, pkt.lrh.slid, my_lid, pkt.bth.pkey, src_qp, 1, kGsiQKey,
+                          psn_++, out);
+    const uint64_t mask = route(pkt.lrh.slid, 0);
+    if (mask == 0) {
+        ++port(p).stats.relay_drops;
+        return;
+    }
+    send_local(static_cast<uint8_t>(__builtin_ctzll(mask)), std::move(f), now, false, 0xFF);
+}
+
+void Switch::on_vl15(uint8_t p, std::span<const uint8_t> frame, uint64_t now) {
+    Port &pt = port(p);
+    Packet pkt;
+    if (parse(frame, pkt) != PacketError::Ok || !pkt.has_bth || pkt.has_grh ||
+        pkt.bth.opcode != kOpUdSendOnly ||
+        pkt.payload_end - pkt.payload_offset < kDethBytes + kMadBytes) {
+        sat_add(sma_port(p).counters.rcv_errors, 1, 0xFFFF);
+        ++pt.stats.bad_frames;
+        return;
+    }
+    count_in(p, frame.size(), pkt.lrh.dlid);
+    const uint8_t cls = frame[pkt.payload_offset + kDethBytes + 1];
+    if (cls == mgmt_class::SubnDirectedRoute) {
+        forward_dr(p, pkt, frame, now);
+        return;
+    }
+    if (cls != mgmt_class::SubnLidRouted) {
+        ++pt.stats.relay_drops;
+        return;
+    }
+    if (pkt.lrh.dlid == kPermissiveLid || own_lid(pkt.lrh.dlid)) {
+        local_smp(p, pkt, frame, now);
+        return;
+    }
+    const uint64_t mask = route(pkt.lrh.dlid, p);
+    if (mask == 0) {
+        ++pt.stats.relay_drops;
+        sat_add(sma_port(p).counters.rcv_switch_relay_errors, 1, 0xFFFF);
+        return;
+    }
+    if (pt.in15.size() >= cfg_.vl15_queue) {
+        ++pt.stats.vl15_dropped;
+        sat_add(sma_port(p).counters.vl15_dropped, 1, 0xFFFF);
+        return;
+    }
+    Queued q;
+    q.frame.assign(frame.begin(), frame.end());
+    q.out_mask = mask;
+    q.head_since = now;
+    q.in_vl = kVl15;
+    pt.in15.push_back(std::move(q));
+    ++pt.stats.smp_forwarded;
+}
+
+// Directed route SMPs (IBTA §14.2.2): outbound, an intermediate switch
+// records its input in ReturnPath[HopPointer], advances the pointer and
+// sends out InitialPath[HopPointer]; at HopPointer == HopCount the SMP is
+// ours. Returning, a switch decrements the pointer and sends out
+// ReturnPath[HopPointer]. The LID-routed parts a DR path may have at
+// either end (DrSLID/DrDLID not permissive) are not supported: dropped.
+bool Switch::forward_dr(uint8_t p, const Packet &pkt, std::span<const uint8_t> frame,
+                        uint64_t now) {
+    Port &pt = port(p);
+    const size_t mad_at = pkt.payload_offset + kDethBytes;
+    Mad mad{};
+    std::memcpy(mad.data(), frame.data() + mad_at, kMadBytes);
+    Smp smp = Smp::read(mad);
+    const uint8_t h = smp.hop_ptr;
+    const uint8_t n = smp.hop_cnt;
+    uint8_t out = 0;
+    if (n == 0 || n > kMaxDrHops) {
+        ++pt.stats.relay_drops;
+        return false;
+    }
+    if (!smp.direction) {
+        if (h == 0 || h > n) {
+            ++pt.stats.relay_drops;
+            return false;
+        }
+        smp.return_path[h] = p;
+        if (h == n) {
+            if (smp.dr_dlid != kPermissiveLid) {
+                ++pt.stats.relay_drops;
+                return false;
+            }
+            smp.write(mad);
+            std::vector<uint8_t> f(frame.begin(), frame.end());
+            std::memcpy(f.data() + mad_at, mad.data(), kMadBytes);
+            Packet p2 = pkt;
+            local_smp(p, p2, f, now);
+            return true;
+        }
+        smp.hop_ptr = static_cast<uint8_t>(h + 1);
+        out = smp.initial_path[h + 1];
+    } else {
+        if (h < 2 || h > n) {
+            ++pt.stats.relay_drops;
+            return false;
+        }
+        smp.hop_ptr = static_cast<uint8_t>(h - 1);
+        out = smp.return_path[h - 1];
+    }
+    if (out == 0 || out > cfg_.ports) {
+        ++pt.stats.relay_drops;
+        return false;
+    }
+    if (pt.in15.size() >= cfg_.vl15_queue) {
+        ++pt.stats.vl15_dropped;
+        sat_add(sma_port(p).counters.vl15_dropped, 1, 0xFFFF);
+        return false;
+    }
+    smp.write(mad);
+    Queued q;
+    q.frame.assign(frame.begin(), frame.end());
+    std::memcpy(q.frame.data() + mad_at, mad.data(), kMadBytes);
+    seal(q.frame); // the MAD changed: new ICRC and VCRC
+    q.out_mask = bit(out);
+    q.head_since = now;
+    q.in_vl = kVl15;
+    pt.in15.push_back(std::move(q));
+    ++pt.stats.smp_forwarded;
+    return true;
+}
+
+// An SMP for port 0's SMA, arrived on port p; the reply goes back out p.
+void Switch::local_smp(uint8_t p, const Packet &pkt, std::span<const uint8_t> frame, uint64_t now) {
+    Port &pt = port(p);
+    const uint8_t *deth = frame.data() + pkt.payload_offset;
+    Mad in{};
+    std::memcpy(in.data(), deth + kDethBytes, kMadBytes);
+    Mad out{};
+    ++pt.stats.smp_local;
+    if (sma_.process(in, p, out) != SmaResult::Reply) {
+        apply_sma_changes(now);
+        return;
+    }
+    if (in[1] == mgmt_class::SubnDirectedRoute) {
+        // Leaves with HopPointer = HopCount, out the port it came in by.
+        Smp r = Smp::read(out);
+        r.hop_ptr = r.hop_cnt;
+        r.write(out);
+    }
+    const uint16_t my_lid = sma_state_.ports[0].info.lid;
+    const uint16_t slid = my_lid != 0 ? my_lid : kPermissiveLid;
+    auto f = ud_mad_frame(kVl15, 0, pkt.lrh.slid, slid, pkt.bth.pkey, get32(deth + 4) & kQpnMask, 0,
+                          0, psn_++, out);
+    uint8_t dest = p;
+    if (in[1] == mgmt_class::SubnLidRouted && pkt.lrh.slid != kPermissiveLid && pkt.lrh.slid != 0) {
+        // A LID-routed reply follows the LFT to the requester.
+        const uint64_t mask = route(pkt.lrh.slid, 0);
+        if (mask != 0) {
+            dest = static_cast<uint8_t>(__builtin_ctzll(mask));
+        }
+    }
+    apply_sma_changes(now);
+    send_local(dest, std::move(f), now, true, kVl15);
+}
+
+void Switch::send_local(uint8_t out, std::vector<uint8_t> frame, uint64_t now, bool vl15,
+                        uint8_t vl) {
+    Port &p0 = port(0);
+    auto &queue = vl15 ? p0.in15 : p0.in[0];
+    if (queue.size() >= cfg_.vl15_queue) {
+        ++p0.stats.vl15_dropped;
+        return;
+    }
+    if (capture_) {
+        capture_(0, frame);
+    }
+    Queued q;
+    q.frame = std::move(frame);
+    q.out_mask = bit(out);
+    q.head_since = now;
+    q.blocks = blocks_for(q.frame.size());
+    q.in_vl = vl15 ? kVl15 : 0;
+    q.sl = static_cast<uint8_t>(q.frame[1] >> 4);
+    q.fixed_vl = vl;
+    queue.push_back(std::move(q));
+}
+
+// ---------------------------------------------------------------------------
+// Transmit
+
+uint8_t Switch::out_vl(const Queued &q, uint8_t in, uint8_t out) const {
+    if (q.fixed_vl != 0xFF) {
+        return q.fixed_vl;
+    }
+    return sma_state_.sl_to_vl(in, out, q.sl);
+}
+
+uint64_t Switch::hoq_ns(uint8_t out) const {
+    const uint8_t life = sma_state_.ports[out].info.hoq_life;
+    return std::min<uint64_t>(4096ull << std::min<uint8_t>(life, 20), kMaxHoqNs);
+}
+
+void Switch::write_fcps(uint8_t o, bool all) {
+    Port &pt = port(o);
+    for (uint8_t vl = 0; vl < pt.credits.vls(); ++vl) {
+        if (!all && !pt.credits.fcp_pending(vl)) {
+            continue;
+        }
+        const FlowControlPacket f = pt.credits.take_fcp(vl, all ? FcOp::Init : FcOp::Normal);
+        std::array<uint8_t, 4 + kLinkPacketBytes> b{};
+        put32(b.data(), kLinkPacketBytes);
+        f.write(std::span<uint8_t, kLinkPacketBytes>(b.data() + 4, kLinkPacketBytes));
+        pt.out.insert(pt.out.end(), b.begin(), b.end());
+        ++pt.stats.link_packets_out;
+    }
+}
+
+void Switch::emit(uint8_t o, const Queued &q, uint8_t vl) {
+    Port &pt = port(o);
+    const size_t at = pt.out.size();
+    uint8_t len[4];
+    put32(len, static_cast<uint32_t>(q.frame.size()));
+    pt.out.insert(pt.out.end(), len, len + 4);
+    pt.out.insert(pt.out.end(), q.frame.begin(), q.frame.end());
+    std::span<uint8_t> f(pt.out.data() + at + 4, q.frame.size());
+    if ((f[0] >> 4) != vl) {
+        set_vl(f, vl);
+    }
+    ++pt.stats.frames_out;
+    count_out(o, q.frame.size(), get16(&q.frame[2]));
+}
+
+// Pops the head of `qs` while it has no outputs left; a data packet's
+// input buffer is released (credit returns upstream).
+void Switch::pop_done(std::deque<Queued> &qs, uint8_t in, bool data, uint64_t now) {
+    while (!qs.empty() && qs.front().out_mask == 0) {
+        if (data) {
+            release(in, qs.front());
+        }
+        qs.pop_front();
+        if (!qs.empty()) {
+            qs.front().head_since = now;
+        }
+    }
+}
+
+void Switch::discard_heads(uint64_t now) {
+    for (uint8_t in = 0; in <= cfg_.ports; ++in) {
+        Port &pt = port(in);
+        auto check = [&](std::deque<Queued> &qs, bool data) {
+            // Heads for a dead port go at once, one after the other; a
+            // lifetime discard makes the next packet the head (a new clock).
+            for (size_t guard = qs.size(); guard > 0 && !qs.empty(); --guard) {
+                Queued &q = qs.front();
+                for (uint8_t o = 1; o <= cfg_.ports; ++o) {
+                    if ((q.out_mask & bit(o)) == 0) {
+                        continue;
+                    }
+                    // Not connected, or (data) not Active: discard now;
+                    // otherwise after the output's head-of-queue lifetime.
+                    const bool dead = !port(o).connected || (data && !active(o));
+                    if (dead || now - q.head_since > hoq_ns(o)) {
+                        q.out_mask &= ~bit(o);
+                        if (dead) {
+                            ++port(o).stats.inactive_discards;
+                        } else {
+                            ++port(o).stats.hoq_discards;
+                        }
+                        sat_add(sma_port(o).counters.xmit_discards, 1, 0xFFFF);
+                    }
+                }
+                if (q.out_mask != 0) {
+                    break;
+                }
+                pop_done(qs, in, data, now);
+            }
+        };
+        for (uint8_t vl = 0; vl < kMaxDataVls; ++vl) {
+            check(pt.in[vl], true);
+        }
+        check(pt.in15, false);
+    }
+}
+
+bool Switch::schedule_port(uint8_t o, uint64_t now) {
+    Port &op = port(o);
+    if (!op.connected || op.out.size() - op.out_off >= cfg_.out_limit) {
+        return false;
+    }
+    const unsigned n = cfg_.ports + 1u;
+    // VL15 first: SMPs are not flow controlled and go ahead of data.
+    for (unsigned k = 0; k < n; ++k) {
+        const auto in = static_cast<uint8_t>((op.rr_in + k) % n);
+        auto &qs = port(in).in15;
+        if (!qs.empty() && (qs.front().out_mask & bit(o)) != 0) {
+            emit(o, qs.front(), kVl15);
+            qs.front().out_mask &= ~bit(o);
+            pop_done(qs, in, false, now);
+            op.rr_in = static_cast<uint8_t>((in + 1) % n);
+            return true;
+        }
+    }
+    if (!active(o)) {
+        return false;
+    }
+    // Data: round robin over VLs, then inputs; only against credit.
+    const uint8_t vls = op.credits.vls();
+    for (uint8_t kv = 0; kv < vls; ++kv) {
+        const auto in_vl = static_cast<uint8_t>((op.rr_vl + kv) % vls);
+        for (unsigned k = 0; k < n; ++k) {
+            const auto in = static_cast<uint8_t>((op.rr_in + k) % n);
+            auto &qs = port(in).in[in_vl];
+            if (qs.empty() || (qs.front().out_mask & bit(o)) == 0) {
+                continue;
+            }
+            Queued &q = qs.front();
+            const uint8_t vl = out_vl(q, in, o);
+            if (vl >= vls) {
+                // SL2VL maps it to VL15 (drop) or a VL the port lacks.
+                q.out_mask &= ~bit(o);
+                ++op.stats.relay_drops;
+                sat_add(sma_port(o).counters.xmit_discards, 1, 0xFFFF);
+                pop_done(qs, in, in != 0, now);
+                return true;
+            }
+            if (!op.credits.may_send(vl, q.blocks)) {
+                ++op.stats.credit_waits;
+                continue;
+            }
+            op.credits.on_sent(vl, q.blocks);
+            emit(o, q, vl);
+            q.out_mask &= ~bit(o);
+            pop_done(qs, in, in != 0, now);
+            op.rr_vl = static_cast<uint8_t>((in_vl + 1) % vls);
+            op.rr_in = static_cast<uint8_t>((in + 1) % n);
+            return true;
+        }
+    }
+    return false;
+}
+
+void Switch::schedule(uint64_t now) {
+    discard_heads(now);
+    // FCPs for freed buffers go out first on every connected port.
+    for (uint8_t p = 1; p <= cfg_.ports; ++p) {
+        if (port(p).connected) {
+            write_fcps(p, false);
+        }
+    }
+    // Then packets, one per output per round, until nothing moves. Each
+    // round moves at least one packet out of a bounded buffer, so this ends.
+    bool moved = true;
+    while (moved) {
+        moved = false;
+        for (uint8_t o = 1; o <= cfg_.ports; ++o) {
+            moved |= schedule_port(o, now);
+        }
+    }
+    for (uint8_t p = 1; p <= cfg_.ports; ++p) {
+        if (port(p).connected) {
+            write_fcps(p, false);
+        }
+    }
+}
+
+void Switch::apply_sma_changes(uint64_t now) {
+    (void)now;
+    const SmaChanges &c = sma_.changes();
+    if (c.port_state != 0) {
+        // Ports the SM took down lose what waits for them (discard_heads
+        // at the next schedule); a port set Down retrains: nothing to do
+        // for a socket, the link stays up and the port returns to Init.
+        for (uint8_t p = 1; p <= cfg_.ports; ++p) {
+            PortInfo &i = sma_port(p).info;
+            if ((c.port_state & bit(p)) != 0 && port(p).connected &&
+                i.port_state == port_state::Down && i.phys_state == phys_state::Polling) {
+                i.phys_state = phys_state::LinkUp;
+                i.port_state = port_state::Init;
+                sma_state_.switch_info.port_state_change = true;
+            }
+        }
+    }
+    sma_.clear_changes();
+}
+
+// ---------------------------------------------------------------------------
+
+size_t Switch::queued_packets(uint8_t p) const {
+    size_t n = port(p).in15.size();
+    for (const auto &q : port(p).in) {
+        n += q.size();
+    }
+    return n;
+}
+
+size_t Switch::queued_blocks(uint8_t p) const {
+    size_t n = 0;
+    for (const auto &q : port(p).in) {
+        for (const auto &e : q) {
+            n += e.blocks;
+        }
+    }
+    return n;
+}
+
+size_t Switch::output_bytes(uint8_t p) const {
+    return port(p).out.size() - port(p).out_off;
+}
+
+std::string Switch::stats_json() const {
+    std::string s = "{\"guid\": \"";
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(cfg_.guid));
+    s += buf;
+    std::snprintf(buf, sizeof buf, "\", \"lid\": %u, \"ports\": [", sma_state_.ports[0].info.lid);
+    s += buf;
+    for (uint8_t p = 0; p <= cfg_.ports; ++p) {
+        const PortStats &st = port(p).stats;
+        const SmaPortState &sp = sma_state_.ports[p];
+        std::snprintf(
+            buf, sizeof buf,
+            "%s{\"port\": %u, \"connected\": %s, \"state\": %u, \"phys_state\": %u, "
+            "\"frames_in\": %llu, \"frames_out\": %llu, \"link_packets_in\": %llu, "
+            "\"link_packets_out\": %llu, \"bad_link_packets\": %llu, \"bad_frames\": %llu, ",
+            p == 0 ? "" : ", ", p, port(p).connected ? "true" : "false", sp.info.port_state,
+            sp.info.phys_state, static_cast<unsigned long long>(st.frames_in),
+            static_cast<unsigned long long>(st.frames_out),
+            static_cast<unsigned long long>(st.link_packets_in),
+            static_cast<unsigned long long>(st.link_packets_out),
+            static_cast<unsigned long long>(st.bad_link_packets),
+            static_cast<unsigned long long>(st.bad_frames));
+        s += buf;
+        std::snprintf(
+            buf, sizeof buf,
+            "\"overruns\": %llu, \"relay_drops\": %llu, \"hoq_discards\": %llu, "
+            "\"inactive_discards\": %llu, \"vl15_dropped\": %llu, \"smp_local\": %llu, "
+            "\"smp_forwarded\": %llu, \"credit_waits\": %llu, \"oversize_frames\": %llu, ",
+            static_cast<unsigned long long>(st.overruns),
+            static_cast<unsigned long long>(st.relay_drops),
+            static_cast<unsigned long long>(st.hoq_discards),
+            static_cast<unsigned long long>(st.inactive_discards),
+            static_cast<unsigned long long>(st.vl15_dropped),
+            static_cast<unsigned long long>(st.smp_local),
+            static_cast<unsigned long long>(st.smp_forwarded),
+            static_cast<unsigned long long>(st.credit_waits),
+            static_cast<unsigned long long>(port(p).reader.stats().oversize));
+        s += buf;
+        const PortCountersExtended &x = sp.counters_ext;
+        std::snprintf(buf, sizeof buf,
+                      "\"xmit_pkts\": %llu, \"rcv_pkts\": %llu, \"xmit_words\": %llu, "
+                      "\"rcv_words\": %llu, \"xmit_discards\": %u, \"rcv_errors\": %u}",
+                      static_cast<unsigned long long>(x.xmit_pkts),
+                      static_cast<unsigned long long>(x.rcv_pkts),
+                      static_cast<unsigned long long>(x.xmit_data),
+                      static_cast<unsigned long long>(x.rcv_data), sp.counters.xmit_discards,
+                      sp.counters.rcv_errors);
+        s += buf;
+    }
+    s += "]}";
+    return s;
+}
+
+} // namespace ohca::fabric

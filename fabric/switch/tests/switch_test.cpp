@@ -1,0 +1,473 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// ohca-switch's core through the fake socket layer (fake_peer.hpp).
+#include "fake_peer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+
+using namespace ohca::fabric;
+using namespace ohca::fabric::test;
+using namespace ohca::ib;
+
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+
+Smp dr_smp(uint8_t meth, uint16_t attr_id, uint32_t mod, std::initializer_list<uint8_t> path,
+           const SmpData &data = {}) {
+    Smp s;
+    s.hdr.mgmt_class = mgmt_class::SubnDirectedRoute;
+    s.hdr.method = meth;
+    s.hdr.tid = 0x1234;
+    s.hdr.attr_id = attr_id;
+    s.hdr.attr_mod = mod;
+    s.dr_slid = kPermissiveLid;
+    s.dr_dlid = kPermissiveLid;
+    s.hop_cnt = static_cast<uint8_t>(path.size());
+    s.hop_ptr = 1; // as the SM's node sends it: already past its own hop
+    uint8_t i = 1;
+    for (uint8_t p : path) {
+        s.initial_path[i++] = p;
+    }
+    s.data = data;
+    return s;
+}
+
+struct Fabric {
+    std::unique_ptr<Switch> sw;
+    std::vector<std::unique_ptr<FakePeer>> peers; // [0] unused
+    explicit Fabric(uint8_t ports = 4, SwitchConfig cfg = {}) {
+        cfg.ports = ports;
+        sw = std::make_unique<Switch>(cfg);
+        peers.emplace_back();
+        for (uint8_t p = 1; p <= ports; ++p) {
+            peers.push_back(std::make_unique<FakePeer>(*sw, p));
+        }
+    }
+    FakePeer &peer(uint8_t p) { return *peers[p]; }
+    void connect_all() {
+        for (size_t p = 1; p < peers.size(); ++p) {
+            peers[p]->connect();
+        }
+        pump();
+    }
+    void pump(uint64_t now = 0) {
+        for (int round = 0; round < 4; ++round) {
+            for (size_t p = 1; p < peers.size(); ++p) {
+                peers[p]->pump(now);
+            }
+        }
+    }
+    // An SMP from port 1's peer (the SM's node); returns the reply.
+    Smp sm(const Smp &s) {
+        FakePeer &p1 = peer(1);
+        p1.data.clear();
+        p1.send_raw(framed(smp_frame(s)));
+        pump();
+        EXPECT_EQ(p1.data.size(), 1u);
+        if (p1.data.empty()) {
+            return {};
+        }
+        Packet pkt;
+        EXPECT_EQ(parse(p1.data.back(), pkt), PacketError::Ok);
+        return Smp::read(mad_of(p1.data.back()));
+    }
+    // What an SM does: the switch's LID 1, LFT: LID 1+p -> port p, every
+    // port Armed then Active.
+    void program() {
+        SmpData d{};
+        PortInfo pi = PortInfo::read(sm(dr_smp(method::Get, attr::PortInfo, 0, {1})).data);
+        pi.lid = 1;
+        pi.port_state = port_state::NoChange;
+        pi.write(d);
+        EXPECT_EQ(sm(dr_smp(method::Set, attr::PortInfo, 0, {1}, d)).status(), 0);
+        d.fill(kLftNoPort);
+        d[1] = 0;
+        for (uint8_t p = 1; p <= sw->ports(); ++p) {
+            d[1 + p] = p;
+        }
+        EXPECT_EQ(sm(dr_smp(method::Set, attr::LinearFdb, 0, {1}, d)).status(), 0);
+        for (uint8_t st : {port_state::Armed, port_state::Active}) {
+            for (uint8_t p = 0; p <= sw->ports(); ++p) {
+                PortInfo q = PortInfo::read(sm(dr_smp(method::Get, attr::PortInfo, p, {1})).data);
+                q.port_state = st;
+                q.write(d);
+                EXPECT_EQ(sm(dr_smp(method::Set, attr::PortInfo, p, {1}, d)).status(), 0) << int(p);
+            }
+        }
+        for (size_t p = 1; p < peers.size(); ++p) {
+            peers[p]->data.clear();
+        }
+    }
+};
+
+} // namespace
+
+TEST(Switch, LinkInitAdvertisesCredit) {
+    Fabric f(2);
+    f.connect_all();
+    // 4 VLs, 256 blocks each, from the switch's initialization FCPs.
+    for (uint8_t vl = 0; vl < 4; ++vl) {
+        EXPECT_EQ(f.peer(1).credits.credit(vl), 256) << int(vl);
+    }
+    EXPECT_TRUE(f.sw->credits(1).may_send(0, 66));
+    EXPECT_GE(f.peer(1).fcps, 4u);
+}
+
+TEST(Switch, DirectedRouteNodeInfo) {
+    Fabric f(4);
+    f.connect_all();
+    const Smp r = f.sm(dr_smp(method::Get, attr::NodeInfo, 0, {1}));
+    EXPECT_EQ(r.hdr.method, method::GetResp);
+    EXPECT_TRUE(r.direction);
+    EXPECT_EQ(r.hop_ptr, 1);
+    EXPECT_EQ(r.return_path[1], 1);
+    const NodeInfo n = NodeInfo::read(r.data);
+    EXPECT_EQ(n.node_type, node_type::Switch);
+    EXPECT_EQ(n.num_ports, 4);
+    EXPECT_EQ(n.local_port_num, 1);
+    EXPECT_EQ(f.sw->stats(1).smp_local, 1u);
+}
+
+TEST(Switch, DirectedRouteForwardingBothWays) {
+    Fabric f(4);
+    f.connect_all();
+    // SM on port 1, target two hops away through port 3.
+    f.peer(1).send_raw(framed(smp_frame(dr_smp(method::Get, attr::NodeInfo, 0, {1, 3}))));
+    f.pump();
+    ASSERT_EQ(f.peer(3).data.size(), 1u);
+    Packet pkt;
+    ASSERT_EQ(parse(f.peer(3).data[0], pkt), PacketError::Ok); // resealed
+    EXPECT_EQ(pkt.lrh.vl, kVl15);
+    Smp out = Smp::read(mad_of(f.peer(3).data[0]));
+    EXPECT_EQ(out.hop_ptr, 2);
+    EXPECT_EQ(out.return_path[1], 1);
+    EXPECT_FALSE(out.direction);
+
+    // The node behind port 3 answers (its MAD layer: D set, pointer 2).
+    out.direction = true;
+    out.hdr.method = method::GetResp;
+    f.peer(3).send_raw(framed(smp_frame(out)));
+    f.pump();
+    ASSERT_EQ(f.peer(1).data.size(), 1u);
+    const Smp back = Smp::read(mad_of(f.peer(1).data[0]));
+    EXPECT_TRUE(back.direction);
+    EXPECT_EQ(back.hop_ptr, 1);
+
+    // Paths naming port 0, a port beyond N, or a bad hop pointer: dropped.
+    const uint64_t drops = f.sw->stats(1).relay_drops;
+    f.peer(1).send_raw(framed(smp_frame(dr_smp(method::Get, attr::NodeInfo, 0, {1, 9}))));
+    f.peer(1).send_raw(framed(smp_frame(dr_smp(method::Get, attr::NodeInfo, 0, {1, 0}))));
+    Smp bad = dr_smp(method::Get, attr::NodeInfo, 0, {1, 2});
+    bad.hop_ptr = 0;
+    f.peer(1).send_raw(framed(smp_frame(bad)));
+    f.pump();
+    EXPECT_EQ(f.sw->stats(1).relay_drops, drops + 3);
+}
+
+TEST(Switch, UnicastForwardingByLft) {
+    Fabric f(4);
+    f.connect_all();
+    f.program();
+    for (uint8_t p = 1; p <= 4; ++p) {
+        EXPECT_EQ(f.sw->sma_state().ports[p].info.port_state, port_state::Active);
+    }
+    const auto pkt = data_frame(0, 0, 4, 2, 100); // LID 4 = port 3
+    ASSERT_TRUE(f.peer(1).send(pkt));
+    f.pump();
+    ASSERT_EQ(f.peer(3).data.size(), 1u);
+    EXPECT_EQ(f.peer(3).data[0], pkt);
+    EXPECT_TRUE(f.peer(2).data.empty());
+    // No route: LID 9 (no entry), LID 2 (back to the input).
+    f.peer(1).send(data_frame(0, 0, 9, 2, 12));
+    f.peer(1).send(data_frame(0, 0, 2, 2, 12));
+    f.pump();
+    EXPECT_EQ(f.sw->stats(1).relay_drops, 2u);
+    EXPECT_EQ(f.sw->sma_state().ports[1].counters.rcv_switch_relay_errors, 2);
+    EXPECT_EQ(f.sw->sma_state().ports[3].counters_ext.xmit_pkts, 1u);
+}
+
+TEST(Switch, DataWaitsForActive) {
+    Fabric f(2);
+    f.connect_all();
+    // Ports in Init: data is not accepted (SMPs are).
+    f.peer(1).send(data_frame(0, 0, 3, 2, 12));
+    f.pump();
+    EXPECT_EQ(f.sw->stats(1).inactive_discards, 1u);
+    EXPECT_TRUE(f.peer(2).data.empty());
+}
+
+TEST(Switch, SlToVlRewritesVlAndVcrc) {
+    Fabric f(2);
+    f.connect_all();
+    f.program();
+    SmpData d{};
+    d[0] = 0x02; // SL0 -> VL0, SL1 -> VL2
+    EXPECT_EQ(f.sm(dr_smp(method::Set, attr::SlToVlTable, (1u << 8) | 2, {1}, d)).status(), 0);
+    f.peer(1).send(data_frame(0, 1, 3, 2, 40));
+    f.pump();
+    ASSERT_EQ(f.peer(2).data.size(), 1u);
+    Packet pkt;
+    ASSERT_EQ(parse(f.peer(2).data[0], pkt), PacketError::Ok);
+    EXPECT_EQ(pkt.lrh.vl, 2);
+}
+
+TEST(Switch, MulticastReplication) {
+    Fabric f(4);
+    f.connect_all();
+    f.program();
+    SmpData d{};
+    put16(&d[2], 0x000C | 0x0002); // MLID 0xC001: ports 1, 2, 3
+    EXPECT_EQ(f.sm(dr_smp(method::Set, attr::MulticastFdb, 0, {1}, d)).status(), 0);
+    f.peer(1).data.clear();
+    f.peer(1).send(data_frame(0, 0, 0xC001, 2, 64));
+    f.pump();
+    EXPECT_TRUE(f.peer(1).data.empty()); // never back to the input
+    EXPECT_EQ(f.peer(2).data.size(), 1u);
+    EXPECT_EQ(f.peer(3).data.size(), 1u);
+    EXPECT_TRUE(f.peer(4).data.empty());
+    EXPECT_EQ(f.sw->queued_packets(1), 0u);
+}
+
+// The heart of it: a slow receiver is backpressure, not loss.
+TEST(Switch, CreditBackpressureIsLossless) {
+    SwitchConfig cfg;
+    cfg.vl_buffer_blocks = 40;
+    Fabric f(3, cfg);
+    f.connect_all();
+    f.program();
+    FakePeer &rx = f.peer(2);
+    rx.auto_credit = false; // holds its buffer until told
+    // The receiver's buffer is 256 blocks; each packet is 33 blocks.
+    std::vector<std::vector<uint8_t>> sent;
+    uint32_t psn = 0;
+    for (int round = 0; round < 200; ++round) {
+        auto pkt = data_frame(0, 0, 3, 2, 2048, psn);
+        if (f.peer(1).send(pkt)) {
+            sent.push_back(pkt);
+            ++psn;
+        }
+        f.pump();
+    }
+    // Receiver full (7 x 33 = 231 of 256), switch input full (1 x 33 of
+    // 40), the sender out of credit: nothing else moved, nothing dropped.
+    EXPECT_EQ(rx.data.size(), 7u);
+    EXPECT_EQ(f.sw->queued_packets(1), 1u);
+    EXPECT_LE(f.sw->queued_blocks(1), 40u);
+    EXPECT_FALSE(f.peer(1).credits.may_send(0, 33));
+    EXPECT_EQ(sent.size(), 8u);
+    // The receiver drains: everything flows, in order.
+    rx.auto_credit = true;
+    for (size_t i = 0; i < rx.data.size(); ++i) {
+        rx.credits.on_released(0, 33);
+    }
+    for (int round = 0; round < 400 && sent.size() < 100; ++round) {
+        auto pkt = data_frame(0, 0, 3, 2, 2048, psn);
+        if (f.peer(1).send(pkt)) {
+            sent.push_back(pkt);
+            ++psn;
+        }
+        f.pump();
+    }
+    f.pump();
+    ASSERT_EQ(rx.data.size(), sent.size());
+    EXPECT_EQ(rx.data, sent);
+    EXPECT_EQ(f.sw->stats(1).overruns, 0u);
+    EXPECT_EQ(f.sw->sma_state().ports[2].counters.xmit_discards, 0);
+    EXPECT_GT(f.sw->stats(2).credit_waits, 0u);
+}
+
+TEST(Switch, OverrunningPeerIsBounded) {
+    SwitchConfig cfg;
+    cfg.vl_buffer_blocks = 64;
+    Fabric f(2, cfg);
+    f.connect_all();
+    f.program();
+    f.peer(2).reads = false; // and the output never drains
+    for (int i = 0; i < 500; ++i) {
+        f.peer(1).send(data_frame(0, 0, 3, 2, 1000, static_cast<uint32_t>(i)), 0, true);
+    }
+    EXPECT_LE(f.sw->queued_blocks(1), 64u);
+    EXPECT_GT(f.sw->stats(1).overruns, 400u);
+    EXPECT_LE(f.sw->output_bytes(2), cfg.out_limit + 4 + kMaxFrameBytes + 200);
+    EXPECT_EQ(f.sw->sma_state().ports[1].counters.excessive_buffer_overrun_errors, 15);
+}
+
+TEST(Switch, GarbageAndHugeLengthsDoNotHurtOtherPorts) {
+    Fabric f(3);
+    f.connect_all();
+    f.program();
+    std::mt19937 rng(5);
+    for (int i = 0; i < 2000; ++i) {
+        std::vector<uint8_t> junk(rng() % 300);
+        for (auto &b : junk) {
+            b = static_cast<uint8_t>(rng());
+        }
+        f.peer(3).send_raw(framed(junk));
+    }
+    EXPECT_GT(f.sw->stats(3).bad_frames + f.sw->stats(3).bad_link_packets, 1900u);
+    // A length prefix of 4 GiB: skipped as it arrives, never stored.
+    const uint8_t huge[4] = {0xFF, 0xFF, 0xFF, 0xF0};
+    f.peer(3).send_raw(huge);
+    std::vector<uint8_t> filler(1 << 20, 0xAB);
+    f.peer(3).send_raw(filler);
+    EXPECT_EQ(f.sw->queued_packets(3), 0u);
+    // Ports 1 and 2 still work.
+    const auto pkt = data_frame(0, 0, 3, 2, 100);
+    ASSERT_TRUE(f.peer(1).send(pkt));
+    f.pump();
+    ASSERT_EQ(f.peer(2).data.size(), 1u);
+    EXPECT_EQ(f.peer(2).data[0], pkt);
+}
+
+TEST(Switch, LyingFcclIsCappedAndOutputBounded) {
+    Fabric f(2);
+    f.connect_all();
+    f.program();
+    FakePeer &liar = f.peer(2);
+    liar.reads = false;
+    // Claims 2048 blocks of credit on VL0 repeatedly without reading.
+    for (int i = 0; i < 50; ++i) {
+        std::array<uint8_t, 6> b{};
+        FlowControlPacket{FcOp::Normal, 0, 0, 2048}.write(b);
+        liar.send_raw(framed(b));
+        f.peer(1).send(data_frame(0, 0, 3, 2, 4000, static_cast<uint32_t>(i)));
+    }
+    EXPECT_LE(f.sw->output_bytes(2), SwitchConfig{}.out_limit + 4 + kMaxFrameBytes + 200);
+    EXPECT_LE(f.sw->queued_blocks(1), 256u);
+    // A lie "ahead by more than 2048" gives no credit at all.
+    std::array<uint8_t, 6> b{};
+    FlowControlPacket{FcOp::Normal, 0, 0, 3000}.write(b);
+    liar.send_raw(framed(b));
+    EXPECT_EQ(f.sw->credits(2).credit(0), 0);
+}
+
+TEST(Switch, PeerThatNeverReturnsCreditCannotWedgeOthers) {
+    Fabric f(4);
+    f.connect_all();
+    f.program();
+    // The SM's HOQLife for port 2: 4.096 us << 12 = 16.8 ms.
+    SmpData d{};
+    PortInfo pi = PortInfo::read(f.sm(dr_smp(method::Get, attr::PortInfo, 2, {1})).data);
+    pi.port_state = port_state::NoChange;
+    pi.hoq_life = 12;
+    pi.write(d);
+    EXPECT_EQ(f.sm(dr_smp(method::Set, attr::PortInfo, 2, {1}, d)).status(), 0);
+    f.peer(1).data.clear();
+    FakePeer &stuck = f.peer(2);
+    stuck.auto_credit = false;
+    // Port 1 fills port 2's credit and its own input buffer towards it.
+    for (int i = 0; i < 40; ++i) {
+        f.peer(1).send(data_frame(0, 0, 3, 2, 2000, static_cast<uint32_t>(i)));
+        f.pump();
+    }
+    EXPECT_FALSE(f.peer(1).credits.may_send(0, 33));
+    // Another input is not held by it: port 4 -> port 3 flows at once.
+    ASSERT_TRUE(f.peer(4).send(data_frame(0, 0, 4, 5, 100, 7)));
+    f.pump();
+    EXPECT_EQ(f.peer(3).data.size(), 1u);
+    // Port 1's own packet to port 3 waits behind the stuck heads until
+    // each reaches its lifetime; then port 1 gets its credit back.
+    uint64_t now = 0;
+    bool sent = false;
+    for (int s = 0; s < 100 && f.peer(3).data.size() < 2; ++s) {
+        now += 20 * kMs;
+        f.sw->tick(now);
+        f.pump(now);
+        if (!sent) {
+            sent = f.peer(1).send(data_frame(0, 0, 4, 2, 100, 999), now);
+            f.pump(now);
+        }
+    }
+    EXPECT_EQ(f.peer(3).data.size(), 2u);
+    EXPECT_GT(f.sw->stats(2).hoq_discards, 0u);
+    EXPECT_GT(f.sw->sma_state().ports[2].counters.xmit_discards, 0);
+    EXPECT_EQ(f.sw->stats(1).overruns, 0u);
+}
+
+TEST(Switch, DisconnectDiscardsWhatWaitsForThePort) {
+    Fabric f(3);
+    f.connect_all();
+    f.program();
+    f.peer(2).auto_credit = false;
+    for (int i = 0; i < 20; ++i) {
+        f.peer(1).send(data_frame(0, 0, 3, 2, 2000, static_cast<uint32_t>(i)));
+        f.pump();
+    }
+    EXPECT_GT(f.sw->queued_packets(1), 0u);
+    f.sw->disconnect(2, 0);
+    EXPECT_EQ(f.sw->queued_packets(1), 0u);
+    EXPECT_EQ(f.sw->sma_state().ports[2].info.port_state, port_state::Down);
+    EXPECT_TRUE(f.sw->sma_state().switch_info.port_state_change);
+    // Port 1 got its credit back.
+    f.pump();
+    EXPECT_EQ(f.peer(1).credits.credit(0), 256);
+}
+
+TEST(Switch, Vl15QueueBounded) {
+    Fabric f(3);
+    f.connect_all();
+    f.peer(3).reads = false;
+    for (int i = 0; i < 2000; ++i) {
+        f.peer(1).send_raw(framed(smp_frame(dr_smp(method::Get, attr::NodeInfo, 0, {1, 3}))));
+    }
+    EXPECT_LE(f.sw->queued_packets(1), 16u);
+    EXPECT_GT(f.sw->stats(1).vl15_dropped, 0u);
+    EXPECT_GT(f.sw->sma_state().ports[1].counters.vl15_dropped, 0);
+}
+
+TEST(Switch, LidRoutedSmpAndPma) {
+    Fabric f(2);
+    f.connect_all();
+    f.program();
+    // LID-routed Get NodeInfo to the switch's LID 1 from LID 2 (port 1).
+    Smp s;
+    s.hdr.mgmt_class = mgmt_class::SubnLidRouted;
+    s.hdr.method = method::Get;
+    s.hdr.attr_id = attr::NodeInfo;
+    f.peer(1).send_raw(framed(smp_frame(s, 1, 2)));
+    f.pump();
+    ASSERT_EQ(f.peer(1).data.size(), 1u);
+    Packet pkt;
+    ASSERT_EQ(parse(f.peer(1).data[0], pkt), PacketError::Ok);
+    EXPECT_EQ(pkt.lrh.dlid, 2);
+    EXPECT_EQ(pkt.lrh.slid, 1);
+    EXPECT_EQ(NodeInfo::read(Smp::read(mad_of(f.peer(1).data[0])).data).node_type,
+              node_type::Switch);
+    f.peer(1).data.clear();
+
+    // perfquery: PortCounters of port 2 through QP1 on VL0.
+    Mad m{};
+    MadHeader h;
+    h.mgmt_class = mgmt_class::Perf;
+    h.method = method::Get;
+    h.attr_id = attr::PortCounters;
+    h.write(m);
+    m[kPmaDataOffset + 1] = 2;
+    Smp carrier = Smp::read(m);
+    auto gmp = smp_frame(carrier, 1, 2, 1, 0, 0x80010000);
+    std::memcpy(gmp.data() + kLrhBytes + kBthBytes + 8, m.data(), kMadBytes);
+    put32(gmp.data() + kLrhBytes + kBthBytes + 4, 1); // from QP1
+    seal(gmp);
+    ASSERT_TRUE(f.peer(1).send(gmp));
+    f.pump();
+    ASSERT_EQ(f.peer(1).data.size(), 1u);
+    ASSERT_EQ(parse(f.peer(1).data[0], pkt), PacketError::Ok);
+    EXPECT_EQ(pkt.lrh.vl, 0);
+    EXPECT_EQ(pkt.bth.dest_qp, 1u);
+    const Mad r = mad_of(f.peer(1).data[0]);
+    EXPECT_EQ(MadHeader::read(r).method, method::GetResp);
+    EXPECT_EQ(MadHeader::read(r).status, 0);
+    EXPECT_EQ(r[kPmaDataOffset + 1], 2);
+}
+
+TEST(Switch, StatsJson) {
+    Fabric f(2);
+    f.connect_all();
+    const std::string j = f.sw->stats_json();
+    EXPECT_NE(j.find("\"ports\": ["), std::string::npos);
+    EXPECT_NE(j.find("\"port\": 2"), std::string::npos);
+    EXPECT_EQ(j.back(), '}');
+}
