@@ -105,15 +105,17 @@ coverage: deps
 
 # fabric/: the InfiniBand wire formats and agents (fabric/ib) and the
 # emulated switch ohca-switch (fabric/switch), in build/fabric; the test
-# target runs their unit tests, then each fuzzer briefly (FABRIC_FUZZ_SECONDS).
+# target checks their format (fabric/.clang-format), runs their unit tests,
+# then each fuzzer briefly (FABRIC_FUZZ_SECONDS).
 FABRIC_FUZZ_SECONDS ?= 10
 fabric: deps
 	@cmake -S fabric -B build/fabric -G Ninja -DCMAKE_BUILD_TYPE=Debug $(CCACHE) >/dev/null
 	@cmake --build build/fabric -j2
 
 fabric-test: fabric
+	@cd fabric && find . -name '*.cpp' -o -name '*.hpp' | sort | xargs clang-format --dry-run -Werror
 	@ctest --test-dir build/fabric --output-on-failure -j2
-	@if [ -x fabric/fuzz/run.sh ]; then bash fabric/fuzz/run.sh $(FABRIC_FUZZ_SECONDS); fi
+	@bash fabric/fuzz/run.sh $(FABRIC_FUZZ_SECONDS)
 
 # The fault-injection wire between two VMs (tests/wire, docs/wire.md).
 wire:

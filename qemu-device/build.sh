@@ -108,7 +108,8 @@ inputs_hash=$(
 		echo "$full_ver"
 		cd "$top"
 		find qemu-device firmware-interface/include -type f \
-			! -path 'qemu-device/engine/tests/*' ! -path 'qemu-device/tests/*' \
+			! -path 'qemu-device/engine/tests/*' ! -path 'qemu-device/engine/testing/*' \
+			! -path 'qemu-device/tests/*' \
 			! -name '*.md' -print0 | sort -z |
 			xargs -0 sha256sum
 	} | sha256sum | cut -c1-16
@@ -144,7 +145,8 @@ fi
 mkdir -p "$src/hw/ohca"
 rsync -rlp --checksum --delete --exclude=/firmware-interface --exclude=/build.sh \
 	--exclude=/asan_overlay.py --exclude=/devices.mak \
-	--exclude=/engine/tests --exclude=/engine/CMakeLists.txt \
+	--exclude=/engine/tests --exclude=/engine/testing --exclude=/tests \
+	--exclude=/engine/CMakeLists.txt \
 	"$top/qemu-device/" "$src/hw/ohca/"
 mkdir -p "$src/hw/ohca/firmware-interface"
 rsync -rlp --checksum --delete "$top/firmware-interface/include" "$src/hw/ohca/firmware-interface/"

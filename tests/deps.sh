@@ -36,6 +36,9 @@ packages=(
 	# (the host-dependency audit, tests/hostdeps.py: strace above)
 	# engine fuzzers (libFuzzer, ASan, UBSan) and coverage reports
 	clang-14 libclang-rt-14-dev gcovr
+	# fabric/'s fuzzers: CMake archives clang objects with llvm-ar-14, and
+	# ASan symbolizes with llvm-symbolizer-14 (make fabric-test)
+	llvm-14
 	# the engine's style gates (make engine-style)
 	clang-format clang-tidy
 	# the RoCEv2 conformance check (tests/integration/roce_pcap.py)

@@ -269,7 +269,8 @@ uint16_t Sma::node_info(uint8_t in_port, SmpData &data) const {
 }
 
 uint16_t Sma::port_info(uint32_t mod, uint8_t in_port, SmpData &data, bool set) {
-    const int port = port_for(mod, in_port);
+    // Bits 7:0 name the port; bit 31 is SMSupportsExtendedSpeeds (ignored).
+    const int port = (mod & 0x7FFFFF00) != 0 ? -1 : port_for(mod & 0xFF, in_port);
     if (port < 0) {
         data.fill(0);
         return mad_status::InvalidField;

@@ -13,9 +13,12 @@
 #include <ctime>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <string>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <vector>
@@ -171,7 +174,8 @@ int open_listen(PortIo &io) {
     return fd;
 }
 
-// A blocking connect (local or LAN peers: quick to answer or refuse).
+// A blocking connect, bounded: Linux's connect() honours SO_SNDTIMEO, so
+// an unreachable TCP peer costs at most 200 ms of the loop per attempt.
 int try_connect(const PortIo &io) {
     if (io.mode == Mode::UnixConnect) {
         const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -194,7 +198,12 @@ int try_connect(const PortIo &io) {
     int fd = -1;
     for (addrinfo *r = res; r != nullptr && fd < 0; r = r->ai_next) {
         fd = socket(r->ai_family, r->ai_socktype | SOCK_CLOEXEC, r->ai_protocol);
-        if (fd >= 0 && connect(fd, r->ai_addr, r->ai_addrlen) != 0) {
+        if (fd < 0) {
+            continue;
+        }
+        const timeval limit{0, 200'000};
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+        if (connect(fd, r->ai_addr, r->ai_addrlen) != 0) {
             close(fd);
             fd = -1;
         }
@@ -205,7 +214,7 @@ int try_connect(const PortIo &io) {
 
 void tcp_nodelay(int fd) {
     const int one = 1;
-    setsockopt(fd, IPPROTO_TCP, 1 /* TCP_NODELAY */, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 } // namespace
@@ -325,7 +334,7 @@ int main(int argc, char **argv) {
     uint64_t last_tick = now;
     auto drop_conn = [&](uint8_t p) {
         PortIo &io = ios[p];
-        if (io.mode != Mode::Fd || io.fd >= 0) {
+        if (io.fd >= 0) {
             close(io.fd);
         }
         io.fd = -1;

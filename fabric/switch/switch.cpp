@@ -91,6 +91,7 @@ void Switch::connect(uint8_t p, uint64_t now) {
     sma_.link_up(p);
     write_fcps(p, true);
     apply_sma_changes(now);
+    trap_link_state(now);
     schedule(now);
 }
 
@@ -111,6 +112,7 @@ void Switch::disconnect(uint8_t p, uint64_t now) {
     pt.credits.reset();
     sma_.link_down(p);
     apply_sma_changes(now);
+    trap_link_state(now);
     schedule(now); // heads waiting for p are discarded now
 }
 
@@ -683,6 +685,30 @@ void Switch::schedule(uint64_t now) {
     }
 }
 
+// Trap 128 (IBTA §14.2.5.1): a port's link state changed; the switch
+// tells the master SM, once it knows its own LID and the SM's (before
+// that the SM has not swept yet and will see the port anyway).
+void Switch::trap_link_state(uint64_t now) {
+    const PortInfo &mgmt = sma_state_.ports[0].info;
+    if (mgmt.lid == 0 || mgmt.master_sm_lid == 0 || own_lid(mgmt.master_sm_lid)) {
+        return;
+    }
+    const uint64_t mask = route(mgmt.master_sm_lid, 0);
+    if (mask == 0) {
+        return;
+    }
+    const uint8_t details[2] = {static_cast<uint8_t>(mgmt.lid >> 8),
+                                static_cast<uint8_t>(mgmt.lid)};
+    const Smp t = sma_.make_trap(trap::LinkStateChange, notice_type::Urgent, details,
+                                 (0xFAB0ull << 48) | ++trap_tid_);
+    Mad m{};
+    t.write(m);
+    auto f = ud_mad_frame(kVl15, mgmt.master_sm_sl, mgmt.master_sm_lid, mgmt.lid, kDefaultPKey, 0,
+                          0, 0, psn_++, m);
+    ++port(0).stats.traps_sent;
+    send_local(static_cast<uint8_t>(__builtin_ctzll(mask)), std::move(f), now, true, kVl15);
+}
+
 void Switch::apply_sma_changes(uint64_t now) {
     (void)now;
     const SmaChanges &c = sma_.changes();
@@ -750,20 +776,21 @@ std::string Switch::stats_json() const {
             static_cast<unsigned long long>(st.bad_link_packets),
             static_cast<unsigned long long>(st.bad_frames));
         s += buf;
-        std::snprintf(
-            buf, sizeof buf,
-            "\"overruns\": %llu, \"relay_drops\": %llu, \"hoq_discards\": %llu, "
-            "\"inactive_discards\": %llu, \"vl15_dropped\": %llu, \"smp_local\": %llu, "
-            "\"smp_forwarded\": %llu, \"credit_waits\": %llu, \"oversize_frames\": %llu, ",
-            static_cast<unsigned long long>(st.overruns),
-            static_cast<unsigned long long>(st.relay_drops),
-            static_cast<unsigned long long>(st.hoq_discards),
-            static_cast<unsigned long long>(st.inactive_discards),
-            static_cast<unsigned long long>(st.vl15_dropped),
-            static_cast<unsigned long long>(st.smp_local),
-            static_cast<unsigned long long>(st.smp_forwarded),
-            static_cast<unsigned long long>(st.credit_waits),
-            static_cast<unsigned long long>(port(p).reader.stats().oversize));
+        std::snprintf(buf, sizeof buf,
+                      "\"overruns\": %llu, \"relay_drops\": %llu, \"hoq_discards\": %llu, "
+                      "\"inactive_discards\": %llu, \"vl15_dropped\": %llu, \"smp_local\": %llu, "
+                      "\"smp_forwarded\": %llu, \"credit_waits\": %llu, \"oversize_frames\": %llu, "
+                      "\"traps_sent\": %llu, ",
+                      static_cast<unsigned long long>(st.overruns),
+                      static_cast<unsigned long long>(st.relay_drops),
+                      static_cast<unsigned long long>(st.hoq_discards),
+                      static_cast<unsigned long long>(st.inactive_discards),
+                      static_cast<unsigned long long>(st.vl15_dropped),
+                      static_cast<unsigned long long>(st.smp_local),
+                      static_cast<unsigned long long>(st.smp_forwarded),
+                      static_cast<unsigned long long>(st.credit_waits),
+                      static_cast<unsigned long long>(port(p).reader.stats().oversize),
+                      static_cast<unsigned long long>(st.traps_sent));
         s += buf;
         const PortCountersExtended &x = sp.counters_ext;
         std::snprintf(buf, sizeof buf,

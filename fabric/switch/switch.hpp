@@ -64,6 +64,7 @@ struct PortStats {
     uint64_t frames_out = 0;
     uint64_t link_packets_out = 0;
     uint64_t credit_waits = 0; // schedule passes a head packet waited for credit
+    uint64_t traps_sent = 0;   // port 0: Trap(Notice 128) to the master SM
 };
 
 class Switch {
@@ -153,6 +154,7 @@ class Switch {
     void count_in(uint8_t p, size_t bytes, uint16_t dlid);
     void count_out(uint8_t p, size_t bytes, uint16_t dlid);
     void apply_sma_changes(uint64_t now);
+    void trap_link_state(uint64_t now);
 
     SwitchConfig cfg_;
     ib::SmaState sma_state_;
@@ -160,6 +162,7 @@ class Switch {
     std::vector<Port> ports_; // [0] = management port (its `in` holds local packets)
     uint64_t now_ = 0;
     uint32_t psn_ = 0;
+    uint64_t trap_tid_ = 0;
     CaptureFn capture_;
 };
 

@@ -42,6 +42,7 @@ exec /usr/bin/python3 -m pytest -v -rA --durations=10 --kernel debug \
 	tests/integration/test_harness.py::test_scan_kernel_log_debug_kernel \
 	tests/integration/test_harness.py::test_pool_pairs_one_vm_jobs_with_two_vm_ones \
 	tests/integration/test_lifecycle.py::test_reload_with_resources \
+	tests/integration/test_lifecycle.py::test_reset_during_traffic \
 	tests/integration/test_module_load.py::test_rdma_driver_reload_keeps_ethernet \
 	tests/integration/test_debug_traffic.py \
 	tests/integration/test_kunit.py \

@@ -1,6 +1,7 @@
-"""The hostile guest (userspace/tests/ohca_hostile.c): with ohca_core unbound,
-the guest maps BAR0/BAR2 through sysfs and drives the device directly with
-adversarial register writes, malformed commands, page lists, WQEs and
+"""The hostile guest (ohca_hostile, a device test: qemu-device/tests/hostile/,
+one file per area): with ohca_core unbound, the guest maps BAR0/BAR2 through
+sysfs and drives the device directly with adversarial register writes,
+malformed commands, page lists, WQEs and
 doorbells, DMA addresses outside RAM or on the device's own BARs, EQ
 full, QPs up to max_qp (65536, with QEMU's own memory sampled around
 them), bus mastering off and a reset in the middle of commands. Every
@@ -19,8 +20,9 @@ from vmtest import assert_ok, watch_qemu_rss
 
 pytestmark = pytest.mark.ohca_only
 
-HOSTILE_SRC = os.path.join(os.path.dirname(__file__), "..", "..", "userspace", "tests",
-                           "ohca_hostile.c")
+# the program and its table of cases; the cases are in one file per area
+HOSTILE_SRC = os.path.join(os.path.dirname(__file__), "..", "..", "qemu-device", "tests",
+                           "hostile", "hostile.c")
 
 
 def hostile_cases():

@@ -185,7 +185,7 @@ BACK = r"""ohca_poll 30 test -e /sys/class/infiniband/$OHCA_IBDEV || fail "no $O
         ohca_net_up || fail "net up after the reset"
         ohca_wait_port ACTIVE 60 || fail "port after the reset"
         ibv_devinfo -d "$OHCA_IBDEV" | grep -q PORT_ACTIVE || fail "ibv_devinfo after the reset"
-        ping -c 2 -W 2 10.77.0.254 >/dev/null || fail "no ping after the reset" """
+        ohca_retry 20 ohca_eth_ok 2 || fail "no Ethernet traffic after the reset" """
 
 RESET_AFTER = r"""for i in 1 2 3; do
     t="reset in a row $i"

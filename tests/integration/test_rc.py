@@ -323,21 +323,36 @@ def test_rc_integrity_two_vms(vm_run):
                              rf"\S+ iterations={INTEGRITY_ITERS}/", r.output, re.M), r.report()
 
 
+# The same program on UC QPs (-u: no READs, each batch closed by a SEND
+# whose arrival says the batch landed), once at path MTU 1024.
+UC_TWO_VM = r"""
+if [ "$OHCA_VM_INDEX" = 0 ]; then
+	/share/ohca_rc_integrity -d ohca0 -g {gid} -p 19900 || rc=1
+else
+	/share/ohca_rc_integrity -d ohca0 -g {gid} -p 19900 -n {iters} -M 1024 -u "$OHCA_PEER_IP" || rc=1
+fi
+"""
+
+
 def test_rc_integrity_stream_wire(vm_run):
     """The same between two VMs on the stream wire (-netdev stream on a
     socket pair: lossless, read in batches; the bench's two-VM wire), at
-    path MTUs 1024 and 4096: every frame arrives, so nothing is sent
-    again."""
+    path MTUs 1024 and 4096, then on UC QPs at 1024: every frame arrives,
+    so nothing is sent again and every UC byte lands."""
     mtus = (1024, 4096)
     script = INTEGRITY_TWO_VM.format(mtus=" ".join(map(str, mtus)), gid=GID,
                                      iters=INTEGRITY_ITERS).replace(
-                                         "exit $rc", "ohca_hw_counters\nexit $rc")
+                                         "exit $rc", UC_TWO_VM.format(gid=GID, iters=INTEGRITY_ITERS)
+                                         + "ohca_hw_counters\nexit $rc")
     server, client = vm_run({0: script, 1: script}, nvms=2, wire="stream", timeout=900)
     assert_ok([server, client])
     for role, r in (("server", server), ("client", client)):
         for mtu in mtus:
             assert re.search(rf"^ohca_rc_integrity: PASS role={role} mtu={mtu} "
-                             rf"\S+ iterations={INTEGRITY_ITERS}/", r.output, re.M), r.report()
+                             rf"\S+ iterations={INTEGRITY_ITERS}/.* qp=RC$", r.output, re.M), r.report()
+        # UC: every byte arrives on a lossless wire as well
+        assert re.search(rf"^ohca_rc_integrity: PASS role={role} mtu=1024 "
+                         rf"\S+ iterations={INTEGRITY_ITERS}/.* READ=0 qp=UC$", r.output, re.M), r.report()
     # a lossless wire: no packet sent again, no sequence NAK, nothing dropped
     for r in (server, client):
         ctr = hw_counters(r.output)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* The RC connection every test program makes: RESET -> INIT -> RTR -> RTS
+/* The RC (or UC) connection every test program makes: RESET -> INIT -> RTR -> RTS
  * towards one peer QP over a RoCEv2 GID.  Kept apart from ohca_rc_common.h
  * (the one-device harness with its own globals and die()) so that programs
  * with their own setup and failure reporting can share it too. */
@@ -62,6 +62,9 @@ static inline int rc_connect(struct ibv_qp *qp, const struct rc_path *p,
 	};
 	int err;
 
+	/* UC: no acknowledgements, so none of RC's reliability attributes */
+	const int is_uc = qp->qp_type == IBV_QPT_UC;
+
 	*step = "RESET->INIT";
 	err = ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
@@ -70,14 +73,14 @@ static inline int rc_connect(struct ibv_qp *qp, const struct rc_path *p,
 	*step = "INIT->RTR";
 	err = ibv_modify_qp(qp, &rtr, IBV_QP_STATE | IBV_QP_AV |
 			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER);
+			    IBV_QP_RQ_PSN | (is_uc ? 0 :
+			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER));
 	if (err)
 		return err;
 	*step = "RTR->RTS";
-	return ibv_modify_qp(qp, &rts, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	return ibv_modify_qp(qp, &rts, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			     (is_uc ? 0 : IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			      IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC));
 }
 
 #endif

@@ -17,6 +17,13 @@
  * order, nothing missing, nothing extra) and every byte of its buffers
  * (data where it must land, the canary everywhere else).
  *
+ * With -u (the client's choice, adopted by the server) the QPs are UC
+ * instead: no READs, and each batch ends with a zero-length SEND, since on
+ * UC a send completion says only that the data left; that last SEND's
+ * receive completion tells the responder that the batch before it has
+ * landed (UC keeps a QP's messages in order). On a lossless path every
+ * byte must arrive as on RC.
+ *
  * Waits are bounded (-t): a completion or a peer that does not arrive is
  * reported, with the QP state, instead of hanging, so the program can run
  * over a lossy wire with long retries.  The last line is one summary:
@@ -77,8 +84,10 @@ struct params {
 	uint32_t iters;
 	uint32_t mtu;
 	uint32_t max_msg;
-	uint32_t pad;
+	uint32_t flags;		/* PRM_UC */
 };
+
+#define PRM_UC		1u	/* UC QPs (-u) */
 
 struct wr_plan {
 	int op;
@@ -106,14 +115,16 @@ static uint8_t qp_timeout = 14, retry_cnt = 7;
 static unsigned long n_ops[N_OPS], n_bytes, n_wc;
 static unsigned long cur_iter;
 static const char *role;
+static int uc;			/* prm.flags & PRM_UC */
 
 static void summary(const char *result, const char *why)
 {
 	printf("ohca_rc_integrity: %s role=%s mtu=%u seed=0x%" PRIx64
-	       " iterations=%lu/%u completions=%lu bytes=%lu SEND=%lu SEND_IMM=%lu WRITE=%lu WRITE_IMM=%lu READ=%lu%s%s\n",
+	       " iterations=%lu/%u completions=%lu bytes=%lu SEND=%lu SEND_IMM=%lu WRITE=%lu WRITE_IMM=%lu READ=%lu qp=%s%s%s\n",
 	       result, role, prm.mtu, prm.seed, cur_iter, prm.iters, n_wc,
 	       n_bytes, n_ops[OP_SEND], n_ops[OP_SEND_IMM], n_ops[OP_WRITE],
-	       n_ops[OP_WRITE_IMM], n_ops[OP_READ], why ? ": " : "",
+	       n_ops[OP_WRITE_IMM], n_ops[OP_READ],
+	       prm.flags & PRM_UC ? "UC" : "RC", why ? ": " : "",
 	       why ? why : "");
 	fflush(stdout);
 }
@@ -299,7 +310,6 @@ static void open_verbs(const char *name)
 	struct ibv_port_attr pa;
 	union ibv_gid gid;
 	struct ibv_qp_init_attr init = {
-		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = QUEUE_DEPTH,
 			 .max_recv_wr = QUEUE_DEPTH,
 			 .max_send_sge = MAX_SGE, .max_recv_sge = MAX_SGE,
@@ -343,6 +353,8 @@ static void open_verbs(const char *name)
 	cq = ibv_create_cq(ctx, 2 * QUEUE_DEPTH, NULL, NULL, 0);
 	if (!mr || !cq)
 		setup_fail("reg_mr/create_cq: %s", strerror(errno));
+	uc = !!(prm.flags & PRM_UC);
+	init.qp_type = uc ? IBV_QPT_UC : IBV_QPT_RC;
 	init.send_cq = cq;
 	init.recv_cq = cq;
 	qp = ibv_create_qp(pd, &init);
@@ -362,7 +374,8 @@ static void connect_qp(void)
 	struct rc_path path = {
 		.port = port_num, .sgid_index = (uint8_t)gid_idx,
 		.mtu = mtu_enum(prm.mtu), .dest_qpn = remote.qpn,
-		.rq_psn = remote.psn, .sq_psn = local.psn, .access = ACC_ALL,
+		.rq_psn = remote.psn, .sq_psn = local.psn,
+		.access = uc ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE : ACC_ALL,
 		.rd_atomic = 4, .min_rnr_timer = 12, .timeout = qp_timeout,
 		.retry_cnt = retry_cnt, .rnr_retry = 7,
 	};
@@ -385,6 +398,7 @@ static void exchange(const char *host, int port)
 		p.iters = htonl(p.iters);
 		p.mtu = htonl(p.mtu);
 		p.max_msg = htonl(p.max_msg);
+		p.flags = htonl(p.flags);
 		sock_io(&p, sizeof(p), 1, "parameters");
 	} else {
 		sock_io(&prm, sizeof(prm), 0, "parameters");
@@ -392,6 +406,7 @@ static void exchange(const char *host, int port)
 		prm.iters = ntohl(prm.iters);
 		prm.mtu = ntohl(prm.mtu);
 		prm.max_msg = ntohl(prm.max_msg);
+		prm.flags = ntohl(prm.flags);
 		if (prm.max_msg > MAX_MSG_LIMIT)
 			setup_fail("client asks for messages of %u bytes", prm.max_msg);
 	}
@@ -486,7 +501,7 @@ static int plan(unsigned long it, struct wr_plan *p, int *nwr)
 		struct wr_plan *q = &p[w];
 
 		memset(q, 0, sizeof(*q));
-		q->op = (int)rnd_below(N_OPS);
+		q->op = (int)rnd_below(uc ? OP_READ : N_OPS);
 		q->len = pick_len();
 		q->nsge = lay_sges(&lcur, q->len, 0, 1 + (int)rnd_below(MAX_SGE),
 				   q->sge);
@@ -588,9 +603,11 @@ static void check_mem(const char *what)
 
 static void iteration(unsigned long it)
 {
+	/* one more of each for UC's closing zero-length SEND */
 	struct wr_plan p[MAX_BATCH];
-	struct ibv_send_wr wr[MAX_BATCH], *bad_s;
-	struct ibv_recv_wr rwr[MAX_BATCH], *bad_r;
+	struct ibv_send_wr wr[MAX_BATCH + 1], *bad_s;
+	struct ibv_recv_wr rwr[MAX_BATCH + 1], *bad_r;
+	const uint64_t marker = ((uint64_t)it << 8) | 0x7f;
 	char what[64];
 	struct ibv_wc wc;
 	int nwr, me = is_client ? 0 : 1, nrecv = 0, err;
@@ -625,6 +642,13 @@ static void iteration(unsigned long it)
 			wr[w].wr.rdma.rkey = remote.rkey;
 			wr[w].next = w + 1 < nwr ? &wr[w + 1] : NULL;
 		}
+		if (uc) {
+			memset(&wr[nwr], 0, sizeof(wr[nwr]));
+			wr[nwr].wr_id = marker;
+			wr[nwr].opcode = IBV_WR_SEND;
+			wr[nwr].send_flags = IBV_SEND_SIGNALED;
+			wr[nwr - 1].next = &wr[nwr];
+		}
 	} else {
 		for (int w = 0; w < nwr; w++) {
 			struct wr_plan *q = &p[w];
@@ -648,6 +672,13 @@ static void iteration(unsigned long it)
 					rwr[nrecv - 1].next = &rwr[nrecv];
 				nrecv++;
 			}
+		}
+		if (uc) {
+			memset(&rwr[nrecv], 0, sizeof(rwr[0]));
+			rwr[nrecv].wr_id = marker | 0x80;
+			if (nrecv)
+				rwr[nrecv - 1].next = &rwr[nrecv];
+			nrecv++;
 		}
 		if (nrecv) {
 			err = ibv_post_recv(qp, rwr, &bad_r);
@@ -681,6 +712,11 @@ static void iteration(unsigned long it)
 						     IBV_WC_SEND,
 				 q->op == OP_READ, q->len, -1, 0, what);
 		}
+		if (uc) {
+			wait_wc(&wc, "the closing SEND");
+			check_wc(&wc, marker, IBV_WC_SEND, 0, 0, -1, 0,
+				 "the closing SEND");
+		}
 	} else {
 		for (int w = 0; w < nwr; w++) {
 			struct wr_plan *q = &p[w];
@@ -696,8 +732,14 @@ static void iteration(unsigned long it)
 							 IBV_WC_RECV,
 				 1, q->len, q->op != OP_SEND, q->imm, what);
 		}
+		if (uc) {
+			wait_wc(&wc, "receive of the closing SEND");
+			check_wc(&wc, marker | 0x80, IBV_WC_RECV, 1, 0, 0, 0,
+				 "receive of the closing SEND");
+		}
 	}
-	/* the requester has every ACK: all data has landed on both ends */
+	/* RC: the requester has every ACK; UC: the responder has the closing
+	 * SEND. Either way all data has landed on both ends. */
 	sync_peer("done");
 	if (ibv_poll_cq(cq, 1, &wc) != 0)
 		fail("iteration %lu: extra completion wr_id 0x%" PRIx64 " status %s opcode %d",
@@ -710,8 +752,8 @@ static void usage(const char *argv0)
 {
 	printf("usage: %s [-d ibdev] [-i port] [-g gid_index] [-p tcp_port] [-n iterations]\n"
 	       "          [-s seed] [-M mtu] [-m max_msg] [-t timeout_s] [-T qp_timeout] [-r retry_cnt]\n"
-	       "          [server_ip]\n"
-	       "Without server_ip: server (takes the client's -n -s -M -m). MTU is 256..4096\n"
+	       "          [-u] [server_ip]\n"
+	       "Without server_ip: server (takes the client's -n -s -M -m -u). -u: UC QPs. MTU is 256..4096\n"
 	       "and at most the port's active MTU (default: the active MTU).\n",
 	       argv0);
 	exit(2);
@@ -727,7 +769,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	prm.iters = 100;
 	prm.max_msg = 70000;
-	while ((opt = getopt(argc, argv, "d:i:g:p:n:s:M:m:t:T:r:vh")) != -1) {
+	while ((opt = getopt(argc, argv, "d:i:g:p:n:s:M:m:t:T:r:uvh")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'i': port_num = (uint8_t)atoi(optarg); break;
@@ -740,6 +782,7 @@ int main(int argc, char **argv)
 		case 't': timeout_s = atoi(optarg); break;
 		case 'T': qp_timeout = (uint8_t)atoi(optarg); break;
 		case 'r': retry_cnt = (uint8_t)atoi(optarg); break;
+		case 'u': prm.flags |= PRM_UC; break;
 		case 'v': verbose = 1; break;
 		default: usage(argv[0]);
 		}

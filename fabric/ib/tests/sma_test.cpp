@@ -340,6 +340,10 @@ TEST(IbSma, SwitchTables) {
     r = ask(sma, smp(LR, method::Get, attr::PortInfo, 4));
     EXPECT_EQ(PortInfo::read(r.data).port_state, port_state::Init);
     EXPECT_EQ(ask(sma, smp(LR, method::Get, attr::PortInfo, 9)).status(), mad_status::InvalidField);
+    // Bit 31 (SMSupportsExtendedSpeeds) is a flag, not part of the port.
+    EXPECT_EQ(ask(sma, smp(LR, method::Get, attr::PortInfo, 0x80000004u)).status(), 0);
+    EXPECT_EQ(ask(sma, smp(LR, method::Get, attr::PortInfo, 0x104)).status(),
+              mad_status::InvalidField);
 
     // SL2VL by (in, out); VLArb of port 0 does not exist (base port 0).
     b.fill(0);

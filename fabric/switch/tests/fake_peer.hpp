@@ -21,7 +21,7 @@ using namespace ohca::ib;
 inline std::vector<uint8_t> framed(std::span<const uint8_t> f) {
     std::vector<uint8_t> out(4 + f.size());
     put32(out.data(), static_cast<uint32_t>(f.size()));
-    std::memcpy(out.data() + 4, f.data(), f.size());
+    std::copy(f.begin(), f.end(), out.begin() + 4);
     return out;
 }
 

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """smoke.py OHCA_SWITCH: the ohca-switch program end to end. Two ports on
 socket pairs (as the VM harness passes them), a third listening on a unix
-socket path; a directed-route NodeInfo Get from port 1 is answered, one
-forwarded out port 3 through the listening socket; SIGTERM writes the
+socket path, a fourth connecting to one; a directed-route NodeInfo Get
+from port 1 is answered, others forwarded out ports 3 and 4; SIGTERM writes the
 statistics; the capture decodes with tshark as InfiniBand without errors.
 Standard library (and tshark from tests/deps.sh)."""
 
@@ -95,8 +95,12 @@ def main():
         path3 = os.path.join(tmp, "port3.sock")
         stats = os.path.join(tmp, "stats.json")
         cap = os.path.join(tmp, "cap.pcap")
+        path4 = os.path.join(tmp, "port4.sock")
+        l4 = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        l4.bind(path4)
+        l4.listen(1)
         sw = subprocess.Popen([binary, "--port", str(b1.fileno()), "--port", f"fd:{b2.fileno()}",
-                               "--port", f"listen:{path3}", "--ports", "4",
+                               "--port", f"listen:{path3}", "--port", f"connect:{path4}",
                                "--stats", stats, "--capture", cap],
                               pass_fds=(b1.fileno(), b2.fileno()), stdout=subprocess.PIPE,
                               text=True)
@@ -109,7 +113,9 @@ def main():
             time.sleep(0.05)
         c3 = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         c3.connect(path3)
-        for s in (a1, a2, c3):
+        l4.settimeout(10)
+        c4, _ = l4.accept()
+        for s in (a1, a2, c3, c4):
             for vl in range(4):
                 send(s, fcp(vl, 0, 256))
         send(a1, smp_frame([1]))
@@ -122,12 +128,15 @@ def main():
         send(a1, smp_frame([1, 3]))
         fwd = frames(c3, 1)
         assert fwd and fwd[0][28 + 6] == 2, "the SMP did not come out port 3 with hop pointer 2"
+        send(a1, smp_frame([1, 4]))
+        fwd4 = frames(c4, 1)
+        assert fwd4 and fwd4[0][28 + 6] == 2, "the SMP did not come out port 4 (connect:)"
         sw.send_signal(signal.SIGTERM)
         sw.wait(timeout=10)
         assert sw.returncode == 0, sw.returncode
         st = json.load(open(stats))
-        assert st["ports"][1]["smp_local"] == 1 and st["ports"][1]["smp_forwarded"] == 1, st
-        assert st["ports"][3]["connected"] and not st["ports"][4]["connected"], st
+        assert st["ports"][1]["smp_local"] == 1 and st["ports"][1]["smp_forwarded"] == 2, st
+        assert st["ports"][3]["connected"] and st["ports"][4]["connected"], st
         if shutil.which("tshark"):
             # This tshark (4.0) has no pcap mapping for LINKTYPE_INFINIBAND
             # (247): the same records as user DLT 147, decoded as InfiniBand.

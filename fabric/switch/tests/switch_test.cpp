@@ -463,6 +463,94 @@ TEST(Switch, LidRoutedSmpAndPma) {
     EXPECT_EQ(r[kPmaDataOffset + 1], 2);
 }
 
+TEST(Switch, TrapToTheSmOnLinkChange) {
+    Fabric f(3);
+    f.connect_all();
+    f.program();
+    // The SM (LID 2, behind port 1) tells the switch where it is.
+    SmpData d{};
+    PortInfo pi = PortInfo::read(f.sm(dr_smp(method::Get, attr::PortInfo, 0, {1})).data);
+    pi.port_state = port_state::NoChange;
+    pi.master_sm_lid = 2;
+    pi.write(d);
+    EXPECT_EQ(f.sm(dr_smp(method::Set, attr::PortInfo, 0, {1}, d)).status(), 0);
+    f.peer(1).data.clear();
+    f.sw->disconnect(3, 0);
+    f.pump();
+    ASSERT_EQ(f.peer(1).data.size(), 1u);
+    Packet pkt;
+    ASSERT_EQ(parse(f.peer(1).data[0], pkt), PacketError::Ok);
+    EXPECT_EQ(pkt.lrh.dlid, 2);
+    EXPECT_EQ(pkt.lrh.slid, 1);
+    const Smp t = Smp::read(mad_of(f.peer(1).data[0]));
+    EXPECT_EQ(t.hdr.method, method::Trap);
+    const Notice n = Notice::read(t.data);
+    EXPECT_EQ(n.trap_number, trap::LinkStateChange);
+    EXPECT_EQ(n.details[1], 1); // LIDADDR: the switch
+    EXPECT_EQ(f.sw->stats(0).traps_sent, 1u);
+}
+
+// Two switches in a line: A port 2 <-> B port 1, the SM's node on A port
+// 1, a host on B port 2. Directed route through both, then data with
+// credits on the inter-switch link too.
+TEST(Switch, TwoSwitchesInALine) {
+    Fabric a(2), b(2);
+    a.peer(1).connect();
+    b.peer(2).connect();
+    a.sw->connect(2, 0);
+    b.sw->connect(1, 0);
+    auto wire = [&] {
+        for (int i = 0; i < 8; ++i) {
+            auto x = a.sw->output(2);
+            std::vector<uint8_t> ab(x.begin(), x.end());
+            a.sw->consumed(2, ab.size(), 0);
+            b.sw->receive(1, ab, 0);
+            auto y = b.sw->output(1);
+            std::vector<uint8_t> ba(y.begin(), y.end());
+            b.sw->consumed(1, ba.size(), 0);
+            a.sw->receive(2, ba, 0);
+            a.peer(1).pump();
+            b.peer(2).pump();
+        }
+    };
+    wire();
+    EXPECT_EQ(a.sw->credits(2).credit(0), 256); // B's buffer, seen by A
+    // NodeInfo of B: path {1, 2} (A's port 2).
+    a.peer(1).data.clear();
+    a.peer(1).send_raw(framed(smp_frame(dr_smp(method::Get, attr::NodeInfo, 0, {1, 2}))));
+    wire();
+    ASSERT_EQ(a.peer(1).data.size(), 1u);
+    const Smp r = Smp::read(mad_of(a.peer(1).data[0]));
+    EXPECT_TRUE(r.direction);
+    EXPECT_EQ(r.hop_ptr, 1);
+    EXPECT_EQ(r.return_path[1], 1);
+    EXPECT_EQ(r.return_path[2], 1); // B's input port
+    const NodeInfo n = NodeInfo::read(r.data);
+    EXPECT_EQ(n.local_port_num, 1);
+    // Routes by hand (as the SM would program them): LID 10 behind B port 2.
+    for (Switch *sw : {a.sw.get(), b.sw.get()}) {
+        for (uint8_t p = 0; p <= 2; ++p) {
+            sw->sma_state().ports[p].info.port_state = port_state::Active;
+        }
+    }
+    a.sw->sma_state().lft[10] = 2;
+    b.sw->sma_state().lft[10] = 2;
+    b.peer(2).data.clear();
+    std::vector<std::vector<uint8_t>> sent;
+    for (uint32_t i = 0; i < 300; ++i) {
+        auto pkt = data_frame(1, 0, 10, 3, 1024, i);
+        pkt[0] = 0x00; // VL0
+        seal(pkt);
+        if (a.peer(1).send(pkt)) {
+            sent.push_back(pkt);
+        }
+        wire();
+    }
+    EXPECT_EQ(b.peer(2).data, sent);
+    EXPECT_GT(sent.size(), 250u);
+    EXPECT_EQ(a.sw->stats(2).overruns + b.sw->stats(1).overruns, 0u);
+}
+
 TEST(Switch, StatsJson) {
     Fabric f(2);
     f.connect_all();

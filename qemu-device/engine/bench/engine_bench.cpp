@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Google Benchmark of the engine alone, with the unit tests' fake host
-// (guest memory in a std::map of regions, a vector as the wire): RC
+// Google Benchmark of the engine alone, with the shared test driver's fake
+// host (guest memory in a std::map of regions, a vector as the wire): RC
 // messages in loopback and over a fake wire between two engines, the cost
 // of an idle engine pass by number of QPs, and CRC-32 throughput.
 //
@@ -24,8 +24,6 @@
 namespace ohca::test {
 namespace {
 
-constexpr uint32_t kAllAccess =
-    OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ;
 constexpr uint32_t kBuf = 1 << 20;
 constexpr uint8_t kMtu1024 = 3;
 
@@ -43,8 +41,8 @@ class Pair {
   public:
     explicit Pair(bool wire) : x_(1), y_(wire ? std::make_unique<RdmaNode>(2) : nullptr) {
         RdmaNode &ny = y();
-        a_ = side(x_);
-        b_ = side(ny);
+        a_ = make_side(x_, kBuf, 8, {}, 10);
+        b_ = make_side(ny, kBuf, 8, {}, 10);
         x_.connect(a_.qp, b_.qp.qpn, ny, kMtu1024);
         ny.connect(b_.qp, a_.qp.qpn, x_, kMtu1024);
     }
@@ -69,16 +67,6 @@ class Pair {
     }
 
   private:
-    static Side side(RdmaNode &n) {
-        Side s;
-        s.pd = n.create_pd();
-        s.scq = n.create_cq(10);
-        s.rcq = n.create_cq(10);
-        s.qp = n.create_qp(s.pd, s.scq.cqn, s.rcq.cqn, 8, 8);
-        s.buf = n.alloc(kBuf);
-        s.key = n.reg_mr(s.pd, s.buf, kBuf, kAllAccess);
-        return s;
-    }
     RdmaNode x_;
     std::unique_ptr<RdmaNode> y_;
     Side a_, b_;

@@ -4,20 +4,23 @@
 //   Input   a FuzzedDataProvider-like decoder (own code, no LLVM headers):
 //           little-endian integers, bounded choices and byte runs; reads past
 //           the end yield zeros, so any prefix of an input is still valid.
-//   Host    the engine's host over a bounded guest memory: one arena of
-//           kGuestSize bytes at kGuestBase, plus an optional "hole" in it.
-//           DMA outside the arena or into the hole fails (the engine must
-//           handle it); the arena is an exact-size heap block, so ASan
-//           reports any stray access by the fake itself. The callbacks
-//           check the engine's side of the contract (vectors, frame
-//           lengths, DMA sizes) and abort on a violation.
-//   Driver  a minimal driver: bring-up, command submission, EQ consumption,
-//           Ethernet ring setup — so fuzzers reach deep states.
+//   Host    the shared test driver's fake host (testing/) over a bounded
+//           guest memory: one arena of kGuestSize bytes at kGuestBase,
+//           plus an optional "hole" in it. DMA outside the arena or into
+//           the hole fails (the engine must handle it); the arena is an
+//           exact-size heap block, so ASan reports any stray access by the
+//           fake itself. The callbacks check the engine's side of the
+//           contract (vectors, frame lengths, DMA sizes) and abort on a
+//           violation (the test driver's default failure handler).
+//   Driver  the shared test driver's: bring-up, command submission, EQ
+//           consumption, Ethernet ring setup — so fuzzers reach deep states.
 //
 // Nothing here uses GoogleTest: the same sources build as libFuzzer
 // binaries (clang) and as plain replay programs (any compiler, replay.cpp).
 #pragma once
 
+#include "driver.hpp"
+#include "fake_host.hpp"
 #include "ohca_engine.h"
 
 #include <ohca/ohca_cmd.h>
@@ -152,27 +155,35 @@ inline uint64_t pick_addr(Input &in, uint64_t preferred, uint64_t align = 1) {
     }
 }
 
-class Host {
+// The shared test driver's fake host (testing/fake_host.hpp), set up for
+// fuzzing: guest memory is one arena, allocated once per process (a fresh
+// 512 KiB mapping per input costs more in page faults than the whole engine
+// run) and zeroed for each input; the callbacks check the engine's side of
+// the contract (strict); nothing is logged, only counted; a virtual clock
+// that moves on by 1 ms at every reading, so transport timers (ACK timeout,
+// RNR wait) expire within a few process() calls, and a timer armed asks for
+// a run (the driver's drain() runs process() again).
+class Host : public ohca::test::FakeHost {
   public:
-    // The arena is allocated once per process (a fresh 512 KiB mapping per
-    // input costs more in page faults than the whole engine run) and zeroed
-    // for each input.
-    Host() : mem_(arena()) { std::memset(mem_, 0, kGuestSize); }
+    Host() {
+        uint8_t *mem = arena();
+        std::memset(mem, 0, kGuestSize);
+        add_region(kGuestBase, std::span<uint8_t>(mem, kGuestSize));
+        strict = true;
+        max_dma = kMaxDma;
+        record = false;
+        timer_reschedules = true;
+        now = 1;
+        now_step = 1000000;
+        on_dma = [this] { maybe_reenter(); };
+    }
 
     // Engine lifetime is tied to the host (the callbacks see `this`).
     ohca_engine *create(bool link_up = true) {
-        ohca_engine_ops ops{};
-        ops.dma_read = &Host::dma_read_cb;
-        ops.dma_write = &Host::dma_write_cb;
-        ops.raise_irq = &Host::raise_irq_cb;
-        ops.transmit = &Host::transmit_cb;
-        ops.schedule = &Host::schedule_cb;
-        ops.rx_resume = &Host::rx_resume_cb;
-        ops.now_ns = &Host::now_ns_cb;
-        ops.set_timer = &Host::set_timer_cb;
+        ohca_engine_ops ops = FakeHost::ops();
+        ops.trace = nullptr; // as the QEMU glue without tracing
         ohca_engine_config cfg{};
-        const uint8_t mac[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
-        std::memcpy(cfg.mac, mac, 6);
+        std::memcpy(cfg.mac, kMac, 6);
         cfg.node_guid = 0x0000fffe00000001ull;
         cfg.sys_image_guid = cfg.node_guid;
         cfg.link_up = link_up;
@@ -192,52 +203,9 @@ class Host {
 
     static constexpr uint8_t kMac[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
 
-    // The driver's (harness') own access to guest memory: must be in range.
-    void put_bytes(uint64_t addr, const void *buf, size_t len) {
-        if (!in_arena(addr, len)) {
-            fail("harness write outside the arena at %#llx+%zu", (unsigned long long)addr, len);
-        }
-        if (len != 0) {
-            std::memcpy(mem_ + (addr - kGuestBase), buf, len);
-        }
-    }
-    void get_bytes(uint64_t addr, void *buf, size_t len) const {
-        if (!in_arena(addr, len)) {
-            fail("harness read outside the arena at %#llx+%zu", (unsigned long long)addr, len);
-        }
-        if (len != 0) {
-            std::memcpy(buf, mem_ + (addr - kGuestBase), len);
-        }
-    }
-    template <class T> void put(uint64_t addr, const T &v) { put_bytes(addr, &v, sizeof(T)); }
-    template <class T> T get(uint64_t addr) const {
-        T v{};
-        get_bytes(addr, &v, sizeof(T));
-        return v;
-    }
-    void fill(uint64_t addr, uint8_t byte, size_t len) {
-        if (!in_arena(addr, len)) {
-            fail("harness fill outside the arena");
-        }
-        std::memset(mem_ + (addr - kGuestBase), byte, len);
-    }
-
     static bool in_arena(uint64_t addr, size_t len) {
         return addr >= kGuestBase && addr - kGuestBase <= kGuestSize &&
                len <= kGuestSize - (addr - kGuestBase);
-    }
-
-    // DMA into [lo, hi) fails: a page the guest unmapped meanwhile, or
-    // with writes_only, memory the device can read but not write (ROM, a
-    // read-only IOMMU mapping) — reaches the write-back error paths.
-    void set_hole(uint64_t lo, uint64_t hi, bool writes_only = false) {
-        hole_lo_ = lo;
-        hole_hi_ = hi;
-        hole_writes_only_ = writes_only;
-    }
-    void clear_hole() {
-        hole_lo_ = hole_hi_ = 0;
-        hole_writes_only_ = false;
     }
 
     // A one-shot engine call made from inside the next DMA callback, as a
@@ -250,27 +218,9 @@ class Host {
     }
 
     // Moves the virtual clock on, so armed transport timers expire.
-    void advance_clock(uint64_t ns) { now_ns_ += ns; }
-
-    uint64_t schedules = 0;
-    uint64_t rx_resumes = 0;
-    uint64_t irqs = 0;
-    uint64_t frames_out = 0;
-    uint64_t dma_ok = 0;
-    uint64_t dma_faults = 0;
+    void advance_clock(uint64_t ns) { now += ns; }
 
   private:
-    bool dma_allowed(uint64_t addr, size_t len, bool write) const {
-        if (!in_arena(addr, len)) {
-            return false;
-        }
-        if (hole_writes_only_ && !write) {
-            return true;
-        }
-        const uint64_t end = addr + len;
-        return hole_hi_ <= addr || end <= hole_lo_;
-    }
-
     void maybe_reenter() {
         if (reenter_ == Reenter::None) {
             return;
@@ -305,84 +255,12 @@ class Host {
         }
     }
 
-    static Host &self(void *ctx) { return *static_cast<Host *>(ctx); }
-
-    static int dma_read_cb(void *ctx, uint64_t addr, void *buf, size_t len) {
-        Host &h = self(ctx);
-        if (buf == nullptr || len == 0 || len > kMaxDma) {
-            fail("dma_read of %zu bytes at %#llx (buf %p)", len, (unsigned long long)addr, buf);
-        }
-        h.maybe_reenter();
-        if (!h.dma_allowed(addr, len, false)) {
-            ++h.dma_faults;
-            // Scribble over the buffer: the engine must not use it.
-            std::memset(buf, 0xa5, len);
-            return -1;
-        }
-        ++h.dma_ok;
-        std::memcpy(buf, h.mem_ + (addr - kGuestBase), len);
-        return 0;
-    }
-    static int dma_write_cb(void *ctx, uint64_t addr, const void *buf, size_t len) {
-        Host &h = self(ctx);
-        if (buf == nullptr || len == 0 || len > kMaxDma) {
-            fail("dma_write of %zu bytes at %#llx (buf %p)", len, (unsigned long long)addr, buf);
-        }
-        h.maybe_reenter();
-        if (!h.dma_allowed(addr, len, true)) {
-            ++h.dma_faults;
-            // Still read the source, so ASan checks the engine's buffer.
-            volatile uint8_t sink = 0;
-            for (size_t i = 0; i < len; ++i) {
-                sink = sink ^ static_cast<const uint8_t *>(buf)[i];
-            }
-            return -1;
-        }
-        ++h.dma_ok;
-        std::memcpy(h.mem_ + (addr - kGuestBase), buf, len);
-        return 0;
-    }
-    static void raise_irq_cb(void *ctx, unsigned int vector) {
-        if (vector >= OHCA_NUM_MSIX) {
-            fail("raise_irq(%u)", vector);
-        }
-        ++self(ctx).irqs;
-    }
-    static void transmit_cb(void *ctx, const uint8_t *frame, size_t len) {
-        if (frame == nullptr || len < OHCA_ETH_MIN_FRAME || len > OHCA_ETH_MAX_FRAME) {
-            fail("transmit of %zu bytes (frame %p)", len, static_cast<const void *>(frame));
-        }
-        volatile uint8_t sink = 0;
-        for (size_t i = 0; i < len; ++i) {
-            sink = sink ^ frame[i];
-        }
-        ++self(ctx).frames_out;
-    }
-    static void schedule_cb(void *ctx) { ++self(ctx).schedules; }
-    // A virtual clock: every reading moves it on by 1 ms, so transport
-    // timers (ACK timeout, RNR wait) expire within a few process() calls.
-    static uint64_t now_ns_cb(void *ctx) { return self(ctx).now_ns_ += 1000000; }
-    static void set_timer_cb(void *ctx, uint64_t deadline_ns) {
-        Host &h = self(ctx);
-        h.timer_ns_ = deadline_ns;
-        if (deadline_ns != 0) {
-            ++h.schedules; // the driver's drain() runs process() again
-        }
-    }
-    static void rx_resume_cb(void *ctx) { ++self(ctx).rx_resumes; }
-
     static uint8_t *arena() {
         static const std::unique_ptr<uint8_t[]> mem(new uint8_t[kGuestSize]);
         return mem.get();
     }
 
-    uint8_t *mem_;
     ohca_engine *engine_ = nullptr;
-    uint64_t hole_lo_ = 0;
-    uint64_t hole_hi_ = 0;
-    bool hole_writes_only_ = false;
-    uint64_t now_ns_ = 1;
-    uint64_t timer_ns_ = 0;
     Reenter reenter_ = Reenter::None;
     uint32_t reenter_a_ = 0;
     uint32_t reenter_b_ = 0;
@@ -390,105 +268,41 @@ class Host {
 
 // ---- a minimal driver ----------------------------------------------------
 
-class Driver {
+// The shared test driver (testing/driver.hpp) at the arena's usual places,
+// with what every fuzzer needs on top: Ethernet rings at fixed addresses,
+// commands by status alone, and the recovery check each input ends with.
+class Driver : public ohca::test::Driver {
   public:
-    explicit Driver(Host &h, bool link_up = true) : h_(h), e_(h.create(link_up)) {}
+    explicit Driver(Host &h, bool link_up = true)
+        : ohca::test::Driver(h, {kEq, kCmdq, kMailboxIn, kMailboxOut, 4096}), h_(h) {
+        attach(h.create(link_up));
+        cmdq_log = 1;
+        eq_log = 2;
+        fill_status = 0xff;
+        fill_syndrome = 0;
+    }
 
-    ohca_engine *engine() const { return e_; }
     Host &host() { return h_; }
-
-    uint32_t rd(uint32_t reg) { return static_cast<uint32_t>(ohca_engine_reg_read(e_, reg, 4)); }
-    void wr(uint32_t reg, uint32_t v) { ohca_engine_reg_write(e_, reg, v, 4); }
-
-    [[nodiscard]] bool ready() { return rd(OHCA_REG_DEV_STATUS) == OHCA_DEV_STATUS_READY; }
 
     // Reset, program EQ 0 (armed) and the command ring at their usual
     // places, ENABLE. True if the device is READY afterwards.
-    bool bring_up(unsigned int cmdq_log, unsigned int eq_log) {
-        wr(OHCA_REG_DEV_CTRL, OHCA_DEV_CTRL_RESET);
-        if ((rd(OHCA_REG_DEV_STATUS) & OHCA_DEV_STATUS_RESET_DONE) == 0) {
-            fail("no RESET_DONE after reset");
-        }
-        cmdq_log_ = std::clamp(cmdq_log, 1u, 10u);
-        eq_log_ = std::clamp(eq_log, 2u, kEqLogMax);
-        cmd_pi_ = 0;
-        eq_ci_ = 0;
-        tx_pi_ = rx_pi_ = 0;
-        tx_log_ = rx_log_ = 0;
-        h_.fill(kEq, 0, size_t{16} << eq_log_);
-        wr(OHCA_REG_EQ0_BASE_LO, static_cast<uint32_t>(kEq));
-        wr(OHCA_REG_EQ0_BASE_HI, static_cast<uint32_t>(kEq >> 32));
-        wr(OHCA_REG_EQ0_LOG_SIZE, eq_log_);
-        wr(OHCA_REG_EQ0_DB, OHCA_EQ_DB_ARM);
-        wr(OHCA_REG_CMDQ_BASE_LO, static_cast<uint32_t>(kCmdq));
-        wr(OHCA_REG_CMDQ_BASE_HI, static_cast<uint32_t>(kCmdq >> 32));
-        wr(OHCA_REG_CMDQ_LOG_SIZE, cmdq_log_);
-        wr(OHCA_REG_DEV_CTRL, OHCA_DEV_CTRL_ENABLE);
-        return ready();
+    bool bring_up(unsigned int cmdq_log_in, unsigned int eq_log_in) {
+        return ohca::test::Driver::bring_up(std::clamp(cmdq_log_in, 1u, 10u),
+                                            std::clamp(eq_log_in, 2u, kEqLogMax));
     }
 
     // process() until the engine stops asking for it (bounded: a hostile
     // guest can keep it busy, which is fine, but it must not spin here).
-    void drain(unsigned int max_rounds = 64) {
-        for (unsigned int i = 0; i < max_rounds; ++i) {
-            const uint64_t before = h_.schedules;
-            ohca_engine_process(e_);
-            if (h_.schedules == before) {
-                return;
-            }
-        }
-    }
+    void drain(unsigned int max_rounds = 64) { (void)ohca::test::Driver::drain(max_rounds); }
 
-    // Consumes every valid EQE (by owner bit) and re-arms.
-    unsigned int consume_eq(bool arm = true) {
-        unsigned int n = 0;
-        const uint32_t size = 1u << eq_log_;
-        for (; n < size; ++n) {
-            const auto e = h_.get<ohca_eqe>(kEq + 16ull * (eq_ci_ & (size - 1)));
-            const uint8_t want = ((eq_ci_ >> eq_log_) & 1) == 0 ? OHCA_EQE_OWNER : 0;
-            if ((e.flags & OHCA_EQE_OWNER) != want) {
-                break;
-            }
-            ++eq_ci_;
-        }
-        wr(OHCA_REG_EQ0_DB, (eq_ci_ & 0xffff) | (arm ? OHCA_EQ_DB_ARM : 0));
-        return n;
-    }
-
-    uint32_t cmdq_size() const { return 1u << cmdq_log_; }
-    uint64_t next_slot_addr() const { return kCmdq + 64ull * (cmd_pi_ & (cmdq_size() - 1)); }
-    void post_entry(const ohca_cmd &c) {
-        h_.put(next_slot_addr(), c);
-        ++cmd_pi_;
-    }
-    void ring_cmdq() { wr(OHCA_REG_CMDQ_PI, cmd_pi_ & 0xffff); }
-    uint32_t cmd_pi() const { return cmd_pi_; }
+    void post_entry(const ohca_cmd &c) { (void)post(c); }
+    uint32_t cmd_pi() const { return ohca::test::Driver::cmd_pi; }
 
     // One command, executed synchronously. Returns the status the device
     // wrote, or 0xff if it did not complete (device not READY, ...).
     uint8_t cmd(uint16_t opcode, const void *in = nullptr, uint16_t in_len = 0,
                 uint16_t out_len = 0, uint64_t out_addr = 0) {
-        ohca_cmd c{};
-        c.opcode = opcode;
-        c.token = ++token_;
-        c.status = 0xff;
-        c.in_len = in_len;
-        c.out_len = out_len;
-        c.out_addr = out_addr;
-        if (in_len <= OHCA_CMD_INLINE_MAX) {
-            if (in != nullptr && in_len != 0) {
-                std::memcpy(c.inline_in, in, in_len);
-            }
-        } else {
-            c.in_addr = kMailboxIn;
-            h_.put_bytes(kMailboxIn, in, std::min<size_t>(in_len, 4096));
-        }
-        const uint64_t slot = next_slot_addr();
-        post_entry(c);
-        ring_cmdq();
-        drain();
-        consume_eq();
-        return h_.get<ohca_cmd>(slot).status;
+        return execute(opcode, in, in_len, out_len, out_addr).status;
     }
     template <class In> uint8_t cmd_in(uint16_t opcode, const In &in) {
         return cmd(opcode, &in, sizeof(In));
@@ -496,22 +310,11 @@ class Driver {
 
     // Ethernet rings at their usual places.
     bool create_ring(uint8_t type, unsigned int log_size) {
-        ohca_create_eth_ring_in in{};
-        in.type = type;
-        in.log_size = static_cast<uint8_t>(log_size);
-        in.base = type == OHCA_ETH_RING_TX ? kTxRing : kRxRing;
-        if (cmd_in(OHCA_CMD_CREATE_ETH_RING, in) != OHCA_STATUS_OK) {
-            return false;
-        }
-        (type == OHCA_ETH_RING_TX ? tx_log_ : rx_log_) = log_size;
-        (type == OHCA_ETH_RING_TX ? tx_pi_ : rx_pi_) = 0;
-        return true;
+        return ohca::test::Driver::create_ring(type, log_size, ring_base(type)).status ==
+               OHCA_STATUS_OK;
     }
     bool destroy_ring(uint8_t type) {
-        ohca_destroy_eth_ring_in in{};
-        in.type = type;
-        (type == OHCA_ETH_RING_TX ? tx_log_ : rx_log_) = 0;
-        return cmd_in(OHCA_CMD_DESTROY_ETH_RING, in) == OHCA_STATUS_OK;
+        return ohca::test::Driver::destroy_ring(type).status == OHCA_STATUS_OK;
     }
     bool set_port(uint32_t mask, uint32_t mtu, uint32_t rx_mode) {
         ohca_set_port_in in{};
@@ -521,27 +324,9 @@ class Driver {
         in.rx_mode = rx_mode;
         return cmd_in(OHCA_CMD_SET_PORT, in) == OHCA_STATUS_OK;
     }
-    unsigned int ring_log(uint8_t type) const {
-        return type == OHCA_ETH_RING_TX ? tx_log_ : rx_log_;
-    }
-    uint64_t ring_base(uint8_t type) const { return type == OHCA_ETH_RING_TX ? kTxRing : kRxRing; }
-    uint32_t &ring_pi(uint8_t type) { return type == OHCA_ETH_RING_TX ? tx_pi_ : rx_pi_; }
-
-    // Writes a descriptor at the ring's next slot and advances the
-    // producer (doorbell rung by the caller with ring_eth()).
-    void post_desc(uint8_t type, const ohca_eth_desc &d) {
-        const unsigned int log = ring_log(type);
-        if (log == 0) {
-            return;
-        }
-        uint32_t &pi = ring_pi(type);
-        h_.put(ring_base(type) + 16ull * (pi & ((1u << log) - 1)), d);
-        ++pi;
-    }
-    void ring_eth(uint8_t type) {
-        wr(type == OHCA_ETH_RING_TX ? OHCA_REG_ETH_TX_PI : OHCA_REG_ETH_RX_PI,
-           ring_pi(type) & 0xffff);
-    }
+    unsigned int ring_log(uint8_t type) { return ring(type).log; }
+    static uint64_t ring_base(uint8_t type) { return type == OHCA_ETH_RING_TX ? kTxRing : kRxRing; }
+    uint32_t &ring_pi(uint8_t type) { return ring(type).pi; }
 
     // The property every fuzzer ends with: whatever the guest did, a reset
     // gives back a device that brings up and executes commands.
@@ -569,12 +354,13 @@ class Driver {
     // OHCA_FUZZ_VERBOSE=1: what an input reached (for checking seeds).
     void report() {
         const uint32_t status = rd(OHCA_REG_DEV_STATUS);
+        const uint64_t dma = uint64_t{h_.dma_reads} + h_.dma_writes;
         std::fprintf(stderr,
                      "status %#x fatal %u err %u | dma %llu ok %llu faults | irq %llu | "
                      "tx %llu",
                      status, rd(OHCA_REG_FATAL_CODE), rd(OHCA_REG_ERR_COUNT),
-                     (unsigned long long)h_.dma_ok, (unsigned long long)h_.dma_faults,
-                     (unsigned long long)h_.irqs, (unsigned long long)h_.frames_out);
+                     (unsigned long long)(dma - h_.dma_faults), (unsigned long long)h_.dma_faults,
+                     (unsigned long long)h_.irq_count, (unsigned long long)h_.frames_out);
         if (status == OHCA_DEV_STATUS_READY) {
             ohca_query_stats_out s{};
             if (cmd(OHCA_CMD_QUERY_STATS, nullptr, 0, sizeof(s), kMailboxOut) == 0) {
@@ -595,16 +381,6 @@ class Driver {
 
   private:
     Host &h_;
-    ohca_engine *e_;
-    unsigned int cmdq_log_ = 1;
-    unsigned int eq_log_ = 2;
-    uint32_t cmd_pi_ = 0;
-    uint32_t eq_ci_ = 0;
-    uint16_t token_ = 0;
-    unsigned int tx_log_ = 0;
-    unsigned int rx_log_ = 0;
-    uint32_t tx_pi_ = 0;
-    uint32_t rx_pi_ = 0;
 };
 
 // ---- frames --------------------------------------------------------------

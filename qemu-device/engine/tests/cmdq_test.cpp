@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The command set: every command's success path and malformed commands.
-#include "fake_host.hpp"
+#include "engine_test.hpp"
 
 #include <array>
 
@@ -278,7 +278,7 @@ TEST_F(CmdqTest, BadInLen) {
     post_raw(c);
     ring_cmdq();
     drain();
-    const auto e = host_.get<ohca_cmd>(kCmdqBase + 64ull * ((cmd_pi_ - 1) & 15));
+    const auto e = host_.get<ohca_cmd>(kCmdqBase + 64ull * ((drv_.cmd_pi - 1) & 15));
     EXPECT_EQ(e.status, OHCA_STATUS_BAD_LEN);
     EXPECT_EQ(e.syndrome, 4096u);
 }
@@ -302,7 +302,7 @@ TEST_F(CmdqTest, MailboxInputIsFetchedByDma) {
     post_raw(c);
     ring_cmdq();
     drain();
-    const auto e = host_.get<ohca_cmd>(kCmdqBase + 64ull * ((cmd_pi_ - 1) & 15));
+    const auto e = host_.get<ohca_cmd>(kCmdqBase + 64ull * ((drv_.cmd_pi - 1) & 15));
     EXPECT_EQ(e.status, OHCA_STATUS_BAD_ADDR);
     EXPECT_EQ(e.syndrome, 0u);
     // Wrapping the address space is a DMA error too.
@@ -310,7 +310,7 @@ TEST_F(CmdqTest, MailboxInputIsFetchedByDma) {
     post_raw(c);
     ring_cmdq();
     drain();
-    EXPECT_EQ(host_.get<ohca_cmd>(kCmdqBase + 64ull * ((cmd_pi_ - 1) & 15)).status,
+    EXPECT_EQ(host_.get<ohca_cmd>(kCmdqBase + 64ull * ((drv_.cmd_pi - 1) & 15)).status,
               OHCA_STATUS_BAD_ADDR);
 }
 

@@ -4,6 +4,8 @@
 // is never lost, and its one timer goes with the CQ.
 #include "rdma_node.hpp"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 
 namespace ohca::test {

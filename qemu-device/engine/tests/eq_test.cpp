@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Event queue 0: owner bit across wraps, arm semantics, a full EQ 0.
-#include "fake_host.hpp"
+#include "engine_test.hpp"
 
 #include <algorithm>
 
@@ -188,7 +188,7 @@ TEST_F(EqTest, LargestEqWrapsWith16BitDoorbell) {
         }
     }
     EXPECT_EQ(rd(OHCA_REG_DEV_STATUS), uint32_t{OHCA_DEV_STATUS_READY});
-    EXPECT_EQ(eq_ci_, 65536u + 10);
+    EXPECT_EQ(drv_.eq_ci, 65536u + 10);
 }
 
 TEST_F(EqTest, EqWriteFailureIsFatal) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The Ethernet port: TX and RX rings, MAC filter, RoCE classification,
 // interrupt masking and link changes.
-#include "fake_host.hpp"
+#include "engine_test.hpp"
 
 #include <algorithm>
 
@@ -70,7 +70,7 @@ TEST_F(EthTest, BadTxDescriptorsCompleteWithError) {
     d.addr = kUnmapped;
     d.len = 64;
     host_.put(kTxRing + 32, d);
-    tx_pi_ = 3;
+    drv_.tx.pi = 3;
     wr(OHCA_REG_ETH_TX_PI, 3);
     post_tx(eth_frame(kOther, 0x0800, 64)); // a good one after them
     drain();

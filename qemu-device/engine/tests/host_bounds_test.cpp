@@ -5,9 +5,12 @@
 // error flushes in bounded steps, RNR retries for ever at a bounded rate,
 // and EQ 0 out of a peer's reach.
 #include "device/device.hpp"
+#include "engine_test.hpp"
 #include "link/roce_packet.hpp"
 #include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
+
+#include <gtest/gtest.h>
 
 #include <malloc.h>
 
@@ -72,15 +75,7 @@ TEST(HostBoundsQpTest, IdleQpsCostAtMostOneKiBEach) {
     const size_t heap1 = mallinfo2().uordblks; // both 0 under ASan
     EXPECT_LE(heap1 - std::min(heap0, heap1), size_t{1024} * (kQps - 1));
 
-    ohca_create_qp_in in{};
-    in.type = OHCA_QPT_RC;
-    in.sq_log_size = 1;
-    in.rq_log_size = 1;
-    in.sq_log_stride = 8;
-    in.rq_log_stride = 6;
-    in.pdn = pd;
-    in.send_cqn = cq.cqn;
-    in.recv_cqn = cq.cqn;
+    ohca_create_qp_in in = RdmaNode::idle_qp_in(pd, cq.cqn);
     in.sq_pbl = n.make_pbl(n.alloc(512), 512);
     in.rq_pbl = n.make_pbl(n.alloc(128), 128);
     EXPECT_EQ(n.cmd_in(OHCA_CMD_CREATE_QP, in).status, OHCA_STATUS_NO_RESOURCES);
@@ -462,15 +457,7 @@ TEST(HostBounds, PeerCannotOverflowEq0ThroughSrqQps) {
 // count connected RC QPs on cq whose SQ is never readable: a WQE posted
 // to one makes its QP FATAL, an event for EQ 0 (fewer if a create fails).
 std::vector<QpInfo> failing_qps(RdmaNode &n, uint32_t pd, const CqInfo &cq, uint32_t count) {
-    ohca_create_qp_in in{};
-    in.type = OHCA_QPT_RC;
-    in.sq_log_size = 1;
-    in.rq_log_size = 1;
-    in.sq_log_stride = 8;
-    in.rq_log_stride = 6;
-    in.pdn = pd;
-    in.send_cqn = cq.cqn;
-    in.recv_cqn = cq.cqn;
+    ohca_create_qp_in in = RdmaNode::idle_qp_in(pd, cq.cqn);
     in.sq_pbl = n.make_pbl(kUnmapped, 512);
     in.rq_pbl = n.make_pbl(n.alloc(128), 128);
     std::vector<QpInfo> qps;

@@ -7,6 +7,8 @@
 #include "link/roce_packet.hpp"
 #include "rdma_node.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 
 namespace ohca::test {

@@ -124,15 +124,7 @@ TEST(QpTableTest, CreateAfterFragmentationReusesFreedNumbersInOrder) {
             EXPECT_LT(again[i - 1], again[i]);
         }
     }
-    ohca_create_qp_in in{};
-    in.type = OHCA_QPT_RC;
-    in.sq_log_size = 1;
-    in.rq_log_size = 1;
-    in.sq_log_stride = 8;
-    in.rq_log_stride = 6;
-    in.pdn = pd;
-    in.send_cqn = cq.cqn;
-    in.recv_cqn = cq.cqn;
+    ohca_create_qp_in in = RdmaNode::idle_qp_in(pd, cq.cqn);
     in.sq_pbl = n.make_pbl(n.alloc(512), 512);
     in.rq_pbl = n.make_pbl(n.alloc(128), 128);
     EXPECT_EQ(n.cmd_in(OHCA_CMD_CREATE_QP, in).status, OHCA_STATUS_NO_RESOURCES);

@@ -8,6 +8,8 @@
 #include "rdma_node.hpp"
 #include "transports/raw_eth.hpp"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstring>
 

@@ -7,6 +7,8 @@
 #include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
+#include <gtest/gtest.h>
+
 #include <set>
 
 namespace ohca::test {
@@ -17,13 +19,7 @@ constexpr uint32_t kAll = OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE |
 constexpr uint32_t kRemote =
     OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ | OHCA_ACCESS_REMOTE_ATOMIC;
 
-struct End {
-    uint32_t pd = 0;
-    CqInfo scq, rcq;
-    QpInfo qp;
-    uint64_t buf = 0;
-    uint32_t key = 0;
-};
+using End = Side;
 
 class TwoNodes : public ::testing::Test {
   protected:
@@ -36,16 +32,7 @@ class TwoNodes : public ::testing::Test {
         a.connect(end[0].qp, end[1].qp.qpn, b, mtu, 14, 7, 7, kRemote, rd_atomic_a);
         b.connect(end[1].qp, end[0].qp.qpn, a, mtu, 14, 7, 7, access_b, rd_atomic_b);
     }
-    End make_end(RdmaNode &n, size_t bytes) {
-        End e;
-        e.pd = n.create_pd();
-        e.scq = n.create_cq(10);
-        e.rcq = n.create_cq(10);
-        e.qp = n.create_qp(e.pd, e.scq.cqn, e.rcq.cqn, 8, 8);
-        e.buf = n.alloc(bytes);
-        e.key = n.reg_mr(e.pd, e.buf, bytes, kAll);
-        return e;
-    }
+    static End make_end(RdmaNode &n, size_t bytes) { return make_side(n, bytes, 8, {}, 10, kAll); }
     // Pumps the wire, moving time on when it goes idle, until pred() holds.
     bool run(const std::function<bool()> &pred,
              const std::function<bool(bool, const std::vector<uint8_t> &)> &drop = {},

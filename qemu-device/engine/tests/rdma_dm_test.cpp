@@ -6,6 +6,8 @@
 // device's own loopback, with key and bounds checks.
 #include "rdma_node.hpp"
 
+#include <gtest/gtest.h>
+
 namespace ohca::test {
 namespace {
 

@@ -7,6 +7,8 @@
 #include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
+#include <gtest/gtest.h>
+
 #include <numeric>
 
 namespace ohca::test {

@@ -4,6 +4,8 @@
 #include "device/device.hpp"
 #include "rdma_node.hpp"
 
+#include <gtest/gtest.h>
+
 #include <numeric>
 
 namespace ohca::test {

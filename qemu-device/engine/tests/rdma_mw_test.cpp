@@ -6,6 +6,8 @@
 // windows are bound to it; over the device's own loopback.
 #include "rdma_node.hpp"
 
+#include <gtest/gtest.h>
+
 namespace ohca::test {
 namespace {
 

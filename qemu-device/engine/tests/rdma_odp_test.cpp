@@ -6,6 +6,8 @@
 #include "device/device.hpp"
 #include "rdma_node.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 
 namespace ohca::test {

@@ -4,6 +4,8 @@
 // kept, all or nothing), with the fake host.
 #include "rdma_node.hpp"
 
+#include <gtest/gtest.h>
+
 namespace ohca::test {
 namespace {
 

@@ -3,6 +3,8 @@
 // CQ doorbells, arming and completion EQs.
 #include "rdma_node.hpp"
 
+#include <gtest/gtest.h>
+
 namespace ohca::test {
 namespace {
 

@@ -9,6 +9,8 @@
 #include "objects/page_list.hpp"
 #include "objects/qp_state.hpp"
 
+#include <gtest/gtest.h>
+
 namespace ohca::test {
 namespace {
 

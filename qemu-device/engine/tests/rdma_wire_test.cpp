@@ -6,6 +6,8 @@
 #include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>

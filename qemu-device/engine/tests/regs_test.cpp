@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // BAR0 register file: identity, access rules, ENABLE and its checks.
-#include "fake_host.hpp"
+#include "engine_test.hpp"
 
 #include <ostream>
 #include <string>
@@ -150,7 +150,7 @@ TEST_F(RegsTest, BadCmdqConfigPostsDeviceFatalWhenEqIsGood) {
     wr(OHCA_REG_EQ0_BASE_LO, static_cast<uint32_t>(kEqBase));
     wr(OHCA_REG_EQ0_LOG_SIZE, 4);
     wr(OHCA_REG_CMDQ_LOG_SIZE, 20);
-    eq_log_ = 4;
+    drv_.eq_log = 4;
     wr(OHCA_REG_DEV_CTRL, OHCA_DEV_CTRL_ENABLE);
     ohca_eqe eqe{};
     ASSERT_TRUE(next_eqe(eqe));
@@ -163,7 +163,7 @@ TEST_F(RegsTest, CmdqRingUnreadableIsFatal) {
     host_.remove_region(kCmdqBase);
     ohca_cmd c{};
     (void)c;
-    ++cmd_pi_;
+    ++drv_.cmd_pi;
     ring_cmdq();
     drain();
     EXPECT_EQ(rd(OHCA_REG_DEV_STATUS), uint32_t{OHCA_DEV_STATUS_FATAL});

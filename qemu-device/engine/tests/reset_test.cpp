@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Reset (DEV_CTRL.RESET and the host's reset) and re-entrancy.
-#include "fake_host.hpp"
+#include "engine_test.hpp"
 
 namespace ohca::test {
 namespace {

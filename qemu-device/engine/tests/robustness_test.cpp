@@ -2,7 +2,7 @@
 // Hostile-driver tests: random command entries, register and doorbell
 // writes, descriptors and frames. The engine must stay inside guest memory
 // (the fake host fails anything else), keep answering, and recover by reset.
-#include "fake_host.hpp"
+#include "engine_test.hpp"
 
 #include <random>
 
@@ -57,7 +57,7 @@ TEST_F(RobustnessTest, RandomCommandEntries) {
         }
         eq_doorbell(true);
         ASSERT_EQ(rd(OHCA_REG_DEV_STATUS), uint32_t{OHCA_DEV_STATUS_READY}) << "entry " << i;
-        ASSERT_EQ(rd(OHCA_REG_CMDQ_CI), cmd_pi_ & 0xffff);
+        ASSERT_EQ(rd(OHCA_REG_CMDQ_CI), drv_.cmd_pi & 0xffff);
     }
     const auto s = stats();
     EXPECT_EQ(s.cmd_completed + s.cmd_failed, 3000u);

@@ -11,6 +11,8 @@
 #include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
+#include <gtest/gtest.h>
+
 #include <malloc.h>
 
 #include <algorithm>

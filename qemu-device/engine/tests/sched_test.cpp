@@ -6,6 +6,8 @@
 #include "objects/rdma_objects.hpp"
 #include "rdma_node.hpp"
 
+#include <gtest/gtest.h>
+
 #include <random>
 
 namespace ohca::test {

@@ -9,35 +9,23 @@
 #include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
+#include <gtest/gtest.h>
+
 namespace ohca::test {
 namespace {
 
 constexpr uint32_t kMsg = 3000; // three packets at a 1024-byte MTU
 constexpr uint32_t kBuf = 1 << 16;
 
-struct UcSide {
-    uint32_t pd = 0;
-    CqInfo scq, rcq;
-    QpInfo qp;
-    uint64_t buf = 0;
-    uint32_t key = 0;
-};
+using UcSide = Side;
 
 class UcTest : public ::testing::Test {
   protected:
     void SetUp() override {
         for (int i = 0; i < 2; ++i) {
-            RdmaNode &n = node(i);
-            UcSide &s = side[i];
-            s.pd = n.create_pd();
-            s.scq = n.create_cq(8);
-            s.rcq = n.create_cq(8);
-            s.qp = n.create_qp(s.pd, s.scq.cqn, s.rcq.cqn, 6, 6, 0, OHCA_QPT_UC);
-            s.buf = n.alloc(kBuf);
-            s.key = n.reg_mr(s.pd, s.buf, kBuf, OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE);
-            for (uint32_t k = 0; k < kBuf; ++k) {
-                n.host.put(s.buf + k, static_cast<uint8_t>(k * (i + 3) + 1));
-            }
+            side[i] = make_side(
+                node(i), kBuf, 6, [i](size_t k) { return static_cast<uint8_t>(k * (i + 3) + 1); },
+                8, OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE, OHCA_QPT_UC);
         }
         a.connect_uc(side[0].qp, side[1].qp.qpn, b);
         b.connect_uc(side[1].qp, side[0].qp.qpn, a);

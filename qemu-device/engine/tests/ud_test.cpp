@@ -8,6 +8,8 @@
 #include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 
 namespace ohca::test {

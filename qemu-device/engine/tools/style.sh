@@ -17,7 +17,7 @@ jobs=${OHCA_JOBS:-2}
 
 log() { printf 'engine-style: %s\n' "$*"; }
 
-mapfile -t all < <(cd "$engine" && find src tests bench fuzz include \
+mapfile -t all < <(cd "$engine" && find src tests testing bench fuzz include \
 	-name '*.cpp' -o -name '*.hpp' -o -name '*.h' | sort)
 log "clang-format: ${#all[@]} files"
 (cd "$engine" && clang-format --dry-run -Werror "${all[@]}") || {

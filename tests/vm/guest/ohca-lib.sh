@@ -161,6 +161,17 @@ ohca_net_up() {
 	ip addr add "$OHCA_IP/$OHCA_PREFIX" dev "$OHCA_IFACE" || return 1
 }
 
+# ohca_eth_ok N: the port's Ethernet side works. On the user-mode network
+# N pings of its gateway are answered. Paired with an idle VM (debug-smoke's
+# OHCA_VM_POOL_PAIR: $OHCA_PEER_IP set, the peer's interface down) nobody
+# answers, so the frames must at least leave: N or more of them sent.
+ohca_eth_ok() {
+	local n=$1 tx=/sys/class/net/$OHCA_IFACE/statistics/tx_packets tx0
+	tx0=$(cat "$tx") || return 1
+	ping -c "$n" -W 2 "${OHCA_PEER_IP:-10.77.0.254}" >/dev/null && return 0
+	[ -n "$OHCA_PEER_IP" ] && [ $(($(cat "$tx") - tx0)) -ge "$n" ]
+}
+
 # ohca_hw_counters: port 1's transport counters on one line (name=value),
 # so that a failed run shows what the device saw (retransmissions, timeouts).
 ohca_hw_counters() {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "rdma_node.hpp"
 
+#include "check.hpp"
+
 #include "device/device.hpp"
 
 #include <algorithm>
@@ -17,7 +19,10 @@ constexpr unsigned int kNodeCmdqLog = 4;
 
 RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed, unsigned int eq_log, uint32_t max_qp,
                    const LinkLayer *link)
-    : eq_log_(eq_log) {
+    : drv(host, Layout{kNodeEq, kNodeCmdq, kNodeMailbox, kNodeOut}), eq_log_(eq_log) {
+    // An entry the device never completed reads as it was written.
+    drv.fill_status = 0;
+    drv.fill_syndrome = 0;
     mac = {0x02, 0x00, 0x00, 0x00, 0x00, id};
     host.add_region(kNodeEq, 16u << eq_log_);
     host.add_region(kNodeCmdq, 64u << kNodeCmdqLog);
@@ -32,25 +37,19 @@ RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed, unsigned int eq_log,
     cfg.id_seed = id_seed;
     cfg.max_qp = max_qp;
     e = engine_create(&ops, &host, &cfg, link);
+    drv.attach(e);
     bring_up(ipv6, id);
 }
 
 void RdmaNode::reset() {
     ohca_engine_reset(e);
     host.fill(kNodeEq, 0, 16u << eq_log_);
-    cmd_pi_ = 0;
-    eq_ci_ = 0;
     pending_.clear();
     bring_up(gid[0] == 0xfd, gid[15]);
 }
 
 void RdmaNode::bring_up(bool ipv6, uint8_t id) {
-    auto w = [&](uint32_t reg, uint32_t v) { ohca_engine_reg_write(e, reg, v, 4); };
-    w(OHCA_REG_EQ0_BASE_LO, static_cast<uint32_t>(kNodeEq));
-    w(OHCA_REG_EQ0_LOG_SIZE, eq_log_);
-    w(OHCA_REG_CMDQ_BASE_LO, static_cast<uint32_t>(kNodeCmdq));
-    w(OHCA_REG_CMDQ_LOG_SIZE, kNodeCmdqLog);
-    w(OHCA_REG_DEV_CTRL, OHCA_DEV_CTRL_ENABLE);
+    drv.program(kNodeCmdqLog, eq_log_, false);
 
     ohca_add_gid_in g{};
     if (ipv6) {
@@ -64,7 +63,7 @@ void RdmaNode::bring_up(bool ipv6, uint8_t id) {
     std::copy(mac.begin(), mac.end(), g.mac);
     g.port = 1;
     g.vlan_id = 0xffff;
-    EXPECT_EQ(cmd_in(OHCA_CMD_ADD_GID, g).status, OHCA_STATUS_OK);
+    OHCA_CHECK_STATUS(cmd_in(OHCA_CMD_ADD_GID, g).status, OHCA_STATUS_OK, "ADD_GID");
 }
 
 RdmaNode::~RdmaNode() {
@@ -72,36 +71,14 @@ RdmaNode::~RdmaNode() {
 }
 
 void RdmaNode::process() {
-    for (int i = 0; i < 100000; ++i) {
-        const unsigned int before = host.schedules;
-        ohca_engine_process(e);
-        if (host.schedules == before) {
-            return;
-        }
-    }
-    ADD_FAILURE() << "engine keeps rescheduling";
+    OHCA_CHECK(drv.drain(100000), "engine keeps rescheduling");
 }
 
 CmdOutcome RdmaNode::cmd(uint16_t opcode, const void *in, uint16_t in_len, void *out,
                          uint16_t out_len) {
-    ohca_cmd c{};
-    c.opcode = opcode;
-    c.token = static_cast<uint16_t>(cmd_pi_);
-    c.in_len = in_len;
-    c.out_len = out_len;
-    c.out_addr = out_len != 0 ? kNodeOut : 0;
-    if (in_len <= OHCA_CMD_INLINE_MAX) {
-        if (in != nullptr) {
-            std::memcpy(c.inline_in, in, in_len);
-        }
-    } else {
-        c.in_addr = kNodeMailbox;
-        EXPECT_TRUE(host.write(kNodeMailbox, in, in_len));
-    }
-    const uint32_t slot = cmd_pi_ & ((1u << kNodeCmdqLog) - 1);
-    host.put(kNodeCmdq + 64ull * slot, c);
-    ++cmd_pi_;
-    ohca_engine_reg_write(e, OHCA_REG_CMDQ_PI, cmd_pi_ & 0xffff, 4);
+    const uint32_t slot =
+        drv.post(drv.make_cmd(opcode, in, in_len, out_len, out_len != 0 ? kNodeOut : 0));
+    drv.ring_cmdq();
     if (one_run) {
         ohca_engine_process(e);
     } else {
@@ -110,15 +87,13 @@ CmdOutcome RdmaNode::cmd(uint16_t opcode, const void *in, uint16_t in_len, void 
     drain_eq();
     // A command waits while EQ 0 is full or events wait for it: the
     // driver's reading of EQ 0 lets it run.
-    for (int i = 0;
-         i < 64 && !hold_eq && ohca_engine_reg_read(e, OHCA_REG_CMDQ_CI, 4) != (cmd_pi_ & 0xffff);
-         ++i) {
+    for (int i = 0; i < 64 && !hold_eq && drv.rd(OHCA_REG_CMDQ_CI) != (drv.cmd_pi & 0xffff); ++i) {
         process();
         drain_eq();
     }
-    const auto done = host.get<ohca_cmd>(kNodeCmdq + 64ull * slot);
+    const ohca_cmd done = drv.entry(slot);
     if (out != nullptr && done.status == OHCA_STATUS_OK) {
-        EXPECT_TRUE(host.read(kNodeOut, out, out_len));
+        OHCA_CHECK(host.read(kNodeOut, out, out_len), "command output outside memory");
     }
     return {done.status, done.syndrome};
 }
@@ -134,27 +109,20 @@ void RdmaNode::drain_eq() {
     if (hold_eq) {
         return;
     }
-    std::vector<ohca_eqe> &v = pending_;
-    for (;;) {
-        const uint32_t size = 1u << eq_log_;
-        const auto eqe = host.get<ohca_eqe>(kNodeEq + 16ull * (eq_ci_ & (size - 1)));
-        const uint8_t want = ((eq_ci_ >> eq_log_) & 1) == 0 ? OHCA_EQE_OWNER : 0;
-        if ((eqe.flags & OHCA_EQE_OWNER) != want) {
-            break;
-        }
-        ++eq_ci_;
+    ohca_eqe eqe{};
+    while (drv.next_eqe(eqe)) {
         if (eqe.type != OHCA_EQE_CMD_DONE) {
-            v.push_back(eqe);
+            pending_.push_back(eqe);
         }
     }
-    ohca_engine_reg_write(e, OHCA_REG_EQ0_DB, eq_ci_ & 0xffff, 4);
+    drv.eq_doorbell(false);
 }
 
 uint64_t RdmaNode::alloc(uint64_t bytes, uint64_t align) {
     next_ = (next_ + align - 1) & ~(align - 1);
     const uint64_t a = next_;
     next_ += bytes;
-    EXPECT_LE(next_, kRdmaBase + kRdmaSize) << "test guest memory exhausted";
+    OHCA_CHECK(next_ <= kRdmaBase + kRdmaSize, "test guest memory exhausted");
     return a;
 }
 
@@ -185,7 +153,8 @@ ohca_pbl RdmaNode::make_pbl(uint64_t addr, uint64_t bytes, unsigned int shift, i
 
 uint32_t RdmaNode::create_pd() {
     ohca_create_out o{};
-    EXPECT_EQ(cmd(OHCA_CMD_CREATE_PD, nullptr, 0, &o, sizeof(o)).status, OHCA_STATUS_OK);
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_PD, nullptr, 0, &o, sizeof(o)).status, OHCA_STATUS_OK,
+                      "CREATE_PD");
     return o.handle;
 }
 
@@ -200,7 +169,8 @@ CqInfo RdmaNode::create_cq(unsigned int log_size, uint32_t eqn, uint32_t uar) {
     in.log_size = static_cast<uint8_t>(log_size);
     in.pbl = make_pbl(cq.ring, 32ull * cq.size);
     ohca_create_out o{};
-    EXPECT_EQ(cmd(OHCA_CMD_CREATE_CQ, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_CQ, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_CQ");
     cq.cqn = o.handle;
     return cq;
 }
@@ -213,7 +183,8 @@ uint32_t RdmaNode::reg_mr(uint32_t pdn, uint64_t addr, uint64_t len, uint32_t ac
     in.length = len;
     in.pbl = make_pbl(addr, len);
     ohca_create_out o{};
-    EXPECT_EQ(cmd(OHCA_CMD_CREATE_MR, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_MR, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_MR");
     return o.handle;
 }
 
@@ -241,17 +212,13 @@ QpInfo RdmaNode::create_qp(uint32_t pdn, uint32_t scq, uint32_t rcq, unsigned in
     in.sq_pbl = make_pbl(q.sq, uint64_t{q.sq_size} * q.sq_stride);
     in.rq_pbl = make_pbl(q.rq, uint64_t{q.rq_size} * q.rq_stride);
     ohca_create_out o{};
-    EXPECT_EQ(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_QP");
     q.qpn = o.handle;
     return q;
 }
 
-QpInfo RdmaNode::create_idle_qp(uint32_t pdn, uint32_t cqn) {
-    if (!idle_rings_) {
-        const uint64_t sq = alloc(2 * 256);
-        const uint64_t rq = alloc(2 * 64);
-        idle_rings_.emplace(make_pbl(sq, 2 * 256), make_pbl(rq, 2 * 64));
-    }
+ohca_create_qp_in RdmaNode::idle_qp_in(uint32_t pdn, uint32_t cqn) {
     ohca_create_qp_in in{};
     in.type = OHCA_QPT_RC;
     in.sq_log_size = 1;
@@ -261,10 +228,21 @@ QpInfo RdmaNode::create_idle_qp(uint32_t pdn, uint32_t cqn) {
     in.pdn = pdn;
     in.send_cqn = cqn;
     in.recv_cqn = cqn;
+    return in;
+}
+
+QpInfo RdmaNode::create_idle_qp(uint32_t pdn, uint32_t cqn) {
+    if (!idle_rings_) {
+        const uint64_t sq = alloc(2 * 256);
+        const uint64_t rq = alloc(2 * 64);
+        idle_rings_.emplace(make_pbl(sq, 2 * 256), make_pbl(rq, 2 * 64));
+    }
+    ohca_create_qp_in in = idle_qp_in(pdn, cqn);
     in.sq_pbl = idle_rings_->first;
     in.rq_pbl = idle_rings_->second;
     ohca_create_out o{};
-    EXPECT_EQ(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_QP");
     QpInfo q;
     q.qpn = o.handle;
     q.sq_size = 2;
@@ -291,7 +269,8 @@ QpInfo RdmaNode::create_qp_on_srq(uint32_t pdn, uint32_t scq, uint32_t rcq, uint
     in.srqn = srqn;
     in.sq_pbl = make_pbl(q.sq, uint64_t{q.sq_size} * q.sq_stride);
     ohca_create_out o{};
-    EXPECT_EQ(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_QP");
     q.qpn = o.handle;
     return q;
 }
@@ -307,14 +286,16 @@ SrqInfo RdmaNode::create_srq(uint32_t pdn, unsigned int log_size, uint32_t limit
     in.limit = limit;
     in.pbl = make_pbl(s.ring, uint64_t{s.size} * s.stride);
     ohca_create_out o{};
-    EXPECT_EQ(cmd(OHCA_CMD_CREATE_SRQ, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_SRQ, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_SRQ");
     s.srqn = o.handle;
     return s;
 }
 
 uint32_t RdmaNode::alloc_xrcd() {
     ohca_create_out o{};
-    EXPECT_EQ(cmd(OHCA_CMD_ALLOC_XRCD, nullptr, 0, &o, sizeof(o)).status, OHCA_STATUS_OK);
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_ALLOC_XRCD, nullptr, 0, &o, sizeof(o)).status, OHCA_STATUS_OK,
+                      "ALLOC_XRCD");
     return o.handle;
 }
 
@@ -332,7 +313,8 @@ SrqInfo RdmaNode::create_xrc_srq(uint32_t pdn, uint32_t xrcdn, uint32_t cqn,
     in.cqn = cqn;
     in.pbl = make_pbl(s.ring, uint64_t{s.size} * s.stride);
     ohca_create_out o{};
-    EXPECT_EQ(cmd(OHCA_CMD_CREATE_SRQ, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_SRQ, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_SRQ");
     s.srqn = o.handle;
     return s;
 }
@@ -351,7 +333,8 @@ QpInfo RdmaNode::create_xrc_ini(uint32_t pdn, uint32_t scq, unsigned int sq_log)
     in.max_inline = 128;
     in.sq_pbl = make_pbl(q.sq, uint64_t{q.sq_size} * q.sq_stride);
     ohca_create_out o{};
-    EXPECT_EQ(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_QP");
     q.qpn = o.handle;
     return q;
 }
@@ -362,7 +345,8 @@ QpInfo RdmaNode::create_xrc_tgt(uint32_t xrcdn) {
     in.type = OHCA_QPT_XRC_TGT;
     in.xrcdn = xrcdn;
     ohca_create_out o{};
-    EXPECT_EQ(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status,
+                      OHCA_STATUS_OK, "CREATE_QP");
     q.qpn = o.handle;
     return q;
 }
@@ -397,40 +381,55 @@ ohca_qp_attr RdmaNode::query(uint32_t qpn) {
     ohca_handle_in in{};
     in.handle = qpn;
     ohca_qp_attr a{};
-    EXPECT_EQ(cmd(OHCA_CMD_QUERY_QP, &in, sizeof(in), &a, sizeof(a)).status, OHCA_STATUS_OK);
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_QUERY_QP, &in, sizeof(in), &a, sizeof(a)).status, OHCA_STATUS_OK,
+                      "QUERY_QP");
     return a;
 }
 
-void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &peer,
-                       uint8_t path_mtu, uint8_t timeout, uint8_t retry, uint8_t rnr_retry,
-                       uint32_t access, uint8_t rd_atomic) {
+bool RdmaNode::to_init(const QpInfo &qp, uint32_t access) {
     ohca_qp_attr a{};
     a.qp_state = OHCA_QPS_INIT;
     a.access_flags = access;
-    ASSERT_EQ(
+    return OHCA_CHECK_STATUS(
         modify(qp.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS, a)
             .status,
-        OHCA_STATUS_OK);
-    a = {};
+        OHCA_STATUS_OK, "MODIFY_QP to INIT");
+}
+
+ohca_qp_attr RdmaNode::rtr_attr(const RdmaNode &peer, uint32_t remote_qpn, uint8_t path_mtu) {
+    ohca_qp_attr a{};
     a.qp_state = OHCA_QPS_RTR;
     a.path_mtu = path_mtu;
     a.dest_qpn = remote_qpn;
     a.rq_psn = (peer.psn_base + remote_qpn) & 0xffffff;
-    a.max_dest_rd_atomic = rd_atomic;
-    a.min_rnr_timer = 1;
     std::copy(peer.gid.begin(), peer.gid.end(), a.av.dgid);
     std::copy(peer.mac.begin(), peer.mac.end(), a.av.dmac);
     a.av.vlan_id = 0xffff;
     a.av.hop_limit = 64;
     a.av.sgid_index = 0;
     a.av.network_type = peer.gid[10] == 0xff ? OHCA_NET_IPV4 : OHCA_NET_IPV6;
-    ASSERT_EQ(modify(qp.qpn,
-                     OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN |
-                         OHCA_QP_RQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC | OHCA_QP_MIN_RNR_TIMER |
-                         (udp_sport != 0 ? uint32_t{OHCA_QP_UDP_SPORT} : 0u),
-                     a, udp_sport)
-                  .status,
-              OHCA_STATUS_OK);
+    return a;
+}
+
+void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &peer,
+                       uint8_t path_mtu, uint8_t timeout, uint8_t retry, uint8_t rnr_retry,
+                       uint32_t access, uint8_t rd_atomic) {
+    if (!to_init(qp, access)) {
+        return;
+    }
+    ohca_qp_attr a = rtr_attr(peer, remote_qpn, path_mtu);
+    a.max_dest_rd_atomic = rd_atomic;
+    a.min_rnr_timer = 1;
+    if (!OHCA_CHECK_STATUS(modify(qp.qpn,
+                                  OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN |
+                                      OHCA_QP_RQ_PSN | OHCA_QP_MAX_DEST_RD_ATOMIC |
+                                      OHCA_QP_MIN_RNR_TIMER |
+                                      (udp_sport != 0 ? uint32_t{OHCA_QP_UDP_SPORT} : 0u),
+                                  a, udp_sport)
+                               .status,
+                           OHCA_STATUS_OK, "MODIFY_QP to RTR")) {
+        return;
+    }
     a = {};
     a.qp_state = OHCA_QPS_RTS;
     a.sq_psn = (psn_base + qp.qpn) & 0xffffff;
@@ -438,42 +437,33 @@ void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &pe
     a.retry_cnt = retry;
     a.rnr_retry = rnr_retry;
     a.max_rd_atomic = rd_atomic;
-    ASSERT_EQ(modify(qp.qpn,
-                     OHCA_QP_STATE | OHCA_QP_SQ_PSN | OHCA_QP_TIMEOUT | OHCA_QP_RETRY_CNT |
-                         OHCA_QP_RNR_RETRY | OHCA_QP_MAX_QP_RD_ATOMIC,
-                     a)
-                  .status,
-              OHCA_STATUS_OK);
+    OHCA_CHECK_STATUS(modify(qp.qpn,
+                             OHCA_QP_STATE | OHCA_QP_SQ_PSN | OHCA_QP_TIMEOUT | OHCA_QP_RETRY_CNT |
+                                 OHCA_QP_RNR_RETRY | OHCA_QP_MAX_QP_RD_ATOMIC,
+                             a)
+                          .status,
+                      OHCA_STATUS_OK, "MODIFY_QP to RTS");
 }
 
 void RdmaNode::connect_uc(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &peer,
                           uint8_t path_mtu, uint32_t access) {
-    ohca_qp_attr a{};
-    a.qp_state = OHCA_QPS_INIT;
-    a.access_flags = access;
-    ASSERT_EQ(
-        modify(qp.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_ACCESS_FLAGS, a)
-            .status,
-        OHCA_STATUS_OK);
-    a = {};
-    a.qp_state = OHCA_QPS_RTR;
-    a.path_mtu = path_mtu;
-    a.dest_qpn = remote_qpn;
-    a.rq_psn = (peer.psn_base + remote_qpn) & 0xffffff;
-    std::copy(peer.gid.begin(), peer.gid.end(), a.av.dgid);
-    std::copy(peer.mac.begin(), peer.mac.end(), a.av.dmac);
-    a.av.vlan_id = 0xffff;
-    a.av.hop_limit = 64;
-    a.av.network_type = peer.gid[10] == 0xff ? OHCA_NET_IPV4 : OHCA_NET_IPV6;
-    ASSERT_EQ(
-        modify(qp.qpn,
-               OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN | OHCA_QP_RQ_PSN, a)
-            .status,
-        OHCA_STATUS_OK);
+    if (!to_init(qp, access)) {
+        return;
+    }
+    ohca_qp_attr a = rtr_attr(peer, remote_qpn, path_mtu);
+    if (!OHCA_CHECK_STATUS(modify(qp.qpn,
+                                  OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN |
+                                      OHCA_QP_RQ_PSN,
+                                  a)
+                               .status,
+                           OHCA_STATUS_OK, "MODIFY_QP to RTR")) {
+        return;
+    }
     a = {};
     a.qp_state = OHCA_QPS_RTS;
     a.sq_psn = (psn_base + qp.qpn) & 0xffffff;
-    ASSERT_EQ(modify(qp.qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN, a).status, OHCA_STATUS_OK);
+    OHCA_CHECK_STATUS(modify(qp.qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN, a).status, OHCA_STATUS_OK,
+                      "MODIFY_QP to RTS");
 }
 
 void RdmaNode::ring_sq(const QpInfo &qp) {
@@ -497,7 +487,7 @@ void RdmaNode::post_send(QpInfo &qp, const SendReq &r, bool ring) {
         w.inline_len = static_cast<uint32_t>(r.inline_data.size());
         host.put(at, w);
         if (!r.inline_data.empty()) {
-            EXPECT_TRUE(host.write(at + 64, r.inline_data.data(), r.inline_data.size()));
+            host.put_bytes(at + 64, r.inline_data.data(), r.inline_data.size());
         }
     } else {
         w.num_sge = static_cast<uint8_t>(r.sges.size());
@@ -541,25 +531,28 @@ void RdmaNode::cq_doorbell(const CqInfo &cq, uint32_t flags) {
 
 ohca_query_stats_out RdmaNode::stats() {
     ohca_query_stats_out s{};
-    EXPECT_EQ(cmd(OHCA_CMD_QUERY_STATS, nullptr, 0, &s, sizeof(s)).status, OHCA_STATUS_OK);
+    OHCA_CHECK_STATUS(cmd(OHCA_CMD_QUERY_STATS, nullptr, 0, &s, sizeof(s)).status, OHCA_STATUS_OK,
+                      "QUERY_STATS");
     return s;
 }
 
 Side make_side(RdmaNode &n, size_t bytes, unsigned int qp_log,
-               const std::function<uint8_t(size_t k)> &pattern) {
+               const std::function<uint8_t(size_t k)> &pattern, unsigned int cq_log,
+               uint32_t access, uint8_t qp_type) {
     Side s;
     s.pd = n.create_pd();
-    s.scq = n.create_cq(8);
-    s.rcq = n.create_cq(8);
-    s.qp = n.create_qp(s.pd, s.scq.cqn, s.rcq.cqn, qp_log, qp_log);
+    s.scq = n.create_cq(cq_log);
+    s.rcq = n.create_cq(cq_log);
+    s.qp = n.create_qp(s.pd, s.scq.cqn, s.rcq.cqn, qp_log, qp_log, 0, qp_type);
     s.buf = n.alloc(bytes);
-    s.key = n.reg_mr(s.pd, s.buf, bytes,
-                     OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ);
-    std::vector<uint8_t> data(bytes);
-    for (size_t k = 0; k < bytes; ++k) {
-        data[k] = pattern(k);
+    s.key = n.reg_mr(s.pd, s.buf, bytes, access);
+    if (pattern) {
+        std::vector<uint8_t> data(bytes);
+        for (size_t k = 0; k < bytes; ++k) {
+            data[k] = pattern(k);
+        }
+        n.host.put_bytes(s.buf, data.data(), data.size());
     }
-    EXPECT_TRUE(n.host.write(s.buf, data.data(), data.size()));
     return s;
 }
 
@@ -595,7 +588,7 @@ void pump(RdmaNode &a, RdmaNode &b,
         deliver(fa, a, b, true);
         deliver(fb, b, a, false);
     }
-    ADD_FAILURE() << "wire never went idle";
+    report_failure(__FILE__, __LINE__, "wire never went idle");
 }
 
 } // namespace ohca::test

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // An ohca device with its guest memory, brought up as a driver would, with
 // helpers to create RDMA objects, post work requests and poll completions.
-// Two nodes can be connected by a fake wire that may drop frames.
+// Two nodes can be connected by a fake wire that may drop frames. Part of
+// the shared test driver: a failed step is a failed check (check.hpp).
 #pragma once
 
+#include "driver.hpp"
 #include "fake_host.hpp"
 
 #include <array>
@@ -95,6 +97,8 @@ class RdmaNode {
     // shares (the device copies page lists; nothing may be posted to it):
     // for tests with thousands of idle QPs in little guest memory.
     QpInfo create_idle_qp(uint32_t pdn, uint32_t cqn);
+    // CREATE_QP's input for such a QP, without its page lists.
+    static ohca_create_qp_in idle_qp_in(uint32_t pdn, uint32_t cqn);
     // A QP whose receives come from SRQ 'srqn' (no RQ of its own).
     QpInfo create_qp_on_srq(uint32_t pdn, uint32_t scq, uint32_t rcq, uint32_t srqn,
                             unsigned int sq_log = 6);
@@ -133,6 +137,7 @@ class RdmaNode {
     std::array<uint8_t, 6> mac{};
     std::array<uint8_t, 16> gid{};
     FakeHost host;
+    Driver drv;
     ohca_engine *e = nullptr;
     uint32_t psn_base = 0x100; // connect(): first PSN is psn_base + QPN (mod 2^24)
     uint16_t udp_sport = 0;    // connect(): nonzero goes with the AV (OHCA_QP_UDP_SPORT)
@@ -142,20 +147,23 @@ class RdmaNode {
     bool hold_eq = false;
 
   private:
+    // MODIFY_QP RESET -> INIT with 'access'; the RTR attributes towards
+    // 'peer' that RC and UC share.
+    bool to_init(const QpInfo &qp, uint32_t access);
+    static ohca_qp_attr rtr_attr(const RdmaNode &peer, uint32_t remote_qpn, uint8_t path_mtu);
     // A receive WQE with 'sges' at guest address 'at' (RQ and SRQ rings alike).
     void put_recv_wqe(uint64_t at, uint64_t wr_id, const std::vector<ohca_sge> &sges);
     void bring_up(bool ipv6, uint8_t id);
     void drain_eq();
     std::vector<ohca_eqe> pending_;
     unsigned int eq_log_ = 10;
-    uint32_t cmd_pi_ = 0;
-    uint32_t eq_ci_ = 0;
     uint64_t next_ = kRdmaBase;
     std::optional<std::pair<ohca_pbl, ohca_pbl>> idle_rings_; // create_idle_qp()
 };
 
-// One end of an RC connection: a PD, send and receive CQs of 256 entries,
-// a QP, and a buffer registered with every access and filled with pattern(k).
+// One end of a connection: a PD, send and receive CQs of 2^cq_log
+// entries, a QP (RC unless qp_type says), and a buffer registered with
+// 'access' and filled with pattern(k) (left as it is without one).
 struct Side {
     uint32_t pd = 0;
     CqInfo scq, rcq;
@@ -163,8 +171,11 @@ struct Side {
     uint64_t buf = 0;
     uint32_t key = 0;
 };
+inline constexpr uint32_t kSideAccess =
+    OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ;
 Side make_side(RdmaNode &n, size_t bytes, unsigned int qp_log,
-               const std::function<uint8_t(size_t k)> &pattern);
+               const std::function<uint8_t(size_t k)> &pattern = {}, unsigned int cq_log = 8,
+               uint32_t access = kSideAccess, uint8_t qp_type = OHCA_QPT_RC);
 
 // Moves frames between two nodes until both are idle. 'drop' sees every
 // frame (a->b: from_a true) and returns true to lose it.
