@@ -7,6 +7,8 @@
 #   make demo    two VMs with ohca on one wire: devinfo and a ping
 #   make vm      interactive VM with ohca, the driver and the provider
 #   make vm CMD='ibv_devinfo -v'   run a command in a fresh VM
+#   make vm DISTRO=trixie          the guest on Debian 13 (bookworm, trixie)
+#   make qemu QEMU=10.0            the device in QEMU 10.0 (7.2, 10.0)
 #   make soak    an hour (SOAK_SECONDS) of RC traffic through 1 % loss with
 #                processes killed; QEMU's own memory grows < 64 MiB over its second half
 
@@ -24,6 +26,16 @@ export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 CCACHE := -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache
 
+# The stack (docs/testing.md, "Releases"): the guest's Debian release and
+# the QEMU the device is built into. Another release's kernel, driver and
+# provider come from its build chroot (tests/vm/chroot.sh); the harness
+# reads OHCA_DISTRO and OHCA_QEMU_VERSION.
+DISTRO ?= $(or $(OHCA_DISTRO),bookworm)
+QEMU ?= $(or $(OHCA_QEMU_VERSION),7.2)
+export OHCA_DISTRO := $(DISTRO)
+export OHCA_QEMU_VERSION := $(QEMU)
+DEFAULT_DISTRO := bookworm
+
 .PHONY: check all deps build qemu qemu-asan test-asan engine engine-test kernel \
 	userspace rootfs firmware-interface firmware-interface-test test demo vm fuzz coverage \
 	bench soak clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke
@@ -36,7 +48,7 @@ deps:
 build: firmware-interface qemu kernel userspace
 
 qemu: deps
-	@bash qemu-device/build.sh
+	@bash qemu-device/build.sh --qemu=$(QEMU)
 
 # QEMU with ASan + UBSan (build/qemu-asan), and the device-facing
 # integration tests on it.
@@ -72,11 +84,22 @@ engine-bench: engine-bench-build
 engine-bench-smoke: engine-bench-build
 	@build/engine-bench/ohca_engine_bench --benchmark_min_time=0.001 >/dev/null
 
+ifeq ($(DISTRO),$(DEFAULT_DISTRO))
 kernel: deps
 	@$(MAKE) -C kernel -j$(shell nproc)
 
 userspace: deps
 	@$(MAKE) -C userspace
+else
+# In the release's build chroot: its compiler, headers and libibverbs.
+kernel: deps
+	@bash tests/vm/chroot.sh $(DISTRO) >/dev/null
+	@bash tests/vm/chroot.sh $(DISTRO) --run make -C kernel distro DISTRO=$(DISTRO) -j2
+
+userspace: deps
+	@bash tests/vm/chroot.sh $(DISTRO) >/dev/null
+	@bash tests/vm/chroot.sh $(DISTRO) --run make -C userspace OUT=$(CURDIR)/build/userspace-$(DISTRO)
+endif
 
 rootfs: deps
 	@bash tests/vm/mkrootfs.sh

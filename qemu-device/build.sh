@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# Builds Debian's QEMU 7.2 with the ohca device added as hw/ohca and links
-# the result to build/qemu/qemu-system-x86_64 in the repository.
+# Builds Debian's QEMU with the ohca device added as hw/ohca and links the
+# result to build/qemu/qemu-system-x86_64 (QEMU 7.2, the default) or
+# build/qemu-<version>/qemu-system-x86_64 in the repository.
 #
 #   qemu-device/build.sh            build (or reuse) and link
+#   qemu-device/build.sh --qemu=10.0
+#   OHCA_QEMU_VERSION=10.0 ...      QEMU 10.0, Debian 13's (its source from
+#                                   the trixie suite through
+#                                   tests/vm/apt-suite.sh; meson >= 1.5
+#                                   from bookworm-backports, unpacked into
+#                                   the cache, not installed). The device's
+#                                   version differences are in
+#                                   hw/ohca-compat.h.
 #   qemu-device/build.sh --asan     the sanitizer variant: the default build
 #                                   with the device (glue, trace events,
 #                                   engine) recompiled with ASan + UBSan and
@@ -15,6 +24,7 @@
 #
 # Layout of the cache:
 #   qemu-src-<ver>/            pristine `apt-get source qemu` (fetched once)
+#   meson-<ver>/               a newer meson, unpacked (QEMU 10.0 only)
 #   qemu-tree-<ver>/src        working copy with hw/ohca overlaid (builds
 #                              are serialised by a lock)
 #   qemu-tree-<ver>/build      the build directory, reused so that a change
@@ -30,9 +40,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${OHCA_CACHE:-$HOME/.cache/ohca}
 jobs=${OHCA_JOBS:-2}
 variant=${OHCA_QEMU_VARIANT:-default}
+qemu_version=${OHCA_QEMU_VERSION:-7.2}
 for arg in "$@"; do
 	case "$arg" in
 	--asan) variant=asan ;;
+	--qemu=*) qemu_version=${arg#--qemu=} ;;
 	*) printf 'qemu-device/build: unknown argument %s\n' "$arg" >&2; exit 2 ;;
 	esac
 done
@@ -41,7 +53,24 @@ default | "") variant=default; suffix=""; bin_prefix="" ;;
 asan) suffix=-asan; bin_prefix=asan- ;;
 *) printf 'qemu-device/build: unknown OHCA_QEMU_VARIANT %s (default|asan)\n' "$variant" >&2; exit 2 ;;
 esac
-out_dir=$top/build/qemu$suffix
+# Each version: the Debian suite its source comes from ("" is the host's
+# own apt sources) and the meson it needs at least.
+case "$qemu_version" in
+7.2) suite=""; meson_min=0.61 ;;
+10.0) suite=trixie; meson_min=1.5.0 ;;
+*) printf 'qemu-device/build: QEMU %s is not supported (7.2 or 10.0)\n' "$qemu_version" >&2; exit 2 ;;
+esac
+if [ "$qemu_version" = 7.2 ]; then
+	out_dir=$top/build/qemu$suffix
+else
+	[ "$variant" = default ] || {
+		printf 'qemu-device/build: the sanitizer variant is built for QEMU 7.2 only\n' >&2
+		exit 2
+	}
+	out_dir=$top/build/qemu-$qemu_version
+	bin_prefix=$qemu_version-
+fi
+apt_suite() { bash "$top/tests/vm/apt-suite.sh" "$suite" "$@"; }
 
 log() { printf 'qemu-device/build: %s\n' "$*"; }
 die() { printf 'qemu-device/build: error: %s\n' "$*" >&2; exit 1; }
@@ -68,7 +97,7 @@ have_src() {
 	grep -qsE '^Types:.*deb-src' /etc/apt/sources.list.d/*.sources ||
 		grep -qsE '^deb-src ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list
 }
-if ! have_src; then
+if [ -z "$suite" ] && ! have_src; then
 	[ -f /etc/apt/sources.list.d/debian.sources ] ||
 		die "no deb-src entry and no /etc/apt/sources.list.d/debian.sources to derive one from"
 	log "adding /etc/apt/sources.list.d/ohca-deb-src.sources"
@@ -78,23 +107,30 @@ if ! have_src; then
 fi
 
 # --- 3. pristine source --------------------------------------------------------
-full_ver=$(apt-cache showsrc qemu 2>/dev/null | awk '/^Version:/ {print $2}' |
-	sort -V | tail -n 1)
-if [ -z "$full_ver" ]; then
+showsrc() {
+	if [ -n "$suite" ]; then apt_suite apt-cache showsrc qemu; else apt-cache showsrc qemu; fi 2>/dev/null |
+		awk '/^Version:/ {print $2}' | sort -V | tail -n 1
+}
+full_ver=$(showsrc)
+if [ -z "$full_ver" ] && [ -z "$suite" ]; then
 	as_root apt-get update -q
 	full_ver=$(apt-cache showsrc qemu 2>/dev/null | awk '/^Version:/ {print $2}' |
 		sort -V | tail -n 1)
 fi
 [ -n "$full_ver" ] || die "apt-cache showsrc qemu found no source package"
 ver=${full_ver#*:}
-case "$ver" in 7.2*) ;; *) die "expected QEMU 7.2 source, found $ver" ;; esac
+case "$ver" in "$qemu_version"[.+]*) ;; *) die "expected QEMU $qemu_version source${suite:+ in $suite}, found $ver" ;; esac
 
 src_cache=$cache/qemu-src-$ver
 if [ ! -f "$src_cache/.complete" ]; then
 	log "fetching qemu $full_ver source into $src_cache"
 	rm -rf "$src_cache.tmp"
 	mkdir -p "$src_cache.tmp"
-	(cd "$src_cache.tmp" && apt-get source -q "qemu=$full_ver")
+	if [ -n "$suite" ]; then
+		(cd "$src_cache.tmp" && apt_suite apt-get source -q "qemu=$full_ver")
+	else
+		(cd "$src_cache.tmp" && apt-get source -q "qemu=$full_ver")
+	fi
 	rm -rf "$src_cache"
 	mv "$src_cache.tmp" "$src_cache"
 	touch "$src_cache/.complete"
@@ -102,14 +138,42 @@ fi
 pristine=$(find -H "$src_cache" -mindepth 1 -maxdepth 1 -type d -name 'qemu-*' | head -n 1)
 [ -n "$pristine" ] && [ -f "$pristine/meson.build" ] || die "no unpacked source in $src_cache"
 
+# QEMU 8.1 and later need a newer meson than Debian 12's 1.0 (and the
+# Debian source has no vendored wheel): the host's backports suite has one,
+# pure Python, unpacked into the cache and put on configure's PYTHONPATH
+# (and into the build's pyvenv, for ninja's regeneration runs).
+meson_path=""
+host_meson=$(meson --version 2>/dev/null || echo 0)
+if [ "$(printf '%s\n%s\n' "$meson_min" "$host_meson" | sort -V | head -n 1)" != "$meson_min" ]; then
+	backports=$(. /etc/os-release && echo "$VERSION_CODENAME")-backports
+	meson_ver=$(bash "$top/tests/vm/apt-suite.sh" "$backports" apt-cache show meson 2>/dev/null |
+		awk '/^Version:/ {print $2}' | sort -V | tail -n 1)
+	[ -n "$meson_ver" ] || die "meson $host_meson is older than $meson_min and $backports has none"
+	meson_dir=$cache/meson-$meson_ver
+	if [ ! -f "$meson_dir/.complete" ]; then
+		log "unpacking meson $meson_ver from $backports into $meson_dir"
+		rm -rf "$meson_dir.tmp"
+		mkdir -p "$meson_dir.tmp/deb"
+		(cd "$meson_dir.tmp/deb" &&
+			bash "$top/tests/vm/apt-suite.sh" "$backports" apt-get download -q "meson=$meson_ver") ||
+			die "downloading meson $meson_ver failed"
+		dpkg-deb -x "$meson_dir.tmp"/deb/meson_*.deb "$meson_dir.tmp"
+		rm -rf "$meson_dir.tmp/deb" "$meson_dir"
+		mv "$meson_dir.tmp" "$meson_dir"
+		touch "$meson_dir/.complete"
+	fi
+	meson_path=$meson_dir/usr/lib/python3/dist-packages
+	[ -d "$meson_path/mesonbuild" ] || die "no mesonbuild in $meson_path"
+fi
+
 # --- 4. input hash: cached result? ------------------------------------------------
 inputs_hash=$(
 	{
 		echo "$full_ver"
 		cd "$top"
-		find qemu-device firmware-interface/include -type f \
+		find qemu-device firmware-interface/include fabric/ib -type f \
 			! -path 'qemu-device/engine/tests/*' ! -path 'qemu-device/engine/testing/*' \
-			! -path 'qemu-device/tests/*' \
+			! -path 'qemu-device/tests/*' ! -path 'fabric/ib/tests/*' \
 			! -name '*.md' -print0 | sort -z |
 			xargs -0 sha256sum
 	} | sha256sum | cut -c1-16
@@ -143,13 +207,17 @@ fi
 # file copied back with an older mtime than the object built from another
 # worktree's version would not be recompiled (a stale object in the binary).
 mkdir -p "$src/hw/ohca"
-rsync -rlp --checksum --delete --exclude=/firmware-interface --exclude=/build.sh \
+rsync -rlp --checksum --delete --exclude=/firmware-interface --exclude=/fabric --exclude=/build.sh \
 	--exclude=/asan_overlay.py --exclude=/devices.mak \
 	--exclude=/engine/tests --exclude=/engine/testing --exclude=/tests \
 	--exclude=/engine/CMakeLists.txt \
 	"$top/qemu-device/" "$src/hw/ohca/"
 mkdir -p "$src/hw/ohca/firmware-interface"
 rsync -rlp --checksum --delete "$top/firmware-interface/include" "$src/hw/ohca/firmware-interface/"
+# fabric/ib (the InfiniBand wire formats and SMA the engine shares with
+# ohca-switch): its sources, not its tests.
+mkdir -p "$src/hw/ohca/fabric"
+rsync -rlp --checksum --delete --exclude=/tests "$top/fabric/ib" "$src/hw/ohca/fabric/"
 
 # The two edits that hook hw/ohca into the tree, and no edk2 blobs (the dfsg
 # tarball has none).
@@ -190,12 +258,18 @@ if [ ! -f "$build/build.ninja" ] ||
 	# features above the only ones, and configure fails without their
 	# packages; its probes for everything else (compilers, gdb, docker,
 	# libraries it then leaves out) are not inputs of the build.
-	(cd "$build" && "$src/configure" "${configure_args[@]}") >"$tree/configure.log" 2>&1 ||
+	(cd "$build" && PYTHONPATH=$meson_path "$src/configure" "${configure_args[@]}") >"$tree/configure.log" 2>&1 ||
 		{ tail -n 40 "$tree/configure.log"; die "configure failed (log: $tree/configure.log)"; }
 	echo "${configure_args[*]}" >"$tree/.configure-args"
 fi
 
-log "building with ninja -j$jobs in $build"
+if [ -n "$meson_path" ]; then
+	for site in "$build"/pyvenv/lib/python3*/site-packages; do
+		[ -d "$site" ] && echo "$meson_path" >"$site/ohca-meson.pth"
+	done
+fi
+
+log "building QEMU $ver with ninja -j$jobs in $build"
 # tests/run-all.sh: this run builds, so its time counts as a clean-cache run
 [ -z "${OHCA_COLD_MARK:-}" ] || echo "qemu$suffix" >>"$OHCA_COLD_MARK"
 start=$SECONDS

@@ -33,6 +33,9 @@ packages=(
 	libbenchmark-dev
 	# the guest root filesystem and the harness (python3 above)
 	debootstrap e2fsprogs python3-pytest
+	# other releases' sources, images and build chroots (tests/vm/apt-suite.sh,
+	# chroot.sh): their archive keys
+	debian-archive-keyring
 	# (the host-dependency audit, tests/hostdeps.py: strace above)
 	# engine fuzzers (libFuzzer, ASan, UBSan) and coverage reports
 	clang-14 libclang-rt-14-dev gcovr

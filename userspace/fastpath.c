@@ -858,9 +858,48 @@ static inline uint32_t ohca_cqe_wc_flags(const struct ohca_cqe *cqe)
 #define OHCA_WC_SL_IPV6 0x1
 #define OHCA_WC_SL_IPV4 0x2
 
-static inline uint8_t ohca_cqe_sl(const struct ohca_cqe *cqe)
+/*
+ * A successful receive on an InfiniBand port: a UD one names its source
+ * as the LRH did, in the top bits of qpn and src_qp and in vendor_err
+ * (ohca_queue.h); those bits are 0 in other receives.
+ */
+static inline bool ohca_cqe_ib_recv(const struct ohca_cq *cq,
+				    const struct ohca_cqe *cqe)
 {
-	if (!(cqe->flags & OHCA_CQE_F_GRH))
+	return ohca_ctx_of_cq((struct ohca_cq *)cq)->ib_port &&
+	       (cqe->opcode & OHCA_CQE_RECV) &&
+	       cqe->status == OHCA_CQE_SUCCESS &&
+	       !(cqe->flags & OHCA_CQE_F_XRC);
+}
+
+static inline uint32_t ohca_cqe_slid(const struct ohca_cq *cq,
+				     const struct ohca_cqe *cqe)
+{
+	if (!ohca_cqe_ib_recv(cq, cqe))
+		return 0;
+	return OHCA_CQE_IB_SLID(le32toh(cqe->qpn), cqe->vendor_err);
+}
+
+static inline uint8_t ohca_cqe_path_bits(const struct ohca_cq *cq,
+					 const struct ohca_cqe *cqe)
+{
+	if (!ohca_cqe_ib_recv(cq, cqe))
+		return 0;
+	return OHCA_CQE_IB_PATH_BITS(le32toh(cqe->src_qp));
+}
+
+static inline uint8_t ohca_cqe_vendor_err(const struct ohca_cq *cq,
+					  const struct ohca_cqe *cqe)
+{
+	return ohca_cqe_ib_recv(cq, cqe) ? 0 : cqe->vendor_err;
+}
+
+static inline uint8_t ohca_cqe_sl(const struct ohca_cq *cq,
+				  const struct ohca_cqe *cqe)
+{
+	/* An InfiniBand port's SL is the LRH's. */
+	if (!(cqe->flags & OHCA_CQE_F_GRH) ||
+	    ohca_ctx_of_cq((struct ohca_cq *)cq)->ib_port)
 		return cqe->sl;
 	return OHCA_WC_SL_UDP | ((cqe->flags & OHCA_CQE_F_IPV4) ?
 				 OHCA_WC_SL_IPV4 : OHCA_WC_SL_IPV6);
@@ -886,14 +925,14 @@ static inline __be32 ohca_cqe_imm_or_rkey(const struct ohca_cqe *cqe)
  */
 static bool ohca_cqe_retire(struct ohca_cq *cq, const struct ohca_cqe *cqe)
 {
-	uint32_t qpn = le32toh(cqe->qpn);
+	uint32_t qpn = le32toh(cqe->qpn) & OHCA_CQE_QPN_MASK;
 	struct ohca_qp *qp = cq->last_qp;
 
 	if ((cqe->opcode & OHCA_CQE_RECV) && (cqe->flags & OHCA_CQE_F_XRC)) {
 		/* An XRC target QP may be another process's: the SRQ's slot. */
 		struct ohca_srq *srq =
 			ohca_find_xrc_srq(ohca_ctx_of_cq(cq),
-					  le32toh(cqe->src_qp));
+					  le32toh(cqe->src_qp) & OHCA_CQE_QPN_MASK);
 
 		if (!srq)
 			return false;
@@ -945,21 +984,22 @@ static void ohca_cq_update_ci(struct ohca_cq *cq, uint32_t old_ci)
 		     cq->ci & OHCA_DB_CQ_CI_MASK);
 }
 
-static void ohca_cqe_to_wc(const struct ohca_cqe *cqe, struct ibv_wc *wc)
+static void ohca_cqe_to_wc(const struct ohca_cq *cq,
+			   const struct ohca_cqe *cqe, struct ibv_wc *wc)
 {
 	wc->wr_id = le64toh(cqe->wr_id);
 	wc->status = ohca_wc_status(cqe->status);
 	wc->opcode = ohca_wc_opcode(cqe->opcode);
-	wc->vendor_err = cqe->vendor_err;
+	wc->vendor_err = ohca_cqe_vendor_err(cq, cqe);
 	wc->byte_len = le32toh(cqe->byte_len);
 	wc->imm_data = ohca_cqe_imm_or_rkey(cqe);
-	wc->qp_num = le32toh(cqe->qpn);
-	wc->src_qp = le32toh(cqe->src_qp);
+	wc->qp_num = le32toh(cqe->qpn) & OHCA_CQE_QPN_MASK;
+	wc->src_qp = le32toh(cqe->src_qp) & OHCA_CQE_QPN_MASK;
 	wc->wc_flags = ohca_cqe_wc_flags(cqe);
 	wc->pkey_index = 0;
-	wc->slid = 0;
-	wc->sl = ohca_cqe_sl(cqe);
-	wc->dlid_path_bits = 0;
+	wc->slid = ohca_cqe_slid(cq, cqe);
+	wc->sl = ohca_cqe_sl(cq, cqe);
+	wc->dlid_path_bits = ohca_cqe_path_bits(cq, cqe);
 }
 
 int ohca_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
@@ -972,7 +1012,7 @@ int ohca_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	pthread_spin_lock(&cq->lock);
 	old_ci = cq->ci;
 	while (npolled < num_entries && (cqe = ohca_cq_take(cq)))
-		ohca_cqe_to_wc(cqe, &wc[npolled++]);
+		ohca_cqe_to_wc(cq, cqe, &wc[npolled++]);
 	ohca_cq_update_ci(cq, old_ci);
 	pthread_spin_unlock(&cq->lock);
 	return npolled;
@@ -1050,7 +1090,9 @@ static enum ibv_wc_opcode ohca_read_opcode(struct ibv_cq_ex *ibcq)
 
 static uint32_t ohca_read_vendor_err(struct ibv_cq_ex *ibcq)
 {
-	return to_ohca_cq_ex(ibcq)->cur_cqe->vendor_err;
+	struct ohca_cq *cq = to_ohca_cq_ex(ibcq);
+
+	return ohca_cqe_vendor_err(cq, cq->cur_cqe);
 }
 
 static uint32_t ohca_read_byte_len(struct ibv_cq_ex *ibcq)
@@ -1065,12 +1107,12 @@ static __be32 ohca_read_imm_data(struct ibv_cq_ex *ibcq)
 
 static uint32_t ohca_read_qp_num(struct ibv_cq_ex *ibcq)
 {
-	return le32toh(to_ohca_cq_ex(ibcq)->cur_cqe->qpn);
+	return le32toh(to_ohca_cq_ex(ibcq)->cur_cqe->qpn) & OHCA_CQE_QPN_MASK;
 }
 
 static uint32_t ohca_read_src_qp(struct ibv_cq_ex *ibcq)
 {
-	return le32toh(to_ohca_cq_ex(ibcq)->cur_cqe->src_qp);
+	return le32toh(to_ohca_cq_ex(ibcq)->cur_cqe->src_qp) & OHCA_CQE_QPN_MASK;
 }
 
 static unsigned int ohca_read_wc_flags(struct ibv_cq_ex *ibcq)
@@ -1078,22 +1120,26 @@ static unsigned int ohca_read_wc_flags(struct ibv_cq_ex *ibcq)
 	return ohca_cqe_wc_flags(to_ohca_cq_ex(ibcq)->cur_cqe);
 }
 
-/* RoCE has no LIDs: slid and dlid_path_bits are 0, as in poll_cq. */
+/* RoCE has no LIDs: slid and dlid_path_bits are 0 there, as in poll_cq. */
 static uint32_t ohca_read_slid(struct ibv_cq_ex *ibcq)
 {
-	(void)ibcq;
-	return 0;
+	struct ohca_cq *cq = to_ohca_cq_ex(ibcq);
+
+	return ohca_cqe_slid(cq, cq->cur_cqe);
 }
 
 static uint8_t ohca_read_sl(struct ibv_cq_ex *ibcq)
 {
-	return ohca_cqe_sl(to_ohca_cq_ex(ibcq)->cur_cqe);
+	struct ohca_cq *cq = to_ohca_cq_ex(ibcq);
+
+	return ohca_cqe_sl(cq, cq->cur_cqe);
 }
 
 static uint8_t ohca_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
 {
-	(void)ibcq;
-	return 0;
+	struct ohca_cq *cq = to_ohca_cq_ex(ibcq);
+
+	return ohca_cqe_path_bits(cq, cq->cur_cqe);
 }
 
 /* Only the readers of the requested fields, as libibverbs expects. */

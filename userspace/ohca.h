@@ -54,6 +54,7 @@ struct ohca_context {
 	uint32_t max_sge;
 	uint32_t max_cqe;
 	bool ud;		/* UD QPs and address handles (max_ah > 0) */
+	bool ib_port;		/* port 1's link layer is InfiniBand */
 	uint32_t max_srq_wr;
 	uint32_t max_srq_sge;
 	pthread_mutex_t qp_table_lock;	/* writers of qp_table */

@@ -48,6 +48,7 @@ int ohca_query_port(struct ibv_context *ibctx, uint8_t port,
 /* Limits the provider sizes queues against, read once per context. */
 int ohca_query_limits(struct ohca_context *ctx)
 {
+	struct ibv_port_attr port = {};
 	struct ibv_device_attr_ex attr;
 	int err;
 
@@ -62,6 +63,13 @@ int ohca_query_limits(struct ohca_context *ctx)
 	ctx->ud = attr.orig_attr.max_ah > 0;
 	ctx->max_srq_wr = attr.orig_attr.max_srq_wr;
 	ctx->max_srq_sge = attr.orig_attr.max_srq_sge;
+	/*
+	 * The port's link layer decides the address vectors and the
+	 * receive completions' source fields; a kernel that cannot say is
+	 * an Ethernet one.
+	 */
+	ctx->ib_port = !ohca_query_port(&ctx->vctx.context, 1, &port) &&
+		       port.link_layer == IBV_LINK_LAYER_INFINIBAND;
 	return 0;
 }
 
@@ -850,6 +858,32 @@ OHCA_DRV_CMD_RESP(ohca_create_ah_resp, ib_uverbs_create_ah_resp,
 		  ohca_ibv_create_ah_resp, 4);
 
 /*
+ * An InfiniBand port's vector (struct ohca_av_ib): the LRH's DLID, SL and
+ * source path bits, a GRH only when the address has one.
+ */
+static void ohca_av_ib_from_attr(const struct ibv_ah_attr *attr,
+				 struct ohca_av *av)
+{
+	struct ohca_av_ib ib = {};
+
+	ib.dlid = htole16(attr->dlid);
+	ib.sl = attr->sl;
+	ib.src_path_bits = attr->src_path_bits & 0x7f;
+	ib.static_rate = attr->static_rate;
+	if (attr->is_global) {
+		ib.flags = OHCA_AV_IB_GRH;
+		memcpy(ib.dgid, attr->grh.dgid.raw, sizeof(ib.dgid));
+		ib.flow_label = htole32(attr->grh.flow_label &
+					OHCA_FLOW_LABEL_MASK);
+		ib.hop_limit = attr->grh.hop_limit;
+		ib.traffic_class = attr->grh.traffic_class;
+		ib.sgid_index = attr->grh.sgid_index;
+	}
+	OHCA_STATIC_ASSERT(sizeof(ib) == sizeof(*av), "one vector, two readings");
+	memcpy(av, &ib, sizeof(*av));
+}
+
+/*
  * The kernel resolves the destination MAC (as it does for every RoCE
  * provider) and tells the source GID's network type; the device needs no
  * object, so the AH is this vector.
@@ -865,8 +899,12 @@ struct ibv_ah *ohca_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	/* RoCE addresses are GIDs: an AH without a GRH cannot be built. */
-	if (!attr->is_global || attr->port_num != 1) {
+	/*
+	 * RoCE addresses are GIDs: an AH without a GRH cannot be built. An
+	 * InfiniBand one is a LID (the kernel checks the rest).
+	 */
+	if ((!attr->is_global && !ctx->ib_port) || attr->port_num != 1 ||
+	    (ctx->ib_port && attr->sl > 15)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -881,6 +919,10 @@ struct ibv_ah *ohca_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 		free(ah);
 		errno = err;
 		return NULL;
+	}
+	if (ctx->ib_port) {
+		ohca_av_ib_from_attr(attr, &ah->av);
+		return &ah->ibv_ah;
 	}
 	memcpy(ah->av.dgid, attr->grh.dgid.raw, sizeof(ah->av.dgid));
 	memcpy(ah->av.dmac, resp.drv.dmac, sizeof(ah->av.dmac));

@@ -418,8 +418,15 @@ int ohca_cmd_exec(struct ohca_dev *dev, const struct ohca_cmd_args *args)
 		memcpy(ctx->in_buf, args->in, args->in_len);
 		entry.in_addr = cpu_to_le64(ctx->in_dma);
 	}
-	if (args->out_len)
+	/*
+	 * Outputs grow compatibly: a device of an older ABI writes less than
+	 * out_len, and the bytes it leaves must read as zero, not as an
+	 * earlier command's answer.
+	 */
+	if (args->out_len) {
+		memset(ctx->out_buf, 0, args->out_len);
 		entry.out_addr = cpu_to_le64(ctx->out_dma);
+	}
 
 	err = ohca_cmd_post_wait(dev, ctx, &entry);
 	if (err == -ETIMEDOUT)
@@ -547,7 +554,9 @@ int ohca_cmd_exec_template(struct ohca_dev *dev, struct ohca_cmd *entry,
 /**
  * ohca_cmd_query_port() - QUERY_PORT of port 1
  * @dev: the function
- * @out: the port's state, MTU and MAC
+ * @out: the port's state, MTU and MAC; its InfiniBand fields too (ABI
+ *       1.5: a device of ABI 1.4 writes the first 64 bytes only, the rest
+ *       reads as zero, an Ethernet port)
  *
  * Return: as ohca_cmd_exec().
  */

@@ -151,8 +151,11 @@ struct ohca_eth_stats {
  *		OHCA_EQE_QP_EVENT, OHCA_EQE_CQ_ERROR, OHCA_EQE_SRQ_EVENT or
  *		OHCA_EQE_PAGE_FAULT; from the EQ 0 interrupt (hardirq).
  * @port_change: the RoCE port's state (wire link, netdev carrier and
- *		admin state, fatal) may have changed; hardirq or process
- *		context. ohca_port_active() style checks read it again.
+ *		admin state, fatal) may have changed, or on an InfiniBand
+ *		port a PORT_CHANGE event arrived (@port_state and
+ *		@port_changes of struct ohca_dev say what); hardirq or
+ *		process context. ohca_port_active() style checks read it
+ *		again.
  * @fatal:	the device stopped (a fatal error, or treated as dead); any
  *		context, once per stop. Every command fails from now on.
  * @comp and @async events that arrive while no client is registered are
@@ -199,7 +202,13 @@ struct ohca_dev {
 	u32 speed_mbps;
 	u32 gid_tbl_len;
 	u32 pkey_tbl_len;
-	struct net_device *netdev;	/* the port's net_device */
+	/*
+	 * An InfiniBand port (QUERY_PORT's link_layer, ABI 1.5): no
+	 * Ethernet net_device (@netdev is NULL), port states driven by the
+	 * subnet manager (@port_state, @port_changes).
+	 */
+	bool ib_port;
+	struct net_device *netdev;	/* Ethernet port's net_device or NULL */
 	/* Completion EQs for CQs: any CQ may use any of them. */
 	struct ohca_comp_eq comp_eqs[OHCA_MAX_COMP_EQS];
 	int num_comp_eqs;
@@ -207,6 +216,12 @@ struct ohca_dev {
 	/* RDMA driver reads: live state. */
 	unsigned long flags;		/* enum ohca_dev_flag */
 	atomic_t link_up;		/* from PORT_CHANGE events */
+	atomic_t port_state;		/* enum ohca_port_state, likewise */
+	/*
+	 * enum ohca_port_change bits of the PORT_CHANGE events not yet
+	 * taken by the RDMA driver (atomic_xchg() to 0); IB port only.
+	 */
+	atomic_t port_changes;
 
 	/* Core only from here on. */
 	void __iomem *regs;		/* BAR0 */
@@ -258,6 +273,17 @@ struct ohca_aux_dev {
 static inline struct ohca_dev *ohca_aux_to_dev(struct auxiliary_device *adev)
 {
 	return container_of(adev, struct ohca_aux_dev, adev)->dev;
+}
+
+/**
+ * ohca_port_name() - the port's name for messages
+ * @dev: the function
+ *
+ * Return: the net_device's name, or "InfiniBand port" on an IB port.
+ */
+static inline const char *ohca_port_name(const struct ohca_dev *dev)
+{
+	return dev->netdev ? dev->netdev->name : "InfiniBand port";
 }
 
 /**

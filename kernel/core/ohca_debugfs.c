@@ -318,7 +318,7 @@ static const struct file_operations ohca_dbg_malformed_fops = {
 	.release = ohca_dbg_malformed_release,
 	.read = ohca_dbg_malformed_read,
 	.write = ohca_dbg_malformed_write,
-	.llseek = no_llseek,
+	/* no .llseek: not seekable (no_llseek was NULL, and is gone in 6.12) */
 };
 
 static int ohca_dbg_stats_show(struct seq_file *s, void *unused)

@@ -109,6 +109,20 @@ static void ohca_eqe_handle(struct ohca_dev *dev, const struct ohca_eqe *eqe)
 			break;
 		}
 		up = code == OHCA_PORT_ACTIVE;
+		if (dev->ib_port) {
+			/*
+			 * The subnet manager moves an IB port through INIT and
+			 * ARMED, and changes its LID, SM and P_Keys while it
+			 * stays ACTIVE: every event goes to the RDMA driver.
+			 */
+			atomic_set(&dev->port_state, code);
+			atomic_or(le32_to_cpu(eqe->param1), &dev->port_changes);
+			if (atomic_xchg(&dev->link_up, up) != up)
+				dev_info(&dev->pdev->dev, "port %s\n",
+					 up ? "active" : "not active");
+			ohca_port_changed(dev);
+			break;
+		}
 		if (atomic_xchg(&dev->link_up, up) == up)
 			break;
 		dev_info(&dev->pdev->dev, "link %s\n", up ? "up" : "down");

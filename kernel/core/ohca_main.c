@@ -113,6 +113,12 @@ static int ohca_query_caps(struct ohca_dev *dev)
 	if (err)
 		return err;
 
+	/* Bytes 48.. of the answer are zero on an Ethernet port. */
+	dev->ib_port = port.link_layer == OHCA_LINK_IB &&
+		       (le32_to_cpu(dev->attr.dev_caps) & OHCA_DEV_CAP_IB_LINK);
+	if (port.link_layer > OHCA_LINK_IB)
+		dev_warn(&dev->pdev->dev, "unknown link layer %u: Ethernet\n",
+			 port.link_layer);
 	ether_addr_copy(dev->port_mac, port.mac);
 	dev->port_mtu = clamp_t(u32, le32_to_cpu(port.mtu), OHCA_ETH_MIN_MTU,
 				OHCA_ETH_MAX_MTU);
@@ -122,8 +128,10 @@ static int ohca_query_caps(struct ohca_dev *dev)
 	dev->gid_tbl_len = le32_to_cpu(port.gid_table_len);
 	dev->pkey_tbl_len = le32_to_cpu(port.pkey_table_len);
 	atomic_set(&dev->link_up, port.state == OHCA_PORT_ACTIVE);
+	atomic_set(&dev->port_state, port.state);
+	atomic_set(&dev->port_changes, 0);
 	ohca_eq0_fit_limits(dev);
-	if (!is_valid_ether_addr(dev->port_mac)) {
+	if (!dev->ib_port && !is_valid_ether_addr(dev->port_mac)) {
 		dev_err(&dev->pdev->dev, "device reports invalid MAC %pM\n",
 			dev->port_mac);
 		return -EINVAL;
@@ -308,7 +316,12 @@ static struct ohca_dev *ohca_dev_init(struct pci_dev *pdev)
 	err = ohca_init_fault(dev, &step) ?: ohca_comp_eqs_create(dev);
 	if (err)
 		goto err_comp_eqs;	/* it may have made some */
-	err = ohca_init_fault(dev, &step) ?: ohca_netdev_create(dev);
+	/*
+	 * An InfiniBand port carries no Ethernet frames: no net_device there
+	 * (ib_ipoib makes the port's interface), nor its rings and interrupt.
+	 */
+	err = ohca_init_fault(dev, &step) ?:
+	      (dev->ib_port ? 0 : ohca_netdev_create(dev));
 	if (err)
 		goto err_comp_eqs;
 	ohca_debugfs_init(dev);
@@ -320,7 +333,7 @@ static struct ohca_dev *ohca_dev_init(struct pci_dev *pdev)
 	pci_save_state(pdev);
 
 	dev_info(&pdev->dev, "%s ready, MAC %pM, node GUID %016llx, RDMA function %s\n",
-		 dev->netdev->name, dev->port_mac,
+		 ohca_port_name(dev), dev->port_mac,
 		 le64_to_cpu(dev->attr.node_guid), dev_name(&dev->aux->adev.dev));
 	return dev;
 
@@ -406,7 +419,7 @@ static void ohca_reset_prepare(struct pci_dev *pdev)
 	if (!dev)
 		return;
 	dev_info(&pdev->dev, "function reset: stopping %s and the RDMA function\n",
-		 dev->netdev->name);
+		 ohca_port_name(dev));
 	ohca_dev_teardown(dev);
 }
 

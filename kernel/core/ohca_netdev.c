@@ -742,6 +742,8 @@ err_napi_del:
  */
 void ohca_netdev_destroy(struct ohca_dev *dev)
 {
+	if (!dev->netdev)	/* an InfiniBand port has none */
+		return;
 	clear_bit(OHCA_FLAG_NETDEV_READY, &dev->flags);
 	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
 	unregister_netdev(dev->netdev);

@@ -15,7 +15,8 @@
 /**
  * ohca_create_ah() - ib_device_ops.create_ah: a UD address handle
  * @ibah: the AH, allocated by the core
- * @init_attr: its attributes (a RoCE address: the GRH is required)
+ * @init_attr: its attributes (a RoCE address: the GRH is required; an IB
+ *             address on an InfiniBand port)
  * @udata: a user AH's response (the vector's MAC, VLAN, network type), or NULL
  *
  * No command: the address vector is built here (ohca_av_from_ah()) and
@@ -44,7 +45,14 @@ int ohca_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 	if (!ohca_udata_tail_clear(udata, 0))
 		return -EINVAL;
 
-	/* The provider builds its WQEs from the same vector. */
+	/*
+	 * The provider builds its WQEs from the same vector; on an
+	 * InfiniBand port it has all it needs (no MAC, no VLAN): the
+	 * response stays zero.
+	 */
+	if (dev->cdev->ib_port)
+		return ib_copy_to_udata(udata, &resp,
+					min(sizeof(resp), udata->outlen));
 	memcpy(resp.dmac, ah->av.dmac, sizeof(resp.dmac));
 	resp.vlan_id = le16_to_cpu(ah->av.vlan_id);
 	resp.network_type = ah->av.network_type;
@@ -69,7 +77,8 @@ int ohca_destroy_ah(struct ib_ah *ibah, u32 flags)
 /**
  * ohca_query_ah() - ib_device_ops.query_ah
  * @ibah: the AH
- * @ah_attr: filled from its address vector (a RoCE address on port 1)
+ * @ah_attr: filled from its address vector (a RoCE address on port 1, an
+ *           IB one on an InfiniBand port)
  *
  * Return: 0.
  */
@@ -79,6 +88,10 @@ int ohca_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr)
 	union ib_gid dgid;
 
 	memset(ah_attr, 0, sizeof(*ah_attr));
+	if (to_ohca_dev(ibah->device)->cdev->ib_port) {
+		ohca_av_ib_to_ah(av, ah_attr);
+		return 0;
+	}
 	ah_attr->type = RDMA_AH_ATTR_TYPE_ROCE;
 	rdma_ah_set_port_num(ah_attr, 1);
 	memcpy(dgid.raw, av->dgid, sizeof(dgid.raw));

@@ -451,7 +451,7 @@ void ohca_cq_clean(struct ohca_ibdev *dev, struct ohca_cq *cq, u32 qpn)
 		struct ohca_cqe *dst;
 		u8 owner;
 
-		if (le32_to_cpu(cqe->qpn) == qpn) {
+		if ((le32_to_cpu(cqe->qpn) & OHCA_CQE_QPN_MASK) == qpn) {
 			nfreed++;
 			continue;
 		}
@@ -509,13 +509,26 @@ bool ohca_cqe_is_cq_own(const struct ohca_cq *cq, const struct ohca_qp *qp,
 }
 
 /*
+ * A successful receive of a datagram QP on an InfiniBand port: its CQE
+ * carries the LRH's source in the top bits of qpn and src_qp.
+ */
+static bool ohca_cqe_ib_source(const struct ohca_qp *qp,
+			       const struct ohca_cqe *cqe)
+{
+	return (cqe->opcode & OHCA_CQE_RECV) && cqe->status == OHCA_CQE_SUCCESS &&
+	       (qp->type == IB_QPT_UD || qp->type == IB_QPT_GSI ||
+		qp->type == IB_QPT_SMI);
+}
+
+/*
  * False for a CQE that is not reported: its QP is gone, or it is not this
  * CQ's (ohca_cqe_is_cq_own(), counted in @cq->foreign). Under cq->lock.
  */
 static bool ohca_cqe_to_wc(struct ohca_ibdev *dev, struct ohca_cq *cq,
 			   const struct ohca_cqe *cqe, struct ib_wc *wc)
 {
-	u32 qpn = le32_to_cpu(cqe->qpn);
+	u32 raw_qpn = le32_to_cpu(cqe->qpn);
+	u32 qpn = raw_qpn & OHCA_CQE_QPN_MASK;
 	struct ohca_qp *qp = xa_load(&dev->qp_xa, qpn);
 
 	if (!qp) {
@@ -536,7 +549,7 @@ static bool ohca_cqe_to_wc(struct ohca_ibdev *dev, struct ohca_cq *cq,
 	wc->status = ohca_wc_status(cqe->status);
 	wc->vendor_err = cqe->vendor_err;
 	wc->byte_len = le32_to_cpu(cqe->byte_len);
-	wc->src_qp = le32_to_cpu(cqe->src_qp);
+	wc->src_qp = le32_to_cpu(cqe->src_qp) & OHCA_CQE_QPN_MASK;
 	wc->port_num = 1;
 	wc->qp = &qp->ibqp;
 	if (cqe->flags & OHCA_CQE_F_IMM) {
@@ -549,7 +562,17 @@ static bool ohca_cqe_to_wc(struct ohca_ibdev *dev, struct ohca_cq *cq,
 		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
 	}
 	/* UD receives: what ib_init_ah_attr_from_wc() needs for a reply. */
-	if (cqe->flags & OHCA_CQE_F_GRH) {
+	if (dev->cdev->ib_port && ohca_cqe_ib_source(qp, cqe)) {
+		/* The LRH's source (ohca_queue.h), a GRH only if it had one. */
+		wc->slid = OHCA_CQE_IB_SLID(raw_qpn, cqe->vendor_err);
+		wc->dlid_path_bits =
+			OHCA_CQE_IB_PATH_BITS(le32_to_cpu(cqe->src_qp));
+		wc->sl = cqe->sl & 0xf;
+		wc->vendor_err = 0;
+		wc->pkey_index = 0;
+		if (cqe->flags & OHCA_CQE_F_GRH)
+			wc->wc_flags |= IB_WC_GRH;
+	} else if (cqe->flags & OHCA_CQE_F_GRH) {
 		wc->wc_flags |= IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE;
 		wc->network_hdr_type = cqe->flags & OHCA_CQE_F_IPV4 ?
 				       RDMA_NETWORK_IPV4 : RDMA_NETWORK_IPV6;

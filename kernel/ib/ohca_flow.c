@@ -21,11 +21,14 @@ struct ohca_flow {
  * ohca_has_raw() - whether the device has raw Ethernet QPs and flows
  * @dev: the RDMA device
  *
- * Return: true with OHCA_DEV_CAP_RAW_ETH.
+ * Return: true with OHCA_DEV_CAP_RAW_ETH on an Ethernet port. An
+ * InfiniBand port has no Ethernet frames; its flow steering flag would
+ * also make IPoIB ask for a QP create flag (NETIF_QP) it has no use for.
  */
 bool ohca_has_raw(struct ohca_ibdev *dev)
 {
-	return le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_RAW_ETH;
+	return !dev->cdev->ib_port &&
+	       (le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_RAW_ETH);
 }
 
 /* Each spec layer at most once: a second one would have to be merged. */

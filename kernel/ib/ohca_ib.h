@@ -14,6 +14,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
+#include "ohca_compat.h"
 #include "ohca_core.h"
 
 /* ohca_ibdev.flags, set and cleared atomically. */
@@ -56,7 +57,9 @@ struct ohca_ibdev {
 	 * port_active once OHCA_IB_REGISTERED is set.
 	 */
 	spinlock_t port_lock;
-	bool port_active;		/* RoCE port state last reported */
+	bool port_active;		/* port state last reported */
+	/* IB port: CapabilityMask bits the host's agents set (IsSM, IsCM). */
+	u32 port_cap_set;
 
 	/*
 	 * cqn -> struct ohca_cq and qpn -> struct ohca_qp, for the event
@@ -295,6 +298,25 @@ extern const struct ib_device_ops ohca_dev_ops;
 bool ohca_port_active(struct ohca_ibdev *dev);
 void ohca_port_update(struct ohca_ibdev *dev);
 
+/* ohca_ib_port.c: the InfiniBand port */
+/* The GID table of an IB port: the port GUID's GID (no alias GUIDs). */
+#define OHCA_IB_GID_TBL_LEN	1
+u32 ohca_ib_pkey_tbl_len(struct ohca_ibdev *dev);
+int ohca_ib_query_port(struct ohca_ibdev *dev, struct ib_port_attr *props);
+int ohca_ib_modify_port(struct ohca_ibdev *dev, int mask,
+			struct ib_port_modify *props);
+int ohca_query_gid(struct ib_device *ibdev, u32 port, int index,
+		   union ib_gid *gid);
+int ohca_ib_query_pkey(struct ohca_ibdev *dev, u16 index, u16 *pkey);
+int ohca_process_mad(struct ib_device *ibdev, int mad_flags, u32 port,
+		     const struct ib_wc *in_wc, const struct ib_grh *in_grh,
+		     const struct ib_mad *in, struct ib_mad *out,
+		     size_t *out_mad_size, u16 *out_mad_pkey_index);
+void ohca_ib_port_events(struct ohca_ibdev *dev);
+int ohca_av_ib_from_ah(struct ohca_ibdev *dev, const struct rdma_ah_attr *ah,
+		       struct ohca_av *av);
+void ohca_av_ib_to_ah(const struct ohca_av *av, struct rdma_ah_attr *ah);
+
 /* ohca_destroy.c */
 bool ohca_destroy_failed(struct ohca_ibdev *dev, int err, const char *what,
 			 u32 handle);
@@ -443,7 +465,7 @@ void ohca_quota_put(struct ohca_ibdev *dev, enum ohca_quota_res res);
 int ohca_quota_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 int ohca_quota_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 int ohca_quota_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-			 struct ib_udata *udata);
+			 struct ohca_create_cq_arg *arg);
 int ohca_quota_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int ohca_quota_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			 struct ib_udata *udata);

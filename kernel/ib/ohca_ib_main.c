@@ -76,13 +76,15 @@ static int ohca_ib_register(struct ohca_ibdev *dev)
 	/* The PCI function: libibverbs matches the provider by its modalias. */
 	ibdev->dev.parent = &cdev->pdev->dev;
 	ibdev->node_guid = cpu_to_be64(le64_to_cpu(cdev->attr.node_guid));
-	strscpy(ibdev->node_desc, "ohca RoCEv2 HCA", sizeof(ibdev->node_desc));
+	strscpy(ibdev->node_desc, cdev->ib_port ? "ohca InfiniBand HCA" :
+		"ohca RoCEv2 HCA", sizeof(ibdev->node_desc));
 	ib_set_device_ops(ibdev, &ohca_dev_ops);
 	ib_set_device_ops(ibdev, &ohca_stats_ops);
 	if (IS_ENABLED(CONFIG_INFINIBAND_USER_ACCESS))
 		ibdev->driver_def = ohca_uapi_defs;
 
-	err = ib_device_set_netdev(ibdev, cdev->netdev, 1);
+	/* An InfiniBand port has no net_device (IPoIB makes one on it). */
+	err = cdev->netdev ? ib_device_set_netdev(ibdev, cdev->netdev, 1) : 0;
 	if (err)
 		return err;
 	dev->port_active = ohca_port_active(dev);
@@ -91,7 +93,8 @@ static int ohca_ib_register(struct ohca_ibdev *dev)
 		dev_err(&cdev->pdev->dev,
 			"cannot register the RDMA device: %d\n", err);
 		/* Drop the netdev reference, or unregistering it would hang. */
-		ib_device_set_netdev(ibdev, NULL, 1);
+		if (cdev->netdev)
+			ib_device_set_netdev(ibdev, NULL, 1);
 		return err;
 	}
 
@@ -159,7 +162,7 @@ static int ohca_ib_probe(struct auxiliary_device *adev,
 		goto err_events;
 	auxiliary_set_drvdata(adev, dev);
 	dev_info(&adev->dev, "%s on %s of %s\n", dev_name(&dev->ibdev.dev),
-		 cdev->netdev->name, pci_name(cdev->pdev));
+		 ohca_port_name(cdev), pci_name(cdev->pdev));
 	return 0;
 
 err_events:

@@ -154,6 +154,11 @@ static int ohca_check_caps(struct ohca_ibdev *dev, struct ib_qp_init_attr *init,
 		if (ohca_has_raw(dev) && udata && !init->srq)
 			break;
 		goto unsupported;
+	case IB_QPT_SMI:
+		/* QP0: an InfiniBand port's only (ib_mad makes it). */
+		if (!dev->cdev->ib_port)
+			goto unsupported;
+		fallthrough;
 	case IB_QPT_GSI:
 		if (udata)
 			return -EINVAL;
@@ -464,7 +469,8 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		  qp->type == IB_QPT_UC ? OHCA_QPT_UC :
 		  qp->type == IB_QPT_XRC_INI ? OHCA_QPT_XRC_INI :
 		  qp->type == IB_QPT_RAW_PACKET ? OHCA_QPT_RAW_ETH :
-		  qp->type == IB_QPT_UD ? OHCA_QPT_UD : OHCA_QPT_GSI;
+		  qp->type == IB_QPT_UD ? OHCA_QPT_UD :
+		  qp->type == IB_QPT_SMI ? OHCA_QPT_SMI : OHCA_QPT_GSI;
 	in.sq_log_size = qp->sq.log_size;
 	in.rq_log_size = qp->rq.log_size;
 	in.sq_log_stride = qp->sq.log_stride;
@@ -489,6 +495,15 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		dev_err(&dev->cdev->pdev->dev, "device reused QP number 0x%x\n",
 			qp->qpn);
 		goto err_destroy;
+	}
+	/* ib_mad knows QP0 and QP1 by their numbers. */
+	if ((qp->type == IB_QPT_SMI && qp->qpn != 0) ||
+	    (qp->type == IB_QPT_GSI && qp->qpn != OHCA_GSI_QPN)) {
+		dev_err(&dev->cdev->pdev->dev,
+			"device gave QP type %d the number 0x%x\n", qp->type,
+			qp->qpn);
+		err = -EIO;
+		goto err_erase;
 	}
 	ibqp->qp_num = qp->qpn;
 	ohca_qp_fill_caps(dev, qp, &init->cap);
@@ -597,7 +612,7 @@ u32 ohca_qp_mask_to_dev(int ib_mask)
 }
 
 /**
- * ohca_av_from_ah() - the device's address vector of a RoCE address
+ * ohca_av_from_ah() - the device's address vector of an address
  * @dev: the RDMA device
  * @ah: the address the core resolved (dmac included), with its GID
  *      attribute
@@ -607,7 +622,8 @@ u32 ohca_qp_mask_to_dev(int ib_mask)
  * sleeps (the GID attribute is read under RCU).
  *
  * Return: 0, or -EINVAL for an address that is not RoCE with a GRH and a
- * usable source GID.
+ * usable source GID (on an InfiniBand port: not an IB address, see
+ * ohca_av_ib_from_ah()).
  */
 int ohca_av_from_ah(struct ohca_ibdev *dev, const struct rdma_ah_attr *ah,
 		    struct ohca_av *av)
@@ -617,6 +633,8 @@ int ohca_av_from_ah(struct ohca_ibdev *dev, const struct rdma_ah_attr *ah,
 	u16 vlan_id = 0xffff;
 	int err;
 
+	if (dev->cdev->ib_port)
+		return ohca_av_ib_from_ah(dev, ah, av);
 	if (ah->type != RDMA_AH_ATTR_TYPE_ROCE ||
 	    !(rdma_ah_get_ah_flags(ah) & IB_AH_GRH)) {
 		ibdev_dbg(&dev->ibdev, "address vector without a RoCE GRH\n");
@@ -720,7 +738,9 @@ int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		err = -EINVAL;
 		goto out;
 	}
-	if ((attr_mask & IB_QP_PKEY_INDEX) && attr->pkey_index) {
+	if ((attr_mask & IB_QP_PKEY_INDEX) &&
+	    attr->pkey_index >= (dev->cdev->ib_port ?
+				 ohca_ib_pkey_tbl_len(dev) : 1)) {
 		err = -EINVAL;
 		goto out;
 	}
@@ -745,7 +765,12 @@ int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		err = ohca_av_from_ah(dev, &attr->ah_attr, &a->av);
 		if (err)
 			goto out;
-		/* Flow entropy for ECMP/RSS, the way every RoCE driver does. */
+	}
+	/*
+	 * Flow entropy for ECMP/RSS, the way every RoCE driver does; an
+	 * InfiniBand packet has no UDP header.
+	 */
+	if ((attr_mask & IB_QP_AV) && !dev->cdev->ib_port) {
 		sport = rdma_get_udp_sport(le32_to_cpu(a->av.flow_label),
 					   qp->qpn, attr_mask & IB_QP_DEST_QPN ?
 					   attr->dest_qp_num : 0);
@@ -860,7 +885,9 @@ int ohca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	attr->rnr_retry = a.rnr_retry;
 	ohca_qp_fill_caps(dev, qp, &attr->cap);
 
-	if (ohca_qp_connected(qp->type)) {
+	if (ohca_qp_connected(qp->type) && dev->cdev->ib_port) {
+		ohca_av_ib_to_ah(&a.av, &attr->ah_attr);
+	} else if (ohca_qp_connected(qp->type)) {
 		attr->ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
 		rdma_ah_set_port_num(&attr->ah_attr, 1);
 		memcpy(dgid.raw, a.av.dgid, sizeof(dgid.raw));
@@ -974,10 +1001,16 @@ static int ohca_copy_inline(struct ohca_qp *qp, const struct ib_send_wr *wr,
 	return 0;
 }
 
-/* The UD segment: the AH's address vector, remote QPN and Q_Key. */
-static int ohca_build_ud_seg(const struct ib_send_wr *wr,
+/*
+ * The UD segment: the AH's address vector, remote QPN and Q_Key; on an
+ * InfiniBand port the GSI QP's P_Key index too (ib_mad answers a MAD in
+ * its request's partition).
+ */
+static int ohca_build_ud_seg(const struct ohca_qp *qp,
+			     const struct ib_send_wr *wr,
 			     struct ohca_ud_seg *seg)
 {
+	struct ohca_ibdev *dev = to_ohca_dev(qp->ibqp.device);
 	const struct ib_ud_wr *ud = ud_wr(wr);
 
 	if ((wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM) ||
@@ -987,6 +1020,11 @@ static int ohca_build_ud_seg(const struct ib_send_wr *wr,
 	seg->av = to_ohca_ah(ud->ah)->av;
 	seg->remote_qpn = cpu_to_le32(ud->remote_qpn);
 	seg->qkey = cpu_to_le32(ud->remote_qkey);
+	if (qp->type == IB_QPT_GSI && dev->cdev->ib_port) {
+		if (ud->pkey_index >= ohca_ib_pkey_tbl_len(dev))
+			return -EINVAL;
+		seg->pkey_index = cpu_to_le16(ud->pkey_index);
+	}
 	return 0;
 }
 
@@ -1004,7 +1042,7 @@ static int ohca_build_send_wqe(struct ohca_qp *qp, const struct ib_send_wr *wr,
 		return opcode;
 	if (!ohca_qp_connected(qp->type)) {
 		/* SEND and SEND_WITH_IMM only */
-		err = ohca_build_ud_seg(wr, (struct ohca_ud_seg *)(wqe + 1));
+		err = ohca_build_ud_seg(qp, wr, (struct ohca_ud_seg *)(wqe + 1));
 		if (err)
 			return err;
 	}

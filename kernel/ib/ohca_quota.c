@@ -145,9 +145,10 @@ int ohca_quota_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 }
 
 int ohca_quota_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-			 struct ib_udata *udata)
+			 struct ohca_create_cq_arg *arg)
 {
 	struct ohca_ibdev *dev = to_ohca_dev(ibcq->device);
+	struct ib_udata *udata = ohca_create_cq_udata(arg);
 	int err;
 
 	err = ohca_quota_get(dev, OHCA_QUOTA_CQ, !!udata);

@@ -29,15 +29,19 @@ static enum ib_mtu ohca_eth_mtu_to_ib(u32 eth_mtu)
 }
 
 /**
- * ohca_port_active() - whether the RoCE port is up
+ * ohca_port_active() - whether the port is up
  * @dev: the RDMA device
  *
- * Return: true when the wire is up and the Ethernet interface is too.
+ * Return: true when the wire is up and the Ethernet interface is too; on
+ * an InfiniBand port, when the subnet manager made it ACTIVE.
  */
 bool ohca_port_active(struct ohca_ibdev *dev)
 {
 	struct net_device *ndev = dev->cdev->netdev;
 
+	if (dev->cdev->ib_port)
+		return atomic_read(&dev->cdev->port_state) == OHCA_PORT_ACTIVE &&
+		       !test_bit(OHCA_FLAG_FATAL, &dev->cdev->flags);
 	return atomic_read(&dev->cdev->link_up) &&
 	       !test_bit(OHCA_FLAG_FATAL, &dev->cdev->flags) &&
 	       netif_running(ndev) && netif_carrier_ok(ndev);
@@ -97,7 +101,7 @@ static int ohca_query_device(struct ib_device *ibdev,
 	props->max_srq = le32_to_cpu(a->max_srq);
 	props->max_srq_wr = le32_to_cpu(a->max_srq_wr);
 	props->max_srq_sge = le32_to_cpu(a->max_srq_sge);
-	props->max_pkeys = 1;
+	props->max_pkeys = dev->cdev->ib_port ? ohca_ib_pkey_tbl_len(dev) : 1;
 	props->max_mcast_grp = le32_to_cpu(a->max_mcast_grp);
 	props->max_mcast_qp_attach = le32_to_cpu(a->max_mcast_qp_attach);
 	props->max_total_mcast_qp_attach =
@@ -157,6 +161,8 @@ static int ohca_query_port(struct ib_device *ibdev, u32 port,
 
 	if (port != 1)
 		return -EINVAL;
+	if (dev->cdev->ib_port)
+		return ohca_ib_query_port(dev, props);
 
 	/* The core zeroed *props. */
 	props->state = up ? IB_PORT_ACTIVE : IB_PORT_DOWN;
@@ -184,6 +190,14 @@ static int ohca_get_port_immutable(struct ib_device *ibdev, u32 port,
 	if (port != 1)
 		return -EINVAL;
 
+	if (dev->cdev->ib_port) {
+		/* ib_mad makes QP0 and QP1 for it; the GID table is the device's. */
+		immutable->core_cap_flags = RDMA_CORE_PORT_IBA_IB;
+		immutable->gid_tbl_len = OHCA_IB_GID_TBL_LEN;
+		immutable->pkey_tbl_len = ohca_ib_pkey_tbl_len(dev);
+		immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+		return 0;
+	}
 	/* RoCEv2 only: the device has no RoCEv1 (raw Ethernet) transport. */
 	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
 	immutable->gid_tbl_len = dev->cdev->gid_tbl_len;
@@ -195,12 +209,31 @@ static int ohca_get_port_immutable(struct ib_device *ibdev, u32 port,
 static enum rdma_link_layer ohca_get_link_layer(struct ib_device *ibdev,
 						u32 port)
 {
-	return IB_LINK_LAYER_ETHERNET;
+	return to_ohca_dev(ibdev)->cdev->ib_port ? IB_LINK_LAYER_INFINIBAND :
+						   IB_LINK_LAYER_ETHERNET;
+}
+
+static int ohca_modify_port(struct ib_device *ibdev, u32 port, int mask,
+			    struct ib_port_modify *props)
+{
+	struct ohca_ibdev *dev = to_ohca_dev(ibdev);
+
+	if (dev->cdev->ib_port)
+		return ohca_ib_modify_port(dev, mask, props);
+	/* What the core answers a RoCE port without the op. */
+	if (!(props->set_port_cap_mask & ~IB_PORT_CM_SUP) ||
+	    !(props->clr_port_cap_mask & ~IB_PORT_CM_SUP))
+		return 0;
+	return -EOPNOTSUPP;
 }
 
 static int ohca_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
 			   u16 *pkey)
 {
+	struct ohca_ibdev *dev = to_ohca_dev(ibdev);
+
+	if (dev->cdev->ib_port)
+		return ohca_ib_query_pkey(dev, index, pkey);
 	if (index)
 		return -EINVAL;
 	*pkey = IB_DEFAULT_PKEY_FULL;
@@ -437,6 +470,11 @@ void ohca_port_update(struct ohca_ibdev *dev)
 	if (!test_bit(OHCA_IB_REGISTERED, &dev->flags))
 		return;
 	spin_lock_irqsave(&dev->port_lock, flags);
+	if (dev->cdev->ib_port) {
+		ohca_ib_port_events(dev);
+		spin_unlock_irqrestore(&dev->port_lock, flags);
+		return;
+	}
 	up = ohca_port_active(dev);
 	if (dev->port_active != up) {
 		dev->port_active = up;
@@ -487,13 +525,16 @@ const struct ib_device_ops ohca_dev_ops = {
 	.mmap = ohca_mmap,
 	.mmap_free = ohca_mmap_free,
 	.modify_cq = ohca_modify_cq,
+	.modify_port = ohca_modify_port,
 	.modify_qp = ohca_modify_qp,
 	.modify_srq = ohca_modify_srq,
 	.poll_cq = ohca_poll_cq,
 	.post_recv = ohca_post_recv,
 	.post_send = ohca_post_send,
 	.post_srq_recv = ohca_post_srq_recv,
+	.process_mad = ohca_process_mad,
 	.query_device = ohca_query_device,
+	.query_gid = ohca_query_gid,
 	.query_ah = ohca_query_ah,
 	.query_pkey = ohca_query_pkey,
 	.query_port = ohca_query_port,

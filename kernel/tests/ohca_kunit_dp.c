@@ -5,7 +5,8 @@
  * flag and work-request opcode translation, the CQ attribute checks
  * that must reject a request before any command reaches the device, the
  * purge of a gone QP's CQEs, the software flushes of a stopped device and
- * the drop of CQEs that are not the polled CQ's (audit N1).
+ * the drop of CQEs that are not the polled CQ's (audit N1), an
+ * InfiniBand port's UD receive completions and address vectors.
  */
 #include <kunit/test.h>
 
@@ -328,7 +329,127 @@ static void ohca_test_poll_cq_foreign(struct kunit *test)
 	xa_destroy(&dev->qp_xa);
 }
 
+/*
+ * An InfiniBand port's UD receive: the CQE's top bits of qpn and src_qp
+ * and its vendor_err are the LRH's source (ohca_queue.h): the QP is
+ * found by the low 24 bits, the work completion gets SLID, SL, path bits
+ * and IB_WC_GRH only when the packet had a GRH; an Ethernet port's
+ * completion of the same bytes keeps its RoCE meaning.
+ */
+static void ohca_test_poll_cq_ib_ud(struct kunit *test)
+{
+	struct ohca_ibdev *dev;
+	struct ohca_cq *cq;
+	struct ohca_qp *qp;
+	struct ib_wc wc[4];
+	u64 *db;
+	int n;
+
+	dev = ohca_test_kdb_dev(test, &db);
+	dev->cdev->ib_port = true;
+	xa_init_flags(&dev->qp_xa, XA_FLAGS_LOCK_IRQ);
+	cq = ohca_test_cq(test, dev, 0);
+	cq->ibcq.device = &dev->ibdev;
+	qp = ohca_test_qp(test, 7, cq, cq);
+	qp->type = IB_QPT_UD;
+	KUNIT_ASSERT_EQ(test, xa_insert_irq(&dev->qp_xa, 7, qp, GFP_KERNEL), 0);
+
+	/* SLID 0x1234, path bits 5, SL 3, source QP 0x42, no GRH */
+	ohca_test_put_cqe(cq, 0, 0x12000007);
+	cq->ring[0].opcode = OHCA_CQE_RECV;
+	cq->ring[0].vendor_err = 0x34;
+	cq->ring[0].src_qp = cpu_to_le32((5u << 24) | 0x42);
+	cq->ring[0].sl = 3;
+	/* SLID 0x0001 with a GRH */
+	ohca_test_put_cqe(cq, 1, 0x00000007);
+	cq->ring[1].opcode = OHCA_CQE_RECV;
+	cq->ring[1].vendor_err = 0x01;
+	cq->ring[1].src_qp = cpu_to_le32(0x43);
+	cq->ring[1].flags = OHCA_CQE_F_GRH;
+
+	n = ohca_poll_cq(&cq->ibcq, ARRAY_SIZE(wc), wc);
+	KUNIT_ASSERT_EQ(test, n, 2);
+	KUNIT_EXPECT_PTR_EQ(test, wc[0].qp, &qp->ibqp);
+	KUNIT_EXPECT_EQ(test, wc[0].slid, 0x1234U);
+	KUNIT_EXPECT_EQ(test, wc[0].dlid_path_bits, 5);
+	KUNIT_EXPECT_EQ(test, wc[0].sl, 3);
+	KUNIT_EXPECT_EQ(test, wc[0].src_qp, 0x42U);
+	KUNIT_EXPECT_EQ(test, wc[0].vendor_err, 0U);
+	KUNIT_EXPECT_FALSE(test, wc[0].wc_flags & IB_WC_GRH);
+	KUNIT_EXPECT_EQ(test, wc[1].slid, 1U);
+	KUNIT_EXPECT_EQ(test, wc[1].src_qp, 0x43U);
+	KUNIT_EXPECT_TRUE(test, wc[1].wc_flags & IB_WC_GRH);
+	KUNIT_EXPECT_FALSE(test, wc[1].wc_flags & IB_WC_WITH_NETWORK_HDR_TYPE);
+	KUNIT_EXPECT_EQ(test, qp->rq.ci, 2U);
+
+	/* a failed receive has a vendor error, not a source */
+	ohca_test_put_cqe(cq, 2, 7);
+	cq->ring[2].opcode = OHCA_CQE_RECV;
+	cq->ring[2].status = OHCA_CQE_LOC_LEN_ERR;
+	cq->ring[2].vendor_err = 9;
+	KUNIT_ASSERT_EQ(test, ohca_poll_cq(&cq->ibcq, ARRAY_SIZE(wc), wc), 1);
+	KUNIT_EXPECT_EQ(test, wc[0].vendor_err, 9U);
+	KUNIT_EXPECT_EQ(test, wc[0].slid, 0U);
+
+	/* the Ethernet port: GRH means RoCE, no LIDs */
+	dev->cdev->ib_port = false;
+	ohca_test_put_cqe(cq, 3, 7);
+	cq->ring[3].opcode = OHCA_CQE_RECV;
+	cq->ring[3].flags = OHCA_CQE_F_GRH | OHCA_CQE_F_IPV4;
+	KUNIT_ASSERT_EQ(test, ohca_poll_cq(&cq->ibcq, ARRAY_SIZE(wc), wc), 1);
+	KUNIT_EXPECT_EQ(test, wc[0].slid, 0U);
+	KUNIT_EXPECT_TRUE(test, wc[0].wc_flags & IB_WC_WITH_NETWORK_HDR_TYPE);
+	KUNIT_EXPECT_EQ(test, wc[0].network_hdr_type, RDMA_NETWORK_IPV4);
+	xa_destroy(&dev->qp_xa);
+}
+
+/* An IB address vector: built from an IB address, read back the same. */
+static void ohca_test_av_ib(struct kunit *test)
+{
+	struct ohca_ibdev *dev = ohca_test_ibdev(test);
+	struct rdma_ah_attr ah = { .type = RDMA_AH_ATTR_TYPE_IB };
+	struct rdma_ah_attr back = {};
+	union ib_gid dgid = { .raw = { 0xfe, 0x80, [15] = 2 } };
+	struct ohca_av_ib ib;
+	struct ohca_av av;
+
+	dev->cdev->ib_port = true;
+	rdma_ah_set_dlid(&ah, 0x21);
+	rdma_ah_set_sl(&ah, 4);
+	rdma_ah_set_path_bits(&ah, 1);
+	KUNIT_ASSERT_EQ(test, ohca_av_from_ah(dev, &ah, &av), 0);
+	memcpy(&ib, &av, sizeof(ib));
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(ib.dlid), 0x21);
+	KUNIT_EXPECT_EQ(test, ib.sl, 4);
+	KUNIT_EXPECT_EQ(test, ib.src_path_bits, 1);
+	KUNIT_EXPECT_EQ(test, ib.flags, 0);
+
+	rdma_ah_set_grh(&ah, &dgid, 0xfffff7, 0, 64, 3);
+	KUNIT_ASSERT_EQ(test, ohca_av_from_ah(dev, &ah, &av), 0);
+	memcpy(&ib, &av, sizeof(ib));
+	KUNIT_EXPECT_EQ(test, ib.flags, OHCA_AV_IB_GRH);
+	/* 20 bits of flow label */
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(ib.flow_label), 0xffff7U);
+	ohca_av_ib_to_ah(&av, &back);
+	KUNIT_EXPECT_EQ(test, back.type, RDMA_AH_ATTR_TYPE_IB);
+	KUNIT_EXPECT_EQ(test, rdma_ah_get_dlid(&back), 0x21U);
+	KUNIT_EXPECT_EQ(test, rdma_ah_get_sl(&back), 4);
+	KUNIT_EXPECT_TRUE(test, rdma_ah_get_ah_flags(&back) & IB_AH_GRH);
+	KUNIT_EXPECT_EQ(test, rdma_ah_read_grh(&back)->hop_limit, 64);
+	KUNIT_EXPECT_EQ(test, memcmp(rdma_ah_read_grh(&back)->dgid.raw, dgid.raw,
+				     sizeof(dgid.raw)), 0);
+
+	/* not an IB address, or an SL past 15: refused */
+	ah.type = RDMA_AH_ATTR_TYPE_ROCE;
+	KUNIT_EXPECT_EQ(test, ohca_av_from_ah(dev, &ah, &av), -EINVAL);
+	ah.type = RDMA_AH_ATTR_TYPE_IB;
+	rdma_ah_set_sl(&ah, 16);
+	KUNIT_EXPECT_EQ(test, ohca_av_from_ah(dev, &ah, &av), -EINVAL);
+}
+
 static struct kunit_case ohca_dp_cases[] = {
+	KUNIT_CASE(ohca_test_poll_cq_ib_ud),
+	KUNIT_CASE(ohca_test_av_ib),
 	KUNIT_CASE(ohca_test_access_flags),
 	KUNIT_CASE(ohca_test_wr_opcode),
 	KUNIT_CASE(ohca_test_create_cq_checks),

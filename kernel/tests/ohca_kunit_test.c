@@ -157,8 +157,9 @@ static void fw_handle(struct ohca_fake_fw *fw, struct ohca_cmd *e)
 		WRITE_ONCE(fw->have_held, true);
 		return;
 	}
-	fw_complete(fw, token, READ_ONCE(fw->status), READ_ONCE(fw->syndrome));
+	/* Counted first: the waiter may return as soon as it completes. */
 	atomic_inc(&fw->ncmds);
+	fw_complete(fw, token, READ_ONCE(fw->status), READ_ONCE(fw->syndrome));
 }
 
 static int fw_thread(void *arg)
@@ -182,8 +183,8 @@ static int fw_thread(void *arg)
 		if (READ_ONCE(fw->release) && READ_ONCE(fw->have_held)) {
 			WRITE_ONCE(fw->have_held, false);
 			WRITE_ONCE(fw->release, false);
-			fw_complete(fw, fw->held_token, OHCA_STATUS_OK, 0);
 			atomic_inc(&fw->ncmds);
+			fw_complete(fw, fw->held_token, OHCA_STATUS_OK, 0);
 		}
 		usleep_range(100, 300);
 	}

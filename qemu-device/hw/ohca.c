@@ -27,6 +27,7 @@
 #include "net/net.h"
 #include "qom/object.h"
 #include "trace.h"
+#include "ohca-compat.h"
 
 #include "ohca/ohca_queue.h"
 #include "ohca/ohca_regs.h"
@@ -54,6 +55,8 @@ struct OhcaState {
 
     uint64_t node_guid;
     uint64_t sys_image_guid;
+    uint64_t port_guid;         /* InfiniBand: 0 takes node-guid */
+    char *link_layer;           /* "eth" (default) or "ib" */
     bool sync_doorbells;        /* run a doorbell's work in its thread */
     uint32_t doorbell_budget;   /* ... at most this many units of it */
     uint32_t max_qp;            /* QPs offered (QUERY_DEVICE max_qp) */
@@ -435,6 +438,16 @@ static void ohca_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     cfg.max_qp = s->max_qp;
+    if (!s->link_layer || !strcmp(s->link_layer, "eth")) {
+        cfg.link_layer = OHCA_LINK_ETH;
+    } else if (!strcmp(s->link_layer, "ib")) {
+        cfg.link_layer = OHCA_LINK_IB;
+    } else {
+        error_setg(errp, "ohca: link-layer must be eth or ib, not '%s'",
+                   s->link_layer);
+        return;
+    }
+    cfg.port_guid = s->port_guid;
     memcpy(cfg.mac, s->conf.macaddr.a, sizeof(cfg.mac));
     cfg.node_guid = s->node_guid;
     cfg.sys_image_guid = s->sys_image_guid;
@@ -565,17 +578,19 @@ static const VMStateDescription vmstate_ohca = {
     .unmigratable = 1,
 };
 
-static Property ohca_properties[] = {
+static OhcaProperty ohca_properties[] = {
     DEFINE_NIC_PROPERTIES(OhcaState, conf),
     DEFINE_PROP_UINT64("node-guid", OhcaState, node_guid, 0),
     DEFINE_PROP_UINT64("sys-image-guid", OhcaState, sys_image_guid, 0),
+    DEFINE_PROP_UINT64("port-guid", OhcaState, port_guid, 0),
+    DEFINE_PROP_STRING("link-layer", OhcaState, link_layer),
     DEFINE_PROP_BOOL("sync-doorbells", OhcaState, sync_doorbells, true),
     DEFINE_PROP_UINT32("doorbell-budget", OhcaState, doorbell_budget, 256),
     DEFINE_PROP_UINT32("max-qp", OhcaState, max_qp, OHCA_ENGINE_MAX_QP),
-    DEFINE_PROP_END_OF_LIST(),
+    OHCA_PROPS_END
 };
 
-static void ohca_class_init(ObjectClass *klass, void *data)
+static void ohca_class_init(ObjectClass *klass, OHCA_CLASS_DATA *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
@@ -590,7 +605,7 @@ static void ohca_class_init(ObjectClass *klass, void *data)
     k->subsystem_vendor_id = OHCA_PCI_SUBSYS_VENDOR_ID;
     k->subsystem_id = OHCA_PCI_SUBSYS_ID;
     dc->desc = "ohca RoCEv2 RDMA NIC";
-    dc->reset = ohca_qdev_reset;
+    ohca_set_reset(dc, ohca_qdev_reset);
     dc->vmsd = &vmstate_ohca;
     device_class_set_props(dc, ohca_properties);
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);

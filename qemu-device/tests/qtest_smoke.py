@@ -8,6 +8,8 @@ bottom half, the netdev (a dgram socket this script sits on the other end
 of), link changes and reset through QMP.
 
     qemu-device/tests/qtest_smoke.py [path/to/qemu-system-x86_64]
+    OHCA_QEMU_VERSION=10.0 qemu-device/tests/qtest_smoke.py
+                         (build/qemu-10.0/: make qemu QEMU=10.0)
 
 Exit status 0 when every check passed.
 """
@@ -199,7 +201,11 @@ def wait_for(pred, timeout=5.0):
 
 
 def main():
-    qemu = sys.argv[1] if len(sys.argv) > 1 else os.path.join(TOP, "build/qemu/qemu-system-x86_64")
+    version = os.environ.get("OHCA_QEMU_VERSION", "7.2")
+    built = "build/qemu" if version == "7.2" else f"build/qemu-{version}"
+    qemu = sys.argv[1] if len(sys.argv) > 1 else os.path.join(TOP, built, "qemu-system-x86_64")
+    if not os.access(qemu, os.X_OK):
+        sys.exit(f"qtest_smoke: {qemu} missing: make qemu QEMU={version}")
     wire = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     wire.bind(("127.0.0.1", 0))
     wire.settimeout(5)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the guest root filesystem for the ohca test VMs: an ext4 image made
-# from a debootstrap'ed Debian bookworm (minbase + the packages in
+# from a debootstrap'ed Debian release (bookworm by default; OHCA_DISTRO=trixie
+# or sid) (minbase + the packages in
 # guest/packages.txt), the guest kernel's /lib/modules, rdma-core's upstream
 # Python test suite (gunzipped, in /opt/rdma-core-tests) and our init
 # (/sbin/ohca-init).
@@ -8,15 +9,21 @@
 # The image is cached as $OHCA_CACHE/rootfs-<key>.img, the key being a hash of
 # this script, the package list, the init script, the guest kernel version and
 # the host's rdma-core version (the test suite is copied from the host).
-# build/rootfs.img links to it.
+# build/rootfs.img links to it (build/rootfs-<distro>.img for another release).
+#
+# Bookworm's guest kernel and test suite are the host's; another release's
+# come from its build chroot (tests/vm/chroot.sh), whose /boot holds the
+# kernel and initrd the VMs boot.
 #
 # Usage: mkrootfs.sh              build unless cached
 #        mkrootfs.sh --print-path print the image path for the current inputs
 #                                 (exit 1 if it is not built yet)
 #        mkrootfs.sh --force      rebuild even if cached
 # Env:   OHCA_CACHE       cache root (default ~/.cache/ohca)
+#        OHCA_DISTRO      bookworm (default), trixie or sid
 #        OHCA_GUEST_KVER  guest kernel version (default: newest
-#                         /boot/vmlinuz-*-amd64 that has /lib/modules/<ver>)
+#                         /boot/vmlinuz-*-amd64 that has /lib/modules/<ver>,
+#                         of the host or the release's chroot)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -24,8 +31,23 @@ top=$(cd "$here/../.." && pwd)
 cache=${OHCA_CACHE:-$HOME/.cache/ohca}
 pkgfile=$here/guest/packages.txt
 initfile=$here/guest/ohca-init
-suite=bookworm
-testsrc=/usr/share/doc/rdma-core/tests
+suite=${OHCA_DISTRO:-bookworm}
+# Where the guest kernel and the rdma-core test suite come from: the host
+# for bookworm, the release's build chroot otherwise.
+kroot=""
+case "$suite" in
+bookworm) ;;
+trixie | sid)
+	if [ "${1:-}" = --print-path ]; then
+		kroot=$(bash "$here/chroot.sh" "$suite" --print-path) ||
+			{ echo "$kroot"; exit 1; }
+	else
+		kroot=$(bash "$here/chroot.sh" "$suite" | tail -n 1)
+	fi
+	;;
+*) echo "mkrootfs: error: OHCA_DISTRO=$suite: expected bookworm, trixie or sid" >&2; exit 1 ;;
+esac
+testsrc=$kroot/usr/share/doc/rdma-core/tests
 
 die() { echo "mkrootfs: error: $*" >&2; exit 1; }
 say() { echo "mkrootfs: $*"; }
@@ -46,10 +68,10 @@ guest_kver() {
 		return
 	fi
 	local v best=
-	for v in /boot/vmlinuz-*-amd64; do
+	for v in "$kroot"/boot/vmlinuz-*-amd64; do
 		[ -e "$v" ] || continue
-		v=${v#/boot/vmlinuz-}
-		[ -d "/lib/modules/$v" ] || continue
+		v=${v#"$kroot"/boot/vmlinuz-}
+		[ -d "$kroot/lib/modules/$v" ] || continue
 		best=$(printf '%s\n%s\n' "$best" "$v" | sed '/^$/d' | sort -V | tail -n1)
 	done
 	[ -n "$best" ] || die "no guest kernel: install linux-image-amd64 (need /boot/vmlinuz-*-amd64 and /lib/modules/<ver>)"
@@ -57,10 +79,10 @@ guest_kver() {
 }
 
 kver=$(guest_kver)
-[ -d "/lib/modules/$kver" ] || die "/lib/modules/$kver missing"
+[ -d "$kroot/lib/modules/$kver" ] || die "$kroot/lib/modules/$kver missing"
 [ -f "$pkgfile" ] || die "$pkgfile missing"
 [ -f "$initfile" ] || die "$initfile missing"
-rdma_ver=$(dpkg-query -W -f='${Version}' rdma-core 2>/dev/null || echo none)
+rdma_ver=$(dpkg-query --admindir="$kroot/var/lib/dpkg" -W -f='${Version}' rdma-core 2>/dev/null || echo none)
 
 packages=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$pkgfile" | paste -sd, -)
 key=$( { cat "$0" "$pkgfile" "$initfile"; echo "kver=$kver rdma-core=$rdma_ver suite=$suite"; } |
@@ -74,8 +96,10 @@ if [ "$mode" = print ]; then
 fi
 
 mkdir -p "$top/build"
+link=$top/build/rootfs.img
+[ "$suite" = bookworm ] || link=$top/build/rootfs-$suite.img
 if [ -f "$img" ] && [ "$mode" != force ]; then
-	ln -sfn "$img" "$top/build/rootfs.img"
+	ln -sfn "$img" "$link"
 	say "cached ($img)"
 	exit 0
 fi
@@ -109,6 +133,8 @@ host_mirror() {
 	fi
 }
 mirror=$(host_mirror | head -n1 || true)
+# Another release: the host's Debian mirror (tests/vm/apt-suite.sh reads it).
+[ -n "$mirror" ] || [ "$suite" = bookworm ] || mirror=$(bash "$here/apt-suite.sh" --mirror)
 
 mkdir -p "$cache"
 work=$(mktemp -d "$cache/rootfs-$key.XXXXXX.tmp")
@@ -126,7 +152,7 @@ trap cleanup EXIT
 start=$SECONDS
 root=$work/root
 say "building $img"
-say "  guest kernel $kver, rdma-core tests from host $rdma_ver"
+say "  $suite, guest kernel $kver, rdma-core tests from ${kroot:-the host} ($rdma_ver)"
 say "  mirror: ${mirror:-debootstrap default}"
 say "  packages: $packages"
 say "[1/5] debootstrap --variant=minbase $suite (several minutes on a cold cache)"
@@ -141,7 +167,7 @@ say "      done in $((SECONDS - start)) s"
 
 say "[2/5] guest kernel modules ($kver)"
 mkdir -p "$root/lib/modules"
-cp -a "/lib/modules/$kver" "$root/lib/modules/"
+cp -a "$kroot/lib/modules/$kver" "$root/lib/modules/"
 # /lib/modules/<ver>/extra is where a test may drop ohca.ko before depmod.
 mkdir -p "$root/lib/modules/$kver/extra"
 depmod -b "$root" "$kver"
@@ -171,5 +197,5 @@ size_mb=$((used_mb + used_mb / 2 + 256))
 mke2fs -q -t ext4 -L ohca-root -d "$root" "$work/root.img" "${size_mb}M" ||
 	die "mke2fs -d failed"
 mv "$work/root.img" "$img"
-ln -sfn "$img" "$top/build/rootfs.img"
+ln -sfn "$img" "$link"
 say "done: $img (${size_mb} MiB, ${used_mb} MiB used) in $((SECONDS - start)) s"

@@ -60,7 +60,8 @@ from harness.checks import (KLOG_PATTERNS, KLOG_RE, SANITIZER_RE,  # noqa: E402,
                             sanitizer_env, sanitizer_reports, scan_kernel_log)
 from harness.cluster import Cluster  # noqa: E402
 from harness.common import (DEFAULT_TIMEOUT, FIRMWARE_DIRS, GUEST_DIR, IBDEV,  # noqa: E402,F401
-                            IFACE, IPS, MACS, MAX_VMS, MKROOTFS, NETDEV_ID, NIC_ID, NIC_KINDS,
+                            IFACE, IPS, LINK_LAYERS, MACS, MAX_VMS, MKROOTFS, NETDEV_ID,
+                            NIC_ID, NIC_KINDS,
                             NODE_GUIDS, PREAMBLE_FAILED, PREFIX, RXE_IBDEV, TOP, HarnessError,
                             die_with_parent, format_guid, log, vm_ip, vm_mac, vm_node_guid)
 from harness.host import (build_outputs, find_qemu, guest_kver,  # noqa: E402,F401
@@ -104,6 +105,10 @@ def main(argv=None):
         p.add_argument("--qemu-arg", action="append", default=[],
                        help="extra QEMU argument (repeatable)")
         p.add_argument("--module-params", default="", help="ohca_core.ko parameters")
+        p.add_argument("--link-layer", choices=LINK_LAYERS, default="eth",
+                       help="the ohca port's link layer: eth (RoCEv2, default) or ib "
+                       "(an InfiniBand port: no eth0 of ohca, the port stays INIT "
+                       "until a subnet manager such as opensm makes it ACTIVE)")
         p.add_argument("--trace", metavar="PATTERN",
                        help="QEMU trace events to turn on, e.g. 'ohca_*' (the device's, "
                        "qemu-device/trace-events); the lines go to each VM's qemu.log")
@@ -154,7 +159,8 @@ def main(argv=None):
     try:
         if args.cmd == "shell":
             with Cluster("cli-shell", nvms=1, nic=args.nic, logdir=logdir,
-                         extra_args=args.qemu_arg, module_params=args.module_params) as c:
+                         extra_args=args.qemu_arg, module_params=args.module_params,
+                         link_layer=args.link_layer) as c:
                 c._interactive_preamble = not args.no_preamble
                 return c.interactive()
 
@@ -172,7 +178,8 @@ def main(argv=None):
                       logdir=logdir, extra_args=args.qemu_arg,
                       module_params=args.module_params,
                       nics=args.nics.split(",") if args.nics else None,
-                      mtu=args.mtu, capture=args.capture, wire=args.wire)
+                      mtu=args.mtu, capture=args.capture, wire=args.wire,
+                      link_layer=args.link_layer)
     except HarnessError as e:
         log(f"error: {e}")
         return 2

@@ -18,6 +18,13 @@
  * sources: libibverbs/driver.h, libibverbs/kern-abi.h, libibverbs/init.c,
  * libibverbs/cmd_device.c, ccan/list.h, util/udma_barrier.h, util/mmio.h.
  * The numbers in the static asserts below are x86_64 (LP64) values.
+ *
+ * rdma-core 56 (Debian trixie 56.1-1): the private structures declared
+ * here have the same members in the same order in v56.1's
+ * libibverbs/driver.h (76 context ops, still IBVERBS_PRIVATE_34); the
+ * public ibv_qp_ex (360 bytes) and ibv_port_attr (56) grew, and with
+ * ibv_qp_ex the provider's verbs_qp.  So one library per release: a
+ * provider built against v44 must not be loaded by libibverbs 56.
  */
 #ifndef OHCA_COMPAT_IBVERBS_PRIVATE_H
 #define OHCA_COMPAT_IBVERBS_PRIVATE_H
@@ -38,8 +45,8 @@
 #error "OHCA_RDMA_CORE_VERSION is not set: build through userspace/Makefile"
 #endif
 
-#if OHCA_RDMA_CORE_VERSION == 44
-/* Private ABI label exported by this release: IBVERBS_PRIVATE_34. */
+#if OHCA_RDMA_CORE_VERSION == 44 || OHCA_RDMA_CORE_VERSION == 56
+/* Private ABI label exported by these releases: IBVERBS_PRIVATE_34. */
 #define OHCA_IBVERBS_PABI	34
 #else
 #error "no layout record for this rdma-core release in compat/ibverbs_private.h"
@@ -265,7 +272,7 @@ enum verbs_qp_mask {
 /* LAYOUT-CRITICAL: the provider's QP starts with it.  ibv_cmd_create_qp
  * (the only create helper libohca uses) writes only the ibv_qp part;
  * comp_mask stays 0 (no XRC, no ibv_qp_ex).  comp_mask moved with every
- * growth of the public ibv_qp_ex (344 in v43, 352 in v44, 360 in v45). */
+ * growth of the public ibv_qp_ex (344 in v43, 352 in v44, 360 in v45-56). */
 struct verbs_qp {
 	union {
 		struct ibv_qp qp;
@@ -282,7 +289,7 @@ struct verbs_qp {
 /*
  * LAYOUT-CRITICAL: verbs_set_ops() copies every non-NULL slot by offset,
  * so the slot count and (alphabetical) order must be the running
- * library's: 76 slots in rdma-core 44.  The slots libohca fills are typed;
+ * library's: 76 slots in rdma-core 44 and 56.  The slots libohca fills are typed;
  * the others are placeholders of pointer size and must stay NULL.
  */
 typedef void (*ohca_unused_op)(void);
@@ -675,7 +682,16 @@ int ibv_dofork_range(void *base, size_t size);
 #define OHCA_COMPAT_ASSERT_OFF(t, m, n) \
 	_Static_assert(offsetof(t, m) == (n), "offsetof(" #t ", " #m ") != " #n);
 
+/* The public structures that differ between the recorded releases. */
 #if OHCA_RDMA_CORE_VERSION == 44
+#define OHCA_IBV_QP_EX_SIZE	352
+#define OHCA_IBV_PORT_ATTR_SIZE	52
+#elif OHCA_RDMA_CORE_VERSION == 56
+#define OHCA_IBV_QP_EX_SIZE	360
+#define OHCA_IBV_PORT_ATTR_SIZE	56
+#endif
+
+#if OHCA_RDMA_CORE_VERSION == 44 || OHCA_RDMA_CORE_VERSION == 56
 /* OHCA_LAYOUT_FACTS(S, O): S(type, size) / O(type, member, offset). */
 #define OHCA_LAYOUT_FACTS(S, O)                                             \
 	S(struct ohca_list_node, 16)                                        \
@@ -766,9 +782,9 @@ int ibv_dofork_range(void *base, size_t size);
 	O(struct verbs_mr, mr_type, 48)                                     \
 	O(struct verbs_mr, access, 52)                                      \
 	S(struct verbs_cq, 288)                                             \
-	S(struct verbs_qp, 368)                                             \
-	O(struct verbs_qp, comp_mask, 352)                                  \
-	O(struct verbs_qp, xrcd, 360)                                       \
+	S(struct verbs_qp, OHCA_IBV_QP_EX_SIZE + 16)                        \
+	O(struct verbs_qp, comp_mask, OHCA_IBV_QP_EX_SIZE)                  \
+	O(struct verbs_qp, xrcd, OHCA_IBV_QP_EX_SIZE + 8)                   \
 	S(struct verbs_xrcd, 16)                                            \
 	O(struct verbs_xrcd, handle, 12)                                    \
 	S(struct verbs_srq, 160)                                            \
@@ -806,7 +822,7 @@ int ibv_dofork_range(void *base, size_t size);
 	S(struct ibv_cq, 128)                                               \
 	S(struct ibv_cq_ex, 288)                                            \
 	S(struct ibv_qp, 160)                                               \
-	S(struct ibv_qp_ex, 352)                                            \
+	S(struct ibv_qp_ex, OHCA_IBV_QP_EX_SIZE)                            \
 	S(struct ib_uverbs_get_context_resp, 8)                             \
 	S(struct ib_uverbs_ex_query_device_resp, 304)                       \
 	S(struct ibv_device, 664)                                           \
@@ -815,7 +831,7 @@ int ibv_dofork_range(void *base, size_t size);
 	O(struct verbs_context, context, 320)                               \
 	O(struct verbs_context, sz, 312)                                    \
 	S(struct ibv_device_attr_ex, 400)                                   \
-	S(struct ibv_port_attr, 52)
+	S(struct ibv_port_attr, OHCA_IBV_PORT_ATTR_SIZE)
 #endif
 
 OHCA_LAYOUT_FACTS(OHCA_COMPAT_ASSERT_SIZE, OHCA_COMPAT_ASSERT_OFF)

@@ -92,6 +92,8 @@ enum ohca_cmd_opcode {
 	OHCA_CMD_ODP_UNMAP		= 0x33,
 	/* OHCA_DEV_CAP_CQ_MODERATION (ABI 1.4, programming manual section 20) */
 	OHCA_CMD_MODIFY_CQ		= 0x34,
+	/* An InfiniBand port (OHCA_LINK_IB, ABI 1.5): the management agents */
+	OHCA_CMD_MAD_IFC		= 0x35,
 	OHCA_CMD_MAX
 };
 
@@ -259,6 +261,14 @@ enum ohca_dev_caps {
 	 * capability a full EQ 0 is fatal (OHCA_FATAL_EQ_OVERFLOW).
 	 */
 	OHCA_DEV_CAP_EQ0_HOLD		= 1u << 10,
+	/*
+	 * (ABI 1.5) The port may be an InfiniBand port: QUERY_PORT's
+	 * link_layer says whether it is. On an InfiniBand port: MAD_IFC,
+	 * OHCA_QPT_SMI, address vectors read as struct ohca_av_ib, the IB
+	 * fields of UD receive completions (ohca_queue.h) and port states
+	 * driven by the subnet manager (programming manual section 21).
+	 */
+	OHCA_DEV_CAP_IB_LINK		= 1u << 11,
 };
 
 /*
@@ -298,15 +308,41 @@ struct ohca_query_port_in {
 };
 OHCA_ASSERT_SIZE(struct ohca_query_port_in, 8);
 
+/*
+ * Port states. An Ethernet port is DOWN or ACTIVE with its link. An
+ * InfiniBand port follows the IBTA logical states: DOWN without a link,
+ * INIT once the link is up, then ARMED and ACTIVE as the subnet manager
+ * sets them (PortInfo through MAD_IFC); the device never makes it ACTIVE
+ * on its own.
+ */
 enum ohca_port_state {		/* values of struct ohca_query_port_out.state */
 	OHCA_PORT_DOWN			= 1,
+	OHCA_PORT_INIT			= 2,
+	OHCA_PORT_ARMED			= 3,
 	OHCA_PORT_ACTIVE		= 4,
 };
 
+enum ohca_link_layer {
+	OHCA_LINK_ETH			= 0,	/* RoCEv2 on Ethernet */
+	OHCA_LINK_IB			= 1,	/* InfiniBand (LRH, VCRC) */
+};
+
+/* IBTA PortPhysicalState values the device reports. */
+enum ohca_phys_state {
+	OHCA_PHYS_POLLING		= 2,	/* no link */
+	OHCA_PHYS_DISABLED		= 3,
+	OHCA_PHYS_LINK_UP		= 5,
+};
+
+/*
+ * The device writes min(out_len, sizeof) bytes: a driver of ABI 1.4 asks
+ * for 64 and reads link_layer as 0 (Ethernet). Bytes 48..127 are zero on
+ * an Ethernet port.
+ */
 struct ohca_query_port_out {
 	ohca_u8 state;			/* enum ohca_port_state */
 	ohca_u8 link_up;		/* 1 when the netdev link is up */
-	ohca_u8 mac[6];
+	ohca_u8 mac[6];			/* Ethernet ports only */
 	ohca_le32 max_mtu;		/* largest Ethernet MTU accepted by SET_PORT */
 	ohca_le32 mtu;			/* current Ethernet MTU */
 	ohca_le32 speed_mbps;
@@ -315,11 +351,99 @@ struct ohca_query_port_out {
 	ohca_le32 max_msg_size;
 	ohca_le64 rx_frames;
 	ohca_le64 tx_frames;
-	ohca_le32 rsvd[4];
+	/* (ABI 1.5) InfiniBand ports: the port as its SMA holds it. */
+	ohca_u8 link_layer;		/* enum ohca_link_layer */
+	ohca_u8 phys_state;		/* enum ohca_phys_state */
+	ohca_u8 lmc;			/* 0..7 */
+	ohca_u8 sm_sl;
+	ohca_le16 lid;			/* 0: none assigned yet */
+	ohca_le16 sm_lid;
+	ohca_u8 active_mtu;		/* IBTA enum: 1=256 .. 5=4096 */
+	ohca_u8 max_ib_mtu;		/* IBTA enum */
+	ohca_u8 max_vl_num;		/* IBTA VLCap: 1=VL0, 2=VL0-1, 3=VL0-3, 4=VL0-7 */
+	ohca_u8 init_type_reply;
+	ohca_le32 port_cap_flags;	/* PortInfo CapabilityMask */
+	ohca_u8 port_guid[8];		/* network byte order */
+	ohca_u8 subnet_prefix[8];	/* network byte order */
+	ohca_le32 pkey_violations;	/* PortInfo P_KeyViolations */
+	ohca_le32 qkey_violations;	/* PortInfo Q_KeyViolations */
+	ohca_u8 active_width;		/* IBTA LinkWidthActive: 1=1x, 2=4x */
+	ohca_u8 active_speed;		/* IBTA LinkSpeedActive: 1=SDR .. */
+	ohca_u8 subnet_timeout;
+	ohca_u8 rsvd1[5];
+	ohca_le32 rsvd2[8];
 };
-OHCA_ASSERT_SIZE(struct ohca_query_port_out, 64);
+/* The smallest out_len the device accepts: the output of ABI 1.4. */
+#define OHCA_QUERY_PORT_OUT_MIN_SIZE	64
+OHCA_ASSERT_SIZE(struct ohca_query_port_out, 128);
 OHCA_ASSERT_OFFSET(struct ohca_query_port_out, mac, 2);
 OHCA_ASSERT_OFFSET(struct ohca_query_port_out, rx_frames, 32);
+OHCA_ASSERT_OFFSET(struct ohca_query_port_out, link_layer, 48);
+OHCA_ASSERT_OFFSET(struct ohca_query_port_out, lid, 52);
+OHCA_ASSERT_OFFSET(struct ohca_query_port_out, port_cap_flags, 60);
+OHCA_ASSERT_OFFSET(struct ohca_query_port_out, port_guid, 64);
+OHCA_ASSERT_OFFSET(struct ohca_query_port_out, pkey_violations, 80);
+OHCA_ASSERT_OFFSET(struct ohca_query_port_out, active_width, 88);
+
+/* ---- MAD_IFC (OHCA_DEV_CAP_IB_LINK, ABI 1.5) ---------------------------- */
+/*
+ * Hands one management datagram to the port's agents in the device: the
+ * subnet management agent (SMP classes 0x01 and 0x81: NodeInfo,
+ * NodeDescription, PortInfo, GUIDInfo, P_KeyTable, SLtoVLMappingTable,
+ * VLArbitrationTable, SMInfo not included) and the performance management
+ * agent (class 0x04: ClassPortInfo, PortCounters, PortCountersExtended).
+ * The driver passes every MAD that ib_mad gives its process_mad, as
+ * mlx4's firmware takes them: the kernel's SMI layer has already done the
+ * directed-route hop processing. result tells whether 'mad' in the output
+ * is a response to send back. Only on an InfiniBand port: elsewhere
+ * BAD_STATE. A Set that changes the port (LID, SM LID, state, P_Keys)
+ * posts OHCA_EQE_PORT_CHANGE with the change in param1.
+ */
+#define OHCA_MAD_SIZE			256
+
+enum ohca_mad_ifc_flags {
+	/* Sent by the local host itself: skip the M_Key check. */
+	OHCA_MAD_IFC_IGNORE_MKEY	= 1u << 0,
+	/* Received from the wire: the source fields below are valid. */
+	OHCA_MAD_IFC_NET		= 1u << 1,
+};
+
+struct ohca_mad_ifc_in {
+	ohca_u8 port;			/* must be 1 */
+	ohca_u8 flags;			/* enum ohca_mad_ifc_flags */
+	ohca_le16 slid;			/* with OHCA_MAD_IFC_NET */
+	ohca_le32 src_qp;		/* with OHCA_MAD_IFC_NET: 0 or 1 */
+	ohca_u8 sl;
+	ohca_u8 dlid_path_bits;
+	ohca_le16 pkey_index;
+	ohca_le32 rsvd;
+	ohca_u8 mad[OHCA_MAD_SIZE];
+};
+OHCA_ASSERT_SIZE(struct ohca_mad_ifc_in, 16 + OHCA_MAD_SIZE);
+OHCA_ASSERT_OFFSET(struct ohca_mad_ifc_in, mad, 16);
+
+enum ohca_mad_ifc_result {
+	OHCA_MAD_IFC_CONSUMED		= 0,	/* no response (a trap repress, a response) */
+	OHCA_MAD_IFC_REPLY		= 1,	/* send 'mad' back */
+	OHCA_MAD_IFC_NOT_MINE		= 2,	/* a class the device has no agent for */
+};
+
+struct ohca_mad_ifc_out {
+	ohca_le32 result;		/* enum ohca_mad_ifc_result */
+	ohca_le32 rsvd[3];
+	ohca_u8 mad[OHCA_MAD_SIZE];
+};
+OHCA_ASSERT_SIZE(struct ohca_mad_ifc_out, 16 + OHCA_MAD_SIZE);
+
+/* What changed, in OHCA_EQE_PORT_CHANGE's param1 (ABI 1.5; 0 before). */
+enum ohca_port_change {
+	OHCA_PORT_CHG_STATE		= 1u << 0,
+	OHCA_PORT_CHG_LID		= 1u << 1,	/* LID or LMC */
+	OHCA_PORT_CHG_SM		= 1u << 2,	/* SM LID or SL */
+	OHCA_PORT_CHG_PKEY		= 1u << 3,
+	OHCA_PORT_CHG_GUID		= 1u << 4,
+	OHCA_PORT_CHG_CLIENT_REREG	= 1u << 5,
+};
 
 /* ---- SET_PORT ---------------------------------------------------------- */
 enum ohca_set_port_mask {
@@ -910,6 +1034,13 @@ enum ohca_qp_type {
 	 * needs OHCA_QP_PORT, the other transitions no attribute.
 	 */
 	OHCA_QPT_RAW_ETH		= 6,
+	/*
+	 * (OHCA_DEV_CAP_IB_LINK) QP0, the subnet management QP of an
+	 * InfiniBand port: one per port, created like OHCA_QPT_GSI, its
+	 * packets on VL15 with the default P_Key and no Q_Key check; the
+	 * device takes it only on an InfiniBand port.
+	 */
+	OHCA_QPT_SMI			= 7,
 };
 
 /* QP states, the IBTA numbering. */
@@ -1005,6 +1136,38 @@ struct ohca_av {
 	ohca_u8 network_type;		/* enum ohca_network_type */
 };
 OHCA_ASSERT_SIZE(struct ohca_av, 32);
+
+/*
+ * (OHCA_DEV_CAP_IB_LINK) On an InfiniBand port the same 32 bytes are read
+ * as this: the packet goes to dlid (LRH) on service level sl; with
+ * OHCA_AV_IB_GRH it carries a GRH to dgid as well (flow_label, hop_limit,
+ * traffic_class and sgid_index as in struct ohca_av, which shares their
+ * offsets). The source LID is the port's LID with src_path_bits in its
+ * low LMC bits.
+ */
+enum ohca_av_ib_flags {
+	OHCA_AV_IB_GRH			= 1u << 0,
+};
+
+struct ohca_av_ib {
+	ohca_u8 dgid[16];		/* network byte order; with OHCA_AV_IB_GRH */
+	ohca_le16 dlid;
+	ohca_u8 sl;			/* 0..15 */
+	ohca_u8 src_path_bits;		/* < 2^LMC */
+	ohca_u8 flags;			/* enum ohca_av_ib_flags */
+	ohca_u8 static_rate;		/* IBTA rate enum; 0: port rate */
+	ohca_u8 rsvd[2];
+	ohca_le32 flow_label;
+	ohca_u8 hop_limit;
+	ohca_u8 traffic_class;
+	ohca_u8 sgid_index;
+	ohca_u8 rsvd2;
+};
+OHCA_ASSERT_SIZE(struct ohca_av_ib, 32);
+OHCA_ASSERT_OFFSET(struct ohca_av_ib, dlid, 16);
+OHCA_ASSERT_OFFSET(struct ohca_av_ib, flow_label, 24);
+OHCA_ASSERT_OFFSET(struct ohca_av_ib, hop_limit, 28);
+OHCA_ASSERT_OFFSET(struct ohca_av_ib, sgid_index, 30);
 
 struct ohca_qp_attr {
 	ohca_u8 qp_state;		/* enum ohca_qp_state */

@@ -37,7 +37,8 @@ enum ohca_eqe_type {
 	/* code: enum ohca_cmd_status, param0: token, param1: syndrome,
 	 * param2: command ring slot. */
 	OHCA_EQE_CMD_DONE		= 1,
-	/* code: enum ohca_port_state, param0: port number. */
+	/* code: enum ohca_port_state, param0: port number, param1: enum
+	 * ohca_port_change (ABI 1.5; 0 on an Ethernet port). */
 	OHCA_EQE_PORT_CHANGE		= 2,
 	/* code: enum ohca_fatal; the device stops until reset. */
 	OHCA_EQE_DEVICE_FATAL		= 3,
@@ -244,9 +245,17 @@ struct ohca_ud_seg {
 	struct ohca_av av;		/* see struct ohca_av (ohca_cmd.h) */
 	ohca_le32 remote_qpn;		/* 24 bits */
 	ohca_le32 qkey;
-	ohca_le32 rsvd[2];
+	/*
+	 * (ABI 1.5) The GSI QP on an InfiniBand port: the P_Key table index
+	 * of this packet's P_Key (a MAD answers in its request's partition).
+	 * Other QPs send with their own (OHCA_QP_PKEY_INDEX); 0 elsewhere.
+	 */
+	ohca_le16 pkey_index;
+	ohca_le16 rsvd0;
+	ohca_le32 rsvd;
 };
 OHCA_ASSERT_SIZE(struct ohca_ud_seg, 48);
+OHCA_ASSERT_OFFSET(struct ohca_ud_seg, pkey_index, 40);
 OHCA_ASSERT_OFFSET(struct ohca_ud_seg, remote_qpn, 32);
 OHCA_ASSERT_OFFSET(struct ohca_ud_seg, qkey, 36);
 
@@ -412,6 +421,14 @@ enum ohca_cqe_flags {
  * DETH, flags OHCA_CQE_F_GRH (always) and OHCA_CQE_F_IPV4, byte_len
  * including the 40 GRH bytes, and sl the 802.1Q priority of a tagged frame
  * (0 untagged); the P_Key index is always 0.
+ * (ABI 1.5) On an InfiniBand port a successful receive completion of a UD,
+ * GSI or SMI QP says where the packet came from as an LRH does: OHCA_CQE_F_GRH
+ * only when it had a GRH (byte_len still counts the 40 bytes), sl its LRH
+ * service level, the source LID in the top byte of qpn (bits 8..15) and
+ * in vendor_err (bits 0..7; a success has no vendor error), and the DLID
+ * path bits in the top 7 bits of src_qp (bits 24..30). OHCA_CQE_IB_SLID()
+ * and OHCA_CQE_IB_PATH_BITS() read them; the QP numbers are the low 24
+ * bits of qpn and src_qp on every port.
  */
 struct ohca_cqe {
 	ohca_le64 wr_id;
@@ -432,6 +449,13 @@ OHCA_ASSERT_OFFSET(struct ohca_cqe, opcode, 24);
 OHCA_ASSERT_OFFSET(struct ohca_cqe, sl, 27);
 OHCA_ASSERT_OFFSET(struct ohca_cqe, wqe_index, 28);
 OHCA_ASSERT_OFFSET(struct ohca_cqe, owner, 31);
+
+#define OHCA_CQE_QPN_MASK		0x00ffffffu
+
+/* The IB source of a UD receive (see above), from qpn and src_qp in CPU order. */
+#define OHCA_CQE_IB_SLID(qpn, vendor_err) \
+	((((qpn) >> 24) << 8) | (vendor_err))
+#define OHCA_CQE_IB_PATH_BITS(src_qp)	(((src_qp) >> 24) & 0x7f)
 
 /* Why a completion failed, in more detail than the status. */
 enum ohca_vendor_err {

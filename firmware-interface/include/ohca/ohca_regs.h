@@ -61,7 +61,7 @@ OHCA_STATIC_ASSERT(OHCA_DM_CHUNK_SIZE == OHCA_DB_PAGE_SIZE,
 /* Register values that identify the device and interface revision. */
 #define OHCA_MAGIC			0x4143484fu	/* "OHCA" little endian */
 #define OHCA_ABI_MAJOR			1
-#define OHCA_ABI_MINOR			4
+#define OHCA_ABI_MINOR			5
 #define OHCA_ABI_VERSION		((OHCA_ABI_MAJOR << 16) | OHCA_ABI_MINOR)
 #define OHCA_FW_VERSION(maj, min, sub)	(((maj) << 16) | ((min) << 8) | (sub))
 

@@ -94,6 +94,12 @@ struct ohca_engine_config {
      * ohca_engine_create(). The device's host memory grows by 16 bytes per
      * QP it may have (tables) and by what each QP holds (docs/bench.md). */
     uint32_t max_qp;
+    /* The port's link layer: enum ohca_link_layer (ohca_cmd.h), 0 is
+     * Ethernet (RoCEv2). On an InfiniBand port frames are raw IB packets
+     * (LRH first, no Ethernet header; 6 bytes: a flow control packet). */
+    uint8_t link_layer;
+    /* InfiniBand: the port GUID; 0 takes node_guid. */
+    uint64_t port_guid;
 };
 
 #define OHCA_ENGINE_DEFAULT_MAX_QP 1024u

@@ -18,7 +18,7 @@ constexpr unsigned int kNodeCmdqLog = 4;
 } // namespace
 
 RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed, unsigned int eq_log, uint32_t max_qp,
-                   const LinkLayer *link)
+                   const LinkLayer *link, uint8_t link_layer)
     : drv(host, Layout{kNodeEq, kNodeCmdq, kNodeMailbox, kNodeOut}), eq_log_(eq_log) {
     // An entry the device never completed reads as it was written.
     drv.fill_status = 0;
@@ -36,6 +36,7 @@ RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed, unsigned int eq_log,
     cfg.link_up = true;
     cfg.id_seed = id_seed;
     cfg.max_qp = max_qp;
+    cfg.link_layer = link_layer;
     e = engine_create(&ops, &host, &cfg, link);
     drv.attach(e);
     bring_up(ipv6, id);
@@ -408,6 +409,11 @@ ohca_qp_attr RdmaNode::rtr_attr(const RdmaNode &peer, uint32_t remote_qpn, uint8
     a.av.hop_limit = 64;
     a.av.sgid_index = 0;
     a.av.network_type = peer.gid[10] == 0xff ? OHCA_NET_IPV4 : OHCA_NET_IPV6;
+    if (peer.lid != 0) {
+        ohca_av_ib ib{};
+        ib.dlid = peer.lid;
+        std::memcpy(&a.av, &ib, sizeof(ib));
+    }
     return a;
 }
 

@@ -70,8 +70,10 @@ struct SendReq {
 class RdmaNode {
   public:
     // 'link': the device's link layer (null: RoCEv2).
+    // 'link_layer': OHCA_LINK_IB for an InfiniBand port (its LID comes
+    // from an SMP, ib_node.hpp).
     explicit RdmaNode(uint8_t id, bool ipv6 = false, uint32_t id_seed = 0, unsigned int eq_log = 10,
-                      uint32_t max_qp = 0, const LinkLayer *link = nullptr);
+                      uint32_t max_qp = 0, const LinkLayer *link = nullptr, uint8_t link_layer = 0);
     ~RdmaNode();
     RdmaNode(const RdmaNode &) = delete;
     RdmaNode &operator=(const RdmaNode &) = delete;
@@ -136,6 +138,9 @@ class RdmaNode {
 
     std::array<uint8_t, 6> mac{};
     std::array<uint8_t, 16> gid{};
+    // An InfiniBand port's LID once the test's SM gave it one: connect()
+    // then addresses the peer by it (struct ohca_av_ib).
+    uint16_t lid = 0;
     FakeHost host;
     Driver drv;
     ohca_engine *e = nullptr;

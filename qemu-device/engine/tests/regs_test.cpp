@@ -12,7 +12,7 @@ using RegsTest = EngineTest;
 
 TEST_F(RegsTest, IdentityRegisters) {
     EXPECT_EQ(rd(OHCA_REG_MAGIC), OHCA_MAGIC);
-    EXPECT_EQ(rd(OHCA_REG_ABI_VERSION), 0x00010004u);
+    EXPECT_EQ(rd(OHCA_REG_ABI_VERSION), 0x00010005u);
     EXPECT_EQ(rd(OHCA_REG_FW_VERSION), uint32_t{OHCA_FW_VERSION(1, 0, 0)});
     EXPECT_EQ(rd(OHCA_REG_CAPS), uint32_t{OHCA_CAP_ROCE_V2 | OHCA_CAP_ETH | OHCA_CAP_RESET |
                                           OHCA_CAP_UD | OHCA_CAP_UC});

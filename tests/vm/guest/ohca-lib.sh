@@ -244,10 +244,27 @@ ohca_gid6_index() {
 }
 
 # The standard preamble: driver, provider, address, link (and port) up.
+# An InfiniBand port (OHCA_LINK_LAYER=ib): no eth0 of ohca; the management
+# datagram device (umad) for opensm and infiniband-diags; the port's link
+# up (INIT, or further if a subnet manager already swept it).
+ohca_ib_preamble() {
+	[ -d /sys/module/ib_umad ] || modprobe ib_umad ||
+		{ ohca_log "modprobe ib_umad failed"; return 1; }
+	if ! ohca_poll 60 eval 'case "$(ohca_port_state)" in INIT|ARMED|ACTIVE) true;; *) false;; esac'; then
+		ohca_log "port 1 of $OHCA_IBDEV has no link after 60s (state: $(ohca_port_state || echo none))"
+		return 1
+	fi
+}
+
 ohca_preamble() {
 	case "$OHCA_NIC" in
 	ohca)
 		ohca_load_core && ohca_insmod && ohca_install_provider || return 1
+		if [ "$OHCA_LINK_LAYER" = ib ]; then
+			ohca_ib_preamble || return 1
+			ohca_log "preamble done at $(cut -d' ' -f1 /proc/uptime) s: $OHCA_IBDEV InfiniBand, port $(ohca_port_state)"
+			return 0
+		fi
 		ohca_net_up || return 1
 		ohca_wait_carrier 1 30 || return 1
 		ohca_wait_port ACTIVE 60 || return 1

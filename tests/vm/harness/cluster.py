@@ -9,7 +9,7 @@ import threading
 import time
 
 from . import wire as wires
-from .common import DEFAULT_TIMEOUT, MAX_VMS, NIC_KINDS, TOP, HarnessError, log
+from .common import DEFAULT_TIMEOUT, LINK_LAYERS, MAX_VMS, NIC_KINDS, TOP, HarnessError, log
 from .host import build_outputs, find_qemu, kernel_and_initrd, rootfs_image
 from .vm import VM
 
@@ -32,7 +32,7 @@ class Cluster:
     def __init__(self, name="run", nvms=1, nic=None, logdir=None, smp=2,
                  mem="2G", module_params="", extra_args=None, append=None,
                  klog_allow=None, wire=None, extra_files=None, nics=None,
-                 mtu=None, capture=()):
+                 mtu=None, capture=(), link_layer="eth"):
         if not 1 <= nvms <= MAX_VMS:
             raise HarnessError(f"nvms must be 1 to {MAX_VMS}")
         self.nic = nic or os.environ.get("OHCA_NIC", "ohca")
@@ -44,6 +44,12 @@ class Cluster:
         for n in self.nics:
             if n not in NIC_KINDS:
                 raise HarnessError(f"unknown nic '{n}' ({'|'.join(NIC_KINDS)})")
+        # link_layer: the ohca port's, "eth" (RoCEv2, the default) or "ib"
+        # (the device's link-layer=ib: an InfiniBand port, no eth0 of ohca,
+        # the port INIT until a subnet manager makes it ACTIVE)
+        if link_layer not in LINK_LAYERS:
+            raise HarnessError(f"unknown link layer '{link_layer}' ({'|'.join(LINK_LAYERS)})")
+        self.link_layer = link_layer
         # mtu: eth0's MTU set by the preamble (None: the driver's default)
         self.mtu = mtu
         # capture: VM indices whose netdev traffic goes to vmN/wire.pcap

@@ -45,6 +45,8 @@ NIC_ID = "nic0"
 RXE_IBDEV = "rxe0"
 # ohca: the device; virtio: virtio-net only; rxe: virtio-net + rdma_rxe
 NIC_KINDS = ("ohca", "virtio", "rxe")
+# the ohca port's link layer: eth (RoCEv2) or ib (the device's link-layer=ib)
+LINK_LAYERS = ("eth", "ib")
 
 
 class HarnessError(Exception):

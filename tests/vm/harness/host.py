@@ -8,16 +8,42 @@ import shutil
 import subprocess
 import sys
 
-from .common import GUEST_DIR, MKROOTFS, TOP, HarnessError, log
+from .common import GUEST_DIR, MKROOTFS, TOP, VM_DIR, HarnessError, log
+
+DISTROS = ("bookworm", "trixie", "sid")
+DEFAULT_DISTRO = "bookworm"
+
+
+def distro():
+    """The guest's Debian release (OHCA_DISTRO; make vm DISTRO=...)."""
+    d = os.environ.get("OHCA_DISTRO") or DEFAULT_DISTRO
+    if d not in DISTROS:
+        raise HarnessError(f"OHCA_DISTRO={d}: expected one of {', '.join(DISTROS)}")
+    return d
+
+
+def kernel_root():
+    """Where the guest kernel lives: the host for the default release, that
+    release's build chroot (tests/vm/chroot.sh) for another one."""
+    d = distro()
+    if d == DEFAULT_DISTRO:
+        return ""
+    p = subprocess.run(["bash", os.path.join(VM_DIR, "chroot.sh"), d, "--print-path"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise HarnessError(f"the {d} build chroot is not built: run "
+                           f"make rootfs DISTRO={d} (tests/vm/chroot.sh {d})")
+    return p.stdout.strip()
 
 
 def guest_kver():
     if os.environ.get("OHCA_GUEST_KVER"):
         return os.environ["OHCA_GUEST_KVER"]
+    root = kernel_root()
     best = None
-    for name in os.listdir("/boot"):
+    for name in os.listdir(root + "/boot"):
         m = re.fullmatch(r"vmlinuz-(.*-amd64)", name)
-        if m and os.path.isdir(f"/lib/modules/{m.group(1)}"):
+        if m and os.path.isdir(f"{root}/lib/modules/{m.group(1)}"):
             v = m.group(1)
             key = [int(x) if x.isdigit() else x for x in re.split(r"[.-]", v)]
             if best is None or key > best[0]:
@@ -32,9 +58,10 @@ def kernel_and_initrd():
     initrd = os.environ.get("OHCA_INITRD")
     if not kernel:
         kver = guest_kver()
-        kernel = f"/boot/vmlinuz-{kver}"
+        root = kernel_root()
+        kernel = f"{root}/boot/vmlinuz-{kver}"
         if initrd is None:
-            initrd = f"/boot/initrd.img-{kver}"
+            initrd = f"{root}/boot/initrd.img-{kver}"
     if initrd in ("", "none"):
         initrd = None
     for path in (kernel, initrd):
@@ -50,6 +77,13 @@ def find_qemu(nic):
         if not os.access(path, os.X_OK):
             raise HarnessError(f"OHCA_QEMU={env}: not an executable")
         return path
+    version = os.environ.get("OHCA_QEMU_VERSION", "")
+    if version and version != "7.2":
+        built = os.path.join(TOP, f"build/qemu-{version}/qemu-system-x86_64")
+        if not os.access(built, os.X_OK):
+            raise HarnessError(f"{built} missing: build it with "
+                               f"make qemu QEMU={version}")
+        return built
     variant = os.environ.get("OHCA_QEMU_VARIANT", "default")
     if variant == "asan":
         built = os.path.join(TOP, "build/qemu-asan/qemu-system-x86_64")
@@ -96,8 +130,12 @@ def rootfs_image(build=True):
 
 def build_outputs(nic):
     """Files to put into each share: {name in share: host path}."""
-    moddir = os.environ.get("OHCA_MODULE_DIR", os.path.join(TOP, "build/kernel"))
-    provdir = os.environ.get("OHCA_PROVIDER_DIR", os.path.join(TOP, "build/userspace"))
+    # Another release's driver and provider are built in its chroot
+    # (make kernel userspace DISTRO=...) into build/<part>-<distro>.
+    d = distro()
+    sfx = "" if d == DEFAULT_DISTRO else "-" + d
+    moddir = os.environ.get("OHCA_MODULE_DIR", os.path.join(TOP, "build/kernel" + sfx))
+    provdir = os.environ.get("OHCA_PROVIDER_DIR", os.path.join(TOP, "build/userspace" + sfx))
     files = {
         # the driver: the PCI/Ethernet core and the RDMA driver on top
         "ohca_core.ko": os.path.join(moddir, "ohca_core.ko"),

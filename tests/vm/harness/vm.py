@@ -132,6 +132,7 @@ class VM:
             "OHCA_VM_NAME": self.name,
             "OHCA_NUM_VMS": str(self.cluster.nvms),
             "OHCA_NIC": self.nic,
+            "OHCA_LINK_LAYER": self.cluster.link_layer,
             "OHCA_IFACE": IFACE,
             "OHCA_IBDEV": RXE_IBDEV if self.nic == "rxe" else IBDEV,
             "OHCA_IP": self.ip,
@@ -255,6 +256,8 @@ class VM:
         if self.nic == "ohca":
             dev = (f"ohca,id={NIC_ID},netdev={NETDEV_ID},mac={self.mac},"
                    f"node-guid=0x{self.node_guid:016x}")
+            if c.link_layer != "eth":
+                dev += f",link-layer={c.link_layer}"
         else:
             dev = f"virtio-net-pci,id={NIC_ID},netdev={NETDEV_ID},mac={self.mac}"
         argv += ["-device", dev] + c.extra_args

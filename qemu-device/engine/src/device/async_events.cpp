@@ -15,6 +15,7 @@ void AsyncEvents::reset() {
     eq0_.reset();
     held_.clear();
     held_port_state_ = 0;
+    held_port_change_ = 0;
     held_cmd_valid_ = false;
 }
 
@@ -139,9 +140,11 @@ void AsyncEvents::hold(const ohca_eqe &eqe) {
         if (held_port_state_ != 0) {
             ++d_.stats.eq0_events_merged;
             held_port_state_ = code;
+            held_port_change_ |= le(eqe.param1);
             return;
         }
         held_port_state_ = code;
+        held_port_change_ = le(eqe.param1);
         held_.push_back({HeldKind::Port, 0});
         ++d_.stats.eq0_events_held;
         return;
@@ -213,7 +216,9 @@ bool AsyncEvents::take_held(ohca_eqe &eqe) {
         eqe.type = OHCA_EQE_PORT_CHANGE;
         eqe.code = le(held_port_state_);
         eqe.param0 = le(uint32_t{1});
+        eqe.param1 = le(held_port_change_);
         held_port_state_ = 0;
+        held_port_change_ = 0;
         break;
     case HeldKind::Cmd:
         have = held_cmd_valid_;

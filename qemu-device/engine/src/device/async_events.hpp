@@ -86,8 +86,9 @@ class AsyncEvents final : public EventSink {
         uint32_t id;
     };
     std::deque<HeldRef> held_;
-    uint16_t held_port_state_ = 0; // the port state to report, 0: none
-    bool held_cmd_valid_ = false;  // held_cmd_ waits
+    uint16_t held_port_state_ = 0;  // the port state to report, 0: none
+    uint32_t held_port_change_ = 0; // ... and what changed (param1), merged
+    bool held_cmd_valid_ = false;   // held_cmd_ waits
     ohca_eqe held_cmd_{};
 };
 

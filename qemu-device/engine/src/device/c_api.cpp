@@ -20,7 +20,8 @@ ohca_engine *engine_create(const ohca_engine_ops *ops, void *ctx, const ohca_eng
                            const LinkLayer *link) {
     if (ops == nullptr || cfg == nullptr || ops->dma_read == nullptr || ops->dma_write == nullptr ||
         ops->raise_irq == nullptr || ops->transmit == nullptr || ops->schedule == nullptr ||
-        ops->rx_resume == nullptr || cfg->max_qp > OHCA_ENGINE_MAX_QP) {
+        ops->rx_resume == nullptr || cfg->max_qp > OHCA_ENGINE_MAX_QP ||
+        (cfg->link_layer != OHCA_LINK_ETH && cfg->link_layer != OHCA_LINK_IB)) {
         return nullptr;
     }
     ohca::DeviceConfig dc;
@@ -31,6 +32,8 @@ ohca_engine *engine_create(const ohca_engine_ops *ops, void *ctx, const ohca_eng
     dc.id_seed = cfg->id_seed;
     dc.max_qp = cfg->max_qp != 0 ? cfg->max_qp : OHCA_ENGINE_DEFAULT_MAX_QP;
     dc.link = link;
+    dc.link_layer = cfg->link_layer;
+    dc.port_guid = cfg->port_guid;
     return new (std::nothrow) ohca_engine{ohca::Device(*ops, ctx, dc)};
 }
 } // namespace ohca

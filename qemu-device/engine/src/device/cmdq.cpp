@@ -39,7 +39,8 @@ const std::array<Device::CmdSpec, OHCA_CMD_MAX> Device::kCommands = [] {
     OHCA_CMD(OHCA_CMD_NOP, 0, 0, (void(d), void(c), CmdResult{}));
     // Grown compatibly: the ABI 1.3 part is the minimum.
     OHCA_CMD(OHCA_CMD_QUERY_DEVICE, 0, OHCA_QUERY_DEVICE_OUT_MIN_SIZE, d.cmds_.cmd_query_device(c));
-    OHCA_CMD(OHCA_CMD_QUERY_PORT, sizeof(ohca_query_port_in), sizeof(ohca_query_port_out),
+    // Grown compatibly: the ABI 1.4 part is the minimum.
+    OHCA_CMD(OHCA_CMD_QUERY_PORT, sizeof(ohca_query_port_in), OHCA_QUERY_PORT_OUT_MIN_SIZE,
              d.cmds_.cmd_query_port(c));
     OHCA_CMD(OHCA_CMD_SET_PORT, sizeof(ohca_set_port_in), 0, d.cmds_.cmd_set_port(c));
     OHCA_CMD(OHCA_CMD_CREATE_ETH_RING, sizeof(ohca_create_eth_ring_in), 0,
@@ -90,6 +91,8 @@ const std::array<Device::CmdSpec, OHCA_CMD_MAX> Device::kCommands = [] {
     t[OHCA_CMD_ODP_MAP].in_at_least = true;
     OHCA_CMD(OHCA_CMD_ODP_UNMAP, sizeof(ohca_odp_unmap_in), 0, d.keys_.execute(c));
     OHCA_CMD(OHCA_CMD_MODIFY_CQ, sizeof(ohca_modify_cq_in), 0, d.cqs_.cmd_modify_cq(c));
+    OHCA_CMD(OHCA_CMD_MAD_IFC, sizeof(ohca_mad_ifc_in), sizeof(ohca_mad_ifc_out),
+             d.cmds_.cmd_mad_ifc(c));
     return t;
 }();
 

@@ -96,8 +96,7 @@ void Device::set_link(bool up) {
     if (!entry.ok() || up == port_.state().link_up) {
         return;
     }
-    port_.state().link_up = up;
-    events_.post_event(OHCA_EQE_PORT_CHANGE, port_.state().state(), 1, 0, 0);
+    port_.state().set_link(events_, up);
     if (!up && port_.rx_waiting()) {
         host_.schedule(); // held frames are dropped now
     }

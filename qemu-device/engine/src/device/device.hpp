@@ -5,11 +5,13 @@
 // (device.cpp); everything else is a collaborator it owns:
 //   async_events.*  EQ 0 and the events waiting for room in it
 //   wire_port.*     the port's wire side: state (port_state.hpp), GIDs,
-//                   link layer, RoCE backlog, loopback; WireServices
+//                   link layer, RoCE backlog, loopback; WireServices; an
+//                   InfiniBand port's rules in ib_wire.*, its SMA state in
+//                   ib_port.* (PortState::ib)
 //   run_loop.*      ready list, timers, the runs; QpScheduler
 //   eth.*           the Ethernet rings and their commands
 //   device_cmds.*   the device's own commands (QUERY_DEVICE, ports, GIDs,
-//                   UARs, QUERY_STATS)
+//                   UARs, QUERY_STATS, MAD_IFC)
 //   objects/        one owner per object family, each running its commands:
 //                   PdTable (PDs, XRC domains), CqTable (EQs, CQs),
 //                   SrqTable, QpTable (QPs, multicast attachments),
@@ -96,6 +98,11 @@ class Device : private KeyLinks, private FatalSink {
     using SchedStats = ohca::SchedStats;
     [[nodiscard]] const SchedStats &sched_stats() const { return loop_.stats(); }
     [[nodiscard]] const RoceCounters &roce_counters() const { return port_.roce_counters(); }
+    // An InfiniBand port's own counters (nullptr on Ethernet), for tests.
+    [[nodiscard]] const IbPortCounters *ib_counters() const {
+        const auto &ib = port_.state().ib;
+        return ib ? &ib->counters() : nullptr;
+    }
     // A QP's responder resources, for tests of their bounds (nullptr: no QP).
     [[nodiscard]] const ResponderResources *responder_resources(uint32_t qpn) const {
         const Qp *qp = qps_.find(qpn);
@@ -191,10 +198,7 @@ class Device : private KeyLinks, private FatalSink {
     // EQ 0 and the events waiting for it; the EventSink of every owner.
     AsyncEvents events_{{host_, stats_, status_, qps_, cqs_, srqs_, *this}};
     // The port's wire side (WireServices) and the run loop (QpScheduler).
-    WirePort port_{{host_, stats_, status_, qps_, mcast_, transports_, ud_, loop_},
-                   cfg_.mac,
-                   cfg_.link_up,
-                   cfg_.link != nullptr ? *cfg_.link : roce_v2_link()};
+    WirePort port_{{host_, stats_, status_, qps_, mcast_, transports_, ud_, loop_}, cfg_};
     RunLoop loop_{{host_, status_, port_, cqs_, transports_}, cfg_.max_qp};
     EthRings eth_{{host_, stats_, status_, port_.state()}};
 
@@ -208,7 +212,7 @@ class Device : private KeyLinks, private FatalSink {
     // MRs, memory windows, device memory and ODP: the transports' memory.
     MemoryKeys keys_{host_, pds_.table(), pbl_, events_, *this, stats_, cfg_.max_qp};
     QpTable qps_{{host_, pbl_, uars_, uar_refs_, port_.gids(), pds_, cqs_, srqs_, xrc_, mcast_,
-                  loop_, completer_, keys_},
+                  loop_, completer_, keys_, port_.state().ib ? &*port_.state().ib : nullptr},
                  cfg_.max_qp};
 
     // What the transports reach the device through.
@@ -227,10 +231,10 @@ class Device : private KeyLinks, private FatalSink {
     RawEth raw_{svc_, port_};
     // The transport of each QP type (ohca_qp_type), for the run loop, the
     // receive path and the timers.
-    TransportTable transports_{&rc_, &ud_, &ud_, &uc_, &xrc_, &xrc_, &raw_};
+    TransportTable transports_{&rc_, &ud_, &ud_, &uc_, &xrc_, &xrc_, &raw_, &ud_};
 
     // The device's own commands.
-    DeviceCommands cmds_{{host_, cfg_, port_, stats_, uars_, uar_refs_, raw_}};
+    DeviceCommands cmds_{{host_, cfg_, port_, stats_, uars_, uar_refs_, raw_, events_}};
 };
 
 // The device behind a C handle, for tests and tracing (c_api.cpp).

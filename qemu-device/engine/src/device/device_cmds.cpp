@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 
 namespace ohca {
 
@@ -87,7 +88,15 @@ CmdResult DeviceCommands::cmd_query_port(const Command &cmd) {
     out.max_msg_size = le(DeviceLimits::max_msg_size);
     out.rx_frames = le(port.rx_frames);
     out.tx_frames = le(port.tx_frames);
-    return write_output(d_.host, cmd, &out, sizeof(out));
+    if (port.ib) {
+        // No MAC and no Ethernet MTU: the IB part says what the port is.
+        std::fill(std::begin(out.mac), std::end(out.mac), uint8_t{0});
+        out.max_mtu = 0;
+        out.mtu = 0;
+        port.ib->fill_query(out);
+    }
+    // A driver that knows a shorter output gets only that part.
+    return write_output(d_.host, cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
 }
 
 CmdResult DeviceCommands::cmd_set_port(const Command &cmd) {
@@ -260,6 +269,42 @@ CmdResult DeviceCommands::cmd_query_stats(const Command &cmd) {
     out.rc_spurious_timeouts = le(r.spurious_timeouts);
     // A driver that knows only the rev 1.0 part gets only that part.
     return write_output(d_.host, cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
+}
+
+// One MAD to an InfiniBand port's management agents (fabric/ib's SMA and
+// PMA, through IbPort); what a Set changed goes to the driver as a port
+// change event.
+CmdResult DeviceCommands::cmd_mad_ifc(const Command &cmd) {
+    using In = ohca_mad_ifc_in;
+    const auto in = cmd.input<In>();
+    std::optional<IbPort> &ib = d_.port.state().ib;
+    if (!ib) {
+        return {OHCA_STATUS_BAD_STATE, 0}; // no agents on an Ethernet port
+    }
+    if (in.port != 1) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, port)};
+    }
+    if ((in.flags & ~(OHCA_MAD_IFC_IGNORE_MKEY | OHCA_MAD_IFC_NET)) != 0) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, flags)};
+    }
+    if (auto off = nonzero_at(cmd.in, offsetof(In, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    ib::Mad mad{};
+    ib::Mad reply{};
+    std::copy(std::begin(in.mad), std::end(in.mad), mad.begin());
+    // Work on a copy: nothing changes unless the output reaches the driver.
+    IbPort next = *ib;
+    uint32_t changed = 0;
+    ohca_mad_ifc_out out{};
+    out.result = le(next.process_mad(mad, reply, changed));
+    std::copy(reply.begin(), reply.end(), std::begin(out.mad));
+    if (CmdResult r = write_output(d_.host, cmd, &out, sizeof(out)); r.status != OHCA_STATUS_OK) {
+        return r;
+    }
+    *ib = next;
+    d_.port.state().report_change(d_.events, changed);
+    return {};
 }
 
 } // namespace ohca

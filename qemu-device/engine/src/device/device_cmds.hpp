@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The device's own commands: QUERY_DEVICE, QUERY_PORT, SET_PORT, ADD_GID,
 // DEL_GID, ALLOC_UAR, DEALLOC_UAR and QUERY_STATS (programming manual
-// section 4). The object families and the Ethernet rings run their own;
-// the command queue dispatches to all of them by opcode (cmdq.cpp).
+// section 4), and MAD_IFC to an InfiniBand port's agents (section 21). The object families and the
+// Ethernet rings run their own; the command queue dispatches to all of them by opcode (cmdq.cpp).
 #pragma once
 
 #include "device/command.hpp"
@@ -10,6 +10,7 @@
 #include "device/host.hpp"
 #include "device/stats.hpp"
 #include "device/uar_table.hpp"
+#include "objects/event_sink.hpp"
 
 namespace ohca {
 
@@ -26,6 +27,7 @@ class DeviceCommands {
         UarTable &uars;
         const UarRefs &uar_refs; // objects on each doorbell page
         const RawEth &raw;       // its counters (QUERY_STATS)
+        EventSink &events;       // port changes a MAD caused
     };
     explicit DeviceCommands(const Deps &deps) : d_(deps) {}
 
@@ -37,6 +39,7 @@ class DeviceCommands {
     CmdResult cmd_add_gid(const Command &cmd);
     CmdResult cmd_del_gid(const Command &cmd);
     CmdResult cmd_query_stats(const Command &cmd);
+    CmdResult cmd_mad_ifc(const Command &cmd);
 
   private:
     Deps d_;

@@ -4,6 +4,7 @@
 
 #include "link/link_layer.hpp"
 
+#include <ohca/ohca_cmd.h>
 #include <ohca_engine.h>
 
 #include <array>
@@ -22,6 +23,10 @@ struct DeviceConfig {
     // Tests choose another; the C API always has RoCEv2. It must outlive
     // the device.
     const LinkLayer *link = nullptr;
+    // OHCA_LINK_IB: an InfiniBand port (ib_port.hpp, link/ib_link.hpp);
+    // 'link' null then means the IB link layer.
+    uint8_t link_layer = OHCA_LINK_ETH;
+    uint64_t port_guid = 0; // InfiniBand; 0: node_guid
 };
 
 } // namespace ohca

@@ -163,6 +163,9 @@ ohca_engine_rx_result EthRings::rx(std::span<const uint8_t> frame) {
 
 CmdResult EthRings::cmd_create_ring(const Command &cmd) {
     const auto in = cmd.input<ohca_create_eth_ring_in>();
+    if (d_.port.ib) {
+        return {OHCA_STATUS_BAD_STATE, 0}; // an InfiniBand port carries no Ethernet
+    }
     const uint64_t base = le(in.base);
     if (in.type != OHCA_ETH_RING_TX && in.type != OHCA_ETH_RING_RX) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_eth_ring_in, type)};

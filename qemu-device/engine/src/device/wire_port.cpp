@@ -7,6 +7,8 @@
 #include "device/dev_status.hpp"
 #include "device/run_loop.hpp"
 #include "link/byte_order.hpp"
+#include "link/ib_link.hpp"
+#include "link/roce_v2.hpp"
 #include "objects/mcast.hpp"
 #include "objects/qp_table.hpp"
 #include "transports/ud.hpp"
@@ -15,13 +17,25 @@
 
 namespace ohca {
 
-WirePort::WirePort(const Deps &deps, const std::array<uint8_t, 6> &mac, bool link_up,
-                   const LinkLayer &link)
+namespace {
+// Below the BTH: the caller's (tests), else the port's link layer's.
+const LinkLayer &link_of(const DeviceConfig &cfg) {
+    if (cfg.link != nullptr) {
+        return *cfg.link;
+    }
+    return cfg.link_layer == OHCA_LINK_IB ? ib_link() : roce_v2_link();
+}
+} // namespace
+
+WirePort::WirePort(const Deps &deps, const DeviceConfig &cfg)
     : host_(deps.host), stats_(deps.stats), status_(deps.status), qps_(deps.qps),
       mcast_(deps.mcast), transports_(deps.transports), ud_(deps.ud), loop_(deps.loop),
-      link_(link) {
-    state_.mac = mac;
-    state_.link_up = link_up;
+      link_(link_of(cfg)) {
+    state_.mac = cfg.mac;
+    state_.link_up = cfg.link_up;
+    if (cfg.link_layer == OHCA_LINK_IB) {
+        state_.ib.emplace(cfg.node_guid, cfg.port_guid);
+    }
 }
 
 void WirePort::reset() {
@@ -54,6 +68,9 @@ void path_of(const ohca_av &av, const GidEntry &gid, PacketPath &path) {
 } // namespace
 
 bool WirePort::build_path(const Qp &qp, PacketPath &path) const {
+    if (state_.ib) {
+        return ib_.path(qp.attrs.av, qp.type == OHCA_QPT_SMI, path);
+    }
     const auto &gid = gids_.get(qp.attrs.av.sgid_index);
     if (!gid) {
         return false;
@@ -70,10 +87,19 @@ EmitResult WirePort::emit_fill(const Qp &qp, const PacketFields &fields, size_t 
     if (!build_path(qp, path)) {
         return EmitResult::NoPath; // the source GID went away: the packet is lost
     }
+    if (state_.ib) {
+        // The QP's partition (QP0: the default one).
+        PacketFields x = fields;
+        x.bth.pkey = pkey_of(qp, 0);
+        return send(path, x, payload_len, fill, true);
+    }
     return send(path, fields, payload_len, fill, true);
 }
 
-bool WirePort::av_path(const ohca_av &av, PacketPath &path) const {
+bool WirePort::av_path(const Qp &qp, const ohca_av &av, PacketPath &path) const {
+    if (state_.ib) {
+        return !av_ib_bad_field(av) && ib_.path(av, qp.type == OHCA_QPT_SMI, path);
+    }
     if (av_bad_field(gids_, av)) {
         return false;
     }
@@ -126,6 +152,8 @@ EmitResult WirePort::loop_back(const PacketPath &path, const PacketFields &field
         p.ipv6 = path.ipv6;
         p.payload = s->buf;
         p.looped = true;
+        p.is_ib = state_.ib.has_value();
+        p.ib = path.ib;
     } else {
         s->looped = false;
         const FrameLayout l = link_.build(s->buf, path, fields, payload_len);
@@ -144,10 +172,12 @@ EmitResult WirePort::loop_back(const PacketPath &path, const PacketFields &field
 // when its destination GID is ours.
 EmitResult WirePort::send(const PacketPath &path, const PacketFields &fields, size_t payload_len,
                           PayloadFill fill, bool shortcut) {
-    if (is_local_gid(path.dgid)) {
+    if (state_.ib ? ib_.is_local(path) : is_local_gid(path.dgid)) {
         return loop_back(path, fields, payload_len, fill, shortcut);
     }
-    if (!shortcut && gid_is_multicast(path.dgid) && !mcast_.members(path.dgid).empty()) {
+    const bool mcast =
+        state_.ib ? IbPort::is_mcast_lid(path.ib.dlid) && path.ib.grh : gid_is_multicast(path.dgid);
+    if (!shortcut && mcast && !mcast_.members(path.dgid).empty()) {
         // QPs of this device in the group get the packet too, as a host's
         // IP stack loops its own multicast back; the wire gets it as well.
         const EmitResult r = loop_back(path, fields, payload_len, fill, false);
@@ -160,6 +190,13 @@ EmitResult WirePort::send(const PacketPath &path, const PacketFields &fields, si
         return EmitResult::FillFailed;
     }
     link_.seal(tx_frame_, l);
+    if (state_.ib) {
+        if (ib_.may_send(path, tx_frame_.size())) {
+            ++roce_.tx_packets;
+            transmit(tx_frame_);
+        }
+        return EmitResult::Sent; // else lost as on a wire, counted
+    }
     ++roce_.tx_packets;
     if (tx_frame_.size() < OHCA_ETH_MIN_FRAME) {
         // A zero-length SEND or WRITE over IPv4 is 58 bytes: Ethernet
@@ -182,6 +219,10 @@ bool WirePort::loopback_room() const {
 }
 
 bool WirePort::tx_room(const Qp &qp) const {
+    if (state_.ib) {
+        PacketPath path;
+        return build_path(qp, path) && tx_room_to(path);
+    }
     if (loopback_room()) {
         return true;
     }
@@ -190,8 +231,21 @@ bool WirePort::tx_room(const Qp &qp) const {
     return !is_local_gid(dgid);
 }
 
-bool WirePort::tx_room_to(const std::array<uint8_t, 16> &dgid) const {
-    return loopback_room() || !is_local_gid(dgid);
+bool WirePort::tx_room_to(const PacketPath &path) const {
+    if (state_.ib) {
+        return ib_.is_local(path) ? loopback_room() : true;
+    }
+    return loopback_room() || !is_local_gid(path.dgid);
+}
+
+uint16_t WirePort::pkey_of(const Qp &qp, uint16_t wqe_index) const {
+    return state_.ib ? ib_.pkey_of(qp, wqe_index) : kDefaultPkey;
+}
+
+// UD's largest message (UdTransport::mtu_bytes) comes from this: on an
+// InfiniBand port the active MTU as if it were an Ethernet one.
+uint32_t WirePort::port_mtu() const {
+    return state_.ib ? ib_.port_mtu() : state_.mtu;
 }
 
 // ---- packets in ---------------------------------------------------------------
@@ -209,6 +263,9 @@ bool WirePort::mac_filter_accepts(std::span<const uint8_t> frame) const {
 }
 
 std::optional<ohca_engine_rx_result> WirePort::receive(std::span<const uint8_t> frame) {
+    if (state_.ib) {
+        return receive_ib(frame); // raw IB packets: no Ethernet header
+    }
     if (frame.size() < OHCA_ETH_HDR_LEN || !mac_filter_accepts(frame)) {
         ++stats_.eth_rx_dropped_filter;
         return OHCA_ENGINE_RX_CONSUMED;
@@ -229,6 +286,22 @@ std::optional<ohca_engine_rx_result> WirePort::receive(std::span<const uint8_t> 
         return OHCA_ENGINE_RX_RETRY;
     }
     enqueue(frame); // handled by the run loop
+    return OHCA_ENGINE_RX_CONSUMED;
+}
+
+ohca_engine_rx_result WirePort::receive_ib(std::span<const uint8_t> frame) {
+    if (const auto r = ib_.screen(frame)) {
+        return *r;
+    }
+    const bool live = status_.running() && state_.link_up;
+    if (live && backlog_.size() >= DeviceLimits::max_roce_backlog) {
+        hold_rx(); // the host holds the frame until rx_resume
+        return OHCA_ENGINE_RX_RETRY;
+    }
+    if (live) {
+        ib_.count_rcv(frame);
+    }
+    enqueue(frame);
     return OHCA_ENGINE_RX_CONSUMED;
 }
 
@@ -272,6 +345,10 @@ void WirePort::take_frame() {
 void WirePort::rx(std::span<const uint8_t> frame) {
     ParsedPacket p;
     const ParseError err = link_.parse(frame, p);
+    if (err != ParseError::None && state_.ib) {
+        ib_.parse_error(err);
+        return;
+    }
     if (err != ParseError::None) {
         ++(err == ParseError::BadIcrc     ? roce_.rx_bad_icrc
            : err == ParseError::BadOpcode ? roce_.rx_bad_opcode
@@ -302,6 +379,10 @@ void WirePort::mcast_deliver(const ParsedPacket &p) {
 
 // A valid packet to its QP and transport.
 void WirePort::deliver(const ParsedPacket &p) {
+    if (state_.ib) {
+        ib_.deliver(p); // the LID, P_Key and VL rules first
+        return;
+    }
     const Bth &h = p.fields.bth;
     if (h.dest_qp == OHCA_MCAST_QPN) {
         mcast_deliver(p);

@@ -9,13 +9,16 @@
 // until the run loop (run_loop.hpp) hands them, parsed, to their QP's
 // transport.
 //
-// A second link layer (InfiniBand: LRH framing, LIDs, per-VL credits) is
-// another LinkLayer below this port; its port attributes go in PortState
-// and its management agent beside the port commands (device_cmds.hpp).
+// An InfiniBand port (DeviceConfig::link_layer) has the IB link layer
+// (link/ib_link.hpp: LRH framing, no Ethernet) below it, its attributes in
+// PortState (IbPort) and its rules for packets out and in in IbWire
+// (ib_wire.hpp); its management agents answer MAD_IFC (device_cmds.hpp).
 #pragma once
 
+#include "device/device_config.hpp"
 #include "device/gid_table.hpp"
 #include "device/host.hpp"
+#include "device/ib_wire.hpp"
 #include "device/port_state.hpp"
 #include "device/roce_backlog.hpp"
 #include "device/stats.hpp"
@@ -55,8 +58,9 @@ class WirePort final : public WireServices, public Port {
         UdTransport &ud;
         RunLoop &loop;
     };
-    WirePort(const Deps &deps, const std::array<uint8_t, 6> &mac, bool link_up,
-             const LinkLayer &link);
+    // The board's MAC, link state and link layer (an InfiniBand port: its
+    // GUIDs) come from 'cfg'.
+    WirePort(const Deps &deps, const DeviceConfig &cfg);
     ~WirePort() = default;
 
     // Power-on: what the driver set (MTU, receive mode, GIDs), the
@@ -89,9 +93,10 @@ class WirePort final : public WireServices, public Port {
     [[nodiscard]] bool tx_room(const Qp &qp) const override;
     void emit_path(const PacketPath &path, const PacketFields &fields,
                    std::span<const uint8_t> payload) override;
-    bool av_path(const ohca_av &av, PacketPath &path) const override;
-    [[nodiscard]] bool tx_room_to(const std::array<uint8_t, 16> &dgid) const override;
-    [[nodiscard]] uint32_t port_mtu() const override { return state_.mtu; }
+    bool av_path(const Qp &qp, const ohca_av &av, PacketPath &path) const override;
+    [[nodiscard]] bool tx_room_to(const PacketPath &path) const override;
+    [[nodiscard]] uint16_t pkey_of(const Qp &qp, uint16_t wqe_index) const override;
+    [[nodiscard]] uint32_t port_mtu() const override;
     void count_rx_dropped() override { ++stats_.roce_rx_dropped; }
     Qp *qp_by_number(uint32_t qpn) override;
     RoceCounters &counters() override { return roce_; }
@@ -100,6 +105,8 @@ class WirePort final : public WireServices, public Port {
 
   private:
     [[nodiscard]] bool mac_filter_accepts(std::span<const uint8_t> frame) const;
+    // receive() on an InfiniBand port.
+    ohca_engine_rx_result receive_ib(std::span<const uint8_t> frame);
     [[nodiscard]] bool is_local_gid(const std::array<uint8_t, 16> &gid) const {
         return gids_.contains(gid);
     }
@@ -129,6 +136,8 @@ class WirePort final : public WireServices, public Port {
     PortState state_;
     GidTable gids_;
     RoceCounters roce_;
+    // An InfiniBand port's rules (used only when state_.ib is set).
+    IbWire ib_{{state_, stats_, roce_, qps_, mcast_, transports_, ud_}};
     // RoCE frames received (or looped back), handled by the run loop.
     RoceBacklog backlog_{DeviceLimits::max_roce_backlog};
     std::vector<uint8_t> tx_frame_; // the frame being sent, storage reused

@@ -143,6 +143,18 @@ struct AtomicEth {
     uint64_t compare = 0;
 };
 
+// An InfiniBand link's routing header (the LRH): where a packet goes and
+// comes from on the subnet, its service level and virtual lane, and
+// whether a GRH follows.
+struct IbRoute {
+    uint16_t dlid = 0;
+    uint16_t slid = 0;
+    uint8_t sl = 0;
+    uint8_t vl = 0;
+    bool grh = false;
+    uint8_t path_bits = 0; // received: the DLID's low LMC bits
+};
+
 // Where a packet goes and where it comes from (from the QP's AV and the
 // source GID entry).
 struct PacketPath {
@@ -156,6 +168,7 @@ struct PacketPath {
     uint8_t traffic_class = 0;
     uint32_t flow_label = 0;
     uint16_t udp_src_port = 0xc000;
+    IbRoute ib; // an InfiniBand link: the LRH (the GID fields: the GRH)
 };
 
 struct PacketFields {
@@ -198,9 +211,14 @@ struct ParsedPacket {
     // Looped back inside the device (never framed): its ACK goes back to a
     // QP of this device too, so the responder may coalesce it (responder.cpp).
     bool looped = false;
+    // Received on an InfiniBand link: its LRH (with a GRH: sgid, dgid and
+    // ip_header, the 40 GRH bytes, are set, ipv6 true).
+    bool is_ib = false;
+    IbRoute ib;
 };
 
-enum class ParseError { None, Malformed, BadIcrc, BadOpcode, BadVersion };
+// BadVcrc and Vl15Rule: an InfiniBand link's (ib_link.hpp).
+enum class ParseError { None, Malformed, BadIcrc, BadOpcode, BadVersion, BadVcrc, Vl15Rule };
 
 // The BTH and the extension headers after it, the same on every link
 // layer (roce_packet.cpp).

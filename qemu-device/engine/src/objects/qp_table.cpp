@@ -3,6 +3,8 @@
 // Every command validates all of its input before it changes any state.
 #include "objects/qp_table.hpp"
 
+#include "device/ib_port.hpp"
+
 #include "link/byte_order.hpp"
 #include "objects/cq.hpp"
 #include "objects/pd.hpp"
@@ -85,7 +87,12 @@ CmdResult QpTable::cmd_create_qp(const Command &cmd) {
     const uint32_t srqn = le(in.srqn);
     if (in.type != OHCA_QPT_RC && in.type != OHCA_QPT_UD && in.type != OHCA_QPT_GSI &&
         in.type != OHCA_QPT_UC && in.type != OHCA_QPT_XRC_INI && in.type != OHCA_QPT_XRC_TGT &&
-        in.type != OHCA_QPT_RAW_ETH) {
+        in.type != OHCA_QPT_RAW_ETH && in.type != OHCA_QPT_SMI) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, type)};
+    }
+    // QP0 only on an InfiniBand port, raw Ethernet QPs only on Ethernet.
+    if ((in.type == OHCA_QPT_SMI && d_.ib == nullptr) ||
+        (in.type == OHCA_QPT_RAW_ETH && d_.ib != nullptr)) {
         return {OHCA_STATUS_BAD_FIELD, offsetof(In, type)};
     }
     if (in.type == OHCA_QPT_XRC_TGT) {
@@ -215,15 +222,16 @@ CmdResult QpTable::cmd_create_qp(const Command &cmd) {
         }
     }
     std::optional<uint32_t> qpn;
-    if (in.type == OHCA_QPT_GSI) {
-        // QP 1, one per device, owned by the kernel's doorbell page.
+    if (in.type == OHCA_QPT_GSI || in.type == OHCA_QPT_SMI) {
+        // QP 1 (QP 0), one per device, owned by the kernel's doorbell page.
+        const uint32_t special = in.type == OHCA_QPT_GSI ? OHCA_GSI_QPN : 0;
         if (uar != 0) {
             return {OHCA_STATUS_BAD_FIELD, offsetof(In, uar_index)};
         }
-        if (qps_[OHCA_GSI_QPN]) {
-            return {OHCA_STATUS_BAD_STATE, OHCA_GSI_QPN};
+        if (qps_[special]) {
+            return {OHCA_STATUS_BAD_STATE, special};
         }
-        qpn = OHCA_GSI_QPN;
+        qpn = special;
     } else {
         qpn = free_qpn();
     }
@@ -235,7 +243,7 @@ CmdResult QpTable::cmd_create_qp(const Command &cmd) {
     }
     qp.qpn = *qpn;
     qp.type = in.type;
-    if (in.type != OHCA_QPT_GSI) {
+    if (in.type != OHCA_QPT_GSI && in.type != OHCA_QPT_SMI) {
         next_qpn_ = *qpn + 1;
         qpns_.take(*qpn);
     }
@@ -354,7 +362,8 @@ CmdResult QpTable::cmd_modify_qp(const Command &cmd) {
     if ((mask & OHCA_QP_ACCESS_FLAGS) != 0 && (le(a.access_flags) & ~kAccessAll) != 0) {
         return bad(offsetof(ohca_qp_attr, access_flags));
     }
-    if ((mask & OHCA_QP_PKEY_INDEX) != 0 && le(a.pkey_index) >= DeviceLimits::pkey_table_len) {
+    const uint32_t pkeys = d_.ib != nullptr ? IbPort::kPkeyTableLen : DeviceLimits::pkey_table_len;
+    if ((mask & OHCA_QP_PKEY_INDEX) != 0 && le(a.pkey_index) >= pkeys) {
         return bad(offsetof(ohca_qp_attr, pkey_index));
     }
     if ((mask & OHCA_QP_PATH_MTU) != 0 && (a.path_mtu < 1 || a.path_mtu > 5)) {
@@ -390,7 +399,7 @@ CmdResult QpTable::cmd_modify_qp(const Command &cmd) {
         return bad(offsetof(ohca_qp_attr, sq_psn));
     }
     if ((mask & OHCA_QP_AV) != 0) {
-        if (auto off = av_bad_field(d_.gids, a.av)) {
+        if (auto off = d_.ib != nullptr ? av_ib_bad_field(a.av) : av_bad_field(d_.gids, a.av)) {
             return bad(offsetof(ohca_qp_attr, av) + *off);
         }
     }

@@ -21,6 +21,7 @@
 namespace ohca {
 
 class CompletionServices;
+class IbPort;
 class CqTable;
 class PdTable;
 class XrcTransport;
@@ -41,6 +42,9 @@ class QpTable : public XrcSrqBorrowers {
         QpScheduler &sched;
         CompletionServices &completions; // qp_to_error
         QpWindows &windows;
+        // An InfiniBand port (null: Ethernet): QP0, the IB address vector,
+        // its P_Key table.
+        const IbPort *ib;
     };
     QpTable(const Deps &deps, uint32_t max_qp) : d_(deps), max_qp_(max_qp) {}
     QpTable(const QpTable &) = delete;

@@ -4,6 +4,8 @@
 
 #include "transports/xrc.hpp"
 
+#include "link/byte_order.hpp"
+
 #include <cstring>
 
 namespace ohca {
@@ -11,7 +13,13 @@ namespace ohca {
 // Here rather than in transport.cpp: RC, the hot path, gets it inlined.
 bool connected_accepts(TransportServices &svc, const Qp &qp, const ParsedPacket &pkt) {
     static_assert(sizeof(qp.attrs.av.dgid) == 16);
-    if (std::memcmp(qp.attrs.av.dgid, pkt.sgid.data(), 16) != 0) {
+    // The peer: its GID on RoCE, its LID on InfiniBand (the AV read as
+    // struct ohca_av_ib names it).
+    ohca_av_ib ib{};
+    std::memcpy(&ib, &qp.attrs.av, sizeof(ib));
+    const bool peer = pkt.is_ib ? le(ib.dlid) == pkt.ib.slid
+                                : std::memcmp(qp.attrs.av.dgid, pkt.sgid.data(), 16) == 0;
+    if (!peer) {
         ++svc.counters().rx_no_qp; // not from the connection's peer
         svc.count_rx_dropped();
         return false;

@@ -217,9 +217,13 @@ class WireServices {
                            std::span<const uint8_t> payload) = 0;
     // The path of an address vector; false if the vector is invalid
     // (av_bad_field). The UDP source port is left to the caller.
-    virtual bool av_path(const ohca_av &av, PacketPath &path) const = 0;
-    // Whether a packet to 'dgid' may be generated now (tx_room's rule).
-    [[nodiscard]] virtual bool tx_room_to(const std::array<uint8_t, 16> &dgid) const = 0;
+    // 'qp': the sending QP (an InfiniBand port: QP0's packets take VL15).
+    virtual bool av_path(const Qp &qp, const ohca_av &av, PacketPath &path) const = 0;
+    // Whether a packet on 'path' may be generated now (tx_room's rule).
+    [[nodiscard]] virtual bool tx_room_to(const PacketPath &path) const = 0;
+    // The P_Key a UD QP's packet carries ('wqe_index': the GSI QP's per
+    // WQE P_Key index); the default P_Key on Ethernet.
+    [[nodiscard]] virtual uint16_t pkey_of(const Qp &qp, uint16_t wqe_index) const = 0;
     // The port's Ethernet MTU.
     [[nodiscard]] virtual uint32_t port_mtu() const = 0;
     // A received packet (or frame) the transport dropped: the device's
@@ -290,9 +294,12 @@ class TransportServices {
                    std::span<const uint8_t> payload) {
         wire_.emit_path(path, fields, payload);
     }
-    bool av_path(const ohca_av &av, PacketPath &path) const { return wire_.av_path(av, path); }
-    [[nodiscard]] bool tx_room_to(const std::array<uint8_t, 16> &dgid) const {
-        return wire_.tx_room_to(dgid);
+    bool av_path(const Qp &qp, const ohca_av &av, PacketPath &path) const {
+        return wire_.av_path(qp, av, path);
+    }
+    [[nodiscard]] bool tx_room_to(const PacketPath &path) const { return wire_.tx_room_to(path); }
+    [[nodiscard]] uint16_t pkey_of(const Qp &qp, uint16_t wqe_index) const {
+        return wire_.pkey_of(qp, wqe_index);
     }
     [[nodiscard]] uint32_t port_mtu() const { return wire_.port_mtu(); }
     void count_rx_dropped() { wire_.count_rx_dropped(); }
@@ -371,8 +378,9 @@ void odp_retry_resumed(TransportServices &svc, Qp &qp);
 // The transport of each QP type (ohca_qp_type), for the run loop, the
 // receive path and the timers.
 static_assert(OHCA_QPT_RC == 0 && OHCA_QPT_UD == 1 && OHCA_QPT_GSI == 2 && OHCA_QPT_UC == 3 &&
-              OHCA_QPT_XRC_INI == 4 && OHCA_QPT_XRC_TGT == 5 && OHCA_QPT_RAW_ETH == 6);
-using TransportTable = std::array<Transport *, OHCA_QPT_RAW_ETH + 1>;
+              OHCA_QPT_XRC_INI == 4 && OHCA_QPT_XRC_TGT == 5 && OHCA_QPT_RAW_ETH == 6 &&
+              OHCA_QPT_SMI == 7);
+using TransportTable = std::array<Transport *, OHCA_QPT_SMI + 1>;
 [[nodiscard]] inline Transport &transport_of(const TransportTable &t, const Qp &qp) {
     return *t[qp.type];
 }

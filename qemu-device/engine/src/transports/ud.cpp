@@ -127,7 +127,7 @@ bool UdTransport::send_one(Qp &qp) {
     } else if ((w.opcode != OHCA_WR_SEND && w.opcode != OHCA_WR_SEND_IMM) ||
                (w.flags & ~kUdSendFlags) != 0 || le(seg.remote_qpn) > kPsnMask) {
         fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_WQE);
-    } else if (!svc_.av_path(seg.av, path)) {
+    } else if (!svc_.av_path(qp, seg.av, path)) {
         fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_BAD_AV);
     } else if (inl) {
         const uint32_t len = le(w.inline_len);
@@ -196,7 +196,7 @@ bool UdTransport::send_one(Qp &qp) {
         svc_.mark_ready(qp); // flushes the rest
         return true;
     }
-    if (!svc_.tx_room_to(path.dgid)) {
+    if (!svc_.tx_room_to(path)) {
         svc_.mark_ready(qp); // the loopback backlog drains first
         return false;
     }
@@ -211,6 +211,7 @@ bool UdTransport::send_one(Qp &qp) {
     f.bth.opcode = w.opcode == OHCA_WR_SEND_IMM ? ud::kSendOnlyImm : ud::kSendOnly;
     f.bth.solicited = (w.flags & OHCA_WQE_SOLICITED) != 0;
     f.bth.dest_qp = dqpn;
+    f.bth.pkey = svc_.pkey_of(qp, le(seg.pkey_index));
     f.bth.psn = qp.next_psn;
     qp.next_psn = psn_add(qp.next_psn, 1);
     const uint32_t qkey = le(seg.qkey);
@@ -278,7 +279,8 @@ void UdTransport::receive(Qp &qp, const ParsedPacket &pkt) {
         drop(&RoceCounters::rx_no_qp);
         return;
     }
-    if (pkt.fields.deth->qkey != qp.attrs.qkey) {
+    // QP0 checks no Q_Key (IBTA 14.2.1).
+    if (qp.type != OHCA_QPT_SMI && pkt.fields.deth->qkey != qp.attrs.qkey) {
         drop(&RoceCounters::ud_rx_bad_qkey);
         return;
     }
@@ -348,6 +350,14 @@ void UdTransport::receive(Qp &qp, const ParsedPacket &pkt) {
         cqe.src_qp = le(pkt.fields.deth->src_qp);
         cqe.flags = static_cast<uint8_t>(OHCA_CQE_F_GRH | (pkt.ipv6 ? 0 : OHCA_CQE_F_IPV4));
         cqe.sl = pkt.vlan_pcp;
+        if (pkt.is_ib) {
+            // Where it came from, as the LRH says (ohca_queue.h).
+            cqe.flags = pkt.ib.grh ? uint8_t{OHCA_CQE_F_GRH} : uint8_t{0};
+            cqe.sl = pkt.ib.sl;
+            cqe.qpn = le(qp.qpn | (uint32_t{pkt.ib.slid} >> 8) << 24);
+            cqe.vendor_err = static_cast<uint8_t>(pkt.ib.slid);
+            cqe.src_qp = le(pkt.fields.deth->src_qp | uint32_t{pkt.ib.path_bits & 0x7fu} << 24);
+        }
         if (pkt.fields.imm) {
             const uint32_t be = byteswap(*pkt.fields.imm); // wire order in memory
             std::memcpy(&cqe.imm_data, &be, sizeof(be));

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The InfiniBand port over fabric/ib's SMA state (ib_port.hpp).
+#include "device/ib_port.hpp"
+
+#include "link/byte_order.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+namespace ohca {
+
+namespace {
+void put_be64(uint8_t *p, uint64_t v) {
+    for (int i = 7; i >= 0; --i) {
+        p[i] = static_cast<uint8_t>(v);
+        v >>= 8;
+    }
+}
+} // namespace
+
+IbPort::IbPort(uint64_t node_guid, uint64_t port_guid) {
+    defaults_.node_guid = node_guid;
+    defaults_.port_guid = port_guid != 0 ? port_guid : node_guid;
+    defaults_.mtu_cap = kMaxMtu;
+    defaults_.vl_cap = kVlCap;
+    defaults_.pkey_entries = kPkeyTableLen;
+    defaults_.description = "ohca";
+    reset(false);
+}
+
+void IbPort::reset(bool link_up) {
+    sma_ = ib::make_ca_state(defaults_);
+    own_ = {};
+    if (link_up) {
+        ib::Sma(sma_).link_up(1);
+    }
+}
+
+uint32_t IbPort::set_link(bool up) {
+    if (up == link_up()) {
+        return 0;
+    }
+    const uint8_t before = state();
+    ib::Sma sma(sma_);
+    if (up) {
+        sma.link_up(1);
+    } else {
+        sma.link_down(1);
+    }
+    return state() != before ? uint32_t{OHCA_PORT_CHG_STATE} : 0;
+}
+
+uint32_t IbPort::process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed) {
+    const uint8_t mclass = in[1];
+    if (mclass != ib::mgmt_class::SubnLidRouted && mclass != ib::mgmt_class::SubnDirectedRoute &&
+        mclass != ib::mgmt_class::Perf) {
+        return OHCA_MAD_IFC_NOT_MINE;
+    }
+    const ib::PortInfo before = info();
+    const auto pkeys = port().pkeys;
+    ib::Sma sma(sma_);
+    const ib::SmaResult r = sma.process(in, 1, out);
+    const ib::PortInfo &now = info();
+    if (now.port_state != before.port_state) {
+        changed |= OHCA_PORT_CHG_STATE;
+    }
+    if (now.lid != before.lid || now.lmc != before.lmc) {
+        changed |= OHCA_PORT_CHG_LID;
+    }
+    if (now.master_sm_lid != before.master_sm_lid || now.master_sm_sl != before.master_sm_sl) {
+        changed |= OHCA_PORT_CHG_SM;
+    }
+    if (now.gid_prefix != before.gid_prefix) {
+        changed |= OHCA_PORT_CHG_GUID;
+    }
+    if (port().pkeys != pkeys) {
+        changed |= OHCA_PORT_CHG_PKEY;
+    }
+    if (sma.changes().client_reregister) {
+        changed |= OHCA_PORT_CHG_CLIENT_REREG;
+    }
+    return r == ib::SmaResult::Reply ? OHCA_MAD_IFC_REPLY : OHCA_MAD_IFC_CONSUMED;
+}
+
+uint8_t IbPort::active_mtu() const {
+    const uint8_t n = info().neighbor_mtu;
+    return n >= 1 && n <= kMaxMtu ? std::min(n, info().mtu_cap) : kMaxMtu;
+}
+
+bool IbPort::pkey_matches(uint16_t pkey) const {
+    return std::any_of(port().pkeys.begin(), port().pkeys.end(),
+                       [pkey](uint16_t e) { return pkeys_match(e, pkey); });
+}
+
+uint8_t IbPort::data_vls() const {
+    const uint8_t n = ib::vls_for_code(info().operational_vls);
+    return n != 0 ? n : 1;
+}
+
+uint8_t IbPort::vl_of(uint8_t sl) const {
+    const uint8_t vl = port().sl2vl[sl & 0xf];
+    // A VL the port does not operate drops the SL's packets: VL15 carries
+    // no data, so the send path refuses them.
+    return vl < data_vls() ? vl : kVl15;
+}
+
+bool IbPort::unicast_dlid(uint16_t dlid, uint8_t &path_bits) const {
+    if (lid() == 0 || dlid == 0 || dlid >= ib::kMulticastLidFirst) {
+        return false;
+    }
+    const auto mask = static_cast<uint16_t>((1u << lmc()) - 1);
+    if ((dlid & ~mask) != (lid() & ~mask)) {
+        return false;
+    }
+    path_bits = static_cast<uint8_t>(dlid & mask);
+    return true;
+}
+
+std::array<uint8_t, 16> IbPort::gid() const {
+    std::array<uint8_t, 16> g{};
+    put_be64(g.data(), info().gid_prefix);
+    put_be64(g.data() + 8, port().guid);
+    return g;
+}
+
+void IbPort::count_xmit(size_t frame_len, bool mcast) {
+    ib::SmaPortState &p = port();
+    ib::sat_add(p.counters.xmit_pkts, 1, 0xffffffffu);
+    ib::sat_add(p.counters.xmit_data, frame_len / 4, 0xffffffffu);
+    ++p.counters_ext.xmit_pkts;
+    p.counters_ext.xmit_data += frame_len / 4;
+    ++(mcast ? p.counters_ext.multicast_xmit_pkts : p.counters_ext.unicast_xmit_pkts);
+}
+
+void IbPort::count_rcv(size_t frame_len, bool mcast) {
+    ib::SmaPortState &p = port();
+    ib::sat_add(p.counters.rcv_pkts, 1, 0xffffffffu);
+    ib::sat_add(p.counters.rcv_data, frame_len / 4, 0xffffffffu);
+    ++p.counters_ext.rcv_pkts;
+    p.counters_ext.rcv_data += frame_len / 4;
+    ++(mcast ? p.counters_ext.multicast_rcv_pkts : p.counters_ext.unicast_rcv_pkts);
+}
+
+void IbPort::count_rcv_error() {
+    ++own_.rcv_errors;
+    ib::sat_add(port().counters.rcv_errors, 1, 0xffff);
+}
+
+void IbPort::count_vl15_dropped() {
+    ++own_.vl15_dropped;
+    ib::sat_add(port().counters.vl15_dropped, 1, 0xffff);
+}
+
+void IbPort::count_pkey_violation() {
+    ++own_.pkey_violations;
+    ib::sat_add(port().info.p_key_violations, 1, 0xffff);
+}
+
+void IbPort::count_xmit_discard() {
+    ++own_.xmit_discards;
+    ib::sat_add(port().counters.xmit_discards, 1, 0xffff);
+}
+
+void IbPort::count_xmit_wait() {
+    ++own_.xmit_wait;
+    ib::sat_add(port().counters.xmit_wait, 1, 0xffffffffu);
+}
+
+void IbPort::fill_query(ohca_query_port_out &out) const {
+    const ib::PortInfo &i = info();
+    out.state = i.port_state;
+    out.link_up = link_up() ? 1 : 0;
+    out.link_layer = OHCA_LINK_IB;
+    out.phys_state = i.phys_state;
+    out.lmc = i.lmc;
+    out.sm_sl = i.master_sm_sl;
+    out.lid = le(i.lid);
+    out.sm_lid = le(i.master_sm_lid);
+    out.active_mtu = active_mtu();
+    out.max_ib_mtu = i.mtu_cap;
+    out.max_vl_num = i.vl_cap;
+    out.init_type_reply = i.init_type_reply;
+    out.port_cap_flags = le(i.capability_mask);
+    put_be64(out.port_guid, port().guid);
+    put_be64(out.subnet_prefix, i.gid_prefix);
+    out.pkey_violations = le(uint32_t{i.p_key_violations});
+    out.qkey_violations = le(uint32_t{i.q_key_violations});
+    out.active_width = i.link_width_active;
+    out.active_speed = i.link_speed_active;
+    out.subnet_timeout = i.subnet_timeout;
+    out.pkey_table_len = le(static_cast<uint32_t>(port().pkeys.size()));
+    out.gid_table_len = le(uint32_t{1});
+}
+
+ohca_av_ib av_ib_of(const ohca_av &av) {
+    static_assert(sizeof(ohca_av_ib) == sizeof(ohca_av));
+    ohca_av_ib ib{};
+    std::memcpy(&ib, &av, sizeof(ib));
+    return ib;
+}
+
+std::optional<size_t> av_ib_bad_field(const ohca_av &av) {
+    const ohca_av_ib ib = av_ib_of(av);
+    if (le(ib.dlid) == 0) {
+        return offsetof(ohca_av_ib, dlid);
+    }
+    if (ib.sl > 15) {
+        return offsetof(ohca_av_ib, sl);
+    }
+    if (ib.src_path_bits > 0x7f) {
+        return offsetof(ohca_av_ib, src_path_bits);
+    }
+    if ((ib.flags & ~uint8_t{OHCA_AV_IB_GRH}) != 0) {
+        return offsetof(ohca_av_ib, flags);
+    }
+    if ((ib.flags & OHCA_AV_IB_GRH) != 0) {
+        if (ib.sgid_index != 0) {
+            return offsetof(ohca_av_ib, sgid_index);
+        }
+        if (le(ib.flow_label) > 0xfffff) {
+            return offsetof(ohca_av_ib, flow_label);
+        }
+    }
+    return std::nullopt;
+}
+
+} // namespace ohca

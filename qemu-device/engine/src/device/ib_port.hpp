@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The InfiniBand side of the device's port (programming manual section 21):
+// what the port's subnet management agent holds (fabric/ib's SmaState:
+// GUIDs, LID and LMC, SM LID and SL, logical and physical state, P_Key
+// table, SL-to-VL table, VL arbitration, the PMA's counters) and the rules
+// a packet meets on the way in (DLID, P_Key, VL15). The device owns one
+// when its link layer is InfiniBand; MAD_IFC reaches fabric/ib's Sma
+// through it.
+#pragma once
+
+#include "ib/mad.hpp"
+#include "ib/packet.hpp"
+#include "ib/sma.hpp"
+
+#include <ohca/ohca_cmd.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace ohca {
+
+// The device's own counters of an IB port (the PMA's are in the SMA
+// state, fed through the count_* calls).
+struct IbPortCounters {
+    uint64_t bad_dlid = 0; // not this port's LID range or a group of it
+    uint64_t bad_vcrc = 0;
+    uint64_t pkey_violations = 0;
+    uint64_t vl15_dropped = 0;
+    uint64_t rcv_errors = 0;
+    uint64_t xmit_discards = 0;
+    uint64_t xmit_wait = 0;
+};
+
+class IbPort {
+  public:
+    static constexpr size_t kPkeyTableLen = 16;
+    static constexpr uint16_t kPermissiveLid = ib::kPermissiveLid;
+    static constexpr uint8_t kVl15 = ib::kVl15;
+    static constexpr uint8_t kMaxMtu = 5; // IBTA MTU enum: 4096
+    static constexpr uint8_t kVlCap = 4;  // VL0..VL7
+
+    IbPort(uint64_t node_guid, uint64_t port_guid);
+
+    // Power-on state (function reset): no LID, default P_Key only, the
+    // logical state from the link.
+    void reset(bool link_up);
+    // The link came up or went down: DOWN <-> INIT. Returns what changed
+    // (enum ohca_port_change).
+    uint32_t set_link(bool up);
+    // One MAD to the SMA/PMA (ohca_mad_ifc_result); 'changed' gets what a
+    // Set changed on the port (enum ohca_port_change).
+    uint32_t process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed);
+
+    [[nodiscard]] uint8_t state() const { return info().port_state; }
+    [[nodiscard]] bool link_up() const { return info().phys_state == ib::phys_state::LinkUp; }
+    // Data packets (not VL15): only ACTIVE sends, ARMED takes in (IBTA 7.2).
+    [[nodiscard]] bool can_send_data() const { return state() == OHCA_PORT_ACTIVE; }
+    [[nodiscard]] bool can_receive_data() const {
+        return state() == OHCA_PORT_ACTIVE || state() == OHCA_PORT_ARMED;
+    }
+    [[nodiscard]] uint16_t lid() const { return info().lid; }
+    [[nodiscard]] uint8_t lmc() const { return info().lmc; }
+    [[nodiscard]] uint8_t active_mtu() const;
+    [[nodiscard]] uint16_t pkey_at(size_t index) const {
+        return index < port().pkeys.size() ? port().pkeys[index] : 0;
+    }
+    // Whether a packet's P_Key matches an entry (IBTA 10.9.3: equal base,
+    // and not both limited members).
+    [[nodiscard]] bool pkey_matches(uint16_t pkey) const;
+    [[nodiscard]] static bool pkeys_match(uint16_t a, uint16_t b) {
+        return (a & 0x7fff) != 0 && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000) != 0;
+    }
+    // A data SL's VL (SLtoVLMappingTable); an unmapped one is VL15.
+    [[nodiscard]] uint8_t vl_of(uint8_t sl) const;
+    // The data VLs in operation (OperationalVLs).
+    [[nodiscard]] uint8_t data_vls() const;
+
+    // Whether 'dlid' is one of this port's (LID | path bits); 'path_bits'
+    // gets the low LMC bits.
+    [[nodiscard]] bool unicast_dlid(uint16_t dlid, uint8_t &path_bits) const;
+    [[nodiscard]] static bool is_mcast_lid(uint16_t lid) { return ib::is_multicast_lid(lid); }
+    // The source LID of a packet sent with 'path_bits'.
+    [[nodiscard]] uint16_t slid(uint8_t path_bits) const {
+        const auto mask = static_cast<uint16_t>((1u << lmc()) - 1);
+        return static_cast<uint16_t>((lid() & ~mask) | (path_bits & mask));
+    }
+    // The port's one GID (index 0): the subnet prefix and the port GUID.
+    [[nodiscard]] std::array<uint8_t, 16> gid() const;
+
+    // Counting, into the PMA's counters and the device's own.
+    void count_xmit(size_t frame_len, bool mcast);
+    void count_rcv(size_t frame_len, bool mcast);
+    void count_rcv_error();
+    void count_vl15_dropped();
+    void count_pkey_violation();
+    void count_xmit_discard();
+    void count_xmit_wait();
+    void count_bad_dlid() { ++own_.bad_dlid; }
+    void count_bad_vcrc() { ++own_.bad_vcrc; }
+    [[nodiscard]] const IbPortCounters &counters() const { return own_; }
+
+    // QUERY_PORT's IB part (link_layer onwards) and its state.
+    void fill_query(ohca_query_port_out &out) const;
+
+  private:
+    [[nodiscard]] ib::SmaPortState &port() { return sma_.ports[1]; }
+    [[nodiscard]] const ib::SmaPortState &port() const { return sma_.ports[1]; }
+    [[nodiscard]] const ib::PortInfo &info() const { return port().info; }
+
+    ib::SmaDefaults defaults_;
+    ib::SmaState sma_;
+    IbPortCounters own_;
+};
+
+// Byte offset in the address vector (read as struct ohca_av_ib) of its
+// first invalid field, if any: a DLID (not 0), SL, path bits, flags, with
+// a GRH the source GID index (0, the port's GID) and flow label. For
+// MODIFY_QP and UD WQEs on an IB port, as av_bad_field on Ethernet.
+std::optional<size_t> av_ib_bad_field(const ohca_av &av);
+// The same vector read as struct ohca_av_ib.
+ohca_av_ib av_ib_of(const ohca_av &av);
+
+} // namespace ohca

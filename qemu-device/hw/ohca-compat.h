@@ -1,0 +1,52 @@
+/*
+ * ohca: the differences between the QEMU versions the device builds into
+ * (7.2 as Debian 12 ships it, 10.0 as Debian 13 does). One source of the
+ * device; each difference is one definition here, named by the release
+ * that made it.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef OHCA_COMPAT_H
+#define OHCA_COMPAT_H
+
+#include "hw/pci/pci.h"
+#include "hw/qdev-core.h"
+#include "hw/qdev-properties.h"
+
+#define OHCA_QEMU_AT_LEAST(major, minor) \
+    (QEMU_VERSION_MAJOR > (major) || \
+     (QEMU_VERSION_MAJOR == (major) && QEMU_VERSION_MINOR >= (minor)))
+
+/* 8.0: PCIDevice and PCIDeviceClass moved from pci.h to pci_device.h. */
+#if __has_include("hw/pci/pci_device.h")
+#include "hw/pci/pci_device.h"
+#endif
+
+/*
+ * 9.2: property arrays are const and sized by the compiler, not
+ * terminated (device_class_set_props checks both at build time).
+ */
+#ifdef DEFINE_PROP_END_OF_LIST
+typedef Property OhcaProperty;
+#define OHCA_PROPS_END DEFINE_PROP_END_OF_LIST(),
+#else
+typedef const Property OhcaProperty;
+#define OHCA_PROPS_END
+#endif
+
+/* 9.1: DeviceClass.reset became the "legacy" reset behind a setter. */
+#if OHCA_QEMU_AT_LEAST(9, 1)
+#define ohca_set_reset(dc, fn) device_class_set_legacy_reset((dc), (fn))
+#else
+#define ohca_set_reset(dc, fn) ((dc)->reset = (fn))
+#endif
+
+/* 10.1: class_init's data argument is const. */
+#if OHCA_QEMU_AT_LEAST(10, 1)
+#define OHCA_CLASS_DATA const void
+#else
+#define OHCA_CLASS_DATA void
+#endif
+
+#endif /* OHCA_COMPAT_H */

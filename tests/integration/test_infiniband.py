@@ -1,0 +1,214 @@
+"""An InfiniBand port (issue 22): two VMs back to back on one stream wire,
+each with `-device ohca,...,link-layer=ib`, in ONE job per VM (each part
+would otherwise pay its own TCG boot). VM 0 runs the subnet manager.
+
+- sm: opensm (Debian's, unmodified) in VM 0 sweeps the two-node fabric:
+  both ports become ACTIVE with LIDs assigned.
+- ibstat: both ports Active, link layer InfiniBand, a base LID.
+- ipoib: ib_ipoib's ib0 on each VM (joins the broadcast group through
+  the SA), the harness's addresses on it, ping both ways.
+- diags (VM 0 and VM 1): the peer's LID by a directed-route PortInfo,
+  then smpquery nodeinfo/portinfo by LID, sminfo, perfquery, and
+  ibnetdiscover showing two CA nodes.
+- rc_pingpong / ud_pingpong: ibv_rc_pingpong and ibv_ud_pingpong without
+  -g (addressed by LID; the TCP exchange of the addresses over IPoIB).
+- tcp: a TCP transfer over IPoIB, its SHA-256 compared on both sides.
+"""
+
+import re
+import subprocess
+
+import pytest
+
+from vmtest import assert_ok, ohcavm, section
+
+pytestmark = pytest.mark.ohca_only
+
+TCP_MIB = 16
+
+# Each part is a shell function; run() prints its section and result.
+COMMON = r"""
+run() {
+	local name=$1
+	echo "=== $name ==="
+	( set -e; "part_$name" )
+	local prc=$?
+	echo "PART $name rc=$prc"
+	[ $prc -eq 0 ] || rc=1
+	return $prc
+}
+
+part_ibstat() {
+	ibstat "$OHCA_IBDEV"
+	ibv_devinfo -d "$OHCA_IBDEV" | grep -E 'link_layer|state|port_lid|sm_lid'
+}
+
+part_ipoib() {
+	modprobe ib_ipoib
+	ohca_poll 30 test -e /sys/class/net/ib0
+	ip addr add "$OHCA_IP/$OHCA_PREFIX" dev ib0
+	ip link set ib0 up
+	ohca_barrier ipoib 180
+	ohca_retry 90 ping -c 1 -W 2 "$OHCA_PEER_IP" >/dev/null
+	ping -c 3 -W 5 "$OHCA_PEER_IP"
+	cat /sys/class/net/ib0/mode
+}
+
+part_diags() {
+	local peer
+	# The peer's port through a directed route (out of port 1): no LID needed.
+	peer=$(smpquery -D portinfo 0,1 1 | sed -n 's/^Lid:\.*\([0-9]*\)$/\1/p')
+	echo "PEER_LID $peer"
+	[ -n "$peer" ] && [ "$peer" -gt 0 ]
+	smpquery nodeinfo "$peer"
+	smpquery portinfo "$peer" 1
+	sminfo
+	perfquery "$peer" 1
+	perfquery
+	ibnetdiscover
+}
+"""
+
+SM = r"""
+part_sm() {
+	opensm -B -f /tmp/opensm.log
+	if ! ohca_wait_port ACTIVE 300; then
+		tail -n 60 /tmp/opensm.log
+		return 1
+	fi
+	grep -iE 'SUBNET UP|sweep' /tmp/opensm.log | tail -n 5 || true
+}
+"""
+
+NOT_SM = r"""
+part_sm() {
+	ohca_wait_port ACTIVE 330
+}
+"""
+
+SERVER = r"""
+part_rc_pingpong() {
+	ohca_barrier rc 120
+	timeout 240 ibv_rc_pingpong -d "$OHCA_IBDEV" -s 4096 -n 200
+}
+
+part_ud_pingpong() {
+	ohca_barrier ud 120
+	timeout 240 ibv_ud_pingpong -d "$OHCA_IBDEV" -s 1024 -n 200
+}
+
+part_tcp() {
+	timeout 300 nc -l -p 5001 > /tmp/rx.bin &
+	local srv=$!
+	ohca_barrier tcp 120
+	wait $srv
+	echo "RX_BYTES $(stat -c %s /tmp/rx.bin)"
+	echo "RX_SHA $(sha256sum < /tmp/rx.bin | cut -d' ' -f1)"
+}
+"""
+
+CLIENT = r"""
+part_rc_pingpong() {
+	ohca_barrier rc 120
+	ohca_retry 90 timeout 200 ibv_rc_pingpong -d "$OHCA_IBDEV" -s 4096 -n 200 "$OHCA_PEER_IP"
+}
+
+part_ud_pingpong() {
+	ohca_barrier ud 120
+	ohca_retry 90 timeout 200 ibv_ud_pingpong -d "$OHCA_IBDEV" -s 1024 -n 200 "$OHCA_PEER_IP"
+}
+
+part_tcp() {
+	head -c TCP_BYTES /dev/urandom > /tmp/tx.bin
+	echo "TX_SHA $(sha256sum < /tmp/tx.bin | cut -d' ' -f1)"
+	ohca_barrier tcp 120
+	sleep 1
+	ohca_retry 60 timeout 300 nc -N "$OHCA_PEER_IP" 5001 < /tmp/tx.bin
+}
+"""
+
+PARTS = ("sm", "ibstat", "ipoib", "diags", "rc_pingpong", "ud_pingpong", "tcp")
+
+
+def script(index):
+    body = COMMON + (SM if index == 0 else NOT_SM) + (CLIENT if index == 0 else SERVER)
+    body = body.replace("TCP_BYTES", str(TCP_MIB << 20))
+    out = [body, "rc=0"]
+    # ACTIVE first: nothing else works before the SM's sweep.
+    out += ["run sm || { echo '=== end ==='; exit 1; }", "ohca_barrier active 360"]
+    out += [f"run {p}" for p in PARTS[1:]]
+    out += ["echo '=== end ==='", "ohca_hw_counters", "exit $rc"]
+    return "\n".join(out)
+
+
+def _lid(text, key):
+    m = re.search(rf"{key}:\s*(\d+)", text)
+    return int(m.group(1)) if m else 0
+
+
+def _device_has_ib():
+    """Whether this QEMU's ohca device has the link-layer property (the
+    device side of issue 22); the test is skipped, with that reason, on a
+    device without it."""
+    try:
+        qemu = ohcavm.find_qemu("ohca")
+        out = subprocess.run([qemu, "-device", "ohca,help"], capture_output=True,
+                             text=True, timeout=60).stdout
+    except (ohcavm.HarnessError, OSError, subprocess.TimeoutExpired):
+        return True  # let the harness report what is missing
+    return "link-layer" in out
+
+
+# 2026-12-04 (ibkern + ibdev f9eabd0): the driver registers the IB port,
+# opensm sweeps its own port (SUBNET UP), but its directed-route
+# Get(NodeInfo) to the peer over the wire times out, so both ports stay
+# INIT: not yet found whether the SMP or its answer is lost.
+@pytest.mark.xfail(reason="DR SMPs to the peer time out (issue 22, in progress)", strict=False)
+def test_infiniband_back_to_back(vm_run):
+    if not _device_has_ib():
+        pytest.skip("this QEMU's ohca device has no link-layer property (no InfiniBand port)")
+    results = vm_run({0: script(0), 1: script(1)}, nvms=2, wire="stream",
+                     link_layer="ib", fresh=True, timeout=1800)
+    a, b = results
+    for r in results:
+        failed = [p for p in PARTS if not re.search(rf"^PART {p} rc=0$", r.output, re.M)]
+        assert not failed, f"{r.name}: parts failed: {failed}\n" + r.report()
+
+    lids = []
+    for r in results:
+        ibstat = section(r.output, "ibstat")
+        assert re.search(r"State: Active", ibstat), r.report()
+        assert re.search(r"Physical state: LinkUp", ibstat), r.report()
+        assert re.search(r"Link layer: InfiniBand", ibstat), r.report()
+        lid = _lid(ibstat, "Base lid")
+        assert lid > 0, r.report()
+        lids.append(lid)
+        assert _lid(ibstat, "SM lid") > 0, r.report()
+        assert "link_layer:\t\tInfiniBand" in section(r.output, "ibstat"), r.report()
+    assert lids[0] != lids[1], (lids, a.report())
+
+    for r, peer in ((a, lids[1]), (b, lids[0])):
+        diags = section(r.output, "diags")
+        assert f"PEER_LID {peer}" in diags, r.report()
+        assert re.search(r"^NodeType:\.+Channel Adapter", diags, re.M), r.report()
+        assert re.search(r"^PortState:\.+Active", diags, re.M), r.report()
+        assert re.search(r"sminfo: sm lid \d+ sm guid 0x[0-9a-f]+", diags), r.report()
+        assert re.search(r"^PortXmitData:\.+\d+", diags, re.M), r.report()
+        # two CA nodes and nothing else (back to back: no switch)
+        assert len(re.findall(r"^Ca\s", diags, re.M)) == 2, r.report()
+        assert not re.search(r"^Switch\s", diags, re.M), r.report()
+        assert "0% packet loss" in section(r.output, "ipoib"), r.report()
+
+    # by LID: the pingpongs print the LIDs they used and no GID
+    for r in results:
+        rc = section(r.output, "rc_pingpong")
+        assert re.search(r"local address:\s+LID 0x0*[1-9a-f][0-9a-f]*", rc), r.report()
+        assert re.search(r"1638400 bytes in .* seconds", rc), r.report()
+        ud = section(r.output, "ud_pingpong")
+        assert re.search(r"409600 bytes in .* seconds", ud), r.report()
+
+    tx = re.search(r"^TX_SHA (\w+)$", a.output, re.M)
+    rx = re.search(r"^RX_SHA (\w+)$", b.output, re.M)
+    assert tx and rx and tx.group(1) == rx.group(1), (a.report(), b.report())
+    assert f"RX_BYTES {TCP_MIB << 20}" in b.output, b.report()
+    assert_ok(results)
