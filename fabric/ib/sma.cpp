@@ -76,7 +76,9 @@ SmaPortState make_port(const SmaDefaults &d, uint8_t num, bool with_pkeys) {
 void copy_description(SmaState &s, const char *text) {
     s.description.fill(0);
     if (text != nullptr) {
-        std::strncpy(reinterpret_cast<char *>(s.description.data()), text, s.description.size());
+        // NodeDescription is 64 bytes of text, NUL-padded, not NUL-terminated
+        // when it is full.
+        std::memcpy(s.description.data(), text, strnlen(text, s.description.size()));
     }
 }
 
