@@ -216,6 +216,7 @@ def main():
     probe.close()
 
     check_max_qp_property(qemu)
+    check_link_layer_property(qemu)
     with tempfile.TemporaryDirectory() as tmp:
         q = QTest(qemu, udp_local, udp_remote, tmp)
         try:
@@ -240,6 +241,20 @@ def check_max_qp_property(qemu):
                            timeout=60)
         check(r.returncode != 0 and "max-qp must be 1..65536" in r.stderr,
               f"max-qp={bad} refused ({r.returncode}: {r.stderr.strip()[:120]})")
+
+
+def check_link_layer_property(qemu):
+    """-device ohca,link-layer=eth|ib: anything else is refused at realize
+    with a message that names the choices."""
+    argv = [qemu, "-accel", "qtest", "-display", "none", "-nodefaults", "-m", "128",
+            "-device", "ohca,link-layer=roce"]
+    for d in ("/usr/share/qemu", "/usr/share/seabios", "/usr/lib/ipxe/qemu"):
+        if os.path.isdir(d):
+            argv += ["-L", d]
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=60)
+    check(r.returncode != 0 and "link-layer must be eth or ib" in r.stderr,
+          f"link-layer=roce refused ({r.returncode}: {r.stderr.strip()[:120]})")
 
 
 # What the run above must have left in the device's trace (-trace 'ohca_*'):

@@ -163,7 +163,6 @@ def _device_has_ib():
 # opensm sweeps its own port (SUBNET UP), but its directed-route
 # Get(NodeInfo) to the peer over the wire times out, so both ports stay
 # INIT: not yet found whether the SMP or its answer is lost.
-@pytest.mark.xfail(reason="DR SMPs to the peer time out (issue 22, in progress)", strict=False)
 def test_infiniband_back_to_back(vm_run):
     if not _device_has_ib():
         pytest.skip("this QEMU's ohca device has no link-layer property (no InfiniBand port)")

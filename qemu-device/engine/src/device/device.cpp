@@ -97,6 +97,9 @@ void Device::set_link(bool up) {
         return;
     }
     port_.state().set_link(events_, up);
+    if (up) {
+        port_.link_init();
+    }
     if (!up && port_.rx_waiting()) {
         host_.schedule(); // held frames are dropped now
     }

@@ -2,6 +2,7 @@
 // The InfiniBand port over fabric/ib's SMA state (ib_port.hpp).
 #include "device/ib_port.hpp"
 
+#include "ib/bytes.hpp"
 #include "link/byte_order.hpp"
 
 #include <algorithm>
@@ -9,15 +10,6 @@
 #include <cstring>
 
 namespace ohca {
-
-namespace {
-void put_be64(uint8_t *p, uint64_t v) {
-    for (int i = 7; i >= 0; --i) {
-        p[i] = static_cast<uint8_t>(v);
-        v >>= 8;
-    }
-}
-} // namespace
 
 IbPort::IbPort(uint64_t node_guid, uint64_t port_guid) {
     defaults_.node_guid = node_guid;
@@ -119,8 +111,8 @@ bool IbPort::unicast_dlid(uint16_t dlid, uint8_t &path_bits) const {
 
 std::array<uint8_t, 16> IbPort::gid() const {
     std::array<uint8_t, 16> g{};
-    put_be64(g.data(), info().gid_prefix);
-    put_be64(g.data() + 8, port().guid);
+    ib::put64(g.data(), info().gid_prefix);
+    ib::put64(g.data() + 8, port().guid);
     return g;
 }
 
@@ -182,8 +174,8 @@ void IbPort::fill_query(ohca_query_port_out &out) const {
     out.max_vl_num = i.vl_cap;
     out.init_type_reply = i.init_type_reply;
     out.port_cap_flags = le(i.capability_mask);
-    put_be64(out.port_guid, port().guid);
-    put_be64(out.subnet_prefix, i.gid_prefix);
+    ib::put64(out.port_guid, port().guid);
+    ib::put64(out.subnet_prefix, i.gid_prefix);
     out.pkey_violations = le(uint32_t{i.p_key_violations});
     out.qkey_violations = le(uint32_t{i.q_key_violations});
     out.active_width = i.link_width_active;

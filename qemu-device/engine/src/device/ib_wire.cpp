@@ -46,6 +46,51 @@ bool IbWire::may_send(const PacketPath &path, size_t frame_len) {
     return true;
 }
 
+void IbWire::transmit(const PacketPath &path, std::span<const uint8_t> frame) {
+    if (path.ib.vl == IbPort::kVl15) {
+        d_.link.transmit(frame); // subnet management is not flow controlled
+        return;
+    }
+    switch (flow_.send(frame, path.ib.vl)) {
+    case IbFlow::Out::Sent:
+        break;
+    case IbFlow::Out::Held:
+        port().count_xmit_wait();
+        break;
+    case IbFlow::Out::Dropped:
+        port().count_xmit_discard();
+        break;
+    }
+}
+
+bool IbWire::room(const PacketPath &path, bool loopback_room) const {
+    if (is_local(path)) {
+        return loopback_room;
+    }
+    const bool ok = flow_.room(path.ib.vl, ib::kMaxFrameBytes);
+    credit_wait_ = credit_wait_ || !ok;
+    return ok;
+}
+
+void IbWire::link_init() {
+    if (live()) {
+        flow_.reset(d_.host.now_ns());
+    }
+}
+
+bool IbWire::end_run() {
+    if (d_.status.running()) {
+        flow_.send_fcps(d_.host.now_ns());
+    }
+    const bool waited = credit_wait_;
+    credit_wait_ = false;
+    return waited;
+}
+
+uint64_t IbWire::deadline() const {
+    return live() ? flow_.deadline() : 0;
+}
+
 uint16_t IbWire::pkey_of(const Qp &qp, uint16_t wqe_index) const {
     if (qp.type == OHCA_QPT_SMI) {
         return kDefaultPkey;
@@ -61,7 +106,11 @@ uint32_t IbWire::port_mtu() const {
 
 std::optional<ohca_engine_rx_result> IbWire::screen(std::span<const uint8_t> frame) {
     if (ib::is_link_packet(frame.size())) {
-        return OHCA_ENGINE_RX_CONSUMED; // flow control: credits are not kept yet
+        // Credit from the peer: held packets go, waiting QPs run again.
+        if (live() && flow_.on_link_packet(frame)) {
+            d_.host.schedule();
+        }
+        return OHCA_ENGINE_RX_CONSUMED;
     }
     if (frame.size() > ib::kMaxFrameBytes) {
         // Longer than any packet of a 4096-byte MTU: never queued.
@@ -71,6 +120,22 @@ std::optional<ohca_engine_rx_result> IbWire::screen(std::span<const uint8_t> fra
         return OHCA_ENGINE_RX_CONSUMED;
     }
     return std::nullopt;
+}
+
+bool IbWire::take_credit(std::span<const uint8_t> frame) {
+    const auto vl = static_cast<uint8_t>(frame.empty() ? 0 : frame[0] >> 4);
+    if (vl == IbPort::kVl15 || flow_.on_received(vl, frame.size())) {
+        return true;
+    }
+    port().count_rcv_error();
+    ++d_.stats.roce_rx_dropped;
+    return false;
+}
+
+void IbWire::consumed(std::span<const uint8_t> frame) {
+    if (!frame.empty() && (frame[0] >> 4) != IbPort::kVl15) {
+        flow_.on_consumed(static_cast<uint8_t>(frame[0] >> 4), frame.size());
+    }
 }
 
 void IbWire::count_rcv(std::span<const uint8_t> frame) {

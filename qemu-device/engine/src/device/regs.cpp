@@ -212,6 +212,7 @@ void Device::enable() {
     cmdq_pi_ = 0;
     cmdq_ci_ = 0;
     status_.bits |= OHCA_DEV_STATUS_READY;
+    port_.link_init();
 }
 
 } // namespace ohca

@@ -69,7 +69,10 @@ bool RunLoop::check_timers() {
 void RunLoop::update_timer() {
     const uint64_t q = timers_.earliest();
     const uint64_t c = cqs_.earliest_timer();
-    const uint64_t earliest = q == 0 ? c : c == 0 ? q : std::min(q, c);
+    uint64_t earliest = q == 0 ? c : c == 0 ? q : std::min(q, c);
+    if (const uint64_t f = port_.link_deadline(); f != 0) {
+        earliest = earliest == 0 ? f : std::min(earliest, f); // the periodic FCPs
+    }
     if (earliest != timer_deadline_) {
         timer_deadline_ = earliest;
         host_.set_timer(earliest);
@@ -104,6 +107,7 @@ void RunLoop::run(Qp *first, unsigned int max_work, uint64_t max_ns) {
     const uint64_t start = host_.now_ns();
     unsigned int work = 0;
     bool out_of_time = false;
+    bool stalled = false; // the last round made no progress
     // Counts units of work (a frame, a packet, a WQE); reads the clock now
     // and then.
     auto account = [&](unsigned int units) {
@@ -166,6 +170,7 @@ void RunLoop::run(Qp *first, unsigned int max_work, uint64_t max_ns) {
             }
         }
         if (!progress) {
+            stalled = true;
             break; // only QPs waiting for room that did not come
         }
     }
@@ -173,7 +178,10 @@ void RunLoop::run(Qp *first, unsigned int max_work, uint64_t max_ns) {
     if (out_of_time) {
         ++stats_.out_of_time;
     }
-    if (status_.running() && (!port_.backlog_empty() || !ready_.empty() || timers_deferred_)) {
+    // QPs that wait for the peer's credit run again when its FCP comes.
+    const bool credit_stall = port_.end_run() && stalled;
+    if (status_.running() &&
+        (!port_.backlog_empty() || (!ready_.empty() && !credit_stall) || timers_deferred_)) {
         host_.schedule();
     }
     update_timer();

@@ -156,6 +156,7 @@ EmitResult WirePort::loop_back(const PacketPath &path, const PacketFields &field
         p.ib = path.ib;
     } else {
         s->looped = false;
+        s->wire = false;
         const FrameLayout l = link_.build(s->buf, path, fields, payload_len);
         if (!fill(std::span<uint8_t>(s->buf).subspan(l.payload_off, payload_len))) {
             backlog_.unpush();
@@ -193,7 +194,7 @@ EmitResult WirePort::send(const PacketPath &path, const PacketFields &fields, si
     if (state_.ib) {
         if (ib_.may_send(path, tx_frame_.size())) {
             ++roce_.tx_packets;
-            transmit(tx_frame_);
+            ib_.transmit(path, tx_frame_);
         }
         return EmitResult::Sent; // else lost as on a wire, counted
     }
@@ -233,7 +234,7 @@ bool WirePort::tx_room(const Qp &qp) const {
 
 bool WirePort::tx_room_to(const PacketPath &path) const {
     if (state_.ib) {
-        return ib_.is_local(path) ? loopback_room() : true;
+        return ib_.room(path, loopback_room());
     }
     return loopback_room() || !is_local_gid(path.dgid);
 }
@@ -298,6 +299,9 @@ ohca_engine_rx_result WirePort::receive_ib(std::span<const uint8_t> frame) {
         hold_rx(); // the host holds the frame until rx_resume
         return OHCA_ENGINE_RX_RETRY;
     }
+    if (live && !ib_.take_credit(frame)) {
+        return OHCA_ENGINE_RX_CONSUMED; // beyond the credit we gave
+    }
     if (live) {
         ib_.count_rcv(frame);
     }
@@ -326,6 +330,7 @@ void WirePort::enqueue(std::span<const uint8_t> frame) {
     ++state_.rx_frames;
     RoceSlot *s = backlog_.push();
     s->looped = false;
+    s->wire = true;
     s->buf.assign(frame.begin(), frame.end());
     host_.schedule();
 }
@@ -339,6 +344,9 @@ void WirePort::take_frame() {
         deliver(slot.pkt);
     } else {
         rx(slot.buf);
+        if (slot.wire && state_.ib) {
+            ib_.consumed(slot.buf); // its buffer is free: credit to return
+        }
     }
 }
 

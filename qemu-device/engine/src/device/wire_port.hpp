@@ -85,6 +85,20 @@ class WirePort final : public WireServices, public Port {
     [[nodiscard]] size_t backlog_size() const { return backlog_.size(); }
     [[nodiscard]] bool backlog_empty() const { return backlog_.empty(); }
     void take_frame();
+    // The link's flow control (an InfiniBand port's credits; nothing on
+    // Ethernet): link_init() when the device starts or the link comes up;
+    // end_run() after each run of the run loop sends the credit due and
+    // says whether a transport waited for the peer's credit in it (then
+    // the peer's FCP, not another run, lets it go on); link_deadline()
+    // when the periodic FCPs are due (0: none).
+    void link_init() {
+        if (state_.ib) {
+            ib_.link_init();
+        }
+    }
+    bool end_run() { return state_.ib && ib_.end_run(); }
+    [[nodiscard]] uint64_t link_deadline() const { return state_.ib ? ib_.deadline() : 0; }
+    [[nodiscard]] const IbWire &ib_wire() const { return ib_; }
 
     // WireServices.
     [[nodiscard]] const Host &host() const override { return host_; }
@@ -137,7 +151,7 @@ class WirePort final : public WireServices, public Port {
     GidTable gids_;
     RoceCounters roce_;
     // An InfiniBand port's rules (used only when state_.ib is set).
-    IbWire ib_{{state_, stats_, roce_, qps_, mcast_, transports_, ud_}};
+    IbWire ib_{{host_, status_, *this, state_, stats_, roce_, qps_, mcast_, transports_, ud_}};
     // RoCE frames received (or looped back), handled by the run loop.
     RoceBacklog backlog_{DeviceLimits::max_roce_backlog};
     std::vector<uint8_t> tx_frame_; // the frame being sent, storage reused
