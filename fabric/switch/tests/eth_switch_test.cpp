@@ -1,0 +1,1 @@
+#include "eth_switch.hpp"
