@@ -176,23 +176,26 @@ uint64_t EthSwitch::next_wake(uint64_t now) const {
         if (!pt.connected) {
             continue;
         }
-        for (size_t prio = 0; prio < kPriorities; ++prio) {
-            if (pt.xoff[prio]) {
-                wake = std::min(wake, pt.xoff_sent[prio] + refresh);
-            }
-        }
         if (output_bytes(p) >= cfg_.out_limit) {
             continue; // the socket's writability wakes the loop
         }
         if (pt.announce != 0) {
             return now;
         }
+        for (size_t prio = 0; prio < kPriorities; ++prio) {
+            if (pt.xoff[prio]) {
+                wake = std::min(wake, pt.xoff_sent[prio] + refresh);
+            }
+        }
         uint64_t tokens = pt.tokens;
         const uint64_t dt = now - pt.last_fill;
         const uint64_t room = burst_units() - std::min(tokens, burst_units());
         tokens += dt >= room / cfg_.line_rate_bps + 1 ? room : dt * cfg_.line_rate_bps;
         tokens = std::min(tokens, burst_units());
-        for (size_t prio = 0; prio < kPriorities; ++prio) {
+        // The frame transmit() would send next: the first unpaused head in
+        // round-robin order; paused heads wake the loop when they expire.
+        for (size_t i = 0; i < kPriorities; ++i) {
+            const size_t prio = (pt.rr + i) % kPriorities;
             if (pt.q[prio].empty()) {
                 continue;
             }
@@ -206,6 +209,7 @@ uint64_t EthSwitch::next_wake(uint64_t now) const {
             }
             wake =
                 std::min(wake, now + (cost - tokens + cfg_.line_rate_bps - 1) / cfg_.line_rate_bps);
+            break;
         }
     }
     return wake;

@@ -705,6 +705,34 @@ TEST(EthSwitch, APeerThatNeverReadsIsBounded) {
     }
 }
 
+TEST(EthSwitch, NoBusyWaitForAPeerThatDoesNotRead) {
+    // Port 1 is paused upstream (XOFF due for refresh) and its output is
+    // full: the loop must sleep until the socket drains, not spin.
+    EthConfig c = pfc_config();
+    c.pause_quanta = 100; // refresh every 2.56 ms
+    c.line_rate_bps = 1'000'000'000;
+    Bench b(c);
+    b[1].reads = false;
+    b[2].reads = false;
+    b[1].send({.dst = mac(3), .src = mac(1)});
+    b[2].send({.dst = mac(3), .src = mac(2)});
+    b[3].send({.dst = mac(1), .src = mac(3)});
+    b[2].send_pfc(1u << 3, 0xFFFF); // port 2 holds priority 3
+    for (uint32_t s = 0; s < 10; ++s) {
+        b[1].send({.dst = mac(2), .src = mac(1), .bytes = 1000, .pcp = 3, .seq = s});
+    }
+    ASSERT_TRUE(b.sw->xoff(1, 3));
+    for (uint32_t s = 0; s < 40; ++s) {
+        b[3].send({.dst = mac(1), .src = mac(3), .bytes = 1500, .seq = s}, 1 * kMs);
+        b.sw->tick(1 * kMs + s * 20 * kUs);
+    }
+    ASSERT_GE(b.sw->output_bytes(1), c.out_limit);
+    for (uint64_t t = 5 * kMs; t < 20 * kMs; t += 1 * kMs) {
+        b.sw->tick(t);
+        EXPECT_GT(b.sw->next_wake(t), t) << t;
+    }
+}
+
 TEST(EthSwitch, StatsJsonHasEveryCounter) {
     Bench b(pfc_config());
     b[1].send({.dst = mac(2), .src = mac(1), .pcp = 3});
