@@ -2,6 +2,7 @@
 #include "eth_switch.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace ohca::fabric {
@@ -166,6 +167,81 @@ void EthSwitch::tick(uint64_t now) {
         last_age_ = now;
     }
     schedule(now);
+    timeline(now);
+}
+
+size_t EthSwitch::queue_bytes(uint8_t p) const {
+    size_t n = 0;
+    for (size_t b : port(p).q_bytes) {
+        n += b;
+    }
+    return n;
+}
+
+void EthSwitch::sample_depth(Port &pt) {
+    size_t d = 0;
+    for (size_t b : pt.q_bytes) {
+        d += b;
+    }
+    const size_t bucket = std::min(kDepthBuckets - 1, d * kDepthBuckets / cfg_.buffer_bytes);
+    ++pt.depth[bucket];
+    ++pt.depth_samples;
+}
+
+uint64_t EthSwitch::depth_quantile(uint8_t p, double q) const {
+    const Port &pt = port(p);
+    if (pt.depth_samples == 0) {
+        return 0;
+    }
+    const auto want = static_cast<uint64_t>(std::ceil(q * static_cast<double>(pt.depth_samples)));
+    uint64_t seen = 0;
+    for (size_t b = 0; b < kDepthBuckets; ++b) {
+        seen += pt.depth[b];
+        if (seen >= std::max<uint64_t>(want, 1)) {
+            return (b + 1) * cfg_.buffer_bytes / kDepthBuckets;
+        }
+    }
+    return cfg_.buffer_bytes;
+}
+
+void EthSwitch::timeline(uint64_t now, bool force) {
+    if (!timeline_ || timeline_ns_ == 0) {
+        return;
+    }
+    if (!timeline_started_) {
+        timeline_started_ = true;
+        timeline_start_ = now;
+    } else if (now - last_timeline_ < timeline_ns_ && !force) {
+        return;
+    }
+    last_timeline_ = now;
+    std::string s;
+    char buf[320];
+    std::snprintf(buf, sizeof buf, "{\"t_us\": %llu, \"buffer_used\": %zu, \"ports\": [",
+                  static_cast<unsigned long long>((now - timeline_start_) / 1000), used_);
+    s += buf;
+    for (uint8_t p = 1; p <= cfg_.ports; ++p) {
+        const EthPortStats &st = port(p).stats;
+        uint64_t drops = 0;
+        uint64_t marks = 0;
+        uint64_t pauses = 0;
+        for (const EthPrioStats &x : st.prio) {
+            drops += x.drops;
+            marks += x.ecn_marks;
+            pauses += x.pauses_sent;
+        }
+        std::snprintf(
+            buf, sizeof buf,
+            "%s{\"port\": %u, \"queue_bytes\": %zu, \"rx_bytes\": %llu, "
+            "\"tx_bytes\": %llu, \"drops\": %llu, \"ecn_marks\": %llu, "
+            "\"pauses_sent\": %llu}",
+            p == 1 ? "" : ", ", p, queue_bytes(p), static_cast<unsigned long long>(st.bytes_in),
+            static_cast<unsigned long long>(st.bytes_out), static_cast<unsigned long long>(drops),
+            static_cast<unsigned long long>(marks), static_cast<unsigned long long>(pauses));
+        s += buf;
+    }
+    s += "]}";
+    timeline_(s);
 }
 
 uint64_t EthSwitch::next_wake(uint64_t now) const {
@@ -346,6 +422,7 @@ void EthSwitch::enqueue(uint8_t o, uint8_t in, uint8_t prio, std::span<const uin
                         const FrameInfo &info) {
     Port &out = port(o);
     Port &src = port(in);
+    sample_depth(out);
     const auto charge = static_cast<uint32_t>(std::max<size_t>(frame.size(), kMinCharge));
     if (used_ + charge > cfg_.buffer_bytes) {
         ++out.stats.prio[prio].drops;
@@ -493,7 +570,7 @@ void EthSwitch::transmit(uint8_t o, uint64_t now) {
 
 std::string EthSwitch::stats_json() const {
     std::string s;
-    char buf[768];
+    char buf[1024];
     std::snprintf(buf, sizeof buf,
                   "{\"mode\": \"eth\", \"line_rate_bps\": %llu, \"buffer_bytes\": %zu, "
                   "\"buffer_used\": %zu, \"buffer_hwm\": %zu, \"mac_entries\": %zu, \"ports\": [",
@@ -509,11 +586,13 @@ std::string EthSwitch::stats_json() const {
                       "\"bytes_in\": %llu, \"frames_out\": %llu, \"bytes_out\": %llu, "
                       "\"bad_frames\": %llu, \"oversize_frames\": %llu, \"mac_control\": %llu, "
                       "\"link_local\": %llu, \"filtered\": %llu, \"flooded\": %llu, "
-                      "\"learn_refused\": %llu, \"macs\": %zu, \"prio\": [",
+                      "\"learn_refused\": %llu, \"macs\": %zu, \"queue_p50_bytes\": %llu, "
+                      "\"queue_p99_bytes\": %llu, \"queue_samples\": %llu, \"prio\": [",
                       p == 1 ? "" : ", ", p, pt.connected ? "true" : "false", u(st.frames_in),
                       u(st.bytes_in), u(st.frames_out), u(st.bytes_out), u(st.bad_frames),
                       u(pt.reader.stats().oversize), u(st.mac_control), u(st.link_local),
-                      u(st.filtered), u(st.flooded), u(st.learn_refused), pt.macs);
+                      u(st.filtered), u(st.flooded), u(st.learn_refused), pt.macs,
+                      u(depth_quantile(p, 0.5)), u(depth_quantile(p, 0.99)), u(pt.depth_samples));
         s += buf;
         for (size_t prio = 0; prio < kPriorities; ++prio) {
             const EthPrioStats &x = st.prio[prio];

@@ -132,6 +132,23 @@ class EthSwitch {
     // Nanoseconds a PFC quanta value pauses for at the line rate.
     [[nodiscard]] uint64_t quanta_ns(uint16_t quanta) const;
 
+    // The egress queue depth (all priorities) that arriving frames meet,
+    // as a histogram of kDepthBuckets buckets over the buffer's size: the
+    // quantile q (0..1) of port p, in bytes (the bucket's upper edge).
+    static constexpr size_t kDepthBuckets = 512;
+    [[nodiscard]] uint64_t depth_quantile(uint8_t p, double q) const;
+    [[nodiscard]] size_t queue_bytes(uint8_t p) const;
+
+    // A timeline for plots: every interval, tick() passes one JSON line
+    // (no newline) with each port's queue depth and running counters.
+    using TimelineFn = std::function<void(const std::string &line)>;
+    void set_timeline(uint64_t interval_ns, TimelineFn fn) {
+        timeline_ns_ = interval_ns;
+        timeline_ = std::move(fn);
+    }
+    // One timeline line now, due or not (the program's last, at exit).
+    void timeline_now(uint64_t now_ns) { timeline(now_ns, true); }
+
     // Every frame as it arrives, and every PFC frame the switch sends.
     using CaptureFn = std::function<void(uint8_t port, std::span<const uint8_t> frame)>;
     void set_capture(CaptureFn fn) { capture_ = std::move(fn); }
@@ -162,7 +179,9 @@ class EthSwitch {
         uint8_t rr = 0;
         std::vector<uint8_t> out;
         size_t out_off = 0;
-        size_t macs = 0; // MAC table entries learned here
+        size_t macs = 0;                             // MAC table entries learned here
+        std::array<uint64_t, kDepthBuckets> depth{}; // what arriving frames met
+        uint64_t depth_samples = 0;
         EthPortStats stats;
     };
     struct MacEntry {
@@ -186,6 +205,8 @@ class EthSwitch {
     void emit_pfc(uint8_t o, uint64_t now);
     void append(Port &pt, std::span<const uint8_t> frame);
     void age(uint64_t now);
+    void sample_depth(Port &pt);
+    void timeline(uint64_t now, bool force = false);
     [[nodiscard]] uint64_t burst_units() const;
     [[nodiscard]] uint64_t cost_units(size_t bytes) const;
 
@@ -196,6 +217,11 @@ class EthSwitch {
     size_t used_hwm_ = 0;
     uint64_t rng_;
     uint64_t last_age_ = 0;
+    uint64_t timeline_ns_ = 0;
+    uint64_t timeline_start_ = 0;
+    uint64_t last_timeline_ = 0;
+    bool timeline_started_ = false;
+    TimelineFn timeline_;
     CaptureFn capture_;
 };
 

@@ -53,6 +53,8 @@ void usage(FILE *f) {
         "  --pause-quanta N  quanta of an XOFF (1..65535, default 65535)\n"
         "  --mac-table N     MAC table entries (default 4096), --mac-per-port N (1024)\n"
         "  --mac-age SECONDS (default 300)\n"
+        "  --timeline FILE   one JSON line per interval: queue depths and counters\n"
+        "  --timeline-ms N   the timeline's interval (default 10)\n"
         "Stops on SIGTERM or SIGINT.\n",
         kPortSpecHelp);
 }
@@ -132,6 +134,8 @@ int main(int argc, char **argv) {
     int ports = -1;
     const char *stats_path = nullptr;
     const char *capture_path = nullptr;
+    const char *timeline_path = nullptr;
+    uint64_t timeline_ms = 10;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> const char * {
@@ -236,6 +240,12 @@ int main(int argc, char **argv) {
         } else if (a == "--mac-per-port") {
             ecfg.mac_per_port = number("--mac-per-port", value(), 1, 1u << 20);
             eth_only = argv[i - 1];
+        } else if (a == "--timeline") {
+            timeline_path = value();
+            eth_only = argv[i - 1];
+        } else if (a == "--timeline-ms") {
+            timeline_ms = number("--timeline-ms", value(), 1, 60'000);
+            eth_only = argv[i - 1];
         } else if (a == "--mac-age") {
             ecfg.mac_age_ns = number("--mac-age", value(), 1, 1'000'000) * 1'000'000'000ull;
             eth_only = argv[i - 1];
@@ -294,10 +304,28 @@ int main(int argc, char **argv) {
         if (pcap.is_open()) {
             sw.set_capture(capture);
         }
+        FILE *tl = nullptr;
+        if (timeline_path != nullptr) {
+            tl = std::fopen(timeline_path, "w");
+            if (tl == nullptr) {
+                std::fprintf(stderr, "ohca-switch: cannot write %s: %s\n", timeline_path,
+                             std::strerror(errno));
+                return 1;
+            }
+            sw.set_timeline(timeline_ms * 1'000'000, [tl](const std::string &line) {
+                std::fputs(line.c_str(), tl);
+                std::fputc('\n', tl);
+            });
+        }
         std::printf("ohca-switch: %u ports, Ethernet, %llu Mbit/s\n", ecfg.ports,
                     static_cast<unsigned long long>(ecfg.line_rate_bps / 1'000'000));
         std::fflush(stdout);
-        return serve(sw, io, stats_path);
+        const int rc = serve(sw, io, stats_path);
+        if (tl != nullptr) {
+            sw.timeline_now(mono_ns());
+            std::fclose(tl);
+        }
+        return rc;
     }
     Switch sw(cfg);
     if (pcap.is_open()) {

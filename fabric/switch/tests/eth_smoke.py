@@ -90,7 +90,9 @@ def main():
         path3 = os.path.join(tmp, "port3.sock")
         stats = os.path.join(tmp, "stats.json")
         cap = os.path.join(tmp, "cap.pcap")
-        sw = subprocess.Popen([binary, "--mode", "eth", "--port", str(b1.fileno()),
+        timeline = os.path.join(tmp, "timeline.jsonl")
+        sw = subprocess.Popen([binary, "--mode", "eth", "--timeline", timeline,
+                               "--timeline-ms", "2", "--port", str(b1.fileno()),
                                "--port", f"fd:{b2.fileno()}", "--port", f"listen:{path3}",
                                "--line-rate", "10", "--mtu", "1500", "--burst", "2000", "--pfc", "3", "--xoff", "20000",
                                "--xon", "5000", "--ecn", "5000:15000:1", "--stats", stats,
@@ -147,6 +149,12 @@ def main():
         assert p2["prio"][3]["tx_packets"] == 40 and p2["prio"][3]["drops"] == 0, p2
         assert p2["prio"][3]["queue_hwm_bytes"] >= 20000, p2
         assert st["mac_entries"] == 2 and st["ports"][2]["connected"], st
+        assert 0 < p2["queue_p99_bytes"] <= p2["prio"][3]["queue_hwm_bytes"] + 2048, p2
+        lines = [json.loads(line) for line in open(timeline)]
+        assert len(lines) >= 10, len(lines)
+        assert max(line["ports"][1]["queue_bytes"] for line in lines) > 0, lines
+        # The last line is the state at exit.
+        assert lines[-1]["ports"][1]["tx_bytes"] == p2["bytes_out"], (lines[-1], p2)
         if shutil.which("tshark"):
             out = subprocess.run(["tshark", "-r", cap, "-V"], capture_output=True, text=True,
                                  check=True)

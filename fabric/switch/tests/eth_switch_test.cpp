@@ -733,6 +733,37 @@ TEST(EthSwitch, NoBusyWaitForAPeerThatDoesNotRead) {
     }
 }
 
+TEST(EthSwitch, QueueDepthQuantilesAndTimeline) {
+    EthConfig c;
+    c.line_rate_bps = 1'000'000;
+    c.max_frame = 1500;
+    c.burst_bytes = 1;
+    c.buffer_bytes = 512 * 1000; // 1000-byte buckets
+    Bench b(c);
+    std::vector<std::string> lines;
+    b.sw->set_timeline(10 * kMs, [&](const std::string &l) { lines.push_back(l); });
+    b[2].send({.dst = mac(1), .src = mac(2)});
+    b.run(0, 20 * kMs, 1 * kMs);
+    // 100 frames of 1000 bytes into a queue that does not drain: the
+    // i-th meets i - 1 frames queued (the first left at once).
+    for (uint32_t s = 0; s < 100; ++s) {
+        b[1].send({.dst = mac(2), .src = mac(1), .bytes = 1000, .seq = s}, 20 * kMs);
+    }
+    EXPECT_EQ(b.sw->queue_bytes(2), 99'000u);
+    // Port 2's samples: 100 (this burst) and the flooded first frame: 101.
+    EXPECT_NEAR(static_cast<double>(b.sw->depth_quantile(2, 0.5)), 50'000, 2'000);
+    EXPECT_NEAR(static_cast<double>(b.sw->depth_quantile(2, 0.99)), 98'000, 2'000);
+    EXPECT_LE(b.sw->depth_quantile(2, 1.0), 100'000u);
+    EXPECT_EQ(b.sw->depth_quantile(3, 0.99), 1'000u); // one sample, empty queue
+    b.sw->tick(30 * kMs);
+    ASSERT_GE(lines.size(), 3u);
+    EXPECT_EQ(lines.front().rfind("{\"t_us\": 0,", 0), 0u) << lines.front();
+    // One more frame left in the 10 ms (1250 bytes at 1 Mbit/s).
+    EXPECT_NE(lines.back().find("\"queue_bytes\": 98000"), std::string::npos) << lines.back();
+    const std::string j = b.sw->stats_json();
+    EXPECT_NE(j.find("\"queue_p99_bytes\""), std::string::npos);
+}
+
 TEST(EthSwitch, StatsJsonHasEveryCounter) {
     Bench b(pfc_config());
     b[1].send({.dst = mac(2), .src = mac(1), .pcp = 3});
