@@ -12,6 +12,8 @@ would otherwise pay its own TCG boot). VM 0 runs the subnet manager.
   ibnetdiscover showing two CA nodes.
 - rc_pingpong / ud_pingpong: ibv_rc_pingpong and ibv_ud_pingpong without
   -g (addressed by LID; the TCP exchange of the addresses over IPoIB).
+- rping: rdma_cm over IB at the IPoIB addresses (ARP over IPoIB, the
+  path record from opensm's SA), ten verified pings.
 - tcp: a TCP transfer over IPoIB, its SHA-256 compared on both sides.
 """
 
@@ -100,6 +102,16 @@ part_ud_pingpong() {
 	timeout 240 ibv_ud_pingpong -d "$OHCA_IBDEV" -s 1024 -n 200
 }
 
+part_rping() {
+	timeout 150 rping -s -a "$OHCA_IP" -C 10 -S 4096 -v > /tmp/rping.log 2>&1 &
+	local srv=$!
+	ohca_barrier rping 120
+	wait $srv
+	local src=$?
+	tail -n 2 /tmp/rping.log
+	return $src
+}
+
 part_tcp() {
 	timeout 300 nc -l -p 5001 > /tmp/rx.bin &
 	local srv=$!
@@ -121,6 +133,12 @@ part_ud_pingpong() {
 	ohca_retry 90 timeout 200 ibv_ud_pingpong -d "$OHCA_IBDEV" -s 1024 -n 200 "$OHCA_PEER_IP"
 }
 
+part_rping() {
+	ohca_barrier rping 120
+	sleep 1
+	ohca_retry 60 timeout 120 rping -c -a "$OHCA_PEER_IP" -C 10 -S 4096 -v
+}
+
 part_tcp() {
 	head -c TCP_BYTES /dev/urandom > /tmp/tx.bin
 	echo "TX_SHA $(sha256sum < /tmp/tx.bin | cut -d' ' -f1)"
@@ -130,7 +148,7 @@ part_tcp() {
 }
 """
 
-PARTS = ("sm", "ibstat", "ipoib", "diags", "rc_pingpong", "ud_pingpong", "tcp")
+PARTS = ("sm", "ibstat", "ipoib", "diags", "rc_pingpong", "ud_pingpong", "rping", "tcp")
 
 
 def script(index):
@@ -165,15 +183,11 @@ def _device_has_ib():
     return "link-layer" in out
 
 
-# 2026-12-04 (ibkern + ibdev f9eabd0): the driver registers the IB port,
-# opensm sweeps its own port (SUBNET UP), but its directed-route
-# Get(NodeInfo) to the peer over the wire times out, so both ports stay
-# INIT: not yet found whether the SMP or its answer is lost.
 def test_infiniband_back_to_back(vm_run):
     if not _device_has_ib():
         pytest.skip("this QEMU's ohca device has no link-layer property (no InfiniBand port)")
     results = vm_run({0: script(0), 1: script(1)}, nvms=2, wire="stream",
-                     link_layer="ib", fresh=True, timeout=1800)
+                     link_layer="ib", timeout=1800)
     a, b = results
     for r in results:
         failed = [p for p in PARTS if not re.search(rf"^PART {p} rc=0$", r.output, re.M)]
@@ -211,6 +225,9 @@ def test_infiniband_back_to_back(vm_run):
         assert re.search(r"1638400 bytes in .* seconds", rc), r.report()
         ud = section(r.output, "ud_pingpong")
         assert re.search(r"409600 bytes in .* seconds", ud), r.report()
+
+    # rdma_cm at the IPoIB address (the path from the SA): ten verified pings
+    assert len(re.findall(r"ping data: ", section(a.output, "rping"))) >= 10, a.report()
 
     tx = re.search(r"^TX_SHA (\w+)$", a.output, re.M)
     rx = re.search(r"^RX_SHA (\w+)$", b.output, re.M)
