@@ -154,7 +154,8 @@ TEST(IbPort, ResponsesTrapsAndSmInfoAreTheHosts) {
     for (const uint8_t mclass : {uint8_t{0x01}, uint8_t{0x81}}) {
         for (const uint8_t method : {uint8_t{0x81}, uint8_t{0x05}, uint8_t{0x06}}) {
             ASSERT_EQ(mad_ifc(n, mad(mclass, 0x0011, method), out).status, OHCA_STATUS_OK);
-            EXPECT_EQ(out.result, uint32_t{OHCA_MAD_IFC_NOT_MINE}) << int{mclass} << " " << int{method};
+            EXPECT_EQ(out.result, uint32_t{OHCA_MAD_IFC_NOT_MINE})
+                << int{mclass} << " " << int{method};
         }
         // SMInfo is the SM's attribute, Get and Set alike.
         ASSERT_EQ(mad_ifc(n, mad(mclass, 0x0020), out).status, OHCA_STATUS_OK);
