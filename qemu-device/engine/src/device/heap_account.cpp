@@ -56,8 +56,8 @@ void *take(size_t n) {
 
 void *take_aligned(size_t n, std::align_val_t al) {
     void *p = nullptr;
-    const size_t a = static_cast<size_t>(al) < sizeof(void *) ? sizeof(void *)
-                                                               : static_cast<size_t>(al);
+    const size_t a =
+        static_cast<size_t>(al) < sizeof(void *) ? sizeof(void *) : static_cast<size_t>(al);
     if (posix_memalign(&p, a, n != 0 ? n : 1) != 0) {
         p = nullptr;
     }
@@ -74,31 +74,62 @@ void give(void *p) noexcept {
 } // namespace
 
 // NOLINTBEGIN(misc-new-delete-overloads,readability-inconsistent-declaration-parameter-name)
-void *operator new(size_t n) { return take(n); }
-void *operator new[](size_t n) { return take(n); }
-void *operator new(size_t n, const std::nothrow_t & /*unused*/) noexcept { return take(n); }
-void *operator new[](size_t n, const std::nothrow_t & /*unused*/) noexcept { return take(n); }
-void *operator new(size_t n, std::align_val_t al) { return take_aligned(n, al); }
-void *operator new[](size_t n, std::align_val_t al) { return take_aligned(n, al); }
+void *operator new(size_t n) {
+    return take(n);
+}
+void *operator new[](size_t n) {
+    return take(n);
+}
+void *operator new(size_t n, const std::nothrow_t & /*unused*/) noexcept {
+    return take(n);
+}
+void *operator new[](size_t n, const std::nothrow_t & /*unused*/) noexcept {
+    return take(n);
+}
+void *operator new(size_t n, std::align_val_t al) {
+    return take_aligned(n, al);
+}
+void *operator new[](size_t n, std::align_val_t al) {
+    return take_aligned(n, al);
+}
 void *operator new(size_t n, std::align_val_t al, const std::nothrow_t & /*unused*/) noexcept {
     return take_aligned(n, al);
 }
 void *operator new[](size_t n, std::align_val_t al, const std::nothrow_t & /*unused*/) noexcept {
     return take_aligned(n, al);
 }
-void operator delete(void *p) noexcept { give(p); }
-void operator delete[](void *p) noexcept { give(p); }
-void operator delete(void *p, size_t /*unused*/) noexcept { give(p); }
-void operator delete[](void *p, size_t /*unused*/) noexcept { give(p); }
-void operator delete(void *p, const std::nothrow_t & /*unused*/) noexcept { give(p); }
-void operator delete[](void *p, const std::nothrow_t & /*unused*/) noexcept { give(p); }
-void operator delete(void *p, std::align_val_t /*unused*/) noexcept { give(p); }
-void operator delete[](void *p, std::align_val_t /*unused*/) noexcept { give(p); }
-void operator delete(void *p, size_t /*unused*/, std::align_val_t /*unused*/) noexcept { give(p); }
+void operator delete(void *p) noexcept {
+    give(p);
+}
+void operator delete[](void *p) noexcept {
+    give(p);
+}
+void operator delete(void *p, size_t /*unused*/) noexcept {
+    give(p);
+}
+void operator delete[](void *p, size_t /*unused*/) noexcept {
+    give(p);
+}
+void operator delete(void *p, const std::nothrow_t & /*unused*/) noexcept {
+    give(p);
+}
+void operator delete[](void *p, const std::nothrow_t & /*unused*/) noexcept {
+    give(p);
+}
+void operator delete(void *p, std::align_val_t /*unused*/) noexcept {
+    give(p);
+}
+void operator delete[](void *p, std::align_val_t /*unused*/) noexcept {
+    give(p);
+}
+void operator delete(void *p, size_t /*unused*/, std::align_val_t /*unused*/) noexcept {
+    give(p);
+}
 void operator delete[](void *p, size_t /*unused*/, std::align_val_t /*unused*/) noexcept {
     give(p);
 }
-void operator delete(void *p, std::align_val_t /*unused*/, const std::nothrow_t & /*unused*/) noexcept {
+void operator delete(void *p, std::align_val_t /*unused*/,
+                     const std::nothrow_t & /*unused*/) noexcept {
     give(p);
 }
 void operator delete[](void *p, std::align_val_t /*unused*/,
