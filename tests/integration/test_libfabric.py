@@ -70,7 +70,7 @@ def test_libfabric_verbs_two_vms(vm_run):
     assert not failed, f"fi_pingpong failed: {failed}\n{client.report()}\n{server.report()}"
     for i, (name, _) in enumerate(RUNS, 1):
         # the table's rows: bytes, iters, total, time, MB/sec, usec/xfer
-        rows = re.findall(r"^(\d+\S*)\s+(\d+)\s+\S+\s+\S+s\s+(\S+)\s+(\S+)\s", outs[i], re.M)
+        rows = re.findall(r"^(\d+\S*)\s+(\d+)\s+=\d+\s+\S+\s+\S+s\s+(\S+)\s+(\S+)\s", outs[i], re.M)
         assert rows, f"{name}: no figures\n{outs[i]}"
         print(f"libfabric {name}: " + ", ".join(f"{b} B {us} us {mb} MB/s"
                                                 for b, _, mb, us in rows[::4]))

@@ -379,8 +379,7 @@ TEST(CqLimitsTest, CqHoldsWhatOfiRxmAsksFor) {
     in.log_size = 19;
     in.pbl = n.make_pbl(n.alloc(bytes, 4096), bytes, 12, 2); // 4096 pages
     ohca_create_out out{};
-    ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_CQ, &in, sizeof(in), &out, sizeof(out)).status,
-              OHCA_STATUS_OK);
+    ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_CQ, &in, sizeof(in), &out, sizeof(out)).status, OHCA_STATUS_OK);
     EXPECT_NE(out.handle, 0u);
     in.log_size = OHCA_CQ_LOG_MAX + 1;
     const auto r = n.cmd_in(OHCA_CMD_CREATE_CQ, in);
