@@ -4,7 +4,7 @@
 # build/fabric-fuzz and runs each for the given seconds (default 30; 0 =
 # build only). Non-zero on any crash, sanitizer report or broken bound.
 #
-#   fabric/fuzz/run.sh [seconds-per-fuzzer] [fuzzer...]   (ib switch)
+#   fabric/fuzz/run.sh [seconds-per-fuzzer] [fuzzer...]   (ib switch eth)
 #
 # Crashes land in build/fabric-fuzz/artifacts/<fuzzer>/; the corpus grows
 # in build/fabric-fuzz/corpus/<fuzzer> across runs.
@@ -16,7 +16,7 @@ repo=$(dirname "$fabric")
 secs=${1:-30}
 shift || true
 fuzzers=("$@")
-[ ${#fuzzers[@]} -ne 0 ] || fuzzers=(ib switch)
+[ ${#fuzzers[@]} -ne 0 ] || fuzzers=(ib switch eth)
 build=${OHCA_FABRIC_FUZZ_BUILD:-$repo/build/fabric-fuzz}
 
 if [ -z "${CXX:-}" ]; then

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // QEMU's stream netdev framing: each frame is a 4-byte big-endian length,
 // then the frame. StreamReader cuts a byte stream into frames with a
-// buffer of one largest frame: a length above the limit is a frame too
-// large to keep — its bytes are skipped as they come, never stored.
+// buffer of one largest frame (4222 bytes for InfiniBand, 9022 for
+// Ethernet): a length above the limit is a frame too large to keep —
+// its bytes are skipped as they come, never stored.
 #pragma once
 
 #include <algorithm>
@@ -13,9 +14,9 @@
 
 namespace ohca::fabric {
 
-class StreamReader {
+template <size_t MaxFrame> class BasicStreamReader {
   public:
-    static constexpr size_t kMaxFrame = 4222; // ib::kMaxFrameBytes
+    static constexpr size_t kMaxFrame = MaxFrame;
 
     struct Stats {
         uint64_t frames = 0;
@@ -83,5 +84,7 @@ class StreamReader {
     uint64_t skip_ = 0;
     Stats stats_;
 };
+
+using StreamReader = BasicStreamReader<4222>; // ib::kMaxFrameBytes
 
 } // namespace ohca::fabric

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// ohca-switch: an emulated InfiniBand switch between ohca ports (and other
-// switches) joined by stream sockets in QEMU's `-netdev stream` framing.
-// See fabric/README.md for the options and the design.
+// ohca-switch: an emulated switch between ohca ports (and other switches)
+// joined by stream sockets in QEMU's `-netdev stream` framing. Two modes:
+// InfiniBand (the default; switch.hpp) and Ethernet (--mode eth;
+// eth_switch.hpp). The port transports, --stats and --capture are the
+// same in both. See fabric/README.md for the options and the design.
+#include "eth_switch.hpp"
 #include "pcap.hpp"
+#include "ports.hpp"
 #include "switch.hpp"
 
 #include <cerrno>
@@ -10,22 +14,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <string>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/un.h>
-#include <unistd.h>
-#include <vector>
 
-using ohca::fabric::PcapWriter;
-using ohca::fabric::Switch;
-using ohca::fabric::SwitchConfig;
+using namespace ohca::fabric;
 
 namespace {
 
@@ -34,197 +25,117 @@ void on_signal(int) {
     g_stop = 1;
 }
 
-uint64_t mono_ns() {
-    timespec t{};
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
-}
-uint64_t real_ns() {
-    timespec t{};
-    clock_gettime(CLOCK_REALTIME, &t);
-    return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
-}
-
 void usage(FILE *f) {
-    std::fputs(
-        "usage: ohca-switch [options]\n"
+    std::fprintf(
+        f,
+        "usage: ohca-switch [--mode ib|eth] [options]\n"
+        "  --mode ib|eth     InfiniBand switch (default) or Ethernet bridge\n"
         "  --port SPEC       the next external port (1, 2, ...), repeatable. SPEC:\n"
-        "                      FD | fd:FD          an inherited connected stream socket\n"
-        "                      listen:PATH         listen on a unix socket, one peer at a time\n"
-        "                      connect:PATH        connect to a unix socket (retried)\n"
-        "                      tcp-listen:HOST:PORT, tcp-connect:HOST:PORT\n"
-        "                      none                an unconnected port\n"
+        "%s"
         "  --ports N         external ports (default: the number of --port; at most 63)\n"
+        "  --stats FILE      write the counters as JSON to FILE at exit\n"
+        "  --capture FILE    write every frame received to FILE (pcap; LINKTYPE 247 for\n"
+        "                    InfiniBand, 1 for Ethernet)\n"
+        "InfiniBand mode:\n"
         "  --guid HEX        node GUID (default 0x0002c90300fab000)\n"
         "  --vl-buffer N     receive buffer per data VL in 64-byte blocks (default 256)\n"
         "  --description S   NodeDescription (default ohca-switch)\n"
-        "  --stats FILE      write the counters as JSON to FILE at exit\n"
-        "  --capture FILE    write every data packet received to FILE (pcap, LINKTYPE 247)\n"
+        "Ethernet mode (sizes in bytes; see fabric/README.md):\n"
+        "  --line-rate MBPS  every egress port's line rate in Mbit/s (default 1000)\n"
+        "  --burst BYTES     token bucket depth (default: two largest frames)\n"
+        "  --buffer BYTES    the shared buffer (default 1048576)\n"
+        "  --mtu BYTES       largest frame, header and tags included (60..9022, default 9022)\n"
+        "  --ecn KMIN:KMAX:PMAX  RED marking of ECT packets on egress queue depth\n"
+        "  --seed N          the marking's random seed (default 1)\n"
+        "  --pfc PRIOS       lossless priorities, e.g. 3 or 3,4 (default: none)\n"
+        "  --pfc-trust pcp|dscp  priority from the VLAN PCP (default) or DSCP / 8\n"
+        "  --xoff BYTES, --xon BYTES  per ingress port and priority (default 65536, 32768)\n"
+        "  --pause-quanta N  quanta of an XOFF (1..65535, default 65535)\n"
+        "  --mac-table N     MAC table entries (default 4096), --mac-per-port N (1024)\n"
+        "  --mac-age SECONDS (default 300)\n"
+        "  --timeline FILE   one JSON line per interval: queue depths and counters\n"
+        "  --timeline-ms N   the timeline's interval (default 10)\n"
         "Stops on SIGTERM or SIGINT.\n",
-        f);
+        kPortSpecHelp);
 }
 
-enum class Mode { None, Fd, UnixListen, UnixConnect, TcpListen, TcpConnect };
-
-struct PortIo {
-    Mode mode = Mode::None;
-    std::string path; // unix path, or host
-    std::string service;
-    int fd = -1;        // the connection
-    int listen_fd = -1; // listen modes
-    uint64_t next_try = 0;
-};
-
-bool set_nonblock(int fd) {
-    const int fl = fcntl(fd, F_GETFL);
-    return fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
+[[noreturn]] void bad(const char *opt, const char *v, const char *why) {
+    std::fprintf(stderr, "ohca-switch: bad %s '%s': %s\n", opt, v, why);
+    std::exit(2);
 }
 
-bool parse_spec(const std::string &s, PortIo &io) {
-    auto rest = [&](const char *prefix) { return s.substr(std::strlen(prefix)); };
-    auto host_port = [&](const std::string &hp) {
-        const auto colon = hp.rfind(':');
-        if (colon == std::string::npos || colon == 0 || colon + 1 == hp.size()) {
-            return false;
-        }
-        io.path = hp.substr(0, colon);
-        io.service = hp.substr(colon + 1);
-        return true;
-    };
-    if (s == "none") {
-        io.mode = Mode::None;
-        return true;
-    }
-    if (s.rfind("listen:", 0) == 0) {
-        io.mode = Mode::UnixListen;
-        io.path = rest("listen:");
-        return !io.path.empty() && io.path.size() < sizeof(sockaddr_un::sun_path);
-    }
-    if (s.rfind("connect:", 0) == 0) {
-        io.mode = Mode::UnixConnect;
-        io.path = rest("connect:");
-        return !io.path.empty() && io.path.size() < sizeof(sockaddr_un::sun_path);
-    }
-    if (s.rfind("tcp-listen:", 0) == 0) {
-        io.mode = Mode::TcpListen;
-        return host_port(rest("tcp-listen:"));
-    }
-    if (s.rfind("tcp-connect:", 0) == 0) {
-        io.mode = Mode::TcpConnect;
-        return host_port(rest("tcp-connect:"));
-    }
-    const std::string num = s.rfind("fd:", 0) == 0 ? rest("fd:") : s;
+uint64_t number(const char *opt, const char *v, uint64_t lo, uint64_t hi) {
     char *end = nullptr;
-    const long fd = std::strtol(num.c_str(), &end, 10);
-    if (num.empty() || *end != '\0' || fd < 0 || fd > 65535) {
+    errno = 0;
+    const unsigned long long n = std::strtoull(v, &end, 0);
+    if (*v == '\0' || *end != '\0' || errno != 0 || n < lo || n > hi || *v == '-') {
+        char why[96];
+        std::snprintf(why, sizeof why, "a number from %llu to %llu",
+                      static_cast<unsigned long long>(lo), static_cast<unsigned long long>(hi));
+        bad(opt, v, why);
+    }
+    return n;
+}
+
+bool parse_ecn(const char *v, EthConfig &c) {
+    unsigned long kmin = 0;
+    unsigned long kmax = 0;
+    double pmax = 0;
+    char tail = 0;
+    if (std::sscanf(v, "%lu:%lu:%lf%c", &kmin, &kmax, &pmax, &tail) != 3 || kmin > kmax ||
+        kmax > 0xFFFFFFFFul || pmax < 0 || pmax > 1) {
         return false;
     }
-    io.mode = Mode::Fd;
-    io.fd = static_cast<int>(fd);
+    c.ecn = true;
+    c.kmin_bytes = static_cast<uint32_t>(kmin);
+    c.kmax_bytes = static_cast<uint32_t>(kmax);
+    c.pmax = pmax;
     return true;
 }
 
-sockaddr_un unix_addr(const std::string &path) {
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::memcpy(a.sun_path, path.c_str(), path.size());
-    return a;
+bool parse_prios(const char *v, uint8_t &mask) {
+    mask = 0;
+    for (const char *s = v; *s != '\0'; ++s) {
+        if (*s >= '0' && *s <= '7') {
+            mask = static_cast<uint8_t>(mask | 1u << (*s - '0'));
+        } else if (*s != ',') {
+            return false;
+        }
+    }
+    return true;
 }
 
-int open_listen(PortIo &io) {
-    if (io.mode == Mode::UnixListen) {
-        const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            return -1;
+template <typename Core> int serve(Core &core, PortSet &io, const char *stats_path) {
+    io.run(core, &g_stop);
+    const std::string json = core.stats_json();
+    std::printf("ohca-switch: %s\n", json.c_str());
+    if (stats_path != nullptr) {
+        FILE *f = std::fopen(stats_path, "w");
+        if (f == nullptr) {
+            std::fprintf(stderr, "ohca-switch: cannot write %s: %s\n", stats_path,
+                         std::strerror(errno));
+            return 1;
         }
-        unlink(io.path.c_str());
-        const sockaddr_un a = unix_addr(io.path);
-        if (bind(fd, reinterpret_cast<const sockaddr *>(&a), sizeof a) != 0 || listen(fd, 1) != 0) {
-            close(fd);
-            return -1;
-        }
-        set_nonblock(fd);
-        return fd;
+        std::fprintf(f, "%s\n", json.c_str());
+        std::fclose(f);
     }
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE;
-    addrinfo *res = nullptr;
-    if (getaddrinfo(io.path.c_str(), io.service.c_str(), &hints, &res) != 0) {
-        return -1;
-    }
-    int fd = -1;
-    for (addrinfo *r = res; r != nullptr && fd < 0; r = r->ai_next) {
-        fd = socket(r->ai_family, r->ai_socktype | SOCK_CLOEXEC, r->ai_protocol);
-        if (fd < 0) {
-            continue;
-        }
-        const int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, r->ai_addr, r->ai_addrlen) != 0 || listen(fd, 1) != 0) {
-            close(fd);
-            fd = -1;
-        }
-    }
-    freeaddrinfo(res);
-    if (fd >= 0) {
-        set_nonblock(fd);
-    }
-    return fd;
-}
-
-// A blocking connect, bounded: Linux's connect() honours SO_SNDTIMEO, so
-// an unreachable TCP peer costs at most 200 ms of the loop per attempt.
-int try_connect(const PortIo &io) {
-    if (io.mode == Mode::UnixConnect) {
-        const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        const sockaddr_un a = unix_addr(io.path);
-        if (fd >= 0 && connect(fd, reinterpret_cast<const sockaddr *>(&a), sizeof a) == 0) {
-            return fd;
-        }
-        if (fd >= 0) {
-            close(fd);
-        }
-        return -1;
-    }
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo *res = nullptr;
-    if (getaddrinfo(io.path.c_str(), io.service.c_str(), &hints, &res) != 0) {
-        return -1;
-    }
-    int fd = -1;
-    for (addrinfo *r = res; r != nullptr && fd < 0; r = r->ai_next) {
-        fd = socket(r->ai_family, r->ai_socktype | SOCK_CLOEXEC, r->ai_protocol);
-        if (fd < 0) {
-            continue;
-        }
-        const timeval limit{0, 200'000};
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
-        if (connect(fd, r->ai_addr, r->ai_addrlen) != 0) {
-            close(fd);
-            fd = -1;
-        }
-    }
-    freeaddrinfo(res);
-    return fd;
-}
-
-void tcp_nodelay(int fd) {
-    const int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return 0;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
     SwitchConfig cfg;
-    std::vector<PortIo> ios(1); // [0] unused: port 0 is the switch itself
+    EthConfig ecfg;
+    PortSet io;
+    bool eth = false;
+    bool ib_only = false;
+    const char *eth_only = nullptr;
     int ports = -1;
     const char *stats_path = nullptr;
     const char *capture_path = nullptr;
+    const char *timeline_path = nullptr;
+    uint64_t timeline_ms = 10;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> const char * {
@@ -237,16 +148,26 @@ int main(int argc, char **argv) {
         if (a == "--help" || a == "-h") {
             usage(stdout);
             return 0;
+        } else if (a == "--mode") {
+            const std::string m = value();
+            if (m != "ib" && m != "eth") {
+                bad("--mode", m.c_str(), "ib or eth");
+            }
+            eth = m == "eth";
         } else if (a == "--port") {
-            PortIo io;
+            PortIo p;
             const char *v = value();
-            if (!parse_spec(v, io)) {
+            if (!parse_port_spec(v, p)) {
                 std::fprintf(stderr, "ohca-switch: bad --port '%s' (see --help)\n", v);
                 return 2;
             }
-            ios.push_back(io);
+            io.add(p);
         } else if (a == "--ports") {
             ports = std::atoi(value());
+        } else if (a == "--stats") {
+            stats_path = value();
+        } else if (a == "--capture") {
+            capture_path = value();
         } else if (a == "--guid") {
             const char *v = value();
             char *end = nullptr;
@@ -255,6 +176,7 @@ int main(int argc, char **argv) {
                 std::fprintf(stderr, "ohca-switch: bad --guid '%s' (hex, not 0)\n", v);
                 return 2;
             }
+            ib_only = true;
         } else if (a == "--vl-buffer") {
             const int n = std::atoi(value());
             if (n < 66 || n > 4095) {
@@ -263,19 +185,90 @@ int main(int argc, char **argv) {
                 return 2;
             }
             cfg.vl_buffer_blocks = static_cast<uint16_t>(n);
+            ib_only = true;
         } else if (a == "--description") {
             cfg.description = value();
-        } else if (a == "--stats") {
-            stats_path = value();
-        } else if (a == "--capture") {
-            capture_path = value();
+            ib_only = true;
+        } else if (a == "--line-rate") {
+            const uint64_t mbps = number("--line-rate", value(), 1, 400'000);
+            ecfg.line_rate_bps = mbps * 1'000'000;
+            eth_only = argv[i - 1];
+        } else if (a == "--burst") {
+            ecfg.burst_bytes = static_cast<uint32_t>(number("--burst", value(), 1, 1u << 30));
+            eth_only = argv[i - 1];
+        } else if (a == "--buffer") {
+            ecfg.buffer_bytes = number("--buffer", value(), ohca::eth::kMaxFrameBytes, 1ull << 32);
+            eth_only = argv[i - 1];
+        } else if (a == "--mtu") {
+            ecfg.max_frame =
+                number("--mtu", value(), ohca::eth::kMinFrameBytes, ohca::eth::kMaxFrameBytes);
+            eth_only = argv[i - 1];
+        } else if (a == "--ecn") {
+            const char *v = value();
+            if (!parse_ecn(v, ecfg)) {
+                bad("--ecn", v, "KMIN:KMAX:PMAX, bytes with KMIN <= KMAX, PMAX in 0..1");
+            }
+            eth_only = argv[i - 1];
+        } else if (a == "--seed") {
+            ecfg.seed = number("--seed", value(), 0, UINT64_MAX);
+            eth_only = argv[i - 1];
+        } else if (a == "--pfc") {
+            const char *v = value();
+            if (!parse_prios(v, ecfg.pfc_enable)) {
+                bad("--pfc", v, "priorities 0..7 separated by commas");
+            }
+            eth_only = argv[i - 1];
+        } else if (a == "--pfc-trust") {
+            const std::string t = value();
+            if (t != "pcp" && t != "dscp") {
+                bad("--pfc-trust", t.c_str(), "pcp or dscp");
+            }
+            ecfg.trust = t == "pcp" ? PrioTrust::Pcp : PrioTrust::Dscp;
+            eth_only = argv[i - 1];
+        } else if (a == "--xoff") {
+            ecfg.xoff_bytes = static_cast<uint32_t>(number("--xoff", value(), 1, 1u << 30));
+            eth_only = argv[i - 1];
+        } else if (a == "--xon") {
+            ecfg.xon_bytes = static_cast<uint32_t>(number("--xon", value(), 0, 1u << 30));
+            eth_only = argv[i - 1];
+        } else if (a == "--pause-quanta") {
+            ecfg.pause_quanta = static_cast<uint16_t>(number("--pause-quanta", value(), 1, 65535));
+            eth_only = argv[i - 1];
+        } else if (a == "--mac-table") {
+            ecfg.mac_table = number("--mac-table", value(), 1, 1u << 20);
+            eth_only = argv[i - 1];
+        } else if (a == "--mac-per-port") {
+            ecfg.mac_per_port = number("--mac-per-port", value(), 1, 1u << 20);
+            eth_only = argv[i - 1];
+        } else if (a == "--timeline") {
+            timeline_path = value();
+            eth_only = argv[i - 1];
+        } else if (a == "--timeline-ms") {
+            timeline_ms = number("--timeline-ms", value(), 1, 60'000);
+            eth_only = argv[i - 1];
+        } else if (a == "--mac-age") {
+            ecfg.mac_age_ns = number("--mac-age", value(), 1, 1'000'000) * 1'000'000'000ull;
+            eth_only = argv[i - 1];
         } else {
             std::fprintf(stderr, "ohca-switch: unknown option '%s'\n", a.c_str());
             usage(stderr);
             return 2;
         }
     }
-    const int given = static_cast<int>(ios.size()) - 1;
+    if (eth && ib_only) {
+        std::fprintf(stderr, "ohca-switch: --guid, --vl-buffer, --description are for --mode ib\n");
+        return 2;
+    }
+    if (!eth && eth_only != nullptr) {
+        std::fprintf(stderr, "ohca-switch: %s needs --mode eth\n", eth_only);
+        return 2;
+    }
+    if (eth && ecfg.xon_bytes > ecfg.xoff_bytes) {
+        std::fprintf(stderr, "ohca-switch: --xon (%u) must not exceed --xoff (%u)\n",
+                     ecfg.xon_bytes, ecfg.xoff_bytes);
+        return 2;
+    }
+    const int given = io.given();
     if (ports < 0) {
         ports = given;
     }
@@ -286,165 +279,60 @@ int main(int argc, char **argv) {
                      ports, given);
         return 2;
     }
-    ios.resize(static_cast<size_t>(ports) + 1);
+    io.resize(ports);
     cfg.ports = static_cast<uint8_t>(ports);
+    ecfg.ports = static_cast<uint8_t>(ports);
 
     std::signal(SIGPIPE, SIG_IGN);
     std::signal(SIGTERM, on_signal);
     std::signal(SIGINT, on_signal);
 
-    Switch sw(cfg);
     PcapWriter pcap;
-    if (capture_path != nullptr) {
-        if (!pcap.open(capture_path)) {
-            std::fprintf(stderr, "ohca-switch: cannot write %s: %s\n", capture_path,
-                         std::strerror(errno));
-            return 1;
-        }
-        sw.set_capture([&](uint8_t, std::span<const uint8_t> f) { pcap.write(f, real_ns()); });
+    if (capture_path != nullptr &&
+        !pcap.open(capture_path,
+                   eth ? PcapWriter::kLinkTypeEthernet : PcapWriter::kLinkTypeInfiniband)) {
+        std::fprintf(stderr, "ohca-switch: cannot write %s: %s\n", capture_path,
+                     std::strerror(errno));
+        return 1;
     }
-
-    uint64_t now = mono_ns();
-    for (uint8_t p = 1; p <= cfg.ports; ++p) {
-        PortIo &io = ios[p];
-        if (io.mode == Mode::Fd) {
-            if (!set_nonblock(io.fd)) {
-                std::fprintf(stderr, "ohca-switch: port %u: fd %d: %s\n", p, io.fd,
-                             std::strerror(errno));
-                return 1;
-            }
-            sw.connect(p, now);
-        } else if (io.mode == Mode::UnixListen || io.mode == Mode::TcpListen) {
-            io.listen_fd = open_listen(io);
-            if (io.listen_fd < 0) {
-                std::fprintf(stderr, "ohca-switch: port %u: cannot listen on %s%s%s: %s\n", p,
-                             io.path.c_str(), io.service.empty() ? "" : ":", io.service.c_str(),
-                             std::strerror(errno));
-                return 1;
-            }
+    auto capture = [&](uint8_t, std::span<const uint8_t> f) { pcap.write(f, real_ns()); };
+    if (!io.open("ohca-switch")) {
+        return 1;
+    }
+    if (eth) {
+        EthSwitch sw(ecfg);
+        if (pcap.is_open()) {
+            sw.set_capture(capture);
         }
+        FILE *tl = nullptr;
+        if (timeline_path != nullptr) {
+            tl = std::fopen(timeline_path, "w");
+            if (tl == nullptr) {
+                std::fprintf(stderr, "ohca-switch: cannot write %s: %s\n", timeline_path,
+                             std::strerror(errno));
+                return 1;
+            }
+            sw.set_timeline(timeline_ms * 1'000'000, [tl](const std::string &line) {
+                std::fputs(line.c_str(), tl);
+                std::fputc('\n', tl);
+            });
+        }
+        std::printf("ohca-switch: %u ports, Ethernet, %llu Mbit/s\n", ecfg.ports,
+                    static_cast<unsigned long long>(ecfg.line_rate_bps / 1'000'000));
+        std::fflush(stdout);
+        const int rc = serve(sw, io, stats_path);
+        if (tl != nullptr) {
+            sw.timeline_now(mono_ns());
+            std::fclose(tl);
+        }
+        return rc;
+    }
+    Switch sw(cfg);
+    if (pcap.is_open()) {
+        sw.set_capture(capture);
     }
     std::printf("ohca-switch: %u ports, GUID 0x%016llx\n", cfg.ports,
                 static_cast<unsigned long long>(cfg.guid));
     std::fflush(stdout);
-
-    std::vector<uint8_t> buf(64 * 1024);
-    std::vector<pollfd> pfds;
-    std::vector<std::pair<uint8_t, bool>> who; // port, is listen fd
-    uint64_t last_tick = now;
-    auto drop_conn = [&](uint8_t p) {
-        PortIo &io = ios[p];
-        if (io.fd >= 0) {
-            close(io.fd);
-        }
-        io.fd = -1;
-        sw.disconnect(p, mono_ns());
-        if (io.mode == Mode::Fd) {
-            io.mode = Mode::None; // an inherited socket does not come back
-        }
-    };
-    while (g_stop == 0) {
-        now = mono_ns();
-        pfds.clear();
-        who.clear();
-        for (uint8_t p = 1; p <= cfg.ports; ++p) {
-            PortIo &io = ios[p];
-            if ((io.mode == Mode::UnixConnect || io.mode == Mode::TcpConnect) && io.fd < 0 &&
-                now >= io.next_try) {
-                io.fd = try_connect(io);
-                io.next_try = now + 100'000'000;
-                if (io.fd >= 0) {
-                    set_nonblock(io.fd);
-                    if (io.mode == Mode::TcpConnect) {
-                        tcp_nodelay(io.fd);
-                    }
-                    sw.connect(p, now);
-                }
-            }
-            if (io.fd >= 0 && sw.connected(p)) {
-                const short ev = static_cast<short>(POLLIN | (sw.output(p).empty() ? 0 : POLLOUT));
-                pfds.push_back({io.fd, ev, 0});
-                who.emplace_back(p, false);
-            } else if (io.listen_fd >= 0 && io.fd < 0) {
-                pfds.push_back({io.listen_fd, POLLIN, 0});
-                who.emplace_back(p, true);
-            }
-        }
-        const int n = poll(pfds.data(), pfds.size(), 1);
-        if (n < 0 && errno != EINTR) {
-            std::perror("ohca-switch: poll");
-            break;
-        }
-        now = mono_ns();
-        for (size_t i = 0; n > 0 && i < pfds.size(); ++i) {
-            const auto [p, is_listen] = who[i];
-            PortIo &io = ios[p];
-            if (pfds[i].revents == 0) {
-                continue;
-            }
-            if (is_listen) {
-                const int fd =
-                    accept4(io.listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-                if (fd >= 0) {
-                    io.fd = fd;
-                    if (io.mode == Mode::TcpListen) {
-                        tcp_nodelay(fd);
-                    }
-                    sw.connect(p, now);
-                }
-                continue;
-            }
-            if ((pfds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
-                // One bounded read per port per round: a fast sender cannot
-                // starve the others.
-                const ssize_t r = read(io.fd, buf.data(), buf.size());
-                if (r > 0) {
-                    sw.receive(p, std::span<const uint8_t>(buf.data(), static_cast<size_t>(r)),
-                               now);
-                } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
-                    drop_conn(p);
-                    continue;
-                }
-            }
-        }
-        // Writes: as much as each socket takes.
-        for (uint8_t p = 1; p <= cfg.ports; ++p) {
-            PortIo &io = ios[p];
-            while (io.fd >= 0 && sw.connected(p) && !sw.output(p).empty()) {
-                auto out = sw.output(p);
-                const ssize_t w = send(io.fd, out.data(), out.size(), MSG_NOSIGNAL);
-                if (w > 0) {
-                    sw.consumed(p, static_cast<size_t>(w), now);
-                } else {
-                    if (w < 0 && errno != EAGAIN && errno != EINTR) {
-                        drop_conn(p);
-                    }
-                    break;
-                }
-            }
-        }
-        if (now - last_tick >= 1'000'000) {
-            sw.tick(now);
-            last_tick = now;
-        }
-    }
-    const std::string json = sw.stats_json();
-    std::printf("ohca-switch: %s\n", json.c_str());
-    if (stats_path != nullptr) {
-        FILE *f = std::fopen(stats_path, "w");
-        if (f == nullptr) {
-            std::fprintf(stderr, "ohca-switch: cannot write %s: %s\n", stats_path,
-                         std::strerror(errno));
-            return 1;
-        }
-        std::fprintf(f, "%s\n", json.c_str());
-        std::fclose(f);
-    }
-    pcap.close();
-    for (uint8_t p = 1; p <= cfg.ports; ++p) {
-        if (ios[p].listen_fd >= 0 && ios[p].mode == Mode::UnixListen) {
-            unlink(ios[p].path.c_str());
-        }
-    }
-    return 0;
+    return serve(sw, io, stats_path);
 }

@@ -13,7 +13,7 @@ void le32(uint8_t *p, uint32_t v) {
 }
 } // namespace
 
-bool PcapWriter::open(const char *path) {
+bool PcapWriter::open(const char *path, uint32_t link_type) {
     close();
     f_ = std::fopen(path, "wb");
     if (f_ == nullptr) {
@@ -24,7 +24,7 @@ bool PcapWriter::open(const char *path) {
     h[4] = 2;            // version 2.4
     h[6] = 4;
     le32(h + 16, 65535); // snaplen
-    le32(h + 20, kLinkTypeInfiniband);
+    le32(h + 20, link_type);
     return std::fwrite(h, sizeof h, 1, f_) == 1;
 }
 

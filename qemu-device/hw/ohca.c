@@ -20,6 +20,7 @@
 #include "qemu/timer.h"
 #include "qemu/guest-random.h"
 #include "qapi/error.h"
+#include "qapi/visitor.h"
 #include "hw/pci/pci.h"
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
@@ -590,6 +591,19 @@ static OhcaProperty ohca_properties[] = {
     OHCA_PROPS_END
 };
 
+/*
+ * x-engine-heap (read only): the host memory the device engines of this
+ * QEMU hold on the heap, in bytes. A soak bounds it: unlike QEMU's
+ * resident memory it does not grow with the guest's RAM or TCG's tables.
+ */
+static void ohca_get_engine_heap(Object *obj, Visitor *v, const char *name,
+                                 void *opaque, Error **errp)
+{
+    uint64_t bytes = ohca_engine_heap_bytes();
+
+    visit_type_uint64(v, name, &bytes, errp);
+}
+
 static void ohca_class_init(ObjectClass *klass, OHCA_CLASS_DATA *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
@@ -608,6 +622,8 @@ static void ohca_class_init(ObjectClass *klass, OHCA_CLASS_DATA *data)
     ohca_set_reset(dc, ohca_qdev_reset);
     dc->vmsd = &vmstate_ohca;
     device_class_set_props(dc, ohca_properties);
+    object_class_property_add(klass, "x-engine-heap", "uint64",
+                              ohca_get_engine_heap, NULL, NULL, NULL);
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }
 

@@ -95,7 +95,7 @@ class QTest:
                 "-netdev", "dgram,id=n0,local.type=inet,local.host=127.0.0.1,"
                 f"local.port={udp_local},remote.type=inet,remote.host=127.0.0.1,"
                 f"remote.port={udp_remote}",
-                "-device", "ohca,netdev=n0,mac=02:00:00:00:00:01,addr=04.0"]
+                "-device", "ohca,id=ohca0,netdev=n0,mac=02:00:00:00:00:01,addr=04.0"]
         for d in ("/usr/share/qemu", "/usr/share/seabios", "/usr/lib/ipxe/qemu"):
             if os.path.isdir(d):
                 argv += ["-L", d]
@@ -338,6 +338,10 @@ def run(q, wire, udp_local):
 
     print("registers")
     check(q.readl(BAR0 + REG_MAGIC) == fw.OHCA_MAGIC, "MAGIC")
+    # the engine's heap, which the soak bounds (0 only in an ASan build)
+    heap = q.qmp_cmd("qom-get", path="/machine/peripheral/ohca0", property="x-engine-heap")
+    check(isinstance(heap.get("return"), int) and heap["return"] > 4096,
+          f"x-engine-heap counts the engine's memory ({heap})")
     check(q.readl(BAR0 + REG_ABI) == fw.OHCA_ABI_VERSION, "ABI_VERSION")
     caps = (fw.OHCA_CAP_ROCE_V2 | fw.OHCA_CAP_ETH | fw.OHCA_CAP_RESET | fw.OHCA_CAP_UD
             | fw.OHCA_CAP_UC)

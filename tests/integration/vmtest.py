@@ -11,6 +11,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vm"))
 import ohcavm  # noqa: E402  (re-exported for the tests)
+from harness.common import NIC_ID, HarnessError  # noqa: E402
+from harness.qmp import QMP  # noqa: E402
 
 
 def make_logdir(name):
@@ -174,17 +176,48 @@ def qemu_own_rss(pid):
     return total
 
 
-def qemu_rss_at_marks(marks, stop):
-    """Host side of the hostile-peer run: for each guest mark of vm0 (in
-    order), vm0's QEMU resident memory (qemu_own_rss) when the mark appears. vm0 is found
-    by its share directory in QEMU's command line, so this works for pooled
-    and freshly booted VMs alike."""
+def engine_heap(pid):
+    """The device engine's heap in QEMU 'pid' (its x-engine-heap property,
+    through the QMP socket on its command line): the device's own memory,
+    which neither the guest's RAM nor TCG's tables touch. None if QEMU
+    does not answer."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().decode(errors="replace").split("\0")
+        spec = argv[argv.index("-qmp") + 1]
+        qmp = QMP(spec.removeprefix("unix:").split(",")[0])
+        return int(qmp.execute("qom-get", path=f"/machine/peripheral/{NIC_ID}",
+                               property="x-engine-heap"))
+    except (OSError, ValueError, IndexError, HarnessError):
+        return None
+
+
+class QemuMemory:
+    """What qemu_memory_at_marks found: for each guest mark of vm0, its
+    QEMU's own resident memory (rss: qemu_own_rss) and the device engine's
+    heap (heap: engine_heap), in bytes."""
+
+    def __init__(self):
+        self.rss = {}
+        self.heap = {}
+
+    def get(self, mark):  # the resident memory, as the tests read it
+        return self.rss.get(mark)
+
+    def __repr__(self):
+        return f"rss {self.rss} heap {self.heap}"
+
+
+def qemu_memory_at_marks(marks, stop, mem):
+    """Host side of a VM job: for each guest mark of vm0 (in order), vm0's
+    QEMU memory (QemuMemory) when the mark appears. vm0 is found by its
+    share directory in QEMU's command line, so this works for pooled and
+    freshly booted VMs alike."""
     top = os.path.join(ohcavm.TOP, "build", "test-logs")
-    rss = {}
     start = time.time()
     pid = None
-    while not stop.is_set() and len(rss) < len(marks):
-        mark = marks[len(rss)]
+    while not stop.is_set() and len(mem.rss) < len(marks):
+        mark = marks[len(mem.rss)]
         for path in glob.glob(os.path.join(top, "**", "vm0", "share", "sync", f"guest.{mark}"),
                               recursive=True):
             if os.path.getmtime(path) < start - 1:
@@ -199,22 +232,24 @@ def qemu_rss_at_marks(marks, stop):
                     except OSError:
                         pass
             if pid is not None:
-                rss[mark] = qemu_own_rss(pid)
+                mem.rss[mark] = qemu_own_rss(pid)
+                heap = engine_heap(pid)
+                if heap is not None:
+                    mem.heap[mark] = heap
         time.sleep(0.1)
-    return rss
 
 
 @contextlib.contextmanager
 def watch_qemu_rss(marks):
-    """While the block runs (the VM job), qemu_rss_at_marks in a thread;
-    yields the dict it fills: {mark: bytes} for the marks seen."""
+    """While the block runs (the VM job), qemu_memory_at_marks in a thread;
+    yields the QemuMemory it fills for the marks seen."""
     stop = threading.Event()
-    rss = {}
-    watcher = threading.Thread(target=lambda: rss.update(qemu_rss_at_marks(marks, stop)),
+    mem = QemuMemory()
+    watcher = threading.Thread(target=qemu_memory_at_marks, args=(marks, stop, mem),
                                daemon=True)
     watcher.start()
     try:
-        yield rss
+        yield mem
     finally:
         stop.set()
         watcher.join()

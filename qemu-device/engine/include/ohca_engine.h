@@ -156,6 +156,11 @@ void ohca_engine_set_link(struct ohca_engine *e, bool up);
  * and GUIDs (properties of the wire and the board) are kept. */
 void ohca_engine_reset(struct ohca_engine *e);
 
+/* Host memory the engines of this process hold on the heap, in bytes
+ * (every C++ allocation: in QEMU, the devices' own memory). 0 when built
+ * with AddressSanitizer, whose allocator keeps its own checks. */
+uint64_t ohca_engine_heap_bytes(void);
+
 /* Drain pending work (command queue, Ethernet TX, the RDMA transport:
  * received RoCE frames, send queues, expired timers). */
 void ohca_engine_process(struct ohca_engine *e);

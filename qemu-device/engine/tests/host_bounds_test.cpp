@@ -14,6 +14,7 @@
 
 #include <malloc.h>
 
+#include <memory>
 #include <set>
 #include <span>
 
@@ -91,6 +92,40 @@ TEST(HostBoundsQpTest, QpLimitBeyondTheEnginesIsRefused) {
     ohca_engine *e = ohca_engine_create(&ops, &h, &cfg);
     EXPECT_NE(e, nullptr);
     ohca_engine_destroy(e);
+}
+
+// The engine's heap count (ohca_engine_heap_bytes, the soak's bound): a
+// device's allocations show in it, and what connections made and torn
+// down leave behind is small.
+TEST(HostBoundsHeapTest, HeapCountFollowsTheDevice) {
+    if (ohca_engine_heap_bytes() == 0) {
+        GTEST_SKIP() << "heap not counted (AddressSanitizer build)";
+    }
+    const uint64_t empty = ohca_engine_heap_bytes();
+    auto n = std::make_unique<RdmaNode>(1);
+    const uint64_t one = ohca_engine_heap_bytes();
+    EXPECT_GT(one, empty + 4096); // the device's tables
+    const uint32_t pd = n->create_pd();
+    const CqInfo cq = n->create_cq();
+    auto cycle = [&] {
+        for (int i = 0; i < 64; ++i) {
+            QpInfo q = n->create_idle_qp(pd, cq.cqn);
+            ASSERT_NE(q.qpn, 0u);
+            n->connect(q, q.qpn, *n);
+            ohca_handle_in h{};
+            h.handle = q.qpn;
+            ASSERT_EQ(n->cmd_in(OHCA_CMD_DESTROY_QP, h).status, OHCA_STATUS_OK);
+        }
+        drop_logs(*n);
+    };
+    cycle(); // the first round sizes what is reused
+    const uint64_t warm = ohca_engine_heap_bytes();
+    for (int round = 0; round < 8; ++round) {
+        cycle();
+    }
+    EXPECT_LT(ohca_engine_heap_bytes(), warm + 64 * 1024) << "512 QPs made and destroyed";
+    n.reset();
+    EXPECT_LT(ohca_engine_heap_bytes(), one) << "a destroyed device leaves its memory";
 }
 
 class HostBoundsTest : public ::testing::Test {

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+// Lifetime, reset, the fatal state, the doorbell pages and the entry points
+// that run the device's work (device.hpp).
 #include "device/device.hpp"
 
 #include "link/byte_order.hpp"
@@ -8,44 +10,46 @@ namespace ohca {
 Device::Device(const ohca_engine_ops &ops, void *ctx, const DeviceConfig &cfg)
     : host_(ops, ctx), cfg_(cfg) {
     srqs_.set_borrowers(qps_);
-    seed_ids(cfg.id_seed);
+    // MR key tags and the QPN cursor start from the host's seed and are
+    // kept across resets: after one, a peer's stale rkeys and QPNs name
+    // nothing (or, once the numbers come round again, an object it must
+    // still match GID and PSN of).
+    keys_.seed_tags(cfg.id_seed);
+    qps_.seed(cfg.id_seed);
     power_on_state();
 }
 
 void Device::power_on_state() {
     // Everything but the board (MAC, GUIDs) and the wire (link) state.
-    dev_status_ = OHCA_DEV_STATUS_RESET_DONE;
+    status_ = DevStatus{};
     reset_pending_ = false;
-    fatal_code_ = OHCA_FATAL_NONE;
     cmdq_base_lo_ = 0;
     cmdq_base_hi_ = 0;
     cmdq_log_size_ = 0;
     eq0_base_lo_ = 0;
     eq0_base_hi_ = 0;
     eq0_log_size_ = 0;
-    eth_irq_mask_ = 0;
-    eth_irq_pending_ = false;
     cmdq_base_ = 0;
     cmdq_size_ = 0;
     cmdq_pi_ = 0;
     cmdq_ci_ = 0;
-    eq0_.reset();
-    held_.clear();
-    held_port_state_ = 0;
-    held_port_change_ = 0;
-    held_cmd_valid_ = false;
-    tx_ring_.reset();
-    rx_ring_.reset();
+    events_.reset();
+    eth_.reset();
     uars_.reset();
-    gids_.reset();
     stats_ = Stats{};
-    mtu_ = DeviceLimits::default_mtu;
-    rx_mode_ = 0;
-    if (ib_) {
-        ib_->reset(cfg_.link_up); // no LID until the SM gives it again
-    }
-    rdma_power_on();
-    roce_ = RoceCounters{};
+    // The RDMA objects.
+    pds_.reset();
+    cqs_.reset();
+    loop_.reset();
+    qps_.reset();
+    srqs_.reset();
+    mcast_.clear();
+    raw_.reset();
+    xrc_.reset();
+    uar_refs_.fill(0);
+    pbl_.reset();
+    keys_.reset();
+    port_.reset();
 }
 
 void Device::reset() {
@@ -55,296 +59,48 @@ void Device::reset() {
         // space, say): the device stops now and resets when the outer
         // entry ends, rather than the reset being lost.
         reset_pending_ = true;
-        dev_status_ &= ~OHCA_DEV_STATUS_READY;
+        status_.bits &= ~OHCA_DEV_STATUS_READY;
         return;
     }
     power_on_state();
     // Frames held for the RX ring are now dropped; let the host redeliver.
-    if (rx_waiting_) {
+    if (port_.rx_waiting()) {
         host_.schedule();
     }
-}
-
-bool Device::running() const {
-    return (dev_status_ & OHCA_DEV_STATUS_READY) != 0;
 }
 
 void Device::enter_fatal(uint32_t code) {
-    if ((dev_status_ & OHCA_DEV_STATUS_FATAL) != 0) {
+    if (status_.fatal()) {
         return;
     }
-    dev_status_ &= ~OHCA_DEV_STATUS_READY;
-    dev_status_ |= OHCA_DEV_STATUS_FATAL;
-    fatal_code_ = code;
+    status_.bits &= ~OHCA_DEV_STATUS_READY;
+    status_.bits |= OHCA_DEV_STATUS_FATAL;
+    status_.fatal_code = code;
     // Tell the driver if EQ 0 can still take it.
     if (code != OHCA_FATAL_EQ_DMA) {
-        ohca_eqe eqe{};
-        eqe.type = OHCA_EQE_DEVICE_FATAL;
-        eqe.code = le(static_cast<uint16_t>(code));
-        (void)eq0_.post(host_, eqe);
+        events_.post_fatal(code);
     }
-    if (rx_waiting_) {
+    if (port_.rx_waiting()) {
         host_.schedule();
     }
-}
-
-void Device::post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, uint32_t p2) {
-    if (!running()) {
-        return;
-    }
-    ohca_eqe eqe{};
-    eqe.type = type;
-    eqe.code = le(code);
-    eqe.param0 = le(p0);
-    eqe.param1 = le(p1);
-    eqe.param2 = le(p2);
-    // Behind waiting events, or into a full EQ 0: wait (in order); traced
-    // when posted (drain_held_events).
-    if (!held_.empty()) {
-        hold_event(eqe);
-        return;
-    }
-    switch (eq0_.post(host_, eqe)) {
-    case EventQueue::PostResult::Ok:
-    case EventQueue::PostResult::NotConfigured:
-        host_.trace(OHCA_ENGINE_TRACE_EQE, type, code, p0, p1);
-        break;
-    case EventQueue::PostResult::Overflow:
-        hold_event(eqe);
-        break;
-    case EventQueue::PostResult::DmaError:
-        enter_fatal(OHCA_FATAL_EQ_DMA);
-        break;
-    }
-}
-
-namespace {
-
-// Sets bit @bit of an object's waiting events; false if it was set (the
-// event merges into the waiting one).
-bool hold_bit(uint8_t &mask, unsigned int bit) {
-    const auto b = static_cast<uint8_t>(1u << bit);
-    if ((mask & b) != 0) {
-        return false;
-    }
-    mask |= b;
-    return true;
-}
-
-// The order a QP's waiting events are posted in, the order they happen
-// in: established, drained, the errors, then the last WQE (after the
-// error that flushes the QP).
-constexpr std::array<uint8_t, 6> kQpEventOrder = {
-    OHCA_QP_EV_COMM_EST, OHCA_QP_EV_SQ_DRAINED, OHCA_QP_EV_FATAL,
-    OHCA_QP_EV_REQ_ERR,  OHCA_QP_EV_ACCESS_ERR, OHCA_QP_EV_LAST_WQE_REACHED,
-};
-// A CQ's: its completion event (bit 0), then its error (bit = code).
-constexpr std::array<uint8_t, 3> kCqEventOrder = {0, OHCA_CQ_ERR_OVERRUN, OHCA_CQ_ERR_ACCESS};
-constexpr std::array<uint8_t, 2> kSrqEventOrder = {OHCA_SRQ_EV_LIMIT_REACHED, OHCA_SRQ_EV_ERR};
-
-// Takes the first waiting event of @mask in @order; false when none.
-template <size_t N>
-bool take_bit(uint8_t &mask, const std::array<uint8_t, N> &order, uint8_t &bit) {
-    for (const uint8_t b : order) {
-        if ((mask & (1u << b)) != 0) {
-            mask = static_cast<uint8_t>(mask & ~(1u << b));
-            bit = b;
-            return true;
-        }
-    }
-    mask = 0;
-    return false;
-}
-
-} // namespace
-
-// EQ 0 is full: keep @eqe in its object (bounded: one bit per kind of
-// event and object) and the object in held_ once.
-void Device::hold_event(const ohca_eqe &eqe) {
-    const uint32_t id = le(eqe.param0);
-    const uint16_t code = le(eqe.code);
-    bool queued = true; // the event waits (not merged or dropped)
-    HeldRef ref{HeldKind::Qp, id};
-    uint8_t *mask = nullptr;
-    unsigned int bit = 0;
-    switch (eqe.type) {
-    case OHCA_EQE_QP_EVENT:
-        if (Qp *qp = qps_.find(id); qp != nullptr && code >= 1 && code < 8) {
-            mask = &qp->held_events;
-            bit = code;
-        }
-        break;
-    case OHCA_EQE_CQ_COMPLETION:
-    case OHCA_EQE_CQ_ERROR:
-        if (Cq *cq = cqs_.find(id); cq != nullptr && code < 8) {
-            ref.kind = HeldKind::Cq;
-            mask = &cq->held_events;
-            bit = eqe.type == OHCA_EQE_CQ_COMPLETION ? 0 : code;
-        }
-        break;
-    case OHCA_EQE_SRQ_EVENT:
-        if (Srq *srq = srqs_.find(id); srq != nullptr && code < 8) {
-            ref.kind = HeldKind::Srq;
-            mask = &srq->held_events;
-            bit = code;
-        }
-        break;
-    case OHCA_EQE_PORT_CHANGE:
-        // Only the latest state waits: the driver reads the port anyway.
-        if (held_port_state_ != 0) {
-            ++stats_.eq0_events_merged;
-            held_port_state_ = code;
-            held_port_change_ |= le(eqe.param1);
-            return;
-        }
-        held_port_state_ = code;
-        held_port_change_ = le(eqe.param1);
-        held_.push_back({HeldKind::Port, 0});
-        ++stats_.eq0_events_held;
-        return;
-    case OHCA_EQE_CMD_DONE:
-        // At most one: commands wait while anything waits.
-        if (!held_cmd_valid_) {
-            held_cmd_ = eqe;
-            held_cmd_valid_ = true;
-            held_.push_back({HeldKind::Cmd, 0});
-            ++stats_.eq0_events_held;
-            return;
-        }
-        break;
-    default: // a page fault: its access faults again
-        break;
-    }
-    if (mask == nullptr) {
-        ++stats_.eq0_events_dropped;
-        return;
-    }
-    const bool first = *mask == 0;
-    queued = hold_bit(*mask, bit);
-    if (!queued) {
-        ++stats_.eq0_events_merged;
-        return;
-    }
-    ++stats_.eq0_events_held;
-    if (first) {
-        held_.push_back(ref);
-    }
-}
-
-// The next waiting event of the object at the head of held_; pops the
-// object when it has no more. False: nothing left for it (gone).
-bool Device::take_held(ohca_eqe &eqe) {
-    const HeldRef ref = held_.front();
-    eqe = ohca_eqe{};
-    eqe.param0 = le(ref.id);
-    bool have = false;
-    uint8_t bit = 0;
-    uint8_t *mask = nullptr;
-    switch (ref.kind) {
-    case HeldKind::Qp:
-        if (Qp *qp = qps_.find(ref.id)) {
-            mask = &qp->held_events;
-            have = take_bit(*mask, kQpEventOrder, bit);
-            eqe.type = OHCA_EQE_QP_EVENT;
-            eqe.code = le(uint16_t{bit});
-        }
-        break;
-    case HeldKind::Cq:
-        if (Cq *cq = cqs_.find(ref.id)) {
-            mask = &cq->held_events;
-            have = take_bit(*mask, kCqEventOrder, bit);
-            eqe.type = bit == 0 ? OHCA_EQE_CQ_COMPLETION : OHCA_EQE_CQ_ERROR;
-            eqe.code = le(uint16_t{bit});
-        }
-        break;
-    case HeldKind::Srq:
-        if (Srq *srq = srqs_.find(ref.id)) {
-            mask = &srq->held_events;
-            have = take_bit(*mask, kSrqEventOrder, bit);
-            eqe.type = OHCA_EQE_SRQ_EVENT;
-            eqe.code = le(uint16_t{bit});
-        }
-        break;
-    case HeldKind::Port:
-        have = held_port_state_ != 0;
-        eqe.type = OHCA_EQE_PORT_CHANGE;
-        eqe.code = le(held_port_state_);
-        eqe.param0 = le(uint32_t{1});
-        eqe.param1 = le(held_port_change_);
-        held_port_state_ = 0;
-        held_port_change_ = 0;
-        break;
-    case HeldKind::Cmd:
-        have = held_cmd_valid_;
-        eqe = held_cmd_;
-        held_cmd_valid_ = false;
-        break;
-    }
-    if (mask == nullptr || *mask == 0) {
-        held_.pop_front();
-    }
-    return have;
-}
-
-// EQ 0 has room again (its doorbell): post what waits, in order, then let
-// commands run.
-void Device::drain_held_events() {
-    while (running() && !held_.empty() && eq0_.has_room()) {
-        ohca_eqe eqe{};
-        if (!take_held(eqe)) {
-            continue;
-        }
-        host_.trace(OHCA_ENGINE_TRACE_EQE, eqe.type, le(eqe.code), le(eqe.param0), le(eqe.param1));
-        if (eq0_.post(host_, eqe) == EventQueue::PostResult::DmaError) {
-            enter_fatal(OHCA_FATAL_EQ_DMA);
-            return;
-        }
-    }
-    if (running() && cmdq_ci_ != cmdq_pi_ && eq0_takes_command()) {
-        host_.schedule();
-    }
-}
-
-// A QP event a wire peer can cause (COMM_EST, a responder error). Each
-// comes at most once per QP between resets of the QP, but across many QPs
-// they could fill EQ 0 and make the device fatal: they take at most half of
-// it and are dropped (counted) beyond, leaving the rest to the driver's own
-// command completions.
-void Device::post_peer_event(uint16_t code, uint32_t qpn) {
-    if (eq0_.configured() && eq0_.producer() - eq0_.consumer() >= eq0_.size() / 2) {
-        ++stats_.peer_events_dropped;
-        return;
-    }
-    post_event(OHCA_EQE_QP_EVENT, code, qpn, 0, 0);
 }
 
 // KeyLinks: a QP that waited for a page fault goes on.
 void Device::odp_resume(Qp &qp) {
-    rc_requester_.odp_resumed(qp);
-    mark_ready(qp);
-}
-
-// A page fault is posted on EQ 0 only while it is less than half full, as
-// a peer's QP events (post_peer_event): a peer's requests cause faults too.
-bool Device::fault_event_room() const {
-    return running() && eq0_.configured() && eq0_.producer() - eq0_.consumer() < eq0_.size() / 2;
+    transport_of(transports_, qp).odp_resumed(qp);
+    loop_.mark_ready(qp);
 }
 
 void Device::set_link(bool up) {
     Entry entry(*this);
-    if (!entry.ok() || up == cfg_.link_up) {
+    if (!entry.ok() || up == port_.state().link_up) {
         return;
     }
-    cfg_.link_up = up;
-    if (ib_) {
-        ib_port_changed(ib_->set_link(up));
-        if (up) {
-            ib_link_init();
-        }
-    } else {
-        post_event(OHCA_EQE_PORT_CHANGE, up ? OHCA_PORT_ACTIVE : OHCA_PORT_DOWN, 1, 0, 0);
+    port_.state().set_link(events_, up);
+    if (up) {
+        port_.link_init();
     }
-    if (!up && rx_waiting_) {
+    if (!up && port_.rx_waiting()) {
         host_.schedule(); // held frames are dropped now
     }
 }
@@ -369,17 +125,11 @@ void Device::doorbell_fast(uint32_t page, uint32_t offset, uint64_t value, unsig
         ++stats_.db_errors;
         return;
     }
-    // mark_ready() and loop_back() ask for no run while in_run_ is set:
-    // the run below, or the check after it, does.
-    in_run_ = true;
+    // mark_ready() and loop_back() ask for no run while the doorbell is
+    // taken: the run below, or the check after it, does.
+    loop_.hold_kicks(true);
     Qp *rung = ring(page, offset, value, size);
-    in_run_ = false;
-    if (rung != nullptr && rung->sched.ready && budget > 0 && running()) {
-        ++sched_stats_.doorbell_runs;
-        run_rdma(rung, budget, DeviceLimits::doorbell_run_ns);
-    } else if (running() && (!roce_backlog_.empty() || !ready_.empty())) {
-        host_.schedule();
-    }
+    loop_.doorbell_run(rung, budget);
 }
 
 // The doorbell itself: the QP it gave work to (SQ, or RQ in ERR), or null.
@@ -390,7 +140,7 @@ Qp *Device::ring(uint32_t page, uint32_t offset, uint64_t value, unsigned int si
     }
     // Page 0 is the kernel's; pages 1.. belong to allocated UARs. Each
     // doorbell is one aligned 64-bit store: queue number low, value high.
-    if ((page != 0 && !uars_.allocated(page)) || size != 8 || !running()) {
+    if ((page != 0 && !uars_.allocated(page)) || size != 8 || !status_.running()) {
         ++stats_.db_errors;
         return nullptr;
     }
@@ -398,9 +148,14 @@ Qp *Device::ring(uint32_t page, uint32_t offset, uint64_t value, unsigned int si
     const auto v = static_cast<uint32_t>(value >> 32);
     switch (offset) {
     case OHCA_DB_SQ:
-        return sq_doorbell(page, qn, v);
-    case OHCA_DB_RQ:
-        return rq_doorbell(page, qn, v);
+    case OHCA_DB_RQ: {
+        bool made_ready = false;
+        Qp *qp = qps_.doorbell(page, qn, offset == OHCA_DB_SQ, v, made_ready);
+        if (qp == nullptr) {
+            ++stats_.db_errors;
+        }
+        return made_ready ? qp : nullptr;
+    }
     case OHCA_DB_CQ:
         if (!cqs_.cq_doorbell(page, qn, v)) {
             ++stats_.db_errors;
@@ -424,22 +179,36 @@ void Device::process() {
             host_.schedule(); // called from a callback: come back later
             return;
         }
-        if (running()) {
+        if (status_.running()) {
             process_cmdq();
         }
-        if (running()) {
-            process_eth_tx();
+        if (status_.running()) {
+            eth_.process_tx();
         }
-        if (running()) {
-            process_rdma();
+        if (status_.running()) {
+            loop_.run();
         }
     }
     // Resume a held frame (RoCE backlog full, or offered re-entrantly) once
     // the backlog has room.
-    if (rx_waiting_ && roce_backlog_.size() < DeviceLimits::max_roce_backlog) {
-        rx_waiting_ = false;
-        host_.rx_resume();
+    port_.resume_rx();
+}
+
+ohca_engine_rx_result Device::receive_frame(std::span<const uint8_t> frame) {
+    Entry entry(*this);
+    if (!entry.ok()) {
+        // Arrived from inside one of our own callbacks: hold it.
+        port_.hold_rx();
+        return OHCA_ENGINE_RX_RETRY;
     }
+    if (const auto r = port_.receive(frame)) {
+        return *r; // the link layer's, or dropped by the MAC filter
+    }
+    if (status_.running() && port_.state().link_up && raw_.steer(frame)) {
+        ++port_.state().rx_frames;
+        return OHCA_ENGINE_RX_CONSUMED; // a flow took it
+    }
+    return eth_.rx(frame);
 }
 
 } // namespace ohca

@@ -24,7 +24,7 @@ struct DeviceLimits {
     static constexpr uint64_t max_mr_size = uint64_t{1} << 40;
     static constexpr uint64_t page_size_cap =
         (uint64_t{1} << 12) | (uint64_t{1} << 21) | (uint64_t{1} << 30);
-    // max_qp is the host's choice (ohca_engine_config, Device::max_qp()).
+    // max_qp is the host's choice (ohca_engine_config, DeviceConfig::max_qp).
     static constexpr uint32_t max_qp_wr = 4096;
     static constexpr uint32_t max_sge = 16;
     static constexpr uint32_t max_sge_rd = 16;

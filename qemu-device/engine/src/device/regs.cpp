@@ -39,9 +39,9 @@ uint64_t Device::reg_read(uint64_t offset, unsigned int size) {
     case OHCA_REG_MAX_EQ_LOG:
         return OHCA_EQ_LOG_MAX;
     case OHCA_REG_DEV_STATUS:
-        return dev_status_;
+        return status_.bits;
     case OHCA_REG_FATAL_CODE:
-        return fatal_code_;
+        return status_.fatal_code;
     case OHCA_REG_ERR_COUNT:
         return static_cast<uint32_t>(stats_.reg_errors);
     case OHCA_REG_CMDQ_BASE_LO:
@@ -59,9 +59,9 @@ uint64_t Device::reg_read(uint64_t offset, unsigned int size) {
     case OHCA_REG_EQ0_LOG_SIZE:
         return eq0_log_size_;
     case OHCA_REG_ETH_IRQ_MASK:
-        return eth_irq_mask_;
+        return eth_.irq_mask();
     case OHCA_REG_PORT_STATUS:
-        return cfg_.link_up ? OHCA_PORT_STATUS_LINK_UP : 0;
+        return port_.state().link_up ? OHCA_PORT_STATUS_LINK_UP : 0;
     case OHCA_REG_DEV_CTRL:
     case OHCA_REG_CMDQ_PI:
     case OHCA_REG_EQ0_DB:
@@ -131,20 +131,23 @@ void Device::reg_write(uint64_t offset, uint64_t value64, unsigned int size) {
         cmdq_doorbell(value);
         return;
     case OHCA_REG_EQ0_DB:
-        if (!eq0_.doorbell(host_, value)) {
+        if (!events_.doorbell(value)) {
             ++stats_.reg_errors;
             return;
         }
-        drain_held_events();
+        // What waited for EQ 0 is posted: commands may run again.
+        if (status_.running() && cmdq_ci_ != cmdq_pi_ && events_.takes_command()) {
+            host_.schedule();
+        }
         return;
     case OHCA_REG_ETH_TX_PI:
-        eth_tx_doorbell(value);
+        eth_.tx_doorbell(value);
         return;
     case OHCA_REG_ETH_RX_PI:
-        eth_rx_doorbell(value);
+        eth_.rx_doorbell(value);
         return;
     case OHCA_REG_ETH_IRQ_MASK:
-        eth_irq_mask_write(value);
+        eth_.irq_mask_write(value);
         return;
     default:
         if (offset > OHCA_REG_EQ_DB(0) && offset < OHCA_REG_EQ_DB(OHCA_MAX_EQ)) {
@@ -161,7 +164,7 @@ void Device::reg_write(uint64_t offset, uint64_t value64, unsigned int size) {
 
 // Ring configuration is latched at ENABLE and frozen until reset.
 bool Device::config_writable() const {
-    return (dev_status_ & (OHCA_DEV_STATUS_READY | OHCA_DEV_STATUS_FATAL)) == 0;
+    return (status_.bits & (OHCA_DEV_STATUS_READY | OHCA_DEV_STATUS_FATAL)) == 0;
 }
 
 void Device::write_dev_ctrl(uint32_t value) {
@@ -171,22 +174,22 @@ void Device::write_dev_ctrl(uint32_t value) {
     }
     if ((value & OHCA_DEV_CTRL_RESET) != 0) {
         power_on_state();
-        if (rx_waiting_) {
+        if (port_.rx_waiting()) {
             host_.schedule();
         }
         return;
     }
     if ((value & OHCA_DEV_CTRL_ENABLE) != 0) {
-        if ((dev_status_ & OHCA_DEV_STATUS_FATAL) != 0) {
+        if (status_.fatal()) {
             ++stats_.reg_errors;
-        } else if (!running()) {
+        } else if (!status_.running()) {
             enable();
         }
     }
 }
 
 void Device::enable() {
-    dev_status_ &= ~OHCA_DEV_STATUS_RESET_DONE;
+    status_.bits &= ~OHCA_DEV_STATUS_RESET_DONE;
 
     const uint64_t eq_base = (uint64_t{eq0_base_hi_} << 32) | eq0_base_lo_;
     const bool eq_ok = eq0_log_size_ >= OHCA_EQ_LOG_MIN && eq0_log_size_ <= OHCA_EQ_LOG_MAX &&
@@ -195,7 +198,7 @@ void Device::enable() {
         enter_fatal(OHCA_FATAL_BAD_CMDQ_CONFIG);
         return;
     }
-    eq0_.configure(eq_base, eq0_log_size_);
+    events_.configure(eq_base, eq0_log_size_);
 
     const uint64_t cq_base = (uint64_t{cmdq_base_hi_} << 32) | cmdq_base_lo_;
     const bool cq_ok = cmdq_log_size_ >= OHCA_CMDQ_LOG_MIN && cmdq_log_size_ <= OHCA_CMDQ_LOG_MAX &&
@@ -208,10 +211,8 @@ void Device::enable() {
     cmdq_size_ = 1u << cmdq_log_size_;
     cmdq_pi_ = 0;
     cmdq_ci_ = 0;
-    dev_status_ |= OHCA_DEV_STATUS_READY;
-    if (ib_) {
-        ib_link_init();
-    }
+    status_.bits |= OHCA_DEV_STATUS_READY;
+    port_.link_init();
 }
 
 } // namespace ohca

@@ -19,6 +19,9 @@ namespace ohca {
 
 struct RoceSlot {
     bool looped = false;
+    // Received from the link (not looped back as a frame): on an
+    // InfiniBand port it holds the peer's credit until taken in.
+    bool wire = false;
     std::vector<uint8_t> buf; // the frame; looped: the payload
     // Looped only: what parsing the frame would have found (no MACs, VLAN
     // or IP header), its payload a view of buf; handed over as it is.

@@ -28,7 +28,7 @@ struct Stats {
     // QP events a peer's packets caused while EQ 0 was half full (kept
     // out so that no peer crowds out the driver's own events).
     uint64_t peer_events_dropped = 0;
-    // EQ 0 full (device.cpp, hold_event): events that waited for room,
+    // EQ 0 full (async_events.cpp, hold): events that waited for room,
     // those merged into an identical waiting one, and those dropped while
     // waiting (their object is gone, or a page fault: its access faults
     // again). QUERY_STATS eq0_events_dropped adds peer_events_dropped.

@@ -22,6 +22,7 @@
 #include "objects/event_sink.hpp"
 #include "objects/odp.hpp"
 #include "objects/pbl_budget.hpp"
+#include "objects/qp_windows.hpp"
 #include "objects/rdma_objects.hpp"
 #include "transports/transport.hpp"
 
@@ -58,7 +59,7 @@ class KeyLinks {
     ~KeyLinks() = default;
 };
 
-class MemoryKeys final : public MemoryServices {
+class MemoryKeys final : public MemoryServices, public QpWindows {
   public:
     MemoryKeys(const Host &host, Table<Pd> &pds, PblBudget &pbl, EventSink &events, KeyLinks &links,
                Stats &stats, uint32_t max_qp);
@@ -79,7 +80,7 @@ class MemoryKeys final : public MemoryServices {
     uint64_t dm_read(uint64_t offset, unsigned int size);
     void dm_write(uint64_t offset, uint64_t value, unsigned int size);
     // A QP is destroyed: the type 2 windows bound through it are freed.
-    void unbind_qp_windows(const Qp &qp);
+    void unbind_qp_windows(const Qp &qp) override;
 
     // MemoryServices.
     [[nodiscard]] KeyResult check_key(uint32_t key, uint64_t va, uint64_t len, uint32_t access,

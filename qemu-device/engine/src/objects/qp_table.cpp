@@ -590,4 +590,28 @@ CmdResult QpTable::cmd_mcast(const Command &cmd, bool attach) {
     return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_mcast_in, gid)};
 }
 
+// ---- doorbells ----------------------------------------------------------------
+
+Qp *QpTable::doorbell(uint32_t page, uint32_t qpn, bool sq, uint32_t value, bool &made_ready) {
+    made_ready = false;
+    Qp *qp = find(qpn);
+    // An XRC target has no queues, an initiator no RQ, a QP on an SRQ no
+    // RQ of its own to ring.
+    if (qp == nullptr || qp->uar != page || qp->state == OHCA_QPS_RESET ||
+        qp->type == OHCA_QPT_XRC_TGT || (!sq && (qp->type == OHCA_QPT_XRC_INI || qp->srqn != 0))) {
+        return nullptr;
+    }
+    WorkQueue &q = sq ? qp->sq : qp->rq;
+    const uint32_t ahead = value - q.ci;
+    if (ahead > q.size() || ahead < q.pi - q.ci) {
+        return nullptr;
+    }
+    q.pi = value;
+    if (sq || qp->state == OHCA_QPS_ERR) {
+        d_.sched.mark_ready(*qp); // RQ in ERR: flushed by the run loop
+        made_ready = true;
+    }
+    return qp;
+}
+
 } // namespace ohca

@@ -10,6 +10,7 @@
 #include "device/uar_table.hpp"
 #include "objects/mcast.hpp"
 #include "objects/pbl_budget.hpp"
+#include "objects/qp_windows.hpp"
 #include "objects/qpn_alloc.hpp"
 #include "objects/rdma_objects.hpp"
 #include "objects/scheduler.hpp"
@@ -24,19 +25,6 @@ class IbPort;
 class CqTable;
 class PdTable;
 class XrcTransport;
-
-// Memory windows bound through a QP (type 2) are unbound when it goes: the
-// owner of the keys does it.
-class QpWindows {
-  public:
-    QpWindows() = default;
-    QpWindows(const QpWindows &) = delete;
-    QpWindows &operator=(const QpWindows &) = delete;
-    virtual void unbind_qp_windows(const Qp &qp) = 0;
-
-  protected:
-    ~QpWindows() = default;
-};
 
 class QpTable : public XrcSrqBorrowers {
   public:
@@ -82,6 +70,14 @@ class QpTable : public XrcSrqBorrowers {
     // ATTACH_MCAST / DETACH_MCAST of a UD QP to a group (the groups are
     // McastTable's).
     CmdResult cmd_mcast(const Command &cmd, bool attach);
+
+    // A doorbell of the SQ ('sq') or the RQ of QP 'qpn' on UAR page 'page'
+    // with its new producer index. Null (the caller counts it) for a QP not
+    // of this page or in RESET, a queue it does not have (an XRC target
+    // none, an initiator or a QP on an SRQ no RQ), or an index that overruns
+    // the ring or goes back. 'made_ready': the QP has work now (its SQ; its
+    // RQ in ERR, to be flushed).
+    Qp *doorbell(uint32_t page, uint32_t qpn, bool sq, uint32_t value, bool &made_ready);
 
     // CQEs the device owes 'cq' for work its QPs were given: a CQE for
     // each send WQE rung and not completed, and in ERR the flush of each

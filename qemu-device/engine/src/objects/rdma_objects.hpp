@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // RDMA objects owned by the device: completion EQs, PDs, MRs, CQs and QPs,
 // in tables indexed by their handle. Plain values; the behaviour lives in
-// rdma_cmds.cpp (commands), completion.cpp, transport.cpp, requester.cpp and
-// responder.cpp (the RC transport).
+// their owners (objects/: the tables and their commands, completions.cpp)
+// and the transports (transports/).
 #pragma once
 
 #include "device/event_queue.hpp"
@@ -86,7 +86,7 @@ struct Cq {
     bool arm_next = false;
     bool arm_solicited = false;
     bool error = false;
-    // Events of this CQ waiting for room in EQ 0 (device.cpp, HeldEvents).
+    // Events of this CQ waiting for room in EQ 0 (device/async_events.cpp).
     uint8_t held_events = 0;
     uint32_t qp_refs = 0;
     // The QPs that complete into it, each once (QpTable keeps the list), so
@@ -245,7 +245,7 @@ struct Qp {
     uint8_t type = OHCA_QPT_RC; // enum ohca_qp_type
     uint8_t state = OHCA_QPS_RESET;
     // QP events waiting for room in EQ 0, bit n for event code n
-    // (device.cpp, HeldEvents).
+    // (device/async_events.cpp).
     uint8_t held_events = 0;
     uint32_t pdn = 0;
     uint32_t send_cqn = 0;

@@ -7,7 +7,6 @@
 #include "transports/raw_eth.hpp"
 
 #include "device/command.hpp"
-#include "device/device.hpp"
 #include "link/byte_order.hpp"
 #include "objects/qp_table.hpp"
 

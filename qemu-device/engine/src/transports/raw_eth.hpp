@@ -92,6 +92,7 @@ class RawEth final : public Transport {
     // A raw QP takes frames from flows only, never RDMA packets.
     void rx(Qp &qp, const ParsedPacket &pkt) override;
     void timer_expired(Qp &qp) override { odp_retry_expired(svc_, qp); }
+    void odp_resumed(Qp &qp) override { odp_retry_resumed(svc_, qp); }
     // A frame received from the wire: true if a flow took it (delivered
     // or dropped), false if it goes on to the Ethernet RX ring.
     bool steer(std::span<const uint8_t> frame);

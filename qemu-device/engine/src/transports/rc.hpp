@@ -28,6 +28,8 @@ class RcTransport final : public Transport {
     void rx(Qp &qp, const ParsedPacket &pkt) override;
     // ACK timeout, RNR wait or ODP retry (requester).
     void timer_expired(Qp &qp) override { req_.timer_expired(qp); }
+    // The requester goes on (its ACK timer, if packets are outstanding).
+    void odp_resumed(Qp &qp) override { req_.odp_resumed(qp); }
 
   private:
     TransportServices &svc_;

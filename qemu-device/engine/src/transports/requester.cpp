@@ -7,6 +7,7 @@
 #include "device/limits.hpp"
 #include "link/byte_order.hpp"
 #include "transports/rc_common.hpp"
+#include "transports/xrc.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -303,7 +304,7 @@ void RcRequester::send_packet(Qp &qp) {
     }
     // The payload is gathered from guest memory straight into the frame.
     auto fill = [&](std::span<uint8_t> out) { return svc_.gather(qp, wr, off, out); };
-    if (svc_.emit_fill(qp, f, len, fill) == EmitResult::FillFailed) {
+    if (rc_emit_fill(svc_, qp, f, len, fill) == EmitResult::FillFailed) {
         // The local buffer went away: the WQE fails in order.
         fail_current(qp, OHCA_VERR_DMA);
         return;

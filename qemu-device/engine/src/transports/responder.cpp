@@ -8,6 +8,7 @@
 #include "device/limits.hpp"
 #include "link/byte_order.hpp"
 #include "transports/opcode_seq.hpp"
+#include "transports/xrc.hpp"
 
 #include <algorithm>
 
@@ -63,7 +64,7 @@ void RcResponder::send_ack(Qp &qp, uint32_t psn, uint8_t syndrome, bool coalesce
     f.bth.dest_qp = qp.attrs.dest_qpn;
     f.bth.psn = psn;
     f.aeth = Aeth{syndrome, qp.msn};
-    svc_.emit(qp, f, {});
+    rc_emit(svc_, qp, f);
 }
 
 void RcResponder::error(Qp &qp, uint8_t nak, uint16_t event) {
@@ -246,7 +247,7 @@ void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
             f.bth.psn = it.psn;
             f.aeth = Aeth{it.syndrome, it.msn};
             qp.resp.pop_front();
-            svc_.emit(qp, f, {});
+            rc_emit(svc_, qp, f);
             --quantum;
             continue;
         }
@@ -260,7 +261,7 @@ void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
             f.aeth = Aeth{kAckCredits, it.msn};
             f.atomic_ack = it.orig;
             qp.resp.pop_front();
-            svc_.emit(qp, f, {});
+            rc_emit(svc_, qp, f);
             --quantum;
             continue;
         }
@@ -302,7 +303,7 @@ void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
             return out.empty() || svc_.mr_read(*mr, va, out.data(), out.size());
         };
         if ((len != 0 && mr == nullptr) ||
-            svc_.emit_fill(qp, f, len, fill) == EmitResult::FillFailed) {
+            rc_emit_fill(svc_, qp, f, len, fill) == EmitResult::FillFailed) {
             error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
             return;
         }

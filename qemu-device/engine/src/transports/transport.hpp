@@ -10,6 +10,7 @@
 #include "link/roce_packet.hpp"
 #include "objects/event_sink.hpp"
 #include "objects/rdma_objects.hpp"
+#include "objects/scheduler.hpp"
 #include "objects/srq.hpp"
 
 #include <algorithm>
@@ -121,11 +122,12 @@ enum class EmitResult {
     FillFailed, // the payload could not be read: nothing was sent
 };
 
-// What a transport needs from the rest of the device, in three groups,
+// What a transport needs from the rest of the device, in four groups,
 // each implemented by the part that owns it: guest memory through keys
 // (MemoryServices), completions, events and receive queues
-// (CompletionServices), the wire and the scheduler (WireServices).
-// TransportServices binds the three for the transports; they reach nothing
+// (CompletionServices), the wire (WireServices: the device's port,
+// device/wire_port.hpp) and the run loop (QpScheduler: device/run_loop.hpp).
+// TransportServices binds the four for the transports; they reach nothing
 // else, so they can be read, replaced and tested without the rest of the
 // device.
 class MemoryServices {
@@ -202,12 +204,10 @@ class WireServices {
     // Work queue rings are read through the Host (DMA).
     [[nodiscard]] virtual const Host &host() const = 0;
     // One packet of the QP to its peer (looped back inside the device when
-    // the peer's GID is ours); tx_room() is false while the loopback
-    // backlog has no room for what this QP would generate.
-    virtual void emit(const Qp &qp, const PacketFields &fields,
-                      std::span<const uint8_t> payload) = 0;
-    // The same with a payload of payload_len bytes written by 'fill' (a
-    // gather from guest memory), without an intermediate buffer.
+    // the peer's GID is ours), with a payload of payload_len bytes written
+    // by 'fill' (a gather from guest memory) straight into the frame;
+    // tx_room() is false while the loopback backlog has no room for what
+    // this QP would generate.
     virtual EmitResult emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
                                  PayloadFill fill) = 0;
     [[nodiscard]] virtual bool tx_room(const Qp &qp) const = 0;
@@ -232,10 +232,6 @@ class WireServices {
     // A QP by number (nullptr: none), for frames steered to a raw QP.
     virtual Qp *qp_by_number(uint32_t qpn) = 0;
     virtual RoceCounters &counters() = 0;
-    // Scheduling: the QP has work for process() (idempotent, O(1)); its
-    // timer expires at deadline_ns (0 disarms).
-    virtual void mark_ready(Qp &qp) = 0;
-    virtual void set_deadline(Qp &qp, uint64_t deadline_ns) = 0;
 
   protected:
     ~WireServices() = default;
@@ -243,8 +239,9 @@ class WireServices {
 
 class TransportServices {
   public:
-    TransportServices(MemoryServices &mem, CompletionServices &comp, WireServices &wire)
-        : mem_(mem), comp_(comp), wire_(wire) {}
+    TransportServices(MemoryServices &mem, CompletionServices &comp, WireServices &wire,
+                      QpScheduler &sched)
+        : mem_(mem), comp_(comp), wire_(wire), sched_(sched) {}
     TransportServices(const TransportServices &) = delete;
     TransportServices &operator=(const TransportServices &) = delete;
 
@@ -288,9 +285,6 @@ class TransportServices {
         return mem_.invalidate_key(key, qp, remote);
     }
 
-    void emit(const Qp &qp, const PacketFields &fields, std::span<const uint8_t> payload) {
-        wire_.emit(qp, fields, payload);
-    }
     EmitResult emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
                          PayloadFill fill) {
         return wire_.emit_fill(qp, fields, payload_len, fill);
@@ -311,8 +305,8 @@ class TransportServices {
     void count_rx_dropped() { wire_.count_rx_dropped(); }
     Qp *qp_by_number(uint32_t qpn) { return wire_.qp_by_number(qpn); }
     RoceCounters &counters() { return wire_.counters(); }
-    void mark_ready(Qp &qp) { wire_.mark_ready(qp); }
-    void set_deadline(Qp &qp, uint64_t deadline_ns) { wire_.set_deadline(qp, deadline_ns); }
+    void mark_ready(Qp &qp) { sched_.mark_ready(qp); }
+    void set_deadline(Qp &qp, uint64_t deadline_ns) { sched_.set_deadline(qp, deadline_ns); }
 
     void complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) {
         comp_.complete_send(qp, wr, status, verr);
@@ -338,6 +332,7 @@ class TransportServices {
     MemoryServices &mem_;
     CompletionServices &comp_;
     WireServices &wire_;
+    QpScheduler &sched_;
 };
 
 // One transport per QP type: the device holds a table of them indexed by
@@ -359,6 +354,9 @@ class Transport {
     virtual void rx(Qp &qp, const ParsedPacket &pkt) = 0;
     // The QP's deadline (set_deadline) has passed.
     virtual void timer_expired(Qp &qp) = 0;
+    // The page fault the QP waited for was resolved (ODP_MAP); the device
+    // then marks it ready.
+    virtual void odp_resumed(Qp &qp) = 0;
     // The device is reset: whatever state the transport keeps beside Qp.
     virtual void reset() {}
 
@@ -374,5 +372,17 @@ bool connected_accepts(TransportServices &svc, const Qp &qp, const ParsedPacket 
 // The timer of a QP with no retransmission (UC, UD, raw): only an ODP
 // wait's retry (the fault may have been lost) sets it.
 void odp_retry_expired(TransportServices &svc, Qp &qp);
+// ... and the fault resolved: that retry is no longer needed.
+void odp_retry_resumed(TransportServices &svc, Qp &qp);
+
+// The transport of each QP type (ohca_qp_type), for the run loop, the
+// receive path and the timers.
+static_assert(OHCA_QPT_RC == 0 && OHCA_QPT_UD == 1 && OHCA_QPT_GSI == 2 && OHCA_QPT_UC == 3 &&
+              OHCA_QPT_XRC_INI == 4 && OHCA_QPT_XRC_TGT == 5 && OHCA_QPT_RAW_ETH == 6 &&
+              OHCA_QPT_SMI == 7);
+using TransportTable = std::array<Transport *, OHCA_QPT_SMI + 1>;
+[[nodiscard]] inline Transport &transport_of(const TransportTable &t, const Qp &qp) {
+    return *t[qp.type];
+}
 
 } // namespace ohca

@@ -20,6 +20,7 @@ class UcTransport final : public Transport {
     // A UC request packet for this QP.
     void rx(Qp &qp, const ParsedPacket &pkt) override;
     void timer_expired(Qp &qp) override { odp_retry_expired(svc_, qp); }
+    void odp_resumed(Qp &qp) override { odp_retry_resumed(svc_, qp); }
 
   private:
     // Sends what the QP may send (one WQE at a time, packet by packet);

@@ -25,6 +25,7 @@ class UdTransport final : public Transport {
     // A packet addressed to this UD QP: UD opcodes only, then receive().
     void rx(Qp &qp, const ParsedPacket &pkt) override;
     void timer_expired(Qp &qp) override { odp_retry_expired(svc_, qp); }
+    void odp_resumed(Qp &qp) override { odp_retry_resumed(svc_, qp); }
     // A UD packet for this QP (by its number or its multicast group): the
     // QP's state, Q_Key and a posted receive WQE decide.
     void receive(Qp &qp, const ParsedPacket &pkt);

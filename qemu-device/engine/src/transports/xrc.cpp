@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // XRC (xrc.hpp): domains and the receive side of the XRC wire; sending
 // is RcRequester's (a WQE's xrc_srqn becomes the XRCETH) with the prefix
-// added where packets are framed (Device::emit_fill).
+// added as they are sent (rc_emit_fill, xrc.hpp).
 #include "transports/xrc.hpp"
 
 namespace ohca {

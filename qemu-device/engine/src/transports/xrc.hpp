@@ -25,6 +25,23 @@ namespace ohca {
     return type == OHCA_QPT_XRC_INI || type == OHCA_QPT_XRC_TGT;
 }
 
+// RC's requester and responder build XRC QPs' packets too: on the wire
+// their opcodes carry the XRC prefix (the XRCETH is the WQE's). They send
+// through these, so the port below sends what it is given.
+inline EmitResult rc_emit_fill(TransportServices &svc, const Qp &qp, const PacketFields &f,
+                               size_t payload_len, PayloadFill fill) {
+    if (is_xrc_qp(qp.type)) {
+        PacketFields x = f;
+        x.bth.opcode = static_cast<uint8_t>(xrc::kPrefix | (f.bth.opcode & 0x1f));
+        return svc.emit_fill(qp, x, payload_len, fill);
+    }
+    return svc.emit_fill(qp, f, payload_len, fill);
+}
+// A packet without payload (ACKs, atomic ACKs).
+inline void rc_emit(TransportServices &svc, const Qp &qp, const PacketFields &f) {
+    (void)rc_emit_fill(svc, qp, f, 0, [](std::span<uint8_t> /*out*/) { return true; });
+}
+
 class XrcTransport final : public Transport {
   public:
     XrcTransport(TransportServices &svc, RcRequester &req, RcResponder &resp)
@@ -53,6 +70,7 @@ class XrcTransport final : public Transport {
     // opcode's RC value.
     void rx(Qp &qp, const ParsedPacket &pkt) override;
     void timer_expired(Qp &qp) override { req_.timer_expired(qp); }
+    void odp_resumed(Qp &qp) override { req_.odp_resumed(qp); }
 
   private:
     static constexpr uint32_t kFree = UINT32_MAX;

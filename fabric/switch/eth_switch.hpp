@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// ohca-switch's Ethernet mode, without I/O: a learning bridge with N
+// ports (1..N) for RoCE, with what a data-centre switch does to make a
+// bottleneck and manage it:
+//  * every egress port is shaped to a virtual line rate (token bucket),
+//    so the bottleneck is the switch, not the host CPU;
+//  * one shared packet buffer, bounded; a frame that does not fit is
+//    dropped (drop-tail);
+//  * ECN marking (RED): an ECT(0)/ECT(1) IP packet enqueued on an egress
+//    queue deeper than Kmin is marked CE with a probability rising
+//    linearly to Pmax at Kmax, always above Kmax;
+//  * PFC (IEEE 802.1Qbb): per ingress port and priority, the bytes it has
+//    in the buffer; crossing XOFF sends a PFC frame pausing that priority
+//    upstream, falling to XON sends one resuming it (quanta 0). A PFC
+//    frame received stops that egress priority for its quanta.
+// Time is a number the caller passes (the event loop's monotonic clock,
+// a test's fake one); nothing here reads a clock. fabric/README.md has
+// the long form.
+#pragma once
+
+#include "eth/frame.hpp"
+#include "framing.hpp"
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ohca::fabric {
+
+enum class PrioTrust : uint8_t { Pcp, Dscp };
+
+struct EthConfig {
+    uint8_t ports = 4;
+    uint64_t line_rate_bps = 1'000'000'000; // every egress port
+    uint32_t burst_bytes = 0;               // token bucket depth; 0: two largest frames
+    uint32_t wire_overhead = 24;            // preamble 8, FCS 4, gap 12: per frame on the line
+    size_t buffer_bytes = 1 << 20;          // the shared buffer
+    size_t max_frame = eth::kMaxFrameBytes; // longer frames are dropped
+    size_t out_limit = 16 * 1024;           // bytes handed to a port's socket at a time
+    // ECN (RED) on egress queue depth in bytes.
+    bool ecn = false;
+    uint32_t kmin_bytes = 20'000;
+    uint32_t kmax_bytes = 200'000;
+    double pmax = 0.1;
+    uint64_t seed = 1;
+    // PFC: the priorities that are lossless, thresholds per ingress port
+    // and priority, the quanta of an XOFF.
+    uint8_t pfc_enable = 0;
+    PrioTrust trust = PrioTrust::Pcp;
+    uint32_t xoff_bytes = 64 * 1024;
+    uint32_t xon_bytes = 32 * 1024;
+    uint16_t pause_quanta = 0xFFFF;
+    // MAC table bounds and ageing.
+    size_t mac_table = 4096;
+    size_t mac_per_port = 1024;
+    uint64_t mac_age_ns = 300'000'000'000ull;
+    eth::Mac base_mac{0x02, 0x00, 0x0c, 0xa0, 0x00, 0x00}; // port p sends PFC from base + p
+};
+
+struct EthPrioStats {
+    uint64_t rx_bytes = 0;
+    uint64_t rx_packets = 0;
+    uint64_t tx_bytes = 0;
+    uint64_t tx_packets = 0;
+    uint64_t drops = 0;           // egress: no room in the shared buffer
+    uint64_t ecn_marks = 0;       // egress: marked CE
+    uint64_t pauses_sent = 0;     // ingress: PFC frames with this priority's quanta > 0
+    uint64_t resumes_sent = 0;    // ingress: quanta 0
+    uint64_t pauses_received = 0; // egress: PFC frames pausing this priority
+    uint64_t resumes_received = 0;
+    uint64_t queue_hwm = 0;   // egress queue bytes, high-water
+    uint64_t ingress_hwm = 0; // bytes from this ingress port and priority, high-water
+};
+
+struct EthPortStats {
+    uint64_t frames_in = 0;
+    uint64_t bytes_in = 0;
+    uint64_t frames_out = 0; // data frames (PFC frames in pauses_sent/resumes_sent)
+    uint64_t bytes_out = 0;
+    uint64_t bad_frames = 0;    // runt, oversize, too many tags, group source, short control
+    uint64_t mac_control = 0;   // MAC control frames other than PFC (802.3x PAUSE...): dropped
+    uint64_t link_local = 0;    // to 01:80:C2:00:00:0x: not forwarded
+    uint64_t filtered = 0;      // destination learned on the ingress port
+    uint64_t flooded = 0;       // unknown unicast, broadcast, multicast
+    uint64_t learn_refused = 0; // MAC table (or this port's share) full
+    std::array<EthPrioStats, eth::kPriorities> prio{};
+};
+
+class EthSwitch {
+  public:
+    explicit EthSwitch(const EthConfig &cfg);
+
+    [[nodiscard]] uint8_t ports() const { return cfg_.ports; }
+    [[nodiscard]] const EthConfig &config() const { return cfg_; }
+
+    // Transport events for external port p (1..N), as Switch's.
+    void connect(uint8_t p, uint64_t now_ns);
+    void disconnect(uint8_t p, uint64_t now_ns);
+    [[nodiscard]] bool connected(uint8_t p) const { return port(p).connected; }
+    void receive(uint8_t p, std::span<const uint8_t> bytes, uint64_t now_ns);
+    [[nodiscard]] std::span<const uint8_t> output(uint8_t p) const;
+    void consumed(uint8_t p, size_t n, uint64_t now_ns);
+    // Timers: the shaper, pause expiry, XOFF refresh, MAC ageing.
+    void tick(uint64_t now_ns);
+    // When tick() has something to do next (at most 1 ms from now).
+    [[nodiscard]] uint64_t next_wake(uint64_t now_ns) const;
+
+    [[nodiscard]] const EthPortStats &stats(uint8_t p) const { return port(p).stats; }
+    [[nodiscard]] size_t buffer_used() const { return used_; }
+    [[nodiscard]] size_t buffer_hwm() const { return used_hwm_; }
+    [[nodiscard]] size_t mac_entries() const { return macs_.size(); }
+    [[nodiscard]] size_t queue_bytes(uint8_t p, uint8_t prio) const {
+        return port(p).q_bytes[prio];
+    }
+    [[nodiscard]] size_t ingress_bytes(uint8_t p, uint8_t prio) const {
+        return port(p).in_bytes[prio];
+    }
+    [[nodiscard]] bool xoff(uint8_t p, uint8_t prio) const { return port(p).xoff[prio]; }
+    [[nodiscard]] bool paused(uint8_t p, uint8_t prio, uint64_t now) const {
+        return port(p).paused_until[prio] > now;
+    }
+    [[nodiscard]] size_t output_bytes(uint8_t p) const;
+    // The port a MAC was learned on (0: unknown or aged out).
+    [[nodiscard]] uint8_t lookup(const eth::Mac &mac, uint64_t now) const;
+    // The priority a frame is classified into (PCP or DSCP / 8).
+    [[nodiscard]] uint8_t priority(const eth::FrameInfo &f) const;
+    // Nanoseconds a PFC quanta value pauses for at the line rate.
+    [[nodiscard]] uint64_t quanta_ns(uint16_t quanta) const;
+
+    // The egress queue depth (all priorities) that arriving frames meet,
+    // as a histogram of kDepthBuckets buckets over the buffer's size: the
+    // quantile q (0..1) of port p, in bytes (the bucket's upper edge).
+    static constexpr size_t kDepthBuckets = 512;
+    [[nodiscard]] uint64_t depth_quantile(uint8_t p, double q) const;
+    [[nodiscard]] size_t queue_bytes(uint8_t p) const;
+
+    // A timeline for plots: every interval, tick() passes one JSON line
+    // (no newline) with each port's queue depth and running counters.
+    using TimelineFn = std::function<void(const std::string &line)>;
+    void set_timeline(uint64_t interval_ns, TimelineFn fn) {
+        timeline_ns_ = interval_ns;
+        timeline_ = std::move(fn);
+    }
+    // One timeline line now, due or not (the program's last, at exit).
+    void timeline_now(uint64_t now_ns) { timeline(now_ns, true); }
+
+    // Every frame as it arrives, and every PFC frame the switch sends.
+    using CaptureFn = std::function<void(uint8_t port, std::span<const uint8_t> frame)>;
+    void set_capture(CaptureFn fn) { capture_ = std::move(fn); }
+
+    [[nodiscard]] std::string stats_json() const;
+
+  private:
+    struct Queued {
+        std::vector<uint8_t> frame;
+        uint32_t charge = 0; // bytes of shared buffer it holds
+        uint8_t in = 0;
+        uint8_t prio = 0;
+    };
+    struct Port {
+        bool connected = false;
+        BasicStreamReader<eth::kMaxFrameBytes> reader;
+        std::array<std::deque<Queued>, eth::kPriorities> q;
+        std::array<size_t, eth::kPriorities> q_bytes{};
+        // Ingress side (PFC): bytes this port's frames hold, XOFF state.
+        std::array<size_t, eth::kPriorities> in_bytes{};
+        std::array<bool, eth::kPriorities> xoff{};
+        std::array<uint64_t, eth::kPriorities> xoff_sent{};
+        uint8_t announce = 0; // priorities whose XOFF/XON is to be sent
+        // Egress side.
+        std::array<uint64_t, eth::kPriorities> paused_until{};
+        uint64_t tokens = 0; // bits x 1e9 (a ns at R bit/s adds R)
+        uint64_t last_fill = 0;
+        uint8_t rr = 0;
+        std::vector<uint8_t> out;
+        size_t out_off = 0;
+        size_t macs = 0;                             // MAC table entries learned here
+        std::array<uint64_t, kDepthBuckets> depth{}; // what arriving frames met
+        uint64_t depth_samples = 0;
+        EthPortStats stats;
+    };
+    struct MacEntry {
+        uint8_t port = 0;
+        uint64_t seen = 0;
+    };
+
+    [[nodiscard]] const Port &port(uint8_t p) const { return ports_[p]; }
+    Port &port(uint8_t p) { return ports_[p]; }
+
+    void on_frame(uint8_t p, std::span<const uint8_t> frame, uint64_t now);
+    void on_pfc(uint8_t p, const eth::PfcInfo &pfc, uint64_t now);
+    void learn(uint8_t p, const eth::Mac &mac, uint64_t now);
+    void enqueue(uint8_t o, uint8_t in, uint8_t prio, std::span<const uint8_t> frame,
+                 const eth::FrameInfo &info);
+    [[nodiscard]] bool red_mark(size_t depth);
+    void release(const Queued &q);
+    void fill(Port &pt, uint64_t now) const;
+    void schedule(uint64_t now);
+    void transmit(uint8_t o, uint64_t now);
+    void emit_pfc(uint8_t o, uint64_t now);
+    void append(Port &pt, std::span<const uint8_t> frame);
+    void age(uint64_t now);
+    void sample_depth(Port &pt);
+    void timeline(uint64_t now, bool force = false);
+    [[nodiscard]] uint64_t burst_units() const;
+    [[nodiscard]] uint64_t cost_units(size_t bytes) const;
+
+    EthConfig cfg_;
+    std::vector<Port> ports_; // [0] unused
+    std::unordered_map<uint64_t, MacEntry> macs_;
+    size_t used_ = 0;
+    size_t used_hwm_ = 0;
+    uint64_t rng_;
+    uint64_t last_age_ = 0;
+    uint64_t timeline_ns_ = 0;
+    uint64_t timeline_start_ = 0;
+    uint64_t last_timeline_ = 0;
+    bool timeline_started_ = false;
+    TimelineFn timeline_;
+    CaptureFn capture_;
+};
+
+} // namespace ohca::fabric

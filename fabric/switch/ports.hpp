@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The switch program's port transports, shared by its InfiniBand and
+// Ethernet modes: each external port is one stream socket in QEMU's
+// `-netdev stream` framing (fd:, listen:, connect:, tcp-listen:,
+// tcp-connect:, none), and the poll loop that moves bytes between the
+// sockets and a switch core. A core has connect/disconnect/connected/
+// receive/output/consumed/tick (Switch and EthSwitch); a core that also
+// has next_wake(now) is woken at that time, not only every millisecond
+// (the Ethernet mode's line-rate shaper).
+#pragma once
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <poll.h>
+#include <span>
+#include <string>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+namespace ohca::fabric {
+
+enum class PortMode { None, Fd, UnixListen, UnixConnect, TcpListen, TcpConnect };
+
+struct PortIo {
+    PortMode mode = PortMode::None;
+    std::string path; // unix path, or host
+    std::string service;
+    int fd = -1;        // the connection
+    int listen_fd = -1; // listen modes
+    uint64_t next_try = 0;
+};
+
+uint64_t mono_ns();
+uint64_t real_ns();
+
+// The --port SPEC forms, for usage texts.
+extern const char *const kPortSpecHelp;
+
+bool parse_port_spec(const std::string &s, PortIo &io);
+
+// The external ports 1..N of one switch program (ios[0] unused).
+class PortSet {
+  public:
+    PortSet() : ios_(1) {}
+    PortSet(const PortSet &) = delete;
+    PortSet &operator=(const PortSet &) = delete;
+    ~PortSet();
+
+    void add(const PortIo &io) { ios_.push_back(io); }
+    [[nodiscard]] int given() const { return static_cast<int>(ios_.size()) - 1; }
+    void resize(int ports) { ios_.resize(static_cast<size_t>(ports) + 1); }
+    [[nodiscard]] uint8_t ports() const { return static_cast<uint8_t>(ios_.size() - 1); }
+
+    // Makes inherited sockets non-blocking and opens the listening ones;
+    // false after printing why (prefixed with `prog`).
+    bool open(const char *prog);
+    // Inherited (fd:) ports are connected from the start.
+    [[nodiscard]] bool inherited(uint8_t p) const { return ios_[p].mode == PortMode::Fd; }
+
+    // Runs until *stop is set: bytes in and out of the core, connects,
+    // accepts, disconnects, and the core's timers.
+    template <typename Core> void run(Core &core, volatile std::sig_atomic_t *stop);
+
+  private:
+    void try_connect(uint8_t p, uint64_t now);
+    int accept_one(uint8_t p);
+    void close_conn(uint8_t p);
+
+    std::vector<PortIo> ios_;
+};
+
+template <typename Core> void PortSet::run(Core &core, volatile std::sig_atomic_t *stop) {
+    uint64_t now = mono_ns();
+    for (uint8_t p = 1; p <= ports(); ++p) {
+        if (ios_[p].mode == PortMode::Fd) {
+            core.connect(p, now);
+        }
+    }
+    std::vector<uint8_t> buf(64 * 1024);
+    std::vector<pollfd> pfds;
+    std::vector<std::pair<uint8_t, bool>> who; // port, is listen fd
+    uint64_t last_tick = now;
+    auto drop_conn = [&](uint8_t p) {
+        close_conn(p);
+        core.disconnect(p, mono_ns());
+    };
+    while (*stop == 0) {
+        now = mono_ns();
+        pfds.clear();
+        who.clear();
+        for (uint8_t p = 1; p <= ports(); ++p) {
+            PortIo &io = ios_[p];
+            if ((io.mode == PortMode::UnixConnect || io.mode == PortMode::TcpConnect) &&
+                io.fd < 0 && now >= io.next_try) {
+                try_connect(p, now);
+                if (io.fd >= 0) {
+                    core.connect(p, now);
+                }
+            }
+            if (io.fd >= 0 && core.connected(p)) {
+                const short ev =
+                    static_cast<short>(POLLIN | (core.output(p).empty() ? 0 : POLLOUT));
+                pfds.push_back({io.fd, ev, 0});
+                who.emplace_back(p, false);
+            } else if (io.listen_fd >= 0 && io.fd < 0) {
+                pfds.push_back({io.listen_fd, POLLIN, 0});
+                who.emplace_back(p, true);
+            }
+        }
+        uint64_t wait_ns = 1'000'000;
+        if constexpr (requires { core.next_wake(now); }) {
+            const uint64_t w = core.next_wake(now);
+            wait_ns = w <= now ? 0 : std::min<uint64_t>(wait_ns, w - now);
+        }
+        const timespec ts{0, static_cast<long>(wait_ns)};
+        const int n = ppoll(pfds.data(), pfds.size(), &ts, nullptr);
+        if (n < 0 && errno != EINTR) {
+            std::perror("ohca-switch: poll");
+            break;
+        }
+        now = mono_ns();
+        for (size_t i = 0; n > 0 && i < pfds.size(); ++i) {
+            const auto [p, is_listen] = who[i];
+            PortIo &io = ios_[p];
+            if (pfds[i].revents == 0) {
+                continue;
+            }
+            if (is_listen) {
+                if (accept_one(p) >= 0) {
+                    core.connect(p, now);
+                }
+                continue;
+            }
+            if ((pfds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+                // One bounded read per port per round: a fast sender cannot
+                // starve the others.
+                const ssize_t r = read(io.fd, buf.data(), buf.size());
+                if (r > 0) {
+                    core.receive(p, std::span<const uint8_t>(buf.data(), static_cast<size_t>(r)),
+                                 now);
+                } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+                    drop_conn(p);
+                    continue;
+                }
+            }
+        }
+        if constexpr (requires { core.next_wake(now); }) {
+            if (core.next_wake(now) <= now) {
+                core.tick(now);
+                last_tick = now;
+            }
+        }
+        // Writes: as much as each socket takes.
+        for (uint8_t p = 1; p <= ports(); ++p) {
+            PortIo &io = ios_[p];
+            while (io.fd >= 0 && core.connected(p) && !core.output(p).empty()) {
+                auto out = core.output(p);
+                const ssize_t w = send(io.fd, out.data(), out.size(), MSG_NOSIGNAL);
+                if (w > 0) {
+                    core.consumed(p, static_cast<size_t>(w), now);
+                } else {
+                    if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                        drop_conn(p);
+                    }
+                    break;
+                }
+            }
+        }
+        if (now - last_tick >= 1'000'000) {
+            core.tick(now);
+            last_tick = now;
+        }
+    }
+}
+
+} // namespace ohca::fabric
