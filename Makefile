@@ -38,7 +38,7 @@ DEFAULT_DISTRO := bookworm
 
 .PHONY: check all deps build qemu qemu-asan test-asan engine engine-test kernel \
 	userspace rootfs firmware-interface firmware-interface-test test demo vm fuzz coverage \
-	bench soak clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke
+	bench soak test-apps clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke
 
 all: build
 
@@ -114,6 +114,15 @@ bench: deps build rootfs
 	@$(PYTHON) tests/bench/bench.py
 	@echo "bench: the whole ohca<->rxe interop matrix (both path MTUs)"
 	@OHCA_INTEROP_FULL=1 $(PYTHON) -m pytest -q -rA tests/integration/test_interop.py
+
+# The application jobs' longer matrix (docs/testing.md): UCX perftest in
+# every test, transport and size between two VMs, Open MPI over UCX on
+# three VMs as well, libfabric's verbs provider; make test runs their
+# compact share.
+test-apps: deps build rootfs
+	@OHCA_UCX_FULL=1 OHCA_MPI_FULL=1 $(PYTHON) -m pytest -v -rA -s \
+		tests/integration/test_ucx.py tests/integration/test_mpi.py \
+		tests/integration/test_libfabric.py
 
 # The soak (tests/integration/test_soak.py): SOAK_SECONDS of RC traffic
 # through the fault wire at 1 % loss with clients killed; make test runs

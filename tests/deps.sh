@@ -46,6 +46,9 @@ packages=(
 	clang-format clang-tidy
 	# the RoCEv2 conformance check (tests/integration/roce_pcap.py)
 	tshark
+	# the MPI test program of tests/integration/test_mpi.py, built on the
+	# host against the Open MPI the guest image runs (mpicc)
+	libopenmpi-dev
 )
 
 [ "${1:-}" != --debug-kernel ] || packages=("${debug_kernel_packages[@]}")

@@ -920,7 +920,12 @@ struct ohca_create_cq_in {
 };
 OHCA_ASSERT_SIZE(struct ohca_create_cq_in, 32);
 
-#define OHCA_CQ_LOG_MAX			16
+/*
+ * 2^20 entries (32 MiB): libfabric's ofi_rxm over verbs (1.17) opens its
+ * CQ at its universe size times its queue depths (262144 entries by
+ * default) and fails when the device's max_cqe is smaller.
+ */
+#define OHCA_CQ_LOG_MAX			20
 
 /* ---- RESIZE_CQ (OHCA_DEV_CAP_RESIZE_CQ) ---------------------------------- */
 /*

@@ -66,7 +66,7 @@ TEST_F(CmdqTest, QueryDevice) {
     EXPECT_EQ(d.max_qp_wr, 4096u);
     EXPECT_EQ(d.max_sge, 16u);
     EXPECT_EQ(d.max_cq, 1024u);
-    EXPECT_EQ(d.max_cqe, 65535u);
+    EXPECT_EQ(d.max_cqe, 1048575u);
     EXPECT_EQ(d.max_mr, 4096u);
     EXPECT_EQ(d.max_pd, 1024u);
     EXPECT_EQ(d.max_inline_data, 256u);

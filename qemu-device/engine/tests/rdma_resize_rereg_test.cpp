@@ -2,6 +2,7 @@
 // RESIZE_CQ (unpolled CQEs move to the new ring in order, indices restart,
 // all or nothing) and REREG_MR (translation, PD and access in place, keys
 // kept, all or nothing), with the fake host.
+#include "device/limits.hpp"
 #include "rdma_node.hpp"
 
 #include <gtest/gtest.h>
@@ -150,7 +151,7 @@ TEST_F(ResizeReregTest, ResizeCqRefusalsLeaveTheCqAsItWas) {
     in.rsvd[1] = 1;
     EXPECT_EQ(n.cmd_in(OHCA_CMD_RESIZE_CQ, in).status, OHCA_STATUS_RESERVED_NONZERO);
     in.rsvd[1] = 0;
-    for (uint8_t bad : {0, 17, 255}) {
+    for (uint8_t bad : {0, 21, 255}) {
         in.log_size = bad;
         const auto r = n.cmd_in(OHCA_CMD_RESIZE_CQ, in);
         EXPECT_EQ(r.status, OHCA_STATUS_BAD_FIELD);
@@ -364,6 +365,26 @@ TEST_F(ResizeReregTest, QueryDeviceAnnouncesBoth) {
     ASSERT_EQ(n.cmd(OHCA_CMD_QUERY_DEVICE, nullptr, 0, &d, sizeof(d)).status, OHCA_STATUS_OK);
     EXPECT_NE(d.dev_caps & OHCA_DEV_CAP_RESIZE_CQ, 0u);
     EXPECT_NE(d.dev_caps & OHCA_DEV_CAP_REREG_MR, 0u);
+}
+
+TEST(CqLimitsTest, CqHoldsWhatOfiRxmAsksFor) {
+    // libfabric 1.17's ofi_rxm over verbs opens its CQ at 1024 (its
+    // universe size) x (128 + 128) entries: a ring of 2^19 with the free
+    // slot; beyond OHCA_CQ_LOG_MAX the command is refused.
+    RdmaNode n{1};
+    const uint32_t want = 1024 * (128 + 128);
+    ASSERT_GE(DeviceLimits::max_cqe, want);
+    const uint64_t bytes = sizeof(ohca_cqe) << 19;
+    ohca_create_cq_in in{};
+    in.log_size = 19;
+    in.pbl = n.make_pbl(n.alloc(bytes, 4096), bytes, 12, 2); // 4096 pages
+    ohca_create_out out{};
+    ASSERT_EQ(n.cmd(OHCA_CMD_CREATE_CQ, &in, sizeof(in), &out, sizeof(out)).status, OHCA_STATUS_OK);
+    EXPECT_NE(out.handle, 0u);
+    in.log_size = OHCA_CQ_LOG_MAX + 1;
+    const auto r = n.cmd_in(OHCA_CMD_CREATE_CQ, in);
+    EXPECT_EQ(r.status, OHCA_STATUS_BAD_FIELD);
+    EXPECT_EQ(r.syndrome, offsetof(ohca_create_cq_in, log_size));
 }
 
 } // namespace

@@ -29,7 +29,8 @@ struct DeviceLimits {
     static constexpr uint32_t max_sge = 16;
     static constexpr uint32_t max_sge_rd = 16;
     static constexpr uint32_t max_cq = 1024;
-    static constexpr uint32_t max_cqe = 65535;
+    // every entry of the largest ring but the one kept free
+    static constexpr uint32_t max_cqe = (uint32_t{1} << OHCA_CQ_LOG_MAX) - 1;
     static constexpr uint32_t max_mr = 4096;
     // Memory windows (mw.cpp) share the key space with MRs: key indices
     // 1..max_mr + max_mw, each either an MR or a window.

@@ -13,7 +13,7 @@ namespace ohca {
 namespace {
 
 // CQEs per DMA: bounds the stack buffer; the work is bounded by the
-// largest ring (2^OHCA_CQ_LOG_MAX entries, 2 MiB read and written once).
+// largest ring (2^OHCA_CQ_LOG_MAX entries, 32 MiB read and written once).
 constexpr uint32_t kCopyChunk = 64;
 
 } // namespace
