@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // libFuzzer: the Ethernet frame parser and ohca-switch's Ethernet mode
-// under byte streams from hostile peers. Input: chunks of [op][length]
-// [bytes...]. The op's low 2 bits pick the port, its high 3 bits the
-// action: connect, disconnect, drain the output, advance time, raw stream
-// bytes (x2), one whole frame from the chunk (its first bytes steered to
-// a VLAN tag, IPv4/IPv6 or a PFC frame, so the deeper paths are reached).
-// Every frame is also parsed on its own and, when ECN-capable, marked: an
-// IPv4 header that verified must still verify. After each chunk the
-// switch's memory must be within its bounds.
+// under byte streams from hostile peers. Input: port_stream.hpp's chunks;
+// its frame action (6) sends one whole frame from the chunk, its first
+// bytes steered to a VLAN tag, IPv4/IPv6 or a PFC frame, so the deeper
+// paths are reached. Every frame is also parsed on its own and, when
+// ECN-capable, marked: an IPv4 header that verified must still verify.
+// After each chunk the switch's memory must be within its bounds.
 #include "eth/frame.hpp"
 #include "eth_switch.hpp"
+#include "port_stream.hpp"
 
 #include <cstdlib>
 #include <vector>
@@ -65,73 +64,46 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (uint8_t p = 1; p <= 3; ++p) {
         sw.connect(p, 0);
     }
-    uint64_t now = 0;
-    size_t i = 0;
     std::vector<uint8_t> buf;
-    while (i + 2 <= size) {
-        const uint8_t op = data[i];
-        const size_t len = std::min<size_t>(data[i + 1] * 8u + 1, size - i - 2);
-        const auto port = static_cast<uint8_t>(1 + (op & 3) % 3);
-        const std::span<const uint8_t> chunk(data + i + 2, len);
-        bool used = true;
-        switch (op >> 5) {
-        case 0:
-            sw.connect(port, now);
-            used = false;
-            break;
-        case 1:
-            sw.disconnect(port, now);
-            used = false;
-            break;
-        case 2:
-            sw.consumed(port, sw.output(port).size(), now);
-            used = false;
-            break;
-        case 3:
-            now += static_cast<uint64_t>(len) * 100'000;
-            sw.tick(now);
-            used = false;
-            break;
-        case 6: {
-            // One frame: the chunk, with a header steered by its first byte.
-            const size_t n = std::max<size_t>(len, 14);
-            buf.assign(4 + n, 0);
-            const auto n32 = static_cast<uint32_t>(n);
-            buf[0] = static_cast<uint8_t>(n32 >> 24);
-            buf[1] = static_cast<uint8_t>(n32 >> 16);
-            buf[2] = static_cast<uint8_t>(n32 >> 8);
-            buf[3] = static_cast<uint8_t>(n32);
-            std::copy_n(chunk.begin(), std::min(n, len), buf.begin() + 4);
-            uint8_t *f = buf.data() + 4;
-            f[6] &= 0xFE; // a unicast source, mostly
-            size_t off = 12;
-            const uint8_t steer = len > 0 ? chunk[0] : 0;
-            if ((steer & 1) != 0 && n >= off + 6) {
-                f[off] = 0x81, f[off + 1] = 0x00;
-                off += 4;
-            }
-            static constexpr uint16_t kTypes[4] = {eth::kTypeIpv4, eth::kTypeIpv6,
-                                                   eth::kTypeMacControl, 0x88B5};
-            const uint16_t type = kTypes[steer >> 1 & 3];
-            f[off] = static_cast<uint8_t>(type >> 8);
-            f[off + 1] = static_cast<uint8_t>(type);
-            if (type == eth::kTypeIpv4 && n > off + 2) {
-                f[off + 2] = static_cast<uint8_t>(0x40 | (f[off + 2] & 0xF));
-            } else if (type == eth::kTypeIpv6 && n > off + 2) {
-                f[off + 2] = static_cast<uint8_t>(0x60 | (f[off + 2] & 0xF));
-            } else if (type == eth::kTypeMacControl && n > off + 4) {
-                f[off + 2] = 0x01, f[off + 3] = 0x01;
-            }
-            check_parser(std::span<const uint8_t>(f, n));
-            sw.receive(port, buf, now);
-            break;
+    auto frame = [&](uint8_t port, std::span<const uint8_t> chunk, uint64_t now) {
+        const size_t len = chunk.size();
+        // One frame: the chunk, with a header steered by its first byte.
+        const size_t n = std::max<size_t>(len, 14);
+        buf.assign(4 + n, 0);
+        const auto n32 = static_cast<uint32_t>(n);
+        buf[0] = static_cast<uint8_t>(n32 >> 24);
+        buf[1] = static_cast<uint8_t>(n32 >> 16);
+        buf[2] = static_cast<uint8_t>(n32 >> 8);
+        buf[3] = static_cast<uint8_t>(n32);
+        std::copy_n(chunk.begin(), std::min(n, len), buf.begin() + 4);
+        uint8_t *f = buf.data() + 4;
+        f[6] &= 0xFE; // a unicast source, mostly
+        size_t off = 12;
+        const uint8_t steer = len > 0 ? chunk[0] : 0;
+        if ((steer & 1) != 0 && n >= off + 6) {
+            f[off] = 0x81, f[off + 1] = 0x00;
+            off += 4;
         }
-        default:
-            check_parser(chunk);
-            sw.receive(port, chunk, now);
-            break;
+        static constexpr uint16_t kTypes[4] = {eth::kTypeIpv4, eth::kTypeIpv6, eth::kTypeMacControl,
+                                               0x88B5};
+        const uint16_t type = kTypes[steer >> 1 & 3];
+        f[off] = static_cast<uint8_t>(type >> 8);
+        f[off + 1] = static_cast<uint8_t>(type);
+        if (type == eth::kTypeIpv4 && n > off + 2) {
+            f[off + 2] = static_cast<uint8_t>(0x40 | (f[off + 2] & 0xF));
+        } else if (type == eth::kTypeIpv6 && n > off + 2) {
+            f[off + 2] = static_cast<uint8_t>(0x60 | (f[off + 2] & 0xF));
+        } else if (type == eth::kTypeMacControl && n > off + 4) {
+            f[off + 2] = 0x01, f[off + 3] = 0x01;
         }
-        i += 2 + (used ? len : 0);
+        check_parser(std::span<const uint8_t>(f, n));
+        sw.receive(port, buf, now);
+    };
+    auto raw = [&](uint8_t port, std::span<const uint8_t> chunk, uint64_t now) {
+        check_parser(chunk);
+        sw.receive(port, chunk, now);
+    };
+    auto check = [&] {
         if (sw.buffer_used() > cfg.buffer_bytes || sw.mac_entries() > cfg.mac_table) {
             std::abort();
         }
@@ -147,6 +119,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (queued != sw.buffer_used()) {
             std::abort();
         }
-    }
+    };
+    drive_ports(
+        sw, data, size, 100'000, frame,
+        [](uint8_t, std::span<const uint8_t>, uint64_t) { return false; }, raw, check);
     return 0;
 }
