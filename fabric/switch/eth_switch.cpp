@@ -85,7 +85,6 @@ void EthSwitch::connect(uint8_t p, uint64_t now) {
     pt.connected = true;
     pt.reader.reset();
     pt.out.clear();
-    pt.out_off = 0;
     pt.paused_until.fill(0);
     pt.xoff.fill(false);
     pt.announce = 0;
@@ -100,7 +99,6 @@ void EthSwitch::disconnect(uint8_t p, uint64_t now) {
     Port &pt = port(p);
     pt.connected = false;
     pt.out.clear();
-    pt.out_off = 0;
     pt.xoff.fill(false);
     pt.announce = 0;
     for (size_t prio = 0; prio < kPriorities; ++prio) {
@@ -127,23 +125,16 @@ void EthSwitch::receive(uint8_t p, std::span<const uint8_t> bytes, uint64_t now)
 
 std::span<const uint8_t> EthSwitch::output(uint8_t p) const {
     const Port &pt = port(p);
-    return std::span<const uint8_t>(pt.out).subspan(pt.out_off);
+    return pt.out.pending();
 }
 
 size_t EthSwitch::output_bytes(uint8_t p) const {
-    return port(p).out.size() - port(p).out_off;
+    return port(p).out.size();
 }
 
 void EthSwitch::consumed(uint8_t p, size_t n, uint64_t now) {
     Port &pt = port(p);
-    pt.out_off = std::min(pt.out.size(), pt.out_off + n);
-    if (pt.out_off == pt.out.size()) {
-        pt.out.clear();
-        pt.out_off = 0;
-    } else if (pt.out_off > cfg_.out_limit) {
-        pt.out.erase(pt.out.begin(), pt.out.begin() + static_cast<long>(pt.out_off));
-        pt.out_off = 0;
-    }
+    pt.out.consume(n, cfg_.out_limit);
     schedule(now);
 }
 
@@ -493,11 +484,7 @@ void EthSwitch::schedule(uint64_t now) {
 }
 
 void EthSwitch::append(Port &pt, std::span<const uint8_t> frame) {
-    const auto n = static_cast<uint32_t>(frame.size());
-    const uint8_t len[4] = {static_cast<uint8_t>(n >> 24), static_cast<uint8_t>(n >> 16),
-                            static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)};
-    pt.out.insert(pt.out.end(), len, len + 4);
-    pt.out.insert(pt.out.end(), frame.begin(), frame.end());
+    pt.out.append(frame);
 }
 
 void EthSwitch::emit_pfc(uint8_t o, uint64_t now) {

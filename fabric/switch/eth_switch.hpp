@@ -177,8 +177,7 @@ class EthSwitch {
         uint64_t tokens = 0; // bits x 1e9 (a ns at R bit/s adds R)
         uint64_t last_fill = 0;
         uint8_t rr = 0;
-        std::vector<uint8_t> out;
-        size_t out_off = 0;
+        StreamWriter out;                            // framed, waiting for the socket
         size_t macs = 0;                             // MAC table entries learned here
         std::array<uint64_t, kDepthBuckets> depth{}; // what arriving frames met
         uint64_t depth_samples = 0;

@@ -3,7 +3,8 @@
 // then the frame. StreamReader cuts a byte stream into frames with a
 // buffer of one largest frame (4222 bytes for InfiniBand, 9022 for
 // Ethernet): a length above the limit is a frame too large to keep —
-// its bytes are skipped as they come, never stored.
+// its bytes are skipped as they come, never stored. StreamWriter is a
+// port's output: frames framed, waiting for the socket to take them.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace ohca::fabric {
 
@@ -86,5 +88,45 @@ template <size_t MaxFrame> class BasicStreamReader {
 };
 
 using StreamReader = BasicStreamReader<4222>; // ib::kMaxFrameBytes
+
+class StreamWriter {
+  public:
+    // A frame, framed; returns where it lies in the buffer (the caller
+    // may still edit it, until the next append or consume).
+    std::span<uint8_t> append(std::span<const uint8_t> frame) {
+        const auto n = static_cast<uint32_t>(frame.size());
+        const uint8_t len[4] = {static_cast<uint8_t>(n >> 24), static_cast<uint8_t>(n >> 16),
+                                static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)};
+        buf_.insert(buf_.end(), len, len + 4);
+        const size_t at = buf_.size();
+        buf_.insert(buf_.end(), frame.begin(), frame.end());
+        return {buf_.data() + at, frame.size()};
+    }
+    // What waits for the socket.
+    [[nodiscard]] std::span<const uint8_t> pending() const {
+        return std::span<const uint8_t>(buf_).subspan(off_);
+    }
+    [[nodiscard]] size_t size() const { return buf_.size() - off_; }
+    // The socket took 'n' bytes. The buffer is compacted once more than
+    // 'compact_at' bytes lie before what waits, so it never holds more
+    // than that beyond what waits.
+    void consume(size_t n, size_t compact_at) {
+        off_ = std::min(buf_.size(), off_ + n);
+        if (off_ == buf_.size()) {
+            clear();
+        } else if (off_ > compact_at) {
+            buf_.erase(buf_.begin(), buf_.begin() + static_cast<long>(off_));
+            off_ = 0;
+        }
+    }
+    void clear() {
+        buf_.clear();
+        off_ = 0;
+    }
+
+  private:
+    std::vector<uint8_t> buf_;
+    size_t off_ = 0;
+};
 
 } // namespace ohca::fabric

@@ -86,7 +86,6 @@ void Switch::connect(uint8_t p, uint64_t now) {
     pt.reader.reset();
     pt.credits.reset();
     pt.out.clear();
-    pt.out_off = 0;
     pt.last_fcp = now;
     sma_.link_up(p);
     write_fcps(p, true);
@@ -103,7 +102,6 @@ void Switch::disconnect(uint8_t p, uint64_t now) {
     Port &pt = port(p);
     pt.connected = false;
     pt.out.clear();
-    pt.out_off = 0;
     // What it had sent us is gone with the link; its credits too.
     for (auto &q : pt.in) {
         q.clear();
@@ -128,19 +126,12 @@ void Switch::receive(uint8_t p, std::span<const uint8_t> bytes, uint64_t now) {
 
 std::span<const uint8_t> Switch::output(uint8_t p) const {
     const Port &pt = port(p);
-    return std::span<const uint8_t>(pt.out).subspan(pt.out_off);
+    return pt.out.pending();
 }
 
 void Switch::consumed(uint8_t p, size_t n, uint64_t now) {
     Port &pt = port(p);
-    pt.out_off = std::min(pt.out.size(), pt.out_off + n);
-    if (pt.out_off == pt.out.size()) {
-        pt.out.clear();
-        pt.out_off = 0;
-    } else if (pt.out_off > cfg_.out_limit) {
-        pt.out.erase(pt.out.begin(), pt.out.begin() + static_cast<long>(pt.out_off));
-        pt.out_off = 0;
-    }
+    pt.out.consume(n, cfg_.out_limit);
     schedule(now);
 }
 
@@ -529,22 +520,16 @@ void Switch::write_fcps(uint8_t o, bool all) {
             continue;
         }
         const FlowControlPacket f = pt.credits.take_fcp(vl, all ? FcOp::Init : FcOp::Normal);
-        std::array<uint8_t, 4 + kLinkPacketBytes> b{};
-        put32(b.data(), kLinkPacketBytes);
-        f.write(std::span<uint8_t, kLinkPacketBytes>(b.data() + 4, kLinkPacketBytes));
-        pt.out.insert(pt.out.end(), b.begin(), b.end());
+        std::array<uint8_t, kLinkPacketBytes> b{};
+        f.write(b);
+        pt.out.append(b);
         ++pt.stats.link_packets_out;
     }
 }
 
 void Switch::emit(uint8_t o, const Queued &q, uint8_t vl) {
     Port &pt = port(o);
-    const size_t at = pt.out.size();
-    uint8_t len[4];
-    put32(len, static_cast<uint32_t>(q.frame.size()));
-    pt.out.insert(pt.out.end(), len, len + 4);
-    pt.out.insert(pt.out.end(), q.frame.begin(), q.frame.end());
-    std::span<uint8_t> f(pt.out.data() + at + 4, q.frame.size());
+    const std::span<uint8_t> f = pt.out.append(q.frame);
     if ((f[0] >> 4) != vl) {
         set_vl(f, vl);
     }
@@ -606,7 +591,7 @@ void Switch::discard_heads(uint64_t now) {
 
 bool Switch::schedule_port(uint8_t o, uint64_t now) {
     Port &op = port(o);
-    if (!op.connected || op.out.size() - op.out_off >= cfg_.out_limit) {
+    if (!op.connected || op.out.size() >= cfg_.out_limit) {
         return false;
     }
     const unsigned n = cfg_.ports + 1u;
@@ -750,7 +735,7 @@ size_t Switch::queued_blocks(uint8_t p) const {
 }
 
 size_t Switch::output_bytes(uint8_t p) const {
-    return port(p).out.size() - port(p).out_off;
+    return port(p).out.size();
 }
 
 std::string Switch::stats_json() const {

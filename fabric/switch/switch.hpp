@@ -118,8 +118,7 @@ class Switch {
         ib::LinkCredits credits;
         std::array<std::deque<Queued>, ib::kMaxDataVls> in;
         std::deque<Queued> in15;
-        std::vector<uint8_t> out;
-        size_t out_off = 0;
+        StreamWriter out;  // framed, waiting for the socket
         uint8_t rr_vl = 0; // output arbitration: next data VL
         uint8_t rr_in = 0; // output arbitration: next input
         uint64_t last_fcp = 0;
