@@ -105,7 +105,6 @@ def test_soak_through_loss_with_kills(vm_run):
     with watch_qemu_rss(["soak-warm", "soak-done"]) as mem:
         server, client = vm_run([script(), script()], nvms=2, wire={"loss": 0.01, "seed": 5},
                                 timeout=SECONDS + 900)
-    assert_ok([server, client])
     wire = server.wire_stats
     served, sent = runs(server.output, "server"), runs(client.output, "client")
     kills = len(re.findall(r"^KILLED client", client.output, re.M))
@@ -117,6 +116,8 @@ def test_soak_through_loss_with_kills(vm_run):
           + (f"{heap0} -> {heap1} bytes" if heap0 and heap1 else "not sampled")
           + "; vm0 QEMU RSS "
           + (f"{rss0 >> 20} -> {rss1 >> 20} MiB" if rss0 and rss1 else "not sampled"))
+    # the figures first: they are the run's record even when a check fails
+    assert_ok([server, client])
     corrupt = [line for r in (server, client)
                for line in re.findall(r"^CORRUPT: .*$", r.output, re.M)]
     assert not corrupt, "\n".join(corrupt)
