@@ -332,9 +332,14 @@ static struct ohca_dev *ohca_dev_init(struct pci_dev *pdev)
 	/* What slot_reset restores after an AER reset of the link. */
 	pci_save_state(pdev);
 
-	dev_info(&pdev->dev, "%s ready, MAC %pM, node GUID %016llx, RDMA function %s\n",
-		 ohca_port_name(dev), dev->port_mac,
-		 le64_to_cpu(dev->attr.node_guid), dev_name(&dev->aux->adev.dev));
+	if (dev->ib_port)	/* no MAC: the SM addresses it by GUID and LID */
+		dev_info(&pdev->dev, "%s ready, node GUID %016llx, RDMA function %s\n",
+			 ohca_port_name(dev), le64_to_cpu(dev->attr.node_guid),
+			 dev_name(&dev->aux->adev.dev));
+	else
+		dev_info(&pdev->dev, "%s ready, MAC %pM, node GUID %016llx, RDMA function %s\n",
+			 ohca_port_name(dev), dev->port_mac,
+			 le64_to_cpu(dev->attr.node_guid), dev_name(&dev->aux->adev.dev));
 	return dev;
 
 err_debugfs:
