@@ -49,7 +49,7 @@ bool t_cq_fields(void)
 	in.uar_index = 9;
 	EXPECT_CMD(cmd(OHCA_CMD_CREATE_CQ, &in, 32, 8), OHCA_STATUS_BAD_FIELD, 4);
 	in.uar_index = 0;
-	in.log_size = 17;
+	in.log_size = OHCA_CQ_LOG_MAX + 1;
 	EXPECT_CMD(cmd(OHCA_CMD_CREATE_CQ, &in, 32, 8), OHCA_STATUS_BAD_FIELD, 8);
 	in.log_size = 8;	/* 8 KiB ring in a one-page list */
 	EXPECT_CMD(cmd(OHCA_CMD_CREATE_CQ, &in, 32, 8), OHCA_STATUS_BAD_FIELD,
@@ -78,7 +78,7 @@ bool t_resize_cq_fields(void)
 	RESIZE_BAD(cqn, 0x999, OHCA_STATUS_BAD_HANDLE, 0x999);
 	RESIZE_BAD(rsvd[2], 1, OHCA_STATUS_RESERVED_NONZERO, 7);
 	RESIZE_BAD(log_size, 0, OHCA_STATUS_BAD_FIELD, 4);
-	RESIZE_BAD(log_size, 17, OHCA_STATUS_BAD_FIELD, 4);
+	RESIZE_BAD(log_size, OHCA_CQ_LOG_MAX + 1, OHCA_STATUS_BAD_FIELD, 4);
 	RESIZE_BAD(log_size, 8, OHCA_STATUS_BAD_FIELD,	/* one page: 4 KiB */
 		   8 + offsetof(struct ohca_pbl, npages));
 	RESIZE_BAD(pbl.addr, NOWHERE, OHCA_STATUS_BAD_ADDR, 0);
