@@ -70,7 +70,6 @@ class IbWire {
     bool end_run();
     // When the periodic FCPs are due (0: never, the link is down).
     [[nodiscard]] uint64_t deadline() const;
-    [[nodiscard]] const IbFlow &flow() const { return flow_; }
     // The P_Key a QP's packet carries (QP0: the default one).
     [[nodiscard]] uint16_t pkey_of(const Qp &qp, uint16_t wqe_index) const;
     // UD's largest message: the active MTU as if it were an Ethernet one.

@@ -98,7 +98,6 @@ class WirePort final : public WireServices, public Port {
     }
     bool end_run() { return state_.ib && ib_.end_run(); }
     [[nodiscard]] uint64_t link_deadline() const { return state_.ib ? ib_.deadline() : 0; }
-    [[nodiscard]] const IbWire &ib_wire() const { return ib_; }
 
     // WireServices.
     [[nodiscard]] const Host &host() const override { return host_; }
