@@ -353,9 +353,17 @@ def test_rc_integrity_stream_wire(vm_run):
         # UC: every byte arrives on a lossless wire as well
         assert re.search(rf"^ohca_rc_integrity: PASS role={role} mtu=1024 "
                          rf"\S+ iterations={INTEGRITY_ITERS}/.* READ=0 qp=UC$", r.output, re.M), r.report()
-    # a lossless wire: no packet sent again, no sequence NAK, nothing dropped
-    for r in (server, client):
-        ctr = hw_counters(r.output)
+    # A lossless wire: nothing corrupt, and nothing sent again, out of
+    # sequence or NAKed unless an ACK timer expired first. Under TCG on a
+    # loaded host a guest can stall past its ACK timeout; the packets the
+    # timer sends again then arrive as duplicates or stale responses. A gap
+    # the wire made shows as these counters with no timeout at all.
+    ctrs = [hw_counters(r.output) for r in (server, client)]
+    print("counters (server, client):", ctrs)
+    timeouts = sum(c.get("rc_local_ack_timeouts", 0) for c in ctrs)
+    for r, ctr in zip((server, client), ctrs):
         assert ctr.get("roce_rx_pkts", 0) > 0, r.report()
-        for name in ("rc_seq_naks_rcvd", "rc_out_of_seq_dropped", "roce_icrc_errors"):
-            assert ctr.get(name, 0) == 0, (name, ctr)
+        assert ctr.get("roce_icrc_errors", 0) == 0, ctr
+        if timeouts == 0:
+            for name in ("rc_seq_naks_rcvd", "rc_out_of_seq_dropped", "rc_retrans_pkts"):
+                assert ctr.get(name, 0) == 0, (name, ctrs)
