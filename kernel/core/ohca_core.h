@@ -256,6 +256,11 @@ struct ohca_dev {
 	u32 rx_mode;			/* last mode sent; rx_mode_work only */
 
 	struct dentry *debugfs;
+	/* debugfs cc_params/<name>: the DCQCN parameter of each file */
+	struct ohca_cc_file {
+		struct ohca_dev *dev;
+		u32 param;		/* enum ohca_cc_param */
+	} cc_files[OHCA_CC_PARAM_MAX];
 };
 
 /* The auxiliary device of the RDMA function. */
