@@ -287,7 +287,7 @@ TEST(Dcqcn, CnpWireFormatParsesBack) {
     EXPECT_EQ(f[15], 48 << 2); // DSCP 48, not ECT
     const size_t bth = 14 + 20 + 8;
     EXPECT_EQ(f[bth], 0x81);
-    EXPECT_EQ(f[bth + 1], 0); // SE, M, pad, TVer 0
+    EXPECT_EQ(f[bth + 1], 0);    // SE, M, pad, TVer 0
     EXPECT_EQ(f[bth + 4], 0x40); // BECN
     EXPECT_EQ(f[bth + 5], 0x12);
     EXPECT_EQ(f[bth + 7], 0x56);
@@ -330,8 +330,8 @@ TEST(Dcqcn, EcnBitsAreExtractedOnIpv4AndIpv6) {
 
 // ---- two devices --------------------------------------------------------------------
 
-constexpr size_t kIpTos = 15;    // IPv4 TOS in an untagged frame
-constexpr size_t kBthOff = 42;   // BTH in an untagged IPv4 frame
+constexpr size_t kIpTos = 15;  // IPv4 TOS in an untagged frame
+constexpr size_t kBthOff = 42; // BTH in an untagged IPv4 frame
 
 void set_ce(std::vector<uint8_t> &f) {
     f[kIpTos] |= dcqcn::kEcnCe;
@@ -392,7 +392,8 @@ class DcqcnWire : public ::testing::Test {
         r.rkey = side[1].key;
         a.post_send(side[0].qp, r);
     }
-    CmdOutcome cc(RdmaNode &n, uint32_t param, uint32_t op, uint32_t value, uint32_t *out = nullptr) {
+    CmdOutcome cc(RdmaNode &n, uint32_t param, uint32_t op, uint32_t value,
+                  uint32_t *out = nullptr) {
         ohca_cc_param_in in{};
         in.param = param;
         in.op = op;
@@ -420,7 +421,7 @@ TEST_F(DcqcnWire, EctOnTheWireAndCeAnsweredByOneCnp) {
     mark_pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
         if (from_a) {
             EXPECT_EQ(f[kIpTos] & dcqcn::kEcnMask, dcqcn::kEct0); // ECN-capable
-            set_ce(f); // a switch marks them all
+            set_ce(f);                                            // a switch marks them all
             ++data;
         } else if (f[kBthOff] == kCnpOpcode) {
             cnps.push_back(f);

@@ -87,7 +87,7 @@ class RunLoop final : public QpScheduler {
     const TransportTable &transports_;
     ReadyList ready_;
     TimerHeap<Qp> timers_;
-    TimerHeap<PaceSlot> paced_; // QPs their pacer holds back (DCQCN)
+    TimerHeap<PaceSlot> paced_;   // QPs their pacer holds back (DCQCN)
     uint64_t timer_deadline_ = 0; // last deadline given to set_timer
     bool in_run_ = false;         // inside a run: no schedule() per ready QP
     // The last run left the timers unchecked: the next checks them

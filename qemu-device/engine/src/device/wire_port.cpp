@@ -440,10 +440,9 @@ dcqcn::ReactionPoint WirePort::reaction_point() const {
 // has the reaction point enabled: a switch may then mark them CE instead
 // of dropping them.
 void WirePort::mark_ect(const Qp &qp, PacketPath &path) const {
-    if (cc_connected(qp) &&
-        cc_params_.rp_enabled(dcqcn::priority_of_tclass(path.traffic_class))) {
-        path.traffic_class = static_cast<uint8_t>(
-            (path.traffic_class & ~dcqcn::kEcnMask) | dcqcn::kEct0);
+    if (cc_connected(qp) && cc_params_.rp_enabled(dcqcn::priority_of_tclass(path.traffic_class))) {
+        path.traffic_class =
+            static_cast<uint8_t>((path.traffic_class & ~dcqcn::kEcnMask) | dcqcn::kEct0);
     }
 }
 
@@ -489,8 +488,7 @@ bool WirePort::cc_may_send(Qp &qp) {
     if (!s.limited) {
         return true;
     }
-    if (state_.ib ||
-        !cc_params_.rp_enabled(dcqcn::priority_of_tclass(qp.attrs.av.traffic_class))) {
+    if (state_.ib || !cc_params_.rp_enabled(dcqcn::priority_of_tclass(qp.attrs.av.traffic_class))) {
         s = dcqcn::RpState{}; // disabled meanwhile: line rate
         return true;
     }

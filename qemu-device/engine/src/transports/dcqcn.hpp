@@ -74,8 +74,8 @@ struct RpState {
     uint32_t rc_kbps = 0; // current rate
     uint32_t rt_kbps = 0; // target rate
     uint16_t alpha = 0;
-    uint16_t t_stage = 0;   // timer increase events since the last cut
-    uint16_t bc_stage = 0;  // byte counter increase events since it
+    uint16_t t_stage = 0;  // timer increase events since the last cut
+    uint16_t bc_stage = 0; // byte counter increase events since it
     bool cnp_in_alpha_period = false;
     bool increased = false; // the rate rose (as clamp_tgt_rate_ati counts) since the last cut
     uint32_t bytes = 0;     // sent towards the next byte counter event
@@ -107,8 +107,7 @@ inline constexpr uint32_t kbps(uint32_t mbps) {
 // The reaction point's algorithm over one QP's state.
 class ReactionPoint {
   public:
-    ReactionPoint(const Params &params, uint32_t line_kbps)
-        : p_(params), line_kbps_(line_kbps) {}
+    ReactionPoint(const Params &params, uint32_t line_kbps) : p_(params), line_kbps_(line_kbps) {}
 
     // A CNP for the QP at 'now': the alpha update and, at most once per
     // rp_rate_reduce_monitor_period, the cut. O(1) amortized; the rate
