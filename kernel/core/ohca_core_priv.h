@@ -70,6 +70,10 @@ void ohca_check_fatal(struct ohca_dev *dev);
 int ohca_netdev_create(struct ohca_dev *dev);
 void ohca_netdev_destroy(struct ohca_dev *dev);
 void ohca_netdev_link_change(struct ohca_dev *dev, bool up);
+
+/* ohca_ecn.c */
+int ohca_ecn_sysfs_create(struct ohca_dev *dev);
+void ohca_ecn_sysfs_destroy(struct ohca_dev *dev);
 irqreturn_t ohca_eth_irq(int irq, void *data);
 
 /* ohca_debugfs.c */

@@ -46,8 +46,13 @@ TEST(Dcqcn, DefaultsAreMlx5sAndRangesAreChecked) {
     EXPECT_EQ(p[OHCA_CC_RP_DCE_TCP_G], 1019u);
     EXPECT_EQ(p[OHCA_CC_RP_INITIAL_ALPHA_VALUE], 1023u);
     EXPECT_EQ(p[OHCA_CC_NP_CNP_DSCP], 48u);
-    EXPECT_TRUE(p.rp_enabled(0) && p.rp_enabled(7) && p.np_enabled(3));
-    EXPECT_FALSE(p.rp_enabled(8));
+    // RP off (the traffic class as the AV says), NP on.
+    EXPECT_FALSE(p.rp_enabled(0) || p.rp_enabled(7));
+    EXPECT_TRUE(p.np_enabled(0) && p.np_enabled(7));
+    ASSERT_TRUE(p.set(OHCA_CC_RP_ENABLE_MASK, 0xff));
+    EXPECT_TRUE(p.rp_enabled(0) && p.rp_enabled(7));
+    EXPECT_FALSE(p.rp_enabled(8) || p.np_enabled(8));
+    p = Params{};
     EXPECT_STREQ(dcqcn::param_spec(OHCA_CC_RP_MIN_DEC_FAC).name, "rp_min_dec_fac");
     for (unsigned int i = 0; i < OHCA_CC_PARAM_MAX; ++i) {
         const dcqcn::ParamSpec &s = dcqcn::param_spec(i);
@@ -382,6 +387,8 @@ class DcqcnWire : public ::testing::Test {
         }
         a.connect(side[0].qp, side[1].qp.qpn, b);
         b.connect(side[1].qp, side[0].qp.qpn, a);
+        // The RP on every priority (off by default).
+        ASSERT_EQ(cc(a, OHCA_CC_RP_ENABLE_MASK, OHCA_CC_PARAM_SET, 0xff).status, OHCA_STATUS_OK);
     }
     void write(uint32_t len, uint64_t wr_id = 1) {
         SendReq r;
@@ -524,6 +531,21 @@ TEST_F(DcqcnWire, HostileCnpFloodIsBoundedAndUnknownQpIgnored) {
     EXPECT_EQ(a.poll(side[0].scq).size(), 1u);
 }
 
+TEST_F(DcqcnWire, ByDefaultTheTrafficClassIsTheAvsAndCnpsAreIgnored) {
+    ASSERT_EQ(cc(a, OHCA_CC_RP_ENABLE_MASK, OHCA_CC_PARAM_SET, 0).status, OHCA_STATUS_OK);
+    write(2048);
+    std::vector<std::vector<uint8_t>> cnps;
+    mark_pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
+        if (from_a) {
+            EXPECT_EQ(f[kIpTos], 0); // the AV's traffic class, not ECT
+        } else if (f[kBthOff] == kCnpOpcode) {
+            cnps.push_back(f);
+        }
+    });
+    EXPECT_TRUE(cnps.empty());
+    EXPECT_EQ(b.stats().np_ecn_marked_roce_packets, 0u);
+}
+
 TEST_F(DcqcnWire, DisabledPrioritySendsNotEctAndIgnoresCnps) {
     ASSERT_EQ(cc(a, OHCA_CC_RP_ENABLE_MASK, OHCA_CC_PARAM_SET, 0).status, OHCA_STATUS_OK);
     ASSERT_EQ(cc(b, OHCA_CC_NP_ENABLE_MASK, OHCA_CC_PARAM_SET, 0).status, OHCA_STATUS_OK);
@@ -550,6 +572,7 @@ TEST_F(DcqcnWire, DisabledPrioritySendsNotEctAndIgnoresCnps) {
 
 TEST_F(DcqcnWire, CcParamCommandChecksEveryValue) {
     uint32_t v = 0;
+    ASSERT_EQ(cc(a, OHCA_CC_RP_ENABLE_MASK, OHCA_CC_PARAM_SET, 0).status, OHCA_STATUS_OK);
     ASSERT_EQ(cc(a, OHCA_CC_RP_AI_RATE, OHCA_CC_PARAM_GET, 0, &v).status, OHCA_STATUS_OK);
     EXPECT_EQ(v, 5u);
     for (unsigned int i = 0; i < OHCA_CC_PARAM_MAX; ++i) {

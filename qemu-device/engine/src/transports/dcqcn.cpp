@@ -26,8 +26,12 @@ constexpr unsigned int kMaxByteEvents = 16;
 // What the pacer lets a QP catch up after its wake-up came late.
 constexpr uint64_t kBurstNs = 10000;
 
+// The RP is off by default: until it is enabled, packets carry the
+// traffic class exactly as the address vector gives it (docs/wire-format.md,
+// and the tests that check it); the NP is on, so a peer whose RP is on gets
+// CNPs (docs/congestion.md, "Turning it on and off").
 constexpr std::array<ParamSpec, OHCA_CC_PARAM_MAX> kSpecs = {{
-    {"rp_enable_mask", 0, 0xff, 0xff},
+    {"rp_enable_mask", 0, 0xff, 0},
     {"np_enable_mask", 0, 0xff, 0xff},
     {"rp_clamp_tgt_rate", 0, 1, 0},
     {"rp_clamp_tgt_rate_ati", 0, 1, 1},
