@@ -494,6 +494,41 @@ TEST_F(DcqcnWire, CutRatePacesTheRequesterOnATimer) {
     EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
 }
 
+TEST_F(DcqcnWire, ReadResponsesArePacedToo) {
+    ASSERT_EQ(cc(a, OHCA_CC_RP_RATE_TO_SET_ON_FIRST_CNP, OHCA_CC_PARAM_SET, 10).status,
+              OHCA_STATUS_OK);
+    ASSERT_EQ(cc(a, OHCA_CC_RP_BYTE_RESET, OHCA_CC_PARAM_SET, 0).status, OHCA_STATUS_OK);
+    PacketPath path;
+    path.smac = b.mac;
+    path.dmac = a.mac;
+    path.sgid = b.gid;
+    path.dgid = a.gid;
+    const std::array<uint8_t, dcqcn::kCnpPayloadLen> zeros{};
+    inject_to_a(build_roce_frame(path, dcqcn::cnp_fields(side[0].qp.qpn), zeros));
+    a.process();
+    ASSERT_EQ(a.stats().rp_cnp_handled, 1u);
+    // b READs 4 packets from a: a's responses go at a's cut rate.
+    SendReq r;
+    r.opcode = OHCA_WR_RDMA_READ;
+    r.sges = {{side[1].buf, 4096, side[1].key}};
+    r.remote_addr = side[0].buf;
+    r.rkey = side[0].key;
+    b.post_send(side[1].qp, r);
+    const uint64_t sent0 = a.stats().roce_tx_pkts;
+    pump(a, b);
+    EXPECT_EQ(a.stats().roce_tx_pkts - sent0, 1u);
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_GT(a.host.timer, a.host.now);
+        a.host.now = a.host.timer;
+        b.host.now = a.host.now;
+        pump(a, b);
+    }
+    EXPECT_EQ(a.stats().roce_tx_pkts - sent0, 4u);
+    auto sc = b.poll(side[1].scq);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
+}
+
 TEST_F(DcqcnWire, HostileCnpFloodIsBoundedAndUnknownQpIgnored) {
     // CNPs as b would send them, to a's QP and to a QP a does not have.
     PacketPath path;

@@ -418,14 +418,16 @@ void WirePort::deliver(const ParsedPacket &p) {
 // ---- DCQCN -------------------------------------------------------------------------
 
 namespace {
-// The QPs whose packets DCQCN controls: those with a peer QP (the RP paces
-// the RC requester, RC's and XRC's initiator; UD and raw QPs are left alone).
+// The QPs whose packets DCQCN controls: RC and XRC, whose requests and
+// READ responses the RP paces (and which alone are ECN-capable: a packet
+// that says ECT has a sender that reacts). The NP answers any QP with a
+// peer QP (UC too: the peer may react). UD and raw QPs are left alone.
 bool cc_connected(const Qp &qp) {
     return qp.type == OHCA_QPT_RC || qp.type == OHCA_QPT_UC || qp.type == OHCA_QPT_XRC_INI ||
            qp.type == OHCA_QPT_XRC_TGT;
 }
 bool cc_paced(const Qp &qp) {
-    return qp.type == OHCA_QPT_RC || qp.type == OHCA_QPT_XRC_INI;
+    return qp.type == OHCA_QPT_RC || qp.type == OHCA_QPT_XRC_INI || qp.type == OHCA_QPT_XRC_TGT;
 }
 // A RoCE packet's length beyond its payload (Ethernet, IPv4, UDP, BTH,
 // ICRC): what the pacer and the byte counter charge besides the payload.
@@ -440,7 +442,7 @@ dcqcn::ReactionPoint WirePort::reaction_point() const {
 // has the reaction point enabled: a switch may then mark them CE instead
 // of dropping them.
 void WirePort::mark_ect(const Qp &qp, PacketPath &path) const {
-    if (cc_connected(qp) && cc_params_.rp_enabled(dcqcn::priority_of_tclass(path.traffic_class))) {
+    if (cc_paced(qp) && cc_params_.rp_enabled(dcqcn::priority_of_tclass(path.traffic_class))) {
         path.traffic_class =
             static_cast<uint8_t>((path.traffic_class & ~dcqcn::kEcnMask) | dcqcn::kEct0);
     }
@@ -452,7 +454,7 @@ void WirePort::mark_ect(const Qp &qp, PacketPath &path) const {
 void WirePort::rp_cnp(const ParsedPacket &p) {
     Qp *qp = qps_.find(p.fields.bth.dest_qp);
     if (qp == nullptr || !is_local_gid(p.dgid) || !cc_paced(*qp) ||
-        (qp->state != OHCA_QPS_RTS && qp->state != OHCA_QPS_SQD) ||
+        (qp->state != OHCA_QPS_RTR && qp->state != OHCA_QPS_RTS && qp->state != OHCA_QPS_SQD) ||
         !cc_params_.rp_enabled(dcqcn::priority_of_tclass(qp->attrs.av.traffic_class))) {
         ++cc_.rp_cnp_ignored;
         return;
