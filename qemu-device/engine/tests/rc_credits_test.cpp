@@ -35,8 +35,8 @@ uint8_t opcode_of(const std::vector<uint8_t> &frame) {
 }
 
 TEST(CreditTable, IbtaValues) {
-    const uint16_t want[31] = {0,    1,    2,    3,    4,    6,     8,     12,    16,    24,   32,
-                               48,   64,   96,   128,  192,  256,   384,   512,   768,   1024, 1536,
+    const uint16_t want[31] = {0,    1,    2,    3,    4,    6,     8,     12,    16,   24,   32,
+                               48,   64,   96,   128,  192,  256,   384,   512,   768,  1024, 1536,
                                2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
     for (size_t i = 0; i < 31; ++i) {
         EXPECT_EQ(credits::kCount[i], want[i]) << i;
@@ -69,8 +69,8 @@ class CreditTest : public ::testing::Test {
     RdmaNode &node(int i) { return i == 0 ? a : b; }
     void post_recvs(int n) {
         for (int i = 0; i < n; ++i) {
-            b.post_recv(side[1].qp, next_recv, {{side[1].buf + 256 * (next_recv % 1024), 256,
-                                                 side[1].key}});
+            b.post_recv(side[1].qp, next_recv,
+                        {{side[1].buf + 256 * (next_recv % 1024), 256, side[1].key}});
             ++next_recv;
         }
     }
@@ -413,6 +413,57 @@ TEST(CreditSrq, SrqQpAdvertisesInvalid) {
     }
     EXPECT_EQ(b.poll(rcq).size(), 8u);
     EXPECT_EQ(a.poll(sa.scq).size(), 8u);
+}
+
+// The slow receiver again with the receiving QP on an SRQ, which gives no
+// credits: the same 50 SENDs complete in order, by RNR NAKs and resends
+// (what the credits save).
+TEST(CreditSrq, SlowReceiverOnAnSrqTakesRnrNaks) {
+    RdmaNode a{1};
+    RdmaNode b{2};
+    Side sa = make_side(a, 1 << 16, 7);
+    const uint32_t pd = b.create_pd();
+    CqInfo scq = b.create_cq(6);
+    CqInfo rcq = b.create_cq(7);
+    SrqInfo srq = b.create_srq(pd, 7);
+    const uint64_t buf = b.alloc(1 << 16);
+    const uint32_t key = b.reg_mr(pd, buf, 1 << 16, kSideAccess);
+    QpInfo bq = b.create_qp_on_srq(pd, scq.cqn, rcq.cqn, srq.srqn);
+    a.connect(sa.qp, bq.qpn, b, 3, 14, 7, 7, kRemote, 4);
+    b.connect(bq, sa.qp.qpn, a, 3, 14, 7, 7, kRemote, 4);
+    constexpr uint64_t kMsgs = 50;
+    uint64_t posted = 0;
+    b.post_srq_recv(srq, posted++, {{buf, 256, key}});
+    for (uint64_t k = 0; k < kMsgs; ++k) {
+        SendReq s;
+        s.wr_id = k;
+        s.sges = {{sa.buf, 100, sa.key}};
+        a.post_send(sa.qp, s);
+    }
+    std::vector<ohca_cqe> sc, rc;
+    for (int tick = 0; tick < 2000 && (sc.size() < kMsgs || rc.size() < kMsgs); ++tick) {
+        pump(a, b);
+        for (const auto &c : a.poll(sa.scq)) {
+            sc.push_back(c);
+        }
+        for (const auto &c : b.poll(rcq)) {
+            rc.push_back(c);
+        }
+        a.host.now += 1'000'000;
+        b.host.now += 1'000'000;
+        if (posted < kMsgs) {
+            b.post_srq_recv(srq, posted, {{buf + 256 * (posted % 64), 256, key}});
+            ++posted;
+        }
+    }
+    ASSERT_EQ(sc.size(), kMsgs);
+    ASSERT_EQ(rc.size(), kMsgs);
+    for (uint64_t k = 0; k < kMsgs; ++k) {
+        EXPECT_EQ(sc[k].status, OHCA_CQE_SUCCESS);
+        EXPECT_EQ(sc[k].wr_id, k);
+        EXPECT_EQ(rc[k].wr_id, k);
+    }
+    EXPECT_GT(device_of(b.e).roce_counters().rnr_naks_sent, 0u);
 }
 
 } // namespace

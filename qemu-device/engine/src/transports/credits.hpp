@@ -20,15 +20,14 @@ inline constexpr uint8_t kInvalid = 0x1f;
 // The count each code stands for (IBTA's table: 0-4, then two values per
 // power of two, up to 32768).
 inline constexpr std::array<uint16_t, 31> kCount = {
-    0,    1,    2,    3,    4,    6,    8,     12,    16,    24,    32,
-    48,   64,   96,   128,  192,  256,  384,   512,   768,   1024,  1536,
-    2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
+    0,   1,   2,   3,   4,    6,    8,    12,   16,   24,   32,   48,    64,    96,    128,  192,
+    256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
 
 // The largest code whose count is at most 'n': a responder never
 // advertises more receive WQEs than are posted.
 [[nodiscard]] constexpr uint8_t code_for(uint32_t n) {
     uint8_t lo = 0;
-    uint8_t hi = kCount.size() - 1;
+    auto hi = static_cast<uint8_t>(kCount.size() - 1);
     while (lo < hi) {
         const auto mid = static_cast<uint8_t>((lo + hi + 1) / 2);
         if (kCount[mid] <= n) {

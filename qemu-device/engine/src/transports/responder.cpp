@@ -269,7 +269,8 @@ void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
         if (it.kind == Kind::Ack) {
             f.bth.opcode = rc::kAck;
             f.bth.psn = it.psn;
-            f.aeth = Aeth{(it.syndrome & 0x60) == kAethAck ? ack_syndrome(qp) : it.syndrome, it.msn};
+            f.aeth =
+                Aeth{(it.syndrome & 0x60) == kAethAck ? ack_syndrome(qp) : it.syndrome, it.msn};
             qp.resp.pop_front();
             rc_emit(svc_, qp, f);
             --quantum;
