@@ -262,6 +262,7 @@ def test_four_vms_on_one_switch(vm_cluster, nic, kernel_kind):
             if j != i:
                 assert (f"RPING vm{i}-vm{j} client rc=0 pings=3 server rc=0 pings=3"
                         in r.output), r.report()
+        assert "ohca_rc_integrity: FAIL" not in r.output, r.report()
         role = "server" if i % 2 else "client"
         assert re.search(rf"^ohca_rc_integrity: PASS role={role} mtu=4096 \S+ "
                          rf"iterations={ITERS}/", r.output, re.M), r.report()
@@ -273,6 +274,7 @@ def test_four_vms_on_one_switch(vm_cluster, nic, kernel_kind):
         assert p["bad_frames"] == 0 and p["oversize_frames"] == 0, p
         assert not any(q["drops"] for q in p["prio"]), p
         if nic == "ohca":
-            # the integrity pairs' traffic: megabytes through every port
-            assert p["bytes_in"] > 1 << 20 and p["bytes_out"] > 1 << 20, p
+            # the integrity pairs' traffic through every port, both ways
+            # (about 0.4-0.8 MB each way at 40 iterations)
+            assert p["bytes_in"] > 100_000 and p["bytes_out"] > 100_000, p
     assert stats["buffer_hwm"] <= stats["buffer_bytes"], stats
