@@ -388,25 +388,7 @@ static const char * const ohca_cc_names[OHCA_CC_PARAM_MAX] = {
 
 static int ohca_cc_param(struct ohca_cc_file *f, u32 op, u32 value, u32 *out)
 {
-	struct ohca_cc_param_in in = {
-		.param = cpu_to_le32(f->param),
-		.op = cpu_to_le32(op),
-		.value = cpu_to_le32(value),
-	};
-	struct ohca_cc_param_out res = {};
-	struct ohca_cmd_args args = {
-		.opcode = OHCA_CMD_CC_PARAM,
-		.in = &in,
-		.in_len = sizeof(in),
-		.out = &res,
-		.out_len = sizeof(res),
-	};
-	int err;
-
-	err = ohca_cmd_exec(f->dev, &args);
-	if (!err && out)
-		*out = le32_to_cpu(res.value);
-	return err;
+	return ohca_cc_param_cmd(f->dev, f->param, op, value, out);
 }
 
 static int ohca_cc_get(void *data, u64 *val)

@@ -22,8 +22,20 @@ static u32 ohca_ecn_param(const struct ohca_ecn_attr *a)
 	return a->np ? OHCA_CC_NP_ENABLE_MASK : OHCA_CC_RP_ENABLE_MASK;
 }
 
-static int ohca_ecn_cmd(struct ohca_dev *dev, u32 param, u32 op, u32 value,
-			u32 *out)
+/**
+ * ohca_cc_param_cmd() - get or set one DCQCN parameter (OHCA_CMD_CC_PARAM)
+ * @dev: the device
+ * @param: OHCA_CC_* parameter
+ * @op: OHCA_CC_PARAM_GET or OHCA_CC_PARAM_SET
+ * @value: the new value (SET)
+ * @out: where the device's current value goes, or NULL
+ *
+ * Used by the ecn/ switches here and by debugfs cc_params/.
+ *
+ * Return: 0, or the command's error (-EINVAL for a value out of range).
+ */
+int ohca_cc_param_cmd(struct ohca_dev *dev, u32 param, u32 op, u32 value,
+		      u32 *out)
 {
 	struct ohca_cc_param_in in = {
 		.param = cpu_to_le32(param),
@@ -41,7 +53,7 @@ static int ohca_ecn_cmd(struct ohca_dev *dev, u32 param, u32 op, u32 value,
 	int err;
 
 	err = ohca_cmd_exec(dev, &args);
-	if (!err)
+	if (!err && out)
 		*out = le32_to_cpu(res.value);
 	return err;
 }
@@ -53,8 +65,8 @@ static ssize_t ohca_ecn_show(struct kobject *kobj, struct kobj_attribute *attr,
 	u32 mask;
 	int err;
 
-	err = ohca_ecn_cmd(a->dev, ohca_ecn_param(a), OHCA_CC_PARAM_GET, 0,
-			   &mask);
+	err = ohca_cc_param_cmd(a->dev, ohca_ecn_param(a), OHCA_CC_PARAM_GET,
+				0, &mask);
 	if (err)
 		return err;
 	return sysfs_emit(buf, "%u\n", (mask >> a->prio) & 1);
@@ -75,14 +87,15 @@ static ssize_t ohca_ecn_store(struct kobject *kobj,
 		return err;
 	/* Read, change one bit, write: one writer at a time. */
 	mutex_lock(&dev->ecn_lock);
-	err = ohca_ecn_cmd(dev, ohca_ecn_param(a), OHCA_CC_PARAM_GET, 0, &mask);
+	err = ohca_cc_param_cmd(dev, ohca_ecn_param(a), OHCA_CC_PARAM_GET, 0,
+				&mask);
 	if (!err) {
 		if (on)
 			mask |= BIT(a->prio);
 		else
 			mask &= ~BIT(a->prio);
-		err = ohca_ecn_cmd(dev, ohca_ecn_param(a), OHCA_CC_PARAM_SET,
-				   mask, &mask);
+		err = ohca_cc_param_cmd(dev, ohca_ecn_param(a),
+					OHCA_CC_PARAM_SET, mask, &mask);
 	}
 	mutex_unlock(&dev->ecn_lock);
 	return err ? err : count;
