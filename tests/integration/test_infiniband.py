@@ -382,7 +382,8 @@ def test_infiniband_switch(vm_cluster, topology):
             if p["port"] in linked:
                 assert p["state"] == 4, p  # Active
                 assert p["frames_in"] > 400 and p["frames_out"] > 400, p
-        assert st["ports"][0]["smp_local"] > 0, st["ports"][0]  # its SMA answered opensm
+        # its SMA answered opensm (counted on the port the SMP came in by)
+        assert sum(p["smp_local"] for p in st["ports"]) > 0, st["ports"]
     if options.get("capture"):
         pcap = os.path.join(c.logdir, "wire", "sw0", "switch.pcap")
         assert os.path.getsize(pcap) > 100_000, pcap
