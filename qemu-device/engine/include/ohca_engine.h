@@ -165,6 +165,32 @@ uint64_t ohca_engine_heap_bytes(void);
  * received RoCE frames, send queues, expired timers). */
 void ohca_engine_process(struct ohca_engine *e);
 
+/* The engine's whole state as a byte stream, for migration and snapshots
+ * (docs/migration.md): registers, queues, every object with its transport
+ * state, counters; timers as the time they have left on now_ns. Call it
+ * between two engine entry points (in QEMU: under the BQL, outside the
+ * engine), where no work request is half executed. Frames in flight and
+ * received frames waiting for a run are not part of it: RC recovers them
+ * as from a loss. On success returns 0 and *buf (free it with
+ * ohca_engine_state_free()) of *len bytes. Fails (-1, a reason in err,
+ * err_len bytes at most, NUL-terminated) when called from inside a
+ * callback, on an InfiniBand port, with ODP MRs, or out of memory. */
+int ohca_engine_save(struct ohca_engine *e, uint8_t **buf, size_t *len, char *err, size_t err_len);
+void ohca_engine_state_free(uint8_t *buf);
+
+/* The longest stream ohca_engine_load() takes. */
+#define OHCA_ENGINE_STATE_MAX (96u << 20)
+
+/* Replaces the engine's state with a stream ohca_engine_save() made on an
+ * engine of the same configuration (MAC, GUIDs, max_qp, link layer; not
+ * id_seed). The stream is hostile input: every field is checked as the
+ * command that set it would check it, and what it makes the engine hold
+ * is bounded by the device's limits. Timers are re-armed (set_timer) and a
+ * run is asked for (schedule). Returns 0, or -1 with a reason in err; the
+ * engine is then in its power-on state. Not from inside a callback. */
+int ohca_engine_load(struct ohca_engine *e, const uint8_t *buf, size_t len, char *err,
+                     size_t err_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -67,6 +67,11 @@ class AsyncEvents final : public EventSink {
     // than half full, as a peer's QP events: a peer's requests fault too).
     [[nodiscard]] bool fault_room() const;
 
+    // EQ 0 and what waits for it (device/snapshot.cpp). Loaded after the
+    // objects whose waiting events are kept in them.
+    void save(state::Writer &w) const;
+    void load(state::Reader &r);
+
   private:
     void hold(const ohca_eqe &eqe);
     bool take_held(ohca_eqe &eqe);

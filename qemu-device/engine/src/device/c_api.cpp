@@ -3,8 +3,11 @@
 // the engine is built with -fno-exceptions and allocation failure yields
 // NULL from ohca_engine_create().
 #include "device/device.hpp"
+#include "state/device_state.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <new>
 
 struct ohca_engine {
@@ -95,6 +98,51 @@ void ohca_engine_reset(struct ohca_engine *e) {
 
 void ohca_engine_process(struct ohca_engine *e) {
     e->device.process();
+}
+
+namespace {
+void set_error(char *err, size_t err_len, const std::string &why) {
+    if (err != nullptr && err_len != 0) {
+        const size_t n = std::min(err_len - 1, why.size());
+        std::memcpy(err, why.data(), n);
+        err[n] = '\0';
+    }
+}
+} // namespace
+
+int ohca_engine_save(struct ohca_engine *e, uint8_t **buf, size_t *len, char *err, size_t err_len) {
+    std::vector<uint8_t> out;
+    std::string why;
+    if (!ohca::DeviceState::save(e->device, out, why)) {
+        set_error(err, err_len, why);
+        return -1;
+    }
+    auto *p = static_cast<uint8_t *>(std::malloc(std::max<size_t>(out.size(), 1)));
+    if (p == nullptr) {
+        set_error(err, err_len, "out of memory");
+        return -1;
+    }
+    std::memcpy(p, out.data(), out.size());
+    *buf = p;
+    *len = out.size();
+    return 0;
+}
+
+void ohca_engine_state_free(uint8_t *buf) {
+    std::free(buf);
+}
+
+int ohca_engine_load(struct ohca_engine *e, const uint8_t *buf, size_t len, char *err,
+                     size_t err_len) {
+    std::string why;
+    if (buf == nullptr) {
+        len = 0;
+    }
+    if (!ohca::DeviceState::load(e->device, std::span<const uint8_t>(buf, len), why)) {
+        set_error(err, err_len, why);
+        return -1;
+    }
+    return 0;
 }
 
 } // extern "C"

@@ -71,6 +71,10 @@
 namespace ohca {
 
 class Device : private KeyLinks, private FatalSink {
+    // Saves and loads the whole state (state/device_state.hpp): the
+    // registers here, every other part through its owner.
+    friend class DeviceState;
+
   public:
     Device(const ohca_engine_ops &ops, void *ctx, const DeviceConfig &cfg);
     Device(const Device &) = delete;

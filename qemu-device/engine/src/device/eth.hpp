@@ -44,6 +44,10 @@ class EthRings {
     CmdResult cmd_create_ring(const Command &cmd);
     CmdResult cmd_destroy_ring(const Command &cmd);
 
+    // The rings and the interrupt's state (device/snapshot.cpp).
+    void save(state::Writer &w) const;
+    void load(state::Reader &r);
+
   private:
     void completed();
     bool tx_one();

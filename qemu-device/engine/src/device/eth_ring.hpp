@@ -2,6 +2,8 @@
 // One Ethernet descriptor ring (TX or RX) in guest memory.
 #pragma once
 
+#include "state/stream.hpp"
+
 #include <cstdint>
 
 namespace ohca {
@@ -32,6 +34,9 @@ class EthRing {
     [[nodiscard]] uint16_t producer() const { return pi_; }
     [[nodiscard]] uint16_t consumer() const { return ci_; }
     [[nodiscard]] uint64_t base() const { return base_; }
+
+    void save(state::Writer &w) const;
+    void load(state::Reader &r);
 
   private:
     uint64_t base_ = 0;

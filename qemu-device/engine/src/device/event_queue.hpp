@@ -4,6 +4,7 @@
 #pragma once
 
 #include "device/host.hpp"
+#include "state/stream.hpp"
 
 #include <ohca/ohca_queue.h>
 
@@ -38,6 +39,13 @@ class EventQueue {
     [[nodiscard]] uint32_t consumer() const { return ci_; }
     [[nodiscard]] bool armed() const { return armed_; }
     [[nodiscard]] uint32_t size() const { return configured() ? 1u << log_size_ : 0; }
+    [[nodiscard]] unsigned int vector() const { return vector_; }
+
+    // Saved and loaded with its owner (device/snapshot.cpp): a loaded
+    // queue is unconfigured or has a valid base and size, and indices at
+    // most a ring apart.
+    void save(state::Writer &w) const;
+    void load(state::Reader &r);
 
   private:
     unsigned int vector_;

@@ -2,6 +2,8 @@
 // The port's source GID table (programmed by ADD_GID / DEL_GID).
 #pragma once
 
+#include "state/stream.hpp"
+
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -37,6 +39,9 @@ class GidTable {
     // ours? then loop it back; was it for us?), so it compares the valid
     // entries only, as two 64-bit words each.
     [[nodiscard]] bool contains(const std::array<uint8_t, 16> &gid) const;
+
+    void save(state::Writer &w) const;
+    void load(state::Reader &r);
 
   private:
     std::array<std::optional<GidEntry>, kGidTableLen> entries_{};

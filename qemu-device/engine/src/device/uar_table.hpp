@@ -4,6 +4,8 @@
 
 #include <ohca/ohca_regs.h>
 
+#include "state/stream.hpp"
+
 #include <array>
 #include <bitset>
 #include <cstdint>
@@ -26,6 +28,10 @@ class UarTable {
     bool release(uint32_t index);
     [[nodiscard]] bool allocated(uint32_t index) const;
     [[nodiscard]] uint32_t count() const { return static_cast<uint32_t>(used_.count()); }
+
+    // Which pages are allocated (page 0 never is).
+    void save(state::Writer &w) const;
+    void load(state::Reader &r);
 
   private:
     std::bitset<OHCA_NUM_DB_PAGES> used_;

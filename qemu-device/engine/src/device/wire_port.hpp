@@ -103,6 +103,12 @@ class WirePort final : public WireServices, public Port {
     bool end_run() { return state_.ib && ib_.end_run(); }
     [[nodiscard]] uint64_t link_deadline() const { return state_.ib ? ib_.deadline() : 0; }
 
+    // The port's state, GIDs, counters and DCQCN parameters
+    // (device/snapshot.cpp). Not the backlog: received and looped-back
+    // packets waiting for a run are dropped (docs/migration.md).
+    void save(state::Writer &w) const;
+    void load(state::Reader &r);
+
     // WireServices.
     [[nodiscard]] const Host &host() const override { return host_; }
     EmitResult emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,

@@ -11,6 +11,8 @@
 #include "objects/pbl_budget.hpp"
 #include "objects/rdma_objects.hpp"
 #include "objects/scheduler.hpp"
+#include "state/refs.hpp"
+#include "state/stream.hpp"
 
 #include <ohca/ohca_queue.h>
 
@@ -61,6 +63,11 @@ class CqTable {
         return t != 0 && t <= now;
     }
     [[nodiscard]] uint64_t earliest_timer() const { return timers_.earliest(); }
+
+    // Completion EQs and CQs (objects/snapshot.cpp), with their
+    // moderation timers re-armed; the references they hold into 'refs'.
+    void save(state::Writer &w) const;
+    void load(state::Reader &r, state::Refs &refs);
 
   private:
     void post_cq_event(uint32_t eqn, uint32_t cqn);

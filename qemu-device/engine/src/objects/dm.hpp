@@ -6,6 +6,8 @@
 // memory and the allocations; dm.cpp also holds MemoryKeys' commands for it.
 #pragma once
 
+#include "state/stream.hpp"
+
 #include <ohca/ohca_cmd.h>
 #include <ohca/ohca_regs.h>
 
@@ -59,6 +61,13 @@ class DeviceMemory {
     // Anything else reads 0, is not written, and returns false.
     bool mmio_read(uint64_t offset, unsigned int size, uint64_t &value) const;
     bool mmio_write(uint64_t offset, uint64_t value, unsigned int size);
+
+    // The allocations, their handles' tags and what they hold
+    // (objects/keys_snapshot.cpp). The MR counts are checked by the keys.
+    void save(state::Writer &w) const;
+    void load(state::Reader &r);
+    // Whether each allocation's count of MRs is mrs[its slot].
+    [[nodiscard]] bool mrs_match(const std::array<uint32_t, kMaxAllocs + 1> &mrs) const;
 
   private:
     [[nodiscard]] bool mapped(uint64_t offset, unsigned int size) const;

@@ -24,6 +24,8 @@
 #include "objects/pbl_budget.hpp"
 #include "objects/qp_windows.hpp"
 #include "objects/rdma_objects.hpp"
+#include "state/refs.hpp"
+#include "state/stream.hpp"
 #include "transports/transport.hpp"
 
 #include <ohca/ohca_cmd.h>
@@ -32,6 +34,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace ohca {
@@ -94,6 +97,13 @@ class MemoryKeys final : public MemoryServices, public QpWindows {
     void odp_wait(Qp &qp) override;
     LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) override;
     uint8_t invalidate_key(uint32_t key, const Qp &qp, bool remote) override;
+
+    // MRs, windows, their key tags and device memory with its contents
+    // (objects/keys_snapshot.cpp). Loaded after the QPs (type 2 windows
+    // name theirs); references into 'refs'. ODP MRs are not saved yet:
+    // save() answers false with 'why' while one exists.
+    bool save(state::Writer &w, std::string &why) const;
+    void load(state::Reader &r, state::Refs &refs);
 
     // For tests of the ODP walk's bound (audit N3): translation chunks and
     // entries odp_touch looked at since power-on.

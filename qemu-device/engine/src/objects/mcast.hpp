@@ -4,9 +4,12 @@
 // attachments in all, so per-packet fan-out is bounded too.
 #pragma once
 
+#include "state/stream.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -37,6 +40,11 @@ class McastTable {
     [[nodiscard]] size_t groups() const { return groups_.size(); }
     [[nodiscard]] size_t attachments() const { return total_; }
     void clear();
+
+    // The groups and their QPs (objects/snapshot.cpp); 'qp_ok' says whether
+    // a QPN names a QP that may be attached.
+    void save(state::Writer &w) const;
+    void load(state::Reader &r, const std::function<bool(uint32_t)> &qp_ok);
 
   private:
     struct Group {

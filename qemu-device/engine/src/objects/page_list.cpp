@@ -78,6 +78,47 @@ PageList::LoadResult PageList::load(const Host &host, const ohca_pbl &pbl, uint6
     return {};
 }
 
+void PageList::save(state::Writer &w) const {
+    w.u8(static_cast<uint8_t>(shift_));
+    w.u32(static_cast<uint32_t>(pages_.size()));
+    for (const uint64_t p : pages_) {
+        w.u64(p);
+    }
+}
+
+void PageList::load(state::Reader &r, uint64_t min_bytes, uint64_t max_entries) {
+    const unsigned int shift = r.u8();
+    if (r.ok() && (shift < OHCA_PAGE_SHIFT_MIN || shift > OHCA_PAGE_SHIFT_MAX)) {
+        r.fail("page list: bad page shift");
+        return;
+    }
+    const uint32_t n = r.count(OHCA_PBL_MAX_PAGES, sizeof(uint64_t), "page list entries");
+    if (!r.ok()) {
+        return;
+    }
+    if (min_bytes != 0 && n != pages_for(min_bytes, shift)) {
+        r.fail("page list: not the pages its object takes");
+        return;
+    }
+    if (n > max_entries) {
+        r.fail("page lists beyond the device's budget");
+        return;
+    }
+    const uint64_t psize = uint64_t{1} << shift;
+    std::vector<uint64_t> pages(n);
+    for (uint64_t &p : pages) {
+        p = r.u64();
+        if (r.ok() && (p % psize != 0 || p + (psize - 1) < p)) {
+            r.fail("page list: a page is not aligned");
+            return;
+        }
+    }
+    if (r.ok()) {
+        shift_ = shift;
+        pages_ = std::move(pages);
+    }
+}
+
 bool PageList::read(const Host &host, uint64_t offset, void *buf, size_t len) const {
     auto *p = static_cast<uint8_t *>(buf);
     while (len > 0) {

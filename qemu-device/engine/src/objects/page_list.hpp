@@ -4,6 +4,7 @@
 #pragma once
 
 #include "device/host.hpp"
+#include "state/stream.hpp"
 
 #include <ohca/ohca_cmd.h>
 
@@ -64,6 +65,13 @@ class PageList {
     // written in pieces, the bytes [last_off, last_off + last_len) last.
     bool write_ordered(const Host &host, uint64_t offset, const void *buf, size_t len,
                        size_t last_off, size_t last_len) const;
+
+    // Saved and loaded with its object (state/stream.hpp). A loaded list
+    // has a valid page shift, aligned pages, exactly the pages 'min_bytes'
+    // takes (0: any number) and at most 'max_entries' (the device's budget
+    // left).
+    void save(state::Writer &w) const;
+    void load(state::Reader &r, uint64_t min_bytes, uint64_t max_entries);
 
   private:
     unsigned int shift_ = 12;

@@ -7,6 +7,8 @@
 
 #include "device/command.hpp"
 #include "objects/rdma_objects.hpp"
+#include "state/refs.hpp"
+#include "state/stream.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +37,11 @@ class PdTable {
             --pd->refs;
         }
     }
+
+    // The PDs and their counts (objects/snapshot.cpp); the counts are
+    // checked once everything is loaded (state/refs.hpp).
+    void save(state::Writer &w) const;
+    void load(state::Reader &r);
 
     CmdResult cmd_create_pd(const Command &cmd);
     CmdResult cmd_destroy_pd(const Command &cmd);

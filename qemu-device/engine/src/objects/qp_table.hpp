@@ -15,6 +15,8 @@
 #include "objects/rdma_objects.hpp"
 #include "objects/scheduler.hpp"
 #include "objects/srq.hpp"
+#include "state/refs.hpp"
+#include "state/stream.hpp"
 
 #include <cstdint>
 
@@ -85,6 +87,13 @@ class QpTable : public XrcSrqBorrowers {
     [[nodiscard]] uint64_t cqes_owed(const Cq &cq) const;
     // Words the QPN searches looked at (tests bound the work).
     [[nodiscard]] uint64_t qpn_probes() const { return qpns_.probes(); }
+
+    // Every QP with its transport state (objects/qp_snapshot.cpp): a
+    // loaded QP names objects that exist, as its create command checked,
+    // and is rescheduled (its ACK/RNR and pacer timers re-armed, and made
+    // ready to look at what it owes); its references go into 'refs'.
+    void save(state::Writer &w) const;
+    void load(state::Reader &r, state::Refs &refs);
 
   private:
     void apply_state(Qp &qp, uint8_t next);

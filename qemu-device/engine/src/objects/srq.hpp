@@ -11,6 +11,8 @@
 #include "objects/page_list.hpp"
 #include "objects/pbl_budget.hpp"
 #include "objects/rdma_objects.hpp"
+#include "state/refs.hpp"
+#include "state/stream.hpp"
 
 #include <cstdint>
 #include <vector>
@@ -108,6 +110,10 @@ class SrqTable {
     // The next receive WQE of a QP on an SRQ (qp.srqn), into the QP's
     // recv_* fields.
     SrqTake take_wqe(Qp &qp);
+
+    // The SRQs (objects/snapshot.cpp); the references they hold into 'refs'.
+    void save(state::Writer &w) const;
+    void load(state::Reader &r, state::Refs &refs);
 
   private:
     const Host &host_;

@@ -7,6 +7,7 @@
 
 #include "link/link_layer.hpp"
 #include "objects/rdma_objects.hpp"
+#include "state/stream.hpp"
 #include "transports/transport.hpp"
 
 #include <ohca/ohca_cmd.h>
@@ -15,6 +16,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -59,6 +61,12 @@ class FlowTable {
     CmdResult cmd_create_flow(const Command &cmd, const Host &host, QpTable &qps);
     CmdResult cmd_destroy_flow(const Command &cmd, QpTable &qps);
 
+    // The flows in their order (transports/snapshot.cpp); 'qp_ok' says
+    // whether a QPN names a raw Ethernet QP, whose flows 'refs' counts.
+    void save(state::Writer &w) const;
+    void load(state::Reader &r, const std::function<bool(uint32_t)> &qp_ok,
+              std::vector<uint32_t> &qp_flows);
+
   private:
     static constexpr size_t kWords = sizeof(ohca_flow_spec) / sizeof(uint64_t);
     struct Flow {
@@ -99,6 +107,10 @@ class RawEth final : public Transport {
     [[nodiscard]] FlowTable &flows() { return flows_; }
     [[nodiscard]] const RawCounters &counters() const { return counters_; }
     void reset() override;
+    // The flows and the counters (transports/snapshot.cpp).
+    void save(state::Writer &w) const;
+    void load(state::Reader &r, const std::function<bool(uint32_t)> &qp_ok,
+              std::vector<uint32_t> &qp_flows);
 
     // Longest frame a raw QP may send for a port MTU: the MTU, the
     // Ethernet header and one VLAN tag.

@@ -10,6 +10,7 @@
 // sends; a new READ or atomic beyond the limit is the caller's NAK.
 #pragma once
 
+#include "state/stream.hpp"
 #include "transports/ring.hpp"
 
 #include <cstddef>
@@ -77,6 +78,11 @@ class ResponderResources {
     // the saved atomics; it is never executed again either way.
     bool replay_atomic(uint32_t psn);
     [[nodiscard]] std::optional<uint64_t> saved_result(uint32_t psn) const;
+
+    // Saved and loaded with its QP (transports/snapshot.cpp): a loaded one
+    // keeps the bounds above (the capacity at most max_qp_rd_atom).
+    void save(state::Writer &w) const;
+    void load(state::Reader &r);
 
   private:
     struct Saved {

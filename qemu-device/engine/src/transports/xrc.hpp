@@ -63,6 +63,12 @@ class XrcTransport final : public Transport {
         }
     }
 
+    // The domains and their counts (transports/snapshot.cpp); the counts
+    // are checked once everything is loaded (state/refs.hpp).
+    void save(state::Writer &w) const;
+    void load(state::Reader &r);
+    [[nodiscard]] uint32_t refs(uint32_t xrcdn) const { return refs_[xrcdn]; }
+
     // RC's visit: an initiator sends, a target answers.
     void visit(Qp &qp, unsigned int &quantum) override { rc_visit(svc_, req_, resp_, qp, quantum); }
     // A packet for an XRC QP: responses to an initiator's requester,

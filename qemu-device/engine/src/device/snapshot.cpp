@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The device-side owners' parts of a saved engine (state/stream.hpp,
+// docs/migration.md): EQ 0 and its waiting events, the Ethernet rings, the
+// UARs, the GID table and the port. Every loaded field is checked as the
+// command or register write that set it would have checked it.
+#include "device/async_events.hpp"
+#include "device/eth.hpp"
+#include "device/event_queue.hpp"
+#include "device/gid_table.hpp"
+#include "device/limits.hpp"
+#include "device/uar_table.hpp"
+#include "device/wire_port.hpp"
+
+#include <ohca/ohca_regs.h>
+
+namespace ohca {
+
+void EventQueue::save(state::Writer &w) const {
+    w.u64(base_);
+    w.u8(static_cast<uint8_t>(log_size_));
+    w.u32(pi_);
+    w.u32(ci_);
+    w.boolean(armed_);
+}
+
+void EventQueue::load(state::Reader &r) {
+    const uint64_t base = r.u64();
+    const unsigned int log = r.u8();
+    const uint32_t pi = r.u32();
+    const uint32_t ci = r.u32();
+    const bool armed = r.boolean();
+    if (!r.ok()) {
+        return;
+    }
+    if (log != 0 && (log < OHCA_EQ_LOG_MIN || log > OHCA_EQ_LOG_MAX || base == 0 ||
+                     base % sizeof(ohca_eqe) != 0)) {
+        r.fail("event queue: bad base or size");
+        return;
+    }
+    if (pi - ci > (log != 0 ? 1u << log : 0)) {
+        r.fail("event queue: consumer beyond the producer");
+        return;
+    }
+    base_ = base;
+    log_size_ = log;
+    pi_ = pi;
+    ci_ = ci;
+    armed_ = armed;
+}
+
+void EthRing::save(state::Writer &w) const {
+    w.u64(base_);
+    w.u8(static_cast<uint8_t>(log_size_));
+    w.u16(pi_);
+    w.u16(ci_);
+    w.boolean(broken_);
+}
+
+void EthRing::load(state::Reader &r) {
+    const uint64_t base = r.u64();
+    const unsigned int log = r.u8();
+    const uint16_t pi = r.u16();
+    const uint16_t ci = r.u16();
+    const bool broken = r.boolean();
+    if (!r.ok()) {
+        return;
+    }
+    if (log != 0 && (log < OHCA_ETH_RING_LOG_MIN || log > OHCA_ETH_RING_LOG_MAX || base == 0 ||
+                     base % sizeof(ohca_eth_desc) != 0)) {
+        r.fail("Ethernet ring: bad base or size");
+        return;
+    }
+    if (static_cast<uint16_t>(pi - ci) > (log != 0 ? 1u << log : 0)) {
+        r.fail("Ethernet ring: indices more than a ring apart");
+        return;
+    }
+    base_ = base;
+    log_size_ = log;
+    pi_ = pi;
+    ci_ = ci;
+    broken_ = broken;
+}
+
+void EthRings::save(state::Writer &w) const {
+    tx_ring_.save(w);
+    rx_ring_.save(w);
+    w.u32(irq_mask_);
+    w.boolean(irq_pending_);
+}
+
+void EthRings::load(state::Reader &r) {
+    tx_ring_.load(r);
+    rx_ring_.load(r);
+    const uint32_t mask = r.u32();
+    const bool pending = r.boolean();
+    if (r.ok() && mask > 1) {
+        r.fail("Ethernet interrupt mask: bad value");
+        return;
+    }
+    irq_mask_ = mask;
+    irq_pending_ = pending;
+}
+
+void UarTable::save(state::Writer &w) const {
+    for (uint32_t i = 0; i < OHCA_NUM_DB_PAGES; ++i) {
+        w.boolean(used_[i]);
+    }
+}
+
+void UarTable::load(state::Reader &r) {
+    used_.reset();
+    for (uint32_t i = 0; i < OHCA_NUM_DB_PAGES; ++i) {
+        if (r.boolean()) {
+            if (i == 0) {
+                r.fail("UAR 0 is the kernel's, never allocated");
+                return;
+            }
+            used_.set(i);
+        }
+    }
+}
+
+void GidTable::save(state::Writer &w) const {
+    for (const auto &e : entries_) {
+        w.boolean(e.has_value());
+        if (e) {
+            w.array(e->gid);
+            w.u8(e->type);
+            w.array(e->mac);
+            w.u16(e->vlan_id);
+        }
+    }
+}
+
+void GidTable::load(state::Reader &r) {
+    reset();
+    for (uint32_t i = 0; i < kGidTableLen && r.ok(); ++i) {
+        if (!r.boolean()) {
+            continue;
+        }
+        GidEntry e;
+        r.array(e.gid);
+        e.type = r.u8();
+        r.array(e.mac);
+        e.vlan_id = r.u16();
+        if (r.ok() && e.type != OHCA_GID_TYPE_ROCE_V2_IPV4 &&
+            e.type != OHCA_GID_TYPE_ROCE_V2_IPV6) {
+            r.fail("GID table: bad GID type");
+        }
+        if (r.ok() && e.vlan_id != kNoVlan && e.vlan_id > 4095) {
+            r.fail("GID table: bad VLAN");
+        }
+        if (r.ok()) {
+            set(i, e);
+        }
+    }
+}
+
+void AsyncEvents::save(state::Writer &w) const {
+    eq0_.save(w);
+    w.u32(static_cast<uint32_t>(held_.size()));
+    for (const HeldRef &h : held_) {
+        w.u8(static_cast<uint8_t>(h.kind));
+        w.u32(h.id);
+    }
+    w.u16(held_port_state_);
+    w.u32(held_port_change_);
+    w.boolean(held_cmd_valid_);
+    w.bytes({reinterpret_cast<const uint8_t *>(&held_cmd_), sizeof(held_cmd_)});
+}
+
+void AsyncEvents::load(state::Reader &r) {
+    reset();
+    eq0_.load(r);
+    // Each object waits at most once: every QP, CQ and SRQ, the port and
+    // a command (async_events.hpp).
+    constexpr uint32_t kMaxHeld =
+        OHCA_ENGINE_MAX_QP + 2 + DeviceLimits::max_cq + DeviceLimits::max_srq + 2;
+    const uint32_t n = r.count(kMaxHeld, 5, "events waiting for EQ 0");
+    for (uint32_t i = 0; i < n && r.ok(); ++i) {
+        const uint8_t kind = r.u8();
+        const uint32_t id = r.u32();
+        if (r.ok() && kind > static_cast<uint8_t>(HeldKind::Cmd)) {
+            r.fail("events waiting for EQ 0: bad kind");
+            return;
+        }
+        // An object that is gone or holds no event is skipped when its
+        // turn comes (take_held), as for one destroyed while it waited.
+        held_.push_back({static_cast<HeldKind>(kind), id});
+    }
+    held_port_state_ = r.u16();
+    held_port_change_ = r.u32();
+    held_cmd_valid_ = r.boolean();
+    r.bytes({reinterpret_cast<uint8_t *>(&held_cmd_), sizeof(held_cmd_)});
+    if (!r.ok()) {
+        reset();
+    }
+}
+
+void WirePort::save(state::Writer &w) const {
+    w.boolean(state_.link_up);
+    w.u32(state_.mtu);
+    w.u32(state_.rx_mode);
+    w.u64(state_.rx_frames);
+    w.u64(state_.tx_frames);
+    gids_.save(w);
+    state::save_counters(w, roce_);
+    for (unsigned int p = 0; p < OHCA_CC_PARAM_MAX; ++p) {
+        w.u32(cc_params_[p]);
+    }
+    state::save_counters(w, cc_);
+}
+
+void WirePort::load(state::Reader &r) {
+    reset();
+    const bool link_up = r.boolean();
+    const uint32_t mtu = r.u32();
+    const uint32_t rx_mode = r.u32();
+    const uint64_t rx_frames = r.u64();
+    const uint64_t tx_frames = r.u64();
+    if (r.ok() && (mtu < OHCA_ETH_MIN_MTU || mtu > OHCA_ETH_MAX_MTU ||
+                   (rx_mode & ~uint32_t{OHCA_RX_MODE_PROMISC | OHCA_RX_MODE_ALLMULTI}) != 0)) {
+        r.fail("port: bad MTU or receive mode");
+    }
+    gids_.load(r);
+    state::load_counters(r, roce_, "RoCE counters");
+    for (unsigned int p = 0; p < OHCA_CC_PARAM_MAX && r.ok(); ++p) {
+        if (!cc_params_.set(p, r.u32()) && r.ok()) {
+            r.fail("DCQCN parameter out of its range");
+        }
+    }
+    state::load_counters(r, cc_, "DCQCN counters");
+    if (!r.ok()) {
+        reset();
+        return;
+    }
+    state_.link_up = link_up;
+    state_.mtu = mtu;
+    state_.rx_mode = rx_mode;
+    state_.rx_frames = rx_frames;
+    state_.tx_frames = tx_frames;
+}
+
+} // namespace ohca

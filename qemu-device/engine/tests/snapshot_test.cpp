@@ -1,0 +1,755 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The engine's state saved and loaded (ohca_engine_save / ohca_engine_load,
+// docs/migration.md): two devices on the fake wire with traffic in the
+// middle of its messages; one (or both) saved, destroyed, created again and
+// loaded, and the traffic goes on -- every completion a success, every byte
+// where it belongs. And the stream as hostile input: every truncation and
+// random bit flips refused, streams whose checksum was made right again
+// after damage refused or loaded without harm, counts beyond the limits
+// refused before anything is allocated for them.
+#include "device/device.hpp"
+#include "link/crc32.hpp"
+#include "rdma_node.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+
+namespace ohca::test {
+namespace {
+
+constexpr uint32_t kAccess = OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE |
+                             OHCA_ACCESS_REMOTE_READ | OHCA_ACCESS_REMOTE_ATOMIC;
+constexpr uint32_t kRemote =
+    OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ | OHCA_ACCESS_REMOTE_ATOMIC;
+
+// The configuration RdmaNode gives node 'id' (rdma_node.cpp); 'seed' is
+// not part of what must match.
+ohca_engine_config config_of(const RdmaNode &n, uint32_t seed) {
+    ohca_engine_config cfg{};
+    std::copy(n.mac.begin(), n.mac.end(), cfg.mac);
+    cfg.node_guid = 0x0002c9fffe000000ull | n.mac[5];
+    cfg.sys_image_guid = cfg.node_guid;
+    cfg.link_up = true;
+    cfg.id_seed = seed;
+    return cfg;
+}
+
+std::vector<uint8_t> save(RdmaNode &n) {
+    uint8_t *buf = nullptr;
+    size_t len = 0;
+    char err[256] = "";
+    EXPECT_EQ(ohca_engine_save(n.e, &buf, &len, err, sizeof(err)), 0) << err;
+    std::vector<uint8_t> v(buf, buf + len);
+    ohca_engine_state_free(buf);
+    return v;
+}
+
+// A new engine for node 'n' (the old one destroyed), loaded from 's'.
+void restore(RdmaNode &n, const std::vector<uint8_t> &s) {
+    ohca_engine_destroy(n.e);
+    const ohca_engine_ops ops = FakeHost::ops();
+    const ohca_engine_config cfg = config_of(n, 0x5eed);
+    n.e = ohca_engine_create(&ops, &n.host, &cfg);
+    ASSERT_NE(n.e, nullptr);
+    n.drv.attach(n.e);
+    char err[256] = "";
+    ASSERT_EQ(ohca_engine_load(n.e, s.data(), s.size(), err, sizeof(err)), 0) << err;
+}
+
+// Saved, destroyed, created and loaded: what a migration does to a device.
+void migrate(RdmaNode &n) {
+    const std::vector<uint8_t> s = save(n);
+    restore(n, s);
+}
+
+// Runs both engines and delivers at most 'frames' frames in all, oldest
+// first, alternating directions; what is not delivered stays on the wire.
+void partial(RdmaNode &a, RdmaNode &b, size_t frames) {
+    size_t done = 0;
+    for (int round = 0; round < 1000 && done < frames; ++round) {
+        a.process();
+        b.process();
+        if (a.host.wire.empty() && b.host.wire.empty()) {
+            return;
+        }
+        for (RdmaNode *from : {&a, &b}) {
+            RdmaNode &to = from == &a ? b : a;
+            while (!from->host.wire.empty() && done < frames) {
+                std::vector<uint8_t> f = std::move(from->host.wire.front());
+                from->host.wire.erase(from->host.wire.begin());
+                if (ohca_engine_receive_frame(to.e, f.data(), f.size()) == OHCA_ENGINE_RX_RETRY) {
+                    from->host.wire.insert(from->host.wire.begin(), std::move(f));
+                    break;
+                }
+                ++done;
+                if (from->host.wire.size() % 2 == 0) {
+                    break; // let the other direction go
+                }
+            }
+        }
+    }
+}
+
+// Pumps both until 'pred' holds, advancing both clocks whenever the wire
+// goes idle (ACK timeouts recover what was lost).
+bool run(RdmaNode &a, RdmaNode &b, const std::function<bool()> &pred, int rounds = 400) {
+    for (int r = 0; r < rounds; ++r) {
+        pump(a, b);
+        if (pred()) {
+            return true;
+        }
+        a.host.now += 20'000'000;
+        b.host.now += 20'000'000;
+    }
+    return pred();
+}
+
+uint8_t pa(size_t k) {
+    return static_cast<uint8_t>(k * 3 + 1);
+}
+uint8_t pb(size_t k) {
+    return static_cast<uint8_t>(k * 5 + 7);
+}
+
+std::vector<uint8_t> read(RdmaNode &n, uint64_t at, size_t len) {
+    std::vector<uint8_t> v(len);
+    EXPECT_TRUE(n.host.read(at, v.data(), len));
+    return v;
+}
+std::vector<uint8_t> pattern(uint8_t (*p)(size_t), size_t from, size_t len) {
+    std::vector<uint8_t> v(len);
+    for (size_t i = 0; i < len; ++i) {
+        v[i] = p(from + i);
+    }
+    return v;
+}
+
+// Completions gathered from a CQ; each must be a success.
+struct Done {
+    std::vector<ohca_cqe> cqes;
+    size_t take(RdmaNode &n, CqInfo &cq) {
+        for (const ohca_cqe &c : n.poll(cq)) {
+            EXPECT_EQ(c.status, OHCA_CQE_SUCCESS) << "wr_id " << c.wr_id << " opcode "
+                                                  << int(c.opcode) << " verr " << int(c.vendor_err);
+            cqes.push_back(c);
+        }
+        return cqes.size();
+    }
+};
+
+// RC traffic both ways, of every kind: multi-packet SENDs, WRITEs, WRITE
+// with immediate, READs, atomics and inline SENDs from A; SENDs, a WRITE
+// and a READ from B. Offsets in each side's 1 MiB buffer do not overlap,
+// so every byte's final value follows from the patterns.
+class RcSnapshot : public ::testing::TestWithParam<std::tuple<int, int, bool>> {
+  protected:
+    void SetUp() override {
+        sa = make_side(a, kBytes, 6, pa, 8, kAccess);
+        sb = make_side(b, kBytes, 6, pb, 8, kAccess);
+        a.connect(sa.qp, sb.qp.qpn, b, 3, 14, 7, 7, kRemote, 4);
+        b.connect(sb.qp, sa.qp.qpn, a, 3, 14, 7, 7, kRemote, 4);
+    }
+    void post_all() {
+        // B's receives: one big SEND, six SENDs, one WRITE with immediate.
+        b.post_recv(sb.qp, 100, {{sb.buf + 0x80000, 4096, sb.key}});
+        for (uint32_t i = 0; i < 6; ++i) {
+            b.post_recv(sb.qp, 101 + i, {{sb.buf + 0x90000 + i * 0x1000, 4096, sb.key}});
+        }
+        b.post_recv(sb.qp, 107, {});
+        b.post_recv(sb.qp, 108, {{sb.buf + 0x98000, 64, sb.key}});
+        // A's receives: B's four SENDs.
+        for (uint32_t i = 0; i < 4; ++i) {
+            a.post_recv(sa.qp, 200 + i, {{sa.buf + 0xa0000 + i * 0x1000, 4096, sa.key}});
+        }
+        SendReq r;
+        r.wr_id = 1;
+        r.sges = {{sa.buf, 3300, sa.key}};
+        a.post_send(sa.qp, r, false);
+        r = {};
+        r.wr_id = 2;
+        r.opcode = OHCA_WR_RDMA_WRITE;
+        r.remote_addr = sb.buf + 0x10000;
+        r.rkey = sb.key;
+        r.sges = {{sa.buf + 0x10000, 5000, sa.key}};
+        a.post_send(sa.qp, r, false);
+        r = {};
+        r.wr_id = 3;
+        r.opcode = OHCA_WR_RDMA_READ;
+        r.remote_addr = sb.buf + 0x20000;
+        r.rkey = sb.key;
+        r.sges = {{sa.buf + 0x20000, 6000, sa.key}};
+        a.post_send(sa.qp, r, false);
+        r = {};
+        r.wr_id = 4;
+        r.opcode = OHCA_WR_ATOMIC_FETCH_ADD;
+        r.remote_addr = sb.buf + 0x30000;
+        r.rkey = sb.key;
+        r.cmp_add = 5;
+        r.sges = {{sa.buf + 0x30000, 8, sa.key}};
+        a.post_send(sa.qp, r, false);
+        r.wr_id = 5;
+        r.opcode = OHCA_WR_ATOMIC_CMP_SWP;
+        r.remote_addr = sb.buf + 0x30008;
+        r.cmp_add = b.host.get<uint64_t>(sb.buf + 0x30008);
+        r.swap = 0x1111222233334444ull;
+        r.sges = {{sa.buf + 0x30008, 8, sa.key}};
+        a.post_send(sa.qp, r, false);
+        for (uint32_t i = 0; i < 6; ++i) {
+            r = {};
+            r.wr_id = 6 + i;
+            r.sges = {{sa.buf + 0x40000 + i * 0x1000, 2000, sa.key}};
+            a.post_send(sa.qp, r, false);
+        }
+        r = {};
+        r.wr_id = 12;
+        r.opcode = OHCA_WR_RDMA_WRITE_IMM;
+        r.imm = 0x01020304;
+        r.remote_addr = sb.buf + 0x50000;
+        r.rkey = sb.key;
+        r.sges = {{sa.buf + 0x50000, 3000, sa.key}};
+        a.post_send(sa.qp, r, false);
+        r = {};
+        r.wr_id = 13;
+        r.inline_data = {9, 8, 7, 6, 5, 4, 3, 2, 1};
+        a.post_send(sa.qp, r);
+        for (uint32_t i = 0; i < 4; ++i) {
+            r = {};
+            r.wr_id = 300 + i;
+            r.sges = {{sb.buf + 0x60000 + i * 0x1000, 2500, sb.key}};
+            b.post_send(sb.qp, r, false);
+        }
+        r = {};
+        r.wr_id = 304;
+        r.opcode = OHCA_WR_RDMA_WRITE;
+        r.remote_addr = sa.buf + 0x70000;
+        r.rkey = sa.key;
+        r.sges = {{sb.buf + 0x70000, 4000, sb.key}};
+        b.post_send(sb.qp, r, false);
+        r = {};
+        r.wr_id = 305;
+        r.opcode = OHCA_WR_RDMA_READ;
+        r.remote_addr = sa.buf + 0x78000;
+        r.rkey = sa.key;
+        r.sges = {{sb.buf + 0x78000, 3000, sb.key}};
+        b.post_send(sb.qp, r);
+    }
+    bool all_done() {
+        as.take(a, sa.scq);
+        ar.take(a, sa.rcq);
+        bs.take(b, sb.scq);
+        br.take(b, sb.rcq);
+        return as.cqes.size() == 13 && ar.cqes.size() == 4 && bs.cqes.size() == 6 &&
+               br.cqes.size() == 9;
+    }
+    void verify() {
+        EXPECT_EQ(read(b, sb.buf + 0x80000, 3300), pattern(pa, 0, 3300));
+        EXPECT_EQ(read(b, sb.buf + 0x10000, 5000), pattern(pa, 0x10000, 5000));
+        EXPECT_EQ(read(a, sa.buf + 0x20000, 6000), pattern(pb, 0x20000, 6000));
+        uint64_t b0 = 0;
+        uint64_t b8 = 0;
+        const std::vector<uint8_t> o0 = pattern(pb, 0x30000, 8);
+        const std::vector<uint8_t> o8 = pattern(pb, 0x30008, 8);
+        std::memcpy(&b0, o0.data(), 8);
+        std::memcpy(&b8, o8.data(), 8);
+        EXPECT_EQ(a.host.get<uint64_t>(sa.buf + 0x30000), b0);
+        EXPECT_EQ(b.host.get<uint64_t>(sb.buf + 0x30000), b0 + 5);
+        EXPECT_EQ(a.host.get<uint64_t>(sa.buf + 0x30008), b8);
+        EXPECT_EQ(b.host.get<uint64_t>(sb.buf + 0x30008), 0x1111222233334444ull);
+        for (uint32_t i = 0; i < 6; ++i) {
+            EXPECT_EQ(read(b, sb.buf + 0x90000 + i * 0x1000, 2000),
+                      pattern(pa, 0x40000 + i * 0x1000, 2000));
+        }
+        EXPECT_EQ(read(b, sb.buf + 0x50000, 3000), pattern(pa, 0x50000, 3000));
+        EXPECT_EQ(read(b, sb.buf + 0x98000, 9), (std::vector<uint8_t>{9, 8, 7, 6, 5, 4, 3, 2, 1}));
+        for (uint32_t i = 0; i < 4; ++i) {
+            EXPECT_EQ(read(a, sa.buf + 0xa0000 + i * 0x1000, 2500),
+                      pattern(pb, 0x60000 + i * 0x1000, 2500));
+        }
+        EXPECT_EQ(read(a, sa.buf + 0x70000, 4000), pattern(pb, 0x70000, 4000));
+        EXPECT_EQ(read(b, sb.buf + 0x78000, 3000), pattern(pa, 0x78000, 3000));
+        // Each side's completions in order, once each.
+        for (size_t i = 0; i < as.cqes.size(); ++i) {
+            EXPECT_EQ(as.cqes[i].wr_id, i + 1);
+        }
+        for (size_t i = 0; i < br.cqes.size(); ++i) {
+            EXPECT_EQ(br.cqes[i].wr_id, 100 + i);
+        }
+        ASSERT_EQ(br.cqes.size(), 9u);
+        EXPECT_EQ(br.cqes[7].opcode, OHCA_CQE_RECV_RDMA_WITH_IMM);
+        EXPECT_EQ(br.cqes[7].byte_len, 3000u);
+    }
+
+    static constexpr size_t kBytes = 1 << 20;
+    RdmaNode a{1};
+    RdmaNode b{2};
+    Side sa, sb;
+    Done as, ar, bs, br;
+};
+
+// Cut after 'frames' frames; migrate A (0), B (1) or both (2); with
+// 'lossy' the frames in flight at the cut are lost.
+TEST_P(RcSnapshot, TrafficGoesOnAfterTheLoad) {
+    const auto [frames, which, lossy] = GetParam();
+    post_all();
+    partial(a, b, static_cast<size_t>(frames));
+    // The cut is in the middle of the traffic.
+    if (frames < 34) {
+        ASSERT_FALSE(all_done());
+    }
+    if (lossy) {
+        a.host.wire.clear();
+        b.host.wire.clear();
+    }
+    if (which != 1) {
+        migrate(a);
+    }
+    if (which != 0) {
+        migrate(b);
+    }
+    ASSERT_TRUE(run(a, b, [&] { return all_done(); }))
+        << as.cqes.size() << " " << ar.cqes.size() << " " << bs.cqes.size() << " "
+        << br.cqes.size();
+    verify();
+    const ohca_query_stats_out st = a.stats();
+    EXPECT_EQ(st.rc_retry_exceeded, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cuts, RcSnapshot,
+                         ::testing::Combine(::testing::Values(1, 3, 8, 21),
+                                            ::testing::Values(0, 1, 2), ::testing::Bool()));
+
+// Saved twice in a row without running in between: the same stream (the
+// load restores exactly what was saved, timers included).
+TEST_F(RcSnapshot, SaveLoadSaveIsTheSame) {
+    post_all();
+    partial(a, b, 13);
+    const std::vector<uint8_t> s1 = save(a);
+    restore(a, s1);
+    const std::vector<uint8_t> s2 = save(a);
+    EXPECT_EQ(s1, s2);
+}
+
+// Timers keep the time they had left, on the new engine's clock.
+TEST_F(RcSnapshot, TimersTravelAsTimeLeft) {
+    post_all();
+    a.process();
+    a.host.wire.clear(); // everything A sent is lost: its ACK timer runs
+    ASSERT_NE(a.host.timer, 0u);
+    const uint64_t left = a.host.timer - a.host.now;
+    const std::vector<uint8_t> s = save(a);
+    a.host.now += 123'456'789; // the new host's clock is elsewhere
+    a.host.timer = 0;
+    restore(a, s);
+    EXPECT_EQ(a.host.timer, a.host.now + left);
+    ASSERT_TRUE(run(a, b, [&] { return all_done(); }));
+    verify();
+}
+
+// ---- UD, SRQ, XRC ------------------------------------------------------------------
+
+constexpr uint32_t kQkey = 0x11111111;
+
+struct UdQp {
+    QpInfo q;
+    uint32_t pd = 0;
+    CqInfo scq, rcq;
+    uint64_t buf = 0;
+    uint32_t key = 0;
+};
+
+UdQp make_ud(RdmaNode &n) {
+    UdQp u;
+    u.pd = n.create_pd();
+    u.scq = n.create_cq(8);
+    u.rcq = n.create_cq(8);
+    u.q.sq_size = 64;
+    u.q.rq_size = 64;
+    u.q.sq_stride = 256;
+    u.q.rq_stride = 64;
+    u.q.sq = n.alloc(uint64_t{u.q.sq_size} * u.q.sq_stride);
+    u.q.rq = n.alloc(uint64_t{u.q.rq_size} * u.q.rq_stride);
+    u.buf = n.alloc(1 << 16);
+    u.key = n.reg_mr(u.pd, u.buf, 1 << 16, OHCA_ACCESS_LOCAL_WRITE);
+    ohca_create_qp_in in{};
+    in.type = OHCA_QPT_UD;
+    in.sq_log_size = 6;
+    in.rq_log_size = 6;
+    in.sq_log_stride = 8;
+    in.rq_log_stride = 6;
+    in.pdn = u.pd;
+    in.send_cqn = u.scq.cqn;
+    in.recv_cqn = u.rcq.cqn;
+    in.max_inline = 128;
+    in.sq_pbl = n.make_pbl(u.q.sq, uint64_t{u.q.sq_size} * u.q.sq_stride);
+    in.rq_pbl = n.make_pbl(u.q.rq, uint64_t{u.q.rq_size} * u.q.rq_stride);
+    ohca_create_out o{};
+    EXPECT_EQ(n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    u.q.qpn = o.handle;
+    ohca_qp_attr at{};
+    at.qp_state = OHCA_QPS_INIT;
+    at.qkey = kQkey;
+    EXPECT_EQ(
+        n.modify(u.q.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_QKEY, at)
+            .status,
+        OHCA_STATUS_OK);
+    at = {};
+    at.qp_state = OHCA_QPS_RTR;
+    EXPECT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE, at).status, OHCA_STATUS_OK);
+    at.qp_state = OHCA_QPS_RTS;
+    EXPECT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN, at).status, OHCA_STATUS_OK);
+    return u;
+}
+
+void post_ud(RdmaNode &n, UdQp &u, const RdmaNode &peer, uint32_t dqpn, uint64_t wr_id,
+             uint64_t addr, uint32_t len) {
+    const uint64_t at = u.q.sq + uint64_t{u.q.sq_pi % u.q.sq_size} * u.q.sq_stride;
+    ohca_send_wqe w{};
+    w.wr_id = wr_id;
+    w.opcode = OHCA_WR_SEND;
+    w.flags = OHCA_WQE_SIGNALED;
+    w.num_sge = 1;
+    ohca_ud_seg seg{};
+    std::copy(peer.gid.begin(), peer.gid.end(), seg.av.dgid);
+    std::copy(peer.mac.begin(), peer.mac.end(), seg.av.dmac);
+    seg.av.vlan_id = 0xffff;
+    seg.av.hop_limit = 64;
+    seg.av.network_type = OHCA_NET_IPV4;
+    seg.remote_qpn = dqpn;
+    seg.qkey = kQkey;
+    n.host.put(at + OHCA_UD_WQE_HDR_LEN, ohca_sge{addr, len, u.key});
+    n.host.put(at, w);
+    n.host.put(at + sizeof(w), seg);
+    ++u.q.sq_pi;
+    n.ring_sq(u.q);
+}
+
+// UD loses nothing it was given: what was on the wire at the save arrives
+// at the loaded engine (UD, unlike RC, does not recover a loss, so no
+// frame is dropped here).
+TEST(Snapshot, UdGoesOn) {
+    RdmaNode a{1};
+    RdmaNode b{2};
+    UdQp ua = make_ud(a);
+    UdQp ub = make_ud(b);
+    for (uint32_t i = 0; i < 16; ++i) {
+        a.host.put_bytes(ua.buf + i * 1024, pattern(pa, i * 1024, 1024).data(), 1024);
+        b.post_recv(ub.q, 50 + i, {{ub.buf + i * 2048, 1024 + 40, ub.key}});
+    }
+    for (uint32_t i = 0; i < 8; ++i) {
+        post_ud(a, ua, b, ub.q.qpn, i, ua.buf + i * 1024, 1000);
+    }
+    partial(a, b, 3);
+    // What the engines took in is handled before the save (a datagram
+    // left in the receive backlog would be lost, docs/migration.md); what
+    // is still on the wire arrives at the loaded engine.
+    a.process();
+    b.process();
+    ASSERT_FALSE(a.host.wire.empty());
+    migrate(a);
+    migrate(b);
+    for (uint32_t i = 8; i < 16; ++i) {
+        post_ud(a, ua, b, ub.q.qpn, i, ua.buf + i * 1024, 1000);
+    }
+    Done sent;
+    Done got;
+    ASSERT_TRUE(run(a, b, [&] { return sent.take(a, ua.scq) == 16 && got.take(b, ub.rcq) == 16; }))
+        << sent.cqes.size() << " " << got.cqes.size();
+    for (uint32_t i = 0; i < 16; ++i) {
+        EXPECT_EQ(got.cqes[i].wr_id, 50 + i);
+        // A UD receive starts with the 40-byte GRH.
+        EXPECT_EQ(read(b, ub.buf + i * 2048 + 40, 1000), pattern(pa, i * 1024, 1000));
+    }
+}
+
+// RC QPs on an SRQ at the receiver: the SRQ's ring, its taken WQEs and
+// the WQE a QP holds travel.
+TEST(Snapshot, SrqGoesOn) {
+    RdmaNode a{1};
+    RdmaNode b{2};
+    Side sa = make_side(a, 1 << 18, 6, pa, 8, kAccess);
+    const uint32_t bpd = b.create_pd();
+    CqInfo bscq = b.create_cq(8);
+    CqInfo brcq = b.create_cq(8);
+    SrqInfo srq = b.create_srq(bpd, 6);
+    QpInfo bq = b.create_qp_on_srq(bpd, bscq.cqn, brcq.cqn, srq.srqn);
+    const uint64_t bbuf = b.alloc(1 << 18);
+    const uint32_t bkey = b.reg_mr(bpd, bbuf, 1 << 18, kAccess);
+    a.connect(sa.qp, bq.qpn, b);
+    b.connect(bq, sa.qp.qpn, a);
+    for (uint32_t i = 0; i < 12; ++i) {
+        b.post_srq_recv(srq, 500 + i, {{bbuf + i * 0x2000, 0x2000, bkey}});
+    }
+    for (uint32_t i = 0; i < 12; ++i) {
+        SendReq r;
+        r.wr_id = i;
+        r.sges = {{sa.buf + i * 0x2000, 5000, sa.key}};
+        a.post_send(sa.qp, r, i == 11);
+    }
+    partial(a, b, 9);
+    a.host.wire.clear();
+    migrate(b);
+    Done sent;
+    Done got;
+    ASSERT_TRUE(run(a, b, [&] { return sent.take(a, sa.scq) == 12 && got.take(b, brcq) == 12; }));
+    for (uint32_t i = 0; i < 12; ++i) {
+        EXPECT_EQ(got.cqes[i].wr_id, 500 + i);
+        EXPECT_EQ(read(b, bbuf + i * 0x2000, 5000), pattern(pa, i * 0x2000, 5000));
+    }
+}
+
+// XRC: an initiator on A, a target and two XRC SRQs of one domain on B.
+TEST(Snapshot, XrcGoesOn) {
+    RdmaNode a{1};
+    RdmaNode b{2};
+    const uint32_t apd = a.create_pd();
+    CqInfo ascq = a.create_cq(8);
+    QpInfo ini = a.create_xrc_ini(apd, ascq.cqn);
+    const uint64_t abuf = a.alloc(1 << 18);
+    const uint32_t akey = a.reg_mr(apd, abuf, 1 << 18, OHCA_ACCESS_LOCAL_WRITE);
+    a.host.put_bytes(abuf, pattern(pa, 0, 1 << 18).data(), 1 << 18);
+    const uint32_t bpd = b.create_pd();
+    const uint32_t xd = b.alloc_xrcd();
+    CqInfo cq1 = b.create_cq(8);
+    CqInfo cq2 = b.create_cq(8);
+    SrqInfo srq1 = b.create_xrc_srq(bpd, xd, cq1.cqn);
+    SrqInfo srq2 = b.create_xrc_srq(bpd, xd, cq2.cqn);
+    QpInfo tgt = b.create_xrc_tgt(xd);
+    const uint64_t bbuf = b.alloc(1 << 18);
+    const uint32_t bkey = b.reg_mr(bpd, bbuf, 1 << 18, kAccess);
+    a.connect(ini, tgt.qpn, b);
+    b.connect(tgt, ini.qpn, a, 3, 14, 7, 7, kRemote);
+    for (uint32_t i = 0; i < 6; ++i) {
+        b.post_srq_recv(srq1, 600 + i, {{bbuf + i * 0x2000, 0x2000, bkey}});
+        b.post_srq_recv(srq2, 700 + i, {{bbuf + 0x10000 + i * 0x2000, 0x2000, bkey}});
+    }
+    for (uint32_t i = 0; i < 12; ++i) {
+        SendReq r;
+        r.wr_id = i;
+        r.xrc_srqn = i % 2 == 0 ? srq1.srqn : srq2.srqn;
+        r.sges = {{abuf + i * 0x2000, 3000, akey}};
+        a.post_send(ini, r, i == 11);
+    }
+    partial(a, b, 7);
+    migrate(a);
+    migrate(b);
+    Done sent;
+    Done got1;
+    Done got2;
+    ASSERT_TRUE(run(a, b, [&] {
+        return sent.take(a, ascq) == 12 && got1.take(b, cq1) + got2.take(b, cq2) == 12;
+    }));
+    for (uint32_t i = 0; i < 6; ++i) {
+        EXPECT_EQ(got1.cqes[i].wr_id, 600 + i);
+        EXPECT_EQ(got2.cqes[i].wr_id, 700 + i);
+        EXPECT_EQ(read(b, bbuf + i * 0x2000, 3000), pattern(pa, 2 * i * 0x2000, 3000));
+        EXPECT_EQ(read(b, bbuf + 0x10000 + i * 0x2000, 3000),
+                  pattern(pa, (2 * i + 1) * 0x2000, 3000));
+    }
+}
+
+// ---- the stream as hostile input ---------------------------------------------------
+
+// A stream of a busy device: RC mid-stream, a UD QP, an SRQ, XRC objects,
+// device memory, a memory window.
+class HostileStream : public RcSnapshot {
+  protected:
+    void SetUp() override {
+        RcSnapshot::SetUp();
+        make_ud(a);
+        const uint32_t pd = a.create_pd();
+        a.create_srq(pd, 4, 2);
+        const uint32_t xd = a.alloc_xrcd();
+        CqInfo cq = a.create_cq(4);
+        a.create_xrc_srq(pd, xd, cq.cqn);
+        a.create_xrc_tgt(xd);
+        ohca_alloc_dm_in dm{};
+        dm.length = 5000;
+        ohca_alloc_dm_out dmo{};
+        ASSERT_EQ(a.cmd(OHCA_CMD_ALLOC_DM, &dm, sizeof(dm), &dmo, sizeof(dmo)).status,
+                  OHCA_STATUS_OK);
+        ohca_create_out o{};
+        ohca_engine_dm_write(a.e, 8, 0x1234567890abcdefull, 8);
+        ohca_alloc_mw_in mw{};
+        mw.pdn = sa.pd;
+        mw.type = OHCA_MW_TYPE_1;
+        ASSERT_EQ(a.cmd(OHCA_CMD_ALLOC_MW, &mw, sizeof(mw), &o, sizeof(o)).status, OHCA_STATUS_OK);
+        post_all();
+        partial(a, b, 11);
+        stream = save(a);
+        ASSERT_GT(stream.size(), 1000u);
+    }
+    // Loads 's' into a fresh engine of A's configuration: the result, and
+    // the engine left in its power-on state when it failed.
+    int load(const std::vector<uint8_t> &s, std::string *why = nullptr) {
+        char err[256] = "";
+        const int rc = ohca_engine_load(fresh, s.data(), s.size(), err, sizeof(err));
+        if (why != nullptr) {
+            *why = err;
+        }
+        if (rc != 0) {
+            EXPECT_NE(err[0], '\0');
+            EXPECT_EQ(ohca_engine_reg_read(fresh, OHCA_REG_DEV_STATUS, 4),
+                      uint64_t{OHCA_DEV_STATUS_RESET_DONE});
+        }
+        return rc;
+    }
+    // The checksum made right again after damage, so that the fields are
+    // what is checked.
+    static void reseal(std::vector<uint8_t> &s) {
+        const uint32_t crc =
+            ~crc32::update(~uint32_t{0}, std::span<const uint8_t>(s).first(s.size() - 4));
+        std::memcpy(s.data() + s.size() - 4, &crc, 4);
+    }
+    void TearDown() override { ohca_engine_destroy(fresh); }
+
+    std::vector<uint8_t> stream;
+    FakeHost host2;
+    ohca_engine *fresh = [this] {
+        const ohca_engine_ops ops = FakeHost::ops();
+        const ohca_engine_config cfg = config_of(a, 7);
+        return ohca_engine_create(&ops, &host2, &cfg);
+    }();
+};
+
+TEST_F(HostileStream, TheWholeStreamLoads) {
+    EXPECT_EQ(load(stream), 0);
+    EXPECT_EQ(ohca_engine_dm_read(fresh, 8, 8), 0x1234567890abcdefull);
+}
+
+TEST_F(HostileStream, EveryTruncationIsRefused) {
+    for (size_t n = 0; n < stream.size(); ++n) {
+        const std::vector<uint8_t> s(stream.begin(), stream.begin() + static_cast<ptrdiff_t>(n));
+        ASSERT_NE(load(s), 0) << n;
+    }
+    // ... and so is one resealed after the cut: the sections say what is missing.
+    for (size_t n = 4; n < stream.size(); n += 97) {
+        std::vector<uint8_t> s(stream.begin(), stream.begin() + static_cast<ptrdiff_t>(n));
+        reseal(s);
+        ASSERT_NE(load(s), 0) << n;
+    }
+}
+
+TEST_F(HostileStream, RandomBitFlipsAreRefused) {
+    std::mt19937 rng(26);
+    for (int k = 0; k < 3000; ++k) {
+        std::vector<uint8_t> s = stream;
+        const size_t i = rng() % s.size();
+        s[i] ^= static_cast<uint8_t>(1u << (rng() % 8));
+        ASSERT_NE(load(s), 0) << i;
+    }
+}
+
+// Damage the checksum does not see: each load is refused, or loads a
+// device that then runs without harm (ASan and UBSan builds check it).
+TEST_F(HostileStream, ResealedDamageIsRefusedOrHarmless) {
+    std::mt19937 rng(2026);
+    unsigned int loaded = 0;
+    for (int k = 0; k < 3000; ++k) {
+        std::vector<uint8_t> s = stream;
+        const int flips = 1 + static_cast<int>(rng() % 3);
+        for (int f = 0; f < flips; ++f) {
+            const size_t i = rng() % (s.size() - 4);
+            if (rng() % 4 == 0) {
+                s[i] = static_cast<uint8_t>(rng());
+            } else {
+                s[i] ^= static_cast<uint8_t>(1u << (rng() % 8));
+            }
+        }
+        reseal(s);
+        if (load(s) == 0) {
+            ++loaded;
+            ohca_engine_process(fresh);
+            host2.now += 1'000'000'000;
+            ohca_engine_process(fresh);
+            host2.wire.clear();
+        }
+    }
+    // A flip in a value field (a PSN, a wr_id, a counter) loads.
+    EXPECT_GT(loaded, 0u);
+}
+
+// The offset of section 'tag' in a stream (its header: tag, version, length).
+size_t section_at(const std::vector<uint8_t> &s, const char *tag) {
+    size_t at = 0;
+    while (at + 10 <= s.size()) {
+        uint32_t len = 0;
+        std::memcpy(&len, s.data() + at + 6, 4);
+        if (std::memcmp(s.data() + at, tag, 4) == 0) {
+            return at;
+        }
+        at += 10 + len;
+    }
+    return s.size();
+}
+
+TEST_F(HostileStream, CountsBeyondTheLimitsAreRefusedBeforeAllocating) {
+    // The QP count (after the QPN cursor), the PD count, the CQ section's
+    // EQ count, the SRQ count: each to the largest value.
+    for (const auto &[tag, skip] : std::vector<std::pair<const char *, size_t>>{
+             {"QP  ", 4}, {"PD  ", 0}, {"CQ  ", 0}, {"SRQ ", 0}}) {
+        std::vector<uint8_t> s = stream;
+        const size_t at = section_at(s, tag);
+        ASSERT_LT(at, s.size()) << tag;
+        const size_t field = at + 10 + skip;
+        const uint32_t big = 0xffffffffu;
+        std::memcpy(s.data() + field, &big, 4);
+        reseal(s);
+        std::string why;
+        ASSERT_NE(load(s, &why), 0) << tag;
+        EXPECT_NE(why.find("above the limit"), std::string::npos) << why;
+    }
+    // A count within the limit that the bytes left cannot hold: refused
+    // before anything is allocated for it.
+    std::vector<uint8_t> s = stream;
+    const size_t at = section_at(s, "QP  ");
+    const uint32_t n = 1025; // max_qp + 1
+    std::memcpy(s.data() + at + 10 + 4, &n, 4);
+    reseal(s);
+    std::string why;
+    ASSERT_NE(load(s, &why), 0);
+    EXPECT_NE(why.find("do not fit"), std::string::npos) << why;
+}
+
+TEST_F(HostileStream, AnotherConfigurationIsRefused) {
+    ohca_engine_destroy(fresh);
+    const ohca_engine_ops ops = FakeHost::ops();
+    ohca_engine_config cfg = config_of(a, 7);
+    cfg.mac[5] ^= 1;
+    fresh = ohca_engine_create(&ops, &host2, &cfg);
+    std::string why;
+    ASSERT_NE(load(stream, &why), 0);
+    EXPECT_NE(why.find("configured otherwise"), std::string::npos) << why;
+}
+
+TEST_F(HostileStream, ANewerSectionVersionIsRefusedByName) {
+    std::vector<uint8_t> s = stream;
+    const size_t at = section_at(s, "SRQ ");
+    s[at + 4] = 2; // version 2
+    reseal(s);
+    std::string why;
+    ASSERT_NE(load(s, &why), 0);
+    EXPECT_NE(why.find("SRQs: version 2"), std::string::npos) << why;
+}
+
+TEST(Snapshot, NotFromInsideACallback) {
+    RdmaNode a{1};
+    std::string why;
+    int rc = 0;
+    a.host.on_dma = [&] {
+        uint8_t *buf = nullptr;
+        size_t len = 0;
+        char err[128] = "";
+        rc = ohca_engine_save(a.e, &buf, &len, err, sizeof(err));
+        why = err;
+        a.host.on_dma = nullptr;
+    };
+    a.create_pd();
+    EXPECT_EQ(rc, -1);
+    EXPECT_NE(why.find("callback"), std::string::npos);
+}
+
+} // namespace
+} // namespace ohca::test
