@@ -508,7 +508,7 @@ void QpTable::load(state::Reader &r, state::Refs &refs) {
         q.write_key = r.u32();
         q.write_left = r.u32();
         q.write_total = r.u32();
-        q.resp.load(r);
+        q.resp.load(r, mtu);
         if (r.ok() && (in_msg > static_cast<uint8_t>(Qp::InMsg::Write) || q.epsn > kPsnMask)) {
             r.fail("QP: bad responder state");
             return;

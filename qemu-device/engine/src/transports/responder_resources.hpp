@@ -80,9 +80,10 @@ class ResponderResources {
     [[nodiscard]] std::optional<uint64_t> saved_result(uint32_t psn) const;
 
     // Saved and loaded with its QP (transports/snapshot.cpp): a loaded one
-    // keeps the bounds above (the capacity at most max_qp_rd_atom).
+    // keeps the bounds above (the capacity at most max_qp_rd_atom), and a
+    // READ's packets are those its length takes in 'mtu' bytes each.
     void save(state::Writer &w) const;
-    void load(state::Reader &r);
+    void load(state::Reader &r, uint32_t mtu);
 
   private:
     struct Saved {

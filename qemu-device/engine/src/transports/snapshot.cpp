@@ -40,7 +40,7 @@ void ResponderResources::save(state::Writer &w) const {
     w.u32(static_cast<uint32_t>(saved_next_));
 }
 
-void ResponderResources::load(state::Reader &r) {
+void ResponderResources::load(state::Reader &r, uint32_t mtu) {
     reset(1);
     const unsigned int cap = r.u8();
     if (r.ok() && (cap < 1 || cap > DeviceLimits::max_qp_rd_atom)) {
@@ -63,8 +63,11 @@ void ResponderResources::load(state::Reader &r) {
         x.npkts = r.u32();
         x.next = r.u32();
         x.orig = r.u64();
+        const bool read = kind == static_cast<uint8_t>(Response::Kind::Read);
         if (r.ok() && (kind > static_cast<uint8_t>(Response::Kind::Atomic) || x.npkts == 0 ||
-                       x.next > x.npkts)) {
+                       x.next > x.npkts ||
+                       (read && (x.len > DeviceLimits::max_msg_size ||
+                                 x.npkts != std::max<uint32_t>(1, (x.len + mtu - 1) / mtu))))) {
             r.fail("responder resources: bad response");
             return;
         }
