@@ -133,4 +133,21 @@ std::array<uint8_t, kMinFrameBytes> make_pfc(const Mac &src, const PfcInfo &pfc)
     return f;
 }
 
+std::array<uint8_t, kMinFrameBytes> make_pause(const Mac &src, uint16_t quanta) {
+    std::array<uint8_t, kMinFrameBytes> f{};
+    std::copy(kPfcDst.begin(), kPfcDst.end(), f.begin());
+    std::copy(src.begin(), src.end(), f.begin() + 6);
+    put16(&f[12], kTypeMacControl);
+    put16(&f[14], kOpPause);
+    put16(&f[16], quanta);
+    return f;
+}
+
+std::optional<uint16_t> pause_quanta(std::span<const uint8_t> frame, const FrameInfo &info) {
+    if (!info.mac_control || info.opcode != kOpPause || frame.size() < info.l3 + 4) {
+        return std::nullopt;
+    }
+    return get16(&frame[info.l3 + 2]);
+}
+
 } // namespace ohca::eth

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 namespace ohca::eth {
@@ -88,5 +89,11 @@ uint16_t ip_checksum(std::span<const uint8_t> hdr);
 
 // A PFC frame (60 bytes, padded; no VLAN tag, no FCS) from `src`.
 std::array<uint8_t, kMinFrameBytes> make_pfc(const Mac &src, const PfcInfo &pfc);
+// An 802.3x PAUSE frame (60 bytes, padded) from `src`: every priority
+// for `quanta` (0: resume).
+std::array<uint8_t, kMinFrameBytes> make_pause(const Mac &src, uint16_t quanta);
+// A PAUSE frame's time (opcode kOpPause; parse() leaves it to this):
+// nullopt when the frame is too short to hold it.
+std::optional<uint16_t> pause_quanta(std::span<const uint8_t> frame, const FrameInfo &info);
 
 } // namespace ohca::eth

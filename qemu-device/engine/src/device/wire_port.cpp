@@ -43,6 +43,7 @@ void WirePort::reset() {
     gids_.reset();
     roce_ = RoceCounters{};
     backlog_.clear();
+    pfc_.reset();
 }
 
 Qp *WirePort::qp_by_number(uint32_t qpn) {
@@ -137,6 +138,7 @@ EmitResult WirePort::loop_back(const PacketPath &path, const PacketFields &field
         ++stats_.roce_rx_dropped;
         return EmitResult::Sent;
     }
+    s->prio = Pfc::kNone;
     if (shortcut) {
         s->looped = true;
         s->buf.resize(payload_len);
@@ -224,19 +226,41 @@ bool WirePort::tx_room(const Qp &qp) const {
         PacketPath path;
         return build_path(qp, path) && tx_room_to(path);
     }
-    if (loopback_room()) {
+    if (loopback_room() && !pfc_.any_paused()) {
         return true;
     }
     std::array<uint8_t, 16> dgid{};
     std::copy(std::begin(qp.attrs.av.dgid), std::end(qp.attrs.av.dgid), dgid.begin());
-    return !is_local_gid(dgid);
+    if (is_local_gid(dgid)) {
+        return loopback_room();
+    }
+    return !pause_holds(qp.attrs.av.traffic_class, dgid);
 }
 
 bool WirePort::tx_room_to(const PacketPath &path) const {
     if (state_.ib) {
         return ib_.room(path, loopback_room());
     }
-    return loopback_room() || !is_local_gid(path.dgid);
+    if (is_local_gid(path.dgid)) {
+        return loopback_room();
+    }
+    return !pause_holds(path.traffic_class, path.dgid);
+}
+
+// A packet leaving the device on a priority the peer paused waits in its
+// QP (the transports ask before they make one); a looped-back one never
+// touches the wire.
+bool WirePort::pause_holds(uint8_t tclass, const std::array<uint8_t, 16> &dgid) const {
+    return pfc_.any_paused() && !is_local_gid(dgid) && pfc_.hold(pfc_.roce_priority(tclass));
+}
+
+bool WirePort::tx_paused(const Qp &qp) const {
+    if (state_.ib || !pfc_.any_paused()) {
+        return false;
+    }
+    std::array<uint8_t, 16> dgid{};
+    std::copy(std::begin(qp.attrs.av.dgid), std::end(qp.attrs.av.dgid), dgid.begin());
+    return pause_holds(qp.attrs.av.traffic_class, dgid);
 }
 
 uint16_t WirePort::pkey_of(const Qp &qp, uint16_t wqe_index) const {
@@ -269,6 +293,12 @@ std::optional<ohca_engine_rx_result> WirePort::receive(std::span<const uint8_t> 
     }
     if (frame.size() < OHCA_ETH_HDR_LEN || !mac_filter_accepts(frame)) {
         ++stats_.eth_rx_dropped_filter;
+        return OHCA_ENGINE_RX_CONSUMED;
+    }
+    if (Pfc::is_mac_control(frame)) {
+        // The link's own (PAUSE, PFC): never the guest's.
+        pfc_.receive(frame);
+        loop_.update_timer(); // a pause's end
         return OHCA_ENGINE_RX_CONSUMED;
     }
     if (!link_.claims(frame)) {
@@ -332,6 +362,12 @@ void WirePort::enqueue(std::span<const uint8_t> frame) {
     s->looped = false;
     s->wire = true;
     s->buf.assign(frame.begin(), frame.end());
+    // The receive side's level per priority, only while XOFF may be sent.
+    s->prio = Pfc::kNone;
+    if (pfc_.generating() && !state_.ib) {
+        s->prio = pfc_.frame_priority(frame);
+        pfc_.roce_in(s->prio, backlog_.size());
+    }
     host_.schedule();
 }
 
@@ -340,6 +376,7 @@ void WirePort::enqueue(std::span<const uint8_t> frame) {
 void WirePort::take_frame() {
     // The slot stays intact while its packet is handled.
     const RoceSlot &slot = backlog_.pop();
+    pfc_.roce_out(slot.prio, backlog_.size());
     if (slot.looped) {
         deliver(slot.pkt);
     } else {
