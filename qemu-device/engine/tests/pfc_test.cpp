@@ -288,8 +288,8 @@ TEST_F(PfcTest, AFloodOfPauseFramesIsBounded) {
         host_.now += 10'000; // 2 s in all
     }
     EXPECT_EQ(host_.schedules, before); // an XOFF asks for no run
-    post_tx(frame_to_peer(2, 1)); // held
-    post_tx(frame_to_peer(1, 2)); // goes
+    post_tx(frame_to_peer(2, 1));       // held
+    post_tx(frame_to_peer(1, 2));       // goes
     drain();
     EXPECT_EQ(host_.wire.size(), 1u);
     const unsigned int mid = host_.schedules;
@@ -476,8 +476,7 @@ TEST_F(PfcRoceTest, XoffWhenTheRoceBacklogFillsXonWhenDrained) {
     const auto req = a.host.wire[0];
     a.host.wire.clear();
     for (size_t i = 0; i < 800; ++i) {
-        ASSERT_EQ(ohca_engine_receive_frame(b.e, req.data(), req.size()),
-                  OHCA_ENGINE_RX_CONSUMED);
+        ASSERT_EQ(ohca_engine_receive_frame(b.e, req.data(), req.size()), OHCA_ENGINE_RX_CONSUMED);
     }
     auto ctl = [](RdmaNode &x) {
         std::vector<eth::FrameInfo> v;

@@ -124,8 +124,10 @@ EthRings::Tx EthRings::tx_one() {
             wire_len = OHCA_ETH_MIN_FRAME;
         }
         const std::span<const uint8_t> f(frame.data(), wire_len);
-        const uint8_t prio = d_.pfc.any_paused() ? d_.pfc.frame_priority(f) : Pfc::kNone;
-        if (d_.pfc.paused(prio)) {
+        // Classified only while some priority is paused.
+        const unsigned int prio =
+            d_.pfc.any_paused() ? d_.pfc.frame_priority(f) % Pfc::kPrios : Pfc::kPrios;
+        if (prio < Pfc::kPrios && d_.pfc.paused(static_cast<uint8_t>(prio))) {
             const auto b = static_cast<uint8_t>(1u << prio);
             if ((held_mask_ & b) != 0) {
                 return Tx::Paused; // the descriptor stays for later

@@ -135,15 +135,15 @@ class Pfc {
     Deps d_;
     ohca_pfc_config cfg_{};
     PfcCounters counters_;
-    std::array<uint64_t, kPrios> until_{};       // paused until (ns)
-    std::array<uint64_t, kPrios> since_{};       // paused without a break since
-    std::array<bool, kPrios> storm_counted_{};   // this pause's storm counted
-    uint8_t paused_mask_ = 0;                    // priorities with a pause set (may have ended)
+    std::array<uint64_t, kPrios> until_{};      // paused until (ns)
+    std::array<uint64_t, kPrios> since_{};      // paused without a break since
+    std::array<bool, kPrios> storm_counted_{};  // this pause's storm counted
+    uint8_t paused_mask_ = 0;                   // priorities with a pause set (may have ended)
     std::array<uint32_t, kPrios> roce_count_{}; // wire frames of each priority in the backlog
     size_t roce_total_ = 0;
-    uint8_t roce_hold_ = 0; // priorities held off for the RoCE backlog
-    uint8_t eth_hold_ = 0;  // ... for the Ethernet RX ring
-    uint8_t xoff_ = 0;      // priorities we hold XOFF for (sent)
+    uint8_t roce_hold_ = 0;    // priorities held off for the RoCE backlog
+    uint8_t eth_hold_ = 0;     // ... for the Ethernet RX ring
+    uint8_t xoff_ = 0;         // priorities we hold XOFF for (sent)
     bool xoff_global_ = false; // an 802.3x PAUSE is in force (pfc_en 0, OHCA_PAUSE_TX)
     uint64_t refresh_ns_ = 0;  // when the XOFF is sent again
     mutable bool waited_ = false;
