@@ -117,6 +117,7 @@ static const char * const ohca_pfc_stat_names[] = {
 	"rx_pause_ignored",
 	"rx_pfc_storm_events",
 	"tx_pause_held",
+	"tx_pause_dropped",
 };
 
 #define OHCA_PFC_STATS	(ARRAY_SIZE(ohca_pfc_stat_names) + \
@@ -182,6 +183,7 @@ void ohca_get_ethtool_stats(struct net_device *ndev,
 	data[2] = le64_to_cpu(out.rx_ignored);
 	data[3] = le64_to_cpu(out.rx_storm);
 	data[4] = le64_to_cpu(out.tx_held);
+	data[5] = le64_to_cpu(out.tx_dropped);
 }
 
 /* ---- dcbnl: IEEE 802.1Qbb PFC ------------------------------------------- */

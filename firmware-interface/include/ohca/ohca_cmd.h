@@ -1461,16 +1461,18 @@ struct ohca_query_pfc_out {
 	ohca_le64 rx_ignored;		/* MAC control frames not acted on */
 	ohca_le64 rx_storm;		/* pauses that lasted over a second */
 	ohca_le64 tx_held;		/* Ethernet frames held by a pause */
+	ohca_le64 tx_dropped;		/* packets sent without waiting (CNPs), dropped */
 	ohca_u8 paused;			/* priorities stopped by the peer now */
 	ohca_u8 xoff;			/* priorities we hold XOFF for now */
 	ohca_u8 rsvd[6];
 };
-OHCA_ASSERT_SIZE(struct ohca_query_pfc_out, 184);
+OHCA_ASSERT_SIZE(struct ohca_query_pfc_out, 192);
 OHCA_ASSERT_OFFSET(struct ohca_query_pfc_out, rx_pfc, 8);
 OHCA_ASSERT_OFFSET(struct ohca_query_pfc_out, tx_pfc, 72);
 OHCA_ASSERT_OFFSET(struct ohca_query_pfc_out, rx_pause, 136);
 OHCA_ASSERT_OFFSET(struct ohca_query_pfc_out, tx_held, 168);
-OHCA_ASSERT_OFFSET(struct ohca_query_pfc_out, paused, 176);
+OHCA_ASSERT_OFFSET(struct ohca_query_pfc_out, tx_dropped, 176);
+OHCA_ASSERT_OFFSET(struct ohca_query_pfc_out, paused, 184);
 
 #define OHCA_FLOW_IP_PROTO_TCP		6
 #define OHCA_FLOW_IP_PROTO_UDP		17

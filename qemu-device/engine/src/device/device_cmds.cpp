@@ -334,6 +334,7 @@ CmdResult DeviceCommands::cmd_query_pfc(const Command &cmd) {
     out.rx_ignored = le(c.rx_ignored);
     out.rx_storm = le(c.rx_storm);
     out.tx_held = le(c.tx_held);
+    out.tx_dropped = le(c.tx_dropped);
     out.paused = pfc.paused_mask();
     out.xoff = pfc.xoff_mask();
     return write_output(d_.host, cmd, &out, sizeof(out));

@@ -37,6 +37,7 @@ struct PfcCounters {
     uint64_t rx_ignored = 0; // MAC control frames not acted on (off, malformed, other opcode)
     uint64_t rx_storm = 0;   // pauses kept in force for over kStormNs
     uint64_t tx_held = 0;    // the guest's frames held by a pause
+    uint64_t tx_dropped = 0; // RoCE packets of a paused priority sent without waiting
 };
 
 class Pfc {
@@ -103,6 +104,7 @@ class Pfc {
     [[nodiscard]] uint64_t deadline() const;
     // A guest frame held by a pause (counted).
     void count_held() { ++counters_.tx_held; }
+    void count_dropped() { ++counters_.tx_dropped; }
 
     // ---- generate
     // The RoCE backlog's wire frames: one of 'prio' entered or left it.

@@ -178,6 +178,13 @@ EmitResult WirePort::send(const PacketPath &path, const PacketFields &fields, si
     if (state_.ib ? ib_.is_local(path) : is_local_gid(path.dgid)) {
         return loop_back(path, fields, payload_len, fill, shortcut);
     }
+    if (!state_.ib && pfc_.any_paused() && pfc_.paused(pfc_.roce_priority(path.traffic_class))) {
+        // Every sender asks first (tx_room, tx_paused) and waits; one that
+        // does not (a CNP: lossy by design, rate-limited) is dropped
+        // rather than sent into the peer's pause.
+        pfc_.count_dropped();
+        return EmitResult::Sent;
+    }
     const bool mcast =
         state_.ib ? IbPort::is_mcast_lid(path.ib.dlid) && path.ib.grh : gid_is_multicast(path.dgid);
     if (!shortcut && mcast && !mcast_.members(path.dgid).empty()) {
