@@ -41,7 +41,8 @@ OHCA_INITRD ("none" for no initrd), OHCA_GUEST_KVER, OHCA_ROOTFS,
 OHCA_MODULE_DIR (where ohca_core.ko and ohca_ib.ko are; default
 build/kernel), OHCA_PROVIDER_DIR (default
 build/userspace), OHCA_CACHE, OHCA_NIC, OHCA_APPEND (extra kernel arguments),
-OHCA_KLOG_ALLOW (regex of kernel-log lines not to count as problems), OHCA_DGRAM
+OHCA_KLOG_ALLOW (regex of kernel-log lines not to count as problems), OHCA_IOMMU
+(1: every VM behind a virtual IOMMU, as --iommu), OHCA_DGRAM
 ("qemu": QEMU opens the two-VM wire's sockets itself, with default buffers),
 OHCA_WIRE (the fault wire's binary).
 Only the standard library is used.
@@ -109,6 +110,9 @@ def main(argv=None):
                        help="the ohca port's link layer: eth (RoCEv2, default) or ib "
                        "(an InfiniBand port: no eth0 of ohca, the port stays INIT "
                        "until a subnet manager such as opensm makes it ACTIVE)")
+        p.add_argument("--iommu", action="store_true", default=None,
+                       help="q35 with a virtual Intel IOMMU in front of the device, the "
+                       "guest's IOMMU on in strict mode (env OHCA_IOMMU=1)")
         p.add_argument("--trace", metavar="PATTERN",
                        help="QEMU trace events to turn on, e.g. 'ohca_*' (the device's, "
                        "qemu-device/trace-events); the lines go to each VM's qemu.log")
@@ -160,7 +164,7 @@ def main(argv=None):
         if args.cmd == "shell":
             with Cluster("cli-shell", nvms=1, nic=args.nic, logdir=logdir,
                          extra_args=args.qemu_arg, module_params=args.module_params,
-                         link_layer=args.link_layer) as c:
+                         link_layer=args.link_layer, iommu=args.iommu) as c:
                 c._interactive_preamble = not args.no_preamble
                 return c.interactive()
 
@@ -179,7 +183,7 @@ def main(argv=None):
                       module_params=args.module_params,
                       nics=args.nics.split(",") if args.nics else None,
                       mtu=args.mtu, capture=args.capture, wire=args.wire,
-                      link_layer=args.link_layer)
+                      link_layer=args.link_layer, iommu=args.iommu)
     except HarnessError as e:
         log(f"error: {e}")
         return 2

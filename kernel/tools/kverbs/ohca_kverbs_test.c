@@ -9,11 +9,14 @@
  * from the CQ; fast registration (alloc_mr, ib_map_mr_sg, REG_MR, RDMA
  * WRITE/READ through the fast-reg rkey, LOCAL_INV and SEND_WITH_INV making
  * the key stale, a new key variant refusing the old one); ib_drain_qp() on
- * a CQ polled by the core. insmod fails with the error when any check
- * fails; on success the module stays loaded doing nothing.
+ * a CQ polled by the core; behind an IOMMU that translates, DMA through
+ * an unmapped address fails instead of reaching memory. insmod fails with
+ * the error when any check fails; on success the module stays loaded
+ * doing nothing.
  */
 #include <linux/completion.h>
 #include <linux/delay.h>
+#include <linux/iommu.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
@@ -581,6 +584,144 @@ out:
 	return err ? err : kv_cq_empty(kv, "CQEs after destroy");
 }
 
+/*
+ * Two completions of one looped-back SEND, whatever their order: the
+ * receive's status in @recv, the send's in @send.
+ */
+static int kv_pair_status(struct kv_ctx *kv, enum ib_wc_status *send,
+			  enum ib_wc_status *recv)
+{
+	struct ib_wc wc[2];
+	int n = kv_poll(kv, wc, 2), i;
+
+	if (n != 2) {
+		pr_err("ohca_kverbs_test: iommu: %d completions, want 2\n", n);
+		return n < 0 ? n : -ETIMEDOUT;
+	}
+	for (i = 0; i < 2; i++) {
+		if (wc[i].wr_id == 4300)
+			*send = wc[i].status;
+		else
+			*recv = wc[i].status;
+	}
+	return 0;
+}
+
+/* A SEND of 64 bytes qp 0 -> qp 1 from @src into @dst, both unchecked. */
+static int kv_post_pair(struct kv_ctx *kv, u64 src, u64 dst)
+{
+	struct ib_sge rsge = { .addr = dst, .length = BUF_SIZE,
+			       .lkey = kv->pd->local_dma_lkey };
+	struct ib_recv_wr rwr = { .wr_id = 4301, .sg_list = &rsge,
+				  .num_sge = 1 };
+	struct ib_sge ssge = { .addr = src, .length = 64,
+			       .lkey = kv->pd->local_dma_lkey };
+	struct ib_send_wr swr = { .wr_id = 4300, .sg_list = &ssge,
+				  .num_sge = 1, .opcode = IB_WR_SEND,
+				  .send_flags = IB_SEND_SIGNALED };
+	int err;
+
+	err = ib_post_recv(kv->qp[1], &rwr, NULL);
+	return err ? err : ib_post_send(kv->qp[0], &swr, NULL);
+}
+
+static bool kv_all_bytes(const u8 *p, u8 v, size_t n)
+{
+	while (n--)
+		if (*p++ != v)
+			return false;
+	return true;
+}
+
+/*
+ * Behind an IOMMU that translates the device's DMA (the guest's DMA API
+ * in a paging domain; strict mode flushes the IOTLB before an unmap
+ * returns), the device must reach memory only through live mappings. Two
+ * buffers are mapped, then unmapped while their addresses still go to
+ * the device: a receive into the stale address and a SEND from it must
+ * complete in error, and the memory behind them stays as it was. Without
+ * translation an unmapped address is still memory, so the check is
+ * skipped (and says so).
+ */
+static int kv_iommu(struct kv_ctx *kv)
+{
+	struct iommu_domain *dom = iommu_get_domain_for_dev(kv->dev->dma_device);
+	enum ib_wc_status send = IB_WC_SUCCESS, recv = IB_WC_SUCCESS;
+	u8 *stale;
+	u64 iova;
+	int err;
+
+	if (!dom || !(dom->type & __IOMMU_DOMAIN_PAGING)) {
+		pr_info("ohca_kverbs_test: IOMMU check skipped: DMA not translated\n");
+		return 0;
+	}
+	stale = kmalloc(BUF_SIZE, GFP_KERNEL);
+	if (!stale)
+		return -ENOMEM;
+
+	/* the device writes: a receive into an unmapped buffer */
+	memset(stale, 0x3c, BUF_SIZE);
+	iova = ib_dma_map_single(kv->dev, stale, BUF_SIZE, DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(kv->dev, iova)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	ib_dma_unmap_single(kv->dev, iova, BUF_SIZE, DMA_FROM_DEVICE);
+	memset(kv->buf[0], 0xa5, 64);
+	ib_dma_sync_single_for_device(kv->dev, kv->dma[0], BUF_SIZE,
+				      DMA_BIDIRECTIONAL);
+	err = kv_post_pair(kv, kv->dma[0], iova);
+	if (!err)
+		err = kv_pair_status(kv, &send, &recv);
+	if (err)
+		goto out;
+	/* the responder cannot place it and NAKs a remote operation error */
+	if (recv != IB_WC_LOC_PROT_ERR || send != IB_WC_REM_OP_ERR ||
+	    !kv_all_bytes(stale, 0x3c, BUF_SIZE)) {
+		pr_err("ohca_kverbs_test: iommu: receive into an unmapped IOVA: recv %d send %d, memory %s\n",
+		       recv, send,
+		       kv_all_bytes(stale, 0x3c, BUF_SIZE) ? "untouched" : "WRITTEN");
+		err = -EIO;
+		goto out;
+	}
+	pr_info("ohca_kverbs_test: iommu: receive into an unmapped IOVA: recv status %d, send status %d, memory untouched\n",
+		recv, send);
+	err = kv_reset_reconnect(kv, "after the unmapped receive");
+	if (err)
+		goto out;
+
+	/* the device reads: a SEND from an unmapped buffer */
+	memset(stale, 0x5a, BUF_SIZE);
+	iova = ib_dma_map_single(kv->dev, stale, BUF_SIZE, DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(kv->dev, iova)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	ib_dma_unmap_single(kv->dev, iova, BUF_SIZE, DMA_TO_DEVICE);
+	memset(kv->buf[1], 0, BUF_SIZE);
+	ib_dma_sync_single_for_device(kv->dev, kv->dma[1], BUF_SIZE,
+				      DMA_BIDIRECTIONAL);
+	err = kv_post_pair(kv, iova, kv->dma[1]);
+	if (!err)
+		err = kv_expect(kv, 4300, IB_WC_LOC_QP_OP_ERR, 0);
+	if (err)
+		goto out;
+	/* the receive stays posted: nothing was sent */
+	ib_dma_sync_single_for_cpu(kv->dev, kv->dma[1], BUF_SIZE,
+				   DMA_BIDIRECTIONAL);
+	if (!kv_all_bytes(kv->buf[1], 0, BUF_SIZE)) {
+		pr_err("ohca_kverbs_test: iommu: a SEND from an unmapped IOVA delivered data\n");
+		err = -EIO;
+		goto out;
+	}
+	pr_info("ohca_kverbs_test: iommu: SEND from an unmapped IOVA: status %d, nothing delivered\n",
+		IB_WC_LOC_QP_OP_ERR);
+	err = kv_reset_reconnect(kv, "after the unmapped send");
+out:
+	kfree(stale);
+	return err;
+}
+
 static void kv_drain_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct kv_ctx *kv = container_of(wc->wr_cqe, struct kv_ctx, drain_cqe);
@@ -799,6 +940,11 @@ static int kv_run(struct kv_ctx *kv)
 	err = kv_frwr(kv);
 	if (err) {
 		pr_err("ohca_kverbs_test: fast registration: %d\n", err);
+		return err;
+	}
+	err = kv_iommu(kv);
+	if (err) {
+		pr_err("ohca_kverbs_test: IOMMU check: %d\n", err);
 		return err;
 	}
 	err = kv_drain(kv, &init, false);

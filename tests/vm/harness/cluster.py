@@ -32,7 +32,7 @@ class Cluster:
     def __init__(self, name="run", nvms=1, nic=None, logdir=None, smp=2,
                  mem="2G", module_params="", extra_args=None, append=None,
                  klog_allow=None, wire=None, extra_files=None, nics=None,
-                 mtu=None, capture=(), link_layer="eth"):
+                 mtu=None, capture=(), link_layer="eth", iommu=None):
         if not 1 <= nvms <= MAX_VMS:
             raise HarnessError(f"nvms must be 1 to {MAX_VMS}")
         self.nic = nic or os.environ.get("OHCA_NIC", "ohca")
@@ -50,6 +50,11 @@ class Cluster:
         if link_layer not in LINK_LAYERS:
             raise HarnessError(f"unknown link layer '{link_layer}' ({'|'.join(LINK_LAYERS)})")
         self.link_layer = link_layer
+        # iommu: the VMs on q35 with a virtual Intel IOMMU in front of every
+        # device (intremap, caching mode) and the guest kernel's IOMMU on in
+        # strict mode: each of ohca's DMAs goes through a translation the
+        # guest can revoke (default: OHCA_IOMMU=1 in the environment)
+        self.iommu = os.environ.get("OHCA_IOMMU", "0") == "1" if iommu is None else bool(iommu)
         # mtu: eth0's MTU set by the preamble (None: the driver's default)
         self.mtu = mtu
         # capture: VM indices whose netdev traffic goes to vmN/wire.pcap

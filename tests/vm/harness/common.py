@@ -47,6 +47,13 @@ RXE_IBDEV = "rxe0"
 NIC_KINDS = ("ohca", "virtio", "rxe")
 # the ohca port's link layer: eth (RoCEv2) or ib (the device's link-layer=ib)
 LINK_LAYERS = ("eth", "ib")
+# A virtual IOMMU (Cluster(iommu=True), OHCA_IOMMU=1): q35 with VT-d in
+# front of the PCI devices realized after it, interrupt remapping (MSI-X
+# goes through it too) and caching mode (every map is reported to QEMU, so
+# the device sees a translation the moment the guest makes it); the guest's
+# IOMMU on, strict: an unmap is flushed before dma_unmap returns.
+IOMMU_ARGS = ["-machine", "q35", "-device", "intel-iommu,intremap=on,caching-mode=on"]
+IOMMU_APPEND = "intel_iommu=on iommu.strict=1 "
 
 
 class HarnessError(Exception):

@@ -18,7 +18,7 @@ class Pool:
     boots a fresh one, so one failure does not spill into other tests.
 
     Only jobs whose VMs are alike share them: the key is everything that
-    shapes the QEMU command line (VM count, NIC kinds, link layer, memory, CPUs, extra
+    shapes the QEMU command line (VM count, NIC kinds, link layer, IOMMU, memory, CPUs, extra
     QEMU arguments, kernel arguments, wire, cluster class). Per-job settings
     (MTU, module parameters, extra files, allowed kernel-log lines) are
     applied per job. A fault wire is restarted with the job's faults (its
@@ -34,7 +34,8 @@ class Pool:
     # Cluster() arguments that can change from job to job
     PER_JOB = ("mtu", "module_params", "extra_files", "klog_allow")
     # arguments that are part of the key
-    KEYED = ("nic", "nics", "smp", "mem", "extra_args", "append", "wire", "link_layer")
+    KEYED = ("nic", "nics", "smp", "mem", "extra_args", "append", "wire", "link_layer",
+             "iommu")
 
     def __init__(self, logroot, pair=None):
         self.logroot = logroot

@@ -10,9 +10,9 @@ import subprocess
 import time
 
 from .checks import sanitizer_env, sanitizer_reports, scan_kernel_log
-from .common import (FIRMWARE_DIRS, GUEST_DIR, IBDEV, IFACE, NETDEV_ID, NIC_ID,
-                     PREAMBLE_FAILED, PREFIX, RXE_IBDEV, HarnessError, die_with_parent, log,
-                     vm_ip, vm_mac, vm_node_guid)
+from .common import (FIRMWARE_DIRS, GUEST_DIR, IBDEV, IFACE, IOMMU_APPEND, IOMMU_ARGS,
+                     NETDEV_ID, NIC_ID, PREAMBLE_FAILED, PREFIX, RXE_IBDEV, HarnessError,
+                     die_with_parent, log, vm_ip, vm_mac, vm_node_guid)
 from .qmp import QMP
 
 
@@ -227,7 +227,7 @@ class VM:
     def qemu_argv(self, interactive=False):
         c = self.cluster
         append = ("root=/dev/vda rw init=/sbin/ohca-init console=ttyS0 "
-                  "net.ifnames=0 panic=-1 " + c.append).strip()
+                  "net.ifnames=0 panic=-1 " + IOMMU_APPEND * c.iommu + c.append).strip()
         argv = [c.qemu, "-name", self.name,
                 "-accel", "tcg", "-cpu", "max", "-smp", str(c.smp), "-m", c.mem,
                 "-nographic", "-nodefaults", "-no-reboot",
@@ -248,6 +248,10 @@ class VM:
         else:
             argv += ["-chardev", f"file,id=ser0,path={self.console_path}",
                      "-serial", "chardev:ser0"]
+        if c.iommu:
+            # before any PCI device: a device realized earlier would DMA
+            # around the IOMMU
+            argv += IOMMU_ARGS
         argv += ["-netdev", f"{self.netdev_args},id={NETDEV_ID}"]
         if self.index in c.capture:
             # Both directions of the netdev, before the NIC sees them.

@@ -492,6 +492,7 @@ void QpTable::apply_state(Qp &qp, uint8_t next) {
             qp.msn = 0;
             qp.resp.reset(qp.attrs.max_dest_rd_atomic);
             qp.comm_est = false;
+            qp.credits_zero_sent = false;
         }
         break;
     case OHCA_QPS_RTS:
@@ -503,6 +504,12 @@ void QpTable::apply_state(Qp &qp, uint8_t next) {
             qp.ssthresh = DeviceLimits::max_window;
             qp.cwnd_acked = 0;
             qp.recovering = false;
+            // No credits known: the first message may go as a probe.
+            qp.ssn = 0;
+            qp.credit_lsn = 0;
+            qp.credits_unlimited = false;
+            qp.credit_probe = true;
+            qp.credit_wait = false;
         }
         qp.retry_left = qp.attrs.retry_cnt;
         qp.rnr_left = qp.attrs.rnr_retry;
@@ -607,8 +614,10 @@ Qp *QpTable::doorbell(uint32_t page, uint32_t qpn, bool sq, uint32_t value, bool
         return nullptr;
     }
     q.pi = value;
-    if (sq || qp->state == OHCA_QPS_ERR) {
-        d_.sched.mark_ready(*qp); // RQ in ERR: flushed by the run loop
+    // RQ in ERR: flushed by the run loop; after an ACK that advertised no
+    // credits: the responder tells the requester of the new ones.
+    if (sq || qp->state == OHCA_QPS_ERR || qp->credits_zero_sent) {
+        d_.sched.mark_ready(*qp);
         made_ready = true;
     }
     return qp;

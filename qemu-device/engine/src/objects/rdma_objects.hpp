@@ -131,6 +131,7 @@ struct SendWr {
     bool local_op = false;
     uint32_t first_psn = 0;
     uint32_t npkts = 1;
+    uint32_t ssn = 0; // send sequence number, its message's (credits.hpp)
     // READ and atomics (one "response packet", the atomic acknowledge):
     uint32_t read_pkts = 0;  // READ: response packets received in order
     uint32_t read_start = 0; // READ: packets the last request asked for:
@@ -326,12 +327,25 @@ struct Qp {
     uint64_t frto_rto_ns = 0;   // the RTO before the timeout's backoff
     uint64_t frto_since_ns = 0; // when the timer that expired was started
     bool sq_draining = false;
+    // End-to-end credits (transports/credits.hpp): the SSN of the last
+    // message fetched, the limit the peer's AETHs allow, whether the peer
+    // gives no credits (code 0x1f); 'credit_probe': one message past the
+    // limit may start (at first, and after 'credit_wait', the timer a QP
+    // with nothing outstanding waits on for credits, expired).
+    uint32_t ssn = 0;
+    uint32_t credit_lsn = 0;
+    bool credits_unlimited = false;
+    bool credit_probe = true;
+    bool credit_wait = false;
 
     // Responder.
     uint32_t epsn = 0;
     uint32_t msn = 0;
     bool nak_sent = false;
     bool comm_est = false;
+    // The last AETH advertised no credits: receive WQEs posted since are
+    // told to the requester at once (an ACK of the last PSN).
+    bool credits_zero_sent = false;
     enum class InMsg : uint8_t { None, Send, Write };
     InMsg in_msg = InMsg::None;
     bool recv_loaded = false;

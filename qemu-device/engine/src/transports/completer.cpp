@@ -4,6 +4,7 @@
 // completion, the window forward, or the transmit cursor back.
 #include "device/limits.hpp"
 #include "link/byte_order.hpp"
+#include "transports/credits.hpp"
 #include "transports/rc_common.hpp"
 #include "transports/requester.hpp"
 
@@ -110,6 +111,9 @@ void RcRequester::rx(Qp &qp, const ParsedPacket &pkt) {
         return;
     }
     const uint32_t psn = pkt.fields.bth.psn;
+    if (pkt.fields.aeth) {
+        take_credits(qp, *pkt.fields.aeth);
+    }
     switch (pkt.fields.bth.opcode) {
     case rc::kAck:
         on_aeth(qp, psn, pkt.fields.aeth->syndrome);
@@ -158,6 +162,43 @@ void RcRequester::rx(Qp &qp, const ParsedPacket &pkt) {
     }
 }
 
+// The credits of an ACK's AETH (an ACK, atomic acknowledge, or READ
+// response with an AETH; a NAK's carries none): the limit, MSN + credits,
+// only ever rises; "invalid" lifts it for good, as the peer gives none
+// (Linux rxe, a QP on an SRQ). An MSN past the last message fetched is no
+// honest peer's and counts no further: the limit stays within 32768
+// messages of the SQ, whatever a peer sends.
+void RcRequester::take_credits(Qp &qp, const Aeth &aeth) {
+    if ((aeth.syndrome & 0x60) != kAethAck || qp.credits_unlimited) {
+        return;
+    }
+    const uint8_t code = aeth.syndrome & 0x1f;
+    if (code == credits::kInvalid) {
+        qp.credits_unlimited = true;
+        credit_wake(qp);
+        return;
+    }
+    uint32_t msn = aeth.msn & kPsnMask;
+    if (psn_diff(msn, qp.ssn) > 0) {
+        msn = qp.ssn;
+    }
+    const uint32_t lsn = psn_add(msn, credits::kCount[code]);
+    if (psn_diff(lsn, qp.credit_lsn) > 0) {
+        qp.credit_lsn = lsn;
+        credit_wake(qp);
+    }
+}
+
+// The limit rose: a QP waiting for credits goes on (its wait's timer is
+// no longer needed).
+void RcRequester::credit_wake(Qp &qp) {
+    if (qp.credit_wait) {
+        qp.credit_wait = false;
+        svc_.set_deadline(qp, 0);
+    }
+    svc_.mark_ready(qp);
+}
+
 // The responder had no receive WQE: everything before 'psn' is
 // acknowledged, the rest goes again after the NAK's wait.
 void RcRequester::on_rnr_nak(Qp &qp, uint32_t psn, uint8_t code) {
@@ -181,6 +222,7 @@ void RcRequester::on_rnr_nak(Qp &qp, uint32_t psn, uint8_t code) {
     }
     go_back(qp, nak_resume(qp, psn));
     qp.rnr_wait = true;
+    qp.credit_wait = false; // (the RNR wait's timer replaces it)
     uint64_t wait =
         std::max(uint64_t{kRnrTimer100us[code]} * 10'000, DeviceLimits::min_rnr_delay_ns);
     // Retrying for ever (rnr_retry 7): past the 7 tries a finite count

@@ -41,6 +41,7 @@ void rc_visit(TransportServices &svc, RcRequester &req, RcResponder &resp, Qp &q
         svc.flush(qp, quantum);
         return;
     }
+    resp.credit_update(qp);
     resp.process_responses(qp, quantum);
     req.process_sq(qp, quantum);
 }

@@ -123,6 +123,14 @@ void RcRequester::timer_expired(Qp &qp) {
         svc_.mark_ready(qp);
         return;
     }
+    if (qp.credit_wait) {
+        // No credits came (an update lost, or a peer that sends none
+        // unasked): one message goes as the probe.
+        qp.credit_wait = false;
+        qp.credit_probe = true;
+        svc_.mark_ready(qp);
+        return;
+    }
     if (qp.inflight.empty() || !outstanding(qp) ||
         (qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD)) {
         return;

@@ -6,6 +6,7 @@
 #include "transports/requester.hpp"
 #include "device/limits.hpp"
 #include "link/byte_order.hpp"
+#include "transports/credits.hpp"
 #include "transports/rc_common.hpp"
 #include "transports/xrc.hpp"
 
@@ -50,6 +51,9 @@ void RcRequester::process_sq(Qp &qp, unsigned int &quantum) {
             }
             if (is_read(w) && w.read_pkts < qp.cur_pkt) {
                 break; // the part of this READ asked again is still arriving
+            }
+            if (!credit_allows(qp, w)) {
+                break; // resumed by an ACK that raises the limit, or the probe
             }
             if (!odp_ready(qp)) {
                 if (qp.odp_wait) {
@@ -184,6 +188,8 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
     if (wr.local_status == OHCA_CQE_SUCCESS && !wr.local_op) {
         const uint32_t mtu = mtu_bytes(qp);
         wr.npkts = std::max<uint32_t>(1, (wr.length + mtu - 1) / mtu);
+        qp.ssn = psn_add(qp.ssn, 1); // a message: the responder's MSN counts it
+        wr.ssn = qp.ssn;
         wr.first_psn = qp.next_psn;
         qp.next_psn = psn_add(qp.next_psn, wr.npkts);
         if (awaits_response(wr)) {
@@ -206,6 +212,51 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
         ack_through(qp, psn_add(qp.una_psn, kPsnMask)); // completes or fails it now
     }
     return true;
+}
+
+// End-to-end credits (credits.hpp): a message that consumes a receive WQE
+// starts only within the limit of the peer's AETHs, or as the one probe
+// allowed past it (the first message, or once the credit wait expired).
+// Packets of a message already started, and resends, always go. With
+// nothing outstanding no ACK would come to raise the limit: the QP waits
+// for the responder's credit update (an ACK when receive WQEs are posted),
+// or for the local ACK timeout, after which it probes (a lost update
+// costs that wait, not the connection). With packets outstanding their
+// ACKs bring the credits. Either way it leaves the run loop meanwhile.
+bool RcRequester::credit_allows(Qp &qp, const SendWr &w) {
+    if (qp.credits_unlimited || qp.cur_pkt != 0 || w.local_status != OHCA_CQE_SUCCESS ||
+        w.local_op || !credits::consumes_recv(w.opcode) || psn_diff(w.first_psn, qp.sent_psn) < 0 ||
+        psn_diff(w.ssn, qp.credit_lsn) <= 0 || qp.credit_probe) {
+        return true;
+    }
+    if (!outstanding(qp) && qp.deadline_ns == 0) {
+        const uint64_t t = local_ack_timeout_ns(qp);
+        if (t == 0) {
+            return true; // no timer to wait on: the probe goes now
+        }
+        qp.credit_wait = true;
+        svc_.set_deadline(qp, svc_.host().now_ns() + t);
+    }
+    return false;
+}
+
+// The first packet of a message goes for the first time. One that
+// consumes no receive WQE moves the limit on by one (it counts in the
+// responder's MSN, not against its receive queue); one past the limit is
+// the probe.
+void RcRequester::message_started(Qp &qp, const SendWr &w) {
+    if (qp.credit_wait) {
+        qp.credit_wait = false;
+        svc_.set_deadline(qp, 0);
+    }
+    if (qp.credits_unlimited) {
+        return;
+    }
+    if (!credits::consumes_recv(w.opcode)) {
+        qp.credit_lsn = psn_add(qp.credit_lsn, 1);
+    } else if (psn_diff(w.ssn, qp.credit_lsn) > 0) {
+        qp.credit_probe = false;
+    }
 }
 
 void RcRequester::send_packet(Qp &qp) {
@@ -235,6 +286,8 @@ void RcRequester::send_packet(Qp &qp) {
     const bool resend = psn_diff(f.bth.psn, qp.sent_psn) < 0;
     if (resend) {
         ++svc_.counters().retrans_pkts;
+    } else if (k == 0) {
+        message_started(qp, wr);
     }
     if (psn_diff(end_psn, qp.sent_psn) > 0) {
         qp.sent_psn = end_psn;

@@ -30,6 +30,8 @@ class RcRequester {
     bool rx_state_ok(const Qp &qp);
     bool rx_psn_ok(const Qp &qp, uint32_t psn);
     void on_aeth(Qp &qp, uint32_t psn, uint8_t syndrome);
+    void take_credits(Qp &qp, const Aeth &aeth);
+    void credit_wake(Qp &qp);
     void on_rnr_nak(Qp &qp, uint32_t psn, uint8_t code);
     void on_nak(Qp &qp, uint32_t psn, uint8_t code);
     void on_read_response(Qp &qp, const ParsedPacket &pkt);
@@ -41,6 +43,8 @@ class RcRequester {
 
     // requester.cpp: the send queue
     bool fetch_send_wqe(Qp &qp);
+    bool credit_allows(Qp &qp, const SendWr &w);
+    void message_started(Qp &qp, const SendWr &w);
     void send_packet(Qp &qp);
     void ack_through(Qp &qp, uint32_t psn);
     void atomic_ack(Qp &qp, uint32_t psn, uint64_t orig);

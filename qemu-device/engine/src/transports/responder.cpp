@@ -7,6 +7,7 @@
 #include "transports/responder.hpp"
 #include "device/limits.hpp"
 #include "link/byte_order.hpp"
+#include "transports/credits.hpp"
 #include "transports/opcode_seq.hpp"
 #include "transports/xrc.hpp"
 
@@ -15,8 +16,6 @@
 namespace ohca {
 
 namespace {
-
-constexpr uint8_t kAckCredits = 0x1f; // "invalid credit count": no end-to-end credits
 
 bool is_send(uint8_t op) {
     return op <= rc::kSendOnlyImm || op == rc::kSendLastInv || op == rc::kSendOnlyInv;
@@ -40,6 +39,31 @@ bool has_imm(uint8_t op) {
 }
 
 } // namespace
+
+// The syndrome of a positive acknowledgement (ACK, READ response, atomic
+// acknowledge), taken when it is sent: the credits for the receive WQEs
+// posted and not yet consumed (the one a SEND in progress fills counts:
+// the AETH's MSN does not count its message yet), rounded down to a code;
+// "invalid" for a QP that takes its receives from an SRQ.
+uint8_t RcResponder::ack_syndrome(Qp &qp) {
+    if (!credits::generates(qp)) {
+        return static_cast<uint8_t>(kAethAck | credits::kInvalid);
+    }
+    // The doorbell keeps pi within the ring's size of ci.
+    const uint8_t code = credits::code_for(qp.rq.pi - qp.rq.ci);
+    qp.credits_zero_sent = code == 0;
+    return static_cast<uint8_t>(kAethAck | code);
+}
+
+void RcResponder::credit_update(Qp &qp) {
+    if (!qp.credits_zero_sent || qp.rq.pi == qp.rq.ci || !qp.resp.empty() ||
+        (qp.state != OHCA_QPS_RTR && qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD &&
+         qp.state != OHCA_QPS_SQE)) {
+        // (queued responses carry the credits when they go)
+        return;
+    }
+    send_ack(qp, psn_add(qp.epsn, kPsnMask), kAethAck);
+}
 
 void RcResponder::send_ack(Qp &qp, uint32_t psn, uint8_t syndrome, bool coalesce) {
     if (!qp.resp.empty()) {
@@ -70,7 +94,7 @@ void RcResponder::send_ack(Qp &qp, uint32_t psn, uint8_t syndrome, bool coalesce
     f.bth.opcode = rc::kAck;
     f.bth.dest_qp = qp.attrs.dest_qpn;
     f.bth.psn = psn;
-    f.aeth = Aeth{syndrome, qp.msn};
+    f.aeth = Aeth{(syndrome & 0x60) == kAethAck ? ack_syndrome(qp) : syndrome, qp.msn};
     rc_emit(svc_, qp, f);
 }
 
@@ -236,7 +260,7 @@ void RcResponder::execute_atomic_write(Qp &qp, const ParsedPacket &pkt) {
     }
     qp.epsn = psn_add(qp.epsn, 1);
     qp.msn = (qp.msn + 1) & kPsnMask;
-    send_ack(qp, pkt.fields.bth.psn, kAckCredits, pkt.looped);
+    send_ack(qp, pkt.fields.bth.psn, kAethAck, pkt.looped);
 }
 
 // Sends queued responses in order: at most read_resp_per_pass READ response
@@ -256,7 +280,8 @@ void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
             }
             f.bth.opcode = rc::kAck;
             f.bth.psn = it.psn;
-            f.aeth = Aeth{it.syndrome, it.msn};
+            f.aeth =
+                Aeth{(it.syndrome & 0x60) == kAethAck ? ack_syndrome(qp) : it.syndrome, it.msn};
             qp.resp.pop_front();
             rc_emit(svc_, qp, f);
             --quantum;
@@ -269,7 +294,7 @@ void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
             }
             f.bth.opcode = rc::kAtomicAck;
             f.bth.psn = it.psn;
-            f.aeth = Aeth{kAckCredits, it.msn};
+            f.aeth = Aeth{ack_syndrome(qp), it.msn};
             f.atomic_ack = it.orig;
             qp.resp.pop_front();
             rc_emit(svc_, qp, f);
@@ -288,7 +313,7 @@ void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
                        : k + 1 == n ? rc::kReadRespLast
                                     : rc::kReadRespMiddle;
         if (f.bth.opcode != rc::kReadRespMiddle) {
-            f.aeth = Aeth{kAckCredits, it.msn};
+            f.aeth = Aeth{ack_syndrome(qp), it.msn};
         }
         const uint64_t va = it.va + uint64_t{k} * mtu;
         const size_t len = std::min(mtu, it.len - k * mtu);
@@ -399,7 +424,7 @@ void RcResponder::rx(Qp &qp, const ParsedPacket &pkt) {
             duplicate_atomic(qp, h.psn);
             return false;
         }
-        send_ack(qp, psn_add(qp.epsn, kPsnMask), kAckCredits, pkt.looped);
+        send_ack(qp, psn_add(qp.epsn, kPsnMask), kAethAck, pkt.looped);
         return false;
     }
     if (d > 0) {
@@ -647,7 +672,7 @@ void RcResponder::execute_read(Qp &qp, const ParsedPacket &pkt) {
     const Bth &h = pkt.fields.bth;
     qp.epsn = psn_add(qp.epsn, 1);
     if (ends_message(h.opcode) || h.ack_req) {
-        send_ack(qp, h.psn, kAckCredits, pkt.looped);
+        send_ack(qp, h.psn, kAethAck, pkt.looped);
     }
 }
 

@@ -21,6 +21,10 @@ class RcResponder {
     // found invalid (XRC: its XRCETH): NAK 'nak', event, QP to ERR. Nothing
     // happens outside the states in which the QP takes requests.
     void reject(Qp &qp, uint8_t nak, uint16_t event);
+    // After an acknowledgement that advertised no credits, receive WQEs
+    // were posted: an ACK of the last PSN tells the requester, which may be
+    // waiting for them (credits.hpp). Nothing otherwise.
+    void credit_update(Qp &qp);
 
   private:
     // The steps of rx().
@@ -32,6 +36,7 @@ class RcResponder {
     bool execute_write(Qp &qp, const ParsedPacket &pkt);
     void acknowledge(Qp &qp, const ParsedPacket &pkt);
 
+    static uint8_t ack_syndrome(Qp &qp);
     // 'coalesce': the request was looped back, so a plain ACK may wait in
     // the QP's response queue for the visit after this run of packets.
     void send_ack(Qp &qp, uint32_t psn, uint8_t syndrome, bool coalesce = false);

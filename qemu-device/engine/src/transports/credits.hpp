@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// RC end-to-end credits (IBTA 9.7.7.2): the responder's ACKs carry, in the
+// AETH's 5-bit credit field, a code for the receive WQEs posted and not yet
+// consumed; the requester may start a message that consumes one (SEND,
+// RDMA WRITE with immediate) only while its SSN is within the limit, MSN +
+// credits, of the latest AETH. Code 0x1f: the responder gives no credits
+// (a QP on an SRQ, or Linux rxe always): the requester is not limited.
+#pragma once
+
+#include "link/roce_packet.hpp"
+#include "objects/rdma_objects.hpp"
+
+#include <array>
+#include <cstdint>
+
+namespace ohca::credits {
+
+inline constexpr uint8_t kInvalid = 0x1f;
+
+// The count each code stands for (IBTA's table: 0-4, then two values per
+// power of two, up to 32768).
+inline constexpr std::array<uint16_t, 31> kCount = {
+    0,   1,   2,   3,   4,    6,    8,    12,   16,   24,   32,   48,    64,    96,    128,  192,
+    256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
+
+// The largest code whose count is at most 'n': a responder never
+// advertises more receive WQEs than are posted.
+[[nodiscard]] constexpr uint8_t code_for(uint32_t n) {
+    uint8_t lo = 0;
+    auto hi = static_cast<uint8_t>(kCount.size() - 1);
+    while (lo < hi) {
+        const auto mid = static_cast<uint8_t>((lo + hi + 1) / 2);
+        if (kCount[mid] <= n) {
+            lo = mid;
+        } else {
+            hi = static_cast<uint8_t>(mid - 1);
+        }
+    }
+    return lo;
+}
+static_assert(code_for(0) == 0 && code_for(5) == 4 && code_for(6) == 5 && code_for(7) == 5 &&
+              code_for(32767) == 29 && code_for(32768) == 30 && code_for(UINT32_MAX) == 30);
+
+// Whether a message of this WR opcode consumes a receive WQE at the
+// responder (the only ones credits limit).
+[[nodiscard]] constexpr bool consumes_recv(uint8_t wr_opcode) {
+    return wr_opcode == OHCA_WR_SEND || wr_opcode == OHCA_WR_SEND_IMM ||
+           wr_opcode == OHCA_WR_SEND_INV || wr_opcode == OHCA_WR_RDMA_WRITE_IMM;
+}
+
+// Whether the responder of this QP generates credits: an RC QP with its
+// own receive queue (a QP on an SRQ, an XRC target: "invalid").
+[[nodiscard]] inline bool generates(const Qp &qp) {
+    return qp.type == OHCA_QPT_RC && qp.srqn == 0;
+}
+
+} // namespace ohca::credits
