@@ -46,7 +46,8 @@ all: build
 deps:
 	@bash tests/deps.sh
 
-build: firmware-interface qemu kernel userspace
+# (fabric: ohca-switch, the VM harness's switch wire)
+build: firmware-interface qemu kernel userspace fabric
 
 qemu: deps
 	@bash qemu-device/build.sh --qemu=$(QEMU)

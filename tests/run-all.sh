@@ -178,7 +178,10 @@ stage engine-style "" traced engine-style -- make --no-print-directory engine-st
 stage engine-bench "" make --no-print-directory engine-bench-smoke
 stage engine-fuzz "" bash qemu-device/engine/fuzz/run.sh $((quick ? 5 : 12))
 stage wire-unit "" traced wire -- make --no-print-directory wire-test
-stage fabric-unit "" traced fabric -- make --no-print-directory fabric-test
+# ohca-switch first on its own: the integration stage's switch wire runs
+# it (build/fabric/ohca-switch) even when a unit test or fuzzer fails.
+stage fabric "" traced fabric -- make --no-print-directory fabric
+stage fabric-unit fabric traced fabric-unit -- make --no-print-directory fabric-test
 stage qemu "" make --no-print-directory qemu
 stage device-smoke qemu /usr/bin/python3 qemu-device/tests/qtest_smoke.py
 stage kernel "" traced kernel -- make --no-print-directory kernel
@@ -194,7 +197,7 @@ if [ "$quick" -eq 1 ]; then
 fi
 stage rootfs "" make --no-print-directory rootfs
 # without the tests the asan stage runs (tests/asan/tests.txt)
-stage integration qemu,kernel,userspace,rootfs \
+stage integration qemu,kernel,userspace,rootfs,fabric \
 	/usr/bin/python3 -m pytest -v -rA --durations=15 tests/integration \
 	$(grep -v -e '^#' -e '^$' tests/asan/tests.txt | sed 's/^/--deselect=/')
 # QEMU with the device built with ASan + UBSan (a minute's relink of the

@@ -17,6 +17,7 @@ would otherwise pay its own TCG boot). VM 0 runs the subnet manager.
 - tcp: a TCP transfer over IPoIB, its SHA-256 compared on both sides.
 """
 
+import os
 import re
 import subprocess
 
@@ -234,3 +235,154 @@ def test_infiniband_back_to_back(vm_run):
     assert tx and rx and tx.group(1) == rx.group(1), (a.report(), b.report())
     assert f"RX_BYTES {TCP_MIB << 20}" in b.output, b.report()
     assert_ok(results)
+
+
+# --------------------------------------------------------------------------
+# Three VMs on the emulated InfiniBand switch (ohca-switch --mode ib, the
+# harness's switch wire): opensm in VM 0 discovers the switch through
+# directed-route SMPs, assigns LIDs to the switch and the three CAs,
+# programs the switch's forwarding tables and takes every port to Active.
+# Then IPoIB between every pair (the broadcast group's multicast through
+# the switch's MFT), and a ring of LID-routed RC and UD pingpongs (VM i
+# to VM i+1): three pairs at once, each switch port sending and receiving.
+# In a line (two switches, VMs 0 and 1 on the first), opensm routes
+# through both switches.
+
+SWITCH_PARTS = ("sm", "ibstat", "ipoib", "diags", "rc_ring", "ud_ring")
+
+SWITCH_JOB = r"""
+part_ipoib() {
+	local ip
+	modprobe ib_ipoib
+	ohca_poll 30 test -e /sys/class/net/ib0
+	ip addr add "$OHCA_IP/$OHCA_PREFIX" dev ib0
+	ip link set ib0 up
+	ohca_barrier ipoib 180
+	for ip in $OHCA_PEER_IPS; do
+		if ! ohca_retry 90 ping -c 1 -W 2 "$ip" >/dev/null; then
+			dmesg | grep -i ib0 | tail -n 5
+			return 1
+		fi
+		ping -c 2 -W 5 "$ip" | grep -E 'packets transmitted'
+		echo "IPOIB_OK $ip"
+	done
+}
+
+part_diags() {
+	sminfo
+	ibnetdiscover
+	perfquery
+}
+
+# ring: this VM serves VM i-1 and is a client of VM i+1, both at once
+next_ip() { echo $OHCA_VM_IPS | cut -d' ' -f$(( (OHCA_VM_INDEX + 1) % OHCA_NUM_VMS + 1 )); }
+
+ring() {	# ring TOOL PORT ARGS...
+	local tool=$1 port=$2 srv cli src crc
+	shift 2
+	timeout 240 $tool -d "$OHCA_IBDEV" -p "$port" "$@" > /tmp/$tool.srv 2>&1 &
+	srv=$!
+	ohca_barrier "ring-$tool" 120
+	sleep 1
+	crc=0
+	ohca_retry 90 timeout 200 $tool -d "$OHCA_IBDEV" -p "$port" "$@" "$(next_ip)" \
+		> /tmp/$tool.cli 2>&1 || crc=$?
+	src=0
+	wait $srv || src=$?
+	echo "--- client to $(next_ip) (rc=$crc)"; cat /tmp/$tool.cli
+	echo "--- server (rc=$src)"; cat /tmp/$tool.srv
+	[ $crc -eq 0 ] && [ $src -eq 0 ]
+}
+
+part_rc_ring() { ring ibv_rc_pingpong 18600 -s 4096 -n 200; }
+part_ud_ring() { ring ibv_ud_pingpong 18700 -s 1024 -n 200; }
+"""
+
+
+def switch_script(index):
+    body = COMMON + (SM if index == 0 else NOT_SM) + SWITCH_JOB
+    keep_log = "cp /tmp/opensm.log /share/opensm.log 2>/dev/null || true" if index == 0 else "true"
+    out = [body, "rc=0", f"run sm || {{ echo '=== end ==='; {keep_log}; exit 1; }}",
+           "ohca_barrier active 360"]
+    out += [f"run {p}" for p in SWITCH_PARTS[1:]]
+    out += ["echo '=== end ==='", "ohca_hw_counters", keep_log, "exit $rc"]
+    return "\n".join(out)
+
+
+# topology: (the switch wire's options, switches ibnetdiscover must show)
+IB_TOPOLOGIES = {
+    "one_switch": ({"capture": True}, 1),
+    "two_switches": ({"switches": 2, "split": 2}, 2),
+}
+
+
+# Not yet in make test: on 2026-12-05 opensm's first sweep through the
+# switch set every CA port's LID with PortState Down in the same Set
+# PortInfo (the switch's capture shows it), the CAs answered from their new
+# LIDs with PortState Down, and the next look found them with LID 0
+# ("ERR 3322: lid N is wrongly assigned", "ERR 3A04: ... has LID 0") and
+# the SM's own port Down ("SM port is down"); the switch's ports were
+# Active, its credits flowing, no overrun. A port set Down must retrain to
+# Init (its link is still up) and keep its LID, as the switch's ports do:
+# the device's side, to be fixed first. OHCA_IB_SWITCH=1 runs the test.
+IB_SWITCH_READY = os.environ.get("OHCA_IB_SWITCH", "0") == "1"
+
+
+@pytest.mark.skipif(not IB_SWITCH_READY, reason="opensm's sweep through ohca-switch leaves the "
+                    "CA ports without LIDs (the device's side; OHCA_IB_SWITCH=1 runs it)")
+@pytest.mark.parametrize("topology", list(IB_TOPOLOGIES))
+def test_infiniband_switch(vm_cluster, topology):
+    if not _device_has_ib():
+        pytest.skip("this QEMU's ohca device has no link-layer property (no InfiniBand port)")
+    options, nswitches = IB_TOPOLOGIES[topology]
+    nvms = 3
+    c = vm_cluster(nvms=nvms, wire="switch", switch=options, link_layer="ib", smp=1, mem="768M")
+    c.start({i: switch_script(i) for i in range(nvms)})
+    results = c.wait(timeout=1500)
+    stats = results[0].wire_stats
+    print(f"{topology}: switch statistics:", stats)
+    for r in results:
+        failed = [p for p in SWITCH_PARTS if not re.search(rf"^PART {p} rc=0$", r.output, re.M)]
+        assert not failed, f"{r.name}: parts failed: {failed}\n" + r.report()
+
+    lids = []
+    for r in results:
+        ibstat = section(r.output, "ibstat")
+        assert re.search(r"State: Active", ibstat), r.report()
+        assert re.search(r"Link layer: InfiniBand", ibstat), r.report()
+        lids.append(_lid(ibstat, "Base lid"))
+    assert all(lids) and len(set(lids)) == nvms, lids
+
+    for i, r in enumerate(results):
+        for j in range(nvms):
+            if j != i:
+                assert f"IPOIB_OK {ohcavm.vm_ip(j)}" in section(r.output, "ipoib"), r.report()
+        diags = section(r.output, "diags")
+        # the fabric: the switch(es) and the three CAs, nothing else
+        assert len(re.findall(r"^Switch\s", diags, re.M)) == nswitches, r.report()
+        assert len(re.findall(r"^Ca\s", diags, re.M)) == nvms, r.report()
+        assert re.search(r"sminfo: sm lid \d+ sm guid 0x[0-9a-f]+", diags), r.report()
+        # by LID, around the ring (the pingpongs print the LIDs they used)
+        rc = section(r.output, "rc_ring")
+        assert re.search(r"remote address:\s+LID 0x0*[1-9a-f][0-9a-f]*", rc), r.report()
+        assert len(re.findall(r"1638400 bytes in .* seconds", rc)) == 2, r.report()
+        assert len(re.findall(r"409600 bytes in .* seconds", section(r.output, "ud_ring"))) == 2, \
+            r.report()
+    assert_ok(results)
+
+    # The switches forwarded the traffic, on credit: no overrun (a packet
+    # sent beyond the credit advertised), no bad frame, every VM's port and
+    # every inter-switch port Active and busy both ways.
+    switches = stats.get("switches", [stats])
+    assert len(switches) == nswitches, stats
+    for st in switches:
+        linked = list(st["vm_ports"].values()) + ([st["isl_port"]] if "isl_port" in st else [])
+        for p in st["ports"]:
+            assert p["overruns"] == 0 and p["bad_frames"] == 0, p
+            if p["port"] in linked:
+                assert p["state"] == 4, p  # Active
+                assert p["frames_in"] > 400 and p["frames_out"] > 400, p
+        assert st["ports"][0]["smp_local"] > 0, st["ports"][0]  # its SMA answered opensm
+    if options.get("capture"):
+        pcap = os.path.join(c.logdir, "wire", "sw0", "switch.pcap")
+        assert os.path.getsize(pcap) > 100_000, pcap

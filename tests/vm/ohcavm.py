@@ -14,8 +14,8 @@ line. The parts are modules of the harness/ package next to it:
     checks.py   kernel-log and sanitizer checks of a run
     qmp.py      the QMP client
     wire.py     the wires between VMs (user, dgram, stream, faulty, switch)
-                and the processes on them (FaultWire, Switch)
-    switch.py   the learning switch of the N-VM wire (a program)
+                and the processes on them (FaultWire; SwitchFabric: one
+                ohca-switch of fabric/switch, or two in a line)
     vm.py       one VM (QEMU, boot watch, share, sync, Result)
     cluster.py  the VMs of a run on one wire, jobs, barriers, serving
     pool.py     booted VMs reused across jobs
@@ -70,10 +70,12 @@ from harness.host import (build_outputs, find_qemu, guest_kver,  # noqa: E402,F4
 from harness.pool import Pool  # noqa: E402,F401
 from harness.qmp import QMP  # noqa: E402,F401
 from harness.vm import VM, Result  # noqa: E402,F401
-from harness.wire import (SO_RCVBUFFORCE, SO_SNDBUFFORCE, WIRE_KINDS,  # noqa: E402,F401
-                          WIRE_SOCKET_BUFFER, FaultWire, Relay, Switch, dgram_ends,
-                          dgram_fd_args, free_udp_ports, set_wire_buffers, stream_ends,
-                          stream_fd_args, stream_pair, switch_ends, user_ends, wire_socket)
+from harness.wire import (SO_RCVBUFFORCE, SO_SNDBUFFORCE, SWITCH_FLAGS,  # noqa: E402,F401
+                          SWITCH_TOPOLOGY, WIRE_KINDS, WIRE_SOCKET_BUFFER, FaultWire,
+                          OhcaSwitch, Relay, SwitchFabric, dgram_ends, dgram_fd_args,
+                          free_udp_ports, set_wire_buffers, stream_ends, stream_fd_args,
+                          stream_pair, switch_ends, switch_port_stats, user_ends,
+                          wire_socket)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 _die_with_parent = die_with_parent
@@ -127,8 +129,16 @@ def main(argv=None):
     p.add_argument("--mtu", type=int, help="eth0 MTU set by the preamble")
     p.add_argument("--wire", choices=("dgram", "stream", "switch"),
                    help="two VMs: dgram netdevs (default) or a lossless stream netdev pair; "
-                   "two or more: one segment through a learning switch (the default "
-                   "for more than two)")
+                   "two or more: ohca-switch (make fabric) in the link layer's mode, "
+                   "eth or ib (the default for more than two)")
+    p.add_argument("--switches", type=int, choices=(1, 2),
+                   help="the switch wire: one switch (default) or two in a line, the "
+                   "VMs split between them")
+    p.add_argument("--switch-opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="an ohca-switch option of the switch wire (repeatable): "
+                   + ", ".join(list(SWITCH_FLAGS) + ["split", "capture", "timeline"])
+                   + "; e.g. line_rate=1000, pfc=3, ecn=20000:200000:0.1, vl_buffer=128, "
+                   "capture=1 (the pcap in <logdir>/wire/swN/)")
     p.add_argument("--capture", action="store_true",
                    help="vm0's wire traffic to <logdir>/vm0/wire.pcap (filter-dump)")
     p.add_argument("--vm-script", action="append", default=[], metavar="I=FILE",
@@ -176,6 +186,15 @@ def main(argv=None):
                 scripts[int(idx)] = f.read()
         if not any(scripts.values()):
             ap.error("no command given (run -- 'command')")
+        switch = {}
+        for opt in args.switch_opt:
+            key, eq, val = opt.partition("=")
+            if not eq:
+                ap.error(f"--switch-opt {opt}: KEY=VALUE expected")
+            switch[key] = bool(int(val)) if key in ("capture", "timeline") else (
+                int(val) if key == "split" else val)
+        if args.switches:
+            switch["switches"] = args.switches
         t0 = time.monotonic()
         results = run(scripts, nvms=args.vms, nic=args.nic, name="cli-run",
                       timeout=args.timeout, preamble=not args.no_preamble,
@@ -183,7 +202,8 @@ def main(argv=None):
                       module_params=args.module_params,
                       nics=args.nics.split(",") if args.nics else None,
                       mtu=args.mtu, capture=args.capture, wire=args.wire,
-                      link_layer=args.link_layer, iommu=args.iommu)
+                      link_layer=args.link_layer, iommu=args.iommu,
+                      switch=switch or None)
     except HarnessError as e:
         log(f"error: {e}")
         return 2

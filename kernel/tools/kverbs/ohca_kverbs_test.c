@@ -703,7 +703,7 @@ static int kv_iommu(struct kv_ctx *kv)
 				      DMA_BIDIRECTIONAL);
 	err = kv_post_pair(kv, iova, kv->dma[1]);
 	if (!err)
-		err = kv_expect(kv, 4300, IB_WC_LOC_QP_OP_ERR, 0);
+		err = kv_expect(kv, 4300, IB_WC_LOC_PROT_ERR, 0);
 	if (err)
 		goto out;
 	/* the receive stays posted: nothing was sent */
@@ -715,7 +715,7 @@ static int kv_iommu(struct kv_ctx *kv)
 		goto out;
 	}
 	pr_info("ohca_kverbs_test: iommu: SEND from an unmapped IOVA: status %d, nothing delivered\n",
-		IB_WC_LOC_QP_OP_ERR);
+		IB_WC_LOC_PROT_ERR);
 	err = kv_reset_reconnect(kv, "after the unmapped send");
 out:
 	kfree(stale);

@@ -15,7 +15,7 @@ from .vm import VM
 
 
 class Cluster:
-    """VMs on one wire (one, two, or up to MAX_VMS on the switch). Use as a
+    """VMs on one wire (one, two, or up to MAX_VMS on the switch wire). Use as a
     context manager:
 
         with Cluster("mytest", nvms=2, nic="virtio") as c:
@@ -32,7 +32,7 @@ class Cluster:
     def __init__(self, name="run", nvms=1, nic=None, logdir=None, smp=2,
                  mem="2G", module_params="", extra_args=None, append=None,
                  klog_allow=None, wire=None, extra_files=None, nics=None,
-                 mtu=None, capture=(), link_layer="eth", iommu=None):
+                 mtu=None, capture=(), link_layer="eth", iommu=None, switch=None):
         if not 1 <= nvms <= MAX_VMS:
             raise HarnessError(f"nvms must be 1 to {MAX_VMS}")
         self.nic = nic or os.environ.get("OHCA_NIC", "ohca")
@@ -72,13 +72,23 @@ class Cluster:
         # "user", or a dict of faults for the fault wire (tests/wire/ohca_wire
         # between the two VMs' dgram netdevs), e.g. {"loss": 0.05, "dup":
         # 0.01, "reorder": 0.02, "corrupt": 0.01, "seed": 1}; see wire.py.
+        # switch: the switch wire's options (wire.SWITCH_FLAGS and
+        # SWITCH_TOPOLOGY), e.g. {"line_rate": 1000, "pfc": "3"} or
+        # {"switches": 2}; it implies wire="switch". ohca-switch runs in
+        # the mode of the link layer (eth or ib).
         self.fault_wire = None
         self.wire_proc = None
         self.wire_stats = None
         if isinstance(wire, dict):
             self.fault_wire = dict(wire)
             wire = "faulty"
-        self.wire = wire or {1: "user", 2: "dgram"}.get(nvms, "switch")
+        self.switch = dict(switch or {})
+        if switch and wire not in (None, "switch"):
+            raise HarnessError(f"switch options need the switch wire, not '{wire}'")
+        self.wire = wire or ("switch" if switch else {1: "user", 2: "dgram"}.get(nvms, "switch"))
+        if self.wire == "switch":  # a bad option fails here, before a boot
+            wires.switch_options(self.link_layer, self.switch)
+            wires.switch_binary()
         need = "ohca" if "ohca" in self.nics else "virtio"
         self.qemu = find_qemu(need)
         self.kernel, self.initrd = kernel_and_initrd()
@@ -158,7 +168,8 @@ class Cluster:
             socks, args, sw_socks = wires.switch_ends(self.nvms)
             self._set_netdevs(socks, args)
             self.wire_stats = None
-            self.wire_proc = wires.Switch(os.path.join(self.logdir, "wire"), sw_socks)
+            self.wire_proc = wires.SwitchFabric(os.path.join(self.logdir, "wire"), self.sockdir,
+                                                self.link_layer, sw_socks, self.switch)
         else:
             raise HarnessError(f"unknown wire '{kind}'")
 
@@ -173,8 +184,9 @@ class Cluster:
     def stop_wire(self):
         """Stops the process between the VMs (the fault wire or the switch)
         and returns its statistics, or None; the fault wire's are
-        {"a_to_b": {...}, "b_to_a": {...}} (a is vm0), the switch's per port
-        and per pair of ports (wire.Switch)."""
+        {"a_to_b": {...}, "b_to_a": {...}} (a is vm0), the switch's
+        --stats JSON (wire.SwitchFabric: per port, and which VM is on which
+        port; two switches: {"switches": [...]})."""
         if self.wire_proc is None:
             return self.wire_stats
         self.wire_stats = self.wire_proc.stop()

@@ -19,7 +19,7 @@ class Pool:
 
     Only jobs whose VMs are alike share them: the key is everything that
     shapes the QEMU command line (VM count, NIC kinds, link layer, IOMMU, memory, CPUs, extra
-    QEMU arguments, kernel arguments, wire, cluster class). Per-job settings
+    QEMU arguments, kernel arguments, wire and switch options, cluster class). Per-job settings
     (MTU, module parameters, extra files, allowed kernel-log lines) are
     applied per job. A fault wire is restarted with the job's faults (its
     statistics end up in each Result's wire_stats, its capture, if the
@@ -35,7 +35,7 @@ class Pool:
     PER_JOB = ("mtu", "module_params", "extra_files", "klog_allow")
     # arguments that are part of the key
     KEYED = ("nic", "nics", "smp", "mem", "extra_args", "append", "wire", "link_layer",
-             "iommu")
+             "iommu", "switch")
 
     def __init__(self, logroot, pair=None):
         self.logroot = logroot

@@ -8,13 +8,18 @@ between them.
   stream  two VMs: one AF_UNIX stream socket pair (lossless, length-framed)
   faulty  two VMs: dgram sockets to ohca_wire (tests/wire), which drops,
           duplicates, reorders, delays and corrupts frames (FaultWire)
-  switch  two to MAX_VMS VMs on one Ethernet segment: each VM's stream
-          netdev on an AF_UNIX socket pair whose other end is a port of
-          switch.py, a learning switch (Switch)
+  switch  two to MAX_VMS VMs on the project's emulated switch ohca-switch
+          (fabric/switch, build/fabric/ohca-switch): each VM's stream netdev
+          on an AF_UNIX socket pair whose other end is a switch port, in the
+          switch's mode for the VMs' link layer (eth: a learning bridge with
+          a shaped line rate, a finite buffer, ECN, PFC; ib: an InfiniBand
+          switch with credits and an SMA on port 0); one switch, or two in
+          a line (SwitchFabric)
 
 No wire needs root or the host's network: the sockets live on 127.0.0.1
-or are socket pairs. Each function returns the sockets the VMs' QEMUs get
-(to pass as file descriptors) and their -netdev arguments.
+or are socket pairs (two switches in a line: a unix socket in the
+cluster's socket directory). Each function returns the sockets the VMs'
+QEMUs get (to pass as file descriptors) and their -netdev arguments.
 """
 
 import json
@@ -23,7 +28,6 @@ import shlex
 import signal
 import socket
 import subprocess
-import sys
 
 from .common import TOP, HarnessError, die_with_parent, log
 
@@ -247,20 +251,171 @@ class FaultWire(Relay):
         super().__init__(wdir, argv)
 
 
-SWITCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "switch.py")
+# ohca-switch: OHCA_SWITCH, or make fabric's build (build/fabric).
+SWITCH_BINARY = os.path.join(TOP, "build/fabric/ohca-switch")
+
+# switch= options of Cluster (wire "switch"): name -> (ohca-switch flag,
+# the mode that has it). README: fabric/README.md.
+SWITCH_FLAGS = {
+    "line_rate": ("--line-rate", "eth"),        # Mbit/s of every egress port
+    "burst": ("--burst", "eth"),
+    "buffer": ("--buffer", "eth"),              # the shared buffer, bytes
+    "mtu": ("--mtu", "eth"),
+    "ecn": ("--ecn", "eth"),                    # "KMIN:KMAX:PMAX"
+    "seed": ("--seed", "eth"),
+    "pfc": ("--pfc", "eth"),                    # lossless priorities, "3" or "3,4"
+    "pfc_trust": ("--pfc-trust", "eth"),        # "pcp" or "dscp"
+    "xoff": ("--xoff", "eth"),
+    "xon": ("--xon", "eth"),
+    "pause_quanta": ("--pause-quanta", "eth"),
+    "mac_table": ("--mac-table", "eth"),
+    "mac_per_port": ("--mac-per-port", "eth"),
+    "mac_age": ("--mac-age", "eth"),
+    "timeline_ms": ("--timeline-ms", "eth"),
+    "vl_buffer": ("--vl-buffer", "ib"),         # 64-byte blocks per data VL and port
+}
+# Options of the harness itself: switches (1, or 2 in a line), split (the
+# VMs on the first of two switches; default half, rounded up), capture
+# (True: each switch's pcap in its directory), timeline (True, eth: the
+# switch's --timeline there).
+SWITCH_TOPOLOGY = ("switches", "split", "capture", "timeline")
+# The Ethernet mode's defaults in the harness: the switch is no bottleneck
+# unless a test asks for one (ohca-switch's own are 1 Gbit/s and 1 MiB),
+# like a fast switch with deep buffers; the line rate, buffer, ECN and PFC
+# are for the tests that make congestion on purpose.
+ETH_SWITCH_DEFAULTS = {"line_rate": 100000, "buffer": 16 << 20}
+# The InfiniBand switches' node GUIDs: this plus the switch's index + 1.
+SWITCH_GUID_BASE = 0x0002C90300FAB000
 
 
-class Switch(Relay):
-    """switch.py on the switch's ends of switch_ends() (which it closes in
-    this process: the switch holds them). Its statistics: per port, frames
-    and bytes in and out, frames flooded and dropped; per pair of ports
-    ("0>1"), frames and RoCE frames (UDP port 4791) forwarded."""
+def switch_options(mode, options):
+    """Checks switch= options for a mode: (the flags' options, the
+    topology's), each a dict; a HarnessError names a bad one."""
+    flags, topo = {}, {}
+    for key, val in (options or {}).items():
+        if key in SWITCH_TOPOLOGY:
+            topo[key] = val
+        elif key in SWITCH_FLAGS:
+            if SWITCH_FLAGS[key][1] != mode:
+                raise HarnessError(f"switch option '{key}' is for the {SWITCH_FLAGS[key][1]} "
+                                   f"mode; these VMs' link layer makes the switch {mode}")
+            flags[key] = val
+        else:
+            raise HarnessError(f"unknown switch option '{key}' "
+                               f"({', '.join(list(SWITCH_FLAGS) + list(SWITCH_TOPOLOGY))})")
+    if mode == "eth":
+        flags = dict(ETH_SWITCH_DEFAULTS, **flags)
+    switches = topo.get("switches", 1)
+    if switches not in (1, 2):
+        raise HarnessError("switch option 'switches': 1, or 2 in a line")
+    if "timeline" in topo and mode != "eth":
+        raise HarnessError("switch option 'timeline' is for the eth mode")
+    return flags, topo
 
-    def __init__(self, wdir, sw_socks):
-        fds = [s.fileno() for s in sw_socks]
-        argv = [sys.executable, SWITCH] + [a for fd in fds for a in ("--port", str(fd))]
+
+def switch_binary():
+    path = os.environ.get("OHCA_SWITCH", SWITCH_BINARY)
+    if not os.access(path, os.X_OK):
+        raise HarnessError(f"{path} missing: make fabric builds ohca-switch")
+    return path
+
+
+class OhcaSwitch(Relay):
+    """One ohca-switch process. ports: its external ports in order, each a
+    socket (its file descriptor is passed and closed here: the switch holds
+    it) or a port SPEC string (listen:PATH, connect:PATH); flags: the
+    SWITCH_FLAGS options; index: the switch's index in the fabric (its
+    GUID, its description). In wdir: cmdline.txt, wire.log, stats.json,
+    switch.pcap (capture), timeline.jsonl (timeline)."""
+
+    def __init__(self, wdir, mode, ports, flags, index=0, capture=False, timeline=False):
+        argv = [switch_binary(), "--mode", mode]
+        fds = []
+        for p in ports:
+            if isinstance(p, socket.socket):
+                fds.append(p.fileno())
+                argv += ["--port", f"fd:{p.fileno()}"]
+            else:
+                argv += ["--port", p]
+        if mode == "ib":
+            argv += ["--guid", f"{SWITCH_GUID_BASE + index + 1:#x}",
+                     "--description", f"ohca-switch sw{index}"]
+        for key, val in flags.items():
+            argv += [SWITCH_FLAGS[key][0], str(val)]
+        if capture:
+            argv += ["--capture", os.path.join(wdir, "switch.pcap")]
+        if timeline:
+            argv += ["--timeline", os.path.join(wdir, "timeline.jsonl")]
         try:
             super().__init__(wdir, argv, pass_fds=fds)
         finally:
+            for p in ports:
+                if isinstance(p, socket.socket):
+                    p.close()
+
+
+class SwitchFabric:
+    """The switch wire's processes: one ohca-switch with VM i on port i+1,
+    or two in a line: switch 0 has VMs 0..split-1 on ports 1..split and
+    its port split+1 listens on a unix socket in sockdir, where switch 1's
+    port 1 connects; switch 1 has the other VMs on ports 2, 3, ...
+    sw_socks: the switch's ends of switch_ends() (closed here). The
+    logs of switch k go to wdir/swk/. stop() returns the statistics of
+    the one switch (its --stats JSON), or {"switches": [sw0's, sw1's]};
+    each has "vm_ports": {VM index: its port}, and in a line
+    "isl_port": the port of the link to the other switch."""
+
+    def __init__(self, wdir, sockdir, mode, sw_socks, options=None):
+        self.procs = []
+        try:
+            self._start(wdir, sockdir, mode, list(sw_socks), options)
+        except BaseException:
             for s in sw_socks:
                 s.close()
+            self.stop()
+            raise
+
+    def _start(self, wdir, sockdir, mode, sw_socks, options):
+        flags, topo = switch_options(mode, options)
+        n = len(sw_socks)
+        count = topo.get("switches", 1)
+        if count == 1:
+            self.layout = [({i: i + 1 for i in range(n)}, None)]
+            plan = [sw_socks]
+        else:
+            split = topo.get("split", (n + 1) // 2)
+            if not 1 <= split <= n - 1:
+                raise HarnessError(f"switch option 'split': 1 to {n - 1} VMs on the first switch")
+            isl = os.path.join(sockdir, "isl.sock")
+            self.layout = [({i: i + 1 for i in range(split)}, split + 1),
+                           ({i: i - split + 2 for i in range(split, n)}, 1)]
+            plan = [sw_socks[:split] + [f"listen:{isl}"], [f"connect:{isl}"] + sw_socks[split:]]
+        for k, ports in enumerate(plan):
+            self.procs.append(OhcaSwitch(os.path.join(wdir, f"sw{k}"), mode, ports, flags,
+                                         index=k, capture=topo.get("capture", False),
+                                         timeline=topo.get("timeline", False)))
+
+    def stop(self):
+        """Stops the switches (each writes its statistics) and returns them
+        (see the class), or None when none wrote any."""
+        stats = []
+        for (vm_ports, isl), proc in zip(getattr(self, "layout", []), self.procs):
+            st = proc.stop()
+            if st is not None:
+                st["vm_ports"] = dict(vm_ports)
+                if isl is not None:
+                    st["isl_port"] = isl
+            stats.append(st)
+        self.procs = []
+        if not stats or all(st is None for st in stats):
+            return None
+        return stats[0] if len(stats) == 1 else {"switches": stats}
+
+
+def switch_port_stats(stats, vm):
+    """The statistics of the switch port VM vm is on, from stop()'s."""
+    for st in stats.get("switches", [stats]):
+        if st and vm in st["vm_ports"]:
+            port = st["vm_ports"][vm]
+            return next(p for p in st["ports"] if p["port"] == port)
+    raise KeyError(f"vm{vm} is on no switch port")
