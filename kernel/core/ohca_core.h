@@ -31,6 +31,8 @@
 #include <linux/completion.h>
 #include <linux/interrupt.h>
 #include <linux/io.h>
+#include <linux/kobject.h>
+#include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/pci.h>
 #include <linux/rcupdate.h>
@@ -185,6 +187,9 @@ struct ohca_netdev_priv {
 	struct ohca_dev *dev;
 };
 
+/* Priorities of DCQCN's per-priority switches. */
+#define OHCA_ECN_PRIOS	8
+
 /* One per PCI function, allocated by ohca_core at probe. */
 struct ohca_dev {
 	/* RDMA driver reads: set at probe, read-only afterwards. */
@@ -256,6 +261,23 @@ struct ohca_dev {
 	u32 rx_mode;			/* last mode sent; rx_mode_work only */
 
 	struct dentry *debugfs;
+	/* sysfs ecn/roce_{rp,np}/enable/<prio> (ohca_ecn.c) */
+	struct kobject *ecn_kobj;
+	struct kobject *ecn_dirs[2];	/* roce_rp, roce_np */
+	struct kobject *ecn_enable[2];
+	struct ohca_ecn_attr {
+		struct kobj_attribute attr;
+		struct ohca_dev *dev;
+		u8 np;			/* 0: roce_rp, 1: roce_np */
+		u8 prio;
+		char name[2];
+	} ecn_attrs[2][OHCA_ECN_PRIOS];
+	struct mutex ecn_lock;		/* one mask update at a time */
+	/* debugfs cc_params/<name>: the DCQCN parameter of each file */
+	struct ohca_cc_file {
+		struct ohca_dev *dev;
+		u32 param;		/* enum ohca_cc_param */
+	} cc_files[OHCA_CC_PARAM_MAX];
 };
 
 /* The auxiliary device of the RDMA function. */

@@ -70,6 +70,12 @@ void ohca_check_fatal(struct ohca_dev *dev);
 int ohca_netdev_create(struct ohca_dev *dev);
 void ohca_netdev_destroy(struct ohca_dev *dev);
 void ohca_netdev_link_change(struct ohca_dev *dev, bool up);
+
+/* ohca_ecn.c */
+int ohca_cc_param_cmd(struct ohca_dev *dev, u32 param, u32 op, u32 value,
+		      u32 *out);
+int ohca_ecn_sysfs_create(struct ohca_dev *dev);
+void ohca_ecn_sysfs_destroy(struct ohca_dev *dev);
 irqreturn_t ohca_eth_irq(int irq, void *data);
 
 /* ohca_pfc.c: pause, PFC (ethtool, dcbnl) and their counters */

@@ -14,6 +14,9 @@
  *            OHCA_DBG_FAR, beyond any RAM) or an object the driver or
  *            a user context tracks.
  * stats      the device counters (QUERY_STATS).
+ * cc_params/<name>  one DCQCN parameter each (OHCA_CMD_CC_PARAM), under
+ *            mlx5's names: reading gives the value, writing a decimal
+ *            value sets it (-EINVAL outside its range, docs/congestion.md).
  * events_dropped  RDMA events that came with no RDMA driver bound.
  *
  * /sys/kernel/debug/ohca/fail_init/ (module-wide, with
@@ -358,12 +361,75 @@ static int ohca_dbg_stats_show(struct seq_file *s, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(ohca_dbg_stats);
 
+/* The files of cc_params/, indexed by enum ohca_cc_param. */
+static const char * const ohca_cc_names[OHCA_CC_PARAM_MAX] = {
+	[OHCA_CC_RP_ENABLE_MASK]		= "rp_enable_mask",
+	[OHCA_CC_NP_ENABLE_MASK]		= "np_enable_mask",
+	[OHCA_CC_RP_CLAMP_TGT_RATE]		= "rp_clamp_tgt_rate",
+	[OHCA_CC_RP_CLAMP_TGT_RATE_ATI]		= "rp_clamp_tgt_rate_ati",
+	[OHCA_CC_RP_TIME_RESET]			= "rp_time_reset",
+	[OHCA_CC_RP_BYTE_RESET]			= "rp_byte_reset",
+	[OHCA_CC_RP_THRESHOLD]			= "rp_threshold",
+	[OHCA_CC_RP_AI_RATE]			= "rp_ai_rate",
+	[OHCA_CC_RP_HAI_RATE]			= "rp_hai_rate",
+	[OHCA_CC_RP_MIN_DEC_FAC]		= "rp_min_dec_fac",
+	[OHCA_CC_RP_MIN_RATE]			= "rp_min_rate",
+	[OHCA_CC_RP_RATE_TO_SET_ON_FIRST_CNP]	= "rp_rate_to_set_on_first_cnp",
+	[OHCA_CC_RP_DCE_TCP_G]			= "rp_dce_tcp_g",
+	[OHCA_CC_RP_DCE_TCP_RTT]		= "rp_dce_tcp_rtt",
+	[OHCA_CC_RP_RATE_REDUCE_MONITOR_PERIOD]	= "rp_rate_reduce_monitor_period",
+	[OHCA_CC_RP_INITIAL_ALPHA_VALUE]	= "rp_initial_alpha_value",
+	[OHCA_CC_RP_GD]				= "rp_gd",
+	[OHCA_CC_NP_MIN_TIME_BETWEEN_CNPS]	= "np_min_time_between_cnps",
+	[OHCA_CC_NP_CNP_DSCP]			= "np_cnp_dscp",
+	[OHCA_CC_NP_CNP_PRIO_MODE]		= "np_cnp_prio_mode",
+	[OHCA_CC_NP_CNP_PRIO]			= "np_cnp_prio",
+};
+
+static int ohca_cc_param(struct ohca_cc_file *f, u32 op, u32 value, u32 *out)
+{
+	return ohca_cc_param_cmd(f->dev, f->param, op, value, out);
+}
+
+static int ohca_cc_get(void *data, u64 *val)
+{
+	u32 v;
+	int err;
+
+	err = ohca_cc_param(data, OHCA_CC_PARAM_GET, 0, &v);
+	if (!err)
+		*val = v;
+	return err;
+}
+
+static int ohca_cc_set(void *data, u64 val)
+{
+	if (val > U32_MAX)
+		return -EINVAL;
+	return ohca_cc_param(data, OHCA_CC_PARAM_SET, (u32)val, NULL);
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ohca_cc_fops, ohca_cc_get, ohca_cc_set, "%llu\n");
+
+static void ohca_cc_debugfs_init(struct ohca_dev *dev)
+{
+	struct dentry *dir = debugfs_create_dir("cc_params", dev->debugfs);
+	u32 i;
+
+	for (i = 0; i < OHCA_CC_PARAM_MAX; i++) {
+		dev->cc_files[i].dev = dev;
+		dev->cc_files[i].param = i;
+		debugfs_create_file_unsafe(ohca_cc_names[i], 0600, dir,
+					   &dev->cc_files[i], &ohca_cc_fops);
+	}
+}
+
 /**
  * ohca_debugfs_init() - create the function's debugfs directory
  * @dev: the function
  *
- * /sys/kernel/debug/ohca/<pci-name>/ with malformed, stats and
- * events_dropped; nothing without the module's root directory.
+ * /sys/kernel/debug/ohca/<pci-name>/ with malformed, stats,
+ * events_dropped and cc_params/; nothing without the module's root
+ * directory.
  */
 void ohca_debugfs_init(struct ohca_dev *dev)
 {
@@ -378,6 +444,7 @@ void ohca_debugfs_init(struct ohca_dev *dev)
 	/* RDMA events that arrived with no RDMA driver bound. */
 	debugfs_create_atomic_t("events_dropped", 0400, dev->debugfs,
 				&dev->events_dropped);
+	ohca_cc_debugfs_init(dev);
 }
 
 /**

@@ -724,6 +724,12 @@ int ohca_netdev_create(struct ohca_dev *dev)
 			err);
 		goto err_free_irq;
 	}
+	/* Optional: the port works without mlx5's ecn/ switches. */
+	err = ohca_ecn_sysfs_create(dev);
+	if (err)
+		dev_warn(&dev->pdev->dev,
+			 "no ecn/ directory in sysfs (DCQCN switches): %d\n",
+			 err);
 
 	disable_irq(eq0_irq);
 	set_bit(OHCA_FLAG_NETDEV_READY, &dev->flags);
@@ -752,6 +758,7 @@ void ohca_netdev_destroy(struct ohca_dev *dev)
 		return;
 	clear_bit(OHCA_FLAG_NETDEV_READY, &dev->flags);
 	synchronize_irq(pci_irq_vector(dev->pdev, OHCA_MSIX_ASYNC_EQ));
+	ohca_ecn_sysfs_destroy(dev);
 	unregister_netdev(dev->netdev);
 	cancel_work_sync(&dev->rx_mode_work);
 	cancel_work_sync(&dev->tx_timeout_work);

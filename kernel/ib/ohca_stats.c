@@ -48,6 +48,11 @@ static const struct rdma_stat_desc ohca_descs[] = {
 	OHCA_STAT(eq0_events_merged),
 	OHCA_STAT(eq0_events_dropped),
 	OHCA_STAT(rc_spurious_timeouts),
+	/* DCQCN, under mlx5's names */
+	OHCA_STAT(np_ecn_marked_roce_packets),
+	OHCA_STAT(np_cnp_sent),
+	OHCA_STAT(rp_cnp_handled),
+	OHCA_STAT(rp_cnp_ignored),
 };
 
 static struct rdma_hw_stats *ohca_alloc_hw_port_stats(struct ib_device *ibdev,

@@ -324,12 +324,14 @@ IB_TOPOLOGIES = {
 # the SM's own port Down ("SM port is down"); the switch's ports were
 # Active, its credits flowing, no overrun. A port set Down must retrain to
 # Init (its link is still up) and keep its LID, as the switch's ports do:
-# the device's side, to be fixed first. OHCA_IB_SWITCH=1 runs the test.
+# the device does so since 3846f44, and the guests' checks pass; left
+# before it runs by default: the switch counts most of the device's flow
+# control packets as bad. OHCA_IB_SWITCH=1 runs the test.
 IB_SWITCH_READY = os.environ.get("OHCA_IB_SWITCH", "0") == "1"
 
 
-@pytest.mark.skipif(not IB_SWITCH_READY, reason="opensm's sweep through ohca-switch leaves the "
-                    "CA ports without LIDs (the device's side; OHCA_IB_SWITCH=1 runs it)")
+@pytest.mark.skipif(not IB_SWITCH_READY, reason="the switch counts most of the device's flow "
+                    "control packets as bad (OHCA_IB_SWITCH=1 runs it)")
 @pytest.mark.parametrize("topology", list(IB_TOPOLOGIES))
 def test_infiniband_switch(vm_cluster, topology):
     if not _device_has_ib():
@@ -382,7 +384,8 @@ def test_infiniband_switch(vm_cluster, topology):
             if p["port"] in linked:
                 assert p["state"] == 4, p  # Active
                 assert p["frames_in"] > 400 and p["frames_out"] > 400, p
-        assert st["ports"][0]["smp_local"] > 0, st["ports"][0]  # its SMA answered opensm
+        # its SMA answered opensm (counted on the port the SMP came in by)
+        assert sum(p["smp_local"] for p in st["ports"]) > 0, st["ports"]
     if options.get("capture"):
         pcap = os.path.join(c.logdir, "wire", "sw0", "switch.pcap")
         assert os.path.getsize(pcap) > 100_000, pcap

@@ -94,6 +94,7 @@ enum ohca_cmd_opcode {
 	OHCA_CMD_MODIFY_CQ		= 0x34,
 	/* An InfiniBand port (OHCA_LINK_IB, ABI 1.5): the management agents */
 	OHCA_CMD_MAD_IFC		= 0x35,
+	OHCA_CMD_CC_PARAM		= 0x36,	/* DCQCN, docs/congestion.md */
 	/* OHCA_DEV_CAP_PFC: pause and priority flow control (section 22) */
 	OHCA_CMD_QUERY_PFC		= 0x38,
 	OHCA_CMD_SET_PFC		= 0x39,
@@ -614,10 +615,14 @@ struct ohca_query_stats_out {
 	ohca_le64 rc_spurious_timeouts;		/* ACK timeouts undone: a
 						 * response showed a packet
 						 * sent before it arrived */
-	ohca_le64 rsvd2[3];
+	/* DCQCN (OHCA_CMD_CC_PARAM, docs/congestion.md) */
+	ohca_le64 np_ecn_marked_roce_packets;	/* received with ECN CE */
+	ohca_le64 np_cnp_sent;
+	ohca_le64 rp_cnp_handled;		/* CNPs that a QP reacted to */
+	ohca_le64 rp_cnp_ignored;		/* no such QP, or RP disabled */
 };
 #define OHCA_QUERY_STATS_OUT_V1_SIZE	128
-OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 384);
+OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 392);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, eth_rx_errors, 112);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, roce_tx_pkts,
 		   OHCA_QUERY_STATS_OUT_V1_SIZE);
@@ -627,6 +632,62 @@ OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, raw_rx_dropped, 320);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, eq0_events_held, 328);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, eq0_events_dropped, 344);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rc_spurious_timeouts, 352);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, np_ecn_marked_roce_packets, 360);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rp_cnp_ignored, 384);
+
+/*
+ * OHCA_CMD_CC_PARAM: reads, or writes and reads back, one DCQCN parameter
+ * of the port (docs/congestion.md: meaning, unit, range and default of
+ * each, under mlx5's cc_params names). A value outside the parameter's
+ * range fails with BAD_FIELD (syndrome 8, the offset of 'value') and
+ * changes nothing; an unknown 'param' fails with BAD_FIELD (syndrome 0).
+ * Device reset restores the defaults. An InfiniBand port has no DCQCN:
+ * BAD_STATE.
+ */
+enum ohca_cc_param {
+	OHCA_CC_RP_ENABLE_MASK			= 0,	/* bit n: priority n */
+	OHCA_CC_NP_ENABLE_MASK			= 1,	/* bit n: priority n */
+	OHCA_CC_RP_CLAMP_TGT_RATE		= 2,
+	OHCA_CC_RP_CLAMP_TGT_RATE_ATI		= 3,
+	OHCA_CC_RP_TIME_RESET			= 4,	/* us */
+	OHCA_CC_RP_BYTE_RESET			= 5,	/* bytes */
+	OHCA_CC_RP_THRESHOLD			= 6,
+	OHCA_CC_RP_AI_RATE			= 7,	/* Mb/s */
+	OHCA_CC_RP_HAI_RATE			= 8,	/* Mb/s */
+	OHCA_CC_RP_MIN_DEC_FAC			= 9,	/* percent */
+	OHCA_CC_RP_MIN_RATE			= 10,	/* Mb/s */
+	OHCA_CC_RP_RATE_TO_SET_ON_FIRST_CNP	= 11,	/* Mb/s, 0: none */
+	OHCA_CC_RP_DCE_TCP_G			= 12,	/* 1/1024 */
+	OHCA_CC_RP_DCE_TCP_RTT			= 13,	/* us */
+	OHCA_CC_RP_RATE_REDUCE_MONITOR_PERIOD	= 14,	/* us */
+	OHCA_CC_RP_INITIAL_ALPHA_VALUE		= 15,	/* 1/1024 */
+	OHCA_CC_RP_GD				= 16,	/* shift */
+	OHCA_CC_NP_MIN_TIME_BETWEEN_CNPS	= 17,	/* us */
+	OHCA_CC_NP_CNP_DSCP			= 18,
+	OHCA_CC_NP_CNP_PRIO_MODE		= 19,
+	OHCA_CC_NP_CNP_PRIO			= 20,
+	OHCA_CC_PARAM_MAX
+};
+
+enum ohca_cc_param_op {
+	OHCA_CC_PARAM_GET			= 0,
+	OHCA_CC_PARAM_SET			= 1,
+};
+
+struct ohca_cc_param_in {
+	ohca_le32 param;		/* enum ohca_cc_param */
+	ohca_le32 op;			/* enum ohca_cc_param_op */
+	ohca_le32 value;		/* OHCA_CC_PARAM_SET */
+	ohca_le32 rsvd;
+};
+OHCA_ASSERT_SIZE(struct ohca_cc_param_in, 16);
+OHCA_ASSERT_OFFSET(struct ohca_cc_param_in, value, 8);
+
+struct ohca_cc_param_out {
+	ohca_le32 value;		/* the parameter's value now */
+	ohca_le32 rsvd;
+};
+OHCA_ASSERT_SIZE(struct ohca_cc_param_out, 8);
 
 /* ======================================================================
  * RDMA resources (ABI 1.1). docs/programming-manual.md §8 gives the rules.

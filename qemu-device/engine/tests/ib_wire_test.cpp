@@ -139,6 +139,39 @@ struct IbPair {
     }
 };
 
+// An SM's PortInfo Set to Down on a port whose link is up: the link
+// retrains, the port is in Init again at once with its LID (the reply
+// shows the Down the SM asked for), and the SM can bring it up again.
+TEST(IbWire, SetDownRetrainsToInitKeepingTheLid) {
+    RdmaNode n(1, false, 0, 10, 0, nullptr, OHCA_LINK_IB);
+    sm_bring_up(n, 0x21);
+    (void)n.events();
+    ib::PortInfo pi = port_info(n);
+    pi.port_state = ib::port_state::Down;
+    ib::SmpData d{};
+    pi.write(d);
+    const ib::Smp reply = smp(n, ib::method::Set, ib::attr::PortInfo, 1, d);
+    ASSERT_EQ(reply.status(), 0);
+    EXPECT_EQ(ib::PortInfo::read(reply.data).port_state, ib::port_state::Down);
+    pi = port_info(n);
+    EXPECT_EQ(pi.port_state, ib::port_state::Init);
+    EXPECT_EQ(pi.phys_state, ib::phys_state::LinkUp);
+    EXPECT_EQ(pi.lid, 0x21);
+    auto ev = n.events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].code, OHCA_PORT_INIT);
+    EXPECT_EQ(query_port(n).state, OHCA_PORT_INIT);
+    sm_bring_up(n, 0x21);
+    EXPECT_EQ(query_port(n).state, OHCA_PORT_ACTIVE);
+    // Without a carrier the port stays Down until the link comes back.
+    ohca_engine_set_link(n.e, false);
+    EXPECT_EQ(port_info(n).port_state, ib::port_state::Down);
+    pi = port_info(n);
+    pi.port_state = ib::port_state::Down;
+    ASSERT_EQ(set_port_info(n, pi), 0);
+    EXPECT_EQ(port_info(n).phys_state, ib::phys_state::Polling);
+}
+
 TEST(IbWire, RcByLidSendWriteRead) {
     IbPair p;
     Side sa = make_side(p.a, 1 << 20, 6, [](size_t k) { return static_cast<uint8_t>(k * 3 + 1); });

@@ -249,8 +249,9 @@ class VM:
             argv += ["-chardev", f"file,id=ser0,path={self.console_path}",
                      "-serial", "chardev:ser0"]
         if c.iommu:
-            # before any PCI device: a device realized earlier would DMA
-            # around the IOMMU
+            # before ohca: a device realized earlier DMAs around the IOMMU
+            # (the virtio disk and share do; without iommu_platform they
+            # must, as their guest drivers do not map through it)
             argv += IOMMU_ARGS
         argv += ["-netdev", f"{self.netdev_args},id={NETDEV_ID}"]
         if self.index in c.capture:

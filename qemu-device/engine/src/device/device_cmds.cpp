@@ -267,8 +267,46 @@ CmdResult DeviceCommands::cmd_query_stats(const Command &cmd) {
     out.eq0_events_merged = le(d_.stats.eq0_events_merged);
     out.eq0_events_dropped = le(d_.stats.eq0_events_dropped + d_.stats.peer_events_dropped);
     out.rc_spurious_timeouts = le(r.spurious_timeouts);
+    const dcqcn::Counters &cc = d_.port.cc_counters();
+    out.np_ecn_marked_roce_packets = le(cc.np_ecn_marked_roce_packets);
+    out.np_cnp_sent = le(cc.np_cnp_sent);
+    out.rp_cnp_handled = le(cc.rp_cnp_handled);
+    out.rp_cnp_ignored = le(cc.rp_cnp_ignored);
     // A driver that knows only the rev 1.0 part gets only that part.
     return write_output(d_.host, cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
+}
+
+// Reads, or range-checks and writes, one DCQCN parameter; the value after
+// the command goes back. A failed set changes nothing.
+CmdResult DeviceCommands::cmd_cc_param(const Command &cmd) {
+    using In = ohca_cc_param_in;
+    const auto in = cmd.input<In>();
+    if (d_.port.state().ib) {
+        return {OHCA_STATUS_BAD_STATE, 0}; // DCQCN is RoCE's
+    }
+    const uint32_t param = le(in.param);
+    const uint32_t op = le(in.op);
+    if (param >= OHCA_CC_PARAM_MAX) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, param)};
+    }
+    if (op != OHCA_CC_PARAM_GET && op != OHCA_CC_PARAM_SET) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, op)};
+    }
+    if (in.rsvd != 0) {
+        return {OHCA_STATUS_RESERVED_NONZERO, offsetof(In, rsvd)};
+    }
+    dcqcn::Params &params = d_.port.cc_params();
+    dcqcn::Params next = params;
+    if (op == OHCA_CC_PARAM_SET && !next.set(param, le(in.value))) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, value)};
+    }
+    ohca_cc_param_out out{};
+    out.value = le(next[param]);
+    const CmdResult r = write_output(d_.host, cmd, &out, sizeof(out));
+    if (r.status == OHCA_STATUS_OK) {
+        params = next; // committed once the output is written
+    }
+    return r;
 }
 
 // One MAD to an InfiniBand port's management agents (fabric/ib's SMA and

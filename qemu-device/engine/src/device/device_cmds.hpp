@@ -41,6 +41,8 @@ class DeviceCommands {
     CmdResult cmd_del_gid(const Command &cmd);
     CmdResult cmd_query_stats(const Command &cmd);
     CmdResult cmd_mad_ifc(const Command &cmd);
+    // DCQCN's parameters (transports/dcqcn.hpp), one per command.
+    CmdResult cmd_cc_param(const Command &cmd);
     CmdResult cmd_query_pfc(const Command &cmd);
     CmdResult cmd_set_pfc(const Command &cmd);
 

@@ -70,6 +70,14 @@ uint32_t IbPort::process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed)
     ib::Sma sma(sma_);
     const ib::SmaResult r = sma.process(in, 1, out);
     const ib::PortInfo &now = info();
+    // The SM set the port Down (opensm does so to renegotiate a link): the
+    // link retrains and, the wire being up, the port is back in Init at
+    // once with its LID, as a switch's port is; left in Polling it would
+    // wait for a carrier change that never comes.
+    if (before.phys_state == ib::phys_state::LinkUp && now.port_state == ib::port_state::Down &&
+        now.phys_state == ib::phys_state::Polling) {
+        sma.link_up(1);
+    }
     if (now.port_state != before.port_state) {
         changed |= OHCA_PORT_CHG_STATE;
     }

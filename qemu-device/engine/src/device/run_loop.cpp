@@ -13,11 +13,13 @@ namespace ohca {
 
 RunLoop::RunLoop(const Deps &deps, uint32_t max_qp)
     : host_(deps.host), status_(deps.status), port_(deps.port), cqs_(deps.cqs),
-      transports_(deps.transports), timers_(max_qp + DeviceLimits::first_qpn) {}
+      transports_(deps.transports), timers_(max_qp + DeviceLimits::first_qpn),
+      paced_(max_qp + DeviceLimits::first_qpn) {}
 
 void RunLoop::reset() {
     ready_.clear();
     timers_.clear();
+    paced_.clear();
     timers_deferred_ = false;
     if (timer_deadline_ != 0) {
         timer_deadline_ = 0;
@@ -35,6 +37,12 @@ void RunLoop::mark_ready(Qp &qp) {
 void RunLoop::unschedule(Qp &qp) {
     ready_.remove(qp);
     timers_.set(qp, 0);
+    paced_.set(qp.sched.pace, 0);
+}
+
+void RunLoop::set_pace(Qp &qp, uint64_t deadline_ns) {
+    qp.sched.pace.qp = &qp;
+    paced_.set(qp.sched.pace, deadline_ns);
 }
 
 bool RunLoop::check_timers() {
@@ -42,6 +50,17 @@ bool RunLoop::check_timers() {
     // Each expiry disarms the QP's timer or moves it into the future; the
     // run handles at most max_run_timers of them, like its other work.
     unsigned int budget = DeviceLimits::max_run_timers;
+    // Paced QPs whose time has come: ready again (O(log n) each).
+    for (size_t n = paced_.size(); n > 0 && budget > 0; --n) {
+        PaceSlot *p = paced_.top();
+        if (p == nullptr || now < p->deadline_ns) {
+            break;
+        }
+        --budget;
+        Qp &qp = *p->qp;
+        paced_.set(*p, 0);
+        ready_.push(qp);
+    }
     for (size_t n = timers_.size(); n > 0; --n) {
         Qp *qp = timers_.top();
         if (qp == nullptr || now < qp->deadline_ns) {
@@ -67,7 +86,10 @@ bool RunLoop::check_timers() {
 }
 
 void RunLoop::update_timer() {
-    const uint64_t q = timers_.earliest();
+    uint64_t q = timers_.earliest();
+    if (const uint64_t p = paced_.earliest(); p != 0) {
+        q = q == 0 ? p : std::min(q, p);
+    }
     const uint64_t c = cqs_.earliest_timer();
     uint64_t earliest = q == 0 ? c : c == 0 ? q : std::min(q, c);
     if (const uint64_t f = port_.link_deadline(); f != 0) {

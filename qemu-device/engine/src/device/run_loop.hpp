@@ -51,6 +51,7 @@ class RunLoop final : public QpScheduler {
 
     void mark_ready(Qp &qp) override;
     void set_deadline(Qp &qp, uint64_t deadline_ns) override { timers_.set(qp, deadline_ns); }
+    void set_pace(Qp &qp, uint64_t deadline_ns) override;
     void unschedule(Qp &qp) override; // before a QP is reset or destroyed
     void update_timer() override;
 
@@ -86,6 +87,7 @@ class RunLoop final : public QpScheduler {
     const TransportTable &transports_;
     ReadyList ready_;
     TimerHeap<Qp> timers_;
+    TimerHeap<PaceSlot> paced_;   // QPs their pacer holds back (DCQCN)
     uint64_t timer_deadline_ = 0; // last deadline given to set_timer
     bool in_run_ = false;         // inside a run: no schedule() per ready QP
     // The last run left the timers unchecked: the next checks them

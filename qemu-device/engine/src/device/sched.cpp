@@ -135,5 +135,6 @@ template <class T> void TimerHeap<T>::set(T &obj, uint64_t deadline_ns) {
 
 template class TimerHeap<Qp>;
 template class TimerHeap<Cq>;
+template class TimerHeap<PaceSlot>;
 
 } // namespace ohca

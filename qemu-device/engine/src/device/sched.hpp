@@ -29,6 +29,14 @@ struct HeapHook {
     uint32_t pos = kNotInHeap;
 };
 
+// A QP's pacer wake-up (DCQCN, transports/dcqcn.hpp) in the run loop's
+// pace heap: separate from the ACK and RNR timer, which it never delays.
+struct PaceSlot {
+    uint64_t deadline_ns = 0;
+    Qp *qp = nullptr; // set when armed
+    HeapHook hook;
+};
+
 // A QP's links. They belong to the scheduler: copying or assigning a Qp
 // leaves the destination's links as they were (a QP reset in place stays
 // where it is queued until the scheduler is told otherwise).
@@ -43,6 +51,7 @@ struct SchedHook {
     Qp *next = nullptr;
     bool ready = false;
     HeapHook timer; // place in the QP timer heap
+    PaceSlot pace;  // place in the pace heap
 };
 
 // FIFO of ready QPs; a QP is in it at most once.
@@ -87,7 +96,11 @@ template <class T> class TimerHeap {
 struct Cq;
 HeapHook &heap_hook(Qp &qp);
 HeapHook &heap_hook(Cq &cq);
+inline HeapHook &heap_hook(PaceSlot &p) {
+    return p.hook;
+}
 extern template class TimerHeap<Qp>;
 extern template class TimerHeap<Cq>;
+extern template class TimerHeap<PaceSlot>;
 
 } // namespace ohca

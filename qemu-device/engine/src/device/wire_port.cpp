@@ -42,6 +42,8 @@ void WirePort::reset() {
     state_.power_on();
     gids_.reset();
     roce_ = RoceCounters{};
+    cc_params_ = dcqcn::Params{};
+    cc_ = dcqcn::Counters{};
     backlog_.clear();
     pfc_.reset();
 }
@@ -94,6 +96,7 @@ EmitResult WirePort::emit_fill(const Qp &qp, const PacketFields &fields, size_t 
         x.bth.pkey = pkey_of(qp, 0);
         return send(path, x, payload_len, fill, true);
     }
+    mark_ect(qp, path);
     return send(path, fields, payload_len, fill, true);
 }
 
@@ -436,6 +439,10 @@ void WirePort::deliver(const ParsedPacket &p) {
         return;
     }
     const Bth &h = p.fields.bth;
+    if (h.opcode == kCnpOpcode) {
+        rp_cnp(p);
+        return;
+    }
     if (h.dest_qp == OHCA_MCAST_QPN) {
         mcast_deliver(p);
         return;
@@ -446,7 +453,103 @@ void WirePort::deliver(const ParsedPacket &p) {
         ++stats_.roce_rx_dropped;
         return;
     }
+    if (p.ecn == dcqcn::kEcnCe) {
+        np_marked(*qp, p);
+    }
     transport_of(transports_, *qp).rx(*qp, p); // source, opcode and the rest: the transport's
+}
+
+// ---- DCQCN -------------------------------------------------------------------------
+
+namespace {
+// The QPs whose packets DCQCN controls: RC and XRC, whose requests and
+// READ responses the RP paces (and which alone are ECN-capable: a packet
+// that says ECT has a sender that reacts). The NP answers any QP with a
+// peer QP (UC too: the peer may react). UD and raw QPs are left alone.
+bool cc_connected(const Qp &qp) {
+    return qp.type == OHCA_QPT_RC || qp.type == OHCA_QPT_UC || qp.type == OHCA_QPT_XRC_INI ||
+           qp.type == OHCA_QPT_XRC_TGT;
+}
+bool cc_paced(const Qp &qp) {
+    return qp.type == OHCA_QPT_RC || qp.type == OHCA_QPT_XRC_INI || qp.type == OHCA_QPT_XRC_TGT;
+}
+// A RoCE packet's length beyond its payload (Ethernet, IPv4, UDP, BTH,
+// ICRC): what the pacer and the byte counter charge besides the payload.
+constexpr size_t kRoceOverhead = 14 + 20 + 8 + kBthLen + kIcrcLen;
+} // namespace
+
+dcqcn::ReactionPoint WirePort::reaction_point() const {
+    return dcqcn::ReactionPoint{cc_params_, dcqcn::kbps(DeviceLimits::speed_mbps)};
+}
+
+// ECN-capable transport (ECT(0)) on the packets of a QP whose priority
+// has the reaction point enabled: a switch may then mark them CE instead
+// of dropping them.
+void WirePort::mark_ect(const Qp &qp, PacketPath &path) const {
+    if (cc_paced(qp) && cc_params_.rp_enabled(dcqcn::priority_of_tclass(path.traffic_class))) {
+        path.traffic_class =
+            static_cast<uint8_t>((path.traffic_class & ~dcqcn::kEcnMask) | dcqcn::kEct0);
+    }
+}
+
+// A CNP: the QP it names cuts its rate, if it is a paced QP of this device
+// with the reaction point enabled on its priority. O(1), and whatever a
+// peer sends, the rate stays at or above rp_min_rate.
+void WirePort::rp_cnp(const ParsedPacket &p) {
+    Qp *qp = qps_.find(p.fields.bth.dest_qp);
+    if (qp == nullptr || !is_local_gid(p.dgid) || !cc_paced(*qp) ||
+        (qp->state != OHCA_QPS_RTR && qp->state != OHCA_QPS_RTS && qp->state != OHCA_QPS_SQD) ||
+        !cc_params_.rp_enabled(dcqcn::priority_of_tclass(qp->attrs.av.traffic_class))) {
+        ++cc_.rp_cnp_ignored;
+        return;
+    }
+    ++cc_.rp_cnp_handled;
+    reaction_point().on_cnp(qp->cc.rp, host_.now_ns());
+}
+
+// A packet a switch marked CE: a CNP to the sending QP, at most one per
+// np_min_time_between_cnps, if the notification point is enabled on the
+// packet's priority.
+void WirePort::np_marked(Qp &qp, const ParsedPacket &p) {
+    ++cc_.np_ecn_marked_roce_packets;
+    if (!cc_connected(qp) || !cc_params_.np_enabled(dcqcn::priority_of_tclass(p.traffic_class)) ||
+        !dcqcn::np_should_send(cc_params_, qp.cc.np, host_.now_ns())) {
+        return;
+    }
+    PacketPath path;
+    if (!build_path(qp, path)) {
+        return;
+    }
+    path.traffic_class = static_cast<uint8_t>(cc_params_[OHCA_CC_NP_CNP_DSCP] << 2); // not ECT
+    auto zeros = [](std::span<uint8_t> out) {
+        std::fill(out.begin(), out.end(), uint8_t{0});
+        return true;
+    };
+    ++cc_.np_cnp_sent;
+    (void)send(path, dcqcn::cnp_fields(qp.attrs.dest_qpn), dcqcn::kCnpPayloadLen, zeros, false);
+}
+
+bool WirePort::cc_may_send(Qp &qp) {
+    dcqcn::RpState &s = qp.cc.rp;
+    if (!s.limited) {
+        return true;
+    }
+    if (state_.ib || !cc_params_.rp_enabled(dcqcn::priority_of_tclass(qp.attrs.av.traffic_class))) {
+        s = dcqcn::RpState{}; // disabled meanwhile: line rate
+        return true;
+    }
+    uint64_t wake = 0;
+    if (reaction_point().may_send(s, host_.now_ns(), wake)) {
+        return true;
+    }
+    loop_.set_pace(qp, wake);
+    return false;
+}
+
+void WirePort::cc_sent(Qp &qp, size_t payload_len) {
+    if (qp.cc.rp.limited) {
+        reaction_point().on_sent(qp.cc.rp, host_.now_ns(), payload_len + kRoceOverhead);
+    }
 }
 
 } // namespace ohca

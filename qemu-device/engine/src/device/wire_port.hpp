@@ -25,6 +25,7 @@
 #include "device/stats.hpp"
 #include "link/link_layer.hpp"
 #include "link/roce_packet.hpp"
+#include "transports/dcqcn.hpp"
 #include "transports/transport.hpp"
 
 #include <ohca_engine.h>
@@ -72,6 +73,9 @@ class WirePort final : public WireServices, public Port {
     [[nodiscard]] GidTable &gids() { return gids_; }
     [[nodiscard]] const GidTable &gids() const { return gids_; }
     [[nodiscard]] const RoceCounters &roce_counters() const { return roce_; }
+    // DCQCN's parameters (OHCA_CMD_CC_PARAM) and counters (QUERY_STATS).
+    [[nodiscard]] dcqcn::Params &cc_params() { return cc_params_; }
+    [[nodiscard]] const dcqcn::Counters &cc_counters() const { return cc_; }
     // An Ethernet port's PAUSE / PFC (pfc.hpp).
     [[nodiscard]] Pfc &pfc() { return pfc_; }
     [[nodiscard]] const Pfc &pfc() const { return pfc_; }
@@ -127,6 +131,8 @@ class WirePort final : public WireServices, public Port {
     void count_rx_dropped() override { ++stats_.roce_rx_dropped; }
     Qp *qp_by_number(uint32_t qpn) override;
     RoceCounters &counters() override { return roce_; }
+    bool cc_may_send(Qp &qp) override;
+    void cc_sent(Qp &qp, size_t payload_len) override;
     // Port: a frame to the host while the link is up.
     void transmit(std::span<const uint8_t> frame) override;
 
@@ -151,6 +157,12 @@ class WirePort final : public WireServices, public Port {
     void deliver(const ParsedPacket &p);
     // A UD packet to OHCA_MCAST_QPN, to every QP attached to its group.
     void mcast_deliver(const ParsedPacket &p);
+    // DCQCN on an Ethernet port: ECT on a QP's packets, the reaction
+    // point's CNPs, the notification point's answer to CE.
+    void mark_ect(const Qp &qp, PacketPath &path) const;
+    void rp_cnp(const ParsedPacket &p);
+    void np_marked(Qp &qp, const ParsedPacket &p);
+    [[nodiscard]] dcqcn::ReactionPoint reaction_point() const;
 
     const Host &host_;
     Stats &stats_;
@@ -165,6 +177,8 @@ class WirePort final : public WireServices, public Port {
     PortState state_;
     GidTable gids_;
     RoceCounters roce_;
+    dcqcn::Params cc_params_;
+    dcqcn::Counters cc_;
     Pfc pfc_{{host_, *this, state_}};
     // An InfiniBand port's rules (used only when state_.ib is set).
     IbWire ib_{{host_, status_, *this, state_, stats_, roce_, qps_, mcast_, transports_, ud_}};

@@ -43,6 +43,12 @@ uint64_t get64(std::span<const uint8_t> f, size_t off) {
 } // namespace
 
 OpcodeInfo opcode_info(uint8_t op) {
+    if (op == kCnpOpcode) {
+        OpcodeInfo i;
+        i.valid = true;
+        i.payload = true; // the 16 reserved bytes
+        return i;
+    }
     if (is_ud_opcode(op)) {
         OpcodeInfo i;
         i.valid = true;
@@ -106,7 +112,8 @@ void write_ib_headers(std::span<uint8_t> f, const PacketFields &fields, size_t p
     f[off] = h.opcode;
     f[off + 1] = static_cast<uint8_t>((h.solicited ? 0x80 : 0) | (pad << 4)); // TVer 0
     put16(f, off + 2, h.pkey);
-    put32(f, off + 4, h.dest_qp & 0xffffff); // resv8a = 0
+    put32(f, off + 4,
+          (h.fecn ? 0x80000000u : 0) | (h.becn ? 0x40000000u : 0) | (h.dest_qp & 0xffffff));
     put32(f, off + 8, (h.ack_req ? 0x80000000u : 0) | (h.psn & kPsnMask));
     off += kBthLen;
     if (fields.deth) {
@@ -157,6 +164,8 @@ ParseError parse_bth(std::span<const uint8_t> f, Bth &h) {
         return ParseError::BadVersion;
     }
     h.pkey = get16(f, 2);
+    h.fecn = (f[4] & 0x80) != 0;
+    h.becn = (f[4] & 0x40) != 0;
     h.dest_qp = get32(f, 4) & 0xffffff;
     h.ack_req = (f[8] & 0x80) != 0;
     h.psn = get32(f, 8) & kPsnMask;

@@ -45,6 +45,10 @@ inline constexpr uint8_t kSendOnlyInv = 0x17; // + IETH
 inline constexpr uint8_t kAtomicWrite = 0x1d;
 } // namespace rc
 
+// RoCEv2's Congestion Notification Packet (annex A17.9.2): BTH (BECN
+// set) and 16 reserved bytes; transports/dcqcn.hpp.
+inline constexpr uint8_t kCnpOpcode = 0x81;
+
 // UD opcodes (transport bits 011): single-packet SENDs only.
 // UC: the RC SEND and WRITE opcodes with the UC prefix (0x20 | op).
 namespace uc {
@@ -112,6 +116,10 @@ inline constexpr uint8_t kNakRemoteOp = 3;
 struct Bth {
     uint8_t opcode = 0;
     bool solicited = false;
+    // Congestion notification (IBTA annex A17, the top bits of the BTH's
+    // second word, once resv8a): a CNP carries BECN.
+    bool fecn = false;
+    bool becn = false;
     uint8_t pad = 0;
     uint16_t pkey = kDefaultPkey;
     uint32_t dest_qp = 0;
@@ -205,6 +213,8 @@ struct ParsedPacket {
     std::array<uint8_t, 16> sgid{};
     std::array<uint8_t, 16> dgid{};
     uint8_t vlan_pcp = 0;               // 802.1Q priority, 0 untagged
+    uint8_t ecn = 0;                    // IP ECN bits (RFC 3168); 0 looped back
+    uint8_t traffic_class = 0;          // IP TOS / traffic class, ECN included
     std::span<const uint8_t> ip_header; // the 20 (IPv4) or 40 (IPv6) bytes
     PacketFields fields;
     std::span<const uint8_t> payload; // without pad and ICRC

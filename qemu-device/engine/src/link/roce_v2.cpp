@@ -182,6 +182,7 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
         std::copy_n(f.begin() + static_cast<long>(l3 + 12), 4, out.sgid.begin() + 12);
         std::copy_n(f.begin() + static_cast<long>(l3 + 16), 4, out.dgid.begin() + 12);
         ip_total = get16(f, l3 + 2);
+        out.traffic_class = f[l3 + 1];
         l4 = l3 + 20;
         out.ip_header = f.subspan(l3, 20);
     } else if (type == kEthIpv6) {
@@ -192,6 +193,7 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
         std::copy_n(f.begin() + static_cast<long>(l3 + 8), 16, out.sgid.begin());
         std::copy_n(f.begin() + static_cast<long>(l3 + 24), 16, out.dgid.begin());
         ip_total = 40 + size_t{get16(f, l3 + 4)};
+        out.traffic_class = static_cast<uint8_t>((f[l3] << 4) | (f[l3 + 1] >> 4));
         l4 = l3 + 40;
         out.ip_header = f.subspan(l3, 40);
     } else {
@@ -205,6 +207,7 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
     if (get16(f, l4 + 2) != kRoceUdpPort || get16(f, l4 + 4) != ip_total - (l4 - l3)) {
         return ParseError::Malformed;
     }
+    out.ecn = out.traffic_class & 0x03;
     const size_t b = l4 + kUdpLen;
     if (const ParseError e = parse_bth(f.subspan(b), out.fields.bth); e != ParseError::None) {
         return e;

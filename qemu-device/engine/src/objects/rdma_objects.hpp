@@ -9,6 +9,7 @@
 #include "device/sched.hpp"
 #include "objects/odp.hpp"
 #include "objects/page_list.hpp"
+#include "transports/dcqcn.hpp"
 #include "transports/responder_resources.hpp"
 
 #include <ohca/ohca_cmd.h>
@@ -359,6 +360,10 @@ struct Qp {
     uint32_t write_left = 0;
     uint32_t write_total = 0;
     ResponderResources resp; // responses owed, saved atomic results
+
+    // DCQCN (transports/dcqcn.hpp): the rate this QP sends at, the CNPs
+    // it sent.
+    dcqcn::QpState cc;
 
     SchedHook sched; // ready list and timer heap links (sched.hpp)
 };

@@ -20,6 +20,9 @@ class QpScheduler {
     virtual void mark_ready(Qp &qp) = 0;
     // The QP's timer expires at deadline_ns (0 disarms).
     virtual void set_deadline(Qp &qp, uint64_t deadline_ns) = 0;
+    // The QP's pacer lets it send again at deadline_ns (0 disarms): it is
+    // marked ready then.
+    virtual void set_pace(Qp &qp, uint64_t deadline_ns) = 0;
     // Off the ready list and the timer heap: before a QP is reset or freed.
     virtual void unschedule(Qp &qp) = 0;
     // A timer heap's earliest deadline may have changed: rearm the host's.

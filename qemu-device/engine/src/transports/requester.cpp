@@ -62,6 +62,9 @@ void RcRequester::process_sq(Qp &qp, unsigned int &quantum) {
                 --quantum;
                 continue; // the WQE failed
             }
+            if (!svc_.cc_may_send(qp)) {
+                break; // paced (DCQCN): ready again when the rate allows
+            }
             send_packet(qp);
             --quantum;
         } else if (qp.state == OHCA_QPS_RTS && !qp.sq_draining && qp.sq_fetched != qp.sq.pi) {
@@ -362,6 +365,7 @@ void RcRequester::send_packet(Qp &qp) {
         fail_current(qp, OHCA_VERR_DMA);
         return;
     }
+    svc_.cc_sent(qp, len);
     // One packet at a time is timed: one that asks for an ACK (so the ACK
     // is not held back by coalescing) and is sent for the first time
     // (Karn: an ACK after a resend could answer either copy).

@@ -305,6 +305,9 @@ void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
             svc_.mark_ready(qp); // the rest on a later pass
             return;
         }
+        if (!svc_.cc_may_send(qp)) {
+            return; // paced (DCQCN): ready again when the rate allows
+        }
         const uint32_t k = it.next;
         const uint32_t n = it.npkts;
         f.bth.psn = psn_add(it.psn, k);
@@ -343,6 +346,7 @@ void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
             error(qp, kNakRemoteOp, OHCA_QP_EV_ACCESS_ERR);
             return;
         }
+        svc_.cc_sent(qp, len);
         if (++it.next == n) {
             qp.resp.pop_front();
         }

@@ -235,6 +235,11 @@ class WireServices {
     // A QP by number (nullptr: none), for frames steered to a raw QP.
     virtual Qp *qp_by_number(uint32_t qpn) = 0;
     virtual RoceCounters &counters() = 0;
+    // DCQCN's pacer (transports/dcqcn.hpp): whether the QP may send a
+    // packet now (if not, it is made ready again when it may); a packet
+    // of payload_len bytes went.
+    virtual bool cc_may_send(Qp &qp) = 0;
+    virtual void cc_sent(Qp &qp, size_t payload_len) = 0;
 
   protected:
     ~WireServices() = default;
@@ -309,6 +314,8 @@ class TransportServices {
     void count_rx_dropped() { wire_.count_rx_dropped(); }
     Qp *qp_by_number(uint32_t qpn) { return wire_.qp_by_number(qpn); }
     RoceCounters &counters() { return wire_.counters(); }
+    bool cc_may_send(Qp &qp) { return wire_.cc_may_send(qp); }
+    void cc_sent(Qp &qp, size_t payload_len) { wire_.cc_sent(qp, payload_len); }
     void mark_ready(Qp &qp) { sched_.mark_ready(qp); }
     void set_deadline(Qp &qp, uint64_t deadline_ns) { sched_.set_deadline(qp, deadline_ns); }
 
