@@ -22,13 +22,13 @@ void parse_ip(std::span<const uint8_t> frame, FrameInfo &out) {
         if (ihl >= 20 && ihl <= l3.size()) {
             out.ip = 4;
             out.dscp = static_cast<uint8_t>(l3[1] >> 2);
-            out.ecn = static_cast<Ecn>(l3[1] & 3);
+            out.ecn = static_cast<Ecn>(l3[1] & kEcnMask);
         }
     } else if (out.type == kTypeIpv6 && l3.size() >= 40 && (l3[0] >> 4) == 6) {
         const auto tclass = static_cast<uint8_t>((l3[0] & 0xF) << 4 | l3[1] >> 4);
         out.ip = 6;
         out.dscp = static_cast<uint8_t>(tclass >> 2);
-        out.ecn = static_cast<Ecn>(tclass & 3);
+        out.ecn = static_cast<Ecn>(tclass & kEcnMask);
     }
 }
 

@@ -29,7 +29,10 @@ constexpr uint16_t kOpPfc = 0x0101;   // 802.1Qbb priority-based flow control
 constexpr size_t kPriorities = 8;
 constexpr std::array<uint8_t, 6> kPfcDst{0x01, 0x80, 0xC2, 0x00, 0x00, 0x01};
 
+// IP ECN codepoints (RFC 3168): the low two bits of the IPv4 TOS / IPv6
+// traffic class.
 enum class Ecn : uint8_t { NotEct = 0, Ect1 = 1, Ect0 = 2, Ce = 3 };
+constexpr uint8_t kEcnMask = 0x03;
 
 enum class FrameError : uint8_t {
     Ok,

@@ -7,6 +7,7 @@
 // would: ECT on the wire, CNPs, the cut rate pacing the requester on a
 // timer, a hostile CNP flood, the counters and OHCA_CMD_CC_PARAM.
 #include "device/limits.hpp"
+#include "eth/frame.hpp"
 #include "link/roce_packet.hpp"
 #include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
@@ -27,7 +28,7 @@ using dcqcn::RpState;
 using dcqcn::Stage;
 
 constexpr uint64_t kUs = 1000;
-constexpr uint32_t kLine = dcqcn::kbps(DeviceLimits::speed_mbps);
+constexpr uint32_t kLine = dcqcn::kbps(OHCA_ENGINE_DEFAULT_SPEED_MBPS);
 constexpr uint64_t kT0 = 1'000'000'000;
 
 // The cut of rate r with alpha a (1/1024), rp_gd 11, min_dec_fac 50.
@@ -306,7 +307,7 @@ TEST(Dcqcn, CnpWireFormatParsesBack) {
     EXPECT_FALSE(p.fields.bth.fecn);
     EXPECT_EQ(p.fields.bth.dest_qp, 0x123456u);
     EXPECT_EQ(p.payload.size(), dcqcn::kCnpPayloadLen);
-    EXPECT_EQ(p.ecn, dcqcn::kEcnNotEct);
+    EXPECT_EQ(p.ecn, eth::Ecn::NotEct);
 }
 
 TEST(Dcqcn, EcnBitsAreExtractedOnIpv4AndIpv6) {
@@ -318,7 +319,7 @@ TEST(Dcqcn, EcnBitsAreExtractedOnIpv4AndIpv6) {
             const auto f = build_roce_frame(test_path(v6, uint8_t(0xa0 | ecn)), fl, pl);
             ParsedPacket p;
             ASSERT_EQ(parse_roce_frame(f, p), ParseError::None);
-            EXPECT_EQ(p.ecn, ecn);
+            EXPECT_EQ(p.ecn, static_cast<eth::Ecn>(ecn));
             EXPECT_EQ(p.traffic_class, 0xa0 | ecn);
         }
     }
@@ -326,11 +327,11 @@ TEST(Dcqcn, EcnBitsAreExtractedOnIpv4AndIpv6) {
     PacketFields fl;
     fl.bth.opcode = rc::kSendOnly;
     const std::array<uint8_t, 8> pl{};
-    auto f = build_roce_frame(test_path(false, dcqcn::kEct0), fl, pl);
-    f[15] |= dcqcn::kEcnCe;
+    auto f = build_roce_frame(test_path(false, static_cast<uint8_t>(eth::Ecn::Ect0)), fl, pl);
+    f[15] |= static_cast<uint8_t>(eth::Ecn::Ce);
     ParsedPacket p;
     ASSERT_EQ(parse_roce_frame(f, p), ParseError::None);
-    EXPECT_EQ(p.ecn, dcqcn::kEcnCe);
+    EXPECT_EQ(p.ecn, eth::Ecn::Ce);
 }
 
 // ---- two devices --------------------------------------------------------------------
@@ -339,7 +340,7 @@ constexpr size_t kIpTos = 15;  // IPv4 TOS in an untagged frame
 constexpr size_t kBthOff = 42; // BTH in an untagged IPv4 frame
 
 void set_ce(std::vector<uint8_t> &f) {
-    f[kIpTos] |= dcqcn::kEcnCe;
+    f[kIpTos] |= static_cast<uint8_t>(eth::Ecn::Ce);
     // The IPv4 header checksum again.
     f[24] = 0;
     f[25] = 0;
@@ -427,7 +428,7 @@ TEST_F(DcqcnWire, EctOnTheWireAndCeAnsweredByOneCnp) {
     int data = 0;
     mark_pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
         if (from_a) {
-            EXPECT_EQ(f[kIpTos] & dcqcn::kEcnMask, dcqcn::kEct0); // ECN-capable
+            EXPECT_EQ(f[kIpTos] & eth::kEcnMask, static_cast<uint8_t>(eth::Ecn::Ect0)); // ECN-capable
             set_ce(f);                                            // a switch marks them all
             ++data;
         } else if (f[kBthOff] == kCnpOpcode) {
@@ -587,7 +588,7 @@ TEST_F(DcqcnWire, DisabledPrioritySendsNotEctAndIgnoresCnps) {
     write(2048);
     mark_pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
         if (from_a) {
-            EXPECT_EQ(f[kIpTos] & dcqcn::kEcnMask, dcqcn::kEcnNotEct); // as before DCQCN
+            EXPECT_EQ(f[kIpTos] & eth::kEcnMask, static_cast<uint8_t>(eth::Ecn::NotEct)); // as before DCQCN
             set_ce(f);
         }
     });

@@ -237,6 +237,41 @@ TEST_F(PfcTest, XonResumesAtOnceAndTheTimeFollowsTheSpeed) {
     EXPECT_EQ(host_.wire[1], b);
 }
 
+// The board's link speed (QEMU's speed property: a switch port's line
+// rate) is the port's: QUERY_PORT shows it, and a SET_PFC speed of 0
+// times the pause quanta at it.
+class PfcBoardSpeedTest : public PfcTest {
+  protected:
+    PfcBoardSpeedTest() { speed_mbps_ = 200; }
+};
+
+TEST_F(PfcBoardSpeedTest, PauseTimedAtTheLinksSpeed) {
+    ohca_query_port_in pin{};
+    pin.port = 1;
+    ohca_query_port_out port{};
+    ASSERT_EQ(cmd(OHCA_CMD_QUERY_PORT, &pin, sizeof(pin), sizeof(port), kOutBuf).status,
+              OHCA_STATUS_OK);
+    port = host_.get<ohca_query_port_out>(kOutBuf);
+    EXPECT_EQ(port.speed_mbps, 200u);
+    set_pfc(pfc_in(0x01, 0)); // 0: the port's speed; at 200 Mbit/s a quantum is 2560 ns
+    ASSERT_EQ(rx(pfc_frame(0x01, 1000)), OHCA_ENGINE_RX_CONSUMED);
+    EXPECT_EQ(host_.timer, host_.now + 1000ull * 2560);
+}
+
+TEST(PfcBoardSpeed, OutOfRangeSpeedRefusedAtCreation) {
+    FakeHost host;
+    const ohca_engine_ops ops = FakeHost::ops();
+    ohca_engine_config cfg{};
+    for (uint32_t bad : {OHCA_ENGINE_MIN_SPEED_MBPS - 1, OHCA_ENGINE_MAX_SPEED_MBPS + 1}) {
+        cfg.speed_mbps = bad;
+        EXPECT_EQ(ohca_engine_create(&ops, &host, &cfg), nullptr) << bad;
+    }
+    cfg.speed_mbps = OHCA_ENGINE_MAX_SPEED_MBPS;
+    ohca_engine *e = ohca_engine_create(&ops, &host, &cfg);
+    EXPECT_NE(e, nullptr);
+    ohca_engine_destroy(e);
+}
+
 TEST_F(PfcTest, PriorityFromDscpUnderDscpTrust) {
     set_pfc(pfc_in(0x20, 1000, OHCA_PFC_TRUST_DSCP));
     create_ring(OHCA_ETH_RING_TX, 4, kTxRing);

@@ -82,7 +82,7 @@ CmdResult DeviceCommands::cmd_query_port(const Command &cmd) {
     std::copy(port.mac.begin(), port.mac.end(), out.mac);
     out.max_mtu = le(uint32_t{OHCA_ETH_MAX_MTU});
     out.mtu = le(port.mtu);
-    out.speed_mbps = le(DeviceLimits::speed_mbps);
+    out.speed_mbps = le(port.speed_mbps);
     out.gid_table_len = le(DeviceLimits::gid_table_len);
     out.pkey_table_len = le(DeviceLimits::pkey_table_len);
     out.max_msg_size = le(DeviceLimits::max_msg_size);

@@ -93,7 +93,8 @@ struct DeviceLimits {
     // Device memory (dm.hpp): its size and the live allocations.
     static constexpr uint32_t max_dm = OHCA_DM_MAX_ALLOCS;
     static constexpr uint64_t max_dm_size = static_cast<uint64_t>(OHCA_DM_SIZE);
-    static constexpr uint32_t speed_mbps = 10000;
+    // DCQCN's rate parameters' upper bound (mlx5's, whatever the speed).
+    static constexpr uint32_t cc_max_rate_mbps = 10000;
     static constexpr uint32_t default_mtu = 1500;
     // Enforced by CREATE_QP: 2^log_size <= max_qp_wr.
     static constexpr unsigned int max_wq_log = 12;

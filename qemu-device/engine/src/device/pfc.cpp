@@ -99,7 +99,7 @@ uint8_t Pfc::frame_priority(std::span<const uint8_t> frame) const {
 // ---- honour ---------------------------------------------------------------------
 
 uint64_t Pfc::quanta_ns(uint16_t quanta) const {
-    const uint64_t mbps = cfg_.speed_mbps != 0 ? cfg_.speed_mbps : DeviceLimits::speed_mbps;
+    const uint64_t mbps = cfg_.speed_mbps != 0 ? cfg_.speed_mbps : d_.state.speed_mbps;
     // 512 bit times each; a bit at M Mbit/s lasts 1000 / M ns (rounded up).
     return (uint64_t{quanta} * 512 * 1000 + mbps - 1) / mbps;
 }

@@ -6,6 +6,7 @@
 
 #include "device/dev_status.hpp"
 #include "device/run_loop.hpp"
+#include "eth/frame.hpp"
 #include "link/byte_order.hpp"
 #include "link/ib_link.hpp"
 #include "link/roce_v2.hpp"
@@ -33,6 +34,7 @@ WirePort::WirePort(const Deps &deps, const DeviceConfig &cfg)
       link_(link_of(cfg)) {
     state_.mac = cfg.mac;
     state_.link_up = cfg.link_up;
+    state_.speed_mbps = cfg.speed_mbps;
     if (cfg.link_layer == OHCA_LINK_IB) {
         state_.ib.emplace(cfg.node_guid, cfg.port_guid);
     }
@@ -453,7 +455,7 @@ void WirePort::deliver(const ParsedPacket &p) {
         ++stats_.roce_rx_dropped;
         return;
     }
-    if (p.ecn == dcqcn::kEcnCe) {
+    if (p.ecn == eth::Ecn::Ce) {
         np_marked(*qp, p);
     }
     transport_of(transports_, *qp).rx(*qp, p); // source, opcode and the rest: the transport's
@@ -479,7 +481,7 @@ constexpr size_t kRoceOverhead = 14 + 20 + 8 + kBthLen + kIcrcLen;
 } // namespace
 
 dcqcn::ReactionPoint WirePort::reaction_point() const {
-    return dcqcn::ReactionPoint{cc_params_, dcqcn::kbps(DeviceLimits::speed_mbps)};
+    return dcqcn::ReactionPoint{cc_params_, dcqcn::kbps(state_.speed_mbps)};
 }
 
 // ECN-capable transport (ECT(0)) on the packets of a QP whose priority
@@ -488,7 +490,8 @@ dcqcn::ReactionPoint WirePort::reaction_point() const {
 void WirePort::mark_ect(const Qp &qp, PacketPath &path) const {
     if (cc_paced(qp) && cc_params_.rp_enabled(dcqcn::priority_of_tclass(path.traffic_class))) {
         path.traffic_class =
-            static_cast<uint8_t>((path.traffic_class & ~dcqcn::kEcnMask) | dcqcn::kEct0);
+            static_cast<uint8_t>((path.traffic_class & ~eth::kEcnMask) |
+                                 static_cast<uint8_t>(eth::Ecn::Ect0));
     }
 }
 
