@@ -155,11 +155,15 @@ void Switch::on_frame(uint8_t p, std::span<const uint8_t> frame, uint64_t now) {
     Port &pt = port(p);
     ++pt.stats.frames_in;
     if (is_link_packet(frame.size())) {
+        // An FCP for a VL above ours is the peer's OperationalVLs ahead of
+        // the SM's (before it set both ends alike): not an error, ignored.
         FlowControlPacket fcp;
-        if (FlowControlPacket::read(frame, fcp) && pt.credits.on_fcp(fcp)) {
+        if (!FlowControlPacket::read(frame, fcp)) {
+            ++pt.stats.bad_link_packets;
+        } else if (pt.credits.on_fcp(fcp)) {
             ++pt.stats.link_packets_in;
         } else {
-            ++pt.stats.bad_link_packets;
+            ++pt.stats.ignored_link_packets;
         }
         return;
     }
@@ -748,18 +752,20 @@ std::string Switch::stats_json() const {
     for (uint8_t p = 0; p <= cfg_.ports; ++p) {
         const PortStats &st = port(p).stats;
         const SmaPortState &sp = sma_state_.ports[p];
-        std::snprintf(
-            buf, sizeof buf,
-            "%s{\"port\": %u, \"connected\": %s, \"state\": %u, \"phys_state\": %u, "
-            "\"frames_in\": %llu, \"frames_out\": %llu, \"link_packets_in\": %llu, "
-            "\"link_packets_out\": %llu, \"bad_link_packets\": %llu, \"bad_frames\": %llu, ",
-            p == 0 ? "" : ", ", p, port(p).connected ? "true" : "false", sp.info.port_state,
-            sp.info.phys_state, static_cast<unsigned long long>(st.frames_in),
-            static_cast<unsigned long long>(st.frames_out),
-            static_cast<unsigned long long>(st.link_packets_in),
-            static_cast<unsigned long long>(st.link_packets_out),
-            static_cast<unsigned long long>(st.bad_link_packets),
-            static_cast<unsigned long long>(st.bad_frames));
+        std::snprintf(buf, sizeof buf,
+                      "%s{\"port\": %u, \"connected\": %s, \"state\": %u, \"phys_state\": %u, "
+                      "\"frames_in\": %llu, \"frames_out\": %llu, \"link_packets_in\": %llu, "
+                      "\"link_packets_out\": %llu, \"bad_link_packets\": %llu, "
+                      "\"ignored_link_packets\": %llu, \"bad_frames\": %llu, ",
+                      p == 0 ? "" : ", ", p, port(p).connected ? "true" : "false",
+                      sp.info.port_state, sp.info.phys_state,
+                      static_cast<unsigned long long>(st.frames_in),
+                      static_cast<unsigned long long>(st.frames_out),
+                      static_cast<unsigned long long>(st.link_packets_in),
+                      static_cast<unsigned long long>(st.link_packets_out),
+                      static_cast<unsigned long long>(st.bad_link_packets),
+                      static_cast<unsigned long long>(st.ignored_link_packets),
+                      static_cast<unsigned long long>(st.bad_frames));
         s += buf;
         std::snprintf(buf, sizeof buf,
                       "\"overruns\": %llu, \"relay_drops\": %llu, \"hoq_discards\": %llu, "

@@ -52,12 +52,13 @@ struct SwitchConfig {
 struct PortStats {
     uint64_t frames_in = 0;
     uint64_t link_packets_in = 0;
-    uint64_t bad_link_packets = 0;
-    uint64_t bad_frames = 0;        // failed the link checks (length, LVer, VCRC)
-    uint64_t overruns = 0;          // data beyond the credit we advertised
-    uint64_t relay_drops = 0;       // no route, route back to the input, bad VL
-    uint64_t hoq_discards = 0;      // stuck at a queue head past HOQLife (output side)
-    uint64_t inactive_discards = 0; // output port not Active / not connected
+    uint64_t bad_link_packets = 0;     // wrong LPCRC, Op or VL15
+    uint64_t ignored_link_packets = 0; // an FCP for a VL this port does not operate
+    uint64_t bad_frames = 0;           // failed the link checks (length, LVer, VCRC)
+    uint64_t overruns = 0;             // data beyond the credit we advertised
+    uint64_t relay_drops = 0;          // no route, route back to the input, bad VL
+    uint64_t hoq_discards = 0;         // stuck at a queue head past HOQLife (output side)
+    uint64_t inactive_discards = 0;    // output port not Active / not connected
     uint64_t vl15_dropped = 0;
     uint64_t smp_local = 0; // SMPs answered by port 0's SMA
     uint64_t smp_forwarded = 0;

@@ -42,7 +42,7 @@ echo 1 >$e/roce_np/enable/3 && [ "$(cat $d/np_enable_mask)" = 255 ] || fail "np_
 echo 255 >$d/rp_enable_mask && [ "$(cat $e/roce_rp/enable/2)" = 1 ] || fail "rp_enable_mask 255 not seen in sysfs"
 echo "=== traffic with the RP on ==="
 ibv_rc_pingpong -d $OHCA_IBDEV -g $(ohca_gid_index) -n 200 -s 4096 >/tmp/srv.log 2>&1 &
-sleep 2
+ohca_poll 30 eval 'ss -Hltn "sport = :18515" | grep -q .' || fail "ibv_rc_pingpong server not listening"
 ibv_rc_pingpong -d $OHCA_IBDEV -g $(ohca_gid_index) -n 200 -s 4096 127.0.0.1 >/tmp/cli.log 2>&1 \
 	|| fail "ibv_rc_pingpong: $(cat /tmp/cli.log /tmp/srv.log)"
 wait || fail "ibv_rc_pingpong server: $(cat /tmp/srv.log)"

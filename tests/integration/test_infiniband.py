@@ -380,7 +380,7 @@ def test_infiniband_switch(vm_cluster, topology):
     for st in switches:
         linked = list(st["vm_ports"].values()) + ([st["isl_port"]] if "isl_port" in st else [])
         for p in st["ports"]:
-            assert p["overruns"] == 0 and p["bad_frames"] == 0, p
+            assert p["overruns"] == 0 and p["bad_frames"] == 0 and p["bad_link_packets"] == 0, p
             if p["port"] in linked:
                 assert p["state"] == 4, p  # Active
                 assert p["frames_in"] > 400 and p["frames_out"] > 400, p

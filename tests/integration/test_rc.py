@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from vmtest import assert_ok, ohcavm, perftest_loopback, watch_qemu_rss
+from vmtest import assert_ok, hw_counters, ohcavm, perftest_loopback, watch_qemu_rss
 
 TOP = ohcavm.TOP
 
@@ -182,11 +182,6 @@ ip link set "$OHCA_IFACE" mtu 9000 || exit 1
 python3 /share/ohca_hostile_peer.py flood "$OHCA_IFACE" "$OHCA_PEER_IP" {HOSTILE_PORT} {HOSTILE_ACTIONS} || rc=1
 ip link set "$OHCA_IFACE" mtu 1500 || exit 1
 """
-
-
-def hw_counters(output):
-    line = re.findall(r"^HW_COUNTERS(.*)$", output, re.M)
-    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line[0])} if line else {}
 
 
 def test_rc_two_vms(vm_run):

@@ -25,7 +25,7 @@ import re
 
 import pytest
 
-from vmtest import assert_ok, ohcavm, section
+from vmtest import assert_ok, hw_counters, ohcavm, section
 
 pytestmark = pytest.mark.ohca_only
 
@@ -220,11 +220,6 @@ def test_nvme_and_nfs_over_rdma_two_vms(vm_run, kernel_kind):
     assert "NFS SERVER CHECK OK" in section(target.output, "nfs"), target.report()
     assert re.search(r"^NFSD ports: .*rdma 20049", section(target.output, "nfs"), re.M), \
         target.report()
-
-
-def hw_counters(output):
-    m = re.search(r"^HW_COUNTERS (.*)$", output, re.M)
-    return {k: int(v) for k, v in (kv.split("=") for kv in m.group(1).split())} if m else {}
 
 
 @pytest.mark.fault_wire

@@ -57,6 +57,13 @@ def section(output, name):
     return m.group(1)
 
 
+def hw_counters(output):
+    """The RDMA hw counters the guest's ohca_hw_counters printed (the
+    HW_COUNTERS line), by name; {} when it printed none."""
+    m = re.search(r"^HW_COUNTERS(.*)$", output, re.M)
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))} if m else {}
+
+
 def parse_devinfo(text):
     """Parses `ibv_devinfo -v` for one device.
 

@@ -322,6 +322,27 @@ TEST(Switch, GarbageAndHugeLengthsDoNotHurtOtherPorts) {
     EXPECT_EQ(f.peer(2).data[0], pkt);
 }
 
+// An FCP for a VL the port does not operate (a CA with more VLs, before
+// the SM set OperationalVLs on both ends) is ignored, not an error; a
+// corrupted one is an error. Neither gives credit.
+TEST(Switch, LinkPacketsForOtherVlsAreIgnoredCorruptOnesBad) {
+    Fabric f(2);
+    f.connect_all();
+    const PortStats before = f.sw->stats(1);
+    std::array<uint8_t, 6> b{};
+    FlowControlPacket{FcOp::Normal, 0, 6, 100}.write(b); // VL6: the switch has VL0-3
+    f.peer(1).send_raw(framed(b));
+    FlowControlPacket{FcOp::Normal, 0, 0, 100}.write(b);
+    b[4] ^= 1; // LPCRC
+    f.peer(1).send_raw(framed(b));
+    f.pump();
+    const PortStats &st = f.sw->stats(1);
+    EXPECT_EQ(st.ignored_link_packets, before.ignored_link_packets + 1);
+    EXPECT_EQ(st.bad_link_packets, before.bad_link_packets + 1);
+    EXPECT_EQ(st.link_packets_in, before.link_packets_in);
+    EXPECT_NE(f.sw->stats_json().find("\"ignored_link_packets\": 1"), std::string::npos);
+}
+
 TEST(Switch, LyingFcclIsCappedAndOutputBounded) {
     Fabric f(2);
     f.connect_all();
