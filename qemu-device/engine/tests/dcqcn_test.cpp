@@ -428,8 +428,9 @@ TEST_F(DcqcnWire, EctOnTheWireAndCeAnsweredByOneCnp) {
     int data = 0;
     mark_pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
         if (from_a) {
-            EXPECT_EQ(f[kIpTos] & eth::kEcnMask, static_cast<uint8_t>(eth::Ecn::Ect0)); // ECN-capable
-            set_ce(f);                                            // a switch marks them all
+            EXPECT_EQ(f[kIpTos] & eth::kEcnMask,
+                      static_cast<uint8_t>(eth::Ecn::Ect0)); // ECN-capable
+            set_ce(f);                                       // a switch marks them all
             ++data;
         } else if (f[kBthOff] == kCnpOpcode) {
             cnps.push_back(f);
@@ -588,7 +589,8 @@ TEST_F(DcqcnWire, DisabledPrioritySendsNotEctAndIgnoresCnps) {
     write(2048);
     mark_pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
         if (from_a) {
-            EXPECT_EQ(f[kIpTos] & eth::kEcnMask, static_cast<uint8_t>(eth::Ecn::NotEct)); // as before DCQCN
+            EXPECT_EQ(f[kIpTos] & eth::kEcnMask,
+                      static_cast<uint8_t>(eth::Ecn::NotEct)); // as before DCQCN
             set_ce(f);
         }
     });

@@ -489,9 +489,8 @@ dcqcn::ReactionPoint WirePort::reaction_point() const {
 // of dropping them.
 void WirePort::mark_ect(const Qp &qp, PacketPath &path) const {
     if (cc_paced(qp) && cc_params_.rp_enabled(dcqcn::priority_of_tclass(path.traffic_class))) {
-        path.traffic_class =
-            static_cast<uint8_t>((path.traffic_class & ~eth::kEcnMask) |
-                                 static_cast<uint8_t>(eth::Ecn::Ect0));
+        path.traffic_class = static_cast<uint8_t>((path.traffic_class & ~eth::kEcnMask) |
+                                                  static_cast<uint8_t>(eth::Ecn::Ect0));
     }
 }
 
