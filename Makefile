@@ -12,6 +12,7 @@
 #   make soak    an hour (SOAK_SECONDS) of RC traffic through 1 % loss with
 #                processes killed; the device's heap grows < 1 MiB over its second half
 #   make test-viommu  the integration, storage and suite jobs behind a virtual IOMMU
+#   make test-fabric  the switch jobs whole (IB switches in a line too) and congestion
 
 SHELL := /bin/bash
 PYTHON := /usr/bin/python3
@@ -39,7 +40,7 @@ DEFAULT_DISTRO := bookworm
 
 .PHONY: check all deps build qemu qemu-asan test-asan engine engine-test kernel \
 	userspace rootfs firmware-interface firmware-interface-test test demo vm fuzz coverage \
-	bench soak test-apps test-viommu clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke
+	bench soak test-apps test-viommu test-fabric clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke
 
 all: build
 
@@ -125,6 +126,14 @@ test-apps: deps build rootfs
 	@OHCA_UCX_FULL=1 OHCA_MPI_FULL=1 $(PYTHON) -m pytest -v -rA -s \
 		tests/integration/test_ucx.py tests/integration/test_mpi.py \
 		tests/integration/test_libfabric.py
+
+# The fabric's VM jobs whole: ohca-switch in both modes (four VMs on an
+# Ethernet switch, three IB VMs on one switch and on two in a line with
+# opensm) and the congestion job; make test runs all but the two IB
+# switches in a line.
+test-fabric: deps build rootfs fabric
+	@OHCA_IB_FABRIC_FULL=1 $(PYTHON) -m pytest -v -rA -s tests/integration/test_switch.py \
+		tests/integration/test_infiniband.py tests/integration/test_congestion.py
 
 # The integration, storage, rdma-core suite and hostile-guest jobs with
 # every VM behind a virtual IOMMU (q35, VT-d, the guest's IOMMU strict;

@@ -171,7 +171,7 @@ inputs_hash=$(
 	{
 		echo "$full_ver"
 		cd "$top"
-		find qemu-device firmware-interface/include fabric/ib -type f \
+		find qemu-device firmware-interface/include fabric/ib fabric/eth -type f \
 			! -path 'qemu-device/engine/tests/*' ! -path 'qemu-device/engine/testing/*' \
 			! -path 'qemu-device/tests/*' ! -path 'fabric/ib/tests/*' \
 			! -name '*.md' -print0 | sort -z |
@@ -218,6 +218,8 @@ rsync -rlp --checksum --delete "$top/firmware-interface/include" "$src/hw/ohca/f
 # ohca-switch): its sources, not its tests.
 mkdir -p "$src/hw/ohca/fabric"
 rsync -rlp --checksum --delete --exclude=/tests "$top/fabric/ib" "$src/hw/ohca/fabric/"
+# fabric/eth (Ethernet frames: the PFC and PAUSE frames).
+rsync -rlp --checksum --delete "$top/fabric/eth" "$src/hw/ohca/fabric/"
 
 # The two edits that hook hw/ohca into the tree, and no edk2 blobs (the dfsg
 # tarball has none).

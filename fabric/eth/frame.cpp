@@ -22,13 +22,13 @@ void parse_ip(std::span<const uint8_t> frame, FrameInfo &out) {
         if (ihl >= 20 && ihl <= l3.size()) {
             out.ip = 4;
             out.dscp = static_cast<uint8_t>(l3[1] >> 2);
-            out.ecn = static_cast<Ecn>(l3[1] & 3);
+            out.ecn = static_cast<Ecn>(l3[1] & kEcnMask);
         }
     } else if (out.type == kTypeIpv6 && l3.size() >= 40 && (l3[0] >> 4) == 6) {
         const auto tclass = static_cast<uint8_t>((l3[0] & 0xF) << 4 | l3[1] >> 4);
         out.ip = 6;
         out.dscp = static_cast<uint8_t>(tclass >> 2);
-        out.ecn = static_cast<Ecn>(tclass & 3);
+        out.ecn = static_cast<Ecn>(tclass & kEcnMask);
     }
 }
 
@@ -131,6 +131,23 @@ std::array<uint8_t, kMinFrameBytes> make_pfc(const Mac &src, const PfcInfo &pfc)
         put16(&f[18 + 2 * i], pfc.quanta[i]);
     }
     return f;
+}
+
+std::array<uint8_t, kMinFrameBytes> make_pause(const Mac &src, uint16_t quanta) {
+    std::array<uint8_t, kMinFrameBytes> f{};
+    std::copy(kPfcDst.begin(), kPfcDst.end(), f.begin());
+    std::copy(src.begin(), src.end(), f.begin() + 6);
+    put16(&f[12], kTypeMacControl);
+    put16(&f[14], kOpPause);
+    put16(&f[16], quanta);
+    return f;
+}
+
+std::optional<uint16_t> pause_quanta(std::span<const uint8_t> frame, const FrameInfo &info) {
+    if (!info.mac_control || info.opcode != kOpPause || frame.size() < info.l3 + 4) {
+        return std::nullopt;
+    }
+    return get16(&frame[info.l3 + 2]);
 }
 
 } // namespace ohca::eth

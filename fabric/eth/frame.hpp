@@ -10,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 namespace ohca::eth {
@@ -28,7 +29,10 @@ constexpr uint16_t kOpPfc = 0x0101;   // 802.1Qbb priority-based flow control
 constexpr size_t kPriorities = 8;
 constexpr std::array<uint8_t, 6> kPfcDst{0x01, 0x80, 0xC2, 0x00, 0x00, 0x01};
 
+// IP ECN codepoints (RFC 3168): the low two bits of the IPv4 TOS / IPv6
+// traffic class.
 enum class Ecn : uint8_t { NotEct = 0, Ect1 = 1, Ect0 = 2, Ce = 3 };
+constexpr uint8_t kEcnMask = 0x03;
 
 enum class FrameError : uint8_t {
     Ok,
@@ -88,5 +92,11 @@ uint16_t ip_checksum(std::span<const uint8_t> hdr);
 
 // A PFC frame (60 bytes, padded; no VLAN tag, no FCS) from `src`.
 std::array<uint8_t, kMinFrameBytes> make_pfc(const Mac &src, const PfcInfo &pfc);
+// An 802.3x PAUSE frame (60 bytes, padded) from `src`: every priority
+// for `quanta` (0: resume).
+std::array<uint8_t, kMinFrameBytes> make_pause(const Mac &src, uint16_t quanta);
+// A PAUSE frame's time (opcode kOpPause; parse() leaves it to this):
+// nullopt when the frame is too short to hold it.
+std::optional<uint16_t> pause_quanta(std::span<const uint8_t> frame, const FrameInfo &info);
 
 } // namespace ohca::eth

@@ -78,6 +78,19 @@ int ohca_ecn_sysfs_create(struct ohca_dev *dev);
 void ohca_ecn_sysfs_destroy(struct ohca_dev *dev);
 irqreturn_t ohca_eth_irq(int irq, void *data);
 
+/* ohca_pfc.c: pause, PFC (ethtool, dcbnl) and their counters */
+struct ethtool_pauseparam;
+struct ethtool_stats;
+void ohca_pfc_netdev_init(struct ohca_dev *dev, struct net_device *ndev);
+void ohca_get_pauseparam(struct net_device *ndev,
+			 struct ethtool_pauseparam *pause);
+int ohca_set_pauseparam(struct net_device *ndev,
+			struct ethtool_pauseparam *pause);
+int ohca_get_sset_count(struct net_device *ndev, int sset);
+void ohca_get_strings(struct net_device *ndev, u32 sset, u8 *data);
+void ohca_get_ethtool_stats(struct net_device *ndev,
+			    struct ethtool_stats *stats, u64 *data);
+
 /* ohca_debugfs.c */
 void ohca_debugfs_init(struct ohca_dev *dev);
 void ohca_debugfs_cleanup(struct ohca_dev *dev);

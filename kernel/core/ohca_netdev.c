@@ -641,6 +641,11 @@ static const struct ethtool_ops ohca_ethtool_ops = {
 	.get_link		= ethtool_op_get_link,
 	.get_link_ksettings	= ohca_get_link_ksettings,
 	.get_ringparam		= ohca_get_ringparam,
+	.get_pauseparam		= ohca_get_pauseparam,
+	.set_pauseparam		= ohca_set_pauseparam,
+	.get_sset_count		= ohca_get_sset_count,
+	.get_strings		= ohca_get_strings,
+	.get_ethtool_stats	= ohca_get_ethtool_stats,
 };
 
 /**
@@ -685,6 +690,7 @@ int ohca_netdev_create(struct ohca_dev *dev)
 
 	ndev->netdev_ops = &ohca_netdev_ops;
 	ndev->ethtool_ops = &ohca_ethtool_ops;
+	ohca_pfc_netdev_init(dev, ndev);
 	ndev->min_mtu = OHCA_ETH_MIN_MTU;
 	ndev->max_mtu = dev->max_mtu;
 	ndev->mtu = min(dev->port_mtu, dev->max_mtu);

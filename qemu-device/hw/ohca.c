@@ -62,6 +62,7 @@ struct OhcaState {
     bool sync_doorbells;        /* run a doorbell's work in its thread */
     uint32_t doorbell_budget;   /* ... at most this many units of it */
     uint32_t max_qp;            /* QPs offered (QUERY_DEVICE max_qp) */
+    uint32_t speed;             /* Ethernet: the link's Mbit/s */
 
     uint8_t af_cap;             /* config offset of the AF capability */
 
@@ -444,6 +445,15 @@ static void ohca_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     cfg.max_qp = s->max_qp;
+    /* The link's speed, both ends alike: a switch port's line rate. */
+    if (s->speed < OHCA_ENGINE_MIN_SPEED_MBPS ||
+        s->speed > OHCA_ENGINE_MAX_SPEED_MBPS) {
+        error_setg(errp, "ohca: speed must be %u..%u Mbit/s, not %" PRIu32,
+                   OHCA_ENGINE_MIN_SPEED_MBPS, OHCA_ENGINE_MAX_SPEED_MBPS,
+                   s->speed);
+        return;
+    }
+    cfg.speed_mbps = s->speed;
     if (!s->link_layer || !strcmp(s->link_layer, "eth")) {
         cfg.link_layer = OHCA_LINK_ETH;
     } else if (!strcmp(s->link_layer, "ib")) {
@@ -687,6 +697,8 @@ static OhcaProperty ohca_properties[] = {
     DEFINE_PROP_BOOL("sync-doorbells", OhcaState, sync_doorbells, true),
     DEFINE_PROP_UINT32("doorbell-budget", OhcaState, doorbell_budget, 256),
     DEFINE_PROP_UINT32("max-qp", OhcaState, max_qp, OHCA_ENGINE_MAX_QP),
+    DEFINE_PROP_UINT32("speed", OhcaState, speed,
+                       OHCA_ENGINE_DEFAULT_SPEED_MBPS),
     OHCA_PROPS_END
 };
 

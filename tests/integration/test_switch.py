@@ -268,6 +268,9 @@ def test_four_vms_on_one_switch(vm_cluster, nic, kernel_kind):
                          rf"iterations={ITERS}/", r.output, re.M), r.report()
 
     assert stats["mode"] == "eth" and stats["line_rate_bps"] == 2000 * 10**6, stats
+    if nic == "ohca":  # the link's speed is the switch port's line rate
+        with open(os.path.join(c.logdir, "vm0", "cmdline.txt")) as f:
+            assert ",speed=2000" in f.read()
     for i in range(NVMS):
         p = ohcavm.switch_port_stats(stats, i)
         assert p["frames_in"] > 0 and p["frames_out"] > 0, p

@@ -95,6 +95,9 @@ enum ohca_cmd_opcode {
 	/* An InfiniBand port (OHCA_LINK_IB, ABI 1.5): the management agents */
 	OHCA_CMD_MAD_IFC		= 0x35,
 	OHCA_CMD_CC_PARAM		= 0x36,	/* DCQCN, docs/congestion.md */
+	/* OHCA_DEV_CAP_PFC: pause and priority flow control (section 22) */
+	OHCA_CMD_QUERY_PFC		= 0x38,
+	OHCA_CMD_SET_PFC		= 0x39,
 	OHCA_CMD_MAX
 };
 
@@ -270,6 +273,12 @@ enum ohca_dev_caps {
 	 * driven by the subnet manager (programming manual section 21).
 	 */
 	OHCA_DEV_CAP_IB_LINK		= 1u << 11,
+	/*
+	 * An Ethernet port honours and sends 802.3x PAUSE and 802.1Qbb
+	 * priority flow control frames as SET_PFC configures (off at
+	 * power-on); QUERY_PFC reads the setting and the pause counters.
+	 */
+	OHCA_DEV_CAP_PFC		= 1u << 12,
 };
 
 /*
@@ -1451,6 +1460,80 @@ struct ohca_create_flow_in {
 OHCA_ASSERT_SIZE(struct ohca_create_flow_in, 144);
 OHCA_ASSERT_OFFSET(struct ohca_create_flow_in, value, 16);
 OHCA_ASSERT_OFFSET(struct ohca_create_flow_in, mask, 80);
+
+/* ---- QUERY_PFC / SET_PFC (OHCA_DEV_CAP_PFC) ------------------------------ */
+/*
+ * Flow control of an Ethernet port (programming manual section 22). With
+ * PFC on for priority i (bit i of pfc_en) the device stops sending frames
+ * of priority i for the time a received PFC frame names (quanta of 512 bit
+ * times at speed_mbps; 0 resumes at once), and sends XOFF for priority i
+ * when its receive side fills (the RoCE receive backlog, or the Ethernet
+ * RX ring out of descriptors), XON when it has drained. With pfc_en 0,
+ * OHCA_PAUSE_RX / OHCA_PAUSE_TX do the same for 802.3x PAUSE (every
+ * priority at once). A frame's priority: the PCP of its 802.1Q tag
+ * (untagged: 0) with OHCA_PFC_TRUST_PCP, its IP DSCP / 8 (not IP: 0) with
+ * OHCA_PFC_TRUST_DSCP; the device's RoCE packets carry PCP 0, so under
+ * PCP trust they are priority 0, under DSCP trust their traffic class / 32.
+ * MAC control frames (EtherType 0x8808) are never given to the RX ring.
+ * BAD_STATE on an InfiniBand port.
+ */
+#define OHCA_PFC_PRIOS			8
+
+enum ohca_pause_flags {
+	OHCA_PAUSE_RX			= 1u << 0,	/* honour 802.3x PAUSE */
+	OHCA_PAUSE_TX			= 1u << 1,	/* send 802.3x PAUSE */
+};
+
+enum ohca_pfc_trust {
+	OHCA_PFC_TRUST_PCP		= 0,
+	OHCA_PFC_TRUST_DSCP		= 1,
+};
+
+struct ohca_pfc_config {
+	ohca_u8 pfc_en;			/* bit i: PFC on priority i */
+	ohca_u8 pause;			/* enum ohca_pause_flags */
+	ohca_u8 trust;			/* enum ohca_pfc_trust */
+	ohca_u8 rsvd0;
+	ohca_le32 speed_mbps;		/* quanta's bit time; 0: the port's speed */
+};
+OHCA_ASSERT_SIZE(struct ohca_pfc_config, 8);
+OHCA_ASSERT_OFFSET(struct ohca_pfc_config, speed_mbps, 4);
+
+struct ohca_set_pfc_in {
+	ohca_u8 port;			/* must be 1 */
+	ohca_u8 rsvd[7];
+	struct ohca_pfc_config cfg;
+};
+OHCA_ASSERT_SIZE(struct ohca_set_pfc_in, 16);
+OHCA_ASSERT_OFFSET(struct ohca_set_pfc_in, cfg, 8);
+
+struct ohca_query_pfc_in {
+	ohca_u8 port;			/* must be 1 */
+	ohca_u8 rsvd[7];
+};
+OHCA_ASSERT_SIZE(struct ohca_query_pfc_in, 8);
+
+struct ohca_query_pfc_out {
+	struct ohca_pfc_config cfg;
+	ohca_le64 rx_pfc[OHCA_PFC_PRIOS];	/* PFC frames received naming priority i */
+	ohca_le64 tx_pfc[OHCA_PFC_PRIOS];	/* PFC frames sent naming priority i */
+	ohca_le64 rx_pause;		/* 802.3x PAUSE frames received */
+	ohca_le64 tx_pause;		/* 802.3x PAUSE frames sent */
+	ohca_le64 rx_ignored;		/* MAC control frames not acted on */
+	ohca_le64 rx_storm;		/* pauses that lasted over a second */
+	ohca_le64 tx_held;		/* Ethernet frames held by a pause */
+	ohca_le64 tx_dropped;		/* packets sent without waiting (CNPs), dropped */
+	ohca_u8 paused;			/* priorities stopped by the peer now */
+	ohca_u8 xoff;			/* priorities we hold XOFF for now */
+	ohca_u8 rsvd[6];
+};
+OHCA_ASSERT_SIZE(struct ohca_query_pfc_out, 192);
+OHCA_ASSERT_OFFSET(struct ohca_query_pfc_out, rx_pfc, 8);
+OHCA_ASSERT_OFFSET(struct ohca_query_pfc_out, tx_pfc, 72);
+OHCA_ASSERT_OFFSET(struct ohca_query_pfc_out, rx_pause, 136);
+OHCA_ASSERT_OFFSET(struct ohca_query_pfc_out, tx_held, 168);
+OHCA_ASSERT_OFFSET(struct ohca_query_pfc_out, tx_dropped, 176);
+OHCA_ASSERT_OFFSET(struct ohca_query_pfc_out, paused, 184);
 
 #define OHCA_FLOW_IP_PROTO_TCP		6
 #define OHCA_FLOW_IP_PROTO_UDP		17

@@ -100,7 +100,16 @@ struct ohca_engine_config {
     uint8_t link_layer;
     /* InfiniBand: the port GUID; 0 takes node_guid. */
     uint64_t port_guid;
+    /* An Ethernet port's speed in Mbit/s, the link's (a switch port's line
+     * rate): what ethtool shows, the time of a pause quantum, DCQCN's line
+     * rate. 0 is OHCA_ENGINE_DEFAULT_SPEED_MBPS; outside
+     * OHCA_ENGINE_MIN/MAX_SPEED_MBPS fails ohca_engine_create(). */
+    uint32_t speed_mbps;
 };
+
+#define OHCA_ENGINE_DEFAULT_SPEED_MBPS 10000u
+#define OHCA_ENGINE_MIN_SPEED_MBPS 10u
+#define OHCA_ENGINE_MAX_SPEED_MBPS 400000u
 
 #define OHCA_ENGINE_DEFAULT_MAX_QP 1024u
 #define OHCA_ENGINE_MAX_QP 65536u

@@ -562,8 +562,7 @@ Side make_side(RdmaNode &n, size_t bytes, unsigned int qp_log,
     return s;
 }
 
-void pump(RdmaNode &a, RdmaNode &b,
-          const std::function<bool(bool, const std::vector<uint8_t> &)> &drop) {
+void pump(RdmaNode &a, RdmaNode &b, const std::function<bool(bool, std::vector<uint8_t> &)> &drop) {
     for (int i = 0; i < 100000; ++i) {
         a.process();
         b.process();

@@ -183,8 +183,9 @@ Side make_side(RdmaNode &n, size_t bytes, unsigned int qp_log,
                uint32_t access = kSideAccess, uint8_t qp_type = OHCA_QPT_RC);
 
 // Moves frames between two nodes until both are idle. 'drop' sees every
-// frame (a->b: from_a true) and returns true to lose it.
+// frame (a->b: from_a true), may rewrite it (a switch marking it CE) and
+// returns true to lose it.
 void pump(RdmaNode &a, RdmaNode &b,
-          const std::function<bool(bool from_a, const std::vector<uint8_t> &)> &drop = {});
+          const std::function<bool(bool from_a, std::vector<uint8_t> &)> &drop = {});
 
 } // namespace ohca::test

@@ -7,6 +7,7 @@
 // would: ECT on the wire, CNPs, the cut rate pacing the requester on a
 // timer, a hostile CNP flood, the counters and OHCA_CMD_CC_PARAM.
 #include "device/limits.hpp"
+#include "eth/frame.hpp"
 #include "link/roce_packet.hpp"
 #include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
@@ -16,7 +17,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 
 namespace ohca::test {
 namespace {
@@ -27,7 +27,7 @@ using dcqcn::RpState;
 using dcqcn::Stage;
 
 constexpr uint64_t kUs = 1000;
-constexpr uint32_t kLine = dcqcn::kbps(DeviceLimits::speed_mbps);
+constexpr uint32_t kLine = dcqcn::kbps(OHCA_ENGINE_DEFAULT_SPEED_MBPS);
 constexpr uint64_t kT0 = 1'000'000'000;
 
 // The cut of rate r with alpha a (1/1024), rp_gd 11, min_dec_fac 50.
@@ -306,7 +306,7 @@ TEST(Dcqcn, CnpWireFormatParsesBack) {
     EXPECT_FALSE(p.fields.bth.fecn);
     EXPECT_EQ(p.fields.bth.dest_qp, 0x123456u);
     EXPECT_EQ(p.payload.size(), dcqcn::kCnpPayloadLen);
-    EXPECT_EQ(p.ecn, dcqcn::kEcnNotEct);
+    EXPECT_EQ(p.ecn, eth::Ecn::NotEct);
 }
 
 TEST(Dcqcn, EcnBitsAreExtractedOnIpv4AndIpv6) {
@@ -318,7 +318,7 @@ TEST(Dcqcn, EcnBitsAreExtractedOnIpv4AndIpv6) {
             const auto f = build_roce_frame(test_path(v6, uint8_t(0xa0 | ecn)), fl, pl);
             ParsedPacket p;
             ASSERT_EQ(parse_roce_frame(f, p), ParseError::None);
-            EXPECT_EQ(p.ecn, ecn);
+            EXPECT_EQ(p.ecn, static_cast<eth::Ecn>(ecn));
             EXPECT_EQ(p.traffic_class, 0xa0 | ecn);
         }
     }
@@ -326,11 +326,11 @@ TEST(Dcqcn, EcnBitsAreExtractedOnIpv4AndIpv6) {
     PacketFields fl;
     fl.bth.opcode = rc::kSendOnly;
     const std::array<uint8_t, 8> pl{};
-    auto f = build_roce_frame(test_path(false, dcqcn::kEct0), fl, pl);
-    f[15] |= dcqcn::kEcnCe;
+    auto f = build_roce_frame(test_path(false, static_cast<uint8_t>(eth::Ecn::Ect0)), fl, pl);
+    f[15] |= static_cast<uint8_t>(eth::Ecn::Ce);
     ParsedPacket p;
     ASSERT_EQ(parse_roce_frame(f, p), ParseError::None);
-    EXPECT_EQ(p.ecn, dcqcn::kEcnCe);
+    EXPECT_EQ(p.ecn, eth::Ecn::Ce);
 }
 
 // ---- two devices --------------------------------------------------------------------
@@ -339,7 +339,7 @@ constexpr size_t kIpTos = 15;  // IPv4 TOS in an untagged frame
 constexpr size_t kBthOff = 42; // BTH in an untagged IPv4 frame
 
 void set_ce(std::vector<uint8_t> &f) {
-    f[kIpTos] |= dcqcn::kEcnCe;
+    f[kIpTos] |= static_cast<uint8_t>(eth::Ecn::Ce);
     // The IPv4 header checksum again.
     f[24] = 0;
     f[25] = 0;
@@ -352,31 +352,6 @@ void set_ce(std::vector<uint8_t> &f) {
     }
     f[24] = uint8_t(~sum >> 8);
     f[25] = uint8_t(~sum);
-}
-
-// pump() with a wire that may rewrite each frame (a switch marking CE).
-void mark_pump(RdmaNode &a, RdmaNode &b,
-               const std::function<void(bool from_a, std::vector<uint8_t> &)> &see) {
-    for (int i = 0; i < 10000; ++i) {
-        a.process();
-        b.process();
-        if (a.host.wire.empty() && b.host.wire.empty()) {
-            return;
-        }
-        auto fa = std::move(a.host.wire);
-        auto fb = std::move(b.host.wire);
-        a.host.wire.clear();
-        b.host.wire.clear();
-        for (auto &f : fa) {
-            see(true, f);
-            ASSERT_EQ(ohca_engine_receive_frame(b.e, f.data(), f.size()), OHCA_ENGINE_RX_CONSUMED);
-        }
-        for (auto &f : fb) {
-            see(false, f);
-            ASSERT_EQ(ohca_engine_receive_frame(a.e, f.data(), f.size()), OHCA_ENGINE_RX_CONSUMED);
-        }
-    }
-    FAIL() << "wire never went idle";
 }
 
 class DcqcnWire : public ::testing::Test {
@@ -425,14 +400,16 @@ TEST_F(DcqcnWire, EctOnTheWireAndCeAnsweredByOneCnp) {
     write(8192); // 8 packets at MTU 1024
     std::vector<std::vector<uint8_t>> cnps;
     int data = 0;
-    mark_pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
+    pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
         if (from_a) {
-            EXPECT_EQ(f[kIpTos] & dcqcn::kEcnMask, dcqcn::kEct0); // ECN-capable
-            set_ce(f);                                            // a switch marks them all
+            EXPECT_EQ(f[kIpTos] & eth::kEcnMask,
+                      static_cast<uint8_t>(eth::Ecn::Ect0)); // ECN-capable
+            set_ce(f);                                       // a switch marks them all
             ++data;
         } else if (f[kBthOff] == kCnpOpcode) {
             cnps.push_back(f);
         }
+        return false; // delivered, marked or not
     });
     ASSERT_EQ(data, 8);
     auto sc = a.poll(side[0].scq);
@@ -462,10 +439,11 @@ TEST_F(DcqcnWire, CutRatePacesTheRequesterOnATimer) {
     ASSERT_EQ(cc(a, OHCA_CC_RP_BYTE_RESET, OHCA_CC_PARAM_SET, 0).status, OHCA_STATUS_OK);
     // The first message, marked: b's CNP cuts a's QP to 10 Mb/s.
     write(1024);
-    mark_pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
+    pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
         if (from_a) {
             set_ce(f);
         }
+        return false; // delivered, marked or not
     });
     ASSERT_EQ(a.stats().rp_cnp_handled, 1u);
     ASSERT_EQ(a.poll(side[0].scq).size(), 1u);
@@ -570,12 +548,13 @@ TEST_F(DcqcnWire, ByDefaultTheTrafficClassIsTheAvsAndCnpsAreIgnored) {
     ASSERT_EQ(cc(a, OHCA_CC_RP_ENABLE_MASK, OHCA_CC_PARAM_SET, 0).status, OHCA_STATUS_OK);
     write(2048);
     std::vector<std::vector<uint8_t>> cnps;
-    mark_pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
+    pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
         if (from_a) {
             EXPECT_EQ(f[kIpTos], 0); // the AV's traffic class, not ECT
         } else if (f[kBthOff] == kCnpOpcode) {
             cnps.push_back(f);
         }
+        return false; // delivered, marked or not
     });
     EXPECT_TRUE(cnps.empty());
     EXPECT_EQ(b.stats().np_ecn_marked_roce_packets, 0u);
@@ -585,11 +564,13 @@ TEST_F(DcqcnWire, DisabledPrioritySendsNotEctAndIgnoresCnps) {
     ASSERT_EQ(cc(a, OHCA_CC_RP_ENABLE_MASK, OHCA_CC_PARAM_SET, 0).status, OHCA_STATUS_OK);
     ASSERT_EQ(cc(b, OHCA_CC_NP_ENABLE_MASK, OHCA_CC_PARAM_SET, 0).status, OHCA_STATUS_OK);
     write(2048);
-    mark_pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
+    pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
         if (from_a) {
-            EXPECT_EQ(f[kIpTos] & dcqcn::kEcnMask, dcqcn::kEcnNotEct); // as before DCQCN
+            EXPECT_EQ(f[kIpTos] & eth::kEcnMask,
+                      static_cast<uint8_t>(eth::Ecn::NotEct)); // as before DCQCN
             set_ce(f);
         }
+        return false; // delivered, marked or not
     });
     EXPECT_EQ(b.stats().np_ecn_marked_roce_packets, 2u);
     EXPECT_EQ(b.stats().np_cnp_sent, 0u);

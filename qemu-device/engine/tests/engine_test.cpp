@@ -60,6 +60,7 @@ void EngineTest::SetUp() {
     cfg.node_guid = kNodeGuid;
     cfg.sys_image_guid = kNodeGuid;
     cfg.link_up = true;
+    cfg.speed_mbps = speed_mbps_;
     e_ = ohca_engine_create(&ops, &host_, &cfg);
     ASSERT_NE(e_, nullptr);
     drv_.attach(e_);

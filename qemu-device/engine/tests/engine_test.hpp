@@ -95,6 +95,7 @@ class EngineTest : public ::testing::Test {
     FakeHost host_;
     CheckedDriver drv_{host_};
     ohca_engine *e_ = nullptr;
+    uint32_t speed_mbps_ = 0; // the board's link speed (0: the default); set before SetUp
 };
 
 } // namespace ohca::test

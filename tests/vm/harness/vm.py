@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import time
 
+from . import wire as wires
 from .checks import sanitizer_env, sanitizer_reports, scan_kernel_log
 from .common import (FIRMWARE_DIRS, GUEST_DIR, IBDEV, IFACE, IOMMU_APPEND, IOMMU_ARGS,
                      NETDEV_ID, NIC_ID, PREAMBLE_FAILED, PREFIX, RXE_IBDEV, HarnessError,
@@ -263,6 +264,11 @@ class VM:
                    f"node-guid=0x{self.node_guid:016x}")
             if c.link_layer != "eth":
                 dev += f",link-layer={c.link_layer}"
+            elif c.wire == "switch":
+                # the link's speed is the switch port's: a pause quantum
+                # lasts as long at both ends, DCQCN starts at line rate
+                flags, _ = wires.switch_options("eth", c.switch)
+                dev += f",speed={flags['line_rate']}"
         else:
             dev = f"virtio-net-pci,id={NIC_ID},netdev={NETDEV_ID},mac={self.mac}"
         argv += ["-device", dev] + c.extra_args

@@ -398,6 +398,13 @@ class SwitchFabric:
     def stop(self):
         """Stops the switches (each writes its statistics) and returns them
         (see the class), or None when none wrote any."""
+        # All at once: a switch that saw its neighbour go first would
+        # report the link between them Down. Stopped, then the SIGTERM
+        # pending in each as they resume: none reads another's EOF.
+        live = [p.proc for p in self.procs if p.proc.poll() is None]
+        for sig in (signal.SIGSTOP, signal.SIGTERM, signal.SIGCONT):
+            for proc in live:
+                proc.send_signal(sig)
         stats = []
         for (vm_ports, isl), proc in zip(getattr(self, "layout", []), self.procs):
             st = proc.stop()

@@ -24,6 +24,8 @@ ohca_engine *engine_create(const ohca_engine_ops *ops, void *ctx, const ohca_eng
     if (ops == nullptr || cfg == nullptr || ops->dma_read == nullptr || ops->dma_write == nullptr ||
         ops->raise_irq == nullptr || ops->transmit == nullptr || ops->schedule == nullptr ||
         ops->rx_resume == nullptr || cfg->max_qp > OHCA_ENGINE_MAX_QP ||
+        (cfg->speed_mbps != 0 && (cfg->speed_mbps < OHCA_ENGINE_MIN_SPEED_MBPS ||
+                                  cfg->speed_mbps > OHCA_ENGINE_MAX_SPEED_MBPS)) ||
         (cfg->link_layer != OHCA_LINK_ETH && cfg->link_layer != OHCA_LINK_IB)) {
         return nullptr;
     }
@@ -37,6 +39,7 @@ ohca_engine *engine_create(const ohca_engine_ops *ops, void *ctx, const ohca_eng
     dc.link = link;
     dc.link_layer = cfg->link_layer;
     dc.port_guid = cfg->port_guid;
+    dc.speed_mbps = cfg->speed_mbps != 0 ? cfg->speed_mbps : OHCA_ENGINE_DEFAULT_SPEED_MBPS;
     return new (std::nothrow) ohca_engine{ohca::Device(*ops, ctx, dc)};
 }
 } // namespace ohca

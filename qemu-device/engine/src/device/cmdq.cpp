@@ -95,6 +95,9 @@ const std::array<Device::CmdSpec, OHCA_CMD_MAX> Device::kCommands = [] {
              d.cmds_.cmd_mad_ifc(c));
     OHCA_CMD(OHCA_CMD_CC_PARAM, sizeof(ohca_cc_param_in), sizeof(ohca_cc_param_out),
              d.cmds_.cmd_cc_param(c));
+    OHCA_CMD(OHCA_CMD_QUERY_PFC, sizeof(ohca_query_pfc_in), sizeof(ohca_query_pfc_out),
+             d.cmds_.cmd_query_pfc(c));
+    OHCA_CMD(OHCA_CMD_SET_PFC, sizeof(ohca_set_pfc_in), 0, d.cmds_.cmd_set_pfc(c));
     return t;
 }();
 

@@ -204,7 +204,7 @@ class Device : private KeyLinks, private FatalSink {
     // The port's wire side (WireServices) and the run loop (QpScheduler).
     WirePort port_{{host_, stats_, status_, qps_, mcast_, transports_, ud_, loop_}, cfg_};
     RunLoop loop_{{host_, status_, port_, cqs_, transports_}, cfg_.max_qp};
-    EthRings eth_{{host_, stats_, status_, port_.state()}};
+    EthRings eth_{{host_, stats_, status_, port_.state(), port_.pfc()}};
 
     // The owners of the object families (objects/): each owns its table and
     // runs its commands.

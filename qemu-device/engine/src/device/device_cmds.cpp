@@ -82,7 +82,7 @@ CmdResult DeviceCommands::cmd_query_port(const Command &cmd) {
     std::copy(port.mac.begin(), port.mac.end(), out.mac);
     out.max_mtu = le(uint32_t{OHCA_ETH_MAX_MTU});
     out.mtu = le(port.mtu);
-    out.speed_mbps = le(DeviceLimits::speed_mbps);
+    out.speed_mbps = le(port.speed_mbps);
     out.gid_table_len = le(DeviceLimits::gid_table_len);
     out.pkey_table_len = le(DeviceLimits::pkey_table_len);
     out.max_msg_size = le(DeviceLimits::max_msg_size);
@@ -342,6 +342,70 @@ CmdResult DeviceCommands::cmd_mad_ifc(const Command &cmd) {
     }
     *ib = next;
     d_.port.state().report_change(d_.events, changed);
+    return {};
+}
+
+// ---- pause and PFC (section 22) --------------------------------------------------
+
+CmdResult DeviceCommands::cmd_query_pfc(const Command &cmd) {
+    const auto in = cmd.input<ohca_query_pfc_in>();
+    if (in.port != 1) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_query_pfc_in, port)};
+    }
+    if (auto off = nonzero_at(cmd.in, offsetof(ohca_query_pfc_in, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    if (d_.port.state().ib) {
+        return {OHCA_STATUS_BAD_STATE, 0}; // no Ethernet below an InfiniBand port
+    }
+    const Pfc &pfc = d_.port.pfc();
+    const PfcCounters &c = pfc.counters();
+    ohca_query_pfc_out out{};
+    out.cfg = pfc.config();
+    out.cfg.speed_mbps = le(pfc.config().speed_mbps);
+    for (size_t i = 0; i < Pfc::kPrios; ++i) {
+        out.rx_pfc[i] = le(c.rx_pfc[i]);
+        out.tx_pfc[i] = le(c.tx_pfc[i]);
+    }
+    out.rx_pause = le(c.rx_pause);
+    out.tx_pause = le(c.tx_pause);
+    out.rx_ignored = le(c.rx_ignored);
+    out.rx_storm = le(c.rx_storm);
+    out.tx_held = le(c.tx_held);
+    out.tx_dropped = le(c.tx_dropped);
+    out.paused = pfc.paused_mask();
+    out.xoff = pfc.xoff_mask();
+    return write_output(d_.host, cmd, &out, sizeof(out));
+}
+
+CmdResult DeviceCommands::cmd_set_pfc(const Command &cmd) {
+    const auto in = cmd.input<ohca_set_pfc_in>();
+    if (in.port != 1) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_set_pfc_in, port)};
+    }
+    if (auto off = nonzero_at(cmd.in, offsetof(ohca_set_pfc_in, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    constexpr size_t cfg_at = offsetof(ohca_set_pfc_in, cfg);
+    if ((in.cfg.pause & ~uint32_t{OHCA_PAUSE_RX | OHCA_PAUSE_TX}) != 0) {
+        return {OHCA_STATUS_BAD_FIELD, cfg_at + offsetof(ohca_pfc_config, pause)};
+    }
+    if (in.cfg.trust != OHCA_PFC_TRUST_PCP && in.cfg.trust != OHCA_PFC_TRUST_DSCP) {
+        return {OHCA_STATUS_BAD_FIELD, cfg_at + offsetof(ohca_pfc_config, trust)};
+    }
+    if (in.cfg.rsvd0 != 0) {
+        return {OHCA_STATUS_RESERVED_NONZERO, cfg_at + offsetof(ohca_pfc_config, rsvd0)};
+    }
+    // 1 Mbit/s .. 400 Gbit/s (ohca-switch's --line-rate range).
+    if (le(in.cfg.speed_mbps) > 400000) {
+        return {OHCA_STATUS_BAD_FIELD, cfg_at + offsetof(ohca_pfc_config, speed_mbps)};
+    }
+    if (d_.port.state().ib) {
+        return {OHCA_STATUS_BAD_STATE, 0};
+    }
+    ohca_pfc_config cfg = in.cfg;
+    cfg.speed_mbps = le(in.cfg.speed_mbps);
+    d_.port.pfc().configure(cfg);
     return {};
 }
 

@@ -26,7 +26,8 @@ struct DeviceConfig {
     // OHCA_LINK_IB: an InfiniBand port (ib_port.hpp, link/ib_link.hpp);
     // 'link' null then means the IB link layer.
     uint8_t link_layer = OHCA_LINK_ETH;
-    uint64_t port_guid = 0; // InfiniBand; 0: node_guid
+    uint64_t port_guid = 0;                               // InfiniBand; 0: node_guid
+    uint32_t speed_mbps = OHCA_ENGINE_DEFAULT_SPEED_MBPS; // Ethernet: the link's speed
 };
 
 } // namespace ohca

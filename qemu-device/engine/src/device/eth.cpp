@@ -13,6 +13,7 @@ namespace ohca {
 void EthRings::reset() {
     tx_ring_.reset();
     rx_ring_.reset();
+    held_mask_ = 0;
     irq_mask_ = 0;
     irq_pending_ = false;
 }
@@ -30,7 +31,9 @@ void EthRings::tx_doorbell(uint32_t value) {
 void EthRings::rx_doorbell(uint32_t value) {
     if (!d_.status.running() || !rx_ring_.set_producer(value)) {
         ++d_.stats.reg_errors;
+        return;
     }
+    d_.pfc.eth_rx_level(rx_ring_.pending(), rx_ring_.size()); // XON once refilled
 }
 
 void EthRings::irq_mask_write(uint32_t value) {
@@ -57,9 +60,15 @@ void EthRings::completed() {
 }
 
 void EthRings::process_tx() {
+    if (held_mask_ != 0) {
+        flush_held();
+    }
     bool sent = false;
+    bool paused = false;
     for (uint32_t budget = tx_ring_.size(); budget > 0 && tx_ring_.pending() != 0; --budget) {
-        if (!tx_one()) {
+        const Tx r = tx_one();
+        if (r != Tx::Done) {
+            paused = r == Tx::Paused;
             break;
         }
         sent = true;
@@ -67,20 +76,39 @@ void EthRings::process_tx() {
     if (sent) {
         completed();
     }
-    if (tx_ring_.pending() != 0) {
+    // Stopped by a pause: its end (the run loop's timer) runs this again.
+    if (tx_ring_.pending() != 0 && !paused) {
         d_.host.schedule();
     }
 }
 
-// Handles the descriptor at the consumer index. False if the ring itself
-// could not be accessed (it is then stopped until destroyed).
-bool EthRings::tx_one() {
+void EthRings::send(std::span<const uint8_t> frame) {
+    d_.host.transmit(frame.data(), frame.size());
+    ++d_.stats.eth_tx_frames;
+    ++d_.port.tx_frames;
+    d_.stats.eth_tx_bytes += frame.size();
+}
+
+void EthRings::flush_held() {
+    for (size_t i = 0; i < held_.size(); ++i) {
+        const auto b = static_cast<uint8_t>(1u << i);
+        if ((held_mask_ & b) != 0 && !d_.pfc.paused(static_cast<uint8_t>(i))) {
+            held_mask_ = static_cast<uint8_t>(held_mask_ & ~b);
+            send(held_[i]);
+        }
+    }
+}
+
+// Handles the descriptor at the consumer index: Broken if the ring itself
+// could not be accessed (it is then stopped until destroyed), Paused if
+// its frame must wait for a pause with its priority's hold taken.
+EthRings::Tx EthRings::tx_one() {
     const uint64_t desc_addr = tx_ring_.slot_addr();
     ohca_eth_desc desc;
     if (!d_.host.read_obj(desc_addr, desc)) {
         tx_ring_.mark_broken();
         ++d_.stats.eth_tx_errors;
-        return false;
+        return Tx::Broken;
     }
     const size_t len = le(desc.len);
     uint16_t flags = OHCA_ETH_DESC_DONE;
@@ -95,19 +123,30 @@ bool EthRings::tx_one() {
                       frame.begin() + OHCA_ETH_MIN_FRAME, uint8_t{0});
             wire_len = OHCA_ETH_MIN_FRAME;
         }
-        d_.host.transmit(frame.data(), wire_len);
-        ++d_.stats.eth_tx_frames;
-        ++d_.port.tx_frames;
-        d_.stats.eth_tx_bytes += wire_len;
+        const std::span<const uint8_t> f(frame.data(), wire_len);
+        // Classified only while some priority is paused.
+        const unsigned int prio =
+            d_.pfc.any_paused() ? d_.pfc.frame_priority(f) % Pfc::kPrios : Pfc::kPrios;
+        if (prio < Pfc::kPrios && d_.pfc.paused(static_cast<uint8_t>(prio))) {
+            const auto b = static_cast<uint8_t>(1u << prio);
+            if ((held_mask_ & b) != 0) {
+                return Tx::Paused; // the descriptor stays for later
+            }
+            held_mask_ = static_cast<uint8_t>(held_mask_ | b);
+            held_[prio].assign(f.begin(), f.end());
+            d_.pfc.count_held();
+        } else {
+            send(f);
+        }
     }
     const uint16_t flags_le = le(flags);
     if (!d_.host.write(desc_addr + offsetof(ohca_eth_desc, flags), &flags_le, sizeof(flags_le))) {
         tx_ring_.mark_broken();
         ++d_.stats.eth_tx_errors;
-        return false;
+        return Tx::Broken;
     }
     tx_ring_.advance();
-    return true;
+    return Tx::Done;
 }
 
 ohca_engine_rx_result EthRings::rx(std::span<const uint8_t> frame) {
@@ -122,7 +161,11 @@ ohca_engine_rx_result EthRings::rx(std::span<const uint8_t> frame) {
     if (rx_ring_.pending() == 0) {
         // As a NIC does: no descriptor, the frame is dropped. Holding it
         // would stop the netdev and with it every RoCE frame behind it.
+        // With PFC on its priority the peer is told to stop (XOFF).
         ++d_.stats.eth_rx_dropped_no_desc;
+        if (d_.pfc.generating()) {
+            d_.pfc.eth_rx_starved(d_.pfc.frame_priority(frame));
+        }
         return OHCA_ENGINE_RX_CONSUMED;
     }
     const uint64_t desc_addr = rx_ring_.slot_addr();

@@ -10,13 +10,16 @@
 #include "device/dev_status.hpp"
 #include "device/eth_ring.hpp"
 #include "device/host.hpp"
+#include "device/pfc.hpp"
 #include "device/port_state.hpp"
 #include "device/stats.hpp"
 
 #include <ohca_engine.h>
 
+#include <array>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace ohca {
 
@@ -27,6 +30,7 @@ class EthRings {
         Stats &stats;
         const DevStatus &status;
         PortState &port;
+        Pfc &pfc; // pauses the TX side honours, the RX side's level
     };
     explicit EthRings(const Deps &deps) : d_(deps) {}
 
@@ -37,6 +41,10 @@ class EthRings {
     void irq_mask_write(uint32_t value);
     [[nodiscard]] uint32_t irq_mask() const { return irq_mask_; }
     // Sends what the TX ring holds (at most a ring's worth per call).
+    // A frame of a priority the peer paused is held (one per priority,
+    // its descriptor completed) and the ring goes on; a second one of a
+    // paused priority stops the ring until that pause ends (its timer
+    // runs the device again). Frames held when their pause ends go first.
     void process_tx();
     // A frame for the RX ring.
     ohca_engine_rx_result rx(std::span<const uint8_t> frame);
@@ -49,14 +57,21 @@ class EthRings {
     void load(state::Reader &r);
 
   private:
+    enum class Tx : uint8_t { Done, Broken, Paused };
     void completed();
-    bool tx_one();
+    Tx tx_one();
+    // Sends the held frames whose priority is no longer paused.
+    void flush_held();
+    void send(std::span<const uint8_t> frame);
 
     Deps d_;
     EthRing tx_ring_;
     EthRing rx_ring_;
     uint32_t irq_mask_ = 0;
     bool irq_pending_ = false;
+    // A frame per priority held by a pause (its storage kept).
+    std::array<std::vector<uint8_t>, Pfc::kPrios> held_;
+    uint8_t held_mask_ = 0;
 };
 
 } // namespace ohca

@@ -67,7 +67,7 @@ struct DeviceLimits {
         OHCA_DEV_CAP_FAST_REG | OHCA_DEV_CAP_MW | OHCA_DEV_CAP_RESIZE_CQ | OHCA_DEV_CAP_REREG_MR |
         OHCA_DEV_CAP_XRC | OHCA_DEV_CAP_DM | OHCA_DEV_CAP_RAW_ETH | OHCA_DEV_CAP_ATOMIC_WRITE |
         OHCA_DEV_CAP_ODP | OHCA_DEV_CAP_CQ_MODERATION | OHCA_DEV_CAP_EQ0_HOLD |
-        OHCA_DEV_CAP_IB_LINK;
+        OHCA_DEV_CAP_IB_LINK | OHCA_DEV_CAP_PFC;
     // Flow steering rules (CREATE_FLOW) of all raw QPs: every frame the
     // port receives, and every frame a raw QP sends, is matched against
     // each of them (raw_eth.cpp), so the table stays small.
@@ -93,7 +93,8 @@ struct DeviceLimits {
     // Device memory (dm.hpp): its size and the live allocations.
     static constexpr uint32_t max_dm = OHCA_DM_MAX_ALLOCS;
     static constexpr uint64_t max_dm_size = static_cast<uint64_t>(OHCA_DM_SIZE);
-    static constexpr uint32_t speed_mbps = 10000;
+    // DCQCN's rate parameters' upper bound (mlx5's, whatever the speed).
+    static constexpr uint32_t cc_max_rate_mbps = 10000;
     static constexpr uint32_t default_mtu = 1500;
     // Enforced by CREATE_QP: 2^log_size <= max_qp_wr.
     static constexpr unsigned int max_wq_log = 12;

@@ -13,6 +13,7 @@
 
 #include <ohca/ohca_cmd.h>
 #include <ohca/ohca_queue.h>
+#include <ohca_engine.h>
 
 #include <array>
 #include <cstdint>
@@ -24,6 +25,7 @@ struct PortState {
     // The board's (configuration, kept across resets).
     std::array<uint8_t, 6> mac{};
     bool link_up = true; // the wire's (set_link), kept across resets
+    uint32_t speed_mbps = OHCA_ENGINE_DEFAULT_SPEED_MBPS; // the board's
     // The driver's (SET_PORT), back to power-on values on reset.
     uint32_t mtu = DeviceLimits::default_mtu;
     uint32_t rx_mode = 0;

@@ -22,6 +22,8 @@ struct RoceSlot {
     // Received from the link (not looped back as a frame): on an
     // InfiniBand port it holds the peer's credit until taken in.
     bool wire = false;
+    // Its priority as PFC counts the backlog (Pfc::kNone: not counted).
+    uint8_t prio = 0xff;
     std::vector<uint8_t> buf; // the frame; looped: the payload
     // Looped only: what parsing the frame would have found (no MACs, VLAN
     // or IP header), its payload a view of buf; handed over as it is.

@@ -6,6 +6,7 @@
 
 #include "device/dev_status.hpp"
 #include "device/run_loop.hpp"
+#include "eth/frame.hpp"
 #include "link/byte_order.hpp"
 #include "link/ib_link.hpp"
 #include "link/roce_v2.hpp"
@@ -33,6 +34,7 @@ WirePort::WirePort(const Deps &deps, const DeviceConfig &cfg)
       link_(link_of(cfg)) {
     state_.mac = cfg.mac;
     state_.link_up = cfg.link_up;
+    state_.speed_mbps = cfg.speed_mbps;
     if (cfg.link_layer == OHCA_LINK_IB) {
         state_.ib.emplace(cfg.node_guid, cfg.port_guid);
     }
@@ -45,6 +47,7 @@ void WirePort::reset() {
     cc_params_ = dcqcn::Params{};
     cc_ = dcqcn::Counters{};
     backlog_.clear();
+    pfc_.reset();
 }
 
 Qp *WirePort::qp_by_number(uint32_t qpn) {
@@ -140,6 +143,7 @@ EmitResult WirePort::loop_back(const PacketPath &path, const PacketFields &field
         ++stats_.roce_rx_dropped;
         return EmitResult::Sent;
     }
+    s->prio = Pfc::kNone;
     if (shortcut) {
         s->looped = true;
         s->buf.resize(payload_len);
@@ -178,6 +182,13 @@ EmitResult WirePort::send(const PacketPath &path, const PacketFields &fields, si
                           PayloadFill fill, bool shortcut) {
     if (state_.ib ? ib_.is_local(path) : is_local_gid(path.dgid)) {
         return loop_back(path, fields, payload_len, fill, shortcut);
+    }
+    if (!state_.ib && pfc_.any_paused() && pfc_.paused(pfc_.roce_priority(path.traffic_class))) {
+        // Every sender asks first (tx_room, tx_paused) and waits; one that
+        // does not (a CNP: lossy by design, rate-limited) is dropped
+        // rather than sent into the peer's pause.
+        pfc_.count_dropped();
+        return EmitResult::Sent;
     }
     const bool mcast =
         state_.ib ? IbPort::is_mcast_lid(path.ib.dlid) && path.ib.grh : gid_is_multicast(path.dgid);
@@ -227,19 +238,41 @@ bool WirePort::tx_room(const Qp &qp) const {
         PacketPath path;
         return build_path(qp, path) && tx_room_to(path);
     }
-    if (loopback_room()) {
+    if (loopback_room() && !pfc_.any_paused()) {
         return true;
     }
     std::array<uint8_t, 16> dgid{};
     std::copy(std::begin(qp.attrs.av.dgid), std::end(qp.attrs.av.dgid), dgid.begin());
-    return !is_local_gid(dgid);
+    if (is_local_gid(dgid)) {
+        return loopback_room();
+    }
+    return !pause_holds(qp.attrs.av.traffic_class, dgid);
 }
 
 bool WirePort::tx_room_to(const PacketPath &path) const {
     if (state_.ib) {
         return ib_.room(path, loopback_room());
     }
-    return loopback_room() || !is_local_gid(path.dgid);
+    if (is_local_gid(path.dgid)) {
+        return loopback_room();
+    }
+    return !pause_holds(path.traffic_class, path.dgid);
+}
+
+// A packet leaving the device on a priority the peer paused waits in its
+// QP (the transports ask before they make one); a looped-back one never
+// touches the wire.
+bool WirePort::pause_holds(uint8_t tclass, const std::array<uint8_t, 16> &dgid) const {
+    return pfc_.any_paused() && !is_local_gid(dgid) && pfc_.hold(pfc_.roce_priority(tclass));
+}
+
+bool WirePort::tx_paused(const Qp &qp) const {
+    if (state_.ib || !pfc_.any_paused()) {
+        return false;
+    }
+    std::array<uint8_t, 16> dgid{};
+    std::copy(std::begin(qp.attrs.av.dgid), std::end(qp.attrs.av.dgid), dgid.begin());
+    return pause_holds(qp.attrs.av.traffic_class, dgid);
 }
 
 uint16_t WirePort::pkey_of(const Qp &qp, uint16_t wqe_index) const {
@@ -272,6 +305,12 @@ std::optional<ohca_engine_rx_result> WirePort::receive(std::span<const uint8_t> 
     }
     if (frame.size() < OHCA_ETH_HDR_LEN || !mac_filter_accepts(frame)) {
         ++stats_.eth_rx_dropped_filter;
+        return OHCA_ENGINE_RX_CONSUMED;
+    }
+    if (Pfc::is_mac_control(frame)) {
+        // The link's own (PAUSE, PFC): never the guest's.
+        pfc_.receive(frame);
+        loop_.update_timer(); // a pause's end
         return OHCA_ENGINE_RX_CONSUMED;
     }
     if (!link_.claims(frame)) {
@@ -335,6 +374,12 @@ void WirePort::enqueue(std::span<const uint8_t> frame) {
     s->looped = false;
     s->wire = true;
     s->buf.assign(frame.begin(), frame.end());
+    // The receive side's level per priority, only while XOFF may be sent.
+    s->prio = Pfc::kNone;
+    if (pfc_.generating() && !state_.ib) {
+        s->prio = pfc_.frame_priority(frame);
+        pfc_.roce_in(s->prio, backlog_.size());
+    }
     host_.schedule();
 }
 
@@ -343,6 +388,7 @@ void WirePort::enqueue(std::span<const uint8_t> frame) {
 void WirePort::take_frame() {
     // The slot stays intact while its packet is handled.
     const RoceSlot &slot = backlog_.pop();
+    pfc_.roce_out(slot.prio, backlog_.size());
     if (slot.looped) {
         deliver(slot.pkt);
     } else {
@@ -409,7 +455,7 @@ void WirePort::deliver(const ParsedPacket &p) {
         ++stats_.roce_rx_dropped;
         return;
     }
-    if (p.ecn == dcqcn::kEcnCe) {
+    if (p.ecn == eth::Ecn::Ce) {
         np_marked(*qp, p);
     }
     transport_of(transports_, *qp).rx(*qp, p); // source, opcode and the rest: the transport's
@@ -435,7 +481,7 @@ constexpr size_t kRoceOverhead = 14 + 20 + 8 + kBthLen + kIcrcLen;
 } // namespace
 
 dcqcn::ReactionPoint WirePort::reaction_point() const {
-    return dcqcn::ReactionPoint{cc_params_, dcqcn::kbps(DeviceLimits::speed_mbps)};
+    return dcqcn::ReactionPoint{cc_params_, dcqcn::kbps(state_.speed_mbps)};
 }
 
 // ECN-capable transport (ECT(0)) on the packets of a QP whose priority
@@ -443,8 +489,8 @@ dcqcn::ReactionPoint WirePort::reaction_point() const {
 // of dropping them.
 void WirePort::mark_ect(const Qp &qp, PacketPath &path) const {
     if (cc_paced(qp) && cc_params_.rp_enabled(dcqcn::priority_of_tclass(path.traffic_class))) {
-        path.traffic_class =
-            static_cast<uint8_t>((path.traffic_class & ~dcqcn::kEcnMask) | dcqcn::kEct0);
+        path.traffic_class = static_cast<uint8_t>((path.traffic_class & ~eth::kEcnMask) |
+                                                  static_cast<uint8_t>(eth::Ecn::Ect0));
     }
 }
 

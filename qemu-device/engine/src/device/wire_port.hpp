@@ -19,6 +19,7 @@
 #include "device/gid_table.hpp"
 #include "device/host.hpp"
 #include "device/ib_wire.hpp"
+#include "device/pfc.hpp"
 #include "device/port_state.hpp"
 #include "device/roce_backlog.hpp"
 #include "device/stats.hpp"
@@ -75,6 +76,9 @@ class WirePort final : public WireServices, public Port {
     // DCQCN's parameters (OHCA_CMD_CC_PARAM) and counters (QUERY_STATS).
     [[nodiscard]] dcqcn::Params &cc_params() { return cc_params_; }
     [[nodiscard]] const dcqcn::Counters &cc_counters() const { return cc_; }
+    // An Ethernet port's PAUSE / PFC (pfc.hpp).
+    [[nodiscard]] Pfc &pfc() { return pfc_; }
+    [[nodiscard]] const Pfc &pfc() const { return pfc_; }
 
     // A frame from the host: the MAC filter, then the link layer's claim.
     // nullopt: an Ethernet frame the link does not claim (raw flows, then
@@ -89,19 +93,28 @@ class WirePort final : public WireServices, public Port {
     [[nodiscard]] size_t backlog_size() const { return backlog_.size(); }
     [[nodiscard]] bool backlog_empty() const { return backlog_.empty(); }
     void take_frame();
-    // The link's flow control (an InfiniBand port's credits; nothing on
-    // Ethernet): link_init() when the device starts or the link comes up;
-    // end_run() after each run of the run loop sends the credit due and
-    // says whether a transport waited for the peer's credit in it (then
-    // the peer's FCP, not another run, lets it go on); link_deadline()
-    // when the periodic FCPs are due (0: none).
+    // The link's flow control (an InfiniBand port's credits; Ethernet's
+    // PAUSE and PFC): link_init() when the device starts or the link comes
+    // up; end_run() after each run of the run loop sends the credit (or
+    // XOFF refresh) due and says whether a transport waited for the peer's
+    // credit or pause in it (then the peer's FCP or the pause's end, not
+    // another run, lets it go on); link_deadline() when the periodic FCPs,
+    // a pause's end or an XOFF refresh are due (0: none).
     void link_init() {
         if (state_.ib) {
             ib_.link_init();
         }
     }
-    bool end_run() { return state_.ib && ib_.end_run(); }
-    [[nodiscard]] uint64_t link_deadline() const { return state_.ib ? ib_.deadline() : 0; }
+    bool end_run() {
+        if (state_.ib) {
+            return ib_.end_run();
+        }
+        pfc_.tick();
+        return pfc_.end_run();
+    }
+    [[nodiscard]] uint64_t link_deadline() const {
+        return state_.ib ? ib_.deadline() : pfc_.deadline();
+    }
 
     // The port's state, GIDs, counters and DCQCN parameters
     // (device/snapshot.cpp). Not the backlog: received and looped-back
@@ -114,6 +127,7 @@ class WirePort final : public WireServices, public Port {
     EmitResult emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
                          PayloadFill fill) override;
     [[nodiscard]] bool tx_room(const Qp &qp) const override;
+    [[nodiscard]] bool tx_paused(const Qp &qp) const override;
     void emit_path(const PacketPath &path, const PacketFields &fields,
                    std::span<const uint8_t> payload) override;
     bool av_path(const Qp &qp, const ohca_av &av, PacketPath &path) const override;
@@ -136,6 +150,8 @@ class WirePort final : public WireServices, public Port {
         return gids_.contains(gid);
     }
     [[nodiscard]] bool build_path(const Qp &qp, PacketPath &path) const;
+    // Whether a packet of 'tclass' to 'dgid' waits for a pause (noted).
+    [[nodiscard]] bool pause_holds(uint8_t tclass, const std::array<uint8_t, 16> &dgid) const;
     // Whether a looped-back packet may be generated now (see tx_room).
     [[nodiscard]] bool loopback_room() const;
     EmitResult send(const PacketPath &path, const PacketFields &fields, size_t payload_len,
@@ -169,6 +185,7 @@ class WirePort final : public WireServices, public Port {
     RoceCounters roce_;
     dcqcn::Params cc_params_;
     dcqcn::Counters cc_;
+    Pfc pfc_{{host_, *this, state_}};
     // An InfiniBand port's rules (used only when state_.ib is set).
     IbWire ib_{{host_, status_, *this, state_, stats_, roce_, qps_, mcast_, transports_, ud_}};
     // RoCE frames received (or looped back), handled by the run loop.

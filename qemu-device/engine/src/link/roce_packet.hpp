@@ -5,6 +5,8 @@
 // parsing are pure functions over byte buffers (IBTA vol. 1 ch. 9, annex A17).
 #pragma once
 
+#include "eth/frame.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -213,7 +215,7 @@ struct ParsedPacket {
     std::array<uint8_t, 16> sgid{};
     std::array<uint8_t, 16> dgid{};
     uint8_t vlan_pcp = 0;               // 802.1Q priority, 0 untagged
-    uint8_t ecn = 0;                    // IP ECN bits (RFC 3168); 0 looped back
+    eth::Ecn ecn = eth::Ecn::NotEct;    // IP ECN bits (RFC 3168); NotEct looped back
     uint8_t traffic_class = 0;          // IP TOS / traffic class, ECN included
     std::span<const uint8_t> ip_header; // the 20 (IPv4) or 40 (IPv6) bytes
     PacketFields fields;

@@ -207,7 +207,7 @@ ParseError parse_roce_frame(std::span<const uint8_t> f, ParsedPacket &out) {
     if (get16(f, l4 + 2) != kRoceUdpPort || get16(f, l4 + 4) != ip_total - (l4 - l3)) {
         return ParseError::Malformed;
     }
-    out.ecn = out.traffic_class & 0x03;
+    out.ecn = static_cast<eth::Ecn>(out.traffic_class & eth::kEcnMask);
     const size_t b = l4 + kUdpLen;
     if (const ParseError e = parse_bth(f.subspan(b), out.fields.bth); e != ParseError::None) {
         return e;

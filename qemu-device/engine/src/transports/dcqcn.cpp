@@ -14,7 +14,7 @@ namespace ohca::dcqcn {
 
 namespace {
 
-constexpr uint32_t kLineMbps = DeviceLimits::speed_mbps;
+constexpr uint32_t kMaxRateMbps = DeviceLimits::cc_max_rate_mbps;
 constexpr uint64_t kNsPerUs = 1000;
 // Increase periods applied at once; a QP silent for longer than this many
 // rp_time_reset periods is back at line rate (unlimited).
@@ -38,11 +38,11 @@ constexpr std::array<ParamSpec, OHCA_CC_PARAM_MAX> kSpecs = {{
     {"rp_time_reset", 1, 131071, 300},
     {"rp_byte_reset", 0, 32767, 32767},
     {"rp_threshold", 1, 31, 1},
-    {"rp_ai_rate", 1, kLineMbps, 5},
-    {"rp_hai_rate", 1, kLineMbps, 50},
+    {"rp_ai_rate", 1, kMaxRateMbps, 5},
+    {"rp_hai_rate", 1, kMaxRateMbps, 50},
     {"rp_min_dec_fac", 1, 100, 50},
-    {"rp_min_rate", 1, kLineMbps, 1},
-    {"rp_rate_to_set_on_first_cnp", 0, kLineMbps, 0},
+    {"rp_min_rate", 1, kMaxRateMbps, 1},
+    {"rp_rate_to_set_on_first_cnp", 0, kMaxRateMbps, 0},
     {"rp_dce_tcp_g", 0, 1023, 1019},
     {"rp_dce_tcp_rtt", 1, 131071, 1},
     {"rp_rate_reduce_monitor_period", 0, 131071, 4},

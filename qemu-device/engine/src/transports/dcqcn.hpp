@@ -23,11 +23,6 @@ namespace ohca::dcqcn {
 
 // A CNP's (kCnpOpcode, link/roce_packet.hpp) payload: 16 reserved bytes.
 inline constexpr size_t kCnpPayloadLen = 16;
-// IP ECN codepoints (RFC 3168), the low two bits of TOS / traffic class.
-inline constexpr uint8_t kEcnMask = 0x03;
-inline constexpr uint8_t kEcnNotEct = 0x00;
-inline constexpr uint8_t kEct0 = 0x02;
-inline constexpr uint8_t kEcnCe = 0x03;
 inline constexpr unsigned int kPriorities = 8;
 
 // The parameters, indexed by enum ohca_cc_param; units as mlx5's.

@@ -72,6 +72,13 @@ void RcResponder::send_ack(Qp &qp, uint32_t psn, uint8_t syndrome, bool coalesce
         qp.resp.queue_ack(psn, syndrome, qp.msn);
         return;
     }
+    if (svc_.tx_paused(qp)) {
+        // The peer paused its priority (PFC): the ACK waits in the QP,
+        // one at most (a later one replaces it), until the pause ends.
+        qp.resp.queue_ack(psn, syndrome, qp.msn);
+        svc_.mark_ready(qp);
+        return;
+    }
     if (coalesce && (syndrome & 0x60) == kAethAck) {
         // Loopback: the requester is a QP of this device, so one ACK per
         // run of looped-back requests (the QP's visit after them) does
@@ -267,6 +274,10 @@ void RcResponder::process_responses(Qp &qp, unsigned int &quantum) {
         PacketFields f;
         f.bth.dest_qp = qp.attrs.dest_qpn;
         if (it.kind == Kind::Ack) {
+            if (svc_.tx_paused(qp)) {
+                svc_.mark_ready(qp); // the pause's end lets it go
+                return;
+            }
             f.bth.opcode = rc::kAck;
             f.bth.psn = it.psn;
             f.aeth =

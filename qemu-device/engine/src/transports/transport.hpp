@@ -211,6 +211,9 @@ class WireServices {
     virtual EmitResult emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
                                  PayloadFill fill) = 0;
     [[nodiscard]] virtual bool tx_room(const Qp &qp) const = 0;
+    // Whether the QP's packets wait for the peer's pause (PFC) now: an
+    // ACK then waits in the QP's response queue (tx_room says it too).
+    [[nodiscard]] virtual bool tx_paused(const Qp &qp) const = 0;
     // A packet on a path of the transport's own (UD: the WQE's address
     // vector), framed like emit's.
     virtual void emit_path(const PacketPath &path, const PacketFields &fields,
@@ -295,6 +298,7 @@ class TransportServices {
         return wire_.emit_fill(qp, fields, payload_len, fill);
     }
     [[nodiscard]] bool tx_room(const Qp &qp) const { return wire_.tx_room(qp); }
+    [[nodiscard]] bool tx_paused(const Qp &qp) const { return wire_.tx_paused(qp); }
     void emit_path(const PacketPath &path, const PacketFields &fields,
                    std::span<const uint8_t> payload) {
         wire_.emit_path(path, fields, payload);
