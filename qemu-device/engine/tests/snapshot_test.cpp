@@ -734,6 +734,20 @@ TEST_F(HostileStream, ANewerSectionVersionIsRefusedByName) {
     EXPECT_NE(why.find("SRQs: version 2"), std::string::npos) << why;
 }
 
+// Not in the stream yet: refused by save, with the reason.
+TEST(Snapshot, PfcSettingsAreRefused) {
+    RdmaNode a{1};
+    ohca_set_pfc_in in{};
+    in.port = 1;
+    in.cfg.pfc_en = 0x08;
+    ASSERT_EQ(a.cmd_in(OHCA_CMD_SET_PFC, in).status, OHCA_STATUS_OK);
+    uint8_t *buf = nullptr;
+    size_t len = 0;
+    char err[128] = "";
+    EXPECT_EQ(ohca_engine_save(a.e, &buf, &len, err, sizeof(err)), -1);
+    EXPECT_NE(std::string(err).find("PFC"), std::string::npos) << err;
+}
+
 TEST(Snapshot, NotFromInsideACallback) {
     RdmaNode a{1};
     std::string why;
