@@ -135,12 +135,12 @@ test-fabric: deps build rootfs fabric
 	@OHCA_IB_FABRIC_FULL=1 $(PYTHON) -m pytest -v -rA -s tests/integration/test_switch.py \
 		tests/integration/test_infiniband.py tests/integration/test_congestion.py
 
-# The integration, storage, rdma-core suite and hostile-guest jobs with
+# The integration, storage, rdma-core suite and UD/rdma_cm jobs with
 # every VM behind a virtual IOMMU (q35, VT-d, the guest's IOMMU strict;
 # tests/integration/test_viommu.py is make test's share of it).
 VIOMMU_TESTS ?= tests/integration/test_viommu.py tests/integration/test_rc.py \
 	tests/integration/test_storage.py tests/integration/test_rc_rdma_core_suite.py \
-	tests/integration/test_hostile.py tests/integration/test_ud_cm.py
+	tests/integration/test_ud_cm.py
 test-viommu: deps build rootfs
 	@OHCA_IOMMU=1 $(PYTHON) -m pytest -v -rA $(VIOMMU_TESTS)
 

@@ -52,8 +52,12 @@ echo "rping server lines: $(grep -c 'ping data' /tmp/rs.log)"
 set -e
 timeout 180 ucmatose -b "$OHCA_IP" -c 2 -C 10 > /tmp/us.log 2>&1 &
 srv=$!
+trap 'echo "--- server:"; cat /tmp/us.log' ERR
+# the client only once the server listens (a REQ before that is rejected)
+ohca_poll 60 sh -c 'rdma resource show cm_id | grep -q "state LISTEN"'
 ohca_retry 60 timeout 120 ucmatose -s "$OHCA_IP" -c 2 -C 10
 wait $srv
+trap - ERR
 cat /tmp/us.log
 """,
     "udaddy": r"""
