@@ -19,6 +19,7 @@
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "qemu/guest-random.h"
+#include "qemu/error-report.h"
 #include "qapi/error.h"
 #include "qapi/visitor.h"
 #include "hw/pci/pci.h"
@@ -64,6 +65,10 @@ struct OhcaState {
     uint32_t speed;             /* Ethernet: the link's Mbit/s */
 
     uint8_t af_cap;             /* config offset of the AF capability */
+
+    /* The engine's saved state while the vmstate is saved or loaded. */
+    uint8_t *state;
+    uint32_t state_len;
 };
 
 /* ---- engine callbacks ------------------------------------------------- */
@@ -548,6 +553,7 @@ static void ohca_exit(PCIDevice *pdev)
     msix_uninit(pdev, &s->msix, &s->msix);
     ohca_engine_destroy(s->engine);
     s->engine = NULL;
+    ohca_drop_state(s);
 }
 
 /*
@@ -581,12 +587,105 @@ static void ohca_qdev_reset(DeviceState *dev)
 }
 
 /*
- * Migration is out of scope for now: the engine's state (rings, resources,
- * and later QP contexts) has no vmstate description yet.
+ * Migration and snapshots (docs/migration.md): the PCI configuration, MSI-X
+ * and the engine's whole state as one versioned blob (registers, queues,
+ * every object with its transport state; ohca_engine_save). The state is
+ * saved between two engine entry points (all of them run under the BQL),
+ * where no work request is half executed. The device writes guest memory
+ * only through pci_dma_write and pci_dma_map/unmap, which mark what they
+ * write dirty for migration; after the vmstate is saved the VM has stopped
+ * and the engine runs no more. Frames in flight are not saved: RC recovers
+ * them as from a loss.
  */
+static void ohca_drop_state(OhcaState *s)
+{
+    g_free(s->state);
+    s->state = NULL;
+    s->state_len = 0;
+}
+
+static int ohca_pre_save(void *opaque)
+{
+    OhcaState *s = opaque;
+    char err[256];
+    uint8_t *buf;
+    size_t len;
+
+    ohca_drop_state(s);
+    if (ohca_engine_save(s->engine, &buf, &len, err, sizeof(err))) {
+        error_report("ohca: cannot save the device's state: %s", err);
+        return -EINVAL;
+    }
+    if (len > OHCA_ENGINE_STATE_MAX) {
+        ohca_engine_state_free(buf);
+        error_report("ohca: the device's state is too large (%zu bytes)", len);
+        return -EINVAL;
+    }
+    s->state = g_memdup2(buf, len);
+    s->state_len = len;
+    ohca_engine_state_free(buf);
+    return 0;
+}
+
+static int ohca_post_save(void *opaque)
+{
+    ohca_drop_state(opaque);
+    return 0;
+}
+
+static int ohca_pre_load(void *opaque)
+{
+    ohca_drop_state(opaque);
+    return 0;
+}
+
+/* Before the blob is allocated: its length comes from the stream. */
+static bool ohca_state_len_ok(void *opaque, int version_id)
+{
+    OhcaState *s = opaque;
+
+    if (s->state_len > OHCA_ENGINE_STATE_MAX) {
+        error_report("ohca: the incoming device state is too large (%" PRIu32
+                     " bytes)", s->state_len);
+        return false;
+    }
+    return true;
+}
+
+static int ohca_post_load(void *opaque, int version_id)
+{
+    OhcaState *s = opaque;
+    char err[256];
+    int ret;
+
+    ret = ohca_engine_load(s->engine, s->state, s->state_len, err,
+                           sizeof(err));
+    ohca_drop_state(s);
+    if (ret) {
+        error_report("ohca: cannot load the device's state: %s", err);
+        return -EINVAL;
+    }
+    /* The link is this host's netdev's, not the saving host's. */
+    ohca_engine_set_link(s->engine, !qemu_get_queue(s->nic)->link_down);
+    return 0;
+}
+
 static const VMStateDescription vmstate_ohca = {
     .name = "ohca",
-    .unmigratable = 1,
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_save = ohca_pre_save,
+    .post_save = ohca_post_save,
+    .pre_load = ohca_pre_load,
+    .post_load = ohca_post_load,
+    .fields = (VMStateField[]) {
+        VMSTATE_PCI_DEVICE(parent_obj, OhcaState),
+        VMSTATE_MSIX(parent_obj, OhcaState),
+        VMSTATE_UINT32(state_len, OhcaState),
+        VMSTATE_VALIDATE("ohca engine state size", ohca_state_len_ok),
+        VMSTATE_VBUFFER_ALLOC_UINT32(state, OhcaState, 0, NULL, state_len),
+        VMSTATE_END_OF_LIST()
+    },
 };
 
 static OhcaProperty ohca_properties[] = {

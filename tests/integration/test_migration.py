@@ -1,0 +1,117 @@
+"""Snapshots of a VM with ohca in the middle of RC traffic (issue 26,
+docs/migration.md): vm0 runs ohca_rc_integrity (every completion and byte
+checked) against vm1; in the middle of it both VMs are stopped, vm0 is
+saved (savevm) and loaded again (loadvm) -- its device state through the
+engine's stream (ohca_engine_save/load) -- and both go on. The traffic must
+end with PASS on both sides.
+
+The 9p share blocks migration while the guest has it mounted, so vm0's job
+moves its output and the program to /tmp, unmounts the share around the
+snapshot and mounts it again afterwards. Both VMs are stopped while vm0 is
+saved and loaded, so the peer's ACK timers (on its virtual clock) do not
+run out meanwhile."""
+
+import time
+
+import pytest
+
+from vmtest import assert_ok
+from harness.common import HarnessError
+
+pytestmark = pytest.mark.ohca_only
+
+GID = 1
+ITERS = 400
+PORT = 18600
+
+CLIENT = r"""
+fail() { echo "FAIL: $*"; exit 1; }
+ohca_wait_host go 300 || fail "the server never listened"
+# Nothing of the job may stay open on the share while it is unmounted: the
+# job becomes /tmp/phase2.sh (exec: the share's output.log and job.sh are
+# closed), its output goes to /tmp/job.log, appended to the share's
+# output.log at the end.
+cp /share/env.sh /share/ohca-lib.sh /share/ohca_rc_integrity /tmp/ || fail "copy"
+cat >/tmp/phase2.sh <<'PHASE2'
+. /tmp/env.sh
+. /tmp/ohca-lib.sh
+fail() { echo "FAIL: $*"; cat /tmp/cli.log 2>/dev/null; exit 1; }
+cd /
+/tmp/ohca_rc_integrity -d "$OHCA_IBDEV" -g @GID@ -n @ITERS@ -p @PORT@ -t 300 "$OHCA_PEER_IP" \
+    >/tmp/cli.log 2>&1 &
+cli=$!
+sleep 5 # some traffic before the snapshot
+kill -0 $cli 2>/dev/null || fail "the client ended before the snapshot"
+ohca_mark traffic
+umount /share || fail "cannot unmount the share"
+echo "share unmounted"
+# The host saves and loads this VM now (the guest's clock stops meanwhile).
+sleep 20
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 share /share || fail "remount"
+echo "share mounted again"
+wait $cli
+rc=$?
+cat /tmp/cli.log
+[ -e /share/sync/host.snapshot-done ] || { echo "FAIL: the host did not snapshot this VM"; rc=1; }
+cat /tmp/job.log >>/share/output.log
+exit $rc
+PHASE2
+cd /
+exec bash /tmp/phase2.sh >/tmp/job.log 2>&1 </dev/null
+"""
+
+SERVER = r"""
+/share/ohca_rc_integrity -d "$OHCA_IBDEV" -g @GID@ -p @PORT@ -t 300 >/tmp/srv.log 2>&1 &
+srv=$!
+ohca_poll 60 eval 'ss -Hltn "sport = :@PORT@" | grep -q .' ||
+    { echo "FAIL: server not listening"; cat /tmp/srv.log; exit 1; }
+ohca_mark listening
+wait $srv
+rc=$?
+cat /tmp/srv.log
+exit $rc
+"""
+
+
+def fill(script):
+    return (script.replace("@GID@", str(GID)).replace("@ITERS@", str(ITERS))
+            .replace("@PORT@", str(PORT)))
+
+
+def hmp(vm, cmd, timeout=300):
+    return vm.qmp.execute("human-monitor-command", timeout=timeout, **{"command-line": cmd})
+
+
+def test_snapshot_round_trip_during_rc_traffic(vm_cluster):
+    c = vm_cluster(nvms=2)
+    c.start({0: fill(CLIENT), 1: fill(SERVER)})
+    vm0, vm1 = c[0], c[1]
+    vm1.wait_mark("listening", timeout=600)
+    vm0.post("go")
+    vm0.wait_mark("traffic", timeout=300)
+    # Until the guest has unmounted the share, savevm is refused (9p's
+    # migration blocker); then both stop, vm0 is saved and loaded.
+    deadline = time.monotonic() + 60
+    while True:
+        vm1.qmp.execute("stop")
+        vm0.qmp.execute("stop")
+        out = hmp(vm0, "savevm ohca-snap")
+        if not out.strip():
+            break
+        vm0.qmp.execute("cont")
+        vm1.qmp.execute("cont")
+        if time.monotonic() > deadline:
+            raise HarnessError(f"savevm refused: {out}")
+        time.sleep(0.5)
+    t = time.monotonic()
+    out = hmp(vm0, "loadvm ohca-snap")
+    assert not out.strip(), f"loadvm: {out}"
+    load_s = time.monotonic() - t
+    vm0.qmp.execute("cont")
+    vm1.qmp.execute("cont")
+    vm0.post("snapshot-done")
+    results = c.wait(900)
+    assert_ok(results)
+    for r in results:
+        assert "ohca_rc_integrity: PASS" in r.output, r.report()
+    print(f"loadvm took {load_s:.1f} s")
