@@ -553,7 +553,8 @@ static void ohca_exit(PCIDevice *pdev)
     msix_uninit(pdev, &s->msix, &s->msix);
     ohca_engine_destroy(s->engine);
     s->engine = NULL;
-    ohca_drop_state(s);
+    g_free(s->state);
+    s->state = NULL;
 }
 
 /*
