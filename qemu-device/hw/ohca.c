@@ -594,9 +594,9 @@ static void ohca_qdev_reset(DeviceState *dev)
  * saved between two engine entry points (all of them run under the BQL),
  * where no work request is half executed. The device writes guest memory
  * only through pci_dma_write and pci_dma_map/unmap, which mark what they
- * write dirty for migration; after the vmstate is saved the VM has stopped
- * and the engine runs no more. Frames in flight are not saved: RC recovers
- * them as from a loss.
+ * write dirty for migration, and the vmstate is saved with the VM stopped,
+ * after RAM's last pass, without the BQL being let go in between. Frames
+ * in flight are not saved: RC recovers them as from a loss.
  */
 static void ohca_drop_state(OhcaState *s)
 {
