@@ -35,6 +35,13 @@ typedef const Property OhcaProperty;
 #define OHCA_PROPS_END
 #endif
 
+/* 9.2: include/sysemu became include/system. */
+#if __has_include("system/runstate.h")
+#include "system/runstate.h"
+#else
+#include "sysemu/runstate.h"
+#endif
+
 /* 9.1: DeviceClass.reset became the "legacy" reset behind a setter. */
 #if OHCA_QEMU_AT_LEAST(9, 1)
 #define ohca_set_reset(dc, fn) device_class_set_legacy_reset((dc), (fn))

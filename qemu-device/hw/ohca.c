@@ -53,6 +53,7 @@ struct OhcaState {
     NICState *nic;
     QEMUBH *bh;
     QEMUTimer *timer;           /* the transport's ACK/RNR deadline */
+    VMChangeStateEntry *vmstate_change;
     struct ohca_engine *engine;
 
     uint64_t node_guid;
@@ -244,16 +245,33 @@ static const struct ohca_engine_ops ohca_engine_ops = {
     .dma_write_ordered = ohca_dma_write_ordered,
 };
 
-/* Command queue and TX doorbells only schedule this; the work runs here. */
+/*
+ * Command queue and TX doorbells only schedule this; the work runs here.
+ * Not while the VM is stopped: the device then writes no guest memory (a
+ * snapshot's RAM is written with the main loop running), and its queued
+ * work waits for the VM to run again (ohca_vm_state_change).
+ */
 static void ohca_bh(void *opaque)
 {
     OhcaState *s = opaque;
-    int64_t start = trace_event_get_state_backends(TRACE_OHCA_RUN) ?
-                    get_clock() : 0;
+    int64_t start;
 
+    if (!runstate_is_running()) {
+        return;
+    }
+    start = trace_event_get_state_backends(TRACE_OHCA_RUN) ? get_clock() : 0;
     ohca_engine_process(s->engine);
     if (start) {
         trace_ohca_run(get_clock() - start);
+    }
+}
+
+static void ohca_vm_state_change(void *opaque, bool running, RunState state)
+{
+    OhcaState *s = opaque;
+
+    if (running) {
+        qemu_bh_schedule(s->bh);
     }
 }
 
@@ -533,6 +551,8 @@ static void ohca_realize(PCIDevice *pdev, Error **errp)
     pdev->config[s->af_cap + PCI_AF_CAP] = PCI_AF_CAP_TP | PCI_AF_CAP_FLR;
 
     s->bh = qemu_bh_new_guarded(ohca_bh, s, &dev->mem_reentrancy_guard);
+    s->vmstate_change = qemu_add_vm_change_state_handler(ohca_vm_state_change,
+                                                         s);
 
     s->nic = qemu_new_nic(&ohca_net_info, &s->conf,
                           object_get_typename(OBJECT(s)), dev->id,
@@ -545,6 +565,7 @@ static void ohca_exit(PCIDevice *pdev)
 {
     OhcaState *s = OHCA(pdev);
 
+    qemu_del_vm_change_state_handler(s->vmstate_change);
     qemu_del_nic(s->nic);
     timer_free(s->timer);
     s->timer = NULL;
