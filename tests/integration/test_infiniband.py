@@ -320,8 +320,8 @@ IB_TOPOLOGIES = {
 # OHCA_IB_FABRIC_FULL=1 (make test-fabric). Before 3846f44 and 693066e
 # neither passed: opensm's first sweep sets a CA port's LID with PortState
 # Down, which must retrain the port to Init keeping its LID (as a switch
-# port does), and the device sent flow control packets for VLs the switch
-# does not operate (now only for its OperationalVLs).
+# port does), and the switch took the device's flow control packets for
+# its VLs 4-7 for bad ones (now counted apart, as ignored).
 IB_FABRIC_FULL = os.environ.get("OHCA_IB_FABRIC_FULL", "0") == "1"
 
 

@@ -4,7 +4,6 @@
 // addressed by LID, with and without a GRH, and the receive rules (P_Key,
 // VL15 and QP0, VCRC, ICRC, length), each drop counted.
 #include "device/device.hpp"
-#include "ib/link.hpp"
 #include "ib/mad.hpp"
 #include "ib/packet.hpp"
 #include "rdma_node.hpp"
@@ -12,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <set>
 
 namespace ohca::test {
 namespace {
@@ -88,36 +86,6 @@ ohca_query_port_out query_port(RdmaNode &n) {
     EXPECT_EQ(n.cmd(OHCA_CMD_QUERY_PORT, &in, sizeof(in), &out, sizeof(out)).status,
               OHCA_STATUS_OK);
     return out;
-}
-
-// The VLs whose FCPs leave the port from the distinct VL numbers of its
-// link packets on the wire.
-std::set<uint8_t> fcp_vls(RdmaNode &n) {
-    std::set<uint8_t> vls;
-    for (auto &f : n.host.wire) {
-        ib::FlowControlPacket fcp;
-        if (f.size() == ib::kLinkPacketBytes && ib::FlowControlPacket::read(f, fcp)) {
-            vls.insert(fcp.vl);
-        }
-    }
-    return vls;
-}
-
-// FCPs go only on the VLs the SM made operational (PortInfo
-// OperationalVLs): a switch operating fewer VLs than the device's VLCap
-// would take the others for errors.
-TEST(IbWire, FcpsOnlyOnOperationalVls) {
-    RdmaNode n(1, false, 0, 10, 0, nullptr, OHCA_LINK_IB);
-    EXPECT_EQ(fcp_vls(n), (std::set<uint8_t>{0, 1, 2, 3, 4, 5, 6, 7})); // VLCap: VL0-7
-    ib::PortInfo pi = port_info(n);
-    pi.operational_vls = 3; // VL0-3, as opensm sets for a switch with VLCap 3
-    pi.port_state = ib::port_state::NoChange;
-    ASSERT_EQ(set_port_info(n, pi), 0);
-    EXPECT_EQ(port_info(n).operational_vls, 3);
-    n.host.wire.clear();
-    n.host.now += IbFlow::kFcpPeriodNs;
-    ohca_engine_process(n.e);
-    EXPECT_EQ(fcp_vls(n), (std::set<uint8_t>{0, 1, 2, 3}));
 }
 
 TEST(IbWire, SmpsDriveThePortStates) {

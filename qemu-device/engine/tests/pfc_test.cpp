@@ -80,14 +80,15 @@ class PfcTest : public EngineTest {
     void set_pfc(const ohca_set_pfc_in &in) {
         ASSERT_EQ(cmd_in(OHCA_CMD_SET_PFC, in).status, OHCA_STATUS_OK);
     }
-    ohca_query_pfc_out query() {
-        ohca_query_pfc_in in{};
+    // A query command of port 1 and its output.
+    template <class In, class Out> Out query_port_cmd(uint16_t op) {
+        In in{};
         in.port = 1;
-        ohca_query_pfc_out out{};
-        EXPECT_EQ(cmd(OHCA_CMD_QUERY_PFC, &in, sizeof(in), sizeof(out), kOutBuf).status,
-                  OHCA_STATUS_OK);
-        out = host_.get<ohca_query_pfc_out>(kOutBuf);
-        return out;
+        EXPECT_EQ(cmd(op, &in, sizeof(in), sizeof(Out), kOutBuf).status, OHCA_STATUS_OK);
+        return host_.get<Out>(kOutBuf);
+    }
+    ohca_query_pfc_out query() {
+        return query_port_cmd<ohca_query_pfc_in, ohca_query_pfc_out>(OHCA_CMD_QUERY_PFC);
     }
     // The PFC / PAUSE frames the device sent (taken off the wire).
     std::vector<eth::FrameInfo> control_frames() {
@@ -246,12 +247,7 @@ class PfcBoardSpeedTest : public PfcTest {
 };
 
 TEST_F(PfcBoardSpeedTest, PauseTimedAtTheLinksSpeed) {
-    ohca_query_port_in pin{};
-    pin.port = 1;
-    ohca_query_port_out port{};
-    ASSERT_EQ(cmd(OHCA_CMD_QUERY_PORT, &pin, sizeof(pin), sizeof(port), kOutBuf).status,
-              OHCA_STATUS_OK);
-    port = host_.get<ohca_query_port_out>(kOutBuf);
+    const auto port = query_port_cmd<ohca_query_port_in, ohca_query_port_out>(OHCA_CMD_QUERY_PORT);
     EXPECT_EQ(port.speed_mbps, 200u);
     set_pfc(pfc_in(0x01, 0)); // 0: the port's speed; at 200 Mbit/s a quantum is 2560 ns
     ASSERT_EQ(rx(pfc_frame(0x01, 1000)), OHCA_ENGINE_RX_CONSUMED);

@@ -2,16 +2,15 @@
 // Link flow control of an InfiniBand port (ib_flow.hpp).
 #include "device/ib_flow.hpp"
 
-#include <algorithm>
 #include <array>
 
 namespace ohca {
 
-void IbFlow::reset(uint64_t now_ns, uint8_t vls) {
+void IbFlow::reset(uint64_t now_ns) {
     credits_.reset();
     held_.clear();
     next_fcp_ns_ = 0;
-    send_fcps(now_ns, vls);
+    send_fcps(now_ns);
 }
 
 bool IbFlow::room(uint8_t vl, size_t frame_len) const {
@@ -64,13 +63,12 @@ void IbFlow::on_consumed(uint8_t vl, size_t frame_len) {
     credits_.on_released(vl, ib::blocks_for(frame_len));
 }
 
-void IbFlow::send_fcps(uint64_t now_ns, uint8_t vls) {
+void IbFlow::send_fcps(uint64_t now_ns) {
     if (now_ns >= next_fcp_ns_) {
         credits_.mark_all_pending();
         next_fcp_ns_ = now_ns + kFcpPeriodNs;
     }
-    const uint8_t n = std::min(vls, credits_.vls());
-    for (uint8_t vl = 0; vl < n; ++vl) {
+    for (uint8_t vl = 0; vl < credits_.vls(); ++vl) {
         if (credits_.fcp_pending(vl)) {
             std::array<uint8_t, ib::kLinkPacketBytes> f{};
             credits_.take_fcp(vl).write(f);

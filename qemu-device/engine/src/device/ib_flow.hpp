@@ -34,8 +34,8 @@ class IbFlow {
     IbFlow(Port &port, uint8_t vls) : port_(port), credits_(kBufferBlocks, vls) {}
 
     // Link (re)initialization: every counter to zero, no credit until the
-    // peer's first FCP, and ours sent now (for the 'vls' the port operates).
-    void reset(uint64_t now_ns, uint8_t vls);
+    // peer's first FCP, and ours sent now.
+    void reset(uint64_t now_ns);
     // Whether a packet of frame_len bytes on 'vl' may be made now.
     [[nodiscard]] bool room(uint8_t vl, size_t frame_len) const;
     enum class Out : uint8_t { Sent, Held, Dropped };
@@ -48,11 +48,8 @@ class IbFlow {
     // credit we gave, an overrun to drop), and its buffer freed.
     [[nodiscard]] bool on_received(uint8_t vl, size_t frame_len);
     void on_consumed(uint8_t vl, size_t frame_len);
-    // The FCPs due (credit returned, or the period passed at 'now_ns') on
-    // the first 'vls' VLs: the ones the subnet manager made operational
-    // (PortInfo OperationalVLs), so that the peer, which operates as many,
-    // never sees an FCP for a VL it does not have.
-    void send_fcps(uint64_t now_ns, uint8_t vls);
+    // The FCPs due (credit returned, or the period passed at 'now_ns').
+    void send_fcps(uint64_t now_ns);
     [[nodiscard]] uint64_t deadline() const { return next_fcp_ns_; }
     [[nodiscard]] size_t held() const { return held_.size(); }
     [[nodiscard]] const ib::LinkCredits &credits() const { return credits_; }

@@ -74,13 +74,13 @@ bool IbWire::room(const PacketPath &path, bool loopback_room) const {
 
 void IbWire::link_init() {
     if (live()) {
-        flow_.reset(d_.host.now_ns(), port().data_vls());
+        flow_.reset(d_.host.now_ns());
     }
 }
 
 bool IbWire::end_run() {
     if (d_.status.running()) {
-        flow_.send_fcps(d_.host.now_ns(), port().data_vls());
+        flow_.send_fcps(d_.host.now_ns());
     }
     const bool waited = credit_wait_;
     credit_wait_ = false;
