@@ -13,6 +13,7 @@
 #                processes killed; the device's heap grows < 1 MiB over its second half
 #   make test-viommu  the integration, storage and suite jobs behind a virtual IOMMU
 #   make test-fabric  the switch jobs whole (IB switches in a line too) and congestion
+#   make migration-test  a VM live-migrated MIGRATIONS (20) times during RC traffic
 
 SHELL := /bin/bash
 PYTHON := /usr/bin/python3
@@ -40,7 +41,7 @@ DEFAULT_DISTRO := bookworm
 
 .PHONY: check all deps build qemu qemu-asan test-asan engine engine-test kernel \
 	userspace rootfs firmware-interface firmware-interface-test test demo vm fuzz coverage \
-	bench soak test-apps test-viommu test-fabric clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke
+	bench soak migration-test test-apps test-viommu test-fabric clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke
 
 all: build
 
@@ -143,6 +144,14 @@ VIOMMU_TESTS ?= tests/integration/test_viommu.py tests/integration/test_rc.py \
 	tests/integration/test_ud_cm.py
 test-viommu: deps build rootfs
 	@OHCA_IOMMU=1 $(PYTHON) -m pytest -v -rA $(VIOMMU_TESTS)
+
+# Live migration (tests/integration/test_migration.py): vm0 migrated to a
+# new QEMU MIGRATIONS times, each in the middle of a byte-checked RC
+# connection; make test migrates once. Ends with one summary line.
+MIGRATIONS ?= 20
+migration-test: deps build rootfs
+	@OHCA_MIGRATIONS=$(MIGRATIONS) $(PYTHON) -m pytest -v -rA -s \
+		tests/integration/test_migration.py -k live_migration
 
 # The soak (tests/integration/test_soak.py): SOAK_SECONDS of RC traffic
 # through the fault wire at 1 % loss with clients killed; make test runs

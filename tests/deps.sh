@@ -20,6 +20,9 @@ packages=(
 	# the QEMU build (Debian's 7.2 source) and its runtime firmware
 	rsync bzip2 libglib2.0-dev libpixman-1-dev libfdt-dev libslirp-dev libattr1-dev
 	libcap-ng-dev qemu-system-data seabios ipxe-qemu
+	# qemu-img: a migrating VM's disk overlay, which the source and the
+	# destination QEMU share (tests/vm/harness/vm.py)
+	qemu-utils
 	# the guest kernel and the headers the driver builds against
 	linux-image-amd64 linux-headers-amd64 sparse kmod
 	# the provider and the host side of the RDMA stack

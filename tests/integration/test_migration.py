@@ -11,6 +11,7 @@ snapshot and mounts it again afterwards. Both VMs are stopped while vm0 is
 saved and loaded, so the peer's ACK timers (on its virtual clock) do not
 run out meanwhile."""
 
+import os
 import re
 import time
 
@@ -25,44 +26,55 @@ GID = 1
 ITERS = 1000
 PORT = 18600
 
-CLIENT = r"""
+# A job that unmounts the share (9p blocks savevm and migration while the
+# guest has it mounted) must hold nothing open on it: it copies what it needs
+# to /tmp and goes on as /tmp/phase2.sh (exec: the share's output.log and
+# job.sh are closed), its output in /tmp/job.log, appended to the share's
+# output.log at the end. BODY runs in phase 2, cd /, with fail() defined and
+# /tmp/ohca_rc_integrity; it sets rc.
+OFF_SHARE = r"""
 fail() { echo "FAIL: $*"; exit 1; }
-ohca_wait_host go 300 || fail "the server never listened"
-# Nothing of the job may stay open on the share while it is unmounted: the
-# job becomes /tmp/phase2.sh (exec: the share's output.log and job.sh are
-# closed), its output goes to /tmp/job.log, appended to the share's
-# output.log at the end.
 cp /share/env.sh /share/ohca-lib.sh /share/ohca_rc_integrity /tmp/ || fail "copy"
 cat >/tmp/phase2.sh <<'PHASE2'
 . /tmp/env.sh
 . /tmp/ohca-lib.sh
 fail() { echo "FAIL: $*"; cat /tmp/cli.log 2>/dev/null; exit 1; }
+remount() { mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 share /share; }
+progress() { grep -c "iterations (" /tmp/cli.log; }
 cd /
+@BODY@
+cat /tmp/job.log >>/share/output.log
+exit $rc
+PHASE2
+exec bash /tmp/phase2.sh >/tmp/job.log 2>&1 </dev/null
+"""
+
+
+def off_share(body):
+    return OFF_SHARE.replace("@BODY@", body)
+
+
+CLIENT = off_share(r"""
+ohca_wait_host go 300 || fail "the server never listened"
 /tmp/ohca_rc_integrity -d "$OHCA_IBDEV" -g @GID@ -n @ITERS@ -p @PORT@ -t 300 "$OHCA_PEER_IP" \
     >/tmp/cli.log 2>&1 &
 cli=$!
 # Some traffic before the snapshot: two progress lines (100 iterations).
-ohca_poll 120 eval '[ "$(grep -c "iterations (" /tmp/cli.log)" -ge 2 ]' ||
-    fail "no traffic: $(tail -n 3 /tmp/cli.log)"
+ohca_poll 120 eval '[ "$(progress)" -ge 2 ]' || fail "no traffic: $(tail -n 3 /tmp/cli.log)"
 kill -0 $cli 2>/dev/null || fail "the client ended before the snapshot"
-echo "before the snapshot: $(grep -c 'iterations (' /tmp/cli.log) progress lines"
+echo "before the snapshot: $(progress) progress lines"
 ohca_mark traffic
 umount /share || fail "cannot unmount the share"
 echo "share unmounted"
 # The host saves and loads this VM now (the guest's clock stops meanwhile).
 sleep 20
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 share /share || fail "remount"
+remount || fail "remount"
 echo "share mounted again"
 wait $cli
 rc=$?
 cat /tmp/cli.log
 [ -e /share/sync/host.snapshot-done ] || { echo "FAIL: the host did not snapshot this VM"; rc=1; }
-cat /tmp/job.log >>/share/output.log
-exit $rc
-PHASE2
-cd /
-exec bash /tmp/phase2.sh >/tmp/job.log 2>&1 </dev/null
-"""
+""")
 
 SERVER = r"""
 /share/ohca_rc_integrity -d "$OHCA_IBDEV" -g @GID@ -p @PORT@ -t 300 >/tmp/srv.log 2>&1 &
@@ -77,9 +89,9 @@ exit $rc
 """
 
 
-def fill(script):
-    return (script.replace("@GID@", str(GID)).replace("@ITERS@", str(ITERS))
-            .replace("@PORT@", str(PORT)))
+def fill(script, iters=ITERS, migrations=0):
+    return (script.replace("@GID@", str(GID)).replace("@ITERS@", str(iters))
+            .replace("@PORT@", str(PORT)).replace("@N@", str(migrations)))
 
 
 def hmp(vm, cmd, timeout=300):
@@ -125,3 +137,81 @@ def test_snapshot_round_trip_during_rc_traffic(vm_cluster):
     m = re.search(r"^before the snapshot: (\d+) progress lines", results[0].output, re.M)
     assert m and int(m.group(1)) < ITERS // 50 // 2, results[0].report()
     print(f"savevm after {attempts} attempt(s), loadvm took {load_s:.1f} s")
+
+
+# Live migration (docs/migration.md): vm0 moves to a new QEMU process
+# OHCA_MIGRATIONS times (1 in make test, 20 in make migration-test), each
+# time in the middle of its own ohca_rc_integrity connection to vm1 (every
+# completion and byte checked on both ends), on the two-VM dgram wire.
+MIGRATIONS = int(os.environ.get("OHCA_MIGRATIONS", "1"))
+LIVE_ITERS = 2000
+
+CLIENT_LIVE = off_share(r"""
+rc=0
+for i in $(seq 1 @N@); do
+    ohca_wait_host go-$i 300 || fail "server $i never listened"
+    /tmp/ohca_rc_integrity -d "$OHCA_IBDEV" -g @GID@ -n @ITERS@ -p @PORT@ -t 300 \
+        "$OHCA_PEER_IP" >/tmp/cli.log 2>&1 &
+    cli=$!
+    ohca_poll 120 eval '[ "$(progress)" -ge 2 ]' || fail "no traffic: $(tail -n 3 /tmp/cli.log)"
+    kill -0 $cli 2>/dev/null || fail "connection $i ended before its migration"
+    before=$(progress)
+    ohca_mark ready-$i
+    umount /share || fail "cannot unmount the share"
+    # The host migrates this VM now; the share mounts again only once that
+    # is over (9p refuses a mount during a migration) and the host says so.
+    while sleep 0.5; do
+        remount 2>/dev/null || continue
+        [ -e /share/sync/host.migrated-$i ] && break
+        umount /share
+    done
+    kill -0 $cli 2>/dev/null && mid=yes || mid=no
+    echo "migration $i: progress lines before $before, after $(progress), client still running: $mid"
+    wait $cli || rc=1
+    cat /tmp/cli.log
+    [ $mid = yes ] || { echo "FAIL: migration $i did not fall in the traffic"; rc=1; }
+    [ $rc = 0 ] || break
+done
+""")
+
+SERVER_LIVE = r"""
+for i in $(seq 1 @N@); do
+    /share/ohca_rc_integrity -d "$OHCA_IBDEV" -g @GID@ -p @PORT@ -t 300 >/tmp/srv.log 2>&1 &
+    srv=$!
+    ohca_poll 60 eval 'ss -Hltn "sport = :@PORT@" | grep -q .' ||
+        { echo "FAIL: server $i not listening"; cat /tmp/srv.log; exit 1; }
+    ohca_mark listening-$i
+    wait $srv
+    rc=$?
+    cat /tmp/srv.log
+    [ $rc = 0 ] || exit $rc
+done
+"""
+
+SUMMARY = re.compile(r"^ohca_rc_integrity: (PASS|FAIL) role=(\w+) .*? bytes=(\d+)", re.M)
+
+
+def test_live_migration_during_rc_traffic(vm_cluster):
+    c = vm_cluster(nvms=2, migratable=True, smp=int(os.environ.get("OHCA_MIG_SMP", "1")))
+    c.start({i: fill(s, LIVE_ITERS, MIGRATIONS) for i, s in enumerate((CLIENT_LIVE, SERVER_LIVE))})
+    vm0, vm1 = c[0], c[1]
+    figures = []
+    for i in range(1, MIGRATIONS + 1):
+        vm1.wait_mark(f"listening-{i}", timeout=600)
+        vm0.post(f"go-{i}")
+        vm0.wait_mark(f"ready-{i}", timeout=300)
+        f = vm0.migrate()
+        vm0.post(f"migrated-{i}")
+        figures.append(f)
+        print(f"migration {i}/{MIGRATIONS}: downtime {f['downtime_ms']} ms, total "
+              f"{f['total_ms']} ms, {f['ram_mb']:.0f} MiB sent, started after "
+              f"{f['attempts']} attempt(s)", flush=True)
+    results = c.wait(900)
+    sums = SUMMARY.findall(results[0].output + results[1].output)
+    passed = sum(1 for r, role, _ in sums if r == "PASS" and role == "client")
+    failed = sum(1 for r, _, _ in sums if r == "FAIL")
+    verified = sum(int(b) for r, _, b in sums if r == "PASS")
+    print(f"migrations {passed}/{MIGRATIONS} passed, cq errors {failed}, bytes verified "
+          f"{verified}, max downtime {max(f['downtime_ms'] for f in figures)} ms")
+    assert_ok(results)
+    assert passed == MIGRATIONS and failed == 0, results[0].report()

@@ -32,7 +32,8 @@ class Cluster:
     def __init__(self, name="run", nvms=1, nic=None, logdir=None, smp=2,
                  mem="2G", module_params="", extra_args=None, append=None,
                  klog_allow=None, wire=None, extra_files=None, nics=None,
-                 mtu=None, capture=(), link_layer="eth", iommu=None, switch=None):
+                 mtu=None, capture=(), link_layer="eth", iommu=None, switch=None,
+                 migratable=False):
         if not 1 <= nvms <= MAX_VMS:
             raise HarnessError(f"nvms must be 1 to {MAX_VMS}")
         self.nic = nic or os.environ.get("OHCA_NIC", "ohca")
@@ -61,6 +62,11 @@ class Cluster:
         # (QEMU filter-dump); True means VM 0 (it sees both directions)
         self.capture = {0} if capture is True else set(capture or ())
         self.nvms = nvms
+        # migratable: each VM's disk is a qcow2 overlay of the rootfs in its
+        # log dir, which a migration's destination QEMU opens too (shared
+        # storage); otherwise the disk is a snapshot=on drive private to one
+        # QEMU process. VM.migrate() needs it.
+        self.migratable = migratable
         self.logdir = os.path.abspath(logdir or os.path.join(TOP, "build/test-logs", name))
         self.smp = smp
         self.mem = mem

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import time
 
+from . import migration
 from . import wire as wires
 from .checks import sanitizer_env, sanitizer_reports, scan_kernel_log
 from .common import (FIRMWARE_DIRS, GUEST_DIR, IBDEV, IFACE, IOMMU_APPEND, IOMMU_ARGS,
@@ -110,6 +111,8 @@ class VM:
         self.capture_path = os.path.join(self.logdir, "wire.pcap")
         self.qmp_path = os.path.join(cluster.sockdir, f"{self.name}.qmp")
         self.qmp = QMP(self.qmp_path)
+        self.overlay = os.path.join(self.logdir, "disk.qcow2")  # cluster.migratable
+        self.migrations = 0
         self.proc = None
         self.t_start = None
         self.t_job = None
@@ -225,7 +228,29 @@ class VM:
     def unfit(self):
         return os.path.exists(os.path.join(self.share, "unfit"))
 
-    def qemu_argv(self, interactive=False):
+    def _disk(self):
+        """The -drive of the rootfs: private to the process (snapshot=on),
+        or the VM's qcow2 overlay in its log dir when the cluster is
+        migratable, created afresh for each boot."""
+        c = self.cluster
+        if not c.migratable:
+            return f"file={c.rootfs},if=virtio,format=raw,snapshot=on"
+        return f"file={self.overlay},if=virtio,format=qcow2"
+
+    def _new_overlay(self):
+        try:
+            subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw",
+                            "-b", self.cluster.rootfs, self.overlay],
+                           check=True, capture_output=True, text=True)
+        except FileNotFoundError as e:
+            raise HarnessError("qemu-img missing (qemu-utils; run tests/deps.sh)") from e
+        except subprocess.CalledProcessError as e:
+            raise HarnessError(f"qemu-img create {self.overlay}: {e.stderr.strip()}") from e
+
+    def qemu_argv(self, interactive=False, incoming=None):
+        """QEMU's command line. incoming: the QMP socket of a migration's
+        destination, which starts with -incoming defer and appends to the
+        source's console log."""
         c = self.cluster
         append = ("root=/dev/vda rw init=/sbin/ohca-init console=ttyS0 "
                   "net.ifnames=0 panic=-1 " + IOMMU_APPEND * c.iommu + c.append).strip()
@@ -240,14 +265,15 @@ class VM:
         if c.initrd:
             argv += ["-initrd", c.initrd]
         argv += ["-append", append,
-                 "-drive", f"file={c.rootfs},if=virtio,format=raw,snapshot=on",
+                 "-drive", self._disk(),
                  "-virtfs", f"local,path={self.share},mount_tag=share,security_model=none",
-                 "-qmp", f"unix:{self.qmp_path},server=on,wait=off"]
+                 "-qmp", f"unix:{incoming or self.qmp_path},server=on,wait=off"]
         if interactive:
             argv += ["-chardev", f"stdio,id=ser0,mux=on,signal=off,logfile={self.console_path}",
                      "-serial", "chardev:ser0", "-mon", "chardev=ser0"]
         else:
-            argv += ["-chardev", f"file,id=ser0,path={self.console_path}",
+            argv += ["-chardev", f"file,id=ser0,path={self.console_path}"
+                     + (",append=on" if incoming else ""),
                      "-serial", "chardev:ser0"]
         if c.iommu:
             # before ohca: a device realized earlier DMAs around the IOMMU
@@ -272,6 +298,8 @@ class VM:
         else:
             dev = f"virtio-net-pci,id={NIC_ID},netdev={NETDEV_ID},mac={self.mac}"
         argv += ["-device", dev] + c.extra_args
+        if incoming:
+            argv += ["-incoming", "defer"]
         return argv
 
     def start(self, interactive=False):
@@ -281,6 +309,8 @@ class VM:
         self.t_start = time.monotonic()
         self._booted, self._console_len, self._console_t = False, 0, self.t_start
         self.serving = False
+        if self.cluster.migratable:
+            self._new_overlay()
         fds = (self.netdev_sock.fileno(),) if self.netdev_sock else ()
         if interactive:
             self.proc = subprocess.Popen(argv, preexec_fn=die_with_parent,
@@ -364,6 +394,10 @@ class VM:
     def set_link(self, up):
         """QMP set_link on the NIC's netdev."""
         self.qmp.execute("set_link", name=NETDEV_ID, up=bool(up))
+
+    def migrate(self):
+        """Live-migrates this VM to a new QEMU process (migration.py)."""
+        return migration.migrate(self)
 
     def kill(self):
         if self.proc is None or self.proc.poll() is not None:

@@ -1,0 +1,125 @@
+"""Live migration of a harness VM to a second QEMU process on this host
+(docs/migration.md): the destination has the VM's command line with
+-incoming, opens the same disk overlay (Cluster(migratable=True)) and gets
+the same wire socket; the source quits once the destination runs."""
+
+import os
+import shlex
+import subprocess
+import time
+
+from .checks import sanitizer_env
+from .common import HarnessError, die_with_parent
+from .qmp import QMP
+
+# How long the source may refuse to start (the guest still has the 9p share
+# mounted, a migration blocker) and how long the migration may run.
+MIGRATE_START = 120
+MIGRATE_RUN = 300
+
+
+def migrate(vm):
+    """Migrates vm; returns QEMU's figures: status, downtime_ms, total_ms,
+    setup_ms, ram_mb and attempts. Only the dgram wires qualify: the
+    peers' frames reach whichever process runs the VM, while a stream
+    socket read by two processes would lose its framing. The guest must
+    unmount its share (9p refuses migration while mounted): the source's
+    migrate is retried until it has."""
+    c = vm.cluster
+    if not c.migratable or c.wire not in ("dgram", "faulty") or c.capture:
+        raise HarnessError("migrate needs Cluster(migratable=True) on a dgram wire "
+                           "without capture")
+    vm.migrations += 1
+    n = vm.migrations
+    dest_qmp = os.path.join(c.sockdir, f"{vm.name}-in{n}.qmp")
+    uri = f"unix:{os.path.join(c.sockdir, f'{vm.name}-mig{n}.sock')}"
+    argv = vm.qemu_argv(incoming=dest_qmp)
+    with open(os.path.join(vm.logdir, f"cmdline-in{n}.txt"), "w") as f:
+        f.write(shlex.join(argv) + "\n")
+    log_f = open(os.path.join(vm.logdir, "qemu.log"), "a")
+    fds = (vm.netdev_sock.fileno(),) if vm.netdev_sock else ()
+    dest = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_f,
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=die_with_parent,
+                            env=sanitizer_env(vm.logdir), pass_fds=fds)
+    try:
+        dq = QMP(dest_qmp)
+        _qmp_ready(vm, dq, dest)
+        dq.execute("migrate-incoming", uri=uri)
+        attempts = _start(vm, uri)
+        info = _finish(vm, dest)
+    except BaseException:
+        dest.kill()
+        dest.wait()
+        log_f.close()
+        raise
+    # The source is paused (postmigrate); the destination runs the VM.
+    old, old_log = vm.proc, getattr(vm, "qemu_log", None)
+    vm.proc, vm.qemu_log, vm.qmp, vm.qmp_path = dest, log_f, dq, dest_qmp
+    try:
+        old.terminate()
+        old.wait(10)
+    except subprocess.TimeoutExpired:
+        old.kill()
+        old.wait()
+    if old_log:
+        old_log.close()
+    status = dq.execute("query-status")
+    if status.get("status") != "running":
+        raise HarnessError(f"{vm.name}: after the migration the destination is "
+                           f"{status.get('status')}")
+    ram = info.get("ram", {})
+    return {"status": info.get("status"), "downtime_ms": info.get("downtime"),
+            "total_ms": info.get("total-time"), "setup_ms": info.get("setup-time"),
+            "ram_mb": ram.get("transferred", 0) / (1 << 20), "attempts": attempts}
+
+def _qmp_ready(vm, qmp, proc, timeout=60):
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise HarnessError(f"{vm.name}: the migration's destination QEMU exited "
+                               f"({proc.returncode}); see {vm.logdir}/qemu.log")
+        try:
+            qmp.execute("query-status")
+            return
+        except (OSError, HarnessError):
+            if time.monotonic() > deadline:
+                raise HarnessError(f"{vm.name}: no QMP from the destination QEMU "
+                                   f"within {timeout} s") from None
+            time.sleep(0.2)
+
+def _start(vm, uri):
+    deadline = time.monotonic() + MIGRATE_START
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            vm.qmp.execute("migrate", uri=uri)
+            return attempts
+        except HarnessError as e:
+            if "blocker" not in str(e).lower() and "disabled" not in str(e).lower():
+                raise
+            if time.monotonic() > deadline:
+                raise HarnessError(f"{vm.name}: migration refused for "
+                                   f"{MIGRATE_START} s: {e}") from None
+            time.sleep(0.3)
+
+def _finish(vm, dest):
+    deadline = time.monotonic() + MIGRATE_RUN
+    while True:
+        info = vm.qmp.execute("query-migrate")
+        st = info.get("status")
+        if st == "completed":
+            return info
+        if st in ("failed", "cancelled"):
+            raise HarnessError(f"{vm.name}: migration {st}: "
+                               f"{info.get('error-desc', '')}; see {vm.logdir}/qemu.log")
+        if dest.poll() is not None:
+            raise HarnessError(f"{vm.name}: the destination QEMU exited "
+                               f"({dest.returncode}) during the migration")
+        if time.monotonic() > deadline:
+            vm.qmp.execute("migrate_cancel")
+            raise HarnessError(f"{vm.name}: migration not done in {MIGRATE_RUN} s "
+                               f"({st})")
+        time.sleep(0.1)
+
