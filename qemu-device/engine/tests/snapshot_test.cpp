@@ -8,11 +8,13 @@
 // after damage refused or loaded without harm, counts beyond the limits
 // refused before anything is allocated for them.
 #include "device/device.hpp"
+#include "eth/frame.hpp"
 #include "link/crc32.hpp"
 #include "rdma_node.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -554,6 +556,30 @@ TEST(Snapshot, XrcGoesOn) {
 
 // A stream of a busy device: RC mid-stream, a UD QP, an SRQ, XRC objects,
 // device memory, a memory window.
+ohca_query_pfc_out query_pfc(RdmaNode &n) {
+    ohca_query_pfc_in in{};
+    in.port = 1;
+    ohca_query_pfc_out out{};
+    EXPECT_EQ(n.cmd(OHCA_CMD_QUERY_PFC, &in, sizeof(in), &out, sizeof(out)).status, OHCA_STATUS_OK);
+    return out;
+}
+
+// PFC on priority 'prio' at 'speed_mbps', and a pause of it for 'quanta'
+// received.
+void paused_by_peer(RdmaNode &n, uint8_t prio, uint32_t speed_mbps, uint16_t quanta) {
+    ohca_set_pfc_in in{};
+    in.port = 1;
+    in.cfg.pfc_en = static_cast<uint8_t>(1u << prio);
+    in.cfg.trust = OHCA_PFC_TRUST_PCP;
+    in.cfg.speed_mbps = speed_mbps;
+    ASSERT_EQ(n.cmd_in(OHCA_CMD_SET_PFC, in).status, OHCA_STATUS_OK);
+    eth::PfcInfo p;
+    p.enable = in.cfg.pfc_en;
+    p.quanta[prio] = quanta;
+    const auto f = eth::make_pfc(eth::Mac{0x02, 0, 0, 0, 0, 0x42}, p);
+    ASSERT_EQ(ohca_engine_receive_frame(n.e, f.data(), f.size()), OHCA_ENGINE_RX_CONSUMED);
+}
+
 class HostileStream : public RcSnapshot {
   protected:
     void SetUp() override {
@@ -724,6 +750,26 @@ TEST_F(HostileStream, AnotherConfigurationIsRefused) {
     EXPECT_NE(why.find("configured otherwise"), std::string::npos) << why;
 }
 
+// A loaded pause may not outlast what a frame can ask for: a 3.4 s pause
+// at 10 Mbit/s, its speed made 400 Gbit/s (the longest pause 84 us).
+TEST_F(HostileStream, APauseLongerThanAFrameCanAskIsRefused) {
+    paused_by_peer(a, 0, 10, 0xffff);
+    std::vector<uint8_t> s = save(a);
+    const std::array<uint8_t, 7> cfg{0x01, 0, OHCA_PFC_TRUST_PCP, 10, 0, 0, 0};
+    const auto at = std::search(s.begin() + static_cast<ptrdiff_t>(section_at(s, "PORT")), s.end(),
+                                cfg.begin(), cfg.end());
+    ASSERT_NE(at, s.end());
+    at[3] = 0x80; // 400000 = 0x061a80
+    at[4] = 0x1a;
+    at[5] = 0x06;
+    reseal(s);
+    std::string why;
+    ASSERT_NE(load(s, &why), 0);
+    EXPECT_NE(why.find("PFC: a pause beyond"), std::string::npos) << why;
+    // unpatched, it loads
+    EXPECT_EQ(load(save(a), &why), 0) << why;
+}
+
 TEST_F(HostileStream, ANewerSectionVersionIsRefusedByName) {
     std::vector<uint8_t> s = stream;
     const size_t at = section_at(s, "SRQ ");
@@ -734,18 +780,22 @@ TEST_F(HostileStream, ANewerSectionVersionIsRefusedByName) {
     EXPECT_NE(why.find("SRQs: version 2"), std::string::npos) << why;
 }
 
-// Not in the stream yet: refused by save, with the reason.
-TEST(Snapshot, PfcSettingsAreRefused) {
+// PAUSE/PFC travel: the settings, the counters and a pause in force with
+// the time it has left.
+TEST(Snapshot, PfcSettingsAndPausesTravel) {
     RdmaNode a{1};
-    ohca_set_pfc_in in{};
-    in.port = 1;
-    in.cfg.pfc_en = 0x08;
-    ASSERT_EQ(a.cmd_in(OHCA_CMD_SET_PFC, in).status, OHCA_STATUS_OK);
-    uint8_t *buf = nullptr;
-    size_t len = 0;
-    char err[128] = "";
-    EXPECT_EQ(ohca_engine_save(a.e, &buf, &len, err, sizeof(err)), -1);
-    EXPECT_NE(std::string(err).find("PFC"), std::string::npos) << err;
+    paused_by_peer(a, 3, 1000, 1000); // 512 us at 1 Gbit/s
+    a.host.now += 100'000;
+    migrate(a);
+    const ohca_query_pfc_out q = query_pfc(a);
+    EXPECT_EQ(q.cfg.pfc_en, 0x08);
+    EXPECT_EQ(q.cfg.speed_mbps, 1000u);
+    EXPECT_EQ(q.rx_pfc[3], 1u);
+    EXPECT_EQ(q.paused, 0x08);
+    a.host.now += 411'999; // the pause's last nanosecond
+    EXPECT_EQ(query_pfc(a).paused, 0x08);
+    a.host.now += 1;
+    EXPECT_EQ(query_pfc(a).paused, 0);
 }
 
 TEST(Snapshot, NotFromInsideACallback) {

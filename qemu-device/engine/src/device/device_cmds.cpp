@@ -387,24 +387,16 @@ CmdResult DeviceCommands::cmd_set_pfc(const Command &cmd) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
     }
     constexpr size_t cfg_at = offsetof(ohca_set_pfc_in, cfg);
-    if ((in.cfg.pause & ~uint32_t{OHCA_PAUSE_RX | OHCA_PAUSE_TX}) != 0) {
-        return {OHCA_STATUS_BAD_FIELD, cfg_at + offsetof(ohca_pfc_config, pause)};
-    }
-    if (in.cfg.trust != OHCA_PFC_TRUST_PCP && in.cfg.trust != OHCA_PFC_TRUST_DSCP) {
-        return {OHCA_STATUS_BAD_FIELD, cfg_at + offsetof(ohca_pfc_config, trust)};
-    }
-    if (in.cfg.rsvd0 != 0) {
-        return {OHCA_STATUS_RESERVED_NONZERO, cfg_at + offsetof(ohca_pfc_config, rsvd0)};
-    }
-    // 1 Mbit/s .. 400 Gbit/s (ohca-switch's --line-rate range).
-    if (le(in.cfg.speed_mbps) > 400000) {
-        return {OHCA_STATUS_BAD_FIELD, cfg_at + offsetof(ohca_pfc_config, speed_mbps)};
+    ohca_pfc_config cfg = in.cfg;
+    cfg.speed_mbps = le(in.cfg.speed_mbps);
+    if (auto off = Pfc::bad_field(cfg)) {
+        return {*off == offsetof(ohca_pfc_config, rsvd0) ? OHCA_STATUS_RESERVED_NONZERO
+                                                         : OHCA_STATUS_BAD_FIELD,
+                static_cast<uint32_t>(cfg_at + *off)};
     }
     if (d_.port.state().ib) {
         return {OHCA_STATUS_BAD_STATE, 0};
     }
-    ohca_pfc_config cfg = in.cfg;
-    cfg.speed_mbps = le(in.cfg.speed_mbps);
     d_.port.pfc().configure(cfg);
     return {};
 }

@@ -30,6 +30,23 @@ void Pfc::reset() {
     waited_ = false;
 }
 
+std::optional<size_t> Pfc::bad_field(const ohca_pfc_config &cfg) {
+    if ((cfg.pause & ~uint32_t{OHCA_PAUSE_RX | OHCA_PAUSE_TX}) != 0) {
+        return offsetof(ohca_pfc_config, pause);
+    }
+    if (cfg.trust != OHCA_PFC_TRUST_PCP && cfg.trust != OHCA_PFC_TRUST_DSCP) {
+        return offsetof(ohca_pfc_config, trust);
+    }
+    if (cfg.rsvd0 != 0) {
+        return offsetof(ohca_pfc_config, rsvd0);
+    }
+    // 1 Mbit/s .. 400 Gbit/s (ohca-switch's --line-rate range); 0: the port's.
+    if (cfg.speed_mbps > 400000) {
+        return offsetof(ohca_pfc_config, speed_mbps);
+    }
+    return std::nullopt;
+}
+
 uint8_t Pfc::tx_mask() const {
     if (cfg_.pfc_en != 0) {
         return cfg_.pfc_en;

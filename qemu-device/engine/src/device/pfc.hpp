@@ -25,9 +25,15 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 namespace ohca {
+
+namespace state {
+class Reader;
+class Writer;
+} // namespace state
 
 struct PfcCounters {
     std::array<uint64_t, OHCA_PFC_PRIOS> rx_pfc{}; // PFC frames received naming priority i
@@ -61,6 +67,14 @@ class Pfc {
     // Power-on: off, nothing paused, counters zero.
     void reset();
     [[nodiscard]] const ohca_pfc_config &config() const { return cfg_; }
+    // The offset in ohca_pfc_config of a setting's first bad field (SET_PFC,
+    // and a loaded state), with speed_mbps in host order.
+    [[nodiscard]] static std::optional<size_t> bad_field(const ohca_pfc_config &cfg);
+    // The settings, the pauses in force and the XOFFs sent, in the saved
+    // engine (docs/migration.md; snapshot.cpp). The RoCE backlog is not
+    // saved (its frames are dropped), so its hold starts empty.
+    void save(state::Writer &w) const;
+    void load(state::Reader &r);
     // A new setting (validated by the caller): pauses of priorities no
     // longer honoured end, XOFFs no longer wanted are released with XON.
     void configure(const ohca_pfc_config &cfg);

@@ -197,6 +197,61 @@ void AsyncEvents::load(state::Reader &r) {
     }
 }
 
+void Pfc::save(state::Writer &w) const {
+    w.u8(cfg_.pfc_en);
+    w.u8(cfg_.pause);
+    w.u8(cfg_.trust);
+    w.u32(cfg_.speed_mbps);
+    state::save_counters(w, counters_);
+    for (size_t i = 0; i < kPrios; ++i) {
+        w.time(until_[i]);
+        w.time(since_[i]);
+        w.boolean(storm_counted_[i]);
+    }
+    w.u8(paused_mask_);
+    w.u8(eth_hold_);
+    w.u8(xoff_);
+    w.boolean(xoff_global_);
+    w.time(refresh_ns_);
+}
+
+void Pfc::load(state::Reader &r) {
+    reset();
+    ohca_pfc_config cfg{};
+    cfg.pfc_en = r.u8();
+    cfg.pause = r.u8();
+    cfg.trust = r.u8();
+    cfg.speed_mbps = r.u32();
+    if (r.ok() && bad_field(cfg)) {
+        r.fail("PFC: a setting SET_PFC refuses");
+    }
+    cfg_ = cfg;
+    state::load_counters(r, counters_, "PFC counters");
+    // No pause or refresh lasts longer than the largest pause a frame can
+    // ask for at this speed, as receive() and update_xoff() set them.
+    const uint64_t now = d_.host.now_ns();
+    const uint64_t longest = now + quanta_ns(kXoffQuanta);
+    for (size_t i = 0; i < kPrios && r.ok(); ++i) {
+        until_[i] = r.time();
+        since_[i] = r.time();
+        storm_counted_[i] = r.boolean();
+        if (r.ok() && (until_[i] > longest || since_[i] > now)) {
+            r.fail("PFC: a pause beyond what a frame can ask for");
+        }
+    }
+    paused_mask_ = r.u8();
+    eth_hold_ = r.u8();
+    xoff_ = r.u8();
+    xoff_global_ = r.boolean();
+    refresh_ns_ = r.time();
+    if (r.ok() && refresh_ns_ > longest) {
+        r.fail("PFC: an XOFF refresh beyond its pause");
+    }
+    if (!r.ok()) {
+        reset();
+    }
+}
+
 void WirePort::save(state::Writer &w) const {
     w.boolean(state_.link_up);
     w.u32(state_.mtu);
@@ -209,9 +264,10 @@ void WirePort::save(state::Writer &w) const {
         w.u32(cc_params_[p]);
     }
     state::save_counters(w, cc_);
+    pfc_.save(w);
 }
 
-void WirePort::load(state::Reader &r) {
+void WirePort::load(state::Reader &r, uint16_t version) {
     reset();
     const bool link_up = r.boolean();
     const uint32_t mtu = r.u32();
@@ -230,6 +286,10 @@ void WirePort::load(state::Reader &r) {
         }
     }
     state::load_counters(r, cc_, "DCQCN counters");
+    // Version 1 had no PAUSE/PFC (saved only with them off).
+    if (version >= 2) {
+        pfc_.load(r);
+    }
     if (!r.ok()) {
         reset();
         return;

@@ -120,7 +120,7 @@ class WirePort final : public WireServices, public Port {
     // (device/snapshot.cpp). Not the backlog: received and looped-back
     // packets waiting for a run are dropped (docs/migration.md).
     void save(state::Writer &w) const;
-    void load(state::Reader &r);
+    void load(state::Reader &r, uint16_t version);
 
     // WireServices.
     [[nodiscard]] const Host &host() const override { return host_; }

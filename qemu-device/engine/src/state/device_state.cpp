@@ -64,12 +64,6 @@ bool DeviceState::save(Device &d, std::vector<uint8_t> &out, std::string &why) {
         why = "an InfiniBand port cannot be saved yet (docs/migration.md)";
         return false;
     }
-    // PAUSE/PFC settings and the pauses in force are not in the stream yet.
-    const ohca_pfc_config &pfc = d.port_.pfc().config();
-    if (pfc.pfc_en != 0 || pfc.pause != 0 || pfc.trust != 0 || pfc.speed_mbps != 0) {
-        why = "PAUSE/PFC settings cannot be saved yet (docs/migration.md)";
-        return false;
-    }
     state::Writer w(d.host_.now_ns());
     const DeviceConfig &c = d.cfg_;
     w.begin(kConfig, 1);
@@ -108,7 +102,7 @@ bool DeviceState::save(Device &d, std::vector<uint8_t> &out, std::string &why) {
     }
     w.end();
 
-    w.begin(kPort, 1);
+    w.begin(kPort, 2);
     d.port_.save(w);
     w.end();
     w.begin(kEth, 1);
@@ -245,8 +239,9 @@ bool DeviceState::load(Device &d, std::span<const uint8_t> in, std::string &why)
     }
     r.leave();
 
-    r.enter(kPort, 1, "port");
-    d.port_.load(r);
+    // Version 2 added PAUSE/PFC.
+    const uint16_t port_version = r.enter(kPort, 2, "port");
+    d.port_.load(r, port_version);
     r.leave();
     r.enter(kEth, 1, "Ethernet rings");
     d.eth_.load(r);
