@@ -390,9 +390,11 @@ CmdResult DeviceCommands::cmd_set_pfc(const Command &cmd) {
     ohca_pfc_config cfg = in.cfg;
     cfg.speed_mbps = le(in.cfg.speed_mbps);
     if (auto off = Pfc::bad_field(cfg)) {
-        return {*off == offsetof(ohca_pfc_config, rsvd0) ? OHCA_STATUS_RESERVED_NONZERO
-                                                         : OHCA_STATUS_BAD_FIELD,
-                static_cast<uint32_t>(cfg_at + *off)};
+        const auto at = static_cast<uint32_t>(cfg_at + *off);
+        if (*off == offsetof(ohca_pfc_config, rsvd0)) {
+            return {OHCA_STATUS_RESERVED_NONZERO, at};
+        }
+        return {OHCA_STATUS_BAD_FIELD, at};
     }
     if (d_.port.state().ib) {
         return {OHCA_STATUS_BAD_STATE, 0};
