@@ -73,36 +73,45 @@ def migrate(vm):
             "total_ms": info.get("total-time"), "setup_ms": info.get("setup-time"),
             "ram_mb": ram.get("transferred", 0) / (1 << 20), "attempts": attempts}
 
-def _qmp_ready(vm, qmp, proc, timeout=60):
+def _retry(step, retryable, timeout, period, expired):
+    """step() until it succeeds; an error retryable(e) accepts is tried
+    again every period seconds for timeout seconds, then expired(e) is the
+    message. Returns step's result and the number of calls."""
     deadline = time.monotonic() + timeout
+    calls = 0
     while True:
+        calls += 1
+        try:
+            return step(), calls
+        except (OSError, HarnessError) as e:
+            if not retryable(e):
+                raise
+            if time.monotonic() > deadline:
+                raise HarnessError(expired(e)) from None
+            time.sleep(period)
+
+
+def _qmp_ready(vm, qmp, proc, timeout=60):
+    def step():
         if proc.poll() is not None:
             raise HarnessError(f"{vm.name}: the migration's destination QEMU exited "
                                f"({proc.returncode}); see {vm.logdir}/qemu.log")
-        try:
-            qmp.execute("query-status")
-            return
-        except (OSError, HarnessError):
-            if time.monotonic() > deadline:
-                raise HarnessError(f"{vm.name}: no QMP from the destination QEMU "
-                                   f"within {timeout} s") from None
-            time.sleep(0.2)
+        qmp.execute("query-status")
+    _retry(step, lambda e: proc.poll() is None, timeout, 0.2,
+           lambda e: f"{vm.name}: no QMP from the destination QEMU within {timeout} s")
+
+
+def _blocked(e):
+    """Whether migrate was refused for a blocker (the guest's 9p mount)."""
+    msg = str(e).lower()
+    return isinstance(e, HarnessError) and ("blocker" in msg or "disabled" in msg)
+
 
 def _start(vm, uri):
-    deadline = time.monotonic() + MIGRATE_START
-    attempts = 0
-    while True:
-        attempts += 1
-        try:
-            vm.qmp.execute("migrate", uri=uri)
-            return attempts
-        except HarnessError as e:
-            if "blocker" not in str(e).lower() and "disabled" not in str(e).lower():
-                raise
-            if time.monotonic() > deadline:
-                raise HarnessError(f"{vm.name}: migration refused for "
-                                   f"{MIGRATE_START} s: {e}") from None
-            time.sleep(0.3)
+    _, attempts = _retry(lambda: vm.qmp.execute("migrate", uri=uri), _blocked, MIGRATE_START, 0.3,
+                         lambda e: f"{vm.name}: migration refused for {MIGRATE_START} s: {e}")
+    return attempts
+
 
 def _finish(vm, dest):
     deadline = time.monotonic() + MIGRATE_RUN
