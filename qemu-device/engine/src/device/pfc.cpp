@@ -5,6 +5,8 @@
 #include "device/limits.hpp"
 #include "eth/frame.hpp"
 
+#include <ohca_engine.h>
+
 #include <algorithm>
 
 namespace ohca {
@@ -40,8 +42,8 @@ std::optional<size_t> Pfc::bad_field(const ohca_pfc_config &cfg) {
     if (cfg.rsvd0 != 0) {
         return offsetof(ohca_pfc_config, rsvd0);
     }
-    // 1 Mbit/s .. 400 Gbit/s (ohca-switch's --line-rate range); 0: the port's.
-    if (cfg.speed_mbps > 400000) {
+    // Up to the fastest port (ohca-switch's --line-rate range); 0: the port's.
+    if (cfg.speed_mbps > OHCA_ENGINE_MAX_SPEED_MBPS) {
         return offsetof(ohca_pfc_config, speed_mbps);
     }
     return std::nullopt;
