@@ -255,7 +255,7 @@ struct UdQp {
     uint32_t key = 0;
 };
 
-UdQp make_ud(RdmaNode &n, uint8_t type = OHCA_QPT_UD) {
+UdQp make_ud(RdmaNode &n, uint8_t type = OHCA_QPT_UD, uint16_t pkey_index = 0) {
     UdQp u;
     u.pd = n.create_pd();
     u.scq = n.create_cq(8);
@@ -266,6 +266,7 @@ UdQp make_ud(RdmaNode &n, uint8_t type = OHCA_QPT_UD) {
     ohca_qp_attr a{};
     a.qp_state = OHCA_QPS_INIT;
     a.qkey = kQkey;
+    a.pkey_index = pkey_index; // a UD QP takes its P_Key index in INIT
     EXPECT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_QKEY, a)
                   .status,
               OHCA_STATUS_OK);
@@ -349,28 +350,8 @@ TEST(IbWire, PkeyMismatchDroppedAndCounted) {
     d[3] = 0x01;
     ASSERT_EQ(smp(p.a, ib::method::Set, ib::attr::PKeyTable, 0, d).status(), 0);
     UdQp ua = make_ud(p.a);
-    ohca_qp_attr attr{};
-    attr.pkey_index = 1;
-    // A UD QP takes its P_Key index in INIT: a fresh one, moved with it.
+    UdQp ua1 = make_ud(p.a, OHCA_QPT_UD, 1);
     UdQp ub = make_ud(p.b);
-    UdQp ua1;
-    ua1.pd = p.a.create_pd();
-    ua1.scq = p.a.create_cq(8);
-    ua1.rcq = p.a.create_cq(8);
-    ua1.q = p.a.create_qp(ua1.pd, ua1.scq.cqn, ua1.rcq.cqn, 6, 6, 0, OHCA_QPT_UD);
-    ua1.buf = ua.buf;
-    ua1.key = p.a.reg_mr(ua1.pd, ua.buf, 1 << 16, OHCA_ACCESS_LOCAL_WRITE);
-    attr.qp_state = OHCA_QPS_INIT;
-    attr.qkey = kQkey;
-    ASSERT_EQ(p.a.modify(ua1.q.qpn,
-                         OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_QKEY, attr)
-                  .status,
-              OHCA_STATUS_OK);
-    attr = {};
-    attr.qp_state = OHCA_QPS_RTR;
-    ASSERT_EQ(p.a.modify(ua1.q.qpn, OHCA_QP_STATE, attr).status, OHCA_STATUS_OK);
-    attr.qp_state = OHCA_QPS_RTS;
-    ASSERT_EQ(p.a.modify(ua1.q.qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN, attr).status, OHCA_STATUS_OK);
     p.b.post_recv(ub.q, 1, {{ub.buf, 4096, ub.key}});
     ohca_av_ib av{};
     av.dlid = 0x20;
@@ -809,26 +790,7 @@ TEST(IbTraps, PkeyViolationsCountedAndOneTrap257) {
     d[2] = 0x80; // index 1: 0x8002, on node a only
     d[3] = 0x02;
     ASSERT_EQ(smp(p.a, ib::method::Set, ib::attr::PKeyTable, 0, d).status(), 0);
-    UdQp ua;
-    ua.pd = p.a.create_pd();
-    ua.scq = p.a.create_cq(8);
-    ua.rcq = p.a.create_cq(8);
-    ua.q = p.a.create_qp(ua.pd, ua.scq.cqn, ua.rcq.cqn, 6, 6, 0, OHCA_QPT_UD);
-    ua.buf = p.a.alloc(1 << 16);
-    ua.key = p.a.reg_mr(ua.pd, ua.buf, 1 << 16, OHCA_ACCESS_LOCAL_WRITE);
-    ohca_qp_attr attr{};
-    attr.qp_state = OHCA_QPS_INIT;
-    attr.qkey = kQkey;
-    attr.pkey_index = 1;
-    ASSERT_EQ(
-        p.a.modify(ua.q.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_QKEY, attr)
-            .status,
-        OHCA_STATUS_OK);
-    attr = {};
-    attr.qp_state = OHCA_QPS_RTR;
-    ASSERT_EQ(p.a.modify(ua.q.qpn, OHCA_QP_STATE, attr).status, OHCA_STATUS_OK);
-    attr.qp_state = OHCA_QPS_RTS;
-    ASSERT_EQ(p.a.modify(ua.q.qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN, attr).status, OHCA_STATUS_OK);
+    UdQp ua = make_ud(p.a, OHCA_QPT_UD, 1);
     UdQp ub = make_ud(p.b);
     p.b.post_recv(ub.q, 1, {{ub.buf, 4096, ub.key}});
     p.b.host.wire.clear();
