@@ -975,6 +975,42 @@ TEST_F(IbSnapshot, APortInfoNoSmCouldSetIsRefused) {
     EXPECT_NE(try_load(pi).find("IB port: a port state"), std::string::npos);
 }
 
+// The host's CapabilityMask bits (SET_PORT_CAP) travel; a stream with IsSM
+// and IsSMdisabled together (no SET_PORT_CAP makes that) is refused.
+TEST_F(IbSnapshot, TheHostsCapabilityBitsTravel) {
+    ohca_set_port_cap_in in{};
+    in.port = 1;
+    in.host_caps = OHCA_PORT_CAP_IS_SM | OHCA_PORT_CAP_IS_CM;
+    ASSERT_EQ(a.cmd_in(OHCA_CMD_SET_PORT_CAP, in).status, OHCA_STATUS_OK);
+    const uint32_t mask = port_info(a).capability_mask;
+    const std::vector<uint8_t> s = save(a);
+    restore(a, s, OHCA_LINK_IB);
+    EXPECT_EQ(port_info(a).capability_mask, mask);
+    EXPECT_NE(mask & ib::port_cap::IsSm, 0u);
+    EXPECT_EQ(mask & ib::port_cap::IsSmDisabled, 0u);
+    ib::SmpData want{};
+    port_info(a).write(want);
+    const auto at = std::search(s.begin(), s.end(), want.begin(), want.end());
+    ASSERT_NE(at, s.end());
+    std::vector<uint8_t> bad = s;
+    ib::PortInfo pi = port_info(a);
+    pi.capability_mask |= ib::port_cap::IsSmDisabled;
+    ib::SmpData bytes{};
+    pi.write(bytes);
+    std::copy(bytes.begin(), bytes.end(), bad.begin() + (at - s.begin()));
+    const uint32_t crc =
+        ~crc32::update(~uint32_t{0}, std::span<const uint8_t>(bad).first(bad.size() - 4));
+    std::memcpy(bad.data() + bad.size() - 4, &crc, 4);
+    FakeHost h;
+    const ohca_engine_ops ops = FakeHost::ops();
+    const ohca_engine_config cfg = config_of(a, 3, OHCA_LINK_IB);
+    ohca_engine *e = ohca_engine_create(&ops, &h, &cfg);
+    char err[256] = "";
+    EXPECT_NE(ohca_engine_load(e, bad.data(), bad.size(), err, sizeof(err)), 0);
+    EXPECT_NE(std::string(err).find("IsSM"), std::string::npos) << err;
+    ohca_engine_destroy(e);
+}
+
 // An Ethernet engine refuses an InfiniBand stream and the reverse: the
 // configuration says which link the stream's port has.
 TEST_F(IbSnapshot, TheOtherLinkLayerIsRefused) {
