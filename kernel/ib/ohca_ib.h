@@ -58,7 +58,13 @@ struct ohca_ibdev {
 	 */
 	spinlock_t port_lock;
 	bool port_active;		/* port state last reported */
-	/* IB port: CapabilityMask bits the host's agents set (IsSM, IsCM). */
+	/*
+	 * IB port: CapabilityMask bits the host's agents set (IsSM, IsCM),
+	 * given to the device with SET_PORT_CAP. port_cap_lock (a mutex:
+	 * the command sleeps) serializes ohca_ib_modify_port(); query_port
+	 * reads port_cap_set without it (READ_ONCE).
+	 */
+	struct mutex port_cap_lock;
 	u32 port_cap_set;
 
 	/*

@@ -146,6 +146,7 @@ static int ohca_ib_probe(struct auxiliary_device *adev,
 		return -ENOMEM;
 	dev->cdev = cdev;
 	spin_lock_init(&dev->port_lock);
+	mutex_init(&dev->port_cap_lock);
 	xa_init_flags(&dev->cq_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->srq_xa, XA_FLAGS_LOCK_IRQ);

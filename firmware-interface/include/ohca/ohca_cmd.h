@@ -95,6 +95,7 @@ enum ohca_cmd_opcode {
 	/* An InfiniBand port (OHCA_LINK_IB, ABI 1.5): the management agents */
 	OHCA_CMD_MAD_IFC		= 0x35,
 	OHCA_CMD_CC_PARAM		= 0x36,	/* DCQCN, docs/congestion.md */
+	OHCA_CMD_SET_PORT_CAP		= 0x37,	/* IB port: the host's capability bits */
 	/* OHCA_DEV_CAP_PFC: pause and priority flow control (section 22) */
 	OHCA_CMD_QUERY_PFC		= 0x38,
 	OHCA_CMD_SET_PFC		= 0x39,
@@ -444,6 +445,37 @@ struct ohca_mad_ifc_out {
 	ohca_u8 mad[OHCA_MAD_SIZE];
 };
 OHCA_ASSERT_SIZE(struct ohca_mad_ifc_out, 16 + OHCA_MAD_SIZE);
+
+/* ---- SET_PORT_CAP (OHCA_DEV_CAP_IB_LINK) ------------------------------- */
+/*
+ * The PortInfo CapabilityMask bits that the host's agents own (IBTA
+ * 14.2.5.6): the driver passes the whole set it has (ib_core's
+ * modify_port: ib_cm's IsCM, umad's issm device's IsSM). The device's SMA
+ * shows them in PortInfo and QUERY_PORT's port_cap_flags beside its own
+ * (IsSMdisabled only while IsSM is clear) and, when the set changes on an
+ * ACTIVE port with a subnet manager, sends it trap 144 (section 21,
+ * "Traps"). Only on an InfiniBand port: elsewhere BAD_STATE.
+ */
+enum ohca_port_cap_host {
+	OHCA_PORT_CAP_IS_SM		= 1u << 1,
+	OHCA_PORT_CAP_IS_CM		= 1u << 16,
+	OHCA_PORT_CAP_IS_SNMP_TUNNEL	= 1u << 17,
+	OHCA_PORT_CAP_IS_DEVICE_MGMT	= 1u << 19,
+	OHCA_PORT_CAP_IS_VENDOR_CLASS	= 1u << 20,
+	OHCA_PORT_CAP_IS_BOOT_MGMT	= 1u << 23,
+};
+#define OHCA_PORT_CAP_HOST_MASK						\
+	(OHCA_PORT_CAP_IS_SM | OHCA_PORT_CAP_IS_CM |			\
+	 OHCA_PORT_CAP_IS_SNMP_TUNNEL | OHCA_PORT_CAP_IS_DEVICE_MGMT |	\
+	 OHCA_PORT_CAP_IS_VENDOR_CLASS | OHCA_PORT_CAP_IS_BOOT_MGMT)
+
+struct ohca_set_port_cap_in {
+	ohca_u8 port;			/* must be 1 */
+	ohca_u8 rsvd[3];
+	ohca_le32 host_caps;		/* enum ohca_port_cap_host bits only */
+};
+OHCA_ASSERT_SIZE(struct ohca_set_port_cap_in, 8);
+OHCA_ASSERT_OFFSET(struct ohca_set_port_cap_in, host_caps, 4);
 
 /* What changed, in OHCA_EQE_PORT_CHANGE's param1 (ABI 1.5; 0 before). */
 enum ohca_port_change {

@@ -93,6 +93,7 @@ const std::array<Device::CmdSpec, OHCA_CMD_MAX> Device::kCommands = [] {
     OHCA_CMD(OHCA_CMD_MODIFY_CQ, sizeof(ohca_modify_cq_in), 0, d.cqs_.cmd_modify_cq(c));
     OHCA_CMD(OHCA_CMD_MAD_IFC, sizeof(ohca_mad_ifc_in), sizeof(ohca_mad_ifc_out),
              d.cmds_.cmd_mad_ifc(c));
+    OHCA_CMD(OHCA_CMD_SET_PORT_CAP, sizeof(ohca_set_port_cap_in), 0, d.cmds_.cmd_set_port_cap(c));
     OHCA_CMD(OHCA_CMD_CC_PARAM, sizeof(ohca_cc_param_in), sizeof(ohca_cc_param_out),
              d.cmds_.cmd_cc_param(c));
     OHCA_CMD(OHCA_CMD_QUERY_PFC, sizeof(ohca_query_pfc_in), sizeof(ohca_query_pfc_out),

@@ -345,6 +345,31 @@ CmdResult DeviceCommands::cmd_mad_ifc(const Command &cmd) {
     return {};
 }
 
+// The host's CapabilityMask bits to an InfiniBand port's SMA; a change the
+// SM must hear of raises trap 144, which the run's end sends.
+CmdResult DeviceCommands::cmd_set_port_cap(const Command &cmd) {
+    using In = ohca_set_port_cap_in;
+    const auto in = cmd.input<In>();
+    std::optional<IbPort> &ib = d_.port.state().ib;
+    if (!ib) {
+        return {OHCA_STATUS_BAD_STATE, 0};
+    }
+    if (in.port != 1) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, port)};
+    }
+    if (auto off = nonzero_at(cmd.in, offsetof(In, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    const uint32_t caps = le(in.host_caps);
+    if ((caps & ~uint32_t{OHCA_PORT_CAP_HOST_MASK}) != 0) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, host_caps)};
+    }
+    if (ib->set_host_caps(caps)) {
+        d_.host.schedule();
+    }
+    return {};
+}
+
 // ---- pause and PFC (section 22) --------------------------------------------------
 
 CmdResult DeviceCommands::cmd_query_pfc(const Command &cmd) {
