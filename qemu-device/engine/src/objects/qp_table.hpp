@@ -27,6 +27,7 @@ class IbPort;
 class CqTable;
 class PdTable;
 class XrcTransport;
+class WqTable;
 
 class QpTable : public XrcSrqBorrowers {
   public:
@@ -72,6 +73,11 @@ class QpTable : public XrcSrqBorrowers {
     // ATTACH_MCAST / DETACH_MCAST of a UD QP to a group (the groups are
     // McastTable's).
     CmdResult cmd_mcast(const Command &cmd, bool attach);
+    // CREATE_RSS_QP's QP (its checks done by WqTable): a raw Ethernet QP
+    // on PD 'pdn' without queues, RSS configuration 'slot'.
+    CmdResult create_rss_qp(const Command &cmd, uint32_t pdn, uint32_t slot);
+    // The owner of RSS configurations, told when an RSS QP goes.
+    void set_rss_owner(WqTable &w) { rss_owner_ = &w; }
 
     // A doorbell of the SQ ('sq') or the RQ of QP 'qpn' on UAR page 'page'
     // with its new producer index. Null (the caller counts it) for a QP not
@@ -107,6 +113,7 @@ class QpTable : public XrcSrqBorrowers {
     QpnAllocator qpns_; // [first_qpn, first_qpn + max_qp)
     // Where the next QPN search starts (not part of the power-on state).
     uint32_t next_qpn_ = DeviceLimits::first_qpn;
+    WqTable *rss_owner_ = nullptr;
 };
 
 } // namespace ohca

@@ -261,6 +261,9 @@ struct Qp {
     uint32_t xrcdn = 0;
     uint32_t windows = 0; // type 2 windows bound through it (mw.cpp)
     uint32_t flows = 0;   // raw Ethernet: flows steering to it (raw_eth.cpp)
+    // An RSS QP (CREATE_RSS_QP): its hash configuration's slot in the
+    // WQ table (objects/wq.hpp); it has no SQ or RQ of its own.
+    uint32_t rss = 0;
     WorkQueue sq;
     WorkQueue rq;
     QpAttrs attrs;
