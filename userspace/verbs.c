@@ -720,7 +720,8 @@ struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
 /*
  * ibv_create_qp_ex: what create_qp does, plus the ibv_wr_* posting API
  * for the send_ops_flags asked for. No creation flag is supported (0 is
- * accepted); other comp_mask bits (XRC, RSS) and send
+ * accepted); an indirection table makes an RSS QP (wq.c); other
+ * comp_mask bits and send
  * opcodes the QP type cannot post are EOPNOTSUPP, so callers can tell
  * "not supported" from "invalid".
  */

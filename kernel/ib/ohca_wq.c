@@ -200,14 +200,16 @@ int ohca_create_rwq_ind_table(struct ib_rwq_ind_table *ibtbl,
 			      struct ib_rwq_ind_table_init_attr *init,
 			      struct ib_udata *udata)
 {
-	struct ohca_ibdev *dev = to_ohca_dev(ibtbl->device);
 	struct ohca_rwq_ind_table *tbl = to_ohca_ind_tbl(ibtbl);
 	struct ohca_create_rwq_ind_tbl_in *in;
+	struct ohca_ibdev *dev;
 	u32 n, i;
 	int err;
 
 	if (init->log_ind_tbl_size > OHCA_RWQ_IND_TBL_LOG_MAX)
 		return -EINVAL;
+	/* The table's own device field may not be set yet: its WQs' is. */
+	dev = to_ohca_dev(init->ind_tbl[0]->device);
 	if (udata && udata->inlen &&
 	    !ib_is_udata_cleared(udata, 0, udata->inlen))
 		return -EINVAL;
