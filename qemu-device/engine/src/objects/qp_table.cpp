@@ -109,20 +109,12 @@ CmdResult QpTable::cmd_create_qp(const Command &cmd) {
         if (!d_.xrc.domain_exists(xrcdn)) {
             return {OHCA_STATUS_BAD_HANDLE, xrcdn};
         }
-        const std::optional<uint32_t> n = free_qpn();
-        if (!n) {
-            return {OHCA_STATUS_NO_RESOURCES, 0};
-        }
-        if (CmdResult res = write_create_out(d_.host, cmd, *n, 0); res.status != OHCA_STATUS_OK) {
+        CmdResult res;
+        Qp *qp = add_queueless(cmd, in.type, res);
+        if (qp == nullptr) {
             return res;
         }
-        auto qp = std::make_unique<Qp>();
-        qp->qpn = *n;
-        qp->type = in.type;
         qp->xrcdn = xrcdn;
-        qps_[*n] = std::move(qp);
-        qpns_.take(*n);
-        next_qpn_ = *n + 1;
         ++d_.uar_refs[0];
         d_.xrc.get(xrcdn);
         return {};
@@ -263,6 +255,25 @@ CmdResult QpTable::cmd_create_qp(const Command &cmd) {
     return {};
 }
 
+Qp *QpTable::add_queueless(const Command &cmd, uint8_t type, CmdResult &res) {
+    const std::optional<uint32_t> n = free_qpn();
+    if (!n) {
+        res = {OHCA_STATUS_NO_RESOURCES, 0};
+        return nullptr;
+    }
+    res = write_create_out(d_.host, cmd, *n, 0);
+    if (res.status != OHCA_STATUS_OK) {
+        return nullptr;
+    }
+    auto qp = std::make_unique<Qp>();
+    qp->qpn = *n;
+    qp->type = type;
+    qps_[*n] = std::move(qp);
+    qpns_.take(*n);
+    next_qpn_ = *n + 1;
+    return qps_[*n].get();
+}
+
 CmdResult QpTable::create_rss_qp(const Command &cmd, uint32_t pdn, uint32_t slot) {
     if (d_.ib != nullptr) {
         return {OHCA_STATUS_BAD_STATE, 0}; // raw Ethernet QPs only on Ethernet
@@ -271,21 +282,13 @@ CmdResult QpTable::create_rss_qp(const Command &cmd, uint32_t pdn, uint32_t slot
     if (pd == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, pdn};
     }
-    const std::optional<uint32_t> n = free_qpn();
-    if (!n) {
-        return {OHCA_STATUS_NO_RESOURCES, 0};
-    }
-    if (CmdResult res = write_create_out(d_.host, cmd, *n, 0); res.status != OHCA_STATUS_OK) {
+    CmdResult res;
+    Qp *qp = add_queueless(cmd, OHCA_QPT_RAW_ETH, res);
+    if (qp == nullptr) {
         return res;
     }
-    auto qp = std::make_unique<Qp>();
-    qp->qpn = *n;
-    qp->type = OHCA_QPT_RAW_ETH;
     qp->pdn = pdn;
     qp->rss = slot;
-    qps_[*n] = std::move(qp);
-    qpns_.take(*n);
-    next_qpn_ = *n + 1;
     ++pd->refs;
     ++d_.uar_refs[0];
     return {};

@@ -103,6 +103,9 @@ class QpTable : public XrcSrqBorrowers {
 
   private:
     void apply_state(Qp &qp, uint8_t next);
+    // A QP without queues (XRC target, RSS QP) of 'type', its number
+    // taken and written as the command's output; null with 'res' set.
+    Qp *add_queueless(const Command &cmd, uint8_t type, CmdResult &res);
     std::optional<uint32_t> free_qpn() const { return qpns_.next_free(next_qpn_); }
     void link_cqs(const Qp &qp);
     void unlink_cqs(const Qp &qp);

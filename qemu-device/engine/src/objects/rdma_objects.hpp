@@ -386,4 +386,14 @@ inline void release_xrc_srq(Qp &qp) {
 // live on the heap so that an empty table is cheap to create and reset.
 template <class T> using Table = std::vector<std::unique_ptr<T>>;
 
+// A table's lowest free slot from 1 (O(size), once per create command).
+template <class T> std::optional<uint32_t> free_slot(const Table<T> &t) {
+    for (uint32_t i = 1; i < t.size(); ++i) {
+        if (!t[i]) {
+            return i;
+        }
+    }
+    return std::nullopt;
+}
+
 } // namespace ohca

@@ -22,15 +22,6 @@ CmdResult bad_field(size_t off) {
     return {OHCA_STATUS_BAD_FIELD, static_cast<uint32_t>(off)};
 }
 
-template <class T> std::optional<uint32_t> free_slot(const Table<T> &t) {
-    for (uint32_t i = 1; i < t.size(); ++i) {
-        if (!t[i]) {
-            return i;
-        }
-    }
-    return std::nullopt;
-}
-
 } // namespace
 
 void WqTable::reset() {
