@@ -208,7 +208,7 @@ uint8_t Pfc::paused_mask() const {
     return m;
 }
 
-uint64_t Pfc::deadline() const {
+uint64_t Pfc::next_due() const {
     uint64_t d = (xoff_ != 0 || xoff_global_) ? refresh_ns_ : 0;
     if (paused_mask_ == 0) {
         return d;
@@ -306,8 +306,8 @@ void Pfc::update_xoff() {
     xoff_ = want;
 }
 
-void Pfc::tick() {
-    if ((xoff_ == 0 && !xoff_global_) || d_.host.now_ns() < refresh_ns_) {
+void Pfc::refresh() {
+    if (d_.host.now_ns() < refresh_ns_) {
         return;
     }
     // Still full: the XOFF again before the peer's timer ends.

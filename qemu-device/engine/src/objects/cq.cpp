@@ -19,7 +19,7 @@ void CqTable::reset() {
     timers_.clear();
 }
 
-unsigned int CqTable::expire_timers(uint64_t now, unsigned int max) {
+unsigned int CqTable::expire_due(uint64_t now, unsigned int max) {
     // Each expiry takes its CQ out of the heap.
     unsigned int n = 0;
     for (size_t left = timers_.size(); left > 0; --left) {
