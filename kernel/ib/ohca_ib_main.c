@@ -80,6 +80,8 @@ static int ohca_ib_register(struct ohca_ibdev *dev)
 		"ohca RoCEv2 HCA", sizeof(ibdev->node_desc));
 	ib_set_device_ops(ibdev, &ohca_dev_ops);
 	ib_set_device_ops(ibdev, &ohca_stats_ops);
+	if (ohca_has_rss(dev))
+		ib_set_device_ops(ibdev, &ohca_rss_ops);
 	if (IS_ENABLED(CONFIG_INFINIBAND_USER_ACCESS))
 		ibdev->driver_def = ohca_uapi_defs;
 

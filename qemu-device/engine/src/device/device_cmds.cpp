@@ -5,6 +5,7 @@
 #include "device/limits.hpp"
 #include "device/wire_port.hpp"
 #include "link/byte_order.hpp"
+#include "objects/wq.hpp"
 #include "transports/raw_eth.hpp"
 
 #include <algorithm>
@@ -63,6 +64,11 @@ CmdResult DeviceCommands::cmd_query_device(const Command &cmd) {
     out.max_odp_chunks = le(L::max_odp_chunks);
     out.max_cq_mod_count = le(L::max_cq_mod_count);
     out.max_cq_mod_period = le(L::max_cq_mod_period_us);
+    out.max_wq = le(WqLimits::max_wq);
+    out.max_wq_wr = le(WqLimits::max_wq_wr);
+    out.max_rwq_ind_tbl = le(WqLimits::max_ind_tbl);
+    out.max_rwq_ind_tbl_size = le(WqLimits::max_ind_tbl_size);
+    out.rss_fields = le(uint32_t{OHCA_RSS_ALL_FIELDS});
     // A driver that knows a shorter output gets only that part.
     return write_output(d_.host, cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
 }

@@ -11,20 +11,6 @@
 
 namespace ohca {
 
-namespace {
-
-// Lowest free slot from 1.
-template <class T> std::optional<uint32_t> free_slot(const Table<T> &t) {
-    for (uint32_t i = 1; i < t.size(); ++i) {
-        if (!t[i]) {
-            return i;
-        }
-    }
-    return std::nullopt;
-}
-
-} // namespace
-
 void CqTable::reset() {
     eqs_.clear();
     eqs_.resize(DeviceLimits::max_eq);
