@@ -129,6 +129,22 @@ void LinkCredits::mark_all_pending() {
     }
 }
 
+LinkCredits::VlCounters LinkCredits::counters(uint8_t vl) const {
+    if (vl >= vls_) {
+        return {};
+    }
+    return {tx_[vl].fctbs, tx_[vl].fccl, tx_[vl].heard, rx_[vl].abr};
+}
+
+bool LinkCredits::restore(uint8_t vl, const VlCounters &c) {
+    if (vl >= vls_ || wrap(c.fctbs) != c.fctbs || wrap(c.fccl) != c.fccl || wrap(c.abr) != c.abr) {
+        return false;
+    }
+    tx_[vl] = {c.fctbs, c.fccl, c.heard};
+    rx_[vl] = {c.abr, 0, true};
+    return true;
+}
+
 void LinkCredits::reset() {
     tx_ = {};
     rx_ = {};

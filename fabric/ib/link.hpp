@@ -102,6 +102,22 @@ class LinkCredits {
     // peer until its first FCP, an FCP pending on every VL.
     void reset();
 
+    // The counters both ends keep in step on a VL, for a save of the
+    // link's owner (the device's migration). The receive buffer is not
+    // among them: its packets are dropped with the owner's other frames
+    // in flight, which the FCTBS/ABR resynchronization absorbs.
+    struct VlCounters {
+        uint16_t fctbs = 0; // blocks sent
+        uint16_t fccl = 0;  // the peer's last limit
+        bool heard = false; // an FCP arrived since reset
+        uint16_t abr = 0;   // blocks received
+    };
+    [[nodiscard]] VlCounters counters(uint8_t vl) const;
+    // Restores a VL's counters with an empty buffer and an FCP pending (the
+    // peer learns where this end stands); false, changing nothing, for a VL
+    // that is not operational or a counter wider than 12 bits.
+    bool restore(uint8_t vl, const VlCounters &c);
+
     [[nodiscard]] uint8_t vls() const { return vls_; }
     [[nodiscard]] uint16_t buffer_blocks() const { return buffer_; }
 

@@ -173,3 +173,41 @@ TEST(IbCredits, ResetClearsEverything) {
     EXPECT_TRUE(b.fcp_pending(1));
     EXPECT_EQ(b.take_fcp(0).fctbs, 0);
 }
+
+TEST(IbCredits, RestoredEndCarriesOnAfterLostPackets) {
+    // B's owner is saved and restored elsewhere (a migration): the packets
+    // in flight and in B's receive buffer are gone. The
+    // restored B keeps its counters; one FCP each way puts both ends back
+    // in step, with B's full buffer offered again.
+    LinkCredits a(50, 1), b(50, 1);
+    b.on_fcp(a.take_fcp(0));
+    a.on_fcp(b.take_fcp(0));
+    ASSERT_TRUE(a.on_received(0, 20)); // in A's buffer, consumed later
+    b.on_sent(0, 20);
+    ASSERT_TRUE(b.on_received(0, 7)); // in B's buffer when B is saved
+    a.on_sent(0, 7);
+    a.on_sent(0, 3); // in flight when B is saved: lost
+
+    LinkCredits b2(50, 1);
+    ASSERT_TRUE(b2.restore(0, b.counters(0)));
+    EXPECT_TRUE(b2.fcp_pending(0));
+    EXPECT_EQ(b2.credit(0), b.credit(0));
+    EXPECT_EQ(b2.occupied(0), 0);
+    a.on_fcp(b2.take_fcp(0)); // B's FCTBS: A's ABR counts what B sent
+    a.on_released(0, 20);
+    b2.on_fcp(a.take_fcp(0)); // A's FCTBS: B's ABR skips the lost 3 blocks
+    EXPECT_EQ(b2.credit(0), 50);
+    a.on_fcp(b2.take_fcp(0));
+    EXPECT_EQ(a.credit(0), 50);
+}
+
+TEST(IbCredits, RestoreRefusesWhatNoLinkHolds) {
+    LinkCredits c(50, 2);
+    EXPECT_FALSE(c.restore(2, {}));                   // not operational
+    EXPECT_FALSE(c.restore(0, {0x1000, 0, true, 0})); // 13 bits
+    EXPECT_FALSE(c.restore(1, {0, 0x1000, true, 0}));
+    EXPECT_FALSE(c.restore(1, {0, 0, true, 0xFFFF}));
+    EXPECT_EQ(c.credit(0), 0); // unchanged
+    EXPECT_TRUE(c.restore(1, {5, 40, true, 9}));
+    EXPECT_EQ(c.credit(1), 35);
+}

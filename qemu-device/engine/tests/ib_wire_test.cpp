@@ -6,6 +6,7 @@
 #include "device/device.hpp"
 #include "ib/mad.hpp"
 #include "ib/packet.hpp"
+#include "ib_sm.hpp"
 #include "rdma_node.hpp"
 
 #include <gtest/gtest.h>
@@ -16,57 +17,6 @@ namespace ohca::test {
 namespace {
 
 constexpr uint32_t kQkey = 0x11111111;
-
-// One SMP through MAD_IFC, as the driver hands down the SM's.
-ib::Smp smp(RdmaNode &n, uint8_t method, uint16_t attr, uint32_t mod, const ib::SmpData &data,
-            uint32_t *result = nullptr) {
-    ib::Smp req;
-    req.hdr.mgmt_class = ib::mgmt_class::SubnLidRouted;
-    req.hdr.method = method;
-    req.hdr.attr_id = attr;
-    req.hdr.attr_mod = mod;
-    req.hdr.tid = 7;
-    req.data = data;
-    ib::Mad m{};
-    req.write(m);
-    ohca_mad_ifc_in in{};
-    in.port = 1;
-    in.flags = OHCA_MAD_IFC_IGNORE_MKEY;
-    std::copy(m.begin(), m.end(), in.mad);
-    ohca_mad_ifc_out out{};
-    EXPECT_EQ(n.cmd(OHCA_CMD_MAD_IFC, &in, sizeof(in), &out, sizeof(out)).status, OHCA_STATUS_OK);
-    if (result != nullptr) {
-        *result = out.result;
-    }
-    ib::Mad r{};
-    std::copy(std::begin(out.mad), std::end(out.mad), r.begin());
-    return ib::Smp::read(r);
-}
-
-ib::PortInfo port_info(RdmaNode &n) {
-    return ib::PortInfo::read(smp(n, ib::method::Get, ib::attr::PortInfo, 1, {}).data);
-}
-
-// PortInfo Set of 'pi'; the response's status.
-uint16_t set_port_info(RdmaNode &n, const ib::PortInfo &pi) {
-    ib::SmpData d{};
-    pi.write(d);
-    return smp(n, ib::method::Set, ib::attr::PortInfo, 1, d).status();
-}
-
-// What opensm does to a CA port: LID, SM LID, then ARMED, then ACTIVE.
-void sm_bring_up(RdmaNode &n, uint16_t lid) {
-    ib::PortInfo pi = port_info(n);
-    ASSERT_EQ(pi.port_state, ib::port_state::Init);
-    pi.lid = lid;
-    pi.master_sm_lid = 1;
-    pi.port_state = ib::port_state::Armed;
-    ASSERT_EQ(set_port_info(n, pi), 0);
-    pi = port_info(n);
-    pi.port_state = ib::port_state::Active;
-    ASSERT_EQ(set_port_info(n, pi), 0);
-    n.lid = lid;
-}
 
 // The data packets a node put on the wire, without link packets (FCPs).
 std::vector<std::vector<uint8_t>> data_frames(RdmaNode &n) {

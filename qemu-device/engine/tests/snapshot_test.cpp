@@ -9,6 +9,8 @@
 // refused before anything is allocated for them.
 #include "device/device.hpp"
 #include "eth/frame.hpp"
+#include "ib/link.hpp"
+#include "ib_sm.hpp"
 #include "link/crc32.hpp"
 #include "rdma_node.hpp"
 
@@ -29,13 +31,14 @@ constexpr uint32_t kRemote =
 
 // The configuration RdmaNode gives node 'id' (rdma_node.cpp); 'seed' is
 // not part of what must match.
-ohca_engine_config config_of(const RdmaNode &n, uint32_t seed) {
+ohca_engine_config config_of(const RdmaNode &n, uint32_t seed, uint8_t link_layer = OHCA_LINK_ETH) {
     ohca_engine_config cfg{};
     std::copy(n.mac.begin(), n.mac.end(), cfg.mac);
     cfg.node_guid = 0x0002c9fffe000000ull | n.mac[5];
     cfg.sys_image_guid = cfg.node_guid;
     cfg.link_up = true;
     cfg.id_seed = seed;
+    cfg.link_layer = link_layer;
     return cfg;
 }
 
@@ -50,10 +53,10 @@ std::vector<uint8_t> save(RdmaNode &n) {
 }
 
 // A new engine for node 'n' (the old one destroyed), loaded from 's'.
-void restore(RdmaNode &n, const std::vector<uint8_t> &s) {
+void restore(RdmaNode &n, const std::vector<uint8_t> &s, uint8_t link_layer = OHCA_LINK_ETH) {
     ohca_engine_destroy(n.e);
     const ohca_engine_ops ops = FakeHost::ops();
-    const ohca_engine_config cfg = config_of(n, 0x5eed);
+    const ohca_engine_config cfg = config_of(n, 0x5eed, link_layer);
     n.e = ohca_engine_create(&ops, &n.host, &cfg);
     ASSERT_NE(n.e, nullptr);
     n.drv.attach(n.e);
@@ -813,6 +816,177 @@ TEST(Snapshot, NotFromInsideACallback) {
     a.create_pd();
     EXPECT_EQ(rc, -1);
     EXPECT_NE(why.find("callback"), std::string::npos);
+}
+
+} // namespace
+} // namespace ohca::test
+
+namespace ohca::test {
+namespace {
+
+// The data packets a node put on the wire, without link packets (FCPs).
+size_t data_frames_on(const RdmaNode &n) {
+    return static_cast<size_t>(
+        std::count_if(n.host.wire.begin(), n.host.wire.end(),
+                      [](const auto &f) { return f.size() != ib::kLinkPacketBytes; }));
+}
+
+// An InfiniBand port (issue 26 item 4): the SM's settings, the PMA's
+// counters and the link's credits travel with the device.
+class IbSnapshot : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        sm_bring_up(a, 0x10);
+        sm_bring_up(b, 0x20);
+        // Beyond the bring-up: a partition in the P_Key table (entry 1) and
+        // SL 1 on VL 1.
+        ib::SmpData d{};
+        d[0] = 0xff;
+        d[1] = 0xff;
+        d[2] = 0x80;
+        d[3] = 0x01;
+        ASSERT_EQ(smp(a, ib::method::Set, ib::attr::PKeyTable, 0, d).status(), 0);
+        d = {};
+        d[0] = 0x01; // SL0 -> VL0, SL1 -> VL1
+        ASSERT_EQ(smp(a, ib::method::Set, ib::attr::SlToVlTable, 0, d).status(), 0);
+        pump(a, b);
+        sa = make_side(a, 1 << 20, 6, pa);
+        sb = make_side(b, 1 << 20, 6, pb);
+        a.connect(sa.qp, sb.qp.qpn, b, 5);
+        b.connect(sb.qp, sa.qp.qpn, a, 5);
+    }
+    RdmaNode a{1, false, 0, 10, 0, nullptr, OHCA_LINK_IB};
+    RdmaNode b{2, false, 0, 10, 0, nullptr, OHCA_LINK_IB};
+    Side sa, sb;
+};
+
+// Saved in the middle of a SEND, a WRITE and a READ by LID, loaded into a
+// new engine: the port is ACTIVE with its LID and the SM's tables, and the
+// traffic completes with every byte in place (what was in flight is sent
+// again; the credits resynchronize through FCPs, with no overrun).
+TEST_F(IbSnapshot, ThePortKeepsItsLidAndTrafficGoesOn) {
+    b.post_recv(sb.qp, 5, {{sb.buf, 20000, sb.key}});
+    SendReq s;
+    s.sges = {{sa.buf, 20000, sa.key}};
+    a.post_send(sa.qp, s);
+    SendReq w;
+    w.wr_id = 2;
+    w.opcode = OHCA_WR_RDMA_WRITE;
+    w.remote_addr = sb.buf + 0x10000;
+    w.rkey = sb.key;
+    w.sges = {{sa.buf + 0x20000, 30000, sa.key}};
+    a.post_send(sa.qp, w);
+    SendReq r;
+    r.wr_id = 3;
+    r.opcode = OHCA_WR_RDMA_READ;
+    r.remote_addr = sb.buf + 0x40000;
+    r.rkey = sb.key;
+    r.sges = {{sa.buf + 0x50000, 30000, sa.key}};
+    a.post_send(sa.qp, r);
+    partial(a, b, 9);
+    const auto before = port_info(a);
+    a.host.wire.clear(); // in flight when A stopped: lost
+    restore(a, save(a), OHCA_LINK_IB);
+    const ib::PortInfo after = port_info(a);
+    EXPECT_EQ(after.port_state, ib::port_state::Active);
+    EXPECT_EQ(after.lid, 0x10);
+    EXPECT_EQ(after.master_sm_lid, 1);
+    EXPECT_EQ(after.m_key, before.m_key);
+    const ib::Smp pk = smp(a, ib::method::Get, ib::attr::PKeyTable, 0, {});
+    EXPECT_EQ(pk.data[2], 0x80);
+    EXPECT_EQ(pk.data[3], 0x01);
+    EXPECT_EQ(smp(a, ib::method::Get, ib::attr::SlToVlTable, 0, {}).data[0], 0x01);
+    // One more SEND, posted after the load.
+    b.post_recv(sb.qp, 6, {{sb.buf + 0x80000, 100, sb.key}});
+    SendReq more;
+    more.wr_id = 4;
+    more.sges = {{sa.buf + 0x80000, 100, sa.key}};
+    a.post_send(sa.qp, more);
+    Done da;
+    Done db;
+    ASSERT_TRUE(run(a, b, [&] { return da.take(a, sa.scq) == 4 && db.take(b, sb.rcq) == 2; }));
+    EXPECT_EQ(read(b, sb.buf + 0x80000, 100), pattern(pa, 0x80000, 100));
+    EXPECT_EQ(read(b, sb.buf, 20000), pattern(pa, 0, 20000));
+    EXPECT_EQ(read(b, sb.buf + 0x10000, 30000), pattern(pa, 0x20000, 30000));
+    EXPECT_EQ(read(a, sa.buf + 0x50000, 30000), pattern(pb, 0x40000, 30000));
+    // Neither end sent beyond the credit the other gave (an overrun is a
+    // receive error).
+    EXPECT_EQ(device_of(a.e).ib_counters()->rcv_errors, 0u);
+    EXPECT_EQ(device_of(b.e).ib_counters()->rcv_errors, 0u);
+}
+
+// The credit B gave travels: after a load on an idle link, a SEND leaves
+// at once, before any FCP from B (a reset link would wait for one).
+TEST_F(IbSnapshot, TheCreditTravels) {
+    pump(a, b);
+    restore(a, save(a), OHCA_LINK_IB);
+    b.post_recv(sb.qp, 6, {{sb.buf, 100, sb.key}});
+    SendReq s;
+    s.sges = {{sa.buf, 100, sa.key}};
+    a.post_send(sa.qp, s);
+    a.process();
+    EXPECT_GT(data_frames_on(a), 0u);
+    Done da;
+    ASSERT_TRUE(run(a, b, [&] { return da.take(a, sa.scq) == 1; }));
+}
+
+TEST_F(IbSnapshot, SaveLoadSaveIsTheSame) {
+    const std::vector<uint8_t> s = save(a);
+    restore(a, s, OHCA_LINK_IB);
+    EXPECT_EQ(save(a), s);
+}
+
+// The stream's PortInfo (64 bytes in the PORT section) changed where the
+// SM cannot reach (MTUCap) or to a value no Set takes (a multicast LID),
+// resealed: refused, with the reason.
+TEST_F(IbSnapshot, APortInfoNoSmCouldSetIsRefused) {
+    const std::vector<uint8_t> good = save(a);
+    ib::SmpData want{};
+    port_info(a).write(want);
+    const auto at = std::search(good.begin(), good.end(), want.begin(), want.end());
+    ASSERT_NE(at, good.end());
+    const auto off = static_cast<size_t>(at - good.begin());
+    const auto try_load = [&](const ib::PortInfo &pi) {
+        std::vector<uint8_t> s = good;
+        ib::SmpData bytes{};
+        pi.write(bytes);
+        std::copy(bytes.begin(), bytes.end(), s.begin() + static_cast<ptrdiff_t>(off));
+        const uint32_t crc =
+            ~crc32::update(~uint32_t{0}, std::span<const uint8_t>(s).first(s.size() - 4));
+        std::memcpy(s.data() + s.size() - 4, &crc, 4);
+        FakeHost h;
+        const ohca_engine_ops ops = FakeHost::ops();
+        const ohca_engine_config cfg = config_of(a, 3, OHCA_LINK_IB);
+        ohca_engine *e = ohca_engine_create(&ops, &h, &cfg);
+        char err[256] = "";
+        const int rc = ohca_engine_load(e, s.data(), s.size(), err, sizeof(err));
+        ohca_engine_destroy(e);
+        return rc == 0 ? std::string() : std::string(err);
+    };
+    ib::PortInfo pi = port_info(a);
+    EXPECT_EQ(try_load(pi), "");
+    pi.mtu_cap = 1;
+    EXPECT_NE(try_load(pi).find("IB port: an attribute the board fixes"), std::string::npos);
+    pi = port_info(a);
+    pi.lid = 0xC001;
+    EXPECT_NE(try_load(pi).find("IB port: a value the SM cannot set"), std::string::npos);
+    pi = port_info(a);
+    pi.phys_state = ib::phys_state::Polling; // ACTIVE without a link
+    EXPECT_NE(try_load(pi).find("IB port: a port state"), std::string::npos);
+}
+
+// An Ethernet engine refuses an InfiniBand stream and the reverse: the
+// configuration says which link the stream's port has.
+TEST_F(IbSnapshot, TheOtherLinkLayerIsRefused) {
+    const std::vector<uint8_t> s = save(a);
+    FakeHost h;
+    const ohca_engine_ops ops = FakeHost::ops();
+    const ohca_engine_config cfg = config_of(a, 3, OHCA_LINK_ETH);
+    ohca_engine *e = ohca_engine_create(&ops, &h, &cfg);
+    char err[256] = "";
+    EXPECT_NE(ohca_engine_load(e, s.data(), s.size(), err, sizeof(err)), 0);
+    EXPECT_NE(std::string(err).find("configured otherwise"), std::string::npos) << err;
+    ohca_engine_destroy(e);
 }
 
 } // namespace

@@ -19,6 +19,11 @@
 
 namespace ohca {
 
+namespace state {
+class Reader;
+class Writer;
+} // namespace state
+
 class IbFlow {
   public:
     // The receive buffer per data VL (64-byte blocks): with 8 VLs, at most
@@ -53,6 +58,12 @@ class IbFlow {
     [[nodiscard]] uint64_t deadline() const { return next_fcp_ns_; }
     [[nodiscard]] size_t held() const { return held_.size(); }
     [[nodiscard]] const ib::LinkCredits &credits() const { return credits_; }
+
+    // The credit counters in a saved engine (device/snapshot.cpp); held
+    // packets are dropped like other frames in flight. After load() the
+    // FCPs are due at once ('now_ns'), so the peer resynchronizes.
+    void save(state::Writer &w) const;
+    void load(state::Reader &r, uint64_t now_ns);
 
   private:
     struct Held {

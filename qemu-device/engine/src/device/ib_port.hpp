@@ -21,6 +21,11 @@
 
 namespace ohca {
 
+namespace state {
+class Reader;
+class Writer;
+} // namespace state
+
 // The device's own counters of an IB port (the PMA's are in the SMA
 // state, fed through the count_* calls).
 struct IbPortCounters {
@@ -103,6 +108,13 @@ class IbPort {
 
     // QUERY_PORT's IB part (link_layer onwards) and its state.
     void fill_query(ohca_query_port_out &out) const;
+
+    // The port's attributes and counters in a saved engine
+    // (device/snapshot.cpp). load() starts from power-on with the saved
+    // link, and refuses what the SM could not have set: an attribute
+    // fixed by the board, or a value out of its range.
+    void save(state::Writer &w) const;
+    void load(state::Reader &r, bool link_up);
 
   private:
     [[nodiscard]] static bool for_agents(const ib::MadHeader &h);

@@ -27,6 +27,11 @@
 
 namespace ohca {
 
+namespace state {
+class Reader;
+class Writer;
+} // namespace state
+
 class McastTable;
 class QpTable;
 class UdTransport;
@@ -90,6 +95,10 @@ class IbWire {
     void parse_error(ParseError err);
     // A received (or looped-back) packet through the port's rules to its QP.
     void deliver(const ParsedPacket &p);
+
+    // The link's credits in a saved engine (device/snapshot.cpp).
+    void save(state::Writer &w) const { flow_.save(w); }
+    void load(state::Reader &r) { flow_.load(r, d_.host.now_ns()); }
 
   private:
     [[nodiscard]] IbPort &port() { return *d_.state.ib; }

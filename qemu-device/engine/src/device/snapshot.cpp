@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The device-side owners' parts of a saved engine (state/stream.hpp,
 // docs/migration.md): EQ 0 and its waiting events, the Ethernet rings, the
-// UARs, the GID table and the port. Every loaded field is checked as the
-// command or register write that set it would have checked it.
+// UARs, the GID table and the port (with an InfiniBand port's attributes
+// and link credits). Every loaded field is checked as the command, SMP or
+// register write that set it would have checked it.
 #include "device/async_events.hpp"
 #include "device/eth.hpp"
 #include "device/event_queue.hpp"
 #include "device/gid_table.hpp"
+#include "device/ib_flow.hpp"
+#include "device/ib_port.hpp"
 #include "device/limits.hpp"
 #include "device/uar_table.hpp"
 #include "device/wire_port.hpp"
+
+#include "state/stream.hpp"
 
 #include <ohca/ohca_regs.h>
 
@@ -252,6 +257,190 @@ void Pfc::load(state::Reader &r) {
     }
 }
 
+void IbFlow::save(state::Writer &w) const {
+    w.u8(credits_.vls());
+    for (uint8_t vl = 0; vl < credits_.vls(); ++vl) {
+        const ib::LinkCredits::VlCounters c = credits_.counters(vl);
+        w.u16(c.fctbs);
+        w.u16(c.fccl);
+        w.boolean(c.heard);
+        w.u16(c.abr);
+    }
+}
+
+void IbFlow::load(state::Reader &r, uint64_t now_ns) {
+    credits_.reset();
+    held_.clear();
+    next_fcp_ns_ = now_ns; // the first run sends every VL's FCP
+    if (r.u8() != credits_.vls() && r.ok()) {
+        r.fail("IB link: another number of data VLs");
+    }
+    for (uint8_t vl = 0; vl < credits_.vls() && r.ok(); ++vl) {
+        ib::LinkCredits::VlCounters c;
+        c.fctbs = r.u16();
+        c.fccl = r.u16();
+        c.heard = r.boolean();
+        c.abr = r.u16();
+        if (r.ok() && !credits_.restore(vl, c)) {
+            r.fail("IB link: a credit counter beyond 12 bits");
+        }
+    }
+    if (!r.ok()) {
+        credits_.reset();
+    }
+}
+
+namespace {
+
+// What the SM (SubnSet(PortInfo)), the link and the port's own counting
+// change in PortInfo; everything else is the board's, as reset() made it.
+void copy_settable(ib::PortInfo &to, const ib::PortInfo &from) {
+    to.m_key = from.m_key;
+    to.gid_prefix = from.gid_prefix;
+    to.lid = from.lid;
+    to.master_sm_lid = from.master_sm_lid;
+    to.m_key_lease_period = from.m_key_lease_period;
+    to.m_key_protect_bits = from.m_key_protect_bits;
+    to.lmc = from.lmc;
+    to.master_sm_sl = from.master_sm_sl;
+    to.subnet_timeout = from.subnet_timeout;
+    to.link_width_enabled = from.link_width_enabled;
+    to.link_speed_enabled = from.link_speed_enabled;
+    to.neighbor_mtu = from.neighbor_mtu;
+    to.operational_vls = from.operational_vls;
+    to.vl_high_limit = from.vl_high_limit;
+    to.vl_stall_count = from.vl_stall_count;
+    to.hoq_life = from.hoq_life;
+    to.partition_enforcement_inbound = from.partition_enforcement_inbound;
+    to.partition_enforcement_outbound = from.partition_enforcement_outbound;
+    to.filter_raw_inbound = from.filter_raw_inbound;
+    to.filter_raw_outbound = from.filter_raw_outbound;
+    to.local_phy_errors = from.local_phy_errors;
+    to.overrun_errors = from.overrun_errors;
+    to.m_key_violations = from.m_key_violations;
+    to.p_key_violations = from.p_key_violations;
+    to.q_key_violations = from.q_key_violations;
+    to.port_state = from.port_state;
+    to.phys_state = from.phys_state;
+}
+
+// Why a loaded PortInfo could not have come from this board, its SM and
+// its link ('link_up'); nullptr if it could.
+const char *port_info_refused(const ib::PortInfo &got, const ib::PortInfo &board, bool link_up) {
+    ib::PortInfo expect = board;
+    copy_settable(expect, got);
+    std::array<uint8_t, ib::kSmpDataBytes> a{};
+    std::array<uint8_t, ib::kSmpDataBytes> b{};
+    expect.write(a);
+    got.write(b);
+    if (a != b) {
+        return "an attribute the board fixes differs";
+    }
+    const bool up = got.phys_state == ib::phys_state::LinkUp;
+    if (got.port_state < ib::port_state::Down || got.port_state > ib::port_state::Active ||
+        (got.phys_state != ib::phys_state::Polling && got.phys_state != ib::phys_state::Disabled &&
+         !up) ||
+        (up && !link_up) || (got.port_state != ib::port_state::Down && !up)) {
+        return "a port state its link cannot be in";
+    }
+    if (got.lid >= ib::kMulticastLidFirst || ib::mtu_bytes(got.neighbor_mtu) == 0 ||
+        got.neighbor_mtu > board.mtu_cap || ib::vls_for_code(got.operational_vls) == 0 ||
+        got.operational_vls > board.vl_cap || got.link_width_enabled == 0 ||
+        (got.link_width_enabled & ~board.link_width_supported) != 0 ||
+        got.link_speed_enabled == 0 ||
+        (got.link_speed_enabled & ~board.link_speed_supported) != 0) {
+        return "a value the SM cannot set";
+    }
+    return nullptr;
+}
+
+void save_vlarb(state::Writer &w, const std::array<ib::VlArbEntry, ib::kVlArbEntries> &t) {
+    for (const ib::VlArbEntry &e : t) {
+        w.u8(e.vl);
+        w.u8(e.weight);
+    }
+}
+
+void load_vlarb(state::Reader &r, std::array<ib::VlArbEntry, ib::kVlArbEntries> &t) {
+    for (ib::VlArbEntry &e : t) {
+        e.vl = r.u8();
+        e.weight = r.u8();
+        if (r.ok() && e.vl > ib::kVl15) {
+            r.fail("IB port: a VL arbitration entry beyond VL15");
+        }
+    }
+}
+
+// The PMA's counters as their attributes lay them out (port_select and
+// counter_select included, so the layout is the MAD's).
+constexpr size_t kCountersBytes = 44;
+constexpr size_t kCountersExtBytes = 72;
+
+} // namespace
+
+void IbPort::save(state::Writer &w) const {
+    const ib::SmaPortState &p = port();
+    std::array<uint8_t, ib::kSmpDataBytes> info{};
+    p.info.write(info);
+    w.array(info);
+    w.u32(static_cast<uint32_t>(p.pkeys.size()));
+    for (const uint16_t k : p.pkeys) {
+        w.u16(k);
+    }
+    w.array(p.sl2vl);
+    save_vlarb(w, p.vlarb_low);
+    save_vlarb(w, p.vlarb_high);
+    std::array<uint8_t, kCountersBytes> c{};
+    p.counters.write(c);
+    w.array(c);
+    std::array<uint8_t, kCountersExtBytes> x{};
+    p.counters_ext.write(x);
+    w.array(x);
+    state::save_counters(w, own_);
+}
+
+void IbPort::load(state::Reader &r, bool link_up) {
+    reset(link_up);
+    const ib::PortInfo board = info();
+    ib::SmaPortState p = port();
+    std::array<uint8_t, ib::kSmpDataBytes> info_bytes{};
+    r.array(info_bytes);
+    p.info = ib::PortInfo::read(info_bytes);
+    if (r.ok()) {
+        if (const char *why = port_info_refused(p.info, board, link_up)) {
+            r.fail(std::string("IB port: ") + why);
+        }
+    }
+    if (r.u32() != p.pkeys.size() && r.ok()) {
+        r.fail("IB port: another P_Key table size");
+    }
+    for (size_t i = 0; i < p.pkeys.size() && r.ok(); ++i) {
+        p.pkeys[i] = r.u16();
+    }
+    r.array(p.sl2vl);
+    for (const uint8_t vl : p.sl2vl) {
+        if (r.ok() && vl > ib::kVl15) {
+            r.fail("IB port: an SL mapped beyond VL15");
+        }
+    }
+    load_vlarb(r, p.vlarb_low);
+    load_vlarb(r, p.vlarb_high);
+    std::array<uint8_t, kCountersBytes> c{};
+    r.array(c);
+    p.counters = ib::PortCounters::read(c);
+    std::array<uint8_t, kCountersExtBytes> x{};
+    r.array(x);
+    p.counters_ext = ib::PortCountersExtended::read(x);
+    IbPortCounters own;
+    state::load_counters(r, own, "IB port counters");
+    if (!r.ok()) {
+        reset(link_up);
+        return;
+    }
+    port() = std::move(p);
+    own_ = own;
+}
+
 void WirePort::save(state::Writer &w) const {
     w.boolean(state_.link_up);
     w.u32(state_.mtu);
@@ -265,6 +454,10 @@ void WirePort::save(state::Writer &w) const {
     }
     state::save_counters(w, cc_);
     pfc_.save(w);
+    if (state_.ib) {
+        state_.ib->save(w);
+        ib_.save(w);
+    }
 }
 
 void WirePort::load(state::Reader &r, uint16_t version) {
@@ -286,9 +479,17 @@ void WirePort::load(state::Reader &r, uint16_t version) {
         }
     }
     state::load_counters(r, cc_, "DCQCN counters");
-    // Version 1 had no PAUSE/PFC (saved only with them off).
+    // Version 1 had no PAUSE/PFC (saved only with them off), versions 1
+    // and 2 no InfiniBand port (a save refused it).
     if (version >= 2) {
         pfc_.load(r);
+    }
+    if (state_.ib && version < 3 && r.ok()) {
+        r.fail("port: saved without the InfiniBand port's state");
+    }
+    if (state_.ib && r.ok()) {
+        state_.ib->load(r, link_up);
+        ib_.load(r);
     }
     if (!r.ok()) {
         reset();
