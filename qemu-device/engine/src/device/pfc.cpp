@@ -49,13 +49,6 @@ std::optional<size_t> Pfc::bad_field(const ohca_pfc_config &cfg) {
     return std::nullopt;
 }
 
-uint8_t Pfc::tx_mask() const {
-    if (cfg_.pfc_en != 0) {
-        return cfg_.pfc_en;
-    }
-    return (cfg_.pause & OHCA_PAUSE_TX) != 0 ? 0xff : 0;
-}
-
 void Pfc::configure(const ohca_pfc_config &cfg) {
     // Honoured before, not now: those pauses end.
     const uint8_t rx = cfg.pfc_en != 0 ? cfg.pfc_en : (cfg.pause & OHCA_PAUSE_RX) != 0 ? 0xff : 0;

@@ -106,6 +106,9 @@ class Pfc {
     // Whether any priority is paused (a cheap test before classifying).
     [[nodiscard]] bool any_paused() const { return paused_mask_ != 0 && paused_mask() != 0; }
     [[nodiscard]] uint8_t paused_mask() const;
+    // The priorities with a pause set, which may have ended (0: none set;
+    // WireServices::no_pause reads it).
+    [[nodiscard]] const uint8_t &pauses_set() const { return paused_mask_; }
     // The end of a run: true if a QP waited for a pause in it (its end, a
     // timer, lets it go on, not another run).
     bool end_run() {
@@ -155,7 +158,14 @@ class Pfc {
     // the released priorities).
     void update_xoff();
     void send(uint8_t mask, uint16_t quanta);
-    [[nodiscard]] uint8_t tx_mask() const;
+    // The priorities XOFF may be sent for (PFC's, or all for PAUSE).
+    // Inline: every received frame asks (generating()).
+    [[nodiscard]] uint8_t tx_mask() const {
+        if (cfg_.pfc_en != 0) {
+            return cfg_.pfc_en;
+        }
+        return (cfg_.pause & OHCA_PAUSE_TX) != 0 ? 0xff : 0;
+    }
 
     Deps d_;
     ohca_pfc_config cfg_{};

@@ -32,6 +32,7 @@ WirePort::WirePort(const Deps &deps, const DeviceConfig &cfg)
     : host_(deps.host), stats_(deps.stats), status_(deps.status), qps_(deps.qps),
       mcast_(deps.mcast), transports_(deps.transports), ud_(deps.ud), loop_(deps.loop),
       link_(link_of(cfg)) {
+    watch_pauses(pfc_.pauses_set());
     state_.mac = cfg.mac;
     state_.link_up = cfg.link_up;
     state_.speed_mbps = cfg.speed_mbps;
