@@ -957,6 +957,25 @@ TEST_F(IbSnapshot, TheCreditTravels) {
     ASSERT_TRUE(run(a, b, [&] { return da.take(a, sa.scq) == 1; }));
 }
 
+// A trap the SM has not repressed travels: the loaded port sends it again
+// one SubnetTimeout after its last send, with the same TID, and the SM's
+// TrapRepress of that TID ends it.
+TEST_F(IbSnapshot, APendingTrapTravels) {
+    ohca_set_port_cap_in in{};
+    in.port = 1;
+    in.host_caps = OHCA_PORT_CAP_IS_SM;
+    ASSERT_EQ(a.cmd_in(OHCA_CMD_SET_PORT_CAP, in).status, OHCA_STATUS_OK);
+    a.process();
+    a.host.wire.clear(); // the first send
+    const uint64_t period = uint64_t{4096} << port_info(a).subnet_timeout;
+    restore(a, save(a), OHCA_LINK_IB);
+    EXPECT_EQ(device_of(a.e).ib_counters()->traps.sent, 1u);
+    a.host.now += period;
+    a.process();
+    EXPECT_EQ(device_of(a.e).ib_counters()->traps.sent, 2u);
+    EXPECT_EQ(port_info(a).capability_mask & ib::port_cap::IsSm, ib::port_cap::IsSm);
+}
+
 TEST_F(IbSnapshot, SaveLoadSaveIsTheSame) {
     const std::vector<uint8_t> s = save(a);
     restore(a, s, OHCA_LINK_IB);

@@ -143,7 +143,7 @@ class IbPort {
     // link, and refuses what the SM could not have set: an attribute
     // fixed by the board, or a value out of its range.
     void save(state::Writer &w) const;
-    void load(state::Reader &r, bool link_up);
+    void load(state::Reader &r, bool link_up, uint64_t now_ns);
 
   private:
     [[nodiscard]] static bool for_agents(const ib::MadHeader &h);

@@ -20,6 +20,11 @@
 
 namespace ohca {
 
+namespace state {
+class Reader;
+class Writer;
+} // namespace state
+
 struct IbTrapCounters {
     uint64_t raised = 0;    // traps that took the pending slot
     uint64_t sent = 0;      // sends, repeats included
@@ -56,6 +61,11 @@ class IbTraps {
     [[nodiscard]] uint16_t pending_number() const;
     // Power-on: nothing pending.
     void clear() { pending_.reset(); }
+
+    // In a saved engine (device/snapshot.cpp): the pending trap with its
+    // sends and the time left to the next, and the TID sequence.
+    void save(state::Writer &w) const;
+    void load(state::Reader &r, uint64_t now_ns);
 
   private:
     struct Pending {

@@ -10,6 +10,7 @@
 #include "device/gid_table.hpp"
 #include "device/ib_flow.hpp"
 #include "device/ib_port.hpp"
+#include "device/ib_traps.hpp"
 #include "device/limits.hpp"
 #include "device/uar_table.hpp"
 #include "device/wire_port.hpp"
@@ -389,6 +390,44 @@ constexpr size_t kCountersExtBytes = 72;
 
 } // namespace
 
+void IbTraps::save(state::Writer &w) const {
+    w.u64(seq_);
+    w.boolean(pending_.has_value());
+    if (pending_) {
+        ib::Mad m{};
+        pending_->smp.write(m);
+        w.array(m);
+        w.u8(pending_->sends);
+        w.time(pending_->next_ns);
+    }
+}
+
+void IbTraps::load(state::Reader &r, uint64_t now_ns) {
+    clear();
+    seq_ = r.u64();
+    if (!r.boolean()) {
+        return;
+    }
+    ib::Mad m{};
+    r.array(m);
+    Pending p;
+    p.smp = ib::Smp::read(m);
+    p.sends = r.u8();
+    p.next_ns = r.time();
+    // What raise() and due() make: a Notice Trap with our TID, sent at
+    // most kMaxSends times (a fresh one not yet), the next send no further
+    // away than the longest SubnetTimeout (4.096 us << 31).
+    const uint64_t longest = now_ns + (uint64_t{4096} << 31);
+    if (r.ok() && (p.smp.hdr.method != ib::method::Trap || p.smp.hdr.attr_id != ib::attr::Notice ||
+                   (p.smp.hdr.tid & ~kTidSeqMask) != kTidBase || p.sends > kMaxSends ||
+                   (p.sends == 0) != (p.next_ns == 0) || p.next_ns > longest)) {
+        r.fail("IB port: a pending trap no SMA could have raised");
+    }
+    if (r.ok()) {
+        pending_ = p;
+    }
+}
+
 void IbPort::save(state::Writer &w) const {
     const ib::SmaPortState &p = port();
     std::array<uint8_t, ib::kSmpDataBytes> info{};
@@ -408,9 +447,10 @@ void IbPort::save(state::Writer &w) const {
     p.counters_ext.write(x);
     w.array(x);
     state::save_counters(w, own_);
+    traps_.save(w);
 }
 
-void IbPort::load(state::Reader &r, bool link_up) {
+void IbPort::load(state::Reader &r, bool link_up, uint64_t now_ns) {
     reset(link_up);
     const ib::PortInfo board = info();
     ib::SmaPortState p = port();
@@ -444,6 +484,7 @@ void IbPort::load(state::Reader &r, bool link_up) {
     p.counters_ext = ib::PortCountersExtended::read(x);
     IbPortCounters own;
     state::load_counters(r, own, "IB port counters");
+    traps_.load(r, now_ns);
     if (!r.ok()) {
         reset(link_up);
         return;
@@ -499,7 +540,7 @@ void WirePort::load(state::Reader &r, uint16_t version) {
         r.fail("port: saved without the InfiniBand port's state");
     }
     if (state_.ib && r.ok()) {
-        state_.ib->load(r, link_up);
+        state_.ib->load(r, link_up, host_.now_ns());
         ib_.load(r);
     }
     if (!r.ok()) {
