@@ -41,7 +41,7 @@ DEFAULT_DISTRO := bookworm
 
 .PHONY: check all deps build qemu qemu-asan test-asan engine engine-test kernel \
 	userspace rootfs firmware-interface firmware-interface-test test demo vm fuzz coverage \
-	bench soak migration-test test-apps test-viommu test-fabric clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke
+	bench soak migration-test test-apps test-viommu test-fabric clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke engine-bench-ab
 
 all: build
 
@@ -87,6 +87,13 @@ engine-bench: engine-bench-build
 
 engine-bench-smoke: engine-bench-build
 	@build/engine-bench/ohca_engine_bench --benchmark_min_time=0.001 >/dev/null
+
+# This tree's engine benchmark against BEFORE's (a commit, built in a
+# worktree under build/): instructions per iteration (callgrind) and time
+# (interleaved runs, best and median); docs/bench.md.
+BEFORE ?= main
+engine-bench-ab: engine-bench-build
+	@bash tests/bench/engine_before_after.sh $(BEFORE)
 
 ifeq ($(DISTRO),$(DEFAULT_DISTRO))
 kernel: deps

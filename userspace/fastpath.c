@@ -693,12 +693,12 @@ void ohca_qp_ex_init_ops(struct ohca_qp *qp, uint64_t send_ops)
 }
 
 /*
- * Receive WQEs into a QP's RQ or an SRQ (the same ring format), then one
+ * Receive WQEs into a QP's RQ, an SRQ or a WQ (one ring format), then one
  * doorbell of type @db for object @handle.
  */
-static int ohca_post_recv_wq(struct ohca_context *ctx, struct ohca_wq *wq,
-			     unsigned int db, uint32_t handle,
-			     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+int ohca_post_recv_ring(struct ohca_context *ctx, struct ohca_wq *wq,
+			unsigned int db, uint32_t handle,
+			struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	uint32_t posted = 0;
 	int err = 0;
@@ -750,7 +750,7 @@ int ohca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		*bad_wr = wr;
 		return EINVAL;
 	}
-	return ohca_post_recv_wq(to_ohca_ctx(ibqp->context), &qp->rq,
+	return ohca_post_recv_ring(to_ohca_ctx(ibqp->context), &qp->rq,
 				 OHCA_DB_RQ, qp->qpn, wr, bad_wr);
 }
 
@@ -759,7 +759,7 @@ int ohca_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 {
 	struct ohca_srq *srq = to_ohca_srq(ibsrq);
 
-	return ohca_post_recv_wq(to_ohca_ctx(ibsrq->context), &srq->wq,
+	return ohca_post_recv_ring(to_ohca_ctx(ibsrq->context), &srq->wq,
 				 OHCA_DB_SRQ, srq->srqn, wr, bad_wr);
 }
 
@@ -928,6 +928,15 @@ static bool ohca_cqe_retire(struct ohca_cq *cq, const struct ohca_cqe *cqe)
 	uint32_t qpn = le32toh(cqe->qpn) & OHCA_CQE_QPN_MASK;
 	struct ohca_qp *qp = cq->last_qp;
 
+	if ((cqe->opcode & OHCA_CQE_RECV) && (cqe->flags & OHCA_CQE_F_WQ)) {
+		/* A receive WQ's (wq.c): it completes in order. */
+		struct ohca_rwq *rwq = ohca_find_wq(ohca_ctx_of_cq(cq), qpn);
+
+		if (!rwq)
+			return false;
+		__atomic_fetch_add(&rwq->wq.ci, 1, __ATOMIC_RELAXED);
+		return true;
+	}
 	if ((cqe->opcode & OHCA_CQE_RECV) && (cqe->flags & OHCA_CQE_F_XRC)) {
 		/* An XRC target QP may be another process's: the SRQ's slot. */
 		struct ohca_srq *srq =

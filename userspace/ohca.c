@@ -47,8 +47,10 @@ static const struct verbs_context_ops ohca_ctx_ops = {
 	.create_flow = ohca_create_flow,
 	.create_qp = ohca_create_qp,
 	.create_qp_ex = ohca_create_qp_ex,
+	.create_rwq_ind_table = ohca_create_rwq_ind_table,
 	.create_srq = ohca_create_srq,
 	.create_srq_ex = ohca_create_srq_ex,
+	.create_wq = ohca_create_wq,
 	.dealloc_mw = ohca_dealloc_mw,
 	.dealloc_pd = ohca_dealloc_pd,
 	.dereg_mr = ohca_dereg_mr,
@@ -56,7 +58,9 @@ static const struct verbs_context_ops ohca_ctx_ops = {
 	.destroy_cq = ohca_destroy_cq,
 	.destroy_flow = ohca_destroy_flow,
 	.destroy_qp = ohca_destroy_qp,
+	.destroy_rwq_ind_table = ohca_destroy_rwq_ind_table,
 	.destroy_srq = ohca_destroy_srq,
+	.destroy_wq = ohca_destroy_wq,
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = ohca_free_context,
 	.free_dm = ohca_free_dm,
@@ -64,6 +68,7 @@ static const struct verbs_context_ops ohca_ctx_ops = {
 	.modify_cq = ohca_modify_cq,
 	.modify_qp = ohca_modify_qp,
 	.modify_srq = ohca_modify_srq,
+	.modify_wq = ohca_modify_wq,
 	.open_xrcd = ohca_open_xrcd,
 	.poll_cq = ohca_poll_cq,
 	.post_recv = ohca_post_recv,
@@ -173,6 +178,7 @@ static void ohca_free_context(struct ibv_context *ibctx)
 	for (i = 0; i < OHCA_QP_TOP_SIZE; i++)
 		free(ctx->qp_table[i]);
 	free(ctx->xrc_srqs);
+	free(ctx->wqs);
 	pthread_mutex_destroy(&ctx->qp_table_lock);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);

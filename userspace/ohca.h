@@ -65,7 +65,12 @@ struct ohca_context {
 	 * qp_table is, written under qp_table_lock.
 	 */
 	struct ohca_srq **xrc_srqs;
+	/* Receive WQs by number (wq.c), read and written as xrc_srqs. */
+	struct ohca_rwq **wqs;
 };
+
+/* WQ numbers the provider can look up (the device's are 1..max_wq). */
+#define OHCA_MAX_WQN 4096u
 
 /* Resource types a parent domain's allocator is called with. */
 enum ohca_res_type {
@@ -154,7 +159,20 @@ struct ohca_qp {
 	struct ohca_send_wqe *ex_wqe;	/* the WQE the setters fill */
 	uint32_t ex_start_pi;		/* sq.pi at wr_start */
 	int ex_err;			/* first error since wr_start */
+	bool rss;			/* an RSS QP: no queues (wq.c) */
 };
+
+/* A receive WQ (wq.c): a receive ring of its own, rung with OHCA_DB_WQ. */
+struct ohca_rwq {
+	struct ibv_wq ibv_wq;
+	struct ohca_wq wq;
+	uint32_t wqn;
+};
+
+static inline struct ohca_rwq *to_ohca_rwq(struct ibv_wq *ibwq)
+{
+	return ohca_container_of(ibwq, struct ohca_rwq, ibv_wq);
+}
 
 /*
  * An address handle exists only here: post_send copies its vector into
@@ -289,6 +307,27 @@ struct ibv_pd *ohca_alloc_parent_domain(struct ibv_context *ibctx,
 int ohca_dealloc_pd(struct ibv_pd *ibpd);
 struct ohca_pd *ohca_parent_domain(struct ibv_pd *ibpd);
 int ohca_ring_alloc(struct ohca_ring *ring, size_t size);
+/* A work queue's lock and ring (verbs.c), shared with wq.c. */
+int ohca_wq_init(struct ohca_wq *wq, struct ibv_pd *pd, uint64_t type);
+int ohca_wq_init_empty(struct ohca_wq *wq);
+void ohca_wq_fini(struct ohca_wq *wq);
+void ohca_wq_reset(struct ohca_wq *wq);
+int ohca_post_recv_ring(struct ohca_context *ctx, struct ohca_wq *wq,
+			unsigned int db, uint32_t handle,
+			struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+
+/* wq.c */
+struct ohca_rwq *ohca_find_wq(struct ohca_context *ctx, uint32_t wqn);
+struct ibv_wq *ohca_create_wq(struct ibv_context *ibctx,
+			      struct ibv_wq_init_attr *attr);
+int ohca_modify_wq(struct ibv_wq *ibwq, struct ibv_wq_attr *attr);
+int ohca_destroy_wq(struct ibv_wq *ibwq);
+struct ibv_rwq_ind_table *
+ohca_create_rwq_ind_table(struct ibv_context *ibctx,
+			  struct ibv_rwq_ind_table_init_attr *attr);
+int ohca_destroy_rwq_ind_table(struct ibv_rwq_ind_table *tbl);
+struct ibv_qp *ohca_create_rss_qp(struct ibv_context *ibctx,
+				  struct ibv_qp_init_attr_ex *attr);
 void ohca_ring_free(struct ohca_ring *ring);
 
 /* mw.c */

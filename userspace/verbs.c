@@ -548,7 +548,7 @@ static int ohca_size_qp(struct ohca_context *ctx, struct ohca_qp *qp,
 }
 
 /* The ring from @pd's allocator if @pd is a parent domain that has one. */
-static int ohca_wq_init(struct ohca_wq *wq, struct ibv_pd *pd, uint64_t type)
+int ohca_wq_init(struct ohca_wq *wq, struct ibv_pd *pd, uint64_t type)
 {
 	int err;
 
@@ -565,14 +565,14 @@ static int ohca_wq_init(struct ohca_wq *wq, struct ibv_pd *pd, uint64_t type)
 	return 0;
 }
 
-static void ohca_wq_fini(struct ohca_wq *wq)
+void ohca_wq_fini(struct ohca_wq *wq)
 {
 	ohca_ring_free(&wq->ring);
 	pthread_spin_destroy(&wq->lock);
 }
 
 /* The receive queue of a QP on an SRQ: no ring, nothing to post to. */
-static int ohca_wq_init_empty(struct ohca_wq *wq)
+int ohca_wq_init_empty(struct ohca_wq *wq)
 {
 	memset(wq, 0, sizeof(*wq));
 	if (pthread_spin_init(&wq->lock, PTHREAD_PROCESS_PRIVATE))
@@ -720,7 +720,8 @@ struct ibv_qp *ohca_create_qp(struct ibv_pd *ibpd,
 /*
  * ibv_create_qp_ex: what create_qp does, plus the ibv_wr_* posting API
  * for the send_ops_flags asked for. No creation flag is supported (0 is
- * accepted); other comp_mask bits (XRC, RSS) and send
+ * accepted); an indirection table makes an RSS QP (wq.c); other
+ * comp_mask bits and send
  * opcodes the QP type cannot post are EOPNOTSUPP, so callers can tell
  * "not supported" from "invalid".
  */
@@ -735,6 +736,9 @@ struct ibv_qp *ohca_create_qp_ex(struct ibv_context *ibctx,
 	/* XRC targets: no queues here, a domain instead of a PD (xrc.c). */
 	if (attr->qp_type == IBV_QPT_XRC_RECV)
 		return ohca_create_xrc_recv_qp(ibctx, attr);
+	/* RSS QPs: no queues either, an indirection table (wq.c). */
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_IND_TABLE)
+		return ohca_create_rss_qp(ibctx, attr);
 	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
 					  IBV_QP_INIT_ATTR_CREATE_FLAGS |
 					  IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
@@ -778,7 +782,7 @@ struct ibv_qp *ohca_create_qp_ex(struct ibv_context *ibctx,
 	return &qp->vqp.qp;
 }
 
-static void ohca_wq_reset(struct ohca_wq *wq)
+void ohca_wq_reset(struct ohca_wq *wq)
 {
 	pthread_spin_lock(&wq->lock);
 	wq->pi = 0;
@@ -840,6 +844,12 @@ int ohca_destroy_qp(struct ibv_qp *ibqp)
 	err = ibv_cmd_destroy_qp(ibqp);
 	if (err)
 		return err;
+	if (qp->rss) {		/* no queues, CQs or table entry (wq.c) */
+		ohca_wq_fini(&qp->sq);
+		ohca_wq_fini(&qp->rq);
+		free(qp);
+		return 0;
+	}
 	/* An XRC target has no queues, CQs or table entry here (xrc.c); an
 	 * initiator no receive CQ. */
 	if (qp->qp_type != IBV_QPT_XRC_RECV) {

@@ -3,6 +3,7 @@
 #include "ib/mad.hpp"
 
 #include "ib/bytes.hpp"
+#include "ib/packet.hpp"
 
 #include <cstring>
 
@@ -351,6 +352,30 @@ void PortCountersExtended::write(std::span<uint8_t> d) const {
     put64(&d[48], unicast_rcv_pkts);
     put64(&d[56], multicast_xmit_pkts);
     put64(&d[64], multicast_rcv_pkts);
+}
+
+void write_ud_mad_frame(std::span<uint8_t, kUdMadFrameBytes> frame, const MadRoute &r,
+                        const Mad &mad) {
+    static_assert(kUdMadFrameBytes ==
+                  kLrhBytes + kBthBytes + kDethBytes + kMadBytes + kIcrcBytes + kVcrcBytes);
+    Lrh l;
+    l.vl = r.vl;
+    l.sl = r.sl;
+    l.lnh = Lnh::IbaLocal;
+    l.dlid = r.dlid;
+    l.slid = r.slid;
+    l.write(frame.data());
+    Bth b;
+    b.opcode = kOpUdSendOnly;
+    b.pkey = r.pkey;
+    b.dest_qp = r.dest_qp & kQpnMask;
+    b.psn = r.psn & kQpnMask;
+    b.write(frame.data() + kLrhBytes);
+    uint8_t *deth = frame.data() + kLrhBytes + kBthBytes;
+    put32(deth, r.qkey);
+    put32(deth + 4, r.src_qp & kQpnMask);
+    std::memcpy(deth + kDethBytes, mad.data(), kMadBytes);
+    (void)seal(frame); // the size is a valid one (static_assert above)
 }
 
 } // namespace ohca::ib

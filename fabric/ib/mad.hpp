@@ -380,4 +380,29 @@ template <typename T> constexpr void sat_add(T &c, uint64_t n, uint64_t max) {
     c = static_cast<T>(v > max || v < n ? max : v);
 }
 
+// ---- A MAD on the wire: one UD SEND-only packet (LRH, BTH, DETH, MAD,
+// ICRC, VCRC), as QP0 and QP1 send them. For the agents that send MADs of
+// their own (a switch's, the device's traps).
+
+inline constexpr uint8_t kOpUdSendOnly = 0x64;
+inline constexpr size_t kDethBytes = 8;
+inline constexpr uint32_t kGsiQKey = 0x80010000;
+inline constexpr size_t kUdMadFrameBytes = 8 + 12 + kDethBytes + kMadBytes + 4 + 2;
+
+struct MadRoute {
+    uint8_t vl = 0;
+    uint8_t sl = 0;
+    uint16_t dlid = 0;
+    uint16_t slid = 0;
+    uint16_t pkey = 0;
+    uint32_t dest_qp = 0;
+    uint32_t src_qp = 0;
+    uint32_t qkey = 0;
+    uint32_t psn = 0;
+};
+
+// Writes the whole frame, sealed (PktLen, ICRC, VCRC).
+void write_ud_mad_frame(std::span<uint8_t, kUdMadFrameBytes> frame, const MadRoute &r,
+                        const Mad &mad);
+
 } // namespace ohca::ib

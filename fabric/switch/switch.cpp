@@ -13,11 +13,7 @@ using namespace ohca::ib;
 
 namespace {
 
-constexpr uint8_t kOpUdSendOnly = 0x64;
-constexpr size_t kDethBytes = 8;
-constexpr uint32_t kGsiQKey = 0x80010000;
 constexpr uint64_t kMaxHoqNs = 4096ull << 20; // HOQLife 20 (~4.3 s) and above
-constexpr uint16_t kMadPayload = kMadBytes;
 
 uint64_t bit(uint8_t p) {
     return 1ull << p;
@@ -27,26 +23,9 @@ uint64_t bit(uint8_t p) {
 std::vector<uint8_t> ud_mad_frame(uint8_t vl, uint8_t sl, uint16_t dlid, uint16_t slid,
                                   uint16_t pkey, uint32_t dest_qp, uint32_t src_qp, uint32_t qkey,
                                   uint32_t psn, const Mad &mad) {
-    std::vector<uint8_t> f(kLrhBytes + kBthBytes + kDethBytes + kMadPayload + kIcrcBytes +
-                           kVcrcBytes);
-    Lrh l;
-    l.vl = vl;
-    l.sl = sl;
-    l.lnh = Lnh::IbaLocal;
-    l.dlid = dlid;
-    l.slid = slid;
-    l.write(f.data());
-    Bth b;
-    b.opcode = kOpUdSendOnly;
-    b.pkey = pkey;
-    b.dest_qp = dest_qp;
-    b.psn = psn & kQpnMask;
-    b.write(f.data() + kLrhBytes);
-    uint8_t *deth = f.data() + kLrhBytes + kBthBytes;
-    put32(deth, qkey);
-    put32(deth + 4, src_qp & kQpnMask);
-    std::memcpy(deth + kDethBytes, mad.data(), kMadBytes);
-    seal(f);
+    std::vector<uint8_t> f(kUdMadFrameBytes);
+    write_ud_mad_frame(std::span<uint8_t, kUdMadFrameBytes>(f.data(), kUdMadFrameBytes),
+                       {vl, sl, dlid, slid, pkey, dest_qp, src_qp, qkey, psn}, mad);
     return f;
 }
 

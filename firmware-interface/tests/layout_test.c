@@ -17,6 +17,11 @@ OHCA_ASSERT_OFFSET(struct ohca_ibv_create_qp, comp_mask, 24);
 OHCA_ASSERT_SIZE(struct ohca_ibv_create_qp_resp, 8);
 OHCA_ASSERT_SIZE(struct ohca_ibv_create_srq, 16);
 OHCA_ASSERT_SIZE(struct ohca_ibv_create_srq_resp, 8);
+OHCA_ASSERT_SIZE(struct ohca_ibv_create_wq, 16);
+OHCA_ASSERT_OFFSET(struct ohca_ibv_create_wq, comp_mask, 12);
+OHCA_ASSERT_SIZE(struct ohca_ibv_create_rss_qp, 56);
+OHCA_ASSERT_OFFSET(struct ohca_ibv_create_rss_qp, comp_mask, 12);
+OHCA_ASSERT_OFFSET(struct ohca_ibv_create_rss_qp, rx_hash_key, 16);
 
 int main(void)
 {

@@ -58,7 +58,13 @@ struct ohca_ibdev {
 	 */
 	spinlock_t port_lock;
 	bool port_active;		/* port state last reported */
-	/* IB port: CapabilityMask bits the host's agents set (IsSM, IsCM). */
+	/*
+	 * IB port: CapabilityMask bits the host's agents set (IsSM, IsCM),
+	 * given to the device with SET_PORT_CAP. port_cap_lock (a mutex:
+	 * the command sleeps) serializes ohca_ib_modify_port(); query_port
+	 * reads port_cap_set without it (READ_ONCE).
+	 */
+	struct mutex port_cap_lock;
 	u32 port_cap_set;
 
 	/*
@@ -181,6 +187,20 @@ struct ohca_qp {
 	/* Kernel QP: on its send / recv CQ's lists, under that CQ's lock. */
 	struct list_head scq_node;
 	struct list_head rcq_node;
+	bool rss;			/* an RSS QP: no queues (ohca_wq.c) */
+};
+
+/* A receive WQ (ohca_wq.c): user only, its ring in @wq.umem. */
+struct ohca_rwq {
+	struct ib_wq ibwq;		/* must be first */
+	u32 wqn;
+	struct ohca_wq wq;
+};
+
+/* An RWQ indirection table; the core allocates it. */
+struct ohca_rwq_ind_table {
+	struct ib_rwq_ind_table ibtbl;	/* must be first */
+	u32 tbl_num;
 };
 
 /*
@@ -264,6 +284,17 @@ static inline struct ohca_qp *to_ohca_qp(struct ib_qp *ibqp)
 static inline struct ohca_ah *to_ohca_ah(struct ib_ah *ibah)
 {
 	return container_of(ibah, struct ohca_ah, ibah);
+}
+
+static inline struct ohca_rwq *to_ohca_rwq(struct ib_wq *ibwq)
+{
+	return container_of(ibwq, struct ohca_rwq, ibwq);
+}
+
+static inline struct ohca_rwq_ind_table *
+to_ohca_ind_tbl(struct ib_rwq_ind_table *ibtbl)
+{
+	return container_of(ibtbl, struct ohca_rwq_ind_table, ibtbl);
 }
 
 static inline struct ohca_srq *to_ohca_srq(struct ib_srq *ibsrq)
@@ -444,6 +475,21 @@ bool ohca_has_mw(struct ohca_ibdev *dev);
 u32 ohca_max_mw(struct ohca_ibdev *dev);
 int ohca_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int ohca_dealloc_mw(struct ib_mw *ibmw);
+
+/* ohca_wq.c */
+extern const struct ib_device_ops ohca_rss_ops;
+bool ohca_has_rss(struct ohca_ibdev *dev);
+struct ib_wq *ohca_create_wq(struct ib_pd *ibpd, struct ib_wq_init_attr *init,
+			     struct ib_udata *udata);
+int ohca_destroy_wq(struct ib_wq *ibwq, struct ib_udata *udata);
+int ohca_modify_wq(struct ib_wq *ibwq, struct ib_wq_attr *attr, u32 mask,
+		   struct ib_udata *udata);
+int ohca_create_rwq_ind_table(struct ib_rwq_ind_table *ibtbl,
+			      struct ib_rwq_ind_table_init_attr *init,
+			      struct ib_udata *udata);
+int ohca_destroy_rwq_ind_table(struct ib_rwq_ind_table *ibtbl);
+int ohca_create_rss_qp(struct ohca_ibdev *dev, struct ohca_qp *qp,
+		       struct ib_qp_init_attr *init, struct ib_udata *udata);
 
 /* ohca_srq.c */
 int ohca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,

@@ -80,6 +80,8 @@ static int ohca_ib_register(struct ohca_ibdev *dev)
 		"ohca RoCEv2 HCA", sizeof(ibdev->node_desc));
 	ib_set_device_ops(ibdev, &ohca_dev_ops);
 	ib_set_device_ops(ibdev, &ohca_stats_ops);
+	if (ohca_has_rss(dev))
+		ib_set_device_ops(ibdev, &ohca_rss_ops);
 	if (IS_ENABLED(CONFIG_INFINIBAND_USER_ACCESS))
 		ibdev->driver_def = ohca_uapi_defs;
 
@@ -146,6 +148,7 @@ static int ohca_ib_probe(struct auxiliary_device *adev,
 		return -ENOMEM;
 	dev->cdev = cdev;
 	spin_lock_init(&dev->port_lock);
+	mutex_init(&dev->port_cap_lock);
 	xa_init_flags(&dev->cq_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->srq_xa, XA_FLAGS_LOCK_IRQ);

@@ -22,6 +22,15 @@ static_assert(sizeof(struct ib_smp) == OHCA_MAD_SIZE,
 	      "MAD_IFC carries one SMP");
 static_assert(sizeof(struct ohca_av_ib) == sizeof(struct ohca_av),
 	      "an IB address vector is read in place of a RoCE one");
+/* SET_PORT_CAP's bits are the CapabilityMask's, as ib_core's. */
+static_assert((u32)OHCA_PORT_CAP_IS_SM == (u32)IB_PORT_SM &&
+	      (u32)OHCA_PORT_CAP_IS_CM == (u32)IB_PORT_CM_SUP &&
+	      (u32)OHCA_PORT_CAP_IS_SNMP_TUNNEL == (u32)IB_PORT_SNMP_TUNNEL_SUP &&
+	      (u32)OHCA_PORT_CAP_IS_DEVICE_MGMT == (u32)IB_PORT_DEVICE_MGMT_SUP &&
+	      (u32)OHCA_PORT_CAP_IS_VENDOR_CLASS ==
+	      (u32)IB_PORT_VENDOR_CLASS_SUP &&
+	      (u32)OHCA_PORT_CAP_IS_BOOT_MGMT == (u32)IB_PORT_BOOT_MGMT_SUP,
+	      "SET_PORT_CAP bits match IB_PORT_*");
 
 /* PKeyTable blocks hold 32 P_Keys (IBTA 14.2.5.7). */
 #define OHCA_PKEYS_PER_BLOCK	32
@@ -115,7 +124,10 @@ int ohca_ib_query_port(struct ohca_ibdev *dev, struct ib_port_attr *props)
 	props->active_mtu = min(ohca_ib_mtu(out.active_mtu), props->max_mtu);
 	props->gid_tbl_len = OHCA_IB_GID_TBL_LEN;
 	props->pkey_tbl_len = ohca_ib_pkey_tbl_len(dev);
-	/* Bits set by the host's agents (IsSM, IsCM: ohca_modify_port()). */
+	/*
+	 * The host's agents' bits (IsSM, IsCM: ohca_ib_modify_port()) are
+	 * the device's too; added here for those it does not keep.
+	 */
 	props->port_cap_flags = le32_to_cpu(out.port_cap_flags) |
 				READ_ONCE(dev->port_cap_set);
 	props->max_msg_sz = le32_to_cpu(dev->cdev->attr.max_msg_size);
@@ -139,24 +151,40 @@ int ohca_ib_query_port(struct ohca_ibdev *dev, struct ib_port_attr *props)
  * @props: the capability bits to set and clear
  *
  * The host's agents announce themselves here (ib_cm sets IsCM, opening
- * umad's issm device sets IsSM). The device has no command for its
- * CapabilityMask: the bits are kept here and added to query_port's.
+ * umad's issm device sets IsSM). The bits the device's SMA shows go to
+ * it with SET_PORT_CAP: it puts them in PortInfo, where the subnet
+ * manager reads them, and tells the SM of a change with trap 144. The
+ * others, and all of them on a device without the command, are only
+ * added to query_port's. Process context (the core's modify_port).
  *
- * Return: 0, or -EOPNOTSUPP for a port shutdown or an init type.
+ * Return: 0, -EOPNOTSUPP for a port shutdown or an init type, or the
+ * command's errno.
  */
 int ohca_ib_modify_port(struct ohca_ibdev *dev, int mask,
 			struct ib_port_modify *props)
 {
-	unsigned long flags;
+	struct ohca_set_port_cap_in in = { .port = 1 };
+	struct ohca_cmd_args args = {
+		.opcode = OHCA_CMD_SET_PORT_CAP,
+		.in = &in,
+		.in_len = sizeof(in),
+	};
+	u32 caps;
+	int err;
 
 	if (mask & ~(IB_PORT_RESET_QKEY_CNTR))
 		return -EOPNOTSUPP;
-	spin_lock_irqsave(&dev->port_lock, flags);
-	WRITE_ONCE(dev->port_cap_set,
-		   (dev->port_cap_set | props->set_port_cap_mask) &
-		   ~props->clr_port_cap_mask);
-	spin_unlock_irqrestore(&dev->port_lock, flags);
-	return 0;
+	mutex_lock(&dev->port_cap_lock);
+	caps = (dev->port_cap_set | props->set_port_cap_mask) &
+	       ~props->clr_port_cap_mask;
+	in.host_caps = cpu_to_le32(caps & OHCA_PORT_CAP_HOST_MASK);
+	err = ohca_cmd_exec(dev->cdev, &args);
+	if (err == -EOPNOTSUPP)
+		err = 0;	/* a device of ABI 1.5: query_port adds them */
+	if (!err)
+		WRITE_ONCE(dev->port_cap_set, caps);
+	mutex_unlock(&dev->port_cap_lock);
+	return err;
 }
 
 /**

@@ -447,6 +447,8 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	if (init->qp_type == IB_QPT_XRC_TGT)
 		return ohca_create_xrc_tgt_qp(dev, qp, init);
+	if (init->rwq_ind_tbl)
+		return ohca_create_rss_qp(dev, qp, init, udata);
 	err = ohca_check_caps(dev, init, udata);
 	if (err)
 		return err;
@@ -716,6 +718,9 @@ int ohca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	u16 sport;
 	int err;
 
+	/* An RSS QP has no queues and no states of its own (ohca_wq.c). */
+	if (qp->rss)
+		return -EOPNOTSUPP;
 	if (attr_mask & ~OHCA_QP_ATTR_SUPPORTED) {
 		ibdev_dbg(&dev->ibdev, "QP attributes %#x not supported\n",
 			  attr_mask & ~OHCA_QP_ATTR_SUPPORTED);

@@ -101,6 +101,14 @@ static int ohca_query_device(struct ib_device *ibdev,
 	props->max_srq = le32_to_cpu(a->max_srq);
 	props->max_srq_wr = le32_to_cpu(a->max_srq_wr);
 	props->max_srq_sge = le32_to_cpu(a->max_srq_sge);
+	if (ohca_has_rss(dev)) {
+		props->max_wq_type_rq = le32_to_cpu(a->max_wq);
+		props->rss_caps.supported_qpts = BIT(IB_QPT_RAW_PACKET);
+		props->rss_caps.max_rwq_indirection_tables =
+			le32_to_cpu(a->max_rwq_ind_tbl);
+		props->rss_caps.max_rwq_indirection_table_size =
+			le32_to_cpu(a->max_rwq_ind_tbl_size);
+	}
 	props->max_pkeys = dev->cdev->ib_port ? ohca_ib_pkey_tbl_len(dev) : 1;
 	props->max_mcast_grp = le32_to_cpu(a->max_mcast_grp);
 	props->max_mcast_qp_attach = le32_to_cpu(a->max_mcast_qp_attach);

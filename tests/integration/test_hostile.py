@@ -90,13 +90,15 @@ def test_hostile_guest(vm_run):
     assert rss0 and rss1, rss
     assert rss1 - rss0 < QP_RSS_BOUND, (rss0, rss1)
     cases = hostile_cases()
-    assert len(cases) >= 117, len(cases)
+    assert len(cases) >= 118, len(cases)
     assert set(passed) == cases, (sorted(cases - set(passed)), r.report())
     # device memory: its commands, the limit, and BAR2's window
     assert {"dm_fields", "dm_exhaustion", "dm_window"} <= set(passed), r.report()
     # raw Ethernet: CREATE_FLOW's fields and limit, frames of bad lengths
     assert {"raw_flow_fields", "raw_flow_exhaustion", "raw_frame_short", "raw_frame_long",
             "raw_wqe_bad"} <= set(passed), r.report()
+    # receive WQs and RSS: every limit, destroy order, WQ doorbells
+    assert "rss_exhaustion" in passed, r.report()
     # on-demand paging: ODP_MAP/ODP_UNMAP's fields and chunk limit, faults
     assert {"odp_fields", "odp_exhaustion", "odp_fault", "odp_fault_fail"} <= set(passed), \
         r.report()

@@ -2,11 +2,16 @@
 each with `-device ohca,...,link-layer=ib`, in ONE job per VM (each part
 would otherwise pay its own TCG boot). VM 0 runs the subnet manager.
 
-- sm: opensm (Debian's, unmodified) in VM 0 sweeps the two-node fabric:
-  both ports become ACTIVE with LIDs assigned.
+- sm: opensm (Debian's, unmodified) in VM 0 sweeps the two-node fabric
+  with a partitions file (0x8001 for every port, 0x8002 for the SM's
+  only): both ports become ACTIVE with LIDs assigned.
 - ibstat: both ports Active, link layer InfiniBand, a base LID.
 - ipoib: ib_ipoib's ib0 on each VM (joins the broadcast group through
   the SA), the harness's addresses on it, ping both ways.
+- partition: both ports' P_Key tables as the SM set them; an IPoIB child
+  interface ib0.8001 on each VM, ping both ways.
+- pkey_violation: VM 0 sends 20 UD packets on 0x8002 to VM 1, a
+  non-member: all 20 in VM 1's P_KeyViolations, a trap 257 in opensm's log.
 - diags (VM 0 and VM 1): the peer's LID by a directed-route PortInfo,
   then smpquery nodeinfo/portinfo by LID, sminfo, perfquery, and
   ibnetdiscover showing two CA nodes.
@@ -15,6 +20,9 @@ would otherwise pay its own TCG boot). VM 0 runs the subnet manager.
 - rping: rdma_cm over IB at the IPoIB addresses (ARP over IPoIB, the
   path record from opensm's SA), ten verified pings.
 - tcp: a TCP transfer over IPoIB, its SHA-256 compared on both sides.
+- trap144: VM 1 holds umad's issm device open: IsSM in its PortInfo
+  (SET_PORT_CAP) and a trap 144 in opensm's log. Last: opensm then polls
+  VM 1 as a second SM.
 """
 
 import os
@@ -60,6 +68,144 @@ part_ipoib() {
 	cat /sys/class/net/ib0/mode
 }
 
+# Partitions (opensm's partitions file, SM below): 0x8001 has every port
+# as a full member, 0x8002 only the SM's own (VM 0). An IPoIB child
+# interface on 0x8001 pings every other VM.
+part_partition() {
+	local j ip
+	echo "PKEYS $(cat /sys/class/infiniband/$OHCA_IBDEV/ports/1/pkeys/* | grep -v '^0x0000$' | tr '\n' ' ')"
+	echo 0x8001 > /sys/class/net/ib0/create_child
+	ohca_poll 30 test -e /sys/class/net/ib0.8001
+	ip addr add "10.81.0.$((OHCA_VM_INDEX + 1))/24" dev ib0.8001
+	ip link set ib0.8001 up
+	ohca_barrier partition 180
+	for j in $(seq 0 $((OHCA_NUM_VMS - 1))); do
+		[ "$j" -eq "$OHCA_VM_INDEX" ] && continue
+		ip=10.81.0.$((j + 1))
+		if ! ohca_retry 90 ping -c 1 -W 2 -I ib0.8001 "$ip" >/dev/null; then
+			dmesg | grep -i 'ib0' | tail -n 5
+			return 1
+		fi
+		ping -c 2 -W 5 -I ib0.8001 "$ip" | grep -E 'packets transmitted'
+		echo "PARTITION_OK $ip"
+	done
+}
+
+# VM 0 sends 20 UD packets on 0x8002 to VM 1, which is not a member: VM 1's
+# port drops them all, counts them in PortInfo:P_KeyViolations, and its SMA
+# tells the SM with a trap 257 (in opensm's log).
+VICTIM_IP=$(echo $OHCA_VM_IPS | cut -d' ' -f2)
+pkey_violations() {
+	smpquery portinfo "$(cat /sys/class/infiniband/$OHCA_IBDEV/ports/1/lid)" 1 |
+		sed -n 's/^PkeyViolations:\.*\([0-9]*\)$/\1/p'
+}
+part_pkey_violation() {
+	local guid lid idx before after sent
+	case "$OHCA_VM_INDEX" in
+	0)
+		# the victim's port GUID from its IPoIB hardware address, its LID
+		# from the SA
+		guid=$(ip neigh show "$VICTIM_IP" dev ib0 | grep -o 'lladdr [0-9a-f:]*' |
+			cut -d' ' -f2 | cut -d: -f13-20 | tr -d :)
+		lid=$(smpquery -G portinfo "0x$guid" 1 | sed -n 's/^Lid:\.*\([0-9]*\)$/\1/p')
+		idx=$(grep -l '^0x8002$' /sys/class/infiniband/$OHCA_IBDEV/ports/1/pkeys/* | head -n 1)
+		echo "VICTIM guid 0x$guid lid $lid pkey_index ${idx##*/}"
+		ohca_barrier pkey-before 120
+		sent=1
+		if [ -n "$lid" ] && [ -n "$idx" ]; then
+			timeout 60 python3 /tmp/pkey_send.py "$OHCA_IBDEV" "$lid" "${idx##*/}" 20 && sent=0
+		fi
+		ohca_barrier pkey-sent 120
+		[ $sent -eq 0 ]
+		ohca_poll 30 grep -q 'num:257' /tmp/opensm.log || true
+		grep -E 'num:257|Bad P_Key' /tmp/opensm.log | tail -n 2
+		echo "TRAPS_257 $(grep -c 'num:257' /tmp/opensm.log)"
+		;;
+	1)
+		before=$(pkey_violations)
+		ohca_barrier pkey-before 120
+		ohca_barrier pkey-sent 120
+		sleep 2
+		after=$(pkey_violations)
+		echo "PKEY_VIOLATIONS $((after - before))"
+		;;
+	*)
+		ohca_barrier pkey-before 120
+		ohca_barrier pkey-sent 120
+		;;
+	esac
+}
+
+# VM 1 opens the issm device (as an SM would) for a few seconds: IsSM
+# reaches its port's CapabilityMask through SET_PORT_CAP, and its SMA
+# sends trap 144 to opensm (in VM 0's log), set and cleared.
+part_trap144() {
+	case "$OHCA_VM_INDEX" in
+	0)
+		local before
+		before=$(grep -c 'num:144' /tmp/opensm.log || true)
+		ohca_barrier issm 120
+		ohca_barrier issm-done 120
+		ohca_poll 30 eval '[ "$(grep -c "num:144" /tmp/opensm.log)" -gt "$before" ]' || true
+		grep 'num:144' /tmp/opensm.log | tail -n 2
+		echo "TRAPS_144 $(( $(grep -c 'num:144' /tmp/opensm.log) - before ))"
+		;;
+	1)
+		ohca_barrier issm 120
+		{
+			sleep 1
+			smpquery portinfo "$(cat /sys/class/infiniband/$OHCA_IBDEV/ports/1/lid)" 1 |
+				grep CapMask
+			sleep 2
+		} < /dev/infiniband/issm0
+		ohca_barrier issm-done 120
+		;;
+	*)
+		ohca_barrier issm 120
+		ohca_barrier issm-done 120
+		;;
+	esac
+}
+
+cat > /tmp/pkey_send.py <<'EOF'
+# UD SENDs on one P_Key index: pkey_send.py DEV DLID PKEY_INDEX COUNT
+import sys
+import time
+import pyverbs.device as d
+import pyverbs.enums as e
+from pyverbs.addr import AH, AHAttr
+from pyverbs.cq import CQ
+from pyverbs.mr import MR
+from pyverbs.pd import PD
+from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.wr import SGE, SendWR
+
+dev, dlid, index, count = sys.argv[1], int(sys.argv[2], 0), int(sys.argv[3]), int(sys.argv[4])
+ctx = d.Context(name=dev)
+pd = PD(ctx)
+cq = CQ(ctx, 64)
+attr = QPAttr()
+attr.pkey_index = index
+attr.qkey = 0x11111111
+qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=QPCap(32, 1, 1, 1)), attr)
+ah = AH(pd, attr=AHAttr(dlid=dlid, port_num=1))
+mr = MR(pd, 64, e.IBV_ACCESS_LOCAL_WRITE)
+done = 0
+for _ in range(count):
+    wr = SendWR(num_sge=1, sg=[SGE(mr.buf, 64, mr.lkey)])
+    wr.set_wr_ud(ah, 0x123, 0x11111111)
+    qp.post_send(wr)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        n, wcs = cq.poll()
+        if n:
+            assert wcs[0].status == e.IBV_WC_SUCCESS, wcs[0].status
+            done += 1
+            break
+print(f"PKEY_SENT {done} on pkey index {index} to LID {dlid}")
+sys.exit(0 if done == count else 1)
+EOF
+
 part_diags() {
 	local peer
 	# The peer's port through a directed route (out of port 1): no LID needed.
@@ -77,7 +223,12 @@ part_diags() {
 
 SM = r"""
 part_sm() {
-	opensm -B -f /tmp/opensm.log
+	cat > /tmp/partitions.conf <<'EOF'
+Default=0x7fff, ipoib : ALL=full ;
+ohca_both=0x8001, ipoib : ALL=full ;
+ohca_sm_only=0x8002 : SELF=full ;
+EOF
+	opensm -B -f /tmp/opensm.log -P /tmp/partitions.conf
 	if ! ohca_wait_port ACTIVE 300; then
 		tail -n 60 /tmp/opensm.log
 		return 1
@@ -149,7 +300,8 @@ part_tcp() {
 }
 """
 
-PARTS = ("sm", "ibstat", "ipoib", "diags", "rc_pingpong", "ud_pingpong", "rping", "tcp")
+PARTS = ("sm", "ibstat", "ipoib", "partition", "pkey_violation", "diags", "rc_pingpong",
+         "ud_pingpong", "rping", "tcp", "trap144")
 
 
 def script(index):
@@ -169,6 +321,32 @@ def script(index):
 def _lid(text, key):
     m = re.search(rf"{key}:\s*(\d+)", text)
     return int(m.group(1)) if m else 0
+
+
+def _check_partitions_and_traps(results):
+    """The partition parts of a job (VM 0 the SM, VM 1 the non-member of
+    0x8002): every VM's IPoIB child on 0x8001 reached every other; VM 0's
+    20 UD packets on 0x8002 all counted as P_Key violations at VM 1 and
+    reported to opensm by a trap 257; VM 1's IsSM (the issm device held)
+    in its PortInfo and reported by a trap 144."""
+    for i, r in enumerate(results):
+        part = section(r.output, "partition")
+        pkeys = re.search(r"^PKEYS (.*)$", part, re.M)
+        assert pkeys and "0x8001" in pkeys.group(1).split(), r.report()
+        # only the SM's port is in 0x8002 (SELF=full)
+        assert ("0x8002" in pkeys.group(1).split()) == (i == 0), r.report()
+        for j in range(len(results)):
+            if j != i:
+                assert f"PARTITION_OK 10.81.0.{j + 1}" in part, r.report()
+    a, b = results[0], results[1]
+    assert "PKEY_SENT 20 " in section(a.output, "pkey_violation"), a.report()
+    assert "PKEY_VIOLATIONS 20" in section(b.output, "pkey_violation"), b.report()
+    traps = re.search(r"^TRAPS_257 (\d+)$", section(a.output, "pkey_violation"), re.M)
+    assert traps and int(traps.group(1)) >= 1, a.report()
+    cap = re.search(r"^CapMask:\.+0x([0-9a-f]+)", section(b.output, "trap144"), re.M)
+    assert cap and int(cap.group(1), 16) & 0x2, b.report()  # IsSM
+    traps = re.search(r"^TRAPS_144 (\d+)$", section(a.output, "trap144"), re.M)
+    assert traps and int(traps.group(1)) >= 1, a.report()
 
 
 def _device_has_ib():
@@ -230,6 +408,8 @@ def test_infiniband_back_to_back(vm_run):
     # rdma_cm at the IPoIB address (the path from the SA): ten verified pings
     assert len(re.findall(r"ping data: ", section(a.output, "rping"))) >= 10, a.report()
 
+    _check_partitions_and_traps(results)
+
     tx = re.search(r"^TX_SHA (\w+)$", a.output, re.M)
     rx = re.search(r"^RX_SHA (\w+)$", b.output, re.M)
     assert tx and rx and tx.group(1) == rx.group(1), (a.report(), b.report())
@@ -243,12 +423,15 @@ def test_infiniband_back_to_back(vm_run):
 # directed-route SMPs, assigns LIDs to the switch and the three CAs,
 # programs the switch's forwarding tables and takes every port to Active.
 # Then IPoIB between every pair (the broadcast group's multicast through
-# the switch's MFT), and a ring of LID-routed RC and UD pingpongs (VM i
-# to VM i+1): three pairs at once, each switch port sending and receiving.
+# the switch's MFT), the partition parts as back to back (the switch
+# forwards 0x8002's packets: VM 1's port drops them), and a ring of
+# LID-routed RC and UD pingpongs (VM i to VM i+1): three pairs at once,
+# each switch port sending and receiving.
 # In a line (two switches, VMs 0 and 1 on the first), opensm routes
 # through both switches.
 
-SWITCH_PARTS = ("sm", "ibstat", "ipoib", "diags", "rc_ring", "ud_ring")
+SWITCH_PARTS = ("sm", "ibstat", "ipoib", "partition", "pkey_violation", "diags", "rc_ring",
+                "ud_ring", "trap144")
 
 SWITCH_JOB = r"""
 part_ipoib() {
@@ -366,6 +549,7 @@ def test_infiniband_switch(vm_cluster, topology):
         assert len(re.findall(r"1638400 bytes in .* seconds", rc)) == 2, r.report()
         assert len(re.findall(r"409600 bytes in .* seconds", section(r.output, "ud_ring"))) == 2, \
             r.report()
+    _check_partitions_and_traps(results)
     assert_ok(results)
 
     # The switches forwarded the traffic, on credit: no overrun (a packet

@@ -331,13 +331,16 @@ struct verbs_context_ops {
 				    struct ibv_qp_init_attr *attr);
 	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
 				       struct ibv_qp_init_attr_ex *qp_init_attr_ex);
-	ohca_unused_op create_rwq_ind_table;
+	struct ibv_rwq_ind_table *(*create_rwq_ind_table)(
+		struct ibv_context *context,
+		struct ibv_rwq_ind_table_init_attr *init_attr);
 	struct ibv_srq *(*create_srq)(struct ibv_pd *pd,
 				      struct ibv_srq_init_attr *srq_init_attr);
 	struct ibv_srq *(*create_srq_ex)(
 		struct ibv_context *context,
 		struct ibv_srq_init_attr_ex *srq_init_attr_ex);
-	ohca_unused_op create_wq;
+	struct ibv_wq *(*create_wq)(struct ibv_context *context,
+				    struct ibv_wq_init_attr *wq_init_attr);
 	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	ohca_unused_op dealloc_td;
@@ -348,9 +351,9 @@ struct verbs_context_ops {
 	int (*destroy_flow)(struct ibv_flow *flow);
 	ohca_unused_op destroy_flow_action;
 	int (*destroy_qp)(struct ibv_qp *qp);
-	ohca_unused_op destroy_rwq_ind_table;
+	int (*destroy_rwq_ind_table)(struct ibv_rwq_ind_table *rwq_ind_table);
 	int (*destroy_srq)(struct ibv_srq *srq);
-	ohca_unused_op destroy_wq;
+	int (*destroy_wq)(struct ibv_wq *wq);
 	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
 			    uint16_t lid);
 	void (*free_context)(struct ibv_context *context);
@@ -366,7 +369,7 @@ struct verbs_context_ops {
 	ohca_unused_op modify_qp_rate_limit;
 	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
 			  int srq_attr_mask);
-	ohca_unused_op modify_wq;
+	int (*modify_wq)(struct ibv_wq *wq, struct ibv_wq_attr *wq_attr);
 	ohca_unused_op open_qp;
 	struct ibv_xrcd *(*open_xrcd)(
 		struct ibv_context *context,
@@ -518,6 +521,24 @@ struct ibv_modify_cq {
 	struct ib_uverbs_ex_modify_cq core_payload;
 };
 
+struct ibv_create_wq {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_ex_cmd_hdr ex_hdr;
+	struct ib_uverbs_ex_create_wq core_payload;
+};
+
+struct ibv_modify_wq {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_ex_cmd_hdr ex_hdr;
+	struct ib_uverbs_ex_modify_wq core_payload;
+};
+
+struct ibv_create_qp_ex {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_ex_cmd_hdr ex_hdr;
+	struct ib_uverbs_ex_create_qp core_payload;
+};
+
 /* Signatures as of rdma-core 44 (get_context gains fd_arr in 57). */
 int ibv_cmd_get_context(struct verbs_context *context,
 			struct ibv_get_context *cmd, size_t cmd_size,
@@ -605,6 +626,30 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
 			 struct ib_uverbs_create_qp_resp *resp,
 			 size_t resp_size);
 int ibv_cmd_destroy_qp(struct ibv_qp *qp);
+/* Every comp_mask bit of a QP, IND_TABLE and RX_HASH among them (the
+ * hash itself is the provider's to pass); writes verbs_qp.comp_mask. */
+int ibv_cmd_create_qp_ex2(struct ibv_context *context, struct verbs_qp *qp,
+			  struct ibv_qp_init_attr_ex *attr_ex,
+			  struct ibv_create_qp_ex *cmd, size_t cmd_size,
+			  struct ib_uverbs_ex_create_qp_resp *resp,
+			  size_t resp_size);
+/* Receive WQs and indirection tables (libibverbs/cmd_wq.c). create_wq
+ * fills handle, wq_num, context, cq, pd and wq_type and writes max_wr
+ * and max_sge back; modify_wq records the new state in wq->state. */
+int ibv_cmd_create_wq(struct ibv_context *context,
+		      struct ibv_wq_init_attr *wq_init_attr, struct ibv_wq *wq,
+		      struct ibv_create_wq *cmd, size_t cmd_size,
+		      struct ib_uverbs_ex_create_wq_resp *resp,
+		      size_t resp_size);
+int ibv_cmd_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *attr,
+		      struct ibv_modify_wq *cmd, size_t cmd_size);
+int ibv_cmd_destroy_wq(struct ibv_wq *wq);
+int ibv_cmd_create_rwq_ind_table(struct ibv_context *context,
+				 struct ibv_rwq_ind_table_init_attr *init_attr,
+				 struct ibv_rwq_ind_table *rwq_ind_table,
+				 struct ib_uverbs_ex_create_rwq_ind_table_resp *resp,
+				 size_t resp_size);
+int ibv_cmd_destroy_rwq_ind_table(struct ibv_rwq_ind_table *rwq_ind_table);
 /* Takes a plain ibv_srq for a basic SRQ (no verbs_srq fields touched). */
 int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
 		       struct ibv_srq_init_attr *attr,
@@ -760,6 +805,11 @@ int ibv_dofork_range(void *base, size_t size);
 	O(struct verbs_context_ops, modify_cq, 360)                         \
 	O(struct verbs_context_ops, modify_qp, 376)                         \
 	O(struct verbs_context_ops, modify_srq, 392)                        \
+	O(struct verbs_context_ops, create_rwq_ind_table, 168)              \
+	O(struct verbs_context_ops, create_wq, 192)                         \
+	O(struct verbs_context_ops, destroy_rwq_ind_table, 280)             \
+	O(struct verbs_context_ops, destroy_wq, 296)                        \
+	O(struct verbs_context_ops, modify_wq, 400)                         \
 	O(struct verbs_context_ops, poll_cq, 424)                           \
 	O(struct verbs_context_ops, post_recv, 432)                         \
 	O(struct verbs_context_ops, post_send, 440)                         \
@@ -810,6 +860,12 @@ int ibv_dofork_range(void *base, size_t size);
 	S(struct ibv_resize_cq, 24)                                         \
 	S(struct ibv_rereg_mr, 56)                                          \
 	S(struct ibv_modify_cq, 40)                                         \
+	S(struct ibv_create_wq, 64)                                         \
+	S(struct ibv_modify_wq, 48)                                         \
+	S(struct ibv_create_qp_ex, 88)                                      \
+	S(struct ib_uverbs_ex_create_qp_resp, 40)                           \
+	S(struct ib_uverbs_ex_create_wq_resp, 24)                           \
+	S(struct ib_uverbs_ex_create_rwq_ind_table_resp, 16)                \
 	S(struct ib_uverbs_resize_cq_resp, 8)                               \
 	S(struct ib_uverbs_rereg_mr_resp, 8)                                \
 	S(struct ib_uverbs_alloc_pd_resp, 4)                                \

@@ -28,7 +28,10 @@
  *
  * Waits are bounded (-t): a completion or a peer that does not arrive is
  * reported, with the QP state, instead of hanging, so the program can run
- * over a lossy wire with long retries.  The last line is one summary:
+ * over a lossy wire with long retries.  The summary's max_gap_ms is the
+ * longest time this end went without a completion or a finished iteration
+ * (what a peer's migration or a retransmission costs it).  The last line
+ * is one summary:
  * "ohca_rc_integrity: PASS ..." or "ohca_rc_integrity: FAIL ...".
  * Exit 0 when everything matched, 1 on any mismatch, error or timeout,
  * 2 on bad usage or setup failure.
@@ -118,16 +121,18 @@ static uint8_t port_num = 1;
 static uint8_t qp_timeout = 14, retry_cnt = 7;
 static unsigned long n_ops[N_OPS], n_bytes, n_wc;
 static unsigned long cur_iter;
+/* The longest stall between two completions (a peer's migration, a retry). */
+static uint64_t last_wc_ms, max_gap_ms;
 static const char *role;
 static int uc;			/* prm.flags & PRM_UC */
 
 static void summary(const char *result, const char *why)
 {
 	printf("ohca_rc_integrity: %s role=%s mtu=%u seed=0x%" PRIx64
-	       " iterations=%lu/%u completions=%lu bytes=%lu SEND=%lu SEND_IMM=%lu WRITE=%lu WRITE_IMM=%lu READ=%lu qp=%s%s%s\n",
+	       " iterations=%lu/%u completions=%lu bytes=%lu SEND=%lu SEND_IMM=%lu WRITE=%lu WRITE_IMM=%lu READ=%lu max_gap_ms=%" PRIu64 " qp=%s%s%s\n",
 	       result, role, prm.mtu, prm.seed, cur_iter, prm.iters, n_wc,
 	       n_bytes, n_ops[OP_SEND], n_ops[OP_SEND_IMM], n_ops[OP_WRITE],
-	       n_ops[OP_WRITE_IMM], n_ops[OP_READ],
+	       n_ops[OP_WRITE_IMM], n_ops[OP_READ], max_gap_ms,
 	       prm.flags & PRM_UC ? "UC" : "RC", why ? ": " : "",
 	       why ? why : "");
 	fflush(stdout);
@@ -554,6 +559,15 @@ static void scatter(uint8_t *img, const struct ibv_sge *sge, int n,
 	}
 }
 
+static void note_progress(void)
+{
+	uint64_t t = now_ms();
+
+	if (last_wc_ms && t - last_wc_ms > max_gap_ms)
+		max_gap_ms = t - last_wc_ms;
+	last_wc_ms = t;
+}
+
 static void wait_wc(struct ibv_wc *wc, const char *what)
 {
 	uint64_t deadline = now_ms() + (uint64_t)timeout_s * 1000;
@@ -567,6 +581,7 @@ static void wait_wc(struct ibv_wc *wc, const char *what)
 	if (n < 0)
 		fail("iteration %lu: ibv_poll_cq: %d", cur_iter, n);
 	n_wc++;
+	note_progress();
 }
 
 static void check_wc(const struct ibv_wc *wc, uint64_t wr_id,
@@ -819,6 +834,7 @@ int main(int argc, char **argv)
 	t0 = now_ms();
 	for (cur_iter = 0; cur_iter < prm.iters; cur_iter++) {
 		iteration(cur_iter);
+		note_progress();
 		if (verbose || (cur_iter + 1) % 50 == 0)
 			printf("%s: %lu/%u iterations (%lu s)\n", role,
 			       cur_iter + 1, prm.iters,

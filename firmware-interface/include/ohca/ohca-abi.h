@@ -115,6 +115,34 @@ struct ohca_ibv_create_srq_resp {
 };
 
 /*
+ * ibv_create_wq (a receive WQ, OHCA_DEV_CAP_RSS): the provider allocates
+ * the ring of 2^log_size receive WQEs of 2^log_stride bytes (page
+ * aligned, zeroed); the kernel pins it. The WQ's number is the core's
+ * response (wqn); it is rung with OHCA_DB_WQ on the context's page.
+ */
+struct ohca_ibv_create_wq {
+	__aligned_u64 buf_addr;
+	__u8 log_size;
+	__u8 log_stride;
+	__u16 reserved0;
+	__u32 comp_mask;
+};
+
+/*
+ * ibv_create_qp_ex of an RSS QP (IBV_QP_INIT_ATTR_IND_TABLE and
+ * IBV_QP_INIT_ATTR_RX_HASH): the hash, sent instead of struct
+ * ohca_ibv_create_qp; the response is struct ohca_ibv_create_qp_resp.
+ */
+struct ohca_ibv_create_rss_qp {
+	__aligned_u64 rx_hash_fields_mask;	/* enum ibv_rx_hash_fields */
+	__u8 rx_hash_function;			/* IBV_RX_HASH_FUNC_TOEPLITZ */
+	__u8 rx_key_len;			/* 40 */
+	__u16 reserved0;
+	__u32 comp_mask;
+	__u8 rx_hash_key[40];
+};
+
+/*
  * ibv_create_ah: the address handle lives in the provider only; it puts
  * the address vector into every UD send WQE (struct ohca_ud_seg). The
  * kernel answers with what the provider cannot know: the destination MAC

@@ -95,9 +95,17 @@ enum ohca_cmd_opcode {
 	/* An InfiniBand port (OHCA_LINK_IB, ABI 1.5): the management agents */
 	OHCA_CMD_MAD_IFC		= 0x35,
 	OHCA_CMD_CC_PARAM		= 0x36,	/* DCQCN, docs/congestion.md */
+	OHCA_CMD_SET_PORT_CAP		= 0x37,	/* IB port: the host's capability bits */
 	/* OHCA_DEV_CAP_PFC: pause and priority flow control (section 22) */
 	OHCA_CMD_QUERY_PFC		= 0x38,
 	OHCA_CMD_SET_PFC		= 0x39,
+	/* Receive work queues and RSS (OHCA_DEV_CAP_RSS) */
+	OHCA_CMD_CREATE_WQ		= 0x3a,
+	OHCA_CMD_MODIFY_WQ		= 0x3b,
+	OHCA_CMD_DESTROY_WQ		= 0x3c,
+	OHCA_CMD_CREATE_RWQ_IND_TBL	= 0x3d,
+	OHCA_CMD_DESTROY_RWQ_IND_TBL	= 0x3e,
+	OHCA_CMD_CREATE_RSS_QP		= 0x3f,
 	OHCA_CMD_MAX
 };
 
@@ -185,6 +193,16 @@ struct ohca_query_device_out {
 	 */
 	ohca_le32 max_cq_mod_count;
 	ohca_le32 max_cq_mod_period;
+	/*
+	 * Receive work queues and RSS (OHCA_DEV_CAP_RSS, ABI 1.6): 0 without
+	 * it. rss_fields: the enum ohca_rss_fields bits CREATE_RSS_QP takes.
+	 */
+	ohca_le32 max_wq;		/* live CREATE_WQ queues */
+	ohca_le32 max_wq_wr;		/* 2^log_size of one WQ */
+	ohca_le32 max_rwq_ind_tbl;	/* live indirection tables */
+	ohca_le32 max_rwq_ind_tbl_size;	/* entries of one table */
+	ohca_le32 rss_fields;
+	ohca_le32 rsvd_rss;
 };
 /*
  * QUERY_DEVICE grows compatibly (as QUERY_STATS): the device accepts
@@ -194,7 +212,9 @@ struct ohca_query_device_out {
  * field added since reads as "not supported".
  */
 #define OHCA_QUERY_DEVICE_OUT_MIN_SIZE	208
-OHCA_ASSERT_SIZE(struct ohca_query_device_out, 216);
+OHCA_ASSERT_SIZE(struct ohca_query_device_out, 240);
+OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_wq, 216);
+OHCA_ASSERT_OFFSET(struct ohca_query_device_out, rss_fields, 232);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, max_cq_mod_count,
 		   OHCA_QUERY_DEVICE_OUT_MIN_SIZE);
 OHCA_ASSERT_OFFSET(struct ohca_query_device_out, odp_caps, 192);
@@ -279,6 +299,13 @@ enum ohca_dev_caps {
 	 * power-on); QUERY_PFC reads the setting and the pause counters.
 	 */
 	OHCA_DEV_CAP_PFC		= 1u << 12,
+	/*
+	 * (ABI 1.6) Receive work queues, RWQ indirection tables and RSS QPs
+	 * (programming manual section 23): CREATE/MODIFY/DESTROY_WQ,
+	 * CREATE/DESTROY_RWQ_IND_TBL, CREATE_RSS_QP, the OHCA_DB_WQ
+	 * doorbell and the limits after max_cq_mod_period in QUERY_DEVICE.
+	 */
+	OHCA_DEV_CAP_RSS		= 1u << 13,
 };
 
 /*
@@ -444,6 +471,37 @@ struct ohca_mad_ifc_out {
 	ohca_u8 mad[OHCA_MAD_SIZE];
 };
 OHCA_ASSERT_SIZE(struct ohca_mad_ifc_out, 16 + OHCA_MAD_SIZE);
+
+/* ---- SET_PORT_CAP (OHCA_DEV_CAP_IB_LINK) ------------------------------- */
+/*
+ * The PortInfo CapabilityMask bits that the host's agents own (IBTA
+ * 14.2.5.6): the driver passes the whole set it has (ib_core's
+ * modify_port: ib_cm's IsCM, umad's issm device's IsSM). The device's SMA
+ * shows them in PortInfo and QUERY_PORT's port_cap_flags beside its own
+ * (IsSMdisabled only while IsSM is clear) and, when the set changes on an
+ * ACTIVE port with a subnet manager, sends it trap 144 (section 21,
+ * "Traps"). Only on an InfiniBand port: elsewhere BAD_STATE.
+ */
+enum ohca_port_cap_host {
+	OHCA_PORT_CAP_IS_SM		= 1u << 1,
+	OHCA_PORT_CAP_IS_CM		= 1u << 16,
+	OHCA_PORT_CAP_IS_SNMP_TUNNEL	= 1u << 17,
+	OHCA_PORT_CAP_IS_DEVICE_MGMT	= 1u << 19,
+	OHCA_PORT_CAP_IS_VENDOR_CLASS	= 1u << 20,
+	OHCA_PORT_CAP_IS_BOOT_MGMT	= 1u << 23,
+};
+#define OHCA_PORT_CAP_HOST_MASK						\
+	(OHCA_PORT_CAP_IS_SM | OHCA_PORT_CAP_IS_CM |			\
+	 OHCA_PORT_CAP_IS_SNMP_TUNNEL | OHCA_PORT_CAP_IS_DEVICE_MGMT |	\
+	 OHCA_PORT_CAP_IS_VENDOR_CLASS | OHCA_PORT_CAP_IS_BOOT_MGMT)
+
+struct ohca_set_port_cap_in {
+	ohca_u8 port;			/* must be 1 */
+	ohca_u8 rsvd[3];
+	ohca_le32 host_caps;		/* enum ohca_port_cap_host bits only */
+};
+OHCA_ASSERT_SIZE(struct ohca_set_port_cap_in, 8);
+OHCA_ASSERT_OFFSET(struct ohca_set_port_cap_in, host_caps, 4);
 
 /* What changed, in OHCA_EQE_PORT_CHANGE's param1 (ABI 1.5; 0 before). */
 enum ohca_port_change {
@@ -1537,5 +1595,106 @@ OHCA_ASSERT_OFFSET(struct ohca_query_pfc_out, paused, 184);
 
 #define OHCA_FLOW_IP_PROTO_TCP		6
 #define OHCA_FLOW_IP_PROTO_UDP		17
+
+/* ---- Receive WQs, indirection tables, RSS QPs (OHCA_DEV_CAP_RSS) -------- */
+/*
+ * A receive work queue (programming manual section 23): 2^log_size receive
+ * WQEs (struct ohca_recv_wqe and its segments, as an RQ's) of 2^log_stride
+ * bytes in the pages of 'pbl', posted through the OHCA_DB_WQ doorbell of
+ * page 'uar_index', completing into CQ 'cqn' (CQE flag OHCA_CQE_F_WQ, qpn
+ * the wqn). It receives only through an RSS QP's indirection table, and
+ * only in state RDY. wqn 1..max_wq; 2^log_size <= max_wq_wr.
+ */
+enum ohca_wq_state {
+	OHCA_WQS_RESET			= 0,	/* posted WQEs are dropped */
+	OHCA_WQS_RDY			= 1,
+	OHCA_WQS_ERR			= 2,	/* posted WQEs flush */
+};
+
+struct ohca_create_wq_in {
+	ohca_le32 pdn;
+	ohca_le32 cqn;
+	ohca_le32 uar_index;
+	ohca_u8 log_size;		/* 1..OHCA_WQ_LOG_MAX */
+	ohca_u8 log_stride;		/* OHCA_RQ_LOG_STRIDE_MIN..MAX */
+	ohca_u8 rsvd0[2];
+	struct ohca_pbl pbl;
+};
+OHCA_ASSERT_SIZE(struct ohca_create_wq_in, 32);
+OHCA_ASSERT_OFFSET(struct ohca_create_wq_in, log_size, 12);
+OHCA_ASSERT_OFFSET(struct ohca_create_wq_in, pbl, 16);
+
+/*
+ * MODIFY_WQ: the state (enum ohca_wq_state). cur_state, when not 0xff,
+ * must be the WQ's state (BAD_STATE otherwise). RESET empties the queue
+ * (producer and consumer index 0, nothing completes); ERR completes every
+ * posted WQE with WR_FLUSH_ERR, then each one posted later; RDY only from
+ * RESET or RDY. DESTROY_WQ (ohca_handle_in) of a WQ an indirection table
+ * names is BAD_STATE.
+ */
+struct ohca_modify_wq_in {
+	ohca_le32 wqn;
+	ohca_u8 state;
+	ohca_u8 cur_state;		/* 0xff: any */
+	ohca_u8 rsvd[2];
+};
+OHCA_ASSERT_SIZE(struct ohca_modify_wq_in, 8);
+
+/*
+ * An indirection table of 2^log_size entries (0..log2 of
+ * max_rwq_ind_tbl_size), each a live WQ (a WQ may appear more than once);
+ * entries from 2^log_size on must be 0. Output ohca_create_out: the table
+ * number (1..max_rwq_ind_tbl). DESTROY_RWQ_IND_TBL (ohca_handle_in) of a
+ * table an RSS QP uses is BAD_STATE.
+ */
+#define OHCA_RWQ_IND_TBL_LOG_MAX	8
+struct ohca_create_rwq_ind_tbl_in {
+	ohca_u8 log_size;
+	ohca_u8 rsvd[7];
+	ohca_le32 wqn[1u << OHCA_RWQ_IND_TBL_LOG_MAX];
+};
+OHCA_ASSERT_SIZE(struct ohca_create_rwq_ind_tbl_in, 1032);
+OHCA_ASSERT_OFFSET(struct ohca_create_rwq_ind_tbl_in, wqn, 8);
+
+/*
+ * What an RSS QP hashes (the verbs' ibv_rx_hash_fields bits): the IPv4
+ * or IPv6 addresses (not both families), the TCP or UDP ports (not both).
+ * A frame without a chosen field (another IP version or L4 protocol)
+ * hashes without it.
+ */
+enum ohca_rss_fields {
+	OHCA_RSS_SRC_IPV4		= 1u << 0,
+	OHCA_RSS_DST_IPV4		= 1u << 1,
+	OHCA_RSS_SRC_IPV6		= 1u << 2,
+	OHCA_RSS_DST_IPV6		= 1u << 3,
+	OHCA_RSS_SRC_PORT_TCP		= 1u << 4,
+	OHCA_RSS_DST_PORT_TCP		= 1u << 5,
+	OHCA_RSS_SRC_PORT_UDP		= 1u << 6,
+	OHCA_RSS_DST_PORT_UDP		= 1u << 7,
+	OHCA_RSS_ALL_FIELDS		= 0xffu,
+};
+
+#define OHCA_RSS_HASH_TOEPLITZ		1	/* ibv_rx_hash_function_flags */
+#define OHCA_RSS_KEY_LEN		40
+
+/*
+ * CREATE_RSS_QP: a raw Ethernet QP (OHCA_QPT_RAW_ETH) without send or
+ * receive queue of its own. Frames its flows steer to it go to the WQ of
+ * entry (Toeplitz hash of 'fields' with 'key', the input bytes in the
+ * order source address, destination address, source port, destination
+ * port, each in network order) mod table size. It has no doorbell and
+ * MODIFY_QP is BAD_STATE; DESTROY_QP destroys it. Output ohca_create_out:
+ * the qpn.
+ */
+struct ohca_create_rss_qp_in {
+	ohca_le32 pdn;
+	ohca_le32 ind_tbl;
+	ohca_le32 fields;		/* enum ohca_rss_fields */
+	ohca_u8 hash_function;		/* OHCA_RSS_HASH_TOEPLITZ */
+	ohca_u8 rsvd[3];
+	ohca_u8 key[OHCA_RSS_KEY_LEN];
+};
+OHCA_ASSERT_SIZE(struct ohca_create_rss_qp_in, 56);
+OHCA_ASSERT_OFFSET(struct ohca_create_rss_qp_in, key, 16);
 
 #endif /* OHCA_CMD_H */

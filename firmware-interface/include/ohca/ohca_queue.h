@@ -130,6 +130,8 @@ enum ohca_eth_desc_flags {
 #define OHCA_DB_CQ			0x10	/* value: CI (bits 23:0) | ARM */
 #define OHCA_DB_SRQ			0x18	/* value: SRQ producer index
 						 * (ABI 1.2) */
+#define OHCA_DB_WQ			0x20	/* value: WQ producer index
+						 * (OHCA_DEV_CAP_RSS) */
 #define OHCA_DB_CQ_CI_MASK		0x00ffffffu
 #define OHCA_DB_CQ_ARM_NEXT		(1u << 30)	/* any completion */
 #define OHCA_DB_CQ_ARM_SOLICITED	(1u << 31)	/* solicited or error */
@@ -403,6 +405,8 @@ enum ohca_cqe_flags {
 	/* A receive on an XRC SRQ (through an XRC target QP, qpn): src_qp
 	 * holds the SRQ's number. */
 	OHCA_CQE_F_XRC			= 1u << 4,
+	/* (OHCA_DEV_CAP_RSS) A receive on a WQ: qpn is the wqn. */
+	OHCA_CQE_F_WQ			= 1u << 5,
 };
 
 #define OHCA_CQE_OWNER			0x01

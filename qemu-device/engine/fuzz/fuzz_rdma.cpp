@@ -1229,8 +1229,105 @@ class Rdma {
         }
     }
 
+    // Receive WQs (one RQ slot's page each), their doorbell and WQEs,
+    // indirection tables of them, RSS QPs on the tables (kept as QPs, so
+    // raw_flows steers frames to them), and their destruction in any order.
+    void wq_objects(Input &in) {
+        Wq &w = wqs_[in.below(kSlots)];
+        uint32_t &t = tables_[in.below(kSlots)];
+        const uint64_t ring = kRqRings + 0x1000ull * static_cast<uint64_t>(&w - wqs_.data());
+        switch (in.below(7)) {
+        case 0: {
+            ohca_create_wq_in c{};
+            c.pdn = pd(in);
+            c.cqn = cqn(in);
+            c.log_stride = static_cast<uint8_t>(bad(in) ? in.u8() : 6);
+            c.log_size = static_cast<uint8_t>(bad(in) ? in.u8() : 1 + in.below(6));
+            c.uar_index = bad(in) ? in.u32() : 0;
+            c.pbl = pbl(
+                in, ring,
+                std::min<uint64_t>(uint64_t{1} << std::min(c.log_size + c.log_stride, 40), 0x1000));
+            ohca_create_out o{};
+            if (create(OHCA_CMD_CREATE_WQ, &c, sizeof(c), o)) {
+                w = {o.handle, c.log_size, 0};
+            }
+            break;
+        }
+        case 1: {
+            ohca_modify_wq_in m{};
+            m.wqn = bad(in) ? in.u32() : w.wqn;
+            m.state = static_cast<uint8_t>(bad(in) ? in.u8() : in.below(3));
+            m.cur_state = static_cast<uint8_t>(in.flag() ? 0xff : in.below(4));
+            if ((d_.cmd_in(OHCA_CMD_MODIFY_WQ, m) == OHCA_STATUS_OK) && m.state == OHCA_WQS_RESET) {
+                w.pi = 0;
+            }
+            break;
+        }
+        case 2: {
+            ohca_handle_in d{};
+            d.handle = bad(in) ? in.u32() : in.flag() ? w.wqn : t;
+            (void)d_.cmd_in(in.flag() ? OHCA_CMD_DESTROY_WQ : OHCA_CMD_DESTROY_RWQ_IND_TBL, d);
+            break;
+        }
+        case 3: {
+            ohca_create_rwq_ind_tbl_in c{};
+            c.log_size = static_cast<uint8_t>(bad(in) ? in.u8() : in.below(4));
+            for (uint32_t i = 0; i < (1u << std::min<uint8_t>(c.log_size, 8)); ++i) {
+                c.wqn[i] = bad(in) ? in.u32() : wqs_[in.below(kSlots)].wqn;
+            }
+            ohca_create_out o{};
+            if (create(OHCA_CMD_CREATE_RWQ_IND_TBL, &c, sizeof(c), o)) {
+                t = o.handle;
+            }
+            break;
+        }
+        case 4: {
+            ohca_create_rss_qp_in c{};
+            c.pdn = pd(in);
+            c.ind_tbl = bad(in) ? in.u32() : t;
+            c.fields = bad(in) ? in.u32()
+                       : in.flag()
+                           ? uint32_t{OHCA_RSS_SRC_IPV4 | OHCA_RSS_DST_IPV4 | OHCA_RSS_SRC_PORT_UDP}
+                           : uint32_t{OHCA_RSS_DST_IPV6 | OHCA_RSS_DST_PORT_TCP};
+            c.hash_function = static_cast<uint8_t>(bad(in) ? in.u8() : OHCA_RSS_HASH_TOEPLITZ);
+            in.bytes(c.key, sizeof(c.key));
+            ohca_create_out o{};
+            if (create(OHCA_CMD_CREATE_RSS_QP, &c, sizeof(c), o)) {
+                Qp &q = qps_[in.below(kSlots)];
+                q = {};
+                q.live = true;
+                q.qpn = o.handle;
+            }
+            break;
+        }
+        default: { // receive WQEs into the WQ's page, then its doorbell
+            if (w.wqn == 0 || w.log > 6) {
+                break;
+            }
+            const uint32_t size = 1u << w.log;
+            for (uint32_t n = in.range(1, 4); n != 0; --n) {
+                const uint64_t at = ring + uint64_t{w.pi & (size - 1)} * 64;
+                ohca_recv_wqe r{};
+                r.wr_id = 0x20000 + w.pi;
+                r.num_sge = static_cast<uint8_t>(bad(in) ? in.u8() : in.range(1, 3));
+                for (uint32_t i = 0; i < std::min<uint32_t>(r.num_sge, 3); ++i) {
+                    h_.put(at + 16 + 16ull * i, sge(in));
+                }
+                h_.put(at, r);
+                ++w.pi;
+            }
+            const uint32_t pi = bad(in) ? in.u32() : w.pi;
+            ohca_engine_db_write(d_.engine(), 0, OHCA_DB_WQ, OHCA_DB_VALUE(w.wqn, pi), 8);
+            break;
+        }
+        }
+    }
+
     void misc(Input &in) {
-        switch (in.below(12)) {
+        switch (in.below(13)) {
+        case 11:
+            wq_objects(in);
+            break;
         case 10:
             modify_cq(in);
             break;
@@ -1293,6 +1390,8 @@ class Rdma {
             pds_ = {};
             dms_ = {};
             flows_ = {};
+            wqs_ = {};
+            tables_ = {};
             mrs_ = {};
             cqs_ = {};
             qps_ = {};
@@ -1307,6 +1406,13 @@ class Rdma {
     std::array<Mr, kMrSlots> mrs_{};
     std::array<uint32_t, kSlots> dms_{};   // ALLOC_DM handles
     std::array<uint32_t, kSlots> flows_{}; // CREATE_FLOW handles
+    struct Wq {
+        uint32_t wqn = 0;
+        unsigned int log = 0;
+        uint32_t pi = 0;
+    };
+    std::array<Wq, kSlots> wqs_{};
+    std::array<uint32_t, kSlots> tables_{}; // CREATE_RWQ_IND_TBL handles
     std::array<Cq, kSlots> cqs_{};
     std::array<Qp, kSlots> qps_{};
     std::array<Obj, 2> eqs_{};

@@ -91,53 +91,47 @@ void FakeHost::set_hole(uint64_t lo, uint64_t hi, bool writes_only) {
     hole_writes_only_ = writes_only;
 }
 
-bool FakeHost::dma_allowed(uint64_t addr, size_t len, bool write) const {
-    if (find(addr, len) == nullptr) {
-        return false;
+// Where the device's DMA of [addr, addr + len) lands in guest memory, or
+// nullptr when it fails (outside memory, or into the hole): one lookup.
+uint8_t *FakeHost::dma_target(uint64_t addr, size_t len, bool write) const {
+    uint8_t *p = find(addr, len);
+    if (p == nullptr || (hole_writes_only_ && !write)) {
+        return p;
     }
-    if (hole_writes_only_ && !write) {
-        return true;
-    }
-    return hole_hi_ <= addr || addr + len <= hole_lo_;
+    return hole_hi_ <= addr || addr + len <= hole_lo_ ? p : nullptr;
 }
 
 void FakeHost::check_dma(const char *what, uint64_t addr, const void *buf, size_t len) const {
-    if (strict && (buf == nullptr || len == 0 || len > max_dma)) {
+    if (buf == nullptr || len == 0 || len > max_dma) {
         report_failure(__FILE__, __LINE__,
                        std::string("invariant violated: ") + what + " of " + std::to_string(len) +
                            " bytes at " + std::to_string(addr));
     }
 }
 
-void FakeHost::dma_began() {
-    if (on_dma) {
-        on_dma();
-    }
-}
-
 int FakeHost::dma_read(uint64_t addr, void *buf, size_t len) {
     ++dma_reads;
-    check_dma("dma_read", addr, buf, len);
-    dma_began();
-    if (!dma_allowed(addr, len, false)) {
+    dma_began("dma_read", addr, buf, len);
+    const uint8_t *p = dma_target(addr, len, false);
+    if (p == nullptr) {
         ++dma_faults;
         if (strict) {
             std::memset(buf, 0xa5, len);
         }
         return -1;
     }
-    std::memcpy(buf, find(addr, len), len);
+    std::memcpy(buf, p, len);
     return 0;
 }
 
 int FakeHost::dma_write(uint64_t addr, const void *buf, size_t len) {
     ++dma_writes;
-    check_dma("dma_write", addr, buf, len);
     if (record) {
         write_log.emplace_back(addr, len);
     }
-    dma_began();
-    if (!dma_allowed(addr, len, true)) {
+    dma_began("dma_write", addr, buf, len);
+    uint8_t *p = dma_target(addr, len, true);
+    if (p == nullptr) {
         ++dma_faults;
         if (strict) {
             volatile uint8_t sink = 0;
@@ -147,7 +141,7 @@ int FakeHost::dma_write(uint64_t addr, const void *buf, size_t len) {
         }
         return -1;
     }
-    std::memcpy(find(addr, len), buf, len);
+    std::memcpy(p, buf, len);
     return 0;
 }
 
@@ -155,15 +149,14 @@ int FakeHost::dma_write_ordered(uint64_t addr, const void *buf, size_t len, size
                                 size_t last_len) {
     ++dma_writes;
     ++ordered_writes;
-    check_dma("dma_write_ordered", addr, buf, len);
-    dma_began();
+    dma_began("dma_write_ordered", addr, buf, len);
     // One lookup for the whole range, then the rest before the last part,
     // as the QEMU glue stores them.
-    if (!dma_allowed(addr, len, true)) {
+    uint8_t *r = dma_target(addr, len, true);
+    if (r == nullptr) {
         ++dma_faults;
         return -1;
     }
-    uint8_t *r = find(addr, len);
     const auto *p = static_cast<const uint8_t *>(buf);
     const size_t after = last_off + last_len;
     std::memcpy(r, p, last_off);

@@ -100,8 +100,16 @@ class FakeHost {
         size_t size = 0;
     };
     uint8_t *find(uint64_t addr, size_t len) const;
-    bool dma_allowed(uint64_t addr, size_t len, bool write) const;
-    void dma_began();
+    [[nodiscard]] uint8_t *dma_target(uint64_t addr, size_t len, bool write) const;
+    // Every DMA callback's start: the contract check (strict) and on_dma.
+    void dma_began(const char *what, uint64_t addr, const void *buf, size_t len) {
+        if (strict) {
+            check_dma(what, addr, buf, len);
+        }
+        if (on_dma) {
+            on_dma();
+        }
+    }
     int dma_read(uint64_t addr, void *buf, size_t len);
     int dma_write(uint64_t addr, const void *buf, size_t len);
     int dma_write_ordered(uint64_t addr, const void *buf, size_t len, size_t last_off,

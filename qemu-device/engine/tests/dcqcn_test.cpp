@@ -507,6 +507,35 @@ TEST_F(DcqcnWire, ReadResponsesArePacedToo) {
     EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
 }
 
+// The requester asks the port's pacer only for a QP a CNP has limited
+// (TransportServices::cc_may_send tests qp.cc.rp.limited first): with the
+// RP on and no CNP every packet goes at once; the first CNP sets the flag,
+// and from then on the pacer spaces the packets.
+TEST_F(DcqcnWire, PacerAskedFromTheFirstCnpOnNotBefore) {
+    ASSERT_EQ(cc(a, OHCA_CC_RP_RATE_TO_SET_ON_FIRST_CNP, OHCA_CC_PARAM_SET, 10).status,
+              OHCA_STATUS_OK);
+    ASSERT_EQ(cc(a, OHCA_CC_RP_BYTE_RESET, OHCA_CC_PARAM_SET, 0).status, OHCA_STATUS_OK);
+    uint64_t sent0 = a.stats().roce_tx_pkts;
+    write(8192, 1); // 8 packets, not limited: all in one go
+    a.process();
+    EXPECT_EQ(a.stats().roce_tx_pkts - sent0, 8u);
+    pump(a, b);
+    ASSERT_EQ(a.poll(side[0].scq).size(), 1u);
+    PacketPath path;
+    path.smac = b.mac;
+    path.dmac = a.mac;
+    path.sgid = b.gid;
+    path.dgid = a.gid;
+    const std::array<uint8_t, dcqcn::kCnpPayloadLen> zeros{};
+    inject_to_a(build_roce_frame(path, dcqcn::cnp_fields(side[0].qp.qpn), zeros));
+    a.process();
+    ASSERT_EQ(a.stats().rp_cnp_handled, 1u);
+    sent0 = a.stats().roce_tx_pkts;
+    write(8192, 2); // limited now: one packet, the rest when the pacer allows
+    a.process();
+    EXPECT_EQ(a.stats().roce_tx_pkts - sent0, 1u);
+}
+
 TEST_F(DcqcnWire, HostileCnpFloodIsBoundedAndUnknownQpIgnored) {
     // CNPs as b would send them, to a's QP and to a QP a does not have.
     PacketPath path;

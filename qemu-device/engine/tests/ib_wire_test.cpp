@@ -205,7 +205,7 @@ struct UdQp {
     uint32_t key = 0;
 };
 
-UdQp make_ud(RdmaNode &n, uint8_t type = OHCA_QPT_UD) {
+UdQp make_ud(RdmaNode &n, uint8_t type = OHCA_QPT_UD, uint16_t pkey_index = 0) {
     UdQp u;
     u.pd = n.create_pd();
     u.scq = n.create_cq(8);
@@ -216,6 +216,7 @@ UdQp make_ud(RdmaNode &n, uint8_t type = OHCA_QPT_UD) {
     ohca_qp_attr a{};
     a.qp_state = OHCA_QPS_INIT;
     a.qkey = kQkey;
+    a.pkey_index = pkey_index; // a UD QP takes its P_Key index in INIT
     EXPECT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_QKEY, a)
                   .status,
               OHCA_STATUS_OK);
@@ -299,28 +300,8 @@ TEST(IbWire, PkeyMismatchDroppedAndCounted) {
     d[3] = 0x01;
     ASSERT_EQ(smp(p.a, ib::method::Set, ib::attr::PKeyTable, 0, d).status(), 0);
     UdQp ua = make_ud(p.a);
-    ohca_qp_attr attr{};
-    attr.pkey_index = 1;
-    // A UD QP takes its P_Key index in INIT: a fresh one, moved with it.
+    UdQp ua1 = make_ud(p.a, OHCA_QPT_UD, 1);
     UdQp ub = make_ud(p.b);
-    UdQp ua1;
-    ua1.pd = p.a.create_pd();
-    ua1.scq = p.a.create_cq(8);
-    ua1.rcq = p.a.create_cq(8);
-    ua1.q = p.a.create_qp(ua1.pd, ua1.scq.cqn, ua1.rcq.cqn, 6, 6, 0, OHCA_QPT_UD);
-    ua1.buf = ua.buf;
-    ua1.key = p.a.reg_mr(ua1.pd, ua.buf, 1 << 16, OHCA_ACCESS_LOCAL_WRITE);
-    attr.qp_state = OHCA_QPS_INIT;
-    attr.qkey = kQkey;
-    ASSERT_EQ(p.a.modify(ua1.q.qpn,
-                         OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_QKEY, attr)
-                  .status,
-              OHCA_STATUS_OK);
-    attr = {};
-    attr.qp_state = OHCA_QPS_RTR;
-    ASSERT_EQ(p.a.modify(ua1.q.qpn, OHCA_QP_STATE, attr).status, OHCA_STATUS_OK);
-    attr.qp_state = OHCA_QPS_RTS;
-    ASSERT_EQ(p.a.modify(ua1.q.qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN, attr).status, OHCA_STATUS_OK);
     p.b.post_recv(ub.q, 1, {{ub.buf, 4096, ub.key}});
     ohca_av_ib av{};
     av.dlid = 0x20;
@@ -432,5 +413,376 @@ TEST(IbWire, WithheldCreditStopsTheSenderThenItResumes) {
     EXPECT_TRUE(u == v);
 }
 
+// ---- multicast by MLID --------------------------------------------------------
+
+ohca_mcast_in mcast_in(uint32_t qpn, const std::array<uint8_t, 16> &mgid) {
+    ohca_mcast_in in{};
+    in.qpn = qpn;
+    std::copy(mgid.begin(), mgid.end(), in.gid);
+    return in;
+}
+
+constexpr std::array<uint8_t, 16> kMgid = {0xff, 0x12, 0x40, 0x1b, 0x80, 0x01, 0,    0,
+                                           0,    0,    0,    0,    0xff, 0xff, 0xff, 0xff};
+constexpr uint16_t kMlid = 0xC001;
+
+// The SM gives a group an MLID; the packets carry it as their DLID and
+// the MGID in their GRH. Every QP attached to the group gets a copy, on
+// the peer and (looped back) on the sender's own device; a detached QP
+// gets none, and a group packet without a GRH reaches no one.
+TEST(IbWire, MulticastByMlidAttachDetach) {
+    IbPair p;
+    UdQp ua = make_ud(p.a);
+    UdQp ua2 = make_ud(p.a); // a member on the sending device
+    UdQp ub = make_ud(p.b);
+    UdQp ub2 = make_ud(p.b);
+    UdQp ub3 = make_ud(p.b); // never attached
+    for (UdQp *q : {&ua2, &ub, &ub2, &ub3}) {
+        RdmaNode &n = q == &ua2 ? p.a : p.b;
+        for (uint32_t i = 0; i < 3; ++i) {
+            n.post_recv(q->q, i, {{q->buf + 512u * i, 512, q->key}});
+        }
+    }
+    for (UdQp *q : {&ub, &ub2}) {
+        ASSERT_EQ(p.b.cmd_in(OHCA_CMD_ATTACH_MCAST, mcast_in(q->q.qpn, kMgid)).status,
+                  OHCA_STATUS_OK);
+    }
+    ASSERT_EQ(p.a.cmd_in(OHCA_CMD_ATTACH_MCAST, mcast_in(ua2.q.qpn, kMgid)).status, OHCA_STATUS_OK);
+    ohca_av_ib av{};
+    av.dlid = kMlid;
+    av.flags = OHCA_AV_IB_GRH;
+    av.hop_limit = 1;
+    std::copy(kMgid.begin(), kMgid.end(), av.dgid);
+    post_ud(p.a, ua, OHCA_MCAST_QPN, av, 100);
+    p.a.process();
+    ASSERT_EQ(data_frames(p.a).size(), 1u); // one packet on the wire
+    ib::Packet pk;
+    ASSERT_EQ(ib::parse(data_frames(p.a)[0], pk), ib::PacketError::Ok);
+    EXPECT_EQ(pk.lrh.dlid, kMlid);
+    EXPECT_TRUE(pk.has_grh);
+    EXPECT_EQ(pk.grh.dgid, kMgid);
+    EXPECT_EQ(pk.bth.dest_qp, OHCA_MCAST_QPN);
+    pump(p.a, p.b);
+    for (UdQp *q : {&ub, &ub2}) {
+        const auto rc = p.b.poll(q->rcq);
+        ASSERT_EQ(rc.size(), 1u);
+        EXPECT_EQ(rc[0].status, OHCA_CQE_SUCCESS);
+        EXPECT_EQ(rc[0].byte_len, 140u);
+        EXPECT_EQ(rc[0].src_qp & OHCA_CQE_QPN_MASK, ua.q.qpn);
+        EXPECT_EQ(OHCA_CQE_IB_SLID(rc[0].qpn, rc[0].vendor_err), 0x10u);
+    }
+    EXPECT_TRUE(p.b.poll(ub3.rcq).empty());
+    EXPECT_EQ(p.a.poll(ua2.rcq).size(), 1u); // looped back to the local member
+    EXPECT_EQ(device_of(p.b.e).roce_counters().mcast_rx_packets, 1u);
+    ASSERT_EQ(p.a.poll(ua.scq).size(), 1u);
+
+    // Detached: ub gets no more; ub2 still does.
+    ASSERT_EQ(p.b.cmd_in(OHCA_CMD_DETACH_MCAST, mcast_in(ub.q.qpn, kMgid)).status, OHCA_STATUS_OK);
+    p.a.host.wire.clear();
+    post_ud(p.a, ua, OHCA_MCAST_QPN, av, 100);
+    pump(p.a, p.b);
+    EXPECT_TRUE(p.b.poll(ub.rcq).empty());
+    EXPECT_EQ(p.b.poll(ub2.rcq).size(), 1u);
+    // A group's DLID without the GRH (no MGID to look up): dropped.
+    const uint64_t dropped = p.b.stats().roce_rx_dropped;
+    av.flags = 0;
+    post_ud(p.a, ua, OHCA_MCAST_QPN, av, 100);
+    pump(p.a, p.b);
+    EXPECT_TRUE(p.b.poll(ub2.rcq).empty());
+    EXPECT_EQ(p.b.stats().roce_rx_dropped, dropped + 1);
+    // Last member gone: the group's packets reach no one.
+    ASSERT_EQ(p.b.cmd_in(OHCA_CMD_DETACH_MCAST, mcast_in(ub2.q.qpn, kMgid)).status, OHCA_STATUS_OK);
+    av.flags = OHCA_AV_IB_GRH;
+    post_ud(p.a, ua, OHCA_MCAST_QPN, av, 100);
+    pump(p.a, p.b);
+    EXPECT_TRUE(p.b.poll(ub2.rcq).empty());
+    EXPECT_EQ(p.b.stats().roce_rx_dropped, dropped + 2);
+    EXPECT_EQ(device_of(p.b.e).roce_counters().mcast_rx_packets, 2u);
+}
+
+// ---- traps -------------------------------------------------------------------
+
+ohca_set_port_cap_in port_cap(uint32_t caps) {
+    ohca_set_port_cap_in in{};
+    in.port = 1;
+    in.host_caps = caps;
+    return in;
+}
+
+constexpr uint16_t kSmLid = 1;
+
+// A port brought up by an SM at kSmLid whose SubnetTimeout is 'timeout'.
+void sm_bring_up_timeout(RdmaNode &n, uint16_t lid, uint8_t timeout) {
+    sm_bring_up(n, lid);
+    ib::PortInfo pi = port_info(n);
+    pi.subnet_timeout = timeout;
+    ASSERT_EQ(set_port_info(n, pi), 0);
+    n.host.wire.clear();
+}
+
+// The traps a node put on the wire: the VL15 frames to the SM, parsed.
+struct SentTrap {
+    ib::Packet pk;
+    ib::Smp smp;
+    ib::Notice notice;
+    uint32_t src_qp = 0;
+};
+
+std::vector<SentTrap> traps_sent(RdmaNode &n) {
+    std::vector<SentTrap> v;
+    for (const auto &f : data_frames(n)) {
+        SentTrap t;
+        EXPECT_EQ(ib::parse(f, t.pk), ib::PacketError::Ok);
+        if (t.pk.lrh.vl != ib::kVl15) {
+            continue;
+        }
+        EXPECT_EQ(f.size(), ib::kUdMadFrameBytes);
+        const uint8_t *deth = f.data() + t.pk.payload_offset;
+        t.src_qp = (uint32_t{deth[5]} << 16) | (uint32_t{deth[6]} << 8) | deth[7];
+        ib::Mad m{};
+        std::copy_n(deth + ib::kDethBytes, m.size(), m.begin());
+        t.smp = ib::Smp::read(m);
+        t.notice = ib::Notice::read(t.smp.data);
+        v.push_back(t);
+    }
+    n.host.wire.clear();
+    return v;
+}
+
+// The SM's TrapRepress of a trap, through MAD_IFC as the driver hands it.
+uint32_t repress(RdmaNode &n, uint64_t tid) {
+    ib::Smp r;
+    r.hdr.mgmt_class = ib::mgmt_class::SubnLidRouted;
+    r.hdr.method = ib::method::TrapRepress;
+    r.hdr.attr_id = ib::attr::Notice;
+    r.hdr.tid = tid;
+    ib::Mad m{};
+    r.write(m);
+    ohca_mad_ifc_in in{};
+    in.port = 1;
+    in.flags = OHCA_MAD_IFC_IGNORE_MKEY;
+    std::copy(m.begin(), m.end(), in.mad);
+    ohca_mad_ifc_out out{};
+    EXPECT_EQ(n.cmd(OHCA_CMD_MAD_IFC, &in, sizeof(in), &out, sizeof(out)).status, OHCA_STATUS_OK);
+    return out.result;
+}
+
+// The time of one SubnetTimeout of 'timeout'.
+uint64_t subnet_timeout_ns(uint8_t timeout) {
+    return uint64_t{4096} << timeout;
+}
+
+void advance(RdmaNode &n, uint64_t ns) {
+    n.host.now += ns;
+    n.process();
+}
+
+// SET_PORT_CAP: the host's bits reach PortInfo and QUERY_PORT; the change
+// goes to the SM as trap 144 (LocalChangedAttribute: CapabilityMask) from
+// QP0 on VL15, again every SubnetTimeout with the same TID, until the SM's
+// TrapRepress of that TID.
+TEST(IbTraps, CapabilityMaskChangeTrap144UntilRepressed) {
+    RdmaNode n(1, false, 0, 10, 0, nullptr, OHCA_LINK_IB);
+    constexpr uint8_t kTimeout = 12; // 16.8 ms
+    sm_bring_up_timeout(n, 0x10, kTimeout);
+    EXPECT_EQ(port_info(n).capability_mask & ib::port_cap::IsCmSupported, 0u); // the host's
+    ASSERT_EQ(
+        n.cmd_in(OHCA_CMD_SET_PORT_CAP, port_cap(OHCA_PORT_CAP_IS_SM | OHCA_PORT_CAP_IS_CM)).status,
+        OHCA_STATUS_OK);
+    n.process();
+    const uint32_t mask = port_info(n).capability_mask;
+    EXPECT_NE(mask & ib::port_cap::IsSm, 0u);
+    EXPECT_NE(mask & ib::port_cap::IsCmSupported, 0u);
+    EXPECT_EQ(mask & ib::port_cap::IsSmDisabled, 0u);
+    EXPECT_NE(mask & ib::port_cap::IsTrapSupported, 0u);
+    EXPECT_EQ(query_port(n).port_cap_flags, mask);
+    auto t = traps_sent(n);
+    ASSERT_EQ(t.size(), 1u);
+    EXPECT_EQ(t[0].pk.lrh.dlid, kSmLid);
+    EXPECT_EQ(t[0].pk.lrh.slid, 0x10);
+    EXPECT_EQ(t[0].pk.bth.dest_qp, 0u);
+    EXPECT_EQ(t[0].src_qp, 0u);
+    EXPECT_EQ(t[0].pk.bth.pkey, ib::kDefaultPKey);
+    EXPECT_EQ(t[0].smp.hdr.mgmt_class, ib::mgmt_class::SubnLidRouted);
+    EXPECT_EQ(t[0].smp.hdr.method, ib::method::Trap);
+    EXPECT_EQ(t[0].smp.hdr.attr_id, ib::attr::Notice);
+    EXPECT_TRUE(t[0].notice.is_generic);
+    EXPECT_EQ(t[0].notice.trap_number, ib::trap::CapabilityMaskChange);
+    EXPECT_EQ(t[0].notice.producer_type, ib::node_type::Ca);
+    EXPECT_EQ(t[0].notice.issuer_lid, 0x10);
+    const auto &d = t[0].notice.details;
+    EXPECT_EQ((d[2] << 8) | d[3], 0x10);                                   // LIDADDR
+    EXPECT_EQ(uint32_t(d[6]) << 24 | d[7] << 16 | d[8] << 8 | d[9], mask); // the new mask
+    const uint64_t tid = t[0].smp.hdr.tid;
+
+    // Not before SubnetTimeout; then once, with the same TID.
+    advance(n, subnet_timeout_ns(kTimeout) / 2);
+    EXPECT_TRUE(traps_sent(n).empty());
+    advance(n, subnet_timeout_ns(kTimeout));
+    t = traps_sent(n);
+    ASSERT_EQ(t.size(), 1u);
+    EXPECT_EQ(t[0].smp.hdr.tid, tid);
+    // Another TID represses nothing; the trap's own ends it.
+    EXPECT_EQ(repress(n, tid + 1), uint32_t{OHCA_MAD_IFC_CONSUMED});
+    advance(n, subnet_timeout_ns(kTimeout));
+    EXPECT_EQ(traps_sent(n).size(), 1u);
+    EXPECT_EQ(repress(n, tid), uint32_t{OHCA_MAD_IFC_CONSUMED});
+    for (int i = 0; i < 10; ++i) {
+        advance(n, subnet_timeout_ns(kTimeout));
+    }
+    EXPECT_TRUE(traps_sent(n).empty());
+    const auto &c = device_of(n.e).ib_counters()->traps;
+    EXPECT_EQ(c.sent, 3u);
+    EXPECT_EQ(c.repressed, 1u);
+    // The same mask again is no change: no trap.
+    ASSERT_EQ(
+        n.cmd_in(OHCA_CMD_SET_PORT_CAP, port_cap(OHCA_PORT_CAP_IS_SM | OHCA_PORT_CAP_IS_CM)).status,
+        OHCA_STATUS_OK);
+    n.process();
+    EXPECT_TRUE(traps_sent(n).empty());
+    // IsSM cleared (opensm closed issm): IsSMdisabled again, and a trap.
+    ASSERT_EQ(n.cmd_in(OHCA_CMD_SET_PORT_CAP, port_cap(OHCA_PORT_CAP_IS_CM)).status,
+              OHCA_STATUS_OK);
+    n.process();
+    EXPECT_NE(port_info(n).capability_mask & ib::port_cap::IsSmDisabled, 0u);
+    t = traps_sent(n);
+    ASSERT_EQ(t.size(), 1u);
+    EXPECT_NE(t[0].smp.hdr.tid, tid);
+}
+
+// Bounded: without a repress a trap goes out kMaxSends times and ends; an
+// SM's SubnetTimeout of 0 cannot make the repeats faster than
+// kMinPeriodNs; a host that flips its bits while a trap is pending
+// replaces it without a fresh budget; a port without an SM, or not
+// ACTIVE, sends none (the SM's sweep reads the mask).
+TEST(IbTraps, BoundedSendsAndRate) {
+    RdmaNode n(1, false, 0, 10, 0, nullptr, OHCA_LINK_IB);
+    // Before the SM: the mask changes, no trap.
+    ASSERT_EQ(n.cmd_in(OHCA_CMD_SET_PORT_CAP, port_cap(OHCA_PORT_CAP_IS_CM)).status,
+              OHCA_STATUS_OK);
+    n.process();
+    EXPECT_NE(port_info(n).capability_mask & ib::port_cap::IsCmSupported, 0u);
+    EXPECT_TRUE(traps_sent(n).empty());
+    sm_bring_up_timeout(n, 0x10, 0);
+    size_t sent = 0;
+    for (uint32_t i = 0; i < 1000; ++i) {
+        const uint32_t caps = (i % 2) != 0 ? OHCA_PORT_CAP_IS_SM : OHCA_PORT_CAP_IS_DEVICE_MGMT;
+        ASSERT_EQ(n.cmd_in(OHCA_CMD_SET_PORT_CAP, port_cap(caps)).status, OHCA_STATUS_OK);
+        n.process();
+        sent += traps_sent(n).size();
+        n.host.now += 1000; // 1 us: far below the floor
+    }
+    EXPECT_LE(sent, 2u); // at most one per kMinPeriodNs (1 ms passed)
+    for (int i = 0; i < 100; ++i) {
+        advance(n, IbTraps::kMinPeriodNs);
+        sent += traps_sent(n).size();
+    }
+    EXPECT_EQ(sent, size_t{IbTraps::kMaxSends});
+    const auto &c = device_of(n.e).ib_counters()->traps;
+    EXPECT_EQ(c.raised, 1u);
+    EXPECT_EQ(c.sent, uint64_t{IbTraps::kMaxSends});
+    EXPECT_EQ(c.expired, 1u);
+    // Leaving ACTIVE drops a pending trap: sent once, then the link falls
+    // and comes back (the port in INIT), and no repeat follows.
+    ASSERT_EQ(n.cmd_in(OHCA_CMD_SET_PORT_CAP, port_cap(0)).status, OHCA_STATUS_OK);
+    n.process();
+    EXPECT_EQ(traps_sent(n).size(), 1u);
+    ohca_engine_set_link(n.e, false);
+    n.process();
+    ohca_engine_set_link(n.e, true);
+    for (int i = 0; i < 10; ++i) {
+        advance(n, IbTraps::kMinPeriodNs);
+    }
+    EXPECT_TRUE(traps_sent(n).empty());
+    EXPECT_EQ(c.sent, uint64_t{IbTraps::kMaxSends} + 1);
+}
+
+TEST(IbTraps, SetPortCapChecksItsInput) {
+    RdmaNode n(1, false, 0, 10, 0, nullptr, OHCA_LINK_IB);
+    auto in = port_cap(OHCA_PORT_CAP_IS_SM);
+    in.port = 2;
+    auto r = n.cmd_in(OHCA_CMD_SET_PORT_CAP, in);
+    EXPECT_EQ(r.status, OHCA_STATUS_BAD_FIELD);
+    EXPECT_EQ(r.syndrome, offsetof(ohca_set_port_cap_in, port));
+    in = port_cap(OHCA_PORT_CAP_IS_SM);
+    in.rsvd[2] = 1;
+    r = n.cmd_in(OHCA_CMD_SET_PORT_CAP, in);
+    EXPECT_EQ(r.status, OHCA_STATUS_RESERVED_NONZERO);
+    EXPECT_EQ(r.syndrome, offsetof(ohca_set_port_cap_in, rsvd) + 2);
+    // The device's own bits are not the host's to set.
+    r = n.cmd_in(OHCA_CMD_SET_PORT_CAP, port_cap(ib::port_cap::IsTrapSupported));
+    EXPECT_EQ(r.status, OHCA_STATUS_BAD_FIELD);
+    EXPECT_EQ(r.syndrome, offsetof(ohca_set_port_cap_in, host_caps));
+    const uint32_t before = port_info(n).capability_mask;
+    EXPECT_NE(before & ib::port_cap::IsTrapSupported, 0u);
+    EXPECT_EQ(before & ib::port_cap::IsSm, 0u);
+    // An Ethernet port has no SMA.
+    RdmaNode e(2);
+    EXPECT_EQ(e.cmd_in(OHCA_CMD_SET_PORT_CAP, port_cap(OHCA_PORT_CAP_IS_SM)).status,
+              OHCA_STATUS_BAD_STATE);
+    // A good one shows in PortInfo.
+    ASSERT_EQ(n.cmd_in(OHCA_CMD_SET_PORT_CAP, port_cap(OHCA_PORT_CAP_IS_SM)).status,
+              OHCA_STATUS_OK);
+    EXPECT_NE(port_info(n).capability_mask & ib::port_cap::IsSm, 0u);
+}
+
+// Twenty UD packets of a partition the receiver lacks: all dropped, all
+// counted, and one trap 257 (Bad P_Key) to the SM with the packet's
+// LIDs, P_Key, SL and QPs -- the others find it pending.
+TEST(IbTraps, PkeyViolationsCountedAndOneTrap257) {
+    IbPair p;
+    ib::PortInfo pi = port_info(p.b);
+    pi.subnet_timeout = 18;
+    ASSERT_EQ(set_port_info(p.b, pi), 0);
+    ib::SmpData d{};
+    d[0] = 0xff;
+    d[1] = 0xff;
+    d[2] = 0x80; // index 1: 0x8002, on node a only
+    d[3] = 0x02;
+    ASSERT_EQ(smp(p.a, ib::method::Set, ib::attr::PKeyTable, 0, d).status(), 0);
+    UdQp ua = make_ud(p.a, OHCA_QPT_UD, 1);
+    UdQp ub = make_ud(p.b);
+    p.b.post_recv(ub.q, 1, {{ub.buf, 4096, ub.key}});
+    p.b.host.wire.clear();
+    ohca_av_ib av{};
+    av.dlid = 0x20;
+    av.sl = 2;
+    std::vector<std::vector<uint8_t>> b_frames;
+    for (int i = 0; i < 20; ++i) {
+        post_ud(p.a, ua, ub.q.qpn, av, 64);
+        pump(p.a, p.b, [&](bool from_a, const std::vector<uint8_t> &f) {
+            if (!from_a && f.size() == ib::kUdMadFrameBytes) {
+                b_frames.push_back(f);
+            }
+            return false;
+        });
+        const auto sc = p.a.poll(ua.scq);
+        ASSERT_EQ(sc.size(), 1u); // sent: the receiver drops it
+        EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
+    }
+    EXPECT_TRUE(p.b.poll(ub.rcq).empty());
+    EXPECT_EQ(device_of(p.b.e).ib_counters()->pkey_violations, 20u);
+    EXPECT_EQ(query_port(p.b).pkey_violations, 20u);
+    EXPECT_EQ(port_info(p.b).p_key_violations, 20u);
+    const auto &c = device_of(p.b.e).ib_counters()->traps;
+    EXPECT_EQ(c.raised, 1u);
+    EXPECT_EQ(c.sent, 1u);
+    EXPECT_EQ(c.dropped, 19u);
+    ASSERT_EQ(b_frames.size(), 1u);
+    p.b.host.wire = b_frames;
+    const auto t = traps_sent(p.b);
+    ASSERT_EQ(t.size(), 1u);
+    EXPECT_EQ(t[0].pk.lrh.dlid, kSmLid);
+    EXPECT_EQ(t[0].notice.trap_number, ib::trap::PKeyViolation);
+    EXPECT_EQ(t[0].notice.type, ib::notice_type::Security);
+    EXPECT_EQ(t[0].notice.issuer_lid, 0x20);
+    const auto &dd = t[0].notice.details;
+    EXPECT_EQ((dd[2] << 8) | dd[3], 0x10); // LID1: the sender
+    EXPECT_EQ((dd[4] << 8) | dd[5], 0x20); // LID2: this port
+    EXPECT_EQ((dd[8] << 8) | dd[9], 0x8002);
+    EXPECT_EQ(dd[10] >> 4, 2);                                          // SL
+    EXPECT_EQ(uint32_t(dd[11]) << 16 | dd[12] << 8 | dd[13], ua.q.qpn); // QP1
+    EXPECT_EQ(uint32_t(dd[15]) << 16 | dd[16] << 8 | dd[17], ub.q.qpn); // QP2
+}
 } // namespace
 } // namespace ohca::test

@@ -497,6 +497,43 @@ TEST_F(PfcRoceTest, AcksWaitForThePauseToo) {
     EXPECT_EQ(a.poll(side[0].scq).size(), 1u);
 }
 
+// An ACK asks the port whether its priority is paused only once some
+// pause has been set (TransportServices::tx_paused tests the port's record
+// of set pauses first): before any PFC frame, with a pause on another
+// priority, on its own priority, and after XON.
+TEST_F(PfcRoceTest, AckAsksThePortExactlyWhileAPauseIsSet) {
+    set_pfc(b, 0x09);
+    auto exchange = [&](uint64_t wr_id) {
+        write(64);
+        a.process();
+        EXPECT_EQ(a.host.wire.size(), 1u) << wr_id;
+        const auto req = a.host.wire.at(0);
+        a.host.wire.clear();
+        EXPECT_EQ(ohca_engine_receive_frame(b.e, req.data(), req.size()), OHCA_ENGINE_RX_CONSUMED);
+        b.process();
+    };
+    exchange(1); // no pause ever set: the ACK goes
+    EXPECT_EQ(b.host.wire.size(), 1u);
+    pump(a, b);
+    EXPECT_EQ(a.poll(side[0].scq).size(), 1u);
+    auto f3 = pfc_frame(0x08, 0xffff); // priority 3 only: the ACK (priority 0) goes
+    ASSERT_EQ(ohca_engine_receive_frame(b.e, f3.data(), f3.size()), OHCA_ENGINE_RX_CONSUMED);
+    exchange(2);
+    EXPECT_EQ(b.host.wire.size(), 1u);
+    pump(a, b);
+    EXPECT_EQ(a.poll(side[0].scq).size(), 1u);
+    auto f0 = pfc_frame(0x01, 0xffff); // priority 0: the ACK waits
+    ASSERT_EQ(ohca_engine_receive_frame(b.e, f0.data(), f0.size()), OHCA_ENGINE_RX_CONSUMED);
+    exchange(3);
+    EXPECT_TRUE(b.host.wire.empty());
+    auto xon = pfc_frame(0x09, 0);
+    ASSERT_EQ(ohca_engine_receive_frame(b.e, xon.data(), xon.size()), OHCA_ENGINE_RX_CONSUMED);
+    b.process();
+    EXPECT_EQ(b.host.wire.size(), 1u);
+    pump(a, b);
+    EXPECT_EQ(a.poll(side[0].scq).size(), 1u);
+}
+
 // The RoCE backlog filling past its XOFF mark sends XOFF for the
 // priority of the frames in it; draining below the XON mark sends XON.
 TEST_F(PfcRoceTest, XoffWhenTheRoceBacklogFillsXonWhenDrained) {

@@ -855,6 +855,33 @@ class IbSnapshot : public ::testing::Test {
         a.connect(sa.qp, sb.qp.qpn, b, 5);
         b.connect(sb.qp, sa.qp.qpn, a, 5);
     }
+    // A's saved stream 'good' with its PortInfo (as A has it now) replaced
+    // by 'pi' and resealed, loaded into a new engine: the error, "" if it
+    // loaded.
+    std::string load_with_port_info(const std::vector<uint8_t> &good, const ib::PortInfo &pi) {
+        ib::SmpData want{};
+        port_info(a).write(want);
+        const auto at = std::search(good.begin(), good.end(), want.begin(), want.end());
+        EXPECT_NE(at, good.end());
+        if (at == good.end()) {
+            return "no PortInfo in the stream";
+        }
+        std::vector<uint8_t> s = good;
+        ib::SmpData bytes{};
+        pi.write(bytes);
+        std::copy(bytes.begin(), bytes.end(), s.begin() + (at - good.begin()));
+        const uint32_t crc =
+            ~crc32::update(~uint32_t{0}, std::span<const uint8_t>(s).first(s.size() - 4));
+        std::memcpy(s.data() + s.size() - 4, &crc, 4);
+        FakeHost h;
+        const ohca_engine_ops ops = FakeHost::ops();
+        const ohca_engine_config cfg = config_of(a, 3, OHCA_LINK_IB);
+        ohca_engine *e = ohca_engine_create(&ops, &h, &cfg);
+        char err[256] = "";
+        const int rc = ohca_engine_load(e, s.data(), s.size(), err, sizeof(err));
+        ohca_engine_destroy(e);
+        return rc == 0 ? std::string() : std::string(err);
+    }
     RdmaNode a{1, false, 0, 10, 0, nullptr, OHCA_LINK_IB};
     RdmaNode b{2, false, 0, 10, 0, nullptr, OHCA_LINK_IB};
     Side sa, sb;
@@ -976,28 +1003,7 @@ TEST_F(IbSnapshot, SaveLoadSaveIsTheSame) {
 // resealed: refused, with the reason.
 TEST_F(IbSnapshot, APortInfoNoSmCouldSetIsRefused) {
     const std::vector<uint8_t> good = save(a);
-    ib::SmpData want{};
-    port_info(a).write(want);
-    const auto at = std::search(good.begin(), good.end(), want.begin(), want.end());
-    ASSERT_NE(at, good.end());
-    const auto off = static_cast<size_t>(at - good.begin());
-    const auto try_load = [&](const ib::PortInfo &pi) {
-        std::vector<uint8_t> s = good;
-        ib::SmpData bytes{};
-        pi.write(bytes);
-        std::copy(bytes.begin(), bytes.end(), s.begin() + static_cast<ptrdiff_t>(off));
-        const uint32_t crc =
-            ~crc32::update(~uint32_t{0}, std::span<const uint8_t>(s).first(s.size() - 4));
-        std::memcpy(s.data() + s.size() - 4, &crc, 4);
-        FakeHost h;
-        const ohca_engine_ops ops = FakeHost::ops();
-        const ohca_engine_config cfg = config_of(a, 3, OHCA_LINK_IB);
-        ohca_engine *e = ohca_engine_create(&ops, &h, &cfg);
-        char err[256] = "";
-        const int rc = ohca_engine_load(e, s.data(), s.size(), err, sizeof(err));
-        ohca_engine_destroy(e);
-        return rc == 0 ? std::string() : std::string(err);
-    };
+    const auto try_load = [&](const ib::PortInfo &pi) { return load_with_port_info(good, pi); };
     ib::PortInfo pi = port_info(a);
     EXPECT_EQ(try_load(pi), "");
     pi.mtu_cap = 1;
@@ -1008,6 +1014,25 @@ TEST_F(IbSnapshot, APortInfoNoSmCouldSetIsRefused) {
     pi = port_info(a);
     pi.phys_state = ib::phys_state::Polling; // ACTIVE without a link
     EXPECT_NE(try_load(pi).find("IB port: a port state"), std::string::npos);
+}
+
+// The host's CapabilityMask bits (SET_PORT_CAP) travel; a stream with IsSM
+// and IsSMdisabled together (no SET_PORT_CAP makes that) is refused.
+TEST_F(IbSnapshot, TheHostsCapabilityBitsTravel) {
+    ohca_set_port_cap_in in{};
+    in.port = 1;
+    in.host_caps = OHCA_PORT_CAP_IS_SM | OHCA_PORT_CAP_IS_CM;
+    ASSERT_EQ(a.cmd_in(OHCA_CMD_SET_PORT_CAP, in).status, OHCA_STATUS_OK);
+    const uint32_t mask = port_info(a).capability_mask;
+    const std::vector<uint8_t> s = save(a);
+    restore(a, s, OHCA_LINK_IB);
+    EXPECT_EQ(port_info(a).capability_mask, mask);
+    EXPECT_NE(mask & ib::port_cap::IsSm, 0u);
+    EXPECT_EQ(mask & ib::port_cap::IsSmDisabled, 0u);
+    ib::PortInfo pi = port_info(a);
+    EXPECT_EQ(load_with_port_info(s, pi), "");
+    pi.capability_mask |= ib::port_cap::IsSmDisabled;
+    EXPECT_NE(load_with_port_info(s, pi).find("IB port: IsSM"), std::string::npos);
 }
 
 // An Ethernet engine refuses an InfiniBand stream and the reverse: the

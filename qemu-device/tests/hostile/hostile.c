@@ -135,6 +135,7 @@ static const struct hcase cases[] = {
 	{ "raw_frame_short", t_raw_frame_short, false },
 	{ "raw_frame_long", t_raw_frame_long, false },
 	{ "raw_wqe_bad", t_raw_wqe_bad, false },
+	{ "rss_exhaustion", t_rss_exhaustion, true },
 	{ "odp_fields", t_odp_fields, false },
 	{ "odp_exhaustion", t_odp_exhaustion, false },
 	{ "odp_fault", t_odp_fault, false },

@@ -230,6 +230,7 @@ bool t_raw_flow_exhaustion(void);
 bool t_raw_frame_short(void);
 bool t_raw_frame_long(void);
 bool t_raw_wqe_bad(void);
+bool t_rss_exhaustion(void);
 bool t_odp_fields(void);
 bool t_odp_exhaustion(void);
 bool t_odp_fault(void);

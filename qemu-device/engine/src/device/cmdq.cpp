@@ -93,11 +93,20 @@ const std::array<Device::CmdSpec, OHCA_CMD_MAX> Device::kCommands = [] {
     OHCA_CMD(OHCA_CMD_MODIFY_CQ, sizeof(ohca_modify_cq_in), 0, d.cqs_.cmd_modify_cq(c));
     OHCA_CMD(OHCA_CMD_MAD_IFC, sizeof(ohca_mad_ifc_in), sizeof(ohca_mad_ifc_out),
              d.cmds_.cmd_mad_ifc(c));
+    OHCA_CMD(OHCA_CMD_SET_PORT_CAP, sizeof(ohca_set_port_cap_in), 0, d.cmds_.cmd_set_port_cap(c));
     OHCA_CMD(OHCA_CMD_CC_PARAM, sizeof(ohca_cc_param_in), sizeof(ohca_cc_param_out),
              d.cmds_.cmd_cc_param(c));
     OHCA_CMD(OHCA_CMD_QUERY_PFC, sizeof(ohca_query_pfc_in), sizeof(ohca_query_pfc_out),
              d.cmds_.cmd_query_pfc(c));
     OHCA_CMD(OHCA_CMD_SET_PFC, sizeof(ohca_set_pfc_in), 0, d.cmds_.cmd_set_pfc(c));
+    OHCA_CMD(OHCA_CMD_CREATE_WQ, sizeof(ohca_create_wq_in), kCreateOut, d.wqs_.cmd_create_wq(c));
+    OHCA_CMD(OHCA_CMD_MODIFY_WQ, sizeof(ohca_modify_wq_in), 0, d.wqs_.cmd_modify_wq(c));
+    OHCA_CMD(OHCA_CMD_DESTROY_WQ, kHandle, 0, d.wqs_.cmd_destroy_wq(c));
+    OHCA_CMD(OHCA_CMD_CREATE_RWQ_IND_TBL, sizeof(ohca_create_rwq_ind_tbl_in), kCreateOut,
+             d.wqs_.cmd_create_ind_tbl(c));
+    OHCA_CMD(OHCA_CMD_DESTROY_RWQ_IND_TBL, kHandle, 0, d.wqs_.cmd_destroy_ind_tbl(c));
+    OHCA_CMD(OHCA_CMD_CREATE_RSS_QP, sizeof(ohca_create_rss_qp_in), kCreateOut,
+             d.wqs_.cmd_create_rss_qp(c));
     return t;
 }();
 

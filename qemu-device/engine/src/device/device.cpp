@@ -10,6 +10,7 @@ namespace ohca {
 Device::Device(const ohca_engine_ops &ops, void *ctx, const DeviceConfig &cfg)
     : host_(ops, ctx), cfg_(cfg) {
     srqs_.set_borrowers(qps_);
+    qps_.set_rss_owner(wqs_);
     // MR key tags and the QPN cursor start from the host's seed and are
     // kept across resets: after one, a peer's stale rkeys and QPNs name
     // nothing (or, once the numbers come round again, an object it must
@@ -43,6 +44,7 @@ void Device::power_on_state() {
     loop_.reset();
     qps_.reset();
     srqs_.reset();
+    wqs_.reset();
     mcast_.clear();
     raw_.reset();
     xrc_.reset();
@@ -163,6 +165,11 @@ Qp *Device::ring(uint32_t page, uint32_t offset, uint64_t value, unsigned int si
         return nullptr;
     case OHCA_DB_SRQ:
         if (!srqs_.doorbell(page, qn, v)) {
+            ++stats_.db_errors;
+        }
+        return nullptr;
+    case OHCA_DB_WQ:
+        if (!wqs_.doorbell(page, qn, v)) {
             ++stats_.db_errors;
         }
         return nullptr;

@@ -49,6 +49,7 @@
 #include "objects/rdma_objects.hpp"
 #include "objects/scheduler.hpp"
 #include "objects/srq.hpp"
+#include "objects/wq.hpp"
 #include "transports/raw_eth.hpp"
 #include "transports/rc.hpp"
 #include "transports/requester.hpp"
@@ -232,7 +233,8 @@ class Device : private KeyLinks, private FatalSink {
     // XRC: domains, and RC's requester and responder with the XRC wire.
     XrcTransport xrc_{svc_, rc_requester_, rc_responder_};
     // Raw Ethernet QPs and their flows; frames leave through the port.
-    RawEth raw_{svc_, port_};
+    WqTable wqs_{{host_, pbl_, uars_, uar_refs_, pds_, cqs_, qps_, completer_}};
+    RawEth raw_{svc_, port_, wqs_};
     // The transport of each QP type (ohca_qp_type), for the run loop, the
     // receive path and the timers.
     TransportTable transports_{&rc_, &ud_, &ud_, &uc_, &xrc_, &xrc_, &raw_, &ud_};

@@ -5,6 +5,7 @@
 #include "device/limits.hpp"
 #include "device/wire_port.hpp"
 #include "link/byte_order.hpp"
+#include "objects/wq.hpp"
 #include "transports/raw_eth.hpp"
 
 #include <algorithm>
@@ -63,6 +64,11 @@ CmdResult DeviceCommands::cmd_query_device(const Command &cmd) {
     out.max_odp_chunks = le(L::max_odp_chunks);
     out.max_cq_mod_count = le(L::max_cq_mod_count);
     out.max_cq_mod_period = le(L::max_cq_mod_period_us);
+    out.max_wq = le(WqLimits::max_wq);
+    out.max_wq_wr = le(WqLimits::max_wq_wr);
+    out.max_rwq_ind_tbl = le(WqLimits::max_ind_tbl);
+    out.max_rwq_ind_tbl_size = le(WqLimits::max_ind_tbl_size);
+    out.rss_fields = le(uint32_t{OHCA_RSS_ALL_FIELDS});
     // A driver that knows a shorter output gets only that part.
     return write_output(d_.host, cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
 }
@@ -342,6 +348,31 @@ CmdResult DeviceCommands::cmd_mad_ifc(const Command &cmd) {
     }
     *ib = next;
     d_.port.state().report_change(d_.events, changed);
+    return {};
+}
+
+// The host's CapabilityMask bits to an InfiniBand port's SMA; a change the
+// SM must hear of raises trap 144, which the run's end sends.
+CmdResult DeviceCommands::cmd_set_port_cap(const Command &cmd) {
+    using In = ohca_set_port_cap_in;
+    const auto in = cmd.input<In>();
+    std::optional<IbPort> &ib = d_.port.state().ib;
+    if (!ib) {
+        return {OHCA_STATUS_BAD_STATE, 0};
+    }
+    if (in.port != 1) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, port)};
+    }
+    if (auto off = nonzero_at(cmd.in, offsetof(In, rsvd), sizeof(in.rsvd))) {
+        return {OHCA_STATUS_RESERVED_NONZERO, *off};
+    }
+    const uint32_t caps = le(in.host_caps);
+    if ((caps & ~uint32_t{OHCA_PORT_CAP_HOST_MASK}) != 0) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, host_caps)};
+    }
+    if (ib->set_host_caps(caps)) {
+        d_.host.schedule();
+    }
     return {};
 }
 

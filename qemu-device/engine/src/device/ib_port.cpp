@@ -23,7 +23,11 @@ IbPort::IbPort(uint64_t node_guid, uint64_t port_guid) {
 
 void IbPort::reset(bool link_up) {
     sma_ = ib::make_ca_state(defaults_);
+    // The host's bits are the host's to set (SET_PORT_CAP), after a reset
+    // too.
+    port().info.capability_mask &= ~uint32_t{OHCA_PORT_CAP_HOST_MASK};
     own_ = {};
+    traps_.clear();
     if (link_up) {
         ib::Sma(sma_).link_up(1);
     }
@@ -69,6 +73,10 @@ uint32_t IbPort::process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed)
     const auto pkeys = port().pkeys;
     ib::Sma sma(sma_);
     const ib::SmaResult r = sma.process(in, 1, out);
+    if (h.method == ib::method::TrapRepress && h.attr_id == ib::attr::Notice &&
+        h.mgmt_class == ib::mgmt_class::SubnLidRouted) {
+        (void)traps_.repress(h.tid, own_.traps); // the SM heard the pending trap
+    }
     const ib::PortInfo &now = info();
     // The SM set the port Down (opensm does so to renegotiate a link): the
     // link retrains and, the wire being up, the port is back in Init at
@@ -97,6 +105,82 @@ uint32_t IbPort::process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed)
         changed |= OHCA_PORT_CHG_CLIENT_REREG;
     }
     return r == ib::SmaResult::Reply ? OHCA_MAD_IFC_REPLY : OHCA_MAD_IFC_CONSUMED;
+}
+
+bool IbPort::can_trap() const {
+    const ib::PortInfo &i = info();
+    uint8_t bits = 0;
+    return i.port_state == ib::port_state::Active && i.lid != 0 && i.master_sm_lid != 0 &&
+           !unicast_dlid(i.master_sm_lid, bits);
+}
+
+bool IbPort::raise_trap(uint16_t number, uint8_t type, std::span<const uint8_t> details) {
+    if (!can_trap()) {
+        return false; // no SM to tell yet: its sweep reads the port
+    }
+    return traps_.raise(ib::Sma(sma_).make_trap(number, type, details, 0), own_.traps);
+}
+
+bool IbPort::set_host_caps(uint32_t caps) {
+    uint32_t &mask = port().info.capability_mask;
+    uint32_t next = (mask & ~uint32_t{OHCA_PORT_CAP_HOST_MASK | ib::port_cap::IsSmDisabled}) |
+                    (caps & OHCA_PORT_CAP_HOST_MASK);
+    if ((caps & OHCA_PORT_CAP_IS_SM) == 0) {
+        next |= ib::port_cap::IsSmDisabled;
+    }
+    if (next == mask) {
+        return false;
+    }
+    mask = next;
+    // Trap 144's details (IBTA 14.2.5.1): LIDADDR, no other local change,
+    // the new CapabilityMask, no change flags.
+    std::array<uint8_t, 14> d{};
+    ib::put16(&d[2], lid());
+    ib::put32(&d[6], mask);
+    return raise_trap(ib::trap::CapabilityMaskChange, ib::notice_type::Info, d);
+}
+
+bool IbPort::pkey_violation(const IbPkeyViolation &v) {
+    count_pkey_violation();
+    // Trap 257's details (IBTA 14.2.5.1): LID1/LID2 the packet's source and
+    // destination, the P_Key, SL and QP1 (the source's QP), QP2, the GIDs.
+    std::array<uint8_t, 50> d{};
+    ib::put16(&d[2], v.slid);
+    ib::put16(&d[4], v.dlid);
+    ib::put32(&d[6], v.pkey);
+    ib::put32(&d[10], (uint32_t{v.sl} << 28) | (v.src_qp & ib::kQpnMask));
+    ib::put32(&d[14], v.dest_qp & ib::kQpnMask);
+    if (v.grh) {
+        std::copy(v.sgid.begin(), v.sgid.end(), d.begin() + 18);
+        std::copy(v.dgid.begin(), v.dgid.end(), d.begin() + 34);
+    }
+    return raise_trap(ib::trap::PKeyViolation, ib::notice_type::Security, d);
+}
+
+bool IbPort::trap_due(uint64_t now_ns, std::span<uint8_t, ib::kUdMadFrameBytes> frame) {
+    if (!traps_.pending()) {
+        return false;
+    }
+    if (!can_trap()) {
+        traps_.clear(); // the port left ACTIVE or lost its SM
+        return false;
+    }
+    const ib::PortInfo &i = info();
+    // SubnetTimeout: 4.096 us x 2^timeout (5 bits).
+    const uint64_t period = uint64_t{4096} << (i.subnet_timeout & 0x1f);
+    const std::optional<ib::Mad> mad = traps_.due(now_ns, period, own_.traps);
+    if (!mad) {
+        return false;
+    }
+    ib::MadRoute r;
+    r.vl = kVl15;
+    r.sl = i.master_sm_sl;
+    r.dlid = i.master_sm_lid;
+    r.slid = lid();
+    r.pkey = ib::kDefaultPKey;
+    r.psn = trap_psn_++;
+    ib::write_ud_mad_frame(frame, r, *mad);
+    return true;
 }
 
 uint8_t IbPort::active_mtu() const {

@@ -8,6 +8,7 @@
 // through it.
 #pragma once
 
+#include "device/ib_traps.hpp"
 #include "ib/mad.hpp"
 #include "ib/packet.hpp"
 #include "ib/sma.hpp"
@@ -18,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 
 namespace ohca {
 
@@ -36,6 +38,20 @@ struct IbPortCounters {
     uint64_t rcv_errors = 0;
     uint64_t xmit_discards = 0;
     uint64_t xmit_wait = 0;
+    IbTrapCounters traps; // the SMA's (ib_traps.hpp)
+};
+
+// A received packet the port refused for its P_Key (trap 257's details).
+struct IbPkeyViolation {
+    uint16_t slid = 0;
+    uint16_t dlid = 0;
+    uint16_t pkey = 0;
+    uint8_t sl = 0;
+    uint32_t src_qp = 0; // 0 without a DETH
+    uint32_t dest_qp = 0;
+    bool grh = false;
+    std::array<uint8_t, 16> sgid{};
+    std::array<uint8_t, 16> dgid{};
 };
 
 class IbPort {
@@ -57,6 +73,16 @@ class IbPort {
     // One MAD to the SMA/PMA (ohca_mad_ifc_result); 'changed' gets what a
     // Set changed on the port (enum ohca_port_change).
     uint32_t process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed);
+    // SET_PORT_CAP: the host's CapabilityMask bits (OHCA_PORT_CAP_HOST_MASK
+    // only). True if a trap 144 was raised (the mask changed on an ACTIVE
+    // port that knows its SM).
+    bool set_host_caps(uint32_t caps);
+    // The pending trap's frame, if one is due at 'now_ns' (traps go to the
+    // SM's LID on VL15 from QP0; ib_traps.hpp bounds them). A port that can
+    // no longer reach its SM drops the pending trap.
+    bool trap_due(uint64_t now_ns, std::span<uint8_t, ib::kUdMadFrameBytes> frame);
+    [[nodiscard]] uint64_t trap_deadline() const { return traps_.deadline(); }
+    [[nodiscard]] bool trap_pending() const { return traps_.pending(); }
 
     [[nodiscard]] uint8_t state() const { return info().port_state; }
     [[nodiscard]] bool link_up() const { return info().phys_state == ib::phys_state::LinkUp; }
@@ -100,6 +126,9 @@ class IbPort {
     void count_rcv_error();
     void count_vl15_dropped();
     void count_pkey_violation();
+    // A P_Key violation: counted, and a trap 257 raised if none is
+    // pending. True if it was.
+    bool pkey_violation(const IbPkeyViolation &v);
     void count_xmit_discard();
     void count_xmit_wait();
     void count_bad_dlid() { ++own_.bad_dlid; }
@@ -121,10 +150,16 @@ class IbPort {
     [[nodiscard]] ib::SmaPortState &port() { return sma_.ports[1]; }
     [[nodiscard]] const ib::SmaPortState &port() const { return sma_.ports[1]; }
     [[nodiscard]] const ib::PortInfo &info() const { return port().info; }
+    // Whether a trap can reach the SM: ACTIVE, a LID and an SM elsewhere
+    // (an SM on this port reads its own PortInfo on its sweeps).
+    [[nodiscard]] bool can_trap() const;
+    bool raise_trap(uint16_t number, uint8_t type, std::span<const uint8_t> details);
 
     ib::SmaDefaults defaults_;
     ib::SmaState sma_;
     IbPortCounters own_;
+    IbTraps traps_;
+    uint32_t trap_psn_ = 0;
 };
 
 // Byte offset in the address vector (read as struct ohca_av_ib) of its

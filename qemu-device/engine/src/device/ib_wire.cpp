@@ -82,13 +82,30 @@ bool IbWire::end_run() {
     if (d_.status.running()) {
         flow_.send_fcps(d_.host.now_ns());
     }
+    if (live()) {
+        send_trap();
+    }
     const bool waited = credit_wait_;
     credit_wait_ = false;
     return waited;
 }
 
 uint64_t IbWire::deadline() const {
-    return live() ? flow_.deadline() : 0;
+    if (!live()) {
+        return 0;
+    }
+    const uint64_t f = flow_.deadline();
+    const uint64_t t = port().trap_deadline();
+    return f == 0 ? t : t == 0 ? f : std::min(f, t);
+}
+
+// The SMA's pending trap, when due: on VL15, not flow controlled.
+void IbWire::send_trap() {
+    std::array<uint8_t, ib::kUdMadFrameBytes> f{};
+    if (port().trap_due(d_.host.now_ns(), f)) {
+        port().count_xmit(f.size(), false);
+        d_.link.transmit(f);
+    }
 }
 
 uint16_t IbWire::pkey_of(const Qp &qp, uint16_t wqe_index) const {
@@ -173,6 +190,23 @@ void IbWire::drop(void (IbPort::*count)()) {
     ++d_.stats.roce_rx_dropped;
 }
 
+// A P_Key violation: counted, and told to the SM (trap 257) unless a trap
+// is pending already; end_run() sends it.
+void IbWire::pkey_drop(const ParsedPacket &p) {
+    IbPkeyViolation v;
+    v.slid = p.ib.slid;
+    v.dlid = p.ib.dlid;
+    v.pkey = p.fields.bth.pkey;
+    v.sl = p.ib.sl;
+    v.src_qp = p.fields.deth ? p.fields.deth->src_qp : 0;
+    v.dest_qp = p.fields.bth.dest_qp;
+    v.grh = p.ib.grh;
+    v.sgid = p.sgid;
+    v.dgid = p.dgid;
+    (void)port().pkey_violation(v);
+    ++d_.stats.roce_rx_dropped;
+}
+
 // The port's rules (programming manual section 21) before the transport's:
 // a DLID of this port (or an attached group's, or the permissive one for
 // QP0), VL15 for QP0 only and QP0 on VL15 only, a P_Key of the table and
@@ -198,7 +232,7 @@ void IbWire::deliver(const ParsedPacket &p) {
         return;
     }
     if (!vl15 && !port().pkey_matches(h.pkey)) {
-        drop(&IbPort::count_pkey_violation);
+        pkey_drop(p);
         return;
     }
     ParsedPacket q = p;
@@ -230,7 +264,7 @@ void IbWire::deliver(const ParsedPacket &p) {
     // A QP takes its own partition; QP1 any of the table's, QP0 any.
     if (qp->type != OHCA_QPT_SMI && qp->type != OHCA_QPT_GSI &&
         !IbPort::pkeys_match(port().pkey_at(qp->attrs.pkey_index), h.pkey)) {
-        drop(&IbPort::count_pkey_violation);
+        pkey_drop(p);
         return;
     }
     transport_of(d_.transports, *qp).rx(*qp, q);

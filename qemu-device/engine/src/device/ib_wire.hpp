@@ -69,11 +69,13 @@ class IbWire {
     // Link (re)initialization while the device runs: credits from zero,
     // our FCPs out.
     void link_init();
-    // The end of a run: the FCPs due (credit returned, or the period).
+    // The end of a run: the FCPs due (credit returned, or the period),
+    // and the SMA's trap if one is due.
     // True if a transport waited for credit in it: the peer's FCP, not
     // another run, lets it go on.
     bool end_run();
-    // When the periodic FCPs are due (0: never, the link is down).
+    // When the periodic FCPs or the pending trap are due (0: never, the
+    // link is down).
     [[nodiscard]] uint64_t deadline() const;
     // The P_Key a QP's packet carries (QP0: the default one).
     [[nodiscard]] uint16_t pkey_of(const Qp &qp, uint16_t wqe_index) const;
@@ -104,6 +106,8 @@ class IbWire {
     [[nodiscard]] IbPort &port() { return *d_.state.ib; }
     [[nodiscard]] const IbPort &port() const { return *d_.state.ib; }
     void drop(void (IbPort::*count)());
+    void pkey_drop(const ParsedPacket &p);
+    void send_trap();
     [[nodiscard]] bool live() const { return d_.status.running() && d_.state.link_up; }
 
     static constexpr uint8_t kDataVls = 8;

@@ -49,13 +49,6 @@ std::optional<size_t> Pfc::bad_field(const ohca_pfc_config &cfg) {
     return std::nullopt;
 }
 
-uint8_t Pfc::tx_mask() const {
-    if (cfg_.pfc_en != 0) {
-        return cfg_.pfc_en;
-    }
-    return (cfg_.pause & OHCA_PAUSE_TX) != 0 ? 0xff : 0;
-}
-
 void Pfc::configure(const ohca_pfc_config &cfg) {
     // Honoured before, not now: those pauses end.
     const uint8_t rx = cfg.pfc_en != 0 ? cfg.pfc_en : (cfg.pause & OHCA_PAUSE_RX) != 0 ? 0xff : 0;
@@ -208,7 +201,7 @@ uint8_t Pfc::paused_mask() const {
     return m;
 }
 
-uint64_t Pfc::deadline() const {
+uint64_t Pfc::next_due() const {
     uint64_t d = (xoff_ != 0 || xoff_global_) ? refresh_ns_ : 0;
     if (paused_mask_ == 0) {
         return d;
@@ -306,8 +299,8 @@ void Pfc::update_xoff() {
     xoff_ = want;
 }
 
-void Pfc::tick() {
-    if ((xoff_ == 0 && !xoff_global_) || d_.host.now_ns() < refresh_ns_) {
+void Pfc::refresh() {
+    if (d_.host.now_ns() < refresh_ns_) {
         return;
     }
     // Still full: the XOFF again before the peer's timer ends.

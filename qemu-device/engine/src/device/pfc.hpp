@@ -106,6 +106,9 @@ class Pfc {
     // Whether any priority is paused (a cheap test before classifying).
     [[nodiscard]] bool any_paused() const { return paused_mask_ != 0 && paused_mask() != 0; }
     [[nodiscard]] uint8_t paused_mask() const;
+    // The priorities with a pause set, which may have ended (0: none set;
+    // WireServices::no_pause reads it).
+    [[nodiscard]] const uint8_t &pauses_set() const { return paused_mask_; }
     // The end of a run: true if a QP waited for a pause in it (its end, a
     // timer, lets it go on, not another run).
     bool end_run() {
@@ -114,8 +117,11 @@ class Pfc {
         return w;
     }
     // The next time something is due: a pause ends, an XOFF is refreshed
-    // (0: none).
-    [[nodiscard]] uint64_t deadline() const;
+    // (0: none). Every run asks: nothing paused and no XOFF held answers
+    // without a call.
+    [[nodiscard]] uint64_t deadline() const {
+        return paused_mask_ == 0 && xoff_ == 0 && !xoff_global_ ? 0 : next_due();
+    }
     // A guest frame held by a pause (counted).
     void count_held() { ++counters_.tx_held; }
     void count_dropped() { ++counters_.tx_dropped; }
@@ -129,8 +135,12 @@ class Pfc {
     void eth_rx_starved(uint8_t prio);
     // The Ethernet RX ring holds 'pending' of 'size' descriptors.
     void eth_rx_level(uint32_t pending, uint32_t size);
-    // XOFF refreshes due (the timer's run).
-    void tick();
+    // XOFF refreshes due (the timer's run; every run asks).
+    void tick() {
+        if (xoff_ != 0 || xoff_global_) {
+            refresh();
+        }
+    }
     [[nodiscard]] uint8_t xoff_mask() const { return xoff_; }
     // Whether XOFF may be sent (the receive side's level matters).
     [[nodiscard]] bool generating() const { return tx_mask() != 0; }
@@ -140,13 +150,22 @@ class Pfc {
     static constexpr size_t kRoceXon = 256;
 
   private:
+    [[nodiscard]] uint64_t next_due() const;
+    void refresh();
     [[nodiscard]] uint64_t quanta_ns(uint16_t quanta) const;
     void pause(uint8_t mask, const std::array<uint16_t, kPrios> &quanta);
     // Sends what the wanted XOFF set has become (XOFF for the new, XON for
     // the released priorities).
     void update_xoff();
     void send(uint8_t mask, uint16_t quanta);
-    [[nodiscard]] uint8_t tx_mask() const;
+    // The priorities XOFF may be sent for (PFC's, or all for PAUSE).
+    // Inline: every received frame asks (generating()).
+    [[nodiscard]] uint8_t tx_mask() const {
+        if (cfg_.pfc_en != 0) {
+            return cfg_.pfc_en;
+        }
+        return (cfg_.pause & OHCA_PAUSE_TX) != 0 ? 0xff : 0;
+    }
 
     Deps d_;
     ohca_pfc_config cfg_{};

@@ -57,10 +57,6 @@ HeapHook &heap_hook(Cq &cq) {
     return cq.timer;
 }
 
-template <class T> uint64_t TimerHeap<T>::earliest() const {
-    return heap_.empty() ? 0 : heap_.front()->deadline_ns;
-}
-
 template <class T> void TimerHeap<T>::clear() {
     heap_.clear(); // keeps the reserved storage
 }

@@ -292,9 +292,16 @@ void IbFlow::load(state::Reader &r, uint64_t now_ns) {
 
 namespace {
 
-// What the SM (SubnSet(PortInfo)), the link and the port's own counting
-// change in PortInfo; everything else is the board's, as reset() made it.
+// The CapabilityMask bits the host sets (SET_PORT_CAP) and IsSMdisabled,
+// which follows IsSM.
+constexpr uint32_t kHostCapBits = OHCA_PORT_CAP_HOST_MASK | ib::port_cap::IsSmDisabled;
+
+// What the SM (SubnSet(PortInfo)), the host (SET_PORT_CAP), the link and
+// the port's own counting change in PortInfo; everything else is the
+// board's, as reset() made it.
 void copy_settable(ib::PortInfo &to, const ib::PortInfo &from) {
+    to.capability_mask =
+        (to.capability_mask & ~kHostCapBits) | (from.capability_mask & kHostCapBits);
     to.m_key = from.m_key;
     to.gid_prefix = from.gid_prefix;
     to.lid = from.lid;
@@ -335,6 +342,10 @@ const char *port_info_refused(const ib::PortInfo &got, const ib::PortInfo &board
     got.write(b);
     if (a != b) {
         return "an attribute the board fixes differs";
+    }
+    if (((got.capability_mask & ib::port_cap::IsSm) != 0) ==
+        ((got.capability_mask & ib::port_cap::IsSmDisabled) != 0)) {
+        return "IsSM and IsSMdisabled together, or neither";
     }
     const bool up = got.phys_state == ib::phys_state::LinkUp;
     if (got.port_state < ib::port_state::Down || got.port_state > ib::port_state::Active ||

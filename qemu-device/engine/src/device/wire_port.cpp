@@ -32,6 +32,7 @@ WirePort::WirePort(const Deps &deps, const DeviceConfig &cfg)
     : host_(deps.host), stats_(deps.stats), status_(deps.status), qps_(deps.qps),
       mcast_(deps.mcast), transports_(deps.transports), ud_(deps.ud), loop_(deps.loop),
       link_(link_of(cfg)) {
+    watch_pauses(pfc_.pauses_set());
     state_.mac = cfg.mac;
     state_.link_up = cfg.link_up;
     state_.speed_mbps = cfg.speed_mbps;
@@ -55,6 +56,33 @@ Qp *WirePort::qp_by_number(uint32_t qpn) {
 }
 
 // ---- packets out --------------------------------------------------------------
+
+namespace {
+// The QPs whose packets DCQCN controls: RC and XRC, whose requests and
+// READ responses the RP paces (and which alone are ECN-capable: a packet
+// that says ECT has a sender that reacts). The NP answers any QP with a
+// peer QP (UC too: the peer may react). UD and raw QPs are left alone.
+bool cc_connected(const Qp &qp) {
+    return qp.type == OHCA_QPT_RC || qp.type == OHCA_QPT_UC || qp.type == OHCA_QPT_XRC_INI ||
+           qp.type == OHCA_QPT_XRC_TGT;
+}
+bool cc_paced(const Qp &qp) {
+    return qp.type == OHCA_QPT_RC || qp.type == OHCA_QPT_XRC_INI || qp.type == OHCA_QPT_XRC_TGT;
+}
+// A RoCE packet's length beyond its payload (Ethernet, IPv4, UDP, BTH,
+// ICRC): what the pacer and the byte counter charge besides the payload.
+constexpr size_t kRoceOverhead = 14 + 20 + 8 + kBthLen + kIcrcLen;
+
+// ECN-capable transport (ECT(0)) on the packets of a QP whose priority
+// has the reaction point enabled: a switch may then mark them CE instead
+// of dropping them. Inline: every packet of an RC QP asks.
+inline void mark_ect(const dcqcn::Params &cc, const Qp &qp, PacketPath &path) {
+    if (cc_paced(qp) && cc.rp_enabled(dcqcn::priority_of_tclass(path.traffic_class))) {
+        path.traffic_class = static_cast<uint8_t>((path.traffic_class & ~eth::kEcnMask) |
+                                                  static_cast<uint8_t>(eth::Ecn::Ect0));
+    }
+}
+} // namespace
 
 namespace {
 // The path of an address vector whose source GID is 'gid'.
@@ -98,7 +126,7 @@ EmitResult WirePort::emit_fill(const Qp &qp, const PacketFields &fields, size_t 
         x.bth.pkey = pkey_of(qp, 0);
         return send(path, x, payload_len, fill, true);
     }
-    mark_ect(qp, path);
+    mark_ect(cc_params_, qp, path);
     return send(path, fields, payload_len, fill, true);
 }
 
@@ -190,9 +218,11 @@ EmitResult WirePort::send(const PacketPath &path, const PacketFields &fields, si
         pfc_.count_dropped();
         return EmitResult::Sent;
     }
-    const bool mcast =
-        state_.ib ? IbPort::is_mcast_lid(path.ib.dlid) && path.ib.grh : gid_is_multicast(path.dgid);
-    if (!shortcut && mcast && !mcast_.members(path.dgid).empty()) {
+    // (RC's packets, 'shortcut', never go to a group: not tested for them)
+    if (!shortcut &&
+        (state_.ib ? IbPort::is_mcast_lid(path.ib.dlid) && path.ib.grh
+                   : gid_is_multicast(path.dgid)) &&
+        !mcast_.members(path.dgid).empty()) {
         // QPs of this device in the group get the packet too, as a host's
         // IP stack loops its own multicast back; the wire gets it as well.
         const EmitResult r = loop_back(path, fields, payload_len, fill, false);
@@ -388,7 +418,9 @@ void WirePort::enqueue(std::span<const uint8_t> frame) {
 void WirePort::take_frame() {
     // The slot stays intact while its packet is handled.
     const RoceSlot &slot = backlog_.pop();
-    pfc_.roce_out(slot.prio, backlog_.size());
+    if (slot.prio != Pfc::kNone) {
+        pfc_.roce_out(slot.prio, backlog_.size()); // counted when it came in
+    }
     if (slot.looped) {
         deliver(slot.pkt);
     } else {
@@ -463,35 +495,8 @@ void WirePort::deliver(const ParsedPacket &p) {
 
 // ---- DCQCN -------------------------------------------------------------------------
 
-namespace {
-// The QPs whose packets DCQCN controls: RC and XRC, whose requests and
-// READ responses the RP paces (and which alone are ECN-capable: a packet
-// that says ECT has a sender that reacts). The NP answers any QP with a
-// peer QP (UC too: the peer may react). UD and raw QPs are left alone.
-bool cc_connected(const Qp &qp) {
-    return qp.type == OHCA_QPT_RC || qp.type == OHCA_QPT_UC || qp.type == OHCA_QPT_XRC_INI ||
-           qp.type == OHCA_QPT_XRC_TGT;
-}
-bool cc_paced(const Qp &qp) {
-    return qp.type == OHCA_QPT_RC || qp.type == OHCA_QPT_XRC_INI || qp.type == OHCA_QPT_XRC_TGT;
-}
-// A RoCE packet's length beyond its payload (Ethernet, IPv4, UDP, BTH,
-// ICRC): what the pacer and the byte counter charge besides the payload.
-constexpr size_t kRoceOverhead = 14 + 20 + 8 + kBthLen + kIcrcLen;
-} // namespace
-
 dcqcn::ReactionPoint WirePort::reaction_point() const {
     return dcqcn::ReactionPoint{cc_params_, dcqcn::kbps(state_.speed_mbps)};
-}
-
-// ECN-capable transport (ECT(0)) on the packets of a QP whose priority
-// has the reaction point enabled: a switch may then mark them CE instead
-// of dropping them.
-void WirePort::mark_ect(const Qp &qp, PacketPath &path) const {
-    if (cc_paced(qp) && cc_params_.rp_enabled(dcqcn::priority_of_tclass(path.traffic_class))) {
-        path.traffic_class = static_cast<uint8_t>((path.traffic_class & ~eth::kEcnMask) |
-                                                  static_cast<uint8_t>(eth::Ecn::Ect0));
-    }
 }
 
 // A CNP: the QP it names cuts its rate, if it is a paced QP of this device

@@ -163,9 +163,8 @@ class WirePort final : public WireServices, public Port {
     void deliver(const ParsedPacket &p);
     // A UD packet to OHCA_MCAST_QPN, to every QP attached to its group.
     void mcast_deliver(const ParsedPacket &p);
-    // DCQCN on an Ethernet port: ECT on a QP's packets, the reaction
-    // point's CNPs, the notification point's answer to CE.
-    void mark_ect(const Qp &qp, PacketPath &path) const;
+    // DCQCN on an Ethernet port: the reaction point's CNPs, the
+    // notification point's answer to CE (ECT on a QP's packets: emit_fill).
     void rp_cnp(const ParsedPacket &p);
     void np_marked(Qp &qp, const ParsedPacket &p);
     [[nodiscard]] dcqcn::ReactionPoint reaction_point() const;

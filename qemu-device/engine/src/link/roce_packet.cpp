@@ -4,6 +4,7 @@
 #include "link/roce_packet.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace ohca {
 
@@ -40,36 +41,7 @@ uint64_t get64(std::span<const uint8_t> f, size_t off) {
     return (uint64_t{get32(f, off)} << 32) | get32(f, off + 4);
 }
 
-} // namespace
-
-OpcodeInfo opcode_info(uint8_t op) {
-    if (op == kCnpOpcode) {
-        OpcodeInfo i;
-        i.valid = true;
-        i.payload = true; // the 16 reserved bytes
-        return i;
-    }
-    if (is_ud_opcode(op)) {
-        OpcodeInfo i;
-        i.valid = true;
-        i.deth = true;
-        i.imm = op == ud::kSendOnlyImm;
-        i.payload = true;
-        return i;
-    }
-    if (is_uc_opcode(op)) {
-        return rc_opcode_info(op & 0x1f); // the same headers as RC's
-    }
-    if (is_xrc_opcode(op)) {
-        // RC's headers, and the XRCETH on requests (IBTA 9.3.7.1).
-        OpcodeInfo i = rc_opcode_info(op & 0x1f);
-        i.xrceth = i.valid && !rc_is_response(op & 0x1f);
-        return i;
-    }
-    return rc_opcode_info(op);
-}
-
-OpcodeInfo rc_opcode_info(uint8_t op) {
+constexpr OpcodeInfo rc_decode(uint8_t op) {
     OpcodeInfo i;
     if (op == rc::kSendLastInv || op == rc::kSendOnlyInv) {
         i.valid = true;
@@ -97,6 +69,53 @@ OpcodeInfo rc_opcode_info(uint8_t op) {
             op == rc::kWriteOnlyImm;
     i.payload = op != rc::kReadRequest && op != rc::kAck && !i.atomic_eth && !i.atomic_ack_eth;
     return i;
+}
+
+constexpr OpcodeInfo decode(uint8_t op) {
+    if (op == kCnpOpcode) {
+        OpcodeInfo i;
+        i.valid = true;
+        i.payload = true; // the 16 reserved bytes
+        return i;
+    }
+    if (is_ud_opcode(op)) {
+        OpcodeInfo i;
+        i.valid = true;
+        i.deth = true;
+        i.imm = op == ud::kSendOnlyImm;
+        i.payload = true;
+        return i;
+    }
+    if (is_uc_opcode(op)) {
+        return rc_decode(op & 0x1f); // the same headers as RC's
+    }
+    if (is_xrc_opcode(op)) {
+        // RC's headers, and the XRCETH on requests (IBTA 9.3.7.1).
+        OpcodeInfo i = rc_decode(op & 0x1f);
+        i.xrceth = i.valid && !rc_is_response(op & 0x1f);
+        return i;
+    }
+    return rc_decode(op);
+}
+
+// Every opcode's headers, decided at compile time: each packet parsed
+// looks its opcode up.
+constexpr std::array<OpcodeInfo, 256> kOpcodes = [] {
+    std::array<OpcodeInfo, 256> t{};
+    for (size_t op = 0; op < t.size(); ++op) {
+        t[op] = decode(static_cast<uint8_t>(op));
+    }
+    return t;
+}();
+
+} // namespace
+
+OpcodeInfo rc_opcode_info(uint8_t op) {
+    return rc_decode(op);
+}
+
+OpcodeInfo opcode_info(uint8_t op) {
+    return kOpcodes[op];
 }
 
 size_t ib_headers_len(const PacketFields &fields) {

@@ -96,13 +96,13 @@ struct OpcodeInfo {
 OpcodeInfo rc_opcode_info(uint8_t opcode);
 // Any opcode the device parses: RC (rc_opcode_info) and UD.
 OpcodeInfo opcode_info(uint8_t opcode);
-[[nodiscard]] inline bool is_ud_opcode(uint8_t op) {
+[[nodiscard]] constexpr bool is_ud_opcode(uint8_t op) {
     return op == ud::kSendOnly || op == ud::kSendOnlyImm;
 }
-[[nodiscard]] inline bool is_uc_opcode(uint8_t op) {
+[[nodiscard]] constexpr bool is_uc_opcode(uint8_t op) {
     return op >= uc::kSendFirst && op <= uc::kWriteOnlyImm;
 }
-[[nodiscard]] inline bool is_xrc_opcode(uint8_t op) {
+[[nodiscard]] constexpr bool is_xrc_opcode(uint8_t op) {
     return (op & 0xe0) == xrc::kPrefix;
 }
 
@@ -194,7 +194,7 @@ struct PacketFields {
 };
 
 // Requests travel requester -> responder, responses the other way.
-inline bool rc_is_response(uint8_t op) {
+constexpr bool rc_is_response(uint8_t op) {
     return op >= rc::kReadRespFirst && op <= rc::kAtomicAck;
 }
 

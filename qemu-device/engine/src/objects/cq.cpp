@@ -11,20 +11,6 @@
 
 namespace ohca {
 
-namespace {
-
-// Lowest free slot from 1.
-template <class T> std::optional<uint32_t> free_slot(const Table<T> &t) {
-    for (uint32_t i = 1; i < t.size(); ++i) {
-        if (!t[i]) {
-            return i;
-        }
-    }
-    return std::nullopt;
-}
-
-} // namespace
-
 void CqTable::reset() {
     eqs_.clear();
     eqs_.resize(DeviceLimits::max_eq);
@@ -33,7 +19,7 @@ void CqTable::reset() {
     timers_.clear();
 }
 
-unsigned int CqTable::expire_timers(uint64_t now, unsigned int max) {
+unsigned int CqTable::expire_due(uint64_t now, unsigned int max) {
     // Each expiry takes its CQ out of the heap.
     unsigned int n = 0;
     for (size_t left = timers_.size(); left > 0; --left) {

@@ -10,6 +10,7 @@
 #include "objects/pd.hpp"
 #include "objects/qp_state.hpp"
 #include "objects/srq.hpp"
+#include "objects/wq.hpp"
 #include "transports/transport.hpp"
 #include "transports/ud.hpp"
 #include "transports/xrc.hpp"
@@ -108,20 +109,12 @@ CmdResult QpTable::cmd_create_qp(const Command &cmd) {
         if (!d_.xrc.domain_exists(xrcdn)) {
             return {OHCA_STATUS_BAD_HANDLE, xrcdn};
         }
-        const std::optional<uint32_t> n = free_qpn();
-        if (!n) {
-            return {OHCA_STATUS_NO_RESOURCES, 0};
-        }
-        if (CmdResult res = write_create_out(d_.host, cmd, *n, 0); res.status != OHCA_STATUS_OK) {
+        CmdResult res;
+        Qp *qp = add_queueless(cmd, in.type, res);
+        if (qp == nullptr) {
             return res;
         }
-        auto qp = std::make_unique<Qp>();
-        qp->qpn = *n;
-        qp->type = in.type;
         qp->xrcdn = xrcdn;
-        qps_[*n] = std::move(qp);
-        qpns_.take(*n);
-        next_qpn_ = *n + 1;
         ++d_.uar_refs[0];
         d_.xrc.get(xrcdn);
         return {};
@@ -262,6 +255,45 @@ CmdResult QpTable::cmd_create_qp(const Command &cmd) {
     return {};
 }
 
+Qp *QpTable::add_queueless(const Command &cmd, uint8_t type, CmdResult &res) {
+    const std::optional<uint32_t> n = free_qpn();
+    if (!n) {
+        res = {OHCA_STATUS_NO_RESOURCES, 0};
+        return nullptr;
+    }
+    res = write_create_out(d_.host, cmd, *n, 0);
+    if (res.status != OHCA_STATUS_OK) {
+        return nullptr;
+    }
+    auto qp = std::make_unique<Qp>();
+    qp->qpn = *n;
+    qp->type = type;
+    qps_[*n] = std::move(qp);
+    qpns_.take(*n);
+    next_qpn_ = *n + 1;
+    return qps_[*n].get();
+}
+
+CmdResult QpTable::create_rss_qp(const Command &cmd, uint32_t pdn, uint32_t slot) {
+    if (d_.ib != nullptr) {
+        return {OHCA_STATUS_BAD_STATE, 0}; // raw Ethernet QPs only on Ethernet
+    }
+    Pd *pd = d_.pds.find(pdn);
+    if (pd == nullptr) {
+        return {OHCA_STATUS_BAD_HANDLE, pdn};
+    }
+    CmdResult res;
+    Qp *qp = add_queueless(cmd, OHCA_QPT_RAW_ETH, res);
+    if (qp == nullptr) {
+        return res;
+    }
+    qp->pdn = pdn;
+    qp->rss = slot;
+    ++pd->refs;
+    ++d_.uar_refs[0];
+    return {};
+}
+
 CmdResult QpTable::cmd_destroy_qp(const Command &cmd) {
     const auto in = cmd.input<ohca_handle_in>();
     const uint32_t qpn = le(in.handle);
@@ -275,6 +307,9 @@ CmdResult QpTable::cmd_destroy_qp(const Command &cmd) {
     if (qp->flows != 0) {
         // Flows name the QP: they go first (as the verbs core does).
         return {OHCA_STATUS_BAD_STATE, qpn};
+    }
+    if (qp->rss != 0 && rss_owner_ != nullptr) {
+        rss_owner_->release_rss(qp->rss); // its table may go now
     }
     if (qp->type == OHCA_QPT_XRC_TGT) {
         d_.xrc.put(qp->xrcdn); // its PD, CQ and SRQ were borrowed per request
@@ -318,6 +353,9 @@ CmdResult QpTable::cmd_modify_qp(const Command &cmd) {
     Qp *qp = find(qpn);
     if (qp == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, qpn};
+    }
+    if (qp->rss != 0) {
+        return {OHCA_STATUS_BAD_STATE, qpn}; // no queues, no states to walk
     }
     constexpr uint32_t kKnown = OHCA_QP_STATE | OHCA_QP_CUR_STATE | OHCA_QP_ACCESS_FLAGS |
                                 OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_QKEY | OHCA_QP_AV |
@@ -604,7 +642,7 @@ Qp *QpTable::doorbell(uint32_t page, uint32_t qpn, bool sq, uint32_t value, bool
     Qp *qp = find(qpn);
     // An XRC target has no queues, an initiator no RQ, a QP on an SRQ no
     // RQ of its own to ring.
-    if (qp == nullptr || qp->uar != page || qp->state == OHCA_QPS_RESET ||
+    if (qp == nullptr || qp->uar != page || qp->state == OHCA_QPS_RESET || qp->rss != 0 ||
         qp->type == OHCA_QPT_XRC_TGT || (!sq && (qp->type == OHCA_QPT_XRC_INI || qp->srqn != 0))) {
         return nullptr;
     }

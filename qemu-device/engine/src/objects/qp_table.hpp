@@ -27,6 +27,7 @@ class IbPort;
 class CqTable;
 class PdTable;
 class XrcTransport;
+class WqTable;
 
 class QpTable : public XrcSrqBorrowers {
   public:
@@ -72,6 +73,11 @@ class QpTable : public XrcSrqBorrowers {
     // ATTACH_MCAST / DETACH_MCAST of a UD QP to a group (the groups are
     // McastTable's).
     CmdResult cmd_mcast(const Command &cmd, bool attach);
+    // CREATE_RSS_QP's QP (its checks done by WqTable): a raw Ethernet QP
+    // on PD 'pdn' without queues, RSS configuration 'slot'.
+    CmdResult create_rss_qp(const Command &cmd, uint32_t pdn, uint32_t slot);
+    // The owner of RSS configurations, told when an RSS QP goes.
+    void set_rss_owner(WqTable &w) { rss_owner_ = &w; }
 
     // A doorbell of the SQ ('sq') or the RQ of QP 'qpn' on UAR page 'page'
     // with its new producer index. Null (the caller counts it) for a QP not
@@ -97,6 +103,9 @@ class QpTable : public XrcSrqBorrowers {
 
   private:
     void apply_state(Qp &qp, uint8_t next);
+    // A QP without queues (XRC target, RSS QP) of 'type', its number
+    // taken and written as the command's output; null with 'res' set.
+    Qp *add_queueless(const Command &cmd, uint8_t type, CmdResult &res);
     std::optional<uint32_t> free_qpn() const { return qpns_.next_free(next_qpn_); }
     void link_cqs(const Qp &qp);
     void unlink_cqs(const Qp &qp);
@@ -107,6 +116,7 @@ class QpTable : public XrcSrqBorrowers {
     QpnAllocator qpns_; // [first_qpn, first_qpn + max_qp)
     // Where the next QPN search starts (not part of the power-on state).
     uint32_t next_qpn_ = DeviceLimits::first_qpn;
+    WqTable *rss_owner_ = nullptr;
 };
 
 } // namespace ohca

@@ -261,6 +261,9 @@ struct Qp {
     uint32_t xrcdn = 0;
     uint32_t windows = 0; // type 2 windows bound through it (mw.cpp)
     uint32_t flows = 0;   // raw Ethernet: flows steering to it (raw_eth.cpp)
+    // An RSS QP (CREATE_RSS_QP): its hash configuration's slot in the
+    // WQ table (objects/wq.hpp); it has no SQ or RQ of its own.
+    uint32_t rss = 0;
     WorkQueue sq;
     WorkQueue rq;
     QpAttrs attrs;
@@ -382,5 +385,15 @@ inline void release_xrc_srq(Qp &qp) {
 // Ordered by handle; slot 0 unused where 0 is not a valid handle. Objects
 // live on the heap so that an empty table is cheap to create and reset.
 template <class T> using Table = std::vector<std::unique_ptr<T>>;
+
+// A table's lowest free slot from 1 (O(size), once per create command).
+template <class T> std::optional<uint32_t> free_slot(const Table<T> &t) {
+    for (uint32_t i = 1; i < t.size(); ++i) {
+        if (!t[i]) {
+            return i;
+        }
+    }
+    return std::nullopt;
+}
 
 } // namespace ohca

@@ -10,7 +10,9 @@
 #include "link/roce_packet.hpp"
 #include "objects/rdma_objects.hpp"
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 
 namespace ohca::credits {
@@ -24,19 +26,16 @@ inline constexpr std::array<uint16_t, 31> kCount = {
     256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
 
 // The largest code whose count is at most 'n': a responder never
-// advertises more receive WQEs than are posted.
+// advertises more receive WQEs than are posted. O(1) (every ACK takes
+// one): from 4 on the codes go two per power of two, 2^b at code 2b and
+// 1.5 x 2^b at 2b + 1, up to code 30 (32768).
 [[nodiscard]] constexpr uint8_t code_for(uint32_t n) {
-    uint8_t lo = 0;
-    auto hi = static_cast<uint8_t>(kCount.size() - 1);
-    while (lo < hi) {
-        const auto mid = static_cast<uint8_t>((lo + hi + 1) / 2);
-        if (kCount[mid] <= n) {
-            lo = mid;
-        } else {
-            hi = static_cast<uint8_t>(mid - 1);
-        }
+    if (n < 4) {
+        return static_cast<uint8_t>(n);
     }
-    return lo;
+    const auto b = static_cast<uint32_t>(std::bit_width(n) - 1); // 2^b <= n
+    return static_cast<uint8_t>(
+        std::min<uint32_t>(2 * b + ((n >> (b - 1)) & 1), kCount.size() - 1));
 }
 static_assert(code_for(0) == 0 && code_for(5) == 4 && code_for(6) == 5 && code_for(7) == 5 &&
               code_for(32767) == 29 && code_for(32768) == 30 && code_for(UINT32_MAX) == 30);

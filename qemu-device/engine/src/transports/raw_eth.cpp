@@ -9,6 +9,8 @@
 #include "device/command.hpp"
 #include "link/byte_order.hpp"
 #include "objects/qp_table.hpp"
+#include "objects/srq.hpp"
+#include "objects/wq.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -193,8 +195,8 @@ std::optional<uint32_t> FlowTable::match(const ohca_flow_spec &key) const {
 
 // ---- RawEth ------------------------------------------------------------------
 
-RawEth::RawEth(TransportServices &svc, Port &port)
-    : svc_(svc), port_(port), flows_(DeviceLimits::max_flow) {}
+RawEth::RawEth(TransportServices &svc, Port &port, WqTable &wqs)
+    : svc_(svc), port_(port), wqs_(wqs), flows_(DeviceLimits::max_flow) {}
 
 void RawEth::reset() {
     flows_.clear();
@@ -362,8 +364,18 @@ bool RawEth::steer(std::span<const uint8_t> frame) {
     return true;
 }
 
-// The frame into the QP's next receive WQE, or dropped and counted.
+// The frame into the QP's next receive WQE, or dropped and counted. An
+// RSS QP has no RQ: the WQ its hash picks takes the frame, whatever the
+// QP's state (it has none to walk: MODIFY_QP refuses it).
 void RawEth::deliver(Qp &qp, std::span<const uint8_t> frame) {
+    if (qp.rss != 0) {
+        if (Wq *wq = wqs_.pick(qp.rss, frame)) {
+            deliver_wq(*wq, frame);
+        } else {
+            ++counters_.rx_dropped;
+        }
+        return;
+    }
     if ((qp.state != OHCA_QPS_RTR && qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD &&
          qp.state != OHCA_QPS_SQE) ||
         qp.rq.ci == qp.rq.pi) {
@@ -423,6 +435,52 @@ void RawEth::deliver(Qp &qp, std::span<const uint8_t> frame) {
     ++counters_.rx_frames;
     svc_.complete_recv(qp, wr_id, OHCA_CQE_RECV, static_cast<uint32_t>(frame.size()), std::nullopt,
                        OHCA_CQE_SUCCESS, OHCA_VERR_NONE, false);
+}
+
+// The frame into the WQ's next receive WQE (in RDY), or dropped and
+// counted. A WQE the device cannot use puts the WQ (not the RSS QP, whose
+// other WQs go on) in ERR.
+void RawEth::deliver_wq(Wq &wq, std::span<const uint8_t> frame) {
+    if (wq.state != OHCA_WQS_RDY || wq.ci == wq.pi) {
+        ++counters_.rx_dropped;
+        return;
+    }
+    RecvWqe &w = wq_wqe_; // reused: its segments' storage stays
+    const uint8_t verr = read_recv_wqe(svc_.host(), wq.ring, wq.offset(wq.ci), 1u << wq.log_stride,
+                                       DeviceLimits::max_sge, w);
+    if (verr != OHCA_VERR_NONE) {
+        ++counters_.rx_dropped;
+        wqs_.complete(wq, w.wr_id, 0, OHCA_CQE_LOC_QP_OP_ERR, verr);
+        wqs_.to_error(wq);
+        return;
+    }
+    size_t done = 0;
+    for (const Sge &s : w.sges) {
+        if (done == frame.size()) {
+            break;
+        }
+        const size_t n = std::min<size_t>(s.length, frame.size() - done);
+        if (n == 0) {
+            continue;
+        }
+        const KeyResult k = svc_.check_key(s.lkey, s.addr, n, OHCA_ACCESS_LOCAL_WRITE, wq.pdn);
+        if (k.mr == nullptr || !svc_.mr_write(*k.mr, s.addr, frame.data() + done, n)) {
+            ++counters_.rx_dropped;
+            wqs_.complete(wq, w.wr_id, 0, OHCA_CQE_LOC_PROT_ERR,
+                          k.mr == nullptr ? k.verr : uint8_t{OHCA_VERR_DMA});
+            wqs_.to_error(wq);
+            return;
+        }
+        done += n;
+    }
+    if (done != frame.size()) {
+        ++counters_.rx_dropped; // too small a buffer: this WQE only
+        wqs_.complete(wq, w.wr_id, 0, OHCA_CQE_LOC_LEN_ERR, OHCA_VERR_RECV_TOO_SMALL);
+        return;
+    }
+    ++counters_.rx_frames;
+    wqs_.complete(wq, w.wr_id, static_cast<uint32_t>(frame.size()), OHCA_CQE_SUCCESS,
+                  OHCA_VERR_NONE);
 }
 
 // ---- the commands ------------------------------------------------------------

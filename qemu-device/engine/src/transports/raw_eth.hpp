@@ -7,6 +7,7 @@
 
 #include "link/link_layer.hpp"
 #include "objects/rdma_objects.hpp"
+#include "objects/srq.hpp"
 #include "state/stream.hpp"
 #include "transports/transport.hpp"
 
@@ -26,6 +27,8 @@ namespace ohca {
 class Device;
 class Host;
 class QpTable;
+class WqTable;
+struct Wq;
 struct Command;
 struct CmdResult;
 
@@ -93,7 +96,8 @@ class RawEth final : public Transport {
   public:
     // Frames go out through 'port' (whole frames: nothing of the link
     // layer is added).
-    RawEth(TransportServices &svc, Port &port);
+    // Frames an RSS QP takes go to a WQ of 'wqs'.
+    RawEth(TransportServices &svc, Port &port, WqTable &wqs);
 
     // The work loop's turn for a raw QP: send WQEs, or flush in SQE/ERR.
     void visit(Qp &qp, unsigned int &budget) override;
@@ -119,13 +123,17 @@ class RawEth final : public Transport {
   private:
     bool send_one(Qp &qp);
     void deliver(Qp &qp, std::span<const uint8_t> frame);
+    void deliver_wq(Wq &wq, std::span<const uint8_t> frame);
     bool gather(Qp &qp, const ohca_send_wqe &w, uint64_t base, uint32_t &len, uint8_t &status,
                 uint8_t &verr);
 
     TransportServices &svc_;
     Port &port_;
+    WqTable &wqs_;
     FlowTable flows_;
     RawCounters counters_;
+    // A WQ's receive WQE being filled, reused: no allocation per frame.
+    RecvWqe wq_wqe_;
     // The frame being sent, reused: no allocation per frame.
     std::array<uint8_t, OHCA_ETH_MAX_FRAME> frame_{};
 };

@@ -6,6 +6,7 @@
 
 #include "link/byte_order.hpp"
 
+#include <cstddef>
 #include <cstring>
 
 namespace ohca {
@@ -15,10 +16,17 @@ bool connected_accepts(TransportServices &svc, const Qp &qp, const ParsedPacket 
     static_assert(sizeof(qp.attrs.av.dgid) == 16);
     // The peer: its GID on RoCE, its LID on InfiniBand (the AV read as
     // struct ohca_av_ib names it).
-    ohca_av_ib ib{};
-    std::memcpy(&ib, &qp.attrs.av, sizeof(ib));
-    const bool peer = pkt.is_ib ? le(ib.dlid) == pkt.ib.slid
-                                : std::memcmp(qp.attrs.av.dgid, pkt.sgid.data(), 16) == 0;
+    static_assert(sizeof(ohca_av_ib) == sizeof(qp.attrs.av));
+    bool peer = false;
+    if (pkt.is_ib) {
+        ohca_le16 dlid{}; // only the field the check reads, per packet
+        std::memcpy(&dlid,
+                    reinterpret_cast<const uint8_t *>(&qp.attrs.av) + offsetof(ohca_av_ib, dlid),
+                    sizeof(dlid));
+        peer = le(dlid) == pkt.ib.slid;
+    } else {
+        peer = std::memcmp(qp.attrs.av.dgid, pkt.sgid.data(), 16) == 0;
+    }
     if (!peer) {
         ++svc.counters().rx_no_qp; // not from the connection's peer
         svc.count_rx_dropped();

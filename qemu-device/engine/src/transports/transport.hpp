@@ -197,7 +197,6 @@ class CompletionServices : public EventSink {
 
 class WireServices {
   public:
-    WireServices() = default;
     WireServices(const WireServices &) = delete;
     WireServices &operator=(const WireServices &) = delete;
 
@@ -240,9 +239,21 @@ class WireServices {
     // of payload_len bytes went.
     virtual bool cc_may_send(Qp &qp) = 0;
     virtual void cc_sent(Qp &qp, size_t payload_len) = 0;
+    // No pause was set on the port (PFC): nothing holds a packet back, and
+    // tx_paused() is false for every QP. A test without a call, made for
+    // every ACK.
+    [[nodiscard]] bool no_pause() const { return *pauses_ == 0; }
 
   protected:
+    WireServices() = default;
     ~WireServices() = default;
+    // Where the port records its priorities with a pause set (Pfc's own
+    // record, read in place so that it cannot go stale).
+    void watch_pauses(const uint8_t &pauses) { pauses_ = &pauses; }
+
+  private:
+    static constexpr uint8_t kNoPauses = 0;
+    const uint8_t *pauses_ = &kNoPauses;
 };
 
 class TransportServices {
@@ -298,7 +309,9 @@ class TransportServices {
         return wire_.emit_fill(qp, fields, payload_len, fill);
     }
     [[nodiscard]] bool tx_room(const Qp &qp) const { return wire_.tx_room(qp); }
-    [[nodiscard]] bool tx_paused(const Qp &qp) const { return wire_.tx_paused(qp); }
+    [[nodiscard]] bool tx_paused(const Qp &qp) const {
+        return !wire_.no_pause() && wire_.tx_paused(qp);
+    }
     void emit_path(const PacketPath &path, const PacketFields &fields,
                    std::span<const uint8_t> payload) {
         wire_.emit_path(path, fields, payload);
@@ -314,8 +327,14 @@ class TransportServices {
     void count_rx_dropped() { wire_.count_rx_dropped(); }
     Qp *qp_by_number(uint32_t qpn) { return wire_.qp_by_number(qpn); }
     RoceCounters &counters() { return wire_.counters(); }
-    bool cc_may_send(Qp &qp) { return wire_.cc_may_send(qp); }
-    void cc_sent(Qp &qp, size_t payload_len) { wire_.cc_sent(qp, payload_len); }
+    // A QP its reaction point has not limited (no CNP came, or it is back
+    // at line rate) sends without asking the port: every packet does this.
+    bool cc_may_send(Qp &qp) { return !qp.cc.rp.limited || wire_.cc_may_send(qp); }
+    void cc_sent(Qp &qp, size_t payload_len) {
+        if (qp.cc.rp.limited) {
+            wire_.cc_sent(qp, payload_len);
+        }
+    }
     void mark_ready(Qp &qp) { sched_.mark_ready(qp); }
     void set_deadline(Qp &qp, uint64_t deadline_ns) { sched_.set_deadline(qp, deadline_ns); }
 
