@@ -137,11 +137,13 @@ test-apps: deps build rootfs
 
 # The fabric's VM jobs whole: ohca-switch in both modes (four VMs on an
 # Ethernet switch, three IB VMs on one switch and on two in a line with
-# opensm) and the congestion job; make test runs all but the two IB
-# switches in a line.
+# opensm), the congestion job and the live migration of a VM on an IB
+# switch; make test runs all but the two IB switches in a line and the
+# migration.
 test-fabric: deps build rootfs fabric
 	@OHCA_IB_FABRIC_FULL=1 $(PYTHON) -m pytest -v -rA -s tests/integration/test_switch.py \
-		tests/integration/test_infiniband.py tests/integration/test_congestion.py
+		tests/integration/test_infiniband.py tests/integration/test_congestion.py \
+		tests/integration/test_migration.py::test_live_migration_on_infiniband_switch
 
 # The integration, storage, rdma-core suite and UD/rdma_cm jobs with
 # every VM behind a virtual IOMMU (q35, VT-d, the guest's IOMMU strict;
@@ -158,7 +160,7 @@ test-viommu: deps build rootfs
 MIGRATIONS ?= 20
 migration-test: deps build rootfs
 	@OHCA_MIGRATIONS=$(MIGRATIONS) $(PYTHON) -m pytest -v -rA -s \
-		tests/integration/test_migration.py -k live_migration
+		tests/integration/test_migration.py -k live_migration_during_rc_traffic
 
 # The soak (tests/integration/test_soak.py): SOAK_SECONDS of RC traffic
 # through the fault wire at 1 % loss with clients killed; make test runs

@@ -107,7 +107,11 @@ bool parse_prios(const char *v, uint8_t &mask) {
 
 template <typename Core> int serve(Core &core, PortSet &io, const char *stats_path) {
     io.run(core, &g_stop);
-    const std::string json = core.stats_json();
+    std::string json = core.stats_json();
+    const std::string dgram = io.dgram_stats_json();
+    if (!dgram.empty() && json.size() > 1 && json.back() == '}') {
+        json.insert(json.size() - 1, ", " + dgram);
+    }
     std::printf("ohca-switch: %s\n", json.c_str());
     if (stats_path != nullptr) {
         FILE *f = std::fopen(stats_path, "w");
@@ -299,6 +303,7 @@ int main(int argc, char **argv) {
     if (!io.open("ohca-switch")) {
         return 1;
     }
+    io.set_max_frame(eth ? ecfg.max_frame : ohca::ib::kMaxFrameBytes);
     if (eth) {
         EthSwitch sw(ecfg);
         if (pcap.is_open()) {

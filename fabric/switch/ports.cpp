@@ -14,6 +14,9 @@ namespace ohca::fabric {
 
 const char *const kPortSpecHelp =
     "                      FD | fd:FD          an inherited connected stream socket\n"
+    "                      dgram-fd:FD         an inherited connected datagram socket, a frame\n"
+    "                                          per datagram (a VM that migrates: its QEMUs\n"
+    "                                          share the peer socket)\n"
     "                      listen:PATH         listen on a unix socket, one peer at a time\n"
     "                      connect:PATH        connect to a unix socket (retried)\n"
     "                      tcp-listen:HOST:PORT, tcp-connect:HOST:PORT\n"
@@ -166,15 +169,32 @@ bool parse_port_spec(const std::string &s, PortIo &io) {
         io.mode = PortMode::TcpConnect;
         return host_port(rest("tcp-connect:"));
     }
-    const std::string num = s.rfind("fd:", 0) == 0 ? rest("fd:") : s;
+    const bool dgram = s.rfind("dgram-fd:", 0) == 0;
+    const std::string num = dgram ? rest("dgram-fd:") : s.rfind("fd:", 0) == 0 ? rest("fd:") : s;
     char *end = nullptr;
     const long fd = std::strtol(num.c_str(), &end, 10);
     if (num.empty() || *end != '\0' || fd < 0 || fd > 65535) {
         return false;
     }
-    io.mode = PortMode::Fd;
+    io.mode = dgram ? PortMode::DgramFd : PortMode::Fd;
     io.fd = static_cast<int>(fd);
     return true;
+}
+
+std::string PortSet::dgram_stats_json() const {
+    std::string s;
+    char buf[160];
+    for (uint8_t p = 1; p <= ports(); ++p) {
+        const PortIo &io = ios_[p];
+        if (io.mode != PortMode::DgramFd && io.dgram_oversize == 0 && io.dgram_unsent == 0) {
+            continue;
+        }
+        std::snprintf(buf, sizeof buf, "%s{\"port\": %u, \"oversize\": %llu, \"unsent\": %llu}",
+                      s.empty() ? "" : ", ", p, static_cast<unsigned long long>(io.dgram_oversize),
+                      static_cast<unsigned long long>(io.dgram_unsent));
+        s += buf;
+    }
+    return s.empty() ? s : "\"datagram_ports\": [" + s + "]";
 }
 
 PortSet::~PortSet() {
@@ -188,7 +208,7 @@ PortSet::~PortSet() {
 bool PortSet::open(const char *prog) {
     for (uint8_t p = 1; p <= ports(); ++p) {
         PortIo &io = ios_[p];
-        if (io.mode == PortMode::Fd) {
+        if (inherited(p)) {
             if (!set_nonblock(io.fd)) {
                 std::fprintf(stderr, "%s: port %u: fd %d: %s\n", prog, p, io.fd,
                              std::strerror(errno));
@@ -237,7 +257,7 @@ void PortSet::close_conn(uint8_t p) {
         close(io.fd);
     }
     io.fd = -1;
-    if (io.mode == PortMode::Fd) {
+    if (inherited(p)) {
         io.mode = PortMode::None; // an inherited socket does not come back
     }
 }

@@ -2,8 +2,11 @@
 // The switch program's port transports, shared by its InfiniBand and
 // Ethernet modes: each external port is one stream socket in QEMU's
 // `-netdev stream` framing (fd:, listen:, connect:, tcp-listen:,
-// tcp-connect:, none), and the poll loop that moves bytes between the
-// sockets and a switch core. A core has connect/disconnect/connected/
+// tcp-connect:, none) or one connected datagram socket, a frame per
+// datagram as QEMU's `-netdev dgram` sends them (dgram-fd:), and the poll
+// loop that moves bytes between the sockets and a switch core. The cores
+// take and give the stream framing; a datagram port frames what it reads
+// and sends each framed frame as one datagram. A core has connect/disconnect/connected/
 // receive/output/consumed/tick (Switch and EthSwitch); a core that also
 // has next_wake(now) is woken at that time, not only every millisecond
 // (the Ethernet mode's line-rate shaper).
@@ -25,7 +28,7 @@
 
 namespace ohca::fabric {
 
-enum class PortMode { None, Fd, UnixListen, UnixConnect, TcpListen, TcpConnect };
+enum class PortMode { None, Fd, DgramFd, UnixListen, UnixConnect, TcpListen, TcpConnect };
 
 struct PortIo {
     PortMode mode = PortMode::None;
@@ -34,6 +37,10 @@ struct PortIo {
     int fd = -1;        // the connection
     int listen_fd = -1; // listen modes
     uint64_t next_try = 0;
+    // Datagram ports: datagrams longer than the largest frame, dropped
+    // unread; frames the socket refused (no peer, too large), dropped.
+    uint64_t dgram_oversize = 0;
+    uint64_t dgram_unsent = 0;
 };
 
 uint64_t mono_ns();
@@ -60,8 +67,15 @@ class PortSet {
     // Makes inherited sockets non-blocking and opens the listening ones;
     // false after printing why (prefixed with `prog`).
     bool open(const char *prog);
-    // Inherited (fd:) ports are connected from the start.
-    [[nodiscard]] bool inherited(uint8_t p) const { return ios_[p].mode == PortMode::Fd; }
+    // Inherited (fd:, dgram-fd:) ports are connected from the start.
+    [[nodiscard]] bool inherited(uint8_t p) const {
+        return ios_[p].mode == PortMode::Fd || ios_[p].mode == PortMode::DgramFd;
+    }
+    // The largest frame a datagram port takes (the core's mode's).
+    void set_max_frame(size_t n) { max_frame_ = n; }
+    [[nodiscard]] const PortIo &io(uint8_t p) const { return ios_[p]; }
+    // The datagram ports' counters as JSON members (empty without one).
+    [[nodiscard]] std::string dgram_stats_json() const;
 
     // Runs until *stop is set: bytes in and out of the core, connects,
     // accepts, disconnects, and the core's timers.
@@ -71,14 +85,71 @@ class PortSet {
     void try_connect(uint8_t p, uint64_t now);
     int accept_one(uint8_t p);
     void close_conn(uint8_t p);
+    // One datagram in (framed for the core) or out (framed frames, one
+    // datagram each); false when the port is to be dropped.
+    template <typename Core>
+    bool dgram_read(Core &core, uint8_t p, std::vector<uint8_t> &buf, uint64_t now);
+    template <typename Core> bool dgram_write(Core &core, uint8_t p, uint64_t now);
 
     std::vector<PortIo> ios_;
+    size_t max_frame_ = 9022; // eth::kMaxFrameBytes, the larger mode's
 };
+
+template <typename Core>
+bool PortSet::dgram_read(Core &core, uint8_t p, std::vector<uint8_t> &buf, uint64_t now) {
+    PortIo &io = ios_[p];
+    // One byte more than the largest frame: a datagram that fills it was
+    // longer (the kernel drops the rest of a datagram that does not fit).
+    const size_t room = std::min(buf.size() - 4, max_frame_ + 1);
+    const ssize_t r = recv(io.fd, buf.data() + 4, room, 0);
+    if (r < 0) {
+        // ECONNREFUSED: a UDP peer not (yet) there, reported on a later call.
+        return errno == EAGAIN || errno == EINTR || errno == ECONNREFUSED;
+    }
+    const auto n = static_cast<size_t>(r);
+    if (n > max_frame_) {
+        ++io.dgram_oversize;
+        return true;
+    }
+    buf[0] = static_cast<uint8_t>(n >> 24);
+    buf[1] = static_cast<uint8_t>(n >> 16);
+    buf[2] = static_cast<uint8_t>(n >> 8);
+    buf[3] = static_cast<uint8_t>(n);
+    core.receive(p, std::span<const uint8_t>(buf.data(), n + 4), now);
+    return true;
+}
+
+template <typename Core> bool PortSet::dgram_write(Core &core, uint8_t p, uint64_t now) {
+    PortIo &io = ios_[p];
+    while (core.connected(p)) {
+        const auto out = core.output(p);
+        if (out.size() < 4) {
+            return true; // nothing (the cores give whole frames)
+        }
+        const size_t n = (static_cast<size_t>(out[0]) << 24) | (static_cast<size_t>(out[1]) << 16) |
+                         (static_cast<size_t>(out[2]) << 8) | out[3];
+        if (out.size() - 4 < n) {
+            return true;
+        }
+        const ssize_t w = send(io.fd, out.data() + 4, n, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EINTR || errno == ENOBUFS) {
+                return true; // the peer's queue is full: it holds the frame back
+            }
+            if (errno != ECONNREFUSED && errno != EMSGSIZE) {
+                return false;
+            }
+            ++io.dgram_unsent; // a datagram socket may lose a frame
+        }
+        core.consumed(p, n + 4, now);
+    }
+    return true;
+}
 
 template <typename Core> void PortSet::run(Core &core, volatile std::sig_atomic_t *stop) {
     uint64_t now = mono_ns();
     for (uint8_t p = 1; p <= ports(); ++p) {
-        if (ios_[p].mode == PortMode::Fd) {
+        if (inherited(p)) {
             core.connect(p, now);
         }
     }
@@ -137,6 +208,12 @@ template <typename Core> void PortSet::run(Core &core, volatile std::sig_atomic_
                 }
                 continue;
             }
+            if (io.mode == PortMode::DgramFd) {
+                if ((pfds[i].revents & (POLLIN | POLLERR)) != 0 && !dgram_read(core, p, buf, now)) {
+                    drop_conn(p);
+                }
+                continue;
+            }
             if ((pfds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
                 // One bounded read per port per round: a fast sender cannot
                 // starve the others.
@@ -159,6 +236,12 @@ template <typename Core> void PortSet::run(Core &core, volatile std::sig_atomic_
         // Writes: as much as each socket takes.
         for (uint8_t p = 1; p <= ports(); ++p) {
             PortIo &io = ios_[p];
+            if (io.mode == PortMode::DgramFd) {
+                if (io.fd >= 0 && !dgram_write(core, p, now)) {
+                    drop_conn(p);
+                }
+                continue;
+            }
             while (io.fd >= 0 && core.connected(p) && !core.output(p).empty()) {
                 auto out = core.output(p);
                 const ssize_t w = send(io.fd, out.data(), out.size(), MSG_NOSIGNAL);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The RC (or UC) connection every test program makes: RESET -> INIT -> RTR -> RTS
- * towards one peer QP over a RoCEv2 GID.  Kept apart from ohca_rc_common.h
+ * towards one peer QP over a RoCEv2 GID, or on an InfiniBand port by the
+ * peer's LID (dlid set: no GRH).  Kept apart from ohca_rc_common.h
  * (the one-device harness with its own globals and die()) so that programs
  * with their own setup and failure reporting can share it too. */
 #ifndef OHCA_RC_CONNECT_H
@@ -16,6 +17,7 @@ struct rc_path {
 	uint8_t port;
 	uint8_t sgid_index;
 	union ibv_gid dgid;
+	uint16_t dlid;		/* non-zero: LID-routed, without a GRH (InfiniBand) */
 	enum ibv_mtu mtu;
 	uint32_t dest_qpn;
 	uint32_t rq_psn;	/* the peer's first PSN */
@@ -46,7 +48,8 @@ static inline int rc_connect(struct ibv_qp *qp, const struct rc_path *p,
 		.max_dest_rd_atomic = p->rd_atomic,
 		.min_rnr_timer = p->min_rnr_timer,
 		.ah_attr = {
-			.is_global = 1,
+			.is_global = !p->dlid,
+			.dlid = p->dlid,
 			.port_num = p->port,
 			.grh = { .dgid = p->dgid, .sgid_index = p->sgid_index,
 				 .hop_limit = 64 },

@@ -10,7 +10,9 @@
  * size) over TCP; both ends then exchange QP number, PSN, GID, rkey and
  * address like ibv_rc_pingpong, and derive every iteration's plan from the
  * seed, so each end knows what must land in its memory without shipping
- * the data.  An iteration picks a direction and posts a batch of 1..8 work
+ * the data.  On an InfiniBand port the QPs are addressed by the peer's
+ * LID (exchanged too) without a GRH, as the fabric's switches route.  An
+ * iteration picks a direction and posts a batch of 1..8 work
  * requests (SEND, SEND_WITH_IMM, RDMA WRITE, WRITE_WITH_IMM, READ; odd
  * sizes, offsets and SGE counts, inline, unsignaled) in one chain.  Each
  * end checks every completion (wr_id, status, opcode, byte_len, imm, in
@@ -79,6 +81,8 @@ struct conn_info {
 	uint32_t mtu;		/* bytes */
 	uint64_t addr;		/* the RDMA area */
 	uint8_t gid[16];
+	uint16_t lid;		/* InfiniBand: the port's LID; RoCE: 0 */
+	uint16_t pad[3];
 };
 
 /* The client's parameters, adopted by the server. */
@@ -372,6 +376,8 @@ static void open_verbs(const char *name)
 	local.addr = (uintptr_t)buf + AREA;
 	local.mtu = prm.mtu;
 	memcpy(local.gid, gid.raw, 16);
+	if (pa.link_layer == IBV_LINK_LAYER_INFINIBAND)
+		local.lid = pa.lid;
 }
 
 static void connect_qp(void)
@@ -388,6 +394,7 @@ static void connect_qp(void)
 	int err;
 
 	memcpy(path.dgid.raw, remote.gid, 16);
+	path.dlid = remote.lid;
 	err = rc_connect(qp, &path, &step);
 	if (err)
 		setup_fail("%s: %s", step, strerror(err));
@@ -426,6 +433,7 @@ static void exchange_qp(void)
 	out.rkey = htonl(out.rkey);
 	out.mtu = htonl(out.mtu);
 	out.addr = htobe64(out.addr);
+	out.lid = htons(out.lid);
 	sock_io(&out, sizeof(out), 1, "connection info");
 	sock_io(&in, sizeof(in), 0, "connection info");
 	remote = in;
@@ -434,11 +442,17 @@ static void exchange_qp(void)
 	remote.rkey = ntohl(in.rkey);
 	remote.mtu = ntohl(in.mtu);
 	remote.addr = be64toh(in.addr);
+	remote.lid = ntohs(in.lid);
 	if (remote.mtu != prm.mtu)
 		setup_fail("peer uses MTU %u, this end %u", remote.mtu, prm.mtu);
+	if (!remote.lid != !local.lid)
+		setup_fail("peer LID %u, this end's %u: one InfiniBand port, one RoCE",
+			   remote.lid, local.lid);
 	printf("%s: qp %u psn 0x%06x <-> peer qp %u psn 0x%06x, mtu %u, seed 0x%" PRIx64 ", %u iterations, messages up to %u bytes\n",
 	       role, local.qpn, local.psn, remote.qpn, remote.psn, prm.mtu,
 	       prm.seed, prm.iters, prm.max_msg);
+	if (local.lid)
+		printf("%s: by LID, %u -> %u\n", role, local.lid, remote.lid);
 }
 
 /* --- one iteration -------------------------------------------------------- */

@@ -3,7 +3,11 @@
 """smoke.py OHCA_SWITCH: the ohca-switch program end to end. Two ports on
 socket pairs (as the VM harness passes them), a third listening on a unix
 socket path, a fourth connecting to one; a directed-route NodeInfo Get
-from port 1 is answered, others forwarded out ports 3 and 4; SIGTERM writes the
+from port 1 is answered, others forwarded out ports 3 and 4; a fifth port
+on an AF_UNIX datagram socket pair (dgram-fd:, a frame per datagram): an
+SMP from it is answered as one datagram, one forwarded to it comes as one
+datagram, a datagram longer than the largest frame is counted and dropped;
+SIGTERM writes the
 statistics; the capture decodes with tshark as InfiniBand without errors.
 Standard library (and tshark from tests/deps.sh)."""
 
@@ -86,6 +90,17 @@ def frames(s, want_data, timeout=10):
     return out
 
 
+def dgram_frames(s, want_data):
+    """Reads datagrams (a frame each) until want_data data frames came
+    (flow control packets, 6 bytes, skipped); returns them."""
+    out = []
+    while len(out) < want_data:
+        f = s.recv(65536)
+        if len(f) != 6:
+            out.append(f)
+    return out
+
+
 def main():
     binary = sys.argv[1]
     tmp = tempfile.mkdtemp(prefix="ohca-switch-smoke.")
@@ -99,14 +114,17 @@ def main():
         l4 = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         l4.bind(path4)
         l4.listen(1)
+        a5, b5 = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         sw = subprocess.Popen([binary, "--port", str(b1.fileno()), "--port", f"fd:{b2.fileno()}",
                                "--port", f"listen:{path3}", "--port", f"connect:{path4}",
+                               "--port", f"dgram-fd:{b5.fileno()}",
                                "--stats", stats, "--capture", cap],
-                              pass_fds=(b1.fileno(), b2.fileno()), stdout=subprocess.PIPE,
-                              text=True)
+                              pass_fds=(b1.fileno(), b2.fileno(), b5.fileno()),
+                              stdout=subprocess.PIPE, text=True)
         b1.close()
         b2.close()
-        assert "4 ports" in sw.stdout.readline()
+        b5.close()
+        assert "5 ports" in sw.stdout.readline()
         for _ in range(50):
             if os.path.exists(path3):
                 break
@@ -118,25 +136,37 @@ def main():
         for s in (a1, a2, c3, c4):
             for vl in range(4):
                 send(s, fcp(vl, 0, 256))
+        for vl in range(4):
+            a5.send(fcp(vl, 0, 256))
         send(a1, smp_frame([1]))
         reply = frames(a1, 1)
         assert reply, "no reply to NodeInfo"
         mad = reply[0][28:28 + 256]
         assert mad[3] == 0x81 and mad[4] & 0x80, "not a GetResp with D set"
         assert mad[64 + 2] == 2, "NodeInfo.NodeType is not switch"
-        assert mad[64 + 3] == 4, "NodeInfo.NumPorts is not 4"
+        assert mad[64 + 3] == 5, "NodeInfo.NumPorts is not 5"
         send(a1, smp_frame([1, 3]))
         fwd = frames(c3, 1)
         assert fwd and fwd[0][28 + 6] == 2, "the SMP did not come out port 3 with hop pointer 2"
         send(a1, smp_frame([1, 4]))
         fwd4 = frames(c4, 1)
         assert fwd4 and fwd4[0][28 + 6] == 2, "the SMP did not come out port 4 (connect:)"
+        send(a1, smp_frame([1, 5]))
+        a5.settimeout(10)
+        fwd5 = dgram_frames(a5, 1)
+        assert fwd5[0][28 + 6] == 2, "the SMP did not come out port 5 (dgram-fd:)"
+        a5.send(bytes(4223))  # one byte over the largest IB frame
+        a5.send(smp_frame([5]))
+        reply5 = dgram_frames(a5, 1)
+        assert reply5[0][28 + 3] == 0x81 and reply5[0][28 + 4] & 0x80, "no GetResp on port 5"
         sw.send_signal(signal.SIGTERM)
         sw.wait(timeout=10)
         assert sw.returncode == 0, sw.returncode
         st = json.load(open(stats))
-        assert st["ports"][1]["smp_local"] == 1 and st["ports"][1]["smp_forwarded"] == 2, st
+        assert st["ports"][1]["smp_local"] == 1 and st["ports"][1]["smp_forwarded"] == 3, st
         assert st["ports"][3]["connected"] and st["ports"][4]["connected"], st
+        assert st["ports"][5]["smp_local"] == 1, st
+        assert st["datagram_ports"] == [{"port": 5, "oversize": 1, "unsent": 0}], st
         if shutil.which("tshark"):
             # This tshark (4.0) has no pcap mapping for LINKTYPE_INFINIBAND
             # (247): the same records as user DLT 147, decoded as InfiniBand.

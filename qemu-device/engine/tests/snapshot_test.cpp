@@ -976,6 +976,41 @@ TEST_F(IbSnapshot, APendingTrapTravels) {
     EXPECT_EQ(port_info(a).capability_mask & ib::port_cap::IsSm, ib::port_cap::IsSm);
 }
 
+// The kernel's QP 0 (SMI) and QP 1 (GSI) of an InfiniBand port travel with
+// their fixed numbers (a VM on an IB fabric always has both): after the
+// load a second QP 0 is refused, and both can be destroyed (their objects'
+// counts came back right).
+TEST_F(IbSnapshot, Qp0AndQp1Travel) {
+    const uint32_t pd = a.create_pd();
+    const CqInfo cq = a.create_cq();
+    const QpInfo qp0 = a.create_qp(pd, cq.cqn, cq.cqn, 2, 2, 0, OHCA_QPT_SMI);
+    const QpInfo qp1 = a.create_qp(pd, cq.cqn, cq.cqn, 2, 2, 0, OHCA_QPT_GSI);
+    ASSERT_EQ(qp0.qpn, 0u);
+    ASSERT_EQ(qp1.qpn, uint32_t{OHCA_GSI_QPN});
+    const std::vector<uint8_t> s = save(a);
+    restore(a, s, OHCA_LINK_IB);
+    EXPECT_EQ(save(a), s);
+    ohca_create_qp_in in{};
+    in.type = OHCA_QPT_SMI;
+    in.pdn = pd;
+    in.send_cqn = cq.cqn;
+    in.recv_cqn = cq.cqn;
+    in.sq_log_size = 2;
+    in.rq_log_size = 2;
+    in.sq_log_stride = 7;
+    in.rq_log_stride = 5;
+    in.sq_pbl = a.make_pbl(a.alloc(4096), 4096);
+    in.rq_pbl = a.make_pbl(a.alloc(4096), 4096);
+    ohca_create_out o{};
+    EXPECT_EQ(a.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status,
+              OHCA_STATUS_BAD_STATE);
+    for (const uint32_t qpn : {0u, uint32_t{OHCA_GSI_QPN}}) {
+        ohca_handle_in h{};
+        h.handle = qpn;
+        EXPECT_EQ(a.cmd_in(OHCA_CMD_DESTROY_QP, h).status, OHCA_STATUS_OK) << qpn;
+    }
+}
+
 TEST_F(IbSnapshot, SaveLoadSaveIsTheSame) {
     const std::vector<uint8_t> s = save(a);
     restore(a, s, OHCA_LINK_IB);

@@ -65,7 +65,9 @@ class Cluster:
         # migratable: each VM's disk is a qcow2 overlay of the rootfs in its
         # log dir, which a migration's destination QEMU opens too (shared
         # storage); otherwise the disk is a snapshot=on drive private to one
-        # QEMU process. VM.migrate() needs it.
+        # QEMU process. VM.migrate() needs it. On the switch wire it makes
+        # the switch ports datagram sockets (wire.switch_ends), which the
+        # source and destination QEMU can share.
         self.migratable = migratable
         self.logdir = os.path.abspath(logdir or os.path.join(TOP, "build/test-logs", name))
         self.smp = smp
@@ -171,7 +173,7 @@ class Cluster:
         elif kind == "switch":
             if self.nvms < 2:
                 raise HarnessError("the switch wire needs two VMs or more")
-            socks, args, sw_socks = wires.switch_ends(self.nvms)
+            socks, args, sw_socks = wires.switch_ends(self.nvms, datagram=self.migratable)
             self._set_netdevs(socks, args)
             self.wire_stats = None
             self.wire_proc = wires.SwitchFabric(os.path.join(self.logdir, "wire"), self.sockdir,

@@ -20,15 +20,17 @@ MIGRATE_RUN = 300
 
 def migrate(vm):
     """Migrates vm; returns QEMU's figures: status, downtime_ms, total_ms,
-    setup_ms, ram_mb and attempts. Only the dgram wires qualify: the
+    setup_ms, ram_mb and attempts. Only datagram wires qualify (dgram,
+    faulty, and the switch wire of a migratable cluster, whose ports are
+    datagram socket pairs; the switch stays, the peer is its port): the
     peers' frames reach whichever process runs the VM, while a stream
     socket read by two processes would lose its framing. The guest must
     unmount its share (9p refuses migration while mounted): the source's
     migrate is retried until it has."""
     c = vm.cluster
-    if not c.migratable or c.wire not in ("dgram", "faulty") or c.capture:
-        raise HarnessError("migrate needs Cluster(migratable=True) on a dgram wire "
-                           "without capture")
+    if not c.migratable or c.wire not in ("dgram", "faulty", "switch") or c.capture:
+        raise HarnessError("migrate needs Cluster(migratable=True) on a dgram or switch "
+                           "wire without capture")
     vm.migrations += 1
     n = vm.migrations
     dest_qmp = os.path.join(c.sockdir, f"{vm.name}-in{n}.qmp")

@@ -14,7 +14,9 @@ between them.
           switch's mode for the VMs' link layer (eth: a learning bridge with
           a shaped line rate, a finite buffer, ECN, PFC; ib: an InfiniBand
           switch with credits and an SMA on port 0); one switch, or two in
-          a line (SwitchFabric)
+          a line (SwitchFabric); a migratable cluster's VMs have dgram
+          netdevs on AF_UNIX datagram socket pairs instead (the switch's
+          dgram-fd: ports), which a migration's two QEMUs can share
 
 No wire needs root or the host's network: the sockets live on 127.0.0.1
 or are socket pairs (two switches in a line: a unix socket in the
@@ -160,21 +162,36 @@ def stream_ends():
     return socks, [stream_fd_args(s) for s in socks]
 
 
-def switch_ends(n):
-    """n VMs' stream netdevs, each on a socket pair whose other end is a
-    port of the switch. Returns (the VMs' sockets, their netdev arguments,
-    the switch's sockets), port i being VM i's."""
+def dgram_pair():
+    """The two ends of a datagram switch port: a connected AF_UNIX datagram
+    socket pair with WIRE_SOCKET_BUFFER for both directions. One frame per
+    datagram (QEMU's dgram netdev, ohca-switch's dgram-fd: port); a full
+    receiver holds the sender back (EAGAIN) instead of dropping. Unlike a
+    byte stream, two QEMU processes can share one end: what each reads is
+    whole frames, so a migration's destination takes the VM's end over."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    for s in (a, b):
+        set_wire_buffers(s)
+    return a, b
+
+
+def switch_ends(n, datagram=False):
+    """n VMs' netdevs, each on a socket pair whose other end is a port of
+    the switch: stream netdevs, or datagram ones (dgram_pair; a VM that
+    migrates). Returns (the VMs' sockets, their netdev arguments, the
+    switch's sockets), port i being VM i's."""
     vm_socks, sw_socks = [], []
     try:
         for _ in range(n):
-            a, b = stream_pair()
+            a, b = dgram_pair() if datagram else stream_pair()
             vm_socks.append(a)
             sw_socks.append(b)
     except BaseException:
         for s in vm_socks + sw_socks:
             s.close()
         raise
-    return vm_socks, [stream_fd_args(s) for s in vm_socks], sw_socks
+    fd_args = dgram_fd_args if datagram else stream_fd_args
+    return vm_socks, [fd_args(s) for s in vm_socks], sw_socks
 
 
 class Relay:
@@ -323,7 +340,8 @@ def switch_binary():
 class OhcaSwitch(Relay):
     """One ohca-switch process. ports: its external ports in order, each a
     socket (its file descriptor is passed and closed here: the switch holds
-    it) or a port SPEC string (listen:PATH, connect:PATH); flags: the
+    it; a stream socket is an fd: port, a datagram one a dgram-fd: port) or
+    a port SPEC string (listen:PATH, connect:PATH); flags: the
     SWITCH_FLAGS options; index: the switch's index in the fabric (its
     GUID, its description). In wdir: cmdline.txt, wire.log, stats.json,
     switch.pcap (capture), timeline.jsonl (timeline)."""
@@ -334,7 +352,8 @@ class OhcaSwitch(Relay):
         for p in ports:
             if isinstance(p, socket.socket):
                 fds.append(p.fileno())
-                argv += ["--port", f"fd:{p.fileno()}"]
+                kind = "dgram-fd" if p.type == socket.SOCK_DGRAM else "fd"
+                argv += ["--port", f"{kind}:{p.fileno()}"]
             else:
                 argv += ["--port", p]
         if mode == "ib":

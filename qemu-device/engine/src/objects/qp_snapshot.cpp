@@ -292,7 +292,8 @@ void check_qp_links(state::Reader &r, const Qp &q, PdTable &pds, CqTable &cqs, S
         return;
     }
     if (q.uar >= OHCA_NUM_DB_PAGES || (q.uar != 0 && !uars.allocated(q.uar)) ||
-        (q.uar != 0 && (q.type == OHCA_QPT_GSI || q.type == OHCA_QPT_XRC_TGT))) {
+        (q.uar != 0 &&
+         (q.type == OHCA_QPT_GSI || q.type == OHCA_QPT_SMI || q.type == OHCA_QPT_XRC_TGT))) {
         r.fail("QP: rings on a UAR that is not allocated");
         return;
     }
@@ -372,11 +373,17 @@ void QpTable::load(state::Reader &r, state::Refs &refs) {
         if (!r.ok()) {
             return;
         }
-        // Ethernet only (an InfiniBand port is refused when saved): no QP 0.
+        // QP 1 (GSI) and, on an InfiniBand port only, QP 0 (SMI) have their
+        // fixed numbers, the others one of the table's; raw Ethernet QPs
+        // only on an Ethernet port (as CREATE_QP allows them).
         const bool gsi = q.type == OHCA_QPT_GSI;
-        if (q.type > OHCA_QPT_RAW_ETH || q.state > OHCA_QPS_ERR ||
-            (gsi ? q.qpn != OHCA_GSI_QPN
-                 : q.qpn < DeviceLimits::first_qpn || q.qpn >= qps_.size()) ||
+        const bool smi = q.type == OHCA_QPT_SMI;
+        const bool ib = d_.ib != nullptr;
+        if (q.type > OHCA_QPT_SMI || q.state > OHCA_QPS_ERR || (smi && !ib) ||
+            (q.type == OHCA_QPT_RAW_ETH && ib) ||
+            (gsi   ? q.qpn != OHCA_GSI_QPN
+             : smi ? q.qpn != 0
+                   : q.qpn < DeviceLimits::first_qpn || q.qpn >= qps_.size()) ||
             qps_[q.qpn]) {
             r.fail("QP: bad or repeated number, type or state");
             return;

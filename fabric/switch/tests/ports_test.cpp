@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// PortSet's datagram ports (dgram-fd:) on real socket pairs, with a core
+// that records what it is given: a datagram reaches the core as one
+// framed frame, the core's framed output leaves as one datagram per frame,
+// a datagram longer than the largest frame is dropped and counted, and a
+// peer that does not read holds frames back instead of losing them.
+#include "ports.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <string>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <vector>
+
+namespace ohca::fabric {
+namespace {
+
+constexpr size_t kMax = 4222; // the IB mode's largest frame
+
+// The switch cores' port interface, recording; it stops the loop when
+// `done` says so or after `rounds` ticks (one a millisecond).
+struct RecordingCore {
+    volatile std::sig_atomic_t *stop = nullptr;
+    std::array<bool, 3> up{};
+    std::array<std::vector<uint8_t>, 3> out;
+    std::vector<std::vector<uint8_t>> received; // each receive() call's bytes
+    size_t consumed_bytes = 0;
+    int ticks = 0;
+    int rounds = 200;
+    bool (*done)(const RecordingCore &) = nullptr;
+
+    void connect(uint8_t p, uint64_t) { up[p] = true; }
+    void disconnect(uint8_t p, uint64_t) { up[p] = false; }
+    [[nodiscard]] bool connected(uint8_t p) const { return up[p]; }
+    void receive(uint8_t, std::span<const uint8_t> b, uint64_t) {
+        received.emplace_back(b.begin(), b.end());
+        check();
+    }
+    [[nodiscard]] std::span<const uint8_t> output(uint8_t p) const { return out[p]; }
+    void consumed(uint8_t p, size_t n, uint64_t) {
+        out[p].erase(out[p].begin(), out[p].begin() + static_cast<long>(n));
+        consumed_bytes += n;
+    }
+    void tick(uint64_t) {
+        if (++ticks >= rounds) {
+            *stop = 1;
+        }
+        check();
+    }
+    void check() {
+        if (done != nullptr && done(*this)) {
+            *stop = 1;
+        }
+    }
+    void queue(uint8_t p, size_t len, uint8_t fill) {
+        const uint8_t hdr[4] = {static_cast<uint8_t>(len >> 24), static_cast<uint8_t>(len >> 16),
+                                static_cast<uint8_t>(len >> 8), static_cast<uint8_t>(len)};
+        out[p].insert(out[p].end(), hdr, hdr + 4);
+        out[p].insert(out[p].end(), len, fill);
+    }
+};
+
+struct DgramPair {
+    int sw = -1;   // the switch's end (its port)
+    int peer = -1; // the VM's end
+    DgramPair() {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) == 0) {
+            sw = sv[0];
+            peer = sv[1];
+        }
+    }
+    ~DgramPair() {
+        close(peer); // the switch's end is closed by the PortSet that took it
+    }
+    DgramPair(const DgramPair &) = delete;
+    DgramPair &operator=(const DgramPair &) = delete;
+};
+
+PortIo dgram_port(int fd) {
+    PortIo io;
+    EXPECT_TRUE(parse_port_spec("dgram-fd:" + std::to_string(fd), io));
+    EXPECT_EQ(io.mode, PortMode::DgramFd);
+    return io;
+}
+
+void run(PortSet &set, RecordingCore &core) {
+    volatile std::sig_atomic_t stop = 0;
+    core.stop = &stop;
+    set.set_max_frame(kMax);
+    ASSERT_TRUE(set.open("ports_test"));
+    set.run(core, &stop);
+}
+
+TEST(DgramPorts, SpecForms) {
+    PortIo io;
+    EXPECT_TRUE(parse_port_spec("dgram-fd:7", io));
+    EXPECT_EQ(io.mode, PortMode::DgramFd);
+    EXPECT_EQ(io.fd, 7);
+    EXPECT_FALSE(parse_port_spec("dgram-fd:", io));
+    EXPECT_FALSE(parse_port_spec("dgram-fd:x", io));
+    EXPECT_FALSE(parse_port_spec("dgram-fd:-1", io));
+    EXPECT_TRUE(parse_port_spec("fd:7", io));
+    EXPECT_EQ(io.mode, PortMode::Fd);
+}
+
+TEST(DgramPorts, EachDatagramIsOneFramedFrameAndTooLongOnesAreDropped) {
+    DgramPair a;
+    ASSERT_GE(a.sw, 0);
+    // 0 bytes, the largest frame, one byte more (dropped), then 60 bytes.
+    const std::vector<size_t> sizes = {0, kMax, kMax + 1, 60};
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        const std::vector<uint8_t> d(sizes[i], static_cast<uint8_t>(0xa0 + i));
+        ASSERT_EQ(send(a.peer, d.data(), d.size(), 0), static_cast<ssize_t>(d.size()));
+    }
+    PortSet set;
+    set.add(dgram_port(a.sw));
+    RecordingCore core;
+    core.done = [](const RecordingCore &c) { return c.received.size() >= 3; };
+    run(set, core);
+    ASSERT_EQ(core.received.size(), 3u);
+    const std::vector<size_t> want = {0, kMax, 60};
+    const std::vector<uint8_t> fill = {0xa0, 0xa1, 0xa3};
+    for (size_t i = 0; i < want.size(); ++i) {
+        const auto &r = core.received[i];
+        ASSERT_EQ(r.size(), want[i] + 4);
+        const size_t n = (size_t{r[0]} << 24) | (size_t{r[1]} << 16) | (size_t{r[2]} << 8) | r[3];
+        EXPECT_EQ(n, want[i]);
+        for (size_t j = 4; j < r.size(); ++j) {
+            ASSERT_EQ(r[j], fill[i]);
+        }
+    }
+    EXPECT_EQ(set.io(1).dgram_oversize, 1u);
+    EXPECT_EQ(set.io(1).dgram_unsent, 0u);
+    EXPECT_NE(set.dgram_stats_json().find("\"oversize\": 1"), std::string::npos);
+}
+
+TEST(DgramPorts, TheCoresFramedOutputLeavesAsOneDatagramPerFrame) {
+    DgramPair a;
+    DgramPair b;
+    ASSERT_GE(a.sw, 0);
+    ASSERT_GE(b.sw, 0);
+    PortSet set;
+    set.add(dgram_port(a.sw));
+    set.add(dgram_port(b.sw));
+    RecordingCore core;
+    core.queue(2, 60, 1);
+    core.queue(2, kMax, 2);
+    core.queue(2, 1, 3);
+    core.done = [](const RecordingCore &c) { return c.out[2].empty(); };
+    run(set, core);
+    EXPECT_TRUE(core.out[2].empty());
+    std::vector<uint8_t> d(kMax + 100);
+    const std::vector<size_t> want = {60, kMax, 1};
+    for (size_t i = 0; i < want.size(); ++i) {
+        const ssize_t r = recv(b.peer, d.data(), d.size(), MSG_DONTWAIT);
+        ASSERT_EQ(r, static_cast<ssize_t>(want[i]));
+        EXPECT_EQ(d[0], i + 1);
+        EXPECT_EQ(d[want[i] - 1], i + 1);
+    }
+    EXPECT_LT(recv(b.peer, d.data(), d.size(), MSG_DONTWAIT), 0); // nothing more
+    EXPECT_LT(recv(a.peer, d.data(), d.size(), MSG_DONTWAIT), 0); // nor on the other port
+}
+
+TEST(DgramPorts, APeerThatDoesNotReadHoldsFramesBackWithoutLosingThem) {
+    DgramPair a;
+    ASSERT_GE(a.sw, 0);
+    PortSet set;
+    set.add(dgram_port(a.sw));
+    RecordingCore core;
+    constexpr size_t kFrames = 4000; // far more than a socket pair queues
+    for (size_t i = 0; i < kFrames; ++i) {
+        core.queue(1, 1000, static_cast<uint8_t>(i));
+    }
+    core.rounds = 20;
+    run(set, core);
+    const size_t sent = core.consumed_bytes / 1004;
+    EXPECT_EQ(core.consumed_bytes % 1004, 0u);
+    EXPECT_GT(sent, 0u);
+    EXPECT_LT(sent, kFrames); // the full queue stopped the port, not a loss
+    EXPECT_EQ(set.io(1).dgram_unsent, 0u);
+    std::vector<uint8_t> d(2000);
+    size_t got = 0;
+    while (recv(a.peer, d.data(), d.size(), MSG_DONTWAIT) == 1000) {
+        ASSERT_EQ(d[0], static_cast<uint8_t>(got));
+        ++got;
+    }
+    EXPECT_EQ(got, sent); // every datagram the port sent is there, in order
+}
+
+} // namespace
+} // namespace ohca::fabric
