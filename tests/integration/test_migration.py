@@ -99,11 +99,8 @@ exit $rc
 
 
 def fill(script, iters=ITERS, migrations=0):
-    s = (script.replace("@GID@", str(GID)).replace("@ITERS@", str(iters))
-         .replace("@PORT@", str(PORT)).replace("@N@", str(migrations)))
-    for k in range(3):
-        s = s.replace(f"@EXTRA{k}@", str(PORT + 1 + k))
-    return s
+    return (script.replace("@GID@", str(GID)).replace("@ITERS@", str(iters))
+            .replace("@PORT@", str(PORT)).replace("@N@", str(migrations)))
 
 
 def hmp(vm, cmd, timeout=300):
@@ -160,38 +157,7 @@ LIVE_ITERS = 2000
 
 CLIENT_LIVE = off_share(r"""
 rc=0
-# Beside the byte-checking connections, for the whole run: rping through
-# rdma_cm (data verified, a new connection every 200 pings), ib_write_bw
-# (RC WRITEs at full speed) and ib_send_bw over UD, each checked alive and
-# making progress after every migration.
-ohca_wait_host extra-go 300 || fail "the peer's servers never started"
-(while [ ! -e /tmp/stop ]; do
-    rping -c -a "$OHCA_PEER_IP" -p @EXTRA0@ -C 200 -S 4096 -V >/tmp/rping.last 2>&1 ||
-        { cat /tmp/rping.last; echo "rping: FAIL"; exit 1; }
-    echo "rping: 200 pings verified"
-done) >/tmp/rping.log 2>&1 &
-rping=$!
-ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA1@ -s 65536 -D 2 --run_infinitely "$OHCA_PEER_IP" \
-    >/tmp/wbw.log 2>&1 &
-wbw=$!
-ib_send_bw -c UD -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA2@ -s 1024 -D 2 --run_infinitely "$OHCA_PEER_IP" \
-    >/tmp/ud.log 2>&1 &
-ud=$!
-# The job is alive and its log grows within a minute.
-grows() {
-    local log=$2 lines
-    lines=$(wc -l <"$log")
-    kill -0 "$1" 2>/dev/null || return 1
-    ohca_poll 60 eval '[ "$(wc -l <"$log")" -gt "$lines" ]'
-}
-extra_ok() {
-    grows $rping /tmp/rping.log || { echo "FAIL: rping stalled or failed after $1"; return 1; }
-    grows $wbw /tmp/wbw.log || { echo "FAIL: ib_write_bw stalled or failed after $1"; return 1; }
-    grows $ud /tmp/ud.log || { echo "FAIL: ib_send_bw UD stalled or failed after $1"; return 1; }
-}
-extra_ok "the start" || rc=1
 for i in $(seq 1 @N@); do
-    [ $rc = 0 ] || break
     ohca_wait_host go-$i 300 || fail "server $i never listened"
     /tmp/ohca_rc_integrity -d "$OHCA_IBDEV" -g @GID@ -n @ITERS@ -p @PORT@ -t 300 \
         "$OHCA_PEER_IP" >/tmp/cli.log 2>&1 &
@@ -205,34 +171,14 @@ for i in $(seq 1 @N@); do
     remount_after migrated-$i
     kill -0 $cli 2>/dev/null && mid=yes || mid=no
     echo "migration $i: progress lines before $before, after $(progress), client still running: $mid"
-    extra_ok "migration $i" || rc=1
     wait $cli || rc=1
     cat /tmp/cli.log
     [ $mid = yes ] || { echo "FAIL: migration $i did not fall in the traffic"; rc=1; }
+    [ $rc = 0 ] || break
 done
-# Both ends look at their logs before either stops its programs (a stopped
-# peer is an error to the other).
-touch /tmp/stop
-wait $rping || { echo "FAIL: rping"; rc=1; }
-kill -0 $wbw && kill -0 $ud || { echo "FAIL: a perftest client ended early"; rc=1; }
-echo "rping: $(grep -c verified /tmp/rping.log) runs of 200 pings verified"
-echo "ib_write_bw: $(grep -c '^ *65536 ' /tmp/wbw.log) reports; last: $(grep '^ *65536 ' /tmp/wbw.log | tail -n 1)"
-echo "ib_send_bw UD: $(grep -c '^ *1024 ' /tmp/ud.log) reports; last: $(grep '^ *1024 ' /tmp/ud.log | tail -n 1)"
-ohca_mark extra-checked
-ohca_wait_host servers-stopped 300
-kill $wbw $ud 2>/dev/null
 """)
 
 SERVER_LIVE = r"""
-rping -s -a "$OHCA_IP" -p @EXTRA0@ -P >/tmp/rping-srv.log 2>&1 &
-rping=$!
-ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA1@ -s 65536 -D 2 --run_infinitely >/tmp/wbw-srv.log 2>&1 &
-wbw=$!
-ib_send_bw -c UD -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA2@ -s 1024 -D 2 --run_infinitely >/tmp/ud-srv.log 2>&1 &
-ud=$!
-ohca_poll 60 eval 'ss -Hltn "sport = :@EXTRA1@" | grep -q . && ss -Hltn "sport = :@EXTRA2@" | grep -q .' ||
-    { echo "FAIL: the perftest servers are not listening"; exit 1; }
-ohca_mark extra-listening
 for i in $(seq 1 @N@); do
     /share/ohca_rc_integrity -d "$OHCA_IBDEV" -g @GID@ -p @PORT@ -t 300 >/tmp/srv.log 2>&1 &
     srv=$!
@@ -244,27 +190,15 @@ for i in $(seq 1 @N@); do
     cat /tmp/srv.log
     [ $rc = 0 ] || exit $rc
 done
-ohca_wait_host extra-checked 1200 || exit 1
-rc=0
-for j in rping wbw ud; do
-    kill -0 ${!j} 2>/dev/null || { echo "FAIL: the $j server ended early"; rc=1; }
-done
-kill $rping $wbw $ud 2>/dev/null
-cat /tmp/rping-srv.log /tmp/wbw-srv.log /tmp/ud-srv.log
-ohca_mark servers-stopped
-exit $rc
 """
 
-SUMMARY = re.compile(r"^ohca_rc_integrity: (PASS|FAIL) role=(\w+) .*? bytes=(\d+) .*?"
-                     r"max_gap_ms=(\d+)", re.M)
+SUMMARY = re.compile(r"^ohca_rc_integrity: (PASS|FAIL) role=(\w+) .*? bytes=(\d+)", re.M)
 
 
 def test_live_migration_during_rc_traffic(vm_cluster):
     c = vm_cluster(nvms=2, migratable=True, smp=int(os.environ.get("OHCA_MIG_SMP", "1")))
     c.start({i: fill(s, LIVE_ITERS, MIGRATIONS) for i, s in enumerate((CLIENT_LIVE, SERVER_LIVE))})
     vm0, vm1 = c[0], c[1]
-    vm1.wait_mark("extra-listening", timeout=600)
-    vm0.post("extra-go")
     figures = []
     for i in range(1, MIGRATIONS + 1):
         vm1.wait_mark(f"listening-{i}", timeout=600)
@@ -276,21 +210,13 @@ def test_live_migration_during_rc_traffic(vm_cluster):
         print(f"migration {i}/{MIGRATIONS}: downtime {f['downtime_ms']} ms, total "
               f"{f['total_ms']} ms, {f['ram_mb']:.0f} MiB sent, started after "
               f"{f['attempts']} attempt(s)", flush=True)
-    vm0.wait_mark("extra-checked", timeout=900)
-    vm1.post("extra-checked")
-    vm1.wait_mark("servers-stopped", timeout=300)
-    vm0.post("servers-stopped")
     results = c.wait(900)
     sums = SUMMARY.findall(results[0].output + results[1].output)
-    passed = sum(1 for r, role, _, _ in sums if r == "PASS" and role == "client")
-    failed = sum(1 for r, _, _, _ in sums if r == "FAIL")
-    verified = sum(int(b) for r, _, b, _ in sums if r == "PASS")
-    # What the peer saw: its longest wait for a completion (the RC timeout
-    # of ohca_rc_integrity's QPs, 14, is 67 ms).
-    gap = max((int(g) for r, role, _, g in sums if role == "server"), default=-1)
+    passed = sum(1 for r, role, _ in sums if r == "PASS" and role == "client")
+    failed = sum(1 for r, _, _ in sums if r == "FAIL")
+    verified = sum(int(b) for r, _, b in sums if r == "PASS")
     print(f"migrations {passed}/{MIGRATIONS} passed, cq errors {failed}, bytes verified "
-          f"{verified}, max downtime {max(f['downtime_ms'] for f in figures)} ms, "
-          f"max peer gap {gap} ms")
+          f"{verified}, max downtime {max(f['downtime_ms'] for f in figures)} ms")
     assert_ok(results)
     assert passed == MIGRATIONS and failed == 0, results[0].report()
 
