@@ -343,15 +343,10 @@ def _check_partitions_and_traps(results):
     assert "PKEY_VIOLATIONS 20" in section(b.output, "pkey_violation"), b.report()
     traps = re.search(r"^TRAPS_257 (\d+)$", section(a.output, "pkey_violation"), re.M)
     assert traps and int(traps.group(1)) >= 1, a.report()
-    # IsSM through the issm device and its trap 144 passed on the branch
-    # that added them, but not on main after the merges of 2026-12-05
-    # (CapMask 0x2000c08: IsSMdisabled, no IsSM; no trap 144 at opensm),
-    # twice; under investigation (docs/infiniband.md, "Not done"), so only
-    # printed here. The engine tests (IbTraps.*) check the device's side.
     cap = re.search(r"^CapMask:\.+0x([0-9a-f]+)", section(b.output, "trap144"), re.M)
+    assert cap and int(cap.group(1), 16) & 0x2, b.report()  # IsSM
     traps = re.search(r"^TRAPS_144 (\d+)$", section(a.output, "trap144"), re.M)
-    print(f"trap144: vm1 CapMask {cap.group(1) if cap else None}, "
-          f"traps 144 at opensm {traps.group(1) if traps else None}")
+    assert traps and int(traps.group(1)) >= 1, a.report()
 
 
 def _device_has_ib():
