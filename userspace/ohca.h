@@ -244,6 +244,16 @@ static inline uint32_t ohca_roundup_pow2_log(uint32_t n)
 	return log;
 }
 
+/* A receive queue's WQE stride (QP RQ, SRQ, WQ): header + segments. */
+static inline uint32_t ohca_rq_log_stride(uint32_t max_sge)
+{
+	uint32_t log = ohca_roundup_pow2_log(
+		(uint32_t)sizeof(struct ohca_recv_wqe) +
+		(uint32_t)sizeof(struct ohca_sge) * max_sge);
+
+	return log < OHCA_RQ_LOG_STRIDE_MIN ? OHCA_RQ_LOG_STRIDE_MIN : log;
+}
+
 /* verbs.c: control path */
 int ohca_query_device_ex(struct ibv_context *ibctx,
 			 const struct ibv_query_device_ex_input *input,

@@ -520,12 +520,7 @@ static int ohca_size_qp(struct ohca_context *ctx, struct ohca_qp *qp,
 						  send_seg);
 	if (qp->sq.log_stride < OHCA_SQ_LOG_STRIDE_MIN)
 		qp->sq.log_stride = OHCA_SQ_LOG_STRIDE_MIN;
-	/* receive: 16-byte header + segments */
-	qp->rq.log_stride = ohca_roundup_pow2_log(
-		(uint32_t)sizeof(struct ohca_recv_wqe) +
-		16 * cap->max_recv_sge);
-	if (qp->rq.log_stride < OHCA_RQ_LOG_STRIDE_MIN)
-		qp->rq.log_stride = OHCA_RQ_LOG_STRIDE_MIN;
+	qp->rq.log_stride = ohca_rq_log_stride(cap->max_recv_sge);
 	if (qp->sq.log_stride > OHCA_WQ_LOG_STRIDE_MAX ||
 	    qp->rq.log_stride > OHCA_WQ_LOG_STRIDE_MAX)
 		return EINVAL;
@@ -999,10 +994,7 @@ struct ohca_srq *ohca_srq_new(struct ohca_context *ctx, struct ibv_pd *ibpd,
 	srq->wq.log_size = ohca_roundup_pow2_log(attr->max_wr);
 	if (srq->wq.log_size < 1)
 		srq->wq.log_size = 1;
-	srq->wq.log_stride = ohca_roundup_pow2_log(
-		(uint32_t)sizeof(struct ohca_recv_wqe) + 16 * attr->max_sge);
-	if (srq->wq.log_stride < OHCA_RQ_LOG_STRIDE_MIN)
-		srq->wq.log_stride = OHCA_RQ_LOG_STRIDE_MIN;
+	srq->wq.log_stride = ohca_rq_log_stride(attr->max_sge);
 	if (srq->wq.log_size > OHCA_WQ_LOG_MAX ||
 	    srq->wq.log_stride > OHCA_WQ_LOG_STRIDE_MAX) {
 		err = EINVAL;

@@ -88,11 +88,7 @@ struct ibv_wq *ohca_create_wq(struct ibv_context *ibctx,
 	rwq->wq.log_size = ohca_roundup_pow2_log(attr->max_wr);
 	if (rwq->wq.log_size < 1)
 		rwq->wq.log_size = 1;
-	rwq->wq.log_stride = ohca_roundup_pow2_log(
-		(uint32_t)sizeof(struct ohca_recv_wqe) +
-		(uint32_t)sizeof(struct ohca_sge) * attr->max_sge);
-	if (rwq->wq.log_stride < OHCA_RQ_LOG_STRIDE_MIN)
-		rwq->wq.log_stride = OHCA_RQ_LOG_STRIDE_MIN;
+	rwq->wq.log_stride = ohca_rq_log_stride(attr->max_sge);
 	stride = 1u << rwq->wq.log_stride;
 	rwq->wq.max_sge = (stride - (uint32_t)sizeof(struct ohca_recv_wqe)) /
 			  (uint32_t)sizeof(struct ohca_sge);
