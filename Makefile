@@ -16,6 +16,7 @@
 #   make migration-test  a VM live-migrated MIGRATIONS (20) times during RC traffic
 #   make packages  the Debian packages (ohca-dkms, ibverbs-providers-ohca,
 #                ohca-tools) in build/packages/, lintian clean (docs/install.md)
+#   make test-packages  those packages apt-installed in a fresh VM: DKMS, autoload, RC
 
 SHELL := /bin/bash
 PYTHON := /usr/bin/python3
@@ -43,7 +44,7 @@ DEFAULT_DISTRO := bookworm
 
 .PHONY: check all deps build qemu qemu-asan test-asan engine engine-test kernel \
 	userspace rootfs firmware-interface firmware-interface-test test demo vm fuzz coverage \
-	bench soak migration-test test-apps test-viommu test-fabric clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke engine-bench-ab packages
+	bench soak migration-test test-apps test-viommu test-fabric clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke engine-bench-ab packages test-packages
 
 all: build
 
@@ -152,6 +153,13 @@ test-fabric: deps build rootfs fabric
 # find nothing.
 packages: deps
 	@bash packaging/build.sh
+
+# The packages in a fresh guest (tests/integration/test_packages.py): apt
+# install, DKMS against the guest's headers, udev loads the modules,
+# ibv_devinfo and ibv_rc_pingpong through the packaged provider; result
+# in docs/testing.md.
+test-packages: deps qemu rootfs packages
+	@OHCA_PACKAGES_TEST=1 $(PYTHON) -m pytest -v -rA -s tests/integration/test_packages.py
 
 # The integration, storage, rdma-core suite and UD/rdma_cm jobs with
 # every VM behind a virtual IOMMU (q35, VT-d, the guest's IOMMU strict;
