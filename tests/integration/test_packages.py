@@ -102,7 +102,9 @@ def _guest_archive(debs, kver):
     subprocess.run(["apt-get", "install", "--download-only", "-y", "-q",
                     "-o", f"Dir::State::status={status}",
                     "-o", f"Dir::Cache::archives={archive}",
-                    "-o", "Debug::NoLocking=true"]
+                    "-o", "Debug::NoLocking=true",
+                    # root's cache, which apt's download user cannot write
+                    "-o", "APT::Sandbox::User=root"]
                    + debs + [f"linux-headers-{kver}"],
                    stdout=subprocess.DEVNULL, check=True)
     files = {os.path.basename(p): p for p in glob.glob(os.path.join(archive, "*.deb"))}
