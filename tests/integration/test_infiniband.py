@@ -39,6 +39,7 @@ import subprocess
 
 import pytest
 
+import ib_pcap
 from vmtest import assert_ok, ohcavm, section
 
 pytestmark = pytest.mark.ohca_only
@@ -689,8 +690,48 @@ def test_infiniband_switch(vm_cluster, topology):
         # its SMA answered opensm (counted on the port the SMP came in by)
         assert sum(p["smp_local"] for p in st["ports"]) > 0, st["ports"]
     if options.get("capture"):
+        # The switch's capture of every packet it forwarded, dissected by
+        # tshark (no malformed packet, no expert error), each PktLen, VCRC
+        # and ICRC recomputed (ib_pcap.py); SMPs, SA MADs, IPoIB, RC and UD
+        # all in it.
         pcap = os.path.join(c.logdir, "wire", "sw0", "switch.pcap")
         assert os.path.getsize(pcap) > 100_000, pcap
+        problems, summary = ib_pcap.judge(pcap, c.logdir)
+        print(f"{topology}: capture {pcap}: {summary}")
+        assert not problems, "\n".join(problems)
+        for kind in ("smp", "sa", "ipoib", "rc", "ud"):
+            assert summary[kind] > 0, (kind, summary)
+
+
+# Two packets of the one-switch job's capture (2026-12-05): an RC ACK
+# (LRH, BTH, AETH) and an IPoIB ARP with a GRH (LRH, GRH, BTH, DETH).
+ACK = bytes.fromhex("00020001000700031100ffff0000dcbc002a025211000001cd79c84e489d")
+ARP_GRH = bytes.fromhex(
+    "0003c000002100016000000000541b00fe800000000000000002c9fffe000001ff12401b"
+    "ffff000000000000ffffffff6400ffff00ffffff0000000300000b1b0000dcb808060000"
+    "00200800140400018000dcb8fe800000000000000002c9fffe0000010a4d000100000000"
+    "000000000000000000000000000000000a4d00029fa6df06d881")
+
+
+def test_ib_pcap_crcs():
+    """ib_pcap's checks (no VM): both packets right; a variant field
+    changed (VL; in the GRH packet HopLmt too) breaks the VCRC only, any
+    other byte the ICRC as well, a lost byte the length."""
+    for pkt in (ACK, ARP_GRH):
+        assert ib_pcap.crc_status(pkt) == (True, True, True)
+        vl = bytearray(pkt)
+        vl[0] ^= 0x10
+        assert ib_pcap.crc_status(bytes(vl)) == (True, False, True)
+        for i in range(1 if pkt is ACK else 48, len(pkt) - 6):
+            bad = bytearray(pkt)
+            bad[i] ^= 0x01
+            if (pkt is ACK and i == 12) or (pkt is not ACK and i == 52):
+                continue  # BTH:Resv8a, variant
+            assert ib_pcap.crc_status(bytes(bad))[1:] == (False, False), i
+        assert not ib_pcap.crc_status(pkt[:-3] + pkt[-2:])[0]
+    hop = bytearray(ARP_GRH)
+    hop[8 + 7] ^= 0xFF
+    assert ib_pcap.crc_status(bytes(hop)) == (True, False, True)
 
 
 # --------------------------------------------------------------------------
