@@ -16,11 +16,18 @@ VCRC CRC-16 (x^16+x^12+x^3+x+1, reflected, all ones in, inverted out)
 over everything before it; both least significant byte first.
 """
 
+import os
 import struct
 import subprocess
+import sys
 import zlib
 
 from roce_pcap import PAYLOAD_HEURISTICS, PI_ERROR, read_pcap
+
+# the VCRC's CRC-16, as the switch's own smoke test computes it
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "fabric", "switch",
+                                "tests"))
+from smoke import crc16  # noqa: E402
 
 LINKTYPE_INFINIBAND = 247
 LINKTYPE_USER0 = 147
@@ -34,15 +41,6 @@ FIELDS = ["frame.number", "frame.protocols", "infiniband.lrh.lnh", "infiniband.b
           "_ws.malformed", "_ws.expert.severity"]
 
 
-def _crc16(data):
-    reg = 0xFFFF
-    for b in data:
-        reg ^= b
-        for _ in range(8):
-            reg = (reg >> 1) ^ 0xD008 if reg & 1 else reg >> 1
-    return reg ^ 0xFFFF
-
-
 def crc_status(pkt):
     """(length ok, VCRC ok, ICRC ok or None for a raw packet) of one
     packet, LRH to VCRC."""
@@ -51,7 +49,7 @@ def crc_status(pkt):
     lnh = pkt[1] & 0x3
     pktlen = struct.unpack(">H", pkt[4:6])[0] & 0x7FF
     length_ok = pktlen * 4 + 2 == len(pkt)
-    vcrc_ok = _crc16(pkt[:-2]) == struct.unpack("<H", pkt[-2:])[0]
+    vcrc_ok = crc16(pkt[:-2]) == struct.unpack("<H", pkt[-2:])[0]
     if lnh not in (LNH_LOCAL, LNH_GLOBAL):
         return length_ok, vcrc_ok, None
     end = len(pkt) - 2 - 4  # the ICRC's offset

@@ -489,20 +489,16 @@ def test_infiniband_back_to_back(vm_run):
         assert not re.search(r"^Switch\s", diags, re.M), r.report()
         assert "0% packet loss" in section(r.output, "ipoib"), r.report()
 
-    # by LID: the pingpongs print the LIDs they used and no GID
+    # by LID: the pingpongs (RC, UC, UD, XRC) print the LIDs they used and
+    # no GID; perftest without -x (LID-addressed RC WRITEs and READs, their
+    # results row)
     for r in results:
-        rc = section(r.output, "rc_pingpong")
-        assert re.search(r"local address:\s+LID 0x0*[1-9a-f][0-9a-f]*", rc), r.report()
-        assert re.search(r"1638400 bytes in .* seconds", rc), r.report()
+        for part in ("rc_pingpong", "uc_pingpong"):
+            text = section(r.output, part)
+            assert re.search(r"local address:\s+LID 0x0*[1-9a-f][0-9a-f]*", text), r.report()
+            assert re.search(r"1638400 bytes in .* seconds", text), r.report()
         ud = section(r.output, "ud_pingpong")
         assert re.search(r"409600 bytes in .* seconds", ud), r.report()
-
-    # UC and XRC by LID; perftest without -x (LID-addressed RC WRITEs and
-    # READs, their results row)
-    for r in results:
-        uc = section(r.output, "uc_pingpong")
-        assert re.search(r"local address:\s+LID 0x0*[1-9a-f][0-9a-f]*", uc), r.report()
-        assert re.search(r"1638400 bytes in .* seconds", uc), r.report()
         xsrq = section(r.output, "xsrq_pingpong")
         assert re.search(r"local: LID 0*[1-9a-f][0-9a-f]*,", xsrq), r.report()
         assert re.search(r"^success$", xsrq, re.M), r.report()
