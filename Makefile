@@ -5,6 +5,8 @@
 #                engine unit tests, a short fuzz, driver and provider builds
 #                with their static checks, the device smoke test
 #   make demo    two VMs with ohca on one wire: devinfo and a ping
+#   make demo FABRIC=ib  two VMs on an InfiniBand switch: opensm, ibstat,
+#                ibnetdiscover, an IPoIB ping
 #   make vm      interactive VM with ohca, the driver and the provider
 #   make vm CMD='ibv_devinfo -v'   run a command in a fresh VM
 #   make vm DISTRO=trixie          the guest on Debian 13 (bookworm, trixie)
@@ -210,8 +212,11 @@ test:
 check: deps
 	@bash tests/run-all.sh --quick
 
+# FABRIC=ib: an InfiniBand fabric (two VMs on ohca-switch, opensm,
+# ibstat, ibnetdiscover, an IPoIB ping) instead of the RoCE wire
+FABRIC ?= eth
 demo: deps build rootfs
-	@bash tests/demo.sh
+	@bash tests/demo.sh $(FABRIC)
 
 vm: deps build rootfs
 ifeq ($(CMD),)
