@@ -17,7 +17,7 @@ in one of these modes:
   congestion control at the hosts (PFC off, DCQCN off: nothing ECT);
 * pfc: traffic class 0 (the lossless priority 0), the devices honour PFC
   on priority 0 (`dcb pfc`; they classify their own packets by PCP, so
-  it stops all their RoCE packets), DCQCN off, local ACK timeout 17;
+  it stops all their RoCE packets), DCQCN off, local ACK timeout 18;
 * dcqcn: traffic class 32, ECN + DCQCN (the senders' reaction point on
   priority 1), PFC off at the hosts.
 
@@ -92,13 +92,15 @@ listening() { ss -Hltn "sport = :$1" | grep -q .; }
 # A cell's mode: PFC at the hosts, DCQCN's reaction point, and the
 # traffic class (priority at the switch, which trusts DSCP): 0 is the
 # lossless priority 0, 32 (DSCP 8) the lossy priority 1. Under PFC the
-# local ACK timeout (-u 17: 537 ms) is the requester's only timer; it is
-# above the deepest queue the headroom allows.
+# local ACK timeout (-u 18: 1.07 s) is the requester's only timer; it must
+# exceed the deepest queue the headroom allows at the rate the receiver
+# drains it (a 3:1 run held 4.2 MB while a CPU-bound receiver took
+# 74 Mbit/s, about 450 ms: with -u 17, 537 ms, a few ACKs came too late).
 setmode() {
 	local rp=0 pfc=all:off
 	TC="--tclass=32"
 	case $1 in
-	pfc) pfc=0:on TC="--tclass=0 -u 17" ;;
+	pfc) pfc=0:on TC="--tclass=0 -u 18" ;;
 	dcqcn) rp=1 ;;
 	esac
 	ohca_pfc $pfc || echo "WARN dcb pfc set $pfc"
