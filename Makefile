@@ -5,6 +5,8 @@
 #                engine unit tests, a short fuzz, driver and provider builds
 #                with their static checks, the device smoke test
 #   make demo    two VMs with ohca on one wire: devinfo and a ping
+#   make demo FABRIC=ib  two VMs on an InfiniBand switch: opensm, ibstat,
+#                ibnetdiscover, an IPoIB ping
 #   make vm      interactive VM with ohca, the driver and the provider
 #   make vm CMD='ibv_devinfo -v'   run a command in a fresh VM
 #   make vm DISTRO=trixie          the guest on Debian 13 (bookworm, trixie)
@@ -13,6 +15,7 @@
 #                processes killed; the device's heap grows < 1 MiB over its second half
 #   make test-viommu  the integration, storage and suite jobs behind a virtual IOMMU
 #   make test-fabric  the switch jobs whole (IB switches in a line too) and congestion
+#   make fabric-bench incast through the Ethernet switch: drop-tail, PFC, ECN+DCQCN side by side
 #   make migration-test  a VM live-migrated MIGRATIONS (20) times during RC traffic
 #   make packages  the Debian packages (ohca-dkms, ibverbs-providers-ohca,
 #                ohca-tools) in build/packages/, lintian clean (docs/install.md)
@@ -44,7 +47,7 @@ DEFAULT_DISTRO := bookworm
 
 .PHONY: check all deps build qemu qemu-asan test-asan engine engine-test kernel \
 	userspace rootfs firmware-interface firmware-interface-test test demo vm fuzz coverage \
-	bench soak migration-test test-apps test-viommu test-fabric clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke engine-bench-ab packages test-packages
+	bench soak migration-test test-apps test-viommu test-fabric fabric-bench clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke engine-bench-ab packages test-packages
 
 all: build
 
@@ -148,6 +151,13 @@ test-fabric: deps build rootfs fabric
 		tests/integration/test_infiniband.py tests/integration/test_congestion.py \
 		tests/integration/test_migration.py::test_live_migration_on_infiniband_switch
 
+# Incast of 2 and 3 senders into one receiver through ohca-switch's
+# Ethernet mode, with a latency probe, in drop-tail, PFC and ECN+DCQCN
+# cells of one boot (tests/bench/fabric_bench.py; docs/congestion.md):
+# build/fabric-bench/results.json, plots, the table in docs/bench.md.
+fabric-bench: deps build rootfs fabric
+	@$(PYTHON) tests/bench/fabric_bench.py
+
 # The Debian packages for this system's release (packaging/build.sh):
 # dpkg-buildpackage on a staged copy of the tree, then lintian, which must
 # find nothing.
@@ -226,8 +236,11 @@ test:
 check: deps
 	@bash tests/run-all.sh --quick
 
+# FABRIC=ib: an InfiniBand fabric (two VMs on ohca-switch, opensm,
+# ibstat, ibnetdiscover, an IPoIB ping) instead of the RoCE wire
+FABRIC ?= eth
 demo: deps build rootfs
-	@bash tests/demo.sh
+	@bash tests/demo.sh $(FABRIC)
 
 vm: deps build rootfs
 ifeq ($(CMD),)

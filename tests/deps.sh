@@ -54,6 +54,8 @@ packages=(
 	# the MPI test program of tests/integration/test_mpi.py, built on the
 	# host against the Open MPI the guest image runs (mpicc)
 	libopenmpi-dev
+	# make fabric-bench's plots (tests/bench/fabric_bench.py)
+	python3-matplotlib
 )
 
 [ "${1:-}" != --debug-kernel ] || packages=("${debug_kernel_packages[@]}")

@@ -33,6 +33,12 @@ PORT = 18600
 # job.sh are closed), its output in /tmp/job.log, appended to the share's
 # output.log at the end. BODY runs in phase 2, cd /, with fail() defined and
 # /tmp/ohca_rc_integrity; it sets rc.
+#
+# The logs in the guest's /tmp (job.log and those of the programs the job
+# runs in the background) reach the share's guest-logs/ at every mark()
+# and at the exit, however the job ends: the exit mounts the share again if
+# a failure left it unmounted (else the host would see no result, and the
+# logs would stay in the guest). The test prints them when it fails.
 OFF_SHARE = r"""
 fail() { echo "FAIL: $*"; exit 1; }
 cp /share/env.sh /share/ohca-lib.sh /share/ohca_rc_integrity /tmp/ || fail "copy"
@@ -41,6 +47,20 @@ cat >/tmp/phase2.sh <<'PHASE2'
 . /tmp/ohca-lib.sh
 fail() { echo "FAIL: $*"; cat /tmp/cli.log 2>/dev/null; exit 1; }
 remount() { mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 share /share; }
+save_logs() {
+    mountpoint -q /share || return 0
+    mkdir -p /share/guest-logs && cp /tmp/*.log /share/guest-logs/ 2>/dev/null
+    return 0
+}
+mark() { save_logs; ohca_mark "$1"; }
+finish() {
+    local rc=$?
+    mountpoint -q /share || ohca_poll 300 eval 'remount 2>/dev/null' || exit "$rc"
+    save_logs
+    cat /tmp/job.log >>/share/output.log
+    exit "$rc"
+}
+trap finish EXIT
 progress() { grep -c "iterations (" /tmp/cli.log; }
 # After the share is unmounted: mounts it again once the host has posted
 # NAME (9p refuses a mount while a migration runs; a mount too early is
@@ -54,7 +74,6 @@ remount_after() {
 }
 cd /
 @BODY@
-cat /tmp/job.log >>/share/output.log
 exit $rc
 PHASE2
 exec bash /tmp/phase2.sh >/tmp/job.log 2>&1 </dev/null
@@ -74,7 +93,7 @@ cli=$!
 ohca_poll 120 eval '[ "$(progress)" -ge 2 ]' || fail "no traffic: $(tail -n 3 /tmp/cli.log)"
 kill -0 $cli 2>/dev/null || fail "the client ended before the snapshot"
 echo "before the snapshot: $(progress) progress lines"
-ohca_mark traffic
+mark traffic
 umount /share || fail "cannot unmount the share"
 echo "share unmounted"
 # The host saves and loads this VM now (the guest's clock stops meanwhile).
@@ -99,8 +118,24 @@ exit $rc
 
 
 def fill(script, iters=ITERS, migrations=0):
-    return (script.replace("@GID@", str(GID)).replace("@ITERS@", str(iters))
-            .replace("@PORT@", str(PORT)).replace("@N@", str(migrations)))
+    s = (script.replace("@GID@", str(GID)).replace("@ITERS@", str(iters))
+         .replace("@PORT@", str(PORT)).replace("@N@", str(migrations)))
+    for k in range(3):
+        s = s.replace(f"@EXTRA{k}@", str(PORT + 1 + k))
+    return s
+
+
+def guest_logs(c, lines=40):
+    """The ends of the logs the guests' jobs copied to their shares'
+    guest-logs/ (OFF_SHARE), for a failure report."""
+    out = []
+    for vm in c.vms:
+        d = os.path.join(vm.share, "guest-logs")
+        for name in sorted(os.listdir(d)) if os.path.isdir(d) else ():
+            with open(os.path.join(d, name), errors="replace") as f:
+                tail = f.read().splitlines()[-lines:]
+            out += [f"--- {vm.name}: {name} (last {lines} lines) ---"] + tail
+    return "\n".join(out)
 
 
 def hmp(vm, cmd, timeout=300):
@@ -152,33 +187,146 @@ def test_snapshot_round_trip_during_rc_traffic(vm_cluster):
 # OHCA_MIGRATIONS times (1 in make test, 20 in make migration-test), each
 # time in the middle of its own ohca_rc_integrity connection to vm1 (every
 # completion and byte checked on both ends), on the two-VM dgram wire.
+# Beside it, for the whole run, other traffic between the two (EXTRA_*):
+# each program runs in the background from the first connection on and
+# must be running and making progress after every migration.
 MIGRATIONS = int(os.environ.get("OHCA_MIGRATIONS", "1"))
 LIVE_ITERS = 2000
 
-CLIENT_LIVE = off_share(r"""
+# Shell helpers of both ends for the extra traffic: `extra NAME CMD...` runs
+# CMD in the background, its output in $XLOG/NAME.log; `grows NAME WHEN`:
+# NAME runs and makes progress within a minute (`progress_NAME LOG` counts
+# its progress reports, else the log's lines count); `extra_ok WHEN`: all do.
+EXTRA_LIB = r"""
+EXTRA=""
+extra() {
+    local name=$1
+    shift
+    "$@" >"$XLOG/$name.log" 2>&1 </dev/null &
+    eval "pid_$name=$!"
+    EXTRA="$EXTRA $name"
+}
+reports() {
+    if declare -F "progress_$1" >/dev/null; then "progress_$1" "$XLOG/$1.log"; else wc -l <"$XLOG/$1.log"; fi
+}
+grows() {
+    local name=$1 pid n
+    eval "pid=\$pid_$name"
+    n=$(reports "$name")
+    ohca_poll 60 eval '! kill -0 $pid 2>/dev/null || [ "$(reports "$name")" -gt "$n" ]'
+    kill -0 "$pid" 2>/dev/null && [ "$(reports "$name")" -gt "$n" ] && return 0
+    echo "FAIL: $name ended or stalled after $2 ($(reports "$name") progress reports); its log ends:"
+    tail -n 10 "$XLOG/$name.log" | cut -c 1-200
+    return 1
+}
+extra_ok() {
+    local j ok=0
+    for j in $EXTRA; do grows "$j" "$1" || ok=1; done
+    return $ok
+}
+# extra_alive: every one still runs (servers, whose logs may not grow).
+extra_alive() {
+    local j pid ok=0
+    for j in $EXTRA; do
+        eval "pid=\$pid_$j"
+        kill -0 "$pid" 2>/dev/null || { echo "FAIL: $j ended early"; tail -n 10 "$XLOG/$j.log"; ok=1; }
+    done
+    return $ok
+}
+"""
+
+# The extra traffic runs at nice 10, a tenth of the VMs' one vCPU beside
+# ohca_rc_integrity, which polls its CQ (at nice 0 the extra traffic made
+# that connection 4-5 times slower; at nice 19 ib_write_bw reported twice
+# in minutes).
+#
+# rping through rdma_cm: a new connection every 20 pings of 1 KiB until
+# /tmp/stop appears. rping exits 0 even when its connection broke (a
+# disconnected peer ends its loop without an error), so each connection
+# counts its pings: -v prints a ping's data after -V checked it.
+EXTRA_CLIENT = r"""
+rping_loop() {
+    local n=0 got
+    renice -n 10 -p $BASHPID >/dev/null
+    while [ ! -e /tmp/stop ]; do
+        rping -c -a "$OHCA_PEER_IP" -p @EXTRA0@ -C 20 -S 1024 -v -V >/tmp/rping.last 2>&1
+        got=$(grep -c "^ping data: rdma-ping-" /tmp/rping.last)
+        n=$((n + 1))
+        [ "$got" = 20 ] || { tail -n 5 /tmp/rping.last | cut -c 1-200; echo "rping: FAIL: connection $n: $got/20 pings"; exit 1; }
+        echo "rping: connection $n: 20 pings verified"
+    done
+}
+# ib_write_bw: RC WRITEs of 4 KiB, 8 in flight (the device's work per packet
+# is not niced: 64 KiB WRITEs, 128 in flight, made the run 4 times longer on
+# a loaded host), a report every 2 s; the ones with iterations in them
+# count. -F: a report goes on when perftest cannot measure the CPU's clock
+# (under TCG its r^2 check fails now and then, and it exited).
+progress_wbw() { awk '$1 == 4096 && $2 > 0' "$1" | wc -l; }
+start_extra() {
+    extra rping rping_loop
+    extra wbw nice -n 10 stdbuf -oL ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA1@ \
+        -s 4096 -t 8 -D 2 -F --run_infinitely "$OHCA_PEER_IP"
+}
+"""
+
+EXTRA_SERVER = r"""
+start_extra() {
+    extra rping nice -n 10 rping -s -P -a "$OHCA_IP" -p @EXTRA0@ -S 1024
+    extra wbw nice -n 10 stdbuf -oL ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA1@ \
+        -s 4096 -t 8 -D 2 -F --run_infinitely
+    ohca_poll 60 eval 'ss -Hltn "sport = :@EXTRA1@" | grep -q .' ||
+        { echo "FAIL: ib_write_bw's server does not listen"; cat "$XLOG/wbw.log"; exit 1; }
+}
+# What rping's server printed besides connections ending (the client
+# disconnects after its last ping; state 10 is DISCONNECTED).
+extra_server_errors() {
+    grep -v -e "DISCONNECT EVENT" -e "wait for RDMA_READ_ADV state 10" "$XLOG/rping.log"
+}
+"""
+
+CLIENT_LIVE = off_share(EXTRA_LIB + EXTRA_CLIENT + r"""
+XLOG=/tmp
 rc=0
 for i in $(seq 1 @N@); do
     ohca_wait_host go-$i 300 || fail "server $i never listened"
+    if [ $i = 1 ]; then
+        start_extra
+        extra_ok "the start" || fail "the extra traffic does not run"
+        echo "extra traffic running:$EXTRA"
+    fi
     /tmp/ohca_rc_integrity -d "$OHCA_IBDEV" -g @GID@ -n @ITERS@ -p @PORT@ -t 300 \
         "$OHCA_PEER_IP" >/tmp/cli.log 2>&1 &
     cli=$!
     ohca_poll 120 eval '[ "$(progress)" -ge 2 ]' || fail "no traffic: $(tail -n 3 /tmp/cli.log)"
     kill -0 $cli 2>/dev/null || fail "connection $i ended before its migration"
     before=$(progress)
-    ohca_mark ready-$i
+    mark ready-$i
     umount /share || fail "cannot unmount the share"
     # The host migrates this VM now.
     remount_after migrated-$i
     kill -0 $cli 2>/dev/null && mid=yes || mid=no
     echo "migration $i: progress lines before $before, after $(progress), client still running: $mid"
+    extra_ok "migration $i" || rc=1
     wait $cli || rc=1
     cat /tmp/cli.log
     [ $mid = yes ] || { echo "FAIL: migration $i did not fall in the traffic"; rc=1; }
-    [ $rc = 0 ] || break
+    [ $rc = 0 ] || exit $rc
 done
+# The end: rping finishes its connection; the peer checks its servers
+# before this end stops its clients (a stopped client is an error to them).
+touch /tmp/stop
+wait $pid_rping || { echo "FAIL: rping"; rc=1; }
+echo "rping: $(grep -c verified /tmp/rping.log) connections of 20 pings verified"
+echo "ib_write_bw: $(progress_wbw /tmp/wbw.log) reports with traffic; the last: $(grep '^ *4096 ' /tmp/wbw.log | tail -n 1)"
+mark extra-checked
+ohca_wait_host servers-checked 300 || rc=1
+for j in $EXTRA; do eval "kill \$pid_$j 2>/dev/null"; done
 """)
 
-SERVER_LIVE = r"""
+SERVER_LIVE = EXTRA_LIB + EXTRA_SERVER + r"""
+XLOG=/share/guest-logs
+mkdir -p $XLOG
+start_extra
 for i in $(seq 1 @N@); do
     /share/ohca_rc_integrity -d "$OHCA_IBDEV" -g @GID@ -p @PORT@ -t 300 >/tmp/srv.log 2>&1 &
     srv=$!
@@ -190,9 +338,41 @@ for i in $(seq 1 @N@); do
     cat /tmp/srv.log
     [ $rc = 0 ] || exit $rc
 done
+ohca_wait_host extra-checked 600 || exit 1
+extra_alive || rc=1
+if extra_server_errors; then echo "FAIL: the servers printed the errors above"; rc=1; fi
+ohca_mark servers-checked
+for j in $EXTRA; do eval "kill \$pid_$j 2>/dev/null"; done
+exit $rc
 """
 
-SUMMARY = re.compile(r"^ohca_rc_integrity: (PASS|FAIL) role=(\w+) .*? bytes=(\d+)", re.M)
+SUMMARY = re.compile(r"^ohca_rc_integrity: (PASS|FAIL) role=(\w+) .*? bytes=(\d+) .*?"
+                     r"max_gap_ms=(\d+)", re.M)
+
+# One retransmission timeout of ohca_rc_integrity's QPs: timeout 14 (IBTA:
+# 4.096 us x 2^14 = 67 ms) raised to the device's floor of the local ACK
+# timeout (DeviceLimits::min_ack_timeout_ns, 200 ms), which is the ceiling
+# of the RTT-based retransmission timeout (docs/wire.md); retry_cnt 7.
+RTO_MS = max(4.096e-3 * 2 ** 14, 200)
+PROGRESS = re.compile(r"^server: (\d+)/\d+ iterations \(\d+ s\), longest gap (\d+) ms$", re.M)
+WINDOW = re.compile(r"^migration (\d+): progress lines before (\d+), after (\d+)", re.M)
+
+
+def peer_gaps(out0, out1):
+    """The traffic gap the peer saw at each migration: vm1's longest wait
+    between two completions in connection i while vm0's client was being
+    migrated. ohca_rc_integrity's progress lines (one every 50 iterations)
+    give the longest wait since the line before; vm0's job printed how many
+    lines its client had before and after the migration."""
+    conns = re.split(r"^ohca_rc_integrity: \S+ role=server .*$", out1, flags=re.M)
+    gaps = {}
+    for i, before, after in WINDOW.findall(out0):
+        i, lo, hi = int(i), (int(before) + 1) * 50, (int(after) + 1) * 50
+        chunk = conns[i - 1] if i - 1 < len(conns) else ""
+        lines = [int(g) for n, g in PROGRESS.findall(chunk) if lo <= int(n) <= hi]
+        if lines:
+            gaps[i] = max(lines)
+    return gaps
 
 
 def test_live_migration_during_rc_traffic(vm_cluster):
@@ -200,23 +380,44 @@ def test_live_migration_during_rc_traffic(vm_cluster):
     c.start({i: fill(s, LIVE_ITERS, MIGRATIONS) for i, s in enumerate((CLIENT_LIVE, SERVER_LIVE))})
     vm0, vm1 = c[0], c[1]
     figures = []
-    for i in range(1, MIGRATIONS + 1):
-        vm1.wait_mark(f"listening-{i}", timeout=600)
-        vm0.post(f"go-{i}")
-        vm0.wait_mark(f"ready-{i}", timeout=300)
-        f = vm0.migrate()
-        vm0.post(f"migrated-{i}")
-        figures.append(f)
-        print(f"migration {i}/{MIGRATIONS}: downtime {f['downtime_ms']} ms, total "
-              f"{f['total_ms']} ms, {f['ram_mb']:.0f} MiB sent, started after "
-              f"{f['attempts']} attempt(s)", flush=True)
+    try:
+        for i in range(1, MIGRATIONS + 1):
+            vm1.wait_mark(f"listening-{i}", timeout=600)
+            vm0.post(f"go-{i}")
+            vm0.wait_mark(f"ready-{i}", timeout=300)
+            f = vm0.migrate()
+            vm0.post(f"migrated-{i}")
+            figures.append(f)
+            print(f"migration {i}/{MIGRATIONS}: downtime {f['downtime_ms']} ms, total "
+                  f"{f['total_ms']} ms, {f['ram_mb']:.0f} MiB sent, started after "
+                  f"{f['attempts']} attempt(s)", flush=True)
+        # The peer's servers are checked before vm0 stops its clients.
+        vm0.wait_mark("extra-checked", timeout=600)
+        vm1.post("extra-checked")
+        vm1.wait_mark("servers-checked", timeout=300)
+        vm0.post("servers-checked")
+    except HarnessError as e:
+        raise HarnessError(f"{e}\n{guest_logs(c)}") from None
     results = c.wait(900)
     sums = SUMMARY.findall(results[0].output + results[1].output)
-    passed = sum(1 for r, role, _ in sums if r == "PASS" and role == "client")
-    failed = sum(1 for r, _, _ in sums if r == "FAIL")
-    verified = sum(int(b) for r, _, b in sums if r == "PASS")
+    passed = sum(1 for r, role, _, _ in sums if r == "PASS" and role == "client")
+    failed = sum(1 for r, _, _, _ in sums if r == "FAIL")
+    verified = sum(int(b) for r, _, b, _ in sums if r == "PASS")
+    # The goal (issue 26): the peer waits at most the downtime plus one
+    # retransmission timeout (the frames lost in the stop are sent again
+    # by then). Printed, not asserted yet: this gap is the longest over the
+    # whole migration (tens of seconds of copying RAM too), and on a loaded
+    # host the peer waits longer than that now and then without one.
+    gaps = peer_gaps(results[0].output, results[1].output)
+    for i, f in enumerate(figures, 1):
+        limit = f["downtime_ms"] + RTO_MS
+        print(f"migration {i}: downtime {f['downtime_ms']} ms, the peer's longest gap "
+              f"{gaps.get(i, 'unknown')} ms (goal: at most {limit:.0f} ms)")
+    print(f"the peer's longest gap {max(gaps.values(), default=-1)} ms")
     print(f"migrations {passed}/{MIGRATIONS} passed, cq errors {failed}, bytes verified "
           f"{verified}, max downtime {max(f['downtime_ms'] for f in figures)} ms")
+    if not (all(r.ok for r in results) and passed == MIGRATIONS and failed == 0):
+        print(guest_logs(c))
     assert_ok(results)
     assert passed == MIGRATIONS and failed == 0, results[0].report()
 
@@ -251,7 +452,7 @@ cli=$!
 ohca_poll 120 eval '[ "$(progress)" -ge 2 ]' || fail "no traffic: $(tail -n 3 /tmp/cli.log)"
 kill -0 $cli 2>/dev/null || fail "the client ended before the migration"
 before=$(progress)
-ohca_mark ready
+mark ready
 umount /share || fail "cannot unmount the share"
 # The host migrates this VM now.
 remount_after migrated
@@ -316,12 +517,12 @@ def test_live_migration_on_infiniband_switch(vm_cluster):
     results = c.wait(900)
     out0, out1 = results[0].output, results[1].output
     sums = SUMMARY.findall(out0 + out1)
-    verified = sum(int(b) for r, _, b in sums if r == "PASS")
+    verified = sum(int(b) for r, _, b, _ in sums if r == "PASS")
     print(f"ib migration: downtime {f['downtime_ms']} ms, total {f['total_ms']} ms, "
           f"{f['ram_mb']:.0f} MiB sent; bytes verified {verified}; "
           f"test {time.monotonic() - t0:.0f} s", flush=True)
     assert_ok(results)
-    assert sorted((r, role) for r, role, _ in sums) == [("PASS", "client"), ("PASS", "server")], \
+    assert sorted((r, role) for r, role, _, _ in sums) == [("PASS", "client"), ("PASS", "server")], \
         results[0].report() + results[1].report()
     # by LID through the switch
     assert re.search(r"client: by LID, \d+ -> \d+", out0), results[0].report()

@@ -30,8 +30,9 @@
  * reported, with the QP state, instead of hanging, so the program can run
  * over a lossy wire with long retries.  The summary's max_gap_ms is the
  * longest time this end went without a completion or a finished iteration
- * (what a peer's migration or a retransmission costs it).  The last line
- * is one summary:
+ * (what a peer's migration or a retransmission costs it); each progress
+ * line (every 50 iterations) gives the longest since the line before.
+ * The last line is one summary:
  * "ohca_rc_integrity: PASS ..." or "ohca_rc_integrity: FAIL ...".
  * Exit 0 when everything matched, 1 on any mismatch, error or timeout,
  * 2 on bad usage or setup failure.
@@ -121,8 +122,11 @@ static uint8_t port_num = 1;
 static uint8_t qp_timeout = 14, retry_cnt = 7;
 static unsigned long n_ops[N_OPS], n_bytes, n_wc;
 static unsigned long cur_iter;
-/* The longest stall between two completions (a peer's migration, a retry). */
-static uint64_t last_wc_ms, max_gap_ms;
+/*
+ * The longest stall between two completions (a peer's migration, a retry):
+ * in the whole run, and since the last progress line (printed in it).
+ */
+static uint64_t t_start_ms, last_wc_ms, max_gap_ms, line_gap_ms;
 static const char *role;
 static int uc;			/* prm.flags & PRM_UC */
 
@@ -565,6 +569,8 @@ static void note_progress(void)
 
 	if (last_wc_ms && t - last_wc_ms > max_gap_ms)
 		max_gap_ms = t - last_wc_ms;
+	if (last_wc_ms && t - last_wc_ms > line_gap_ms)
+		line_gap_ms = t - last_wc_ms;
 	last_wc_ms = t;
 }
 
@@ -792,7 +798,6 @@ int main(int argc, char **argv)
 {
 	const char *dev = NULL;
 	int tcp_port = 19875, opt;
-	uint64_t t0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
@@ -831,14 +836,17 @@ int main(int argc, char **argv)
 	connect_qp();
 	sync_peer("connected");
 
-	t0 = now_ms();
+	t_start_ms = now_ms();
 	for (cur_iter = 0; cur_iter < prm.iters; cur_iter++) {
 		iteration(cur_iter);
 		note_progress();
-		if (verbose || (cur_iter + 1) % 50 == 0)
-			printf("%s: %lu/%u iterations (%lu s)\n", role,
-			       cur_iter + 1, prm.iters,
-			       (unsigned long)((now_ms() - t0) / 1000));
+		if (verbose || (cur_iter + 1) % 50 == 0) {
+			printf("%s: %lu/%u iterations (%lu s), longest gap %" PRIu64 " ms\n",
+			       role, cur_iter + 1, prm.iters,
+			       (unsigned long)((now_ms() - t_start_ms) / 1000),
+			       line_gap_ms);
+			line_gap_ms = 0;
+		}
 	}
 
 	/* the peer's last memory check passed too */

@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""`make fabric-bench`: incast through ohca-switch's Ethernet mode, the
+storm and its cures side by side (issue 23; docs/congestion.md).
+
+Four VMs (one vCPU each) on one `ohca-switch --mode eth` whose egress
+ports are shaped to LINE_RATE Mbit/s (the devices' speed too), a shared
+buffer, RED/ECN marking of ECT packets, priorities by DSCP, priority 0
+lossless (PFC, XOFF 64 KiB) with HEADROOM that only it may fill. One
+boot runs every cell in turn; a cell is an incast of N senders
+(vm1..vmN, `ib_write_bw`, QPS QPs each, 64 KiB WRITEs for SECONDS) into
+vm0, plus a latency probe (`ib_write_lat`, 64 B) from vm1 to vm0 across
+the same bottleneck (the same traffic class, so the same egress queue),
+in one of these modes:
+
+* unloaded: the probe alone (its p50 is every cell's `unloaded_p50_us`);
+* droptail: traffic class 32 (DSCP 8, the lossy priority 1), no flow or
+  congestion control at the hosts (PFC off, DCQCN off: nothing ECT);
+* pfc: traffic class 0 (the lossless priority 0), the devices honour PFC
+  on priority 0 (`dcb pfc`; they classify their own packets by PCP, so
+  it stops all their RoCE packets), DCQCN off, local ACK timeout 18;
+* dcqcn: traffic class 32, ECN + DCQCN (the senders' reaction point on
+  priority 1), PFC off at the hosts.
+
+Per cell: the senders' goodput (perftest's BW average) against the line
+rate, each sender's share and Jain's index over the senders, the
+receiver port's egress queue (the switch's timeline: queue_bytes sampled
+every TIMELINE_MS, p99; queue_max_bytes, the deepest any arriving frame
+met) and drops, pause frames the switch sent (switch timeline), the
+guests' counter deltas (rc_retrans_pkts, rc_local_ack_timeouts,
+np_cnp_sent, rp_cnp_handled, rx_prio0_pause), the probe's p50
+(t_typical) and p99. A cell's window is the host time between the
+barriers that start and end it.
+
+Writes build/fabric-bench/results.json (one object per cell, the issue's
+keys exactly), details.json (everything measured), the table into
+docs/bench.md between its fabric-bench markers (with the date and the
+host's load), and PNG plots (per-sender throughput and the bottleneck's
+queue over time, per cell) when matplotlib is installed.
+
+    python3 tests/bench/fabric_bench.py [--seconds S] [--qps N] [--senders 2,3]
+                                        [--modes droptail,pfc,dcqcn] [--no-docs]
+
+Exit 0 when every cell produced its figures, 1 when some cell failed (the
+table says which), 2 when the VMs could not be run.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "vm"))
+import ohcavm  # noqa: E402
+
+LINE_RATE = 200  # Mbit/s per egress port
+BUFFER = 1 << 20
+HEADROOM = 6 << 20  # for the lossless priority only (ohca-switch --headroom)
+ECN = "20000:200000:0.2"
+TIMELINE_MS = 10
+OUT = os.path.join(TOP, "build", "fabric-bench")
+DOC = os.path.join(TOP, "docs", "bench.md")
+BEGIN = "<!-- fabric-bench table: begin -->"
+END = "<!-- fabric-bench table: end -->"
+KEYS = ("mode", "senders", "line_rate_mbps", "throughput_mbps", "jain", "drops", "retrans_pkts",
+        "timeouts", "cnp_sent", "cnp_handled", "pauses", "queue_p99_bytes", "probe_p50_us",
+        "probe_p99_us", "unloaded_p50_us")
+
+# The guests' side. Every VM runs every cell (the idle ones only meet the
+# barriers); CELLS is "name:mode:senders ..." from the host.
+SCRIPT = r"""
+hw=/sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters
+ctr() { cat "$hw/$1"; }
+eth() { ethtool -S $OHCA_IFACE | awk -v k="$1:" '$1 == k {print $2}'; }
+snap() {
+	echo "retrans=$(ctr rc_retrans_pkts) timeouts=$(ctr rc_local_ack_timeouts)" \
+	     "cnp_sent=$(ctr np_cnp_sent) cnp_handled=$(ctr rp_cnp_handled)" \
+	     "ce=$(ctr np_ecn_marked_roce_packets) rx_pause=$(eth rx_prio0_pause)" \
+	     "tx_pause=$(eth tx_prio0_pause)"
+}
+recv_ip=$(echo $OHCA_VM_IPS | cut -d' ' -f1)
+ohca_barrier all-up 300 || exit 1
+gid=$(ohca_gid_index)
+bw="ib_write_bw -d $OHCA_IBDEV -x $gid -D $SECONDS_BW -s 65536 -q $QPS -F"
+lat="ib_write_lat -d $OHCA_IBDEV -x $gid -s 64 -n $PROBE_ITERS -F"
+listening() { ss -Hltn "sport = :$1" | grep -q .; }
+# A cell's mode: PFC at the hosts, DCQCN's reaction point, and the
+# traffic class (priority at the switch, which trusts DSCP): 0 is the
+# lossless priority 0, 32 (DSCP 8) the lossy priority 1. Under PFC the
+# local ACK timeout (-u 18: 1.07 s) is the requester's only timer; it must
+# exceed the deepest queue the headroom allows at the rate the receiver
+# drains it (a 3:1 run held 4.2 MB while a CPU-bound receiver took
+# 74 Mbit/s, about 450 ms: with -u 17, 537 ms, a few ACKs came too late).
+setmode() {
+	local rp=0 pfc=all:off
+	TC="--tclass=32"
+	case $1 in
+	pfc) pfc=0:on TC="--tclass=0 -u 18" ;;
+	dcqcn) rp=1 ;;
+	esac
+	ohca_pfc $pfc || echo "WARN dcb pfc set $pfc"
+	echo $rp >/sys/class/net/$OHCA_IFACE/ecn/roce_rp/enable/1 || echo "WARN roce_rp $rp"
+}
+cell() {
+	local name=$1 mode=$2 n=$3 before after rc=0 i pids= r
+	setmode $mode
+	before=$(snap)
+	if [ "$OHCA_VM_INDEX" = 0 ]; then
+		for i in $(seq 1 $n); do
+			timeout 200 $bw $TC -p $((18514 + i)) >/tmp/$name.s$i 2>&1 & pids="$pids $!"
+		done
+		timeout 200 $lat $TC -p 18600 >/tmp/$name.ls 2>&1 & pids="$pids $!"
+		for i in $(seq 1 $n); do ohca_poll 60 listening $((18514 + i)) || rc=1; done
+		ohca_poll 60 listening 18600 || rc=1
+		ohca_barrier "$name" 200 || return 1
+		for i in $pids; do wait $i || rc=1; done
+	else
+		ohca_barrier "$name" 200 || return 1
+		if [ "$OHCA_VM_INDEX" -le "$n" ]; then
+			ohca_retry 60 timeout 200 $bw $TC -p $((18514 + OHCA_VM_INDEX)) "$recv_ip" \
+				>/tmp/$name.c 2>&1 & pids=$!
+		fi
+		if [ "$OHCA_VM_INDEX" = 1 ]; then
+			[ "$n" = 0 ] || sleep 1
+			ohca_retry 60 timeout 200 $lat $TC -p 18600 "$recv_ip" >/tmp/$name.l 2>&1 ||
+				{ rc=1; cat /tmp/$name.l; }
+			r=$(awk '$1 == 64 && NF >= 8 {print "p50=" $5 " p99=" $8}' /tmp/$name.l | tail -n 1)
+			echo "PROBE $name ${r:-none}"
+		fi
+		if [ -n "$pids" ]; then
+			wait $pids || { rc=1; cat /tmp/$name.c; }
+			r=$(awk '$1 == 65536 && NF >= 5 {print $4}' /tmp/$name.c | tail -n 1)
+			echo "BW $name vm$OHCA_VM_INDEX ${r:-none} MB/s"
+		fi
+	fi
+	after=$(snap)
+	echo "CELL $name vm$OHCA_VM_INDEX rc=$rc before: $before after: $after"
+	ohca_barrier "$name-done" 200
+}
+for c in $CELLS; do
+	IFS=: read -r name mode n <<EOF
+$c
+EOF
+	echo "=== $name ($(date +%T)) ==="
+	cell $name $mode $n || echo "CELL $name vm$OHCA_VM_INDEX rc=1 before: after:"
+done
+setmode droptail
+ohca_hw_counters
+"""
+
+
+def counters(text):
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", text)}
+
+
+def parse_vm(output):
+    """{cell: {"rc", "delta", "bw_mbps", "probe"}} from one VM's output."""
+    cells = {}
+    for name, rc, before, after in re.findall(
+            r"^CELL (\S+) vm\d+ rc=(\d+) before: (.*) after: (.*)$", output, re.M):
+        b, a = counters(before), counters(after)
+        cells[name] = {"rc": int(rc), "delta": {k: a[k] - b[k] for k in a if k in b}}
+    for name, mbs in re.findall(r"^BW (\S+) vm\d+ (\S+) MB/s$", output, re.M):
+        if name in cells and mbs != "none":
+            # perftest's MB is 2^20 bytes
+            cells[name]["bw_mbps"] = float(mbs) * 1048576 * 8 / 1e6
+    for name, rest in re.findall(r"^PROBE (\S+) (.*)$", output, re.M):
+        if name in cells:
+            cells[name]["probe"] = {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", rest)}
+    return cells
+
+
+def jain(xs):
+    s2 = sum(x * x for x in xs)
+    return sum(xs) ** 2 / (len(xs) * s2) if xs and s2 > 0 else None
+
+
+def p99(xs):
+    if not xs:
+        return None
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, -(-99 * len(s) // 100) - 1))]
+
+
+def summarize(name, mode, n, vms, window, unloaded):
+    """One cell's figures (details) from every VM's parse and the switch."""
+    d = {"cell": name, "mode": mode, "senders": n, "line_rate_mbps": LINE_RATE, "errors": []}
+    for i, v in enumerate(vms):
+        c = v.get(name)
+        if c is None:
+            d["errors"].append(f"vm{i}: no result")
+        elif c["rc"]:
+            d["errors"].append(f"vm{i}: rc={c['rc']}")
+    senders = [vms[i].get(name, {}) for i in range(1, n + 1)]
+    bws = [s.get("bw_mbps") for s in senders]
+    if n and all(b is not None for b in bws):
+        d["per_sender_mbps"] = [round(b, 1) for b in bws]
+        d["throughput_mbps"] = round(sum(bws), 1)
+        d["shares"] = [round(b / sum(bws), 3) if sum(bws) else None for b in bws]
+        d["jain"] = round(jain(bws), 3) if jain(bws) is not None else None
+    elif n:
+        d["errors"].append("a sender's bandwidth is missing")
+
+    def total(key, who):
+        return sum(vms[i].get(name, {}).get("delta", {}).get(key, 0) for i in who)
+
+    everyone = range(len(vms))
+    d["retrans_pkts"] = total("retrans", everyone)
+    d["timeouts"] = total("timeouts", everyone)
+    d["cnp_sent"] = total("cnp_sent", everyone)
+    d["cnp_handled"] = total("cnp_handled", everyone)
+    d["ce_marked"] = total("ce", everyone)
+    d["pauses_honoured"] = total("rx_pause", everyone)
+    d["pauses_sent_by_hosts"] = total("tx_pause", everyone)
+    probe = vms[1].get(name, {}).get("probe") if len(vms) > 1 else None
+    d["probe_p50_us"] = probe.get("p50") if probe else None
+    d["probe_p99_us"] = probe.get("p99") if probe else None
+    if probe is None:
+        d["errors"].append("no probe figures")
+    d["unloaded_p50_us"] = unloaded
+    if window:
+        d["drops"] = window["drops"]
+        d["pauses"] = window["pauses_sent"]
+        d["ecn_marks"] = window["ecn_marks"]
+        d["queue_p99_bytes"] = p99(window["queue_samples"])
+        d["queue_max_bytes"] = window["queue_max_bytes"]
+        d["wire_mbps"] = (round(window["tx_bytes"] * 8 / window["seconds"] / 1e6, 1)
+                          if window["seconds"] else None)
+        d["seconds"] = round(window["seconds"], 1)
+    else:
+        d["errors"].append("no switch timeline in the cell's window")
+    return d
+
+
+def result_of(d):
+    """The issue's keys, exactly (None where not measured)."""
+    return {k: d.get(k) for k in KEYS}
+
+
+def fmt(v, nd=0):
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.{nd}f}"
+    return str(v)
+
+
+def table(details, meta):
+    rows = [
+        f"Run {meta['date']} on {meta['host']}: {meta['vms']} VMs (TCG, 1 vCPU each), host load "
+        f"{meta['load_before']} before, {meta['load_after']} after (1/5/15 min); line rate "
+        f"{LINE_RATE} Mbit/s, buffer {BUFFER // 1024} KiB (+ {HEADROOM // 1024} KiB headroom for "
+        f"the lossless priority), ECN {ECN}, PFC XOFF 64 KiB; "
+        f"{meta['seconds']} s of `ib_write_bw` per sender ({meta['qps']} QPs, 64 KiB), "
+        f"probe `ib_write_lat` 64 B x {meta['probe_iters']}; {meta['wall_s']:.0f} s in all.",
+        "",
+        "| cell | goodput Mb/s (% of line) | per sender Mb/s | Jain | drops | retrans | timeouts "
+        "| CNPs sent / handled | pauses (switch / honoured) | queue p99 / max KB "
+        "| probe p50 / p99 us (unloaded p50) | notes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for d in details:
+        tp = d.get("throughput_mbps")
+        pct = f" ({100 * tp / LINE_RATE:.0f} %)" if tp is not None else ""
+        q99, qmax = d.get("queue_p99_bytes"), d.get("queue_max_bytes")
+        rows.append(
+            f"| {d['cell']} | {fmt(tp)}{pct} | "
+            f"{', '.join(fmt(x) for x in d.get('per_sender_mbps', [])) or '–'} | "
+            f"{fmt(d.get('jain'), 2)} | {fmt(d.get('drops'))} | {fmt(d.get('retrans_pkts'))} | "
+            f"{fmt(d.get('timeouts'))} | {fmt(d.get('cnp_sent'))} / {fmt(d.get('cnp_handled'))} | "
+            f"{fmt(d.get('pauses'))} / {fmt(d.get('pauses_honoured'))} | "
+            f"{fmt(q99 / 1000 if q99 is not None else None)} / "
+            f"{fmt(qmax / 1000 if qmax is not None else None)} | "
+            f"{fmt(d.get('probe_p50_us'))} / {fmt(d.get('probe_p99_us'))} "
+            f"({fmt(d.get('unloaded_p50_us'))}) | {'; '.join(d['errors'])} |")
+    return "\n".join(rows)
+
+
+def plots(lines, cells, times, vm_ports):
+    """One PNG per cell: per-sender ingress throughput and the receiver
+    port's queue over time. Returns the files written ([] without
+    matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    files = []
+    for name, mode, n in cells:
+        if n == 0 or name not in times or f"{name}-done" not in times:
+            continue
+        t0, t1 = times[name], times[f"{name}-done"]
+        fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
+        for i in range(1, n + 1):
+            w = ohcavm.timeline_window(lines, t0, t1, vm_ports[i])
+            if not w:
+                continue
+            xs, rx = zip(*[(t, p) for t, p in w["rx_series"]])
+            rate = [(rx[k] - rx[k - 1]) * 8 / ((xs[k] - xs[k - 1]) * 1e6)
+                    for k in range(1, len(xs))]
+            ax1.plot(xs[1:], rate, label=f"vm{i}", linewidth=0.8)
+        w = ohcavm.timeline_window(lines, t0, t1, vm_ports[0])
+        if w:
+            xs = [t for t, _ in w["tx_series"]]
+            ax2.plot(xs, [q / 1000 for q in w["queue_samples"]], linewidth=0.8)
+        ax1.axhline(LINE_RATE, color="grey", linestyle="--", linewidth=0.6)
+        ax1.set_ylabel("into the switch, Mb/s")
+        ax1.legend(loc="upper right", fontsize="small")
+        ax2.set_ylabel("bottleneck queue, KB")
+        ax2.set_xlabel("s since the cell began")
+        fig.suptitle(f"{name}: {mode}, {n} senders into 1, {LINE_RATE} Mbit/s")
+        path = os.path.join(OUT, f"{name}.png")
+        fig.savefig(path, dpi=80)
+        plt.close(fig)
+        files.append(path)
+    return files
+
+
+def update_doc(text):
+    with open(DOC) as f:
+        doc = f.read()
+    block = f"{BEGIN}\n{text}\n{END}"
+    if BEGIN in doc and END in doc:
+        doc = doc[:doc.index(BEGIN)] + block + doc[doc.index(END) + len(END):]
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + block + "\n"
+    with open(DOC, "w") as f:
+        f.write(doc)
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seconds", type=int, default=5, help="ib_write_bw -D per cell")
+    ap.add_argument("--qps", type=int, default=2, help="QPs per sender")
+    ap.add_argument("--probe-iters", type=int, default=100)
+    ap.add_argument("--senders", default="2,3")
+    ap.add_argument("--modes", default="droptail,pfc,dcqcn")
+    ap.add_argument("--timeout", type=int, default=2400)
+    ap.add_argument("--no-docs", action="store_true", help="leave docs/bench.md alone")
+    args = ap.parse_args()
+    senders = [int(x) for x in args.senders.split(",")]
+    modes = args.modes.split(",")
+    cells = [("unloaded", "unloaded", 0)]
+    cells += [(f"{m}-{n}to1", m, n) for n in senders for m in modes]
+    nvms = max(senders) + 1
+    os.makedirs(OUT, exist_ok=True)
+    switch = {"line_rate": LINE_RATE, "buffer": BUFFER, "ecn": ECN, "pfc": "0",
+              "pfc_trust": "dscp", "headroom": HEADROOM, "timeline": True,
+              "timeline_ms": TIMELINE_MS}
+    env = (f"SECONDS_BW={args.seconds} QPS={args.qps} PROBE_ITERS={args.probe_iters} "
+           f"CELLS='{' '.join(f'{a}:{b}:{c}' for a, b, c in cells)}'\n")
+    meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "host": f"{os.cpu_count()} cores", "vms": nvms, "seconds": args.seconds,
+            "qps": args.qps, "probe_iters": args.probe_iters, "load_before": loadavg()}
+    print(f"fabric-bench: {nvms} VMs, cells: {', '.join(c[0] for c in cells)}", flush=True)
+    t_start = time.monotonic()
+    try:
+        c = ohcavm.Cluster("fabric-bench", nvms=nvms, wire="switch", switch=switch, smp=1,
+                           mem="512M", logdir=os.path.join(OUT, "logs"))
+    except ohcavm.HarnessError as e:
+        print(f"fabric-bench: {e}", file=sys.stderr)
+        return 2
+    with c:
+        c.start(env + SCRIPT)
+        done = threading.Event()
+
+        def progress():
+            seen = set()
+            while not done.wait(1):
+                for k, t in sorted(c.barrier_times.items(), key=lambda kv: kv[1]):
+                    if k not in seen:
+                        seen.add(k)
+                        print(f"  [{t - t_start:6.0f} s] {k}", flush=True)
+
+        th = threading.Thread(target=progress, daemon=True)
+        th.start()
+        results = c.wait(timeout=args.timeout)
+        done.set()
+        th.join()
+        times = dict(c.barrier_times)
+        lines = ohcavm.switch_timeline(c)
+    meta["load_after"] = loadavg()
+    meta["wall_s"] = time.monotonic() - t_start
+    stats = results[0].wire_stats or {}
+    vm_ports = {int(k): v for k, v in stats.get("vm_ports", {}).items()}
+    for r in results:
+        if r.error or r.timed_out:
+            print(f"fabric-bench: {r.name}: {r.error}", file=sys.stderr)
+    vms = [parse_vm(r.output) for r in results]
+    unloaded = (vms[1].get("unloaded", {}).get("probe") or {}).get("p50")
+    details = []
+    for name, mode, n in cells:
+        window = None
+        if name in times and f"{name}-done" in times and 0 in vm_ports:
+            window = ohcavm.timeline_window(lines, times[name], times[f"{name}-done"],
+                                            vm_ports[0])
+        details.append(summarize(name, mode, n, vms, window, unloaded))
+    with open(os.path.join(OUT, "results.json"), "w") as f:
+        json.dump([result_of(d) for d in details if d["senders"] > 0], f, indent=1)
+    with open(os.path.join(OUT, "details.json"), "w") as f:
+        json.dump({"meta": meta, "cells": details, "switch": stats}, f, indent=1)
+    text = table(details, meta)
+    print(text)
+    pngs = plots(lines, cells, times, vm_ports)
+    if pngs:
+        text += "\n\nPlots (build/fabric-bench/): " + ", ".join(os.path.basename(p) for p in pngs)
+    if not args.no_docs:
+        update_doc(text)
+    print(f"fabric-bench: {OUT}/results.json, details.json"
+          + (f", {len(pngs)} plots" if pngs else ", no plots (no matplotlib)"), flush=True)
+    return 1 if any(d["errors"] for d in details) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
