@@ -226,10 +226,11 @@ EmitResult WirePort::loop_back(const PacketPath &path, const PacketFields &field
 }
 
 // One packet to the wire, framed in tx_frame_, or looped back (loop_back)
-// when its destination GID is ours.
+// when its destination GID is ours (on Ethernet, emit_fill's packets,
+// 'shortcut', come here only when it is not: asked once per packet).
 EmitResult WirePort::send(const PacketPath &path, const PacketFields &fields, size_t payload_len,
                           PayloadFill fill, bool shortcut) {
-    if (state_.ib ? ib_.is_local(path) : is_local_gid(path.dgid)) {
+    if (state_.ib ? ib_.is_local(path) : (!shortcut && is_local_gid(path.dgid))) {
         return loop_back(path, fields, payload_len, fill, shortcut);
     }
     if (!state_.ib && pfc_.any_paused() && pfc_.paused(pfc_.roce_priority(path.traffic_class))) {
