@@ -98,6 +98,12 @@ void path_of(const ohca_av &av, const GidEntry &gid, PacketPath &path) {
     path.traffic_class = av.traffic_class;
     path.flow_label = le(av.flow_label) & 0xfffff;
 }
+// A connected QP's UDP source port: the one MODIFY_QP set, else one of
+// its number (RoCEv2's entropy).
+uint16_t udp_sport_of(const Qp &qp) {
+    return qp.attrs.udp_sport != 0 ? qp.attrs.udp_sport
+                                   : static_cast<uint16_t>(0xc000 | (qp.qpn & 0x3fff));
+}
 } // namespace
 
 bool WirePort::build_path(const Qp &qp, PacketPath &path) const {
@@ -109,23 +115,38 @@ bool WirePort::build_path(const Qp &qp, PacketPath &path) const {
         return false;
     }
     path_of(qp.attrs.av, *gid, path);
-    path.udp_src_port = qp.attrs.udp_sport != 0 ? qp.attrs.udp_sport
-                                                : static_cast<uint16_t>(0xc000 | (qp.qpn & 0x3fff));
+    path.udp_src_port = udp_sport_of(qp);
     return true;
 }
 
 EmitResult WirePort::emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
                                PayloadFill fill) {
-    PacketPath path;
-    if (!build_path(qp, path)) {
-        return EmitResult::NoPath; // the source GID went away: the packet is lost
-    }
     if (state_.ib) {
+        PacketPath path;
+        if (!build_path(qp, path)) {
+            return EmitResult::NoPath;
+        }
         // The QP's partition (QP0: the default one).
         PacketFields x = fields;
         x.bth.pkey = pkey_of(qp, 0);
         return send(path, x, payload_len, fill, true);
     }
+    const auto &gid = gids_.get(qp.attrs.av.sgid_index);
+    if (!gid) {
+        return EmitResult::NoPath; // the source GID went away: the packet is lost
+    }
+    PacketPath path;
+    std::copy(std::begin(qp.attrs.av.dgid), std::end(qp.attrs.av.dgid), path.dgid.begin());
+    if (is_local_gid(path.dgid)) {
+        // Looped back as fields: of the path only the GIDs and the IP
+        // version count (loop_back), so the rest is not built (what send()
+        // would decide, without the cost on every looped-back packet).
+        path.sgid = gid->gid;
+        path.ipv6 = qp.attrs.av.network_type == OHCA_NET_IPV6;
+        return loop_back(path, fields, payload_len, fill, true);
+    }
+    path_of(qp.attrs.av, *gid, path);
+    path.udp_src_port = udp_sport_of(qp);
     mark_ect(cc_params_, qp, path);
     return send(path, fields, payload_len, fill, true);
 }
@@ -205,10 +226,11 @@ EmitResult WirePort::loop_back(const PacketPath &path, const PacketFields &field
 }
 
 // One packet to the wire, framed in tx_frame_, or looped back (loop_back)
-// when its destination GID is ours.
+// when its destination GID is ours (on Ethernet, emit_fill's packets,
+// 'shortcut', come here only when it is not: asked once per packet).
 EmitResult WirePort::send(const PacketPath &path, const PacketFields &fields, size_t payload_len,
                           PayloadFill fill, bool shortcut) {
-    if (state_.ib ? ib_.is_local(path) : is_local_gid(path.dgid)) {
+    if (state_.ib ? ib_.is_local(path) : (!shortcut && is_local_gid(path.dgid))) {
         return loop_back(path, fields, payload_len, fill, shortcut);
     }
     if (!state_.ib && pfc_.any_paused() && pfc_.paused(pfc_.roce_priority(path.traffic_class))) {

@@ -93,11 +93,13 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
     const uint64_t base = qp.sq.offset(wr.index);
     const uint32_t stride = 1u << qp.sq.log_stride;
     // The header and what follows it, up to max_sge SGEs or the stride, in
-    // one DMA read: all inside this WQE's slot of the ring.
+    // one DMA read: all inside this WQE's slot of the ring. Not zeroed
+    // first (about 40 instructions per WQE): the stride holds at least the
+    // header, and only SGEs or inline bytes within the stride are used.
     struct {
         ohca_send_wqe w;
         std::array<ohca_sge, DeviceLimits::max_sge> sge;
-    } slot{};
+    } slot;
     ohca_send_wqe &w = slot.w;
     static_assert(sizeof(slot) == sizeof(ohca_send_wqe) + sizeof(slot.sge));
     auto fail = [&](uint8_t status, uint8_t verr) {

@@ -120,10 +120,13 @@ bool RcResponder::load_recv_wqe(Qp &qp) {
     const uint32_t stride = 1u << qp.rq.log_stride;
     // The header and up to max_sge SGEs in one DMA read, inside this
     // WQE's slot of the ring (a slot never crosses a page).
+    // Only the header is zeroed (a failed read reports its wr_id); SGEs
+    // are used only within the stride, which the read filled.
     struct {
         ohca_recv_wqe w;
         std::array<ohca_sge, DeviceLimits::max_sge> sge;
-    } slot{};
+    } slot;
+    slot.w = {};
     static_assert(sizeof(slot) == sizeof(ohca_recv_wqe) + sizeof(slot.sge));
     const ohca_recv_wqe &w = slot.w;
     const auto &raw = slot.sge;
