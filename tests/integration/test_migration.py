@@ -333,8 +333,13 @@ for i in $(seq 1 @N@); do
     ohca_poll 60 eval 'ss -Hltn "sport = :@PORT@" | grep -q .' ||
         { echo "FAIL: server $i not listening"; cat /tmp/srv.log; exit 1; }
     ohca_mark listening-$i
+    # Once the host has seen the migration complete, the server looks back
+    # at the peer's gap (SIGUSR1).
+    (ohca_wait_host stopped-$i 1800 && kill -USR1 $srv) &
+    watch=$!
     wait $srv
     rc=$?
+    kill $watch 2>/dev/null
     cat /tmp/srv.log
     [ $rc = 0 ] || exit $rc
 done
@@ -354,24 +359,21 @@ SUMMARY = re.compile(r"^ohca_rc_integrity: (PASS|FAIL) role=(\w+) .*? bytes=(\d+
 # timeout (DeviceLimits::min_ack_timeout_ns, 200 ms), which is the ceiling
 # of the RTT-based retransmission timeout (docs/wire.md); retry_cnt 7.
 RTO_MS = max(4.096e-3 * 2 ** 14, 200)
-PROGRESS = re.compile(r"^server: (\d+)/\d+ iterations \(\d+ s\), longest gap (\d+) ms$", re.M)
-WINDOW = re.compile(r"^migration (\d+): progress lines before (\d+), after (\d+)", re.M)
+MARK_GAP = re.compile(r"^server: longest gap in the (\d+) ms before SIGUSR1: (\d+) ms$", re.M)
 
 
-def peer_gaps(out0, out1):
-    """The traffic gap the peer saw at each migration: vm1's longest wait
-    between two completions in connection i while vm0's client was being
-    migrated. ohca_rc_integrity's progress lines (one every 50 iterations)
-    give the longest wait since the line before; vm0's job printed how many
-    lines its client had before and after the migration."""
+def peer_gaps(out1):
+    """The traffic gap the peer saw at each migration: vm1's server of
+    connection i gets SIGUSR1 once the host has seen migration i complete
+    (sync stopped-i) and prints the longest wait between two completions
+    that overlaps the 3 s before it (the stop ends at most a second or so
+    before the signal)."""
     conns = re.split(r"^ohca_rc_integrity: \S+ role=server .*$", out1, flags=re.M)
     gaps = {}
-    for i, before, after in WINDOW.findall(out0):
-        i, lo, hi = int(i), (int(before) + 1) * 50, (int(after) + 1) * 50
-        chunk = conns[i - 1] if i - 1 < len(conns) else ""
-        lines = [int(g) for n, g in PROGRESS.findall(chunk) if lo <= int(n) <= hi]
-        if lines:
-            gaps[i] = max(lines)
+    for i, chunk in enumerate(conns, 1):
+        m = MARK_GAP.search(chunk)
+        if m:
+            gaps[i] = int(m.group(2))
     return gaps
 
 
@@ -386,6 +388,7 @@ def test_live_migration_during_rc_traffic(vm_cluster):
             vm0.post(f"go-{i}")
             vm0.wait_mark(f"ready-{i}", timeout=300)
             f = vm0.migrate()
+            vm1.post(f"stopped-{i}")
             vm0.post(f"migrated-{i}")
             figures.append(f)
             print(f"migration {i}/{MIGRATIONS}: downtime {f['downtime_ms']} ms, total "
@@ -405,10 +408,10 @@ def test_live_migration_during_rc_traffic(vm_cluster):
     verified = sum(int(b) for r, _, b, _ in sums if r == "PASS")
     # The goal (issue 26): the peer waits at most the downtime plus one
     # retransmission timeout (the frames lost in the stop are sent again
-    # by then). Printed, not asserted yet: this gap is the longest over the
-    # whole migration (tens of seconds of copying RAM too), and on a loaded
-    # host the peer waits longer than that now and then without one.
-    gaps = peer_gaps(results[0].output, results[1].output)
+    # by then). Printed, not asserted yet: on a loaded host the peer waits
+    # a second or more now and then without a migration, and the window
+    # (3 s) can hold such a wait.
+    gaps = peer_gaps(results[1].output)
     for i, f in enumerate(figures, 1):
         limit = f["downtime_ms"] + RTO_MS
         print(f"migration {i}: downtime {f['downtime_ms']} ms, the peer's longest gap "
