@@ -159,7 +159,7 @@ test-viommu: deps build rootfs
 # connection of MIG_ITERS iterations (make test: one of 2000); make test
 # migrates once. Ends with one summary line.
 MIGRATIONS ?= 20
-MIG_ITERS ?= 500
+MIG_ITERS ?= 600
 migration-test: deps build rootfs
 	@OHCA_MIGRATIONS=$(MIGRATIONS) OHCA_MIG_ITERS=$(MIG_ITERS) $(PYTHON) -m pytest -v -rA -s \
 		tests/integration/test_migration.py -k live_migration_during_rc_traffic
