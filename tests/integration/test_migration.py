@@ -191,8 +191,9 @@ def test_snapshot_round_trip_during_rc_traffic(vm_cluster):
 # each program runs in the background from the first connection on and
 # must be running and making progress after every migration.
 MIGRATIONS = int(os.environ.get("OHCA_MIGRATIONS", "1"))
-# Iterations per connection (OHCA_MIG_ITERS; make migration-test: 600, a
-# quarter of an hour less per five migrations under TCG on a loaded host).
+# Iterations per connection (OHCA_MIG_ITERS; make migration-test: 600: the
+# iterations after a migration are most of a connection's time, and a
+# migration lasts 200-300 of them).
 LIVE_ITERS = int(os.environ.get("OHCA_MIG_ITERS", "2000"))
 
 # Shell helpers of both ends for the extra traffic: `extra NAME CMD...` runs
