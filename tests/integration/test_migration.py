@@ -198,8 +198,9 @@ LIVE_ITERS = int(os.environ.get("OHCA_MIG_ITERS", "2000"))
 
 # Shell helpers of both ends for the extra traffic: `extra NAME CMD...` runs
 # CMD in the background, its output in $XLOG/NAME.log; `grows NAME WHEN`:
-# NAME runs and makes progress within a minute (`progress_NAME LOG` counts
-# its progress reports, else the log's lines count); `extra_ok WHEN`: all do.
+# NAME runs and makes progress within a minute (limit_NAME seconds if set;
+# `progress_NAME LOG` counts its progress reports, else the log's lines
+# count); `extra_ok WHEN`: all do.
 EXTRA_LIB = r"""
 EXTRA=""
 extra() {
@@ -213,10 +214,10 @@ reports() {
     if declare -F "progress_$1" >/dev/null; then "progress_$1" "$XLOG/$1.log"; else wc -l <"$XLOG/$1.log"; fi
 }
 grows() {
-    local name=$1 pid n
-    eval "pid=\$pid_$name"
+    local name=$1 pid n limit
+    eval "pid=\$pid_$name limit=\${limit_$name:-60}"
     n=$(reports "$name")
-    ohca_poll 60 eval '! kill -0 $pid 2>/dev/null || [ "$(reports "$name")" -gt "$n" ]'
+    ohca_poll "$limit" eval '! kill -0 $pid 2>/dev/null || [ "$(reports "$name")" -gt "$n" ]'
     kill -0 "$pid" 2>/dev/null && [ "$(reports "$name")" -gt "$n" ] && return 0
     echo "FAIL: $name ended or stalled after $2 ($(reports "$name") progress reports); its log ends:"
     tail -n 10 "$XLOG/$name.log" | cut -c 1-200
@@ -248,14 +249,18 @@ extra_alive() {
 # disconnected peer ends its loop without an error), so each connection
 # counts its pings: -v prints a ping's data after -V checked it.
 EXTRA_CLIENT = r"""
+# A connection whose CM exchange (connect or disconnect, MADs over UD)
+# lost a MAD in the stop waits for the CM's retries, seconds each: a
+# migration stalled rping past a minute once (2026-12-05).
+limit_rping=300  # read by grows
 rping_loop() {
     local n=0 got
     renice -n 10 -p $BASHPID >/dev/null
     while [ ! -e /tmp/stop ]; do
-        rping -c -a "$OHCA_PEER_IP" -p @EXTRA0@ -C 20 -S 1024 -v -V >/tmp/rping.last 2>&1
-        got=$(grep -c "^ping data: rdma-ping-" /tmp/rping.last)
+        rping -c -a "$OHCA_PEER_IP" -p @EXTRA0@ -C 20 -S 1024 -v -V >/tmp/rping-last.log 2>&1
+        got=$(grep -c "^ping data: rdma-ping-" /tmp/rping-last.log)
         n=$((n + 1))
-        [ "$got" = 20 ] || { tail -n 5 /tmp/rping.last | cut -c 1-200; echo "rping: FAIL: connection $n: $got/20 pings"; exit 1; }
+        [ "$got" = 20 ] || { tail -n 5 /tmp/rping-last.log | cut -c 1-200; echo "rping: FAIL: connection $n: $got/20 pings"; exit 1; }
         echo "rping: connection $n: 20 pings verified"
     done
 }
@@ -387,7 +392,7 @@ def test_live_migration_during_rc_traffic(vm_cluster):
     figures = []
     try:
         for i in range(1, MIGRATIONS + 1):
-            vm1.wait_mark(f"listening-{i}", timeout=600)
+            vm1.wait_mark(f"listening-{i}", timeout=900)
             vm0.post(f"go-{i}")
             vm0.wait_mark(f"ready-{i}", timeout=300)
             f = vm0.migrate()
