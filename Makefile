@@ -5,6 +5,8 @@
 #                engine unit tests, a short fuzz, driver and provider builds
 #                with their static checks, the device smoke test
 #   make demo    two VMs with ohca on one wire: devinfo and a ping
+#   make demo FABRIC=ib  two VMs on an InfiniBand switch: opensm, ibstat,
+#                ibnetdiscover, an IPoIB ping
 #   make vm      interactive VM with ohca, the driver and the provider
 #   make vm CMD='ibv_devinfo -v'   run a command in a fresh VM
 #   make vm DISTRO=trixie          the guest on Debian 13 (bookworm, trixie)
@@ -14,6 +16,8 @@
 #   make test-viommu  the integration, storage and suite jobs behind a virtual IOMMU
 #   make test-fabric  the switch jobs whole (IB switches in a line too) and congestion
 #   make migration-test  a VM live-migrated MIGRATIONS (20) times during RC traffic
+#   make packages  the Debian packages (ohca-dkms, ibverbs-providers-ohca,
+#                ohca-tools) in build/packages/, lintian clean (docs/install.md)
 
 SHELL := /bin/bash
 PYTHON := /usr/bin/python3
@@ -41,7 +45,7 @@ DEFAULT_DISTRO := bookworm
 
 .PHONY: check all deps build qemu qemu-asan test-asan engine engine-test kernel \
 	userspace rootfs firmware-interface firmware-interface-test test demo vm fuzz coverage \
-	bench soak migration-test test-apps test-viommu test-fabric clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke engine-bench-ab
+	bench soak migration-test test-apps test-viommu test-fabric clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke engine-bench-ab packages
 
 all: build
 
@@ -145,6 +149,12 @@ test-fabric: deps build rootfs fabric
 		tests/integration/test_infiniband.py tests/integration/test_congestion.py \
 		tests/integration/test_migration.py::test_live_migration_on_infiniband_switch
 
+# The Debian packages for this system's release (packaging/build.sh):
+# dpkg-buildpackage on a staged copy of the tree, then lintian, which must
+# find nothing.
+packages: deps
+	@bash packaging/build.sh
+
 # The integration, storage, rdma-core suite and UD/rdma_cm jobs with
 # every VM behind a virtual IOMMU (q35, VT-d, the guest's IOMMU strict;
 # tests/integration/test_viommu.py is make test's share of it).
@@ -212,8 +222,11 @@ test:
 check: deps
 	@bash tests/run-all.sh --quick
 
+# FABRIC=ib: an InfiniBand fabric (two VMs on ohca-switch, opensm,
+# ibstat, ibnetdiscover, an IPoIB ping) instead of the RoCE wire
+FABRIC ?= eth
 demo: deps build rootfs
-	@bash tests/demo.sh
+	@bash tests/demo.sh $(FABRIC)
 
 vm: deps build rootfs
 ifeq ($(CMD),)

@@ -49,6 +49,8 @@ packages=(
 	clang-format clang-tidy
 	# the RoCEv2 conformance check (tests/integration/roce_pcap.py)
 	tshark
+	# make packages (packaging/build.sh): the Debian packages' build and check
+	debhelper dh-dkms lintian
 	# the MPI test program of tests/integration/test_mpi.py, built on the
 	# host against the Open MPI the guest image runs (mpicc)
 	libopenmpi-dev

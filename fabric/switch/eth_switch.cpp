@@ -174,9 +174,11 @@ void EthSwitch::sample_depth(Port &pt) {
     for (size_t b : pt.q_bytes) {
         d += b;
     }
-    const size_t bucket = std::min(kDepthBuckets - 1, d * kDepthBuckets / cfg_.buffer_bytes);
+    const size_t all = cfg_.buffer_bytes + cfg_.headroom_bytes;
+    const size_t bucket = std::min(kDepthBuckets - 1, d * kDepthBuckets / all);
     ++pt.depth[bucket];
     ++pt.depth_samples;
+    pt.depth_max = std::max(pt.depth_max, d);
 }
 
 uint64_t EthSwitch::depth_quantile(uint8_t p, double q) const {
@@ -189,10 +191,10 @@ uint64_t EthSwitch::depth_quantile(uint8_t p, double q) const {
     for (size_t b = 0; b < kDepthBuckets; ++b) {
         seen += pt.depth[b];
         if (seen >= std::max<uint64_t>(want, 1)) {
-            return (b + 1) * cfg_.buffer_bytes / kDepthBuckets;
+            return (b + 1) * (cfg_.buffer_bytes + cfg_.headroom_bytes) / kDepthBuckets;
         }
     }
-    return cfg_.buffer_bytes;
+    return cfg_.buffer_bytes + cfg_.headroom_bytes;
 }
 
 void EthSwitch::timeline(uint64_t now, bool force) {
@@ -208,11 +210,14 @@ void EthSwitch::timeline(uint64_t now, bool force) {
     last_timeline_ = now;
     std::string s;
     char buf[320];
-    std::snprintf(buf, sizeof buf, "{\"t_us\": %llu, \"buffer_used\": %zu, \"ports\": [",
-                  static_cast<unsigned long long>((now - timeline_start_) / 1000), used_);
+    std::snprintf(buf, sizeof buf,
+                  "{\"t_us\": %llu, \"mono_us\": %llu, \"buffer_used\": %zu, \"ports\": [",
+                  static_cast<unsigned long long>((now - timeline_start_) / 1000),
+                  static_cast<unsigned long long>(now / 1000), used_);
     s += buf;
     for (uint8_t p = 1; p <= cfg_.ports; ++p) {
-        const EthPortStats &st = port(p).stats;
+        Port &pt = port(p);
+        const EthPortStats &st = pt.stats;
         uint64_t drops = 0;
         uint64_t marks = 0;
         uint64_t pauses = 0;
@@ -223,13 +228,15 @@ void EthSwitch::timeline(uint64_t now, bool force) {
         }
         std::snprintf(
             buf, sizeof buf,
-            "%s{\"port\": %u, \"queue_bytes\": %zu, \"rx_bytes\": %llu, "
-            "\"tx_bytes\": %llu, \"drops\": %llu, \"ecn_marks\": %llu, "
+            "%s{\"port\": %u, \"queue_bytes\": %zu, \"queue_max_bytes\": %zu, "
+            "\"rx_bytes\": %llu, \"tx_bytes\": %llu, \"drops\": %llu, \"ecn_marks\": %llu, "
             "\"pauses_sent\": %llu}",
-            p == 1 ? "" : ", ", p, queue_bytes(p), static_cast<unsigned long long>(st.bytes_in),
+            p == 1 ? "" : ", ", p, queue_bytes(p), pt.depth_max,
+            static_cast<unsigned long long>(st.bytes_in),
             static_cast<unsigned long long>(st.bytes_out), static_cast<unsigned long long>(drops),
             static_cast<unsigned long long>(marks), static_cast<unsigned long long>(pauses));
         s += buf;
+        pt.depth_max = 0;
     }
     s += "]}";
     timeline_(s);
@@ -415,7 +422,9 @@ void EthSwitch::enqueue(uint8_t o, uint8_t in, uint8_t prio, std::span<const uin
     Port &src = port(in);
     sample_depth(out);
     const auto charge = static_cast<uint32_t>(std::max<size_t>(frame.size(), kMinCharge));
-    if (used_ + charge > cfg_.buffer_bytes) {
+    const size_t limit =
+        cfg_.buffer_bytes + ((cfg_.pfc_enable & bit(prio)) != 0 ? cfg_.headroom_bytes : 0);
+    if (used_ + charge > limit) {
         ++out.stats.prio[prio].drops;
         return;
     }

@@ -40,6 +40,10 @@ struct EthConfig {
     uint32_t burst_bytes = 0;               // token bucket depth; 0: two largest frames
     uint32_t wire_overhead = 24;            // preamble 8, FCS 4, gap 12: per frame on the line
     size_t buffer_bytes = 1 << 20;          // the shared buffer
+    // PFC headroom: buffer beyond buffer_bytes that only frames of the
+    // lossless priorities may fill (what a peer sends after XOFF before it
+    // stops), as switch ASICs reserve it out of their buffer.
+    size_t headroom_bytes = 0;
     size_t max_frame = eth::kMaxFrameBytes; // longer frames are dropped
     size_t out_limit = 16 * 1024;           // bytes handed to a port's socket at a time
     // ECN (RED) on egress queue depth in bytes.
@@ -181,6 +185,7 @@ class EthSwitch {
         size_t macs = 0;                             // MAC table entries learned here
         std::array<uint64_t, kDepthBuckets> depth{}; // what arriving frames met
         uint64_t depth_samples = 0;
+        size_t depth_max = 0; // the deepest met since the last timeline line
         EthPortStats stats;
     };
     struct MacEntry {

@@ -44,6 +44,7 @@ void usage(FILE *f) {
         "  --line-rate MBPS  every egress port's line rate in Mbit/s (default 1000)\n"
         "  --burst BYTES     token bucket depth (default: two largest frames)\n"
         "  --buffer BYTES    the shared buffer (default 1048576)\n"
+        "  --headroom BYTES  more buffer for the lossless priorities only (default 0)\n"
         "  --mtu BYTES       largest frame, header and tags included (60..9022, default 9022)\n"
         "  --ecn KMIN:KMAX:PMAX  RED marking of ECT packets on egress queue depth\n"
         "  --seed N          the marking's random seed (default 1)\n"
@@ -202,6 +203,9 @@ int main(int argc, char **argv) {
             eth_only = argv[i - 1];
         } else if (a == "--buffer") {
             ecfg.buffer_bytes = number("--buffer", value(), ohca::eth::kMaxFrameBytes, 1ull << 32);
+            eth_only = argv[i - 1];
+        } else if (a == "--headroom") {
+            ecfg.headroom_bytes = number("--headroom", value(), 0, 1ull << 32);
             eth_only = argv[i - 1];
         } else if (a == "--mtu") {
             ecfg.max_frame =

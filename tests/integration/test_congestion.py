@@ -3,30 +3,42 @@ two senders into one receiver through one Ethernet ohca-switch whose
 egress is shaped to a line rate the VMs can exceed, so the receiver's
 port is a real bottleneck with a finite buffer. One boot, three phases
 of RoCE `ib_write_bw` (two QPs per sender), each measured by the guests'
-own counters before and after it:
+own counters before and after it, and by the switch's timeline between
+the barriers that start and end it:
 
-* drop-tail: no flow or congestion control: the buffer overflows and
-  the senders retransmit (the storm; it also shows that the bottleneck
-  exists);
+* drop-tail: no flow or congestion control at the hosts (the switch's
+  PFC pauses are ignored by the devices, nothing is ECT): the buffer
+  overflows and the senders retransmit (the storm; it also shows that
+  the bottleneck exists);
 * ECN + DCQCN: the switch marks CE between Kmin and Kmax, the receiver's
   notification point answers with CNPs, the senders' reaction points
-  cut their rates (rp_cnp_handled).
+  cut their rates (rp_cnp_handled);
+* PFC (make test-fabric only): the devices honour the switch's pauses
+  on priority 0 (`dcb pfc`), DCQCN off again: no drop at the switch, no
+  retransmission, no timeout.
 
-The switch's own totals confirm it: drops and CE marks on the
-receiver's port. (PFC's phase is not here yet: docs/testing.md says
-what it measured.)
 The rate machine and the pause timing are the engine's unit tests'
-(dcqcn_test.cpp, pfc_test.cpp); this is the end-to-end proof."""
+(dcqcn_test.cpp, pfc_test.cpp, rtt_test.cpp); this is the end-to-end
+proof."""
 
+import os
 import re
 
 import pytest
 
 from vmtest import assert_ok, ohcavm
 
-# 200 Mbit/s per egress port (the devices' speed too), a 1 MiB buffer,
-# RED marking of ECT packets from 20 KB of queue.
-SWITCH = {"line_rate": 200, "buffer": 1 << 20, "ecn": "20000:200000:0.2"}
+# 200 Mbit/s per egress port (the devices' speed too), a 1 MiB shared
+# buffer, RED marking of ECT packets from 20 KB of queue; priorities by
+# DSCP, priority 0 (DSCP 0-7) lossless: XOFF at 64 KiB per ingress port
+# and 6 MiB of headroom that only it may fill (a sender's RC windows reach
+# the switch in one burst, past XOFF: docs/testing.md). One switch setting
+# serves every phase: drop-tail and DCQCN run on traffic class 32 (DSCP 8,
+# priority 1: lossy, the shared buffer only), PFC on traffic class 0. The
+# devices classify their own RoCE packets by PCP (untagged: priority 0),
+# so a pause of priority 0 stops them.
+SWITCH = {"line_rate": 200, "buffer": 1 << 20, "ecn": "20000:200000:0.2", "pfc": "0",
+          "pfc_trust": "dscp", "headroom": 6 << 20, "timeline": True}
 
 SCRIPT = r"""
 fail() { echo "FAIL: $*"; exit 1; }
@@ -35,15 +47,18 @@ ctr() { cat "$hw/$1"; }
 snap() {
 	echo "retrans=$(ctr rc_retrans_pkts) timeouts=$(ctr rc_local_ack_timeouts)" \
 	     "cnp_sent=$(ctr np_cnp_sent) ce=$(ctr np_ecn_marked_roce_packets)" \
-	     "cnp_handled=$(ctr rp_cnp_handled)"
+	     "cnp_handled=$(ctr rp_cnp_handled)" \
+	     "rx_pause=$(ethtool -S $OHCA_IFACE | awk '/ rx_prio0_pause:/ {print $2}')" \
+	     "tx_pause=$(ethtool -S $OHCA_IFACE | awk '/ tx_prio0_pause:/ {print $2}')"
 }
 recv_ip=$(echo $OHCA_VM_IPS | cut -d' ' -f1)
 ohca_barrier all-up 180 || exit 1
 gid=$(ohca_gid_index)
-bw="ib_write_bw -d $OHCA_IBDEV -x $gid -D 4 -s 65536 -q 2 -F --report_gbits"
 listening() { ss -Hltn "sport = :$1" | grep -q .; }
+# phase NAME BW-ARGS: one incast of ib_write_bw with these extra arguments
 phase() {
 	local before after rc=0 r p1 p2
+	local bw="ib_write_bw -d $OHCA_IBDEV -x $gid -D 4 -s 65536 -q 2 -F --report_gbits $2"
 	before=$(snap)
 	if [ "$OHCA_VM_INDEX" = 0 ]; then
 		timeout 150 $bw -p 18515 >/tmp/$1.s1 2>&1 & p1=$!
@@ -64,13 +79,28 @@ phase() {
 	ohca_barrier "$1-done" 120
 }
 echo "=== drop-tail ==="
-phase droptail
+phase droptail --tclass=32
 echo "=== dcqcn ==="
-[ "$OHCA_VM_INDEX" = 0 ] || echo 1 >/sys/class/net/$OHCA_IFACE/ecn/roce_rp/enable/0 ||
-	fail "roce_rp/enable/0"
-phase dcqcn
-ohca_hw_counters
+[ "$OHCA_VM_INDEX" = 0 ] || echo 1 >/sys/class/net/$OHCA_IFACE/ecn/roce_rp/enable/1 ||
+	fail "roce_rp/enable/1"
+phase dcqcn --tclass=32
 """
+
+PFC_PHASE = r"""
+echo "=== pfc ==="
+[ "$OHCA_VM_INDEX" = 0 ] || echo 0 >/sys/class/net/$OHCA_IFACE/ecn/roce_rp/enable/1 ||
+	fail "roce_rp/enable/1 off"
+ohca_pfc 0:on || fail "dcb pfc set"
+# the local ACK timeout (537 ms) is the only timer on a lossless priority:
+# above the deepest queue the headroom allows (7 MiB at 200 Mbit/s)
+phase pfc "--tclass=0 -u 17"
+ohca_pfc all:off
+"""
+
+# The PFC phase runs in make test-fabric (OHCA_IB_FABRIC_FULL=1), not in
+# make test's integration stage, which is at its time budget.
+FULL = os.environ.get("OHCA_IB_FABRIC_FULL") == "1"
+PHASES = ("droptail", "dcqcn", "pfc") if FULL else ("droptail", "dcqcn")
 
 
 def phases(output):
@@ -87,18 +117,28 @@ def phases(output):
 
 
 @pytest.mark.ohca_only
-def test_incast_droptail_then_dcqcn(vm_cluster):
+def test_incast_droptail_dcqcn_pfc(vm_cluster):
     c = vm_cluster(nvms=3, wire="switch", switch=SWITCH, smp=1, mem="512M")
-    c.start(SCRIPT)
-    results = c.wait(timeout=900)
+    c.start(SCRIPT + (PFC_PHASE if FULL else "") + "ohca_hw_counters\n")
+    results = c.wait(timeout=1200)
     stats = results[0].wire_stats
     print("switch:", stats)
     for r in results:
         print(r.name, "\n".join(re.findall(r"^(?:PHASE|BW) .*$", r.output, re.M)))
     assert_ok(results)
+    # the switch, phase by phase (its timeline between the barriers)
+    lines = ohcavm.switch_timeline(c)
+    port0 = stats["vm_ports"][0]
+    sw = {}
+    for name in PHASES:
+        t = c.barrier_times
+        sw[name] = ohcavm.timeline_window(lines, t[name], t[f"{name}-done"], port0)
+        if sw[name]:
+            print(f"switch {name}:", {k: v for k, v in sw[name].items()
+                                      if k not in ("queue_samples", "tx_series", "rx_series")})
     got = [phases(r.output) for r in results]
     for i, (deltas, rcs) in enumerate(got):
-        assert set(rcs) == {"droptail", "dcqcn"}, results[i].report()
+        assert set(rcs) == set(PHASES), results[i].report()
         assert not any(rcs.values()), (rcs, results[i].report())
     senders = [got[1][0], got[2][0]]
     receiver = got[0][0]
@@ -108,5 +148,13 @@ def test_incast_droptail_then_dcqcn(vm_cluster):
     assert receiver["dcqcn"]["ce"] > 0 and receiver["dcqcn"]["cnp_sent"] > 0, receiver
     assert sum(s["dcqcn"]["cnp_handled"] for s in senders) > 0, senders
     # the switch's side of it: the receiver's port dropped and marked
-    prio0 = ohcavm.switch_port_stats(stats, 0)["prio"][0]
-    assert prio0["drops"] > 0 and prio0["ecn_marks"] > 0, prio0
+    prio1 = ohcavm.switch_port_stats(stats, 0)["prio"][1]
+    assert prio1["drops"] > 0 and prio1["ecn_marks"] > 0, prio1
+    if not FULL:
+        return
+    # PFC: the switch paused the senders, they honoured it; nothing lost
+    assert sum(s["pfc"]["rx_pause"] for s in senders) > 0, senders
+    assert sw["pfc"] is not None and sw["pfc"]["pauses_sent"] > 0, sw["pfc"]
+    assert sw["pfc"]["drops"] == 0, sw["pfc"]
+    for s in senders:
+        assert s["pfc"]["retrans"] == 0 and s["pfc"]["timeouts"] == 0, senders

@@ -15,11 +15,19 @@ would otherwise pay its own TCG boot). VM 0 runs the subnet manager.
 - diags (VM 0 and VM 1): the peer's LID by a directed-route PortInfo,
   then smpquery nodeinfo/portinfo by LID, sminfo, perfquery, and
   ibnetdiscover showing two CA nodes.
-- rc_pingpong / ud_pingpong: ibv_rc_pingpong and ibv_ud_pingpong without
-  -g (addressed by LID; the TCP exchange of the addresses over IPoIB).
-- rping: rdma_cm over IB at the IPoIB addresses (ARP over IPoIB, the
-  path record from opensm's SA), ten verified pings.
-- tcp: a TCP transfer over IPoIB, its SHA-256 compared on both sides.
+- rc_pingpong / ud_pingpong / uc_pingpong / xsrq_pingpong: ibv_*_pingpong
+  without -g (RC, UD, UC and XRC addressed by LID; the TCP exchange of the
+  addresses over IPoIB).
+- write_bw / read_lat: perftest's ib_write_bw and ib_read_lat without -x
+  (by LID).
+- rping / ucmatose: rdma_cm over IB at the IPoIB addresses (ARP over
+  IPoIB, the path record from opensm's SA), ten verified pings; two
+  ucmatose connections.
+- mckey: rdma_cm multicast, both VMs join the group through the SA
+  (MCMemberRecord), VM 0 sends ten UD messages to it, VM 1 receives them.
+- tcp / ipoib_cm: a TCP transfer over IPoIB in datagram mode, then in
+  connected mode (ib0's RC QPs, MTU 65520) after a ping, each transfer's
+  SHA-256 compared on both sides.
 - trap144: VM 1 holds umad's issm device open: IsSM in its PortInfo
   (SET_PORT_CAP) and a trap 144 in opensm's log. Last: opensm then polls
   VM 1 as a second SM.
@@ -31,20 +39,25 @@ import subprocess
 
 import pytest
 
+import ib_pcap
 from vmtest import assert_ok, ohcavm, section
 
 pytestmark = pytest.mark.ohca_only
 
-TCP_MIB = 16
+# the TCP transfers over IPoIB (each mode): 16 MiB in make test, the
+# issue's 100 MiB in make test-fabric (OHCA_IB_FABRIC_FULL=1); each 100 MiB
+# takes 100-150 s under TCG
+TCP_MIB = 100 if os.environ.get("OHCA_IB_FABRIC_FULL", "0") == "1" else 16
 
 # Each part is a shell function; run() prints its section and result.
 COMMON = r"""
 run() {
-	local name=$1
+	local name=$1 t0=$SECONDS
 	echo "=== $name ==="
 	( set -e; "part_$name" )
 	local prc=$?
 	echo "PART $name rc=$prc"
+	echo "TIME $name $((SECONDS - t0))s"
 	[ $prc -eq 0 ] || rc=1
 	return $prc
 }
@@ -206,6 +219,28 @@ print(f"PKEY_SENT {done} on pkey index {index} to LID {dlid}")
 sys.exit(0 if done == count else 1)
 EOF
 
+MCAST_IP=239.1.2.4
+
+# IPoIB connected mode (RC QPs set up by ib_cm): the mode and MTU, a ping
+# both ways
+part_tcp() { tcp_transfer datagram; }
+
+part_ipoib_cm() {
+	ipoib_connected
+	tcp_transfer connected
+}
+
+ipoib_connected() {
+	echo connected > /sys/class/net/ib0/mode
+	echo "MODE $(cat /sys/class/net/ib0/mode) MTU $(cat /sys/class/net/ib0/mtu)"
+	ohca_barrier ipoib-cm 120
+	if ! ohca_retry 90 ping -c 1 -W 2 "$OHCA_PEER_IP" >/dev/null; then
+		dmesg | grep -i ib0 | tail -n 5
+		return 1
+	fi
+	ping -c 3 -W 5 -s 8000 "$OHCA_PEER_IP" | grep -E 'packets transmitted'
+}
+
 part_diags() {
 	local peer
 	# The peer's port through a directed route (out of port 1): no LID needed.
@@ -264,13 +299,45 @@ part_rping() {
 	return $src
 }
 
-part_tcp() {
-	timeout 300 nc -l -p 5001 > /tmp/rx.bin &
+# serve NAME CMD...: CMD in the background until the client is done
+serve() {
+	local name=$1 srv src=0
+	shift
+	timeout 240 "$@" > "/tmp/$name.srv" 2>&1 &
+	srv=$!
+	ohca_barrier "$name" 120
+	wait $srv || src=$?
+	cat "/tmp/$name.srv"
+	return $src
+}
+
+part_uc_pingpong() { serve uc ibv_uc_pingpong -d "$OHCA_IBDEV" -s 4096 -n 200; }
+part_xsrq_pingpong() { serve xsrq ibv_xsrq_pingpong -d "$OHCA_IBDEV" -n 200; }
+part_write_bw() { serve write_bw ib_write_bw -d "$OHCA_IBDEV" -F -s 65536 -n 200; }
+part_read_lat() { serve read_lat ib_read_lat -d "$OHCA_IBDEV" -F -s 8192 -n 100; }
+part_ucmatose() { serve ucmatose ucmatose -b "$OHCA_IP" -c 2 -C 10 -S 4096; }
+# the receiver joins the group (through the SA) before the sender starts,
+# then waits for its ten messages
+part_mckey() {
+	local srv src=0
+	stdbuf -oL timeout 240 mckey -m "$MCAST_IP" -b "$OHCA_IP" -C 10 -S 512 > /tmp/mckey.srv 2>&1 &
+	srv=$!
+	ohca_poll 100 grep -q joined /tmp/mckey.srv || true
+	ohca_barrier mckey 150
+	wait $srv || src=$?
+	cat /tmp/mckey.srv
+	return $src
+}
+
+
+# tcp_transfer MODE: TCP_BYTES over IPoIB, the SHA-256 of what came in
+tcp_transfer() {
+	timeout 600 nc -l -p 5001 > /tmp/rx.bin &
 	local srv=$!
-	ohca_barrier tcp 120
+	ohca_barrier "tcp-$1" 120
 	wait $srv
-	echo "RX_BYTES $(stat -c %s /tmp/rx.bin)"
-	echo "RX_SHA $(sha256sum < /tmp/rx.bin | cut -d' ' -f1)"
+	echo "RX_BYTES $1 $(stat -c %s /tmp/rx.bin)"
+	echo "RX_SHA $1 $(sha256sum < /tmp/rx.bin | cut -d' ' -f1)"
 }
 """
 
@@ -291,26 +358,51 @@ part_rping() {
 	ohca_retry 60 timeout 120 rping -c -a "$OHCA_PEER_IP" -C 10 -S 4096 -v
 }
 
-part_tcp() {
-	head -c TCP_BYTES /dev/urandom > /tmp/tx.bin
-	echo "TX_SHA $(sha256sum < /tmp/tx.bin | cut -d' ' -f1)"
-	ohca_barrier tcp 120
+# serve NAME CMD...: CMD against the server (its address last) after it
+# is up
+serve() {
+	local name=$1
+	shift
+	ohca_barrier "$name" 120
 	sleep 1
-	ohca_retry 60 timeout 300 nc -N "$OHCA_PEER_IP" 5001 < /tmp/tx.bin
+	ohca_retry 60 timeout 200 "$@" "$OHCA_PEER_IP"
+}
+
+part_uc_pingpong() { serve uc ibv_uc_pingpong -d "$OHCA_IBDEV" -s 4096 -n 200; }
+part_xsrq_pingpong() { serve xsrq ibv_xsrq_pingpong -d "$OHCA_IBDEV" -n 200; }
+part_write_bw() { serve write_bw ib_write_bw -d "$OHCA_IBDEV" -F -s 65536 -n 200; }
+part_read_lat() { serve read_lat ib_read_lat -d "$OHCA_IBDEV" -F -s 8192 -n 100; }
+part_ucmatose() { serve ucmatose ucmatose -c 2 -C 10 -S 4096 -s; }
+
+part_mckey() {
+	ohca_barrier mckey 150
+	timeout 120 mckey -m "$MCAST_IP" -b "$OHCA_IP" -s -C 10 -S 512
+}
+
+
+# tcp_transfer MODE: TCP_BYTES of random data over IPoIB, the SHA-256 of
+# what went out
+tcp_transfer() {
+	head -c TCP_BYTES /dev/urandom > /tmp/tx.bin
+	echo "TX_SHA $1 $(sha256sum < /tmp/tx.bin | cut -d' ' -f1)"
+	ohca_barrier "tcp-$1" 120
+	sleep 1
+	ohca_retry 60 timeout 600 nc -N "$OHCA_PEER_IP" 5001 < /tmp/tx.bin
 }
 """
 
 PARTS = ("sm", "ibstat", "ipoib", "partition", "pkey_violation", "diags", "rc_pingpong",
-         "ud_pingpong", "rping", "tcp", "trap144")
+         "ud_pingpong", "uc_pingpong", "xsrq_pingpong", "write_bw", "read_lat", "rping",
+         "ucmatose", "mckey", "tcp", "ipoib_cm", "trap144")
 
 
-def script(index):
+def script(index, parts=PARTS):
     body = COMMON + (SM if index == 0 else NOT_SM) + (CLIENT if index == 0 else SERVER)
     body = body.replace("TCP_BYTES", str(TCP_MIB << 20))
     out = [body, "rc=0"]
     # ACTIVE first: nothing else works before the SM's sweep.
     out += ["run sm || { echo '=== end ==='; exit 1; }", "ohca_barrier active 360"]
-    out += [f"run {p}" for p in PARTS[1:]]
+    out += [f"run {p}" for p in parts[1:]]
     out += ["echo '=== end ==='", "ohca_hw_counters"]
     if index == 0:  # the SM's log with the job's files, for a failure's report
         out += ["cp /tmp/opensm.log /share/opensm.log 2>/dev/null || true"]
@@ -397,23 +489,50 @@ def test_infiniband_back_to_back(vm_run):
         assert not re.search(r"^Switch\s", diags, re.M), r.report()
         assert "0% packet loss" in section(r.output, "ipoib"), r.report()
 
-    # by LID: the pingpongs print the LIDs they used and no GID
+    # by LID: the pingpongs (RC, UC, UD, XRC) print the LIDs they used and
+    # no GID; perftest without -x (LID-addressed RC WRITEs and READs, their
+    # results row)
     for r in results:
-        rc = section(r.output, "rc_pingpong")
-        assert re.search(r"local address:\s+LID 0x0*[1-9a-f][0-9a-f]*", rc), r.report()
-        assert re.search(r"1638400 bytes in .* seconds", rc), r.report()
+        for part in ("rc_pingpong", "uc_pingpong"):
+            text = section(r.output, part)
+            assert re.search(r"local address:\s+LID 0x0*[1-9a-f][0-9a-f]*", text), r.report()
+            assert re.search(r"1638400 bytes in .* seconds", text), r.report()
         ud = section(r.output, "ud_pingpong")
         assert re.search(r"409600 bytes in .* seconds", ud), r.report()
+        xsrq = section(r.output, "xsrq_pingpong")
+        assert re.search(r"local: LID 0*[1-9a-f][0-9a-f]*,", xsrq), r.report()
+        assert re.search(r"^success$", xsrq, re.M), r.report()
+        for part, row in (("write_bw", r"^ 65536\s+200\s+[\d.]+\s+[\d.]+"),
+                          ("read_lat", None)):
+            text = section(r.output, part)
+            assert re.search(r"Link type\s+: IB", text), r.report()
+            assert re.search(r"remote address: LID 0x0*[1-9a-f][0-9a-f]* QPN", text), r.report()
+            if row:
+                assert re.search(row, text, re.M), r.report()
+        # rdma_cm over IB (the address resolved through IPoIB's ARP, the path
+        # from the SA): ucmatose's two connections; mckey's group joined
+        # through the SA, its ten messages received
+        assert "return status 0" in section(r.output, "ucmatose"), r.report()
+        mckey = section(r.output, "mckey")
+        assert re.search(r"joined dgid: ff1[0-9a-f]:.* mlid 0xc[0-9a-f]{3}", mckey) and \
+            "data transfers complete" in mckey, r.report()
+    # ib_read_lat's client prints the latencies
+    assert re.search(r"^ 8192\s+100\s+[\d.]+", section(a.output, "read_lat"), re.M), a.report()
 
     # rdma_cm at the IPoIB address (the path from the SA): ten verified pings
     assert len(re.findall(r"ping data: ", section(a.output, "rping"))) >= 10, a.report()
 
     _check_partitions_and_traps(results)
 
-    tx = re.search(r"^TX_SHA (\w+)$", a.output, re.M)
-    rx = re.search(r"^RX_SHA (\w+)$", b.output, re.M)
-    assert tx and rx and tx.group(1) == rx.group(1), (a.report(), b.report())
-    assert f"RX_BYTES {TCP_MIB << 20}" in b.output, b.report()
+    # TCP over IPoIB in datagram mode, then in connected mode (RC QPs that
+    # ib_cm connects, MTU 65520): every byte arrived (SHA-256 compared)
+    assert re.search(r"^MODE connected MTU 65520$", section(a.output, "ipoib_cm"), re.M), \
+        a.report()
+    for mode in ("datagram", "connected"):
+        tx = re.search(rf"^TX_SHA {mode} (\w+)$", a.output, re.M)
+        rx = re.search(rf"^RX_SHA {mode} (\w+)$", b.output, re.M)
+        assert tx and rx and tx.group(1) == rx.group(1), (a.report(), b.report())
+        assert f"RX_BYTES {mode} {TCP_MIB << 20}" in b.output, b.report()
     assert_ok(results)
 
 
@@ -567,5 +686,105 @@ def test_infiniband_switch(vm_cluster, topology):
         # its SMA answered opensm (counted on the port the SMP came in by)
         assert sum(p["smp_local"] for p in st["ports"]) > 0, st["ports"]
     if options.get("capture"):
+        # The switch's capture of every packet it forwarded, dissected by
+        # tshark (no malformed packet, no expert error), each PktLen, VCRC
+        # and ICRC recomputed (ib_pcap.py); SMPs, SA MADs, IPoIB, RC and UD
+        # all in it.
         pcap = os.path.join(c.logdir, "wire", "sw0", "switch.pcap")
         assert os.path.getsize(pcap) > 100_000, pcap
+        problems, summary = ib_pcap.judge(pcap, c.logdir)
+        print(f"{topology}: capture {pcap}: {summary}")
+        assert not problems, "\n".join(problems)
+        for kind in ("smp", "sa", "ipoib", "rc", "ud"):
+            assert summary[kind] > 0, (kind, summary)
+
+
+# Two packets of the one-switch job's capture (2026-12-05): an RC ACK
+# (LRH, BTH, AETH) and an IPoIB ARP with a GRH (LRH, GRH, BTH, DETH).
+ACK = bytes.fromhex("00020001000700031100ffff0000dcbc002a025211000001cd79c84e489d")
+ARP_GRH = bytes.fromhex(
+    "0003c000002100016000000000541b00fe800000000000000002c9fffe000001ff12401b"
+    "ffff000000000000ffffffff6400ffff00ffffff0000000300000b1b0000dcb808060000"
+    "00200800140400018000dcb8fe800000000000000002c9fffe0000010a4d000100000000"
+    "000000000000000000000000000000000a4d00029fa6df06d881")
+
+
+def test_ib_pcap_crcs():
+    """ib_pcap's checks (no VM): both packets right; a variant field
+    changed (VL; in the GRH packet HopLmt too) breaks the VCRC only, any
+    other byte the ICRC as well, a lost byte the length."""
+    for pkt in (ACK, ARP_GRH):
+        assert ib_pcap.crc_status(pkt) == (True, True, True)
+        vl = bytearray(pkt)
+        vl[0] ^= 0x10
+        assert ib_pcap.crc_status(bytes(vl)) == (True, False, True)
+        for i in range(1 if pkt is ACK else 48, len(pkt) - 6):
+            bad = bytearray(pkt)
+            bad[i] ^= 0x01
+            if (pkt is ACK and i == 12) or (pkt is not ACK and i == 52):
+                continue  # BTH:Resv8a, variant
+            assert ib_pcap.crc_status(bytes(bad))[1:] == (False, False), i
+        assert not ib_pcap.crc_status(pkt[:-3] + pkt[-2:])[0]
+    hop = bytearray(ARP_GRH)
+    hop[8 + 7] ^= 0xFF
+    assert ib_pcap.crc_status(bytes(hop)) == (True, False, True)
+
+
+# --------------------------------------------------------------------------
+# rdma-core's suite (v44, test_rc_rdma_core_suite.py) on an InfiniBand port:
+# two VMs back to back, opensm in VM 0 (the port must be Active, with a
+# LID), ib0 up (the rdma_cm tests take the device's IP address), the suite
+# in VM 0 on GID 0 against its own port (loopback, as on RoCE). VM 1 only
+# keeps the link up. make test-fabric runs it. Every test that passes on
+# the RoCE port (rdma-core-suite.pass) must pass here, but these (listed
+# with the same reasons in docs/infiniband.md):
+IB_SUITE_LOST = {
+    # need an Ethernet link layer (the suite skips them on an IB port)
+    "tests.test_addr.AHTest.test_create_ah_roce": "a RoCE-only check (AH without a GRH refused)",
+    **{f"tests.test_flow.FlowTest.test_{k}_spec_flow_traffic": "flow steering on Ethernet headers"
+       for k in ("eth", "ipv4", "ipv6", "tcp", "udp")},
+    **{f"tests.test_qp.QPTest.{t}": "raw packet QPs (Ethernet frames)"
+       for t in ("test_create_raw_qp_ex_no_attr", "test_create_raw_qp_ex_with_attr",
+                 "test_create_raw_qp_no_attr", "test_create_raw_qp_with_attr",
+                 "test_query_raw_qp")},
+    "tests.test_rss_traffic.RSSTrafficTest.test_rss_traffic": "RSS over raw packet QPs",
+    # the IB port's GID table is its port GUID's GID alone (no alias
+    # GUIDs): no empty index to query
+    "tests.test_device.DeviceTest.test_query_gid_ex_bad_flow": "one GID, no empty index",
+}
+
+SUITE_JOB = r"""
+rc=0
+run sm || { echo '=== end ==='; exit 1; }
+ohca_barrier active 360
+run ipoib
+if [ "$OHCA_VM_INDEX" -eq 0 ]; then
+	echo '=== suite ==='
+	SUITE
+fi
+ohca_barrier suite-done 900
+echo '=== end ==='
+exit $rc
+"""
+
+
+def test_infiniband_rdma_core_suite(vm_run):
+    if not IB_FABRIC_FULL:
+        pytest.skip("make test-fabric (OHCA_IB_FABRIC_FULL=1) runs it")
+    if not _device_has_ib():
+        pytest.skip("this QEMU's ohca device has no link-layer property (no InfiniBand port)")
+    import test_rc_rdma_core_suite as suite
+    job = suite.suite_script(gid=0)
+    scripts = {i: COMMON + (SM if i == 0 else NOT_SM) +
+               SUITE_JOB.replace("SUITE", job if i == 0 else "true") for i in (0, 1)}
+    results = vm_run(scripts, nvms=2, wire="stream", link_layer="ib",
+                     timeout=suite.SUITE_TIMEOUT + 600)
+    a = results[0]
+    assert re.search(r"^PART sm rc=0$", a.output, re.M), a.report()
+    assert re.search(r"^PART ipoib rc=0$", a.output, re.M), a.report()
+    suite.check_suite(section(a.output, "suite"), device="ohca0 (InfiniBand)",
+                      expected=suite.baseline() - set(IB_SUITE_LOST))
+    got = suite.cases(section(a.output, "suite"))
+    for t, why in sorted(IB_SUITE_LOST.items()):
+        print(f"    lost against RoCE: {t} ({got.get(t, ('missing',))[0]}): {why}")
+    assert_ok(results)

@@ -66,8 +66,9 @@ sys.exit(0 if res.wasSuccessful() else 1)
 
 
 def suite_script(timeout=SUITE_TIMEOUT, exclude=(), dev="$OHCA_IBDEV", only=(), log="suite",
-                 hugepages=True):
-    """The guest script: the suite on dev with GID 1, its log,
+                 hugepages=True, gid=1):
+    """The guest script: the suite on dev with GID gid (1, RoCE's IPv4 GID;
+    an InfiniBand port has GID 0 only), its log,
     SUITE_EXIT <rc> and the port state. exclude: words of test ids to
     leave out (e.g. "rdmacm"); only: test ids to run (all if empty); log:
     the name of its log in /tmp (two suites may run side by side);
@@ -75,7 +76,7 @@ def suite_script(timeout=SUITE_TIMEOUT, exclude=(), dev="$OHCA_IBDEV", only=(), 
     caller does, for suites that run at the same time)."""
     run = (f"OHCA_SUITE_EXCLUDE='{' '.join(exclude)}' OHCA_SUITE_ONLY='{' '.join(only)}' "
            f"timeout -k 5 {timeout} "
-           f"python3 - --dev \"{dev}\" --gid 1 -v > /tmp/{log}.log 2>&1 <<'PYEOF'\n"
+           f"python3 - --dev \"{dev}\" --gid {gid} -v > /tmp/{log}.log 2>&1 <<'PYEOF'\n"
            f"{RUNNER.strip()}\nPYEOF")
     return f"""
 cd /opt/rdma-core-tests || exit 3

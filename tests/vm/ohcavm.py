@@ -74,7 +74,8 @@ from harness.wire import (SO_RCVBUFFORCE, SO_SNDBUFFORCE, SWITCH_FLAGS,  # noqa:
                           SWITCH_TOPOLOGY, WIRE_KINDS, WIRE_SOCKET_BUFFER, FaultWire,
                           OhcaSwitch, Relay, SwitchFabric, dgram_ends, dgram_fd_args,
                           free_udp_ports, set_wire_buffers, stream_ends, stream_fd_args,
-                          stream_pair, switch_ends, switch_port_stats, user_ends,
+                          stream_pair, switch_ends, switch_port_stats, switch_timeline,
+                          timeline_window, user_ends,
                           wire_socket)
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -541,6 +541,42 @@ TEST(EthSwitch, PfcOnlyForLosslessPriorities) {
     EXPECT_EQ(b.sw->ingress_bytes(1, 0), 8'000u);
 }
 
+// The headroom is for the lossless priorities only: a burst past XOFF in
+// one read (a peer's window, sent before the XOFF reached it) fills the
+// shared buffer and then the headroom on priority 3, while priority 0
+// (lossy) is dropped once the shared buffer is full.
+TEST(EthSwitch, HeadroomOnlyForLosslessPriorities) {
+    EthConfig c = pfc_config();
+    c.buffer_bytes = 10'000;
+    c.headroom_bytes = 20'000;
+    Bench b(c);
+    b[2].send({.dst = mac(1), .src = mac(2)});
+    b.run(0, 10 * kMs, 1 * kMs);
+    b.clear();
+    auto burst = [&](uint8_t pcp, uint32_t n) {
+        std::vector<uint8_t> all;
+        for (uint32_t s = 0; s < n; ++s) {
+            auto f = framed_eth(
+                eth_frame({.dst = mac(2), .src = mac(1), .bytes = 1000, .pcp = pcp, .seq = s}));
+            all.insert(all.end(), f.begin(), f.end());
+        }
+        b[1].send_raw(all, 10 * kMs);
+    };
+    burst(0, 20); // lossy: 10 fit the shared buffer
+    EXPECT_EQ(b.sw->stats(2).prio[0].drops, 10u);
+    b.run(10 * kMs, 100 * kMs, 100 * kUs);
+    ASSERT_EQ(b.sw->buffer_used(), 0u);
+    burst(3, 35); // lossless: 30 fit the buffer and the headroom
+    EXPECT_EQ(b.sw->stats(2).prio[3].drops, 5u);
+    EXPECT_EQ(b.sw->buffer_hwm(), 30'000u);
+    b.pump(10 * kMs);
+    EXPECT_EQ(b[1].pfc.size(), 1u); // XOFF at 5000 bytes
+    // With the headroom full of priority 3, a lossy frame finds no room.
+    b[1].send({.dst = mac(2), .src = mac(1), .bytes = 1000, .pcp = 0, .seq = 99}, 10 * kMs);
+    EXPECT_EQ(b.sw->stats(2).prio[0].drops, 11u);
+    EXPECT_LE(b.sw->buffer_used(), 30'000u);
+}
+
 TEST(EthSwitch, PfcXoffIsRefreshedWhileTheQueueStaysUp) {
     EthConfig c = pfc_config();
     c.pause_quanta = 100; // 5.12 ms
@@ -760,6 +796,12 @@ TEST(EthSwitch, QueueDepthQuantilesAndTimeline) {
     EXPECT_EQ(lines.front().rfind("{\"t_us\": 0,", 0), 0u) << lines.front();
     // One more frame left in the 10 ms (1250 bytes at 1 Mbit/s).
     EXPECT_NE(lines.back().find("\"queue_bytes\": 98000"), std::string::npos) << lines.back();
+    // The clock's own time, and the deepest queue an arrival met in the
+    // interval (the 100th frame met 98 queued), reset by each line.
+    EXPECT_NE(lines.back().find("\"mono_us\": 30000,"), std::string::npos) << lines.back();
+    EXPECT_NE(lines.back().find("\"queue_max_bytes\": 98000"), std::string::npos) << lines.back();
+    b.sw->tick(40 * kMs);
+    EXPECT_NE(lines.back().find("\"queue_max_bytes\": 0,"), std::string::npos) << lines.back();
     const std::string j = b.sw->stats_json();
     EXPECT_NE(j.find("\"queue_p99_bytes\""), std::string::npos);
 }

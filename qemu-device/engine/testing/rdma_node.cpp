@@ -29,15 +29,15 @@ RdmaNode::RdmaNode(uint8_t id, bool ipv6, uint32_t id_seed, unsigned int eq_log,
     host.add_region(kNodeMailbox, 0x10000);
     host.add_region(kRdmaBase, kRdmaSize);
     const ohca_engine_ops ops = FakeHost::ops();
-    ohca_engine_config cfg{};
-    std::copy(mac.begin(), mac.end(), cfg.mac);
-    cfg.node_guid = 0x0002c9fffe000000ull | id;
-    cfg.sys_image_guid = cfg.node_guid;
-    cfg.link_up = true;
-    cfg.id_seed = id_seed;
-    cfg.max_qp = max_qp;
-    cfg.link_layer = link_layer;
-    e = engine_create(&ops, &host, &cfg, link);
+    std::copy(mac.begin(), mac.end(), config.mac);
+    config.node_guid = 0x0002c9fffe000000ull | id;
+    config.sys_image_guid = config.node_guid;
+    config.link_up = true;
+    config.id_seed = id_seed;
+    config.max_qp = max_qp;
+    config.link_layer = link_layer;
+    link_ = link;
+    e = engine_create(&ops, &host, &config, link);
     drv.attach(e);
     bring_up(ipv6, id);
 }
@@ -69,6 +69,29 @@ void RdmaNode::bring_up(bool ipv6, uint8_t id) {
 
 RdmaNode::~RdmaNode() {
     ohca_engine_destroy(e);
+}
+
+std::vector<uint8_t> RdmaNode::save_state() {
+    uint8_t *buf = nullptr;
+    size_t len = 0;
+    char err[256] = "";
+    const bool saved = ohca_engine_save(e, &buf, &len, err, sizeof(err)) == 0;
+    OHCA_CHECK(saved, err);
+    std::vector<uint8_t> v(buf, buf + len);
+    ohca_engine_state_free(buf);
+    return v;
+}
+
+void RdmaNode::load_state(std::span<const uint8_t> state, uint32_t id_seed) {
+    ohca_engine_destroy(e);
+    const ohca_engine_ops ops = FakeHost::ops();
+    config.id_seed = id_seed;
+    e = engine_create(&ops, &host, &config, link_);
+    OHCA_CHECK(e != nullptr, "engine_create");
+    drv.attach(e);
+    char err[256] = "";
+    const bool loaded = ohca_engine_load(e, state.data(), state.size(), err, sizeof(err)) == 0;
+    OHCA_CHECK(loaded, err);
 }
 
 void RdmaNode::process() {

@@ -11,6 +11,7 @@
 #include <array>
 #include <functional>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -133,6 +134,11 @@ class RdmaNode {
 
     void process(); // until the engine stops rescheduling
     void reset();   // function reset, then the driver's bring-up again
+    // The engine's state (ohca_engine_save); a refusal is a failed check.
+    std::vector<uint8_t> save_state();
+    // What a migration does: the engine destroyed, one of the same
+    // configuration (another identifier seed) created and loaded from 'state'.
+    void load_state(std::span<const uint8_t> state, uint32_t id_seed = 0x5eed);
     ohca_query_stats_out stats();
     std::vector<ohca_eqe> events(); // unconsumed EQ 0 entries
 
@@ -144,8 +150,9 @@ class RdmaNode {
     FakeHost host;
     Driver drv;
     ohca_engine *e = nullptr;
-    uint32_t psn_base = 0x100; // connect(): first PSN is psn_base + QPN (mod 2^24)
-    uint16_t udp_sport = 0;    // connect(): nonzero goes with the AV (OHCA_QP_UDP_SPORT)
+    ohca_engine_config config{}; // what 'e' was created with
+    uint32_t psn_base = 0x100;   // connect(): first PSN is psn_base + QPN (mod 2^24)
+    uint16_t udp_sport = 0;      // connect(): nonzero goes with the AV (OHCA_QP_UDP_SPORT)
     // cmd() runs the engine once (one bottom half) instead of until idle.
     bool one_run = false;
     // Leave EQ 0 entries unconsumed (a driver that is slow to read it).
@@ -161,6 +168,7 @@ class RdmaNode {
     void bring_up(bool ipv6, uint8_t id);
     void drain_eq();
     std::vector<ohca_eqe> pending_;
+    const LinkLayer *link_ = nullptr;
     unsigned int eq_log_ = 10;
     uint64_t next_ = kRdmaBase;
     std::optional<std::pair<ohca_pbl, ohca_pbl>> idle_rings_; // create_idle_qp()

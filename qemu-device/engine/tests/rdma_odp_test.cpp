@@ -4,11 +4,14 @@
 // removes translations under traffic; a failed fault fails the access; the
 // commands' validation and the device's bounds.
 #include "device/device.hpp"
+#include "engine_state.hpp"
 #include "rdma_node.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <random>
 
 namespace ohca::test {
 namespace {
@@ -421,6 +424,100 @@ TEST_F(OdpTest, OutstandingFaultsAreBounded) {
     n.process();
     EXPECT_EQ(faults().size(), DeviceLimits::max_odp_faults);
     EXPECT_TRUE(n.poll(scq).empty());
+}
+
+// An ODP MR travels in the saved engine with its translations, the
+// outstanding fault and the QP waiting for it: after the load the driver's
+// answer to the fault it saw before resumes the QP at once (no retry
+// timer), and the pages mapped before are not faulted again.
+TEST_F(OdpTest, AFaultInFlightTravelsInTheSavedEngine) {
+    const uint32_t skey = odp_mr(src, 1 << 16);
+    const uint32_t dkey = n.reg_mr(pd, dst, 1 << 16, kAll);
+    ASSERT_EQ(map(skey, src, 2).status, OHCA_STATUS_OK);
+    n.post_recv(b, 9, {{dst, 16384, dkey}});
+    SendReq r;
+    r.sges = {{src + 100, 9000, skey}}; // pages 0-2: page 2 faults
+    n.post_send(a, r);
+    n.process();
+    const auto f = faults();
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(fault_va(f[0]), src + 2 * 4096);
+    const uint64_t raised = device_of(n.e).stats().odp_faults;
+
+    const std::vector<uint8_t> s = n.save_state();
+    n.load_state(s);
+    EXPECT_EQ(n.save_state(), s);
+    n.process();
+    EXPECT_TRUE(n.poll(scq).empty());
+    EXPECT_EQ(device_of(n.e).stats().odp_faults, raised); // still pending, not raised again
+    ASSERT_EQ(map(skey, fault_va(f[0]), f[0].code & OHCA_PF_NPAGES_MASK).status, OHCA_STATUS_OK);
+    n.process(); // no time passes: the waiting QP was woken
+    auto sc = n.poll(scq);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
+    ASSERT_EQ(n.poll(rcq).size(), 1u);
+    EXPECT_TRUE(same(src + 100, dst, 9000));
+    EXPECT_EQ(device_of(n.e).stats().odp_faults, raised);
+}
+
+// The ODP part of the KEYS section as hostile input: a translation ODP_MAP
+// could not have set is refused; random resealed damage in the section is
+// refused or loads without harm.
+TEST_F(OdpTest, ADamagedOdpStateIsRefusedOrHarmless) {
+    const uint32_t skey = odp_mr(src, 1 << 16);
+    (void)odp_mr(0, 0, true);
+    ASSERT_EQ(map(skey, src, 2).status, OHCA_STATUS_OK);
+    SendReq r;
+    r.sges = {{src + 100, 9000, skey}};
+    n.post_send(a, r);
+    n.process();
+    ASSERT_EQ(faults().size(), 1u);
+    const std::vector<uint8_t> good = n.save_state();
+    const StateSection keys = state_section(good, "KEYS");
+    ASSERT_LT(keys.at, good.size());
+
+    FakeHost h;
+    const ohca_engine_ops ops = FakeHost::ops();
+    ohca_engine *fresh = ohca_engine_create(&ops, &h, &n.config);
+    auto load = [&](const std::vector<uint8_t> &v) {
+        char err[256] = "";
+        const int rc = ohca_engine_load(fresh, v.data(), v.size(), err, sizeof(err));
+        return rc == 0 ? std::string() : std::string(err);
+    };
+    ASSERT_EQ(load(good), "");
+    // The first page's translation (identity, valid and writable).
+    const uint64_t pte = src | OHCA_ODP_PTE_VALID | OHCA_ODP_PTE_WRITE;
+    const auto at = std::search(good.begin() + static_cast<ptrdiff_t>(keys.body), good.end(),
+                                reinterpret_cast<const uint8_t *>(&pte),
+                                reinterpret_cast<const uint8_t *>(&pte) + 8);
+    ASSERT_NE(at, good.end());
+    const auto lie = [&](uint64_t value) {
+        std::vector<uint8_t> v = good;
+        std::memcpy(v.data() + (at - good.begin()), &value, 8);
+        reseal_state(v);
+        return load(v);
+    };
+    EXPECT_EQ(lie(src | OHCA_ODP_PTE_VALID), ""); // read only: ODP_MAP could
+    EXPECT_NE(lie(src | OHCA_ODP_PTE_WRITE).find("ODP MR"), std::string::npos); // not valid
+    EXPECT_NE(lie(pte | 0x10).find("ODP MR"), std::string::npos); // bits below the page
+
+    std::mt19937 rng(19);
+    unsigned int loaded = 0;
+    for (int k = 0; k < 2000; ++k) {
+        std::vector<uint8_t> v = good;
+        for (int i = 1 + static_cast<int>(rng() % 2); i > 0; --i) {
+            v[keys.body + rng() % keys.len] ^= static_cast<uint8_t>(1u << (rng() % 8));
+        }
+        reseal_state(v);
+        if (load(v).empty()) {
+            ++loaded;
+            h.now += 2'000'000'000; // the retry timer and a fault's repost
+            ohca_engine_process(fresh);
+            h.wire.clear();
+        }
+    }
+    EXPECT_GT(loaded, 0u);
+    ohca_engine_destroy(fresh);
 }
 
 } // namespace

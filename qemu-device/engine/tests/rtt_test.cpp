@@ -214,6 +214,33 @@ TEST_P(RtoTest, LossIsResentAfterTheMeasuredTimeout) {
 
 INSTANTIATE_TEST_SUITE_P(OneWayDelay, RtoTest, ::testing::Values(1 * kMs, 30 * kMs));
 
+// On a priority the port keeps lossless (PFC honoured on it) a late ACK is
+// a queue or a pause, not a loss: the measured RTO's early tries are not
+// made, only the local ACK timeout sends again. PFC off: the measured RTO
+// (kept meanwhile) is back.
+TEST_F(RttTest, OnALosslessPriorityOnlyTheLocalAckTimeoutResends) {
+    setup();
+    warm_up(10); // RTO 10 ms
+    ohca_set_pfc_in in{};
+    in.port = 1;
+    in.cfg.pfc_en = 0x01; // priority 0: the RoCE packets' under PCP trust
+    in.cfg.trust = OHCA_PFC_TRUST_PCP;
+    ASSERT_EQ(a.cmd(OHCA_CMD_SET_PFC, &in, sizeof(in)).status, OHCA_STATUS_OK);
+    auto t = lossy_write(1, 1, 1);
+    ASSERT_EQ(t.size(), 2u);
+    EXPECT_GE(t[1] - t[0], DeviceLimits::min_ack_timeout_ns);
+    EXPECT_LE(t[1] - t[0], DeviceLimits::min_ack_timeout_ns + 2 * step);
+    EXPECT_EQ(device_of(a.e).roce_counters().timeouts, 1u);
+    in.cfg.pfc_en = 0x08; // priority 3 only: priority 0 is lossy again
+    ASSERT_EQ(a.cmd(OHCA_CMD_SET_PFC, &in, sizeof(in)).status, OHCA_STATUS_OK);
+    warm_up(1);
+    t = lossy_write(2, 1, 1);
+    ASSERT_EQ(t.size(), 2u);
+    EXPECT_GE(t[1] - t[0], DeviceLimits::min_rto_ns);
+    EXPECT_LE(t[1] - t[0], DeviceLimits::min_rto_ns + 2 * step);
+    EXPECT_EQ(device_of(a.e).roce_counters().timeouts, 2u);
+}
+
 // A peer that stops answering: the RTO doubles from the measured one up to
 // the local ACK timeout; those early tries use up no retry, so the QP fails
 // with RETRY_EXC_ERR only after retry_cnt + 1 expiries of the local ACK

@@ -8,10 +8,10 @@
 // after damage refused or loaded without harm, counts beyond the limits
 // refused before anything is allocated for them.
 #include "device/device.hpp"
+#include "engine_state.hpp"
 #include "eth/frame.hpp"
 #include "ib/link.hpp"
 #include "ib_sm.hpp"
-#include "link/crc32.hpp"
 #include "rdma_node.hpp"
 
 #include <gtest/gtest.h>
@@ -29,45 +29,19 @@ constexpr uint32_t kAccess = OHCA_ACCESS_LOCAL_WRITE | OHCA_ACCESS_REMOTE_WRITE 
 constexpr uint32_t kRemote =
     OHCA_ACCESS_REMOTE_WRITE | OHCA_ACCESS_REMOTE_READ | OHCA_ACCESS_REMOTE_ATOMIC;
 
-// The configuration RdmaNode gives node 'id' (rdma_node.cpp); 'seed' is
-// not part of what must match.
+// The configuration node 'n' was created with; 'seed' is not part of what
+// must match.
 ohca_engine_config config_of(const RdmaNode &n, uint32_t seed, uint8_t link_layer = OHCA_LINK_ETH) {
-    ohca_engine_config cfg{};
-    std::copy(n.mac.begin(), n.mac.end(), cfg.mac);
-    cfg.node_guid = 0x0002c9fffe000000ull | n.mac[5];
-    cfg.sys_image_guid = cfg.node_guid;
-    cfg.link_up = true;
+    ohca_engine_config cfg = n.config;
     cfg.id_seed = seed;
     cfg.link_layer = link_layer;
     return cfg;
 }
 
-std::vector<uint8_t> save(RdmaNode &n) {
-    uint8_t *buf = nullptr;
-    size_t len = 0;
-    char err[256] = "";
-    EXPECT_EQ(ohca_engine_save(n.e, &buf, &len, err, sizeof(err)), 0) << err;
-    std::vector<uint8_t> v(buf, buf + len);
-    ohca_engine_state_free(buf);
-    return v;
-}
-
-// A new engine for node 'n' (the old one destroyed), loaded from 's'.
-void restore(RdmaNode &n, const std::vector<uint8_t> &s, uint8_t link_layer = OHCA_LINK_ETH) {
-    ohca_engine_destroy(n.e);
-    const ohca_engine_ops ops = FakeHost::ops();
-    const ohca_engine_config cfg = config_of(n, 0x5eed, link_layer);
-    n.e = ohca_engine_create(&ops, &n.host, &cfg);
-    ASSERT_NE(n.e, nullptr);
-    n.drv.attach(n.e);
-    char err[256] = "";
-    ASSERT_EQ(ohca_engine_load(n.e, s.data(), s.size(), err, sizeof(err)), 0) << err;
-}
-
 // Saved, destroyed, created and loaded: what a migration does to a device.
 void migrate(RdmaNode &n) {
-    const std::vector<uint8_t> s = save(n);
-    restore(n, s);
+    const std::vector<uint8_t> s = n.save_state();
+    n.load_state(s);
 }
 
 // Runs both engines and delivers at most 'frames' frames in all, oldest
@@ -331,9 +305,9 @@ INSTANTIATE_TEST_SUITE_P(Cuts, RcSnapshot,
 TEST_F(RcSnapshot, SaveLoadSaveIsTheSame) {
     post_all();
     partial(a, b, 13);
-    const std::vector<uint8_t> s1 = save(a);
-    restore(a, s1);
-    const std::vector<uint8_t> s2 = save(a);
+    const std::vector<uint8_t> s1 = a.save_state();
+    a.load_state(s1);
+    const std::vector<uint8_t> s2 = a.save_state();
     EXPECT_EQ(s1, s2);
 }
 
@@ -344,10 +318,10 @@ TEST_F(RcSnapshot, TimersTravelAsTimeLeft) {
     a.host.wire.clear(); // everything A sent is lost: its ACK timer runs
     ASSERT_NE(a.host.timer, 0u);
     const uint64_t left = a.host.timer - a.host.now;
-    const std::vector<uint8_t> s = save(a);
+    const std::vector<uint8_t> s = a.save_state();
     a.host.now += 123'456'789; // the new host's clock is elsewhere
     a.host.timer = 0;
-    restore(a, s);
+    a.load_state(s);
     EXPECT_EQ(a.host.timer, a.host.now + left);
     ASSERT_TRUE(run(a, b, [&] { return all_done(); }));
     verify();
@@ -607,7 +581,7 @@ class HostileStream : public RcSnapshot {
         ASSERT_EQ(a.cmd(OHCA_CMD_ALLOC_MW, &mw, sizeof(mw), &o, sizeof(o)).status, OHCA_STATUS_OK);
         post_all();
         partial(a, b, 11);
-        stream = save(a);
+        stream = a.save_state();
         ASSERT_GT(stream.size(), 1000u);
     }
     // Loads 's' into a fresh engine of A's configuration: the result, and
@@ -624,13 +598,6 @@ class HostileStream : public RcSnapshot {
                       uint64_t{OHCA_DEV_STATUS_RESET_DONE});
         }
         return rc;
-    }
-    // The checksum made right again after damage, so that the fields are
-    // what is checked.
-    static void reseal(std::vector<uint8_t> &s) {
-        const uint32_t crc =
-            ~crc32::update(~uint32_t{0}, std::span<const uint8_t>(s).first(s.size() - 4));
-        std::memcpy(s.data() + s.size() - 4, &crc, 4);
     }
     void TearDown() override { ohca_engine_destroy(fresh); }
 
@@ -656,7 +623,7 @@ TEST_F(HostileStream, EveryTruncationIsRefused) {
     // ... and so is one resealed after the cut: the sections say what is missing.
     for (size_t n = 4; n < stream.size(); n += 97) {
         std::vector<uint8_t> s(stream.begin(), stream.begin() + static_cast<ptrdiff_t>(n));
-        reseal(s);
+        reseal_state(s);
         ASSERT_NE(load(s), 0) << n;
     }
 }
@@ -687,7 +654,7 @@ TEST_F(HostileStream, ResealedDamageIsRefusedOrHarmless) {
                 s[i] ^= static_cast<uint8_t>(1u << (rng() % 8));
             }
         }
-        reseal(s);
+        reseal_state(s);
         if (load(s) == 0) {
             ++loaded;
             ohca_engine_process(fresh);
@@ -700,32 +667,18 @@ TEST_F(HostileStream, ResealedDamageIsRefusedOrHarmless) {
     EXPECT_GT(loaded, 0u);
 }
 
-// The offset of section 'tag' in a stream (its header: tag, version, length).
-size_t section_at(const std::vector<uint8_t> &s, const char *tag) {
-    size_t at = 0;
-    while (at + 10 <= s.size()) {
-        uint32_t len = 0;
-        std::memcpy(&len, s.data() + at + 6, 4);
-        if (std::memcmp(s.data() + at, tag, 4) == 0) {
-            return at;
-        }
-        at += 10 + len;
-    }
-    return s.size();
-}
-
 TEST_F(HostileStream, CountsBeyondTheLimitsAreRefusedBeforeAllocating) {
     // The QP count (after the QPN cursor), the PD count, the CQ section's
-    // EQ count, the SRQ count: each to the largest value.
+    // EQ count, the SRQ count, the WQ count: each to the largest value.
     for (const auto &[tag, skip] : std::vector<std::pair<const char *, size_t>>{
-             {"QP  ", 4}, {"PD  ", 0}, {"CQ  ", 0}, {"SRQ ", 0}}) {
+             {"QP  ", 4}, {"PD  ", 0}, {"CQ  ", 0}, {"SRQ ", 0}, {"WQ  ", 0}}) {
         std::vector<uint8_t> s = stream;
-        const size_t at = section_at(s, tag);
+        const size_t at = state_section(s, tag).at;
         ASSERT_LT(at, s.size()) << tag;
         const size_t field = at + 10 + skip;
         const uint32_t big = 0xffffffffu;
         std::memcpy(s.data() + field, &big, 4);
-        reseal(s);
+        reseal_state(s);
         std::string why;
         ASSERT_NE(load(s, &why), 0) << tag;
         EXPECT_NE(why.find("above the limit"), std::string::npos) << why;
@@ -733,10 +686,10 @@ TEST_F(HostileStream, CountsBeyondTheLimitsAreRefusedBeforeAllocating) {
     // A count within the limit that the bytes left cannot hold: refused
     // before anything is allocated for it.
     std::vector<uint8_t> s = stream;
-    const size_t at = section_at(s, "QP  ");
+    const size_t at = state_section(s, "QP  ").at;
     const uint32_t n = 1025; // max_qp + 1
     std::memcpy(s.data() + at + 10 + 4, &n, 4);
-    reseal(s);
+    reseal_state(s);
     std::string why;
     ASSERT_NE(load(s, &why), 0);
     EXPECT_NE(why.find("do not fit"), std::string::npos) << why;
@@ -757,27 +710,27 @@ TEST_F(HostileStream, AnotherConfigurationIsRefused) {
 // at 10 Mbit/s, its speed made 400 Gbit/s (the longest pause 84 us).
 TEST_F(HostileStream, APauseLongerThanAFrameCanAskIsRefused) {
     paused_by_peer(a, 0, 10, 0xffff);
-    std::vector<uint8_t> s = save(a);
+    std::vector<uint8_t> s = a.save_state();
     const std::array<uint8_t, 7> cfg{0x01, 0, OHCA_PFC_TRUST_PCP, 10, 0, 0, 0};
-    const auto at = std::search(s.begin() + static_cast<ptrdiff_t>(section_at(s, "PORT")), s.end(),
-                                cfg.begin(), cfg.end());
+    const auto at = std::search(s.begin() + static_cast<ptrdiff_t>(state_section(s, "PORT").at),
+                                s.end(), cfg.begin(), cfg.end());
     ASSERT_NE(at, s.end());
     at[3] = 0x80; // 400000 = 0x061a80
     at[4] = 0x1a;
     at[5] = 0x06;
-    reseal(s);
+    reseal_state(s);
     std::string why;
     ASSERT_NE(load(s, &why), 0);
     EXPECT_NE(why.find("PFC: a pause beyond"), std::string::npos) << why;
     // unpatched, it loads
-    EXPECT_EQ(load(save(a), &why), 0) << why;
+    EXPECT_EQ(load(a.save_state(), &why), 0) << why;
 }
 
 TEST_F(HostileStream, ANewerSectionVersionIsRefusedByName) {
     std::vector<uint8_t> s = stream;
-    const size_t at = section_at(s, "SRQ ");
+    const size_t at = state_section(s, "SRQ ").at;
     s[at + 4] = 2; // version 2
-    reseal(s);
+    reseal_state(s);
     std::string why;
     ASSERT_NE(load(s, &why), 0);
     EXPECT_NE(why.find("SRQs: version 2"), std::string::npos) << why;
@@ -870,9 +823,7 @@ class IbSnapshot : public ::testing::Test {
         ib::SmpData bytes{};
         pi.write(bytes);
         std::copy(bytes.begin(), bytes.end(), s.begin() + (at - good.begin()));
-        const uint32_t crc =
-            ~crc32::update(~uint32_t{0}, std::span<const uint8_t>(s).first(s.size() - 4));
-        std::memcpy(s.data() + s.size() - 4, &crc, 4);
+        reseal_state(s);
         FakeHost h;
         const ohca_engine_ops ops = FakeHost::ops();
         const ohca_engine_config cfg = config_of(a, 3, OHCA_LINK_IB);
@@ -913,7 +864,7 @@ TEST_F(IbSnapshot, ThePortKeepsItsLidAndTrafficGoesOn) {
     partial(a, b, 9);
     const auto before = port_info(a);
     a.host.wire.clear(); // in flight when A stopped: lost
-    restore(a, save(a), OHCA_LINK_IB);
+    a.load_state(a.save_state());
     const ib::PortInfo after = port_info(a);
     EXPECT_EQ(after.port_state, ib::port_state::Active);
     EXPECT_EQ(after.lid, 0x10);
@@ -946,7 +897,7 @@ TEST_F(IbSnapshot, ThePortKeepsItsLidAndTrafficGoesOn) {
 // at once, before any FCP from B (a reset link would wait for one).
 TEST_F(IbSnapshot, TheCreditTravels) {
     pump(a, b);
-    restore(a, save(a), OHCA_LINK_IB);
+    a.load_state(a.save_state());
     b.post_recv(sb.qp, 6, {{sb.buf, 100, sb.key}});
     SendReq s;
     s.sges = {{sa.buf, 100, sa.key}};
@@ -968,7 +919,7 @@ TEST_F(IbSnapshot, APendingTrapTravels) {
     a.process();
     a.host.wire.clear(); // the first send
     const uint64_t period = uint64_t{4096} << port_info(a).subnet_timeout;
-    restore(a, save(a), OHCA_LINK_IB);
+    a.load_state(a.save_state());
     EXPECT_EQ(device_of(a.e).ib_counters()->traps.sent, 1u);
     a.host.now += period;
     a.process();
@@ -987,9 +938,9 @@ TEST_F(IbSnapshot, Qp0AndQp1Travel) {
     const QpInfo qp1 = a.create_qp(pd, cq.cqn, cq.cqn, 2, 2, 0, OHCA_QPT_GSI);
     ASSERT_EQ(qp0.qpn, 0u);
     ASSERT_EQ(qp1.qpn, uint32_t{OHCA_GSI_QPN});
-    const std::vector<uint8_t> s = save(a);
-    restore(a, s, OHCA_LINK_IB);
-    EXPECT_EQ(save(a), s);
+    const std::vector<uint8_t> s = a.save_state();
+    a.load_state(s);
+    EXPECT_EQ(a.save_state(), s);
     ohca_create_qp_in in{};
     in.type = OHCA_QPT_SMI;
     in.pdn = pd;
@@ -1012,16 +963,16 @@ TEST_F(IbSnapshot, Qp0AndQp1Travel) {
 }
 
 TEST_F(IbSnapshot, SaveLoadSaveIsTheSame) {
-    const std::vector<uint8_t> s = save(a);
-    restore(a, s, OHCA_LINK_IB);
-    EXPECT_EQ(save(a), s);
+    const std::vector<uint8_t> s = a.save_state();
+    a.load_state(s);
+    EXPECT_EQ(a.save_state(), s);
 }
 
 // The stream's PortInfo (64 bytes in the PORT section) changed where the
 // SM cannot reach (MTUCap) or to a value no Set takes (a multicast LID),
 // resealed: refused, with the reason.
 TEST_F(IbSnapshot, APortInfoNoSmCouldSetIsRefused) {
-    const std::vector<uint8_t> good = save(a);
+    const std::vector<uint8_t> good = a.save_state();
     const auto try_load = [&](const ib::PortInfo &pi) { return load_with_port_info(good, pi); };
     ib::PortInfo pi = port_info(a);
     EXPECT_EQ(try_load(pi), "");
@@ -1043,8 +994,8 @@ TEST_F(IbSnapshot, TheHostsCapabilityBitsTravel) {
     in.host_caps = OHCA_PORT_CAP_IS_SM | OHCA_PORT_CAP_IS_CM;
     ASSERT_EQ(a.cmd_in(OHCA_CMD_SET_PORT_CAP, in).status, OHCA_STATUS_OK);
     const uint32_t mask = port_info(a).capability_mask;
-    const std::vector<uint8_t> s = save(a);
-    restore(a, s, OHCA_LINK_IB);
+    const std::vector<uint8_t> s = a.save_state();
+    a.load_state(s);
     EXPECT_EQ(port_info(a).capability_mask, mask);
     EXPECT_NE(mask & ib::port_cap::IsSm, 0u);
     EXPECT_EQ(mask & ib::port_cap::IsSmDisabled, 0u);
@@ -1057,7 +1008,7 @@ TEST_F(IbSnapshot, TheHostsCapabilityBitsTravel) {
 // An Ethernet engine refuses an InfiniBand stream and the reverse: the
 // configuration says which link the stream's port has.
 TEST_F(IbSnapshot, TheOtherLinkLayerIsRefused) {
-    const std::vector<uint8_t> s = save(a);
+    const std::vector<uint8_t> s = a.save_state();
     FakeHost h;
     const ohca_engine_ops ops = FakeHost::ops();
     const ohca_engine_config cfg = config_of(a, 3, OHCA_LINK_ETH);

@@ -286,3 +286,21 @@ ohca_preamble() {
 	esac
 	ohca_log "preamble done at $(cut -d' ' -f1 /proc/uptime) s: $OHCA_IFACE $OHCA_IP up"
 }
+
+# ohca_pfc SPEC [TIMEOUT]: `dcb pfc set dev $OHCA_IFACE prio-pfc SPEC`
+# (P:on or all:off) until `dcb pfc show` has it. Under load dcb's netlink
+# exchange has failed now and then ("Attribute write: Protocol error") on a
+# VM busy with RDMA traffic; the setting is checked, not the tool's status.
+_ohca_pfc_once() {
+	local shown
+	dcb pfc set dev "$OHCA_IFACE" prio-pfc "$1" 2>&1 | sed 's/^/dcb: /'
+	shown=$(dcb pfc show dev "$OHCA_IFACE" prio-pfc) || return 1
+	if [ "$1" = all:off ]; then
+		! echo "$shown" | grep -q ':on'
+	else
+		echo "$shown" | grep -qw -- "$1"
+	fi
+}
+ohca_pfc() {
+	ohca_retry "${2:-30}" _ohca_pfc_once "$1"
+}

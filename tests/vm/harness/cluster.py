@@ -113,6 +113,9 @@ class Cluster:
         self._stop = threading.Event()
         self._relay = None
         self._relay_lock = threading.Lock()
+        # barrier name -> time.monotonic() of its release: when a phase of a
+        # job began, to match against the switch's timeline (its mono_us)
+        self.barrier_times = {}
         self._active = list(range(nvms))  # the VMs of the current job
 
     def __getitem__(self, i):
@@ -319,6 +322,7 @@ class Cluster:
                 with open(os.path.join(vm.sync, f"barrier.{n}.go"), "w"):
                     pass
             self._released.add(n)
+            self.barrier_times[n] = time.monotonic()
 
     def wait(self, timeout=DEFAULT_TIMEOUT):
         """Waits for every VM's result (or QEMU's exit); kills QEMU on timeout.

@@ -277,6 +277,7 @@ SWITCH_FLAGS = {
     "line_rate": ("--line-rate", "eth"),        # Mbit/s of every egress port
     "burst": ("--burst", "eth"),
     "buffer": ("--buffer", "eth"),              # the shared buffer, bytes
+    "headroom": ("--headroom", "eth"),          # more for lossless priorities
     "mtu": ("--mtu", "eth"),
     "ecn": ("--ecn", "eth"),                    # "KMIN:KMAX:PMAX"
     "seed": ("--seed", "eth"),
@@ -445,3 +446,50 @@ def switch_port_stats(stats, vm):
             port = st["vm_ports"][vm]
             return next(p for p in st["ports"] if p["port"] == port)
     raise KeyError(f"vm{vm} is on no switch port")
+
+
+def switch_timeline(cluster, index=0):
+    """The Ethernet switch's --timeline lines (switch option timeline: True)
+    as dicts, in order; [] before the switch wrote any."""
+    path = os.path.join(cluster.logdir, "wire", f"sw{index}", "timeline.jsonl")
+    lines = []
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    lines.append(json.loads(line))
+                except ValueError:
+                    break  # a line still being written
+    except FileNotFoundError:
+        pass
+    return lines
+
+
+def timeline_window(lines, t0, t1, port):
+    """What switch port 'port' did between time.monotonic() t0 and t1 (e.g.
+    Cluster.barrier_times of a phase's start and end), from the timeline's
+    mono_us: the counters' growth ({rx_bytes, tx_bytes, drops, ecn_marks}
+    of the port, pauses_sent of every port), the egress queue's samples
+    (queue_bytes at each line) and its deepest (queue_max_bytes), and
+    the seconds covered. None without a line in the window."""
+    inside = [ln for ln in lines if t0 * 1e6 <= ln["mono_us"] <= t1 * 1e6]
+    if not inside:
+        return None
+    before = [ln for ln in lines if ln["mono_us"] < t0 * 1e6]
+    first = before[-1] if before else inside[0]
+    last = inside[-1]
+
+    def at(ln):
+        return next(p for p in ln["ports"] if p["port"] == port)
+
+    out = {k: at(last)[k] - at(first)[k]
+           for k in ("rx_bytes", "tx_bytes", "drops", "ecn_marks")}
+    out["pauses_sent"] = (sum(p["pauses_sent"] for p in last["ports"])
+                          - sum(p["pauses_sent"] for p in first["ports"]))
+    out["queue_samples"] = [at(ln)["queue_bytes"] for ln in inside]
+    out["queue_max_bytes"] = max(at(ln)["queue_max_bytes"] for ln in inside)
+    out["seconds"] = (last["mono_us"] - first["mono_us"]) / 1e6
+    # (seconds since t0, running bytes) at each line: rates over time
+    out["tx_series"] = [((ln["mono_us"] / 1e6) - t0, at(ln)["tx_bytes"]) for ln in inside]
+    out["rx_series"] = [((ln["mono_us"] / 1e6) - t0, at(ln)["rx_bytes"]) for ln in inside]
+    return out

@@ -51,7 +51,7 @@ std::optional<size_t> Pfc::bad_field(const ohca_pfc_config &cfg) {
 
 void Pfc::configure(const ohca_pfc_config &cfg) {
     // Honoured before, not now: those pauses end.
-    const uint8_t rx = cfg.pfc_en != 0 ? cfg.pfc_en : (cfg.pause & OHCA_PAUSE_RX) != 0 ? 0xff : 0;
+    const uint8_t rx = rx_mask(cfg);
     bool woke = false;
     for (size_t i = 0; i < kPrios; ++i) {
         if ((rx & bit(i)) == 0 && paused(static_cast<uint8_t>(i))) {

@@ -95,6 +95,11 @@ class Pfc {
     // A received MAC control frame: counted, and a PAUSE or PFC frame
     // applied as configured. Bounded: one parse and eight timers.
     void receive(std::span<const uint8_t> frame);
+    // Whether pause frames for 'prio' are honoured (PFC on it, or 802.3x
+    // pause received): the priority is lossless on this port.
+    [[nodiscard]] bool honoured(uint8_t prio) const {
+        return prio < kPrios && ((rx_mask(cfg_) >> prio) & 1U) != 0;
+    }
     // Whether frames of 'prio' must wait now.
     [[nodiscard]] bool paused(uint8_t prio) const;
     // paused(), noting that a QP waits (end_run).
@@ -158,6 +163,14 @@ class Pfc {
     // the released priorities).
     void update_xoff();
     void send(uint8_t mask, uint16_t quanta);
+    // The priorities whose pauses a setting honours (PFC's, or all for
+    // PAUSE with rx).
+    [[nodiscard]] static uint8_t rx_mask(const ohca_pfc_config &cfg) {
+        if (cfg.pfc_en != 0) {
+            return cfg.pfc_en;
+        }
+        return (cfg.pause & OHCA_PAUSE_RX) != 0 ? 0xff : 0;
+    }
     // The priorities XOFF may be sent for (PFC's, or all for PAUSE).
     // Inline: every received frame asks (generating()).
     [[nodiscard]] uint8_t tx_mask() const {

@@ -305,6 +305,10 @@ bool WirePort::tx_paused(const Qp &qp) const {
     return pause_holds(qp.attrs.av.traffic_class, dgid);
 }
 
+bool WirePort::lossless(const Qp &qp) const {
+    return !state_.ib && pfc_.honoured(pfc_.roce_priority(qp.attrs.av.traffic_class));
+}
+
 uint16_t WirePort::pkey_of(const Qp &qp, uint16_t wqe_index) const {
     return state_.ib ? ib_.pkey_of(qp, wqe_index) : kDefaultPkey;
 }

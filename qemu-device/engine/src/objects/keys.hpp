@@ -100,10 +100,10 @@ class MemoryKeys final : public MemoryServices, public QpWindows {
 
     // MRs, windows, their key tags and device memory with its contents
     // (objects/keys_snapshot.cpp). Loaded after the QPs (type 2 windows
-    // name theirs); references into 'refs'. ODP MRs are not saved yet:
-    // save() answers false with 'why' while one exists.
-    bool save(state::Writer &w, std::string &why) const;
-    void load(state::Reader &r, state::Refs &refs);
+    // name theirs); references into 'refs'. Version 2 of the section
+    // added ODP MRs (translations), outstanding faults and waiting QPs.
+    void save(state::Writer &w) const;
+    void load(state::Reader &r, uint16_t version, state::Refs &refs);
 
     // For tests of the ODP walk's bound (audit N3): translation chunks and
     // entries odp_touch looked at since power-on.
@@ -149,6 +149,7 @@ class MemoryKeys final : public MemoryServices, public QpWindows {
     CmdResult cmd_odp_unmap(const Command &cmd);
     static CmdResult init_odp_mr(const ohca_create_mr_in &in, Mr &mr);
     void odp_mr_destroyed(const Mr &mr);
+    bool load_odp(state::Reader &r, Mr &m); // keys_snapshot.cpp
     void odp_wake();
 
     const Host &host_;

@@ -3,16 +3,116 @@
 // the key table (MRs and memory windows with their current keys, handles
 // and bindings), the tags every key index had last (so keys from before
 // the save still name nothing new after it), and device memory with its
-// allocations and contents. Each loaded MR or window passes the checks of
-// the command that made it; the counts between them (an MR's windows, an
-// allocation's MRs) must match what the loaded objects say.
+// allocations and contents, and on-demand paging: an ODP MR's
+// translations, the outstanding faults and the QPs waiting for one. Each
+// loaded MR or window passes the checks of the command that made it; the
+// counts between them (an MR's windows, an allocation's MRs) must match
+// what the loaded objects say.
 #include "device/command.hpp"
 #include "device/limits.hpp"
 #include "objects/keys.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ohca {
+
+// ---- on-demand paging --------------------------------------------------------------
+
+namespace {
+constexpr uint64_t kOdpChunk = OHCA_ODP_CHUNK_PAGES;
+} // namespace
+
+void OdpPages::save(state::Writer &w) const {
+    std::vector<uint64_t> order;
+    order.reserve(chunks_.size());
+    for (const auto &[index, chunk] : chunks_) {
+        order.push_back(index);
+    }
+    std::sort(order.begin(), order.end()); // the same state, the same stream
+    w.u32(static_cast<uint32_t>(order.size()));
+    for (const uint64_t index : order) {
+        w.u64(index);
+        for (const uint64_t e : chunks_.at(index)->pte) {
+            w.u64(e);
+        }
+    }
+}
+
+void OdpPages::load(state::Reader &r, uint64_t first, uint64_t last, uint32_t max_chunks) {
+    const uint32_t n = r.count(max_chunks, 8 + 8 * kOdpChunk, "ODP translation chunks");
+    const uint64_t bits = OHCA_ODP_PTE_VALID | OHCA_ODP_PTE_WRITE;
+    uint64_t prev = 0;
+    for (uint32_t k = 0; k < n && r.ok(); ++k) {
+        const uint64_t index = r.u64();
+        if (r.ok() &&
+            ((k != 0 && index <= prev) || index > last / kOdpChunk || index < first / kOdpChunk)) {
+            r.fail("ODP MR: a translation chunk out of order or outside the MR");
+            return;
+        }
+        prev = index;
+        bool any = false;
+        for (uint64_t i = 0; i < kOdpChunk; ++i) {
+            const uint64_t e = r.u64();
+            const uint64_t page = index * kOdpChunk + i;
+            if (e == 0 || !r.ok()) {
+                continue;
+            }
+            // As ODP_MAP sets them: valid, page aligned, inside the MR.
+            if ((e & OHCA_ODP_PTE_VALID) == 0 || (e & (page_size() - 1) & ~bits) != 0 ||
+                page < first || page > last) {
+                r.fail("ODP MR: a translation ODP_MAP could not have set");
+                return;
+            }
+            set(page, e);
+            any = true;
+        }
+        if (r.ok() && !any) {
+            r.fail("ODP MR: an empty translation chunk");
+        }
+    }
+}
+
+void OdpFaults::save(state::Writer &w) const {
+    w.u32(static_cast<uint32_t>(faults_.size()));
+    for (const Fault &f : faults_) {
+        w.u32(f.key);
+        w.u64(f.first);
+        w.u64(f.last);
+        w.boolean(f.failed);
+        w.time(f.posted_ns);
+        w.u64(f.from);
+        w.boolean(f.write);
+    }
+}
+
+void OdpFaults::load(
+    state::Reader &r,
+    const std::function<bool(uint32_t key, uint64_t &first, uint64_t &last)> &mr_pages) {
+    faults_.clear();
+    const uint32_t n = r.count(static_cast<uint32_t>(max_), 38, "ODP page faults");
+    for (uint32_t k = 0; k < n && r.ok(); ++k) {
+        Fault f;
+        f.key = r.u32();
+        f.first = r.u64();
+        f.last = r.u64();
+        f.failed = r.boolean();
+        f.posted_ns = r.time();
+        f.from = r.u64();
+        f.write = r.boolean();
+        uint64_t lo = 0;
+        uint64_t hi = 0;
+        if (r.ok() && (!mr_pages(f.key, lo, hi) || f.first > f.last || f.first < lo ||
+                       f.last > hi || f.last - f.first >= OHCA_ODP_MAP_MAX_PAGES ||
+                       f.from > f.first || f.from < lo || find(f.key, f.first) != nullptr)) {
+            r.fail("ODP page fault: not one an access to an ODP MR could have raised");
+        }
+        faults_.push_back(f);
+    }
+    if (!r.ok()) {
+        faults_.clear();
+    }
+}
 
 // ---- device memory ---------------------------------------------------------------
 
@@ -102,6 +202,12 @@ void save_mr(state::Writer &w, const Mr &m) {
     w.u32(m.windows);
     w.u32(m.dm_handle);
     w.u64(m.dm_base);
+    w.boolean(m.odp != nullptr);
+    if (m.odp) {
+        w.boolean(m.implicit);
+        w.u8(static_cast<uint8_t>(m.odp->shift()));
+        m.odp->save(w);
+    }
 }
 
 void save_mw(state::Writer &w, const Mw &m) {
@@ -120,11 +226,7 @@ void save_mw(state::Writer &w, const Mw &m) {
 
 } // namespace
 
-bool MemoryKeys::save(state::Writer &w, std::string &why) const {
-    if (odp_mrs_ != 0) {
-        why = "on-demand paging MRs cannot be saved yet (docs/migration.md)";
-        return false;
-    }
+void MemoryKeys::save(state::Writer &w) const {
     w.bytes(tags_);
     dm_.save(w);
     w.u32(mr_count_ + mw_count_);
@@ -139,10 +241,48 @@ bool MemoryKeys::save(state::Writer &w, std::string &why) const {
             save_mw(w, *mw);
         }
     }
+    odp_faults_.save(w);
+    // Each waiting QP once: a QP reset while it waited leaves a stale entry
+    // behind, and one that waits again a second.
+    std::vector<uint32_t> waiters = odp_waiters_;
+    std::sort(waiters.begin(), waiters.end());
+    waiters.erase(std::unique(waiters.begin(), waiters.end()), waiters.end());
+    std::erase_if(waiters, [this](uint32_t qpn) {
+        const Qp *qp = links_.find_qp(qpn);
+        return qp == nullptr || !qp->odp_wait;
+    });
+    w.u32(static_cast<uint32_t>(waiters.size()));
+    for (const uint32_t qpn : waiters) {
+        w.u32(qpn);
+    }
+}
+
+// An ODP MR's fields after those every MR has (version 2 of the section):
+// its translations, as CREATE_MR with OHCA_MR_F_ODP and ODP_MAP made them.
+// False when the MR is not one those could have made.
+bool MemoryKeys::load_odp(state::Reader &r, Mr &m) {
+    m.implicit = r.boolean();
+    const unsigned int shift = r.u8();
+    if (!r.ok()) {
+        return false;
+    }
+    if (shift < OHCA_PAGE_SHIFT_MIN || shift > OHCA_PAGE_SHIFT_MAX ||
+        ((uint64_t{1} << shift) & DeviceLimits::page_size_cap) == 0 || m.physical || m.fast_reg ||
+        m.dm_handle != 0 || m.pages.npages() != 0 || !m.valid ||
+        (m.implicit ? m.iova != 0 || m.length != ~uint64_t{0}
+                    : m.length == 0 || m.length > DeviceLimits::max_mr_size ||
+                          m.iova + (m.length - 1) < m.iova)) {
+        return false;
+    }
+    m.odp = std::make_unique<OdpPages>(shift);
+    m.odp->load(r, m.iova >> shift, (m.iova + (m.length - 1)) >> shift,
+                DeviceLimits::max_odp_chunks - odp_chunks_);
+    odp_chunks_ += m.odp->chunks();
+    ++odp_mrs_;
     return true;
 }
 
-void MemoryKeys::load(state::Reader &r, state::Refs &refs) {
+void MemoryKeys::load(state::Reader &r, uint16_t version, state::Refs &refs) {
     reset();
     r.bytes(tags_);
     dm_.load(r);
@@ -182,13 +322,17 @@ void MemoryKeys::load(state::Reader &r, state::Refs &refs) {
             m->windows = r.u32();
             m->dm_handle = r.u32();
             m->dm_base = r.u64();
+            const bool odp = version >= 2 && r.boolean();
+            const bool odp_ok = odp && load_odp(r, *m);
             if (!r.ok()) {
                 break;
             }
             bool ok = OHCA_KEY_INDEX(m->key) == i && OHCA_KEY_INDEX(m->handle) == i &&
                       find_pd(m->pdn) != nullptr &&
                       (m->access & ~(kAccessAll | OHCA_ACCESS_MW_BIND)) == 0;
-            if (m->physical) {
+            if (odp) {
+                ok = ok && odp_ok;
+            } else if (m->physical) {
                 ok = ok && !m->fast_reg && m->dm_handle == 0 && m->iova == 0 &&
                      m->length == ~uint64_t{0} && m->pages.npages() == 0 && m->valid;
             } else if (m->fast_reg) {
@@ -274,6 +418,28 @@ void MemoryKeys::load(state::Reader &r, state::Refs &refs) {
     }
     if (r.ok() && !dm_.mrs_match(dm_mrs)) {
         r.fail("device memory: an allocation's count of MRs is off");
+    }
+    if (version >= 2) {
+        odp_faults_.load(r, [this](uint32_t key, uint64_t &first, uint64_t &last) {
+            const Mr *m = mr_by_key(key);
+            if (m == nullptr || !m->odp) {
+                return false;
+            }
+            first = m->iova >> m->odp->shift();
+            last = (m->iova + (m->length - 1)) >> m->odp->shift();
+            return true;
+        });
+        // The QPs waiting for a fault, in increasing order (so each once).
+        const uint32_t waiting = r.count(max_qp_ + 2, 4, "QPs waiting for a page fault");
+        for (uint32_t k = 0; k < waiting && r.ok(); ++k) {
+            const uint32_t qpn = r.u32();
+            const Qp *qp = links_.find_qp(qpn);
+            if (r.ok() && (qp == nullptr || !qp->odp_wait ||
+                           (!odp_waiters_.empty() && qpn <= odp_waiters_.back()))) {
+                r.fail("ODP: a waiting QP that does not wait, or out of order");
+            }
+            odp_waiters_.push_back(qpn);
+        }
     }
     if (!r.ok()) {
         reset();

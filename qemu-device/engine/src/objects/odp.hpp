@@ -4,10 +4,13 @@
 // of outstanding page faults.
 #pragma once
 
+#include "state/stream.hpp"
+
 #include <ohca/ohca_cmd.h>
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -33,6 +36,11 @@ class OdpPages {
     // range; returns the chunks freed.
     uint32_t clear(uint64_t first, uint64_t n);
     [[nodiscard]] uint32_t chunks() const { return static_cast<uint32_t>(chunks_.size()); }
+    // The chunks in order of their index (objects/keys_snapshot.cpp). A
+    // loaded one lies in pages [first, last], has a valid entry, and each
+    // entry is one ODP_MAP could have set; at most 'max_chunks' of them.
+    void save(state::Writer &w) const;
+    void load(state::Reader &r, uint64_t first, uint64_t last, uint32_t max_chunks);
     // The first page of [va, va + len) that is not valid (or not writable
     // with 'write'); nullopt-like: returns false when all are. A chunk
     // whose pages are all there is passed in one step, so the walk takes
@@ -112,6 +120,12 @@ class OdpFaults {
     void drop_key(uint32_t key); // its MR is gone
     void clear() { faults_.clear(); }
     [[nodiscard]] size_t size() const { return faults_.size(); }
+    // Saved and loaded (objects/keys_snapshot.cpp): 'mr_pages' gives the
+    // page range of the ODP MR a key names (false: none), which a loaded
+    // fault must lie in.
+    void save(state::Writer &w) const;
+    void load(state::Reader &r,
+              const std::function<bool(uint32_t key, uint64_t &first, uint64_t &last)> &mr_pages);
 
   private:
     size_t max_;

@@ -10,6 +10,7 @@
 #include "objects/cq.hpp"
 #include "objects/pd.hpp"
 #include "objects/qp_table.hpp"
+#include "objects/wq.hpp"
 #include "transports/rc_common.hpp"
 #include "transports/xrc.hpp"
 
@@ -177,6 +178,7 @@ void QpTable::save(state::Writer &w) const {
         w.u32(q.xrcdn);
         w.u32(q.windows);
         w.u32(q.flows);
+        w.u32(q.rss);
         save_wq(w, q.sq);
         save_wq(w, q.rq);
         const QpAttrs &a = q.attrs;
@@ -321,6 +323,22 @@ void check_qp_links(state::Reader &r, const Qp &q, PdTable &pds, CqTable &cqs, S
         r.fail("QP: a domain on a QP that is not an XRC target");
         return;
     }
+    if (q.rss != 0) {
+        // An RSS QP (CREATE_RSS_QP): a PD, the kernel's UAR, no CQ or SRQ;
+        // its configuration slot is the WQ section's to check.
+        if (q.type != OHCA_QPT_RAW_ETH || q.uar != 0 || q.send_cqn != 0 || q.recv_cqn != 0 ||
+            q.srqn != 0 || q.max_inline != 0 || q.rss > WqLimits::max_rss_qp ||
+            pds.find(q.pdn) == nullptr) {
+            r.fail("RSS QP: bad type, objects or configuration slot");
+            return;
+        }
+        ++refs.pd[q.pdn];
+        if (refs.rss.size() <= q.rss) {
+            refs.rss.resize(q.rss + 1);
+        }
+        ++refs.rss[q.rss];
+        return;
+    }
     const bool ini = q.type == OHCA_QPT_XRC_INI;
     if (pds.find(q.pdn) == nullptr || cqs.find(q.send_cqn) == nullptr ||
         (ini ? q.recv_cqn != 0 : cqs.find(q.recv_cqn) == nullptr)) {
@@ -345,7 +363,7 @@ void check_qp_links(state::Reader &r, const Qp &q, PdTable &pds, CqTable &cqs, S
 
 } // namespace
 
-void QpTable::load(state::Reader &r, state::Refs &refs) {
+void QpTable::load(state::Reader &r, uint16_t version, state::Refs &refs) {
     reset();
     next_qpn_ = r.u32();
     if (r.ok() &&
@@ -370,6 +388,7 @@ void QpTable::load(state::Reader &r, state::Refs &refs) {
         q.xrcdn = r.u32();
         q.windows = r.u32();
         q.flows = r.u32();
+        q.rss = version >= 2 ? r.u32() : 0; // version 2 added RSS QPs
         if (!r.ok()) {
             return;
         }
@@ -393,14 +412,16 @@ void QpTable::load(state::Reader &r, state::Refs &refs) {
         const bool ini = q.type == OHCA_QPT_XRC_INI;
         const bool connected =
             q.type == OHCA_QPT_RC || q.type == OHCA_QPT_UC || ini || q.type == OHCA_QPT_RAW_ETH;
-        load_wq(r, q.sq, !tgt, OHCA_SQ_LOG_STRIDE_MIN, refs);
-        load_wq(r, q.rq, !tgt && !ini && q.srqn == 0, OHCA_RQ_LOG_STRIDE_MIN, refs);
+        const bool rss = q.rss != 0;
+        load_wq(r, q.sq, !tgt && !rss, OHCA_SQ_LOG_STRIDE_MIN, refs);
+        load_wq(r, q.rq, !tgt && !ini && !rss && q.srqn == 0, OHCA_RQ_LOG_STRIDE_MIN, refs);
         if (!r.ok()) {
             return;
         }
         const size_t sq_hdr = connected ? sizeof(ohca_send_wqe) : OHCA_UD_WQE_HDR_LEN;
-        if (!tgt && (q.max_inline > DeviceLimits::max_inline_data ||
-                     q.max_inline + sq_hdr > (size_t{1} << q.sq.log_stride))) {
+        if (!tgt && !rss &&
+            (q.max_inline > DeviceLimits::max_inline_data ||
+             q.max_inline + sq_hdr > (size_t{1} << q.sq.log_stride))) {
             r.fail("QP: bad inline size");
             return;
         }

@@ -99,7 +99,8 @@ class QpTable : public XrcSrqBorrowers {
     // and is rescheduled (its ACK/RNR and pacer timers re-armed, and made
     // ready to look at what it owes); its references go into 'refs'.
     void save(state::Writer &w) const;
-    void load(state::Reader &r, state::Refs &refs);
+    // Version 2 of the section added RSS QPs' configuration slots.
+    void load(state::Reader &r, uint16_t version, state::Refs &refs);
 
   private:
     void apply_state(Qp &qp, uint8_t next);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The object owners' parts of a saved engine (state/stream.hpp,
-// docs/migration.md): PDs, completion EQs and CQs, SRQs and multicast
+// docs/migration.md): PDs, completion EQs and CQs, SRQs, receive WQs
+// with their indirection tables and RSS configurations, and multicast
 // groups. A loaded object passes the checks its create command makes;
 // the references it holds are added to state::Refs, which the counts of
 // the objects it names must match at the end.
@@ -9,6 +10,7 @@
 #include "objects/mcast.hpp"
 #include "objects/pd.hpp"
 #include "objects/srq.hpp"
+#include "objects/wq.hpp"
 #include "transports/xrc.hpp"
 
 #include <algorithm>
@@ -281,6 +283,171 @@ void SrqTable::load(state::Reader &r, state::Refs &refs) {
             ++refs.xrcd[s.xrcdn];
         }
         srqs_[srqn] = std::move(srq);
+    }
+}
+
+// ---- receive WQs, indirection tables, RSS configurations --------------------------
+
+void WqTable::save(state::Writer &w) const {
+    w.u32(live_wqs_);
+    for (const auto &p : wqs_) {
+        if (!p) {
+            continue;
+        }
+        const Wq &q = *p;
+        w.u32(q.wqn);
+        w.u32(q.pdn);
+        w.u32(q.cqn);
+        w.u32(q.uar);
+        w.u8(q.state);
+        w.u8(static_cast<uint8_t>(q.log_size));
+        w.u8(static_cast<uint8_t>(q.log_stride));
+        q.ring.save(w);
+        w.u32(q.pi);
+        w.u32(q.ci);
+        w.u32(q.table_refs);
+    }
+    uint32_t n = 0;
+    for (const auto &t : tables_) {
+        n += t ? 1 : 0;
+    }
+    w.u32(n);
+    for (uint32_t i = 0; i < tables_.size(); ++i) {
+        if (const RwqIndTable *t = tables_[i].get()) {
+            w.u32(i);
+            w.u8(static_cast<uint8_t>(t->log_size));
+            for (const uint32_t wqn : t->wqns) {
+                w.u32(wqn);
+            }
+            w.u32(t->qp_refs);
+        }
+    }
+    n = 0;
+    for (const RssConf &c : rss_) {
+        n += c.table != 0 ? 1 : 0;
+    }
+    w.u32(n);
+    for (uint32_t i = 0; i < rss_.size(); ++i) {
+        if (rss_[i].table != 0) {
+            w.u32(i);
+            w.u32(rss_[i].table);
+            w.u32(rss_[i].fields);
+            w.array(rss_[i].key);
+        }
+    }
+}
+
+void WqTable::load(state::Reader &r, state::Refs &refs) {
+    reset();
+    uint32_t n = r.count(WqLimits::max_wq, 24, "receive WQs");
+    for (uint32_t k = 0; k < n && r.ok(); ++k) {
+        auto p = std::make_unique<Wq>();
+        Wq &q = *p;
+        q.wqn = r.u32();
+        q.pdn = r.u32();
+        q.cqn = r.u32();
+        q.uar = r.u32();
+        q.state = r.u8();
+        q.log_size = r.u8();
+        q.log_stride = r.u8();
+        if (!new_handle(r, wqs_, q.wqn, 1, "WQ") || !uar_ok(r, d_.uars, q.uar)) {
+            return;
+        }
+        if (d_.pds.find(q.pdn) == nullptr || d_.cqs.find(q.cqn) == nullptr) {
+            r.fail("WQ: its PD or CQ does not exist");
+            return;
+        }
+        if (q.state > OHCA_WQS_ERR || q.log_size < 1 || q.log_size > DeviceLimits::max_wq_log ||
+            q.size() > WqLimits::max_wq_wr || q.log_stride < OHCA_RQ_LOG_STRIDE_MIN ||
+            q.log_stride > OHCA_WQ_LOG_STRIDE_MAX) {
+            r.fail("WQ: bad state, size or stride");
+            return;
+        }
+        q.ring.load(r, uint64_t{q.size()} << q.log_stride,
+                    DeviceLimits::max_pbl_entries - refs.pbl);
+        q.pi = r.u32();
+        q.ci = r.u32();
+        q.table_refs = r.u32();
+        if (r.ok() && q.pi - q.ci > q.size()) {
+            r.fail("WQ: indices more than a ring apart");
+        }
+        if (!r.ok()) {
+            return;
+        }
+        refs.pbl += q.ring.npages();
+        ++refs.pd[q.pdn];
+        ++refs.cq[q.cqn];
+        ++refs.uar[q.uar];
+        wqs_[q.wqn] = std::move(p);
+        ++live_wqs_;
+    }
+    // Tables name loaded WQs; what they count must be what the WQs hold.
+    std::vector<uint32_t> wq_refs(wqs_.size());
+    n = r.count(WqLimits::max_ind_tbl, 9, "indirection tables");
+    for (uint32_t k = 0; k < n && r.ok(); ++k) {
+        const uint32_t tn = r.u32();
+        const unsigned int log = r.u8();
+        if (!new_handle(r, tables_, tn, 1, "indirection table")) {
+            return;
+        }
+        if (log > OHCA_RWQ_IND_TBL_LOG_MAX) {
+            r.fail("indirection table: bad size");
+            return;
+        }
+        auto t = std::make_unique<RwqIndTable>();
+        t->log_size = log;
+        for (uint32_t i = 0; i < (1u << log) && r.ok(); ++i) {
+            const uint32_t wqn = r.u32();
+            if (r.ok() && find(wqn) == nullptr) {
+                r.fail("indirection table: names a WQ that does not exist");
+            }
+            t->wqns.push_back(wqn);
+            ++wq_refs[wqn < wq_refs.size() ? wqn : 0];
+        }
+        t->qp_refs = r.u32();
+        tables_[tn] = std::move(t);
+    }
+    for (uint32_t i = 1; i < wqs_.size() && r.ok(); ++i) {
+        if (wqs_[i] && wqs_[i]->table_refs != wq_refs[i]) {
+            r.fail("WQ " + std::to_string(i) + ": its table count is not the tables'");
+        }
+    }
+    // RSS configurations: each that of exactly one loaded RSS QP.
+    std::vector<uint32_t> table_refs(tables_.size());
+    n = r.count(WqLimits::max_rss_qp, 52, "RSS configurations");
+    for (uint32_t k = 0; k < n && r.ok(); ++k) {
+        const uint32_t slot = r.u32();
+        RssConf c;
+        c.table = r.u32();
+        c.fields = r.u32();
+        r.array(c.key);
+        if (!r.ok()) {
+            return;
+        }
+        if (slot == 0 || slot >= rss_.size() || rss_[slot].table != 0 ||
+            table(c.table) == nullptr || c.table == 0 || !rss_fields_valid(c.fields)) {
+            r.fail("RSS configuration: bad or repeated slot, table or fields");
+            return;
+        }
+        if (slot >= refs.rss.size() || refs.rss[slot] != 1) {
+            r.fail("RSS configuration: not that of exactly one RSS QP");
+            return;
+        }
+        rss_[slot] = c;
+        ++table_refs[c.table];
+    }
+    for (uint32_t i = 1; i < refs.rss.size() && r.ok(); ++i) {
+        if (refs.rss[i] != 0 && rss_[i].table == 0) {
+            r.fail("RSS QP: its configuration is not in the stream");
+        }
+    }
+    for (uint32_t i = 1; i < tables_.size() && r.ok(); ++i) {
+        if (tables_[i] && tables_[i]->qp_refs != table_refs[i]) {
+            r.fail("indirection table " + std::to_string(i) + ": its QP count is not the QPs'");
+        }
+    }
+    if (!r.ok()) {
+        reset();
     }
 }
 

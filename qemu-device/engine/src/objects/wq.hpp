@@ -10,6 +10,8 @@
 #include "objects/page_list.hpp"
 #include "objects/pbl_budget.hpp"
 #include "objects/rdma_objects.hpp"
+#include "state/refs.hpp"
+#include "state/stream.hpp"
 #include "transports/rss.hpp"
 
 #include <cstdint>
@@ -84,8 +86,6 @@ class WqTable {
     WqTable &operator=(const WqTable &) = delete;
 
     void reset();
-    // No WQ, table or RSS QP exists (the engine's save refuses otherwise).
-    [[nodiscard]] bool empty() const { return live_wqs_ == 0; }
     [[nodiscard]] Wq *find(uint32_t wqn) { return wqn < wqs_.size() ? wqs_[wqn].get() : nullptr; }
     [[nodiscard]] const RwqIndTable *table(uint32_t n) const {
         return n < tables_.size() ? tables_[n].get() : nullptr;
@@ -110,6 +110,13 @@ class WqTable {
     void complete(Wq &wq, uint64_t wr_id, uint32_t byte_len, uint8_t status, uint8_t verr);
     // The WQ's ring failed: ERR, and its posted WQEs flush.
     void to_error(Wq &wq);
+
+    // The WQs, tables and RSS configurations (objects/snapshot.cpp). A
+    // loaded WQ passes CREATE_WQ's checks and a table CREATE_RWQ_IND_TBL's;
+    // every RSS configuration is that of exactly one loaded RSS QP
+    // ('refs.rss'); the counts each holds of the others must match.
+    void save(state::Writer &w) const;
+    void load(state::Reader &r, state::Refs &refs);
 
   private:
     void flush(Wq &wq);

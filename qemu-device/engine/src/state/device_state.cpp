@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The sections of a saved engine, in order (docs/migration.md has the
 // list and what each holds). Every section has a version (1, but PORT's
-// 3, which loads 1 and 2 too); an engine that changes a section raises
-// its version and either loads the older one (upgrading it) or refuses
-// it with the section's name.
+// 3, which loads 1 and 2 too, QP's and KEYS' 2, which load 1); an engine that changes a section
+// raises its version and either loads the older one (upgrading it) or refuses it with the section's
+// name.
 #include "state/device_state.hpp"
 
 #include "device/device.hpp"
@@ -28,6 +28,7 @@ constexpr uint32_t kXrcds = tag("XRCD");
 constexpr uint32_t kCqs = tag("CQ  ");
 constexpr uint32_t kSrqs = tag("SRQ ");
 constexpr uint32_t kQps = tag("QP  ");
+constexpr uint32_t kWqs = tag("WQ  ");
 constexpr uint32_t kKeys = tag("KEYS");
 constexpr uint32_t kMcast = tag("MCST");
 constexpr uint32_t kFlows = tag("FLOW");
@@ -58,11 +59,6 @@ bool DeviceState::save(Device &d, std::vector<uint8_t> &out, std::string &why) {
     Device::Entry entry(d);
     if (!entry.ok()) {
         why = "called from inside a host callback";
-        return false;
-    }
-    if (!d.wqs_.empty()) {
-        // Their frames' WQs and hash tables are not in the saved format.
-        why = "receive WQs (RSS) cannot be saved yet: destroy them first (docs/migration.md)";
         return false;
     }
     state::Writer w(d.host_.now_ns());
@@ -121,13 +117,14 @@ bool DeviceState::save(Device &d, std::vector<uint8_t> &out, std::string &why) {
     w.begin(kSrqs, 1);
     d.srqs_.save(w);
     w.end();
-    w.begin(kQps, 1);
+    w.begin(kQps, 2);
     d.qps_.save(w);
     w.end();
-    w.begin(kKeys, 1);
-    if (!d.keys_.save(w, why)) {
-        return false;
-    }
+    w.begin(kWqs, 1);
+    d.wqs_.save(w);
+    w.end();
+    w.begin(kKeys, 2);
+    d.keys_.save(w);
     w.end();
     w.begin(kMcast, 1);
     d.mcast_.save(w);
@@ -259,11 +256,18 @@ bool DeviceState::load(Device &d, std::span<const uint8_t> in, std::string &why)
     r.enter(kSrqs, 1, "SRQs");
     d.srqs_.load(r, refs);
     r.leave();
-    r.enter(kQps, 1, "QPs");
-    d.qps_.load(r, refs);
+    // Version 2 added RSS QPs (their configuration slots).
+    const uint16_t qp_version = r.enter(kQps, 2, "QPs");
+    d.qps_.load(r, qp_version, refs);
     r.leave();
-    r.enter(kKeys, 1, "memory keys");
-    d.keys_.load(r, refs);
+    if (qp_version >= 2) { // an older engine saved no WQs (it refused to)
+        r.enter(kWqs, 1, "receive WQs");
+        d.wqs_.load(r, refs);
+        r.leave();
+    }
+    // Version 2 added on-demand paging.
+    const uint16_t keys_version = r.enter(kKeys, 2, "memory keys");
+    d.keys_.load(r, keys_version, refs);
     r.leave();
     r.enter(kMcast, 1, "multicast groups");
     d.mcast_.load(r, [&](uint32_t qpn) {

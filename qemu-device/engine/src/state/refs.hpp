@@ -31,6 +31,7 @@ struct Refs {
     std::vector<uint32_t> xrcd;                    // XRC SRQs and target QPs of each domain
     std::vector<uint32_t> qp_windows;              // type 2 windows bound through each QP
     std::vector<uint32_t> qp_flows;                // flows steering to each QP
+    std::vector<uint32_t> rss;                     // RSS QPs on each configuration slot
     std::array<uint32_t, OHCA_NUM_DB_PAGES> uar{}; // objects ringing on each page
     uint64_t pbl = 0;                              // page-list entries charged
 };

@@ -58,7 +58,7 @@ class RcRequester {
     Frto frto_decide(Qp &qp, uint32_t through);
     void frto_undo(Qp &qp);
     static void seek(Qp &qp, uint32_t psn);
-    static uint64_t rto(const Qp &qp);
+    [[nodiscard]] uint64_t rto(const Qp &qp) const;
     static void rtt_sample(Qp &qp, uint64_t r);
     // On-demand paging: whether the next packet's local buffers have
     // translations; false when the QP must wait (or the WQE failed).

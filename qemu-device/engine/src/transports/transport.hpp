@@ -213,6 +213,10 @@ class WireServices {
     // Whether the QP's packets wait for the peer's pause (PFC) now: an
     // ACK then waits in the QP's response queue (tx_room says it too).
     [[nodiscard]] virtual bool tx_paused(const Qp &qp) const = 0;
+    // Whether the QP's packets leave on a lossless priority (the port
+    // honours PFC for it, or 802.3x pause): congestion delays them, never
+    // drops them.
+    [[nodiscard]] virtual bool lossless(const Qp &qp) const = 0;
     // A packet on a path of the transport's own (UD: the WQE's address
     // vector), framed like emit's.
     virtual void emit_path(const PacketPath &path, const PacketFields &fields,
@@ -312,6 +316,7 @@ class TransportServices {
     [[nodiscard]] bool tx_paused(const Qp &qp) const {
         return !wire_.no_pause() && wire_.tx_paused(qp);
     }
+    [[nodiscard]] bool lossless(const Qp &qp) const { return wire_.lossless(qp); }
     void emit_path(const PacketPath &path, const PacketFields &fields,
                    std::span<const uint8_t> payload) {
         wire_.emit_path(path, fields, payload);
