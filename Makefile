@@ -182,10 +182,12 @@ test-viommu: deps build rootfs
 
 # Live migration (tests/integration/test_migration.py): vm0 migrated to a
 # new QEMU MIGRATIONS times, each in the middle of a byte-checked RC
-# connection; make test migrates once. Ends with one summary line.
+# connection of MIG_ITERS iterations (make test: one of 2000); make test
+# migrates once. Ends with one summary line.
 MIGRATIONS ?= 20
+MIG_ITERS ?= 600
 migration-test: deps build rootfs
-	@OHCA_MIGRATIONS=$(MIGRATIONS) $(PYTHON) -m pytest -v -rA -s \
+	@OHCA_MIGRATIONS=$(MIGRATIONS) OHCA_MIG_ITERS=$(MIG_ITERS) $(PYTHON) -m pytest -v -rA -s \
 		tests/integration/test_migration.py -k live_migration_during_rc_traffic
 
 # The soak (tests/integration/test_soak.py): SOAK_SECONDS of RC traffic

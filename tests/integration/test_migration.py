@@ -191,12 +191,16 @@ def test_snapshot_round_trip_during_rc_traffic(vm_cluster):
 # each program runs in the background from the first connection on and
 # must be running and making progress after every migration.
 MIGRATIONS = int(os.environ.get("OHCA_MIGRATIONS", "1"))
-LIVE_ITERS = 2000
+# Iterations per connection (OHCA_MIG_ITERS; make migration-test: 600: the
+# iterations after a migration are most of a connection's time, and a
+# migration lasts 200-300 of them).
+LIVE_ITERS = int(os.environ.get("OHCA_MIG_ITERS", "2000"))
 
 # Shell helpers of both ends for the extra traffic: `extra NAME CMD...` runs
 # CMD in the background, its output in $XLOG/NAME.log; `grows NAME WHEN`:
-# NAME runs and makes progress within a minute (`progress_NAME LOG` counts
-# its progress reports, else the log's lines count); `extra_ok WHEN`: all do.
+# NAME runs and makes progress within a minute (limit_NAME seconds if set;
+# `progress_NAME LOG` counts its progress reports, else the log's lines
+# count); `extra_ok WHEN`: all do.
 EXTRA_LIB = r"""
 EXTRA=""
 extra() {
@@ -210,10 +214,10 @@ reports() {
     if declare -F "progress_$1" >/dev/null; then "progress_$1" "$XLOG/$1.log"; else wc -l <"$XLOG/$1.log"; fi
 }
 grows() {
-    local name=$1 pid n
-    eval "pid=\$pid_$name"
+    local name=$1 pid n limit
+    eval "pid=\$pid_$name limit=\${limit_$name:-60}"
     n=$(reports "$name")
-    ohca_poll 60 eval '! kill -0 $pid 2>/dev/null || [ "$(reports "$name")" -gt "$n" ]'
+    ohca_poll "$limit" eval '! kill -0 $pid 2>/dev/null || [ "$(reports "$name")" -gt "$n" ]'
     kill -0 "$pid" 2>/dev/null && [ "$(reports "$name")" -gt "$n" ] && return 0
     echo "FAIL: $name ended or stalled after $2 ($(reports "$name") progress reports); its log ends:"
     tail -n 10 "$XLOG/$name.log" | cut -c 1-200
@@ -245,14 +249,18 @@ extra_alive() {
 # disconnected peer ends its loop without an error), so each connection
 # counts its pings: -v prints a ping's data after -V checked it.
 EXTRA_CLIENT = r"""
+# A connection whose CM exchange (connect or disconnect, MADs over UD)
+# lost a MAD in the stop waits for the CM's retries, seconds each: a
+# migration stalled rping past a minute once (2026-12-05).
+limit_rping=300  # read by grows
 rping_loop() {
     local n=0 got
     renice -n 10 -p $BASHPID >/dev/null
     while [ ! -e /tmp/stop ]; do
-        rping -c -a "$OHCA_PEER_IP" -p @EXTRA0@ -C 20 -S 1024 -v -V >/tmp/rping.last 2>&1
-        got=$(grep -c "^ping data: rdma-ping-" /tmp/rping.last)
+        rping -c -a "$OHCA_PEER_IP" -p @EXTRA0@ -C 20 -S 1024 -v -V >/tmp/rping-last.log 2>&1
+        got=$(grep -c "^ping data: rdma-ping-" /tmp/rping-last.log)
         n=$((n + 1))
-        [ "$got" = 20 ] || { tail -n 5 /tmp/rping.last | cut -c 1-200; echo "rping: FAIL: connection $n: $got/20 pings"; exit 1; }
+        [ "$got" = 20 ] || { tail -n 5 /tmp/rping-last.log | cut -c 1-200; echo "rping: FAIL: connection $n: $got/20 pings"; exit 1; }
         echo "rping: connection $n: 20 pings verified"
     done
 }
@@ -333,8 +341,13 @@ for i in $(seq 1 @N@); do
     ohca_poll 60 eval 'ss -Hltn "sport = :@PORT@" | grep -q .' ||
         { echo "FAIL: server $i not listening"; cat /tmp/srv.log; exit 1; }
     ohca_mark listening-$i
+    # Once the host has seen the migration complete, the server looks back
+    # at the peer's gap (SIGUSR1).
+    (ohca_wait_host stopped-$i 1800 && kill -USR1 $srv) &
+    watch=$!
     wait $srv
     rc=$?
+    kill $watch 2>/dev/null
     cat /tmp/srv.log
     [ $rc = 0 ] || exit $rc
 done
@@ -354,24 +367,21 @@ SUMMARY = re.compile(r"^ohca_rc_integrity: (PASS|FAIL) role=(\w+) .*? bytes=(\d+
 # timeout (DeviceLimits::min_ack_timeout_ns, 200 ms), which is the ceiling
 # of the RTT-based retransmission timeout (docs/wire.md); retry_cnt 7.
 RTO_MS = max(4.096e-3 * 2 ** 14, 200)
-PROGRESS = re.compile(r"^server: (\d+)/\d+ iterations \(\d+ s\), longest gap (\d+) ms$", re.M)
-WINDOW = re.compile(r"^migration (\d+): progress lines before (\d+), after (\d+)", re.M)
+MARK_GAP = re.compile(r"^server: longest gap in the (\d+) ms before SIGUSR1: (\d+) ms$", re.M)
 
 
-def peer_gaps(out0, out1):
-    """The traffic gap the peer saw at each migration: vm1's longest wait
-    between two completions in connection i while vm0's client was being
-    migrated. ohca_rc_integrity's progress lines (one every 50 iterations)
-    give the longest wait since the line before; vm0's job printed how many
-    lines its client had before and after the migration."""
+def peer_gaps(out1):
+    """The traffic gap the peer saw at each migration: vm1's server of
+    connection i gets SIGUSR1 once the host has seen migration i complete
+    (sync stopped-i) and prints the longest wait between two completions
+    that overlaps the 3 s before it (the stop ends at most a second or so
+    before the signal)."""
     conns = re.split(r"^ohca_rc_integrity: \S+ role=server .*$", out1, flags=re.M)
     gaps = {}
-    for i, before, after in WINDOW.findall(out0):
-        i, lo, hi = int(i), (int(before) + 1) * 50, (int(after) + 1) * 50
-        chunk = conns[i - 1] if i - 1 < len(conns) else ""
-        lines = [int(g) for n, g in PROGRESS.findall(chunk) if lo <= int(n) <= hi]
-        if lines:
-            gaps[i] = max(lines)
+    for i, chunk in enumerate(conns, 1):
+        m = MARK_GAP.search(chunk)
+        if m:
+            gaps[i] = int(m.group(2))
     return gaps
 
 
@@ -382,10 +392,11 @@ def test_live_migration_during_rc_traffic(vm_cluster):
     figures = []
     try:
         for i in range(1, MIGRATIONS + 1):
-            vm1.wait_mark(f"listening-{i}", timeout=600)
+            vm1.wait_mark(f"listening-{i}", timeout=900)
             vm0.post(f"go-{i}")
             vm0.wait_mark(f"ready-{i}", timeout=300)
             f = vm0.migrate()
+            vm1.post(f"stopped-{i}")
             vm0.post(f"migrated-{i}")
             figures.append(f)
             print(f"migration {i}/{MIGRATIONS}: downtime {f['downtime_ms']} ms, total "
@@ -405,10 +416,10 @@ def test_live_migration_during_rc_traffic(vm_cluster):
     verified = sum(int(b) for r, _, b, _ in sums if r == "PASS")
     # The goal (issue 26): the peer waits at most the downtime plus one
     # retransmission timeout (the frames lost in the stop are sent again
-    # by then). Printed, not asserted yet: this gap is the longest over the
-    # whole migration (tens of seconds of copying RAM too), and on a loaded
-    # host the peer waits longer than that now and then without one.
-    gaps = peer_gaps(results[0].output, results[1].output)
+    # by then). Printed, not asserted yet: on a loaded host the peer waits
+    # a second or more now and then without a migration, and the window
+    # (3 s) can hold such a wait.
+    gaps = peer_gaps(results[1].output)
     for i, f in enumerate(figures, 1):
         limit = f["downtime_ms"] + RTO_MS
         print(f"migration {i}: downtime {f['downtime_ms']} ms, the peer's longest gap "

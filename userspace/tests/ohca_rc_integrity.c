@@ -31,8 +31,9 @@
  * over a lossy wire with long retries.  The summary's max_gap_ms is the
  * longest time this end went without a completion or a finished iteration
  * (what a peer's migration or a retransmission costs it); each progress
- * line (every 50 iterations) gives the longest since the line before.
- * The last line is one summary:
+ * line (every 50 iterations) gives the longest since the line before,
+ * and after a SIGUSR1 a line before the summary the longest that overlaps
+ * the 3 s before the signal.  The last line is one summary:
  * "ohca_rc_integrity: PASS ..." or "ohca_rc_integrity: FAIL ...".
  * Exit 0 when everything matched, 1 on any mismatch, error or timeout,
  * 2 on bad usage or setup failure.
@@ -127,11 +128,32 @@ static unsigned long cur_iter;
  * in the whole run, and since the last progress line (printed in it).
  */
 static uint64_t t_start_ms, last_wc_ms, max_gap_ms, line_gap_ms;
+
+/*
+ * SIGUSR1 marks a moment (a test sends it when a peer's migration has
+ * completed): the longest stall that overlaps the MARK_WINDOW_MS before it
+ * is printed at the end.  The stalls of the last window are kept to look
+ * back when the signal comes; the one in progress then is measured when it
+ * ends.
+ */
+#define MARK_WINDOW_MS 3000
+#define MARK_MIN_GAP_MS 10
+#define MARK_RING 256
+static volatile sig_atomic_t mark_seen;
+static uint64_t mark_ms, mark_gap_ms;
+static int mark_looked_back;
+static struct {
+	uint64_t start, end;
+} gap_ring[MARK_RING];
+static unsigned int gap_next;
 static const char *role;
 static int uc;			/* prm.flags & PRM_UC */
 
 static void summary(const char *result, const char *why)
 {
+	if (mark_seen)
+		printf("%s: longest gap in the %u ms before SIGUSR1: %" PRIu64 " ms\n",
+		       role, MARK_WINDOW_MS, mark_gap_ms);
 	printf("ohca_rc_integrity: %s role=%s mtu=%u seed=0x%" PRIx64
 	       " iterations=%lu/%u completions=%lu bytes=%lu SEND=%lu SEND_IMM=%lu WRITE=%lu WRITE_IMM=%lu READ=%lu max_gap_ms=%" PRIu64 " qp=%s%s%s\n",
 	       result, role, prm.mtu, prm.seed, cur_iter, prm.iters, n_wc,
@@ -226,9 +248,13 @@ static void sock_io(void *p, size_t len, int out, const char *what)
 		struct pollfd pfd = { .fd = sock,
 				      .events = out ? POLLOUT : POLLIN };
 		ssize_t n;
+		int r;
 
 		/* the peer may itself wait up to timeout_s for completions */
-		if (poll(&pfd, 1, (2 * timeout_s + 10) * 1000) != 1)
+		do
+			r = poll(&pfd, 1, (2 * timeout_s + 10) * 1000);
+		while (r < 0 && errno == EINTR);	/* SIGUSR1 */
+		if (r != 1)
 			fail("iteration %lu: peer silent for %d s (%s)",
 			     cur_iter, 2 * timeout_s + 10, what);
 		n = out ? write(sock, b, len) : read(sock, b, len);
@@ -563,14 +589,48 @@ static void scatter(uint8_t *img, const struct ibv_sge *sge, int n,
 	}
 }
 
+static void on_mark(int sig)
+{
+	struct timespec ts;
+
+	(void)sig;
+	if (mark_seen)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	mark_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	mark_seen = 1;
+}
+
+/* Whether the stall [start, end] overlaps the window before the mark. */
+static void mark_consider(uint64_t start, uint64_t end)
+{
+	if (start <= mark_ms && end + MARK_WINDOW_MS >= mark_ms &&
+	    end - start > mark_gap_ms)
+		mark_gap_ms = end - start;
+}
+
 static void note_progress(void)
 {
 	uint64_t t = now_ms();
+	unsigned int i;
 
 	if (last_wc_ms && t - last_wc_ms > max_gap_ms)
 		max_gap_ms = t - last_wc_ms;
 	if (last_wc_ms && t - last_wc_ms > line_gap_ms)
 		line_gap_ms = t - last_wc_ms;
+	if (mark_seen && !mark_looked_back) {
+		mark_looked_back = 1;
+		for (i = 0; i < MARK_RING; i++)
+			if (gap_ring[i].end)
+				mark_consider(gap_ring[i].start, gap_ring[i].end);
+	}
+	if (last_wc_ms && t - last_wc_ms >= MARK_MIN_GAP_MS) {
+		if (mark_seen)
+			mark_consider(last_wc_ms, t);
+		gap_ring[gap_next].start = last_wc_ms;
+		gap_ring[gap_next].end = t;
+		gap_next = (gap_next + 1) % MARK_RING;
+	}
 	last_wc_ms = t;
 }
 
@@ -801,6 +861,8 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
+	sigaction(SIGUSR1, &(struct sigaction){ .sa_handler = on_mark,
+						.sa_flags = SA_RESTART }, NULL);
 	prm.iters = 100;
 	prm.max_msg = 70000;
 	while ((opt = getopt(argc, argv, "d:i:g:p:n:s:M:m:t:T:r:uvh")) != -1) {
