@@ -31,4 +31,25 @@ void reseal_state(std::vector<uint8_t> &s) {
     std::memcpy(s.data() + s.size() - 4, &crc, 4);
 }
 
+SpareEngine::SpareEngine(const ohca_engine_config &cfg) {
+    const ohca_engine_ops ops = FakeHost::ops();
+    e = ohca_engine_create(&ops, &host, &cfg);
+}
+
+SpareEngine::~SpareEngine() {
+    ohca_engine_destroy(e);
+}
+
+std::string SpareEngine::load(const std::vector<uint8_t> &s) {
+    char err[256] = "";
+    const int rc = ohca_engine_load(e, s.data(), s.size(), err, sizeof(err));
+    return rc == 0 ? std::string() : std::string(err);
+}
+
+void SpareEngine::run_after(uint64_t ns) {
+    host.now += ns;
+    ohca_engine_process(e);
+    host.wire.clear();
+}
+
 } // namespace ohca::test

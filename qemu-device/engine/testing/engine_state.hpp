@@ -4,8 +4,11 @@
 // that the loader's field checks, not the checksum, are what is tested.
 #pragma once
 
+#include "fake_host.hpp"
+
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace ohca::test {
@@ -20,5 +23,23 @@ struct StateSection {
 StateSection state_section(const std::vector<uint8_t> &s, const char *tag);
 // The CRC-32 at the end of 's' recomputed over the bytes before it.
 void reseal_state(std::vector<uint8_t> &s);
+
+// An engine of a node's configuration on a fake host of its own, to load
+// damaged streams into.
+class SpareEngine {
+  public:
+    explicit SpareEngine(const ohca_engine_config &cfg);
+    ~SpareEngine();
+    SpareEngine(const SpareEngine &) = delete;
+    SpareEngine &operator=(const SpareEngine &) = delete;
+    // "" when 's' loaded, otherwise the engine's reason.
+    std::string load(const std::vector<uint8_t> &s);
+    // What a loaded stream makes the engine do 'ns' later (timers, reposts);
+    // its frames dropped.
+    void run_after(uint64_t ns);
+
+    FakeHost host;
+    ohca_engine *e = nullptr;
+};
 
 } // namespace ohca::test

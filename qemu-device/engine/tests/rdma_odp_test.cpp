@@ -476,15 +476,8 @@ TEST_F(OdpTest, ADamagedOdpStateIsRefusedOrHarmless) {
     const StateSection keys = state_section(good, "KEYS");
     ASSERT_LT(keys.at, good.size());
 
-    FakeHost h;
-    const ohca_engine_ops ops = FakeHost::ops();
-    ohca_engine *fresh = ohca_engine_create(&ops, &h, &n.config);
-    auto load = [&](const std::vector<uint8_t> &v) {
-        char err[256] = "";
-        const int rc = ohca_engine_load(fresh, v.data(), v.size(), err, sizeof(err));
-        return rc == 0 ? std::string() : std::string(err);
-    };
-    ASSERT_EQ(load(good), "");
+    SpareEngine fresh(n.config);
+    ASSERT_EQ(fresh.load(good), "");
     // The first page's translation (identity, valid and writable).
     const uint64_t pte = src | OHCA_ODP_PTE_VALID | OHCA_ODP_PTE_WRITE;
     const auto at = std::search(good.begin() + static_cast<ptrdiff_t>(keys.body), good.end(),
@@ -495,7 +488,7 @@ TEST_F(OdpTest, ADamagedOdpStateIsRefusedOrHarmless) {
         std::vector<uint8_t> v = good;
         std::memcpy(v.data() + (at - good.begin()), &value, 8);
         reseal_state(v);
-        return load(v);
+        return fresh.load(v);
     };
     EXPECT_EQ(lie(src | OHCA_ODP_PTE_VALID), ""); // read only: ODP_MAP could
     EXPECT_NE(lie(src | OHCA_ODP_PTE_WRITE).find("ODP MR"), std::string::npos); // not valid
@@ -509,15 +502,12 @@ TEST_F(OdpTest, ADamagedOdpStateIsRefusedOrHarmless) {
             v[keys.body + rng() % keys.len] ^= static_cast<uint8_t>(1u << (rng() % 8));
         }
         reseal_state(v);
-        if (load(v).empty()) {
+        if (fresh.load(v).empty()) {
             ++loaded;
-            h.now += 2'000'000'000; // the retry timer and a fault's repost
-            ohca_engine_process(fresh);
-            h.wire.clear();
+            fresh.run_after(2'000'000'000); // the retry timer and a fault's repost
         }
     }
     EXPECT_GT(loaded, 0u);
-    ohca_engine_destroy(fresh);
 }
 
 } // namespace

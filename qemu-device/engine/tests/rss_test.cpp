@@ -603,21 +603,14 @@ TEST(Wq, ADamagedWqSectionIsRefusedOrHarmless) {
     ASSERT_LT(wq.at, good.size());
     ASSERT_GT(wq.len, 4u * 24);
 
-    FakeHost h;
-    const ohca_engine_ops ops = FakeHost::ops();
-    ohca_engine *fresh = ohca_engine_create(&ops, &h, &n.config);
-    auto load = [&](const std::vector<uint8_t> &s) {
-        char err[256] = "";
-        const int rc = ohca_engine_load(fresh, s.data(), s.size(), err, sizeof(err));
-        return rc == 0 ? std::string() : std::string(err);
-    };
-    ASSERT_EQ(load(good), "");
+    SpareEngine fresh(n.config);
+    ASSERT_EQ(fresh.load(good), "");
     // The first WQ's number, PD and CQ (fields 0, 4 and 8 after the count).
     const auto lie = [&](size_t field, uint32_t value) {
         std::vector<uint8_t> s = good;
         std::memcpy(s.data() + wq.body + 4 + field, &value, 4);
         reseal_state(s);
-        return load(s);
+        return fresh.load(s);
     };
     EXPECT_NE(lie(0, 0).find("WQ: bad or repeated handle"), std::string::npos);
     EXPECT_NE(lie(0, wqns[1]).find("WQ: bad or repeated handle"), std::string::npos);
@@ -636,15 +629,13 @@ TEST(Wq, ADamagedWqSectionIsRefusedOrHarmless) {
             s[i] ^= static_cast<uint8_t>(1u << (rng() % 8));
         }
         reseal_state(s);
-        if (load(s).empty()) {
+        if (fresh.load(s).empty()) {
             ++loaded;
-            (void)ohca_engine_receive_frame(fresh, frame.data(), frame.size());
-            ohca_engine_process(fresh);
-            h.wire.clear();
+            (void)ohca_engine_receive_frame(fresh.e, frame.data(), frame.size());
+            fresh.run_after(0);
         }
     }
     EXPECT_GT(loaded, 0u); // a flip in an index or a key loads
-    ohca_engine_destroy(fresh);
 }
 
 TEST(Wq, ExhaustionIsBoundedAndSaves) {
