@@ -74,15 +74,7 @@ KEYS = ("mode", "senders", "line_rate_mbps", "throughput_mbps", "jain", "drops",
 # The guests' side. Every VM runs every cell (the idle ones only meet the
 # barriers); CELLS is "name:mode:senders ..." from the host.
 SCRIPT = r"""
-hw=/sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters
-ctr() { cat "$hw/$1"; }
-eth() { ethtool -S $OHCA_IFACE | awk -v k="$1:" '$1 == k {print $2}'; }
-snap() {
-	echo "retrans=$(ctr rc_retrans_pkts) timeouts=$(ctr rc_local_ack_timeouts)" \
-	     "cnp_sent=$(ctr np_cnp_sent) cnp_handled=$(ctr rp_cnp_handled)" \
-	     "ce=$(ctr np_ecn_marked_roce_packets) rx_pause=$(eth rx_prio0_pause)" \
-	     "tx_pause=$(eth tx_prio0_pause)"
-}
+snap() { ohca_cc_counters; }
 recv_ip=$(echo $OHCA_VM_IPS | cut -d' ' -f1)
 ohca_barrier all-up 300 || exit 1
 gid=$(ohca_gid_index)

@@ -42,15 +42,7 @@ SWITCH = {"line_rate": 200, "buffer": 1 << 20, "ecn": "20000:200000:0.2", "pfc":
 
 SCRIPT = r"""
 fail() { echo "FAIL: $*"; exit 1; }
-hw=/sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters
-ctr() { cat "$hw/$1"; }
-snap() {
-	echo "retrans=$(ctr rc_retrans_pkts) timeouts=$(ctr rc_local_ack_timeouts)" \
-	     "cnp_sent=$(ctr np_cnp_sent) ce=$(ctr np_ecn_marked_roce_packets)" \
-	     "cnp_handled=$(ctr rp_cnp_handled)" \
-	     "rx_pause=$(ethtool -S $OHCA_IFACE | awk '/ rx_prio0_pause:/ {print $2}')" \
-	     "tx_pause=$(ethtool -S $OHCA_IFACE | awk '/ tx_prio0_pause:/ {print $2}')"
-}
+snap() { ohca_cc_counters; }
 recv_ip=$(echo $OHCA_VM_IPS | cut -d' ' -f1)
 ohca_barrier all-up 180 || exit 1
 gid=$(ohca_gid_index)

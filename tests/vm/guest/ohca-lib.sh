@@ -174,6 +174,20 @@ ohca_eth_ok() {
 
 # ohca_hw_counters: port 1's transport counters on one line (name=value),
 # so that a failed run shows what the device saw (retransmissions, timeouts).
+# One line of the congestion counters, key=value (test_congestion.py and
+# the fabric bench compare two of them around a phase): RC retransmissions
+# and timeouts, DCQCN's CNPs and CE marks, PFC pauses of priority 0.
+ohca_cc_counters() {
+	local d=/sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters
+	local eth
+	eth=$(ethtool -S "$OHCA_IFACE")
+	echo "retrans=$(cat $d/rc_retrans_pkts) timeouts=$(cat $d/rc_local_ack_timeouts)" \
+	     "cnp_sent=$(cat $d/np_cnp_sent) cnp_handled=$(cat $d/rp_cnp_handled)" \
+	     "ce=$(cat $d/np_ecn_marked_roce_packets)" \
+	     "rx_pause=$(echo "$eth" | awk '$1 == "rx_prio0_pause:" {print $2}')" \
+	     "tx_pause=$(echo "$eth" | awk '$1 == "tx_prio0_pause:" {print $2}')"
+}
+
 ohca_hw_counters() {
 	local d=/sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters f line=
 	[ -d "$d" ] || return 0
