@@ -158,6 +158,12 @@ template <typename Core> void PortSet::run(Core &core, volatile std::sig_atomic_
     std::vector<std::pair<uint8_t, bool>> who; // port, is listen fd
     uint64_t last_tick = now;
     auto drop_conn = [&](uint8_t p) {
+        // Once stopping, a neighbour's hang-up is the fabric stopping with
+        // us (its SIGTERM came with ours), not the link going down: the
+        // statistics written next keep the link as it was.
+        if (*stop != 0) {
+            return;
+        }
         close_conn(p);
         core.disconnect(p, mono_ns());
     };

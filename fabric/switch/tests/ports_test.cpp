@@ -3,7 +3,8 @@
 // that records what it is given: a datagram reaches the core as one
 // framed frame, the core's framed output leaves as one datagram per frame,
 // a datagram longer than the largest frame is dropped and counted, and a
-// peer that does not read holds frames back instead of losing them.
+// peer that does not read holds frames back instead of losing them; a
+// stream peer's hang-up takes its port down, except while stopping.
 #include "ports.hpp"
 
 #include <gtest/gtest.h>
@@ -188,6 +189,46 @@ TEST(DgramPorts, APeerThatDoesNotReadHoldsFramesBackWithoutLosingThem) {
         ++got;
     }
     EXPECT_EQ(got, sent); // every datagram the port sent is there, in order
+}
+
+// Two stream ports, one peer sent a frame, both hung up: the frame and the
+// second's EOF come in one poll round; the core may stop at the frame.
+// Stopping (SIGTERM to switches in a line reaches both at once), the
+// other's EOF is the neighbour stopping too: the link stays up in the
+// statistics written next.
+void hang_up_round(bool stop_at_first_frame, std::array<bool, 3> &up) {
+    std::array<std::array<int, 2>, 2> sv{};
+    for (auto &pair : sv) {
+        ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair.data()), 0);
+    }
+    const uint8_t frame[5] = {0, 0, 0, 1, 0x5a};
+    ASSERT_EQ(write(sv[0][1], frame, sizeof(frame)), 5);
+    close(sv[0][1]);
+    close(sv[1][1]);
+    PortSet set;
+    for (auto &pair : sv) {
+        PortIo io;
+        ASSERT_TRUE(parse_port_spec("fd:" + std::to_string(pair[0]), io));
+        set.add(io);
+    }
+    RecordingCore core;
+    if (stop_at_first_frame) {
+        core.done = [](const RecordingCore &c) { return !c.received.empty(); };
+    } else {
+        core.rounds = 20;
+    }
+    run(set, core);
+    up = core.up;
+}
+
+TEST(StreamPorts, AHangUpTakesThePortDownButNotWhileStopping) {
+    std::array<bool, 3> up{};
+    hang_up_round(false, up);
+    EXPECT_FALSE(up[1]);
+    EXPECT_FALSE(up[2]);
+    hang_up_round(true, up);
+    EXPECT_TRUE(up[1]);
+    EXPECT_TRUE(up[2]);
 }
 
 } // namespace

@@ -420,7 +420,8 @@ class SwitchFabric:
         (see the class), or None when none wrote any."""
         # All at once: a switch that saw its neighbour go first would
         # report the link between them Down. Stopped, then the SIGTERM
-        # pending in each as they resume: none reads another's EOF.
+        # pending in each as they resume; one that reads its neighbour's
+        # EOF after its own SIGTERM keeps the link up (PortSet::run).
         live = [p.proc for p in self.procs if p.proc.poll() is None]
         for sig in (signal.SIGSTOP, signal.SIGTERM, signal.SIGCONT):
             for proc in live:
