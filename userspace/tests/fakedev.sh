@@ -33,7 +33,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 if [ "${FAKEDEV_INNER:-}" != 1 ]; then
-	exec env FAKEDEV_INNER=1 unshare -m --propagation private "$0" "$out"
+	exec env FAKEDEV_INNER=1 unshare -m --propagation private "$0" "$out" "$pabi"
 fi
 
 # ---- inside the private mount namespace from here on ----
