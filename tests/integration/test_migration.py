@@ -291,7 +291,8 @@ start_extra() {
         -s 4096 -t 8 -D 2 -F --run_infinitely
     extra ud nice -n 10 stdbuf -oL ib_send_bw -c UD -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA2@ \
         -s 512 -t 8 -D 2 -F --run_infinitely
-    ohca_poll 60 eval 'ss -Hltn "sport = :@EXTRA1@" | grep -q . && ss -Hltn "sport = :@EXTRA2@" | grep -q .' ||
+    # Minutes on a host at load 25-30 (2026-12-06: vm1's preamble took 205 s).
+    ohca_poll 300 eval 'ss -Hltn "sport = :@EXTRA1@" | grep -q . && ss -Hltn "sport = :@EXTRA2@" | grep -q .' ||
         { echo "FAIL: the perftest servers do not listen"; cat "$XLOG/wbw.log" "$XLOG/ud.log"; exit 1; }
 }
 # What rping's server printed besides connections ending (the client
