@@ -33,7 +33,7 @@ import subprocess
 
 from .common import TOP, HarnessError, die_with_parent, log
 
-WIRE_KINDS = ("user", "dgram", "stream", "faulty", "switch")
+WIRE_KINDS = ("user", "dgram", "stream", "faulty", "switch", "hosts")
 
 
 # The wire's sockets: the harness opens both ends of a two-VM dgram wire
@@ -192,6 +192,66 @@ def switch_ends(n, datagram=False):
         raise
     fd_args = dgram_fd_args if datagram else stream_fd_args
     return vm_socks, [fd_args(s) for s in vm_socks], sw_socks
+
+
+class Hosts:
+    """Two "hosts" on this machine (issue 25 item 8): two network
+    namespaces joined by nothing but a veth pair, each VM's QEMU started in
+    its own (prefix()), its netdev a dgram socket QEMU opens on its host's
+    veth address, sending to the other host's: the VMs' frames cross between
+    the hosts as UDP over IP, as between two machines (docs/bench.md: the
+    same -netdev with real addresses). Needs root (ip netns). stop()
+    deletes the namespaces, and with them the veth pair."""
+
+    PORT = 4792  # the UDP port of each host's end of the wire
+
+    def __init__(self, tag):
+        n = os.getpid() % 250 + 1
+        self.ns = [f"ohca-{tag}-{n}-h{i}" for i in range(2)]
+        self.ips = [f"10.231.{n}.1", f"10.231.{n}.2"]
+        links = [f"ohv{n}h{i}" for i in range(2)]
+        try:
+            for ns in self.ns:
+                self._ip("netns", "add", ns)
+            self._ip("link", "add", links[0], "netns", self.ns[0], "type", "veth",
+                     "peer", "name", links[1], "netns", self.ns[1])
+            for ns, link, ip in zip(self.ns, links, self.ips):
+                self._ip("-n", ns, "addr", "add", f"{ip}/30", "dev", link)
+                self._ip("-n", ns, "link", "set", link, "up")
+                self._ip("-n", ns, "link", "set", "lo", "up")
+                # QEMU's own sockets take the namespace's default buffers:
+                # the wire's size, as on the other wires (per namespace on
+                # recent kernels; the host's value otherwise)
+                subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw",
+                                f"net.core.rmem_default={WIRE_SOCKET_BUFFER}",
+                                f"net.core.wmem_default={WIRE_SOCKET_BUFFER}"],
+                               capture_output=True)
+        except BaseException:
+            self.stop()
+            raise
+
+    @staticmethod
+    def _ip(*args):
+        try:
+            subprocess.run(("ip",) + args, check=True, capture_output=True, text=True)
+        except FileNotFoundError as e:
+            raise HarnessError("ip missing (iproute2)") from e
+        except subprocess.CalledProcessError as e:
+            raise HarnessError(f"ip {' '.join(args)}: {e.stderr.strip()} "
+                               "(the hosts wire needs root)") from e
+
+    def prefix(self, i):
+        """The command line's head that starts VM i's QEMU on host i."""
+        return ["ip", "netns", "exec", self.ns[i]]
+
+    def netdev_args(self):
+        return [f"dgram,local.type=inet,local.host={self.ips[i]},local.port={self.PORT},"
+                f"remote.type=inet,remote.host={self.ips[1 - i]},remote.port={self.PORT}"
+                for i in range(2)]
+
+    def stop(self):
+        for ns in self.ns:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 class Relay:
