@@ -65,7 +65,9 @@ if [ "$OHCA_VM_INDEX" = 0 ]; then
 else
 	ohca_barrier qperf-up 400
 	while read -r t s; do
-		timeout $((BENCH_QT * 4 + 90)) qperf "$OHCA_PEER_IP" -cm1 -t $BENCH_QT -m $s -vv $t \
+		cm=
+		case $t in rc_*) cm=-cm1 ;; esac
+		timeout $((BENCH_QT * 4 + 90)) qperf "$OHCA_PEER_IP" $cm -t $BENCH_QT -m $s -vv $t \
 			</dev/null > /tmp/qperf.log 2>&1
 		c=$?
 		echo "QPERF $OHCA_IBDEV $t $s rc=$c :$(tr -s ' \n' ' ' < /tmp/qperf.log)"

@@ -177,7 +177,7 @@ class Cluster:
             # each VM on a "host" of its own (a network namespace); their
             # QEMUs start inside them (VM.qemu_argv)
             self.wire_proc = wires.Hosts(os.path.basename(self.logdir)[:12])
-            self._set_netdevs([None] * 2, self.wire_proc.netdev_args())
+            self._set_netdevs(*self.wire_proc.ends())
         elif kind == "switch":
             if self.nvms < 2:
                 raise HarnessError("the switch wire needs two VMs or more")
