@@ -498,7 +498,7 @@ def two_vms(args):
     script = script_for(TWO_VM, args.iters, volume, only)
     if args.pairs:
         return pairs(args, script.replace("{apps}", ""))
-    for kind in ("ohca", "rxe"):
+    for kind in args.devices.split(","):
         apps = bench_apps.script(kind, args.parts, args.quick, args.qperf_seconds,
                                  args.fio_seconds)
         # the client (vm1) prints the figures
@@ -594,6 +594,8 @@ def main():
                     help="what the two-VM clusters run: perftest (the cells above), "
                     "qperf (RC against TCP) and storage (NVMe and NFS over RDMA with "
                     "fio); default all three")
+    ap.add_argument("--devices", default="ohca,rxe",
+                    help="the two-VM clusters to run: ohca, rxe or both (default)")
     ap.add_argument("--qperf-seconds", type=int, default=3, help="seconds a qperf test runs")
     ap.add_argument("--fio-seconds", type=int, default=10,
                     help="seconds a storage cell runs (after a 1 s ramp)")
