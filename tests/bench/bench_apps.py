@@ -17,7 +17,7 @@ Storage (vm0 is an NVMe over RDMA target with a 64 MiB namespace in its
 memory, a file on tmpfs, buffered, and an NFS server with an RDMA listener
 on port 20049; vm1 connects, mounts with proto=rdma, and runs fio, time
 based):
-  STORE <dev> <cell> rc=<exit> iops=<n> mbs=<MB/s>
+  STORE <dev> <cell> rc=<exit> iops=<n> mbs=<MB/s> cpu=<fio's user+system %>
 """
 
 import math
@@ -133,7 +133,8 @@ import json, sys
 text = sys.stdin.read()
 j = json.loads(text[text.index("{"):])["jobs"][0]
 d = j["read"] if j["read"]["io_bytes"] else j["write"]
-print("iops=%.1f mbs=%.3f" % (d["iops"], d["bw_bytes"] / 1e6))' < /tmp/fio.json 2>/dev/null)"
+print("iops=%.1f mbs=%.3f cpu=%.1f" % (d["iops"], d["bw_bytes"] / 1e6,
+                                      j["usr_cpu"] + j["sys_cpu"]))' < /tmp/fio.json 2>/dev/null)"
 		[ $c -eq 0 ] || tail -n 3 /tmp/fio.err
 	}
 	bench_load nvme-rdma
@@ -245,6 +246,8 @@ def parse_storage(output):
             res[(dev, cell)] = "failed: " + ("timeout" if int(rc) == 124 else f"rc {rc}")
         else:
             res[(dev, cell)] = {"iops": float(nums["iops"]), "mbs": float(nums["mbs"])}
+            if "cpu" in nums:  # fio's CPU (user + system) in vm1, % of one CPU
+                res[(dev, cell)]["cpu"] = float(nums["cpu"])
     return res
 
 
@@ -348,7 +351,8 @@ def qperf_goals(res):
 def storage_table(res):
     """ohca and rxe side by side per storage cell, with the ratio against
     the goal (>= 100x rxe)."""
-    rows = [("cell", "what", "ohca", "rxe", "unit", "ohca/rxe", f"goal {GOAL_STORAGE:g}x")]
+    rows = [("cell", "what", "ohca", "rxe", "unit", "ohca/rxe", f"goal {GOAL_STORAGE:g}x",
+             "fio CPU % ohca/rxe")]
     for name, _, unit, what in STORAGE_CELLS:
         o, x = res.get(("ohca0", name)), res.get(("rxe0", name))
         key = "iops" if unit == "IOPS" else "mbs"
@@ -361,7 +365,8 @@ def storage_table(res):
                 goal = "met" if ov / xv >= GOAL_STORAGE else "NOT met"
             elif ov > 0:
                 ratio, goal = "inf", "met (rxe moved nothing)"
-        rows.append((name, what, fmt(ov), fmt(xv), unit, ratio, goal))
+        cpu = "/".join(fmt(c.get("cpu"), 0) if isinstance(c, dict) else "-" for c in (o, x))
+        rows.append((name, what, fmt(ov), fmt(xv), unit, ratio, goal, cpu))
     return align(rows)
 
 
