@@ -374,7 +374,7 @@ SWITCH_BINARY = os.path.join(TOP, "build/fabric/ohca-switch")
 # switch= options of Cluster (wire "switch"): name -> (ohca-switch flag,
 # the mode that has it). README: fabric/README.md.
 SWITCH_FLAGS = {
-    "line_rate": ("--line-rate", "eth"),        # Mbit/s of every egress port
+    "line_rate": ("--line-rate", "eth ib"),     # Mbit/s of every egress port (ib: none by default)
     "burst": ("--burst", "eth"),
     "buffer": ("--buffer", "eth"),              # the shared buffer, bytes
     "headroom": ("--headroom", "eth"),          # more for lossless priorities
@@ -414,7 +414,7 @@ def switch_options(mode, options):
         if key in SWITCH_TOPOLOGY:
             topo[key] = val
         elif key in SWITCH_FLAGS:
-            if SWITCH_FLAGS[key][1] != mode:
+            if mode not in SWITCH_FLAGS[key][1].split():
                 raise HarnessError(f"switch option '{key}' is for the {SWITCH_FLAGS[key][1]} "
                                    f"mode; these VMs' link layer makes the switch {mode}")
             flags[key] = val
