@@ -18,6 +18,11 @@ Cells, in both modes:
   ib_atomic_bw, ib_atomic_lat          fetch-and-add (8 B)           (MB/s; us)
   rc_pingpong_e                        ibv_rc_pingpong -e, 4 KiB     (us per iteration)
 
+Between two VMs, after those cells, qperf's RC against TCP on the same
+port and the storage cells (NVMe and NFS over RDMA, fio) run in the same
+boots (tests/bench/bench_apps.py; --parts), and the run's figures go to
+build/bench/results.json with PNG plots (tests/bench/bench_plots.py).
+
 Each table has the ohca/rxe ratio (for latency: rxe/ohca, so > 1 means ohca
 is better in both). A run that fails shows why in its cell ("failed: status
 12" is perftest's completion status, 12 = IBV_WC_RETRY_EXC_ERR; "failed:
@@ -527,8 +532,9 @@ def two_vms(args):
                  bench_apps.storage_table(storage))
     wire = ("QEMU's own dgram sockets"
             if args.wire == "dgram" and os.environ.get("OHCA_DGRAM") == "qemu" else
-            "two hosts: network namespaces joined by a veth pair, UDP between "
-            "QEMU's own dgram sockets" if args.wire == "hosts" else
+            "two hosts: network namespaces joined by a veth pair, dgram netdevs on "
+            f"UDP sockets of {ohcavm.WIRE_SOCKET_BUFFER >> 20} MiB buffers between them"
+            if args.wire == "hosts" else
             f"{args.wire} netdevs on sockets of {ohcavm.WIRE_SOCKET_BUFFER >> 20} MiB buffers")
     print(f"\nohca vs rxe, two VMs (TCG) on one wire ({wire}), server "
           f"vm0, client vm1, {runs_text(args, volume)}")
