@@ -137,7 +137,7 @@ class RdmaNode {
     // of 'burst' bytes (ohca_engine_config::tx_burst_bytes), brought up
     // again; before any object is created.
     void pace(uint32_t speed_mbps, uint32_t burst);
-    void reset();   // function reset, then the driver's bring-up again
+    void reset(); // function reset, then the driver's bring-up again
     // The engine's state (ohca_engine_save); a refusal is a failed check.
     std::vector<uint8_t> save_state();
     // What a migration does: the engine destroyed, one of the same
