@@ -21,6 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cfg.vl_buffer_blocks = 80;
     cfg.lft_cap = 64; // small tables: more inputs per second
     cfg.mft_cap = 32;
+    // Half the inputs run shaped, at 1 Mbit/s to 1.3 Gbit/s (the last
+    // byte's choice, so the corpus's streams keep their meaning).
+    if (size > 0 && (data[size - 1] & 1) != 0) {
+        cfg.line_rate_bps = (1 + (data[size - 1] >> 1) * 10ull) * 1'000'000;
+    }
     Switch sw(cfg);
     for (uint8_t p = 1; p <= 3; ++p) {
         sw.connect(p, 0);

@@ -40,6 +40,7 @@ void usage(FILE *f) {
         "  --guid HEX        node GUID (default 0x0002c90300fab000)\n"
         "  --vl-buffer N     receive buffer per data VL in 64-byte blocks (default 256)\n"
         "  --description S   NodeDescription (default ohca-switch)\n"
+        "  --line-rate MBPS  every egress port's line rate in Mbit/s (default: unshaped)\n"
         "Ethernet mode (sizes in bytes; see fabric/README.md):\n"
         "  --line-rate MBPS  every egress port's line rate in Mbit/s (default 1000)\n"
         "  --burst BYTES     token bucket depth (default: two largest frames)\n"
@@ -195,9 +196,10 @@ int main(int argc, char **argv) {
             cfg.description = value();
             ib_only = true;
         } else if (a == "--line-rate") {
+            // both modes: every egress port's rate
             const uint64_t mbps = number("--line-rate", value(), 1, 400'000);
             ecfg.line_rate_bps = mbps * 1'000'000;
-            eth_only = argv[i - 1];
+            cfg.line_rate_bps = mbps * 1'000'000;
         } else if (a == "--burst") {
             ecfg.burst_bytes = static_cast<uint32_t>(number("--burst", value(), 1, 1u << 30));
             eth_only = argv[i - 1];
@@ -340,8 +342,13 @@ int main(int argc, char **argv) {
     if (pcap.is_open()) {
         sw.set_capture(capture);
     }
-    std::printf("ohca-switch: %u ports, GUID 0x%016llx\n", cfg.ports,
+    std::printf("ohca-switch: %u ports, GUID 0x%016llx", cfg.ports,
                 static_cast<unsigned long long>(cfg.guid));
+    if (cfg.line_rate_bps != 0) {
+        std::printf(", %llu Mbit/s",
+                    static_cast<unsigned long long>(cfg.line_rate_bps / 1'000'000));
+    }
+    std::printf("\n");
     std::fflush(stdout);
     return serve(sw, io, stats_path);
 }

@@ -14,6 +14,8 @@ using namespace ohca::ib;
 namespace {
 
 constexpr uint64_t kMaxHoqNs = 4096ull << 20; // HOQLife 20 (~4.3 s) and above
+constexpr uint64_t kNsPerS = 1'000'000'000;
+constexpr uint64_t kMaxLineRateBps = 400'000'000'000ull; // 400 Gbit/s
 
 uint64_t bit(uint8_t p) {
     return 1ull << p;
@@ -43,6 +45,7 @@ Switch::Switch(const SwitchConfig &cfg)
       }()),
       sma_(sma_state_) {
     cfg_.ports = sma_state_.num_ports();
+    cfg_.line_rate_bps = std::min(cfg_.line_rate_bps, kMaxLineRateBps);
     const LinkCredits proto(cfg.vl_buffer_blocks, std::max<uint8_t>(vls_for_code(cfg.vl_cap), 1));
     ports_.reserve(cfg_.ports + 1u);
     for (unsigned p = 0; p <= cfg_.ports; ++p) {
@@ -66,6 +69,9 @@ void Switch::connect(uint8_t p, uint64_t now) {
     pt.credits.reset();
     pt.out.clear();
     pt.last_fcp = now;
+    pt.tokens = burst_units();
+    pt.tokens_at = now;
+    pt.want = 0;
     sma_.link_up(p);
     write_fcps(p, true);
     apply_sma_changes(now);
@@ -125,6 +131,24 @@ void Switch::tick(uint64_t now) {
     }
     discard_heads(now);
     schedule(now);
+}
+
+uint64_t Switch::next_wake(uint64_t now) const {
+    uint64_t wake = now + 1'000'000;
+    if (cfg_.line_rate_bps == 0) {
+        return wake;
+    }
+    for (uint8_t p = 1; p <= cfg_.ports; ++p) {
+        const Port &pt = port(p);
+        if (!pt.connected || pt.want == 0) {
+            continue;
+        }
+        const uint64_t elapsed = now - std::min(now, pt.tokens_at);
+        const uint64_t need = pt.want - std::min(pt.want, pt.tokens);
+        const uint64_t dt = (need + cfg_.line_rate_bps - 1) / cfg_.line_rate_bps;
+        wake = std::min(wake, now + (dt > elapsed ? dt - elapsed : 0));
+    }
+    return wake;
 }
 
 // ---------------------------------------------------------------------------
@@ -572,8 +596,46 @@ void Switch::discard_heads(uint64_t now) {
     }
 }
 
+// Shaping (cfg_.line_rate_bps): a token bucket per output, in bit x ns
+// units, two largest packets deep.
+uint64_t Switch::burst_units() const {
+    return 2 * kMaxFrameBytes * 8 * kNsPerS;
+}
+
+void Switch::refill(Port &pt, uint64_t now) const {
+    const uint64_t burst = burst_units();
+    const uint64_t dt = now - std::min(now, pt.tokens_at);
+    const uint64_t room = burst - std::min(pt.tokens, burst);
+    // dt * rate could overflow after a long idle: a full bucket then.
+    pt.tokens = dt >= room / cfg_.line_rate_bps + 1
+                    ? burst
+                    : std::min(burst, pt.tokens + dt * cfg_.line_rate_bps);
+    pt.tokens_at = std::max(pt.tokens_at, now);
+}
+
+// Whether output pt's line may send a packet of `bytes` now (and if so,
+// its tokens are spent); else the cost is kept for next_wake().
+bool Switch::take_line(Port &pt, size_t bytes, uint64_t now) {
+    if (cfg_.line_rate_bps == 0) {
+        return true;
+    }
+    refill(pt, now);
+    const uint64_t cost = static_cast<uint64_t>(bytes) * 8 * kNsPerS;
+    if (pt.tokens < cost) {
+        pt.want = cost;
+        ++pt.stats.rate_waits;
+        return false;
+    }
+    pt.tokens -= cost;
+    pt.want = 0;
+    pt.stats.busy_ns += cost / cfg_.line_rate_bps;
+    return true;
+}
+
 bool Switch::schedule_port(uint8_t o, uint64_t now) {
     Port &op = port(o);
+    // Only a packet that waits for the line in this pass sets it again.
+    op.want = 0;
     if (!op.connected || op.out.size() >= cfg_.out_limit) {
         return false;
     }
@@ -583,6 +645,9 @@ bool Switch::schedule_port(uint8_t o, uint64_t now) {
         const auto in = static_cast<uint8_t>((op.rr_in + k) % n);
         auto &qs = port(in).in15;
         if (!qs.empty() && (qs.front().out_mask & bit(o)) != 0) {
+            if (!take_line(op, qs.front().frame.size(), now)) {
+                return false;
+            }
             emit(o, qs.front(), kVl15);
             qs.front().out_mask &= ~bit(o);
             pop_done(qs, in, false, now);
@@ -616,6 +681,9 @@ bool Switch::schedule_port(uint8_t o, uint64_t now) {
             if (!op.credits.may_send(vl, q.blocks)) {
                 ++op.stats.credit_waits;
                 continue;
+            }
+            if (!take_line(op, q.frame.size(), now)) {
+                return false;
             }
             op.credits.on_sent(vl, q.blocks);
             emit(o, q, vl);
@@ -726,7 +794,9 @@ std::string Switch::stats_json() const {
     char buf[512];
     std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(cfg_.guid));
     s += buf;
-    std::snprintf(buf, sizeof buf, "\", \"lid\": %u, \"ports\": [", sma_state_.ports[0].info.lid);
+    std::snprintf(buf, sizeof buf, "\", \"lid\": %u, \"line_rate_bps\": %llu, \"ports\": [",
+                  sma_state_.ports[0].info.lid,
+                  static_cast<unsigned long long>(cfg_.line_rate_bps));
     s += buf;
     for (uint8_t p = 0; p <= cfg_.ports; ++p) {
         const PortStats &st = port(p).stats;
@@ -750,7 +820,7 @@ std::string Switch::stats_json() const {
                       "\"overruns\": %llu, \"relay_drops\": %llu, \"hoq_discards\": %llu, "
                       "\"inactive_discards\": %llu, \"vl15_dropped\": %llu, \"smp_local\": %llu, "
                       "\"smp_forwarded\": %llu, \"credit_waits\": %llu, \"oversize_frames\": %llu, "
-                      "\"traps_sent\": %llu, ",
+                      "\"traps_sent\": %llu, \"rate_waits\": %llu, \"busy_ns\": %llu, ",
                       static_cast<unsigned long long>(st.overruns),
                       static_cast<unsigned long long>(st.relay_drops),
                       static_cast<unsigned long long>(st.hoq_discards),
@@ -760,7 +830,9 @@ std::string Switch::stats_json() const {
                       static_cast<unsigned long long>(st.smp_forwarded),
                       static_cast<unsigned long long>(st.credit_waits),
                       static_cast<unsigned long long>(port(p).reader.stats().oversize),
-                      static_cast<unsigned long long>(st.traps_sent));
+                      static_cast<unsigned long long>(st.traps_sent),
+                      static_cast<unsigned long long>(st.rate_waits),
+                      static_cast<unsigned long long>(st.busy_ns));
         s += buf;
         const PortCountersExtended &x = sp.counters_ext;
         std::snprintf(buf, sizeof buf,

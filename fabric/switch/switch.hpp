@@ -45,6 +45,11 @@ struct SwitchConfig {
     uint64_t fcp_refresh_ns = 50'000'000; // resend every VL's FCP this often
     uint16_t lft_cap = 0xC000;            // LinearFDBCap: unicast LIDs routed
     uint16_t mft_cap = 512;               // MulticastFDBCap
+    // Every external port's egress line rate, bit/s of packet bytes
+    // (LRH to VCRC; FCPs are not charged); 0: as fast as the sockets go.
+    // A token bucket two largest packets deep: a shaped output is the
+    // fabric's bottleneck, and its input queues fill and hold back credit.
+    uint64_t line_rate_bps = 0;
     std::string description = "ohca-switch";
 };
 
@@ -65,6 +70,8 @@ struct PortStats {
     uint64_t frames_out = 0;
     uint64_t link_packets_out = 0;
     uint64_t credit_waits = 0; // schedule passes a head packet waited for credit
+    uint64_t rate_waits = 0;   // schedule passes the output waited for its line rate
+    uint64_t busy_ns = 0;      // shaped: the time the line spent sending (frame bytes / rate)
     uint64_t traps_sent = 0;   // port 0: Trap(Notice 128) to the master SM
 };
 
@@ -85,6 +92,9 @@ class Switch {
     void consumed(uint8_t p, size_t n, uint64_t now_ns);
     // Timers: FCP refresh, HOQ discards. Call every millisecond or so.
     void tick(uint64_t now_ns);
+    // When a shaped output has earned the tokens its next packet waits
+    // for (at most 1 ms ahead): the event loop's wake-up.
+    [[nodiscard]] uint64_t next_wake(uint64_t now_ns) const;
 
     [[nodiscard]] const PortStats &stats(uint8_t p) const { return port(p).stats; }
     [[nodiscard]] ib::SmaState &sma_state() { return sma_state_; }
@@ -123,6 +133,9 @@ class Switch {
         uint8_t rr_vl = 0; // output arbitration: next data VL
         uint8_t rr_in = 0; // output arbitration: next input
         uint64_t last_fcp = 0;
+        uint64_t tokens = 0;    // shaped: bits x 1e9 (a ns at R bit/s adds R)
+        uint64_t tokens_at = 0; // when tokens were last topped up
+        uint64_t want = 0;      // tokens the packet waiting for the line needs (0: none)
         PortStats stats;
         explicit Port(const ib::LinkCredits &c) : credits(c) {}
     };
@@ -145,6 +158,9 @@ class Switch {
     [[nodiscard]] uint64_t hoq_ns(uint8_t out) const;
 
     void schedule(uint64_t now);
+    [[nodiscard]] uint64_t burst_units() const;
+    void refill(Port &pt, uint64_t now) const;
+    bool take_line(Port &pt, size_t bytes, uint64_t now);
     bool schedule_port(uint8_t o, uint64_t now);
     void write_fcps(uint8_t o, bool all);
     void emit(uint8_t o, const Queued &q, uint8_t vl);

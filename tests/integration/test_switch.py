@@ -145,11 +145,13 @@ def test_eth_switches_in_line(tmp_path, sockdir):
 
 
 def test_ib_switch_starts_and_reports(tmp_path, sockdir):
-    """The InfiniBand mode: three ports with a smaller VL buffer; each
+    """The InfiniBand mode: three ports with a smaller VL buffer and a
+    shaped line rate (the incast bench's bottleneck); each
     port sends its initialization flow control packets as soon as it is
     connected; stop() returns the per-port statistics (port 0 the switch's
     own) and the VMs' ports."""
-    socks, fabric = _fabric(tmp_path, sockdir, "ib", 3, {"vl_buffer": 128, "capture": True})
+    socks, fabric = _fabric(tmp_path, sockdir, "ib", 3,
+                            {"vl_buffer": 128, "line_rate": 500, "capture": True})
     try:
         got = _frames_at(socks[1], 4, 1)  # init FCPs (VL0-3), then one per VL every 50 ms
     finally:
@@ -158,12 +160,13 @@ def test_ib_switch_starts_and_reports(tmp_path, sockdir):
             s.close()
     assert len(got) >= 4 and all(len(f) == 6 for f in got), got
     assert stats["guid"] == "0x0002c90300fab001", stats
+    assert stats["line_rate_bps"] == 500 * 10**6, stats
     assert [p["port"] for p in stats["ports"]] == [0, 1, 2, 3], stats
     assert all(p["connected"] for p in stats["ports"][1:]), stats
     assert stats["vm_ports"] == {0: 1, 1: 2, 2: 3}, stats
     with open(os.path.join(tmp_path, "sw0", "cmdline.txt")) as f:
         cmd = f.read()
-    assert "--mode ib" in cmd and "--vl-buffer 128" in cmd, cmd
+    assert "--mode ib" in cmd and "--vl-buffer 128" in cmd and "--line-rate 500" in cmd, cmd
     assert os.path.isfile(os.path.join(tmp_path, "sw0", "switch.pcap"))
 
 

@@ -38,6 +38,10 @@ Smp dr_smp(uint8_t meth, uint16_t attr_id, uint32_t mod, std::initializer_list<u
 struct Fabric {
     std::unique_ptr<Switch> sw;
     std::vector<std::unique_ptr<FakePeer>> peers; // [0] unused
+    // sm()'s time: advanced by `step` per SMP (a shaped switch earns the
+    // tokens for its replies); 0 for the tests that keep time at 0.
+    uint64_t clock = 0;
+    uint64_t step = 0;
     explicit Fabric(uint8_t ports = 4, SwitchConfig cfg = {}) {
         cfg.ports = ports;
         sw = std::make_unique<Switch>(cfg);
@@ -64,8 +68,9 @@ struct Fabric {
     Smp sm(const Smp &s) {
         FakePeer &p1 = peer(1);
         p1.data.clear();
-        p1.send_raw(framed(smp_frame(s)));
-        pump();
+        clock += step;
+        p1.send_raw(framed(smp_frame(s)), clock);
+        pump(clock);
         EXPECT_EQ(p1.data.size(), 1u);
         if (p1.data.empty()) {
             return {};
@@ -579,4 +584,103 @@ TEST(Switch, StatsJson) {
     EXPECT_NE(j.find("\"ports\": ["), std::string::npos);
     EXPECT_NE(j.find("\"port\": 2"), std::string::npos);
     EXPECT_EQ(j.back(), '}');
+}
+
+// Three senders into one receiver through an output shaped to 1 Gbit/s:
+// the line is the bottleneck, the inputs' buffers fill and hold the
+// senders back by credit; nothing is dropped, every sender's packets
+// arrive in order, the line is busy all the time and shared evenly.
+TEST(Switch, LineRateShapesAnIncastLosslessly) {
+    SwitchConfig cfg;
+    cfg.line_rate_bps = 1'000'000'000;
+    cfg.vl_buffer_blocks = 100;
+    Fabric f(4, cfg);
+    f.step = kMs;
+    f.connect_all();
+    f.program();
+    const uint64_t t0 = f.clock;
+    constexpr uint64_t kStep = 10'000; // 10 us
+    constexpr uint64_t kRun = 20 * kMs;
+    std::array<uint32_t, 4> psn{};
+    std::array<uint64_t, 4> refused{};
+    uint64_t waits_checked = 0;
+    for (uint64_t now = t0; now < t0 + kRun; now += kStep) {
+        for (uint8_t s = 1; s <= 3; ++s) {
+            // each sender offers more than the line takes: a packet a step
+            // (2076 bytes per 10 us, 1.66 Gbit/s each)
+            auto pkt = data_frame(0, 0, 5, static_cast<uint16_t>(1 + s), 2048, psn[s]);
+            pkt[kLrhBytes + 5] = s; // DestQP's low byte names the sender
+            seal(pkt);
+            if (f.peer(s).send(pkt, now)) {
+                ++psn[s];
+            } else {
+                ++refused[s];
+            }
+        }
+        f.sw->tick(now);
+        f.pump(now);
+        if (f.sw->next_wake(now) < now + kMs) {
+            // an output waits for its tokens: the wake-up is due within
+            // one packet's time at the line rate (2.1 KB: 16.6 us)
+            EXPECT_LE(f.sw->next_wake(now), now + 17'000);
+            ++waits_checked;
+        }
+        for (uint8_t s = 1; s <= 3; ++s) {
+            EXPECT_LE(f.sw->queued_blocks(s), 100u);
+        }
+    }
+    EXPECT_GT(waits_checked, 0u);
+    const auto &got = f.peer(4).data;
+    std::array<uint32_t, 4> next{};
+    size_t bytes = 0;
+    for (const auto &pkt : got) {
+        Packet p;
+        ASSERT_EQ(parse(pkt, p), PacketError::Ok);
+        const uint8_t s = pkt[kLrhBytes + 5];
+        ASSERT_TRUE(s >= 1 && s <= 3);
+        EXPECT_EQ(p.bth.psn, next[s]) << int(s); // in order, none missing
+        next[s] = p.bth.psn + 1;
+        bytes += pkt.size();
+    }
+    // 20 ms at 1 Gbit/s: 2.5 MB, give or take the bucket and a packet.
+    const double expect = 1e9 / 8 * (static_cast<double>(kRun) / 1e9);
+    EXPECT_NEAR(static_cast<double>(bytes), expect, 2.0 * 2 * kMaxFrameBytes + 2100);
+    for (uint8_t s = 1; s <= 3; ++s) {
+        EXPECT_GT(refused[s], 0u) << int(s); // held back by credit
+        EXPECT_NEAR(next[s], got.size() / 3.0, 2.0) << int(s);
+        EXPECT_EQ(f.sw->stats(s).overruns, 0u);
+    }
+    EXPECT_EQ(f.sw->stats(4).hoq_discards, 0u);
+    EXPECT_EQ(f.sw->sma_state().ports[4].counters.xmit_discards, 0);
+    EXPECT_GT(f.sw->stats(4).rate_waits, 0u);
+    EXPECT_NEAR(static_cast<double>(f.sw->stats(4).busy_ns), static_cast<double>(kRun),
+                kRun * 0.02);
+}
+
+// An unshaped switch (the default) never waits for a line, and a wake-up
+// is at most a millisecond away; a shaped one after a long idle has a
+// full bucket, not an overflowed one.
+TEST(Switch, LineRateIdleAndUnshaped) {
+    Fabric plain(2);
+    plain.connect_all();
+    plain.program();
+    EXPECT_EQ(plain.sw->next_wake(5 * kMs), 6 * kMs);
+    SwitchConfig cfg;
+    cfg.line_rate_bps = 400'000'000'000ull;
+    Fabric f(2, cfg);
+    f.step = kMs;
+    f.connect_all();
+    f.program();
+    const uint64_t later = f.clock + 3600ull * 1'000'000'000ull; // an hour idle
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_TRUE(f.peer(1).send(data_frame(0, 0, 3, 2, 4000, static_cast<uint32_t>(i)), later));
+        f.pump(later);
+    }
+    // two largest packets' worth of tokens: two go at once, the third waits
+    EXPECT_EQ(f.peer(2).data.size(), 2u);
+    EXPECT_GT(f.sw->next_wake(later), later);
+    f.sw->tick(f.sw->next_wake(later));
+    f.pump(f.sw->next_wake(later));
+    EXPECT_EQ(f.peer(2).data.size(), 3u);
+    EXPECT_NE(f.sw->stats_json().find("\"line_rate_bps\": 400000000000"), std::string::npos);
 }
