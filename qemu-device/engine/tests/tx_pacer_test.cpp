@@ -36,7 +36,7 @@ class TxPacerTest : public ::testing::Test {
         a.connect(side[0].qp, side[1].qp.qpn, b);
         b.connect(side[1].qp, side[0].qp.qpn, a);
     }
-    void write(RdmaNode &from, Side &s, const Side &to, size_t len, uint64_t wr_id) {
+    static void write(RdmaNode &from, Side &s, const Side &to, size_t len, uint64_t wr_id) {
         SendReq r;
         r.opcode = OHCA_WR_RDMA_WRITE;
         r.wr_id = wr_id;
@@ -166,7 +166,7 @@ TEST_F(TxPacerTest, AFloodCostsBoundedWorkAndNoMemory) {
     const unsigned int schedules = a.host.schedules;
     const uint64_t wake = a.host.timer;
     EXPECT_GT(wake, a.host.now);
-    EXPECT_LE(wake, a.host.now + 8 * 1200); // one frame's time at most
+    EXPECT_LE(wake, a.host.now + uint64_t{8 * 1200}); // one frame's time at most
     const uint64_t heap = ohca_engine_heap_bytes();
     for (int i = 0; i < 1000; ++i) {
         ohca_engine_process(a.e);
