@@ -64,6 +64,8 @@ struct OhcaState {
     uint32_t doorbell_budget;   /* ... at most this many units of it */
     uint32_t max_qp;            /* QPs offered (QUERY_DEVICE max_qp) */
     uint32_t speed;             /* Ethernet: the link's Mbit/s */
+    bool pace;                  /* Ethernet: transmit at the link's speed */
+    uint32_t tx_burst;          /* ... in bursts of this many bytes (0: auto) */
 
     uint8_t af_cap;             /* config offset of the AF capability */
 
@@ -472,6 +474,23 @@ static void ohca_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     cfg.speed_mbps = s->speed;
+    /*
+     * pace: the port sends at its speed, in bursts of at most tx-burst
+     * bytes; 0 is 100 us of the line (at least the engine's minimum, 16
+     * KiB at the switch's 200 Mbit/s). Off: as fast as the engine makes
+     * frames (the behaviour before pacing).
+     */
+    if (s->tx_burst && (s->tx_burst < OHCA_ENGINE_MIN_TX_BURST ||
+                        s->tx_burst > OHCA_ENGINE_MAX_TX_BURST)) {
+        error_setg(errp, "ohca: tx-burst must be 0 or %u..%u bytes, not %" PRIu32,
+                   OHCA_ENGINE_MIN_TX_BURST, OHCA_ENGINE_MAX_TX_BURST,
+                   s->tx_burst);
+        return;
+    }
+    if (s->pace) {
+        cfg.tx_burst_bytes = s->tx_burst ? s->tx_burst :
+            MAX(OHCA_ENGINE_DEFAULT_TX_BURST, s->speed * 25 / 2);
+    }
     if (!s->link_layer || !strcmp(s->link_layer, "eth")) {
         cfg.link_layer = OHCA_LINK_ETH;
     } else if (!strcmp(s->link_layer, "ib")) {
@@ -721,6 +740,8 @@ static OhcaProperty ohca_properties[] = {
     DEFINE_PROP_UINT32("max-qp", OhcaState, max_qp, OHCA_ENGINE_MAX_QP),
     DEFINE_PROP_UINT32("speed", OhcaState, speed,
                        OHCA_ENGINE_DEFAULT_SPEED_MBPS),
+    DEFINE_PROP_BOOL("pace", OhcaState, pace, true),
+    DEFINE_PROP_UINT32("tx-burst", OhcaState, tx_burst, 0),
     OHCA_PROPS_END
 };
 

@@ -31,6 +31,15 @@ np_cnp_sent, rp_cnp_handled, rx_prio0_pause), the probe's p50
 (t_typical) and p99. A cell's window is the host time between the
 barriers that start and end it.
 
+Besides the incast modes, cells of other kinds (CELL_KINDS): a kind
+brings its guest shell function, run by every VM between the cell's
+barriers, and its own summary and table. This file registers the slow
+receiver (slowrx-credits, slowrx-nocredits: RC SENDs into a receiver that
+posts one receive WQE per 10 ms, slow_receiver.py, with the QP's own
+receive queue, whose ACKs carry end-to-end credits, and on an SRQ, whose
+credits are "invalid"; the RNR NAKs counted); another module (the
+InfiniBand-credits cell) calls register_kind() before main().
+
 Writes build/fabric-bench/results.json (one object per cell, the issue's
 keys exactly), details.json (everything measured), the table into
 docs/bench.md between its fabric-bench markers (with the date and the
@@ -38,7 +47,8 @@ host's load), and PNG plots (per-sender throughput and the bottleneck's
 queue over time, per cell) when matplotlib is installed.
 
     python3 tests/bench/fabric_bench.py [--seconds S] [--qps N] [--senders 2,3]
-                                        [--modes droptail,pfc,dcqcn] [--no-docs]
+                                        [--modes droptail,pfc,dcqcn] [--kinds slowrx]
+                                        [--tx-burst BYTES] [--no-docs]
 
 Exit 0 when every cell produced its figures, 1 when some cell failed (the
 table says which), 2 when the VMs could not be run.
@@ -57,6 +67,28 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "vm"))
 import ohcavm  # noqa: E402
+
+
+class CellKind:
+    """A cell that is not an incast mode. 'shell' defines the guest
+    function cell_<mode> (arguments: the cell's name and n; every VM runs
+    it between the cell's barriers, the guests' counters are taken around
+    it; it prints what 'summarize' reads and returns nonzero on failure);
+    cells() gives the (name, mode, n) cells to run; summarize(name, mode, n,
+    outputs, window) returns the cell's details (a dict with at least
+    'cell', 'mode', 'senders', 'errors') from every VM's output and the
+    switch's timeline window; rows(details) the kind's own table in
+    docs/bench.md (a markdown string, '' for none)."""
+
+    def __init__(self, shell, cells, summarize, rows):
+        self.shell, self.cells, self.summarize, self.rows = shell, cells, summarize, rows
+
+
+CELL_KINDS = {}
+
+
+def register_kind(name, kind):
+    CELL_KINDS[name] = kind
 
 LINE_RATE = 200  # Mbit/s per egress port
 BUFFER = 1 << 20
@@ -134,12 +166,26 @@ cell() {
 	echo "CELL $name vm$OHCA_VM_INDEX rc=$rc before: $before after: $after"
 	ohca_barrier "$name-done" 200
 }
+# A cell of another kind (CELL_KINDS): its function between the barriers.
+kind_cell() {
+	local name=$1 mode=$2 n=$3 before after rc=0
+	before=$(snap)
+	ohca_barrier "$name" 200 || return 1
+	cell_$mode "$name" "$n" || rc=1
+	after=$(snap)
+	echo "CELL $name vm$OHCA_VM_INDEX rc=$rc before: $before after: $after"
+	ohca_barrier "$name-done" 200
+}
 for c in $CELLS; do
 	IFS=: read -r name mode n <<EOF
 $c
 EOF
 	echo "=== $name ($(date +%T)) ==="
-	cell $name $mode $n || echo "CELL $name vm$OHCA_VM_INDEX rc=1 before: after:"
+	if type "cell_$mode" >/dev/null 2>&1; then
+		kind_cell $name $mode $n || echo "CELL $name vm$OHCA_VM_INDEX rc=1 before: after:"
+	else
+		cell $name $mode $n || echo "CELL $name vm$OHCA_VM_INDEX rc=1 before: after:"
+	fi
 done
 setmode droptail
 ohca_hw_counters
@@ -177,6 +223,75 @@ def p99(xs):
         return None
     s = sorted(xs)
     return s[min(len(s) - 1, max(0, -(-99 * len(s) // 100) - 1))]
+
+
+# ---- the slow receiver (issue 23 item 4) -------------------------------------------
+SLOWRX_N = 100  # SENDs; the receiver posts one receive WQE per SLOWRX_PERIOD_MS
+SLOWRX_PERIOD_MS = 10
+with open(os.path.join(HERE, "slow_receiver.py")) as _f:
+    SLOWRX_PY = _f.read()
+SLOWRX_SHELL = f"""
+cat >/tmp/slowrx.py <<'PYEOF'
+{SLOWRX_PY.strip()}
+PYEOF
+rnr() {{ cat /sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters/rc_rnr_naks_$1; }}
+# $1: the cell's name; $2 the receiver's queue (rq: its own, credits; srq).
+slowrx() {{
+	local name=$1 kind=$2 rc=0 s0 r0
+	s0=$(rnr sent) r0=$(rnr rcvd)
+	case $OHCA_VM_INDEX in
+	0) timeout 200 python3 /tmp/slowrx.py recv $OHCA_IBDEV $gid 18700 $kind {SLOWRX_N} \\
+		{SLOWRX_PERIOD_MS} 32 >/tmp/$name.r 2>&1 || rc=1
+	   cat /tmp/$name.r ;;
+	1) timeout 200 python3 /tmp/slowrx.py send $OHCA_IBDEV $gid 18700 "$recv_ip" {SLOWRX_N} 32 \\
+		>/tmp/$name.s 2>&1 || rc=1
+	   cat /tmp/$name.s ;;
+	esac
+	echo "RNR $name vm$OHCA_VM_INDEX sent=$(($(rnr sent) - s0)) rcvd=$(($(rnr rcvd) - r0))"
+	return $rc
+}}
+cell_slowrx_rq() {{ slowrx $1 rq; }}
+cell_slowrx_srq() {{ slowrx $1 srq; }}
+"""
+
+
+def slowrx_summarize(name, mode, n, outputs, window):
+    d = {"cell": name, "mode": mode, "senders": 1, "errors": [],
+         "credits": mode == "slowrx_rq", "messages": SLOWRX_N,
+         "period_ms": SLOWRX_PERIOD_MS}
+    for i, who in ((0, "receiver"), (1, "sender")):
+        out = outputs[i] if i < len(outputs) else ""
+        m = re.search(rf"^RNR {re.escape(name)} vm{i} sent=(-?\d+) rcvd=(-?\d+)$", out, re.M)
+        if m:
+            d[f"{who}_rnr_sent"], d[f"{who}_rnr_rcvd"] = int(m[1]), int(m[2])
+        else:
+            d["errors"].append(f"vm{i}: no RNR counts")
+    m = re.search(r"^SLOWRX role=send n=\d+ seconds=([\d.]+)$",
+                  outputs[1] if len(outputs) > 1 else "", re.M)
+    d["seconds"] = float(m[1]) if m else None
+    d["rnr_naks"] = d.get("receiver_rnr_sent")
+    if window:
+        d["drops"] = window["drops"]
+    return d
+
+
+def slowrx_rows(details):
+    rows = ["| cell | receiver's queue | RNR NAKs sent (receiver) / received (sender) "
+            "| SENDs, time s | notes |", "|---|---|---|---|---|"]
+    for d in details:
+        rows.append(
+            f"| {d['cell']} | {'own RQ: credits' if d['credits'] else 'SRQ: credits invalid'} | "
+            f"{fmt(d.get('receiver_rnr_sent'))} / {fmt(d.get('sender_rnr_rcvd'))} | "
+            f"{d['messages']}, {fmt(d.get('seconds'), 1)} | {'; '.join(d['errors'])} |")
+    return (f"Slow receiver: {SLOWRX_N} RC SENDs of 64 B posted at once from vm1, vm0 posts "
+            f"one receive WQE per {SLOWRX_PERIOD_MS} ms (rnr_retry 7, min_rnr_timer 1: the "
+            "device waits at least 1 ms).\n\n" + "\n".join(rows))
+
+
+register_kind("slowrx", CellKind(
+    SLOWRX_SHELL,
+    lambda: [("slowrx-credits", "slowrx_rq", 1), ("slowrx-nocredits", "slowrx_srq", 1)],
+    slowrx_summarize, slowrx_rows))
 
 
 def summarize(name, mode, n, vms, window, unloaded):
@@ -338,6 +453,10 @@ def main():
     ap.add_argument("--probe-iters", type=int, default=100)
     ap.add_argument("--senders", default="2,3")
     ap.add_argument("--modes", default="droptail,pfc,dcqcn")
+    ap.add_argument("--kinds", default=",".join(CELL_KINDS),
+                    help="cells of other kinds (CELL_KINDS), after the incast ones")
+    ap.add_argument("--tx-burst", type=int, default=None,
+                    help="the devices' tx-burst in bytes (QEMU property; 0: not paced)")
     ap.add_argument("--timeout", type=int, default=2400)
     ap.add_argument("--no-docs", action="store_true", help="leave docs/bench.md alone")
     args = ap.parse_args()
@@ -345,6 +464,12 @@ def main():
     modes = args.modes.split(",")
     cells = [("unloaded", "unloaded", 0)]
     cells += [(f"{m}-{n}to1", m, n) for n in senders for m in modes]
+    kinds = [k for k in args.kinds.split(",") if k]
+    kind_of = {}
+    for k in kinds:
+        for cell in CELL_KINDS[k].cells():
+            cells.append(cell)
+            kind_of[cell[0]] = k
     nvms = max(senders) + 1
     os.makedirs(OUT, exist_ok=True)
     switch = {"line_rate": LINE_RATE, "buffer": BUFFER, "ecn": ECN, "pfc": "0",
@@ -355,16 +480,21 @@ def main():
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "host": f"{os.cpu_count()} cores", "vms": nvms, "seconds": args.seconds,
             "qps": args.qps, "probe_iters": args.probe_iters, "load_before": loadavg()}
+    meta["tx_burst"] = args.tx_burst
     print(f"fabric-bench: {nvms} VMs, cells: {', '.join(c[0] for c in cells)}", flush=True)
+    script = env + "".join(CELL_KINDS[k].shell for k in kinds) + SCRIPT
     t_start = time.monotonic()
     try:
+        extra = ([] if args.tx_burst is None else
+                 ["-global", "ohca.pace=off"] if args.tx_burst == 0 else
+                 ["-global", f"ohca.tx-burst={args.tx_burst}"])
         c = ohcavm.Cluster("fabric-bench", nvms=nvms, wire="switch", switch=switch, smp=1,
-                           mem="512M", logdir=os.path.join(OUT, "logs"))
+                           mem="512M", logdir=os.path.join(OUT, "logs"), extra_args=extra)
     except ohcavm.HarnessError as e:
         print(f"fabric-bench: {e}", file=sys.stderr)
         return 2
     with c:
-        c.start(env + SCRIPT)
+        c.start(script)
         done = threading.Event()
 
         def progress():
@@ -389,20 +519,37 @@ def main():
     for r in results:
         if r.error or r.timed_out:
             print(f"fabric-bench: {r.name}: {r.error}", file=sys.stderr)
-    vms = [parse_vm(r.output) for r in results]
+    outputs = [r.output or "" for r in results]
+    vms = [parse_vm(o) for o in outputs]
     unloaded = (vms[1].get("unloaded", {}).get("probe") or {}).get("p50")
-    details = []
+    details, kind_details = [], {k: [] for k in kinds}
     for name, mode, n in cells:
         window = None
         if name in times and f"{name}-done" in times and 0 in vm_ports:
             window = ohcavm.timeline_window(lines, times[name], times[f"{name}-done"],
                                             vm_ports[0])
-        details.append(summarize(name, mode, n, vms, window, unloaded))
+        if name in kind_of:
+            d = CELL_KINDS[kind_of[name]].summarize(name, mode, n, outputs, window)
+            for i, v in enumerate(vms):
+                if v.get(name, {}).get("rc"):
+                    d["errors"].append(f"vm{i}: rc={v[name]['rc']}")
+            kind_details[kind_of[name]].append(d)
+        else:
+            details.append(summarize(name, mode, n, vms, window, unloaded))
+    # The issue's keys for every cell; a kind's cells add their own.
+    extra_results = [dict(result_of(d), **{k: v for k, v in d.items() if k not in KEYS})
+                     for k in kinds for d in kind_details[k]]
     with open(os.path.join(OUT, "results.json"), "w") as f:
-        json.dump([result_of(d) for d in details if d["senders"] > 0], f, indent=1)
+        json.dump([result_of(d) for d in details if d["senders"] > 0] + extra_results, f,
+                  indent=1)
     with open(os.path.join(OUT, "details.json"), "w") as f:
-        json.dump({"meta": meta, "cells": details, "switch": stats}, f, indent=1)
+        json.dump({"meta": meta, "cells": details, "kinds": kind_details, "switch": stats}, f,
+                  indent=1)
     text = table(details, meta)
+    for k in kinds:
+        rows = CELL_KINDS[k].rows(kind_details[k])
+        if rows:
+            text += "\n\n" + rows
     print(text)
     pngs = plots(lines, cells, times, vm_ports)
     if pngs:
@@ -411,7 +558,7 @@ def main():
         update_doc(text)
     print(f"fabric-bench: {OUT}/results.json, details.json"
           + (f", {len(pngs)} plots" if pngs else ", no plots (no matplotlib)"), flush=True)
-    return 1 if any(d["errors"] for d in details) else 0
+    return 1 if any(d["errors"] for d in details + sum(kind_details.values(), [])) else 0
 
 
 if __name__ == "__main__":

@@ -105,11 +105,24 @@ struct ohca_engine_config {
      * rate. 0 is OHCA_ENGINE_DEFAULT_SPEED_MBPS; outside
      * OHCA_ENGINE_MIN/MAX_SPEED_MBPS fails ohca_engine_create(). */
     uint32_t speed_mbps;
+    /* An Ethernet port's transmit pacing: 0, not paced (frames leave as
+     * fast as the engine makes them: unit tests whose clock stands still);
+     * otherwise the port sends at speed_mbps with bursts of at most this
+     * many bytes, as a NIC's MAC does (docs/congestion.md).
+     * OHCA_ENGINE_MIN/MAX_TX_BURST bound it; outside fails
+     * ohca_engine_create(). No effect on an InfiniBand port (its link's
+     * credits pace it). */
+    uint32_t tx_burst_bytes;
 };
 
 #define OHCA_ENGINE_DEFAULT_SPEED_MBPS 10000u
 #define OHCA_ENGINE_MIN_SPEED_MBPS 10u
 #define OHCA_ENGINE_MAX_SPEED_MBPS 400000u
+/* Two of the longest frames, and 16 MiB. */
+#define OHCA_ENGINE_MIN_TX_BURST 8704u
+#define OHCA_ENGINE_MAX_TX_BURST (16u << 20)
+/* QEMU: 100 us of the line, at least this (the pace property). */
+#define OHCA_ENGINE_DEFAULT_TX_BURST 16384u
 
 #define OHCA_ENGINE_DEFAULT_MAX_QP 1024u
 #define OHCA_ENGINE_MAX_QP 65536u

@@ -94,6 +94,19 @@ void RdmaNode::load_state(std::span<const uint8_t> state, uint32_t id_seed) {
     OHCA_CHECK(loaded, err);
 }
 
+void RdmaNode::pace(uint32_t speed_mbps, uint32_t burst) {
+    ohca_engine_destroy(e);
+    const ohca_engine_ops ops = FakeHost::ops();
+    config.speed_mbps = speed_mbps;
+    config.tx_burst_bytes = burst;
+    e = engine_create(&ops, &host, &config, link_);
+    OHCA_CHECK(e != nullptr, "engine_create");
+    drv.attach(e);
+    host.fill(kNodeEq, 0, 16u << eq_log_);
+    pending_.clear();
+    bring_up(gid[0] == 0xfd, gid[15]);
+}
+
 void RdmaNode::process() {
     OHCA_CHECK(drv.drain(100000), "engine keeps rescheduling");
 }

@@ -133,7 +133,11 @@ class RdmaNode {
     void cq_doorbell(const CqInfo &cq, uint32_t flags);
 
     void process(); // until the engine stops rescheduling
-    void reset();   // function reset, then the driver's bring-up again
+    // A new engine with the port's transmit paced at 'speed_mbps' in bursts
+    // of 'burst' bytes (ohca_engine_config::tx_burst_bytes), brought up
+    // again; before any object is created.
+    void pace(uint32_t speed_mbps, uint32_t burst);
+    void reset(); // function reset, then the driver's bring-up again
     // The engine's state (ohca_engine_save); a refusal is a failed check.
     std::vector<uint8_t> save_state();
     // What a migration does: the engine destroyed, one of the same

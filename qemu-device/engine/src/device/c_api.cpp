@@ -26,6 +26,8 @@ ohca_engine *engine_create(const ohca_engine_ops *ops, void *ctx, const ohca_eng
         ops->rx_resume == nullptr || cfg->max_qp > OHCA_ENGINE_MAX_QP ||
         (cfg->speed_mbps != 0 && (cfg->speed_mbps < OHCA_ENGINE_MIN_SPEED_MBPS ||
                                   cfg->speed_mbps > OHCA_ENGINE_MAX_SPEED_MBPS)) ||
+        (cfg->tx_burst_bytes != 0 && (cfg->tx_burst_bytes < OHCA_ENGINE_MIN_TX_BURST ||
+                                      cfg->tx_burst_bytes > OHCA_ENGINE_MAX_TX_BURST)) ||
         (cfg->link_layer != OHCA_LINK_ETH && cfg->link_layer != OHCA_LINK_IB)) {
         return nullptr;
     }
@@ -40,6 +42,7 @@ ohca_engine *engine_create(const ohca_engine_ops *ops, void *ctx, const ohca_eng
     dc.link_layer = cfg->link_layer;
     dc.port_guid = cfg->port_guid;
     dc.speed_mbps = cfg->speed_mbps != 0 ? cfg->speed_mbps : OHCA_ENGINE_DEFAULT_SPEED_MBPS;
+    dc.tx_burst_bytes = cfg->tx_burst_bytes;
     return new (std::nothrow) ohca_engine{ohca::Device(*ops, ctx, dc)};
 }
 } // namespace ohca

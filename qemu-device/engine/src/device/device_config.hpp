@@ -28,6 +28,7 @@ struct DeviceConfig {
     uint8_t link_layer = OHCA_LINK_ETH;
     uint64_t port_guid = 0;                               // InfiniBand; 0: node_guid
     uint32_t speed_mbps = OHCA_ENGINE_DEFAULT_SPEED_MBPS; // Ethernet: the link's speed
+    uint32_t tx_burst_bytes = 0; // Ethernet: the transmit pacer's bucket (0: not paced)
 };
 
 } // namespace ohca

@@ -84,6 +84,7 @@ void EthRings::process_tx() {
 
 void EthRings::send(std::span<const uint8_t> frame) {
     d_.host.transmit(frame.data(), frame.size());
+    d_.port.pacer.sent(frame.size()); // never held: the data after it waits
     ++d_.stats.eth_tx_frames;
     ++d_.port.tx_frames;
     d_.stats.eth_tx_bytes += frame.size();

@@ -9,6 +9,7 @@
 
 #include "device/ib_port.hpp"
 #include "device/limits.hpp"
+#include "device/tx_pacer.hpp"
 #include "objects/event_sink.hpp"
 
 #include <ohca/ohca_cmd.h>
@@ -34,6 +35,9 @@ struct PortState {
     uint64_t tx_frames = 0;
     // An InfiniBand port's attributes and agents' state; none on Ethernet.
     std::optional<IbPort> ib;
+    // An Ethernet port's transmit at its line rate (tx_pacer.hpp): the
+    // wire side's packets and the guest's Ethernet frames alike.
+    TxPacer pacer;
 
     // The logical state QUERY_PORT and PORT_CHANGE report.
     [[nodiscard]] uint8_t state() const {
@@ -49,6 +53,7 @@ struct PortState {
         rx_mode = 0;
         rx_frames = 0;
         tx_frames = 0;
+        pacer.reset();
         if (ib) {
             ib->reset(link_up);
         }

@@ -38,6 +38,8 @@ WirePort::WirePort(const Deps &deps, const DeviceConfig &cfg)
     state_.speed_mbps = cfg.speed_mbps;
     if (cfg.link_layer == OHCA_LINK_IB) {
         state_.ib.emplace(cfg.node_guid, cfg.port_guid);
+    } else {
+        state_.pacer.configure(cfg.speed_mbps, cfg.tx_burst_bytes);
     }
 }
 
@@ -278,6 +280,7 @@ void WirePort::transmit(std::span<const uint8_t> frame) {
     if (state_.link_up) {
         ++state_.tx_frames;
         host_.transmit(frame.data(), frame.size());
+        state_.pacer.sent(frame.size());
     }
 }
 
@@ -290,7 +293,7 @@ bool WirePort::tx_room(const Qp &qp) const {
         PacketPath path;
         return build_path(qp, path) && tx_room_to(path);
     }
-    if (loopback_room() && !pfc_.any_paused()) {
+    if (loopback_room() && !pfc_.any_paused() && state_.pacer.has_credit()) {
         return true;
     }
     std::array<uint8_t, 16> dgid{};
@@ -298,7 +301,7 @@ bool WirePort::tx_room(const Qp &qp) const {
     if (is_local_gid(dgid)) {
         return loopback_room();
     }
-    return !pause_holds(qp.attrs.av.traffic_class, dgid);
+    return !pause_holds(qp.attrs.av.traffic_class, dgid) && state_.pacer.may_send(host_);
 }
 
 bool WirePort::tx_room_to(const PacketPath &path) const {
@@ -308,7 +311,7 @@ bool WirePort::tx_room_to(const PacketPath &path) const {
     if (is_local_gid(path.dgid)) {
         return loopback_room();
     }
-    return !pause_holds(path.traffic_class, path.dgid);
+    return !pause_holds(path.traffic_class, path.dgid) && state_.pacer.may_send(host_);
 }
 
 // A packet leaving the device on a priority the peer paused waits in its

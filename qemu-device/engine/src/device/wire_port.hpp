@@ -4,7 +4,8 @@
 // table, the link layer (link_layer.hpp; RoCEv2 by default), the backlog
 // of received and looped-back packets, and the RoCE counters; it is the
 // transports' WireServices (packets out, framed by the link layer or
-// looped back) and the link's Port (frames to the host). Received frames
+// looped back) and the link's Port (frames to the host, paced at the
+// line rate: tx_pacer.hpp). Received frames
 // pass its MAC filter; those the link layer claims wait in the backlog
 // until the run loop (run_loop.hpp) hands them, parsed, to their QP's
 // transport.
@@ -30,6 +31,7 @@
 
 #include <ohca_engine.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -110,10 +112,16 @@ class WirePort final : public WireServices, public Port {
             return ib_.end_run();
         }
         pfc_.tick();
-        return pfc_.end_run();
+        const bool paced = state_.pacer.end_run(); // both, whatever the first says
+        return pfc_.end_run() || paced;
     }
     [[nodiscard]] uint64_t link_deadline() const {
-        return state_.ib ? ib_.deadline() : pfc_.deadline();
+        if (state_.ib) {
+            return ib_.deadline();
+        }
+        const uint64_t p = pfc_.deadline();
+        const uint64_t t = state_.pacer.deadline();
+        return p == 0 ? t : t == 0 ? p : std::min(p, t);
     }
 
     // The port's state, GIDs, counters and DCQCN parameters
