@@ -119,7 +119,8 @@ exit $rc
 
 def fill(script, iters=ITERS, migrations=0):
     s = (script.replace("@GID@", str(GID)).replace("@ITERS@", str(iters))
-         .replace("@PORT@", str(PORT)).replace("@N@", str(migrations)))
+         .replace("@PORT@", str(PORT)).replace("@N@", str(migrations))
+         .replace("@UD@", "1" if MIG_UD else "0"))
     for k in range(3):
         s = s.replace(f"@EXTRA{k}@", str(PORT + 1 + k))
     return s
@@ -195,6 +196,12 @@ MIGRATIONS = int(os.environ.get("OHCA_MIGRATIONS", "1"))
 # iterations after a migration are most of a connection's time, and a
 # migration lasts 200-300 of them).
 LIVE_ITERS = int(os.environ.get("OHCA_MIG_ITERS", "2000"))
+# The UD sender beside them (OHCA_MIG_UD=1; make migration-test): not in
+# make test. Unpaced by the guest, it starves RC on a loaded host with or
+# without a migration (docs/migration.md): one make test run on the merged
+# tree at load 25 lost every RC connection to retry exhaustion after its
+# migration (2026-12-06).
+MIG_UD = os.environ.get("OHCA_MIG_UD", "0") == "1"
 
 # Shell helpers of both ends for the extra traffic: `extra NAME CMD...` runs
 # CMD in the background, its output in $XLOG/NAME.log; `grows NAME WHEN`:
@@ -279,6 +286,7 @@ start_extra() {
     extra rping rping_loop
     extra wbw nice -n 10 stdbuf -oL ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA1@ \
         -s 4096 -t 8 -D 2 -F --run_infinitely "$OHCA_PEER_IP"
+    [ @UD@ = 1 ] || return 0
     extra ud nice -n 10 stdbuf -oL ib_send_bw -c UD -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA2@ \
         -s 512 -t 8 -D 2 -F --run_infinitely "$OHCA_PEER_IP"
 }
@@ -289,10 +297,12 @@ start_extra() {
     extra rping nice -n 10 rping -s -P -a "$OHCA_IP" -p @EXTRA0@ -S 1024
     extra wbw nice -n 10 stdbuf -oL ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA1@ \
         -s 4096 -t 8 -D 2 -F --run_infinitely
-    extra ud nice -n 10 stdbuf -oL ib_send_bw -c UD -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA2@ \
-        -s 512 -t 8 -D 2 -F --run_infinitely
+    if [ @UD@ = 1 ]; then
+        extra ud nice -n 10 stdbuf -oL ib_send_bw -c UD -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA2@ \
+            -s 512 -t 8 -D 2 -F --run_infinitely
+    fi
     # Minutes on a host at load 25-30 (2026-12-06: vm1's preamble took 205 s).
-    ohca_poll 300 eval 'ss -Hltn "sport = :@EXTRA1@" | grep -q . && ss -Hltn "sport = :@EXTRA2@" | grep -q .' ||
+    ohca_poll 300 eval 'ss -Hltn "sport = :@EXTRA1@" | grep -q . && { [ @UD@ = 0 ] || ss -Hltn "sport = :@EXTRA2@" | grep -q .; }' ||
         { echo "FAIL: the perftest servers do not listen"; cat "$XLOG/wbw.log" "$XLOG/ud.log"; exit 1; }
 }
 # What rping's server printed besides connections ending (the client
@@ -338,10 +348,12 @@ echo "rping: $(grep -c verified /tmp/rping.log) connections of 20 pings verified
 echo "ib_write_bw: $(progress_wbw /tmp/wbw.log) reports with traffic; the last: $(grep '^ *4096 ' /tmp/wbw.log | tail -n 1)"
 # The UD sender stops right after a report, so that the reports hold
 # (nearly) every SEND it made; the peer counts what arrived.
-n=$(grep -c '^ *512 ' /tmp/ud.log)
-ohca_poll 30 eval '[ "$(grep -c "^ *512 " /tmp/ud.log)" -gt $n ]' || { echo "FAIL: ib_send_bw UD stalled"; rc=1; }
-kill $pid_ud
-echo "UD_SENT $(ud_total /tmp/ud.log) in $(progress_ud /tmp/ud.log) reports with traffic"
+if [ @UD@ = 1 ]; then
+    n=$(grep -c '^ *512 ' /tmp/ud.log)
+    ohca_poll 30 eval '[ "$(grep -c "^ *512 " /tmp/ud.log)" -gt $n ]' || { echo "FAIL: ib_send_bw UD stalled"; rc=1; }
+    kill $pid_ud
+    echo "UD_SENT $(ud_total /tmp/ud.log) in $(progress_ud /tmp/ud.log) reports with traffic"
+fi
 ohca_hw_counters
 mark extra-checked
 ohca_wait_host servers-checked 300 || rc=1
@@ -370,9 +382,11 @@ for i in $(seq 1 @N@); do
 done
 ohca_wait_host extra-checked 600 || exit 1
 # The UD sender has stopped: two more reports hold the last datagrams.
-n=$(grep -c '^ *512 ' $XLOG/ud.log)
-ohca_poll 30 eval '[ "$(grep -c "^ *512 " $XLOG/ud.log)" -ge $((n + 2)) ]'
-echo "UD_RECEIVED $(ud_total $XLOG/ud.log) in $(progress_ud $XLOG/ud.log) reports with traffic"
+if [ @UD@ = 1 ]; then
+    n=$(grep -c '^ *512 ' $XLOG/ud.log)
+    ohca_poll 30 eval '[ "$(grep -c "^ *512 " $XLOG/ud.log)" -ge $((n + 2)) ]'
+    echo "UD_RECEIVED $(ud_total $XLOG/ud.log) in $(progress_ud $XLOG/ud.log) reports with traffic"
+fi
 ohca_hw_counters
 extra_alive || rc=1
 if extra_server_errors; then echo "FAIL: the servers printed the errors above"; rc=1; fi
