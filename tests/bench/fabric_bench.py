@@ -57,6 +57,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "vm"))
 import ohcavm  # noqa: E402
+import fabric_bench_ib  # noqa: E402
 
 LINE_RATE = 200  # Mbit/s per egress port
 BUFFER = 1 << 20
@@ -340,6 +341,7 @@ def main():
     ap.add_argument("--modes", default="droptail,pfc,dcqcn")
     ap.add_argument("--timeout", type=int, default=2400)
     ap.add_argument("--no-docs", action="store_true", help="leave docs/bench.md alone")
+    ap.add_argument("--no-ib", action="store_true", help='no "IB credits, 3:1" cell')
     args = ap.parse_args()
     senders = [int(x) for x in args.senders.split(",")]
     modes = args.modes.split(",")
@@ -382,6 +384,9 @@ def main():
         th.join()
         times = dict(c.barrier_times)
         lines = ohcavm.switch_timeline(c)
+    # the "IB credits, 3:1" cell: an InfiniBand fabric, its own boot
+    ib_cell = (fabric_bench_ib.fabric_bench_cell(args.seconds, args.qps, LINE_RATE)
+               if not args.no_ib and 3 in senders else None)
     meta["load_after"] = loadavg()
     meta["wall_s"] = time.monotonic() - t_start
     stats = results[0].wire_stats or {}
@@ -398,6 +403,8 @@ def main():
             window = ohcavm.timeline_window(lines, times[name], times[f"{name}-done"],
                                             vm_ports[0])
         details.append(summarize(name, mode, n, vms, window, unloaded))
+    if ib_cell:
+        details.append(ib_cell)
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump([result_of(d) for d in details if d["senders"] > 0], f, indent=1)
     with open(os.path.join(OUT, "details.json"), "w") as f:
