@@ -15,8 +15,9 @@ Jain's index, the goodput against the line rate (the bottleneck busy),
 drops anywhere (the switch: its counters over the whole run and, IB,
 the PMA's PortXmitDiscards/PortRcvErrors of every switch port over the
 cell, read with perfquery; the devices: rc_out_of_seq_dropped,
-roce_rx_dropped but for no QP (counted apart) and, IB, their own
-PortXmitDiscards/PortRcvErrors/ExcessiveBufferOverrunErrors), the
+and, IB, their own PortXmitDiscards/PortRcvErrors/
+ExcessiveBufferOverrunErrors; their other receive drops, roce_rx_dropped,
+apart: packets for no QP and management), the
 transport counters (rc_retrans_pkts, rc_local_ack_timeouts), and how
 the senders were held back (IB: the fullest each sender's switch input
 buffer was, of the blocks it advertised; the devices' PortXmitWait).
@@ -201,15 +202,14 @@ def run_cell(kind, seconds, qps, line_rate, logdir, timeout=2400):
     d["retrans_pkts"] = total("rc_retrans_pkts")
     d["timeouts"] = total("rc_local_ack_timeouts")
     d["spurious_timeouts"] = total("rc_spurious_timeouts")
-    # a device's drops: out of sequence (behind a loss), its receive
-    # path's (roce_rx_dropped) but those for no QP, which are packets
-    # for a QP that perftest had destroyed (late retransmissions) or for a
-    # multicast group the node did not join, and (IB) its PMA's
-    d["device_drops"] = (total("rc_out_of_seq_dropped")
-                         + sum(max(0, x.get("roce_rx_dropped", 0) - x.get("roce_bad_qpn", 0))
-                               for x in deltas)
-                         + total("PortXmitDiscards") + total("PortRcvErrors")
-                         + total("ExcessiveBufferOverrunErrors"))
+    # a device's drops of data: out of sequence (behind a loss upstream)
+    # and (IB) its PMA's discards and receive errors; its receive path's
+    # other drops (roce_rx_dropped: packets for no QP -- a QP perftest had
+    # destroyed, a multicast group the node did not join --, management
+    # packets on VL15 beyond their bound) are counted apart
+    d["device_drops"] = (total("rc_out_of_seq_dropped") + total("PortXmitDiscards")
+                         + total("PortRcvErrors") + total("ExcessiveBufferOverrunErrors"))
+    d["rx_dropped_other"] = total("roce_rx_dropped")
     d["no_qp"] = total("roce_bad_qpn")
     d["dup_requests"] = total("rc_dup_requests")
     d["seconds"] = (round(times["cell-done"] - times["cell"], 1)
@@ -282,23 +282,23 @@ def table(cells, meta):
         f"{BUFFER // 1024} KiB drop-tail buffer, no PFC, no ECN; {meta['wall_s']:.0f} s in all.",
         "",
         "| cell | goodput Mb/s (% of line) | per sender Mb/s (share) | Jain | drops: switch / "
-        "devices (+ for no QP) | retrans | local ACK timeouts (spurious) | senders held back: "
+        "devices (other receive drops) | retrans | local ACK timeouts (spurious) | senders held back: "
         "switch input buffer max (of 256 blocks) / device PortXmitWait | notes |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for d in cells:
         tp = d.get("throughput_mbps")
         pct = f" ({d['busy_pct']:.0f} %)" if d.get("busy_pct") is not None else ""
-        per = ", ".join(f"{fmt(b)} ({s:.2f})" for b, s in
+        per = ", ".join(f"{fmt(b, 1)} ({s:.2f})" for b, s in
                         zip(d.get("per_sender_mbps", []), d.get("shares", []))) or "–"
         held = "–"
         if d.get("sender_input_hwm_blocks") is not None:
             held = (", ".join(fmt(x) for x in d["sender_input_hwm_blocks"]) + " / "
                     + ", ".join(fmt(x) for x in d.get("device_xmit_wait") or []))
         rows.append(
-            f"| {d['cell']} | {fmt(tp)}{pct} | {per} | {fmt(d.get('jain'), 2)} | "
+            f"| {d['cell']} | {fmt(tp, 1)}{pct} | {per} | {fmt(d.get('jain'), 2)} | "
             f"{fmt(d.get('switch_drops'))} / {fmt(d.get('device_drops'))} "
-            f"(+ {fmt(d.get('no_qp'))}) | "
+            f"({fmt(d.get('rx_dropped_other'))}) | "
             f"{fmt(d.get('retrans_pkts'))} | {fmt(d.get('timeouts'))} "
             f"({fmt(d.get('spurious_timeouts'))}) | {held} | {'; '.join(d['errors'])} |")
     return "\n".join(rows)
