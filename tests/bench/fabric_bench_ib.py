@@ -141,9 +141,11 @@ def delta(output):
     return {k: after[k] - before[k] for k in after if k in before}
 
 
-def jain(xs):
-    s2 = sum(x * x for x in xs)
-    return sum(xs) ** 2 / (len(xs) * s2) if xs and s2 > 0 else None
+def fb():
+    """fabric_bench, for its helpers (jain, fmt, loadavg); imported here,
+    not at the top, because it imports this module at its own."""
+    import fabric_bench
+    return fabric_bench
 
 
 def run_cell(kind, seconds, qps, line_rate, logdir, timeout=2400):
@@ -185,7 +187,7 @@ def run_cell(kind, seconds, qps, line_rate, logdir, timeout=2400):
         d["per_sender_mbps"] = [round(b, 1) for b in bws]
         d["throughput_mbps"] = round(sum(bws), 1)
         d["shares"] = [round(b / sum(bws), 3) for b in bws]
-        d["jain"] = round(jain(bws), 3)
+        d["jain"] = round(fb().jain(bws), 3)
         d["busy_pct"] = round(100 * sum(bws) / line_rate, 1)
     else:
         d["errors"].append("a sender's bandwidth is missing")
@@ -265,15 +267,8 @@ def fabric_bench_cell(seconds, qps, line_rate):
     return d
 
 
-def fmt(v, nd=0):
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:.{nd}f}"
-    return str(v)
-
-
 def table(cells, meta):
+    fmt = fb().fmt
     rows = [
         f"Run {meta['date']} on {meta['host']}: {SENDERS + 1} VMs per cell (TCG, 1 vCPU each), "
         f"host load {meta['load_before']} before, {meta['load_after']} after (1/5/15 min); "
@@ -305,20 +300,15 @@ def table(cells, meta):
 
 
 def update_doc(text):
+    """The table between the markers in docs/bench.md (appended with them
+    the first time)."""
     with open(DOC) as f:
         doc = f.read()
-    block = f"{BEGIN}\n{text}\n{END}"
-    if BEGIN in doc and END in doc:
-        doc = doc[:doc.index(BEGIN)] + block + doc[doc.index(END) + len(END):]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + block + "\n"
+    head, found, rest = doc.partition(BEGIN)
+    tail = rest.partition(END)[2] if found else "\n"
+    head = head if found else doc.rstrip("\n") + "\n\n"
     with open(DOC, "w") as f:
-        f.write(doc)
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
+        f.write(f"{head}{BEGIN}\n{text}\n{END}{tail}")
 
 
 def main():
@@ -332,14 +322,14 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "host": f"{os.cpu_count()} cores", "seconds": args.seconds, "qps": args.qps,
-            "line_rate": args.line_rate, "load_before": loadavg()}
+            "line_rate": args.line_rate, "load_before": fb().loadavg()}
     t0 = time.monotonic()
     cells = []
     for kind in args.cells.split(","):
         print(f"fabric-bench-ib: {kind} cell ({time.monotonic() - t0:.0f} s)", flush=True)
         cells.append(run_cell(kind, args.seconds, args.qps, args.line_rate, OUT))
         print(json.dumps(cells[-1]), flush=True)
-    meta["load_after"] = loadavg()
+    meta["load_after"] = fb().loadavg()
     meta["wall_s"] = time.monotonic() - t0
     with open(os.path.join(OUT, "details.json"), "w") as f:
         json.dump({"meta": meta, "cells": cells}, f, indent=1)
