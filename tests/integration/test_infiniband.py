@@ -318,8 +318,11 @@ part_read_lat() { serve read_lat ib_read_lat -d "$OHCA_IBDEV" -F -s 8192 -n 100;
 part_ucmatose() { serve ucmatose ucmatose -b "$OHCA_IP" -c 2 -C 10 -S 4096; }
 # the receiver joins the group (through the SA) before the sender starts,
 # then waits for its ten messages
+# (the device's receive counters around it, for a missed round: which
+# drop took the messages)
 part_mckey() {
-	local srv src=0 t0=$SECONDS
+	local srv src=0 t0=$SECONDS before
+	before=$(ohca_hw_counters)
 	stdbuf -oL timeout 240 mckey -m "$MCAST_IP" -b "$OHCA_IP" -C 10 -S 512 > /tmp/mckey.srv 2>&1 &
 	srv=$!
 	ohca_poll 100 grep -q joined /tmp/mckey.srv || true
@@ -327,6 +330,7 @@ part_mckey() {
 	wait $srv || src=$?
 	cat /tmp/mckey.srv
 	echo "MCKEY_DONE_AFTER $((SECONDS - t0))s"
+	echo "MCKEY_COUNTERS before: $before after: $(ohca_hw_counters)"
 	return $src
 }
 
