@@ -16,6 +16,9 @@
 #   make test-viommu  the integration, storage and suite jobs behind a virtual IOMMU
 #   make test-fabric  the switch jobs whole (IB switches in a line too) and congestion
 #   make fabric-bench incast through the Ethernet switch: drop-tail, PFC, ECN+DCQCN side by side
+#   make bench   perftest, qperf (RC against TCP) and storage over RDMA, ohca beside
+#                rxe, with PNG plots in build/bench/ (docs/bench.md); make bench-quick
+#                checks in a few minutes that every part still runs
 #   make migration-test  a VM live-migrated MIGRATIONS (20) times during RC traffic
 #   make packages  the Debian packages (ohca-dkms, ibverbs-providers-ohca,
 #                ohca-tools) in build/packages/, lintian clean (docs/install.md)
@@ -47,7 +50,7 @@ DEFAULT_DISTRO := bookworm
 
 .PHONY: check all deps build qemu qemu-asan test-asan engine engine-test kernel \
 	userspace rootfs firmware-interface firmware-interface-test test demo vm fuzz coverage \
-	bench soak migration-test test-apps test-viommu test-fabric fabric-bench clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke engine-bench-ab packages test-packages
+	bench bench-quick soak migration-test test-apps test-viommu test-fabric fabric-bench clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke engine-bench-ab packages test-packages
 
 all: build
 
@@ -126,11 +129,17 @@ FUZZ_SECONDS ?= 300
 fuzz: deps
 	@bash qemu-device/engine/fuzz/run.sh $(FUZZ_SECONDS)
 
-# perftest on ohca0 and rxe0 in one VM, one table with ratios (not a test).
+# perftest on ohca0 and rxe0 in one VM and between two, qperf's RC against
+# TCP and storage over RDMA between two, tables with ratios and plots in
+# build/bench/ (not a test; docs/bench.md).
 bench: deps build rootfs
 	@$(PYTHON) tests/bench/bench.py
 	@echo "bench: the whole ohca<->rxe interop matrix (both path MTUs)"
 	@OHCA_INTEROP_FULL=1 $(PYTHON) -m pytest -q -rA tests/integration/test_interop.py
+
+# every part of make bench once, small (two VMs of each kind, a few cells)
+bench-quick: deps build rootfs
+	@$(PYTHON) tests/bench/bench.py --quick
 
 # The application jobs' longer matrix (docs/testing.md): UCX perftest in
 # every test, transport and size between two VMs, Open MPI over UCX on

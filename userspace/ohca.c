@@ -133,8 +133,8 @@ static struct verbs_context *ohca_alloc_context(struct ibv_device *ibdev,
 	if (!ctx)
 		return NULL;
 
-	err = ibv_cmd_get_context(&ctx->vctx, &cmd.ibv_cmd, sizeof(cmd),
-				  &resp.ibv_resp, sizeof(resp));
+	err = ohca_cmd_get_context(&ctx->vctx, &cmd.ibv_cmd, sizeof(cmd),
+				   &resp.ibv_resp, sizeof(resp));
 	if (err) {
 		verbs_err(&ctx->vctx, "GET_CONTEXT failed: errno %d\n", err);
 		goto err_uninit;
@@ -221,5 +221,5 @@ static const struct verbs_device_ops ohca_dev_ops = {
 /* What PROVIDER_DRIVER() does in-tree: register when dlopen()ed. */
 static void __attribute__((constructor)) ohca_register_driver(void)
 {
-	verbs_register_driver_34(&ohca_dev_ops);
+	ohca_verbs_register_driver(&ohca_dev_ops);
 }

@@ -9,7 +9,6 @@
  * core's own cache (ib_cache) is refreshed by the events that the
  * device's PORT_CHANGE events become here.
  */
-#include <asm/unaligned.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_smi.h>
 

@@ -116,7 +116,7 @@ struct ib_mr *ohca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 
-	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	mr->umem = ohca_umem_get(ibpd->device, start, length, access);
 	if (IS_ERR(mr->umem)) {
 		err = PTR_ERR(mr->umem);
 		goto err_free;
@@ -262,7 +262,7 @@ struct ib_mr *ohca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 
 		if (!length || length > le64_to_cpu(dev->cdev->attr.max_mr_size))
 			return ERR_PTR(-EINVAL);
-		umem = ib_umem_get(ibmr->device, start, length, new_access);
+		umem = ohca_umem_get(ibmr->device, start, length, new_access);
 		if (IS_ERR(umem))
 			return ERR_CAST(umem);
 		pgsz = ib_umem_find_best_pgsz(umem, ohca_pgsz_bitmap(dev), iova);

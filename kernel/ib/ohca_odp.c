@@ -181,7 +181,7 @@ static int ohca_odp_map_umem(struct ohca_ibdev *dev, struct ohca_mr *mr,
 			     bool fault, struct ohca_odp_map_in *buf)
 {
 	unsigned int shift = odp->page_shift;
-	u64 access = ODP_READ_ALLOWED_BIT;
+	u64 access = ohca_odp_access(odp);
 	__le64 *pte = (__le64 *)(buf + 1);
 	u64 end = min_t(u64, va + bytes, ib_umem_end(odp));
 	struct ohca_cmd_args args = {
@@ -191,8 +191,6 @@ static int ohca_odp_map_umem(struct ohca_ibdev *dev, struct ohca_mr *mr,
 	int npages, i, err;
 	u64 idx;
 
-	if (odp->umem.writable)
-		access |= ODP_WRITE_ALLOWED_BIT;
 	va = max_t(u64, ALIGN_DOWN(va, 1ULL << shift), ib_umem_start(odp));
 	while (va < end) {
 		u64 len = min_t(u64, end - va,
@@ -209,12 +207,18 @@ static int ohca_odp_map_umem(struct ohca_ibdev *dev, struct ohca_mr *mr,
 		}
 		idx = (va - ib_umem_start(odp)) >> shift;
 		for (i = 0; i < npages; i++) {
-			dma_addr_t d = odp->dma_list[idx + i];
+			bool write = false;
+			dma_addr_t d = 0;
 			u64 e = 0;
 
-			if (d & ODP_READ_ALLOWED_BIT) {
-				e = (d & ODP_DMA_ADDR_MASK) | OHCA_ODP_PTE_VALID;
-				if (d & ODP_WRITE_ALLOWED_BIT)
+			err = ohca_odp_page(odp, idx + i, &d, &write);
+			if (err < 0) {
+				mutex_unlock(&odp->umem_mutex);
+				return err;
+			}
+			if (err) {
+				e = d | OHCA_ODP_PTE_VALID;
+				if (write)
 					e |= OHCA_ODP_PTE_WRITE;
 			}
 			pte[i] = cpu_to_le64(e);

@@ -198,7 +198,7 @@ struct ib_umem *ohca_umem_ring(struct ohca_ibdev *dev, u64 addr, size_t bytes,
 	}
 	/* Only page sizes the ring start is aligned to. */
 	bitmap &= GENMASK_ULL(__ffs64(addr), 0);
-	umem = ib_umem_get(&dev->ibdev, addr, bytes, IB_ACCESS_LOCAL_WRITE);
+	umem = ohca_umem_get(&dev->ibdev, addr, bytes, IB_ACCESS_LOCAL_WRITE);
 	if (IS_ERR(umem))
 		return umem;
 	pgsz = ib_umem_find_best_pgsz(umem, bitmap, addr);

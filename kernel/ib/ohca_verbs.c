@@ -492,6 +492,34 @@ void ohca_port_update(struct ohca_ibdev *dev)
 	spin_unlock_irqrestore(&dev->port_lock, flags);
 }
 
+#ifdef OHCA_REG_MR_DMAH
+/*
+ * 7.x passes reg_user_mr a DMA handle (TPH steering hints). A handle comes
+ * from ib_device_ops.alloc_dmah, which ohca does not offer, so any handle
+ * here is refused rather than ignored.
+ */
+static struct ib_mr *ohca_reg_user_mr_dmah(struct ib_pd *ibpd, u64 start,
+					   u64 length, u64 iova, int access,
+					   struct ib_dmah *dmah,
+					   struct ib_udata *udata)
+{
+	if (dmah)
+		return ERR_PTR(-EOPNOTSUPP);
+	return ohca_quota_reg_user_mr(ibpd, start, length, iova, access, udata);
+}
+#endif
+
+#ifdef OHCA_RESIZE_USER_CQ
+/* 7.x: resize_cq became resize_user_cq (user CQs only, entries unsigned). */
+static int ohca_resize_user_cq(struct ib_cq *ibcq, unsigned int cqe,
+			       struct ib_udata *udata)
+{
+	if (cqe > INT_MAX)
+		return -EINVAL;
+	return ohca_resize_cq(ibcq, cqe, udata);
+}
+#endif
+
 const struct ib_device_ops ohca_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
@@ -549,11 +577,19 @@ const struct ib_device_ops ohca_dev_ops = {
 	.query_qp = ohca_query_qp,
 	.query_srq = ohca_query_srq,
 	.reg_dm_mr = ohca_quota_reg_dm_mr,
+#ifdef OHCA_REG_MR_DMAH
+	.reg_user_mr = ohca_reg_user_mr_dmah,
+#else
 	.reg_user_mr = ohca_quota_reg_user_mr,
+#endif
 	.advise_mr = ohca_advise_mr,
 	.req_notify_cq = ohca_req_notify_cq,
 	.rereg_user_mr = ohca_rereg_user_mr,
+#ifdef OHCA_RESIZE_USER_CQ
+	.resize_user_cq = ohca_resize_user_cq,
+#else
 	.resize_cq = ohca_resize_cq,
+#endif
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, ohca_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, ohca_cq, ibcq),

@@ -44,6 +44,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "vm"))
 import ohcavm  # noqa: E402
+import bench_apps  # noqa: E402
+import bench_plots  # noqa: E402
 
 BW = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
 BW_SIZES = (64, 4096, 65536, 1048576)
@@ -224,6 +226,7 @@ while read -r t s n; do
 done <<'EOF'
 {cells}
 EOF
+{apps}
 exit 0
 """
 
@@ -430,8 +433,11 @@ class Progress(threading.Thread):
             except FileNotFoundError:
                 lines = []
             for line in lines[seen:]:
-                if line.startswith(("RERUN ", "RESULT ")):
+                if line.startswith(("RERUN ", "RESULT ", "STORE ", "STORAGE-")):
                     print(f"  [{self.label}] {line}", flush=True)
+                elif line.startswith("QPERF "):
+                    # qperf -vv's whole output is on the line: its head
+                    print(f"  [{self.label}] {line[:160]}", flush=True)
                 if line.startswith("RESULT "):
                     load, drops = host_state()
                     m = re.match(r"RESULT (\S+) (\S+) (\d+) ", line)
@@ -473,7 +479,9 @@ def one_vm(args):
     results = run_cluster("one-vm", script_for(ONE_VM, args.iters, volume, args.only), ("ohca",),
                           args.timeout, args.logdir, 0, host, args.mtu)
     complain(results)
-    text, ok = table(parse(results[0].output), only=args.only)
+    res = parse(results[0].output)
+    args.record["one"] = {"perftest": res}
+    text, ok = table(res, only=args.only)
     ctrs = counters_table(parse_counters([results[0].output], {}), host, only=args.only)
     gids = re.search(r"^GIDS .*$", results[0].output, re.M)
     print(f"\nohca vs rxe, one VM (TCG), perftest loopback via 127.0.0.1, "
@@ -484,26 +492,48 @@ def one_vm(args):
 
 def two_vms(args):
     res, ctrs, host, ok = {}, {}, {}, True
+    qperf, storage = {}, {}
     volume = args.volume_two << 20
-    script = script_for(TWO_VM, args.iters, volume, args.only)
+    only = args.only if "perftest" in args.parts else set()
+    script = script_for(TWO_VM, args.iters, volume, only)
     if args.pairs:
-        return pairs(args, script)
-    for kind in ("ohca", "rxe"):
+        return pairs(args, script.replace("{apps}", ""))
+    for kind in args.devices.split(","):
+        apps = bench_apps.script(kind, args.parts, args.quick, args.qperf_seconds,
+                                 args.fio_seconds)
         # the client (vm1) prints the figures
-        results = run_cluster(f"two-vm-{kind}", script, (kind, kind),
+        results = run_cluster(f"two-vm-{kind}", script.replace("{apps}", apps), (kind, kind),
                               args.timeout, args.logdir, 1, host, args.mtu, args.wire)
         complain(results)
         res.update(parse(results[1].output))
+        qperf.update(bench_apps.parse_qperf(results[1].output))
+        storage.update(bench_apps.parse_storage(results[1].output))
         parse_counters([r.output for r in results], ctrs)
         ok &= all(r.ok for r in results)
     heads = ("ohca0<->ohca0", "rxe0<->rxe0")
-    text, cells_ok = table(res, heads=heads, only=args.only)
+    text, cells_ok = table(res, heads=heads, only=only)
+    args.record["two"] = {"perftest": res, "qperf": qperf, "storage": storage}
+    if qperf:
+        qtext, goals = bench_apps.qperf_table(qperf)
+        text += ("\n\nRDMA against TCP (qperf between the same two VMs, server vm0; RC "
+                 "through rdma_cm, TCP on ohca's own port; "
+                 f"{args.qperf_seconds} s a test; latency: one-way us, bandwidth: MB/s; "
+                 "TCP/ohca > 1 and ohca/rxe > 1: ohca better)\n\n" + qtext +
+                 "\n\nissue 25 item 6 goals:\n" + "\n".join(f"  {g}" for g in goals))
+    if storage:
+        text += ("\n\nstorage over RDMA between the two VMs (vm0 the NVMe/RDMA target, "
+                 "a 64 MiB namespace on tmpfs, and the NFS server; fio on vm1, "
+                 f"{args.fio_seconds} s time based after a 1 s ramp)\n\n" +
+                 bench_apps.storage_table(storage))
     wire = ("QEMU's own dgram sockets"
             if args.wire == "dgram" and os.environ.get("OHCA_DGRAM") == "qemu" else
+            "two hosts: network namespaces joined by a veth pair, UDP between "
+            "QEMU's own dgram sockets" if args.wire == "hosts" else
             f"{args.wire} netdevs on sockets of {ohcavm.WIRE_SOCKET_BUFFER >> 20} MiB buffers")
     print(f"\nohca vs rxe, two VMs (TCG) on one wire ({wire}), server "
           f"vm0, client vm1, {runs_text(args, volume)}")
-    return text, counters_table(ctrs, host, heads, args.only), ok and cells_ok
+    return text, counters_table(ctrs, host, heads, only) if only != set() else "", \
+        ok and cells_ok
 
 
 CTR_LEGEND = ("transport counters per cell, both ends summed (deltas of the ports' hw "
@@ -554,11 +584,36 @@ def main():
                     help="two VMs of these kinds (server, client) instead of the "
                     "ohca and rxe clusters, e.g. ohca,rxe (repeatable); prints lines")
     ap.add_argument("--mtu", type=int, help="eth0's MTU in the VMs (9000: IB MTU 4096)")
-    ap.add_argument("--wire", choices=("dgram", "stream"), default="stream",
+    ap.add_argument("--wire", choices=("dgram", "stream", "hosts"), default="stream",
                     help="the two-VM wire: a stream netdev pair (default: batched "
                     "receive, lossless like a RoCE fabric with PFC) or dgram netdevs "
-                    "(one frame per main-loop pass, lossy when a buffer overflows)")
+                    "(one frame per main-loop pass, lossy when a buffer overflows) or "
+                    "hosts: each VM in a network namespace of its own, joined by a veth "
+                    "pair, UDP between them (two hosts on one machine; root)")
+    ap.add_argument("--parts", default="perftest,qperf,storage",
+                    help="what the two-VM clusters run: perftest (the cells above), "
+                    "qperf (RC against TCP) and storage (NVMe and NFS over RDMA with "
+                    "fio); default all three")
+    ap.add_argument("--devices", default="ohca,rxe",
+                    help="the two-VM clusters to run: ohca, rxe or both (default)")
+    ap.add_argument("--qperf-seconds", type=int, default=3, help="seconds a qperf test runs")
+    ap.add_argument("--fio-seconds", type=int, default=10,
+                    help="seconds a storage cell runs (after a 1 s ramp)")
+    ap.add_argument("--quick", action="store_true",
+                    help="a few minutes' check that every part still runs: two VMs only, "
+                    "two perftest cells, qperf at two sizes for 1 s, fio for 3 s")
+    ap.add_argument("--out", default=os.path.join(ohcavm.TOP, "build/bench"),
+                    help="where results.json and the plots go (default build/bench)")
     args = ap.parse_args()
+    args.parts = set(args.parts.split(","))
+    args.record = {}
+    if args.quick:
+        args.mode = "two" if args.mode == "both" else args.mode
+        args.cells = args.cells or "ib_write_bw:65536,ib_write_lat:2"
+        args.iters = min(args.iters, 200)
+        args.volume_two = min(args.volume_two, 4)
+        args.qperf_seconds = min(args.qperf_seconds, 1)
+        args.fio_seconds = min(args.fio_seconds, 3)
     args.only = None
     if args.cells:
         args.only = {(t, int(s)) for t, _, s in (c.partition(":") for c in args.cells.split(","))}
@@ -581,6 +636,12 @@ def main():
             print(ctrs, flush=True)
         ok &= good
     print(f"\nbench: {stamp()}")
+    if args.record:
+        args.record["stamp"] = stamp()
+        pngs = bench_plots.save(args.record, args.out)
+        print(f"bench: {os.path.join(args.out, bench_plots.RESULTS)}"
+              + (f", plots: {', '.join(os.path.basename(p) for p in pngs)}" if pngs else
+                 ", no plots (no matplotlib: tests/deps.sh installs it)"))
     print(f"bench: {time.monotonic() - t0:.0f}s; logs in {args.logdir}")
     return 0 if ok else 1
 

@@ -98,6 +98,28 @@ if [ ${#missing[@]} -gt 0 ]; then
 	flock -u 9
 fi
 
+# The guest boots this release's initrd. dracut (sid's default since
+# 2025) makes a host-only one when the kernel is installed into the chroot:
+# without the virtio disk driver, the guest waits for /dev/vda for ever.
+# Made generic once (initramfs-tools' images, trixie's, hold every driver).
+if [ -x "$root/usr/bin/dracut" ] && [ ! -f "$root/.initrd-generic" ]; then
+	[ "$(id -u)" -eq 0 ] || die "regenerating the $distro initrd needs root"
+	exec 9>"$root.lock"
+	flock 9
+	say "making the $distro initrd generic (dracut --no-hostonly)"
+	for k in "$root"/boot/vmlinuz-*; do
+		[ -e "$k" ] || continue
+		kver=${k#"$root"/boot/vmlinuz-}
+		unshare -m --propagation private chroot "$root" /bin/sh -c \
+			'mount -t proc proc /proc &&
+			 dracut --force --no-hostonly --add-drivers "virtio_blk virtio_pci" \
+				"/boot/initrd.img-$1" "$1"' _ "$kver" >"$root.dracut.log" 2>&1 ||
+			{ tail -n 20 "$root.dracut.log" >&2; die "dracut in the $distro chroot failed"; }
+	done
+	touch "$root/.initrd-generic"
+	flock -u 9
+fi
+
 if [ "${1:-}" = --run ]; then
 	shift
 	[ $# -gt 0 ] || die "--run needs a command"

@@ -25,6 +25,15 @@
  * public ibv_qp_ex (360 bytes) and ibv_port_attr (56) grew, and with
  * ibv_qp_ex the provider's verbs_qp.  So one library per release: a
  * provider built against v44 must not be loaded by libibverbs 56.
+ *
+ * rdma-core 65 (Debian sid 65.0-1.1), read from v65.0's driver.h,
+ * cmd_ioctl.h and verbs.h: the private ABI label is 65
+ * (verbs_register_driver_65, so the library is libohca-rdmav65.so);
+ * verbs_context_ops has 93 slots (17 new, OHCA_SLOT_65), verbs_context 6
+ * more entry points at its front (696 bytes), ibv_cmd_get_context() an
+ * fd_arr parameter (since 57).  verbs_sysfs_dev, verbs_device(_ops),
+ * verbs_match_ent, verbs_mr/cq/qp/srq/xrcd/dm and ibv_command_buffer
+ * are v56's, as are every ibv_cmd_* signature libohca uses.
  */
 #ifndef OHCA_COMPAT_IBVERBS_PRIVATE_H
 #define OHCA_COMPAT_IBVERBS_PRIVATE_H
@@ -48,6 +57,9 @@
 #if OHCA_RDMA_CORE_VERSION == 44 || OHCA_RDMA_CORE_VERSION == 56
 /* Private ABI label exported by these releases: IBVERBS_PRIVATE_34. */
 #define OHCA_IBVERBS_PABI	34
+#elif OHCA_RDMA_CORE_VERSION == 65
+/* From rdma-core 57 on, the label follows the release. */
+#define OHCA_IBVERBS_PABI	65
 #else
 #error "no layout record for this rdma-core release in compat/ibverbs_private.h"
 #endif
@@ -185,8 +197,13 @@ struct verbs_device {
 };
 
 /* The symbol name carries the private ABI number: a libibverbs with
- * another PABI fails the dlopen (RTLD_NOW) instead of misbehaving. */
-void verbs_register_driver_34(const struct verbs_device_ops *ops);
+ * another PABI fails the dlopen (RTLD_NOW) instead of misbehaving.
+ * ohca_verbs_register_driver is verbs_register_driver_<PABI>. */
+#define OHCA_PASTE_(a, b) a##b
+#define OHCA_PASTE(a, b) OHCA_PASTE_(a, b)
+#define ohca_verbs_register_driver \
+	OHCA_PASTE(verbs_register_driver_, OHCA_IBVERBS_PABI)
+void ohca_verbs_register_driver(const struct verbs_device_ops *ops);
 
 /* ------------------------------------------------------------------ */
 /* Verbs objects the ibv_cmd_* helpers fill (driver.h).                */
@@ -289,17 +306,26 @@ struct verbs_qp {
 /*
  * LAYOUT-CRITICAL: verbs_set_ops() copies every non-NULL slot by offset,
  * so the slot count and (alphabetical) order must be the running
- * library's: 76 slots in rdma-core 44 and 56.  The slots libohca fills are typed;
- * the others are placeholders of pointer size and must stay NULL.
+ * library's: 76 slots in rdma-core 44 and 56, 93 in 65 (the 17 slots
+ * OHCA_SLOT_65 adds).  The slots libohca fills are typed; the others are
+ * placeholders of pointer size and must stay NULL.
  */
 typedef void (*ohca_unused_op)(void);
+
+#if OHCA_RDMA_CORE_VERSION >= 65
+#define OHCA_SLOT_65(name) ohca_unused_op name;
+#else
+#define OHCA_SLOT_65(name)
+#endif
 
 struct verbs_context_ops {
 	int (*advise_mr)(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 			 uint32_t flags, struct ibv_sge *sg_list,
 			 uint32_t num_sges);
+	OHCA_SLOT_65(alloc_buf)
 	struct ibv_dm *(*alloc_dm)(struct ibv_context *context,
 				   struct ibv_alloc_dm_attr *attr);
+	OHCA_SLOT_65(alloc_dmah)
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	ohca_unused_op alloc_null_mr;
 	struct ibv_pd *(*alloc_parent_domain)(
@@ -317,6 +343,7 @@ struct verbs_context_ops {
 	ohca_unused_op cq_event;
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd,
 				    struct ibv_ah_attr *attr);
+	OHCA_SLOT_65(create_comp_cntr)
 	ohca_unused_op create_counters;
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
 				    struct ibv_comp_channel *channel,
@@ -341,11 +368,13 @@ struct verbs_context_ops {
 		struct ibv_srq_init_attr_ex *srq_init_attr_ex);
 	struct ibv_wq *(*create_wq)(struct ibv_context *context,
 				    struct ibv_wq_init_attr *wq_init_attr);
+	OHCA_SLOT_65(dealloc_dmah)
 	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	ohca_unused_op dealloc_td;
 	int (*dereg_mr)(struct verbs_mr *vmr);
 	int (*destroy_ah)(struct ibv_ah *ah);
+	OHCA_SLOT_65(destroy_comp_cntr)
 	ohca_unused_op destroy_counters;
 	int (*destroy_cq)(struct ibv_cq *cq);
 	int (*destroy_flow)(struct ibv_flow *flow);
@@ -356,12 +385,16 @@ struct verbs_context_ops {
 	int (*destroy_wq)(struct ibv_wq *wq);
 	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
 			    uint16_t lid);
+	OHCA_SLOT_65(dm_export_dmabuf_fd)
+	OHCA_SLOT_65(free_buf)
 	void (*free_context)(struct ibv_context *context);
 	int (*free_dm)(struct ibv_dm *dm);
 	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
 	ohca_unused_op import_dm;
 	ohca_unused_op import_mr;
 	ohca_unused_op import_pd;
+	OHCA_SLOT_65(inc_comp_cntr)
+	OHCA_SLOT_65(inc_err_comp_cntr)
 	int (*modify_cq)(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
 	ohca_unused_op modify_flow_action_esp;
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
@@ -382,6 +415,8 @@ struct verbs_context_ops {
 	ohca_unused_op post_srq_ops;
 	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *recv_wr,
 			     struct ibv_recv_wr **bad_recv_wr);
+	OHCA_SLOT_65(qp_attach_comp_cntr)
+	OHCA_SLOT_65(query_comp_cntr_caps)
 	int (*query_device_ex)(struct ibv_context *context,
 			       const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr,
@@ -389,23 +424,29 @@ struct verbs_context_ops {
 	ohca_unused_op query_ece;
 	int (*query_port)(struct ibv_context *context, uint8_t port_num,
 			  struct ibv_port_attr *port_attr);
+	OHCA_SLOT_65(query_port_speed)
 	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			int attr_mask, struct ibv_qp_init_attr *init_attr);
 	ohca_unused_op query_qp_data_in_order;
 	ohca_unused_op query_rt_values;
 	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr);
+	OHCA_SLOT_65(read_comp_cntr)
 	ohca_unused_op read_counters;
+	OHCA_SLOT_65(read_err_comp_cntr)
 	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *pd, struct ibv_dm *dm,
 				    uint64_t dm_offset, size_t length,
 				    unsigned int access);
 	ohca_unused_op reg_dmabuf_mr;
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
+	OHCA_SLOT_65(reg_mr_ex)
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 			void *addr, size_t length, int access);
 	int (*resize_cq)(struct ibv_cq *cq, int cqe);
+	OHCA_SLOT_65(set_comp_cntr)
 	ohca_unused_op set_ece;
+	OHCA_SLOT_65(set_err_comp_cntr)
 	ohca_unused_op unimport_dm;
 	ohca_unused_op unimport_mr;
 	ohca_unused_op unimport_pd;
@@ -539,11 +580,27 @@ struct ibv_create_qp_ex {
 	struct ib_uverbs_ex_create_qp core_payload;
 };
 
-/* Signatures as of rdma-core 44 (get_context gains fd_arr in 57). */
+/*
+ * Signatures as of rdma-core 44.  get_context gains fd_arr in 57 (file
+ * descriptors handed to the driver's context; libohca passes none):
+ * ohca_cmd_get_context() is the call for either.
+ */
+#if OHCA_RDMA_CORE_VERSION >= 57
+struct ibv_fd_arr;
+int ibv_cmd_get_context(struct verbs_context *context,
+			struct ibv_get_context *cmd, size_t cmd_size,
+			struct ibv_fd_arr *fd_arr,
+			struct ib_uverbs_get_context_resp *resp,
+			size_t resp_size);
+#define ohca_cmd_get_context(ctx, cmd, cmd_size, resp, resp_size) \
+	ibv_cmd_get_context(ctx, cmd, cmd_size, NULL, resp, resp_size)
+#else
 int ibv_cmd_get_context(struct verbs_context *context,
 			struct ibv_get_context *cmd, size_t cmd_size,
 			struct ib_uverbs_get_context_resp *resp,
 			size_t resp_size);
+#define ohca_cmd_get_context ibv_cmd_get_context
+#endif
 int ibv_cmd_query_device_any(struct ibv_context *context,
 			     const struct ibv_query_device_ex_input *input,
 			     struct ibv_device_attr_ex *attr, size_t attr_size,
@@ -731,12 +788,23 @@ int ibv_dofork_range(void *base, size_t size);
 #if OHCA_RDMA_CORE_VERSION == 44
 #define OHCA_IBV_QP_EX_SIZE	352
 #define OHCA_IBV_PORT_ATTR_SIZE	52
-#elif OHCA_RDMA_CORE_VERSION == 56
+#elif OHCA_RDMA_CORE_VERSION == 56 || OHCA_RDMA_CORE_VERSION == 65
 #define OHCA_IBV_QP_EX_SIZE	360
 #define OHCA_IBV_PORT_ATTR_SIZE	56
 #endif
 
-#if OHCA_RDMA_CORE_VERSION == 44 || OHCA_RDMA_CORE_VERSION == 56
+/*
+ * rdma-core 65 added 17 context ops (OHCA_SLOT_65) and 6 verbs_context
+ * entry points at its front: OHCA_OPS_OFF(v44/v56 value, v65 value).
+ */
+#if OHCA_RDMA_CORE_VERSION >= 65
+#define OHCA_OPS_OFF(before, v65)	(v65)
+#else
+#define OHCA_OPS_OFF(before, v65)	(before)
+#endif
+
+#if OHCA_RDMA_CORE_VERSION == 44 || OHCA_RDMA_CORE_VERSION == 56 || \
+	OHCA_RDMA_CORE_VERSION == 65
 /* OHCA_LAYOUT_FACTS(S, O): S(type, size) / O(type, member, offset). */
 #define OHCA_LAYOUT_FACTS(S, O)                                             \
 	S(struct ohca_list_node, 16)                                        \
@@ -777,53 +845,53 @@ int ibv_dofork_range(void *base, size_t size);
 	O(struct verbs_device, entry, 680)                                  \
 	O(struct verbs_device, sysfs, 696)                                  \
 	O(struct verbs_device, core_support, 704)                           \
-	S(struct verbs_context_ops, 608)                                    \
-	O(struct verbs_context_ops, alloc_dm, 8)                            \
-	O(struct verbs_context_ops, alloc_mw, 16)                           \
-	O(struct verbs_context_ops, alloc_parent_domain, 32)                \
-	O(struct verbs_context_ops, close_xrcd, 88)                         \
-	O(struct verbs_context_ops, create_srq_ex, 184)                     \
-	O(struct verbs_context_ops, get_srq_num, 328)                       \
-	O(struct verbs_context_ops, open_xrcd, 416)                         \
-	O(struct verbs_context_ops, alloc_pd, 40)                           \
-	O(struct verbs_context_ops, bind_mw, 80)                            \
-	O(struct verbs_context_ops, create_ah, 104)                         \
-	O(struct verbs_context_ops, create_cq, 120)                         \
-	O(struct verbs_context_ops, create_cq_ex, 128)                      \
-	O(struct verbs_context_ops, create_qp, 152)                         \
-	O(struct verbs_context_ops, create_qp_ex, 160)                      \
-	O(struct verbs_context_ops, create_srq, 176)                        \
-	O(struct verbs_context_ops, dealloc_mw, 200)                        \
-	O(struct verbs_context_ops, dealloc_pd, 208)                        \
-	O(struct verbs_context_ops, dereg_mr, 224)                          \
-	O(struct verbs_context_ops, destroy_ah, 232)                        \
-	O(struct verbs_context_ops, destroy_cq, 248)                        \
-	O(struct verbs_context_ops, destroy_qp, 272)                        \
-	O(struct verbs_context_ops, destroy_srq, 288)                       \
-	O(struct verbs_context_ops, free_context, 312)                      \
-	O(struct verbs_context_ops, free_dm, 320)                           \
-	O(struct verbs_context_ops, modify_cq, 360)                         \
-	O(struct verbs_context_ops, modify_qp, 376)                         \
-	O(struct verbs_context_ops, modify_srq, 392)                        \
-	O(struct verbs_context_ops, create_rwq_ind_table, 168)              \
-	O(struct verbs_context_ops, create_wq, 192)                         \
-	O(struct verbs_context_ops, destroy_rwq_ind_table, 280)             \
-	O(struct verbs_context_ops, destroy_wq, 296)                        \
-	O(struct verbs_context_ops, modify_wq, 400)                         \
-	O(struct verbs_context_ops, poll_cq, 424)                           \
-	O(struct verbs_context_ops, post_recv, 432)                         \
-	O(struct verbs_context_ops, post_send, 440)                         \
-	O(struct verbs_context_ops, post_srq_recv, 456)                     \
-	O(struct verbs_context_ops, query_device_ex, 464)                   \
-	O(struct verbs_context_ops, query_port, 480)                        \
-	O(struct verbs_context_ops, query_qp, 488)                          \
-	O(struct verbs_context_ops, query_srq, 512)                         \
-	O(struct verbs_context_ops, reg_dm_mr, 528)                         \
-	O(struct verbs_context_ops, reg_mr, 544)                            \
-	O(struct verbs_context_ops, req_notify_cq, 552)                     \
-	O(struct verbs_context_ops, rereg_mr, 560)                          \
-	O(struct verbs_context_ops, resize_cq, 568)                         \
-	O(struct verbs_context_ops, unimport_pd, 600)                       \
+	S(struct verbs_context_ops, OHCA_OPS_OFF(608, 744))                 \
+	O(struct verbs_context_ops, alloc_dm, OHCA_OPS_OFF(8, 16))          \
+	O(struct verbs_context_ops, alloc_mw, OHCA_OPS_OFF(16, 32))         \
+	O(struct verbs_context_ops, alloc_parent_domain, OHCA_OPS_OFF(32, 48)) \
+	O(struct verbs_context_ops, close_xrcd, OHCA_OPS_OFF(88, 104))      \
+	O(struct verbs_context_ops, create_srq_ex, OHCA_OPS_OFF(184, 208))  \
+	O(struct verbs_context_ops, get_srq_num, OHCA_OPS_OFF(328, 384))    \
+	O(struct verbs_context_ops, open_xrcd, OHCA_OPS_OFF(416, 488))      \
+	O(struct verbs_context_ops, alloc_pd, OHCA_OPS_OFF(40, 56))         \
+	O(struct verbs_context_ops, bind_mw, OHCA_OPS_OFF(80, 96))          \
+	O(struct verbs_context_ops, create_ah, OHCA_OPS_OFF(104, 120))      \
+	O(struct verbs_context_ops, create_cq, OHCA_OPS_OFF(120, 144))      \
+	O(struct verbs_context_ops, create_cq_ex, OHCA_OPS_OFF(128, 152))   \
+	O(struct verbs_context_ops, create_qp, OHCA_OPS_OFF(152, 176))      \
+	O(struct verbs_context_ops, create_qp_ex, OHCA_OPS_OFF(160, 184))   \
+	O(struct verbs_context_ops, create_srq, OHCA_OPS_OFF(176, 200))     \
+	O(struct verbs_context_ops, dealloc_mw, OHCA_OPS_OFF(200, 232))     \
+	O(struct verbs_context_ops, dealloc_pd, OHCA_OPS_OFF(208, 240))     \
+	O(struct verbs_context_ops, dereg_mr, OHCA_OPS_OFF(224, 256))       \
+	O(struct verbs_context_ops, destroy_ah, OHCA_OPS_OFF(232, 264))     \
+	O(struct verbs_context_ops, destroy_cq, OHCA_OPS_OFF(248, 288))     \
+	O(struct verbs_context_ops, destroy_qp, OHCA_OPS_OFF(272, 312))     \
+	O(struct verbs_context_ops, destroy_srq, OHCA_OPS_OFF(288, 328))    \
+	O(struct verbs_context_ops, free_context, OHCA_OPS_OFF(312, 368))   \
+	O(struct verbs_context_ops, free_dm, OHCA_OPS_OFF(320, 376))        \
+	O(struct verbs_context_ops, modify_cq, OHCA_OPS_OFF(360, 432))      \
+	O(struct verbs_context_ops, modify_qp, OHCA_OPS_OFF(376, 448))      \
+	O(struct verbs_context_ops, modify_srq, OHCA_OPS_OFF(392, 464))     \
+	O(struct verbs_context_ops, create_rwq_ind_table, OHCA_OPS_OFF(168, 192)) \
+	O(struct verbs_context_ops, create_wq, OHCA_OPS_OFF(192, 216))      \
+	O(struct verbs_context_ops, destroy_rwq_ind_table, OHCA_OPS_OFF(280, 320)) \
+	O(struct verbs_context_ops, destroy_wq, OHCA_OPS_OFF(296, 336))     \
+	O(struct verbs_context_ops, modify_wq, OHCA_OPS_OFF(400, 472))      \
+	O(struct verbs_context_ops, poll_cq, OHCA_OPS_OFF(424, 496))        \
+	O(struct verbs_context_ops, post_recv, OHCA_OPS_OFF(432, 504))      \
+	O(struct verbs_context_ops, post_send, OHCA_OPS_OFF(440, 512))      \
+	O(struct verbs_context_ops, post_srq_recv, OHCA_OPS_OFF(456, 528))  \
+	O(struct verbs_context_ops, query_device_ex, OHCA_OPS_OFF(464, 552)) \
+	O(struct verbs_context_ops, query_port, OHCA_OPS_OFF(480, 568))     \
+	O(struct verbs_context_ops, query_qp, OHCA_OPS_OFF(488, 584))       \
+	O(struct verbs_context_ops, query_srq, OHCA_OPS_OFF(512, 608))      \
+	O(struct verbs_context_ops, reg_dm_mr, OHCA_OPS_OFF(528, 640))      \
+	O(struct verbs_context_ops, reg_mr, OHCA_OPS_OFF(544, 656))         \
+	O(struct verbs_context_ops, req_notify_cq, OHCA_OPS_OFF(552, 672))  \
+	O(struct verbs_context_ops, rereg_mr, OHCA_OPS_OFF(560, 680))       \
+	O(struct verbs_context_ops, resize_cq, OHCA_OPS_OFF(568, 688))      \
+	O(struct verbs_context_ops, unimport_pd, OHCA_OPS_OFF(600, 736))    \
 	S(struct verbs_mr, 56)                                              \
 	S(struct verbs_dm, 40)                                              \
 	O(struct verbs_dm, handle, 32)                                      \
@@ -883,9 +951,9 @@ int ibv_dofork_range(void *base, size_t size);
 	S(struct ib_uverbs_ex_query_device_resp, 304)                       \
 	S(struct ibv_device, 664)                                           \
 	S(struct ibv_context, 328)                                          \
-	S(struct verbs_context, 648)                                        \
-	O(struct verbs_context, context, 320)                               \
-	O(struct verbs_context, sz, 312)                                    \
+	S(struct verbs_context, OHCA_OPS_OFF(648, 696))                     \
+	O(struct verbs_context, context, OHCA_OPS_OFF(320, 368))            \
+	O(struct verbs_context, sz, OHCA_OPS_OFF(312, 360))                 \
 	S(struct ibv_device_attr_ex, 400)                                   \
 	S(struct ibv_port_attr, OHCA_IBV_PORT_ATTR_SIZE)
 #endif

@@ -14,15 +14,17 @@
 #  - $SYSFS_PATH points libibverbs at a fake sysfs describing ohca0 with the
 #    ohca PCI modalias and uverbs ABI version
 #  - /usr/lib/<triplet>/libibverbs and /etc/libibverbs.d are replaced by
-#    directories holding only libohca-rdmav34.so and ohca.driver: the same
+#    directories holding only libohca-rdmav<PABI>.so and ohca.driver: the same
 #    install the VM harness makes
 #  - fake_uverbs.so (LD_PRELOAD) answers the uverbs write() commands and
 #    checks their framing and the doorbell mmap
 #
-#   tests/fakedev.sh <build/userspace>       (needs root and unshare)
+#   tests/fakedev.sh <build/userspace> [PABI]  (needs root and unshare;
+#                                              PABI 34 unless given)
 set -euo pipefail
 
-out=$(cd "${1:?usage: fakedev.sh <build dir>}" && pwd)
+out=$(cd "${1:?usage: fakedev.sh <build dir> [PABI]}" && pwd)
+pabi=${2:-34}
 here=$(cd "$(dirname "$0")" && pwd)
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -31,7 +33,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 if [ "${FAKEDEV_INNER:-}" != 1 ]; then
-	exec env FAKEDEV_INNER=1 unshare -m --propagation private "$0" "$out"
+	exec env FAKEDEV_INNER=1 unshare -m --propagation private "$0" "$out" "$pabi"
 fi
 
 # ---- inside the private mount namespace from here on ----
@@ -75,7 +77,7 @@ mknod -m 666 /dev/infiniband/uverbs0 c 1 5
 
 # the provider installed as in the guest, and nothing else
 mkdir -p "$work/lib" "$work/etc"
-cp "$out/libohca-rdmav34.so" "$work/lib/"
+cp "$out/libohca-rdmav$pabi.so" "$work/lib/"
 cp "$out/ohca.driver" "$work/etc/"
 mount --bind "$work/lib" "$libdir" 2>/dev/null ||
 	{ mkdir -p "$libdir" && mount --bind "$work/lib" "$libdir"; }
@@ -106,8 +108,8 @@ else
 	fail "ohca_ctx_test exit non-zero"
 fi
 sed 's/^/    | /' "$work/ctx.out"
-expect "$work/ctx.ld" "libohca-rdmav34.so.*dynamically loaded by .*libibverbs" \
-	"libibverbs dlopened libohca-rdmav34.so from $libdir (verbs_register_driver_34 resolved)"
+expect "$work/ctx.ld" "libohca-rdmav$pabi.so.*dynamically loaded by .*libibverbs" \
+	"libibverbs dlopened libohca-rdmav$pabi.so from $libdir (verbs_register_driver_$pabi resolved)"
 expect "$work/ctx.fake" "NETLINK_RDMA refused" "discovery fell back to the fake sysfs"
 expect "$work/ctx.verbs" "ohca_alloc_device.*device ohca0 \(uverbs0\) uverbs abi 2 modalias $modalias" \
 	"alloc_device read ibdev_name/sysfs_name/abi_ver/modalias at the recorded verbs_sysfs_dev offsets"

@@ -91,10 +91,12 @@ int main(void)
 	RELATION(sizeof(((struct verbs_sysfs_dev *)0)->ibdev_path) ==
 		 IBV_SYSFS_PATH_MAX);
 	RELATION(sizeof(((struct verbs_sysfs_dev *)0)->modalias) == 512);
-	/* The ops table is an array of function pointers: 76 slots. */
-	RELATION(sizeof(struct verbs_context_ops) == 76 * sizeof(void *));
+	/* The ops table is an array of function pointers: 76 slots (93 in
+	 * rdma-core 65). */
+	RELATION(sizeof(struct verbs_context_ops) ==
+		 OHCA_OPS_OFF(76, 93) * sizeof(void *));
 	RELATION(offsetof(struct verbs_context_ops, unimport_pd) ==
-		 75 * sizeof(void *));
+		 OHCA_OPS_OFF(75, 92) * sizeof(void *));
 	/* Command wrappers = uverbs header + the installed kernel core. */
 	RELATION(sizeof(struct ibv_get_context) ==
 		 sizeof(struct ib_uverbs_cmd_hdr) +
@@ -127,9 +129,12 @@ int main(void)
 	RELATION(offsetof(struct verbs_qp, comp_mask) ==
 		 sizeof(struct ibv_qp_ex));
 	/* Ops slots libohca fills, by their alphabetical index. */
-	RELATION(offsetof(struct verbs_context_ops, alloc_pd) == 5 * sizeof(void *));
-	RELATION(offsetof(struct verbs_context_ops, poll_cq) == 53 * sizeof(void *));
-	RELATION(offsetof(struct verbs_context_ops, req_notify_cq) == 69 * sizeof(void *));
+	RELATION(offsetof(struct verbs_context_ops, alloc_pd) ==
+		 OHCA_OPS_OFF(5, 7) * sizeof(void *));
+	RELATION(offsetof(struct verbs_context_ops, poll_cq) ==
+		 OHCA_OPS_OFF(53, 62) * sizeof(void *));
+	RELATION(offsetof(struct verbs_context_ops, req_notify_cq) ==
+		 OHCA_OPS_OFF(69, 84) * sizeof(void *));
 	/* rdma-core 44's ib_user_verbs.h copy ends the ex query device
 	 * response with xrc_odp_caps + reserved; the installed one agrees. */
 	RELATION(END(struct ib_uverbs_ex_query_device_resp, reserved) ==

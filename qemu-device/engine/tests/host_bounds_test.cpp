@@ -14,9 +14,14 @@
 
 #include <malloc.h>
 
+#include <array>
+#include <atomic>
+
 #include <memory>
 #include <set>
 #include <span>
+#include <thread>
+#include <vector>
 
 namespace ohca::test {
 namespace {
@@ -126,6 +131,38 @@ TEST(HostBoundsHeapTest, HeapCountFollowsTheDevice) {
     EXPECT_LT(ohca_engine_heap_bytes(), warm + 64 * 1024) << "512 QPs made and destroyed";
     n.reset();
     EXPECT_LT(ohca_engine_heap_bytes(), one) << "a destroyed device leaves its memory";
+}
+
+std::atomic<void *> g_sink{nullptr};
+
+// The count is kept per thread (heap_account.cpp): what one thread
+// allocates and another frees nets out, and threads that come and go
+// (200 of them, each allocating and freeing) leave it where it was.
+TEST(HostBoundsHeapTest, HeapCountAddsUpAcrossThreads) {
+    if (ohca_engine_heap_bytes() == 0) {
+        GTEST_SKIP() << "heap not counted (AddressSanitizer build)";
+    }
+    const uint64_t before = ohca_engine_heap_bytes();
+    std::vector<std::unique_ptr<std::array<uint8_t, 4096>>> kept(8);
+    std::thread maker([&] {
+        for (auto &k : kept) {
+            k = std::make_unique<std::array<uint8_t, 4096>>();
+        }
+    });
+    maker.join();
+    EXPECT_GE(ohca_engine_heap_bytes(), before + 8 * 4096) << "counted by a thread that ended";
+    std::thread freer([&] { kept.clear(); });
+    freer.join();
+    for (int i = 0; i < 200; ++i) {
+        std::thread t([] {
+            auto v = std::make_unique<std::vector<uint64_t>>(1000);
+            g_sink.store(v->data(), std::memory_order_relaxed); // not optimised away
+        });
+        t.join();
+    }
+    const uint64_t after = ohca_engine_heap_bytes();
+    EXPECT_LT(after, before + 4096) << "freed on another thread, or by threads that ended";
+    EXPECT_GT(after + 4096, before);
 }
 
 class HostBoundsTest : public ::testing::Test {

@@ -311,6 +311,69 @@ TEST_F(RcSnapshot, SaveLoadSaveIsTheSame) {
     EXPECT_EQ(s1, s2);
 }
 
+// A stream of an engine before RSS QPs and on-demand paging (QP section
+// version 1, KEYS version 1, no WQ section), made by hand from the layout
+// those versions had: a QP record without its RSS slot (the u32 after the
+// flows), an MR without its ODP flag, KEYS without the page faults and
+// their waiting QPs. It loads, the device saves the stream of today again
+// byte for byte, and the traffic goes on.
+std::vector<uint8_t> with_section(const std::vector<uint8_t> &s, const char *tag, uint16_t version,
+                                  size_t cut_at, size_t cut_len) {
+    const StateSection sec = state_section(s, tag);
+    std::vector<uint8_t> v = s;
+    v.erase(v.begin() + static_cast<std::ptrdiff_t>(sec.body + cut_at),
+            v.begin() + static_cast<std::ptrdiff_t>(sec.body + cut_at + cut_len));
+    const auto len = static_cast<uint32_t>(sec.len - cut_len);
+    std::memcpy(v.data() + sec.at + 4, &version, 2);
+    std::memcpy(v.data() + sec.at + 6, &len, 4);
+    return v;
+}
+
+TEST_F(RcSnapshot, AVersion1QpAndKeysStreamLoads) {
+    post_all();
+    partial(a, b, 13);
+    ASSERT_FALSE(all_done());
+    const std::vector<uint8_t> v2 = a.save_state();
+    // A's one QP: the QPN cursor, the count, then the QP's fixed fields;
+    // its RSS slot (0) follows qpn, type, state, held events and nine u32s.
+    const StateSection qps = state_section(v2, "QP  ");
+    constexpr size_t kRss = 8 + 4 + 3 + 9 * 4;
+    uint32_t count = 0;
+    uint32_t qpn = 0;
+    uint32_t rss = 1;
+    std::memcpy(&count, v2.data() + qps.body + 4, 4);
+    std::memcpy(&qpn, v2.data() + qps.body + 8, 4);
+    std::memcpy(&rss, v2.data() + qps.body + kRss, 4);
+    ASSERT_EQ(count, 1u);
+    ASSERT_EQ(qpn, sa.qp.qpn);
+    ASSERT_EQ(rss, 0u);
+    std::vector<uint8_t> v1 = with_section(v2, "QP  ", 1, kRss, 4);
+    const StateSection wqs = state_section(v1, "WQ  ");
+    ASSERT_LT(wqs.at, v1.size());
+    v1.erase(v1.begin() + static_cast<std::ptrdiff_t>(wqs.at),
+             v1.begin() + static_cast<std::ptrdiff_t>(wqs.body + wqs.len));
+    // KEYS ends with A's one MR's ODP flag (false), no page fault (a u32
+    // count) and no waiting QP (a u32 count): version 1 had none of them.
+    const StateSection keys = state_section(v1, "KEYS");
+    ASSERT_GE(keys.len, 9u);
+    const std::vector<uint8_t> tail(v1.begin() +
+                                        static_cast<std::ptrdiff_t>(keys.body + keys.len - 9),
+                                    v1.begin() + static_cast<std::ptrdiff_t>(keys.body + keys.len));
+    ASSERT_EQ(tail, std::vector<uint8_t>(9, 0));
+    v1 = with_section(v1, "KEYS", 1, keys.len - 9, 9);
+    reseal_state(v1);
+    // The layouts differ: the version-2 bytes under version-1 headers are refused.
+    std::vector<uint8_t> mislabelled = with_section(v2, "QP  ", 1, 0, 0);
+    reseal_state(mislabelled);
+    SpareEngine spare(config_of(a, 7));
+    EXPECT_NE(spare.load(mislabelled), "");
+    a.load_state(v1);
+    EXPECT_EQ(a.save_state(), v2);
+    ASSERT_TRUE(run(a, b, [&] { return all_done(); }));
+    verify();
+    EXPECT_EQ(a.stats().rc_retry_exceeded, 0u);
+}
+
 // Timers keep the time they had left, on the new engine's clock.
 TEST_F(RcSnapshot, TimersTravelAsTimeLeft) {
     post_all();
@@ -441,6 +504,101 @@ TEST(Snapshot, UdGoesOn) {
         // A UD receive starts with the 40-byte GRH.
         EXPECT_EQ(read(b, ub.buf + i * 2048 + 40, 1000), pattern(pa, i * 1024, 1000));
     }
+}
+
+// A UD flood beside RC traffic both ways, across a save and load of the
+// flooding end (the migration test's ib_send_bw -c UD beside RC, issue 26):
+// the UD sender keeps its send queue full, the receiver has fewer receives
+// than datagrams (the rest are dropped), the RC QPs have WQEs in flight
+// and frames on the wire at the cut, which are lost. The RC traffic must
+// complete, every WQE a success and no retry exhausted, while the flood
+// goes on after the load.
+TEST(Snapshot, UdFloodBesideRcGoesOn) {
+    RdmaNode a{1};
+    RdmaNode b{2};
+    Side sa = make_side(a, 1 << 18, 6, pa, 8, kAccess);
+    Side sb = make_side(b, 1 << 18, 6, pb, 8, kAccess);
+    a.connect(sa.qp, sb.qp.qpn, b);
+    b.connect(sb.qp, sa.qp.qpn, a);
+    UdQp ua = make_ud(a);
+    UdQp ub = make_ud(b);
+    for (uint32_t i = 0; i < 32; ++i) {
+        a.host.put_bytes(ua.buf + i * 1024, pattern(pa, i * 1024, 512).data(), 512);
+    }
+    uint64_t ud_posted = 0;
+    uint64_t ud_recv_posted = 0;
+    Done ud_sent;
+    Done ud_got;
+    // Keeps A's UD send queue full and B's receive queue at 'recvs'.
+    auto flood = [&](uint32_t recvs) {
+        ud_sent.take(a, ua.scq);
+        while (ud_posted - ud_sent.cqes.size() < ua.q.sq_size) {
+            post_ud(a, ua, b, ub.q.qpn, ud_posted, ua.buf + (ud_posted % 32) * 1024, 512);
+            ++ud_posted;
+        }
+        ud_got.take(b, ub.rcq);
+        while (ud_recv_posted - ud_got.cqes.size() < recvs) {
+            b.post_recv(ub.q, 1000 + ud_recv_posted,
+                        {{ub.buf + (ud_recv_posted % 16) * 2048, 512 + 40, ub.key}});
+            ++ud_recv_posted;
+        }
+    };
+    // RC: A SENDs to B and WRITEs; B SENDs to A; 48 messages each way.
+    constexpr uint32_t kMsgs = 48;
+    uint32_t a_posted = 0;
+    uint32_t b_posted = 0;
+    Done as;
+    Done ar;
+    Done bs;
+    Done br;
+    auto rc = [&] {
+        as.take(a, sa.scq);
+        ar.take(a, sa.rcq);
+        bs.take(b, sb.scq);
+        br.take(b, sb.rcq);
+        while (a_posted < kMsgs && a_posted - as.cqes.size() < 16) {
+            const uint32_t i = a_posted++;
+            b.post_recv(sb.qp, 500 + i, {{sb.buf + 0x20000 + (i % 16) * 0x1000, 4096, sb.key}});
+            SendReq r;
+            r.wr_id = i;
+            r.opcode = i % 3 == 2 ? OHCA_WR_RDMA_WRITE : OHCA_WR_SEND;
+            r.remote_addr = sb.buf + 0x30000 + (i % 16) * 0x1000;
+            r.rkey = sb.key;
+            r.sges = {{sa.buf + (i % 16) * 0x1000, 3000, sa.key}};
+            a.post_send(sa.qp, r);
+        }
+        while (b_posted < kMsgs && b_posted - bs.cqes.size() < 16) {
+            const uint32_t i = b_posted++;
+            a.post_recv(sa.qp, 700 + i, {{sa.buf + 0x20000 + (i % 16) * 0x1000, 4096, sa.key}});
+            SendReq r;
+            r.wr_id = 100 + i;
+            r.sges = {{sb.buf + (i % 16) * 0x1000, 1500, sb.key}};
+            b.post_send(sb.qp, r);
+        }
+        return as.cqes.size() == kMsgs && bs.cqes.size() == kMsgs && ar.cqes.size() == kMsgs &&
+               br.cqes.size() == kMsgs - kMsgs / 3;
+    };
+    for (int round = 0; round < 6; ++round) {
+        flood(8);
+        rc();
+        partial(a, b, 40);
+    }
+    ASSERT_FALSE(rc());
+    ASSERT_FALSE(a.host.wire.empty());
+    a.host.wire.clear();
+    b.host.wire.clear();
+    migrate(a);
+    const uint64_t ud_before = ud_got.cqes.size();
+    ASSERT_TRUE(run(a, b,
+                    [&] {
+                        flood(8);
+                        return rc();
+                    }))
+        << as.cqes.size() << " " << ar.cqes.size() << " " << bs.cqes.size() << " "
+        << br.cqes.size();
+    EXPECT_GT(ud_got.cqes.size(), ud_before + 16); // the flood went on
+    EXPECT_EQ(a.stats().rc_retry_exceeded, 0u);
+    EXPECT_EQ(b.stats().rc_retry_exceeded, 0u);
 }
 
 // RC QPs on an SRQ at the receiver: the SRQ's ring, its taken WQEs and

@@ -109,15 +109,17 @@ ohca_rmmod() {
 	rmmod ohca_ib ohca_core
 }
 
-# Installs the provider: libohca-rdmav34.so and ohca.driver from the share.
+# Installs the provider: libohca-rdmav<PABI>.so (34 for rdma-core 44 and
+# 56, 65 for 65) and ohca.driver from the share.
 ohca_install_provider() {
-	local libdir=/usr/lib/x86_64-linux-gnu/libibverbs
-	if [ ! -f /share/libohca-rdmav34.so ] || [ ! -f /share/ohca.driver ]; then
+	local libdir=/usr/lib/x86_64-linux-gnu/libibverbs lib
+	lib=$(ls /share/libohca-rdmav*.so 2>/dev/null | head -n 1)
+	if [ -z "$lib" ] || [ ! -f /share/ohca.driver ]; then
 		ohca_log "provider missing from the share (build/userspace not built?)"
 		return 1
 	fi
 	mkdir -p "$libdir" /etc/libibverbs.d
-	cp /share/libohca-rdmav34.so "$libdir/" &&
+	cp /share/libohca-rdmav*.so "$libdir/" &&
 		cp /share/ohca.driver /etc/libibverbs.d/
 }
 

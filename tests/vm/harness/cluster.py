@@ -162,7 +162,7 @@ class Cluster:
         self.stop_wire()
         self._close_wire_sockets()
         kind = self.wire
-        if kind in ("dgram", "stream", "faulty") and self.nvms != 2:
+        if kind in ("dgram", "stream", "faulty", "hosts") and self.nvms != 2:
             raise HarnessError(f"the {'fault' if kind == 'faulty' else kind} wire needs two VMs")
         if kind == "user":
             self._set_netdevs(*wires.user_ends(self.nvms))
@@ -173,6 +173,11 @@ class Cluster:
         elif kind == "faulty":
             self.wire_ports = self._dgram_ends(via_wire=True)  # vm0, vm1, the wire's side for each
             self.start_fault_wire(self.wire_ports)
+        elif kind == "hosts":
+            # each VM on a "host" of its own (a network namespace); their
+            # QEMUs start inside them (VM.qemu_argv)
+            self.wire_proc = wires.Hosts(os.path.basename(self.logdir)[:12])
+            self._set_netdevs(*self.wire_proc.ends())
         elif kind == "switch":
             if self.nvms < 2:
                 raise HarnessError("the switch wire needs two VMs or more")

@@ -2,6 +2,7 @@
 QEMU binary, the root file system image and the build outputs that go into
 each VM's share."""
 
+import glob
 import os
 import re
 import shutil
@@ -140,9 +141,15 @@ def build_outputs(nic):
         # the driver: the PCI/Ethernet core and the RDMA driver on top
         "ohca_core.ko": os.path.join(moddir, "ohca_core.ko"),
         "ohca_ib.ko": os.path.join(moddir, "ohca_ib.ko"),
-        "libohca-rdmav34.so": os.path.join(provdir, "libohca-rdmav34.so"),
         "ohca.driver": os.path.join(provdir, "ohca.driver"),
     }
+    # The provider is named by its release's private ABI: libohca-rdmav34.so
+    # for rdma-core 44 and 56, libohca-rdmav65.so for 65 (userspace/Makefile).
+    libs = sorted(glob.glob(os.path.join(provdir, "libohca-rdmav*.so")))
+    for lib in libs:
+        files[os.path.basename(lib)] = lib
+    if not libs:
+        files["libohca-rdmav34.so"] = os.path.join(provdir, "libohca-rdmav34.so")
     # Guest test programs: copied when built; the tests that run them check.
     for prog in ("ohca_ctx_test", "ohca_rc_loopback", "ohca_rc_nosyscall",
                  "ohca_rc_negative", "ohca_rc_integrity", "ohca_hostile",

@@ -254,7 +254,9 @@ class VM:
         c = self.cluster
         append = ("root=/dev/vda rw init=/sbin/ohca-init console=ttyS0 "
                   "net.ifnames=0 panic=-1 " + IOMMU_APPEND * c.iommu + c.append).strip()
-        argv = [c.qemu, "-name", self.name,
+        # the hosts wire: this VM's QEMU in its host's network namespace
+        host = c.wire_proc.prefix(self.index) if isinstance(c.wire_proc, wires.Hosts) else []
+        argv = host + [c.qemu, "-name", self.name,
                 "-accel", "tcg", "-cpu", "max", "-smp", str(c.smp), "-m", c.mem,
                 "-nographic", "-nodefaults", "-no-reboot",
                 "-kernel", c.kernel]

@@ -24,16 +24,18 @@ cluster's socket directory). Each function returns the sockets the VMs'
 QEMUs get (to pass as file descriptors) and their -netdev arguments.
 """
 
+import ctypes
 import json
 import os
 import shlex
 import signal
 import socket
 import subprocess
+import threading
 
 from .common import TOP, HarnessError, die_with_parent, log
 
-WIRE_KINDS = ("user", "dgram", "stream", "faulty", "switch")
+WIRE_KINDS = ("user", "dgram", "stream", "faulty", "switch", "hosts")
 
 
 # The wire's sockets: the harness opens both ends of a two-VM dgram wire
@@ -48,6 +50,7 @@ WIRE_KINDS = ("user", "dgram", "stream", "faulty", "switch")
 WIRE_SOCKET_BUFFER = 16 << 20
 SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+CLONE_NEWNET = 0x40000000  # setns(2)'s namespace type
 _buffer_note = []
 
 
@@ -192,6 +195,103 @@ def switch_ends(n, datagram=False):
         raise
     fd_args = dgram_fd_args if datagram else stream_fd_args
     return vm_socks, [fd_args(s) for s in vm_socks], sw_socks
+
+
+def _socket_in(ns, local, remote):
+    """A UDP socket of network namespace ns (a thread of ours enters it:
+    setns moves only the calling thread), bound to local, connected to
+    remote, with the wire's buffers (set_wire_buffers: SO_*BUFFORCE, which
+    a namespace's own sysctls cannot raise)."""
+    out = {}
+
+    def work():
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+            try:
+                if libc.setns(fd, CLONE_NEWNET) != 0:
+                    raise OSError(ctypes.get_errno(), f"setns into {ns}")
+            finally:
+                os.close(fd)
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            out["sock"] = sock
+            sock.bind(local)
+            set_wire_buffers(sock)
+            sock.connect(remote)
+        except BaseException as e:  # handed to the caller's thread
+            out["error"] = e
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    if "error" in out:
+        if "sock" in out:
+            out["sock"].close()
+        raise HarnessError(f"a socket in {ns}: {out['error']}")
+    return out["sock"]
+
+
+class Hosts:
+    """Two "hosts" on this machine (issue 25 item 8): two network
+    namespaces joined by nothing but a veth pair, each VM's QEMU started in
+    its own (prefix()), its netdev a UDP socket on its host's veth address
+    connected to the other host's (made in the namespace, passed to QEMU as
+    on the dgram wire): the VMs' frames cross between the hosts as UDP over
+    IP, as between two machines (docs/bench.md: the same -netdev with real
+    addresses). Needs root (ip netns). stop() deletes the namespaces, and
+    with them the veth pair."""
+
+    PORT = 4792  # the UDP port of each host's end of the wire
+
+    def __init__(self, tag):
+        n = os.getpid() % 250 + 1
+        self.ns = [f"ohca-{tag}-{n}-h{i}" for i in range(2)]
+        self.ips = [f"10.231.{n}.1", f"10.231.{n}.2"]
+        links = [f"ohv{n}h{i}" for i in range(2)]
+        try:
+            for ns in self.ns:
+                self._ip("netns", "add", ns)
+            self._ip("link", "add", links[0], "netns", self.ns[0], "type", "veth",
+                     "peer", "name", links[1], "netns", self.ns[1])
+            for ns, link, ip in zip(self.ns, links, self.ips):
+                self._ip("-n", ns, "addr", "add", f"{ip}/30", "dev", link)
+                self._ip("-n", ns, "link", "set", link, "up")
+                self._ip("-n", ns, "link", "set", "lo", "up")
+        except BaseException:
+            self.stop()
+            raise
+
+    @staticmethod
+    def _ip(*args):
+        try:
+            subprocess.run(("ip",) + args, check=True, capture_output=True, text=True)
+        except FileNotFoundError as e:
+            raise HarnessError("ip missing (iproute2)") from e
+        except subprocess.CalledProcessError as e:
+            raise HarnessError(f"ip {' '.join(args)}: {e.stderr.strip()} "
+                               "(the hosts wire needs root)") from e
+
+    def prefix(self, i):
+        """The command line's head that starts VM i's QEMU on host i."""
+        return ["ip", "netns", "exec", self.ns[i]]
+
+    def ends(self):
+        """The two VMs' sockets and -netdev arguments (the caller owns the
+        sockets)."""
+        socks = []
+        try:
+            for i in range(2):
+                socks.append(_socket_in(self.ns[i], (self.ips[i], self.PORT),
+                                        (self.ips[1 - i], self.PORT)))
+        except BaseException:
+            for sock in socks:
+                sock.close()
+            raise
+        return socks, [dgram_fd_args(sock) for sock in socks]
+
+    def stop(self):
+        for ns in self.ns:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 class Relay:
