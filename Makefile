@@ -9,7 +9,7 @@
 #                ibnetdiscover, an IPoIB ping
 #   make vm      interactive VM with ohca, the driver and the provider
 #   make vm CMD='ibv_devinfo -v'   run a command in a fresh VM
-#   make vm DISTRO=trixie          the guest on Debian 13 (bookworm, trixie)
+#   make vm DISTRO=trixie          the guest on Debian 13 (bookworm, trixie, sid)
 #   make qemu QEMU=10.0            the device in QEMU 10.0 (7.2, 10.0)
 #   make soak    an hour (SOAK_SECONDS) of RC traffic through 1 % loss with
 #                processes killed; the device's heap grows < 1 MiB over its second half
@@ -23,6 +23,8 @@
 #   make packages  the Debian packages (ohca-dkms, ibverbs-providers-ohca,
 #                ohca-tools) in build/packages/, lintian clean (docs/install.md)
 #   make test-packages  those packages apt-installed in a fresh VM: DKMS, autoload, RC
+#   make test-stack  every release (STACK_DISTROS): its build, rdma-core's own
+#                suite of that release and RC pingpong in its guest
 
 SHELL := /bin/bash
 PYTHON := /usr/bin/python3
@@ -50,7 +52,7 @@ DEFAULT_DISTRO := bookworm
 
 .PHONY: check all deps build qemu qemu-asan test-asan engine engine-test kernel \
 	userspace rootfs firmware-interface firmware-interface-test test demo vm fuzz coverage \
-	bench bench-quick soak migration-test test-apps test-viommu test-fabric fabric-bench clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke engine-bench-ab packages test-packages
+	bench bench-quick soak migration-test test-apps test-viommu test-fabric fabric-bench clean wire wire-test fabric fabric-test engine-style engine-bench engine-bench-build engine-bench-smoke engine-bench-ab packages test-packages test-stack
 
 all: build
 
@@ -179,6 +181,15 @@ packages: deps
 # in docs/testing.md.
 test-packages: deps qemu rootfs packages
 	@OHCA_PACKAGES_TEST=1 $(PYTHON) -m pytest -v -rA -s tests/integration/test_packages.py
+
+# Every Debian release in turn (tests/stack.sh): the driver and the
+# provider built for it, its image, rdma-core's suite of that release
+# (nothing excluded) and RC pingpong in its guest; result in
+# docs/testing.md. Not in make test: a release's cold build alone takes
+# about 25 minutes.
+STACK_DISTROS ?= bookworm trixie sid
+test-stack: deps qemu fabric
+	@bash tests/stack.sh $(STACK_DISTROS)
 
 # The integration, storage, rdma-core suite and UD/rdma_cm jobs with
 # every VM behind a virtual IOMMU (q35, VT-d, the guest's IOMMU strict;

@@ -42,6 +42,16 @@ static inline struct ib_udata *ohca_create_cq_udata(struct ib_udata *udata)
 }
 #endif
 
+/*
+ * 6.17: system_unbound_wq is named system_dfl_wq; 7.x warns once about
+ * work queued on the old name.
+ */
+#ifdef OHCA_HAVE_SYSTEM_DFL_WQ
+#define ohca_unbound_wq system_dfl_wq
+#else
+#define ohca_unbound_wq system_unbound_wq
+#endif
+
 /* 7.x: ib_umem_get() is ib_umem_get_va(), with the same arguments. */
 #ifdef OHCA_UMEM_GET_VA
 #define ohca_umem_get ib_umem_get_va

@@ -364,7 +364,7 @@ void ohca_odp_fault_event(struct ohca_ibdev *dev, const struct ohca_eqe *eqe)
 	f->npages = clamp_t(u32, code & OHCA_PF_NPAGES_MASK, 1,
 			    OHCA_ODP_MAP_MAX_PAGES);
 	INIT_WORK(&f->work, ohca_odp_fault_work);
-	queue_work(system_unbound_wq, &f->work);
+	queue_work(ohca_unbound_wq, &f->work);
 	return;
 drop:
 	/* The device posts the fault again once it has aged out. */

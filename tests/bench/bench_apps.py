@@ -32,20 +32,16 @@ QPERF_QUICK_BW_SIZES = (4096, 65536)
 # The storage cells: name -> (fio arguments, unit, what it is)
 FIO_NVME = "--filename=/dev/$ns --direct=1 --ioengine=libaio --iodepth=32 --size=64M"
 FIO_NFS = "--direct=1 --ioengine=libaio --iodepth=4 --bs=1M --size=64M"
-STORAGE_CELLS = (
-    ("nvme_randread_4k", f"{FIO_NVME} --rw=randread --bs=4k", "IOPS",
-     "NVMe/RDMA 4 KiB random read, QD 32"),
-    ("nvme_randwrite_4k", f"{FIO_NVME} --rw=randwrite --bs=4k", "IOPS",
-     "NVMe/RDMA 4 KiB random write, QD 32"),
-    ("nvme_read_128k", f"{FIO_NVME} --rw=read --bs=128k", "MB/s",
-     "NVMe/RDMA 128 KiB sequential read, QD 32"),
-    ("nvme_write_128k", f"{FIO_NVME} --rw=write --bs=128k", "MB/s",
-     "NVMe/RDMA 128 KiB sequential write, QD 32"),
-    ("nfs_read_1m", f"--filename=/mnt/nfs/bench-read {FIO_NFS} --rw=read", "MB/s",
-     "NFS/RDMA 1 MiB sequential read (O_DIRECT, QD 4)"),
-    ("nfs_write_1m", f"--filename=/mnt/nfs/bench-write {FIO_NFS} --rw=write", "MB/s",
-     "NFS/RDMA 1 MiB sequential write (O_DIRECT, QD 4)"),
-)
+# NVMe: (fio's rw, block size, unit, what)
+NVME_CELLS = (("randread", "4k", "IOPS", "4 KiB random read"),
+              ("randwrite", "4k", "IOPS", "4 KiB random write"),
+              ("read", "128k", "MB/s", "128 KiB sequential read"),
+              ("write", "128k", "MB/s", "128 KiB sequential write"))
+STORAGE_CELLS = tuple(
+    (f"nvme_{rw}_{bs}", f"{FIO_NVME} --rw={rw} --bs={bs}", unit, f"NVMe/RDMA {what}, QD 32")
+    for rw, bs, unit, what in NVME_CELLS) + tuple(
+    (f"nfs_{rw}_1m", f"--filename=/mnt/nfs/bench-{rw} {FIO_NFS} --rw={rw}", "MB/s",
+     f"NFS/RDMA 1 MiB sequential {rw} (O_DIRECT, QD 4)") for rw in ("read", "write"))
 
 # Issue 25's goals
 GOAL_LAT = 3.0      # RC latency at most a third of TCP's
@@ -137,6 +133,16 @@ print("iops=%.1f mbs=%.3f cpu=%.1f" % (d["iops"], d["bw_bytes"] / 1e6,
                                       j["usr_cpu"] + j["sys_cpu"]))' < /tmp/fio.json 2>/dev/null)"
 		[ $c -eq 0 ] || tail -n 3 /tmp/fio.err
 	}
+	cat > /tmp/bench-cells <<'EOF'
+{storage_cells}
+EOF
+	# bench_cells kind: the cells named kind_* ("name fio-arguments" lines)
+	bench_cells() {
+		local cell args
+		while read -r cell args; do
+			case $cell in "$1"_*) eval "bench_fio $OHCA_IBDEV $cell $args" </dev/null ;; esac
+		done < /tmp/bench-cells
+	}
 	bench_load nvme-rdma
 	bench_load rpcrdma
 	bench_load nfsv4
@@ -153,21 +159,13 @@ print("iops=%.1f mbs=%.3f cpu=%.1f" % (d["iops"], d["bw_bytes"] / 1e6,
 	if ohca_poll 60 bench_ns > /dev/null; then
 		ns=$(bench_ns)
 		echo "STORAGE-NVME $ns transport=$(cat /sys/class/nvme/${ns%n1}/transport)"
-		while read -r cell args; do
-			case $cell in nvme_*) eval "bench_fio $OHCA_IBDEV $cell $args" ;; esac
-		done <<'EOF'
-{storage_cells}
-EOF
+		bench_cells nvme
 		timeout 120 nvme disconnect -n bench
 	fi
 	mkdir -p /mnt/nfs
 	if timeout 300 mount -t nfs4 -o proto=rdma,port=20049 "$OHCA_PEER_IP:/export" /mnt/nfs; then
 		echo "STORAGE-NFS $(grep ' /mnt/nfs ' /proc/mounts | grep -o 'proto=[a-z0-9]*')"
-		while read -r cell args; do
-			case $cell in nfs_*) eval "bench_fio $OHCA_IBDEV $cell $args" ;; esac
-		done <<'EOF'
-{storage_cells}
-EOF
+		bench_cells nfs
 		timeout 300 umount /mnt/nfs || echo "STORAGE-NOTE umount"
 	else
 		echo "STORAGE-NOTE nfs mount failed"

@@ -19,7 +19,7 @@ import pytest
 
 from vmtest import assert_ok
 from harness.common import HarnessError
-from harness.wire import switch_port_stats
+from harness.wire import socket_drops, switch_port_stats
 
 pytestmark = pytest.mark.ohca_only
 
@@ -228,6 +228,11 @@ extra_ok() {
     for j in $EXTRA; do grows "$j" "$1" || ok=1; done
     return $ok
 }
+# ib_send_bw over UD (SENDs of 512 B, 8 in flight, a report every 2 s):
+# each report gives the SENDs completed (client) or received (server) in
+# its 2 s; ud_total sums them.
+progress_ud() { awk '$1 == 512 && $2 > 0' "$1" | wc -l; }
+ud_total() { awk '$1 == 512 { n += $2 } END { print n + 0 }' "$1"; }
 # extra_alive: every one still runs (servers, whose logs may not grow).
 extra_alive() {
     local j pid ok=0
@@ -274,6 +279,8 @@ start_extra() {
     extra rping rping_loop
     extra wbw nice -n 10 stdbuf -oL ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA1@ \
         -s 4096 -t 8 -D 2 -F --run_infinitely "$OHCA_PEER_IP"
+    extra ud nice -n 10 stdbuf -oL ib_send_bw -c UD -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA2@ \
+        -s 512 -t 8 -D 2 -F --run_infinitely "$OHCA_PEER_IP"
 }
 """
 
@@ -282,8 +289,11 @@ start_extra() {
     extra rping nice -n 10 rping -s -P -a "$OHCA_IP" -p @EXTRA0@ -S 1024
     extra wbw nice -n 10 stdbuf -oL ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA1@ \
         -s 4096 -t 8 -D 2 -F --run_infinitely
-    ohca_poll 60 eval 'ss -Hltn "sport = :@EXTRA1@" | grep -q .' ||
-        { echo "FAIL: ib_write_bw's server does not listen"; cat "$XLOG/wbw.log"; exit 1; }
+    extra ud nice -n 10 stdbuf -oL ib_send_bw -c UD -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA2@ \
+        -s 512 -t 8 -D 2 -F --run_infinitely
+    # Minutes on a host at load 25-30 (2026-12-06: vm1's preamble took 205 s).
+    ohca_poll 300 eval 'ss -Hltn "sport = :@EXTRA1@" | grep -q . && ss -Hltn "sport = :@EXTRA2@" | grep -q .' ||
+        { echo "FAIL: the perftest servers do not listen"; cat "$XLOG/wbw.log" "$XLOG/ud.log"; exit 1; }
 }
 # What rping's server printed besides connections ending (the client
 # disconnects after its last ping; state 10 is DISCONNECTED).
@@ -326,6 +336,13 @@ touch /tmp/stop
 wait $pid_rping || { echo "FAIL: rping"; rc=1; }
 echo "rping: $(grep -c verified /tmp/rping.log) connections of 20 pings verified"
 echo "ib_write_bw: $(progress_wbw /tmp/wbw.log) reports with traffic; the last: $(grep '^ *4096 ' /tmp/wbw.log | tail -n 1)"
+# The UD sender stops right after a report, so that the reports hold
+# (nearly) every SEND it made; the peer counts what arrived.
+n=$(grep -c '^ *512 ' /tmp/ud.log)
+ohca_poll 30 eval '[ "$(grep -c "^ *512 " /tmp/ud.log)" -gt $n ]' || { echo "FAIL: ib_send_bw UD stalled"; rc=1; }
+kill $pid_ud
+echo "UD_SENT $(ud_total /tmp/ud.log) in $(progress_ud /tmp/ud.log) reports with traffic"
+ohca_hw_counters
 mark extra-checked
 ohca_wait_host servers-checked 300 || rc=1
 for j in $EXTRA; do eval "kill \$pid_$j 2>/dev/null"; done
@@ -352,6 +369,11 @@ for i in $(seq 1 @N@); do
     [ $rc = 0 ] || exit $rc
 done
 ohca_wait_host extra-checked 600 || exit 1
+# The UD sender has stopped: two more reports hold the last datagrams.
+n=$(grep -c '^ *512 ' $XLOG/ud.log)
+ohca_poll 30 eval '[ "$(grep -c "^ *512 " $XLOG/ud.log)" -ge $((n + 2)) ]'
+echo "UD_RECEIVED $(ud_total $XLOG/ud.log) in $(progress_ud $XLOG/ud.log) reports with traffic"
+ohca_hw_counters
 extra_alive || rc=1
 if extra_server_errors; then echo "FAIL: the servers printed the errors above"; rc=1; fi
 ohca_mark servers-checked
@@ -425,6 +447,23 @@ def test_live_migration_during_rc_traffic(vm_cluster):
         print(f"migration {i}: downtime {f['downtime_ms']} ms, the peer's longest gap "
               f"{gaps.get(i, 'unknown')} ms (goal: at most {limit:.0f} ms)")
     print(f"the peer's longest gap {max(gaps.values(), default=-1)} ms")
+    # UD: what the sender's perftest reported completed, what the
+    # receiver's reported received, and what vm1's device dropped for want
+    # of a posted receive (the receiver at nice 10 reposts slower than
+    # datagrams come: UD drops those by design). Frames the wire itself lost
+    # are the datagrams the kernel dropped at a VM's full socket: not part
+    # of a migration (the stopped source's frames wait in the socket for the
+    # destination), printed.
+    sent = re.search(r"^UD_SENT (\d+) in (\d+) reports", results[0].output, re.M)
+    got = re.search(r"^UD_RECEIVED (\d+) in (\d+) reports", results[1].output, re.M)
+    no_wqe = re.findall(r"\bud_rx_no_wqe=(\d+)", results[1].output)
+    if sent and got:
+        print(f"UD: {sent.group(1)} SENDs completed in {sent.group(2)} reports, "
+              f"{got.group(1)} received in {got.group(2)} reports, dropped by vm1 without "
+              f"a posted receive {no_wqe[-1] if no_wqe else 'unknown'}")
+    print("the wire's sockets dropped " +
+          ", ".join(f"{vm.name} {socket_drops(vm.netdev_sock)}" for vm in c.vms
+                    if vm.netdev_sock is not None))
     print(f"migrations {passed}/{MIGRATIONS} passed, cq errors {failed}, bytes verified "
           f"{verified}, max downtime {max(f['downtime_ms'] for f in figures)} ms")
     if not (all(r.ok for r in results) and passed == MIGRATIONS and failed == 0):

@@ -46,8 +46,9 @@ WIRE_KINDS = ("user", "dgram", "stream", "faulty", "switch", "hosts")
 # a burst overflowed it and every drop cost an ACK timeout (issue 12).
 # 16 MiB (the kernel doubles it for its bookkeeping) holds 1024 frames of
 # 9 KiB, the requester's largest window. OHCA_DGRAM=qemu lets QEMU open its
-# own sockets again (the old wire, for comparison).
-WIRE_SOCKET_BUFFER = 16 << 20
+# own sockets again (the old wire, for comparison). OHCA_WIRE_BUFFER sets
+# another size (experiments: docs/migration.md, the UD flood).
+WIRE_SOCKET_BUFFER = int(os.environ.get("OHCA_WIRE_BUFFER", 16 << 20))
 SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 CLONE_NEWNET = 0x40000000  # setns(2)'s namespace type
@@ -86,6 +87,24 @@ def wire_socket():
     except BaseException:
         s.close()
         raise
+
+
+def socket_drops(s):
+    """Datagrams the kernel dropped at UDP socket s because its receive
+    queue was full (the drops column of /proc/net/udp[6]); None if s is
+    not found there."""
+    ino = str(os.fstat(s.fileno()).st_ino)
+    for path in ("/proc/net/udp", "/proc/net/udp6"):
+        try:
+            with open(path) as f:
+                next(f)
+                for line in f:
+                    cols = line.split()
+                    if len(cols) > 12 and cols[9] == ino:
+                        return int(cols[12])
+        except OSError:
+            continue
+    return None
 
 
 def stream_pair():
