@@ -695,6 +695,11 @@ def test_infiniband_switch(vm_cluster, topology):
     nvms = 3
     # make test-fabric: the data parts through the one switch too
     data = IB_FABRIC_FULL and topology == "one_switch"
+    if data:
+        # no capture with the data parts: tshark takes an IPoIB connected
+        # mode message cut into RC packets for a malformed TCP segment
+        # (packet 18240 of the 2026-12-06 run); make test's job keeps it
+        options = dict(options, capture=False)
     c = vm_cluster(nvms=nvms, wire="switch", switch=options, link_layer="ib", smp=1, mem="768M")
     c.start({i: switch_script(i, data) for i in range(nvms)})
     results = c.wait(timeout=2400 if data else 1500)
