@@ -262,6 +262,7 @@ void Switch::on_data(uint8_t p, std::span<const uint8_t> frame, const Lrh &lrh, 
         sat_add(sma_port(p).counters.rcv_errors, 1, 0xFFFF);
         return;
     }
+    pt.stats.in_hwm_blocks = std::max(pt.stats.in_hwm_blocks, pt.credits.occupied(lrh.vl));
     count_in(p, frame.size(), lrh.dlid);
     Queued q;
     q.blocks = blocks;
@@ -820,7 +821,8 @@ std::string Switch::stats_json() const {
                       "\"overruns\": %llu, \"relay_drops\": %llu, \"hoq_discards\": %llu, "
                       "\"inactive_discards\": %llu, \"vl15_dropped\": %llu, \"smp_local\": %llu, "
                       "\"smp_forwarded\": %llu, \"credit_waits\": %llu, \"oversize_frames\": %llu, "
-                      "\"traps_sent\": %llu, \"rate_waits\": %llu, \"busy_ns\": %llu, ",
+                      "\"traps_sent\": %llu, \"rate_waits\": %llu, \"busy_ns\": %llu, "
+                      "\"in_hwm_blocks\": %u, ",
                       static_cast<unsigned long long>(st.overruns),
                       static_cast<unsigned long long>(st.relay_drops),
                       static_cast<unsigned long long>(st.hoq_discards),
@@ -832,7 +834,7 @@ std::string Switch::stats_json() const {
                       static_cast<unsigned long long>(port(p).reader.stats().oversize),
                       static_cast<unsigned long long>(st.traps_sent),
                       static_cast<unsigned long long>(st.rate_waits),
-                      static_cast<unsigned long long>(st.busy_ns));
+                      static_cast<unsigned long long>(st.busy_ns), st.in_hwm_blocks);
         s += buf;
         const PortCountersExtended &x = sp.counters_ext;
         std::snprintf(buf, sizeof buf,

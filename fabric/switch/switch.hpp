@@ -69,10 +69,11 @@ struct PortStats {
     uint64_t smp_forwarded = 0;
     uint64_t frames_out = 0;
     uint64_t link_packets_out = 0;
-    uint64_t credit_waits = 0; // schedule passes a head packet waited for credit
-    uint64_t rate_waits = 0;   // schedule passes the output waited for its line rate
-    uint64_t busy_ns = 0;      // shaped: the time the line spent sending (frame bytes / rate)
-    uint64_t traps_sent = 0;   // port 0: Trap(Notice 128) to the master SM
+    uint64_t credit_waits = 0;  // schedule passes a head packet waited for credit
+    uint64_t rate_waits = 0;    // schedule passes the output waited for its line rate
+    uint64_t busy_ns = 0;       // shaped: the time the line spent sending (frame bytes / rate)
+    uint16_t in_hwm_blocks = 0; // the fullest a data VL's input buffer was (of vl_buffer_blocks)
+    uint64_t traps_sent = 0;    // port 0: Trap(Notice 128) to the master SM
 };
 
 class Switch {

@@ -67,6 +67,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "vm"))
 import ohcavm  # noqa: E402
+import fabric_bench_ib  # noqa: E402
 
 
 class CellKind:
@@ -459,6 +460,7 @@ def main():
                     help="the devices' tx-burst in bytes (QEMU property; 0: not paced)")
     ap.add_argument("--timeout", type=int, default=2400)
     ap.add_argument("--no-docs", action="store_true", help="leave docs/bench.md alone")
+    ap.add_argument("--no-ib", action="store_true", help='no "IB credits, 3:1" cell')
     args = ap.parse_args()
     senders = [int(x) for x in args.senders.split(",")]
     modes = args.modes.split(",")
@@ -512,6 +514,9 @@ def main():
         th.join()
         times = dict(c.barrier_times)
         lines = ohcavm.switch_timeline(c)
+    # the "IB credits, 3:1" cell: an InfiniBand fabric, its own boot
+    ib_cell = (fabric_bench_ib.fabric_bench_cell(args.seconds, args.qps, LINE_RATE)
+               if not args.no_ib and 3 in senders else None)
     meta["load_after"] = loadavg()
     meta["wall_s"] = time.monotonic() - t_start
     stats = results[0].wire_stats or {}
@@ -536,6 +541,8 @@ def main():
             kind_details[kind_of[name]].append(d)
         else:
             details.append(summarize(name, mode, n, vms, window, unloaded))
+    if ib_cell:
+        details.append(ib_cell)
     # The issue's keys for every cell; a kind's cells add their own.
     extra_results = [dict(result_of(d), **{k: v for k, v in d.items() if k not in KEYS})
                      for k in kinds for d in kind_details[k]]

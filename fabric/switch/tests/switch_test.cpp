@@ -646,7 +646,8 @@ TEST(Switch, LineRateShapesAnIncastLosslessly) {
     const double expect = 1e9 / 8 * (static_cast<double>(kRun) / 1e9);
     EXPECT_NEAR(static_cast<double>(bytes), expect, 2.0 * 2 * kMaxFrameBytes + 2100);
     for (uint8_t s = 1; s <= 3; ++s) {
-        EXPECT_GT(refused[s], 0u) << int(s); // held back by credit
+        EXPECT_GT(refused[s], 0u) << int(s);                           // held back by credit
+        EXPECT_GT(f.sw->stats(s).in_hwm_blocks, 100u - 33u) << int(s); // its input filled
         EXPECT_NEAR(next[s], got.size() / 3.0, 2.0) << int(s);
         EXPECT_EQ(f.sw->stats(s).overruns, 0u);
     }

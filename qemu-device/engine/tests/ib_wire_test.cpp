@@ -4,6 +4,7 @@
 // addressed by LID, with and without a GRH, and the receive rules (P_Key,
 // VL15 and QP0, VCRC, ICRC, length), each drop counted.
 #include "device/device.hpp"
+#include "device/limits.hpp"
 #include "ib/mad.hpp"
 #include "ib/packet.hpp"
 #include "ib_sm.hpp"
@@ -411,6 +412,58 @@ TEST(IbWire, WithheldCreditStopsTheSenderThenItResumes) {
     EXPECT_TRUE(p.a.host.read(sa.buf, u.data(), u.size()));
     EXPECT_TRUE(p.b.host.read(sb.buf, v.data(), v.size()));
     EXPECT_TRUE(u == v);
+}
+
+// The link's credits make it lossless: an ACK later than the measured
+// retransmission timeout is a queue behind a credit wait, not a loss (a
+// 3:1 incast through a shaped switch made 150 spurious timeouts before),
+// so only the QP's local ACK timeout sends again, as on a PFC priority.
+TEST(IbWire, LateAckWaitsForTheLocalAckTimeout) {
+    IbPair p;
+    Side sa = make_side(p.a, 1 << 20, 6, [](size_t k) { return static_cast<uint8_t>(k * 3 + 1); });
+    Side sb = make_side(p.b, 1 << 20, 6, [](size_t) { return uint8_t{0}; });
+    p.a.connect(sa.qp, sb.qp.qpn, p.b, 5);
+    p.b.connect(sb.qp, sa.qp.qpn, p.a, 5);
+    // every receive posted first: the ACKs give end-to-end credit for all
+    for (uint64_t i = 0; i < 5; ++i) {
+        p.b.post_recv(sb.qp, i, {{sb.buf + 4096 * i, 4096, sb.key}});
+    }
+    auto send = [&](uint64_t i) {
+        SendReq s;
+        s.wr_id = i;
+        s.sges = {{sa.buf + 4096 * i, 2000, sa.key}};
+        p.a.post_send(sa.qp, s);
+    };
+    // round trips measured (no time passes: the RTO at its 10 ms floor)
+    for (uint64_t i = 0; i < 4; ++i) {
+        send(i);
+        pump(p.a, p.b);
+    }
+    ASSERT_EQ(p.a.poll(sa.scq).size(), 4u);
+    // the next message's ACK is late: lost here, found by the timer
+    send(4);
+    pump(p.a, p.b, [](bool from_a, const std::vector<uint8_t> &f) {
+        return !from_a && f.size() != ib::kLinkPacketBytes;
+    });
+    const auto &rc = device_of(p.a.e).roce_counters();
+    // a's loop runs every millisecond (a timer waits one run for the
+    // frames already received)
+    auto run = [&](uint64_t ns) {
+        for (uint64_t t = 0; t < ns; t += 1'000'000) {
+            p.a.host.now += 1'000'000;
+            p.a.process();
+        }
+    };
+    run(5 * DeviceLimits::min_rto_ns); // well past the measured RTO
+    EXPECT_EQ(rc.timeouts, 0u);
+    EXPECT_EQ(rc.retransmits, 0u);
+    run(DeviceLimits::min_ack_timeout_ns - 5 * DeviceLimits::min_rto_ns + 2'000'000);
+    EXPECT_EQ(rc.timeouts, 1u); // at the local ACK timeout (its floor)
+    pump(p.a, p.b);
+    const auto sc = p.a.poll(sa.scq);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
+    EXPECT_EQ(p.b.poll(sb.rcq).size(), 5u);
 }
 
 // ---- multicast by MLID --------------------------------------------------------

@@ -330,8 +330,10 @@ bool WirePort::tx_paused(const Qp &qp) const {
     return pause_holds(qp.attrs.av.traffic_class, dgid);
 }
 
+// An InfiniBand link is lossless by its credits (IbFlow; a switch's the
+// same): a late ACK there is a queue behind a credit wait, never a drop.
 bool WirePort::lossless(const Qp &qp) const {
-    return !state_.ib && pfc_.honoured(pfc_.roce_priority(qp.attrs.av.traffic_class));
+    return state_.ib || pfc_.honoured(pfc_.roce_priority(qp.attrs.av.traffic_class));
 }
 
 uint16_t WirePort::pkey_of(const Qp &qp, uint16_t wqe_index) const {

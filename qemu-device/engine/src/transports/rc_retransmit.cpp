@@ -17,9 +17,10 @@ using namespace rc_req;
 // The retransmission timeout in use: measured (rto_ns), never above the
 // QP's local ACK timeout, which is also what applies before the first
 // round trip has been measured. 0: no timer (timeout 0). On a lossless
-// priority (PFC) congestion loses nothing: a queue or a pause only delays
-// the ACK, so the early tries of a measured RTO would only be spurious
-// timeouts and resends; the local ACK timeout alone finds a fault there.
+// priority (PFC) or an InfiniBand link (credits) congestion loses nothing:
+// a queue, a pause or a credit wait only delays the ACK, so the early
+// tries of a measured RTO would only be spurious timeouts and resends;
+// the local ACK timeout alone finds a fault there.
 uint64_t RcRequester::rto(const Qp &qp) const {
     const uint64_t ceiling = local_ack_timeout_ns(qp);
     return qp.rto_ns == 0 || svc_.lossless(qp) ? ceiling : std::min(qp.rto_ns, ceiling);

@@ -214,8 +214,8 @@ class WireServices {
     // ACK then waits in the QP's response queue (tx_room says it too).
     [[nodiscard]] virtual bool tx_paused(const Qp &qp) const = 0;
     // Whether the QP's packets leave on a lossless priority (the port
-    // honours PFC for it, or 802.3x pause): congestion delays them, never
-    // drops them.
+    // honours PFC for it, or 802.3x pause) or a lossless link (InfiniBand's
+    // credits): congestion delays them, never drops them.
     [[nodiscard]] virtual bool lossless(const Qp &qp) const = 0;
     // A packet on a path of the transport's own (UD: the WQE's address
     // vector), framed like emit's.
