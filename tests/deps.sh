@@ -54,8 +54,10 @@ packages=(
 	# the MPI test program of tests/integration/test_mpi.py, built on the
 	# host against the Open MPI the guest image runs (mpicc)
 	libopenmpi-dev
-	# make fabric-bench's plots (tests/bench/fabric_bench.py)
+	# make fabric-bench's and make bench's plots (fabric_bench.py, bench_plots.py)
 	python3-matplotlib
+	# make bench --wire hosts: network namespaces and a veth pair (ip netns)
+	iproute2
 )
 
 [ "${1:-}" != --debug-kernel ] || packages=("${debug_kernel_packages[@]}")
