@@ -246,6 +246,21 @@ static void parent_domain_checks(struct ibv_context *ctx, struct ibv_pd *pd,
 	bad.comp_mask |= 1u << 7;
 	CHECK(!ibv_alloc_parent_domain(ctx, &bad) && errno == EOPNOTSUPP,
 	      "unknown comp_mask bit is EOPNOTSUPP");
+	/*
+	 * A confidential-computing guest's PD (rdma-core 65): accepted,
+	 * ohca needs no shared bounce memory; before 65 the bit is unknown.
+	 */
+	bad = pa;
+	bad.comp_mask |= 1u << 2;
+	pdom = ibv_alloc_parent_domain(ctx, &bad);
+#if OHCA_RDMA_CORE_VERSION >= 65
+	CHECK(pdom, "a CC parent domain: %s", strerror(errno));
+	if (pdom)
+		CHECK_EQ(ibv_dealloc_pd(pdom), 0);
+#else
+	CHECK(!pdom && errno == EOPNOTSUPP,
+	      "comp_mask bit 2 before rdma-core 65 is EOPNOTSUPP");
+#endif
 	bad = pa;
 	bad.free = NULL;
 	CHECK(!ibv_alloc_parent_domain(ctx, &bad) && errno == EINVAL,
