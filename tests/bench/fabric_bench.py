@@ -100,6 +100,22 @@ OUT = os.path.join(TOP, "build", "fabric-bench")
 DOC = os.path.join(TOP, "docs", "bench.md")
 BEGIN = "<!-- fabric-bench table: begin -->"
 END = "<!-- fabric-bench table: end -->"
+# DCQCN's parameters in the dcqcn cells (the reaction point's at the
+# senders, the notification point's at the receiver; every other cell runs
+# mlx5's defaults): a CNP takes milliseconds to come back through three
+# QEMU processes and the switch on a loaded host, not microseconds, so the
+# rate recovers per such round trip and is cut at most once per 4 ms.
+# Why each: docs/congestion.md, "Tuning for the emulated fabric"; the
+# engine test DcqcnIncast (qemu-device/engine/tests/dcqcn_incast_test.cpp)
+# runs the same set against the same switch, and must be kept in step.
+DCQCN_TUNED = {"rp_time_reset": 40000, "rp_byte_reset": 0, "rp_threshold": 5, "rp_ai_rate": 1,
+               "rp_hai_rate": 5, "rp_rate_to_set_on_first_cnp": 40,
+               "rp_rate_reduce_monitor_period": 4000, "np_min_time_between_cnps": 4000,
+               "rp_dce_tcp_rtt": 4000, "rp_dce_tcp_g": 960}
+DCQCN_DEFAULTS = {"rp_time_reset": 300, "rp_byte_reset": 32767, "rp_threshold": 1,
+                  "rp_ai_rate": 5, "rp_hai_rate": 50, "rp_rate_to_set_on_first_cnp": 0,
+                  "rp_rate_reduce_monitor_period": 4, "np_min_time_between_cnps": 4,
+                  "rp_dce_tcp_rtt": 1, "rp_dce_tcp_g": 1019}
 KEYS = ("mode", "senders", "line_rate_mbps", "throughput_mbps", "jain", "drops", "retrans_pkts",
         "timeouts", "cnp_sent", "cnp_handled", "pauses", "queue_p99_bytes", "probe_p50_us",
         "probe_p99_us", "unloaded_p50_us")
@@ -121,6 +137,12 @@ listening() { ss -Hltn "sport = :$1" | grep -q .; }
 # exceed the deepest queue the headroom allows at the rate the receiver
 # drains it (a 3:1 run held 4.2 MB while a CPU-bound receiver took
 # 74 Mbit/s, about 450 ms: with -u 17, 537 ms, a few ACKs came too late).
+# DCQCN's parameters (cc_params in debugfs): name=value ...
+ccset() {
+	local d kv
+	d=$(ls -d /sys/kernel/debug/ohca/0000:*/cc_params | head -n 1)
+	for kv in "$@"; do echo "${kv#*=}" >"$d/${kv%%=*}" || echo "WARN cc_params $kv"; done
+}
 setmode() {
 	local rp=0 pfc=all:off
 	TC="--tclass=32"
@@ -128,6 +150,7 @@ setmode() {
 	pfc) pfc=0:on TC="--tclass=0 -u 18" ;;
 	dcqcn) rp=1 ;;
 	esac
+	if [ $rp = 1 ]; then ccset $DCQCN_TUNED; else ccset $DCQCN_DEFAULTS; fi
 	ohca_pfc $pfc || echo "WARN dcb pfc set $pfc"
 	echo $rp >/sys/class/net/$OHCA_IFACE/ecn/roce_rp/enable/1 || echo "WARN roce_rp $rp"
 }
@@ -477,7 +500,11 @@ def main():
     switch = {"line_rate": LINE_RATE, "buffer": BUFFER, "ecn": ECN, "pfc": "0",
               "pfc_trust": "dscp", "headroom": HEADROOM, "timeline": True,
               "timeline_ms": TIMELINE_MS}
+    def kvs(d):
+        return " ".join(f"{k}={v}" for k, v in d.items())
+
     env = (f"SECONDS_BW={args.seconds} QPS={args.qps} PROBE_ITERS={args.probe_iters} "
+           f"DCQCN_TUNED='{kvs(DCQCN_TUNED)}' DCQCN_DEFAULTS='{kvs(DCQCN_DEFAULTS)}' "
            f"CELLS='{' '.join(f'{a}:{b}:{c}' for a, b, c in cells)}'\n")
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "host": f"{os.cpu_count()} cores", "vms": nvms, "seconds": args.seconds,
