@@ -46,7 +46,7 @@ docs/bench.md between its fabric-bench markers (with the date and the
 host's load), and PNG plots (per-sender throughput and the bottleneck's
 queue over time, per cell) when matplotlib is installed.
 
-    python3 tests/bench/fabric_bench.py [--seconds S] [--qps N] [--senders 2,3]
+    python3 tests/bench/fabric_bench.py [--seconds S] [--qps N] [--senders 1,2,3]
                                         [--modes droptail,pfc,dcqcn] [--kinds slowrx]
                                         [--tx-burst BYTES] [--no-docs]
 
@@ -363,6 +363,13 @@ def summarize(name, mode, n, vms, window, unloaded):
         d["wire_mbps"] = (round(window["tx_bytes"] * 8 / window["seconds"] / 1e6, 1)
                           if window["seconds"] else None)
         d["seconds"] = round(window["seconds"], 1)
+        # The bottleneck's time (ohca-switch's egress split): line, the
+        # shaper sending (the line is the limit); blocked, frames queued but
+        # the receiving VM not reading its socket; paused, held by the
+        # receiver's PFC; idle, nothing queued (the senders supplied less).
+        eg = window.get("egress_us") or {}
+        if sum(eg.values()):
+            d["egress_pct"] = {k: round(100 * v / sum(eg.values()), 1) for k, v in eg.items()}
     else:
         d["errors"].append("no switch timeline in the cell's window")
     return d
@@ -381,6 +388,13 @@ def fmt(v, nd=0):
     return str(v)
 
 
+def egress(d):
+    e = d.get("egress_pct")
+    if not e:
+        return "–"
+    return " / ".join(f"{e.get(k, 0):.0f}" for k in ("line", "blocked", "paused", "idle"))
+
+
 def table(details, meta):
     rows = [
         f"Run {meta['date']} on {meta['host']}: {meta['vms']} VMs (TCG, 1 vCPU each), host load "
@@ -392,8 +406,9 @@ def table(details, meta):
         "",
         "| cell | goodput Mb/s (% of line) | per sender Mb/s | Jain | drops | retrans | timeouts "
         "| CNPs sent / handled | pauses (switch / honoured) | queue p99 / max KB "
-        "| probe p50 / p99 us (unloaded p50) | notes |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| probe p50 / p99 us (unloaded p50) | bottleneck's time % line / blocked / paused / idle "
+        "| notes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d in details:
         tp = d.get("throughput_mbps")
@@ -408,7 +423,7 @@ def table(details, meta):
             f"{fmt(q99 / 1000 if q99 is not None else None)} / "
             f"{fmt(qmax / 1000 if qmax is not None else None)} | "
             f"{fmt(d.get('probe_p50_us'))} / {fmt(d.get('probe_p99_us'))} "
-            f"({fmt(d.get('unloaded_p50_us'))}) | {'; '.join(d['errors'])} |")
+            f"({fmt(d.get('unloaded_p50_us'))}) | {egress(d)} | {'; '.join(d['errors'])} |")
     return "\n".join(rows)
 
 
@@ -475,7 +490,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=5, help="ib_write_bw -D per cell")
     ap.add_argument("--qps", type=int, default=2, help="QPs per sender")
     ap.add_argument("--probe-iters", type=int, default=100)
-    ap.add_argument("--senders", default="2,3")
+    # 1: one sender alone, what a guest can send without a bottleneck
+    ap.add_argument("--senders", default="1,2,3")
     ap.add_argument("--modes", default="droptail,pfc,dcqcn")
     ap.add_argument("--kinds", default=",".join(CELL_KINDS),
                     help="cells of other kinds (CELL_KINDS), after the incast ones")
