@@ -479,19 +479,29 @@ void EthSwitch::fill(Port &pt, uint64_t now) {
     const uint64_t burst = burst_units();
     const uint64_t dt = now - pt.last_fill;
     pt.last_fill = now;
-    // A port that had frames to send since its last look (the line busy)
-    // earns the whole time, up to catch_up_ns of it; an idle one at most
-    // the burst.
+    // A port that had frames to send since its last look (the line busy,
+    // or its socket momentarily full) earns the whole time, up to
+    // catch_up_ns of it; an idle or paused one at most the burst.
+    // Blocked counts as busy: the socket took the last 16 KiB and will
+    // take more (else a catch-up ends at the first full hand-off).
+    const bool busy = pt.egress_state == kEgressLine || pt.egress_state == kEgressBlocked;
     uint64_t cap = burst;
-    if (pt.egress_state == kEgressLine) {
+    if (busy) {
         cap = std::max(burst, std::min(cfg_.catch_up_ns, UINT64_MAX / cfg_.line_rate_bps) *
                                   cfg_.line_rate_bps);
     }
     const uint64_t before = std::min(pt.tokens, cap); // an idle port keeps no catch-up
     const uint64_t room = cap - before;
     pt.tokens = dt >= room / cfg_.line_rate_bps + 1 ? cap : before + dt * cfg_.line_rate_bps;
-    if (pt.tokens > std::max(before, burst)) {
-        pt.stats.egress_catch_up_bytes += (pt.tokens - std::max(before, burst)) / 8 / kNsPerS;
+    if (busy) {
+        // What a bucket capped at the burst would have thrown away.
+        const uint64_t earned =
+            std::min({dt, cfg_.catch_up_ns, UINT64_MAX / 2 / cfg_.line_rate_bps}) *
+            cfg_.line_rate_bps;
+        const uint64_t held = std::min(before, burst);
+        if (held + earned > burst) {
+            pt.stats.egress_catch_up_bytes += (held + earned - burst) / 8 / kNsPerS;
+        }
     }
 }
 

@@ -107,8 +107,9 @@ struct EthPortStats {
     uint64_t egress_line_ns = 0;
     uint64_t egress_blocked_ns = 0;
     uint64_t egress_paused_ns = 0;
-    // Bytes of line time a backlogged port earned beyond the burst (what
-    // the switch's late wake-ups would have lost without catch_up_ns).
+    // Line time (in bytes) a backlogged port earned beyond a full burst
+    // between two looks: what the switch's late wake-ups lost before
+    // catch_up_ns (now credited, up to catch_up_ns of it per look).
     uint64_t egress_catch_up_bytes = 0;
     std::array<EthPrioStats, eth::kPriorities> prio{};
 };
