@@ -153,16 +153,6 @@ TEST(IbFlow, HostilePeerStallsOneVlBoundedly) {
 
 // ---- two devices, one shaped switch port between them -------------------------
 
-struct IbPair {
-    RdmaNode a{1, false, 0, 10, 0, nullptr, OHCA_LINK_IB};
-    RdmaNode b{2, false, 0, 10, 0, nullptr, OHCA_LINK_IB};
-    IbPair() {
-        sm_bring_up(a, 0x10);
-        sm_bring_up(b, 0x20);
-        pump(a, b);
-    }
-};
-
 // A switch between A and B, each link with its credits as the switch
 // keeps them (one LinkCredits per link: its input buffer of 256 blocks per
 // VL, and the device's credit): the port to B is a line of 'rate_bps',

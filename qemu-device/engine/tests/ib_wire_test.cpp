@@ -80,16 +80,6 @@ TEST(IbWire, SmpsDriveThePortStates) {
     EXPECT_EQ(ni.data[2], ib::node_type::Ca);
 }
 
-struct IbPair {
-    RdmaNode a{1, false, 0, 10, 0, nullptr, OHCA_LINK_IB};
-    RdmaNode b{2, false, 0, 10, 0, nullptr, OHCA_LINK_IB};
-    IbPair() {
-        sm_bring_up(a, 0x10);
-        sm_bring_up(b, 0x20);
-        pump(a, b); // the links' first FCPs: credit both ways
-    }
-};
-
 // An SM's PortInfo Set to Down on a port whose link is up: the link
 // retrains, the port is in Init again at once with its LID (the reply
 // shows the Down the SM asked for), and the SM can bring it up again.
