@@ -252,10 +252,7 @@ struct ShapedHop {
 // packet per run of the receiver: under 10 % of this line.
 TEST(IbFlow, ShapedLastHopKeptBusy) {
     IbPair p;
-    Side sa = make_side(p.a, 1 << 20, 8, [](size_t k) { return static_cast<uint8_t>(k * 3 + 1); });
-    Side sb = make_side(p.b, 1 << 20, 8, [](size_t) { return uint8_t{0}; });
-    p.a.connect(sa.qp, sb.qp.qpn, p.b, 5);
-    p.b.connect(sb.qp, sa.qp.qpn, p.a, 5);
+    auto [sa, sb] = p.rc(1 << 20, 8, [](size_t k) { return static_cast<uint8_t>(k * 3 + 1); });
     ShapedHop hop(p, 400'000'000, 1'000'000);
     hop.start();
     constexpr uint32_t kLen = 64 * 1024;
@@ -307,11 +304,8 @@ TEST(IbFlow, ShapedLastHopKeptBusy) {
 // timeout and no resend. Before (2026-12-06's incast): the packets sent
 // before the wait had asked for no ACK, the timer ran through the wait.
 TEST(IbFlow, CreditWaitRunsNoAckTimer) {
-    IbPair p;
-    Side sa = make_side(p.a, 1 << 20, 6, [](size_t k) { return static_cast<uint8_t>(k * 5 + 2); });
-    Side sb = make_side(p.b, 1 << 20, 6, [](size_t) { return uint8_t{0}; });
-    p.a.connect(sa.qp, sb.qp.qpn, p.b, 5); // 4096-byte MTU, timeout 14 (200 ms here)
-    p.b.connect(sb.qp, sa.qp.qpn, p.a, 5);
+    IbPair p; // RC at MTU 4096, timeout 14 (200 ms here)
+    auto [sa, sb] = p.rc(1 << 20, 6, [](size_t k) { return static_cast<uint8_t>(k * 5 + 2); });
     SendReq w;
     w.opcode = OHCA_WR_RDMA_WRITE;
     w.remote_addr = sb.buf;

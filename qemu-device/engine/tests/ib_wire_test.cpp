@@ -351,10 +351,7 @@ TEST(IbWire, BadFramesDroppedAndCounted) {
 // FCP (the periodic one) lets it go on, and everything arrives once.
 TEST(IbWire, WithheldCreditStopsTheSenderThenItResumes) {
     IbPair p;
-    Side sa = make_side(p.a, 1 << 20, 8, [](size_t k) { return static_cast<uint8_t>(k * 5 + 3); });
-    Side sb = make_side(p.b, 1 << 20, 8, [](size_t) { return uint8_t{0}; });
-    p.a.connect(sa.qp, sb.qp.qpn, p.b, 5);
-    p.b.connect(sb.qp, sa.qp.qpn, p.a, 5);
+    auto [sa, sb] = p.rc(1 << 20, 8, [](size_t k) { return static_cast<uint8_t>(k * 5 + 3); });
     constexpr int kMsgs = 100;
     constexpr uint32_t kLen = 4000;
     for (int i = 0; i < kMsgs; ++i) {
