@@ -44,7 +44,11 @@ uint16_t wrap(uint32_t v) {
 } // namespace
 
 LinkCredits::LinkCredits(uint16_t buffer_blocks, uint8_t vls)
-    : buffer_(buffer_blocks), vls_(std::clamp<uint8_t>(vls, 1, kMaxDataVls)) {}
+    : vls_(std::clamp<uint8_t>(vls, 1, kMaxDataVls)) {
+    for (Rx &rx : rx_) {
+        rx.buffer = buffer_blocks;
+    }
+}
 
 bool LinkCredits::may_send(uint8_t vl, uint16_t blocks) const {
     if (vl == 15) {
@@ -76,7 +80,7 @@ bool LinkCredits::on_received(uint8_t vl, uint16_t blocks) {
     // The FCCL we advertised bounds what the peer may send; a packet that
     // does not fit went beyond it. ABR still counts it: the sender did.
     rx.abr = wrap(rx.abr + static_cast<uint32_t>(blocks));
-    if (blocks > buffer_ - rx.occupied) {
+    if (rx.occupied > rx.buffer || blocks > rx.buffer - rx.occupied) {
         return false;
     }
     rx.occupied = static_cast<uint16_t>(rx.occupied + blocks);
@@ -90,6 +94,13 @@ void LinkCredits::on_released(uint8_t vl, uint16_t blocks) {
     Rx &rx = rx_[vl];
     rx.occupied = blocks > rx.occupied ? 0 : static_cast<uint16_t>(rx.occupied - blocks);
     rx.pending = true;
+}
+
+void LinkCredits::set_buffer(uint8_t vl, uint16_t blocks) {
+    if (vl < vls_ && rx_[vl].buffer != blocks) {
+        rx_[vl].buffer = blocks;
+        rx_[vl].pending = true;
+    }
 }
 
 bool LinkCredits::on_fcp(const FlowControlPacket &fcp) {
@@ -107,7 +118,8 @@ uint16_t LinkCredits::fccl(uint8_t vl) const {
         return 0;
     }
     const Rx &rx = rx_[vl];
-    const uint16_t free = static_cast<uint16_t>(buffer_ - rx.occupied);
+    const uint16_t free =
+        rx.occupied >= rx.buffer ? 0 : static_cast<uint16_t>(rx.buffer - rx.occupied);
     return wrap(rx.abr + static_cast<uint32_t>(std::min(free, kMaxCreditWindow)));
 }
 
@@ -141,14 +153,15 @@ bool LinkCredits::restore(uint8_t vl, const VlCounters &c) {
         return false;
     }
     tx_[vl] = {c.fctbs, c.fccl, c.heard};
-    rx_[vl] = {c.abr, 0, true};
+    rx_[vl] = {c.abr, 0, rx_[vl].buffer, true};
     return true;
 }
 
 void LinkCredits::reset() {
     tx_ = {};
-    rx_ = {};
-    mark_all_pending();
+    for (Rx &rx : rx_) {
+        rx = {0, 0, rx.buffer, true}; // the buffers stay
+    }
 }
 
 } // namespace ohca::ib

@@ -63,8 +63,9 @@ struct FlowControlPacket {
 // Counters are 12 bits; every method is O(1).
 class LinkCredits {
   public:
-    // buffer_blocks: the receive buffer per data VL, in 64-byte blocks;
-    // vls: how many data VLs are operational (1..15).
+    // buffer_blocks: the receive buffer of each data VL (set_buffer()
+    // changes one), in 64-byte blocks; vls: how many data VLs are
+    // operational (1..15).
     LinkCredits(uint16_t buffer_blocks, uint8_t vls);
 
     // ---- sender side ----
@@ -83,6 +84,13 @@ class LinkCredits {
     [[nodiscard]] bool on_received(uint8_t vl, uint16_t blocks);
     // A packet of `blocks` left the buffer of `vl`: credit to return.
     void on_released(uint8_t vl, uint16_t blocks);
+    // The receive buffer of `vl` from now on (a receiver that shares one
+    // pool among the VLs in operation), with an FCP pending. FCCL follows
+    // it, down too: change it only while no data flows (a port in Init,
+    // as when the SM sets OperationalVLs), or a peer may send against the
+    // larger limit it had.
+    void set_buffer(uint8_t vl, uint16_t blocks);
+    [[nodiscard]] uint16_t buffer(uint8_t vl) const { return vl < vls_ ? rx_[vl].buffer : 0; }
     // The peer's FCP: its FCCL limits our sends, its FCTBS resets our ABR.
     // Returns false (and changes nothing) for a VL that is not operational.
     bool on_fcp(const FlowControlPacket &fcp);
@@ -119,7 +127,6 @@ class LinkCredits {
     bool restore(uint8_t vl, const VlCounters &c);
 
     [[nodiscard]] uint8_t vls() const { return vls_; }
-    [[nodiscard]] uint16_t buffer_blocks() const { return buffer_; }
 
   private:
     struct Tx {
@@ -130,9 +137,9 @@ class LinkCredits {
     struct Rx {
         uint16_t abr = 0;
         uint16_t occupied = 0;
+        uint16_t buffer = 0;
         bool pending = true;
     };
-    uint16_t buffer_;
     uint8_t vls_;
     std::array<Tx, kMaxDataVls> tx_{};
     std::array<Rx, kMaxDataVls> rx_{};

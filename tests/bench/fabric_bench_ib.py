@@ -276,10 +276,11 @@ def table(cells, meta):
         f"`ib_write_bw -u 18` per sender ({meta['qps']} QPs, 64 KiB WRITEs); the dgram cell's switch: "
         f"{BUFFER // 1024} KiB drop-tail buffer, no PFC, no ECN; {meta['wall_s']:.0f} s in all.",
         "",
-        "| cell | goodput Mb/s (% of line) | per sender Mb/s (share) | Jain | drops: switch / "
+        "| cell | goodput Mb/s (% of line) | bottleneck on the wire Mb/s (% busy) | "
+        "per sender Mb/s (share) | Jain | drops: switch / "
         "devices (other receive drops) | retrans | local ACK timeouts (spurious) | senders held back: "
         "switch input buffer max (of 256 blocks) / device PortXmitWait | notes |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d in cells:
         tp = d.get("throughput_mbps")
@@ -290,8 +291,11 @@ def table(cells, meta):
         if d.get("sender_input_hwm_blocks") is not None:
             held = (", ".join(fmt(x) for x in d["sender_input_hwm_blocks"]) + " / "
                     + ", ".join(fmt(x) for x in d.get("device_xmit_wait") or []))
+        wire = "–"
+        if d.get("wire_mbps") is not None:
+            wire = f"{fmt(d['wire_mbps'], 1)} ({100 * d['wire_mbps'] / d['line_rate_mbps']:.0f} %)"
         rows.append(
-            f"| {d['cell']} | {fmt(tp, 1)}{pct} | {per} | {fmt(d.get('jain'), 2)} | "
+            f"| {d['cell']} | {fmt(tp, 1)}{pct} | {wire} | {per} | {fmt(d.get('jain'), 2)} | "
             f"{fmt(d.get('switch_drops'))} / {fmt(d.get('device_drops'))} "
             f"({fmt(d.get('rx_dropped_other'))}) | "
             f"{fmt(d.get('retrans_pkts'))} | {fmt(d.get('timeouts'))} "

@@ -87,6 +87,41 @@ TEST(IbCredits, OverrunIsRefused) {
     EXPECT_FALSE(a.on_received(15, 1));
 }
 
+// One pool shared by the VLs in operation: each VL's buffer is set apart
+// (set_buffer), what it advertises follows, a reset keeps it, and a VL
+// given no buffer takes nothing.
+TEST(IbCredits, BufferPerVl) {
+    LinkCredits a(0, 3), b(0, 3);
+    a.set_buffer(0, 2048);
+    a.set_buffer(1, 100);
+    EXPECT_EQ(a.buffer(0), 2048);
+    EXPECT_EQ(a.buffer(2), 0);
+    EXPECT_EQ(a.buffer(3), 0); // not operational
+    for (uint8_t vl = 0; vl < 3; ++vl) {
+        ASSERT_TRUE(b.on_fcp(a.take_fcp(vl)));
+    }
+    EXPECT_EQ(b.credit(0), 2048);
+    EXPECT_EQ(b.credit(1), 100);
+    EXPECT_EQ(b.credit(2), 0);
+    EXPECT_FALSE(a.on_received(2, 1));
+    ASSERT_TRUE(a.on_received(1, 60));
+    b.on_sent(1, 60);
+    // A smaller buffer than what it holds advertises nothing more, and
+    // takes nothing more, until it drains.
+    a.set_buffer(1, 50);
+    EXPECT_TRUE(a.fcp_pending(1));
+    ASSERT_TRUE(b.on_fcp(a.take_fcp(1)));
+    EXPECT_EQ(b.credit(1), 0);
+    EXPECT_FALSE(a.on_received(1, 1)); // (a peer that sent without credit)
+    b.on_sent(1, 1);
+    a.on_released(1, 60);
+    ASSERT_TRUE(b.on_fcp(a.take_fcp(1)));
+    EXPECT_EQ(b.credit(1), 50);
+    a.reset();
+    EXPECT_EQ(a.buffer(0), 2048);
+    EXPECT_EQ(a.fccl(0), 2048);
+}
+
 TEST(IbCredits, CountersWrap) {
     LinkCredits a(64, 1), b(64, 1);
     b.on_fcp(a.take_fcp(0));

@@ -80,16 +80,6 @@ TEST(IbWire, SmpsDriveThePortStates) {
     EXPECT_EQ(ni.data[2], ib::node_type::Ca);
 }
 
-struct IbPair {
-    RdmaNode a{1, false, 0, 10, 0, nullptr, OHCA_LINK_IB};
-    RdmaNode b{2, false, 0, 10, 0, nullptr, OHCA_LINK_IB};
-    IbPair() {
-        sm_bring_up(a, 0x10);
-        sm_bring_up(b, 0x20);
-        pump(a, b); // the links' first FCPs: credit both ways
-    }
-};
-
 // An SM's PortInfo Set to Down on a port whose link is up: the link
 // retrains, the port is in Init again at once with its LID (the reply
 // shows the Down the SM asked for), and the SM can bring it up again.
@@ -361,10 +351,7 @@ TEST(IbWire, BadFramesDroppedAndCounted) {
 // FCP (the periodic one) lets it go on, and everything arrives once.
 TEST(IbWire, WithheldCreditStopsTheSenderThenItResumes) {
     IbPair p;
-    Side sa = make_side(p.a, 1 << 20, 8, [](size_t k) { return static_cast<uint8_t>(k * 5 + 3); });
-    Side sb = make_side(p.b, 1 << 20, 8, [](size_t) { return uint8_t{0}; });
-    p.a.connect(sa.qp, sb.qp.qpn, p.b, 5);
-    p.b.connect(sb.qp, sa.qp.qpn, p.a, 5);
+    auto [sa, sb] = p.rc(1 << 20, 8, [](size_t k) { return static_cast<uint8_t>(k * 5 + 3); });
     constexpr int kMsgs = 100;
     constexpr uint32_t kLen = 4000;
     for (int i = 0; i < kMsgs; ++i) {

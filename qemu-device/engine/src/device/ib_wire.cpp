@@ -72,14 +72,22 @@ bool IbWire::room(const PacketPath &path, bool loopback_room) const {
     return ok;
 }
 
+bool IbWire::credit_short(const PacketPath &path) const {
+    return !is_local(path) && flow_.short_of_credit(path.ib.vl);
+}
+
 void IbWire::link_init() {
     if (live()) {
+        flow_.set_operational(port().data_vls());
         flow_.reset(d_.host.now_ns());
     }
 }
 
 bool IbWire::end_run() {
     if (d_.status.running()) {
+        if (!port().can_receive_data()) {
+            flow_.set_operational(port().data_vls()); // no data in flight
+        }
         flow_.send_fcps(d_.host.now_ns());
     }
     if (live()) {

@@ -65,12 +65,16 @@ class IbWire {
     // ('loopback_room') or the peer's credit on its VL. A transport that
     // finds no credit is noted (credit_stalled).
     [[nodiscard]] bool room(const PacketPath &path, bool loopback_room) const;
+    // Whether a packet on 'path' is about to wait for the peer's credit
+    // (IbFlow::short_of_credit; never for one looped back).
+    [[nodiscard]] bool credit_short(const PacketPath &path) const;
 
     // Link (re)initialization while the device runs: credits from zero,
     // our FCPs out.
     void link_init();
-    // The end of a run: the FCPs due (credit returned, or the period),
-    // and the SMA's trap if one is due.
+    // The end of a run: the receive buffer split among the VLs the SM put
+    // in operation (while the port is in Init), the FCPs due (credit
+    // returned, or the period), and the SMA's trap if one is due.
     // True if a transport waited for credit in it: the peer's FCP, not
     // another run, lets it go on.
     bool end_run();
@@ -100,7 +104,10 @@ class IbWire {
 
     // The link's credits in a saved engine (device/snapshot.cpp).
     void save(state::Writer &w) const { flow_.save(w); }
-    void load(state::Reader &r) { flow_.load(r, d_.host.now_ns()); }
+    void load(state::Reader &r) {
+        flow_.load(r, d_.host.now_ns());
+        flow_.set_operational(port().data_vls());
+    }
 
   private:
     [[nodiscard]] IbPort &port() { return *d_.state.ib; }

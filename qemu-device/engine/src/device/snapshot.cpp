@@ -271,7 +271,8 @@ void IbFlow::save(state::Writer &w) const {
 
 void IbFlow::load(state::Reader &r, uint64_t now_ns) {
     credits_.reset();
-    held_.clear();
+    clear_held();
+    returned_ = {};
     next_fcp_ns_ = now_ns; // the first run sends every VL's FCP
     if (r.u8() != credits_.vls() && r.ok()) {
         r.fail("IB link: another number of data VLs");

@@ -336,6 +336,11 @@ bool WirePort::lossless(const Qp &qp) const {
     return state_.ib || pfc_.honoured(pfc_.roce_priority(qp.attrs.av.traffic_class));
 }
 
+bool WirePort::tx_credit_short(const Qp &qp) const {
+    PacketPath path;
+    return state_.ib && build_path(qp, path) && ib_.credit_short(path);
+}
+
 uint16_t WirePort::pkey_of(const Qp &qp, uint16_t wqe_index) const {
     return state_.ib ? ib_.pkey_of(qp, wqe_index) : kDefaultPkey;
 }

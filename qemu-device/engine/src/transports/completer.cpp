@@ -68,7 +68,7 @@ void RcRequester::ack_through(Qp &qp, uint32_t psn) {
         qp.rnr_left = qp.attrs.rnr_retry;
         qp.rnr_streak = 0;
         svc_.set_deadline(qp, 0); // restarted by the next transmission ...
-        if (outstanding(qp)) {
+        if (outstanding(qp) && unacknowledged(qp)) {
             restart_ack_timer(qp); // ... or now, for packets still unacknowledged
         }
     }

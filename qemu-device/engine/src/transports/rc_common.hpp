@@ -83,6 +83,14 @@ inline bool outstanding(const Qp &qp) {
            (qp.frto != Qp::Frto::Off && psn_diff(qp.sent_psn, qp.una_psn) > 0);
 }
 
+// Some PSN sent is still unacknowledged. outstanding() alone also holds
+// while the rest of a message waits to be sent (for the link's credit, a
+// pause, the pacer) with every packet sent so far acknowledged: the ACK
+// timer has nothing to time then, and the next packet sent starts it.
+inline bool unacknowledged(const Qp &qp) {
+    return psn_diff(qp.sent_psn, qp.una_psn) > 0;
+}
+
 // The PSN of the transmit cursor: the next packet process_sq() sends.
 inline uint32_t cursor_psn(const Qp &qp) {
     return qp.cur_wr < qp.inflight.size() ? psn_add(qp.inflight[qp.cur_wr].first_psn, qp.cur_pkt)

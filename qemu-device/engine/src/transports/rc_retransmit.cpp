@@ -135,7 +135,7 @@ void RcRequester::timer_expired(Qp &qp) {
         svc_.mark_ready(qp);
         return;
     }
-    if (qp.inflight.empty() || !outstanding(qp) ||
+    if (qp.inflight.empty() || !outstanding(qp) || !unacknowledged(qp) ||
         (qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD)) {
         return;
     }

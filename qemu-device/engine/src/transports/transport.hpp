@@ -217,6 +217,15 @@ class WireServices {
     // honours PFC for it, or 802.3x pause) or a lossless link (InfiniBand's
     // credits): congestion delays them, never drops them.
     [[nodiscard]] virtual bool lossless(const Qp &qp) const = 0;
+    // Whether the QP's next packets are about to wait at this port for the
+    // link's credit (InfiniBand: less than two largest packets of the
+    // peer's credit left on the QP's VL). A request sent then asks for its
+    // ACK, so that the ACK timer never runs while the rest of its message
+    // waits here: it times the fabric, not this port's queue.
+    [[nodiscard]] virtual bool tx_credit_short(const Qp &qp) const {
+        (void)qp;
+        return false;
+    }
     // A packet on a path of the transport's own (UD: the WQE's address
     // vector), framed like emit's.
     virtual void emit_path(const PacketPath &path, const PacketFields &fields,
@@ -317,6 +326,7 @@ class TransportServices {
         return !wire_.no_pause() && wire_.tx_paused(qp);
     }
     [[nodiscard]] bool lossless(const Qp &qp) const { return wire_.lossless(qp); }
+    [[nodiscard]] bool tx_credit_short(const Qp &qp) const { return wire_.tx_credit_short(qp); }
     void emit_path(const PacketPath &path, const PacketFields &fields,
                    std::span<const uint8_t> payload) {
         wire_.emit_path(path, fields, payload);
