@@ -10,7 +10,7 @@
 #   make vm      interactive VM with ohca, the driver and the provider
 #   make vm CMD='ibv_devinfo -v'   run a command in a fresh VM
 #   make vm DISTRO=trixie          the guest on Debian 13 (bookworm, trixie, sid)
-#   make qemu QEMU=10.0            the device in QEMU 10.0 (7.2, 10.0)
+#   make qemu QEMU=10.0            the device in QEMU 10.0 (7.2, 10.0, 11.1)
 #   make soak    an hour (SOAK_SECONDS) of RC traffic through 1 % loss with
 #                processes killed; the device's heap grows < 1 MiB over its second half
 #   make test-viommu  the integration, storage and suite jobs behind a virtual IOMMU

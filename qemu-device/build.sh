@@ -12,6 +12,12 @@
 #                                   the cache, not installed). The device's
 #                                   version differences are in
 #                                   hw/ohca-compat.h.
+#   qemu-device/build.sh --qemu=11.1  QEMU 11.1, unstable's (sid's source,
+#                                   the pinned upload below when the
+#                                   mirror lacks the indexed one; configure
+#                                   runs Debian's python3, and pycotap and
+#                                   qemu.qmp come from sid, unpacked into
+#                                   the cache like meson)
 #   qemu-device/build.sh --asan     the sanitizer variant: the default build
 #                                   with the device (glue, trace events,
 #                                   engine) recompiled with ASan + UBSan and
@@ -24,7 +30,8 @@
 #
 # Layout of the cache:
 #   qemu-src-<ver>/            pristine `apt-get source qemu` (fetched once)
-#   meson-<ver>/               a newer meson, unpacked (QEMU 10.0 only)
+#   meson-<ver>/               a newer meson, unpacked (QEMU 10.0, 11.1)
+#   python3-*-<ver>/           pycotap, qemu.qmp, unpacked (QEMU 11.1)
 #   qemu-tree-<ver>/src        working copy with hw/ohca overlaid (builds
 #                              are serialised by a lock)
 #   qemu-tree-<ver>/build      the build directory, reused so that a change
@@ -54,11 +61,24 @@ asan) suffix=-asan; bin_prefix=asan- ;;
 *) printf 'qemu-device/build: unknown OHCA_QEMU_VARIANT %s (default|asan)\n' "$variant" >&2; exit 2 ;;
 esac
 # Each version: the Debian suite its source comes from ("" is the host's
-# own apt sources) and the meson it needs at least.
+# own apt sources), the meson it needs at least, and (pin_*) a Debian upload
+# to take when the mirror's pool lacks the source its index names.
+pin_ver=""
+pin_dsc_sha256=""
 case "$qemu_version" in
 7.2) suite=""; meson_min=0.61 ;;
 10.0) suite=trixie; meson_min=1.5.0 ;;
-*) printf 'qemu-device/build: QEMU %s is not supported (7.2 or 10.0)\n' "$qemu_version" >&2; exit 2 ;;
+11.1)
+	suite=sid; meson_min=1.5.0
+	# sid's index names 11.1.3+ds-1 (and forky's 11.1.2+ds-3), but the
+	# mirror this project reaches has none of their files (404 on
+	# 2026-12-06); sid's 11.1.1+ds-1 upload is in its pool. No signed index
+	# lists that upload any more, so its .dsc is pinned by SHA-256 here, and
+	# the .dsc names the tarballs' SHA-256 (apt-helper checks each file).
+	pin_ver=1:11.1.1+ds-1
+	pin_dsc_sha256=dfd4fbdd38517e2467002091bbcd938bbff8b2c851cc3f56b019236c7d1f21da
+	;;
+*) printf 'qemu-device/build: QEMU %s is not supported (7.2, 10.0 or 11.1)\n' "$qemu_version" >&2; exit 2 ;;
 esac
 if [ "$qemu_version" = 7.2 ]; then
 	out_dir=$top/build/qemu$suffix
@@ -121,12 +141,54 @@ fi
 ver=${full_ver#*:}
 case "$ver" in "$qemu_version"[.+]*) ;; *) die "expected QEMU $qemu_version source${suite:+ in $suite}, found $ver" ;; esac
 
+# The pinned upload (see pin_ver above), from the pool directory the index
+# names for qemu, each file checked by SHA-256 before dpkg-source unpacks it.
+fetch_pinned() {
+	local dir=$1 mirror pool dsc sum name
+	mirror=$(bash "$top/tests/vm/apt-suite.sh" --mirror)
+	pool=$(apt_suite apt-cache showsrc qemu 2>/dev/null | awk '/^Directory:/ {print $2; exit}')
+	[ -n "$pool" ] || die "no Directory for qemu in $suite's index"
+	dsc=qemu_${pin_ver#*:}.dsc
+	# (apt-helper runs as root: the cache is not the _apt user's)
+	/usr/lib/apt/apt-helper -o APT::Sandbox::User=root download-file \
+		"${mirror%/}/$pool/${dsc//+/%2b}" "$dir/$dsc" "SHA256:$pin_dsc_sha256" ||
+		die "fetching the pinned $dsc failed"
+	awk '/^Checksums-Sha256:/ {f = 1; next} /^[^ ]/ {f = 0} f {print $1, $3}' "$dir/$dsc" |
+		while read -r sum name; do
+			/usr/lib/apt/apt-helper -o APT::Sandbox::User=root download-file \
+				"${mirror%/}/$pool/${name//+/%2b}" "$dir/$name" "SHA256:$sum" ||
+				die "fetching $name failed"
+		done
+	(cd "$dir" && dpkg-source -x "$dsc") || die "dpkg-source -x $dsc failed"
+}
+# Is the .dsc the index names for $full_ver in the pool? (fetched, then
+# dropped: a 404 answers at once)
+index_source_fetchable() {
+	local uri tmp rc
+	uri=$(apt_suite apt-get source -q --print-uris "qemu=$full_ver" 2>/dev/null |
+		awk -F"'" '$2 ~ /\.dsc$/ {print $2; exit}')
+	[ -n "$uri" ] || return 1
+	tmp=$(mktemp -d)
+	/usr/lib/apt/apt-helper -o APT::Sandbox::User=root download-file "$uri" "$tmp/probe.dsc" \
+		>/dev/null 2>&1
+	rc=$?
+	rm -rf "$tmp"
+	return $rc
+}
+if [ -n "$pin_ver" ] && [ ! -f "$cache/qemu-src-$ver/.complete" ] &&
+	{ [ -f "$cache/qemu-src-${pin_ver#*:}/.complete" ] || ! index_source_fetchable; }; then
+	log "qemu $full_ver's source is not in the mirror's pool: taking the pinned $pin_ver"
+	full_ver=$pin_ver
+	ver=${full_ver#*:}
+fi
 src_cache=$cache/qemu-src-$ver
 if [ ! -f "$src_cache/.complete" ]; then
 	log "fetching qemu $full_ver source into $src_cache"
 	rm -rf "$src_cache.tmp"
 	mkdir -p "$src_cache.tmp"
-	if [ -n "$suite" ]; then
+	if [ "$full_ver" = "$pin_ver" ]; then
+		fetch_pinned "$src_cache.tmp"
+	elif [ -n "$suite" ]; then
 		(cd "$src_cache.tmp" && apt_suite apt-get source -q "qemu=$full_ver")
 	else
 		(cd "$src_cache.tmp" && apt-get source -q "qemu=$full_ver")
@@ -138,32 +200,46 @@ fi
 pristine=$(find -H "$src_cache" -mindepth 1 -maxdepth 1 -type d -name 'qemu-*' | head -n 1)
 [ -n "$pristine" ] && [ -f "$pristine/meson.build" ] || die "no unpacked source in $src_cache"
 
+# Pure-Python Debian packages the host lacks or has too old: unpacked from
+# another suite into the cache (not installed) and put on configure's
+# PYTHONPATH (and into the build's pyvenv, for ninja's regeneration runs).
+py_path=""
+# unpack_python_deb SUITE PACKAGE DIR-PREFIX CHECK-DIR
+unpack_python_deb() {
+	local suite=$1 pkg=$2 prefix=$3 check=$4 pkg_ver dir
+	pkg_ver=$(bash "$top/tests/vm/apt-suite.sh" "$suite" apt-cache show "$pkg" 2>/dev/null |
+		awk '/^Version:/ {print $2}' | sort -V | tail -n 1)
+	[ -n "$pkg_ver" ] || die "$suite has no $pkg"
+	dir=$cache/$prefix-$pkg_ver
+	if [ ! -f "$dir/.complete" ]; then
+		log "unpacking $pkg $pkg_ver from $suite into $dir"
+		rm -rf "$dir.tmp"
+		mkdir -p "$dir.tmp/deb"
+		(cd "$dir.tmp/deb" &&
+			bash "$top/tests/vm/apt-suite.sh" "$suite" apt-get download -q "$pkg=$pkg_ver") >&2 ||
+			die "downloading $pkg $pkg_ver failed"
+		dpkg-deb -x "$dir.tmp"/deb/"${pkg}"_*.deb "$dir.tmp"
+		rm -rf "$dir.tmp/deb" "$dir"
+		mv "$dir.tmp" "$dir"
+		touch "$dir/.complete"
+	fi
+	[ -d "$dir/usr/lib/python3/dist-packages/$check" ] || die "no $check in $dir"
+	py_path=${py_path:+$py_path:}$dir/usr/lib/python3/dist-packages
+}
 # QEMU 8.1 and later need a newer meson than Debian 12's 1.0 (and the
-# Debian source has no vendored wheel): the host's backports suite has one,
-# pure Python, unpacked into the cache and put on configure's PYTHONPATH
-# (and into the build's pyvenv, for ninja's regeneration runs).
-meson_path=""
+# Debian source has no vendored wheel): the host's backports suite has one.
 host_meson=$(meson --version 2>/dev/null || echo 0)
 if [ "$(printf '%s\n%s\n' "$meson_min" "$host_meson" | sort -V | head -n 1)" != "$meson_min" ]; then
-	backports=$(. /etc/os-release && echo "$VERSION_CODENAME")-backports
-	meson_ver=$(bash "$top/tests/vm/apt-suite.sh" "$backports" apt-cache show meson 2>/dev/null |
-		awk '/^Version:/ {print $2}' | sort -V | tail -n 1)
-	[ -n "$meson_ver" ] || die "meson $host_meson is older than $meson_min and $backports has none"
-	meson_dir=$cache/meson-$meson_ver
-	if [ ! -f "$meson_dir/.complete" ]; then
-		log "unpacking meson $meson_ver from $backports into $meson_dir"
-		rm -rf "$meson_dir.tmp"
-		mkdir -p "$meson_dir.tmp/deb"
-		(cd "$meson_dir.tmp/deb" &&
-			bash "$top/tests/vm/apt-suite.sh" "$backports" apt-get download -q "meson=$meson_ver") ||
-			die "downloading meson $meson_ver failed"
-		dpkg-deb -x "$meson_dir.tmp"/deb/meson_*.deb "$meson_dir.tmp"
-		rm -rf "$meson_dir.tmp/deb" "$meson_dir"
-		mv "$meson_dir.tmp" "$meson_dir"
-		touch "$meson_dir/.complete"
-	fi
-	meson_path=$meson_dir/usr/lib/python3/dist-packages
-	[ -d "$meson_path/mesonbuild" ] || die "no mesonbuild in $meson_path"
+	unpack_python_deb "$(. /etc/os-release && echo "$VERSION_CODENAME")-backports" meson meson mesonbuild
+fi
+# QEMU 11 checks at configure time for pycotap (its test runner's TAP
+# output) and qemu.qmp (its Python tooling), which the +ds tarball does not
+# vendor as wheels and bookworm does not package: the source suite's.
+if [ "${qemu_version%%.*}" -ge 11 ]; then
+	/usr/bin/python3 -c 'import pycotap' 2>/dev/null ||
+		unpack_python_deb "$suite" python3-pycotap python3-pycotap pycotap
+	/usr/bin/python3 -c 'import qemu.qmp' 2>/dev/null ||
+		unpack_python_deb "$suite" python3-qemu-qmp python3-qemu-qmp qemu/qmp
 fi
 
 # --- 4. input hash: cached result? ------------------------------------------------
@@ -246,6 +322,10 @@ configure_args=(--target-list=x86_64-softmmu --without-default-features
 	# Debian spreads the firmware over qemu-system-data, seabios and
 	# ipxe-qemu; search all three so no -L is needed.
 	--firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu)
+# QEMU 11's configure checks its tooling group (setuptools, wheel, pip) in
+# a venv of the python3 it runs: Debian's, which has them as packages (not
+# whichever python3 is first on PATH; an offline pip cannot add them).
+[ "${qemu_version%%.*}" -lt 11 ] || configure_args+=(--python=/usr/bin/python3)
 # (what older versions of this script kept: configure traces, and the
 # sanitizer variant's own build of all of QEMU)
 rm -rf "$tree"/hostdeps-configure*.paths "$tree/build-asan" "$tree/.configure-args-asan" \
@@ -260,14 +340,14 @@ if [ ! -f "$build/build.ninja" ] ||
 	# features above the only ones, and configure fails without their
 	# packages; its probes for everything else (compilers, gdb, docker,
 	# libraries it then leaves out) are not inputs of the build.
-	(cd "$build" && PYTHONPATH=$meson_path "$src/configure" "${configure_args[@]}") >"$tree/configure.log" 2>&1 ||
+	(cd "$build" && PYTHONPATH=$py_path "$src/configure" "${configure_args[@]}") >"$tree/configure.log" 2>&1 ||
 		{ tail -n 40 "$tree/configure.log"; die "configure failed (log: $tree/configure.log)"; }
 	echo "${configure_args[*]}" >"$tree/.configure-args"
 fi
 
-if [ -n "$meson_path" ]; then
+if [ -n "$py_path" ]; then
 	for site in "$build"/pyvenv/lib/python3*/site-packages; do
-		[ -d "$site" ] && echo "$meson_path" >"$site/ohca-meson.pth"
+		[ -d "$site" ] && tr ':' '\n' <<<"$py_path" >"$site/ohca-meson.pth"
 	done
 fi
 

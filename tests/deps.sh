@@ -20,6 +20,9 @@ packages=(
 	# the QEMU build (Debian's 7.2 source) and its runtime firmware
 	rsync bzip2 libglib2.0-dev libpixman-1-dev libfdt-dev libslirp-dev libattr1-dev
 	libcap-ng-dev qemu-system-data seabios ipxe-qemu
+	# QEMU 11's configure makes a venv of Debian's python3 and checks for
+	# setuptools, wheel and pip in it (make qemu QEMU=11.1)
+	python3-venv python3-setuptools python3-wheel python3-pip
 	# qemu-img: a migrating VM's disk overlay, which the source and the
 	# destination QEMU share (tests/vm/harness/vm.py)
 	qemu-utils

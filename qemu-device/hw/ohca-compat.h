@@ -1,8 +1,8 @@
 /*
  * ohca: the differences between the QEMU versions the device builds into
- * (7.2 as Debian 12 ships it, 10.0 as Debian 13 does). One source of the
- * device; each difference is one definition here, named by the release
- * that made it.
+ * (7.2 as Debian 12 ships it, 10.0 as Debian 13 does, 11.1 as unstable
+ * does). One source of the device; each difference is one definition here,
+ * named by the release that made it.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -11,8 +11,15 @@
 #define OHCA_COMPAT_H
 
 #include "hw/pci/pci.h"
+
+/* After 10.0: hw/qdev-core.h and hw/qdev-properties.h moved into hw/core/. */
+#if __has_include("hw/core/qdev-properties.h")
+#include "hw/core/qdev.h"
+#include "hw/core/qdev-properties.h"
+#else
 #include "hw/qdev-core.h"
 #include "hw/qdev-properties.h"
+#endif
 
 #define OHCA_QEMU_AT_LEAST(major, minor) \
     (QEMU_VERSION_MAJOR > (major) || \
@@ -54,6 +61,19 @@ typedef const Property OhcaProperty;
 #define OHCA_CLASS_DATA const void
 #else
 #define OHCA_CLASS_DATA void
+#endif
+
+/*
+ * VMStateDescription.post_save returns nothing in 11.1 (it cannot fail:
+ * the state may be on its way already), an int in 10.0 and before; of the
+ * releases between, only those two are built here.
+ */
+#if OHCA_QEMU_AT_LEAST(11, 0)
+#define OHCA_POST_SAVE_RET void
+#define OHCA_POST_SAVE_OK
+#else
+#define OHCA_POST_SAVE_RET int
+#define OHCA_POST_SAVE_OK 0
 #endif
 
 #endif /* OHCA_COMPAT_H */

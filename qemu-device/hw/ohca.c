@@ -24,7 +24,6 @@
 #include "qapi/visitor.h"
 #include "hw/pci/pci.h"
 #include "hw/pci/msix.h"
-#include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
 #include "net/net.h"
 #include "qom/object.h"
@@ -668,10 +667,10 @@ static int ohca_pre_save(void *opaque)
     return 0;
 }
 
-static int ohca_post_save(void *opaque)
+static OHCA_POST_SAVE_RET ohca_post_save(void *opaque)
 {
     ohca_drop_state(opaque);
-    return 0;
+    return OHCA_POST_SAVE_OK;
 }
 
 static int ohca_pre_load(void *opaque)

@@ -9,7 +9,7 @@ of), link changes and reset through QMP.
 
     qemu-device/tests/qtest_smoke.py [path/to/qemu-system-x86_64]
     OHCA_QEMU_VERSION=10.0 qemu-device/tests/qtest_smoke.py
-                         (build/qemu-10.0/: make qemu QEMU=10.0)
+                         (build/qemu-10.0/: make qemu QEMU=10.0; 11.1 alike)
 
 Exit status 0 when every check passed.
 """
