@@ -222,10 +222,7 @@ class WireServices {
     // peer's credit left on the QP's VL). A request sent then asks for its
     // ACK, so that the ACK timer never runs while the rest of its message
     // waits here: it times the fabric, not this port's queue.
-    [[nodiscard]] virtual bool tx_credit_short(const Qp &qp) const {
-        (void)qp;
-        return false;
-    }
+    [[nodiscard]] virtual bool tx_credit_short(const Qp &qp) const = 0;
     // A packet on a path of the transport's own (UD: the WQE's address
     // vector), framed like emit's.
     virtual void emit_path(const PacketPath &path, const PacketFields &fields,
