@@ -245,13 +245,30 @@ class Cluster:
         if not interactive:
             scripts, preamble = self.wrap(scripts, preamble)
         self._wire()
+        # with boot images: a VM whose shape has one is restored (serving),
+        # takes the job as a serving VM does and then powers off (wait())
+        restored = {}
         for vm, script in zip(self.vms, scripts):
-            vm.prepare(script, preamble, self.files)
+            image = self.images.lookup(vm) if self.images and not interactive else None
+            if image:
+                vm.prepare_serve()
+                self.images.prepare_restore(vm, image)
+                restored[vm] = script
+            else:
+                vm.prepare(script, preamble, self.files)
         for vm in self.vms:
             vm.start(interactive)
         if not interactive:
             self._relay = threading.Thread(target=self._barrier_relay, daemon=True)
             self._relay.start()
+        if restored:
+            def boot(vm):
+                vm.prepare(restored.pop(vm), preamble, self.files)
+                vm.start()
+            self.images.wait_restored(self, list(restored), boot)
+            for vm, script in restored.items():
+                vm.dispatch(script, preamble, self.files)
+                vm.one_job = True
 
     # -- serving: boot once, run many jobs (Pool) --
     def start_serving(self):
@@ -366,6 +383,8 @@ class Cluster:
                 vm._note_progress()
                 if vm.has_result():
                     done_at.setdefault(i, time.monotonic())
+                    if vm.one_job:  # a restored VM: its init powers off now
+                        open(os.path.join(vm.share, "stop"), "w").close()
                     # give init a moment to power off by itself
                     if not vm.alive() or time.monotonic() - done_at[i] > 10:
                         pending.discard(i)

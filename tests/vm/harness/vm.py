@@ -113,6 +113,7 @@ class VM:
         self.qmp = QMP(self.qmp_path)
         self.overlay = os.path.join(self.logdir, "disk.qcow2")  # cluster.overlays
         self.restore = None  # the image (images.BootImages) the next start restores
+        self.one_job = False  # a restored VM of Cluster.start: powers off after its job
         self.migrations = 0
         self.proc = None
         self.t_start = None
