@@ -69,9 +69,10 @@ class Cluster:
         # the switch ports datagram sockets (wire.switch_ends), which the
         # source and destination QEMU can share.
         self.migratable = migratable
-        # images: the session's boot images (images.BootImages), which a
-        # serving cluster restores its VMs from, or saves them to after
-        # their boot; their VMs' disks are overlays then
+        # images: the session's boot images (images.BootImages), which the
+        # cluster restores its VMs from where their shape has one (saved
+        # from a living pooled VM: BootImages.save_from); its VMs' disks
+        # are overlays then
         self.images = images if images is not None and images.enabled else None
         self.logdir = os.path.abspath(logdir or os.path.join(TOP, "build/test-logs", name))
         self.smp = smp
