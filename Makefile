@@ -90,7 +90,7 @@ engine-style: deps
 # running (a few iterations of each case, seconds).
 engine-bench-build: deps
 	@cmake -S qemu-device/engine -B build/engine-bench -G Ninja -DCMAKE_BUILD_TYPE=Release \
-		$(CCACHE) -DOHCA_ENGINE_BENCH=ON -DOHCA_ENGINE_FUZZ_REPLAY=OFF >/dev/null
+		$(CCACHE) -DOHCA_ENGINE_BENCH=ON -DOHCA_ENGINE_FUZZ_REPLAY=OFF -DOHCA_HEAP_COUNT=OFF >/dev/null
 	@cmake --build build/engine-bench -j2 --target ohca_engine_bench
 
 engine-bench: engine-bench-build

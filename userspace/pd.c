@@ -41,8 +41,21 @@ struct ibv_pd *ohca_alloc_pd(struct ibv_context *ibctx)
 	return &pd->ibv_pd;
 }
 
+/*
+ * rdma-core 65: ALLOW_CC_UNPROTECTED_ALLOC lets the buffers of a
+ * confidential-computing guest's parent domain come from memory shared
+ * with the host. ohca's guest memory is all DMA-able (no bounce buffers,
+ * IBV_DEVICE_CC_DMA_BOUNCE is not reported), so ordinary memory serves
+ * and the permission needs nothing more.
+ */
+#if OHCA_RDMA_CORE_VERSION >= 65
+#define OHCA_PARENT_DOMAIN_CC IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC
+#else
+#define OHCA_PARENT_DOMAIN_CC 0
+#endif
 #define OHCA_PARENT_DOMAIN_MASK (IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | \
-				 IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
+				 IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT | \
+				 OHCA_PARENT_DOMAIN_CC)
 
 struct ibv_pd *ohca_alloc_parent_domain(struct ibv_context *ibctx,
 					struct ibv_parent_domain_init_attr *attr)

@@ -239,8 +239,8 @@ struct ibv_qp *ohca_create_rss_qp(struct ibv_context *ibctx,
 	cmd.drv.rx_key_len = h->rx_hash_key_len;
 	memcpy(cmd.drv.rx_hash_key, h->rx_hash_key,
 	       sizeof(cmd.drv.rx_hash_key));
-	err = ibv_cmd_create_qp_ex2(ibctx, &qp->vqp, attr, &cmd.ibv_cmd,
-				    sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	err = ohca_cmd_create_qp_ex2(ibctx, &qp->vqp, attr, &cmd.ibv_cmd,
+				     sizeof(cmd), &resp.ibv_resp, sizeof(resp));
 	if (err) {
 		verbs_debug(&ctx->vctx, "CREATE_QP (RSS) failed: errno %d\n",
 			    err);

@@ -90,6 +90,8 @@ void EthSwitch::connect(uint8_t p, uint64_t now) {
     pt.announce = 0;
     pt.tokens = burst_units();
     pt.last_fill = now;
+    pt.egress_since = now;
+    pt.egress_state = kEgressIdle;
 }
 
 void EthSwitch::disconnect(uint8_t p, uint64_t now) {
@@ -209,7 +211,7 @@ void EthSwitch::timeline(uint64_t now, bool force) {
     }
     last_timeline_ = now;
     std::string s;
-    char buf[320];
+    char buf[512];
     std::snprintf(buf, sizeof buf,
                   "{\"t_us\": %llu, \"mono_us\": %llu, \"buffer_used\": %zu, \"ports\": [",
                   static_cast<unsigned long long>((now - timeline_start_) / 1000),
@@ -230,11 +232,16 @@ void EthSwitch::timeline(uint64_t now, bool force) {
             buf, sizeof buf,
             "%s{\"port\": %u, \"queue_bytes\": %zu, \"queue_max_bytes\": %zu, "
             "\"rx_bytes\": %llu, \"tx_bytes\": %llu, \"drops\": %llu, \"ecn_marks\": %llu, "
-            "\"pauses_sent\": %llu}",
+            "\"pauses_sent\": %llu, \"idle_us\": %llu, \"line_us\": %llu, \"blocked_us\": %llu, "
+            "\"paused_us\": %llu}",
             p == 1 ? "" : ", ", p, queue_bytes(p), pt.depth_max,
             static_cast<unsigned long long>(st.bytes_in),
             static_cast<unsigned long long>(st.bytes_out), static_cast<unsigned long long>(drops),
-            static_cast<unsigned long long>(marks), static_cast<unsigned long long>(pauses));
+            static_cast<unsigned long long>(marks), static_cast<unsigned long long>(pauses),
+            static_cast<unsigned long long>(st.egress_idle_ns / 1000),
+            static_cast<unsigned long long>(st.egress_line_ns / 1000),
+            static_cast<unsigned long long>(st.egress_blocked_ns / 1000),
+            static_cast<unsigned long long>(st.egress_paused_ns / 1000));
         s += buf;
         pt.depth_max = 0;
     }
@@ -468,15 +475,33 @@ void EthSwitch::release(const Queued &q) {
 // ---------------------------------------------------------------------------
 // Transmit
 
-void EthSwitch::fill(Port &pt, uint64_t now) const {
+void EthSwitch::fill(Port &pt, uint64_t now) {
     const uint64_t burst = burst_units();
     const uint64_t dt = now - pt.last_fill;
     pt.last_fill = now;
-    const uint64_t room = burst - std::min(pt.tokens, burst);
-    if (dt >= room / cfg_.line_rate_bps + 1) {
-        pt.tokens = burst;
-    } else {
-        pt.tokens = std::min(burst, pt.tokens + dt * cfg_.line_rate_bps);
+    // A port that had frames to send since its last look (the line busy,
+    // or its socket momentarily full) earns the whole time, up to
+    // catch_up_ns of it; an idle or paused one at most the burst.
+    // Blocked counts as busy: the socket took the last 16 KiB and will
+    // take more (else a catch-up ends at the first full hand-off).
+    const bool busy = pt.egress_state == kEgressLine || pt.egress_state == kEgressBlocked;
+    uint64_t cap = burst;
+    if (busy) {
+        cap = std::max(burst, std::min(cfg_.catch_up_ns, UINT64_MAX / cfg_.line_rate_bps) *
+                                  cfg_.line_rate_bps);
+    }
+    const uint64_t before = std::min(pt.tokens, cap); // an idle port keeps no catch-up
+    const uint64_t room = cap - before;
+    pt.tokens = dt >= room / cfg_.line_rate_bps + 1 ? cap : before + dt * cfg_.line_rate_bps;
+    if (busy) {
+        // What a bucket capped at the burst would have thrown away.
+        const uint64_t earned =
+            std::min({dt, cfg_.catch_up_ns, UINT64_MAX / 2 / cfg_.line_rate_bps}) *
+            cfg_.line_rate_bps;
+        const uint64_t held = std::min(before, burst);
+        if (held + earned > burst) {
+            pt.stats.egress_catch_up_bytes += (held + earned - burst) / 8 / kNsPerS;
+        }
     }
 }
 
@@ -522,9 +547,52 @@ void EthSwitch::emit_pfc(uint8_t o, uint64_t now) {
     }
 }
 
+// The time since the port's last look goes to the state it was left in;
+// then the state it is left in now. Called after every transmit(), which
+// every event and timer runs, so a state's time is exact to the event.
+void EthSwitch::account_egress(Port &pt, uint8_t o, uint64_t now) {
+    if (now > pt.egress_since) {
+        const uint64_t dt = now - pt.egress_since;
+        EthPortStats &st = pt.stats;
+        switch (pt.egress_state) {
+        case kEgressLine:
+            st.egress_line_ns += dt;
+            break;
+        case kEgressBlocked:
+            st.egress_blocked_ns += dt;
+            break;
+        case kEgressPaused:
+            st.egress_paused_ns += dt;
+            break;
+        default:
+            st.egress_idle_ns += dt;
+            break;
+        }
+        pt.egress_since = now;
+    }
+    bool queued = false;
+    bool unpaused = false;
+    for (size_t prio = 0; prio < kPriorities; ++prio) {
+        if (!pt.q[prio].empty()) {
+            queued = true;
+            unpaused = unpaused || pt.paused_until[prio] <= now;
+        }
+    }
+    pt.egress_state = !queued                             ? kEgressIdle
+                      : output_bytes(o) >= cfg_.out_limit ? kEgressBlocked
+                      : !unpaused                         ? kEgressPaused
+                                                          : kEgressLine;
+}
+
 void EthSwitch::transmit(uint8_t o, uint64_t now) {
     Port &pt = port(o);
     fill(pt, now);
+    transmit_frames(o, now);
+    account_egress(pt, o, now);
+}
+
+void EthSwitch::transmit_frames(uint8_t o, uint64_t now) {
+    Port &pt = port(o);
     while (output_bytes(o) < cfg_.out_limit) {
         // PFC frames go first and are not shaped: they are what stops the
         // line upstream.
@@ -583,12 +651,18 @@ std::string EthSwitch::stats_json() const {
                       "\"bad_frames\": %llu, \"oversize_frames\": %llu, \"mac_control\": %llu, "
                       "\"link_local\": %llu, \"filtered\": %llu, \"flooded\": %llu, "
                       "\"learn_refused\": %llu, \"macs\": %zu, \"queue_p50_bytes\": %llu, "
-                      "\"queue_p99_bytes\": %llu, \"queue_samples\": %llu, \"prio\": [",
+                      "\"queue_p99_bytes\": %llu, \"queue_samples\": %llu, "
+                      "\"egress_idle_us\": %llu, \"egress_line_us\": %llu, "
+                      "\"egress_blocked_us\": %llu, \"egress_paused_us\": %llu, "
+                      "\"egress_catch_up_bytes\": %llu, \"prio\": [",
                       p == 1 ? "" : ", ", p, pt.connected ? "true" : "false", u(st.frames_in),
                       u(st.bytes_in), u(st.frames_out), u(st.bytes_out), u(st.bad_frames),
                       u(pt.reader.stats().oversize), u(st.mac_control), u(st.link_local),
                       u(st.filtered), u(st.flooded), u(st.learn_refused), pt.macs,
-                      u(depth_quantile(p, 0.5)), u(depth_quantile(p, 0.99)), u(pt.depth_samples));
+                      u(depth_quantile(p, 0.5)), u(depth_quantile(p, 0.99)), u(pt.depth_samples),
+                      u(st.egress_idle_ns / 1000), u(st.egress_line_ns / 1000),
+                      u(st.egress_blocked_ns / 1000), u(st.egress_paused_ns / 1000),
+                      u(st.egress_catch_up_bytes));
         s += buf;
         for (size_t prio = 0; prio < kPriorities; ++prio) {
             const EthPrioStats &x = st.prio[prio];

@@ -39,7 +39,12 @@ struct EthConfig {
     uint64_t line_rate_bps = 1'000'000'000; // every egress port
     uint32_t burst_bytes = 0;               // token bucket depth; 0: two largest frames
     uint32_t wire_overhead = 24;            // preamble 8, FCS 4, gap 12: per frame on the line
-    size_t buffer_bytes = 1 << 20;          // the shared buffer
+    // A port with frames queued keeps earning its line's time beyond the
+    // burst for up to this long: the switch's process, woken late by a
+    // loaded host, sends what the line would have sent meanwhile instead
+    // of losing it (0: the burst is the only bound, as before).
+    uint64_t catch_up_ns = 50'000'000;
+    size_t buffer_bytes = 1 << 20; // the shared buffer
     // PFC headroom: buffer beyond buffer_bytes that only frames of the
     // lossless priorities may fill (what a peer sends after XOFF before it
     // stops), as switch ASICs reserve it out of their buffer.
@@ -92,6 +97,20 @@ struct EthPortStats {
     uint64_t filtered = 0;      // destination learned on the ingress port
     uint64_t flooded = 0;       // unknown unicast, broadcast, multicast
     uint64_t learn_refused = 0; // MAC table (or this port's share) full
+    // Where the egress port's time went (connected, in ns), to tell a line
+    // kept busy from one starved or held: nothing queued (idle); frames
+    // queued and the line sending them (line: at the shaped rate); frames
+    // queued but the peer not reading what was handed to its socket
+    // (blocked: the receiving process is the bottleneck); frames queued
+    // but every one of their priorities paused by the peer (paused).
+    uint64_t egress_idle_ns = 0;
+    uint64_t egress_line_ns = 0;
+    uint64_t egress_blocked_ns = 0;
+    uint64_t egress_paused_ns = 0;
+    // Line time (in bytes) a backlogged port earned beyond a full burst
+    // between two looks: what the switch's late wake-ups lost before
+    // catch_up_ns (now credited, up to catch_up_ns of it per look).
+    uint64_t egress_catch_up_bytes = 0;
     std::array<EthPrioStats, eth::kPriorities> prio{};
 };
 
@@ -186,12 +205,17 @@ class EthSwitch {
         std::array<uint64_t, kDepthBuckets> depth{}; // what arriving frames met
         uint64_t depth_samples = 0;
         size_t depth_max = 0; // the deepest met since the last timeline line
+        // The egress state since 'egress_since' (EthPortStats::egress_*).
+        uint64_t egress_since = 0;
+        uint8_t egress_state = 0;
         EthPortStats stats;
     };
     struct MacEntry {
         uint8_t port = 0;
         uint64_t seen = 0;
     };
+
+    enum : uint8_t { kEgressIdle, kEgressLine, kEgressBlocked, kEgressPaused };
 
     [[nodiscard]] const Port &port(uint8_t p) const { return ports_[p]; }
     Port &port(uint8_t p) { return ports_[p]; }
@@ -203,9 +227,11 @@ class EthSwitch {
                  const eth::FrameInfo &info);
     [[nodiscard]] bool red_mark(size_t depth);
     void release(const Queued &q);
-    void fill(Port &pt, uint64_t now) const;
+    void fill(Port &pt, uint64_t now);
     void schedule(uint64_t now);
     void transmit(uint8_t o, uint64_t now);
+    void transmit_frames(uint8_t o, uint64_t now);
+    void account_egress(Port &pt, uint8_t o, uint64_t now);
     void emit_pfc(uint8_t o, uint64_t now);
     void append(Port &pt, std::span<const uint8_t> frame);
     void age(uint64_t now);

@@ -62,9 +62,16 @@ static inline struct ib_udata *ohca_create_cq_udata(struct ib_udata *udata)
 /*
  * 6.14: an ODP umem keeps the pages hmm_range_fault() found (map.pfn_list,
  * HMM_PFN_* bits) and the driver DMA-maps each one it hands the device
- * (hmm_dma_map_pfn(); the core unmaps them at invalidation); before,
+ * (hmm_dma_map_pfn(), which sets HMM_PFN_DMA_MAPPED; the core unmaps them
+ * in ib_umem_odp_unmap_dma_pages()); before,
  * ib_umem_odp_map_dma_and_lock() mapped them into dma_list, flagged
  * ODP_*_ALLOWED_BIT.
+ * The umem's npages (pages mapped for DMA) is counted by the core's
+ * mapping before 6.14, by the driver since: the core's unmap only counts
+ * it down. ohca_odp_invalidate() acts only while it is not 0; left at 0, an
+ * invalidation left the device and pfn_list on pages the kernel had
+ * already freed (stale data, and set_page_dirty() on freed pages at
+ * release: "Bad page state").
  * ohca_odp_access(): the access mask for ib_umem_odp_map_dma_and_lock().
  * ohca_odp_page(): page @idx's DMA address and whether it may be written;
  * 0 if the page is not present, 1 if it is, -EFAULT if it cannot be mapped.
@@ -91,6 +98,9 @@ static inline int ohca_odp_page(struct ib_umem_odp *odp, size_t idx,
 	*dma = hmm_dma_map_pfn(ibdev->dma_device, &odp->map, idx, &p2p);
 	if (ib_dma_mapping_error(ibdev, *dma))
 		return -EFAULT;
+	/* A page mapped again (flags resynced) is counted once. */
+	if (!(pfn & HMM_PFN_DMA_MAPPED))
+		odp->npages++;
 	*write = pfn & HMM_PFN_WRITE;
 	return 1;
 }

@@ -46,7 +46,7 @@ docs/bench.md between its fabric-bench markers (with the date and the
 host's load), and PNG plots (per-sender throughput and the bottleneck's
 queue over time, per cell) when matplotlib is installed.
 
-    python3 tests/bench/fabric_bench.py [--seconds S] [--qps N] [--senders 2,3]
+    python3 tests/bench/fabric_bench.py [--seconds S] [--qps N] [--senders 1,2,3]
                                         [--modes droptail,pfc,dcqcn] [--kinds slowrx]
                                         [--tx-burst BYTES] [--no-docs]
 
@@ -100,6 +100,22 @@ OUT = os.path.join(TOP, "build", "fabric-bench")
 DOC = os.path.join(TOP, "docs", "bench.md")
 BEGIN = "<!-- fabric-bench table: begin -->"
 END = "<!-- fabric-bench table: end -->"
+# DCQCN's parameters in the dcqcn cells (the reaction point's at the
+# senders, the notification point's at the receiver; every other cell runs
+# mlx5's defaults): a CNP takes milliseconds to come back through three
+# QEMU processes and the switch on a loaded host, not microseconds, so the
+# rate recovers per such round trip and is cut at most once per 4 ms.
+# Why each: docs/congestion.md, "Tuning for the emulated fabric"; the
+# engine test DcqcnIncast (qemu-device/engine/tests/dcqcn_incast_test.cpp)
+# runs the same set against the same switch, and must be kept in step.
+DCQCN_TUNED = {"rp_time_reset": 40000, "rp_byte_reset": 0, "rp_threshold": 5, "rp_ai_rate": 1,
+               "rp_hai_rate": 5, "rp_rate_to_set_on_first_cnp": 40,
+               "rp_rate_reduce_monitor_period": 4000, "np_min_time_between_cnps": 4000,
+               "rp_dce_tcp_rtt": 4000, "rp_dce_tcp_g": 960}
+DCQCN_DEFAULTS = {"rp_time_reset": 300, "rp_byte_reset": 32767, "rp_threshold": 1,
+                  "rp_ai_rate": 5, "rp_hai_rate": 50, "rp_rate_to_set_on_first_cnp": 0,
+                  "rp_rate_reduce_monitor_period": 4, "np_min_time_between_cnps": 4,
+                  "rp_dce_tcp_rtt": 1, "rp_dce_tcp_g": 1019}
 KEYS = ("mode", "senders", "line_rate_mbps", "throughput_mbps", "jain", "drops", "retrans_pkts",
         "timeouts", "cnp_sent", "cnp_handled", "pauses", "queue_p99_bytes", "probe_p50_us",
         "probe_p99_us", "unloaded_p50_us")
@@ -121,6 +137,12 @@ listening() { ss -Hltn "sport = :$1" | grep -q .; }
 # exceed the deepest queue the headroom allows at the rate the receiver
 # drains it (a 3:1 run held 4.2 MB while a CPU-bound receiver took
 # 74 Mbit/s, about 450 ms: with -u 17, 537 ms, a few ACKs came too late).
+# DCQCN's parameters (cc_params in debugfs): name=value ...
+ccset() {
+	local d kv
+	d=$(ls -d /sys/kernel/debug/ohca/0000:*/cc_params | head -n 1)
+	for kv in "$@"; do echo "${kv#*=}" >"$d/${kv%%=*}" || echo "WARN cc_params $kv"; done
+}
 setmode() {
 	local rp=0 pfc=all:off
 	TC="--tclass=32"
@@ -128,6 +150,7 @@ setmode() {
 	pfc) pfc=0:on TC="--tclass=0 -u 18" ;;
 	dcqcn) rp=1 ;;
 	esac
+	if [ $rp = 1 ]; then ccset $DCQCN_TUNED; else ccset $DCQCN_DEFAULTS; fi
 	ohca_pfc $pfc || echo "WARN dcb pfc set $pfc"
 	echo $rp >/sys/class/net/$OHCA_IFACE/ecn/roce_rp/enable/1 || echo "WARN roce_rp $rp"
 }
@@ -340,6 +363,13 @@ def summarize(name, mode, n, vms, window, unloaded):
         d["wire_mbps"] = (round(window["tx_bytes"] * 8 / window["seconds"] / 1e6, 1)
                           if window["seconds"] else None)
         d["seconds"] = round(window["seconds"], 1)
+        # The bottleneck's time (ohca-switch's egress split): line, the
+        # shaper sending (the line is the limit); blocked, frames queued but
+        # the receiving VM not reading its socket; paused, held by the
+        # receiver's PFC; idle, nothing queued (the senders supplied less).
+        eg = window.get("egress_us") or {}
+        if sum(eg.values()):
+            d["egress_pct"] = {k: round(100 * v / sum(eg.values()), 1) for k, v in eg.items()}
     else:
         d["errors"].append("no switch timeline in the cell's window")
     return d
@@ -358,6 +388,13 @@ def fmt(v, nd=0):
     return str(v)
 
 
+def egress(d):
+    e = d.get("egress_pct")
+    if not e:
+        return "–"
+    return " / ".join(f"{e.get(k, 0):.0f}" for k in ("line", "blocked", "paused", "idle"))
+
+
 def table(details, meta):
     rows = [
         f"Run {meta['date']} on {meta['host']}: {meta['vms']} VMs (TCG, 1 vCPU each), host load "
@@ -369,8 +406,9 @@ def table(details, meta):
         "",
         "| cell | goodput Mb/s (% of line) | per sender Mb/s | Jain | drops | retrans | timeouts "
         "| CNPs sent / handled | pauses (switch / honoured) | queue p99 / max KB "
-        "| probe p50 / p99 us (unloaded p50) | notes |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| probe p50 / p99 us (unloaded p50) | bottleneck's time % line / blocked / paused / idle "
+        "| notes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d in details:
         tp = d.get("throughput_mbps")
@@ -385,7 +423,7 @@ def table(details, meta):
             f"{fmt(q99 / 1000 if q99 is not None else None)} / "
             f"{fmt(qmax / 1000 if qmax is not None else None)} | "
             f"{fmt(d.get('probe_p50_us'))} / {fmt(d.get('probe_p99_us'))} "
-            f"({fmt(d.get('unloaded_p50_us'))}) | {'; '.join(d['errors'])} |")
+            f"({fmt(d.get('unloaded_p50_us'))}) | {egress(d)} | {'; '.join(d['errors'])} |")
     return "\n".join(rows)
 
 
@@ -452,7 +490,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=5, help="ib_write_bw -D per cell")
     ap.add_argument("--qps", type=int, default=2, help="QPs per sender")
     ap.add_argument("--probe-iters", type=int, default=100)
-    ap.add_argument("--senders", default="2,3")
+    # 1: one sender alone, what a guest can send without a bottleneck
+    ap.add_argument("--senders", default="1,2,3")
     ap.add_argument("--modes", default="droptail,pfc,dcqcn")
     ap.add_argument("--kinds", default=",".join(CELL_KINDS),
                     help="cells of other kinds (CELL_KINDS), after the incast ones")
@@ -477,7 +516,11 @@ def main():
     switch = {"line_rate": LINE_RATE, "buffer": BUFFER, "ecn": ECN, "pfc": "0",
               "pfc_trust": "dscp", "headroom": HEADROOM, "timeline": True,
               "timeline_ms": TIMELINE_MS}
+    def kvs(d):
+        return " ".join(f"{k}={v}" for k, v in d.items())
+
     env = (f"SECONDS_BW={args.seconds} QPS={args.qps} PROBE_ITERS={args.probe_iters} "
+           f"DCQCN_TUNED='{kvs(DCQCN_TUNED)}' DCQCN_DEFAULTS='{kvs(DCQCN_DEFAULTS)}' "
            f"CELLS='{' '.join(f'{a}:{b}:{c}' for a, b, c in cells)}'\n")
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "host": f"{os.cpu_count()} cores", "vms": nvms, "seconds": args.seconds,

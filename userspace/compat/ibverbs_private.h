@@ -685,11 +685,30 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
 int ibv_cmd_destroy_qp(struct ibv_qp *qp);
 /* Every comp_mask bit of a QP, IND_TABLE and RX_HASH among them (the
  * hash itself is the provider's to pass); writes verbs_qp.comp_mask. */
+/*
+ * create_qp_ex2 gains a driver attribute chain in 65 (not in 56, whose
+ * private ABI is still 34; the releases between are not supported):
+ * ohca_cmd_create_qp_ex2() is the call for either, with no chain. Called
+ * with 44's arguments, 65's libibverbs walked stack garbage as the chain
+ * (test_rss_traffic's RSS QP crashed in __ioctl_final_num_attrs).
+ */
+#if OHCA_RDMA_CORE_VERSION >= 65
+int ibv_cmd_create_qp_ex2(struct ibv_context *context, struct verbs_qp *qp,
+			  struct ibv_qp_init_attr_ex *attr_ex,
+			  struct ibv_create_qp_ex *cmd, size_t cmd_size,
+			  struct ib_uverbs_ex_create_qp_resp *resp,
+			  size_t resp_size, struct ibv_command_buffer *driver);
+#define ohca_cmd_create_qp_ex2(ctx, qp, attr, cmd, cmd_size, resp, resp_size) \
+	ibv_cmd_create_qp_ex2(ctx, qp, attr, cmd, cmd_size, resp, resp_size, \
+			      NULL)
+#else
 int ibv_cmd_create_qp_ex2(struct ibv_context *context, struct verbs_qp *qp,
 			  struct ibv_qp_init_attr_ex *attr_ex,
 			  struct ibv_create_qp_ex *cmd, size_t cmd_size,
 			  struct ib_uverbs_ex_create_qp_resp *resp,
 			  size_t resp_size);
+#define ohca_cmd_create_qp_ex2 ibv_cmd_create_qp_ex2
+#endif
 /* Receive WQs and indirection tables (libibverbs/cmd_wq.c). create_wq
  * fills handle, wq_num, context, cq, pd and wq_type and writes max_wr
  * and max_sge back; modify_wq records the new state in wq->state. */

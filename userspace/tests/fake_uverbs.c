@@ -8,7 +8,8 @@
  * namespace: ioctl() on it fails with ENOTTY, so libibverbs falls back to
  * the write() ABI, which this library answers for GET_CONTEXT,
  * QUERY_DEVICE (ex), QUERY_PORT, ALLOC/DEALLOC_PD, REG/DEREG_MR,
- * CREATE/DESTROY_CQ and CREATE/MODIFY/QUERY/DESTROY_QP.  It checks the
+ * CREATE/DESTROY_CQ and CREATE/MODIFY/QUERY/DESTROY_QP (an extended
+ * CREATE_QP, an RSS QP's, is refused).  It checks the
  * framing libibverbs produced from the provider's buffers (the word counts
  * prove the command and response sizes the compat header declares, with
  * the ohca driver data after them) and the doorbell mmap() the provider
@@ -703,6 +704,12 @@ ssize_t write(int fd, const void *buf, size_t len)
 		return create_ah(hdr, len);
 	case IB_USER_VERBS_CMD_DESTROY_AH:
 		return destroy_ah(hdr, len);
+	case IB_USER_VERBS_CMD_FLAG_EXTENDED | IB_USER_VERBS_EX_CMD_CREATE_QP:
+		/* Only an RSS QP comes this way; it is refused, as by a
+		 * kernel without receive WQs. */
+		logf_("EX_CREATE_QP len=%zu refused", len);
+		errno = EOPNOTSUPP;
+		return -1;
 	default:
 		logf_("UNHANDLED command 0x%x len %zu", hdr->command, len);
 		errno = EOPNOTSUPP;

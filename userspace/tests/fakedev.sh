@@ -159,6 +159,8 @@ expect "$work/verbs.fake" "DESTROY_AH ok" "DESTROY_AH"
 expect "$work/verbs.fake" "DESTROY_CQ ok handle=2" "DESTROY_CQ of both CQs"
 expect "$work/verbs.fake" "DEREG_MR ok" "DEREG_MR"
 expect "$work/verbs.fake" "DEALLOC_PD ok" "DEALLOC_PD"
+expect "$work/verbs.fake" "EX_CREATE_QP len=[0-9]* refused" \
+	"RSS QP: ibv_cmd_create_qp_ex2 (the release's signature) reached the kernel"
 if grep -qw "UNHANDLED\|bad" "$work/verbs.fake"; then fail "unexpected or malformed commands: $(grep -w "UNHANDLED\|bad" "$work/verbs.fake")"; fi
 # poll_cq on CQEs of several QPs (and of an unknown QPN) looks QPs up
 # under its CQ spinlock: without a pthread mutex.

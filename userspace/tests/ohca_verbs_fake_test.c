@@ -246,6 +246,21 @@ static void parent_domain_checks(struct ibv_context *ctx, struct ibv_pd *pd,
 	bad.comp_mask |= 1u << 7;
 	CHECK(!ibv_alloc_parent_domain(ctx, &bad) && errno == EOPNOTSUPP,
 	      "unknown comp_mask bit is EOPNOTSUPP");
+	/*
+	 * A confidential-computing guest's PD (rdma-core 65): accepted,
+	 * ohca needs no shared bounce memory; before 65 the bit is unknown.
+	 */
+	bad = pa;
+	bad.comp_mask |= 1u << 2;
+	pdom = ibv_alloc_parent_domain(ctx, &bad);
+#if OHCA_RDMA_CORE_VERSION >= 65
+	CHECK(pdom, "a CC parent domain: %s", strerror(errno));
+	if (pdom)
+		CHECK_EQ(ibv_dealloc_pd(pdom), 0);
+#else
+	CHECK(!pdom && errno == EOPNOTSUPP,
+	      "comp_mask bit 2 before rdma-core 65 is EOPNOTSUPP");
+#endif
 	bad = pa;
 	bad.free = NULL;
 	CHECK(!ibv_alloc_parent_domain(ctx, &bad) && errno == EINVAL,
@@ -309,6 +324,41 @@ static void parent_domain_checks(struct ibv_context *ctx, struct ibv_pd *pd,
 	}
 out:
 	free(a.base);
+}
+
+/*
+ * An RSS QP's CREATE_QP goes through ibv_cmd_create_qp_ex2, whose
+ * signature changed in rdma-core 65 (a driver attribute chain): called
+ * with the wrong one, libibverbs walks stack bytes as the chain and
+ * crashes before any command. The fake kernel has no extended CREATE_QP,
+ * so the command must come back refused, with no crash.
+ */
+static void rss_qp_check(struct ibv_context *ctx, struct ibv_pd *pd)
+{
+	uint8_t key[40] = { 1 };
+	struct ibv_rwq_ind_table tbl = { .context = ctx };
+	struct ibv_qp_init_attr_ex ia = {
+		.qp_type = IBV_QPT_RAW_PACKET,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE |
+			     IBV_QP_INIT_ATTR_RX_HASH,
+		.pd = pd,
+		.rwq_ind_tbl = &tbl,
+		.rx_hash_conf = {
+			.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ,
+			.rx_hash_key_len = sizeof(key),
+			.rx_hash_key = key,
+			.rx_hash_fields_mask = IBV_RX_HASH_SRC_IPV4 |
+					       IBV_RX_HASH_DST_IPV4,
+		},
+	};
+	struct ibv_qp *qp;
+
+	errno = 0;
+	qp = ibv_create_qp_ex(ctx, &ia);
+	CHECK(!qp && errno == EOPNOTSUPP,
+	      "RSS QP: the fake kernel's refusal came back (errno %d)", errno);
+	if (qp)
+		ibv_destroy_qp(qp);
 }
 
 int main(int argc, char **argv)
@@ -1198,6 +1248,7 @@ int main(int argc, char **argv)
 		CHECK_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cx)), 0);
 	}
 	parent_domain_checks(ctx, pd, scq);
+	rss_qp_check(ctx, pd);
 	CHECK_EQ(ibv_destroy_qp(qp2), 0);
 	CHECK_EQ(ibv_destroy_cq(scq), 0);
 	CHECK_EQ(ibv_destroy_cq(rcq), 0);

@@ -806,6 +806,95 @@ TEST(EthSwitch, QueueDepthQuantilesAndTimeline) {
     EXPECT_NE(j.find("\"queue_p99_bytes\""), std::string::npos);
 }
 
+TEST(EthSwitch, EgressTimeIsSplitIntoIdleLineBlockedAndPaused) {
+    EthConfig c = pfc_config(); // 10 Mbit/s, priority 3 lossless
+    Bench b(c);
+    b[2].send({.dst = mac(1), .src = mac(2)}); // port 2 learns mac(2)
+    b.run(0, 10 * kMs, 100 * kUs);
+    auto ms = [](uint64_t ns) { return static_cast<double>(ns) / kMs; };
+    const EthPortStats &st = b.sw->stats(2);
+    EXPECT_NEAR(ms(st.egress_idle_ns), 10, 0.2);
+    // 20 frames of 1000 bytes (1024 with the wire's overhead, 0.82 ms at
+    // the line rate): the bucket sends two at once, the queue is empty
+    // when the last one leaves, so frames wait for the line 17 x 0.82 ms;
+    // then idle again.
+    for (uint32_t s = 0; s < 20; ++s) {
+        b[1].send({.dst = mac(2), .src = mac(1), .bytes = 1000, .seq = s}, 10 * kMs);
+    }
+    b.run(10 * kMs, 40 * kMs, 100 * kUs);
+    EXPECT_NEAR(ms(st.egress_line_ns), 17 * 1024 * 8 / 10'000.0, 0.3);
+    EXPECT_EQ(st.egress_blocked_ns + st.egress_paused_ns, 0u);
+    // Priority 3 paused for 100 quanta (5.12 ms) with frames queued.
+    b[2].send_pfc(1u << 3, 100, 40 * kMs);
+    for (uint32_t s = 0; s < 3; ++s) {
+        b[1].send({.dst = mac(2), .src = mac(1), .bytes = 1000, .pcp = 3, .seq = s}, 40 * kMs);
+    }
+    b.run(40 * kMs, 60 * kMs, 100 * kUs);
+    EXPECT_NEAR(ms(st.egress_paused_ns), 5.12, 0.2);
+    // The peer stops reading: the frames stay queued behind its socket.
+    b[2].reads = false;
+    for (uint32_t s = 0; s < 40; ++s) {
+        b[1].send({.dst = mac(2), .src = mac(1), .bytes = 1000, .seq = s}, 60 * kMs);
+    }
+    b.run(60 * kMs, 100 * kMs, 100 * kUs);
+    EXPECT_GT(ms(st.egress_blocked_ns), 20);
+    EXPECT_NEAR(
+        ms(st.egress_idle_ns + st.egress_line_ns + st.egress_blocked_ns + st.egress_paused_ns), 100,
+        0.2);
+    std::vector<std::string> lines;
+    b.sw->set_timeline(10 * kMs, [&](const std::string &l) { lines.push_back(l); });
+    b.sw->tick(110 * kMs);
+    ASSERT_FALSE(lines.empty());
+    for (const char *k : {"\"idle_us\"", "\"line_us\"", "\"blocked_us\"", "\"paused_us\""}) {
+        EXPECT_NE(lines.back().find(k), std::string::npos) << k;
+    }
+    EXPECT_NE(b.sw->stats_json().find("\"egress_blocked_us\""), std::string::npos);
+}
+
+TEST(EthSwitch, ABackloggedPortWokenLateSendsWhatTheLineWouldHave) {
+    // 10 Mbit/s, a burst of two 1500-byte frames (2.4 ms of the line);
+    // the switch's loop runs only every 10 ms (a loaded host).
+    for (const uint64_t catch_up : {uint64_t{0}, 50 * kMs}) {
+        EthConfig c = pfc_config();
+        c.catch_up_ns = catch_up;
+        c.out_limit = 4096; // a catch-up spans several hand-offs to the socket
+        Bench b(c);
+        b[2].send({.dst = mac(1), .src = mac(2)});
+        b.run(0, 1 * kMs, 1 * kMs);
+        for (uint32_t s = 0; s < 100; ++s) {
+            b[1].send({.dst = mac(2), .src = mac(1), .bytes = 1000, .seq = s}, 1 * kMs);
+        }
+        for (uint64_t t = 11 * kMs; t <= 101 * kMs; t += 10 * kMs) {
+            b.sw->tick(t);
+            // The socket takes what it is handed, as often as it is handed.
+            for (int i = 0; i < 100 && b.sw->output_bytes(2) > 0; ++i) {
+                b.pump(t);
+            }
+        }
+        // 100 ms at the line: 122 frames of 1024 bytes on the wire would
+        // fit; the queue holds 100.
+        const uint64_t sent = b.sw->stats(2).frames_out;
+        if (catch_up == 0) {
+            EXPECT_LT(sent, 35u); // a burst per wake-up: the line's time is lost
+            EXPECT_EQ(b.sw->stats(2).egress_catch_up_bytes, 0u);
+        } else {
+            EXPECT_EQ(sent, 100u);
+            EXPECT_GT(b.sw->stats(2).egress_catch_up_bytes, 50'000u);
+        }
+    }
+    // Idle, the port keeps no more than the burst.
+    EthConfig c = pfc_config();
+    Bench b(c);
+    b[2].send({.dst = mac(1), .src = mac(2)});
+    b.run(0, 1 * kMs, 1 * kMs);
+    b.run(100 * kMs, 100 * kMs);
+    for (uint32_t s = 0; s < 10; ++s) {
+        b[1].send({.dst = mac(2), .src = mac(1), .bytes = 1000, .seq = s}, 100 * kMs);
+    }
+    b.pump(100 * kMs);
+    EXPECT_LE(b.sw->stats(2).frames_out, 2u);
+}
+
 TEST(EthSwitch, StatsJsonHasEveryCounter) {
     Bench b(pfc_config());
     b[1].send({.dst = mac(2), .src = mac(1), .pcp = 3});

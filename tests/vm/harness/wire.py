@@ -589,7 +589,8 @@ def timeline_window(lines, t0, t1, port):
     """What switch port 'port' did between time.monotonic() t0 and t1 (e.g.
     Cluster.barrier_times of a phase's start and end), from the timeline's
     mono_us: the counters' growth ({rx_bytes, tx_bytes, drops, ecn_marks}
-    of the port, pauses_sent of every port), the egress queue's samples
+    of the port, pauses_sent of every port; egress_us, the port's egress
+    time split into idle, line, blocked and paused), the egress queue's samples
     (queue_bytes at each line) and its deepest (queue_max_bytes), and
     the seconds covered. None without a line in the window."""
     inside = [ln for ln in lines if t0 * 1e6 <= ln["mono_us"] <= t1 * 1e6]
@@ -604,6 +605,10 @@ def timeline_window(lines, t0, t1, port):
 
     out = {k: at(last)[k] - at(first)[k]
            for k in ("rx_bytes", "tx_bytes", "drops", "ecn_marks")}
+    # where the port's egress time went (ohca-switch's idle_us, line_us,
+    # blocked_us, paused_us: EthPortStats::egress_*), when the switch has them
+    out["egress_us"] = {k: at(last)[f"{k}_us"] - at(first)[f"{k}_us"]
+                        for k in ("idle", "line", "blocked", "paused") if f"{k}_us" in at(last)}
     out["pauses_sent"] = (sum(p["pauses_sent"] for p in last["ports"])
                           - sum(p["pauses_sent"] for p in first["ports"]))
     out["queue_samples"] = [at(ln)["queue_bytes"] for ln in inside]

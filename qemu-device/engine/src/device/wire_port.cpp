@@ -513,7 +513,9 @@ void WirePort::deliver(const ParsedPacket &p) {
         return;
     }
     Qp *qp = qps_.find(h.dest_qp);
-    if (qp == nullptr || !is_local_gid(p.dgid) || (h.pkey & 0x7fff) != 0x7fff) {
+    // A looped-back packet's destination GID was found ours when it was
+    // sent (emit_fill): not asked a second time.
+    if (qp == nullptr || (!p.looped && !is_local_gid(p.dgid)) || (h.pkey & 0x7fff) != 0x7fff) {
         ++roce_.rx_no_qp;
         ++stats_.roce_rx_dropped;
         return;
