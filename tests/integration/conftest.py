@@ -215,14 +215,22 @@ def vm_logdir(request):
 
 
 @pytest.fixture
-def vm_cluster(nic, kernel_kind, vm_logdir):
+def vm_cluster(nic, kernel_kind, vm_logdir, vm_pool):
     made = []
     cls = DebugKernelCluster if kernel_kind == "debug" else ohcavm.Cluster
 
-    def make(nvms=1, **kw):
+    def make(nvms=1, restore=False, **kw):
+        """restore=True: VMs of a shape the session's pool runs are restored
+        from a boot image (saved from the pool's VM if there is none yet)
+        instead of booted (tests/vm/harness/images.py); the job then runs
+        as a serving VM's job after the restore, not as the boot's."""
         kw.setdefault("nic", nic)
         kw.setdefault("logdir", vm_logdir)
+        if restore and os.environ.get("OHCA_VM_POOL", "1") != "0":
+            kw["images"] = vm_pool.images
         c = cls(os.path.basename(vm_logdir), nvms=nvms, **kw)
+        if c.images:
+            vm_pool.images.save_from(vm_pool.clusters.values(), c)
         made.append(c)
         return c
 

@@ -2,6 +2,8 @@
 proving that a kernel problem in the guest fails the run, and the pool.
 The N-VM switch wire: test_switch.py."""
 
+import time
+
 import pytest
 
 from vmtest import ohcavm, parse_devinfo
@@ -140,3 +142,43 @@ def test_pool_pairs_one_vm_jobs_with_two_vm_ones(vm_run, vm_pool):
     assert first[0] == "0", one.output
     assert both[0].output.split("BOOT ", 1)[1].split()[1] == first[1], \
         "the two-VM job booted VMs of its own"
+
+
+# A VM restored from the session's boot images (tests/vm/harness/images.py)
+# instead of booted: the pool's VM of the same shape is saved between two
+# jobs, a new cluster of that shape restores it. The restored guest is the
+# saved boot (same boot id), with this host's time, nothing of an earlier
+# job left, and the driver loads and the port comes up as after a boot.
+RESTORED = r"""
+echo "boot: $(cat /proc/sys/kernel/random/boot_id)"
+echo "clock: $(date +%s)"
+echo "sleepers: $(pgrep -x sleep | wc -l)"
+echo "tmp: $(ls /tmp | wc -l)"
+echo "hostname: $(hostname)"
+ibv_devinfo -d "$OHCA_IBDEV" | grep -q PORT_ACTIVE && echo "port: active"
+ping -c 2 -W 10 "$OHCA_IP" >/dev/null && echo "ping: ok"
+"""
+
+
+def test_pool_restores_a_saved_vm(vm_run, vm_pool, vm_cluster, nic):
+    if not vm_pool.images.enabled or vm_pool.pair:
+        pytest.skip("boot images off (OHCA_VM_SNAPSHOTS=0) or one-VM jobs paired")
+    (first,) = vm_run("cat /proc/sys/kernel/random/boot_id", preamble=False)
+    assert first.ok, first.report()
+    c = vm_cluster(nvms=1, images=vm_pool.images)
+    vm_pool.images.save_from(vm_pool.clusters.values(), c)
+    assert vm_pool.images.lookup(c.vms[0]), "the pool's VM was not saved"
+    c.start_serving()
+    restored = [e for e in vm_pool.images.log if e[0] == "restored" and e[1].startswith(c.logdir)]
+    assert restored, vm_pool.images.log
+    (r,) = c.run_job(RESTORED, timeout=300)
+    assert r.ok, r.report()
+    assert r.output.split("boot: ")[1].split()[0] == first.output.split()[0], "not the saved boot"
+    clock = int(r.output.split("clock: ")[1].split()[0])
+    # the guest's clock is set from the host's at the restore
+    assert abs(clock - time.time()) < 600, (clock, time.time())
+    for line in ("sleepers: 0", "tmp: 0", "hostname: vm0", "port: active", "ping: ok"):
+        assert line in r.output, r.output
+    # and the pool's VM, saved, takes the next job
+    (again,) = vm_run("cat /proc/sys/kernel/random/boot_id", preamble=False)
+    assert again.ok and again.output.split()[0] == first.output.split()[0], again.report()

@@ -144,7 +144,9 @@ def hmp(vm, cmd, timeout=300):
 
 
 def test_snapshot_round_trip_during_rc_traffic(vm_cluster):
-    c = vm_cluster(nvms=2)
+    # restored from the pool's two VMs (boot images) where it can: a savevm
+    # and loadvm of a restored VM, and a boot fewer
+    c = vm_cluster(nvms=2, restore=True)
     c.start({0: fill(CLIENT), 1: fill(SERVER)})
     vm0, vm1 = c[0], c[1]
     vm1.wait_mark("listening", timeout=600)

@@ -33,7 +33,7 @@ class Cluster:
                  mem="2G", module_params="", extra_args=None, append=None,
                  klog_allow=None, wire=None, extra_files=None, nics=None,
                  mtu=None, capture=(), link_layer="eth", iommu=None, switch=None,
-                 migratable=False):
+                 migratable=False, images=None):
         if not 1 <= nvms <= MAX_VMS:
             raise HarnessError(f"nvms must be 1 to {MAX_VMS}")
         self.nic = nic or os.environ.get("OHCA_NIC", "ohca")
@@ -69,6 +69,11 @@ class Cluster:
         # the switch ports datagram sockets (wire.switch_ends), which the
         # source and destination QEMU can share.
         self.migratable = migratable
+        # images: the session's boot images (images.BootImages), which the
+        # cluster restores its VMs from where their shape has one (saved
+        # from a living pooled VM: BootImages.save_from); its VMs' disks
+        # are overlays then
+        self.images = images if images is not None and images.enabled else None
         self.logdir = os.path.abspath(logdir or os.path.join(TOP, "build/test-logs", name))
         self.smp = smp
         self.mem = mem
@@ -94,6 +99,8 @@ class Cluster:
         if switch and wire not in (None, "switch"):
             raise HarnessError(f"switch options need the switch wire, not '{wire}'")
         self.wire = wire or ("switch" if switch else {1: "user", 2: "dgram"}.get(nvms, "switch"))
+        if self.wire == "hosts":  # QEMU runs in a namespace of its own
+            self.images = None
         if self.wire == "switch":  # a bad option fails here, before a boot
             wires.switch_options(self.link_layer, self.switch)
             wires.switch_binary()
@@ -117,6 +124,11 @@ class Cluster:
         # job began, to match against the switch's timeline (its mono_us)
         self.barrier_times = {}
         self._active = list(range(nvms))  # the VMs of the current job
+
+    @property
+    def overlays(self):
+        """Whether each VM's disk is a qcow2 overlay in its log dir."""
+        return self.migratable or self.images is not None
 
     def __getitem__(self, i):
         return self.vms[i]
@@ -234,24 +246,55 @@ class Cluster:
         if not interactive:
             scripts, preamble = self.wrap(scripts, preamble)
         self._wire()
+        # with boot images: a VM whose shape has one is restored (serving),
+        # takes the job as a serving VM does and then powers off (wait())
+        restored = {}
         for vm, script in zip(self.vms, scripts):
-            vm.prepare(script, preamble, self.files)
+            image = self.images.lookup(vm) if self.images and not interactive else None
+            if image:
+                vm.prepare_serve()
+                self.images.prepare_restore(vm, image)
+                restored[vm] = script
+            else:
+                vm.prepare(script, preamble, self.files)
         for vm in self.vms:
             vm.start(interactive)
         if not interactive:
             self._relay = threading.Thread(target=self._barrier_relay, daemon=True)
             self._relay.start()
+        if restored:
+            def boot(vm):
+                vm.prepare(restored.pop(vm), preamble, self.files)
+                vm.start()
+            self.images.wait_restored(self, list(restored), boot)
+            for vm, script in restored.items():
+                vm.dispatch(script, preamble, self.files)
+                vm.one_job = True
 
     # -- serving: boot once, run many jobs (Pool) --
     def start_serving(self):
-        """Boots the VMs in serving mode: each waits for jobs (run_job)."""
+        """Boots the VMs in serving mode: each waits for jobs (run_job). With
+        boot images, a VM whose shape has one is restored from it instead
+        (images.py)."""
         self._wire()
+        restored = []
         for vm in self.vms:
             vm.prepare_serve()
+            image = self.images.lookup(vm) if self.images else None
+            if image:
+                self.images.prepare_restore(vm, image)
+                restored.append(vm)
         for vm in self.vms:
             vm.start()
         self._relay = threading.Thread(target=self._barrier_relay, daemon=True)
         self._relay.start()
+        if restored:
+            self.images.wait_restored(self, restored, self._boot_instead)
+
+    def _boot_instead(self, vm):
+        """Boots a VM whose restore failed."""
+        vm.prepare_serve()
+        vm.start()
 
     def fit(self):
         """True while every VM is alive and can take another job."""
@@ -341,6 +384,8 @@ class Cluster:
                 vm._note_progress()
                 if vm.has_result():
                     done_at.setdefault(i, time.monotonic())
+                    if vm.one_job:  # a restored VM: its init powers off now
+                        open(os.path.join(vm.share, "stop"), "w").close()
                     # give init a moment to power off by itself
                     if not vm.alive() or time.monotonic() - done_at[i] > 10:
                         pending.discard(i)

@@ -5,6 +5,7 @@ import os
 import shutil
 
 from .common import DEFAULT_TIMEOUT, HarnessError, log
+from .images import BootImages
 
 
 class Pool:
@@ -43,6 +44,9 @@ class Pool:
         self.clusters = {}
         self.counter = 0
         self.problems = []  # from final checks of retired clusters
+        # booted VMs saved once per shape, restored for the shape's next
+        # cluster (images.py; OHCA_VM_SNAPSHOTS=0: every cluster boots)
+        self.images = BootImages()
 
     @classmethod
     def poolable(cls, kw):
@@ -66,7 +70,9 @@ class Pool:
             self.counter += 1
             name = f"pool-{self.counter}"
             c = cls(name, nvms=nvms, logdir=os.path.join(self.logroot, name),
-                    **{k: v for k, v in keyed.items() if v is not None})
+                    images=self.images, **{k: v for k, v in keyed.items() if v is not None})
+            if c.images:
+                self.images.save_from(self.clusters.values(), c)
             c.base_files = dict(c.files)
             c.start_serving()
             self.clusters[key] = c
@@ -139,4 +145,7 @@ class Pool:
         for c in self.clusters.values():
             self._retire(c)
         self.clusters.clear()
+        for line in self.images.summary():
+            log(f"images: {line}")
+        self.images.close()
         return self.problems

@@ -111,7 +111,9 @@ class VM:
         self.capture_path = os.path.join(self.logdir, "wire.pcap")
         self.qmp_path = os.path.join(cluster.sockdir, f"{self.name}.qmp")
         self.qmp = QMP(self.qmp_path)
-        self.overlay = os.path.join(self.logdir, "disk.qcow2")  # cluster.migratable
+        self.overlay = os.path.join(self.logdir, "disk.qcow2")  # cluster.overlays
+        self.restore = None  # the image (images.BootImages) the next start restores
+        self.one_job = False  # a restored VM of Cluster.start: powers off after its job
         self.migrations = 0
         self.proc = None
         self.t_start = None
@@ -230,17 +232,22 @@ class VM:
 
     def _disk(self):
         """The -drive of the rootfs: private to the process (snapshot=on),
-        or the VM's qcow2 overlay in its log dir when the cluster is
-        migratable, created afresh for each boot."""
+        or the VM's qcow2 overlay in its log dir (created afresh for each
+        start) when the cluster is migratable (a migration's destination
+        opens it too) or keeps boot images (the overlay is saved with the
+        VM; a restored VM's overlay is one of the saved disk)."""
         c = self.cluster
-        if not c.migratable:
+        if not c.overlays:
             return f"file={c.rootfs},if=virtio,format=raw,snapshot=on"
         return f"file={self.overlay},if=virtio,format=qcow2"
 
     def _new_overlay(self):
+        base, fmt = (self.restore["disk"], "qcow2") if self.restore else (self.cluster.rootfs, "raw")
+        if os.path.exists(self.overlay):
+            os.unlink(self.overlay)
         try:
-            subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw",
-                            "-b", self.cluster.rootfs, self.overlay],
+            subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", fmt,
+                            "-b", base, self.overlay],
                            check=True, capture_output=True, text=True)
         except FileNotFoundError as e:
             raise HarnessError("qemu-img missing (qemu-utils; run tests/deps.sh)") from e
@@ -302,18 +309,35 @@ class VM:
         argv += ["-device", dev] + c.extra_args
         if incoming:
             argv += ["-incoming", "defer"]
+        elif self.restore:
+            # the saved stream's file itself (start() opens it): QEMU reads
+            # a file without waiting for a writer
+            argv += ["-incoming", f"fd:{self.restore.get('fd', -1)}"]
         return argv
 
     def start(self, interactive=False):
+        if self.restore:
+            self.restore = dict(self.restore, fd=os.open(self.restore["mig"], os.O_RDONLY))
+        try:
+            self._start(interactive)
+        finally:
+            if self.restore:
+                os.close(self.restore.pop("fd"))
+
+    def _start(self, interactive=False):
         argv = self.qemu_argv(interactive)
         with open(os.path.join(self.logdir, "cmdline.txt"), "w") as f:
             f.write(shlex.join(argv) + "\n")
         self.t_start = time.monotonic()
-        self._booted, self._console_len, self._console_t = False, 0, self.t_start
+        # a restored VM has booted (its console starts after the boot)
+        self._booted = self.restore is not None
+        self._console_len, self._console_t = 0, self.t_start
         self.serving = False
-        if self.cluster.migratable:
+        if self.cluster.overlays:
             self._new_overlay()
         fds = (self.netdev_sock.fileno(),) if self.netdev_sock else ()
+        if self.restore:
+            fds += (self.restore["fd"],)
         if interactive:
             self.proc = subprocess.Popen(argv, preexec_fn=die_with_parent,
                                          env=sanitizer_env(self.logdir), pass_fds=fds)
@@ -348,6 +372,9 @@ class VM:
             self._watch_boot(text)
         if not self.serving and "ohca-init: serving jobs" in text:
             self.serving = True
+            if self.cluster.images:
+                self.cluster.images.note("booted", f"{self.cluster.logdir}/{self.name}",
+                                         time.monotonic() - self.t_start)
 
     def _stall_limit(self, text):
         for last_line, limit in self.KNOWN_STALLS:
