@@ -135,20 +135,13 @@ void Switch::tick(uint64_t now) {
 }
 
 void Switch::timeline(uint64_t now, bool force) {
-    if (!timeline_ || timeline_ns_ == 0) {
+    if (!timeline_.due(now, force)) {
         return;
     }
-    if (!timeline_started_) {
-        timeline_started_ = true;
-        timeline_start_ = now;
-    } else if (now - last_timeline_ < timeline_ns_ && !force) {
-        return;
-    }
-    last_timeline_ = now;
     std::string s;
     char buf[320];
     std::snprintf(buf, sizeof buf, "{\"t_us\": %llu, \"mono_us\": %llu, \"ports\": [",
-                  static_cast<unsigned long long>((now - timeline_start_) / 1000),
+                  static_cast<unsigned long long>(timeline_.since_start_us(now)),
                   static_cast<unsigned long long>(now / 1000));
     s += buf;
     for (uint8_t p = 1; p <= cfg_.ports; ++p) {
@@ -165,7 +158,7 @@ void Switch::timeline(uint64_t now, bool force) {
         s += buf;
     }
     s += "]}";
-    timeline_(s);
+    timeline_.write(s);
 }
 
 uint64_t Switch::next_wake(uint64_t now) const {

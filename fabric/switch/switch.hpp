@@ -24,6 +24,7 @@
 #include "ib/mad.hpp"
 #include "ib/packet.hpp"
 #include "ib/sma.hpp"
+#include "timeline.hpp"
 
 #include <array>
 #include <cstdint>
@@ -120,10 +121,9 @@ class Switch {
     // line (the time; per external port the data bytes in and out so far,
     // the blocks held in its input buffer now, its credit and line waits),
     // so a sender's share can be taken over any interval of a run.
-    using TimelineFn = std::function<void(const std::string &line)>;
+    using TimelineFn = Timeline::Fn;
     void set_timeline(uint64_t interval_ns, TimelineFn fn) {
-        timeline_ns_ = interval_ns;
-        timeline_ = std::move(fn);
+        timeline_.set(interval_ns, std::move(fn));
     }
     // One timeline line now, due or not (the program's last, at exit).
     void timeline_now(uint64_t now_ns) { timeline(now_ns, true); }
@@ -196,11 +196,7 @@ class Switch {
     uint32_t psn_ = 0;
     uint64_t trap_tid_ = 0;
     CaptureFn capture_;
-    TimelineFn timeline_;
-    uint64_t timeline_ns_ = 0;
-    uint64_t timeline_start_ = 0;
-    uint64_t last_timeline_ = 0;
-    bool timeline_started_ = false;
+    Timeline timeline_;
 };
 
 } // namespace ohca::fabric
