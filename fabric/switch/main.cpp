@@ -47,6 +47,8 @@ void usage(FILE *f) {
         "Ethernet mode (sizes in bytes; see fabric/README.md):\n"
         "  --line-rate MBPS  every egress port's line rate in Mbit/s (default 1000)\n"
         "  --burst BYTES     token bucket depth (default: two largest frames)\n"
+        "  --away-after-us N a gap between events longer than this is the process away:\n"
+        "                    an idle port earns that time too (default 0: off)\n"
         "  --buffer BYTES    the shared buffer (default 1048576)\n"
         "  --headroom BYTES  more buffer for the lossless priorities only (default 0)\n"
         "  --mtu BYTES       largest frame, header and tags included (60..9022, default 9022)\n"
@@ -226,6 +228,9 @@ int main(int argc, char **argv) {
             const uint64_t mbps = number("--line-rate", value(), 1, 400'000);
             ecfg.line_rate_bps = mbps * 1'000'000;
             cfg.line_rate_bps = mbps * 1'000'000;
+        } else if (a == "--away-after-us") {
+            ecfg.away_after_ns = number("--away-after-us", value(), 0, 10'000'000) * 1000;
+            eth_only = argv[i - 1];
         } else if (a == "--burst") {
             ecfg.burst_bytes = static_cast<uint32_t>(number("--burst", value(), 1, 1u << 30));
             eth_only = argv[i - 1];

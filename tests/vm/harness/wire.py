@@ -395,6 +395,7 @@ SWITCH_BINARY = os.path.join(TOP, "build/fabric/ohca-switch")
 SWITCH_FLAGS = {
     "line_rate": ("--line-rate", "eth ib"),     # Mbit/s of every egress port (ib: none by default)
     "burst": ("--burst", "eth"),
+    "away_after_us": ("--away-after-us", "eth"),  # an idle port earns the switch's absence
     "buffer": ("--buffer", "eth"),              # the shared buffer, bytes
     "headroom": ("--headroom", "eth"),          # more for lossless priorities
     "mtu": ("--mtu", "eth"),
