@@ -111,8 +111,9 @@ def verbs_enums():
         ns = types.SimpleNamespace()
         for cls in vars(le).values():
             if isinstance(cls, type) and issubclass(cls, enum.Enum):
-                for member in cls:
-                    setattr(ns, member.name, member)
+                # (__members__: a flag enum's iteration skips aliases)
+                for name, member in cls.__members__.items():
+                    setattr(ns, name, member)
         return ns
 
 
