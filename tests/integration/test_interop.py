@@ -171,7 +171,24 @@ def test_interop_matrix(interop_run):
     print("\n" + header + table)
     assert_ok(results)
     failed = [r for r in rows if not r[4]]
-    assert not failed, f"failed cells: {failed}\n{results[0].report()}\n{results[1].report()}"
+    assert not failed, (f"failed cells: {failed}\n" + cell_outputs(items, rows, results)
+                        + f"\n{results[0].report()}\n{results[1].report()}")
+
+
+def cell_outputs(items, rows, results):
+    """Both sides' output of each failed cell: a VM's report holds only the
+    end of a matrix's output, and a cell fails on either side."""
+    parsed = [peer_runs.parse(r.output) for r in results]
+    text = []
+    for i, ((server, *_), row) in enumerate(zip(items, rows), 1):
+        if row[4]:
+            continue
+        text.append(f"--- cell {i}: {row[0]} MTU {row[2]}, {row[3]}")
+        for vm, (rcs, outs) in enumerate(parsed):
+            role = "server" if vm == server else "client"
+            text.append(f"  vm{vm} ({role}) rc={rcs.get(i)}:")
+            text += ["    " + line for line in outs.get(i, "(no output)").splitlines()]
+    return "\n".join(text)
 
 
 def test_interop_wire_conformance(interop_run):
