@@ -34,7 +34,7 @@ echo "GID index $gid on $OHCA_IBDEV"
 item_ready() {
 	kill -0 "$2" 2>/dev/null || return 0
 	ss -Hltn "sport = :$1" | grep -q . ||
-		rdma resource show cm_id | grep -q "state LISTEN" ||
+		rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN" ||
 		grep -q "receiving data transfers" /tmp/out.log
 }
 i=0
@@ -63,8 +63,12 @@ while read -r server cmd; do
 	if [ "$server" = "$OHCA_VM_INDEX" ]; then
 		timeout 120 bash -c "$scmd" > /tmp/out.log 2>&1 &
 		srv=$!
-		ohca_poll 60 item_ready "$port" "$srv" ||
+		t0=$SECONDS
+		if ohca_poll 60 item_ready "$port" "$srv"; then
+			echo "ITEM $i: server ready after $((SECONDS - t0)) s"
+		else
 			echo "ITEM $i: the server did not listen within 60 s"
+		fi
 		ohca_barrier "ready$i" 300 || echo "ITEM $i: the peer did not get ready within 300 s"
 		wait "$srv"
 	else
@@ -116,6 +120,16 @@ def ipv6_addrs(output):
     compressed form tshark prints."""
     return {m.group(1): ipaddress.IPv6Address(m.group(2)).compressed
             for m in re.finditer(r"^IPV6 (link|global) (\S+) ", output, re.M)}
+
+
+def ready_waits(output):
+    """{item: seconds} the server VM waited for each of its servers to
+    listen (None: it did not within 60 s), from its output."""
+    waits = {}
+    for m in re.finditer(r"^ITEM (\d+): (?:server ready after (\d+) s|the server did not listen)",
+                         output, re.M):
+        waits[int(m.group(1))] = int(m.group(2)) if m.group(2) else None
+    return waits
 
 
 def parse(output):

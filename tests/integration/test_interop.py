@@ -163,8 +163,13 @@ def matrix(items, results):
 def test_interop_matrix(interop_run):
     items, results, _, wall, _ = interop_run
     rows, table = matrix(items, results)
+    waits = {**peer_runs.ready_waits(results[0].output), **peer_runs.ready_waits(results[1].output)}
+    slow = sorted(i for i, w in waits.items() if w is None)
+    longest = max((w for w in waits.values() if w is not None), default=0)
     header = (f"ohca (vm0) <-> rdma_rxe (vm1), {time.strftime('%Y-%m-%d')}, "
-              f"TCG, dgram wire, eth0 MTU 9000; run took {wall:.0f} s\n\n")
+              f"TCG, dgram wire, eth0 MTU 9000; run took {wall:.0f} s; "
+              f"servers listening after at most {longest} s"
+              + (f", not seen listening in cells {slow}" if slow else "") + "\n\n")
     out = os.path.join(ohcavm.TOP, "build/test-logs/interop-matrix.md")
     with open(out, "w") as f:
         f.write(header + table + "\n")
