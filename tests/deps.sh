@@ -40,8 +40,8 @@ packages=(
 	# the guest root filesystem and the harness (python3 above)
 	debootstrap e2fsprogs python3-pytest
 	# other releases' sources, images and build chroots (tests/vm/apt-suite.sh,
-	# chroot.sh): their archive keys
-	debian-archive-keyring
+	# chroot.sh): their archive keys, and the build chroot's bootstrapper
+	debian-archive-keyring mmdebstrap
 	# (the host-dependency audit, tests/hostdeps.py: strace above)
 	# engine fuzzers (libFuzzer, ASan, UBSan) and coverage reports
 	clang-14 libclang-rt-14-dev gcovr

@@ -13,7 +13,8 @@
 #
 # Bookworm's guest kernel and test suite are the host's; another release's
 # come from its build chroot (tests/vm/chroot.sh), whose /boot holds the
-# kernel and initrd the VMs boot.
+# kernel and initrd the VMs boot, and whose tree (debootstrapped with the
+# guest packages as well) the image is a copy of.
 #
 # Usage: mkrootfs.sh              build unless cached
 #        mkrootfs.sh --print-path print the image path for the current inputs
@@ -155,14 +156,36 @@ say "building $img"
 say "  $suite, guest kernel $kver, rdma-core tests from ${kroot:-the host} ($rdma_ver)"
 say "  mirror: ${mirror:-debootstrap default}"
 say "  packages: $packages"
-say "[1/5] debootstrap --variant=minbase $suite (several minutes on a cold cache)"
-# shellcheck disable=SC2086
-debootstrap --variant=minbase --include="$packages" "$suite" "$root" $mirror \
-	>"$work/debootstrap.log" 2>&1 || {
-	tail -n 30 "$work/debootstrap.log" >&2
-	[ -f "$root/debootstrap/debootstrap.log" ] && tail -n 30 "$root/debootstrap/debootstrap.log" >&2
-	die "debootstrap failed"
-}
+if [ -n "$kroot" ]; then
+	# Another release: its build chroot was debootstrapped with the guest's
+	# packages too (tests/vm/chroot.sh), so the image is a copy of that tree
+	# (a second debootstrap of the same release cost 10-25 minutes cold).
+	# It carries the chroot's compiler and kernel headers besides.
+	say "[1/5] the $suite build chroot's tree ($kroot)"
+	for p in ${packages//,/ }; do
+		[ "$(dpkg-query --admindir="$kroot/var/lib/dpkg" -W -f='${Status}' "$p" 2>/dev/null)" = \
+			"install ok installed" ] || die "$p is not installed in $kroot (tests/vm/chroot.sh $suite)"
+	done
+	mkdir "$root"
+	# the system's own top-level entries (not the repository mount points
+	# chroot.sh --run makes, nor what builds left in /tmp or /root)
+	for d in bin boot dev etc home lib lib32 lib64 media mnt opt sbin srv usr var; do
+		[ -e "$kroot/$d" ] || [ -L "$kroot/$d" ] || continue
+		cp -a "$kroot/$d" "$root/"
+	done
+	mkdir -p "$root/proc" "$root/sys" "$root/run" "$root/tmp" "$root/root"
+	chmod 1777 "$root/tmp"
+	chmod 0700 "$root/root"
+else
+	say "[1/5] debootstrap --variant=minbase $suite (several minutes on a cold cache)"
+	# shellcheck disable=SC2086
+	debootstrap --variant=minbase --include="$packages" "$suite" "$root" $mirror \
+		>"$work/debootstrap.log" 2>&1 || {
+		tail -n 30 "$work/debootstrap.log" >&2
+		[ -f "$root/debootstrap/debootstrap.log" ] && tail -n 30 "$root/debootstrap/debootstrap.log" >&2
+		die "debootstrap failed"
+	}
+fi
 say "      done in $((SECONDS - start)) s"
 
 say "[2/5] guest kernel modules ($kver)"
