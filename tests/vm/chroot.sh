@@ -106,6 +106,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 		 apt-get update -q && apt-get install -y -q --no-install-recommends "$@"' _ "${missing[@]}" \
 		>"$root.apt.log" 2>&1 || { tail -n 20 "$root.apt.log" >&2; die "apt-get install in the chroot failed"; }
 	rm -rf "$root"/var/cache/apt/archives/*.deb
+	# a package's trigger may have had dracut make a host-only initrd again
+	rm -f "$root/.initrd-generic"
 	flock -u 9
 fi
 
