@@ -207,7 +207,7 @@ test-viommu: deps build rootfs
 MIGRATIONS ?= 20
 MIG_ITERS ?= 600
 migration-test: deps build rootfs
-	@OHCA_MIGRATIONS=$(MIGRATIONS) OHCA_MIG_ITERS=$(MIG_ITERS) OHCA_MIG_UD=1 $(PYTHON) -m pytest -v -rA -s \
+	@OHCA_MIGRATIONS=$(MIGRATIONS) OHCA_MIG_ITERS=$(MIG_ITERS) OHCA_MIG_UD=1 OHCA_MIG_NVME=1 $(PYTHON) -m pytest -v -rA -s \
 		tests/integration/test_migration.py -k live_migration_during_rc_traffic
 
 # The soak (tests/integration/test_soak.py): SOAK_SECONDS of RC traffic
