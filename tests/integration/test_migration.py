@@ -205,7 +205,7 @@ LIVE_ITERS = int(os.environ.get("OHCA_MIG_ITERS", "2000"))
 # tree at load 25 lost every RC connection to retry exhaustion after its
 # migration (2026-12-06).
 MIG_UD = os.environ.get("OHCA_MIG_UD", "0") == "1"
-# NVMe over RDMA beside them (OHCA_MIG_NVME=1; make migration-test): vm1
+# NVMe over RDMA beside them (OHCA_MIG_NVME=1; make migration-test MIG_NVME=1): vm1
 # an nvmet-rdma target, vm0 its host running fio write+verify passes.
 MIG_NVME = os.environ.get("OHCA_MIG_NVME", "0") == "1"
 NQN = "ohca-migration-test"
