@@ -117,7 +117,23 @@ void EthSwitch::disconnect(uint8_t p, uint64_t now) {
     schedule(now);
 }
 
+// Every event gives the time. The gap since the event before is the time
+// the switch's process was away (a loaded host ran others): what it reads
+// now arrived in the sockets during that gap.
+void EthSwitch::clock(uint64_t now) {
+    if (!clocked_) {
+        clocked_ = true;
+        now_ = now;
+    }
+    if (now > now_) {
+        const uint64_t gap = now - now_;
+        away_ns_ = cfg_.away_after_ns != 0 && gap > cfg_.away_after_ns ? gap : 0;
+        now_ = now;
+    }
+}
+
 void EthSwitch::receive(uint8_t p, std::span<const uint8_t> bytes, uint64_t now) {
+    clock(now);
     if (p == 0 || p > cfg_.ports || !port(p).connected) {
         return;
     }
@@ -135,12 +151,14 @@ size_t EthSwitch::output_bytes(uint8_t p) const {
 }
 
 void EthSwitch::consumed(uint8_t p, size_t n, uint64_t now) {
+    clock(now);
     Port &pt = port(p);
     pt.out.consume(n, cfg_.out_limit);
     schedule(now);
 }
 
 void EthSwitch::tick(uint64_t now) {
+    clock(now);
     for (uint8_t p = 1; p <= cfg_.ports; ++p) {
         Port &pt = port(p);
         if (!pt.connected) {
@@ -171,11 +189,13 @@ size_t EthSwitch::queue_bytes(uint8_t p) const {
     return n;
 }
 
-void EthSwitch::sample_depth(Port &pt) {
+// 'ready': bytes the line has time for at once, which wait for nothing.
+void EthSwitch::sample_depth(Port &pt, size_t ready) {
     size_t d = 0;
     for (size_t b : pt.q_bytes) {
         d += b;
     }
+    d -= std::min(d, ready);
     const size_t all = cfg_.buffer_bytes + cfg_.headroom_bytes;
     const size_t bucket = std::min(kDepthBuckets - 1, d * kDepthBuckets / all);
     ++pt.depth[bucket];
@@ -347,7 +367,7 @@ void EthSwitch::on_frame(uint8_t p, std::span<const uint8_t> frame, uint64_t now
     }
     for (uint8_t o = 1; o <= cfg_.ports; ++o) {
         if ((mask & (1ull << o)) != 0 && port(o).connected) {
-            enqueue(o, p, prio, frame, info);
+            enqueue(o, p, prio, frame, info, now);
         }
     }
 }
@@ -424,10 +444,21 @@ bool EthSwitch::red_mark(size_t depth) {
 }
 
 void EthSwitch::enqueue(uint8_t o, uint8_t in, uint8_t prio, std::span<const uint8_t> frame,
-                        const FrameInfo &info) {
+                        const FrameInfo &info, uint64_t now) {
     Port &out = port(o);
     Port &src = port(in);
-    sample_depth(out);
+    // What the line earned beyond its burst while the switch was away (or
+    // catching up) it spends in this round, on frames that a line would
+    // have sent as they came: they wait for nothing, and the queue that RED
+    // and the depth figures judge is the one beyond them (with
+    // away_after_ns on; off, every queued byte counts, as before).
+    size_t ready = 0;
+    if (cfg_.away_after_ns != 0) {
+        fill(out, now);
+        const uint64_t burst = burst_units();
+        ready = static_cast<size_t>(out.tokens > burst ? (out.tokens - burst) / (8 * kNsPerS) : 0);
+    }
+    sample_depth(out, ready);
     const auto charge = static_cast<uint32_t>(std::max<size_t>(frame.size(), kMinCharge));
     const size_t limit =
         cfg_.buffer_bytes + ((cfg_.pfc_enable & bit(prio)) != 0 ? cfg_.headroom_bytes : 0);
@@ -441,7 +472,8 @@ void EthSwitch::enqueue(uint8_t o, uint8_t in, uint8_t prio, std::span<const uin
     q.in = in;
     q.prio = prio;
     if (cfg_.ecn && (info.ecn == Ecn::Ect0 || info.ecn == Ecn::Ect1) &&
-        red_mark(out.q_bytes[prio]) && mark_ce(q.frame, info)) {
+        red_mark(out.q_bytes[prio] - std::min(out.q_bytes[prio], ready)) &&
+        mark_ce(q.frame, info)) {
         ++out.stats.prio[prio].ecn_marks;
     }
     out.q[prio].push_back(std::move(q));
@@ -481,23 +513,27 @@ void EthSwitch::fill(Port &pt, uint64_t now) {
     pt.last_fill = now;
     // A port that had frames to send since its last look (the line busy,
     // or its socket momentarily full) earns the whole time, up to
-    // catch_up_ns of it; an idle or paused one at most the burst.
-    // Blocked counts as busy: the socket took the last 16 KiB and will
-    // take more (else a catch-up ends at the first full hand-off).
+    // catch_up_ns of it. Blocked counts as busy: the socket took the last
+    // 16 KiB and will take more (else a catch-up ends at the first full
+    // hand-off). An idle port earns the burst, or the time the switch was
+    // away (up to catch_up_ns): the frames it reads now came meanwhile,
+    // and a line would have sent them as they came. A paused one the burst.
     const bool busy = pt.egress_state == kEgressLine || pt.egress_state == kEgressBlocked;
-    uint64_t cap = burst;
+    uint64_t span = 0;
     if (busy) {
-        cap = std::max(burst, std::min(cfg_.catch_up_ns, UINT64_MAX / cfg_.line_rate_bps) *
-                                  cfg_.line_rate_bps);
+        span = cfg_.catch_up_ns;
+    } else if (pt.egress_state == kEgressIdle) {
+        span = std::min(away_ns_, cfg_.catch_up_ns);
     }
+    const uint64_t cap =
+        std::max(burst, std::min(span, UINT64_MAX / cfg_.line_rate_bps) * cfg_.line_rate_bps);
     const uint64_t before = std::min(pt.tokens, cap); // an idle port keeps no catch-up
     const uint64_t room = cap - before;
     pt.tokens = dt >= room / cfg_.line_rate_bps + 1 ? cap : before + dt * cfg_.line_rate_bps;
-    if (busy) {
+    if (cap > burst) {
         // What a bucket capped at the burst would have thrown away.
         const uint64_t earned =
-            std::min({dt, cfg_.catch_up_ns, UINT64_MAX / 2 / cfg_.line_rate_bps}) *
-            cfg_.line_rate_bps;
+            std::min({dt, span, UINT64_MAX / 2 / cfg_.line_rate_bps}) * cfg_.line_rate_bps;
         const uint64_t held = std::min(before, burst);
         if (held + earned > burst) {
             pt.stats.egress_catch_up_bytes += (held + earned - burst) / 8 / kNsPerS;

@@ -44,6 +44,12 @@ struct EthConfig {
     // loaded host, sends what the line would have sent meanwhile instead
     // of losing it (0: the burst is the only bound, as before).
     uint64_t catch_up_ns = 50'000'000;
+    // A gap between two events longer than this is the switch's process
+    // away (not scheduled), not its loop waiting, which looks at least
+    // every millisecond: an idle port earns that time too, up to
+    // catch_up_ns, for the frames that gathered in the sockets meanwhile
+    // (0: off, an idle port earns the burst only).
+    uint64_t away_after_ns = 0;
     size_t buffer_bytes = 1 << 20; // the shared buffer
     // PFC headroom: buffer beyond buffer_bytes that only frames of the
     // lossless priorities may fill (what a peer sends after XOFF before it
@@ -224,7 +230,8 @@ class EthSwitch {
     void on_pfc(uint8_t p, const eth::PfcInfo &pfc, uint64_t now);
     void learn(uint8_t p, const eth::Mac &mac, uint64_t now);
     void enqueue(uint8_t o, uint8_t in, uint8_t prio, std::span<const uint8_t> frame,
-                 const eth::FrameInfo &info);
+                 const eth::FrameInfo &info, uint64_t now);
+    void clock(uint64_t now);
     [[nodiscard]] bool red_mark(size_t depth);
     void release(const Queued &q);
     void fill(Port &pt, uint64_t now);
@@ -235,7 +242,7 @@ class EthSwitch {
     void emit_pfc(uint8_t o, uint64_t now);
     void append(Port &pt, std::span<const uint8_t> frame);
     void age(uint64_t now);
-    void sample_depth(Port &pt);
+    void sample_depth(Port &pt, size_t ready);
     void timeline(uint64_t now, bool force = false);
     [[nodiscard]] uint64_t burst_units() const;
     [[nodiscard]] uint64_t cost_units(size_t bytes) const;
@@ -247,6 +254,11 @@ class EthSwitch {
     size_t used_hwm_ = 0;
     uint64_t rng_;
     uint64_t last_age_ = 0;
+    // The last event's time (clock()) and the gap before it: how long the
+    // switch's process was away, during which frames gathered in the sockets.
+    uint64_t now_ = 0;
+    uint64_t away_ns_ = 0;
+    bool clocked_ = false;
     uint64_t timeline_ns_ = 0;
     uint64_t timeline_start_ = 0;
     uint64_t last_timeline_ = 0;

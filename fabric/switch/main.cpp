@@ -36,6 +36,9 @@ void usage(FILE *f) {
         "  --stats FILE      write the counters as JSON to FILE at exit\n"
         "  --capture FILE    write every frame received to FILE (pcap; LINKTYPE 247 for\n"
         "                    InfiniBand, 1 for Ethernet)\n"
+        "  --timeline FILE   one JSON line per interval: each port's counters (Ethernet:\n"
+        "                    and its queue; InfiniBand: bytes in and out, input blocks)\n"
+        "  --timeline-ms N   the timeline's interval (default 10)\n"
         "InfiniBand mode:\n"
         "  --guid HEX        node GUID (default 0x0002c90300fab000)\n"
         "  --vl-buffer N     receive buffer per data VL in 64-byte blocks (default 256)\n"
@@ -44,6 +47,8 @@ void usage(FILE *f) {
         "Ethernet mode (sizes in bytes; see fabric/README.md):\n"
         "  --line-rate MBPS  every egress port's line rate in Mbit/s (default 1000)\n"
         "  --burst BYTES     token bucket depth (default: two largest frames)\n"
+        "  --away-after-us N a gap between events longer than this is the process away:\n"
+        "                    an idle port earns that time too (default 0: off)\n"
         "  --buffer BYTES    the shared buffer (default 1048576)\n"
         "  --headroom BYTES  more buffer for the lossless priorities only (default 0)\n"
         "  --mtu BYTES       largest frame, header and tags included (60..9022, default 9022)\n"
@@ -55,8 +60,6 @@ void usage(FILE *f) {
         "  --pause-quanta N  quanta of an XOFF (1..65535, default 65535)\n"
         "  --mac-table N     MAC table entries (default 4096), --mac-per-port N (1024)\n"
         "  --mac-age SECONDS (default 300)\n"
-        "  --timeline FILE   one JSON line per interval: queue depths and counters\n"
-        "  --timeline-ms N   the timeline's interval (default 10)\n"
         "Stops on SIGTERM or SIGINT.\n",
         kPortSpecHelp);
 }
@@ -126,6 +129,31 @@ template <typename Core> int serve(Core &core, PortSet &io, const char *stats_pa
         std::fclose(f);
     }
     return 0;
+}
+
+// serve() with the core's timeline written to 'path' (nullptr: none), its
+// last line at exit.
+template <typename Core>
+int serve_timeline(Core &core, PortSet &io, const char *stats_path, const char *path,
+                   uint64_t interval_ms) {
+    FILE *tl = nullptr;
+    if (path != nullptr) {
+        tl = std::fopen(path, "w");
+        if (tl == nullptr) {
+            std::fprintf(stderr, "ohca-switch: cannot write %s: %s\n", path, std::strerror(errno));
+            return 1;
+        }
+        core.set_timeline(interval_ms * 1'000'000, [tl](const std::string &line) {
+            std::fputs(line.c_str(), tl);
+            std::fputc('\n', tl);
+        });
+    }
+    const int rc = serve(core, io, stats_path);
+    if (tl != nullptr) {
+        core.timeline_now(mono_ns());
+        std::fclose(tl);
+    }
+    return rc;
 }
 
 } // namespace
@@ -200,6 +228,9 @@ int main(int argc, char **argv) {
             const uint64_t mbps = number("--line-rate", value(), 1, 400'000);
             ecfg.line_rate_bps = mbps * 1'000'000;
             cfg.line_rate_bps = mbps * 1'000'000;
+        } else if (a == "--away-after-us") {
+            ecfg.away_after_ns = number("--away-after-us", value(), 0, 10'000'000) * 1000;
+            eth_only = argv[i - 1];
         } else if (a == "--burst") {
             ecfg.burst_bytes = static_cast<uint32_t>(number("--burst", value(), 1, 1u << 30));
             eth_only = argv[i - 1];
@@ -252,10 +283,8 @@ int main(int argc, char **argv) {
             eth_only = argv[i - 1];
         } else if (a == "--timeline") {
             timeline_path = value();
-            eth_only = argv[i - 1];
         } else if (a == "--timeline-ms") {
             timeline_ms = number("--timeline-ms", value(), 1, 60'000);
-            eth_only = argv[i - 1];
         } else if (a == "--mac-age") {
             ecfg.mac_age_ns = number("--mac-age", value(), 1, 1'000'000) * 1'000'000'000ull;
             eth_only = argv[i - 1];
@@ -315,28 +344,10 @@ int main(int argc, char **argv) {
         if (pcap.is_open()) {
             sw.set_capture(capture);
         }
-        FILE *tl = nullptr;
-        if (timeline_path != nullptr) {
-            tl = std::fopen(timeline_path, "w");
-            if (tl == nullptr) {
-                std::fprintf(stderr, "ohca-switch: cannot write %s: %s\n", timeline_path,
-                             std::strerror(errno));
-                return 1;
-            }
-            sw.set_timeline(timeline_ms * 1'000'000, [tl](const std::string &line) {
-                std::fputs(line.c_str(), tl);
-                std::fputc('\n', tl);
-            });
-        }
         std::printf("ohca-switch: %u ports, Ethernet, %llu Mbit/s\n", ecfg.ports,
                     static_cast<unsigned long long>(ecfg.line_rate_bps / 1'000'000));
         std::fflush(stdout);
-        const int rc = serve(sw, io, stats_path);
-        if (tl != nullptr) {
-            sw.timeline_now(mono_ns());
-            std::fclose(tl);
-        }
-        return rc;
+        return serve_timeline(sw, io, stats_path, timeline_path, timeline_ms);
     }
     Switch sw(cfg);
     if (pcap.is_open()) {
@@ -350,5 +361,5 @@ int main(int argc, char **argv) {
     }
     std::printf("\n");
     std::fflush(stdout);
-    return serve(sw, io, stats_path);
+    return serve_timeline(sw, io, stats_path, timeline_path, timeline_ms);
 }

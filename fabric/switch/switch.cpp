@@ -131,6 +131,34 @@ void Switch::tick(uint64_t now) {
     }
     discard_heads(now);
     schedule(now);
+    timeline(now);
+}
+
+void Switch::timeline(uint64_t now, bool force) {
+    if (!timeline_.due(now, force)) {
+        return;
+    }
+    std::string s;
+    char buf[320];
+    std::snprintf(buf, sizeof buf, "{\"t_us\": %llu, \"mono_us\": %llu, \"ports\": [",
+                  static_cast<unsigned long long>(timeline_.since_start_us(now)),
+                  static_cast<unsigned long long>(now / 1000));
+    s += buf;
+    for (uint8_t p = 1; p <= cfg_.ports; ++p) {
+        const PortStats &st = port(p).stats;
+        std::snprintf(buf, sizeof buf,
+                      "%s{\"port\": %u, \"rx_bytes\": %llu, \"tx_bytes\": %llu, "
+                      "\"in_blocks\": %zu, \"credit_waits\": %llu, \"rate_waits\": %llu, "
+                      "\"busy_ns\": %llu}",
+                      p == 1 ? "" : ", ", p, static_cast<unsigned long long>(st.bytes_in),
+                      static_cast<unsigned long long>(st.bytes_out), queued_blocks(p),
+                      static_cast<unsigned long long>(st.credit_waits),
+                      static_cast<unsigned long long>(st.rate_waits),
+                      static_cast<unsigned long long>(st.busy_ns));
+        s += buf;
+    }
+    s += "]}";
+    timeline_.write(s);
 }
 
 uint64_t Switch::next_wake(uint64_t now) const {
@@ -187,6 +215,7 @@ void Switch::on_frame(uint8_t p, std::span<const uint8_t> frame, uint64_t now) {
 }
 
 void Switch::count_in(uint8_t p, size_t bytes, uint16_t dlid) {
+    port(p).stats.bytes_in += bytes;
     SmaPortState &s = sma_port(p);
     sat_add(s.counters.rcv_pkts, 1, 0xFFFFFFFF);
     sat_add(s.counters.rcv_data, bytes / 4, 0xFFFFFFFF);
@@ -200,6 +229,7 @@ void Switch::count_in(uint8_t p, size_t bytes, uint16_t dlid) {
 }
 
 void Switch::count_out(uint8_t p, size_t bytes, uint16_t dlid) {
+    port(p).stats.bytes_out += bytes;
     SmaPortState &s = sma_port(p);
     sat_add(s.counters.xmit_pkts, 1, 0xFFFFFFFF);
     sat_add(s.counters.xmit_data, bytes / 4, 0xFFFFFFFF);
@@ -792,7 +822,7 @@ size_t Switch::output_bytes(uint8_t p) const {
 
 std::string Switch::stats_json() const {
     std::string s = "{\"guid\": \"";
-    char buf[512];
+    char buf[768]; // a port's longest block, every counter at 20 digits
     std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(cfg_.guid));
     s += buf;
     std::snprintf(buf, sizeof buf, "\", \"lid\": %u, \"line_rate_bps\": %llu, \"ports\": [",
@@ -822,7 +852,7 @@ std::string Switch::stats_json() const {
                       "\"inactive_discards\": %llu, \"vl15_dropped\": %llu, \"smp_local\": %llu, "
                       "\"smp_forwarded\": %llu, \"credit_waits\": %llu, \"oversize_frames\": %llu, "
                       "\"traps_sent\": %llu, \"rate_waits\": %llu, \"busy_ns\": %llu, "
-                      "\"in_hwm_blocks\": %u, ",
+                      "\"in_hwm_blocks\": %u, \"bytes_in\": %llu, \"bytes_out\": %llu, ",
                       static_cast<unsigned long long>(st.overruns),
                       static_cast<unsigned long long>(st.relay_drops),
                       static_cast<unsigned long long>(st.hoq_discards),
@@ -834,7 +864,9 @@ std::string Switch::stats_json() const {
                       static_cast<unsigned long long>(port(p).reader.stats().oversize),
                       static_cast<unsigned long long>(st.traps_sent),
                       static_cast<unsigned long long>(st.rate_waits),
-                      static_cast<unsigned long long>(st.busy_ns), st.in_hwm_blocks);
+                      static_cast<unsigned long long>(st.busy_ns), st.in_hwm_blocks,
+                      static_cast<unsigned long long>(st.bytes_in),
+                      static_cast<unsigned long long>(st.bytes_out));
         s += buf;
         const PortCountersExtended &x = sp.counters_ext;
         std::snprintf(buf, sizeof buf,

@@ -24,6 +24,7 @@
 #include "ib/mad.hpp"
 #include "ib/packet.hpp"
 #include "ib/sma.hpp"
+#include "timeline.hpp"
 
 #include <array>
 #include <cstdint>
@@ -72,6 +73,8 @@ struct PortStats {
     uint64_t credit_waits = 0;  // schedule passes a head packet waited for credit
     uint64_t rate_waits = 0;    // schedule passes the output waited for its line rate
     uint64_t busy_ns = 0;       // shaped: the time the line spent sending (frame bytes / rate)
+    uint64_t bytes_in = 0;      // packets taken in, LRH to VCRC (never reset, unlike the PMA's)
+    uint64_t bytes_out = 0;     // packets sent
     uint16_t in_hwm_blocks = 0; // the fullest a data VL's input buffer was (of vl_buffer_blocks)
     uint64_t traps_sent = 0;    // port 0: Trap(Notice 128) to the master SM
 };
@@ -113,6 +116,17 @@ class Switch {
 
     // JSON with every port's counters.
     [[nodiscard]] std::string stats_json() const;
+
+    // A timeline for the benches: every interval_ns, tick() passes one JSON
+    // line (the time; per external port the data bytes in and out so far,
+    // the blocks held in its input buffer now, its credit and line waits),
+    // so a sender's share can be taken over any interval of a run.
+    using TimelineFn = Timeline::Fn;
+    void set_timeline(uint64_t interval_ns, TimelineFn fn) {
+        timeline_.set(interval_ns, std::move(fn));
+    }
+    // One timeline line now, due or not (the program's last, at exit).
+    void timeline_now(uint64_t now_ns) { timeline(now_ns, true); }
 
   private:
     struct Queued {
@@ -172,6 +186,7 @@ class Switch {
     void count_out(uint8_t p, size_t bytes, uint16_t dlid);
     void apply_sma_changes(uint64_t now);
     void trap_link_state(uint64_t now);
+    void timeline(uint64_t now, bool force = false);
 
     SwitchConfig cfg_;
     ib::SmaState sma_state_;
@@ -181,6 +196,7 @@ class Switch {
     uint32_t psn_ = 0;
     uint64_t trap_tid_ = 0;
     CaptureFn capture_;
+    Timeline timeline_;
 };
 
 } // namespace ohca::fabric

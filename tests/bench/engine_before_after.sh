@@ -28,7 +28,7 @@ if [ ! -x "$bin" ]; then
 	trap 'git -C "$top" worktree remove --force "$wt"' EXIT
 	cmake -S "$wt/qemu-device/engine" -B "$wt-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 		-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
-		-DOHCA_ENGINE_BENCH=ON -DOHCA_ENGINE_FUZZ_REPLAY=OFF >/dev/null
+		-DOHCA_ENGINE_BENCH=ON -DOHCA_ENGINE_FUZZ_REPLAY=OFF -DOHCA_HEAP_COUNT=OFF >/dev/null
 	cmake --build "$wt-build" -j2 --target ohca_engine_bench >/dev/null
 fi
 

@@ -8,9 +8,11 @@ buffer, RED/ECN marking of ECT packets, priorities by DSCP, priority 0
 lossless (PFC, XOFF 64 KiB) with HEADROOM that only it may fill. One
 boot runs every cell in turn; a cell is an incast of N senders
 (vm1..vmN, `ib_write_bw`, QPS QPs each, 64 KiB WRITEs for SECONDS) into
-vm0, plus a latency probe (`ib_write_lat`, 64 B) from vm1 to vm0 across
-the same bottleneck (the same traffic class, so the same egress queue),
-in one of these modes:
+vm0, plus a latency probe (`ib_write_lat`, 64 B) to vm0 across the same
+bottleneck (the same traffic class, so the same egress queue) from a VM
+of its own, the one after the last sender (two perftests on one vCPU
+spoil each other's clock and the probe's round trips), in one of these
+modes:
 
 * unloaded: the probe alone (its p50 is every cell's `unloaded_p50_us`);
 * droptail: traffic class 32 (DSCP 8, the lossy priority 1), no flow or
@@ -21,8 +23,9 @@ in one of these modes:
 * dcqcn: traffic class 32, ECN + DCQCN (the senders' reaction point on
   priority 1), PFC off at the hosts.
 
-Per cell: the senders' goodput (perftest's BW average) against the line
-rate, each sender's share and Jain's index over the senders, the
+Per cell: the senders' goodput (perftest's BW average; when perftest's
+clock calibration failed, its iterations over its sample window) against
+the line rate, each sender's share and Jain's index over the senders, the
 receiver port's egress queue (the switch's timeline: queue_bytes sampled
 every TIMELINE_MS, p99; queue_max_bytes, the deepest any arriving frame
 met) and drops, pause frames the switch sent (switch timeline), the
@@ -96,6 +99,7 @@ BUFFER = 1 << 20
 HEADROOM = 6 << 20  # for the lossless priority only (ohca-switch --headroom)
 ECN = "20000:200000:0.2"
 TIMELINE_MS = 10
+AWAY_AFTER_US = 5000  # ohca-switch --away-after-us
 OUT = os.path.join(TOP, "build", "fabric-bench")
 DOC = os.path.join(TOP, "docs", "bench.md")
 BEGIN = "<!-- fabric-bench table: begin -->"
@@ -116,6 +120,9 @@ DCQCN_DEFAULTS = {"rp_time_reset": 300, "rp_byte_reset": 32767, "rp_threshold": 
                   "rp_ai_rate": 5, "rp_hai_rate": 50, "rp_rate_to_set_on_first_cnp": 0,
                   "rp_rate_reduce_monitor_period": 4, "np_min_time_between_cnps": 4,
                   "rp_dce_tcp_rtt": 1, "rp_dce_tcp_g": 1019}
+BW_SIZE = 65536  # ib_write_bw -s
+PROBE_VM = None  # set by main(): the VM after the last sender
+SECONDS = 5  # ib_write_bw -D, set by main()
 KEYS = ("mode", "senders", "line_rate_mbps", "throughput_mbps", "jain", "drops", "retrans_pkts",
         "timeouts", "cnp_sent", "cnp_handled", "pauses", "queue_p99_bytes", "probe_p50_us",
         "probe_p99_us", "unloaded_p50_us")
@@ -173,17 +180,25 @@ cell() {
 			ohca_retry 60 timeout 200 $bw $TC -p $((18514 + OHCA_VM_INDEX)) "$recv_ip" \
 				>/tmp/$name.c 2>&1 & pids=$!
 		fi
-		if [ "$OHCA_VM_INDEX" = 1 ]; then
+		# The probe has a VM of its own: perftest calibrates its clock
+		# when it reports (a fit of TSC against gettimeofday over 200
+		# busy-waits, r^2 >= 0.9), and a second busy-polling perftest on
+		# the same vCPU spoils the fit (both then report 0.00 MB/s or
+		# inf and exit 0), besides adding that vCPU's time slices to
+		# every round trip the probe measures.
+		if [ "$OHCA_VM_INDEX" = "$PROBE_VM" ]; then
 			[ "$n" = 0 ] || sleep 1
 			ohca_retry 60 timeout 200 $lat $TC -p 18600 "$recv_ip" >/tmp/$name.l 2>&1 ||
 				{ rc=1; cat /tmp/$name.l; }
 			r=$(awk '$1 == 64 && NF >= 8 {print "p50=" $5 " p99=" $8}' /tmp/$name.l | tail -n 1)
-			echo "PROBE $name ${r:-none}"
+			echo "PROBE $name ${r:-none} clock_failed=$(grep -c "Correlation coefficient" /tmp/$name.l)"
 		fi
 		if [ -n "$pids" ]; then
 			wait $pids || { rc=1; cat /tmp/$name.c; }
-			r=$(awk '$1 == 65536 && NF >= 5 {print $4}' /tmp/$name.c | tail -n 1)
-			echo "BW $name vm$OHCA_VM_INDEX ${r:-none} MB/s"
+			# MB/s and the iterations in perftest's sample window
+			r=$(awk '$1 == 65536 && NF >= 5 {print $4, $2}' /tmp/$name.c | tail -n 1)
+			echo "BW $name vm$OHCA_VM_INDEX ${r:-none none} MB/s" \
+				"clock_failed=$(grep -c "Correlation coefficient" /tmp/$name.c)"
 		fi
 	fi
 	after=$(snap)
@@ -227,14 +242,31 @@ def parse_vm(output):
             r"^CELL (\S+) vm\d+ rc=(\d+) before: (.*) after: (.*)$", output, re.M):
         b, a = counters(before), counters(after)
         cells[name] = {"rc": int(rc), "delta": {k: a[k] - b[k] for k in a if k in b}}
-    for name, mbs in re.findall(r"^BW (\S+) vm\d+ (\S+) MB/s$", output, re.M):
-        if name in cells and mbs != "none":
-            # perftest's MB is 2^20 bytes
-            cells[name]["bw_mbps"] = float(mbs) * 1048576 * 8 / 1e6
+    for name, mbs, iters, failed in re.findall(
+            r"^BW (\S+) vm\d+ (\S+) (\S+) MB/s clock_failed=(\d+)$", output, re.M):
+        if name not in cells or mbs == "none":
+            continue
+        # perftest's MB is 2^20 bytes
+        cells[name]["bw_mbps"] = float(mbs) * 1048576 * 8 / 1e6
+        if int(failed) and iters != "none":
+            # perftest lost its clock (it prints 0.00 then): the WRITEs it
+            # counted in its sample window over that window's length
+            cells[name]["bw_mbps"] = int(iters) * BW_SIZE * 8 / sample_seconds(SECONDS) / 1e6
+            cells[name]["clock_failed"] = True
     for name, rest in re.findall(r"^PROBE (\S+) (.*)$", output, re.M):
         if name in cells:
-            cells[name]["probe"] = {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", rest)}
+            cells[name]["probe"] = {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", rest)
+                                    if k in ("p50", "p99")}
+            if re.search(r"clock_failed=[1-9]", rest):
+                cells[name]["probe_clock_failed"] = True
     return cells
+
+
+def sample_seconds(duration):
+    """perftest's sample window in its duration mode (-D): the duration
+    less a margin at each end, duration / 4 seconds by default (its
+    catch_alarm states), so 3 s of a 5 s run."""
+    return duration - 2 * (duration // 4)
 
 
 def jain(xs):
@@ -336,6 +368,10 @@ def summarize(name, mode, n, vms, window, unloaded):
         d["jain"] = round(jain(bws), 3) if jain(bws) is not None else None
     elif n:
         d["errors"].append("a sender's bandwidth is missing")
+    lost = [f"vm{i}" for i in range(1, n + 1) if vms[i].get(name, {}).get("clock_failed")]
+    if lost:
+        # not an error: the figure is perftest's own count over its window
+        d["notes"] = [f"{', '.join(lost)}: perftest's clock failed, goodput from its iterations"]
 
     def total(key, who):
         return sum(vms[i].get(name, {}).get("delta", {}).get(key, 0) for i in who)
@@ -343,16 +379,22 @@ def summarize(name, mode, n, vms, window, unloaded):
     everyone = range(len(vms))
     d["retrans_pkts"] = total("retrans", everyone)
     d["timeouts"] = total("timeouts", everyone)
+    d["spurious_timeouts"] = total("spurious", everyone)
     d["cnp_sent"] = total("cnp_sent", everyone)
     d["cnp_handled"] = total("cnp_handled", everyone)
     d["ce_marked"] = total("ce", everyone)
     d["pauses_honoured"] = total("rx_pause", everyone)
     d["pauses_sent_by_hosts"] = total("tx_pause", everyone)
-    probe = vms[1].get(name, {}).get("probe") if len(vms) > 1 else None
+    pc = vms[PROBE_VM].get(name, {}) if PROBE_VM < len(vms) else {}
+    probe = pc.get("probe")
     d["probe_p50_us"] = probe.get("p50") if probe else None
     d["probe_p99_us"] = probe.get("p99") if probe else None
-    if probe is None:
+    if not probe:
         d["errors"].append("no probe figures")
+    elif pc.get("probe_clock_failed"):
+        # perftest prints inf for every latency then
+        d["errors"].append("probe: perftest's clock failed")
+        d["probe_p50_us"] = d["probe_p99_us"] = None
     d["unloaded_p50_us"] = unloaded
     if window:
         d["drops"] = window["drops"]
@@ -395,6 +437,12 @@ def egress(d):
     return " / ".join(f"{e.get(k, 0):.0f}" for k in ("line", "blocked", "paused", "idle"))
 
 
+def spurious(d):
+    """' (n spurious)': the timeouts F-RTO found spurious, where known."""
+    n = d.get("spurious_timeouts")
+    return f" ({n})" if n is not None and d.get("timeouts") else ""
+
+
 def table(details, meta):
     rows = [
         f"Run {meta['date']} on {meta['host']}: {meta['vms']} VMs (TCG, 1 vCPU each), host load "
@@ -404,7 +452,8 @@ def table(details, meta):
         f"{meta['seconds']} s of `ib_write_bw` per sender ({meta['qps']} QPs, 64 KiB), "
         f"probe `ib_write_lat` 64 B x {meta['probe_iters']}; {meta['wall_s']:.0f} s in all.",
         "",
-        "| cell | goodput Mb/s (% of line) | per sender Mb/s | Jain | drops | retrans | timeouts "
+        "| cell | goodput Mb/s (% of line) | per sender Mb/s | Jain | drops | retrans "
+        "| timeouts (spurious) "
         "| CNPs sent / handled | pauses (switch / honoured) | queue p99 / max KB "
         "| probe p50 / p99 us (unloaded p50) | bottleneck's time % line / blocked / paused / idle "
         "| notes |",
@@ -418,12 +467,13 @@ def table(details, meta):
             f"| {d['cell']} | {fmt(tp)}{pct} | "
             f"{', '.join(fmt(x) for x in d.get('per_sender_mbps', [])) or '–'} | "
             f"{fmt(d.get('jain'), 2)} | {fmt(d.get('drops'))} | {fmt(d.get('retrans_pkts'))} | "
-            f"{fmt(d.get('timeouts'))} | {fmt(d.get('cnp_sent'))} / {fmt(d.get('cnp_handled'))} | "
+            f"{fmt(d.get('timeouts'))}{spurious(d)} | {fmt(d.get('cnp_sent'))} / {fmt(d.get('cnp_handled'))} | "
             f"{fmt(d.get('pauses'))} / {fmt(d.get('pauses_honoured'))} | "
             f"{fmt(q99 / 1000 if q99 is not None else None)} / "
             f"{fmt(qmax / 1000 if qmax is not None else None)} | "
             f"{fmt(d.get('probe_p50_us'))} / {fmt(d.get('probe_p99_us'))} "
-            f"({fmt(d.get('unloaded_p50_us'))}) | {egress(d)} | {'; '.join(d['errors'])} |")
+            f"({fmt(d.get('unloaded_p50_us'))}) | {egress(d)} | "
+            f"{'; '.join(d['errors'] + d.get('notes', []))} |")
     return "\n".join(rows)
 
 
@@ -511,15 +561,25 @@ def main():
         for cell in CELL_KINDS[k].cells():
             cells.append(cell)
             kind_of[cell[0]] = k
-    nvms = max(senders) + 1
+    # vm0 receives, vm1..vmN send, the VM after them probes (alone on
+    # its vCPU: see the guest's cell())
+    global PROBE_VM, SECONDS
+    PROBE_VM, SECONDS = max(senders) + 1, args.seconds
+    nvms = PROBE_VM + 1
     os.makedirs(OUT, exist_ok=True)
+    # away_after_us: the switch's process away for longer than 5 ms (its
+    # loop looks every millisecond) leaves frames in the sockets that a line
+    # would have sent as they came; an idle port earns that time, so they
+    # make no queue, marks or drops (docs/congestion.md, "ECN + DCQCN in the
+    # VMs against the model")
     switch = {"line_rate": LINE_RATE, "buffer": BUFFER, "ecn": ECN, "pfc": "0",
               "pfc_trust": "dscp", "headroom": HEADROOM, "timeline": True,
-              "timeline_ms": TIMELINE_MS}
+              "timeline_ms": TIMELINE_MS, "away_after_us": AWAY_AFTER_US}
     def kvs(d):
         return " ".join(f"{k}={v}" for k, v in d.items())
 
     env = (f"SECONDS_BW={args.seconds} QPS={args.qps} PROBE_ITERS={args.probe_iters} "
+           f"PROBE_VM={PROBE_VM} "
            f"DCQCN_TUNED='{kvs(DCQCN_TUNED)}' DCQCN_DEFAULTS='{kvs(DCQCN_DEFAULTS)}' "
            f"CELLS='{' '.join(f'{a}:{b}:{c}' for a, b, c in cells)}'\n")
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -569,7 +629,9 @@ def main():
             print(f"fabric-bench: {r.name}: {r.error}", file=sys.stderr)
     outputs = [r.output or "" for r in results]
     vms = [parse_vm(o) for o in outputs]
-    unloaded = (vms[1].get("unloaded", {}).get("probe") or {}).get("p50")
+    unloaded = (vms[PROBE_VM].get("unloaded", {}).get("probe") or {}).get("p50")
+    if vms[PROBE_VM].get("unloaded", {}).get("probe_clock_failed"):
+        unloaded = None
     details, kind_details = [], {k: [] for k in kinds}
     for name, mode, n in cells:
         window = None
@@ -593,8 +655,10 @@ def main():
         json.dump([result_of(d) for d in details if d["senders"] > 0] + extra_results, f,
                   indent=1)
     with open(os.path.join(OUT, "details.json"), "w") as f:
-        json.dump({"meta": meta, "cells": details, "kinds": kind_details, "switch": stats}, f,
-                  indent=1)
+        # times: the barriers' time.monotonic(), the switch timeline's
+        # mono_us / 1e6 (logs/wire/sw0/timeline.jsonl), to look at a cell again
+        json.dump({"meta": meta, "cells": details, "kinds": kind_details, "switch": stats,
+                   "times": times}, f, indent=1)
     text = table(details, meta)
     for k in kinds:
         rows = CELL_KINDS[k].rows(kind_details[k])

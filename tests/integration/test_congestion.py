@@ -28,8 +28,13 @@ import pytest
 
 from vmtest import assert_ok, ohcavm
 
-# 200 Mbit/s per egress port (the devices' speed too), a 1 MiB shared
-# buffer, RED marking of ECT packets from 20 KB of queue; priorities by
+# 50 Mbit/s per egress port (the devices' speed too: each sender is paced
+# to it, so two senders oversubscribe the receiver's port twice over
+# whenever each can move more than half the line), a 256 KiB shared
+# buffer (the senders' RC windows queue 360-830 KB at the bottleneck: at
+# 200 Mbit/s and 1 MiB, with the devices paced and the switch keeping its
+# line, the buffer never overflowed on 2026-12-06), RED marking of ECT
+# packets from 20 KB of queue; priorities by
 # DSCP, priority 0 (DSCP 0-7) lossless: XOFF at 64 KiB per ingress port
 # and 6 MiB of headroom that only it may fill (a sender's RC windows reach
 # the switch in one burst, past XOFF: docs/testing.md). One switch setting
@@ -37,7 +42,7 @@ from vmtest import assert_ok, ohcavm
 # priority 1: lossy, the shared buffer only), PFC on traffic class 0. The
 # devices classify their own RoCE packets by PCP (untagged: priority 0),
 # so a pause of priority 0 stops them.
-SWITCH = {"line_rate": 200, "buffer": 1 << 20, "ecn": "20000:200000:0.2", "pfc": "0",
+SWITCH = {"line_rate": 50, "buffer": 256 << 10, "ecn": "20000:200000:0.2", "pfc": "0",
           "pfc_trust": "dscp", "headroom": 6 << 20, "timeline": True}
 
 SCRIPT = r"""
@@ -83,9 +88,9 @@ echo "=== pfc ==="
 [ "$OHCA_VM_INDEX" = 0 ] || echo 0 >/sys/class/net/$OHCA_IFACE/ecn/roce_rp/enable/1 ||
 	fail "roce_rp/enable/1 off"
 ohca_pfc 0:on || fail "dcb pfc set"
-# the local ACK timeout (537 ms) is the only timer on a lossless priority:
-# above the deepest queue the headroom allows (7 MiB at 200 Mbit/s)
-phase pfc "--tclass=0 -u 17"
+# the local ACK timeout (2.1 s) is the only timer on a lossless priority:
+# above the deepest queue the headroom allows (7 MiB at 50 Mbit/s: 1.2 s)
+phase pfc "--tclass=0 -u 19"
 ohca_pfc all:off
 """
 

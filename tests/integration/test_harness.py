@@ -41,6 +41,39 @@ def test_format_guid():
     assert ohcavm.format_guid(0x0002C9FFFE000001) == "0002:c9ff:fe00:0001"
 
 
+def test_ib_incast_common_window():
+    """fabric_bench_ib's shares over the interval every sender sent, from
+    the switch's timeline: three senders starting 3 s apart, each 8 s
+    long, sharing a 30 Mbit/s line equally among those sending. Their own
+    averages differ (19.4, 13.8, 19.4 Mbit/s: Jain 0.976); while all three
+    sent (6 to 8 s) each had 10 Mbit/s."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+    import fabric_bench_ib
+
+    rate = {1: (0.0, 8.0), 2: (3.0, 11.0), 3: (6.0, 14.0)}
+    sent = {p: 0.0 for p in rate}
+    lines = []
+    for k in range(1601):  # 10 ms apart, from 100 s on the monotonic clock
+        t = k / 100
+        on = [p for p, (a, b) in rate.items() if a <= t < b]
+        for p in on:
+            sent[p] += 30e6 / 8 / len(on) / 100
+        lines.append({"mono_us": int((100 + t) * 1e6),
+                      "ports": [{"port": p, "rx_bytes": int(sent[p])} for p in rate]})
+    w = fabric_bench_ib.common_window(lines, 99.5, 116.0, [1, 2, 3])
+    # (less the first and last 2 % of each sender's bytes)
+    assert 1.2 <= w["seconds"] <= 2.0 and 6.0 <= w["start_s"] - 0.5 <= 6.5, w
+    assert all(abs(x - 10) < 0.3 for x in w["mbps"]), w
+    assert w["jain"] >= 0.999, w
+    # each one's average over its own 8 s (what perftest reports)
+    own = [sent[p] * 8 / 8 / 1e6 for p in rate]
+    assert fabric_bench_ib.fb().jain(own) < 0.98, own
+    # a sender that never sent: no interval
+    assert fabric_bench_ib.common_window(lines, 99.5, 116.0, [1, 2, 4]) is None
+
+
 def test_scan_kernel_log():
     text = ("[    1.0] ohca 0000:00:03.0: ohca0 and eth0 ready\n"
             "[    2.0] WARNING: CPU: 0 PID: 1 at drivers/x.c:1 f+0x1/0x2\n"

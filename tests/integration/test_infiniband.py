@@ -386,10 +386,12 @@ part_mckey() {
 	local i
 	ohca_barrier mckey 150
 	for i in 1 2 3; do
-		echo "MCKEY_ROUND $i"
+		# (this side's counters too: whether a missed round left here)
+		echo "MCKEY_ROUND $i $(ohca_hw_counters)"
 		timeout 60 mckey -m "$MCAST_IP" -b "$OHCA_IP" -s -C 10 -S 512
 		sleep 2
 	done
+	echo "MCKEY_SENT $(ohca_hw_counters)"
 }
 
 

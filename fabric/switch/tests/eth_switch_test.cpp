@@ -882,17 +882,65 @@ TEST(EthSwitch, ABackloggedPortWokenLateSendsWhatTheLineWouldHave) {
             EXPECT_GT(b.sw->stats(2).egress_catch_up_bytes, 50'000u);
         }
     }
-    // Idle, the port keeps no more than the burst.
+    // Idle, with the switch looking every millisecond, the port keeps no
+    // more than the burst: ten frames at once are a burst, not a catch-up.
     EthConfig c = pfc_config();
     Bench b(c);
     b[2].send({.dst = mac(1), .src = mac(2)});
-    b.run(0, 1 * kMs, 1 * kMs);
-    b.run(100 * kMs, 100 * kMs);
+    b.run(0, 100 * kMs, 1 * kMs);
     for (uint32_t s = 0; s < 10; ++s) {
         b[1].send({.dst = mac(2), .src = mac(1), .bytes = 1000, .seq = s}, 100 * kMs);
     }
     b.pump(100 * kMs);
     EXPECT_LE(b.sw->stats(2).frames_out, 2u);
+}
+
+TEST(EthSwitch, AnIdlePortSendsWhatCameWhileTheSwitchWasAway) {
+    // 10 Mbit/s, a burst of two 1500-byte frames, RED from 3 KB. The
+    // switch's process is away 40 ms; meanwhile a sender put 20 frames of
+    // 1000 bytes (4 Mbit/s, under the line) into its socket, which the
+    // switch reads at once when it is back. The line would have sent each
+    // as it came: no queue, no mark. With the switch there all along, the
+    // same 20 frames at once are a burst: queued beyond the first two, marked.
+    for (const bool away : {true, false}) {
+        EthConfig c = pfc_config();
+        c.ecn = true;
+        c.kmin_bytes = 3'000;
+        c.kmax_bytes = 12'000;
+        c.pmax = 1.0;
+        c.away_after_ns = 5 * kMs;
+        Bench b(c);
+        b[2].send({.dst = mac(1), .src = mac(2)});
+        b.run(0, 1 * kMs, 1 * kMs);
+        if (!away) {
+            b.run(1 * kMs, 41 * kMs, 1 * kMs);
+        }
+        std::vector<uint8_t> all;
+        for (uint32_t s = 0; s < 20; ++s) {
+            auto f = framed_eth(eth_frame(
+                {.dst = mac(2), .src = mac(1), .bytes = 1000, .ecn = Ecn::Ect0, .seq = s}));
+            all.insert(all.end(), f.begin(), f.end());
+        }
+        b[1].send_raw(all, 41 * kMs);
+        for (int i = 0; i < 100 && b.sw->output_bytes(2) > 0; ++i) {
+            b.pump(41 * kMs);
+        }
+        const EthPortStats &st = b.sw->stats(2);
+        uint64_t marks = 0;
+        for (const EthPrioStats &x : st.prio) {
+            marks += x.ecn_marks;
+        }
+        if (away) {
+            EXPECT_EQ(st.frames_out, 20u);
+            EXPECT_EQ(b.sw->queue_bytes(2), 0u);
+            EXPECT_EQ(marks, 0u);
+            EXPECT_LE(b.sw->depth_quantile(2, 1.0), 2'000u);
+        } else {
+            EXPECT_LE(st.frames_out, 2u);
+            EXPECT_GE(b.sw->queue_bytes(2), 18'000u);
+            EXPECT_GT(marks, 10u);
+        }
+    }
 }
 
 TEST(EthSwitch, StatsJsonHasEveryCounter) {

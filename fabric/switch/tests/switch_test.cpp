@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 
 using namespace ohca::fabric;
 using namespace ohca::fabric::test;
@@ -601,6 +603,9 @@ TEST(Switch, LineRateShapesAnIncastLosslessly) {
     const uint64_t t0 = f.clock;
     constexpr uint64_t kStep = 10'000; // 10 us
     constexpr uint64_t kRun = 20 * kMs;
+    // the timeline the benches take a sender's share from
+    std::vector<std::string> lines;
+    f.sw->set_timeline(5 * kMs, [&](const std::string &l) { lines.push_back(l); });
     std::array<uint32_t, 4> psn{};
     std::array<uint64_t, 4> refused{};
     uint64_t waits_checked = 0;
@@ -656,6 +661,33 @@ TEST(Switch, LineRateShapesAnIncastLosslessly) {
     EXPECT_GT(f.sw->stats(4).rate_waits, 0u);
     EXPECT_NEAR(static_cast<double>(f.sw->stats(4).busy_ns), static_cast<double>(kRun),
                 kRun * 0.02);
+    // A line per 5 ms (the first at the first tick), each port's bytes so
+    // far: the senders' in, the bottleneck's out, as counted above.
+    f.sw->timeline_now(t0 + kRun);
+    EXPECT_GE(lines.size(), 5u);
+    EXPECT_LE(lines.size(), 6u);
+    auto field = [&](const std::string &line, unsigned p, const char *key) {
+        const std::string at = "{\"port\": " + std::to_string(p) + ", ";
+        const size_t i = line.find(at);
+        const size_t k = line.find(std::string("\"") + key + "\": ", i);
+        return i == std::string::npos || k == std::string::npos
+                   ? ~uint64_t{0}
+                   : std::stoull(line.substr(k + std::strlen(key) + 4));
+    };
+    EXPECT_EQ(lines.back().rfind("{\"t_us\": ", 0), 0u) << lines.back();
+    EXPECT_EQ(field(lines.back(), 4, "tx_bytes"), f.sw->stats(4).bytes_out);
+    EXPECT_GE(field(lines.back(), 4, "tx_bytes"), bytes);
+    for (uint8_t s = 1; s <= 3; ++s) {
+        const uint64_t in = field(lines.back(), s, "rx_bytes");
+        EXPECT_EQ(in, f.sw->stats(s).bytes_in) << int(s);
+        // a third of what left, within the round robin's two packets and
+        // the three still in the input buffer (over the run: the set-up's
+        // SMPs came in before it)
+        EXPECT_NEAR(static_cast<double>(in - field(lines.front(), s, "rx_bytes")),
+                    static_cast<double>(bytes) / 3, 6.0 * 2100)
+            << int(s);
+        EXPECT_LE(field(lines.back(), s, "in_blocks"), 100u) << int(s);
+    }
 }
 
 // An unshaped switch (the default) never waits for a line, and a wake-up

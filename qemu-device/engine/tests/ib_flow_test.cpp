@@ -299,7 +299,7 @@ TEST(IbFlow, ShapedLastHopKeptBusy) {
 }
 
 // A request whose message then waits for the link's credit asks for its
-// ACK (IbWire::credit_short), so the ACK timer does not run while the
+// ACK (TxRoom::CreditShort), so the ACK timer does not run while the
 // rest waits here: a credit wait five local ACK timeouts long costs no
 // timeout and no resend. Before (2026-12-06's incast): the packets sent
 // before the wait had asked for no ACK, the timer ran through the wait.
@@ -339,6 +339,45 @@ TEST(IbFlow, CreditWaitRunsNoAckTimer) {
     EXPECT_TRUE(p.a.host.read(sa.buf, u.data(), u.size()));
     EXPECT_TRUE(p.b.host.read(sb.buf, v.data(), v.size()));
     EXPECT_TRUE(u == v);
+}
+
+// The credit check is the requester's room check (one TxRoom per packet):
+// the packets of a WRITE sent while the peer's credit covers more than
+// two more largest packets ask for no ACK but every cwnd/2-th, those sent
+// with less left ask for one each, and the packet after which the rest
+// waits is among them.
+TEST(IbFlow, CreditShortRequestAsksForAck) {
+    IbPair p;
+    auto [sa, sb] = p.rc(1 << 20, 6, [](size_t k) { return static_cast<uint8_t>(k * 7 + 3); });
+    SendReq w;
+    w.opcode = OHCA_WR_RDMA_WRITE;
+    w.remote_addr = sb.buf;
+    w.rkey = sb.key;
+    w.sges = {{sa.buf, 64 * 1024, sa.key}}; // 16 packets; B's credit takes 15
+    p.a.post_send(sa.qp, w);
+    std::vector<bool> asks; // per data packet of A, in order
+    pump(p.a, p.b, [&](bool from_a, const std::vector<uint8_t> &f) {
+        if (from_a && !ib::is_link_packet(f.size())) {
+            ib::Packet pk;
+            EXPECT_EQ(ib::parse(f, pk), ib::PacketError::Ok);
+            asks.push_back(pk.bth.ack_req);
+        }
+        return !from_a && ib::is_link_packet(f.size()); // B's FCPs lost
+    });
+    ASSERT_EQ(asks.size(), 15u);
+    // cwnd/2 = 8: the 8th asks; the 15th is the last B's credit covers
+    // (the 16th waits): it asks although it is neither.
+    for (size_t i = 0; i < 13; ++i) {
+        EXPECT_EQ(asks[i], i == 7) << i;
+    }
+    EXPECT_TRUE(asks[14]);
+    // Nothing else changed: B's credit back, the WRITE completes.
+    p.b.host.now += IbFlow::kFcpPeriodNs;
+    p.b.process();
+    pump(p.a, p.b);
+    const auto sc = p.a.poll(sa.scq);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
 }
 
 } // namespace

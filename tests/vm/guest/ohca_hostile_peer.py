@@ -97,8 +97,28 @@ def gid_of(ip):
     return "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x" % tuple(a)
 
 
+def verbs_enums():
+    """pyverbs' IBV_* constants by name: module attributes of pyverbs.enums
+    up to rdma-core 56; rdma-core 65 has only pyverbs.libibverbs_enums,
+    where they are members of one enum class per C enum."""
+    try:
+        import pyverbs.enums as e
+        return e
+    except ImportError:
+        import enum
+        import types
+        import pyverbs.libibverbs_enums as le
+        ns = types.SimpleNamespace()
+        for cls in vars(le).values():
+            if isinstance(cls, type) and issubclass(cls, enum.Enum):
+                # (__members__: a flag enum's iteration skips aliases)
+                for name, member in cls.__members__.items():
+                    setattr(ns, name, member)
+        return ns
+
+
 def target(dev, gid_index, peer_ip, port):
-    import pyverbs.enums as e
+    e = verbs_enums()
     from pyverbs.addr import AHAttr, GID, GlobalRoute
     from pyverbs.cq import CQ
     from pyverbs.device import Context

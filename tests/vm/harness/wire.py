@@ -395,6 +395,7 @@ SWITCH_BINARY = os.path.join(TOP, "build/fabric/ohca-switch")
 SWITCH_FLAGS = {
     "line_rate": ("--line-rate", "eth ib"),     # Mbit/s of every egress port (ib: none by default)
     "burst": ("--burst", "eth"),
+    "away_after_us": ("--away-after-us", "eth"),  # an idle port earns the switch's absence
     "buffer": ("--buffer", "eth"),              # the shared buffer, bytes
     "headroom": ("--headroom", "eth"),          # more for lossless priorities
     "mtu": ("--mtu", "eth"),
@@ -408,13 +409,14 @@ SWITCH_FLAGS = {
     "mac_table": ("--mac-table", "eth"),
     "mac_per_port": ("--mac-per-port", "eth"),
     "mac_age": ("--mac-age", "eth"),
-    "timeline_ms": ("--timeline-ms", "eth"),
+    "timeline_ms": ("--timeline-ms", "eth ib"),
     "vl_buffer": ("--vl-buffer", "ib"),         # 64-byte blocks per data VL and port
 }
 # Options of the harness itself: switches (1, or 2 in a line), split (the
 # VMs on the first of two switches; default half, rounded up), capture
-# (True: each switch's pcap in its directory), timeline (True, eth: the
-# switch's --timeline there).
+# (True: each switch's pcap in its directory), timeline (True: the
+# switch's --timeline there; eth: queues and counters, ib: each port's
+# bytes in and out and its input buffer).
 SWITCH_TOPOLOGY = ("switches", "split", "capture", "timeline")
 # The Ethernet mode's defaults in the harness: the switch is no bottleneck
 # unless a test asks for one (ohca-switch's own are 1 Gbit/s and 1 MiB),
@@ -445,8 +447,6 @@ def switch_options(mode, options):
     switches = topo.get("switches", 1)
     if switches not in (1, 2):
         raise HarnessError("switch option 'switches': 1, or 2 in a line")
-    if "timeline" in topo and mode != "eth":
-        raise HarnessError("switch option 'timeline' is for the eth mode")
     return flags, topo
 
 
@@ -569,8 +569,8 @@ def switch_port_stats(stats, vm):
 
 
 def switch_timeline(cluster, index=0):
-    """The Ethernet switch's --timeline lines (switch option timeline: True)
-    as dicts, in order; [] before the switch wrote any."""
+    """The switch's --timeline lines (switch option timeline: True) as
+    dicts, in order; [] before the switch wrote any."""
     path = os.path.join(cluster.logdir, "wire", f"sw{index}", "timeline.jsonl")
     lines = []
     try:

@@ -63,17 +63,15 @@ void IbWire::transmit(const PacketPath &path, std::span<const uint8_t> frame) {
     }
 }
 
-bool IbWire::room(const PacketPath &path, bool loopback_room) const {
+TxRoom IbWire::room(const PacketPath &path, bool loopback_room) const {
     if (is_local(path)) {
-        return loopback_room;
+        return loopback_room ? TxRoom::Room : TxRoom::None;
     }
-    const bool ok = flow_.room(path.ib.vl, ib::kMaxFrameBytes);
-    credit_wait_ = credit_wait_ || !ok;
-    return ok;
-}
-
-bool IbWire::credit_short(const PacketPath &path) const {
-    return !is_local(path) && flow_.short_of_credit(path.ib.vl);
+    if (!flow_.room(path.ib.vl, ib::kMaxFrameBytes)) {
+        credit_wait_ = true;
+        return TxRoom::None;
+    }
+    return flow_.short_of_credit(path.ib.vl) ? TxRoom::CreditShort : TxRoom::Room;
 }
 
 void IbWire::link_init() {

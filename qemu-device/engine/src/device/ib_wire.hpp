@@ -62,12 +62,11 @@ class IbWire {
     // A framed packet to the link: VL15 at once, data against credit.
     void transmit(const PacketPath &path, std::span<const uint8_t> frame);
     // Whether a packet on 'path' may be made now: room to loop it back
-    // ('loopback_room') or the peer's credit on its VL. A transport that
-    // finds no credit is noted (credit_stalled).
-    [[nodiscard]] bool room(const PacketPath &path, bool loopback_room) const;
-    // Whether a packet on 'path' is about to wait for the peer's credit
-    // (IbFlow::short_of_credit; never for one looped back).
-    [[nodiscard]] bool credit_short(const PacketPath &path) const;
+    // ('loopback_room') or the peer's credit on its VL, and whether the
+    // packets after it are about to wait for that credit (CreditShort:
+    // IbFlow::short_of_credit; never for one looped back). A transport
+    // that finds no credit is noted (end_run).
+    [[nodiscard]] TxRoom room(const PacketPath &path, bool loopback_room) const;
 
     // Link (re)initialization while the device runs: credits from zero,
     // our FCPs out.

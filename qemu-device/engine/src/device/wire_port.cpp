@@ -288,25 +288,27 @@ bool WirePort::loopback_room() const {
     return backlog_.size() + DeviceLimits::loopback_reserve < DeviceLimits::max_roce_backlog;
 }
 
-bool WirePort::tx_room(const Qp &qp) const {
+TxRoom WirePort::tx_room(const Qp &qp) const {
     if (state_.ib) {
+        // The room and the credit from one path (an Ethernet port has no
+        // link credit: never CreditShort).
         PacketPath path;
-        return build_path(qp, path) && tx_room_to(path);
+        return build_path(qp, path) ? ib_.room(path, loopback_room()) : TxRoom::None;
     }
     if (loopback_room() && !pfc_.any_paused() && state_.pacer.has_credit()) {
-        return true;
+        return TxRoom::Room;
     }
     std::array<uint8_t, 16> dgid{};
     std::copy(std::begin(qp.attrs.av.dgid), std::end(qp.attrs.av.dgid), dgid.begin());
-    if (is_local_gid(dgid)) {
-        return loopback_room();
-    }
-    return !pause_holds(qp.attrs.av.traffic_class, dgid) && state_.pacer.may_send(host_);
+    const bool room = is_local_gid(dgid) ? loopback_room()
+                                         : !pause_holds(qp.attrs.av.traffic_class, dgid) &&
+                                               state_.pacer.may_send(host_);
+    return room ? TxRoom::Room : TxRoom::None;
 }
 
 bool WirePort::tx_room_to(const PacketPath &path) const {
     if (state_.ib) {
-        return ib_.room(path, loopback_room());
+        return ib_.room(path, loopback_room()) != TxRoom::None;
     }
     if (is_local_gid(path.dgid)) {
         return loopback_room();
@@ -334,11 +336,6 @@ bool WirePort::tx_paused(const Qp &qp) const {
 // same): a late ACK there is a queue behind a credit wait, never a drop.
 bool WirePort::lossless(const Qp &qp) const {
     return state_.ib || pfc_.honoured(pfc_.roce_priority(qp.attrs.av.traffic_class));
-}
-
-bool WirePort::tx_credit_short(const Qp &qp) const {
-    PacketPath path;
-    return state_.ib && build_path(qp, path) && ib_.credit_short(path);
 }
 
 uint16_t WirePort::pkey_of(const Qp &qp, uint16_t wqe_index) const {

@@ -145,10 +145,9 @@ class WirePort final : public WireServices, public Port {
     [[nodiscard]] const Host &host() const override { return host_; }
     EmitResult emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
                          PayloadFill fill) override;
-    [[nodiscard]] bool tx_room(const Qp &qp) const override;
+    [[nodiscard]] TxRoom tx_room(const Qp &qp) const override;
     [[nodiscard]] bool tx_paused(const Qp &qp) const override;
     [[nodiscard]] bool lossless(const Qp &qp) const override;
-    [[nodiscard]] bool tx_credit_short(const Qp &qp) const override;
     void emit_path(const PacketPath &path, const PacketFields &fields,
                    std::span<const uint8_t> payload) override;
     bool av_path(const Qp &qp, const ohca_av &av, PacketPath &path) const override;

@@ -36,7 +36,8 @@ void RcRequester::process_sq(Qp &qp, unsigned int &quantum) {
         }
         if (qp.cur_wr < qp.inflight.size()) {
             const SendWr &w = qp.inflight[qp.cur_wr];
-            if (!svc_.tx_room(qp)) {
+            const TxRoom room = svc_.tx_room_credit(qp);
+            if (room == TxRoom::None) {
                 svc_.mark_ready(qp); // the loopback backlog drains first
                 break;
             }
@@ -65,7 +66,7 @@ void RcRequester::process_sq(Qp &qp, unsigned int &quantum) {
             if (!svc_.cc_may_send(qp)) {
                 break; // paced (DCQCN): ready again when the rate allows
             }
-            send_packet(qp);
+            send_packet(qp, room == TxRoom::CreditShort);
             --quantum;
         } else if (qp.state == OHCA_QPS_RTS && !qp.sq_draining && qp.sq_fetched != qp.sq.pi) {
             if (!fetch_send_wqe(qp)) {
@@ -264,7 +265,7 @@ void RcRequester::message_started(Qp &qp, const SendWr &w) {
     }
 }
 
-void RcRequester::send_packet(Qp &qp) {
+void RcRequester::send_packet(Qp &qp, bool credit_short) {
     SendWr &wr = qp.inflight[qp.cur_wr];
     if (wr.local_status != OHCA_CQE_SUCCESS || wr.local_op) {
         ++qp.cur_wr;
@@ -358,7 +359,7 @@ void RcRequester::send_packet(Qp &qp) {
         f.bth.ack_req =
             last || nth == 0 || qp.frto != Qp::Frto::Off ||
             psn_diff(psn_add(f.bth.psn, 1), qp.una_psn) >= static_cast<int32_t>(qp.cwnd) ||
-            svc_.tx_credit_short(qp);
+            credit_short;
         f.bth.solicited = last && (wr.flags & OHCA_WQE_SOLICITED) != 0;
         off = k * mtu;
         len = std::min(mtu, wr.length - off);

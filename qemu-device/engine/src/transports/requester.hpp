@@ -45,7 +45,8 @@ class RcRequester {
     bool fetch_send_wqe(Qp &qp);
     bool credit_allows(Qp &qp, const SendWr &w);
     void message_started(Qp &qp, const SendWr &w);
-    void send_packet(Qp &qp);
+    // 'credit_short': tx_room said TxRoom::CreditShort for this packet.
+    void send_packet(Qp &qp, bool credit_short);
     void ack_through(Qp &qp, uint32_t psn);
     void atomic_ack(Qp &qp, uint32_t psn, uint64_t orig);
     void go_back(Qp &qp, uint32_t psn);

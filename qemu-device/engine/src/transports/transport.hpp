@@ -122,6 +122,19 @@ enum class EmitResult {
     FillFailed, // the payload could not be read: nothing was sent
 };
 
+// Whether a QP's next packet may be made now (WireServices::tx_room).
+enum class TxRoom : uint8_t {
+    None, // not now: the QP waits (made ready again when it may)
+    Room,
+    // Room, but the packets after this one are about to wait at this port
+    // for the link's credit (InfiniBand: less than two largest packets of
+    // the peer's credit left on the QP's VL, or packets held there
+    // already). A request sent then asks for its ACK, so that the ACK
+    // timer never runs while the rest of its message waits here: it times
+    // the fabric, not this port's queue.
+    CreditShort,
+};
+
 // What a transport needs from the rest of the device, in four groups,
 // each implemented by the part that owns it: guest memory through keys
 // (MemoryServices), completions, events and receive queues
@@ -205,11 +218,13 @@ class WireServices {
     // One packet of the QP to its peer (looped back inside the device when
     // the peer's GID is ours), with a payload of payload_len bytes written
     // by 'fill' (a gather from guest memory) straight into the frame;
-    // tx_room() is false while the loopback backlog has no room for what
-    // this QP would generate.
+    // tx_room() is None while the loopback backlog has no room for what
+    // this QP would generate (or the pacer, a pause or the link's credit
+    // holds it); one call per packet says the link's credit too (the
+    // path built once).
     virtual EmitResult emit_fill(const Qp &qp, const PacketFields &fields, size_t payload_len,
                                  PayloadFill fill) = 0;
-    [[nodiscard]] virtual bool tx_room(const Qp &qp) const = 0;
+    [[nodiscard]] virtual TxRoom tx_room(const Qp &qp) const = 0;
     // Whether the QP's packets wait for the peer's pause (PFC) now: an
     // ACK then waits in the QP's response queue (tx_room says it too).
     [[nodiscard]] virtual bool tx_paused(const Qp &qp) const = 0;
@@ -217,12 +232,6 @@ class WireServices {
     // honours PFC for it, or 802.3x pause) or a lossless link (InfiniBand's
     // credits): congestion delays them, never drops them.
     [[nodiscard]] virtual bool lossless(const Qp &qp) const = 0;
-    // Whether the QP's next packets are about to wait at this port for the
-    // link's credit (InfiniBand: less than two largest packets of the
-    // peer's credit left on the QP's VL). A request sent then asks for its
-    // ACK, so that the ACK timer never runs while the rest of its message
-    // waits here: it times the fabric, not this port's queue.
-    [[nodiscard]] virtual bool tx_credit_short(const Qp &qp) const = 0;
     // A packet on a path of the transport's own (UD: the WQE's address
     // vector), framed like emit's.
     virtual void emit_path(const PacketPath &path, const PacketFields &fields,
@@ -318,12 +327,13 @@ class TransportServices {
                          PayloadFill fill) {
         return wire_.emit_fill(qp, fields, payload_len, fill);
     }
-    [[nodiscard]] bool tx_room(const Qp &qp) const { return wire_.tx_room(qp); }
+    [[nodiscard]] bool tx_room(const Qp &qp) const { return wire_.tx_room(qp) != TxRoom::None; }
+    // tx_room with what it says of the link's credit (RC's requests).
+    [[nodiscard]] TxRoom tx_room_credit(const Qp &qp) const { return wire_.tx_room(qp); }
     [[nodiscard]] bool tx_paused(const Qp &qp) const {
         return !wire_.no_pause() && wire_.tx_paused(qp);
     }
     [[nodiscard]] bool lossless(const Qp &qp) const { return wire_.lossless(qp); }
-    [[nodiscard]] bool tx_credit_short(const Qp &qp) const { return wire_.tx_credit_short(qp); }
     void emit_path(const PacketPath &path, const PacketFields &fields,
                    std::span<const uint8_t> payload) {
         wire_.emit_path(path, fields, payload);
