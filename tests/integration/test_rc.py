@@ -166,21 +166,33 @@ HOSTILE_ACTIONS = 100000
 HOSTILE_PORT = 18599
 HOSTILE_RSS_BOUND = 48 << 20  # bytes; the device's own bounds add up to about 5 MB
 
+# The two VMs meet at barriers (the target listening; vm0 done with the
+# target and its counters) instead of racing fixed windows: after the
+# flood vm0 tears the target down and reads its 35 counters (a process
+# and a device command each) before its first pingpong server listens,
+# about 30 s at load 20 (2026-12-06), which was the whole of the
+# client's 30 s retry window.
+HOSTILE_WAIT = 300  # seconds, for either VM at a barrier
+
 HOSTILE_TARGET = rf"""
 python3 /share/ohca_hostile_peer.py target ohca0 {GID} "$OHCA_PEER_IP" {HOSTILE_PORT} >/tmp/target.log 2>&1 &
 tgt=$!
-ohca_poll 60 grep -q '^TARGET ' /tmp/target.log || {{ cat /tmp/target.log; exit 1; }}
+ohca_poll {HOSTILE_WAIT} grep -q '^TARGET ' /tmp/target.log || {{ cat /tmp/target.log; exit 1; }}
 ohca_mark hostile-start
+ohca_barrier target-up {HOSTILE_WAIT} || exit 1
 wait $tgt || {{ echo "target failed"; rc=1; }}
 cat /tmp/target.log
 ohca_mark hostile-done
 ohca_hw_counters
+ohca_barrier hostile-over {HOSTILE_WAIT} || exit 1
 """
 
 HOSTILE_FLOOD = rf"""
 ip link set "$OHCA_IFACE" mtu 9000 || exit 1
+ohca_barrier target-up {HOSTILE_WAIT} || exit 1
 python3 /share/ohca_hostile_peer.py flood "$OHCA_IFACE" "$OHCA_PEER_IP" {HOSTILE_PORT} {HOSTILE_ACTIONS} || rc=1
 ip link set "$OHCA_IFACE" mtu 1500 || exit 1
+ohca_barrier hostile-over {HOSTILE_WAIT} || exit 1
 """
 
 

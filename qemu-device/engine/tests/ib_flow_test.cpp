@@ -298,6 +298,17 @@ TEST(IbFlow, ShapedLastHopKeptBusy) {
     EXPECT_EQ(device_of(p.b.e).ib_counters()->rcv_errors, 0u);
 }
 
+// A 64 KiB RDMA WRITE from A's buffer to B's: 16 packets at MTU 4096, of
+// which B's initial credit takes 15.
+template <typename Pair, typename Side> void post_write_64k(Pair &p, Side &sa, const Side &sb) {
+    SendReq w;
+    w.opcode = OHCA_WR_RDMA_WRITE;
+    w.remote_addr = sb.buf;
+    w.rkey = sb.key;
+    w.sges = {{sa.buf, 64 * 1024, sa.key}};
+    p.a.post_send(sa.qp, w);
+}
+
 // A request whose message then waits for the link's credit asks for its
 // ACK (TxRoom::CreditShort), so the ACK timer does not run while the
 // rest waits here: a credit wait five local ACK timeouts long costs no
@@ -306,12 +317,7 @@ TEST(IbFlow, ShapedLastHopKeptBusy) {
 TEST(IbFlow, CreditWaitRunsNoAckTimer) {
     IbPair p; // RC at MTU 4096, timeout 14 (200 ms here)
     auto [sa, sb] = p.rc(1 << 20, 6, [](size_t k) { return static_cast<uint8_t>(k * 5 + 2); });
-    SendReq w;
-    w.opcode = OHCA_WR_RDMA_WRITE;
-    w.remote_addr = sb.buf;
-    w.rkey = sb.key;
-    w.sges = {{sa.buf, 64 * 1024, sa.key}}; // 16 packets; B's credit takes 15
-    p.a.post_send(sa.qp, w);
+    post_write_64k(p, sa, sb);
     // B's FCPs are lost: A stops one packet short, its ACKs still come.
     size_t a_data = 0;
     pump(p.a, p.b, [&](bool from_a, const std::vector<uint8_t> &f) {
@@ -349,12 +355,7 @@ TEST(IbFlow, CreditWaitRunsNoAckTimer) {
 TEST(IbFlow, CreditShortRequestAsksForAck) {
     IbPair p;
     auto [sa, sb] = p.rc(1 << 20, 6, [](size_t k) { return static_cast<uint8_t>(k * 7 + 3); });
-    SendReq w;
-    w.opcode = OHCA_WR_RDMA_WRITE;
-    w.remote_addr = sb.buf;
-    w.rkey = sb.key;
-    w.sges = {{sa.buf, 64 * 1024, sa.key}}; // 16 packets; B's credit takes 15
-    p.a.post_send(sa.qp, w);
+    post_write_64k(p, sa, sb);
     std::vector<bool> asks; // per data packet of A, in order
     pump(p.a, p.b, [&](bool from_a, const std::vector<uint8_t> &f) {
         if (from_a && !ib::is_link_packet(f.size())) {

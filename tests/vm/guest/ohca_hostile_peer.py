@@ -189,6 +189,9 @@ def flood(iface, target_ip, port, actions):
     else:
         print("FAIL: no target", flush=True)
         return 1
+    # The target's answer comes from a guest process that may wait for a
+    # CPU for a while on a busy host: the connect's 10 s is not the bound.
+    conn.settimeout(120)
     buf = b""
     while not buf.endswith(b"\n"):
         chunk = conn.recv(4096)
