@@ -2,8 +2,9 @@
 docs/migration.md): vm0 runs ohca_rc_integrity (every completion and byte
 checked) against vm1; in the middle of it both VMs are stopped, vm0 is
 saved (savevm) and loaded again (loadvm) -- its device state through the
-engine's stream (ohca_engine_save/load) -- and both go on. The traffic must
-end with PASS on both sides.
+engine's stream (ohca_engine_save/load) -- and both go on; later vm0 is
+saved again, its QEMU quits and a new one starts from that snapshot
+(-loadvm at start). The traffic must end with PASS on both sides.
 
 The 9p share blocks migration while the guest has it mounted, so vm0's job
 moves its output and the program to /tmp, unmounts the share around the
@@ -89,16 +90,19 @@ ohca_wait_host go 300 || fail "the server never listened"
 /tmp/ohca_rc_integrity -d "$OHCA_IBDEV" -g @GID@ -n @ITERS@ -p @PORT@ -t 300 "$OHCA_PEER_IP" \
     >/tmp/cli.log 2>&1 &
 cli=$!
-# Some traffic before the snapshot: two progress lines (100 iterations).
-ohca_poll 120 eval '[ "$(progress)" -ge 2 ]' || fail "no traffic: $(tail -n 3 /tmp/cli.log)"
-kill -0 $cli 2>/dev/null || fail "the client ended before the snapshot"
-echo "before the snapshot: $(progress) progress lines"
-mark traffic
-umount /share || fail "cannot unmount the share"
-echo "share unmounted"
-# The host saves and loads this VM now (the guest's clock stops meanwhile).
-remount_after snapshot-done
-echo "share mounted again"
+for s in 1 2; do
+    # Some traffic before each snapshot: two progress lines (100 iterations).
+    ohca_poll 120 eval '[ "$(progress)" -ge $((2 * s)) ]' ||
+        fail "no traffic before snapshot $s: $(tail -n 3 /tmp/cli.log)"
+    kill -0 $cli 2>/dev/null || fail "the client ended before snapshot $s"
+    echo "before snapshot $s: $(progress) progress lines"
+    mark traffic$s
+    umount /share || fail "cannot unmount the share"
+    echo "share unmounted"
+    # The host saves and loads this VM now (the guest's clock stops meanwhile).
+    remount_after snapshot$s-done
+    echo "share mounted again"
+done
 wait $cli
 rc=$?
 cat /tmp/cli.log
@@ -144,6 +148,26 @@ def hmp(vm, cmd, timeout=300):
     return vm.qmp.execute("human-monitor-command", timeout=timeout, **{"command-line": cmd})
 
 
+def _savevm(vm0, vm1, tag):
+    """Stops both VMs and saves vm0 as TAG once its guest has unmounted the
+    share (until then savevm is refused: 9p's migration blocker); returns
+    the attempts. Both stay stopped."""
+    deadline = time.monotonic() + 60
+    attempts = 0
+    while True:
+        attempts += 1
+        vm1.qmp.execute("stop")
+        vm0.qmp.execute("stop")
+        out = hmp(vm0, f"savevm {tag}")
+        if not out.strip():
+            return attempts
+        vm0.qmp.execute("cont")
+        vm1.qmp.execute("cont")
+        if time.monotonic() > deadline:
+            raise HarnessError(f"savevm refused: {out}")
+        time.sleep(0.5)
+
+
 def test_snapshot_round_trip_during_rc_traffic(vm_cluster):
     # restored from the pool's two VMs (boot images) where it can: a savevm
     # and loadvm of a restored VM, and a boot fewer
@@ -152,39 +176,36 @@ def test_snapshot_round_trip_during_rc_traffic(vm_cluster):
     vm0, vm1 = c[0], c[1]
     vm1.wait_mark("listening", timeout=600)
     vm0.post("go")
-    vm0.wait_mark("traffic", timeout=300)
-    # Until the guest has unmounted the share, savevm is refused (9p's
-    # migration blocker); then both stop, vm0 is saved and loaded.
-    deadline = time.monotonic() + 60
-    attempts = 0
-    while True:
-        attempts += 1
-        vm1.qmp.execute("stop")
-        vm0.qmp.execute("stop")
-        out = hmp(vm0, "savevm ohca-snap")
-        if not out.strip():
-            break
-        vm0.qmp.execute("cont")
-        vm1.qmp.execute("cont")
-        if time.monotonic() > deadline:
-            raise HarnessError(f"savevm refused: {out}")
-        time.sleep(0.5)
+    # Snapshot 1: saved and loaded by the running QEMU (HMP loadvm).
+    vm0.wait_mark("traffic1", timeout=300)
+    attempts = _savevm(vm0, vm1, "ohca-snap1")
     t = time.monotonic()
-    out = hmp(vm0, "loadvm ohca-snap")
+    out = hmp(vm0, "loadvm ohca-snap1")
     assert not out.strip(), f"loadvm: {out}"
     load_s = time.monotonic() - t
     vm0.qmp.execute("cont")
     vm1.qmp.execute("cont")
-    vm0.post("snapshot-done")
+    vm0.post("snapshot1-done")
+    # Snapshot 2: vm0's QEMU quits and a new process starts from the
+    # snapshot (-loadvm at start), its device state from the disk only.
+    vm0.wait_mark("traffic2", timeout=300)
+    _savevm(vm0, vm1, "ohca-snap2")
+    restart_s = vm0.restart_from_snapshot("ohca-snap2")
+    vm0.qmp.execute("cont")
+    vm1.qmp.execute("cont")
+    vm0.post("snapshot2-done")
     results = c.wait(900)
     assert_ok(results)
     for r in results:
         assert "ohca_rc_integrity: PASS" in r.output, r.report()
-    # The snapshot fell in the middle of the traffic: the client had not
-    # gone far before it (a progress line every 50 iterations).
-    m = re.search(r"^before the snapshot: (\d+) progress lines", results[0].output, re.M)
-    assert m and int(m.group(1)) < ITERS // 50 // 2, results[0].report()
-    print(f"savevm after {attempts} attempt(s), loadvm took {load_s:.1f} s")
+    # Both snapshots fell in the middle of the traffic: the client had not
+    # gone far before the first, nor finished before the second (a progress
+    # line every 50 iterations).
+    before = dict(re.findall(r"^before snapshot (\d): (\d+) progress lines", results[0].output, re.M))
+    assert int(before.get("1", ITERS)) < ITERS // 50 // 2, results[0].report()
+    assert int(before.get("2", ITERS)) < ITERS // 50, results[0].report()
+    print(f"savevm after {attempts} attempt(s), loadvm took {load_s:.1f} s, "
+          f"-loadvm at start {restart_s:.1f} s")
 
 
 # Live migration (docs/migration.md): vm0 moves to a new QEMU process
