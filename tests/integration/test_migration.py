@@ -542,7 +542,8 @@ def test_live_migration_during_rc_traffic(vm_cluster):
             vm1.post(f"stopped-{i}")
             vm0.post(f"migrated-{i}")
             figures.append(f)
-            print(f"migration {i}/{MIGRATIONS}: downtime {f['downtime_ms']} ms, total "
+            print(f"migration {i}/{MIGRATIONS}: downtime {f['downtime_ms']} ms (the destination "
+                  f"ran {f['resume_ms']} ms after the source completed), total "
                   f"{f['total_ms']} ms, {f['ram_mb']:.0f} MiB sent, started after "
                   f"{f['attempts']} attempt(s)", flush=True)
         # The peer's servers are checked before vm0 stops its clients.
@@ -567,11 +568,15 @@ def test_live_migration_during_rc_traffic(vm_cluster):
     # migration i to the first that ended after it.
     nvme_io = {int(i): int(ms) for i, ms in
                re.findall(r"^NVME_MIGRATION (\d+) longest I/O (\d+) ms", results[0].output, re.M)}
+    # QEMU's downtime ends when the source has sent its last byte; the VM
+    # stands still until the destination has loaded it and runs
+    # (resume_ms, harness/migration.py): the peer's wait starts from that.
     for i, f in enumerate(figures, 1):
-        limit = f["downtime_ms"] + RTO_MS
+        still = f["downtime_ms"] + f["resume_ms"]
+        limit = still + RTO_MS
         io = f", NVMe's longest I/O {nvme_io.get(i, 'unknown')} ms" if MIG_NVME else ""
-        print(f"migration {i}: downtime {f['downtime_ms']} ms, the peer's longest gap "
-              f"{gaps.get(i, 'unknown')} ms (goal: at most {limit:.0f} ms){io}")
+        print(f"migration {i}: downtime {f['downtime_ms']} ms, standing still {still} ms, the "
+              f"peer's longest gap {gaps.get(i, 'unknown')} ms (goal: at most {limit:.0f} ms){io}")
     print(f"the peer's longest gap {max(gaps.values(), default=-1)} ms")
     # UD: what the sender's perftest reported completed, what the
     # receiver's reported received, and what vm1's device dropped for want
@@ -593,6 +598,8 @@ def test_live_migration_during_rc_traffic(vm_cluster):
     print("the wire's sockets dropped " +
           ", ".join(f"{vm.name} {socket_drops(vm.netdev_sock)}" for vm in c.vms
                     if vm.netdev_sock is not None))
+    print(f"the VM stood still at most "
+          f"{max(f['downtime_ms'] + f['resume_ms'] for f in figures)} ms")
     print(f"migrations {passed}/{MIGRATIONS} passed, cq errors {failed}, bytes verified "
           f"{verified}, max downtime {max(f['downtime_ms'] for f in figures)} ms")
     if not (all(r.ok for r in results) and passed == MIGRATIONS and failed == 0):
