@@ -21,7 +21,8 @@ MIGRATE_RUN = 300
 
 def migrate(vm):
     """Migrates vm; returns QEMU's figures: status, downtime_ms, total_ms,
-    setup_ms, ram_mb and attempts. Only datagram wires qualify (dgram,
+    setup_ms, ram_mb and attempts, and resume_ms (_resumed): the VM stands
+    still for downtime_ms + resume_ms. Only datagram wires qualify (dgram,
     faulty, and the switch wire of a migratable cluster, whose ports are
     datagram socket pairs; the switch stays, the peer is its port): the
     peers' frames reach whichever process runs the VM, while a stream
@@ -40,6 +41,7 @@ def migrate(vm):
         dq.execute("migrate-incoming", uri=uri)
         attempts = _start(vm, uri)
         info = _finish(vm, dest)
+        resume_ms = _resumed(vm, dq, dest)
     except BaseException:
         _kill(dest, log_f)
         raise
@@ -52,7 +54,8 @@ def migrate(vm):
     ram = info.get("ram", {})
     return {"status": info.get("status"), "downtime_ms": info.get("downtime"),
             "total_ms": info.get("total-time"), "setup_ms": info.get("setup-time"),
-            "ram_mb": ram.get("transferred", 0) / (1 << 20), "attempts": attempts}
+            "ram_mb": ram.get("transferred", 0) / (1 << 20), "attempts": attempts,
+            "resume_ms": resume_ms}
 
 def restart_from_snapshot(vm, tag):
     """Ends vm's QEMU and starts a new process of it with -loadvm TAG
@@ -156,6 +159,25 @@ def _start(vm, uri):
     _, attempts = _retry(lambda: vm.qmp.execute("migrate", uri=uri), _blocked, MIGRATE_START, 0.3,
                          lambda e: f"{vm.name}: migration refused for {MIGRATE_START} s: {e}")
     return attempts
+
+
+def _resumed(vm, qmp, proc, timeout=60):
+    """Milliseconds from the source's completion (as _finish saw it, within
+    its 0.1 s poll) until the destination runs the VM. QEMU's downtime
+    ends on the source, when it has sent its last byte; the destination
+    then still reads and loads the rest of the stream (the devices' state
+    comes last) and starts the vCPUs, the VM standing still meanwhile."""
+    t0 = time.monotonic()
+    while True:
+        if qmp.execute("query-status").get("status") == "running":
+            return round((time.monotonic() - t0) * 1000)
+        if proc.poll() is not None:
+            raise HarnessError(f"{vm.name}: the destination QEMU exited ({proc.returncode}) "
+                               f"after the migration; see {vm.logdir}/qemu.log")
+        if time.monotonic() - t0 > timeout:
+            raise HarnessError(f"{vm.name}: the destination does not run {timeout} s "
+                               f"after the migration completed")
+        time.sleep(0.01)
 
 
 def _finish(vm, dest):
