@@ -13,7 +13,7 @@
 #
 # Bookworm's guest kernel and test suite are the host's; another release's
 # come from its build chroot (tests/vm/chroot.sh), whose /boot holds the
-# kernel and initrd the VMs boot, and whose tree (debootstrapped with the
+# kernel and initrd the VMs boot, and whose tree (bootstrapped with the
 # guest packages as well) the image is a copy of.
 #
 # Usage: mkrootfs.sh              build unless cached
@@ -157,7 +157,7 @@ say "  $suite, guest kernel $kver, rdma-core tests from ${kroot:-the host} ($rdm
 say "  mirror: ${mirror:-debootstrap default}"
 say "  packages: $packages"
 if [ -n "$kroot" ]; then
-	# Another release: its build chroot was debootstrapped with the guest's
+	# Another release: its build chroot was bootstrapped with the guest's
 	# packages too (tests/vm/chroot.sh), so the image is a copy of that tree
 	# (a second debootstrap of the same release cost 10-25 minutes cold).
 	# It carries the chroot's compiler and kernel headers besides.
