@@ -66,6 +66,8 @@ while read -r server cmd; do
 		t0=$SECONDS
 		if ohca_poll 60 item_ready "$port" "$srv"; then
 			echo "ITEM $i: server ready after $((SECONDS - t0)) s"
+			# which listener (rdma_cm), for a client that is turned away
+			rdma resource show cm_id 2>/dev/null | grep "state LISTEN" | sed "s/^/ITEM $i: /"
 		else
 			echo "ITEM $i: the server did not listen within 60 s"
 		fi
