@@ -64,12 +64,14 @@ while read -r server cmd; do
 		timeout 120 bash -c "$scmd" > /tmp/out.log 2>&1 &
 		srv=$!
 		t0=$SECONDS
-		if ohca_poll 60 item_ready "$port" "$srv"; then
+		if ! ohca_poll 60 item_ready "$port" "$srv"; then
+			echo "ITEM $i: the server did not listen within 60 s"
+		elif ! kill -0 "$srv" 2>/dev/null; then
+			echo "ITEM $i: the server exited after $((SECONDS - t0)) s, before it listened"
+		else
 			echo "ITEM $i: server ready after $((SECONDS - t0)) s"
 			# which listener (rdma_cm), for a client that is turned away
 			rdma resource show cm_id 2>/dev/null | grep "state LISTEN" | sed "s/^/ITEM $i: /"
-		else
-			echo "ITEM $i: the server did not listen within 60 s"
 		fi
 		ohca_barrier "ready$i" 300 || echo "ITEM $i: the peer did not get ready within 300 s"
 		wait "$srv"
@@ -126,9 +128,10 @@ def ipv6_addrs(output):
 
 def ready_waits(output):
     """{item: seconds} the server VM waited for each of its servers to
-    listen (None: it did not within 60 s), from its output."""
+    listen (None: it did not within 60 s, or exited first), from its output."""
     waits = {}
-    for m in re.finditer(r"^ITEM (\d+): (?:server ready after (\d+) s|the server did not listen)",
+    for m in re.finditer(r"^ITEM (\d+): (?:server ready after (\d+) s|the server did not listen"
+                         r"|the server exited)",
                          output, re.M):
         waits[int(m.group(1))] = int(m.group(2)) if m.group(2) else None
     return waits
