@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -80,6 +81,16 @@ struct Fabric {
         Packet pkt;
         EXPECT_EQ(parse(p1.data.back(), pkt), PacketError::Ok);
         return Smp::read(mad_of(p1.data.back()));
+    }
+    // PortInfo of 'port' as the SM reads it, changed by 'edit' and Set
+    // (PortState NoChange unless 'edit' sets one); the reply's status.
+    uint16_t edit_port_info(uint8_t port, const std::function<void(PortInfo &)> &edit) {
+        PortInfo pi = PortInfo::read(sm(dr_smp(method::Get, attr::PortInfo, port, {1})).data);
+        pi.port_state = port_state::NoChange;
+        edit(pi);
+        SmpData d{};
+        pi.write(d);
+        return sm(dr_smp(method::Set, attr::PortInfo, port, {1}, d)).status();
     }
     // What an SM does: the switch's LID 1, LFT: LID 1+p -> port p, every
     // port Armed then Active.
@@ -496,12 +507,7 @@ TEST(Switch, TrapToTheSmOnLinkChange) {
     f.connect_all();
     f.program();
     // The SM (LID 2, behind port 1) tells the switch where it is.
-    SmpData d{};
-    PortInfo pi = PortInfo::read(f.sm(dr_smp(method::Get, attr::PortInfo, 0, {1})).data);
-    pi.port_state = port_state::NoChange;
-    pi.master_sm_lid = 2;
-    pi.write(d);
-    EXPECT_EQ(f.sm(dr_smp(method::Set, attr::PortInfo, 0, {1}, d)).status(), 0);
+    EXPECT_EQ(f.edit_port_info(0, [](PortInfo &pi) { pi.master_sm_lid = 2; }), 0);
     f.peer(1).data.clear();
     f.sw->disconnect(3, 0);
     f.pump();
@@ -527,27 +533,26 @@ TEST(Switch, TrapToTheSmWhenAPortIsSetDown) {
     Fabric f(3);
     f.connect_all();
     f.program();
-    SmpData d{};
-    PortInfo pi = PortInfo::read(f.sm(dr_smp(method::Get, attr::PortInfo, 0, {1})).data);
-    pi.port_state = port_state::NoChange;
-    pi.master_sm_lid = 2;
-    pi.master_sm_sl = 0;
-    pi.write(d);
-    EXPECT_EQ(f.sm(dr_smp(method::Set, attr::PortInfo, 0, {1}, d)).status(), 0);
-    for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(f.edit_port_info(0, [](PortInfo &pi) { pi.master_sm_lid = 2; }), 0);
+    // A Set of port 3: what came back to the SM's port (the reply, a trap).
+    auto set_port3 = [&f](const PortInfo &q) {
+        SmpData d{};
+        q.write(d);
         f.peer(1).data.clear();
+        f.peer(1).send_raw(framed(smp_frame(dr_smp(method::Set, attr::PortInfo, 3, {1}, d))), 0);
+        f.pump();
+        return f.peer(1).data;
+    };
+    PortInfo pi;
+    for (int round = 0; round < 2; ++round) {
         pi = PortInfo::read(f.sm(dr_smp(method::Get, attr::PortInfo, 3, {1})).data);
         EXPECT_EQ(pi.port_state, port_state::Active);
         pi.port_state = port_state::Down;
         pi.phys_state = phys_state::NoChange;
-        pi.write(d);
-        // The reply and the trap both come back to the SM's port.
-        f.peer(1).data.clear();
-        f.peer(1).send_raw(framed(smp_frame(dr_smp(method::Set, attr::PortInfo, 3, {1}, d))), 0);
-        f.pump();
-        ASSERT_EQ(f.peer(1).data.size(), 2u) << round;
+        const auto back = set_port3(pi);
+        ASSERT_EQ(back.size(), 2u) << round;
         std::vector<uint8_t> fr;
-        for (const auto &got : f.peer(1).data) {
+        for (const auto &got : back) {
             const Smp m = Smp::read(mad_of(got));
             if (m.hdr.method == method::GetResp) {
                 EXPECT_EQ(m.status(), 0);
@@ -583,22 +588,15 @@ TEST(Switch, TrapToTheSmWhenAPortIsSetDown) {
         // Retrained to Init; the SM activates it again (no trap for that).
         pi = PortInfo::read(f.sm(dr_smp(method::Get, attr::PortInfo, 3, {1})).data);
         EXPECT_EQ(pi.port_state, port_state::Init);
-        pi.port_state = port_state::Armed;
-        pi.write(d);
-        EXPECT_EQ(f.sm(dr_smp(method::Set, attr::PortInfo, 3, {1}, d)).status(), 0);
-        pi.port_state = port_state::Active;
-        pi.write(d);
-        EXPECT_EQ(f.sm(dr_smp(method::Set, attr::PortInfo, 3, {1}, d)).status(), 0);
+        for (uint8_t st : {port_state::Armed, port_state::Active}) {
+            EXPECT_EQ(f.edit_port_info(3, [st](PortInfo &q) { q.port_state = st; }), 0);
+        }
         EXPECT_EQ(f.sw->stats(0).traps_sent, static_cast<uint64_t>(round + 1));
     }
     // Disabled: Down for good, and a trap.
     pi.port_state = port_state::NoChange;
     pi.phys_state = phys_state::Disabled;
-    pi.write(d);
-    f.peer(1).data.clear();
-    f.peer(1).send_raw(framed(smp_frame(dr_smp(method::Set, attr::PortInfo, 3, {1}, d))), 0);
-    f.pump();
-    EXPECT_EQ(f.peer(1).data.size(), 2u); // the reply and the trap
+    EXPECT_EQ(set_port3(pi).size(), 2u); // the reply and the trap
     EXPECT_EQ(PortInfo::read(f.sm(dr_smp(method::Get, attr::PortInfo, 3, {1})).data).port_state,
               port_state::Down);
     EXPECT_EQ(f.sw->stats(0).traps_sent, 3u);
