@@ -331,7 +331,12 @@ fio_loop() {
     local n=0 dev
     renice -n 10 -p $BASHPID >/dev/null
     modprobe nvme-rdma || { echo "fio: FAIL: modprobe nvme-rdma"; exit 1; }
-    nvme connect -t rdma -a "$OHCA_PEER_IP" -s 4420 -n @NQN@ -i 2 || { echo "fio: FAIL: nvme connect"; exit 1; }
+    # -k 30: the keep-alive timeout (the fabrics default is 5 s). A
+    # keep-alive is an admin command whose round trip needs both VMs'
+    # one vCPU; on a host at load 25 it took 6.6 s, and past the timeout
+    # the host tears its queues down and reconnects (docs/migration.md).
+    nvme connect -t rdma -a "$OHCA_PEER_IP" -s 4420 -n @NQN@ -i 2 -k 30 ||
+        { echo "fio: FAIL: nvme connect"; exit 1; }
     ohca_poll 60 nvme_dev >/dev/null || { echo "fio: FAIL: no namespace"; exit 1; }
     dev=$(nvme_dev)
     echo "fio: /dev/$dev transport $(cat /sys/block/$dev/device/transport)"
@@ -340,7 +345,7 @@ fio_loop() {
         fio --name=mig --filename=/dev/$dev --direct=1 --ioengine=libaio --iodepth=8 \
             --rw=randwrite --bsrange=4k-128k --size=4M --randseed=$n --verify=crc32c \
             --verify_fatal=1 --output-format=json --output=/tmp/fio-pass.json \
-            >/tmp/fio-err.log 2>&1 || { cat /tmp/fio-err.log /tmp/fio-pass.json | tail -n 20; echo "fio: FAIL: pass $n"; exit 1; }
+            >/tmp/fio-err.log 2>&1 || { cat /tmp/fio-err.log /tmp/fio-pass.json | tail -n 20; dmesg | grep -i nvme | tail -n 20; echo "fio: FAIL: pass $n"; exit 1; }
         python3 -c '
 import json, sys
 j = json.load(open("/tmp/fio-pass.json"))["jobs"][0]
@@ -348,6 +353,8 @@ assert j["error"] == 0, j["error"]
 assert j["write"]["io_bytes"] > 0 and j["read"]["io_bytes"] > 0, (j["write"]["io_bytes"], j["read"]["io_bytes"])
 print("fio: pass %s verified, longest I/O ms %.0f" % (sys.argv[1], max(j["write"]["clat_ns"]["max"], j["read"]["clat_ns"]["max"]) / 1e6))
 ' $n || { echo "fio: FAIL: pass $n"; exit 1; }
+        # the host's NVMe messages (timeouts, resets) reach the share with the logs
+        dmesg | grep -i nvme | tail -n 40 >/tmp/nvme-dmesg.log
     done
     nvme disconnect -n @NQN@ >/dev/null || { echo "fio: FAIL: nvme disconnect"; exit 1; }
     echo "fio: $n passes, disconnected"
