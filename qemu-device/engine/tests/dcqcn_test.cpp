@@ -568,9 +568,8 @@ TEST_F(DcqcnWire, PacedPacketsRunNoAckTimer) {
         int data = 0;
         std::vector<ohca_cqe> sc;
         for (int i = 0; i < 400 && sc.empty(); ++i) {
-            pump(a, b, [&](bool from_a, std::vector<uint8_t> &) {
-                return from_a && data++ == lose;
-            });
+            pump(a, b,
+                 [&](bool from_a, std::vector<uint8_t> &) { return from_a && data++ == lose; });
             sc = a.poll(side[0].scq);
             if (sc.empty()) {
                 EXPECT_GT(a.host.timer, a.host.now); // waiting on a timer, not spinning
