@@ -1,7 +1,7 @@
 """Client/server runs between two VMs, shared by test_conformance.py and
 test_interop.py. Each VM walks the same list of items; item i is served by
-the VM the item names, the other connects (retrying until the server
-listens) to a TCP port of item i's own, so a client never meets another
+the VM the item names, the other connects, once the server listens (a
+second barrier), to a TCP port of item i's own, so a client never meets another
 item's server, and both VMs meet at a barrier before each item, so one
 failed item leaves the rest of the list in step. An item is one command
 for both sides (the client's gets the server's IPv4 address appended) or
@@ -28,6 +28,15 @@ ohca_poll 30 ohca_gid_index >/dev/null || { echo "no RoCE v2 GID for $OHCA_IP"; 
 gid=$(ohca_gid_index)
 echo "GID index $gid on $OHCA_IBDEV"
 {ipv6}ohca_barrier up || exit 1
+# PORT PID: the item's server listens: on its TCP port (pingpongs, perftest,
+# UCX), with an rdma_cm ID (rping, udaddy, rcopy, perftest -R, ...), or as
+# mckey's receiver, once it has joined; or it has exited already
+item_ready() {
+	kill -0 "$2" 2>/dev/null || return 0
+	ss -Hltn "sport = :$1" | grep -q . ||
+		rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN" ||
+		grep -q "receiving data transfers" /tmp/out.log
+}
 i=0
 while read -r server cmd; do
 	i=$((i + 1))
@@ -36,7 +45,8 @@ while read -r server cmd; do
 	cmd=${cmd//\{gid\}/$gid}
 	cmd=${cmd//\{gid6\}/$gid6}
 	cmd=${cmd//\{gid6g\}/$gid6g}
-	cmd=${cmd//\{port\}/$((18600 + i))}
+	port=$((18600 + i))
+	cmd=${cmd//\{port\}/$port}
 	cmd=${cmd//\{addr\}/$server_ip}
 	cmd=${cmd//\{self\}/$OHCA_IP}
 	# "server command | client command", or one command for both (the
@@ -46,10 +56,23 @@ while read -r server cmd; do
 	# both VMs start item i together, whatever became of item i-1 (a
 	# failed item must not throw the two out of step for the rest)
 	ohca_barrier "item$i" 300 || echo "ITEM $i: the peer did not reach the item within 300 s"
+	# the client starts once the server listens (barrier "ready$i"): a
+	# client that comes first is refused or rejected and retries, and a
+	# retry has crashed (rxe's ib_send_bw -R, a general protection fault
+	# in librdmacm at load 25)
 	if [ "$server" = "$OHCA_VM_INDEX" ]; then
-		timeout 120 bash -c "$scmd" > /tmp/out.log 2>&1
+		timeout 120 bash -c "$scmd" > /tmp/out.log 2>&1 &
+		srv=$!
+		t0=$SECONDS
+		if ohca_poll 60 item_ready "$port" "$srv"; then
+			echo "ITEM $i: server ready after $((SECONDS - t0)) s"
+		else
+			echo "ITEM $i: the server did not listen within 60 s"
+		fi
+		ohca_barrier "ready$i" 300 || echo "ITEM $i: the peer did not get ready within 300 s"
+		wait "$srv"
 	else
-		sleep 1
+		ohca_barrier "ready$i" 300 || echo "ITEM $i: the server did not get ready within 300 s"
 		ohca_retry 40 timeout 120 bash -c "$cmd $peer" > /tmp/out.log 2>&1
 	fi
 	rc=$?
@@ -99,6 +122,16 @@ def ipv6_addrs(output):
             for m in re.finditer(r"^IPV6 (link|global) (\S+) ", output, re.M)}
 
 
+def ready_waits(output):
+    """{item: seconds} the server VM waited for each of its servers to
+    listen (None: it did not within 60 s), from its output."""
+    waits = {}
+    for m in re.finditer(r"^ITEM (\d+): (?:server ready after (\d+) s|the server did not listen)",
+                         output, re.M):
+        waits[int(m.group(1))] = int(m.group(2)) if m.group(2) else None
+    return waits
+
+
 def parse(output):
     """({item: exit code}, {item: its output lines}) from one VM's output."""
     rcs, outs = {}, {}
@@ -117,6 +150,6 @@ RCOPY = ("seq 300000 >/tmp/rc.src; rcopy -p {port} & p=$!;"
          " for i in $(seq 90); do cmp -s /tmp/rc.src /tmp/rc.dst && break; sleep 1; done;"
          " kill $p; cmp /tmp/rc.src /tmp/rc.dst && echo RCOPY_COMPARED"
          " | seq 300000 >/tmp/rc.src; rcopy /tmp/rc.src {addr}:/tmp/rc.dst -p {port}")
-MCKEY = ("mckey -m 239.1.2.4 -b {addr} -C 10 -S 512"
+MCKEY = ("stdbuf -oL mckey -m 239.1.2.4 -b {addr} -C 10 -S 512"
          " | sleep 3; mckey -m 239.1.2.4 -b {self} -s -C 10 -S 512")
 

@@ -184,8 +184,10 @@ cat > /tmp/pkey_send.py <<'EOF'
 # UD SENDs on one P_Key index: pkey_send.py DEV DLID PKEY_INDEX COUNT
 import sys
 import time
+sys.path.insert(0, "/share")
+from ohca_pyverbs import verbs_enums
 import pyverbs.device as d
-import pyverbs.enums as e
+e = verbs_enums()
 from pyverbs.addr import AH, AHAttr
 from pyverbs.cq import CQ
 from pyverbs.mr import MR

@@ -163,15 +163,37 @@ def matrix(items, results):
 def test_interop_matrix(interop_run):
     items, results, _, wall, _ = interop_run
     rows, table = matrix(items, results)
+    waits = {**peer_runs.ready_waits(results[0].output), **peer_runs.ready_waits(results[1].output)}
+    slow = sorted(i for i, w in waits.items() if w is None)
+    longest = max((w for w in waits.values() if w is not None), default=0)
     header = (f"ohca (vm0) <-> rdma_rxe (vm1), {time.strftime('%Y-%m-%d')}, "
-              f"TCG, dgram wire, eth0 MTU 9000; run took {wall:.0f} s\n\n")
+              f"TCG, dgram wire, eth0 MTU 9000; run took {wall:.0f} s; "
+              f"servers listening after at most {longest} s"
+              + (f", not seen listening in cells {slow}" if slow else "") + "\n\n")
     out = os.path.join(ohcavm.TOP, "build/test-logs/interop-matrix.md")
     with open(out, "w") as f:
         f.write(header + table + "\n")
     print("\n" + header + table)
     assert_ok(results)
     failed = [r for r in rows if not r[4]]
-    assert not failed, f"failed cells: {failed}\n{results[0].report()}\n{results[1].report()}"
+    assert not failed, (f"failed cells: {failed}\n" + cell_outputs(items, rows, results)
+                        + f"\n{results[0].report()}\n{results[1].report()}")
+
+
+def cell_outputs(items, rows, results):
+    """Both sides' output of each failed cell: a VM's report holds only the
+    end of a matrix's output, and a cell fails on either side."""
+    parsed = [peer_runs.parse(r.output) for r in results]
+    text = []
+    for i, ((server, *_), row) in enumerate(zip(items, rows), 1):
+        if row[4]:
+            continue
+        text.append(f"--- cell {i}: {row[0]} MTU {row[2]}, {row[3]}")
+        for vm, (rcs, outs) in enumerate(parsed):
+            role = "server" if vm == server else "client"
+            text.append(f"  vm{vm} ({role}) rc={rcs.get(i)}:")
+            text += ["    " + line for line in outs.get(i, "(no output)").splitlines()]
+    return "\n".join(text)
 
 
 def test_interop_wire_conformance(interop_run):

@@ -295,7 +295,9 @@ def kernel_has(option):
 # kernel itself holds at the end.
 EXHAUST_PY = r'''
 import errno, re, sys, time
-import pyverbs.enums as e
+sys.path.insert(0, "/share")
+from ohca_pyverbs import verbs_enums
+e = verbs_enums()
 from pyverbs.cq import CQ
 from pyverbs.device import Context
 from pyverbs.mr import MR

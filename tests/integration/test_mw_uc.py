@@ -27,6 +27,7 @@ ibv_devinfo -v -d "$OHCA_IBDEV" | grep -E "max_mw|MEM_WINDOW"
 
 # The suite's cases for this feature, by name (unittest -k selects).
 SUITE_CASES = ("MWTest", "test_create_uc", "test_query_uc")
+# rdma-core 44's count (56 has the same); 65 adds test_mw_ex_type1: 13
 SUITE_RAN = 7 + 5
 
 SUITE = rf"""
@@ -101,11 +102,11 @@ def check_devinfo(text):
 
 def check_suite(text):
     ran = re.search(r"^Ran (\d+) tests?", text, re.M)
-    assert ran and int(ran.group(1)) == SUITE_RAN, text
+    assert ran and int(ran.group(1)) >= SUITE_RAN, text
     # "name (id) ... ok", the "... ok" on a line of its own after a docstring
     passed = re.findall(r"\.\.\. ok$", text, re.M)
     # all of them: the provider has create_qp_ex, so none may skip
-    assert len(passed) == SUITE_RAN, text
+    assert len(passed) == int(ran.group(1)), text
     for name in ("test_mw_type2_invalidate_remote", "test_create_uc_qp_no_attr",
                  "test_create_uc_qp_with_attr"):
         assert re.search(rf"^{name} \(.*\n?.*\.\.\. ok$", text, re.M), (name, text)

@@ -105,7 +105,9 @@ sys.argv = sys.argv[:1]
 SourceFileLoader("tests", os.path.join(os.getcwd(), "__init__.py")).load_module()
 from tests.base import RCResources
 import tests.utils as u
-import pyverbs.enums as e
+sys.path.insert(0, "/share")
+from ohca_pyverbs import verbs_enums
+e = verbs_enums()
 dev = os.environ["OHCA_IBDEV"]
 """
 

@@ -13,6 +13,7 @@
 #include "ib/link.hpp"
 #include "ib_sm.hpp"
 #include "rdma_node.hpp"
+#include "ud_qp.hpp"
 
 #include <gtest/gtest.h>
 
@@ -391,82 +392,6 @@ TEST_F(RcSnapshot, TimersTravelAsTimeLeft) {
 }
 
 // ---- UD, SRQ, XRC ------------------------------------------------------------------
-
-constexpr uint32_t kQkey = 0x11111111;
-
-struct UdQp {
-    QpInfo q;
-    uint32_t pd = 0;
-    CqInfo scq, rcq;
-    uint64_t buf = 0;
-    uint32_t key = 0;
-};
-
-UdQp make_ud(RdmaNode &n) {
-    UdQp u;
-    u.pd = n.create_pd();
-    u.scq = n.create_cq(8);
-    u.rcq = n.create_cq(8);
-    u.q.sq_size = 64;
-    u.q.rq_size = 64;
-    u.q.sq_stride = 256;
-    u.q.rq_stride = 64;
-    u.q.sq = n.alloc(uint64_t{u.q.sq_size} * u.q.sq_stride);
-    u.q.rq = n.alloc(uint64_t{u.q.rq_size} * u.q.rq_stride);
-    u.buf = n.alloc(1 << 16);
-    u.key = n.reg_mr(u.pd, u.buf, 1 << 16, OHCA_ACCESS_LOCAL_WRITE);
-    ohca_create_qp_in in{};
-    in.type = OHCA_QPT_UD;
-    in.sq_log_size = 6;
-    in.rq_log_size = 6;
-    in.sq_log_stride = 8;
-    in.rq_log_stride = 6;
-    in.pdn = u.pd;
-    in.send_cqn = u.scq.cqn;
-    in.recv_cqn = u.rcq.cqn;
-    in.max_inline = 128;
-    in.sq_pbl = n.make_pbl(u.q.sq, uint64_t{u.q.sq_size} * u.q.sq_stride);
-    in.rq_pbl = n.make_pbl(u.q.rq, uint64_t{u.q.rq_size} * u.q.rq_stride);
-    ohca_create_out o{};
-    EXPECT_EQ(n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status, OHCA_STATUS_OK);
-    u.q.qpn = o.handle;
-    ohca_qp_attr at{};
-    at.qp_state = OHCA_QPS_INIT;
-    at.qkey = kQkey;
-    EXPECT_EQ(
-        n.modify(u.q.qpn, OHCA_QP_STATE | OHCA_QP_PKEY_INDEX | OHCA_QP_PORT | OHCA_QP_QKEY, at)
-            .status,
-        OHCA_STATUS_OK);
-    at = {};
-    at.qp_state = OHCA_QPS_RTR;
-    EXPECT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE, at).status, OHCA_STATUS_OK);
-    at.qp_state = OHCA_QPS_RTS;
-    EXPECT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN, at).status, OHCA_STATUS_OK);
-    return u;
-}
-
-void post_ud(RdmaNode &n, UdQp &u, const RdmaNode &peer, uint32_t dqpn, uint64_t wr_id,
-             uint64_t addr, uint32_t len) {
-    const uint64_t at = u.q.sq + uint64_t{u.q.sq_pi % u.q.sq_size} * u.q.sq_stride;
-    ohca_send_wqe w{};
-    w.wr_id = wr_id;
-    w.opcode = OHCA_WR_SEND;
-    w.flags = OHCA_WQE_SIGNALED;
-    w.num_sge = 1;
-    ohca_ud_seg seg{};
-    std::copy(peer.gid.begin(), peer.gid.end(), seg.av.dgid);
-    std::copy(peer.mac.begin(), peer.mac.end(), seg.av.dmac);
-    seg.av.vlan_id = 0xffff;
-    seg.av.hop_limit = 64;
-    seg.av.network_type = OHCA_NET_IPV4;
-    seg.remote_qpn = dqpn;
-    seg.qkey = kQkey;
-    n.host.put(at + OHCA_UD_WQE_HDR_LEN, ohca_sge{addr, len, u.key});
-    n.host.put(at, w);
-    n.host.put(at + sizeof(w), seg);
-    ++u.q.sq_pi;
-    n.ring_sq(u.q);
-}
 
 // UD loses nothing it was given: what was on the wire at the save arrives
 // at the loaded engine (UD, unlike RC, does not recover a loss, so no

@@ -6,6 +6,7 @@
 // can costs bounded work per run and no memory, looped-back packets and an
 // unpaced port are not held, and the configuration is checked.
 #include "rdma_node.hpp"
+#include "ud_qp.hpp"
 
 #include <gtest/gtest.h>
 
@@ -179,6 +180,91 @@ TEST_F(TxPacerTest, AFloodCostsBoundedWorkAndNoMemory) {
     ohca_engine_process(a.e);
     a.process();
     EXPECT_FALSE(a.host.wire.empty());
+}
+
+// A UD QP that keeps its send queue full (its doorbells rung as QEMU rings
+// them, each giving it the first turn of a run) beside an RC WRITE on the
+// same paced port: the port's pace is shared between them turn by turn,
+// so neither starves. While the WRITE is under way each has at least a
+// third of the bytes on the wire. (The order of the QPs waiting for the
+// bucket once stayed the same at every refill: the first took it all.)
+TEST_F(TxPacerTest, UdFloodAndRcShareThePace) {
+    constexpr size_t kLen = 256 << 10;
+    constexpr uint32_t kUdLen = 1024;
+    constexpr uint8_t kUdSend = 0x64;
+    connect(kLen);
+    UdQp ua = make_ud(a);
+    UdQp ub = make_ud(b);
+    uint64_t ud_posted = 0;
+    uint64_t ud_done = 0;
+    auto flood = [&] {
+        ud_done += a.poll(ua.scq).size();
+        (void)b.poll(ub.rcq); // b posts no receive: its device drops them
+        while (ud_posted - ud_done < ua.q.sq_size) {
+            post_ud(a, ua, b, ub.q.qpn, ud_posted, ua.buf, kUdLen, true);
+            ++ud_posted;
+        }
+    };
+    flood();
+    a.process();
+    for (auto &f : a.host.wire) {
+        sent.emplace_back(a.host.now, f.size());
+    }
+    ASSERT_FALSE(a.host.wire.empty()) << "the flood has the bucket";
+    const size_t before = sent.size();
+    write(a, side[0], side[1], kLen, 1);
+    std::vector<ohca_cqe> cqes;
+    std::vector<std::vector<uint8_t>> frames; // what a sent from the WRITE on
+    run_until([&] {
+        for (const auto &f : a.host.wire) {
+            frames.push_back(f);
+        }
+        flood();
+        auto c = a.poll(side[0].scq);
+        cqes.insert(cqes.end(), c.begin(), c.end());
+        return !cqes.empty();
+    });
+    ASSERT_EQ(cqes.size(), 1u);
+    EXPECT_EQ(cqes[0].status, OHCA_CQE_SUCCESS);
+    ASSERT_GT(sent.size(), before);
+    uint64_t ud_bytes = 0;
+    uint64_t rc_bytes = 0;
+    for (const auto &f : frames) {
+        (opcode_of(f) == kUdSend ? ud_bytes : rc_bytes) += f.size() + 20;
+    }
+    const uint64_t all = ud_bytes + rc_bytes;
+    EXPECT_GE(rc_bytes * 3, all) << "RC " << rc_bytes << " of " << all;
+    EXPECT_GE(ud_bytes * 3, all) << "UD " << ud_bytes << " of " << all;
+    const auto st = a.stats();
+    EXPECT_EQ(st.rc_retrans_pkts, 0u);
+    EXPECT_EQ(st.rc_local_ack_timeouts, 0u);
+}
+
+// A doorbell rung while a QP waits for the bucket, after the refill but
+// before the timer's run (a host's timer is late): the waiting QP sends
+// first, the rung one at the next refill, not the other way round.
+TEST_F(TxPacerTest, ADoorbellWaitsItsTurnForThePace) {
+    constexpr uint8_t kUdSend = 0x64;
+    connect(1 << 20);
+    UdQp ua = make_ud(a);
+    UdQp ub = make_ud(b);
+    write(a, side[0], side[1], 1 << 20, 1);
+    a.process();
+    ASSERT_FALSE(a.host.wire.empty());
+    a.host.wire.clear(); // lost on the way; no matter here
+    const uint64_t wake = a.host.timer;
+    ASSERT_GT(wake, a.host.now) << "the WRITE waits for the bucket";
+    a.host.now = wake + 1'000'000; // the bucket full again, its timer not run yet
+    post_ud(a, ua, b, ub.q.qpn, 7, ua.buf, 512, true);
+    ASSERT_FALSE(a.host.wire.empty());
+    EXPECT_NE(opcode_of(a.host.wire.front()), kUdSend) << "the waiting WRITE goes first";
+    EXPECT_NE(opcode_of(a.host.wire.back()), kUdSend) << "the WRITE's turn took the bucket";
+    a.host.wire.clear();
+    ASSERT_GT(a.host.timer, a.host.now);
+    a.host.now = a.host.timer;
+    ohca_engine_process(a.e); // the refill: the UD QP's turn
+    ASSERT_FALSE(a.host.wire.empty());
+    EXPECT_EQ(opcode_of(a.host.wire.front()), kUdSend);
 }
 
 // Looped-back packets never touch the wire: not paced, with time frozen.

@@ -41,6 +41,8 @@ import sys
 import time
 import zlib
 
+from ohca_pyverbs import verbs_enums  # next to this script in /share
+
 RQ_PSN = 0x1000
 SQ_PSN = 0x2000
 FAKE_PEER_QPN = 0xabc
@@ -95,26 +97,6 @@ def reth(va, rkey, length):
 def gid_of(ip):
     a = socket.inet_aton(ip)
     return "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x" % tuple(a)
-
-
-def verbs_enums():
-    """pyverbs' IBV_* constants by name: module attributes of pyverbs.enums
-    up to rdma-core 56; rdma-core 65 has only pyverbs.libibverbs_enums,
-    where they are members of one enum class per C enum."""
-    try:
-        import pyverbs.enums as e
-        return e
-    except ImportError:
-        import enum
-        import types
-        import pyverbs.libibverbs_enums as le
-        ns = types.SimpleNamespace()
-        for cls in vars(le).values():
-            if isinstance(cls, type) and issubclass(cls, enum.Enum):
-                # (__members__: a flag enum's iteration skips aliases)
-                for name, member in cls.__members__.items():
-                    setattr(ns, name, member)
-        return ns
 
 
 def target(dev, gid_index, peer_ip, port):

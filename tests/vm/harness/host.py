@@ -158,7 +158,8 @@ def build_outputs(nic):
         if os.path.isfile(path):
             files[prog] = path
     # Guest scripts from tests/vm/guest.
-    files["ohca_hostile_peer.py"] = os.path.join(GUEST_DIR, "ohca_hostile_peer.py")
+    for script in ("ohca_hostile_peer.py", "ohca_pyverbs.py"):
+        files[script] = os.path.join(GUEST_DIR, script)
     # The firmware interface for guest-side Python tools (ohca-cmdtest),
     # generated from the headers; cheap, so brought up to date here (make
     # regenerates it only when a header is newer): a stale copy tested the

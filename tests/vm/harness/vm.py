@@ -254,10 +254,12 @@ class VM:
         except subprocess.CalledProcessError as e:
             raise HarnessError(f"qemu-img create {self.overlay}: {e.stderr.strip()}") from e
 
-    def qemu_argv(self, interactive=False, incoming=None):
-        """QEMU's command line. incoming: the QMP socket of a migration's
-        destination, which starts with -incoming defer and appends to the
-        source's console log."""
+    def qemu_argv(self, interactive=False, incoming=None, loadvm=None):
+        """QEMU's command line. incoming: the QMP socket of a second process
+        of this VM (a migration's destination, or with loadvm a process
+        that starts paused from that savevm snapshot of the disk), which
+        appends to the first's console log; a migration's destination
+        starts with -incoming defer."""
         c = self.cluster
         append = ("root=/dev/vda rw init=/sbin/ohca-init console=ttyS0 "
                   "net.ifnames=0 panic=-1 " + IOMMU_APPEND * c.iommu + c.append).strip()
@@ -307,7 +309,9 @@ class VM:
         else:
             dev = f"virtio-net-pci,id={NIC_ID},netdev={NETDEV_ID},mac={self.mac}"
         argv += ["-device", dev] + c.extra_args
-        if incoming:
+        if loadvm:
+            argv += ["-loadvm", loadvm, "-S"]
+        elif incoming:
             argv += ["-incoming", "defer"]
         elif self.restore:
             # the saved stream's file itself (start() opens it): QEMU reads
@@ -427,6 +431,11 @@ class VM:
     def migrate(self):
         """Live-migrates this VM to a new QEMU process (migration.py)."""
         return migration.migrate(self)
+
+    def restart_from_snapshot(self, tag):
+        """Ends this VM's QEMU and starts a new one, paused, with -loadvm
+        TAG (migration.py); returns the seconds that took."""
+        return migration.restart_from_snapshot(self, tag)
 
     def kill(self):
         if self.proc is None or self.proc.poll() is not None:

@@ -107,12 +107,14 @@ void RunLoop::update_timer() {
 // already ready: its packets are the ones the guest waits for. The QP
 // leaves the ready list for that visit and goes back to its end if it has
 // more, as in any round, so the list stays the one record of what has
-// work.
+// work. Not while QPs wait for the port's pace: the bucket's next tokens
+// are theirs in turn (a guest ringing its doorbell again and again would
+// take them all), so the run starts at the head of the list.
 void RunLoop::doorbell_run(Qp *rung, unsigned int budget) {
     in_run_ = false;
     if (rung != nullptr && rung->sched.ready && budget > 0 && status_.running()) {
         ++stats_.doorbell_runs;
-        run(rung, budget, DeviceLimits::doorbell_run_ns);
+        run(port_.pace_waiting() ? nullptr : rung, budget, DeviceLimits::doorbell_run_ns);
     } else if (status_.running() && (!port_.backlog_empty() || !ready_.empty())) {
         host_.schedule();
     }
@@ -120,7 +122,8 @@ void RunLoop::doorbell_run(Qp *rung, unsigned int budget) {
 
 // The frames received before the run, then the timers that expired, then
 // rounds of: the received frames, then one visit of each QP ready at the
-// start of the round (a QP that used its whole quantum goes to the back).
+// start of the round (a QP that used its whole quantum goes to the back;
+// the round ends early when the port's pace holds the data back).
 // The run ends when nothing is left or max_run_ns has passed; then it asks
 // to be scheduled again if anything is left.
 void RunLoop::run(Qp *first, unsigned int max_work, uint64_t max_ns) {
@@ -179,6 +182,9 @@ void RunLoop::run(Qp *first, unsigned int max_work, uint64_t max_ns) {
             account(1);
         }
         for (size_t n = ready_.size(); n > 0 && !out_of_time && status_.running(); --n) {
+            if (port_.pace_holds()) {
+                break; // the rest go first at the refill (WirePort::pace_holds)
+            }
             Qp *qp = ready_.pop();
             ++stats_.visits;
             unsigned int quantum = DeviceLimits::qp_quantum;

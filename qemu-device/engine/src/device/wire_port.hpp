@@ -115,6 +115,17 @@ class WirePort final : public WireServices, public Port {
         const bool paced = state_.pacer.end_run(); // both, whatever the first says
         return pfc_.end_run() || paced;
     }
+    // Whether the port's pace holds every data packet back now (its bucket
+    // empty; the wait noted as tx_room notes it). The run loop then ends
+    // its round: the QPs not visited yet keep their places at the head of
+    // the ready list and send first at the refill, so the QPs that share
+    // the line take turns (a visit that was refused would have put each
+    // behind the QP that took the bucket, the same order at every refill).
+    // Never on an InfiniBand port (its credits are per VL) or unpaced.
+    [[nodiscard]] bool pace_holds() const { return !state_.ib && !state_.pacer.may_send(host_); }
+    // Whether the last run left data waiting for the pace (its refill is
+    // armed): a doorbell's QP then takes no turn ahead of those QPs.
+    [[nodiscard]] bool pace_waiting() const { return !state_.ib && state_.pacer.deadline() != 0; }
     [[nodiscard]] uint64_t link_deadline() const {
         if (state_.ib) {
             return ib_.deadline();
