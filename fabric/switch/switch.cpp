@@ -94,9 +94,8 @@ void Switch::disconnect(uint8_t p, uint64_t now) {
     pt.in15.clear();
     pt.credits.reset();
     sma_.link_down(p);
-    apply_sma_changes(now);
-    trap_link_state(now);
-    schedule(now); // heads waiting for p are discarded now
+    apply_sma_changes(now); // trap 128 too: the port went Down
+    schedule(now);          // heads waiting for p are discarded now
 }
 
 void Switch::receive(uint8_t p, std::span<const uint8_t> bytes, uint64_t now) {
@@ -777,23 +776,32 @@ void Switch::trap_link_state(uint64_t now) {
 }
 
 void Switch::apply_sma_changes(uint64_t now) {
-    (void)now;
     const SmaChanges &c = sma_.changes();
+    bool went_down = false;
     if (c.port_state != 0) {
         // Ports the SM took down lose what waits for them (discard_heads
         // at the next schedule); a port set Down retrains: nothing to do
         // for a socket, the link stays up and the port returns to Init.
         for (uint8_t p = 1; p <= cfg_.ports; ++p) {
             PortInfo &i = sma_port(p).info;
-            if ((c.port_state & bit(p)) != 0 && port(p).connected &&
-                i.port_state == port_state::Down && i.phys_state == phys_state::Polling) {
+            if ((c.port_state & bit(p)) == 0 || i.port_state != port_state::Down) {
+                continue;
+            }
+            if (port(p).connected && i.phys_state == phys_state::Polling) {
                 i.phys_state = phys_state::LinkUp;
                 i.port_state = port_state::Init;
-                sma_state_.switch_info.port_state_change = true;
             }
+            went_down = true;
         }
     }
     sma_.clear_changes();
+    if (went_down) {
+        // A port went Down (and retrained, unless disabled): a change the
+        // SM's sweep must see (PortStateChange) and the SM hears of at
+        // once (trap 128), whoever set it: one trap per Set at most.
+        sma_state_.switch_info.port_state_change = true;
+        trap_link_state(now);
+    }
 }
 
 // ---------------------------------------------------------------------------

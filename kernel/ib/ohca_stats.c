@@ -53,12 +53,29 @@ static const struct rdma_stat_desc ohca_descs[] = {
 	OHCA_STAT(np_cnp_sent),
 	OHCA_STAT(rp_cnp_handled),
 	OHCA_STAT(rp_cnp_ignored),
+	/* why received packets were dropped */
+	OHCA_STAT(mcast_rx_pkts),
+	OHCA_STAT(mcast_rx_no_group),
+	OHCA_STAT(rx_backlog_dropped),
+	/* InfiniBand port only: the last OHCA_IB_STATS */
+	OHCA_STAT(ib_rx_bad_dlid),
+	OHCA_STAT(ib_rx_vl15_dropped),
+	OHCA_STAT(ib_rx_pkey_dropped),
+	OHCA_STAT(ib_rx_credit_overrun),
+	OHCA_STAT(ib_rx_port_not_ready),
 };
+
+#define OHCA_IB_STATS 5
 
 static struct rdma_hw_stats *ohca_alloc_hw_port_stats(struct ib_device *ibdev,
 						      u32 port_num)
 {
-	return rdma_alloc_hw_stats_struct(ohca_descs, ARRAY_SIZE(ohca_descs),
+	size_t n = ARRAY_SIZE(ohca_descs);
+
+	/* an Ethernet port has no IB link rules to count */
+	if (!to_ohca_dev(ibdev)->cdev->ib_port)
+		n -= OHCA_IB_STATS;
+	return rdma_alloc_hw_stats_struct(ohca_descs, n,
 					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
 }
 
@@ -71,8 +88,7 @@ static int ohca_get_hw_stats(struct ib_device *ibdev,
 		.opcode = OHCA_CMD_QUERY_STATS,
 		.out_len = sizeof(*out),
 	};
-	size_t i;
-	int err;
+	int i, err;
 
 	if (!port)
 		return 0;	/* no device-wide counters, only port 1 */
@@ -84,12 +100,12 @@ static int ohca_get_hw_stats(struct ib_device *ibdev,
 	err = ohca_cmd_exec(dev->cdev, &args);
 	if (err)
 		goto out_free;
-	for (i = 0; i < ARRAY_SIZE(ohca_descs); i++) {
+	for (i = 0; i < stats->num_counters; i++) {
 		size_t off = (uintptr_t)ohca_descs[i].priv;
 
 		stats->value[i] = le64_to_cpu(*(__le64 *)((u8 *)out + off));
 	}
-	err = ARRAY_SIZE(ohca_descs);
+	err = stats->num_counters;
 out_free:
 	kfree(out);
 	return err;

@@ -576,12 +576,14 @@ def test_infiniband_back_to_back(vm_run):
 # the switch's MFT), the partition parts as back to back (the switch
 # forwards 0x8002's packets: VM 1's port drops them), and a ring of
 # LID-routed RC and UD pingpongs (VM i to VM i+1): three pairs at once,
-# each switch port sending and receiving.
+# each switch port sending and receiving. Last (trap128) the last VM sets
+# its own switch port Down: the switch's trap 128 reaches opensm, whose
+# sweep makes the port Active again.
 # In a line (two switches, VMs 0 and 1 on the first), opensm routes
 # through both switches.
 
 SWITCH_PARTS = ("sm", "ibstat", "ipoib", "partition", "pkey_violation", "diags", "rc_ring",
-                "ud_ring", "trap144")
+                "ud_ring", "trap144", "trap128")
 
 SWITCH_JOB = r"""
 part_ipoib() {
@@ -629,6 +631,41 @@ ring() {	# ring TOOL PORT ARGS...
 
 part_rc_ring() { ring ibv_rc_pingpong 18600 -s 4096 -n 200; }
 part_ud_ring() { ring ibv_ud_pingpong 18700 -s 1024 -n 200; }
+
+# The last VM sets its own switch port Down (ibportstate, LID-routed to
+# the switch): the port retrains to Init and the switch tells the SM with
+# a trap 128 (in opensm's log), whose sweep makes the port Active again.
+sw_port_state() {
+	smpquery portinfo "$1" "$2" | sed -n 's/^LinkState:\.*\([A-Za-z]*\).*$/\1/p'
+}
+part_trap128() {
+	local before swlid swport
+	ohca_barrier trap128 120
+	if [ "$OHCA_VM_INDEX" -eq 0 ]; then
+		before=$(grep -c 'num:128' /tmp/opensm.log || true)
+	fi
+	if [ "$OHCA_VM_INDEX" -eq $((OHCA_NUM_VMS - 1)) ]; then
+		# the switch behind this port, and the port of it we are on
+		swlid=$(smpquery -D portinfo 0,1 0 | sed -n 's/^Lid:\.*\([0-9]*\)$/\1/p')
+		swport=$(smpquery -D nodeinfo 0,1 | sed -n 's/^LocalPort:\.*\([0-9]*\)$/\1/p')
+		echo "SWITCH_PORT lid $swlid port $swport $(sw_port_state "$swlid" "$swport")"
+		ibportstate "$swlid" "$swport" down > /tmp/ibportstate.log 2>&1 ||
+			{ cat /tmp/ibportstate.log; return 1; }
+		echo "SWITCH_PORT_SET_DOWN $(sw_port_state "$swlid" "$swport")"
+		# Init at once (a retrain), Active again after the SM's sweep
+		if ! ohca_poll 90 eval '[ "$(sw_port_state "$swlid" "$swport")" = Active ]'; then
+			echo "SWITCH_PORT_STUCK $(sw_port_state "$swlid" "$swport")"
+			return 1
+		fi
+		echo "SWITCH_PORT_ACTIVE_AGAIN $(sw_port_state "$swlid" "$swport")"
+	fi
+	ohca_barrier trap128-done 150
+	if [ "$OHCA_VM_INDEX" -eq 0 ]; then
+		ohca_poll 30 eval '[ "$(grep -c "num:128" /tmp/opensm.log)" -gt "$before" ]' || true
+		grep 'num:128' /tmp/opensm.log | tail -n 2
+		echo "TRAPS_128 $(( $(grep -c 'num:128' /tmp/opensm.log) - before ))"
+	fi
+}
 """
 
 
@@ -738,6 +775,12 @@ def test_infiniband_switch(vm_cluster, topology):
         assert len(re.findall(r"409600 bytes in .* seconds", section(r.output, "ud_ring"))) == 2, \
             r.report()
     _check_partitions_and_traps(results)
+    # the last VM's switch port set Down: trap 128 from the switch in
+    # opensm's log, the port Active again
+    last = results[-1]
+    assert "SWITCH_PORT_ACTIVE_AGAIN Active" in section(last.output, "trap128"), last.report()
+    traps = re.search(r"^TRAPS_128 (\d+)$", section(results[0].output, "trap128"), re.M)
+    assert traps and int(traps.group(1)) >= 1, results[0].report()
     if data:
         _check_data(results, SWITCH_TCP_MIB, pingpongs=False)
     assert_ok(results)

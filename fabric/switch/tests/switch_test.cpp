@@ -518,6 +518,92 @@ TEST(Switch, TrapToTheSmOnLinkChange) {
     EXPECT_EQ(f.sw->stats(0).traps_sent, 1u);
 }
 
+// The SM (or a tool such as ibportstate) sets a port Down: the link
+// retrains to Init, SwitchInfo says a port changed, and the SM hears it
+// at once: trap 128, LID-routed from QP0 on VL15 to the master SM, with
+// the switch's LID as issuer and LIDADDR; one trap per Set. A port the SM
+// disables traps too.
+TEST(Switch, TrapToTheSmWhenAPortIsSetDown) {
+    Fabric f(3);
+    f.connect_all();
+    f.program();
+    SmpData d{};
+    PortInfo pi = PortInfo::read(f.sm(dr_smp(method::Get, attr::PortInfo, 0, {1})).data);
+    pi.port_state = port_state::NoChange;
+    pi.master_sm_lid = 2;
+    pi.master_sm_sl = 0;
+    pi.write(d);
+    EXPECT_EQ(f.sm(dr_smp(method::Set, attr::PortInfo, 0, {1}, d)).status(), 0);
+    for (int round = 0; round < 2; ++round) {
+        f.peer(1).data.clear();
+        pi = PortInfo::read(f.sm(dr_smp(method::Get, attr::PortInfo, 3, {1})).data);
+        EXPECT_EQ(pi.port_state, port_state::Active);
+        pi.port_state = port_state::Down;
+        pi.phys_state = phys_state::NoChange;
+        pi.write(d);
+        // The reply and the trap both come back to the SM's port.
+        f.peer(1).data.clear();
+        f.peer(1).send_raw(framed(smp_frame(dr_smp(method::Set, attr::PortInfo, 3, {1}, d))), 0);
+        f.pump();
+        ASSERT_EQ(f.peer(1).data.size(), 2u) << round;
+        std::vector<uint8_t> fr;
+        for (const auto &got : f.peer(1).data) {
+            const Smp m = Smp::read(mad_of(got));
+            if (m.hdr.method == method::GetResp) {
+                EXPECT_EQ(m.status(), 0);
+            } else {
+                fr = got;
+            }
+        }
+        ASSERT_FALSE(fr.empty());
+        Packet pkt;
+        ASSERT_EQ(parse(fr, pkt), PacketError::Ok);
+        EXPECT_EQ(pkt.lrh.vl, kVl15);
+        EXPECT_EQ(pkt.lrh.dlid, 2);
+        EXPECT_EQ(pkt.lrh.slid, 1);
+        EXPECT_FALSE(pkt.has_grh);
+        EXPECT_EQ(pkt.bth.dest_qp, 0u);
+        EXPECT_EQ(get32(fr.data() + pkt.payload_offset + 4) & kQpnMask, 0u); // DETH: QP0
+        const Smp t = Smp::read(mad_of(fr));
+        EXPECT_EQ(t.hdr.mgmt_class, mgmt_class::SubnLidRouted);
+        EXPECT_EQ(t.hdr.method, method::Trap);
+        EXPECT_EQ(t.hdr.attr_id, attr::Notice);
+        const Notice n = Notice::read(t.data);
+        EXPECT_TRUE(n.is_generic);
+        EXPECT_EQ(n.type, notice_type::Urgent);
+        EXPECT_EQ(n.producer_type, 2u); // a switch
+        EXPECT_EQ(n.trap_number, trap::LinkStateChange);
+        EXPECT_EQ(n.issuer_lid, 1);
+        EXPECT_EQ(n.details[0], 0); // LIDADDR: the switch's
+        EXPECT_EQ(n.details[1], 1);
+        EXPECT_EQ(f.sw->stats(0).traps_sent, static_cast<uint64_t>(round + 1));
+        const SwitchInfo si =
+            SwitchInfo::read(f.sm(dr_smp(method::Get, attr::SwitchInfo, 0, {1})).data);
+        EXPECT_TRUE(si.port_state_change);
+        // Retrained to Init; the SM activates it again (no trap for that).
+        pi = PortInfo::read(f.sm(dr_smp(method::Get, attr::PortInfo, 3, {1})).data);
+        EXPECT_EQ(pi.port_state, port_state::Init);
+        pi.port_state = port_state::Armed;
+        pi.write(d);
+        EXPECT_EQ(f.sm(dr_smp(method::Set, attr::PortInfo, 3, {1}, d)).status(), 0);
+        pi.port_state = port_state::Active;
+        pi.write(d);
+        EXPECT_EQ(f.sm(dr_smp(method::Set, attr::PortInfo, 3, {1}, d)).status(), 0);
+        EXPECT_EQ(f.sw->stats(0).traps_sent, static_cast<uint64_t>(round + 1));
+    }
+    // Disabled: Down for good, and a trap.
+    pi.port_state = port_state::NoChange;
+    pi.phys_state = phys_state::Disabled;
+    pi.write(d);
+    f.peer(1).data.clear();
+    f.peer(1).send_raw(framed(smp_frame(dr_smp(method::Set, attr::PortInfo, 3, {1}, d))), 0);
+    f.pump();
+    EXPECT_EQ(f.peer(1).data.size(), 2u); // the reply and the trap
+    EXPECT_EQ(PortInfo::read(f.sm(dr_smp(method::Get, attr::PortInfo, 3, {1})).data).port_state,
+              port_state::Down);
+    EXPECT_EQ(f.sw->stats(0).traps_sent, 3u);
+}
+
 // Two switches in a line: A port 2 <-> B port 1, the SM's node on A port
 // 1, a host on B port 2. Directed route through both, then data with
 // credits on the inter-switch link too.

@@ -678,9 +678,33 @@ struct ohca_query_stats_out {
 	ohca_le64 np_cnp_sent;
 	ohca_le64 rp_cnp_handled;		/* CNPs that a QP reacted to */
 	ohca_le64 rp_cnp_ignored;		/* no such QP, or RP disabled */
+	/*
+	 * Why received packets were dropped (each also counts in
+	 * roce_rx_dropped, and some in roce_bad_qpn as well).
+	 */
+	ohca_le64 mcast_rx_pkts;		/* UD to a group with QPs here */
+	ohca_le64 mcast_rx_no_group;		/* to a group no QP here is
+						 * attached to (also in
+						 * roce_bad_qpn) */
+	ohca_le64 rx_backlog_dropped;		/* the receive backlog full
+						 * (looped back), or the port
+						 * down or stopped */
+	/* InfiniBand port only (link-layer=ib; 0 on Ethernet) */
+	ohca_le64 ib_rx_bad_dlid;		/* DLID not the port's LIDs, a
+						 * group's, or permissive */
+	ohca_le64 ib_rx_vl15_dropped;		/* VL15 not to QP0, QP0 not on
+						 * VL15 */
+	ohca_le64 ib_rx_pkey_dropped;		/* P_Key not the port's or not
+						 * the QP's (a group member's:
+						 * one per member) */
+	ohca_le64 ib_rx_credit_overrun;		/* beyond the credit the port
+						 * advertised */
+	ohca_le64 ib_rx_port_not_ready;		/* data while the port is not
+						 * ARMED or ACTIVE (also in
+						 * roce_bad_qpn) */
 };
 #define OHCA_QUERY_STATS_OUT_V1_SIZE	128
-OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 392);
+OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 456);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, eth_rx_errors, 112);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, roce_tx_pkts,
 		   OHCA_QUERY_STATS_OUT_V1_SIZE);
@@ -692,6 +716,8 @@ OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, eq0_events_dropped, 344);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rc_spurious_timeouts, 352);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, np_ecn_marked_roce_packets, 360);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rp_cnp_ignored, 384);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, mcast_rx_pkts, 392);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, ib_rx_port_not_ready, 448);
 
 /*
  * OHCA_CMD_CC_PARAM: reads, or writes and reads back, one DCQCN parameter

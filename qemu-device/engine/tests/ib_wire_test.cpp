@@ -540,6 +540,103 @@ TEST(IbWire, MulticastByMlidAttachDetach) {
     EXPECT_EQ(device_of(p.b.e).roce_counters().mcast_rx_packets, 2u);
 }
 
+// Every reason a received packet is dropped has a counter of its own in
+// QUERY_STATS (the hw counters a run prints), beside roce_rx_dropped: a
+// DLID not the port's, a group no QP here is attached to, a group member
+// of another partition, VL15 to a data QP, a peer beyond its credit, data
+// while the port is not ARMED or ACTIVE, a frame while the link is down.
+TEST(IbWire, DropReasonsCountedApart) {
+    IbPair p;
+    ib::SmpData d{};
+    d[0] = 0xff; // index 0: the default P_Key
+    d[1] = 0xff;
+    d[2] = 0x80; // index 1: 0x8001
+    d[3] = 0x01;
+    ASSERT_EQ(smp(p.b, ib::method::Set, ib::attr::PKeyTable, 0, d).status(), 0);
+    UdQp ua = make_ud(p.a);
+    UdQp ub = make_ud(p.b);
+    UdQp ub1 = make_ud(p.b, OHCA_QPT_UD, 1); // in 0x8001 only
+    for (UdQp *q : {&ub, &ub1}) {
+        for (uint32_t i = 0; i < 2; ++i) {
+            p.b.post_recv(q->q, i, {{q->buf + 512u * i, 512, q->key}});
+        }
+    }
+    const ohca_query_stats_out s0 = p.b.stats();
+    auto grew = [&](uint64_t ohca_query_stats_out::*f) { return p.b.stats().*f - s0.*f; };
+
+    ohca_av_ib av{};
+    av.dlid = 0x30; // nobody's
+    post_ud(p.a, ua, ub.q.qpn, av, 64);
+    pump(p.a, p.b);
+    EXPECT_EQ(grew(&ohca_query_stats_out::ib_rx_bad_dlid), 1u);
+
+    // A group nobody here joined, then one ub and ub1 joined: ub1's
+    // partition is not the packet's (0xFFFF), ub takes it.
+    av.dlid = kMlid;
+    av.flags = OHCA_AV_IB_GRH;
+    av.hop_limit = 1;
+    std::copy(kMgid.begin(), kMgid.end(), av.dgid);
+    post_ud(p.a, ua, OHCA_MCAST_QPN, av, 64);
+    pump(p.a, p.b);
+    EXPECT_EQ(grew(&ohca_query_stats_out::mcast_rx_no_group), 1u);
+    EXPECT_EQ(grew(&ohca_query_stats_out::roce_bad_qpn), 1u);
+    for (UdQp *q : {&ub, &ub1}) {
+        ASSERT_EQ(p.b.cmd_in(OHCA_CMD_ATTACH_MCAST, mcast_in(q->q.qpn, kMgid)).status,
+                  OHCA_STATUS_OK);
+    }
+    post_ud(p.a, ua, OHCA_MCAST_QPN, av, 64);
+    pump(p.a, p.b);
+    EXPECT_EQ(p.b.poll(ub.rcq).size(), 1u);
+    EXPECT_TRUE(p.b.poll(ub1.rcq).empty());
+    EXPECT_EQ(grew(&ohca_query_stats_out::mcast_rx_pkts), 1u);
+    EXPECT_EQ(grew(&ohca_query_stats_out::ib_rx_pkey_dropped), 1u);
+    EXPECT_EQ(grew(&ohca_query_stats_out::roce_rx_dropped), 2u); // bad DLID, no group
+
+    // One unicast packet, offered again and again.
+    av = {};
+    av.dlid = 0x20;
+    p.a.host.wire.clear();
+    post_ud(p.a, ua, ub.q.qpn, av, 200);
+    p.a.process();
+    ASSERT_EQ(data_frames(p.a).size(), 1u);
+    const std::vector<uint8_t> good = data_frames(p.a)[0];
+    auto offer = [&](std::vector<uint8_t> f) {
+        return ohca_engine_receive_frame(p.b.e, f.data(), f.size());
+    };
+    std::vector<uint8_t> f = good;
+    ib::set_vl(f, ib::kVl15);
+    EXPECT_EQ(offer(f), OHCA_ENGINE_RX_CONSUMED);
+    p.b.process();
+    EXPECT_EQ(grew(&ohca_query_stats_out::ib_rx_vl15_dropped), 1u);
+
+    // A peer that ignores our credit: what it sends beyond the buffer we
+    // advertised (at most 2048 blocks a VL: 512 of these 4-block frames)
+    // is dropped, the rest queued; none of it before the run takes it.
+    uint64_t refused = 0;
+    for (int i = 0; i < 600; ++i) {
+        EXPECT_EQ(offer(good), OHCA_ENGINE_RX_CONSUMED);
+    }
+    refused = grew(&ohca_query_stats_out::ib_rx_credit_overrun);
+    EXPECT_GE(refused, 600u - 512u);
+    EXPECT_LT(refused, 600u);
+    p.b.process();
+
+    // The port back in INIT (the SM set it DOWN): data is refused.
+    ib::PortInfo pi = port_info(p.b);
+    pi.port_state = ib::port_state::Down;
+    ASSERT_EQ(set_port_info(p.b, pi), 0);
+    ASSERT_EQ(port_info(p.b).port_state, ib::port_state::Init);
+    EXPECT_EQ(offer(good), OHCA_ENGINE_RX_CONSUMED);
+    p.b.process();
+    EXPECT_EQ(grew(&ohca_query_stats_out::ib_rx_port_not_ready), 1u);
+
+    // The link down: the frame is not queued at all.
+    ohca_engine_set_link(p.b.e, false);
+    EXPECT_EQ(offer(good), OHCA_ENGINE_RX_CONSUMED);
+    p.b.process();
+    EXPECT_EQ(grew(&ohca_query_stats_out::rx_backlog_dropped), 1u);
+}
+
 // ---- traps -------------------------------------------------------------------
 
 ohca_set_port_cap_in port_cap(uint32_t caps) {

@@ -278,6 +278,17 @@ CmdResult DeviceCommands::cmd_query_stats(const Command &cmd) {
     out.np_cnp_sent = le(cc.np_cnp_sent);
     out.rp_cnp_handled = le(cc.rp_cnp_handled);
     out.rp_cnp_ignored = le(cc.rp_cnp_ignored);
+    out.mcast_rx_pkts = le(r.mcast_rx_packets);
+    out.mcast_rx_no_group = le(r.mcast_rx_no_group);
+    out.rx_backlog_dropped = le(d_.stats.rx_backlog_dropped);
+    if (const std::optional<IbPort> &ib = d_.port.state().ib) {
+        const IbPortCounters &c = ib->counters();
+        out.ib_rx_bad_dlid = le(c.bad_dlid);
+        out.ib_rx_vl15_dropped = le(c.vl15_dropped);
+        out.ib_rx_pkey_dropped = le(c.pkey_violations + c.mcast_pkey_skipped);
+        out.ib_rx_credit_overrun = le(c.credit_overrun);
+        out.ib_rx_port_not_ready = le(c.not_ready);
+    }
     // A driver that knows only the rev 1.0 part gets only that part.
     return write_output(d_.host, cmd, &out, std::min<size_t>(cmd.out_len, sizeof(out)));
 }

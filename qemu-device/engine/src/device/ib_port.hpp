@@ -34,7 +34,12 @@ struct IbPortCounters {
     uint64_t bad_dlid = 0; // not this port's LID range or a group of it
     uint64_t bad_vcrc = 0;
     uint64_t pkey_violations = 0;
+    // A group member whose P_Key is not the packet's (the port's table has
+    // it): that member does not get the packet.
+    uint64_t mcast_pkey_skipped = 0;
     uint64_t vl15_dropped = 0;
+    uint64_t credit_overrun = 0; // beyond the credit we advertised
+    uint64_t not_ready = 0;      // data while not ARMED or ACTIVE
     uint64_t rcv_errors = 0;
     uint64_t xmit_discards = 0;
     uint64_t xmit_wait = 0;
@@ -132,6 +137,9 @@ class IbPort {
     void count_xmit_discard();
     void count_xmit_wait();
     void count_bad_dlid() { ++own_.bad_dlid; }
+    void count_credit_overrun() { ++own_.credit_overrun; }
+    void count_not_ready() { ++own_.not_ready; }
+    void count_mcast_pkey_skipped() { ++own_.mcast_pkey_skipped; }
     void count_bad_vcrc() { ++own_.bad_vcrc; }
     [[nodiscard]] const IbPortCounters &counters() const { return own_; }
 

@@ -150,6 +150,7 @@ bool IbWire::take_credit(std::span<const uint8_t> frame) {
     if (vl == IbPort::kVl15 || flow_.on_received(vl, frame.size())) {
         return true;
     }
+    port().count_credit_overrun();
     port().count_rcv_error();
     ++d_.stats.roce_rx_dropped;
     return false;
@@ -233,6 +234,7 @@ void IbWire::deliver(const ParsedPacket &p) {
         return;
     }
     if (!vl15 && !port().can_receive_data()) {
+        port().count_not_ready();
         ++d_.roce.rx_no_qp;
         ++d_.stats.roce_rx_dropped;
         return;
@@ -247,6 +249,9 @@ void IbWire::deliver(const ParsedPacket &p) {
         const auto members = d_.mcast.members(p.dgid);
         if (!p.ib.grh || h.dest_qp != OHCA_MCAST_QPN || members.empty() ||
             !is_ud_opcode(h.opcode)) {
+            if (p.ib.grh && members.empty()) {
+                ++d_.roce.mcast_rx_no_group;
+            }
             ++d_.roce.rx_no_qp;
             ++d_.stats.roce_rx_dropped;
             return;
@@ -254,9 +259,13 @@ void IbWire::deliver(const ParsedPacket &p) {
         ++d_.roce.mcast_rx_packets;
         for (const uint32_t qpn : members) {
             Qp *qp = d_.qps.find(qpn);
-            if (qp != nullptr &&
-                IbPort::pkeys_match(port().pkey_at(qp->attrs.pkey_index), h.pkey)) {
+            if (qp == nullptr) {
+                continue;
+            }
+            if (IbPort::pkeys_match(port().pkey_at(qp->attrs.pkey_index), h.pkey)) {
                 d_.ud.receive(*qp, q);
+            } else {
+                port().count_mcast_pkey_skipped();
             }
         }
         return;

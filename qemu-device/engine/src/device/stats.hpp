@@ -18,6 +18,9 @@ struct Stats {
     uint64_t eth_tx_errors = 0;
     uint64_t roce_rx_frames = 0;
     uint64_t roce_rx_dropped = 0;
+    // Of those: the receive backlog was full (a looped-back packet), or
+    // the port was down or the device stopped when the frame came.
+    uint64_t rx_backlog_dropped = 0;
     uint64_t cmd_completed = 0;
     uint64_t cmd_failed = 0;
     uint64_t reg_errors = 0;

@@ -192,6 +192,7 @@ EmitResult WirePort::loop_back(const PacketPath &path, const PacketFields &field
     if (s == nullptr) {
         ++roce_.loopback_packets;
         ++stats_.roce_rx_dropped;
+        ++stats_.rx_backlog_dropped;
         return EmitResult::Sent;
     }
     s->prio = Pfc::kNone;
@@ -429,6 +430,7 @@ void WirePort::resume_rx() {
 void WirePort::enqueue(std::span<const uint8_t> frame) {
     if (!status_.running() || !state_.link_up || backlog_.full()) {
         ++stats_.roce_rx_dropped;
+        ++stats_.rx_backlog_dropped;
         return;
     }
     ++stats_.roce_rx_frames;
@@ -487,6 +489,9 @@ void WirePort::mcast_deliver(const ParsedPacket &p) {
     const Bth &h = p.fields.bth;
     const auto members = mcast_.members(p.dgid);
     if (members.empty() || (h.pkey & 0x7fff) != 0x7fff || !is_ud_opcode(h.opcode)) {
+        if (members.empty()) {
+            ++roce_.mcast_rx_no_group;
+        }
         ++roce_.rx_no_qp;
         ++stats_.roce_rx_dropped;
         return;

@@ -50,11 +50,12 @@ struct RoceCounters {
     uint64_t error_naks_rcvd = 0;
     uint64_t retry_exceeded = 0;
     uint64_t rnr_retry_exceeded = 0;
-    uint64_t ud_rx_no_wqe = 0;     // UD: dropped, no receive WQE
-    uint64_t ud_rx_bad_qkey = 0;   // UD: dropped, Q_Key mismatch
-    uint64_t mcast_rx_packets = 0; // UD to a multicast group with QPs here
-    uint64_t uc_msgs_dropped = 0;  // UC: incomplete, no receive WQE, or refused
-    uint64_t xrc_bad_srq = 0;      // XRC: request naming no XRC SRQ of the domain
+    uint64_t ud_rx_no_wqe = 0;      // UD: dropped, no receive WQE
+    uint64_t ud_rx_bad_qkey = 0;    // UD: dropped, Q_Key mismatch
+    uint64_t mcast_rx_packets = 0;  // UD to a multicast group with QPs here
+    uint64_t mcast_rx_no_group = 0; // to a group no QP here is in (in rx_no_qp)
+    uint64_t uc_msgs_dropped = 0;   // UC: incomplete, no receive WQE, or refused
+    uint64_t xrc_bad_srq = 0;       // XRC: request naming no XRC SRQ of the domain
 };
 
 // Outcome of an lkey/rkey check.
