@@ -387,6 +387,19 @@ class DcqcnWire : public ::testing::Test {
         }
         return r;
     }
+    // The first message, a 1 KiB WRITE that a switch marks CE: b's CNP
+    // limits a's QP, and it completes.
+    void marked_write() {
+        write(1024);
+        pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
+            if (from_a) {
+                set_ce(f);
+            }
+            return false; // delivered, marked or not
+        });
+        ASSERT_EQ(a.stats().rp_cnp_handled, 1u);
+        ASSERT_EQ(a.poll(side[0].scq).size(), 1u);
+    }
     // One frame from b to a, as a peer would send it.
     void inject_to_a(const std::vector<uint8_t> &f) {
         ASSERT_EQ(ohca_engine_receive_frame(a.e, f.data(), f.size()), OHCA_ENGINE_RX_CONSUMED);
@@ -438,15 +451,7 @@ TEST_F(DcqcnWire, CutRatePacesTheRequesterOnATimer) {
     EXPECT_EQ(v, 10u);
     ASSERT_EQ(cc(a, OHCA_CC_RP_BYTE_RESET, OHCA_CC_PARAM_SET, 0).status, OHCA_STATUS_OK);
     // The first message, marked: b's CNP cuts a's QP to 10 Mb/s.
-    write(1024);
-    pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
-        if (from_a) {
-            set_ce(f);
-        }
-        return false; // delivered, marked or not
-    });
-    ASSERT_EQ(a.stats().rp_cnp_handled, 1u);
-    ASSERT_EQ(a.poll(side[0].scq).size(), 1u);
+    ASSERT_NO_FATAL_FAILURE(marked_write());
     // Four packets now: one goes, the next waits (1082 bytes at 10 Mb/s:
     // 866 us) on the engine's timer, not a busy loop.
     const uint64_t sent0 = a.stats().roce_tx_pkts;
@@ -553,15 +558,7 @@ TEST_F(DcqcnWire, PacedPacketsRunNoAckTimer) {
     ASSERT_EQ(cc(a, OHCA_CC_RP_TIME_RESET, OHCA_CC_PARAM_SET, 131071).status, OHCA_STATUS_OK);
     // The first message, marked: its CNP limits the QP, its ACK (on the
     // fake wire at once) is a round trip of 0, so the RTO is its floor.
-    write(1024);
-    pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
-        if (from_a) {
-            set_ce(f);
-        }
-        return false; // delivered, marked or not
-    });
-    ASSERT_EQ(a.stats().rp_cnp_handled, 1u);
-    ASSERT_EQ(a.poll(side[0].scq).size(), 1u);
+    ASSERT_NO_FATAL_FAILURE(marked_write());
     // 'lose': the data packet to drop (its index among a's), or none.
     auto transfer = [&](uint64_t wr_id, int lose) {
         write(64 * 1024, wr_id);
