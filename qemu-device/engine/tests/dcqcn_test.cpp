@@ -387,6 +387,19 @@ class DcqcnWire : public ::testing::Test {
         }
         return r;
     }
+    // The first message, a 1 KiB WRITE that a switch marks CE: b's CNP
+    // limits a's QP, and it completes.
+    void marked_write() {
+        write(1024);
+        pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
+            if (from_a) {
+                set_ce(f);
+            }
+            return false; // delivered, marked or not
+        });
+        ASSERT_EQ(a.stats().rp_cnp_handled, 1u);
+        ASSERT_EQ(a.poll(side[0].scq).size(), 1u);
+    }
     // One frame from b to a, as a peer would send it.
     void inject_to_a(const std::vector<uint8_t> &f) {
         ASSERT_EQ(ohca_engine_receive_frame(a.e, f.data(), f.size()), OHCA_ENGINE_RX_CONSUMED);
@@ -438,15 +451,7 @@ TEST_F(DcqcnWire, CutRatePacesTheRequesterOnATimer) {
     EXPECT_EQ(v, 10u);
     ASSERT_EQ(cc(a, OHCA_CC_RP_BYTE_RESET, OHCA_CC_PARAM_SET, 0).status, OHCA_STATUS_OK);
     // The first message, marked: b's CNP cuts a's QP to 10 Mb/s.
-    write(1024);
-    pump(a, b, [&](bool from_a, std::vector<uint8_t> &f) {
-        if (from_a) {
-            set_ce(f);
-        }
-        return false; // delivered, marked or not
-    });
-    ASSERT_EQ(a.stats().rp_cnp_handled, 1u);
-    ASSERT_EQ(a.poll(side[0].scq).size(), 1u);
+    ASSERT_NO_FATAL_FAILURE(marked_write());
     // Four packets now: one goes, the next waits (1082 bytes at 10 Mb/s:
     // 866 us) on the engine's timer, not a busy loop.
     const uint64_t sent0 = a.stats().roce_tx_pkts;
@@ -534,6 +539,65 @@ TEST_F(DcqcnWire, PacerAskedFromTheFirstCnpOnNotBefore) {
     write(8192, 2); // limited now: one packet, the rest when the pacer allows
     a.process();
     EXPECT_EQ(a.stats().roce_tx_pkts - sent0, 1u);
+}
+
+// The ACK timer times the fabric, not the sender's own pacer (the
+// spurious timeouts of make fabric-bench's DCQCN cells, issue 23). A QP
+// held to 2 Mb/s sends a 64 KiB WRITE's packets 4.3 ms apart, asking for an
+// ACK only on every 32nd and the last: 134 ms from one request to the
+// next, past the measured RTO (10 ms) and the local ACK timeout (200 ms
+// here). Every packet arrives at once and every ACK asked for comes at
+// once: no timeout, nothing sent twice (before: 3 timeouts, 3 packets
+// sent twice). Then a WRITE whose last packet is lost: the timer, started
+// when that packet went, still finds it.
+TEST_F(DcqcnWire, PacedPacketsRunNoAckTimer) {
+    ASSERT_EQ(cc(a, OHCA_CC_RP_RATE_TO_SET_ON_FIRST_CNP, OHCA_CC_PARAM_SET, 2).status,
+              OHCA_STATUS_OK);
+    ASSERT_EQ(cc(a, OHCA_CC_RP_BYTE_RESET, OHCA_CC_PARAM_SET, 0).status, OHCA_STATUS_OK);
+    // One increase per 131 ms: the rate stays near 2 Mb/s through the test.
+    ASSERT_EQ(cc(a, OHCA_CC_RP_TIME_RESET, OHCA_CC_PARAM_SET, 131071).status, OHCA_STATUS_OK);
+    // The first message, marked: its CNP limits the QP, its ACK (on the
+    // fake wire at once) is a round trip of 0, so the RTO is its floor.
+    ASSERT_NO_FATAL_FAILURE(marked_write());
+    // 'lose': the data packet to drop (its index among a's), or none.
+    auto transfer = [&](uint64_t wr_id, int lose) {
+        write(64 * 1024, wr_id);
+        int data = 0;
+        std::vector<ohca_cqe> sc;
+        for (int i = 0; i < 400 && sc.empty(); ++i) {
+            pump(a, b,
+                 [&](bool from_a, std::vector<uint8_t> &) { return from_a && data++ == lose; });
+            sc = a.poll(side[0].scq);
+            if (sc.empty()) {
+                EXPECT_GT(a.host.timer, a.host.now); // waiting on a timer, not spinning
+                a.host.now = std::max(a.host.timer, a.host.now);
+                b.host.now = a.host.now;
+            }
+        }
+        EXPECT_EQ(sc.size(), 1u);
+        EXPECT_TRUE(!sc.empty() && sc[0].status == OHCA_CQE_SUCCESS);
+        return data;
+    };
+    const uint64_t t0 = a.host.now;
+    EXPECT_EQ(transfer(2, -1), 64);
+    EXPECT_GT(a.host.now - t0, 250'000 * kUs); // paced: 64 x 4.3 ms
+    ohca_query_stats_out s = a.stats();
+    EXPECT_EQ(s.rc_local_ack_timeouts, 0u);
+    EXPECT_EQ(s.rc_retrans_pkts, 0u);
+    EXPECT_EQ(s.rp_cnp_handled, 1u);
+    const int sent = transfer(3, 63); // the last packet lost
+    s = a.stats();
+    // One timeout finds it; a second may follow: F-RTO's second probe,
+    // held by the pacer, is acknowledged by the first one's response
+    // before it goes, so the response it waits for never comes.
+    EXPECT_GE(s.rc_local_ack_timeouts, 1u);
+    EXPECT_LE(s.rc_local_ack_timeouts, 2u);
+    EXPECT_GE(s.rc_retrans_pkts, 1u);
+    EXPECT_EQ(static_cast<uint64_t>(sent), 64 + s.rc_retrans_pkts);
+    std::vector<uint8_t> u(64 * 1024), v(64 * 1024);
+    EXPECT_TRUE(a.host.read(side[0].buf, u.data(), u.size()));
+    EXPECT_TRUE(b.host.read(side[1].buf, v.data(), v.size()));
+    EXPECT_TRUE(u == v);
 }
 
 TEST_F(DcqcnWire, HostileCnpFloodIsBoundedAndUnknownQpIgnored) {

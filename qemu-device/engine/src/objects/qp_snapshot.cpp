@@ -475,6 +475,7 @@ void QpTable::load(state::Reader &r, uint16_t version, state::Refs &refs) {
         q.next_psn = r.u32();
         q.una_psn = r.u32();
         q.sent_psn = r.u32();
+        q.ack_req_psn = q.sent_psn; // (not saved: as if every packet had asked)
         q.retry_left = r.u8();
         q.rnr_left = r.u8();
         q.rnr_streak = r.u8();

@@ -538,6 +538,7 @@ void QpTable::apply_state(Qp &qp, uint8_t next) {
             qp.next_psn = qp.attrs.sq_psn;
             qp.una_psn = qp.attrs.sq_psn;
             qp.sent_psn = qp.attrs.sq_psn;
+            qp.ack_req_psn = qp.attrs.sq_psn;
             qp.cwnd = initial_window(qp);
             qp.ssthresh = DeviceLimits::max_window;
             qp.cwnd_acked = 0;

@@ -310,6 +310,12 @@ struct Qp {
     // When the ACK timer was last started: the silence a spurious timeout
     // proved the peer capable of is measured from it.
     uint64_t ack_timer_start_ns = 0;
+    // The PSN after the last packet sent that asked for an ACK (AckReq: a
+    // READ or atomic request, a message's last packet, ...): the ACK timer
+    // runs only while one of those is unacknowledged (rc_common.hpp,
+    // ack_owed). Not in the snapshot: a loaded QP takes sent_psn, which
+    // at worst runs the timer as if every packet had asked.
+    uint32_t ack_req_psn = 0;
     // Telling a spurious ACK timeout (requester.cpp, F-RTO): after the
     // timeout only the oldest unacknowledged packets go again (Probe), and
     // the responses decide. One acknowledging everything sent, or two in

@@ -67,9 +67,9 @@ void RcRequester::ack_through(Qp &qp, uint32_t psn) {
         qp.retry_left = qp.attrs.retry_cnt;
         qp.rnr_left = qp.attrs.rnr_retry;
         qp.rnr_streak = 0;
-        svc_.set_deadline(qp, 0); // restarted by the next transmission ...
-        if (outstanding(qp) && unacknowledged(qp)) {
-            restart_ack_timer(qp); // ... or now, for packets still unacknowledged
+        svc_.set_deadline(qp, 0); // restarted by the next packet that asks ...
+        if (outstanding(qp) && ack_owed(qp)) {
+            restart_ack_timer(qp); // ... or now, for an ACK still owed
         }
     }
 }
@@ -220,6 +220,7 @@ void RcRequester::on_rnr_nak(Qp &qp, uint32_t psn, uint8_t code) {
         }
         --qp.rnr_left;
     }
+    ack_requests_void_from(qp, nak_resume(qp, psn));
     go_back(qp, nak_resume(qp, psn));
     qp.rnr_wait = true;
     qp.credit_wait = false; // (the RNR wait's timer replaces it)
@@ -252,6 +253,7 @@ void RcRequester::on_nak(Qp &qp, uint32_t psn, uint8_t code) {
             // The loss the timeout cut the window for: no second cut.
             qp.recovering = true;
             qp.recover_psn = at;
+            ack_requests_void_from(qp, at);
             go_back(qp, at);
             return;
         }

@@ -83,12 +83,28 @@ inline bool outstanding(const Qp &qp) {
            (qp.frto != Qp::Frto::Off && psn_diff(qp.sent_psn, qp.una_psn) > 0);
 }
 
-// Some PSN sent is still unacknowledged. outstanding() alone also holds
-// while the rest of a message waits to be sent (for the link's credit, a
-// pause, the pacer) with every packet sent so far acknowledged: the ACK
-// timer has nothing to time then, and the next packet sent starts it.
-inline bool unacknowledged(const Qp &qp) {
-    return psn_diff(qp.sent_psn, qp.una_psn) > 0;
+// An ACK is owed: a packet that asked for one is unacknowledged.
+// outstanding() alone also holds while the rest of a message waits to be
+// sent with every packet that asked acknowledged, and the responder
+// answers the packets sent without asking only with the next one that
+// asks, which the sender's own delays may hold back (the DCQCN pacer, the
+// port's bucket or a pause, the link's credit, the host's scheduling of
+// the engine's run): the ACK timer times the fabric, so it runs only while
+// this holds, and the next packet that asks starts it. After a timeout,
+// until the responses decide (frto), the requester sends nothing new and
+// waits for them: anything sent and unacknowledged is owed then.
+inline bool ack_owed(const Qp &qp) {
+    return psn_diff(qp.ack_req_psn, qp.una_psn) > 0 ||
+           (qp.frto != Qp::Frto::Off && psn_diff(qp.sent_psn, qp.una_psn) > 0);
+}
+
+// The transmit cursor goes back to 'psn' for a NAK (sequence or RNR) or a
+// READ's missing responses: everything from it goes again, asking anew,
+// and no ACK asked for beyond it is owed before then.
+inline void ack_requests_void_from(Qp &qp, uint32_t psn) {
+    if (psn_diff(qp.ack_req_psn, psn) > 0) {
+        qp.ack_req_psn = psn;
+    }
 }
 
 // The PSN of the transmit cursor: the next packet process_sq() sends.

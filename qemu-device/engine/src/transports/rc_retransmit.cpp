@@ -94,6 +94,7 @@ void RcRequester::recover_from(Qp &qp, uint32_t psn, bool timeout) {
         // A loss while a timeout's probe is out: the timeout was no
         // spurious one, and its window cut stands for this loss too.
         qp.frto = Qp::Frto::Off;
+        ack_requests_void_from(qp, psn);
         qp.recovering = true;
         qp.recover_psn = psn;
         go_back(qp, psn);
@@ -101,6 +102,12 @@ void RcRequester::recover_from(Qp &qp, uint32_t psn, bool timeout) {
     }
     if (!timeout && qp.recovering && qp.recover_psn == psn) {
         return;
+    }
+    if (!timeout) {
+        // Everything from 'psn' goes again, asking anew. (After a timeout
+        // the ACKs asked for stay owed: F-RTO's undo may find them
+        // answered, and the cursor skips what they covered.)
+        ack_requests_void_from(qp, psn);
     }
     qp.ssthresh = std::max(qp.cwnd / 2, DeviceLimits::min_window);
     qp.cwnd = timeout ? DeviceLimits::min_window : qp.ssthresh;
@@ -135,7 +142,7 @@ void RcRequester::timer_expired(Qp &qp) {
         svc_.mark_ready(qp);
         return;
     }
-    if (qp.inflight.empty() || !outstanding(qp) || !unacknowledged(qp) ||
+    if (qp.inflight.empty() || !outstanding(qp) || !ack_owed(qp) ||
         (qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD)) {
         return;
     }

@@ -372,6 +372,9 @@ void RcRequester::send_packet(Qp &qp, bool credit_short) {
         return;
     }
     svc_.cc_sent(qp, len);
+    if (f.bth.ack_req && psn_diff(end_psn, qp.ack_req_psn) > 0) {
+        qp.ack_req_psn = end_psn;
+    }
     // One packet at a time is timed: one that asks for an ACK (so the ACK
     // is not held back by coalescing) and is sent for the first time
     // (Karn: an ACK after a resend could answer either copy).
@@ -390,7 +393,10 @@ void RcRequester::send_packet(Qp &qp, bool credit_short) {
         ++qp.cur_wr;
         qp.cur_pkt = 0;
     }
-    if (qp.deadline_ns == 0) {
+    // The ACK timer starts with the first packet an ACK is owed for, not
+    // with one that asked for none: the time until the next one that asks
+    // goes is the sender's own (its pacer, its port), not the fabric's.
+    if (qp.deadline_ns == 0 && ack_owed(qp)) {
         restart_ack_timer(qp);
     }
 }
@@ -444,7 +450,7 @@ void RcRequester::odp_resumed(Qp &qp) {
         return; // an RNR NAK came meanwhile: its timer stands
     }
     svc_.set_deadline(qp, 0);
-    if (!qp.inflight.empty() && outstanding(qp)) {
+    if (!qp.inflight.empty() && outstanding(qp) && ack_owed(qp)) {
         restart_ack_timer(qp); // packets are outstanding
     }
 }
