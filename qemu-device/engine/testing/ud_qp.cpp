@@ -13,8 +13,7 @@ namespace {
 constexpr unsigned int kDoorbellBudget = 256;
 } // namespace
 
-UdQp make_ud(RdmaNode &n) {
-    UdQp u;
+CmdOutcome create_ud(RdmaNode &n, UdQp &u, uint8_t type, uint32_t uar) {
     u.pd = n.create_pd();
     u.scq = n.create_cq(8);
     u.rcq = n.create_cq(8);
@@ -22,12 +21,13 @@ UdQp make_ud(RdmaNode &n) {
     u.q.rq_size = 64;
     u.q.sq_stride = 256;
     u.q.rq_stride = 64;
+    u.q.uar = uar;
     u.q.sq = n.alloc(uint64_t{u.q.sq_size} * u.q.sq_stride);
     u.q.rq = n.alloc(uint64_t{u.q.rq_size} * u.q.rq_stride);
     u.buf = n.alloc(1 << 16);
     u.key = n.reg_mr(u.pd, u.buf, 1 << 16, OHCA_ACCESS_LOCAL_WRITE);
     ohca_create_qp_in in{};
-    in.type = OHCA_QPT_UD;
+    in.type = type;
     in.sq_log_size = 6;
     in.rq_log_size = 6;
     in.sq_log_stride = 8;
@@ -35,13 +35,19 @@ UdQp make_ud(RdmaNode &n) {
     in.pdn = u.pd;
     in.send_cqn = u.scq.cqn;
     in.recv_cqn = u.rcq.cqn;
+    in.uar_index = uar;
     in.max_inline = 128;
     in.sq_pbl = n.make_pbl(u.q.sq, uint64_t{u.q.sq_size} * u.q.sq_stride);
     in.rq_pbl = n.make_pbl(u.q.rq, uint64_t{u.q.rq_size} * u.q.rq_stride);
     ohca_create_out o{};
-    OHCA_CHECK_STATUS(n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o)).status,
-                      OHCA_STATUS_OK, "CREATE_QP (UD)");
+    const CmdOutcome r = n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o));
     u.q.qpn = o.handle;
+    return r;
+}
+
+UdQp make_ud(RdmaNode &n) {
+    UdQp u;
+    OHCA_CHECK_STATUS(create_ud(n, u).status, OHCA_STATUS_OK, "CREATE_QP (UD)");
     ohca_qp_attr at{};
     at.qp_state = OHCA_QPS_INIT;
     at.qkey = kUdQkey;

@@ -20,6 +20,9 @@ struct UdQp {
     uint32_t key = 0;
 };
 
+// A UD (or GSI) QP created in RESET: 64-entry queues, 256-byte send stride,
+// 64-byte receive stride, its own PD, CQs and 64 KiB buffer.
+CmdOutcome create_ud(RdmaNode &n, UdQp &u, uint8_t type = OHCA_QPT_UD, uint32_t uar = 0);
 // A UD QP in RTS with 64-entry queues and Q_Key kUdQkey.
 UdQp make_ud(RdmaNode &n);
 // A signaled SEND of [addr, addr+len) to 'dqpn' on 'peer'; the doorbell

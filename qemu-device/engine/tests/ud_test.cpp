@@ -7,6 +7,7 @@
 #include "link/roce_packet.hpp"
 #include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
+#include "ud_qp.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,50 +16,7 @@
 namespace ohca::test {
 namespace {
 
-constexpr uint32_t kQkey = 0x11111111;
-
-struct UdQp {
-    QpInfo q;
-    uint32_t pd = 0;
-    CqInfo scq, rcq;
-    uint64_t buf = 0; // 64 KiB, registered as 'key'
-    uint32_t key = 0;
-};
-
-// A UD (or GSI) QP, 256-byte send stride, 64-byte receive stride.
-CmdOutcome create_ud(RdmaNode &n, UdQp &u, uint8_t type = OHCA_QPT_UD, uint32_t uar = 0) {
-    u.pd = n.create_pd();
-    u.scq = n.create_cq(8);
-    u.rcq = n.create_cq(8);
-    u.q.sq_size = 64;
-    u.q.rq_size = 64;
-    u.q.sq_stride = 256;
-    u.q.rq_stride = 64;
-    u.q.uar = uar;
-    u.q.sq = n.alloc(uint64_t{u.q.sq_size} * u.q.sq_stride);
-    u.q.rq = n.alloc(uint64_t{u.q.rq_size} * u.q.rq_stride);
-    u.buf = n.alloc(1 << 16);
-    u.key = n.reg_mr(u.pd, u.buf, 1 << 16, OHCA_ACCESS_LOCAL_WRITE);
-    ohca_create_qp_in in{};
-    in.type = type;
-    in.sq_log_size = 6;
-    in.rq_log_size = 6;
-    in.sq_log_stride = 8;
-    in.rq_log_stride = 6;
-    in.pdn = u.pd;
-    in.send_cqn = u.scq.cqn;
-    in.recv_cqn = u.rcq.cqn;
-    in.uar_index = uar;
-    in.max_inline = 128;
-    in.sq_pbl = n.make_pbl(u.q.sq, uint64_t{u.q.sq_size} * u.q.sq_stride);
-    in.rq_pbl = n.make_pbl(u.q.rq, uint64_t{u.q.rq_size} * u.q.rq_stride);
-    ohca_create_out o{};
-    const CmdOutcome r = n.cmd(OHCA_CMD_CREATE_QP, &in, sizeof(in), &o, sizeof(o));
-    u.q.qpn = o.handle;
-    return r;
-}
-
-void ud_to_rts(RdmaNode &n, const UdQp &u, uint32_t qkey = kQkey) {
+void ud_to_rts(RdmaNode &n, const UdQp &u, uint32_t qkey = kUdQkey) {
     ohca_qp_attr a{};
     a.qp_state = OHCA_QPS_INIT;
     a.qkey = qkey;
@@ -73,7 +31,7 @@ void ud_to_rts(RdmaNode &n, const UdQp &u, uint32_t qkey = kQkey) {
     ASSERT_EQ(n.modify(u.q.qpn, OHCA_QP_STATE | OHCA_QP_SQ_PSN, a).status, OHCA_STATUS_OK);
 }
 
-UdQp make_ud(RdmaNode &n, uint8_t type = OHCA_QPT_UD, uint32_t qkey = kQkey) {
+UdQp rts_ud(RdmaNode &n, uint8_t type = OHCA_QPT_UD, uint32_t qkey = kUdQkey) {
     UdQp u;
     EXPECT_EQ(create_ud(n, u, type).status, OHCA_STATUS_OK);
     ud_to_rts(n, u, qkey);
@@ -85,7 +43,7 @@ struct UdSend {
     uint8_t opcode = OHCA_WR_SEND;
     uint8_t flags = OHCA_WQE_SIGNALED;
     uint32_t imm = 0;
-    uint32_t qkey = kQkey;
+    uint32_t qkey = kUdQkey;
     std::vector<ohca_sge> sges;
     std::vector<uint8_t> inline_data;
     ohca_av av{};
@@ -149,8 +107,8 @@ class UdTest : public ::testing::Test {
 };
 
 TEST_F(UdTest, LoopbackSendWithImmDeliversGrhAndPayload) {
-    UdQp a = make_ud(n);
-    UdQp b = make_ud(n);
+    UdQp a = rts_ud(n);
+    UdQp b = rts_ud(n);
     const auto data = bytes(300, 5);
     ASSERT_TRUE(n.host.write(a.buf, data.data(), data.size()));
     n.post_recv(b.q, 42, {{b.buf, 2048, b.key}});
@@ -192,8 +150,8 @@ TEST_F(UdTest, LoopbackSendWithImmDeliversGrhAndPayload) {
 // The host's trace callback sees a WQE's life: the command that made its QP,
 // the WQE taken, and both CQEs (QEMU's ohca_* trace events show the same).
 TEST_F(UdTest, TraceFollowsCommandsWqesAndCqes) {
-    UdQp a = make_ud(n);
-    UdQp b = make_ud(n);
+    UdQp a = rts_ud(n);
+    UdQp b = rts_ud(n);
     n.post_recv(b.q, 42, {{b.buf, 2048, b.key}});
     n.host.traces.clear();
     UdSend s;
@@ -234,8 +192,8 @@ TEST_F(UdTest, TraceFollowsCommandsWqesAndCqes) {
 
 TEST_F(UdTest, FrameOnTheWireIsBthDethWithIcrc) {
     RdmaNode peer{2};
-    UdQp a = make_ud(n);
-    UdQp b = make_ud(peer);
+    UdQp a = rts_ud(n);
+    UdQp b = rts_ud(peer);
     UdSend s;
     s.inline_data = bytes(61, 1); // odd length: padded
     s.av = av_to(peer);
@@ -251,7 +209,7 @@ TEST_F(UdTest, FrameOnTheWireIsBthDethWithIcrc) {
     EXPECT_FALSE(p.fields.bth.ack_req);
     EXPECT_EQ(p.fields.bth.pad, 3u);
     ASSERT_TRUE(p.fields.deth);
-    EXPECT_EQ(p.fields.deth->qkey, kQkey);
+    EXPECT_EQ(p.fields.deth->qkey, kUdQkey);
     EXPECT_EQ(p.fields.deth->src_qp, a.q.qpn);
     EXPECT_FALSE(p.fields.imm);
     EXPECT_EQ(std::vector<uint8_t>(p.payload.begin(), p.payload.end()), bytes(61, 1));
@@ -276,8 +234,8 @@ TEST_F(UdTest, FrameOnTheWireIsBthDethWithIcrc) {
 
 TEST_F(UdTest, Ipv6GrhIsTheIpv6Header) {
     RdmaNode n6{3, true};
-    UdQp a = make_ud(n6);
-    UdQp b = make_ud(n6);
+    UdQp a = rts_ud(n6);
+    UdQp b = rts_ud(n6);
     n6.post_recv(b.q, 1, {{b.buf, 40, b.key}, {b.buf + 100, 100, b.key}});
     UdSend s;
     s.inline_data = bytes(50, 9);
@@ -300,8 +258,8 @@ TEST_F(UdTest, Ipv6GrhIsTheIpv6Header) {
 }
 
 TEST_F(UdTest, QkeyMismatchIsDroppedAndCounted) {
-    UdQp a = make_ud(n);
-    UdQp b = make_ud(n, OHCA_QPT_UD, 0x2222);
+    UdQp a = rts_ud(n);
+    UdQp b = rts_ud(n, OHCA_QPT_UD, 0x2222);
     n.post_recv(b.q, 1, {{b.buf, 256, b.key}});
     UdSend s;
     s.inline_data = bytes(10, 0);
@@ -321,7 +279,7 @@ TEST_F(UdTest, QkeyMismatchIsDroppedAndCounted) {
 
 TEST_F(UdTest, ControlledQkeyInWqeSendsTheQpQkey) {
     RdmaNode peer{2};
-    UdQp a = make_ud(n, OHCA_QPT_UD, 0x80000005);
+    UdQp a = rts_ud(n, OHCA_QPT_UD, 0x80000005);
     UdSend s;
     s.inline_data = bytes(4, 0);
     s.av = av_to(peer);
@@ -339,8 +297,8 @@ TEST_F(UdTest, ControlledQkeyInWqeSendsTheQpQkey) {
 }
 
 TEST_F(UdTest, NoReceiveWqeDropsAndCounts) {
-    UdQp a = make_ud(n);
-    UdQp b = make_ud(n);
+    UdQp a = rts_ud(n);
+    UdQp b = rts_ud(n);
     UdSend s;
     s.inline_data = bytes(10, 0);
     s.av = av_to(n);
@@ -358,8 +316,8 @@ TEST_F(UdTest, NoReceiveWqeDropsAndCounts) {
 }
 
 TEST_F(UdTest, MessageOverMtuFailsAndStopsTheSendQueueOnly) {
-    UdQp a = make_ud(n);
-    UdQp b = make_ud(n);
+    UdQp a = rts_ud(n);
+    UdQp b = rts_ud(n);
     // Port MTU 1500: UD messages up to 1024 bytes.
     EXPECT_EQ(UdTransport::mtu_bytes(1500), 1024u);
     EXPECT_EQ(UdTransport::mtu_bytes(9000), 4096u);
@@ -398,8 +356,8 @@ TEST_F(UdTest, MessageOverMtuFailsAndStopsTheSendQueueOnly) {
 }
 
 TEST_F(UdTest, ReceiveBufferTooSmallFailsThatWqeOnly) {
-    UdQp a = make_ud(n);
-    UdQp b = make_ud(n);
+    UdQp a = rts_ud(n);
+    UdQp b = rts_ud(n);
     n.post_recv(b.q, 1, {{b.buf, 40 + 9, b.key}});
     n.post_recv(b.q, 2, {{b.buf, 40 + 10, b.key}});
     UdSend s;
@@ -418,7 +376,7 @@ TEST_F(UdTest, ReceiveBufferTooSmallFailsThatWqeOnly) {
 }
 
 TEST_F(UdTest, BadAddressVectorFailsTheWqe) {
-    UdQp a = make_ud(n);
+    UdQp a = rts_ud(n);
     UdSend s;
     s.inline_data = bytes(4, 0);
     s.av = av_to(n);
@@ -440,8 +398,8 @@ TEST_F(UdTest, BadAddressVectorFailsTheWqe) {
 // queue (what UCX reported as "local QP operation error").
 TEST_F(UdTest, UcxInlineSendWithAllOnesFlowLabel) {
     RdmaNode n6{3, true};
-    UdQp a = make_ud(n6);
-    UdQp b = make_ud(n6, OHCA_QPT_UD, 0x1ee7a330);
+    UdQp a = rts_ud(n6);
+    UdQp b = rts_ud(n6, OHCA_QPT_UD, 0x1ee7a330);
     n6.post_recv(b.q, 1, {{b.buf, 2048, b.key}});
     UdSend s;
     s.wr_id = 0xbeebbeeb;
@@ -479,8 +437,8 @@ TEST_F(UdTest, UcxInlineSendWithAllOnesFlowLabel) {
 // its interface), whatever the WQE says.
 TEST_F(UdTest, TheVlanComesFromTheSourceGidNotTheWqe) {
     RdmaNode peer{2};
-    UdQp a = make_ud(n);
-    UdQp b = make_ud(peer);
+    UdQp a = rts_ud(n);
+    UdQp b = rts_ud(peer);
     // GID 1: another address of this port, on VLAN 7.
     ohca_add_gid_in g{};
     std::copy(n.gid.begin(), n.gid.end(), g.gid);
@@ -519,7 +477,7 @@ TEST_F(UdTest, TheVlanComesFromTheSourceGidNotTheWqe) {
 }
 
 TEST_F(UdTest, RdmaOpcodesAreRefusedOnUd) {
-    UdQp a = make_ud(n);
+    UdQp a = rts_ud(n);
     UdSend s;
     s.opcode = OHCA_WR_RDMA_WRITE;
     s.inline_data = bytes(4, 0);
@@ -585,14 +543,14 @@ TEST_F(UdTest, GsiQpIsQp1AndReceivesWithTheGsiQkey) {
     ohca_alloc_uar_out uo{};
     ASSERT_EQ(n.cmd(OHCA_CMD_ALLOC_UAR, nullptr, 0, &uo, sizeof(uo)).status, OHCA_STATUS_OK);
     EXPECT_EQ(create_ud(n, bad, OHCA_QPT_GSI, uo.uar_index).status, OHCA_STATUS_BAD_FIELD);
-    UdQp gsi = make_ud(n, OHCA_QPT_GSI, OHCA_GSI_QKEY);
+    UdQp gsi = rts_ud(n, OHCA_QPT_GSI, OHCA_GSI_QKEY);
     EXPECT_EQ(gsi.q.qpn, 1u);
     UdQp second;
     EXPECT_EQ(create_ud(n, second, OHCA_QPT_GSI).status, OHCA_STATUS_BAD_STATE);
 
     // A MAD from another node's GSI QP to QP 1.
     RdmaNode peer{2};
-    UdQp pg = make_ud(peer, OHCA_QPT_GSI, OHCA_GSI_QKEY);
+    UdQp pg = rts_ud(peer, OHCA_QPT_GSI, OHCA_GSI_QKEY);
     n.post_recv(gsi.q, 11, {{gsi.buf, 40 + 256, gsi.key}});
     UdSend s;
     s.inline_data = bytes(256 - 128, 3);
@@ -618,10 +576,10 @@ TEST_F(UdTest, GsiQpIsQp1AndReceivesWithTheGsiQkey) {
 
 TEST_F(UdTest, UdFramesToRcQpsAndRcFramesToUdQpsAreDropped) {
     RdmaNode peer{2};
-    UdQp u = make_ud(n);
+    UdQp u = rts_ud(n);
     Side rc = make_side(n, 4096, 4, [](size_t k) { return static_cast<uint8_t>(k); });
     n.connect(rc.qp, 99, peer);
-    UdQp pu = make_ud(peer);
+    UdQp pu = rts_ud(peer);
     UdSend s;
     s.inline_data = bytes(8, 0);
     s.av = av_to(n);
@@ -655,7 +613,7 @@ TEST_F(UdTest, UdFramesToRcQpsAndRcFramesToUdQpsAreDropped) {
 // bound and every frame is either queued or dropped and counted.
 TEST_F(UdTest, FloodIsBoundedAndCounted) {
     RdmaNode peer{2};
-    UdQp b = make_ud(n);
+    UdQp b = rts_ud(n);
     for (int i = 0; i < 8; ++i) {
         n.post_recv(b.q, static_cast<uint64_t>(i), {{b.buf + 512u * i, 512, b.key}});
     }
@@ -667,7 +625,7 @@ TEST_F(UdTest, FloodIsBoundedAndCounted) {
     PacketFields pf;
     pf.bth.opcode = ud::kSendOnly;
     pf.bth.dest_qp = b.q.qpn;
-    pf.deth = Deth{kQkey, 77};
+    pf.deth = Deth{kUdQkey, 77};
     const auto frame = build_roce_frame(path, pf, bytes(400, 1));
     constexpr int kFrames = 5000;
     const auto s0 = n.stats();
@@ -755,11 +713,11 @@ void send_to_group(RdmaNode &n, UdQp &from, const std::vector<uint8_t> &data, ui
 
 TEST_F(UdTest, MulticastReachesEveryAttachedQpHereAndOnTheWire) {
     RdmaNode peer{2};
-    UdQp a = make_ud(n);
-    UdQp b = make_ud(n);
-    UdQp c = make_ud(n);
-    UdQp d = make_ud(n); // not in the group
-    UdQp e = make_ud(peer);
+    UdQp a = rts_ud(n);
+    UdQp b = rts_ud(n);
+    UdQp c = rts_ud(n);
+    UdQp d = rts_ud(n); // not in the group
+    UdQp e = rts_ud(peer);
     for (UdQp *q : {&b, &c, &d}) {
         n.post_recv(q->q, 5, {{q->buf, 256, q->key}});
     }
@@ -799,9 +757,9 @@ TEST_F(UdTest, MulticastReachesEveryAttachedQpHereAndOnTheWire) {
 }
 
 TEST_F(UdTest, MulticastQkeyDetachAndDestroy) {
-    UdQp a = make_ud(n);
-    UdQp b = make_ud(n);
-    UdQp c = make_ud(n, OHCA_QPT_UD, 0x2222); // another Q_Key
+    UdQp a = rts_ud(n);
+    UdQp b = rts_ud(n);
+    UdQp c = rts_ud(n, OHCA_QPT_UD, 0x2222); // another Q_Key
     for (int i = 0; i < 2; ++i) {
         n.post_recv(b.q, 1, {{b.buf + 256u * i, 256, b.key}});
         n.post_recv(c.q, 1, {{c.buf + 256u * i, 256, c.key}});
@@ -829,7 +787,7 @@ TEST_F(UdTest, MulticastQkeyDetachAndDestroy) {
 }
 
 TEST_F(UdTest, MulticastCommandErrors) {
-    UdQp u = make_ud(n);
+    UdQp u = rts_ud(n);
     UdQp gsi;
     ASSERT_EQ(create_ud(n, gsi, OHCA_QPT_GSI).status, OHCA_STATUS_OK);
     Side rc = make_side(n, 4096, 4, [](size_t k) { return static_cast<uint8_t>(k); });
@@ -855,7 +813,7 @@ TEST_F(UdTest, MulticastCommandErrors) {
 // Groups are bounded: a guest cannot make the device keep more than
 // max_mcast_grp groups, nor a packet reach more than max_mcast_qp_attach QPs.
 TEST_F(UdTest, MulticastGroupsAreBounded) {
-    UdQp u = make_ud(n);
+    UdQp u = rts_ud(n);
     Mgid g = kGroup;
     for (uint32_t i = 0; i < DeviceLimits::max_mcast_grp; ++i) {
         g[14] = static_cast<uint8_t>(i >> 8);
@@ -866,7 +824,7 @@ TEST_F(UdTest, MulticastGroupsAreBounded) {
     EXPECT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, u.q.qpn, g).status, OHCA_STATUS_NO_RESOURCES);
     // A reset forgets every group.
     n.reset();
-    UdQp v = make_ud(n);
+    UdQp v = rts_ud(n);
     EXPECT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, v.q.qpn, g).status, OHCA_STATUS_OK);
 }
 
@@ -876,10 +834,10 @@ TEST_F(UdTest, MulticastFloodToAFullGroupIsBounded) {
     RdmaNode peer{2};
     std::vector<UdQp> qps;
     for (uint32_t i = 0; i < DeviceLimits::max_mcast_qp_attach; ++i) {
-        qps.push_back(make_ud(n));
+        qps.push_back(rts_ud(n));
         ASSERT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, qps.back().q.qpn, kGroup).status, OHCA_STATUS_OK);
     }
-    UdQp extra = make_ud(n);
+    UdQp extra = rts_ud(n);
     EXPECT_EQ(mcast(n, OHCA_CMD_ATTACH_MCAST, extra.q.qpn, kGroup).status,
               OHCA_STATUS_NO_RESOURCES);
     PacketPath path;
@@ -890,7 +848,7 @@ TEST_F(UdTest, MulticastFloodToAFullGroupIsBounded) {
     PacketFields pf;
     pf.bth.opcode = ud::kSendOnly;
     pf.bth.dest_qp = OHCA_MCAST_QPN;
-    pf.deth = Deth{kQkey, 77};
+    pf.deth = Deth{kUdQkey, 77};
     const auto frame = build_roce_frame(path, pf, bytes(1000, 1));
     const auto no_wqe = device_of(n.e).roce_counters().ud_rx_no_wqe;
     constexpr uint64_t kFrames = 2000;
