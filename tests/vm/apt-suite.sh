@@ -7,7 +7,8 @@
 #
 #   tests/vm/apt-suite.sh SUITE apt-get source qemu
 #   tests/vm/apt-suite.sh SUITE apt-cache showsrc qemu
-#   tests/vm/apt-suite.sh --mirror       print the mirror (host's own)
+#   tests/vm/apt-suite.sh --mirror [SUITE]  print the mirror (host's own, for
+#                                           SUITE if the host has a source for it)
 #
 # The mirror is the one the host's apt already uses for Debian's main
 # archive (read from /etc/apt/sources.list.d/*.sources or sources.list at
@@ -19,15 +20,13 @@ set -euo pipefail
 cache=${OHCA_CACHE:-$HOME/.cache/ohca}
 die() { echo "apt-suite: error: $*" >&2; exit 1; }
 
-# The host's own Debian mirror: the URI of the first "deb" entry whose suites
-# include the host's codename (not its -security suite).
+# The host's own Debian mirror for a suite: the URI of the first "deb" entry
+# whose suites include it (so not the -security suite's).
 host_mirror() {
-	local codename f
-	codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-	[ -n "$codename" ] || die "no VERSION_CODENAME in /etc/os-release"
+	local f
 	for f in /etc/apt/sources.list.d/*.sources; do
 		[ -f "$f" ] || continue
-		awk -v suite="$codename" '
+		awk -v suite="$1" '
 			function flush() {
 				if (isdeb && hassuite && uri != "" && !done) { print uri; done = 1 }
 				isdeb = 0; hassuite = 0; uri = ""
@@ -39,12 +38,21 @@ host_mirror() {
 			END { flush() }' "$f"
 	done
 	if [ -f /etc/apt/sources.list ]; then
-		awk -v suite="$codename" '$1 == "deb" && $0 !~ /\[/ && $3 == suite { print $2 }
+		awk -v suite="$1" '$1 == "deb" && $0 !~ /\[/ && $3 == suite { print $2 }
 			$1 == "deb" && $2 ~ /^\[/ && $4 == suite { print $3 }' /etc/apt/sources.list
 	fi
 }
 
-mirror=$(host_mirror | head -n1 || true)
+codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+[ -n "$codename" ] || die "no VERSION_CODENAME in /etc/os-release"
+# --mirror SUITE: the host's source for SUITE if it has one, else the one for
+# its own release (the same archive serves every suite).
+if [ "${1:-}" = --mirror ] && [ -n "${2:-}" ]; then
+	mirror=$(host_mirror "$2" | head -n1 || true)
+	[ -n "$mirror" ] || mirror=$(host_mirror "$codename" | head -n1 || true)
+else
+	mirror=$(host_mirror "$codename" | head -n1 || true)
+fi
 [ -n "$mirror" ] || die "no Debian mirror in the host's apt sources to derive one from"
 if [ "${1:-}" = --mirror ]; then
 	echo "$mirror"

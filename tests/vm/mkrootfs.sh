@@ -112,30 +112,10 @@ for tool in debootstrap mke2fs sha256sum; do
 done
 [ -d "$testsrc" ] || die "$testsrc missing: it comes from the package python3-pyverbs (tests/deps.sh installs it)"
 
-# The mirror: the host's own apt source for $suite, read at run time; if none
-# is configured, debootstrap's built-in default.
-host_mirror() {
-	local f
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -f "$f" ] || continue
-		awk -v suite="$suite" '
-			function flush() {
-				if (isdeb && hassuite && uri != "" && !done) { print uri; done = 1 }
-				isdeb = 0; hassuite = 0; uri = ""
-			}
-			/^[[:space:]]*$/ { flush(); next }
-			/^Types:/ { for (i = 2; i <= NF; i++) if ($i == "deb") isdeb = 1 }
-			/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == suite) hassuite = 1 }
-			/^URIs:/ { uri = $2 }
-			END { flush() }' "$f"
-	done | head -n1
-	if [ -f /etc/apt/sources.list ]; then
-		awk -v suite="$suite" '$1 == "deb" && $3 == suite { print $2; exit }' /etc/apt/sources.list
-	fi
-}
-mirror=$(host_mirror | head -n1 || true)
-# Another release: the host's Debian mirror (tests/vm/apt-suite.sh reads it).
-[ -n "$mirror" ] || [ "$suite" = bookworm ] || mirror=$(bash "$here/apt-suite.sh" --mirror)
+# The mirror: the host's own apt source for $suite (or, for another release,
+# for its own), read at run time by tests/vm/apt-suite.sh; if the host has
+# none, debootstrap's built-in default.
+mirror=$(bash "$here/apt-suite.sh" --mirror "$suite" 2>/dev/null || true)
 
 mkdir -p "$cache"
 work=$(mktemp -d "$cache/rootfs-$key.XXXXXX.tmp")
