@@ -220,7 +220,6 @@ void RcRequester::on_rnr_nak(Qp &qp, uint32_t psn, uint8_t code) {
         }
         --qp.rnr_left;
     }
-    ack_requests_void_from(qp, nak_resume(qp, psn));
     go_back(qp, nak_resume(qp, psn));
     qp.rnr_wait = true;
     qp.credit_wait = false; // (the RNR wait's timer replaces it)
@@ -253,7 +252,6 @@ void RcRequester::on_nak(Qp &qp, uint32_t psn, uint8_t code) {
             // The loss the timeout cut the window for: no second cut.
             qp.recovering = true;
             qp.recover_psn = at;
-            ack_requests_void_from(qp, at);
             go_back(qp, at);
             return;
         }

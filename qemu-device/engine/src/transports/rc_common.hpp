@@ -98,9 +98,8 @@ inline bool ack_owed(const Qp &qp) {
            (qp.frto != Qp::Frto::Off && psn_diff(qp.sent_psn, qp.una_psn) > 0);
 }
 
-// The transmit cursor goes back to 'psn' for a NAK (sequence or RNR) or a
-// READ's missing responses: everything from it goes again, asking anew,
-// and no ACK asked for beyond it is owed before then.
+// The transmit cursor goes back to 'psn' (RcRequester::go_back): no ACK
+// asked for beyond it is owed before it goes again.
 inline void ack_requests_void_from(Qp &qp, uint32_t psn) {
     if (psn_diff(qp.ack_req_psn, psn) > 0) {
         qp.ack_req_psn = psn;

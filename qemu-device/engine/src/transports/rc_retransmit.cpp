@@ -57,7 +57,14 @@ void RcRequester::rtt_sample(Qp &qp, uint64_t r) {
     }
 }
 
-void RcRequester::go_back(Qp &qp, uint32_t psn) {
+void RcRequester::go_back(Qp &qp, uint32_t psn, bool asked_stay_owed) {
+    // Everything from 'psn' goes again, asking anew: no ACK asked for beyond
+    // it is owed before then. (After a timeout the ACKs asked for stay owed:
+    // F-RTO's undo may find them answered, and the cursor skips what they
+    // covered.)
+    if (!asked_stay_owed) {
+        ack_requests_void_from(qp, psn);
+    }
     // Karn's rule: what is sent again is not timed, and the packet being
     // timed may be among it.
     qp.rtt_timing = false;
@@ -94,7 +101,6 @@ void RcRequester::recover_from(Qp &qp, uint32_t psn, bool timeout) {
         // A loss while a timeout's probe is out: the timeout was no
         // spurious one, and its window cut stands for this loss too.
         qp.frto = Qp::Frto::Off;
-        ack_requests_void_from(qp, psn);
         qp.recovering = true;
         qp.recover_psn = psn;
         go_back(qp, psn);
@@ -102,12 +108,6 @@ void RcRequester::recover_from(Qp &qp, uint32_t psn, bool timeout) {
     }
     if (!timeout && qp.recovering && qp.recover_psn == psn) {
         return;
-    }
-    if (!timeout) {
-        // Everything from 'psn' goes again, asking anew. (After a timeout
-        // the ACKs asked for stay owed: F-RTO's undo may find them
-        // answered, and the cursor skips what they covered.)
-        ack_requests_void_from(qp, psn);
     }
     qp.ssthresh = std::max(qp.cwnd / 2, DeviceLimits::min_window);
     qp.cwnd = timeout ? DeviceLimits::min_window : qp.ssthresh;
@@ -117,7 +117,7 @@ void RcRequester::recover_from(Qp &qp, uint32_t psn, bool timeout) {
     // again): that goes back at once, not a timeout later.
     qp.recovering = !timeout;
     qp.recover_psn = psn;
-    go_back(qp, psn);
+    go_back(qp, psn, timeout);
 }
 
 void RcRequester::timer_expired(Qp &qp) {
@@ -221,7 +221,8 @@ RcRequester::Frto RcRequester::frto_decide(Qp &qp, uint32_t through) {
     svc_.mark_ready(qp);
     if (psn_diff(through, qp.frto_end) < 0) {
         if (qp.frto == Qp::Frto::Confirm) {
-            go_back(qp, qp.una_psn); // the probe's place is behind una
+            // the probe's place is behind una; the timeout's asked ACKs stay owed
+            go_back(qp, qp.una_psn, true);
         }
         qp.frto = Qp::Frto::Off;
         return Frto::Loss;

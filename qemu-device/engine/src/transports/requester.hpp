@@ -49,7 +49,7 @@ class RcRequester {
     void send_packet(Qp &qp, bool credit_short);
     void ack_through(Qp &qp, uint32_t psn);
     void atomic_ack(Qp &qp, uint32_t psn, uint64_t orig);
-    void go_back(Qp &qp, uint32_t psn);
+    void go_back(Qp &qp, uint32_t psn, bool asked_stay_owed = false);
     void recover_from(Qp &qp, uint32_t psn, bool timeout);
     void advance_una(Qp &qp, uint32_t una);
     void fail(Qp &qp, uint8_t status, uint8_t verr);
