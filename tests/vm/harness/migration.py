@@ -68,7 +68,7 @@ def restart_from_snapshot(vm, tag):
     proc, log_f, qmp, qmp_path = _second_process(vm, f"loadvm{vm.restarts}", loadvm=tag)
     status = qmp.execute("query-status")
     _replace(vm, proc, log_f, qmp, qmp_path, old_ended=True)
-    if status.get("status") != "prelaunch" and status.get("status") != "paused":
+    if status.get("status") not in ("prelaunch", "paused"):
         raise HarnessError(f"{vm.name}: after -loadvm {tag} QEMU is {status.get('status')}")
     return time.monotonic() - t
 
