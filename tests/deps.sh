@@ -38,9 +38,9 @@ packages=(
 	# the engine's Google Benchmark program (make engine-bench)
 	libbenchmark-dev
 	# the guest root filesystem and the harness (python3 above)
-	debootstrap e2fsprogs python3-pytest
+	e2fsprogs python3-pytest
 	# other releases' sources, images and build chroots (tests/vm/apt-suite.sh,
-	# chroot.sh): their archive keys, and the build chroot's bootstrapper
+	# chroot.sh, mkrootfs.sh): their archive keys, and the bootstrapper of images and chroots
 	debian-archive-keyring mmdebstrap
 	# (the host-dependency audit, tests/hostdeps.py: strace above)
 	# engine fuzzers (libFuzzer, ASan, UBSan) and coverage reports

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the guest root filesystem for the ohca test VMs: an ext4 image made
-# from a debootstrap'ed Debian release (bookworm by default; OHCA_DISTRO=trixie
+# from a bootstrapped (mmdebstrap) Debian release (bookworm by default; OHCA_DISTRO=trixie
 # or sid) (minbase + the packages in
 # guest/packages.txt), the guest kernel's /lib/modules, rdma-core's upstream
 # Python test suite (gunzipped, in /opt/rdma-core-tests) and our init
@@ -105,26 +105,22 @@ if [ -f "$img" ] && [ "$mode" != force ]; then
 	exit 0
 fi
 
-[ "$(id -u)" -eq 0 ] || die "debootstrap needs root; run as root"
+[ "$(id -u)" -eq 0 ] || die "mmdebstrap needs root; run as root"
 [ -z "${OHCA_COLD_MARK:-}" ] || echo rootfs >>"$OHCA_COLD_MARK"
-for tool in debootstrap mke2fs sha256sum; do
-	command -v "$tool" >/dev/null || die "'$tool' not found (install debootstrap e2fsprogs: tests/deps.sh)"
+for tool in mmdebstrap mke2fs sha256sum; do
+	command -v "$tool" >/dev/null || die "'$tool' not found (install mmdebstrap e2fsprogs: tests/deps.sh)"
 done
 [ -d "$testsrc" ] || die "$testsrc missing: it comes from the package python3-pyverbs (tests/deps.sh installs it)"
 
 # The mirror: the host's own apt source for $suite (or, for another release,
 # for its own), read at run time by tests/vm/apt-suite.sh; if the host has
-# none, debootstrap's built-in default.
+# none, mmdebstrap's built-in default.
 mirror=$(bash "$here/apt-suite.sh" --mirror "$suite" 2>/dev/null || true)
 
 mkdir -p "$cache"
 work=$(mktemp -d "$cache/rootfs-$key.XXXXXX.tmp")
 cleanup() {
 	local rc=$?
-	# debootstrap may leave proc/sys mounted inside the target on failure.
-	for m in proc sys dev/pts dev; do
-		mountpoint -q "$work/root/$m" 2>/dev/null && umount -l "$work/root/$m" || true
-	done
 	rm -rf "$work"
 	[ "$rc" -eq 0 ] || echo "mkrootfs: FAILED (exit $rc)" >&2
 }
@@ -134,7 +130,7 @@ start=$SECONDS
 root=$work/root
 say "building $img"
 say "  $suite, guest kernel $kver, rdma-core tests from ${kroot:-the host} ($rdma_ver)"
-say "  mirror: ${mirror:-debootstrap default}"
+say "  mirror: ${mirror:-mmdebstrap default}"
 say "  packages: $packages"
 if [ -n "$kroot" ]; then
 	# Another release: its build chroot was bootstrapped with the guest's
@@ -157,13 +153,17 @@ if [ -n "$kroot" ]; then
 	chmod 1777 "$root/tmp"
 	chmod 0700 "$root/root"
 else
-	say "[1/5] debootstrap --variant=minbase $suite (several minutes on a cold cache)"
+	say "[1/5] mmdebstrap --variant=minbase $suite (minutes on a cold cache)"
+	# mmdebstrap rather than debootstrap, as for the other releases' build
+	# chroots (tests/vm/chroot.sh says why: apt fetches every package at
+	# once and dpkg installs them in batches), in a mount namespace of its
+	# own so that nothing it mounts in the tree outlives it.
 	# shellcheck disable=SC2086
-	debootstrap --variant=minbase --include="$packages" "$suite" "$root" $mirror \
-		>"$work/debootstrap.log" 2>&1 || {
-		tail -n 30 "$work/debootstrap.log" >&2
-		[ -f "$root/debootstrap/debootstrap.log" ] && tail -n 30 "$root/debootstrap/debootstrap.log" >&2
-		die "debootstrap failed"
+	unshare -m --propagation private \
+		mmdebstrap --variant=minbase --include="$packages" "$suite" "$root" $mirror \
+		>"$work/mmdebstrap.log" 2>&1 || {
+		tail -n 30 "$work/mmdebstrap.log" >&2
+		die "mmdebstrap failed"
 	}
 fi
 say "      done in $((SECONDS - start)) s"
