@@ -109,9 +109,12 @@ uint32_t IbPort::process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed)
 
 bool IbPort::can_trap() const {
     const ib::PortInfo &i = info();
+    return i.port_state == ib::port_state::Active && i.lid != 0 && i.master_sm_lid != 0;
+}
+
+bool IbPort::sm_here() const {
     uint8_t bits = 0;
-    return i.port_state == ib::port_state::Active && i.lid != 0 && i.master_sm_lid != 0 &&
-           !unicast_dlid(i.master_sm_lid, bits);
+    return unicast_dlid(info().master_sm_lid, bits);
 }
 
 bool IbPort::raise_trap(uint16_t number, uint8_t type, std::span<const uint8_t> details) {

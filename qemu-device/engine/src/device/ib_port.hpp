@@ -86,6 +86,9 @@ class IbPort {
     // SM's LID on VL15 from QP0; ib_traps.hpp bounds them). A port that can
     // no longer reach its SM drops the pending trap.
     bool trap_due(uint64_t now_ns, std::span<uint8_t, ib::kUdMadFrameBytes> frame);
+    // Whether the master SM is on this port (its LID one of ours): its
+    // traps are looped back to the host's QP0, not sent to the wire.
+    [[nodiscard]] bool sm_here() const;
     [[nodiscard]] uint64_t trap_deadline() const { return traps_.deadline(); }
     [[nodiscard]] bool trap_pending() const { return traps_.pending(); }
 
@@ -158,8 +161,8 @@ class IbPort {
     [[nodiscard]] ib::SmaPortState &port() { return sma_.ports[1]; }
     [[nodiscard]] const ib::SmaPortState &port() const { return sma_.ports[1]; }
     [[nodiscard]] const ib::PortInfo &info() const { return port().info; }
-    // Whether a trap can reach the SM: ACTIVE, a LID and an SM elsewhere
-    // (an SM on this port reads its own PortInfo on its sweeps).
+    // Whether a trap can reach the SM: ACTIVE, a LID and an SM (on this
+    // port too: the trap is looped back to its QP0).
     [[nodiscard]] bool can_trap() const;
     bool raise_trap(uint16_t number, uint8_t type, std::span<const uint8_t> details);
 
