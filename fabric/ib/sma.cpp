@@ -89,9 +89,8 @@ void copy_description(SmaState &s, const char *text) {
 
 bool pkey_in_table(uint16_t pkey, std::span<const uint16_t> table) {
     const auto base = static_cast<uint16_t>(pkey & 0x7FFF);
-    return base != 0 && std::any_of(table.begin(), table.end(), [base](uint16_t e) {
-               return (e & 0x7FFF) == base;
-           });
+    return base != 0 && std::any_of(table.begin(), table.end(),
+                                    [base](uint16_t e) { return (e & 0x7FFF) == base; });
 }
 
 SmaState make_ca_state(const SmaDefaults &d) {

@@ -151,9 +151,9 @@ class Switch {
         ib::LinkCredits credits;
         std::array<std::deque<Queued>, ib::kMaxDataVls> in;
         std::deque<Queued> in15;
-        StreamWriter out;   // framed, waiting for the socket
-        ib::VlArbiter arb;  // output arbitration: which data VL sends next
-        uint8_t rr_in = 0;  // output arbitration: next input (within a VL)
+        StreamWriter out;  // framed, waiting for the socket
+        ib::VlArbiter arb; // output arbitration: which data VL sends next
+        uint8_t rr_in = 0; // output arbitration: next input (within a VL)
         uint64_t last_fcp = 0;
         uint64_t tokens = 0;    // shaped: bits x 1e9 (a ns at R bit/s adds R)
         uint64_t tokens_at = 0; // when tokens were last topped up

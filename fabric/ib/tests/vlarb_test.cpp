@@ -170,7 +170,8 @@ TEST(VlArb, HostileTablesStayBounded) {
         p.info.vl_high_limit = static_cast<uint8_t>(rng());
         for (auto *t : {&p.vlarb_high, &p.vlarb_low}) {
             for (auto &e : *t) {
-                e = {static_cast<uint8_t>(rng() % 16), static_cast<uint8_t>(rng() % 3 == 0 ? 0 : rng())};
+                e = {static_cast<uint8_t>(rng() % 16),
+                     static_cast<uint8_t>(rng() % 3 == 0 ? 0 : rng())};
             }
         }
         VlArbiter a;
