@@ -931,6 +931,72 @@ TEST(IbTraps, TrapToAnSmOnThisPortLoopsBackToQp0) {
     EXPECT_EQ(c.expired, 1u);
 }
 
+// An SMP from the wire that fails the M_Key check (IBTA 14.2.4): dropped,
+// and trap 256 (Bad M_Key) to the SM with the requester's LID, the
+// method, attribute, modifier and the M_Key it carried. A flood of them
+// (a hostile peer guessing keys) raises one trap while it is pending.
+TEST(IbTraps, BadMKeyTrap256) {
+    RdmaNode n(1, false, 0, 10, 0, nullptr, OHCA_LINK_IB);
+    sm_bring_up_timeout(n, 0x10, 12);
+    ib::PortInfo pi = port_info(n);
+    pi.m_key = 0x1122334455667788ull;
+    pi.m_key_protect_bits = 2; // a Get without the key fails too
+    pi.port_state = ib::port_state::NoChange;
+    ASSERT_EQ(set_port_info(n, pi), 0);
+    n.process();
+    n.host.wire.clear();
+    auto from_wire = [&](uint64_t key, uint8_t meth) {
+        ib::Smp req;
+        req.hdr.mgmt_class = ib::mgmt_class::SubnLidRouted;
+        req.hdr.method = meth;
+        req.hdr.attr_id = ib::attr::PortInfo;
+        req.hdr.attr_mod = 1;
+        req.hdr.tid = 9;
+        req.m_key = key;
+        ib::Mad m{};
+        req.write(m);
+        ohca_mad_ifc_in in{};
+        in.port = 1;
+        in.flags = OHCA_MAD_IFC_NET;
+        in.slid = 0x33;
+        std::copy(m.begin(), m.end(), in.mad);
+        ohca_mad_ifc_out out{};
+        EXPECT_EQ(n.cmd(OHCA_CMD_MAD_IFC, &in, sizeof(in), &out, sizeof(out)).status,
+                  OHCA_STATUS_OK);
+        return out.result;
+    };
+    EXPECT_EQ(from_wire(0x99, ib::method::Set), uint32_t{OHCA_MAD_IFC_CONSUMED});
+    n.process();
+    const auto t = traps_sent(n);
+    ASSERT_EQ(t.size(), 1u);
+    EXPECT_EQ(t[0].pk.lrh.dlid, kSmLid);
+    EXPECT_EQ(t[0].notice.trap_number, ib::trap::MKeyViolation);
+    EXPECT_EQ(t[0].notice.type, ib::notice_type::Security);
+    const auto &d = t[0].notice.details;
+    EXPECT_EQ((d[2] << 8) | d[3], 0x33); // LIDADDR: the requester
+    EXPECT_EQ(d[6], ib::method::Set);
+    EXPECT_EQ((d[8] << 8) | d[9], ib::attr::PortInfo);
+    EXPECT_EQ(d[13], 1);    // AttributeModifier
+    EXPECT_EQ(d[21], 0x99); // the M_Key it carried
+    // The right key passes, and raises nothing.
+    EXPECT_EQ(from_wire(0x1122334455667788ull, ib::method::Get), uint32_t{OHCA_MAD_IFC_REPLY});
+    // A flood of wrong keys while the first trap waits for its repress:
+    // dropped, none sent; then only the first trap's repeat.
+    for (int i = 0; i < 1000; ++i) {
+        EXPECT_EQ(from_wire(static_cast<uint64_t>(i), ib::method::Get),
+                  uint32_t{OHCA_MAD_IFC_CONSUMED});
+    }
+    n.process();
+    EXPECT_TRUE(traps_sent(n).empty());
+    const auto &c = device_of(n.e).ib_counters()->traps;
+    EXPECT_EQ(c.raised, 1u);
+    EXPECT_EQ(c.dropped, 1000u);
+    advance(n, subnet_timeout_ns(12));
+    const auto again = traps_sent(n);
+    ASSERT_EQ(again.size(), 1u);
+    EXPECT_EQ(again[0].smp.hdr.tid, t[0].smp.hdr.tid);
+}
+
 // Twenty UD packets of a partition the receiver lacks: all dropped, all
 // counted, and one trap 257 (Bad P_Key) to the SM with the packet's
 // LIDs, P_Key, SL and QPs -- the others find it pending.
