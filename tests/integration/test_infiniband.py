@@ -12,6 +12,9 @@ would otherwise pay its own TCG boot). VM 0 runs the subnet manager.
   interface ib0.8001 on each VM, ping both ways.
 - pkey_violation: VM 0 sends 20 UD packets on 0x8002 to VM 1, a
   non-member: all 20 in VM 1's P_KeyViolations, a trap 257 in opensm's log.
+- trap_self: VM 0 sends 5 UD packets on 0x8002 to a QP of its own on the
+  default partition: its trap 257 reaches opensm on the same port (the
+  device loops it back to QP0), logged from VM 0's own LID.
 - diags (VM 0 and VM 1): the peer's LID by a directed-route PortInfo,
   then smpquery nodeinfo/portinfo by LID, sminfo, perfquery, and
   ibnetdiscover showing two CA nodes.
