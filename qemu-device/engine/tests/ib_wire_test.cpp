@@ -953,17 +953,9 @@ TEST(IbTraps, BadMKeyTrap256) {
         req.hdr.attr_mod = 1;
         req.hdr.tid = 9;
         req.m_key = key;
-        ib::Mad m{};
-        req.write(m);
-        ohca_mad_ifc_in in{};
-        in.port = 1;
-        in.flags = OHCA_MAD_IFC_NET;
-        in.slid = 0x33;
-        std::copy(m.begin(), m.end(), in.mad);
-        ohca_mad_ifc_out out{};
-        EXPECT_EQ(n.cmd(OHCA_CMD_MAD_IFC, &in, sizeof(in), &out, sizeof(out)).status,
-                  OHCA_STATUS_OK);
-        return out.result;
+        uint32_t result = 0xFF;
+        (void)mad_ifc(n, req, 0x33, &result);
+        return result;
     };
     EXPECT_EQ(from_wire(0x99, ib::method::Set), uint32_t{OHCA_MAD_IFC_CONSUMED});
     n.process();
