@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // libFuzzer: everything fabric/ib parses from a peer — data frames (the
 // link checks and a CA's full parse), flow control packets and credits,
-// and MADs through the SMA/PMA core as a CA and as a switch.
+// and MADs through the SMA/PMA core as a CA and as a switch; a frame's
+// P_Key against a switch port's table, and VL arbitration over whatever
+// tables the MADs left.
 #include "ib/link.hpp"
 #include "ib/mad.hpp"
 #include "ib/packet.hpp"
 #include "ib/sma.hpp"
+#include "ib/vlarb.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -43,6 +46,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     sw_sma.clear_changes();
     if (sw.lft.size() != 0xC000 || ca.ports[1].pkeys.size() != 64) {
         std::abort();
+    }
+    for (const SmaPortState &sp : sw.ports) {
+        if (sp.pkeys.size() != 64) {
+            std::abort(); // a switch port's table keeps its size
+        }
+    }
+    if (const auto pkey = frame_pkey(in)) {
+        (void)pkey_in_table(*pkey, sw.ports[1].pkeys);
+    }
+    static VlArbiter arb;
+    const auto ready = static_cast<uint16_t>(size > 1 ? data[0] | data[1] << 8 : 0);
+    const auto vls = static_cast<uint8_t>(1 + (size > 2 ? data[2] % 8 : 0));
+    const SmaPortState &out_port = sw.ports[1 + (size > 3 ? data[3] % 8 : 0)];
+    for (int i = 0; i < 4; ++i) {
+        const int vl = arb.pick(ready, out_port, vls);
+        if (vl >= vls || (vl >= 0 && (ready >> vl & 1) == 0)) {
+            std::abort(); // only a ready VL in operation, or none
+        }
+        if (vl >= 0) {
+            arb.sent(size);
+        }
     }
     return 0;
 }

@@ -10,6 +10,8 @@
 #include "port_stream.hpp"
 #include "switch.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <vector>
 
@@ -39,6 +41,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         st.lft[1u + p] = p;
     }
     st.mft[1 * st.mft_positions()] = 0x000E;
+    // With the last byte's bit 1, partitions enforced both ways on every
+    // port (each its own table, as opensm copies its CA's) and port 3's
+    // outputs weighed by VLArbitration tables from the first bytes (any
+    // VL and weight, both tables, any VLHighLimit).
+    if (size > 0 && (data[size - 1] & 2) != 0) {
+        const std::array<std::array<uint16_t, 2>, 3> pkeys{
+            {{0xFFFF, 0x8001}, {0xFFFF, 0}, {0x8001, 0x0002}}};
+        for (uint8_t p = 1; p <= 3; ++p) {
+            auto &sp = st.ports[p];
+            sp.info.partition_enforcement_inbound = true;
+            sp.info.partition_enforcement_outbound = true;
+            std::fill(sp.pkeys.begin(), sp.pkeys.end(), 0);
+            std::copy(pkeys[p - 1].begin(), pkeys[p - 1].end(), sp.pkeys.begin());
+        }
+        auto &p3 = st.ports[3];
+        for (size_t i = 0; i < 16 && i + 1 < size; i += 2) {
+            p3.vlarb_low[i / 2] = {static_cast<uint8_t>(data[i] & 0xF), data[i + 1]};
+            p3.vlarb_high[i / 2] = {static_cast<uint8_t>(data[i] >> 4), data[i + 1]};
+        }
+        p3.info.vl_high_limit = data[0];
+    }
     std::vector<uint8_t> buf;
     // A frame of 4k + 2 bytes from the chunk, sealed.
     auto frame = [&](uint8_t port, std::span<const uint8_t> chunk, uint64_t now) {

@@ -19,6 +19,7 @@ set(OHCA_IB_SOURCES
     ${OHCA_IB_DIR}/mad.cpp
     ${OHCA_IB_DIR}/packet.cpp
     ${OHCA_IB_DIR}/sma.cpp
+    ${OHCA_IB_DIR}/vlarb.cpp
 )
 if(NOT TARGET ohca_ib)
     add_library(ohca_ib STATIC ${OHCA_IB_SOURCES})

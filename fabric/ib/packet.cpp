@@ -283,4 +283,19 @@ void set_vl(std::span<uint8_t> frame, uint8_t vl) {
     reseal_vcrc(frame);
 }
 
+std::optional<uint16_t> frame_pkey(std::span<const uint8_t> frame) {
+    if (frame.size() < kLrhBytes) {
+        return std::nullopt;
+    }
+    const auto lnh = static_cast<Lnh>(frame[1] & 3);
+    if (lnh != Lnh::IbaLocal && lnh != Lnh::IbaGlobal) {
+        return std::nullopt;
+    }
+    const size_t bth = kLrhBytes + (lnh == Lnh::IbaGlobal ? kGrhBytes : 0);
+    if (frame.size() < bth + kBthBytes) {
+        return std::nullopt;
+    }
+    return get16(&frame[bth + 2]);
+}
+
 } // namespace ohca::ib

@@ -13,6 +13,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 namespace ohca::ib {
@@ -144,6 +145,9 @@ uint16_t compute_vcrc(std::span<const uint8_t> lrh_to_icrc);
 // LRH.PktLen from the size, then writes ICRC and VCRC. The size must be
 // 4k + 2 and within the bounds above; false (frame untouched) otherwise.
 bool seal(std::span<uint8_t> frame);
+// The BTH's P_Key of a frame that passed check_link(): none for a raw
+// packet (LNH 0 or 1) or a frame too short to hold its BTH.
+std::optional<uint16_t> frame_pkey(std::span<const uint8_t> frame);
 // Recompute only the VCRC, after a switch changed the LRH's VL.
 void reseal_vcrc(std::span<uint8_t> frame);
 // Rewrite LRH.VL and the VCRC (what a switch does when SL2VL maps a

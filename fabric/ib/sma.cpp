@@ -87,6 +87,12 @@ void copy_description(SmaState &s, const char *text) {
 
 } // namespace
 
+bool pkey_in_table(uint16_t pkey, std::span<const uint16_t> table) {
+    const auto base = static_cast<uint16_t>(pkey & 0x7FFF);
+    return base != 0 && std::any_of(table.begin(), table.end(),
+                                    [base](uint16_t e) { return (e & 0x7FFF) == base; });
+}
+
 SmaState make_ca_state(const SmaDefaults &d) {
     SmaState s;
     s.node_type = node_type::Ca;
@@ -111,8 +117,9 @@ SmaState make_switch_state(const SmaDefaults &d, uint8_t ports, uint16_t lft_cap
     s.system_image_guid = d.node_guid;
     copy_description(s, d.description);
     for (uint8_t p = 0; p <= ports; ++p) {
-        // Port 0 holds the switch's P_Key table; external ports enforce none.
-        s.ports.push_back(make_port(d, p, p == 0));
+        // Port 0 holds the switch's P_Key table; each external port one
+        // for partition enforcement (the SM copies its CA's there).
+        s.ports.push_back(make_port(d, p, true));
     }
     SmaPortState &p0 = s.ports[0];
     p0.guid = d.port_guid;
@@ -129,7 +136,11 @@ SmaState make_switch_state(const SmaDefaults &d, uint8_t ports, uint16_t lft_cap
     w.default_mcast_primary_port = 0xFF;
     w.default_mcast_not_primary_port = 0xFF;
     w.life_time_value = 0x12;
-    w.partition_enforcement_cap = 0;
+    // Every external port's table can be enforced both ways (the SM then
+    // sets PortInfo's enforcement bits); raw packets are not filtered.
+    w.partition_enforcement_cap = d.pkey_entries;
+    w.inbound_enforcement_cap = true;
+    w.outbound_enforcement_cap = true;
     w.multicast_fdb_top = 0xBFFF; // none used yet
     s.lft.assign(w.linear_fdb_cap, kLftNoPort);
     s.mft.assign(static_cast<size_t>(w.multicast_fdb_cap) * s.mft_positions(), 0);

@@ -18,6 +18,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace ohca::ib {
@@ -86,6 +87,10 @@ struct SmaDefaults {
 SmaState make_ca_state(const SmaDefaults &d);
 SmaState make_switch_state(const SmaDefaults &d, uint8_t ports, uint16_t lft_cap = 0xC000,
                            uint16_t mft_cap = 512);
+
+// A switch port's partition check (IBTA 10.9.4): the P_Key's base (15
+// bits, not 0) is one of the table's; membership is the CAs' to check.
+bool pkey_in_table(uint16_t pkey, std::span<const uint16_t> table);
 
 // What Sets (and link events) changed since the owner last cleared it.
 struct SmaChanges {

@@ -72,6 +72,7 @@ void Switch::connect(uint8_t p, uint64_t now) {
     pt.tokens = burst_units();
     pt.tokens_at = now;
     pt.want = 0;
+    pt.arb.reset();
     sma_.link_up(p);
     write_fcps(p, true);
     apply_sma_changes(now);
@@ -300,6 +301,11 @@ void Switch::on_data(uint8_t p, std::span<const uint8_t> frame, const Lrh &lrh, 
     const uint8_t state = sma_state_.ports[p].info.port_state;
     if (state != port_state::Armed && state != port_state::Active) {
         ++pt.stats.inactive_discards;
+        release(p, q);
+        return;
+    }
+    if (!pkey_passes(p, frame, true)) {
+        sat_add(sma_port(p).counters.rcv_constraint_errors, 1, 0xFF);
         release(p, q);
         return;
     }
@@ -535,6 +541,20 @@ void Switch::send_local(uint8_t out, std::vector<uint8_t> frame, uint64_t now, b
     queue.push_back(std::move(q));
 }
 
+// Partition enforcement (IBTA 10.9.4) on external port p, inbound or
+// outbound as its PortInfo asks: a packet with a BTH passes if its P_Key's
+// base is in p's table (a switch port's table is its CA's, full and
+// limited alike). Raw packets pass (no FilterRaw). Port 0 enforces none.
+bool Switch::pkey_passes(uint8_t p, std::span<const uint8_t> frame, bool inbound) const {
+    const SmaPortState &sp = sma_state_.ports[p];
+    if (p == 0 || !(inbound ? sp.info.partition_enforcement_inbound
+                            : sp.info.partition_enforcement_outbound)) {
+        return true;
+    }
+    const std::optional<uint16_t> pkey = frame_pkey(frame);
+    return !pkey || pkey_in_table(*pkey, sp.pkeys);
+}
+
 // ---------------------------------------------------------------------------
 // Transmit
 
@@ -688,43 +708,69 @@ bool Switch::schedule_port(uint8_t o, uint64_t now) {
     if (!active(o)) {
         return false;
     }
-    // Data: round robin over VLs, then inputs; only against credit.
+    // Data: the output's VL arbitration picks the VL among those whose
+    // packet may go (credit); within a VL the inputs take turns.
     const uint8_t vls = op.credits.vls();
-    for (uint8_t kv = 0; kv < vls; ++kv) {
-        const auto in_vl = static_cast<uint8_t>((op.rr_vl + kv) % vls);
-        for (unsigned k = 0; k < n; ++k) {
-            const auto in = static_cast<uint8_t>((op.rr_in + k) % n);
+    struct Head {
+        uint8_t in = 0;
+        uint8_t in_vl = 0;
+    };
+    std::array<Head, kMaxDataVls> heads{};
+    uint16_t ready = 0;
+    for (unsigned k = 0; k < n; ++k) {
+        const auto in = static_cast<uint8_t>((op.rr_in + k) % n);
+        for (uint8_t in_vl = 0; in_vl < kMaxDataVls; ++in_vl) {
             auto &qs = port(in).in[in_vl];
             if (qs.empty() || (qs.front().out_mask & bit(o)) == 0) {
                 continue;
             }
             Queued &q = qs.front();
             const uint8_t vl = out_vl(q, in, o);
-            if (vl >= vls) {
-                // SL2VL maps it to VL15 (drop) or a VL the port lacks.
+            if (vl >= vls || !pkey_passes(o, q.frame, false)) {
+                // SL2VL maps it to VL15 (drop) or a VL the port lacks, or
+                // its partition is not the output's.
                 q.out_mask &= ~bit(o);
-                ++op.stats.relay_drops;
-                sat_add(sma_port(o).counters.xmit_discards, 1, 0xFFFF);
+                if (vl >= vls) {
+                    ++op.stats.relay_drops;
+                    sat_add(sma_port(o).counters.xmit_discards, 1, 0xFFFF);
+                } else {
+                    sat_add(sma_port(o).counters.xmit_constraint_errors, 1, 0xFF);
+                }
                 pop_done(qs, in, in != 0, now);
                 return true;
+            }
+            if ((ready & (1u << vl)) != 0) {
+                continue; // an earlier input has this VL's turn
             }
             if (!op.credits.may_send(vl, q.blocks)) {
                 ++op.stats.credit_waits;
                 continue;
             }
-            if (!take_line(op, q.frame.size(), now)) {
-                return false;
-            }
-            op.credits.on_sent(vl, q.blocks);
-            emit(o, q, vl);
-            q.out_mask &= ~bit(o);
-            pop_done(qs, in, in != 0, now);
-            op.rr_vl = static_cast<uint8_t>((in_vl + 1) % vls);
-            op.rr_in = static_cast<uint8_t>((in + 1) % n);
-            return true;
+            heads[vl] = {in, in_vl};
+            ready = static_cast<uint16_t>(ready | (1u << vl));
         }
     }
-    return false;
+    if (ready == 0) {
+        return false;
+    }
+    const int pick = op.arb.pick(ready, sma_port(o), vls);
+    if (pick < 0) {
+        return false; // the tables serve none of them: they wait (HOQ)
+    }
+    const auto vl = static_cast<uint8_t>(pick);
+    const Head h = heads[vl];
+    auto &qs = port(h.in).in[h.in_vl];
+    Queued &q = qs.front();
+    if (!take_line(op, q.frame.size(), now)) {
+        return false;
+    }
+    op.credits.on_sent(vl, q.blocks);
+    op.arb.sent(q.frame.size());
+    emit(o, q, vl);
+    q.out_mask &= ~bit(o);
+    pop_done(qs, h.in, h.in != 0, now);
+    op.rr_in = static_cast<uint8_t>((h.in + 1) % n);
+    return true;
 }
 
 void Switch::schedule(uint64_t now) {
@@ -879,12 +925,14 @@ std::string Switch::stats_json() const {
         const PortCountersExtended &x = sp.counters_ext;
         std::snprintf(buf, sizeof buf,
                       "\"xmit_pkts\": %llu, \"rcv_pkts\": %llu, \"xmit_words\": %llu, "
-                      "\"rcv_words\": %llu, \"xmit_discards\": %u, \"rcv_errors\": %u}",
+                      "\"rcv_words\": %llu, \"xmit_discards\": %u, \"rcv_errors\": %u, "
+                      "\"xmit_constraint_errors\": %u, \"rcv_constraint_errors\": %u}",
                       static_cast<unsigned long long>(x.xmit_pkts),
                       static_cast<unsigned long long>(x.rcv_pkts),
                       static_cast<unsigned long long>(x.xmit_data),
                       static_cast<unsigned long long>(x.rcv_data), sp.counters.xmit_discards,
-                      sp.counters.rcv_errors);
+                      sp.counters.rcv_errors, sp.counters.xmit_constraint_errors,
+                      sp.counters.rcv_constraint_errors);
         s += buf;
     }
     s += "]}";

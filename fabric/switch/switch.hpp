@@ -17,6 +17,12 @@
 //    credit cannot wedge the other ports.
 //  * VL15 (SMPs) is not flow controlled: a small queue per port, drops
 //    counted in VL15Dropped.
+//  * an output's data VLs take turns by its VLArbitration tables
+//    (ib/vlarb.hpp); within a VL the inputs take turns.
+//  * partitions: with PartitionEnforcementInbound/Outbound set in a port's
+//    PortInfo (opensm does so on a CA's switch port), a data packet whose
+//    P_Key is not in that port's P_Key table is dropped on the way in
+//    (PortRcvConstraintErrors) or out (PortXmitConstraintErrors).
 #pragma once
 
 #include "framing.hpp"
@@ -24,6 +30,7 @@
 #include "ib/mad.hpp"
 #include "ib/packet.hpp"
 #include "ib/sma.hpp"
+#include "ib/vlarb.hpp"
 #include "timeline.hpp"
 
 #include <array>
@@ -145,8 +152,8 @@ class Switch {
         std::array<std::deque<Queued>, ib::kMaxDataVls> in;
         std::deque<Queued> in15;
         StreamWriter out;  // framed, waiting for the socket
-        uint8_t rr_vl = 0; // output arbitration: next data VL
-        uint8_t rr_in = 0; // output arbitration: next input
+        ib::VlArbiter arb; // output arbitration: which data VL sends next
+        uint8_t rr_in = 0; // output arbitration: next input (within a VL)
         uint64_t last_fcp = 0;
         uint64_t tokens = 0;    // shaped: bits x 1e9 (a ns at R bit/s adds R)
         uint64_t tokens_at = 0; // when tokens were last topped up
@@ -169,6 +176,7 @@ class Switch {
     [[nodiscard]] uint64_t route(uint16_t dlid, uint8_t in) const;
     [[nodiscard]] bool own_lid(uint16_t dlid) const;
     [[nodiscard]] bool active(uint8_t p) const;
+    [[nodiscard]] bool pkey_passes(uint8_t p, std::span<const uint8_t> frame, bool inbound) const;
     [[nodiscard]] uint8_t out_vl(const Queued &q, uint8_t in, uint8_t out) const;
     [[nodiscard]] uint64_t hoq_ns(uint8_t out) const;
 

@@ -12,6 +12,9 @@ would otherwise pay its own TCG boot). VM 0 runs the subnet manager.
   interface ib0.8001 on each VM, ping both ways.
 - pkey_violation: VM 0 sends 20 UD packets on 0x8002 to VM 1, a
   non-member: all 20 in VM 1's P_KeyViolations, a trap 257 in opensm's log.
+- trap_self: VM 0 sends 5 UD packets on 0x8002 to a QP of its own on the
+  default partition: its trap 257 reaches opensm on the same port (the
+  device loops it back to QP0), logged from VM 0's own LID.
 - diags (VM 0 and VM 1): the peer's LID by a directed-route PortInfo,
   then smpquery nodeinfo/portinfo by LID, sminfo, perfquery, and
   ibnetdiscover showing two CA nodes.
@@ -130,6 +133,11 @@ part_pkey_violation() {
 		fi
 		ohca_barrier pkey-sent 120
 		[ $sent -eq 0 ]
+		if smpquery -D nodeinfo 0,1 | grep -q 'NodeType:.*Switch'; then
+			# the switch enforces partitions: the packets end there
+			echo "TRAPS_257 none: behind a switch"
+			return 0
+		fi
 		ohca_poll 30 grep -q 'num:257' /tmp/opensm.log || true
 		grep -E 'num:257|Bad P_Key' /tmp/opensm.log | tail -n 2
 		echo "TRAPS_257 $(grep -c 'num:257' /tmp/opensm.log)"
@@ -147,6 +155,29 @@ part_pkey_violation() {
 		ohca_barrier pkey-sent 120
 		;;
 	esac
+}
+
+# An SM on the same port: VM 0 (opensm's port) sends 5 UD packets on
+# 0x8002 to its own LID, to a QP of its own on the default partition. Its
+# port drops them (the QP's P_Key is not theirs) and its SMA sends trap
+# 257 to the master SM, whose LID is the port's own: the device loops it
+# back to QP0, where opensm takes it (logged "from LID:" ours) and
+# represses it the same way (a QP0 send to our LID).
+part_trap_self() {
+	[ "$OHCA_VM_INDEX" -eq 0 ] || return 0
+	local lid idx before n
+	lid=$(( $(cat /sys/class/infiniband/$OHCA_IBDEV/ports/1/lid) ))
+	idx=$(grep -l '^0x8002$' /sys/class/infiniband/$OHCA_IBDEV/ports/1/pkeys/* | head -n 1)
+	self_traps() { grep -c "num:257 .* from LID:$lid TID" /tmp/opensm.log || true; }
+	before=$(self_traps)
+	timeout 60 python3 /tmp/pkey_send.py "$OHCA_IBDEV" "$lid" "${idx##*/}" 5 self
+	ohca_poll 30 eval '[ "$(self_traps)" -gt "$before" ]' || true
+	sleep 3 # a repeat, if the repress were lost, comes within SubnetTimeout
+	grep "num:257 .* from LID:$lid TID" /tmp/opensm.log | tail -n 4
+	n=$(( $(self_traps) - before ))
+	echo "TRAPS_257_SELF $n TIDS $(grep "num:257 .* from LID:$lid TID" /tmp/opensm.log |
+		sed 's/.*TID://' | sort -u | wc -l)"
+	[ "$n" -ge 1 ]
 }
 
 # VM 1 opens the issm device (as an SM would) for a few seconds: IsSM
@@ -203,12 +234,20 @@ attr = QPAttr()
 attr.pkey_index = index
 attr.qkey = 0x11111111
 qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=QPCap(32, 1, 1, 1)), attr)
+dqpn = 0x123
+if len(sys.argv) > 5 and sys.argv[5] == "self":
+    # to a QP of this port on the default P_Key (index 0): the port has
+    # the packets' P_Key, the QP not
+    rattr = QPAttr()
+    rattr.qkey = 0x11111111
+    rqp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=QPCap(1, 32, 1, 1)), rattr)
+    dqpn = rqp.qp_num
 ah = AH(pd, attr=AHAttr(dlid=dlid, port_num=1))
 mr = MR(pd, 64, e.IBV_ACCESS_LOCAL_WRITE)
 done = 0
 for _ in range(count):
     wr = SendWR(num_sge=1, sg=[SGE(mr.buf, 64, mr.lkey)])
-    wr.set_wr_ud(ah, 0x123, 0x11111111)
+    wr.set_wr_ud(ah, dqpn, 0x11111111)
     qp.post_send(wr)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -217,7 +256,7 @@ for _ in range(count):
             assert wcs[0].status == e.IBV_WC_SUCCESS, wcs[0].status
             done += 1
             break
-print(f"PKEY_SENT {done} on pkey index {index} to LID {dlid}")
+print(f"PKEY_SENT {done} on pkey index {index} to LID {dlid} QP {dqpn:#x}")
 sys.exit(0 if done == count else 1)
 EOF
 
@@ -408,9 +447,9 @@ tcp_transfer() {
 }
 """
 
-PARTS = ("sm", "ibstat", "ipoib", "partition", "pkey_violation", "diags", "rc_pingpong",
-         "ud_pingpong", "uc_pingpong", "xsrq_pingpong", "write_bw", "read_lat", "rping",
-         "ucmatose", "mckey", "tcp", "ipoib_cm", "trap144")
+PARTS = ("sm", "ibstat", "ipoib", "partition", "pkey_violation", "trap_self", "diags",
+         "rc_pingpong", "ud_pingpong", "uc_pingpong", "xsrq_pingpong", "write_bw", "read_lat",
+         "rping", "ucmatose", "mckey", "tcp", "ipoib_cm", "trap144")
 
 
 def script(index, parts=PARTS):
@@ -432,12 +471,17 @@ def _lid(text, key):
     return int(m.group(1)) if m else 0
 
 
-def _check_partitions_and_traps(results):
+def _check_partitions_and_traps(results, switch_stats=None):
     """The partition parts of a job (VM 0 the SM, VM 1 the non-member of
     0x8002): every VM's IPoIB child on 0x8001 reached every other; VM 0's
     20 UD packets on 0x8002 all counted as P_Key violations at VM 1 and
-    reported to opensm by a trap 257; VM 1's IsSM (the issm device held)
-    in its PortInfo and reported by a trap 144."""
+    reported to opensm by a trap 257 -- or, through a switch (its
+    statistics in switch_stats), all dropped by the switch on their way
+    out to VM 1 (opensm set its ports' P_Key tables and enforcement) and
+    none reaching VM 1; VM 0's 5 packets to a QP of its own of another
+    partition reported by a trap 257 to opensm on the same port; VM 1's
+    IsSM (the issm device held) in its PortInfo and reported by a trap
+    144."""
     for i, r in enumerate(results):
         part = section(r.output, "partition")
         pkeys = re.search(r"^PKEYS (.*)$", part, re.M)
@@ -449,8 +493,18 @@ def _check_partitions_and_traps(results):
                 assert f"PARTITION_OK 10.81.0.{j + 1}" in part, r.report()
     a, b = results[0], results[1]
     assert "PKEY_SENT 20 " in section(a.output, "pkey_violation"), a.report()
-    assert "PKEY_VIOLATIONS 20" in section(b.output, "pkey_violation"), b.report()
-    traps = re.search(r"^TRAPS_257 (\d+)$", section(a.output, "pkey_violation"), re.M)
+    if switch_stats is None:
+        assert "PKEY_VIOLATIONS 20" in section(b.output, "pkey_violation"), b.report()
+        traps = re.search(r"^TRAPS_257 (\d+)$", section(a.output, "pkey_violation"), re.M)
+        assert traps and int(traps.group(1)) >= 1, a.report()
+    else:
+        assert "PKEY_VIOLATIONS 0" in section(b.output, "pkey_violation"), b.report()
+        port_b = ohcavm.switch_port_stats(switch_stats, 1)
+        assert port_b["xmit_constraint_errors"] >= 20, port_b
+        port_a = ohcavm.switch_port_stats(switch_stats, 0)
+        assert port_a["rcv_constraint_errors"] == 0, port_a
+    # the trap to the SM on VM 0's own port, from its own LID
+    traps = re.search(r"^TRAPS_257_SELF (\d+)", section(a.output, "trap_self"), re.M)
     assert traps and int(traps.group(1)) >= 1, a.report()
     cap = re.search(r"^CapMask:\.+0x([0-9a-f]+)", section(b.output, "trap144"), re.M)
     assert cap and int(cap.group(1), 16) & 0x2, b.report()  # IsSM
@@ -573,8 +627,9 @@ def test_infiniband_back_to_back(vm_run):
 # directed-route SMPs, assigns LIDs to the switch and the three CAs,
 # programs the switch's forwarding tables and takes every port to Active.
 # Then IPoIB between every pair (the broadcast group's multicast through
-# the switch's MFT), the partition parts as back to back (the switch
-# forwards 0x8002's packets: VM 1's port drops them), and a ring of
+# the switch's MFT), the partition parts as back to back (but opensm
+# programs the switch's port P_Key tables and enforcement: 0x8002's
+# packets end at the switch, counted on VM 1's port), and a ring of
 # LID-routed RC and UD pingpongs (VM i to VM i+1): three pairs at once,
 # each switch port sending and receiving. Last (trap128) the last VM sets
 # its own switch port Down: the switch's trap 128 reaches opensm, whose
@@ -582,8 +637,8 @@ def test_infiniband_back_to_back(vm_run):
 # In a line (two switches, VMs 0 and 1 on the first), opensm routes
 # through both switches.
 
-SWITCH_PARTS = ("sm", "ibstat", "ipoib", "partition", "pkey_violation", "diags", "rc_ring",
-                "ud_ring", "trap144", "trap128")
+SWITCH_PARTS = ("sm", "ibstat", "ipoib", "partition", "pkey_violation", "trap_self", "diags",
+                "rc_ring", "ud_ring", "trap144", "trap128")
 
 SWITCH_JOB = r"""
 part_ipoib() {
@@ -774,7 +829,7 @@ def test_infiniband_switch(vm_cluster, topology):
         assert len(re.findall(r"1638400 bytes in .* seconds", rc)) == 2, r.report()
         assert len(re.findall(r"409600 bytes in .* seconds", section(r.output, "ud_ring"))) == 2, \
             r.report()
-    _check_partitions_and_traps(results)
+    _check_partitions_and_traps(results, stats)
     # the last VM's switch port set Down: trap 128 from the switch in
     # opensm's log, the port Active again
     last = results[-1]

@@ -801,3 +801,130 @@ TEST(Switch, LineRateIdleAndUnshaped) {
     EXPECT_EQ(f.peer(2).data.size(), 3u);
     EXPECT_NE(f.sw->stats_json().find("\"line_rate_bps\": 400000000000"), std::string::npos);
 }
+
+namespace {
+
+// A data packet (2048 bytes of payload) on VL = SL 'vl' with P_Key 'pkey'.
+std::vector<uint8_t> pkey_frame(uint8_t vl, uint16_t dlid, uint16_t slid, uint16_t pkey,
+                                uint32_t psn = 0, size_t payload = 64) {
+    auto f = data_frame(vl, vl, dlid, slid, payload, psn);
+    put16(&f[kLrhBytes + 2], pkey);
+    seal(f);
+    return f;
+}
+
+} // namespace
+
+// The output's VLArbitration table weighs its VLs (IBTA 7.6.9): two
+// senders into one line-rate output, one on VL0 and one on VL1, both
+// always backlogged; with weights 96 and 32 (6 KiB and 2 KiB a turn) the
+// output sends three 2 KiB packets of VL0 for each of VL1. Before, the
+// switch took its VLs in turn (1:1) whatever the tables said.
+TEST(Switch, VlArbitrationTableWeighsTheOutput) {
+    SwitchConfig cfg;
+    cfg.line_rate_bps = 1'000'000'000;
+    Fabric f(3, cfg);
+    f.step = kMs;
+    f.connect_all();
+    f.program();
+    SmpData d{};
+    d[0] = 0; // VL0, weight 96
+    d[1] = 96;
+    d[2] = 1; // VL1, weight 32
+    d[3] = 32;
+    // block 1 (low-priority entries 0-31) of port 3
+    EXPECT_EQ(f.sm(dr_smp(method::Set, attr::VlArbTable, (1u << 16) | 3, {1}, d)).status(), 0);
+    const uint64_t t0 = f.clock;
+    std::array<uint32_t, 3> psn{};
+    for (uint64_t now = t0; now < t0 + 10 * kMs; now += 10'000) {
+        for (uint8_t s = 1; s <= 2; ++s) {
+            const auto vl = static_cast<uint8_t>(s - 1);
+            if (f.peer(s).send(
+                    pkey_frame(vl, 4, static_cast<uint16_t>(1 + s), 0xFFFF, psn[s], 2048), now)) {
+                ++psn[s];
+            }
+        }
+        f.sw->tick(now);
+        f.pump(now);
+    }
+    std::array<size_t, 2> by_vl{};
+    for (const auto &pkt : f.peer(3).data) {
+        ASSERT_LT(pkt[0] >> 4, 2);
+        ++by_vl[pkt[0] >> 4];
+    }
+    ASSERT_GT(by_vl[1], 100u);
+    EXPECT_NEAR(static_cast<double>(by_vl[0]) / static_cast<double>(by_vl[1]), 3.0, 0.05);
+    EXPECT_EQ(f.sw->stats(3).hoq_discards, 0u);
+}
+
+// Partition enforcement (IBTA 10.9.4), as opensm sets it up on a switch
+// whose SwitchInfo offers it: each CA's P_Key table copied to its switch
+// port, PortInfo's inbound and outbound bits set. A packet whose P_Key
+// base is not in the table is dropped coming in (PortRcvConstraintErrors)
+// or going out (PortXmitConstraintErrors), its input credit returned; the
+// membership bit is the CAs' to judge; a port without the bits passes all.
+TEST(Switch, PartitionEnforcementInboundAndOutbound) {
+    Fabric f(4);
+    f.connect_all();
+    f.program();
+    const SwitchInfo si =
+        SwitchInfo::read(f.sm(dr_smp(method::Get, attr::SwitchInfo, 0, {1})).data);
+    EXPECT_EQ(si.partition_enforcement_cap, 32);
+    EXPECT_TRUE(si.inbound_enforcement_cap);
+    EXPECT_TRUE(si.outbound_enforcement_cap);
+    // port 2's CA is in 0x8001, port 3's only in the default partition
+    SmpData d{};
+    put16(&d[0], 0xFFFF);
+    put16(&d[2], 0x8001);
+    EXPECT_EQ(f.sm(dr_smp(method::Set, attr::PKeyTable, 2u << 16, {1}, d)).status(), 0);
+    d.fill(0);
+    put16(&d[0], 0xFFFF);
+    EXPECT_EQ(f.sm(dr_smp(method::Set, attr::PKeyTable, 3u << 16, {1}, d)).status(), 0);
+    const Smp t = f.sm(dr_smp(method::Get, attr::PKeyTable, 2u << 16, {1}));
+    EXPECT_EQ(get16(&t.data[2]), 0x8001);
+    for (uint8_t p : {2, 3}) {
+        EXPECT_EQ(f.edit_port_info(p,
+                                   [](PortInfo &pi) {
+                                       pi.partition_enforcement_inbound = true;
+                                       pi.partition_enforcement_outbound = true;
+                                   }),
+                  0);
+    }
+    auto counters = [&](uint8_t p) { return f.sw->sma_state().ports[p].counters; };
+    f.peer(1).data.clear(); // the SM's replies
+    // 0x8001 from port 2 to port 3: out of port 3's partitions, dropped there.
+    f.peer(2).send(pkey_frame(0, 4, 3, 0x8001));
+    f.pump();
+    EXPECT_TRUE(f.peer(3).data.empty());
+    EXPECT_EQ(counters(3).xmit_constraint_errors, 1);
+    // ... to port 1, which does not enforce: through, as a limited member
+    // (0x0001) too.
+    f.peer(2).send(pkey_frame(0, 2, 3, 0x8001));
+    f.peer(2).send(pkey_frame(0, 2, 3, 0x0001));
+    f.pump();
+    EXPECT_EQ(f.peer(1).data.size(), 2u);
+    // 0x8001 from port 3, whose table lacks it: dropped coming in.
+    f.peer(3).send(pkey_frame(0, 3, 4, 0x8001));
+    f.pump();
+    EXPECT_TRUE(f.peer(2).data.empty());
+    EXPECT_EQ(counters(3).rcv_constraint_errors, 1);
+    EXPECT_EQ(f.sw->queued_blocks(3), 0u); // its credit returned
+    // the default partition passes both ways, full or limited
+    f.peer(3).send(pkey_frame(0, 3, 4, 0x7FFF));
+    f.peer(2).send(pkey_frame(0, 4, 3, 0xFFFF));
+    f.pump();
+    EXPECT_EQ(f.peer(2).data.size(), 1u);
+    EXPECT_EQ(f.peer(3).data.size(), 1u);
+    EXPECT_EQ(counters(2).rcv_constraint_errors + counters(2).xmit_constraint_errors, 0);
+    // the SM clears the bits: 0x8001 reaches port 3 again
+    EXPECT_EQ(f.edit_port_info(3,
+                               [](PortInfo &pi) {
+                                   pi.partition_enforcement_inbound = false;
+                                   pi.partition_enforcement_outbound = false;
+                               }),
+              0);
+    f.peer(2).send(pkey_frame(0, 4, 3, 0x8001));
+    f.pump();
+    EXPECT_EQ(f.peer(3).data.size(), 2u);
+    EXPECT_NE(f.sw->stats_json().find("\"xmit_constraint_errors\": 1"), std::string::npos);
+}

@@ -18,11 +18,16 @@ ib::Smp smp(RdmaNode &n, uint8_t method, uint16_t attr, uint32_t mod, const ib::
     req.hdr.attr_mod = mod;
     req.hdr.tid = 7;
     req.data = data;
+    return mad_ifc(n, req, 0, result);
+}
+
+ib::Smp mad_ifc(RdmaNode &n, const ib::Smp &req, uint16_t slid, uint32_t *result) {
     ib::Mad m{};
     req.write(m);
     ohca_mad_ifc_in in{};
     in.port = 1;
-    in.flags = OHCA_MAD_IFC_IGNORE_MKEY;
+    in.flags = slid != 0 ? OHCA_MAD_IFC_NET : OHCA_MAD_IFC_IGNORE_MKEY;
+    in.slid = slid;
     std::copy(m.begin(), m.end(), in.mad);
     ohca_mad_ifc_out out{};
     OHCA_CHECK_STATUS(n.cmd(OHCA_CMD_MAD_IFC, &in, sizeof(in), &out, sizeof(out)).status,

@@ -17,6 +17,9 @@ namespace ohca::test {
 // One SMP through MAD_IFC; 'result' gets MAD_IFC's result word.
 ib::Smp smp(RdmaNode &n, uint8_t method, uint16_t attr, uint32_t mod, const ib::SmpData &data,
             uint32_t *result = nullptr);
+// 'req' through MAD_IFC: the host's own (slid 0), or with slid as one
+// from the wire (OHCA_MAD_IFC_NET).
+ib::Smp mad_ifc(RdmaNode &n, const ib::Smp &req, uint16_t slid, uint32_t *result = nullptr);
 ib::PortInfo port_info(RdmaNode &n);
 // PortInfo Set of 'pi'; the response's status.
 uint16_t set_port_info(RdmaNode &n, const ib::PortInfo &pi);

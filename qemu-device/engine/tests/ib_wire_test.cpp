@@ -863,6 +863,132 @@ TEST(IbTraps, SetPortCapChecksItsInput) {
     EXPECT_NE(port_info(n).capability_mask & ib::port_cap::IsSm, 0u);
 }
 
+// An SM on this port (opensm in this host: the SM LID is the port's own):
+// the trap comes back to the host's QP0 as a received SMP, never to the
+// wire, repeated on the same budget until the TrapRepress; the SM's QP0
+// send to our own LID (the repress's way back) loops back to QP0 too.
+// Before, a port whose SM was itself sent no trap at all.
+TEST(IbTraps, TrapToAnSmOnThisPortLoopsBackToQp0) {
+    RdmaNode n(1, false, 0, 10, 0, nullptr, OHCA_LINK_IB);
+    constexpr uint16_t kLid = 0x10;
+    constexpr uint8_t kTimeout = 12; // 16.8 ms
+    sm_bring_up_timeout(n, kLid, kTimeout);
+    ib::PortInfo pi = port_info(n);
+    pi.master_sm_lid = kLid;
+    ASSERT_EQ(set_port_info(n, pi), 0);
+    UdQp q0 = make_ud(n, OHCA_QPT_SMI);
+    ASSERT_EQ(q0.q.qpn, 0u);
+    for (uint64_t i = 0; i < 8; ++i) {
+        n.post_recv(q0.q, i, {{q0.buf + i * 512, 512, q0.key}});
+    }
+    n.host.wire.clear();
+    ASSERT_EQ(n.cmd_in(OHCA_CMD_SET_PORT_CAP, port_cap(OHCA_PORT_CAP_IS_SM)).status,
+              OHCA_STATUS_OK);
+    n.process();
+    EXPECT_TRUE(traps_sent(n).empty()); // not to the wire
+    auto rc = n.poll(q0.rcq);
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].status, OHCA_CQE_SUCCESS);
+    EXPECT_EQ(rc[0].byte_len, 40u + ib::kMadBytes); // the GRH's room, then the MAD
+    EXPECT_EQ(rc[0].src_qp & OHCA_CQE_QPN_MASK, 0u);
+    EXPECT_EQ(OHCA_CQE_IB_SLID(rc[0].qpn, rc[0].vendor_err), kLid);
+    ib::Mad m{};
+    n.host.get_bytes(q0.buf + 40, m.data(), m.size());
+    const ib::Smp trap = ib::Smp::read(m);
+    EXPECT_EQ(trap.hdr.method, ib::method::Trap);
+    EXPECT_EQ(ib::Notice::read(trap.data).trap_number, ib::trap::CapabilityMaskChange);
+    EXPECT_EQ(ib::Notice::read(trap.data).issuer_lid, kLid);
+    // Repeated every SubnetTimeout, the same TID, until repressed.
+    advance(n, subnet_timeout_ns(kTimeout));
+    rc = n.poll(q0.rcq);
+    ASSERT_EQ(rc.size(), 1u);
+    n.host.get_bytes(q0.buf + 512 + 40, m.data(), m.size());
+    EXPECT_EQ(ib::Smp::read(m).hdr.tid, trap.hdr.tid);
+    EXPECT_EQ(repress(n, trap.hdr.tid), uint32_t{OHCA_MAD_IFC_CONSUMED});
+    for (int i = 0; i < 10; ++i) {
+        advance(n, subnet_timeout_ns(kTimeout));
+    }
+    EXPECT_TRUE(n.poll(q0.rcq).empty());
+    EXPECT_TRUE(traps_sent(n).empty());
+    const auto &c = device_of(n.e).ib_counters()->traps;
+    EXPECT_EQ(c.sent, 2u);
+    EXPECT_EQ(c.repressed, 1u);
+    // The SM's QP0 send to this port's LID (its TrapRepress) is looped
+    // back to QP0 on VL15: the host's MAD layer then hands it to MAD_IFC.
+    ohca_av_ib av{};
+    av.dlid = kLid;
+    post_ud(n, q0, 0, av, ib::kMadBytes);
+    n.process();
+    EXPECT_TRUE(traps_sent(n).empty());
+    EXPECT_EQ(n.poll(q0.rcq).size(), 1u);
+    // Unrepressed, a trap to this port ends after kMaxSends as any other.
+    ASSERT_EQ(n.cmd_in(OHCA_CMD_SET_PORT_CAP, port_cap(0)).status, OHCA_STATUS_OK);
+    n.process();
+    for (int i = 0; i < 10; ++i) {
+        advance(n, subnet_timeout_ns(kTimeout));
+    }
+    EXPECT_EQ(n.poll(q0.rcq).size(), size_t{IbTraps::kMaxSends});
+    EXPECT_EQ(c.expired, 1u);
+}
+
+// An SMP from the wire that fails the M_Key check (IBTA 14.2.4): dropped,
+// and trap 256 (Bad M_Key) to the SM with the requester's LID, the
+// method, attribute, modifier and the M_Key it carried. A flood of them
+// (a hostile peer guessing keys) raises one trap while it is pending.
+TEST(IbTraps, BadMKeyTrap256) {
+    RdmaNode n(1, false, 0, 10, 0, nullptr, OHCA_LINK_IB);
+    sm_bring_up_timeout(n, 0x10, 12);
+    ib::PortInfo pi = port_info(n);
+    pi.m_key = 0x1122334455667788ull;
+    pi.m_key_protect_bits = 2; // a Get without the key fails too
+    pi.port_state = ib::port_state::NoChange;
+    ASSERT_EQ(set_port_info(n, pi), 0);
+    n.process();
+    n.host.wire.clear();
+    auto from_wire = [&](uint64_t key, uint8_t meth) {
+        ib::Smp req;
+        req.hdr.mgmt_class = ib::mgmt_class::SubnLidRouted;
+        req.hdr.method = meth;
+        req.hdr.attr_id = ib::attr::PortInfo;
+        req.hdr.attr_mod = 1;
+        req.hdr.tid = 9;
+        req.m_key = key;
+        uint32_t result = 0xFF;
+        (void)mad_ifc(n, req, 0x33, &result);
+        return result;
+    };
+    EXPECT_EQ(from_wire(0x99, ib::method::Set), uint32_t{OHCA_MAD_IFC_CONSUMED});
+    n.process();
+    const auto t = traps_sent(n);
+    ASSERT_EQ(t.size(), 1u);
+    EXPECT_EQ(t[0].pk.lrh.dlid, kSmLid);
+    EXPECT_EQ(t[0].notice.trap_number, ib::trap::MKeyViolation);
+    EXPECT_EQ(t[0].notice.type, ib::notice_type::Security);
+    const auto &d = t[0].notice.details;
+    EXPECT_EQ((d[2] << 8) | d[3], 0x33); // LIDADDR: the requester
+    EXPECT_EQ(d[6], ib::method::Set);
+    EXPECT_EQ((d[8] << 8) | d[9], ib::attr::PortInfo);
+    EXPECT_EQ(d[13], 1);    // AttributeModifier
+    EXPECT_EQ(d[21], 0x99); // the M_Key it carried
+    // The right key passes, and raises nothing.
+    EXPECT_EQ(from_wire(0x1122334455667788ull, ib::method::Get), uint32_t{OHCA_MAD_IFC_REPLY});
+    // A flood of wrong keys while the first trap waits for its repress:
+    // dropped, none sent; then only the first trap's repeat.
+    for (int i = 0; i < 1000; ++i) {
+        EXPECT_EQ(from_wire(static_cast<uint64_t>(i), ib::method::Get),
+                  uint32_t{OHCA_MAD_IFC_CONSUMED});
+    }
+    n.process();
+    EXPECT_TRUE(traps_sent(n).empty());
+    const auto &c = device_of(n.e).ib_counters()->traps;
+    EXPECT_EQ(c.raised, 1u);
+    EXPECT_EQ(c.dropped, 1000u);
+    advance(n, subnet_timeout_ns(12));
+    const auto again = traps_sent(n);
+    ASSERT_EQ(again.size(), 1u);
+    EXPECT_EQ(again[0].smp.hdr.tid, t[0].smp.hdr.tid);
+}
+
 // Twenty UD packets of a partition the receiver lacks: all dropped, all
 // counted, and one trap 257 (Bad P_Key) to the SM with the packet's
 // LIDs, P_Key, SL and QPs -- the others find it pending.

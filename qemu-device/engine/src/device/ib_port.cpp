@@ -64,7 +64,7 @@ bool IbPort::for_agents(const ib::MadHeader &h) {
     }
 }
 
-uint32_t IbPort::process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed) {
+uint32_t IbPort::process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed, uint16_t slid) {
     const ib::MadHeader h = ib::MadHeader::read(in);
     if (!for_agents(h)) {
         return OHCA_MAD_IFC_NOT_MINE;
@@ -104,14 +104,20 @@ uint32_t IbPort::process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed)
     if (sma.changes().client_reregister) {
         changed |= OHCA_PORT_CHG_CLIENT_REREG;
     }
+    if (sma.changes().m_key_violation) {
+        (void)m_key_violation(in, slid); // one pending trap at most: bounded
+    }
     return r == ib::SmaResult::Reply ? OHCA_MAD_IFC_REPLY : OHCA_MAD_IFC_CONSUMED;
 }
 
 bool IbPort::can_trap() const {
     const ib::PortInfo &i = info();
+    return i.port_state == ib::port_state::Active && i.lid != 0 && i.master_sm_lid != 0;
+}
+
+bool IbPort::sm_here() const {
     uint8_t bits = 0;
-    return i.port_state == ib::port_state::Active && i.lid != 0 && i.master_sm_lid != 0 &&
-           !unicast_dlid(i.master_sm_lid, bits);
+    return unicast_dlid(info().master_sm_lid, bits);
 }
 
 bool IbPort::raise_trap(uint16_t number, uint8_t type, std::span<const uint8_t> details) {
@@ -138,6 +144,25 @@ bool IbPort::set_host_caps(uint32_t caps) {
     ib::put16(&d[2], lid());
     ib::put32(&d[6], mask);
     return raise_trap(ib::trap::CapabilityMaskChange, ib::notice_type::Info, d);
+}
+
+bool IbPort::m_key_violation(const ib::Mad &in, uint16_t slid) {
+    // Trap 256's details (IBTA 14.2.5.1): LIDADDR the requester's LID,
+    // DRSLID, the method, attribute and modifier, the M_Key it carried,
+    // and for a directed route SMP its hop count and return path.
+    const ib::Smp s = ib::Smp::read(in);
+    std::array<uint8_t, 54> d{};
+    ib::put16(&d[2], slid);
+    d[6] = s.hdr.method;
+    ib::put16(&d[8], s.hdr.attr_id);
+    ib::put32(&d[10], s.hdr.attr_mod);
+    ib::put64(&d[14], s.m_key);
+    if (s.directed()) {
+        ib::put16(&d[4], s.dr_slid);
+        d[23] = static_cast<uint8_t>(0x80 | (s.hop_cnt & 0x3f)); // DRNotice, DRHopCount
+        std::copy_n(s.return_path.begin() + 1, 30, d.begin() + 24);
+    }
+    return raise_trap(ib::trap::MKeyViolation, ib::notice_type::Security, d);
 }
 
 bool IbPort::pkey_violation(const IbPkeyViolation &v) {

@@ -76,8 +76,9 @@ class IbPort {
     // (enum ohca_port_change).
     uint32_t set_link(bool up);
     // One MAD to the SMA/PMA (ohca_mad_ifc_result); 'changed' gets what a
-    // Set changed on the port (enum ohca_port_change).
-    uint32_t process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed);
+    // Set changed on the port (enum ohca_port_change). 'slid': the LID it
+    // came from (0: not known), for trap 256 when it fails the M_Key.
+    uint32_t process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed, uint16_t slid = 0);
     // SET_PORT_CAP: the host's CapabilityMask bits (OHCA_PORT_CAP_HOST_MASK
     // only). True if a trap 144 was raised (the mask changed on an ACTIVE
     // port that knows its SM).
@@ -86,6 +87,9 @@ class IbPort {
     // SM's LID on VL15 from QP0; ib_traps.hpp bounds them). A port that can
     // no longer reach its SM drops the pending trap.
     bool trap_due(uint64_t now_ns, std::span<uint8_t, ib::kUdMadFrameBytes> frame);
+    // Whether the master SM is on this port (its LID one of ours): its
+    // traps are looped back to the host's QP0, not sent to the wire.
+    [[nodiscard]] bool sm_here() const;
     [[nodiscard]] uint64_t trap_deadline() const { return traps_.deadline(); }
     [[nodiscard]] bool trap_pending() const { return traps_.pending(); }
 
@@ -158,10 +162,12 @@ class IbPort {
     [[nodiscard]] ib::SmaPortState &port() { return sma_.ports[1]; }
     [[nodiscard]] const ib::SmaPortState &port() const { return sma_.ports[1]; }
     [[nodiscard]] const ib::PortInfo &info() const { return port().info; }
-    // Whether a trap can reach the SM: ACTIVE, a LID and an SM elsewhere
-    // (an SM on this port reads its own PortInfo on its sweeps).
+    // Whether a trap can reach the SM: ACTIVE, a LID and an SM (on this
+    // port too: the trap is looped back to its QP0).
     [[nodiscard]] bool can_trap() const;
     bool raise_trap(uint16_t number, uint8_t type, std::span<const uint8_t> details);
+    // Trap 256 (Bad M_Key) for an SMP the M_Key check refused.
+    bool m_key_violation(const ib::Mad &in, uint16_t slid);
 
     ib::SmaDefaults defaults_;
     ib::SmaState sma_;

@@ -5,6 +5,7 @@
 #include "ib/link.hpp"
 #include "ib/packet.hpp"
 #include "link/byte_order.hpp"
+#include "link/ib_link.hpp"
 #include "objects/mcast.hpp"
 #include "objects/qp_table.hpp"
 #include "transports/ud.hpp"
@@ -105,12 +106,24 @@ uint64_t IbWire::deadline() const {
     return f == 0 ? t : t == 0 ? f : std::min(f, t);
 }
 
-// The SMA's pending trap, when due: on VL15, not flow controlled.
+// The SMA's pending trap, when due: on VL15, not flow controlled. To an
+// SM on this port (opensm in this host) it comes back to the host's QP0
+// as a packet looped back would, through the port's receive rules; the
+// SM's TrapRepress returns the same way (a QP0 send to our LID).
 void IbWire::send_trap() {
     std::array<uint8_t, ib::kUdMadFrameBytes> f{};
-    if (port().trap_due(d_.host.now_ns(), f)) {
+    if (!port().trap_due(d_.host.now_ns(), f)) {
+        return;
+    }
+    if (!port().sm_here()) {
         port().count_xmit(f.size(), false);
         d_.link.transmit(f);
+        return;
+    }
+    ParsedPacket p;
+    if (ib_link().parse(f, p) == ParseError::None) {
+        ++d_.roce.loopback_packets;
+        deliver(p);
     }
 }
 
