@@ -123,6 +123,7 @@ DCQCN_DEFAULTS = {"rp_time_reset": 300, "rp_byte_reset": 32767, "rp_threshold": 
 BW_SIZE = 65536  # ib_write_bw -s
 PROBE_VM = None  # set by main(): the VM after the last sender
 SECONDS = 5  # ib_write_bw -D, set by main()
+PROBE_DELAY = 1  # s after the senders start (set by main())
 KEYS = ("mode", "senders", "line_rate_mbps", "throughput_mbps", "jain", "drops", "retrans_pkts",
         "timeouts", "cnp_sent", "cnp_handled", "pauses", "queue_p99_bytes", "probe_p50_us",
         "probe_p99_us", "unloaded_p50_us")
@@ -187,11 +188,13 @@ cell() {
 		# inf and exit 0), besides adding that vCPU's time slices to
 		# every round trip the probe measures.
 		if [ "$OHCA_VM_INDEX" = "$PROBE_VM" ]; then
-			[ "$n" = 0 ] || sleep 1
+			[ "$n" = 0 ] || sleep $PROBE_DELAY
+			t0=$(date +%s%N)
 			ohca_retry 60 timeout 200 $lat $TC -p 18600 "$recv_ip" >/tmp/$name.l 2>&1 ||
 				{ rc=1; cat /tmp/$name.l; }
 			r=$(awk '$1 == 64 && NF >= 8 {print "p50=" $5 " p99=" $8}' /tmp/$name.l | tail -n 1)
-			echo "PROBE $name ${r:-none} clock_failed=$(grep -c "Correlation coefficient" /tmp/$name.l)"
+			echo "PROBE $name ${r:-none} clock_failed=$(grep -c "Correlation coefficient" /tmp/$name.l)" \
+				"ms=$((($(date +%s%N) - t0) / 1000000))"
 		fi
 		if [ -n "$pids" ]; then
 			wait $pids || { rc=1; cat /tmp/$name.c; }
@@ -256,7 +259,7 @@ def parse_vm(output):
     for name, rest in re.findall(r"^PROBE (\S+) (.*)$", output, re.M):
         if name in cells:
             cells[name]["probe"] = {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", rest)
-                                    if k in ("p50", "p99")}
+                                    if k in ("p50", "p99", "ms")}
             if re.search(r"clock_failed=[1-9]", rest):
                 cells[name]["probe_clock_failed"] = True
     return cells
@@ -275,10 +278,7 @@ def jain(xs):
 
 
 def p99(xs):
-    if not xs:
-        return None
-    s = sorted(xs)
-    return s[min(len(s) - 1, max(0, -(-99 * len(s) // 100) - 1))]
+    return quantile(xs, 0.99)
 
 
 # ---- the slow receiver (issue 23 item 4) -------------------------------------------
@@ -350,8 +350,54 @@ register_kind("slowrx", CellKind(
     slowrx_summarize, slowrx_rows))
 
 
-def summarize(name, mode, n, vms, window, unloaded):
-    """One cell's figures (details) from every VM's parse and the switch."""
+def probe_waits(lines, t0, t1, recv_port, probe_port):
+    """How long the probe's frames waited in the switch between
+    time.monotonic() t0 and t1: the timeline's sojourn (per interval, the
+    longest wait of the frames one ingress port sent out of one egress
+    port, in us), its requests in the bottleneck's queue (probe's port into
+    the receiver's) and the answers back (the receiver's port into the
+    probe's): ([us, ...], [us, ...]), one figure per interval that had a
+    probe frame. The probe's VM sends nothing else."""
+    inside = [ln for ln in lines if t0 * 1e6 <= ln["mono_us"] <= t1 * 1e6]
+
+    def waits(out_port, in_port):
+        xs = []
+        for ln in inside:
+            p = next((p for p in ln["ports"] if p["port"] == out_port), {})
+            xs += [us for i, _, us in p.get("sojourn", []) if i == in_port]
+        return xs
+    return waits(recv_port, probe_port), waits(probe_port, recv_port)
+
+
+def quantile(xs, q):
+    if not xs:
+        return None
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, -(-int(q * 100) * len(s) // 100) - 1))]
+
+
+def fabric_probe(d, waits, unloaded):
+    """The probe's fabric-only figures: the unloaded p50 (the hosts' own
+    round trip: 4 processes scheduled on a loaded host) plus the time its
+    frames waited in the switch's queues, both ways (p50 and p99 of each
+    direction, summed: at least the round trip's own quantile)."""
+    if waits is None:
+        return
+    req, resp = waits
+    d["probe_wait_frames"] = len(req)
+    if not req:
+        return
+    w50 = quantile(req, 0.5) + (quantile(resp, 0.5) or 0)
+    w99 = quantile(req, 0.99) + (quantile(resp, 0.99) or 0)
+    d["probe_wait_p50_us"], d["probe_wait_p99_us"] = w50, w99
+    if unloaded is not None:
+        d["probe_fabric_p50_us"] = round(unloaded + w50, 1)
+        d["probe_fabric_p99_us"] = round(unloaded + w99, 1)
+
+
+def summarize(name, mode, n, vms, window, unloaded, waits=None):
+    """One cell's figures (details) from every VM's parse and the switch;
+    waits: probe_waits() of the cell."""
     d = {"cell": name, "mode": mode, "senders": n, "line_rate_mbps": LINE_RATE, "errors": []}
     for i, v in enumerate(vms):
         c = v.get(name)
@@ -396,6 +442,13 @@ def summarize(name, mode, n, vms, window, unloaded):
         d["errors"].append("probe: perftest's clock failed")
         d["probe_p50_us"] = d["probe_p99_us"] = None
     d["unloaded_p50_us"] = unloaded
+    fabric_probe(d, waits, unloaded)
+    if probe and probe.get("ms") is not None:
+        d["probe_ms"] = probe["ms"]
+        if n and PROBE_DELAY + probe["ms"] / 1000 > SECONDS:
+            # its tail then met no incast
+            d.setdefault("notes", []).append(
+                f"the probe outlasted the senders ({PROBE_DELAY} s + {probe['ms'] / 1000:.1f} s)")
     if window:
         d["drops"] = window["drops"]
         d["pauses"] = window["pauses_sent"]
@@ -437,6 +490,18 @@ def egress(d):
     return " / ".join(f"{e.get(k, 0):.0f}" for k in ("line", "blocked", "paused", "idle"))
 
 
+def fabric_only(d):
+    """The probe's waits in the switch and its fabric-only p99 (the
+    unloaded p50 plus its p99 wait) against the unloaded p50."""
+    w50, w99, f99 = (d.get(k) for k in ("probe_wait_p50_us", "probe_wait_p99_us",
+                                        "probe_fabric_p99_us"))
+    if w99 is None:
+        return "–"
+    u = d.get("unloaded_p50_us")
+    x = f" ({f99 / u:.1f}x)" if f99 is not None and u else ""
+    return f"{fmt(w50)} / {fmt(w99)}: {fmt(f99)}{x}"
+
+
 def spurious(d):
     """' (n spurious)': the timeouts F-RTO found spurious, where known."""
     n = d.get("spurious_timeouts")
@@ -450,14 +515,16 @@ def table(details, meta):
         f"{LINE_RATE} Mbit/s, buffer {BUFFER // 1024} KiB (+ {HEADROOM // 1024} KiB headroom for "
         f"the lossless priority), ECN {ECN}, PFC XOFF 64 KiB; "
         f"{meta['seconds']} s of `ib_write_bw` per sender ({meta['qps']} QPs, 64 KiB), "
-        f"probe `ib_write_lat` 64 B x {meta['probe_iters']}; {meta['wall_s']:.0f} s in all.",
+        f"probe `ib_write_lat` 64 B x {meta['probe_iters']}, {meta['probe_delay']} s after the "
+        f"senders start; {meta['wall_s']:.0f} s in all.",
         "",
         "| cell | goodput Mb/s (% of line) | per sender Mb/s | Jain | drops | retrans "
         "| timeouts (spurious) "
         "| CNPs sent / handled | pauses (switch / honoured) | queue p99 / max KB "
-        "| probe p50 / p99 us (unloaded p50) | bottleneck's time % line / blocked / paused / idle "
-        "| notes |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| probe p50 / p99 us (unloaded p50) "
+        "| probe's wait in the switch p50 / p99 us: fabric-only p99 (x unloaded p50) "
+        "| bottleneck's time % line / blocked / paused / idle | notes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d in details:
         tp = d.get("throughput_mbps")
@@ -472,7 +539,7 @@ def table(details, meta):
             f"{fmt(q99 / 1000 if q99 is not None else None)} / "
             f"{fmt(qmax / 1000 if qmax is not None else None)} | "
             f"{fmt(d.get('probe_p50_us'))} / {fmt(d.get('probe_p99_us'))} "
-            f"({fmt(d.get('unloaded_p50_us'))}) | {egress(d)} | "
+            f"({fmt(d.get('unloaded_p50_us'))}) | {fabric_only(d)} | {egress(d)} | "
             f"{'; '.join(d['errors'] + d.get('notes', []))} |")
     return "\n".join(rows)
 
@@ -536,10 +603,15 @@ def loadavg():
 
 
 def main():
+    global PROBE_VM, SECONDS, PROBE_DELAY, LINE_RATE
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=int, default=5, help="ib_write_bw -D per cell")
     ap.add_argument("--qps", type=int, default=2, help="QPs per sender")
     ap.add_argument("--probe-iters", type=int, default=100)
+    ap.add_argument("--probe-delay", type=int, default=1,
+                    help="s from the senders' start to the probe's (DCQCN converged)")
+    ap.add_argument("--line-rate", type=int, default=LINE_RATE,
+                    help="Mbit/s of every switch port (the devices' speed too)")
     # 1: one sender alone, what a guest can send without a bottleneck
     ap.add_argument("--senders", default="1,2,3")
     ap.add_argument("--modes", default="droptail,pfc,dcqcn")
@@ -563,8 +635,8 @@ def main():
             kind_of[cell[0]] = k
     # vm0 receives, vm1..vmN send, the VM after them probes (alone on
     # its vCPU: see the guest's cell())
-    global PROBE_VM, SECONDS
     PROBE_VM, SECONDS = max(senders) + 1, args.seconds
+    PROBE_DELAY, LINE_RATE = args.probe_delay, args.line_rate
     nvms = PROBE_VM + 1
     os.makedirs(OUT, exist_ok=True)
     # away_after_us: the switch's process away for longer than 5 ms (its
@@ -579,12 +651,13 @@ def main():
         return " ".join(f"{k}={v}" for k, v in d.items())
 
     env = (f"SECONDS_BW={args.seconds} QPS={args.qps} PROBE_ITERS={args.probe_iters} "
-           f"PROBE_VM={PROBE_VM} "
+           f"PROBE_VM={PROBE_VM} PROBE_DELAY={PROBE_DELAY} "
            f"DCQCN_TUNED='{kvs(DCQCN_TUNED)}' DCQCN_DEFAULTS='{kvs(DCQCN_DEFAULTS)}' "
            f"CELLS='{' '.join(f'{a}:{b}:{c}' for a, b, c in cells)}'\n")
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "host": f"{os.cpu_count()} cores", "vms": nvms, "seconds": args.seconds,
-            "qps": args.qps, "probe_iters": args.probe_iters, "load_before": loadavg()}
+            "qps": args.qps, "probe_iters": args.probe_iters, "probe_delay": PROBE_DELAY,
+            "line_rate_mbps": LINE_RATE, "load_before": loadavg()}
     meta["tx_burst"] = args.tx_burst
     print(f"fabric-bench: {nvms} VMs, cells: {', '.join(c[0] for c in cells)}", flush=True)
     script = env + "".join(CELL_KINDS[k].shell for k in kinds) + SCRIPT
@@ -634,10 +707,13 @@ def main():
         unloaded = None
     details, kind_details = [], {k: [] for k in kinds}
     for name, mode, n in cells:
-        window = None
+        window = waits = None
         if name in times and f"{name}-done" in times and 0 in vm_ports:
             window = ohcavm.timeline_window(lines, times[name], times[f"{name}-done"],
                                             vm_ports[0])
+            if PROBE_VM in vm_ports:
+                waits = probe_waits(lines, times[name], times[f"{name}-done"], vm_ports[0],
+                                    vm_ports[PROBE_VM])
         if name in kind_of:
             d = CELL_KINDS[kind_of[name]].summarize(name, mode, n, outputs, window)
             for i, v in enumerate(vms):
@@ -645,7 +721,7 @@ def main():
                     d["errors"].append(f"vm{i}: rc={v[name]['rc']}")
             kind_details[kind_of[name]].append(d)
         else:
-            details.append(summarize(name, mode, n, vms, window, unloaded))
+            details.append(summarize(name, mode, n, vms, window, unloaded, waits))
     if ib_cell:
         details.append(ib_cell)
     # The issue's keys for every cell; a kind's cells add their own.
