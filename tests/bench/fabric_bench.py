@@ -2,7 +2,7 @@
 """`make fabric-bench`: incast through ohca-switch's Ethernet mode, the
 storm and its cures side by side (issue 23; docs/congestion.md).
 
-Four VMs (one vCPU each) on one `ohca-switch --mode eth` whose egress
+Five VMs (one vCPU each) on one `ohca-switch --mode eth` whose egress
 ports are shaped to LINE_RATE Mbit/s (the devices' speed too), a shared
 buffer, RED/ECN marking of ECT packets, priorities by DSCP, priority 0
 lossless (PFC, XOFF 64 KiB) with HEADROOM that only it may fill. One
@@ -94,7 +94,13 @@ CELL_KINDS = {}
 def register_kind(name, kind):
     CELL_KINDS[name] = kind
 
-LINE_RATE = 200  # Mbit/s per egress port
+# Mbit/s per egress port (and the devices' speed). One sender alone, a
+# TCG guest on the shared 2-core host, moved 47-73 Mbit/s at 200 (load
+# 9-15, 2026-12-06 15:46; 29-30 at load 17-22): at 200 the senders, not
+# the line, were the limit (PFC 3:1 kept it busy 87 % of the time).
+# At 50 two senders exceed it, three even at load 20; so the cells
+# measure the fabric, not the host's CPU.
+LINE_RATE = 50
 BUFFER = 1 << 20
 HEADROOM = 6 << 20  # for the lossless priority only (ohca-switch --headroom)
 ECN = "20000:200000:0.2"
@@ -108,12 +114,13 @@ END = "<!-- fabric-bench table: end -->"
 # senders, the notification point's at the receiver; every other cell runs
 # mlx5's defaults): a CNP takes milliseconds to come back through three
 # QEMU processes and the switch on a loaded host, not microseconds, so the
-# rate recovers per such round trip and is cut at most once per 4 ms.
+# rate recovers per two such round trips and is cut at most once per 4 ms;
+# its rates are for the 50 Mbit/s line (six QPs' fair share 8 Mb/s).
 # Why each: docs/congestion.md, "Tuning for the emulated fabric"; the
 # engine test DcqcnIncast (qemu-device/engine/tests/dcqcn_incast_test.cpp)
 # runs the same set against the same switch, and must be kept in step.
-DCQCN_TUNED = {"rp_time_reset": 40000, "rp_byte_reset": 0, "rp_threshold": 5, "rp_ai_rate": 1,
-               "rp_hai_rate": 5, "rp_rate_to_set_on_first_cnp": 40,
+DCQCN_TUNED = {"rp_time_reset": 80000, "rp_byte_reset": 0, "rp_threshold": 5, "rp_ai_rate": 1,
+               "rp_hai_rate": 5, "rp_rate_to_set_on_first_cnp": 10,
                "rp_rate_reduce_monitor_period": 4000, "np_min_time_between_cnps": 4000,
                "rp_dce_tcp_rtt": 4000, "rp_dce_tcp_g": 960}
 DCQCN_DEFAULTS = {"rp_time_reset": 300, "rp_byte_reset": 32767, "rp_threshold": 1,
@@ -123,7 +130,7 @@ DCQCN_DEFAULTS = {"rp_time_reset": 300, "rp_byte_reset": 32767, "rp_threshold": 
 BW_SIZE = 65536  # ib_write_bw -s
 PROBE_VM = None  # set by main(): the VM after the last sender
 SECONDS = 5  # ib_write_bw -D, set by main()
-PROBE_DELAY = 1  # s after the senders start (set by main())
+PROBE_DELAY = 3  # s after the cell's barrier (set by main())
 KEYS = ("mode", "senders", "line_rate_mbps", "throughput_mbps", "jain", "drops", "retrans_pkts",
         "timeouts", "cnp_sent", "cnp_handled", "pauses", "queue_p99_bytes", "probe_p50_us",
         "probe_p99_us", "unloaded_p50_us")
@@ -162,8 +169,13 @@ setmode() {
 	ohca_pfc $pfc || echo "WARN dcb pfc set $pfc"
 	echo $rp >/sys/class/net/$OHCA_IFACE/ecn/roce_rp/enable/1 || echo "WARN roce_rp $rp"
 }
+# The counters again once DCQCN has converged (PROBE_DELAY s after the
+# cell's barrier; the probe starts then too): the goals' "once converged".
+converged() {
+	if [ "$n" = 0 ]; then mid=$before; else sleep $PROBE_DELAY; mid=$(snap); fi
+}
 cell() {
-	local name=$1 mode=$2 n=$3 before after rc=0 i pids= r
+	local name=$1 mode=$2 n=$3 before mid after rc=0 i pids= r
 	setmode $mode
 	before=$(snap)
 	if [ "$OHCA_VM_INDEX" = 0 ]; then
@@ -174,6 +186,7 @@ cell() {
 		for i in $(seq 1 $n); do ohca_poll 60 listening $((18514 + i)) || rc=1; done
 		ohca_poll 60 listening 18600 || rc=1
 		ohca_barrier "$name" 200 || return 1
+		converged
 		for i in $pids; do wait $i || rc=1; done
 	else
 		ohca_barrier "$name" 200 || return 1
@@ -181,6 +194,7 @@ cell() {
 			ohca_retry 60 timeout 200 $bw $TC -p $((18514 + OHCA_VM_INDEX)) "$recv_ip" \
 				>/tmp/$name.c 2>&1 & pids=$!
 		fi
+		converged
 		# The probe has a VM of its own: perftest calibrates its clock
 		# when it reports (a fit of TSC against gettimeofday over 200
 		# busy-waits, r^2 >= 0.9), and a second busy-polling perftest on
@@ -188,13 +202,10 @@ cell() {
 		# inf and exit 0), besides adding that vCPU's time slices to
 		# every round trip the probe measures.
 		if [ "$OHCA_VM_INDEX" = "$PROBE_VM" ]; then
-			[ "$n" = 0 ] || sleep $PROBE_DELAY
-			t0=$(date +%s%N)
 			ohca_retry 60 timeout 200 $lat $TC -p 18600 "$recv_ip" >/tmp/$name.l 2>&1 ||
 				{ rc=1; cat /tmp/$name.l; }
 			r=$(awk '$1 == 64 && NF >= 8 {print "p50=" $5 " p99=" $8}' /tmp/$name.l | tail -n 1)
-			echo "PROBE $name ${r:-none} clock_failed=$(grep -c "Correlation coefficient" /tmp/$name.l)" \
-				"ms=$((($(date +%s%N) - t0) / 1000000))"
+			echo "PROBE $name ${r:-none} clock_failed=$(grep -c "Correlation coefficient" /tmp/$name.l)"
 		fi
 		if [ -n "$pids" ]; then
 			wait $pids || { rc=1; cat /tmp/$name.c; }
@@ -205,7 +216,7 @@ cell() {
 		fi
 	fi
 	after=$(snap)
-	echo "CELL $name vm$OHCA_VM_INDEX rc=$rc before: $before after: $after"
+	echo "CELL $name vm$OHCA_VM_INDEX rc=$rc before: $before mid: $mid after: $after"
 	ohca_barrier "$name-done" 200
 }
 # A cell of another kind (CELL_KINDS): its function between the barriers.
@@ -241,10 +252,12 @@ def counters(text):
 def parse_vm(output):
     """{cell: {"rc", "delta", "bw_mbps", "probe"}} from one VM's output."""
     cells = {}
-    for name, rc, before, after in re.findall(
-            r"^CELL (\S+) vm\d+ rc=(\d+) before: (.*) after: (.*)$", output, re.M):
-        b, a = counters(before), counters(after)
-        cells[name] = {"rc": int(rc), "delta": {k: a[k] - b[k] for k in a if k in b}}
+    for name, rc, before, mid, after in re.findall(
+            r"^CELL (\S+) vm\d+ rc=(\d+) before: (.*?)(?: mid: (.*))? after: (.*)$", output, re.M):
+        b, m, a = counters(before), counters(mid), counters(after)
+        cells[name] = {"rc": int(rc), "delta": {k: a[k] - b[k] for k in a if k in b},
+                       # since the cell converged (PROBE_DELAY s in)
+                       "converged": {k: a[k] - m[k] for k in a if k in m}}
     for name, mbs, iters, failed in re.findall(
             r"^BW (\S+) vm\d+ (\S+) (\S+) MB/s clock_failed=(\d+)$", output, re.M):
         if name not in cells or mbs == "none":
@@ -259,7 +272,7 @@ def parse_vm(output):
     for name, rest in re.findall(r"^PROBE (\S+) (.*)$", output, re.M):
         if name in cells:
             cells[name]["probe"] = {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", rest)
-                                    if k in ("p50", "p99", "ms")}
+                                    if k in ("p50", "p99")}
             if re.search(r"clock_failed=[1-9]", rest):
                 cells[name]["probe_clock_failed"] = True
     return cells
@@ -357,16 +370,34 @@ def probe_waits(lines, t0, t1, recv_port, probe_port):
     port, in us), its requests in the bottleneck's queue (probe's port into
     the receiver's) and the answers back (the receiver's port into the
     probe's): ([us, ...], [us, ...]), one figure per interval that had a
-    probe frame. The probe's VM sends nothing else."""
+    probe frame; and the first and last of those intervals' ends, in s
+    since t0 (None without one). The probe's VM sends nothing else."""
     inside = [ln for ln in lines if t0 * 1e6 <= ln["mono_us"] <= t1 * 1e6]
 
-    def waits(out_port, in_port):
+    def waits(out_port, in_port, when=None):
         xs = []
         for ln in inside:
             p = next((p for p in ln["ports"] if p["port"] == out_port), {})
-            xs += [us for i, _, us in p.get("sojourn", []) if i == in_port]
+            got = [us for i, _, us in p.get("sojourn", []) if i == in_port]
+            if got and when is not None:
+                when.append(ln["mono_us"] / 1e6 - t0)
+            xs += got
         return xs
-    return waits(recv_port, probe_port), waits(probe_port, recv_port)
+    when = []
+    req = waits(recv_port, probe_port, when)
+    return req, waits(probe_port, recv_port), (when[0], when[-1]) if when else None
+
+
+def senders_span(lines, t0, t1, ports, min_bytes=10000):
+    """The first and last timeline interval (their ends, s since t0) in
+    which the senders' ports sent the switch more than min_bytes together:
+    when the incast ran, by the switch's clock (None: it never did)."""
+    inside = [ln for ln in lines if t0 * 1e6 <= ln["mono_us"] <= t1 * 1e6]
+
+    def rx(ln):
+        return sum(p["rx_bytes"] for p in ln["ports"] if p["port"] in ports)
+    on = [b["mono_us"] / 1e6 - t0 for a, b in zip(inside, inside[1:]) if rx(b) - rx(a) > min_bytes]
+    return (on[0], on[-1]) if on else None
 
 
 def quantile(xs, q):
@@ -383,7 +414,7 @@ def fabric_probe(d, waits, unloaded):
     direction, summed: at least the round trip's own quantile)."""
     if waits is None:
         return
-    req, resp = waits
+    req, resp = waits[0], waits[1]
     d["probe_wait_frames"] = len(req)
     if not req:
         return
@@ -419,10 +450,16 @@ def summarize(name, mode, n, vms, window, unloaded, waits=None):
         # not an error: the figure is perftest's own count over its window
         d["notes"] = [f"{', '.join(lost)}: perftest's clock failed, goodput from its iterations"]
 
-    def total(key, who):
-        return sum(vms[i].get(name, {}).get("delta", {}).get(key, 0) for i in who)
+    def total(key, who, part="delta"):
+        return sum(vms[i].get(name, {}).get(part, {}).get(key, 0) for i in who)
 
     everyone = range(len(vms))
+    if n:
+        # from PROBE_DELAY s in (DCQCN converged) to the cell's end
+        d["converged"] = {k: total(k, everyone, "converged")
+                          for k in ("retrans", "timeouts", "spurious")}
+        if window and window.get("converged_drops") is not None:
+            d["converged"]["drops"] = window["converged_drops"]
     d["retrans_pkts"] = total("retrans", everyone)
     d["timeouts"] = total("timeouts", everyone)
     d["spurious_timeouts"] = total("spurious", everyone)
@@ -443,12 +480,14 @@ def summarize(name, mode, n, vms, window, unloaded, waits=None):
         d["probe_p50_us"] = d["probe_p99_us"] = None
     d["unloaded_p50_us"] = unloaded
     fabric_probe(d, waits, unloaded)
-    if probe and probe.get("ms") is not None:
-        d["probe_ms"] = probe["ms"]
-        if n and PROBE_DELAY + probe["ms"] / 1000 > SECONDS:
-            # its tail then met no incast
+    if n and waits and waits[2] and window and window.get("senders_span"):
+        # the probe's frames against the senders' (the switch's clock): a
+        # probe outside the incast measured no incast
+        (p0, p1), (s0, s1) = waits[2], window["senders_span"]
+        d["probe_span_s"], d["senders_span_s"] = [p0, p1], [s0, s1]
+        if p0 < s0 or p1 > s1:
             d.setdefault("notes", []).append(
-                f"the probe outlasted the senders ({PROBE_DELAY} s + {probe['ms'] / 1000:.1f} s)")
+                f"the probe ran {p0:.1f}-{p1:.1f} s, the senders {s0:.1f}-{s1:.1f} s")
     if window:
         d["drops"] = window["drops"]
         d["pauses"] = window["pauses_sent"]
@@ -502,6 +541,15 @@ def fabric_only(d):
     return f"{fmt(w50)} / {fmt(w99)}: {fmt(f99)}{x}"
 
 
+def converged(d):
+    """The cell from PROBE_DELAY s in: drops / retrans / timeouts (spurious)."""
+    c = d.get("converged")
+    if not c:
+        return "–"
+    sp = f" ({c['spurious']})" if c.get("timeouts") else ""
+    return f"{fmt(c.get('drops'))} / {c['retrans']} / {c['timeouts']}{sp}"
+
+
 def spurious(d):
     """' (n spurious)': the timeouts F-RTO found spurious, where known."""
     n = d.get("spurious_timeouts")
@@ -516,15 +564,15 @@ def table(details, meta):
         f"the lossless priority), ECN {ECN}, PFC XOFF 64 KiB; "
         f"{meta['seconds']} s of `ib_write_bw` per sender ({meta['qps']} QPs, 64 KiB), "
         f"probe `ib_write_lat` 64 B x {meta['probe_iters']}, {meta['probe_delay']} s after the "
-        f"senders start; {meta['wall_s']:.0f} s in all.",
+        f"cell's start (the 'from the probe's start' counters too); {meta['wall_s']:.0f} s in all.",
         "",
         "| cell | goodput Mb/s (% of line) | per sender Mb/s | Jain | drops | retrans "
-        "| timeouts (spurious) "
+        "| timeouts (spurious) | from the probe's start: drops / retrans / timeouts "
         "| CNPs sent / handled | pauses (switch / honoured) | queue p99 / max KB "
         "| probe p50 / p99 us (unloaded p50) "
         "| probe's wait in the switch p50 / p99 us: fabric-only p99 (x unloaded p50) "
         "| bottleneck's time % line / blocked / paused / idle | notes |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d in details:
         tp = d.get("throughput_mbps")
@@ -534,7 +582,7 @@ def table(details, meta):
             f"| {d['cell']} | {fmt(tp)}{pct} | "
             f"{', '.join(fmt(x) for x in d.get('per_sender_mbps', [])) or '–'} | "
             f"{fmt(d.get('jain'), 2)} | {fmt(d.get('drops'))} | {fmt(d.get('retrans_pkts'))} | "
-            f"{fmt(d.get('timeouts'))}{spurious(d)} | {fmt(d.get('cnp_sent'))} / {fmt(d.get('cnp_handled'))} | "
+            f"{fmt(d.get('timeouts'))}{spurious(d)} | {converged(d)} | {fmt(d.get('cnp_sent'))} / {fmt(d.get('cnp_handled'))} | "
             f"{fmt(d.get('pauses'))} / {fmt(d.get('pauses_honoured'))} | "
             f"{fmt(q99 / 1000 if q99 is not None else None)} / "
             f"{fmt(qmax / 1000 if qmax is not None else None)} | "
@@ -605,11 +653,12 @@ def loadavg():
 def main():
     global PROBE_VM, SECONDS, PROBE_DELAY, LINE_RATE
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seconds", type=int, default=5, help="ib_write_bw -D per cell")
+    ap.add_argument("--seconds", type=int, default=8, help="ib_write_bw -D per cell")
     ap.add_argument("--qps", type=int, default=2, help="QPs per sender")
     ap.add_argument("--probe-iters", type=int, default=100)
-    ap.add_argument("--probe-delay", type=int, default=1,
-                    help="s from the senders' start to the probe's (DCQCN converged)")
+    ap.add_argument("--probe-delay", type=int, default=PROBE_DELAY,
+                    help="s from the cell's barrier to the probe's start and the counters' "
+                         "'converged' snapshot (the senders' perftest starts sending 1-3 s in)")
     ap.add_argument("--line-rate", type=int, default=LINE_RATE,
                     help="Mbit/s of every switch port (the devices' speed too)")
     # 1: one sender alone, what a guest can send without a bottleneck
@@ -714,6 +763,12 @@ def main():
             if PROBE_VM in vm_ports:
                 waits = probe_waits(lines, times[name], times[f"{name}-done"], vm_ports[0],
                                     vm_ports[PROBE_VM])
+            if window and name not in kind_of:
+                t0, t1 = times[name], times[f"{name}-done"]
+                window["senders_span"] = senders_span(
+                    lines, t0, t1, {vm_ports[i] for i in range(1, n + 1) if i in vm_ports})
+                conv = ohcavm.timeline_window(lines, t0 + PROBE_DELAY, t1, vm_ports[0])
+                window["converged_drops"] = conv["drops"] if conv else None
         if name in kind_of:
             d = CELL_KINDS[kind_of[name]].summarize(name, mode, n, outputs, window)
             for i, v in enumerate(vms):
