@@ -103,7 +103,13 @@ def register_kind(name, kind):
 LINE_RATE = 50
 BUFFER = 1 << 20
 HEADROOM = 6 << 20  # for the lossless priority only (ohca-switch --headroom)
-ECN = "20000:200000:0.2"
+# RED: Kmin 5 KB, Kmax 50 KB, Pmax 0.5: 0.8 and 8 ms of the line, as
+# 20 and 200 KB were at 200 Mbit/s (the probe's goal is in time); with a
+# quarter of the packets per round trip, a higher Pmax (DcqcnIncast at
+# 50 Mbit/s: queue p99 14-42 KB, at most Kmax, 0 drops, utilisation
+# 0.79-0.96; with 20000:200000:0.2, 94-147 KB, and the dcqcn 3:1 cell's
+# probe waited 14 ms at p99, 3.2x the unloaded p50, 2026-12-06 15:57).
+ECN = "5000:50000:0.5"
 TIMELINE_MS = 10
 AWAY_AFTER_US = 5000  # ohca-switch --away-after-us
 OUT = os.path.join(TOP, "build", "fabric-bench")
@@ -128,6 +134,10 @@ DCQCN_DEFAULTS = {"rp_time_reset": 300, "rp_byte_reset": 32767, "rp_threshold": 
                   "rp_rate_reduce_monitor_period": 4, "np_min_time_between_cnps": 4,
                   "rp_dce_tcp_rtt": 1, "rp_dce_tcp_g": 1019}
 BW_SIZE = 65536  # ib_write_bw -s
+# Goodput per byte on the wire for a 64 KiB WRITE at MTU 1024: 64 frames
+# of 14 + 20 + 8 + 12 (BTH) + 4 (ICRC) bytes besides the payload, RETH's
+# 16 on the first: 65536 of 69264 bytes.
+WRITE_GOODPUT = BW_SIZE / (BW_SIZE + 64 * 58 + 16)
 PROBE_VM = None  # set by main(): the VM after the last sender
 SECONDS = 5  # ib_write_bw -D, set by main()
 PROBE_DELAY = 3  # s after the cell's barrier (set by main())
@@ -458,6 +468,9 @@ def summarize(name, mode, n, vms, window, unloaded, waits=None):
         # from PROBE_DELAY s in (DCQCN converged) to the cell's end
         d["converged"] = {k: total(k, everyone, "converged")
                           for k in ("retrans", "timeouts", "spurious")}
+        # the probe's own (its two QPs, vm0's and the probe VM's): one
+        # packet at a time, so F-RTO cannot tell a late ACK from a loss
+        d["converged"]["probe_timeouts"] = total("timeouts", (0, PROBE_VM), "converged")
         if window and window.get("converged_drops") is not None:
             d["converged"]["drops"] = window["converged_drops"]
     d["retrans_pkts"] = total("retrans", everyone)
@@ -488,6 +501,13 @@ def summarize(name, mode, n, vms, window, unloaded, waits=None):
         if p0 < s0 or p1 > s1:
             d.setdefault("notes", []).append(
                 f"the probe ran {p0:.1f}-{p1:.1f} s, the senders {s0:.1f}-{s1:.1f} s")
+    cw = (window or {}).get("common")
+    if cw:
+        # while every sender sent (the switch's clock): what the bottleneck
+        # delivered, in goodput, and each sender's share of what it took in
+        d["common_s"] = cw["seconds"]
+        d["common_goodput_mbps"] = round(cw["tx_mbps"] * WRITE_GOODPUT, 1)
+        d["common_jain"] = cw["jain"]
     if window:
         d["drops"] = window["drops"]
         d["pauses"] = window["pauses_sent"]
@@ -541,12 +561,20 @@ def fabric_only(d):
     return f"{fmt(w50)} / {fmt(w99)}: {fmt(f99)}{x}"
 
 
+def common(d):
+    g = d.get("common_goodput_mbps")
+    if g is None:
+        return "–"
+    return (f"{g:.0f} ({100 * g / LINE_RATE:.0f} %), {d['common_s']:.1f} s, "
+            f"{fmt(d.get('common_jain'), 2)}")
+
+
 def converged(d):
     """The cell from PROBE_DELAY s in: drops / retrans / timeouts (spurious)."""
     c = d.get("converged")
     if not c:
         return "–"
-    sp = f" ({c['spurious']})" if c.get("timeouts") else ""
+    sp = f" ({c['spurious']}; the probe's {c['probe_timeouts']})" if c.get("timeouts") else ""
     return f"{fmt(c.get('drops'))} / {c['retrans']} / {c['timeouts']}{sp}"
 
 
@@ -566,13 +594,16 @@ def table(details, meta):
         f"probe `ib_write_lat` 64 B x {meta['probe_iters']}, {meta['probe_delay']} s after the "
         f"cell's start (the 'from the probe's start' counters too); {meta['wall_s']:.0f} s in all.",
         "",
-        "| cell | goodput Mb/s (% of line) | per sender Mb/s | Jain | drops | retrans "
+        "| cell | goodput Mb/s (% of line) | per sender Mb/s | Jain "
+        "| while all sent, by the switch: goodput Mb/s (% of line), s, Jain "
+        "| drops | retrans "
         "| timeouts (spurious) | from the probe's start: drops / retrans / timeouts "
+        "(spurious; the probe's own) "
         "| CNPs sent / handled | pauses (switch / honoured) | queue p99 / max KB "
         "| probe p50 / p99 us (unloaded p50) "
         "| probe's wait in the switch p50 / p99 us: fabric-only p99 (x unloaded p50) "
         "| bottleneck's time % line / blocked / paused / idle | notes |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d in details:
         tp = d.get("throughput_mbps")
@@ -581,7 +612,8 @@ def table(details, meta):
         rows.append(
             f"| {d['cell']} | {fmt(tp)}{pct} | "
             f"{', '.join(fmt(x) for x in d.get('per_sender_mbps', [])) or '–'} | "
-            f"{fmt(d.get('jain'), 2)} | {fmt(d.get('drops'))} | {fmt(d.get('retrans_pkts'))} | "
+            f"{fmt(d.get('jain'), 2)} | {common(d)} | {fmt(d.get('drops'))} | "
+            f"{fmt(d.get('retrans_pkts'))} | "
             f"{fmt(d.get('timeouts'))}{spurious(d)} | {converged(d)} | {fmt(d.get('cnp_sent'))} / {fmt(d.get('cnp_handled'))} | "
             f"{fmt(d.get('pauses'))} / {fmt(d.get('pauses_honoured'))} | "
             f"{fmt(q99 / 1000 if q99 is not None else None)} / "
@@ -769,6 +801,15 @@ def main():
                     lines, t0, t1, {vm_ports[i] for i in range(1, n + 1) if i in vm_ports})
                 conv = ohcavm.timeline_window(lines, t0 + PROBE_DELAY, t1, vm_ports[0])
                 window["converged_drops"] = conv["drops"] if conv else None
+                cw = (fabric_bench_ib.common_window(lines, t0, t1, [vm_ports[i] for i in
+                                                                   range(1, n + 1)])
+                      if n and all(i in vm_ports for i in range(1, n + 1)) else None)
+                if cw:
+                    a = t0 + cw["start_s"]
+                    bw = ohcavm.timeline_window(lines, a, a + cw["seconds"], vm_ports[0])
+                    if bw and bw["seconds"]:
+                        cw["tx_mbps"] = bw["tx_bytes"] * 8 / bw["seconds"] / 1e6
+                        window["common"] = cw
         if name in kind_of:
             d = CELL_KINDS[kind_of[name]].summarize(name, mode, n, outputs, window)
             for i, v in enumerate(vms):
