@@ -30,9 +30,12 @@ receiver port's egress queue (the switch's timeline: queue_bytes sampled
 every TIMELINE_MS, p99; queue_max_bytes, the deepest any arriving frame
 met) and drops, pause frames the switch sent (switch timeline), the
 guests' counter deltas (rc_retrans_pkts, rc_local_ack_timeouts,
-np_cnp_sent, rp_cnp_handled, rx_prio0_pause), the probe's p50
-(t_typical) and p99. A cell's window is the host time between the
-barriers that start and end it.
+np_cnp_sent, rp_cnp_handled, rx_prio0_pause), again from PROBE_DELAY
+s in (once converged), the probe's p50 (t_typical) and p99 and its
+fabric-only figures (the time its frames waited in the switch, from the
+timeline's sojourn, over the unloaded p50), the goodput and Jain's index
+while every sender sent (the switch's timeline). A cell's window is the
+host time between the barriers that start and end it.
 
 Besides the incast modes, cells of other kinds (CELL_KINDS): a kind
 brings its guest shell function, run by every VM between the cell's
