@@ -39,7 +39,7 @@ uint64_t next_random(uint64_t &state) {
 } // namespace
 
 EthSwitch::EthSwitch(const EthConfig &cfg) : cfg_(cfg), rng_(cfg.seed) {
-    cfg_.ports = std::clamp<uint8_t>(cfg_.ports, 1, 63);
+    cfg_.ports = std::clamp<uint8_t>(cfg_.ports, 1, kMaxPorts);
     cfg_.line_rate_bps = std::max<uint64_t>(cfg_.line_rate_bps, 1'000'000);
     cfg_.max_frame = std::clamp<size_t>(cfg_.max_frame, kMinFrameBytes, kMaxFrameBytes);
     if (cfg_.burst_bytes == 0) {
@@ -253,7 +253,7 @@ void EthSwitch::timeline(uint64_t now, bool force) {
             "%s{\"port\": %u, \"queue_bytes\": %zu, \"queue_max_bytes\": %zu, "
             "\"rx_bytes\": %llu, \"tx_bytes\": %llu, \"drops\": %llu, \"ecn_marks\": %llu, "
             "\"pauses_sent\": %llu, \"idle_us\": %llu, \"line_us\": %llu, \"blocked_us\": %llu, "
-            "\"paused_us\": %llu}",
+            "\"paused_us\": %llu, \"sojourn\": [",
             p == 1 ? "" : ", ", p, queue_bytes(p), pt.depth_max,
             static_cast<unsigned long long>(st.bytes_in),
             static_cast<unsigned long long>(st.bytes_out), static_cast<unsigned long long>(drops),
@@ -263,7 +263,19 @@ void EthSwitch::timeline(uint64_t now, bool force) {
             static_cast<unsigned long long>(st.egress_blocked_ns / 1000),
             static_cast<unsigned long long>(st.egress_paused_ns / 1000));
         s += buf;
+        const char *sep = "";
+        for (uint8_t in = 1; in <= cfg_.ports; ++in) {
+            if (pt.sojourn_frames[in] != 0) {
+                std::snprintf(buf, sizeof buf, "%s[%u, %u, %u]", sep, in, pt.sojourn_frames[in],
+                              pt.sojourn_max_us[in]);
+                s += buf;
+                sep = ", ";
+            }
+        }
+        s += "]}";
         pt.depth_max = 0;
+        pt.sojourn_frames.fill(0);
+        pt.sojourn_max_us.fill(0);
     }
     s += "]}";
     timeline_(s);
@@ -469,6 +481,7 @@ void EthSwitch::enqueue(uint8_t o, uint8_t in, uint8_t prio, std::span<const uin
     Queued q;
     q.frame.assign(frame.begin(), frame.end());
     q.charge = charge;
+    q.queued_at = now;
     q.in = in;
     q.prio = prio;
     if (cfg_.ecn && (info.ecn == Ecn::Ect0 || info.ecn == Ecn::Ect1) &&
@@ -661,6 +674,11 @@ void EthSwitch::transmit_frames(uint8_t o, uint64_t now) {
         ++pt.stats.prio[pick].tx_packets;
         pt.stats.prio[pick].tx_bytes += q.frame.size();
         pt.rr = static_cast<uint8_t>((pick + 1) % kPriorities);
+        const uint64_t waited_us = (now - std::min(now, q.queued_at)) / 1000;
+        pt.sojourn_max_us[q.in] =
+            std::max(pt.sojourn_max_us[q.in],
+                     static_cast<uint32_t>(std::min<uint64_t>(waited_us, UINT32_MAX)));
+        ++pt.sojourn_frames[q.in];
         release(q);
     }
 }

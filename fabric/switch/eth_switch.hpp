@@ -122,6 +122,8 @@ struct EthPortStats {
 
 class EthSwitch {
   public:
+    static constexpr uint8_t kMaxPorts = 63;
+
     explicit EthSwitch(const EthConfig &cfg);
 
     [[nodiscard]] uint8_t ports() const { return cfg_.ports; }
@@ -169,7 +171,11 @@ class EthSwitch {
     [[nodiscard]] size_t queue_bytes(uint8_t p) const;
 
     // A timeline for plots: every interval, tick() passes one JSON line
-    // (no newline) with each port's queue depth and running counters.
+    // (no newline) with each port's queue depth and running counters, and
+    // the time frames waited in its egress queue in the interval, per
+    // ingress port ("sojourn": [[in, frames, max_us], ...], the ingress
+    // ports that had a frame leave): the fabric's queueing delay as one
+    // flow met it (a latency probe's, whose host sends nothing else).
     using TimelineFn = std::function<void(const std::string &line)>;
     void set_timeline(uint64_t interval_ns, TimelineFn fn) {
         timeline_ns_ = interval_ns;
@@ -188,6 +194,7 @@ class EthSwitch {
     struct Queued {
         std::vector<uint8_t> frame;
         uint32_t charge = 0; // bytes of shared buffer it holds
+        uint64_t queued_at = 0;
         uint8_t in = 0;
         uint8_t prio = 0;
     };
@@ -211,6 +218,10 @@ class EthSwitch {
         std::array<uint64_t, kDepthBuckets> depth{}; // what arriving frames met
         uint64_t depth_samples = 0;
         size_t depth_max = 0; // the deepest met since the last timeline line
+        // Since the last timeline line, per ingress port: frames that left
+        // this egress queue and the longest any of them waited in it.
+        std::array<uint32_t, kMaxPorts + 1> sojourn_frames{};
+        std::array<uint32_t, kMaxPorts + 1> sojourn_max_us{};
         // The egress state since 'egress_since' (EthPortStats::egress_*).
         uint64_t egress_since = 0;
         uint8_t egress_state = 0;

@@ -2,7 +2,7 @@
 """`make fabric-bench`: incast through ohca-switch's Ethernet mode, the
 storm and its cures side by side (issue 23; docs/congestion.md).
 
-Four VMs (one vCPU each) on one `ohca-switch --mode eth` whose egress
+Five VMs (one vCPU each) on one `ohca-switch --mode eth` whose egress
 ports are shaped to LINE_RATE Mbit/s (the devices' speed too), a shared
 buffer, RED/ECN marking of ECT packets, priorities by DSCP, priority 0
 lossless (PFC, XOFF 64 KiB) with HEADROOM that only it may fill. One
@@ -30,9 +30,12 @@ receiver port's egress queue (the switch's timeline: queue_bytes sampled
 every TIMELINE_MS, p99; queue_max_bytes, the deepest any arriving frame
 met) and drops, pause frames the switch sent (switch timeline), the
 guests' counter deltas (rc_retrans_pkts, rc_local_ack_timeouts,
-np_cnp_sent, rp_cnp_handled, rx_prio0_pause), the probe's p50
-(t_typical) and p99. A cell's window is the host time between the
-barriers that start and end it.
+np_cnp_sent, rp_cnp_handled, rx_prio0_pause), again from PROBE_DELAY
+s in (once converged), the probe's p50 (t_typical) and p99 and its
+fabric-only figures (the time its frames waited in the switch, from the
+timeline's sojourn, over the unloaded p50), the goodput and Jain's index
+while every sender sent (the switch's timeline). A cell's window is the
+host time between the barriers that start and end it.
 
 Besides the incast modes, cells of other kinds (CELL_KINDS): a kind
 brings its guest shell function, run by every VM between the cell's
@@ -94,9 +97,21 @@ CELL_KINDS = {}
 def register_kind(name, kind):
     CELL_KINDS[name] = kind
 
-LINE_RATE = 200  # Mbit/s per egress port
+# Mbit/s per egress port (and the devices' speed). One sender alone, a
+# TCG guest on the shared 2-core host, moved 47-73 Mbit/s at 200 (load
+# 9-15, 2026-12-06 15:46; 29-30 at load 17-22): at 200 the senders, not
+# the line, were the limit (PFC 3:1 kept it busy 87 % of the time).
+# At 50 two senders exceed it, three even at load 20; so the cells
+# measure the fabric, not the host's CPU.
+LINE_RATE = 50
 BUFFER = 1 << 20
 HEADROOM = 6 << 20  # for the lossless priority only (ohca-switch --headroom)
+# RED: Kmin 20 KB, Kmax 200 KB, Pmax 0.2 (3.2 and 32 ms of the line).
+# Tried 2026-12-06 16:25 at 5 / 50 KB, Pmax 0.5 (the same time of the line
+# as 20 / 200 KB at 200 Mbit/s; DcqcnIncast: queue p99 14-42 KB): in the
+# VMs the dcqcn 3:1 queue p99 was 166 KB, set by bursts the host makes
+# (one sender's frames reaching the switch at 259 Mbit/s for 10 ms), which
+# no threshold removes, and the CNPs rose from 327 to 478 (docs/congestion.md).
 ECN = "20000:200000:0.2"
 TIMELINE_MS = 10
 AWAY_AFTER_US = 5000  # ohca-switch --away-after-us
@@ -108,12 +123,13 @@ END = "<!-- fabric-bench table: end -->"
 # senders, the notification point's at the receiver; every other cell runs
 # mlx5's defaults): a CNP takes milliseconds to come back through three
 # QEMU processes and the switch on a loaded host, not microseconds, so the
-# rate recovers per such round trip and is cut at most once per 4 ms.
+# rate recovers per two such round trips and is cut at most once per 4 ms;
+# its rates are for the 50 Mbit/s line (six QPs' fair share 8 Mb/s).
 # Why each: docs/congestion.md, "Tuning for the emulated fabric"; the
 # engine test DcqcnIncast (qemu-device/engine/tests/dcqcn_incast_test.cpp)
 # runs the same set against the same switch, and must be kept in step.
-DCQCN_TUNED = {"rp_time_reset": 40000, "rp_byte_reset": 0, "rp_threshold": 5, "rp_ai_rate": 1,
-               "rp_hai_rate": 5, "rp_rate_to_set_on_first_cnp": 40,
+DCQCN_TUNED = {"rp_time_reset": 80000, "rp_byte_reset": 0, "rp_threshold": 5, "rp_ai_rate": 1,
+               "rp_hai_rate": 5, "rp_rate_to_set_on_first_cnp": 10,
                "rp_rate_reduce_monitor_period": 4000, "np_min_time_between_cnps": 4000,
                "rp_dce_tcp_rtt": 4000, "rp_dce_tcp_g": 960}
 DCQCN_DEFAULTS = {"rp_time_reset": 300, "rp_byte_reset": 32767, "rp_threshold": 1,
@@ -121,8 +137,13 @@ DCQCN_DEFAULTS = {"rp_time_reset": 300, "rp_byte_reset": 32767, "rp_threshold": 
                   "rp_rate_reduce_monitor_period": 4, "np_min_time_between_cnps": 4,
                   "rp_dce_tcp_rtt": 1, "rp_dce_tcp_g": 1019}
 BW_SIZE = 65536  # ib_write_bw -s
+# Goodput per byte on the wire for a 64 KiB WRITE at MTU 1024: 64 frames
+# of 14 + 20 + 8 + 12 (BTH) + 4 (ICRC) bytes besides the payload, RETH's
+# 16 on the first: 65536 of 69264 bytes.
+WRITE_GOODPUT = BW_SIZE / (BW_SIZE + 64 * 58 + 16)
 PROBE_VM = None  # set by main(): the VM after the last sender
 SECONDS = 5  # ib_write_bw -D, set by main()
+PROBE_DELAY = 3  # s after the cell's barrier (set by main())
 KEYS = ("mode", "senders", "line_rate_mbps", "throughput_mbps", "jain", "drops", "retrans_pkts",
         "timeouts", "cnp_sent", "cnp_handled", "pauses", "queue_p99_bytes", "probe_p50_us",
         "probe_p99_us", "unloaded_p50_us")
@@ -161,8 +182,13 @@ setmode() {
 	ohca_pfc $pfc || echo "WARN dcb pfc set $pfc"
 	echo $rp >/sys/class/net/$OHCA_IFACE/ecn/roce_rp/enable/1 || echo "WARN roce_rp $rp"
 }
+# The counters again once DCQCN has converged (PROBE_DELAY s after the
+# cell's barrier; the probe starts then too): the goals' "once converged".
+converged() {
+	if [ "$n" = 0 ]; then mid=$before; else sleep $PROBE_DELAY; mid=$(snap); fi
+}
 cell() {
-	local name=$1 mode=$2 n=$3 before after rc=0 i pids= r
+	local name=$1 mode=$2 n=$3 before mid after rc=0 i pids= r
 	setmode $mode
 	before=$(snap)
 	if [ "$OHCA_VM_INDEX" = 0 ]; then
@@ -173,6 +199,7 @@ cell() {
 		for i in $(seq 1 $n); do ohca_poll 60 listening $((18514 + i)) || rc=1; done
 		ohca_poll 60 listening 18600 || rc=1
 		ohca_barrier "$name" 200 || return 1
+		converged
 		for i in $pids; do wait $i || rc=1; done
 	else
 		ohca_barrier "$name" 200 || return 1
@@ -180,6 +207,7 @@ cell() {
 			ohca_retry 60 timeout 200 $bw $TC -p $((18514 + OHCA_VM_INDEX)) "$recv_ip" \
 				>/tmp/$name.c 2>&1 & pids=$!
 		fi
+		converged
 		# The probe has a VM of its own: perftest calibrates its clock
 		# when it reports (a fit of TSC against gettimeofday over 200
 		# busy-waits, r^2 >= 0.9), and a second busy-polling perftest on
@@ -187,7 +215,6 @@ cell() {
 		# inf and exit 0), besides adding that vCPU's time slices to
 		# every round trip the probe measures.
 		if [ "$OHCA_VM_INDEX" = "$PROBE_VM" ]; then
-			[ "$n" = 0 ] || sleep 1
 			ohca_retry 60 timeout 200 $lat $TC -p 18600 "$recv_ip" >/tmp/$name.l 2>&1 ||
 				{ rc=1; cat /tmp/$name.l; }
 			r=$(awk '$1 == 64 && NF >= 8 {print "p50=" $5 " p99=" $8}' /tmp/$name.l | tail -n 1)
@@ -202,7 +229,7 @@ cell() {
 		fi
 	fi
 	after=$(snap)
-	echo "CELL $name vm$OHCA_VM_INDEX rc=$rc before: $before after: $after"
+	echo "CELL $name vm$OHCA_VM_INDEX rc=$rc before: $before mid: $mid after: $after"
 	ohca_barrier "$name-done" 200
 }
 # A cell of another kind (CELL_KINDS): its function between the barriers.
@@ -238,10 +265,12 @@ def counters(text):
 def parse_vm(output):
     """{cell: {"rc", "delta", "bw_mbps", "probe"}} from one VM's output."""
     cells = {}
-    for name, rc, before, after in re.findall(
-            r"^CELL (\S+) vm\d+ rc=(\d+) before: (.*) after: (.*)$", output, re.M):
-        b, a = counters(before), counters(after)
-        cells[name] = {"rc": int(rc), "delta": {k: a[k] - b[k] for k in a if k in b}}
+    for name, rc, before, mid, after in re.findall(
+            r"^CELL (\S+) vm\d+ rc=(\d+) before: (.*?)(?: mid: (.*))? after: (.*)$", output, re.M):
+        b, m, a = counters(before), counters(mid), counters(after)
+        cells[name] = {"rc": int(rc), "delta": {k: a[k] - b[k] for k in a if k in b},
+                       # since the cell converged (PROBE_DELAY s in)
+                       "converged": {k: a[k] - m[k] for k in a if k in m}}
     for name, mbs, iters, failed in re.findall(
             r"^BW (\S+) vm\d+ (\S+) (\S+) MB/s clock_failed=(\d+)$", output, re.M):
         if name not in cells or mbs == "none":
@@ -275,10 +304,7 @@ def jain(xs):
 
 
 def p99(xs):
-    if not xs:
-        return None
-    s = sorted(xs)
-    return s[min(len(s) - 1, max(0, -(-99 * len(s) // 100) - 1))]
+    return quantile(xs, 0.99)
 
 
 # ---- the slow receiver (issue 23 item 4) -------------------------------------------
@@ -350,8 +376,72 @@ register_kind("slowrx", CellKind(
     slowrx_summarize, slowrx_rows))
 
 
-def summarize(name, mode, n, vms, window, unloaded):
-    """One cell's figures (details) from every VM's parse and the switch."""
+def probe_waits(lines, t0, t1, recv_port, probe_port):
+    """How long the probe's frames waited in the switch between
+    time.monotonic() t0 and t1: the timeline's sojourn (per interval, the
+    longest wait of the frames one ingress port sent out of one egress
+    port, in us), its requests in the bottleneck's queue (probe's port into
+    the receiver's) and the answers back (the receiver's port into the
+    probe's): ([us, ...], [us, ...]), one figure per interval that had a
+    probe frame; and the first and last of those intervals' ends, in s
+    since t0 (None without one). The probe's VM sends nothing else."""
+    inside = [ln for ln in lines if t0 * 1e6 <= ln["mono_us"] <= t1 * 1e6]
+
+    def waits(out_port, in_port, when=None):
+        xs = []
+        for ln in inside:
+            p = next((p for p in ln["ports"] if p["port"] == out_port), {})
+            got = [us for i, _, us in p.get("sojourn", []) if i == in_port]
+            if got and when is not None:
+                when.append(ln["mono_us"] / 1e6 - t0)
+            xs += got
+        return xs
+    when = []
+    req = waits(recv_port, probe_port, when)
+    return req, waits(probe_port, recv_port), (when[0], when[-1]) if when else None
+
+
+def senders_span(lines, t0, t1, ports, min_bytes=10000):
+    """The first and last timeline interval (their ends, s since t0) in
+    which the senders' ports sent the switch more than min_bytes together:
+    when the incast ran, by the switch's clock (None: it never did)."""
+    inside = [ln for ln in lines if t0 * 1e6 <= ln["mono_us"] <= t1 * 1e6]
+
+    def rx(ln):
+        return sum(p["rx_bytes"] for p in ln["ports"] if p["port"] in ports)
+    on = [b["mono_us"] / 1e6 - t0 for a, b in zip(inside, inside[1:]) if rx(b) - rx(a) > min_bytes]
+    return (on[0], on[-1]) if on else None
+
+
+def quantile(xs, q):
+    if not xs:
+        return None
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, -(-int(q * 100) * len(s) // 100) - 1))]
+
+
+def fabric_probe(d, waits, unloaded):
+    """The probe's fabric-only figures: the unloaded p50 (the hosts' own
+    round trip: 4 processes scheduled on a loaded host) plus the time its
+    frames waited in the switch's queues, both ways (p50 and p99 of each
+    direction, summed: at least the round trip's own quantile)."""
+    if waits is None:
+        return
+    req, resp = waits[0], waits[1]
+    d["probe_wait_frames"] = len(req)
+    if not req:
+        return
+    w50 = quantile(req, 0.5) + (quantile(resp, 0.5) or 0)
+    w99 = quantile(req, 0.99) + (quantile(resp, 0.99) or 0)
+    d["probe_wait_p50_us"], d["probe_wait_p99_us"] = w50, w99
+    if unloaded is not None:
+        d["probe_fabric_p50_us"] = round(unloaded + w50, 1)
+        d["probe_fabric_p99_us"] = round(unloaded + w99, 1)
+
+
+def summarize(name, mode, n, vms, window, unloaded, waits=None):
+    """One cell's figures (details) from every VM's parse and the switch;
+    waits: probe_waits() of the cell."""
     d = {"cell": name, "mode": mode, "senders": n, "line_rate_mbps": LINE_RATE, "errors": []}
     for i, v in enumerate(vms):
         c = v.get(name)
@@ -373,10 +463,19 @@ def summarize(name, mode, n, vms, window, unloaded):
         # not an error: the figure is perftest's own count over its window
         d["notes"] = [f"{', '.join(lost)}: perftest's clock failed, goodput from its iterations"]
 
-    def total(key, who):
-        return sum(vms[i].get(name, {}).get("delta", {}).get(key, 0) for i in who)
+    def total(key, who, part="delta"):
+        return sum(vms[i].get(name, {}).get(part, {}).get(key, 0) for i in who)
 
     everyone = range(len(vms))
+    if n:
+        # from PROBE_DELAY s in (DCQCN converged) to the cell's end
+        d["converged"] = {k: total(k, everyone, "converged")
+                          for k in ("retrans", "timeouts", "spurious")}
+        # the probe's own (its two QPs, vm0's and the probe VM's): one
+        # packet at a time, so F-RTO cannot tell a late ACK from a loss
+        d["converged"]["probe_timeouts"] = total("timeouts", (0, PROBE_VM), "converged")
+        if window and window.get("converged_drops") is not None:
+            d["converged"]["drops"] = window["converged_drops"]
     d["retrans_pkts"] = total("retrans", everyone)
     d["timeouts"] = total("timeouts", everyone)
     d["spurious_timeouts"] = total("spurious", everyone)
@@ -396,6 +495,22 @@ def summarize(name, mode, n, vms, window, unloaded):
         d["errors"].append("probe: perftest's clock failed")
         d["probe_p50_us"] = d["probe_p99_us"] = None
     d["unloaded_p50_us"] = unloaded
+    fabric_probe(d, waits, unloaded)
+    if n and waits and waits[2] and window and window.get("senders_span"):
+        # the probe's frames against the senders' (the switch's clock): a
+        # probe outside the incast measured no incast
+        (p0, p1), (s0, s1) = waits[2], window["senders_span"]
+        d["probe_span_s"], d["senders_span_s"] = [p0, p1], [s0, s1]
+        if p0 < s0 or p1 > s1:
+            d.setdefault("notes", []).append(
+                f"the probe ran {p0:.1f}-{p1:.1f} s, the senders {s0:.1f}-{s1:.1f} s")
+    cw = (window or {}).get("common")
+    if cw:
+        # while every sender sent (the switch's clock): what the bottleneck
+        # delivered, in goodput, and each sender's share of what it took in
+        d["common_s"] = cw["seconds"]
+        d["common_goodput_mbps"] = round(cw["tx_mbps"] * WRITE_GOODPUT, 1)
+        d["common_jain"] = cw["jain"]
     if window:
         d["drops"] = window["drops"]
         d["pauses"] = window["pauses_sent"]
@@ -437,6 +552,35 @@ def egress(d):
     return " / ".join(f"{e.get(k, 0):.0f}" for k in ("line", "blocked", "paused", "idle"))
 
 
+def fabric_only(d):
+    """The probe's waits in the switch and its fabric-only p99 (the
+    unloaded p50 plus its p99 wait) against the unloaded p50."""
+    w50, w99, f99 = (d.get(k) for k in ("probe_wait_p50_us", "probe_wait_p99_us",
+                                        "probe_fabric_p99_us"))
+    if w99 is None:
+        return "–"
+    u = d.get("unloaded_p50_us")
+    x = f" ({f99 / u:.1f}x)" if f99 is not None and u else ""
+    return f"{fmt(w50)} / {fmt(w99)}: {fmt(f99)}{x}"
+
+
+def common(d):
+    g = d.get("common_goodput_mbps")
+    if g is None:
+        return "–"
+    return (f"{g:.0f} ({100 * g / LINE_RATE:.0f} %), {d['common_s']:.1f} s, "
+            f"{fmt(d.get('common_jain'), 2)}")
+
+
+def converged(d):
+    """The cell from PROBE_DELAY s in: drops / retrans / timeouts (spurious)."""
+    c = d.get("converged")
+    if not c:
+        return "–"
+    sp = f" ({c['spurious']}; the probe's {c['probe_timeouts']})" if c.get("timeouts") else ""
+    return f"{fmt(c.get('drops'))} / {c['retrans']} / {c['timeouts']}{sp}"
+
+
 def spurious(d):
     """' (n spurious)': the timeouts F-RTO found spurious, where known."""
     n = d.get("spurious_timeouts")
@@ -450,14 +594,19 @@ def table(details, meta):
         f"{LINE_RATE} Mbit/s, buffer {BUFFER // 1024} KiB (+ {HEADROOM // 1024} KiB headroom for "
         f"the lossless priority), ECN {ECN}, PFC XOFF 64 KiB; "
         f"{meta['seconds']} s of `ib_write_bw` per sender ({meta['qps']} QPs, 64 KiB), "
-        f"probe `ib_write_lat` 64 B x {meta['probe_iters']}; {meta['wall_s']:.0f} s in all.",
+        f"probe `ib_write_lat` 64 B x {meta['probe_iters']}, {meta['probe_delay']} s after the "
+        f"cell's start (the 'from the probe's start' counters too); {meta['wall_s']:.0f} s in all.",
         "",
-        "| cell | goodput Mb/s (% of line) | per sender Mb/s | Jain | drops | retrans "
-        "| timeouts (spurious) "
+        "| cell | goodput Mb/s (% of line) | per sender Mb/s | Jain "
+        "| while all sent, by the switch: goodput Mb/s (% of line), s, Jain "
+        "| drops | retrans "
+        "| timeouts (spurious) | from the probe's start: drops / retrans / timeouts "
+        "(spurious; the probe's own) "
         "| CNPs sent / handled | pauses (switch / honoured) | queue p99 / max KB "
-        "| probe p50 / p99 us (unloaded p50) | bottleneck's time % line / blocked / paused / idle "
-        "| notes |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| probe p50 / p99 us (unloaded p50) "
+        "| probe's wait in the switch p50 / p99 us: fabric-only p99 (x unloaded p50) "
+        "| bottleneck's time % line / blocked / paused / idle | notes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d in details:
         tp = d.get("throughput_mbps")
@@ -466,13 +615,14 @@ def table(details, meta):
         rows.append(
             f"| {d['cell']} | {fmt(tp)}{pct} | "
             f"{', '.join(fmt(x) for x in d.get('per_sender_mbps', [])) or '–'} | "
-            f"{fmt(d.get('jain'), 2)} | {fmt(d.get('drops'))} | {fmt(d.get('retrans_pkts'))} | "
-            f"{fmt(d.get('timeouts'))}{spurious(d)} | {fmt(d.get('cnp_sent'))} / {fmt(d.get('cnp_handled'))} | "
+            f"{fmt(d.get('jain'), 2)} | {common(d)} | {fmt(d.get('drops'))} | "
+            f"{fmt(d.get('retrans_pkts'))} | "
+            f"{fmt(d.get('timeouts'))}{spurious(d)} | {converged(d)} | {fmt(d.get('cnp_sent'))} / {fmt(d.get('cnp_handled'))} | "
             f"{fmt(d.get('pauses'))} / {fmt(d.get('pauses_honoured'))} | "
             f"{fmt(q99 / 1000 if q99 is not None else None)} / "
             f"{fmt(qmax / 1000 if qmax is not None else None)} | "
             f"{fmt(d.get('probe_p50_us'))} / {fmt(d.get('probe_p99_us'))} "
-            f"({fmt(d.get('unloaded_p50_us'))}) | {egress(d)} | "
+            f"({fmt(d.get('unloaded_p50_us'))}) | {fabric_only(d)} | {egress(d)} | "
             f"{'; '.join(d['errors'] + d.get('notes', []))} |")
     return "\n".join(rows)
 
@@ -536,10 +686,16 @@ def loadavg():
 
 
 def main():
+    global PROBE_VM, SECONDS, PROBE_DELAY, LINE_RATE
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seconds", type=int, default=5, help="ib_write_bw -D per cell")
+    ap.add_argument("--seconds", type=int, default=8, help="ib_write_bw -D per cell")
     ap.add_argument("--qps", type=int, default=2, help="QPs per sender")
     ap.add_argument("--probe-iters", type=int, default=100)
+    ap.add_argument("--probe-delay", type=int, default=PROBE_DELAY,
+                    help="s from the cell's barrier to the probe's start and the counters' "
+                         "'converged' snapshot (the senders' perftest starts sending 1-3 s in)")
+    ap.add_argument("--line-rate", type=int, default=LINE_RATE,
+                    help="Mbit/s of every switch port (the devices' speed too)")
     # 1: one sender alone, what a guest can send without a bottleneck
     ap.add_argument("--senders", default="1,2,3")
     ap.add_argument("--modes", default="droptail,pfc,dcqcn")
@@ -563,8 +719,8 @@ def main():
             kind_of[cell[0]] = k
     # vm0 receives, vm1..vmN send, the VM after them probes (alone on
     # its vCPU: see the guest's cell())
-    global PROBE_VM, SECONDS
     PROBE_VM, SECONDS = max(senders) + 1, args.seconds
+    PROBE_DELAY, LINE_RATE = args.probe_delay, args.line_rate
     nvms = PROBE_VM + 1
     os.makedirs(OUT, exist_ok=True)
     # away_after_us: the switch's process away for longer than 5 ms (its
@@ -579,12 +735,13 @@ def main():
         return " ".join(f"{k}={v}" for k, v in d.items())
 
     env = (f"SECONDS_BW={args.seconds} QPS={args.qps} PROBE_ITERS={args.probe_iters} "
-           f"PROBE_VM={PROBE_VM} "
+           f"PROBE_VM={PROBE_VM} PROBE_DELAY={PROBE_DELAY} "
            f"DCQCN_TUNED='{kvs(DCQCN_TUNED)}' DCQCN_DEFAULTS='{kvs(DCQCN_DEFAULTS)}' "
            f"CELLS='{' '.join(f'{a}:{b}:{c}' for a, b, c in cells)}'\n")
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "host": f"{os.cpu_count()} cores", "vms": nvms, "seconds": args.seconds,
-            "qps": args.qps, "probe_iters": args.probe_iters, "load_before": loadavg()}
+            "qps": args.qps, "probe_iters": args.probe_iters, "probe_delay": PROBE_DELAY,
+            "line_rate_mbps": LINE_RATE, "load_before": loadavg()}
     meta["tx_burst"] = args.tx_burst
     print(f"fabric-bench: {nvms} VMs, cells: {', '.join(c[0] for c in cells)}", flush=True)
     script = env + "".join(CELL_KINDS[k].shell for k in kinds) + SCRIPT
@@ -634,10 +791,28 @@ def main():
         unloaded = None
     details, kind_details = [], {k: [] for k in kinds}
     for name, mode, n in cells:
-        window = None
+        window = waits = None
         if name in times and f"{name}-done" in times and 0 in vm_ports:
             window = ohcavm.timeline_window(lines, times[name], times[f"{name}-done"],
                                             vm_ports[0])
+            if PROBE_VM in vm_ports:
+                waits = probe_waits(lines, times[name], times[f"{name}-done"], vm_ports[0],
+                                    vm_ports[PROBE_VM])
+            if window and name not in kind_of:
+                t0, t1 = times[name], times[f"{name}-done"]
+                window["senders_span"] = senders_span(
+                    lines, t0, t1, {vm_ports[i] for i in range(1, n + 1) if i in vm_ports})
+                conv = ohcavm.timeline_window(lines, t0 + PROBE_DELAY, t1, vm_ports[0])
+                window["converged_drops"] = conv["drops"] if conv else None
+                cw = (fabric_bench_ib.common_window(lines, t0, t1, [vm_ports[i] for i in
+                                                                   range(1, n + 1)])
+                      if n and all(i in vm_ports for i in range(1, n + 1)) else None)
+                if cw:
+                    a = t0 + cw["start_s"]
+                    bw = ohcavm.timeline_window(lines, a, a + cw["seconds"], vm_ports[0])
+                    if bw and bw["seconds"]:
+                        cw["tx_mbps"] = bw["tx_bytes"] * 8 / bw["seconds"] / 1e6
+                        window["common"] = cw
         if name in kind_of:
             d = CELL_KINDS[kind_of[name]].summarize(name, mode, n, outputs, window)
             for i, v in enumerate(vms):
@@ -645,7 +820,7 @@ def main():
                     d["errors"].append(f"vm{i}: rc={v[name]['rc']}")
             kind_details[kind_of[name]].append(d)
         else:
-            details.append(summarize(name, mode, n, vms, window, unloaded))
+            details.append(summarize(name, mode, n, vms, window, unloaded, waits))
     if ib_cell:
         details.append(ib_cell)
     # The issue's keys for every cell; a kind's cells add their own.

@@ -155,3 +155,40 @@ def test_incast_droptail_dcqcn_pfc(vm_cluster):
     assert sw["pfc"]["drops"] == 0, sw["pfc"]
     for s in senders:
         assert s["pfc"]["retrans"] == 0 and s["pfc"]["timeouts"] == 0, senders
+
+
+def test_fabric_bench_probe_figures():
+    """make fabric-bench's fabric-only probe figures, from a made-up
+    switch timeline (no VM): the probe's frames (port 5 into the
+    receiver's port 1) waited 1 ms in every 10 ms interval but one of 60
+    ms; the answers back (port 1 into 5) nothing; the senders (ports 2-4)
+    sent from 1 to 3 s. The p99 of 200 intervals is the 198th wait in
+    order: two outliers are not the p99, three are."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+    import fabric_bench as fb
+
+    def timeline(outliers):
+        lines, sent = [], 0
+        for k in range(300):  # 10 ms apart, from 100 s on the monotonic clock
+            t = k / 100
+            sent += 50000 if 1 <= t <= 3 else 0
+            probe = [[5, 1, 60000 if k - 50 in range(outliers) else 1000]] if 50 <= k < 250 else []
+            lines.append({"mono_us": int((100 + t) * 1e6), "ports": [
+                {"port": 1, "sojourn": probe + [[2, 9, 30000]]},
+                {"port": 2, "rx_bytes": sent, "sojourn": []},
+                {"port": 5, "rx_bytes": 0, "sojourn": [[1, 1, 0]] if probe else []}]})
+        return lines
+
+    for outliers, want in ((2, 1000), (3, 60000)):
+        lines = timeline(outliers)
+        waits = fb.probe_waits(lines, 100.0, 103.0, 1, 5)
+        assert len(waits[0]) == 200 and len(waits[1]) == 200, waits
+        assert abs(waits[2][0] - 0.5) < 0.01 and abs(waits[2][1] - 2.49) < 0.01, waits[2]
+        d = {}
+        fb.fabric_probe(d, waits, 5000.0)
+        assert d["probe_wait_p50_us"] == 1000 and d["probe_wait_p99_us"] == want, d
+        assert d["probe_fabric_p99_us"] == 5000.0 + want, d
+    span = fb.senders_span(lines, 100.0, 103.0, {2})
+    assert abs(span[0] - 1.0) < 0.02 and abs(span[1] - 3.0) < 0.02, span
+    assert fb.senders_span(lines, 100.0, 103.0, {4}) is None

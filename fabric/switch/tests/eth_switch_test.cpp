@@ -806,6 +806,50 @@ TEST(EthSwitch, QueueDepthQuantilesAndTimeline) {
     EXPECT_NE(j.find("\"queue_p99_bytes\""), std::string::npos);
 }
 
+TEST(EthSwitch, TimelineSaysHowLongEachIngressPortsFramesWaited) {
+    // 1 Mbit/s, a bucket of one largest frame (1524 bytes, 12.19 ms of
+    // the line): 1000-byte frames take 8.19 ms each (1024 bytes with the
+    // wire's overhead). Port 1 queues four, then port 3 one behind them:
+    // the bucket sends the first at once and holds 4.0 ms of the second;
+    // the others leave one per 8.19 ms.
+    EthConfig c;
+    c.line_rate_bps = 1'000'000;
+    c.max_frame = 1500;
+    c.burst_bytes = 1;
+    Bench b(c);
+    std::vector<std::string> lines;
+    b.sw->set_timeline(100 * kMs, [&](const std::string &l) { lines.push_back(l); });
+    b[2].send({.dst = mac(1), .src = mac(2)});
+    b.run(0, 20 * kMs, 1 * kMs);
+    for (uint32_t s = 0; s < 4; ++s) {
+        b[1].send({.dst = mac(2), .src = mac(1), .bytes = 1000, .seq = s}, 20 * kMs);
+    }
+    b[3].send({.dst = mac(2), .src = mac(3), .bytes = 1000}, 20 * kMs);
+    b.run(20 * kMs, 100 * kMs, 100 * kUs);
+    ASSERT_GE(lines.size(), 2u);
+    const std::string &l = lines.back();
+    const size_t at = l.find("{\"port\": 2,");
+    ASSERT_NE(at, std::string::npos) << l;
+    const size_t so = l.find("\"sojourn\": [", at);
+    ASSERT_NE(so, std::string::npos) << l;
+    unsigned in1 = 0, n1 = 0, max1 = 0, in3 = 0, n3 = 0, max3 = 0;
+    ASSERT_EQ(std::sscanf(l.c_str() + so, "\"sojourn\": [[%u, %u, %u], [%u, %u, %u]]", &in1, &n1,
+                          &max1, &in3, &n3, &max3),
+              6)
+        << l;
+    EXPECT_EQ(in1, 1u);
+    EXPECT_EQ(n1, 4u);
+    const unsigned held = 12192 - 8192;
+    EXPECT_NEAR(max1, 3 * 8192 - held, 200); // the fourth waited for three
+    EXPECT_EQ(in3, 3u);
+    EXPECT_EQ(n3, 1u);
+    EXPECT_NEAR(max3, 4 * 8192 - held, 200);
+    // Reset by each line: nothing left in the next interval.
+    b.run(100 * kMs, 200 * kMs, 1 * kMs);
+    const std::string &next = lines.back();
+    EXPECT_NE(next.find("\"sojourn\": []", next.find("{\"port\": 2,")), std::string::npos) << next;
+}
+
 TEST(EthSwitch, EgressTimeIsSplitIntoIdleLineBlockedAndPaused) {
     EthConfig c = pfc_config(); // 10 Mbit/s, priority 3 lossless
     Bench b(c);

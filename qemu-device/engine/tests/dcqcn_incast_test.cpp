@@ -39,7 +39,7 @@ constexpr uint64_t kUs = 1000;
 constexpr uint64_t kMs = 1000 * kUs;
 
 // make fabric-bench's fabric (tests/bench/fabric_bench.py).
-constexpr uint32_t kLineMbps = 200;
+constexpr uint32_t kLineMbps = 50;
 constexpr uint64_t kLineBps = uint64_t{kLineMbps} * 1'000'000;
 constexpr size_t kBuffer = 1 << 20;
 constexpr size_t kKmin = 20'000;
@@ -60,12 +60,12 @@ struct Setting {
 };
 // Keep in step with DCQCN_TUNED in tests/bench/fabric_bench.py.
 constexpr std::array kTuned = {
-    Setting{OHCA_CC_RP_TIME_RESET, 40000},                // recover per round trip, not per 300 us
+    Setting{OHCA_CC_RP_TIME_RESET, 80000},                // recover per 2 round trips, not 300 us
     Setting{OHCA_CC_RP_BYTE_RESET, 0},                    // nor per 32 KB sent
     Setting{OHCA_CC_RP_THRESHOLD, 5},                     // 5 stages back to the rate cut
     Setting{OHCA_CC_RP_AI_RATE, 1},                       // then 1 Mb/s per stage
     Setting{OHCA_CC_RP_HAI_RATE, 5},                      // and 5
-    Setting{OHCA_CC_RP_RATE_TO_SET_ON_FIRST_CNP, 40},     // about the fair share of 6 QPs
+    Setting{OHCA_CC_RP_RATE_TO_SET_ON_FIRST_CNP, 10},     // about the fair share of 6 QPs
     Setting{OHCA_CC_RP_RATE_REDUCE_MONITOR_PERIOD, 4000}, // one cut per 4 ms
     Setting{OHCA_CC_NP_MIN_TIME_BETWEEN_CNPS, 4000},      // one CNP per QP per 4 ms
     Setting{OHCA_CC_RP_DCE_TCP_RTT, 4000},                // alpha per 4 ms, not per 1 us
@@ -273,7 +273,7 @@ TEST(DcqcnIncast, TunedConvergesBelowKmaxWithoutDropsAndFair) {
         EXPECT_EQ(o.drops, 0u);
         EXPECT_GE(o.jain, 0.95);
         // Cuts come a round trip late, so the queue runs dry at times:
-        // 0.98 of the line at 2 ms, 0.79 at 40 ms.
+        // 0.95 of the line at 2 ms, 0.87 at 40 ms.
         EXPECT_GE(o.utilisation, 0.7);
     }
 }
@@ -281,23 +281,21 @@ TEST(DcqcnIncast, TunedConvergesBelowKmaxWithoutDropsAndFair) {
 // What make fabric-bench's dcqcn cells meet and the test above leaves
 // out: a cold start. Each cell's QPs are new, so all six send at the
 // line rate (each port's bucket) until their first CNP, a feedback round
-// trip after the queue passed Kmin; at 20 ms and more that overfills the
-// 1 MiB buffer before any QP is cut (386 drops at 20 ms, 1294 at 40 ms).
-// The drops are that transient's only: the run's first 100 ms have them
-// all (the simulation is deterministic, so its first 100 ms are the
-// 2 s run's).
-TEST(DcqcnIncast, TunedColdStartDropsOnlyInItsFirstRoundTrips) {
+// trip after the queue passed Kmin. At 50 Mbit/s the queue that makes
+// peaks at 417 KB (2 ms) to 876 KB (40 ms), within the 1 MiB buffer: no
+// drop (at 200 Mbit/s, the bench's line before 2026-12-06 16:00, the
+// same start overfilled it at 20 ms and more: 386 and 1294 drops). The
+// run's first 100 ms hold its deepest queue (the simulation is
+// deterministic, so its first 100 ms are the 2 s run's).
+TEST(DcqcnIncast, TunedColdStartStaysWithinTheBuffer) {
     const Params p = tuned();
     for (const uint64_t rtt : kRtts) {
         const Outcome first = Incast(p, rtt).run(0, 100 * kMs);
         const Outcome all = Incast(p, rtt).run(0, 2000 * kMs);
         print("tuned, cold start, first 100 ms", rtt, first);
-        EXPECT_EQ(all.drops, first.drops);
-        if (rtt <= 10 * kMs) {
-            EXPECT_EQ(first.drops, 0u); // Kmin to the buffer's end outlasts the round trip
-        } else {
-            EXPECT_GT(first.drops, 0u);
-        }
+        EXPECT_EQ(all.drops, 0u);
+        EXPECT_LT(first.queue_max, kBuffer);
+        EXPECT_EQ(all.queue_max, first.queue_max);
     }
 }
 
