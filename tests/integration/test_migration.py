@@ -230,9 +230,9 @@ MIG_UD = os.environ.get("OHCA_MIG_UD", "0") == "1"
 # an nvmet-rdma target, vm0 its host running fio write+verify passes.
 MIG_NVME = os.environ.get("OHCA_MIG_NVME", "0") == "1"
 NQN = "ohca-migration-test"
-# The live connections' QP timeout (ohca_rc_integrity -T): 18, 4.096 us x
-# 2^18 = 1.07 s, what rdma_cm gives a RoCE QP (rping's here), so that
-# retry_cnt 7 allows 8 such timeouts, about 9.9 s with the early tries
+# The live connections' QP timeout (ohca_rc_integrity -T, ib_write_bw -u):
+# 18, 4.096 us x 2^18 = 1.07 s, what rdma_cm gives a RoCE QP (rping's here),
+# so that retry_cnt 7 allows 8 such timeouts, about 9.9 s with the early tries
 # (StillPeerTest in rtt_test.cpp). The program's default, 14 (67 ms, raised
 # to the device's 200 ms floor), allows about 1.9 s: less than the peer
 # waited for a migrating VM's answers on a loaded host (migration 2 of the
@@ -316,7 +316,10 @@ rping_loop() {
 # is not niced: 64 KiB WRITEs, 128 in flight, made the run 4 times longer on
 # a loaded host), a report every 2 s; the ones with iterations in them
 # count. -F: a report goes on when perftest cannot measure the CPU's clock
-# (under TCG its r^2 check fails now and then, and it exited).
+# (under TCG its r^2 check fails now and then, and it exited). -u: the QP
+# timeout of the live connections (LIVE_QP_TIMEOUT; perftest's default, 14,
+# failed vm0's WRITEs with "retry counter exceeded" in migration 5 of the
+# 2026-12-06 15:48 run, whose RC connection waited 3.2 s in it).
 progress_wbw() { awk '$1 == 4096 && $2 > 0' "$1" | wc -l; }
 # NVMe over RDMA: vm0 connects to vm1's target (two I/O queues) and runs
 # fio passes until /tmp/stop: each writes 4 MiB at random in 4-128 KiB
@@ -370,7 +373,7 @@ print("fio: pass %s verified, longest I/O ms %.0f" % (sys.argv[1], max(j["write"
 start_extra() {
     extra rping rping_loop
     extra wbw nice -n 10 stdbuf -oL ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA1@ \
-        -s 4096 -t 8 -D 2 -F --run_infinitely "$OHCA_PEER_IP"
+        -s 4096 -t 8 -D 2 -F -u @QPT@ --run_infinitely "$OHCA_PEER_IP"
     [ @NVME@ = 0 ] || extra fio fio_loop
     [ @UD@ = 1 ] || return 0
     extra ud nice -n 10 stdbuf -oL ib_send_bw -c UD -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA2@ \
@@ -409,7 +412,7 @@ start_extra() {
     [ @NVME@ = 0 ] || nvmet_up || { echo "FAIL: the NVMe target"; exit 1; }
     extra rping nice -n 10 rping -s -P -a "$OHCA_IP" -p @EXTRA0@ -S 1024
     extra wbw nice -n 10 stdbuf -oL ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA1@ \
-        -s 4096 -t 8 -D 2 -F --run_infinitely
+        -s 4096 -t 8 -D 2 -F -u @QPT@ --run_infinitely
     if [ @UD@ = 1 ]; then
         extra ud nice -n 10 stdbuf -oL ib_send_bw -c UD -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA2@ \
             -s 512 -t 8 -D 2 -F --run_infinitely
