@@ -231,8 +231,9 @@ MIG_UD = os.environ.get("OHCA_MIG_UD", "0") == "1"
 MIG_NVME = os.environ.get("OHCA_MIG_NVME", "0") == "1"
 NQN = "ohca-migration-test"
 # The live connections' QP timeout (ohca_rc_integrity -T, ib_write_bw -u):
-# 18, 4.096 us x 2^18 = 1.07 s, what rdma_cm gives a RoCE QP (rping's here),
-# so that retry_cnt 7 allows 8 such timeouts, about 9.9 s with the early tries
+# 18, 4.096 us x 2^18 = 1.07 s, about what Linux's rdma_cm gives a RoCE QP
+# (rping's here: 17-19 by kernel version), so that retry_cnt 7 allows 8
+# such timeouts, about 9.9 s with the early tries
 # (StillPeerTest in rtt_test.cpp). The program's default, 14 (67 ms, raised
 # to the device's 200 ms floor), allows about 1.9 s: less than the peer
 # waited for a migrating VM's answers on a loaded host (migration 2 of the

@@ -313,7 +313,7 @@ TEST_F(RttTest, BeforeAnySampleTheLocalAckTimeoutApplies) {
 // of the measured RTO, then retry_cnt + 1 expiries of the local ACK timeout
 // (IBTA's 4.096 us << timeout, never shortened, only raised to the 200 ms
 // floor). Timeout 14 (67 ms, raised) and retry_cnt 7: about 1.9 s; timeout
-// 18 (1.07 s, what rdma_cm gives a RoCE QP): about 9.9 s. Parameters: the
+// 18 (1.07 s, about what rdma_cm gives a RoCE QP): about 9.9 s. Parameters: the
 // QP's timeout, how long the peer stands still, whether the QP survives.
 class StillPeerTest : public RttTest,
                       public ::testing::WithParamInterface<std::tuple<uint8_t, uint64_t, bool>> {};
