@@ -352,7 +352,7 @@ fio_loop() {
         { echo "fio: FAIL: nvme connect"; exit 1; }
     ohca_poll 60 nvme_dev >/dev/null || { echo "fio: FAIL: no namespace"; exit 1; }
     dev=$(nvme_dev)
-    echo "fio: /dev/$dev transport $(cat /sys/block/$dev/device/transport)"
+    echo "fio: /dev/$dev transport $(cat /sys/class/nvme/${dev%n1}/transport)"
     while [ ! -e /tmp/stop ]; do
         n=$((n + 1))
         fio --name=mig --filename=/dev/$dev --direct=1 --ioengine=libaio --iodepth=8 \
