@@ -204,7 +204,7 @@ test-viommu: deps build rootfs
 # new QEMU MIGRATIONS times, each in the middle of a byte-checked RC
 # connection of MIG_ITERS iterations (make test: one of 2000); make test
 # migrates once. Ends with one summary line.
-# MIG_NVME=1 adds the NVMe-over-RDMA fio loop (not yet passed in a run:
+# MIG_NVME=1 adds the NVMe-over-RDMA fio loop (3 migrations passed once:
 # docs/migration.md).
 MIGRATIONS ?= 20
 MIG_ITERS ?= 600
