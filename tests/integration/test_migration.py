@@ -489,7 +489,8 @@ XLOG=/share/guest-logs
 mkdir -p $XLOG
 start_extra
 for i in $(seq 1 @N@); do
-    /share/ohca_rc_integrity -d "$OHCA_IBDEV" -g @GID@ -p @PORT@ -t 300 -T @QPT@ >/tmp/srv.log 2>&1 &
+    /share/ohca_rc_integrity -d "$OHCA_IBDEV" -g @GID@ -p @PORT@ -t 300 -T @QPT@ \
+        >/tmp/srv.log 2>&1 &
     srv=$!
     ohca_poll 60 eval 'ss -Hltn "sport = :@PORT@" | grep -q .' ||
         { echo "FAIL: server $i not listening"; cat /tmp/srv.log; exit 1; }
