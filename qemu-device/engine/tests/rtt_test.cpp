@@ -307,6 +307,54 @@ TEST_F(RttTest, BeforeAnySampleTheLocalAckTimeoutApplies) {
     EXPECT_LE(t[1] - t[0], (uint64_t{4096} << 18) + 2 * step);
 }
 
+// A peer that stands still (a VM stopped by a migration, or left
+// unscheduled while its RAM is copied) costs resends while it is shorter
+// than the QP's retry budget, and fails the QP once longer: the early tries
+// of the measured RTO, then retry_cnt + 1 expiries of the local ACK timeout
+// (IBTA's 4.096 us << timeout, never shortened, only raised to the 200 ms
+// floor). Timeout 14 (67 ms, raised) and retry_cnt 7: about 1.9 s; timeout
+// 18 (1.07 s, about what rdma_cm gives a RoCE QP): about 9.9 s. Parameters: the
+// QP's timeout, how long the peer stands still, whether the QP survives.
+class StillPeerTest : public RttTest,
+                      public ::testing::WithParamInterface<std::tuple<uint8_t, uint64_t, bool>> {};
+
+TEST_P(StillPeerTest, TheRetryBudgetIsTimeoutTimesRetryCnt) {
+    const auto [timeout, pause, survives] = GetParam();
+    step = kMs; // 10 s at 0.1 ms steps would take the test a minute
+    setup(3, timeout, 7);
+    warm_up(10);
+    const uint64_t ceiling = std::max(uint64_t{4096} << timeout, DeviceLimits::min_ack_timeout_ns);
+    const uint64_t start = a.host.now;
+    b_paused_until = start + pause;
+    post_write(1);
+    const size_t n = sends() + 1;
+    ASSERT_TRUE(run_for([&] { return sends() == n; }, pause + 20 * ceiling));
+    const RoceCounters &c = ca();
+    std::printf("timeout %u, peer still %.1f s: %s %.2f s after the post\n", unsigned{timeout},
+                double(pause) / 1e9, sc.back().status == OHCA_CQE_SUCCESS ? "done" : "failed",
+                double(a.host.now - start) / 1e9);
+    if (survives) {
+        EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
+        EXPECT_EQ(c.retry_exceeded, 0u);
+        // the frames waited for the peer, which answers them when it runs
+        EXPECT_LE(a.host.now, b_paused_until + 2 * one_way + 2 * step);
+        EXPECT_TRUE(same(side[0].buf, side[1].buf, 4 * 1024));
+    } else {
+        EXPECT_EQ(sc.back().status, OHCA_CQE_RETRY_EXC_ERR);
+        EXPECT_EQ(c.retry_exceeded, 1u);
+        // not before retry_cnt + 1 full local ACK timeouts
+        EXPECT_GE(a.host.now - start, 8 * ceiling);
+        EXPECT_LT(a.host.now, b_paused_until);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Budget, StillPeerTest,
+                         ::testing::Values(std::make_tuple(uint8_t{14}, 1500 * kMs, true),
+                                           std::make_tuple(uint8_t{14}, 2500 * kMs, false),
+                                           std::make_tuple(uint8_t{18}, 3000 * kMs, true),
+                                           std::make_tuple(uint8_t{18}, 8500 * kMs, true),
+                                           std::make_tuple(uint8_t{18}, 11000 * kMs, false)));
+
 // The first burst of a long message is 64 KiB of path MTU packets (at most
 // 64): what a host socket with the default receive buffer between two VMs
 // holds. Slow start then doubles it per round trip.
