@@ -182,7 +182,7 @@ bool Sma::m_key_ok(const Smp &req, uint8_t in_port, bool &hide_mkey) {
     return false;
 }
 
-SmaResult Sma::process(const Mad &in, uint8_t in_port, Mad &out) {
+SmaResult Sma::process(const Mad &in, uint8_t in_port, Mad &out, MKey mkey) {
     const MadHeader h = MadHeader::read(in);
     if ((h.method & method::Response) != 0) {
         return SmaResult::Drop; // responses are not ours
@@ -202,7 +202,7 @@ SmaResult Sma::process(const Mad &in, uint8_t in_port, Mad &out) {
         return SmaResult::Drop; // the SM acknowledged a trap
     }
     bool hide_mkey = false;
-    if (!m_key_ok(smp, in_port, hide_mkey)) {
+    if (mkey == MKey::Check && !m_key_ok(smp, in_port, hide_mkey)) {
         return SmaResult::Drop;
     }
     uint16_t status = mad_status::Ok;

@@ -118,8 +118,10 @@ class Sma {
     // A MAD of class SubnLidRouted, SubnDirectedRoute or Perf arrived on
     // port `in_port` (a CA: 1; a switch: the port the SMP entered by, 0 if
     // it came from the switch itself). For a directed route SMP the hop
-    // processing is done: this is its destination.
-    SmaResult process(const Mad &in, uint8_t in_port, Mad &out);
+    // processing is done: this is its destination. MKey::Skip for the
+    // node's own host (Linux's IB_MAD_IGNORE_MKEY): its SMPs carry no key.
+    enum class MKey : uint8_t { Check, Skip };
+    SmaResult process(const Mad &in, uint8_t in_port, Mad &out, MKey mkey = MKey::Check);
 
     // Link events from the owner: physical link up (LinkUp, port Init) or
     // down (Polling, port Down). Counted in changes().port_state; a

@@ -989,6 +989,29 @@ TEST(IbTraps, BadMKeyTrap256) {
     EXPECT_EQ(again[0].smp.hdr.tid, t[0].smp.hdr.tid);
 }
 
+// The host's own SMPs (MAD_IFC with IGNORE_MKEY, as the driver sends what
+// ib_mad hands it without a wire source) pass a port protected by an
+// M_Key they do not carry: no violation counted, no trap 256.
+TEST(IbTraps, TheHostsOwnSmpsSkipTheMKeyCheck) {
+    RdmaNode n(1, false, 0, 10, 0, nullptr, OHCA_LINK_IB);
+    sm_bring_up_timeout(n, 0x10, 12);
+    ib::PortInfo pi = port_info(n);
+    pi.m_key = 0x1122334455667788ull;
+    pi.m_key_protect_bits = 2; // a Get without the key fails too
+    pi.port_state = ib::port_state::NoChange;
+    ASSERT_EQ(set_port_info(n, pi), 0);
+    n.process();
+    n.host.wire.clear();
+    uint32_t result = 0xFF;
+    const ib::Smp r = smp(n, ib::method::Get, ib::attr::PortInfo, 1, {}, &result);
+    EXPECT_EQ(result, uint32_t{OHCA_MAD_IFC_REPLY});
+    const ib::PortInfo now = ib::PortInfo::read(r.data);
+    EXPECT_EQ(now.m_key, pi.m_key); // not hidden from the host
+    EXPECT_EQ(now.m_key_violations, 0);
+    n.process();
+    EXPECT_TRUE(traps_sent(n).empty());
+}
+
 // Twenty UD packets of a partition the receiver lacks: all dropped, all
 // counted, and one trap 257 (Bad P_Key) to the SM with the packet's
 // LIDs, P_Key, SL and QPs -- the others find it pending.

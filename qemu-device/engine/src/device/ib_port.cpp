@@ -64,7 +64,8 @@ bool IbPort::for_agents(const ib::MadHeader &h) {
     }
 }
 
-uint32_t IbPort::process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed, uint16_t slid) {
+uint32_t IbPort::process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed, uint16_t slid,
+                             ib::Sma::MKey mkey) {
     const ib::MadHeader h = ib::MadHeader::read(in);
     if (!for_agents(h)) {
         return OHCA_MAD_IFC_NOT_MINE;
@@ -72,7 +73,7 @@ uint32_t IbPort::process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed,
     const ib::PortInfo before = info();
     const auto pkeys = port().pkeys;
     ib::Sma sma(sma_);
-    const ib::SmaResult r = sma.process(in, 1, out);
+    const ib::SmaResult r = sma.process(in, 1, out, mkey);
     if (h.method == ib::method::TrapRepress && h.attr_id == ib::attr::Notice &&
         h.mgmt_class == ib::mgmt_class::SubnLidRouted) {
         (void)traps_.repress(h.tid, own_.traps); // the SM heard the pending trap

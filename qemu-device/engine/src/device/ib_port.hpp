@@ -78,7 +78,8 @@ class IbPort {
     // One MAD to the SMA/PMA (ohca_mad_ifc_result); 'changed' gets what a
     // Set changed on the port (enum ohca_port_change). 'slid': the LID it
     // came from (0: not known), for trap 256 when it fails the M_Key.
-    uint32_t process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed, uint16_t slid = 0);
+    uint32_t process_mad(const ib::Mad &in, ib::Mad &out, uint32_t &changed, uint16_t slid = 0,
+                         ib::Sma::MKey mkey = ib::Sma::MKey::Check);
     // SET_PORT_CAP: the host's CapabilityMask bits (OHCA_PORT_CAP_HOST_MASK
     // only). True if a trap 144 was raised (the mask changed on an ACTIVE
     // port that knows its SM).
