@@ -396,8 +396,15 @@ mv "$bin_dir.tmp" "$bin_dir"
 ln -sfn "$bin_dir/qemu-system-x86_64" "$out_dir/qemu-system-x86_64"
 
 # Keep the eight most recent binaries of this variant (hashes are 16 hex
-# digits, so the default variant's pattern does not match asan-*): several
-# worktrees building at once must not evict each other's binary in use.
-ls -1dt "$cache"/qemu-bin/"$bin_prefix"????????????????/ 2>/dev/null | tail -n +9 | xargs -r rm -rf
+# digits, so the default variant's pattern does not match asan-*), and any
+# older one a running process was started from: several worktrees build at
+# once, and a test that starts QEMU again from the same link (a migration's
+# destination) must not find its binary gone.
+in_use=$(for exe in /proc/[0-9]*/exe; do readlink "$exe" 2>/dev/null; done |
+	sed -n "s|^\($cache/qemu-bin/[^/]*\)/qemu-system-x86_64.*|\1/|p" | sort -u)
+ls -1dt "$cache"/qemu-bin/"$bin_prefix"????????????????/ 2>/dev/null | tail -n +9 |
+	while IFS= read -r old; do
+		grep -qxF "$old" <<<"$in_use" || rm -rf "$old"
+	done
 
 log "done: $out_dir/qemu-system-x86_64 -> $bin_dir/qemu-system-x86_64"
