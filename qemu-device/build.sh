@@ -400,7 +400,7 @@ ln -sfn "$bin_dir/qemu-system-x86_64" "$out_dir/qemu-system-x86_64"
 # older one a running process was started from: several worktrees build at
 # once, and a test that starts QEMU again from the same link (a migration's
 # destination) must not find its binary gone.
-in_use=$(for exe in /proc/[0-9]*/exe; do readlink "$exe" 2>/dev/null; done |
+in_use=$(for exe in /proc/[0-9]*/exe; do readlink "$exe" 2>/dev/null || true; done |
 	sed -n "s|^\($cache/qemu-bin/[^/]*\)/qemu-system-x86_64.*|\1/|p" | sort -u)
 ls -1dt "$cache"/qemu-bin/"$bin_prefix"????????????????/ 2>/dev/null | tail -n +9 |
 	while IFS= read -r old; do

@@ -353,8 +353,8 @@ CmdResult DeviceCommands::cmd_mad_ifc(const Command &cmd) {
     uint32_t changed = 0;
     ohca_mad_ifc_out out{};
     const uint16_t slid = (in.flags & OHCA_MAD_IFC_NET) != 0 ? le(in.slid) : 0;
-    const auto mkey = (in.flags & OHCA_MAD_IFC_IGNORE_MKEY) != 0 ? ib::Sma::MKey::Skip
-                                                                 : ib::Sma::MKey::Check;
+    const auto mkey =
+        (in.flags & OHCA_MAD_IFC_IGNORE_MKEY) != 0 ? ib::Sma::MKey::Skip : ib::Sma::MKey::Check;
     out.result = le(next.process_mad(mad, reply, changed, slid, mkey));
     std::copy(reply.begin(), reply.end(), std::begin(out.mad));
     if (CmdResult r = write_output(d_.host, cmd, &out, sizeof(out)); r.status != OHCA_STATUS_OK) {
