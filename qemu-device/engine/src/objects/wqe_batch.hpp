@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Consecutive posted WQEs of one work queue read in one DMA: a QP's visit
+// fetches its WQEs one after the other, and a DMA per WQE cost more than
+// the WQE's own checks (each is a pci_dma_read in QEMU).
+#pragma once
+
+#include "objects/rdma_objects.hpp"
+
+#include <array>
+#include <cstdint>
+
+namespace ohca {
+
+class WqeBatch {
+  public:
+    // Up to this many bytes of WQEs in one read (a 4 KiB page of the ring
+    // at most: a read never crosses one).
+    static constexpr size_t kBytes = 4096;
+
+    // Copies the first 'len' bytes (at most the stride) of WQE 'index' of
+    // 'wq' to 'out': from what the last read brought when it holds that
+    // WQE, else by reading it and the WQEs after it up to 'end' (the
+    // producer index: only posted WQEs), within the ring's page, the ring
+    // and kBytes. False when the WQE cannot be read (as PageList::read).
+    // The caller clears the batch before the guest may have reused a slot
+    // it holds (WQEs are read again then), e.g. at the start of each visit.
+    [[nodiscard]] bool read(const Host &host, const WorkQueue &wq, uint32_t index, uint32_t end,
+                            void *out, size_t len);
+    void clear() { count_ = 0; }
+
+  private:
+    const WorkQueue *wq_ = nullptr;
+    uint32_t first_ = 0;
+    uint32_t count_ = 0;
+    std::array<uint8_t, kBytes> buf_;
+};
+
+} // namespace ohca
