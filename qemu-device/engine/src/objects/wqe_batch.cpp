@@ -9,6 +9,13 @@ namespace ohca {
 bool WqeBatch::read(const Host &host, const WorkQueue &wq, uint32_t index, uint32_t end,
                     void *out, size_t len) {
     const unsigned int shift = wq.log_stride;
+    // Every queue starts again at 0 after a reset (RESET, destroy, create),
+    // the only time an index is read again: what the batch holds then may
+    // be of the queue before, at the same place. (A read at 0 after the
+    // index wrapped just reads again.)
+    if (index == 0) {
+        count_ = 0;
+    }
     if (count_ != 0 && wq_ == &wq && index - first_ < count_) {
         std::memcpy(out, buf_.data() + (size_t{index - first_} << shift), len);
         return true;

@@ -22,8 +22,9 @@ class WqeBatch {
     // WQE, else by reading it and the WQEs after it up to 'end' (the
     // producer index: only posted WQEs), within the ring's page, the ring
     // and kBytes. False when the WQE cannot be read (as PageList::read).
-    // The caller clears the batch before the guest may have reused a slot
-    // it holds (WQEs are read again then), e.g. at the start of each visit.
+    // Posted WQEs do not change until they complete, and a slot is posted
+    // again only at index + the queue's size: what the batch holds stays
+    // right until the queue is reset (read() drops it at index 0).
     [[nodiscard]] bool read(const Host &host, const WorkQueue &wq, uint32_t index, uint32_t end,
                             void *out, size_t len);
     void clear() { count_ = 0; }
