@@ -13,9 +13,12 @@ namespace ohca {
 
 class WqeBatch {
   public:
-    // Up to this many bytes of WQEs in one read (a 4 KiB page of the ring
-    // at most: a read never crosses one).
-    static constexpr size_t kBytes = 4096;
+    // Up to this many bytes of WQEs in one read, and never across a page
+    // of the ring. Small on purpose: with many QPs each visit or packet
+    // may use one WQE of a batch before another QP's replaces it, and then
+    // reads at most this much in vain (16 receive WQEs of 64 bytes, 4 send
+    // WQEs of 256).
+    static constexpr size_t kBytes = 1024;
 
     // Copies the first 'len' bytes (at most the stride) of WQE 'index' of
     // 'wq' to 'out': from what the last read brought when it holds that

@@ -21,8 +21,7 @@ void RcRequester::process_sq(Qp &qp, unsigned int &quantum) {
     if ((qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD) || qp.rnr_wait || qp.odp_wait) {
         return;
     }
-    // WQEs read ahead in an earlier visit may sit in slots the guest has
-    // reused since: this visit reads its own.
+    // A batch serves one QP's fetches in a row: each visit starts its own.
     sq_batch_.clear();
     while (quantum > 0 && qp.state != OHCA_QPS_ERR) {
         if (qp.frto != Qp::Frto::Off) {
