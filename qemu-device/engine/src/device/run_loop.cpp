@@ -46,6 +46,9 @@ void RunLoop::set_pace(Qp &qp, uint64_t deadline_ns) {
 }
 
 bool RunLoop::check_timers() {
+    if (paced_.size() == 0 && timers_.size() == 0 && cqs_.earliest_timer() == 0) {
+        return true; // nothing armed (an idle pass, mostly): no clock to read
+    }
     const uint64_t now = host_.now_ns();
     // Each expiry disarms the QP's timer or moves it into the future; the
     // run handles at most max_run_timers of them, like its other work.
@@ -128,6 +131,7 @@ void RunLoop::doorbell_run(Qp *rung, unsigned int budget) {
 // to be scheduled again if anything is left.
 void RunLoop::run(Qp *first, unsigned int max_work, uint64_t max_ns) {
     in_run_ = true;
+    cqs_.hold_cqes(true); // written together at the end (CqTable::post_cqe_held)
     ++stats_.runs;
     const uint64_t start = host_.now_ns();
     unsigned int work = 0;
@@ -203,6 +207,7 @@ void RunLoop::run(Qp *first, unsigned int max_work, uint64_t max_ns) {
         }
     }
     in_run_ = false;
+    cqs_.hold_cqes(false);
     if (out_of_time) {
         ++stats_.out_of_time;
     }

@@ -50,7 +50,7 @@ void Completions::complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_
     }
     qp.sq.ci = wr.index + 1;
     if (status != OHCA_CQE_SUCCESS || (wr.flags & OHCA_WQE_SIGNALED) != 0) {
-        (void)cqs_.post_cqe(qp.send_cqn, cqe, false);
+        cqs_.post_cqe_held(qp.send_cqn, cqe, false);
     }
 }
 
@@ -85,7 +85,7 @@ void Completions::complete_recv(Qp &qp, uint64_t wr_id, uint8_t opcode, uint32_t
     if (qp.srqn == 0) {
         ++qp.rq.ci;
     }
-    (void)cqs_.post_cqe(qp.recv_cqn, cqe, solicited);
+    cqs_.post_cqe_held(qp.recv_cqn, cqe, solicited);
 }
 
 void Completions::qp_to_error(Qp &qp) {

@@ -22,10 +22,14 @@ class Completions final : public CompletionServices {
         : host_(host), cqs_(cqs), srqs_(srqs), events_(events), sched_(sched) {}
     ~Completions() = default;
 
+    // (The CQEs held in a run go first: a QP's event never overtakes its
+    // completions.)
     void post_event(uint8_t type, uint16_t code, uint32_t p0, uint32_t p1, uint32_t p2) override {
+        cqs_.write_held();
         events_.post_event(type, code, p0, p1, p2);
     }
     void post_peer_event(uint16_t code, uint32_t qpn) override {
+        cqs_.write_held();
         events_.post_peer_event(code, qpn);
     }
     void complete_send(Qp &qp, const SendWr &wr, uint8_t status, uint8_t verr) override;

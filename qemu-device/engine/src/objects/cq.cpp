@@ -6,12 +6,15 @@
 
 #include "link/byte_order.hpp"
 
+#include <array>
 #include <cstring>
 #include <optional>
 
 namespace ohca {
 
 void CqTable::reset() {
+    held_n_ = 0; // their CQs are gone
+    held_solicited_ = 0;
     eqs_.clear();
     eqs_.resize(DeviceLimits::max_eq);
     cqs_.clear();
@@ -172,6 +175,11 @@ void CqTable::post_cq_event(uint32_t eqn, uint32_t cqn) {
 }
 
 bool CqTable::post_cqe(uint32_t cqn, ohca_cqe cqe, bool solicited) {
+    write_held(); // in order behind the ones held
+    return post_one(cqn, cqe, solicited);
+}
+
+bool CqTable::post_one(uint32_t cqn, ohca_cqe cqe, bool solicited) {
     if (cqn >= cqs_.size() || !cqs_[cqn]) {
         return false;
     }
@@ -204,6 +212,71 @@ bool CqTable::post_cqe(uint32_t cqn, ohca_cqe cqe, bool solicited) {
         cq_eligible(cq, 1);
     }
     return true;
+}
+
+void CqTable::post_cqe_held(uint32_t cqn, const ohca_cqe &cqe, bool solicited) {
+    if (!hold_) {
+        (void)post_cqe(cqn, cqe, solicited);
+        return;
+    }
+    if (held_n_ == kMaxHeld || (held_n_ != 0 && cqn != held_cqn_)) {
+        write_held_cqes();
+    }
+    held_cqn_ = cqn;
+    held_solicited_ |= uint64_t{solicited} << held_n_;
+    held_[held_n_++] = cqe;
+}
+
+void CqTable::write_held_cqes() {
+    const uint32_t n = held_n_;
+    const uint64_t solicited = held_solicited_;
+    held_n_ = 0;
+    held_solicited_ = 0;
+    if (n == 1) {
+        (void)post_one(held_cqn_, held_[0], solicited != 0);
+        return;
+    }
+    post_cqes(held_cqn_, std::span<const ohca_cqe>(held_.data(), n), solicited);
+}
+
+void CqTable::post_cqes(uint32_t cqn, std::span<const ohca_cqe> cqes, uint64_t solicited) {
+    Cq *cq = find(cqn);
+    const size_t n = cqes.size();
+    const uint32_t size = cq != nullptr ? 1u << cq->log_size : 0;
+    const uint32_t used = cq != nullptr ? cq->pi - cq->ci : 0;
+    auto one_by_one = [&] {
+        for (size_t i = 0; i < n; ++i) {
+            (void)post_one(cqn, cqes[i], ((solicited >> i) & 1u) != 0);
+        }
+    };
+    if (cq == nullptr || cq->error || n < 2 || n > kMaxHeld || used > size || n > size - used ||
+        (cq->pi & (size - 1)) + n > size) {
+        // One by one: a batch cut by the ring's end, an overrun or an
+        // error, all as before.
+        one_by_one();
+        return;
+    }
+    std::array<ohca_cqe, kMaxHeld> raw;
+    for (size_t i = 0; i < n; ++i) {
+        raw[i] = cqes[i];
+        raw[i].owner = (((cq->pi + i) >> cq->log_size) & 1u) == 0 ? OHCA_CQE_OWNER : 0;
+    }
+    const uint64_t slot = uint64_t{cq->pi & (size - 1)} * sizeof(ohca_cqe);
+    if (!cq->ring.write_ordered(host_, slot, raw.data(), n * sizeof(ohca_cqe),
+                                offsetof(ohca_cqe, owner), 1)) {
+        one_by_one(); // which CQE cannot be written, and its error, as before
+        return;
+    }
+    for (size_t i = 0; i < n; ++i) {
+        const ohca_cqe &c = cqes[i];
+        ++cq->pi;
+        host_.trace(OHCA_ENGINE_TRACE_CQE, cqn, le(c.qpn),
+                    static_cast<uint32_t>(c.opcode) << 8 | c.status, le(c.wr_id));
+        const bool error = c.status != OHCA_CQE_SUCCESS;
+        if (cq->arm_next || (cq->arm_solicited && (((solicited >> i) & 1u) != 0 || error))) {
+            cq_eligible(*cq, 1);
+        }
+    }
 }
 
 // ---- completion event moderation (programming manual section 20) ------------

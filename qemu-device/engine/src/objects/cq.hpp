@@ -16,7 +16,9 @@
 
 #include <ohca/ohca_queue.h>
 
+#include <array>
 #include <cstdint>
+#include <span>
 
 namespace ohca {
 
@@ -52,6 +54,24 @@ class CqTable {
     // A CQE into CQ 'cqn' (owner bit set here); false if it was not written
     // (no CQ, CQ in error, overrun).
     bool post_cqe(uint32_t cqn, ohca_cqe cqe, bool solicited);
+    // A CQE as post_cqe() writes it, but during a run of the run loop
+    // (hold_cqes) held and written with the ones after it for the same CQ
+    // in one DMA: when the run ends, another CQ gets one, kMaxHeld are
+    // held, a CQE is posted directly or write_held() is called (before an
+    // event: the CQEs before it stay before it).
+    void post_cqe_held(uint32_t cqn, const ohca_cqe &cqe, bool solicited);
+    // The run loop's runs hold CQEs; the end of one writes them.
+    void hold_cqes(bool hold) {
+        hold_ = hold;
+        if (!hold) {
+            write_held();
+        }
+    }
+    void write_held() {
+        if (held_n_ != 0) {
+            write_held_cqes();
+        }
+    }
 
     // Moderated events whose period ended by 'now': raised. Returns how
     // many expired.
@@ -72,6 +92,15 @@ class CqTable {
     void load(state::Reader &r, state::Refs &refs);
 
   private:
+    static constexpr size_t kMaxHeld = 64;
+    bool post_one(uint32_t cqn, ohca_cqe cqe, bool solicited); // post_cqe, none held
+    void write_held_cqes();
+    // CQEs into CQ 'cqn' as post_cqe() posts them one by one ('solicited':
+    // bit i for CQE i), in one DMA where they fit before the ring's end:
+    // all but the first one's owner byte, then that byte, so the consumer
+    // (which polls in order) finds each of them whole once it sees the
+    // first.
+    void post_cqes(uint32_t cqn, std::span<const ohca_cqe> cqes, uint64_t solicited);
     unsigned int expire_due(uint64_t now, unsigned int max);
     void post_cq_event(uint32_t eqn, uint32_t cqn);
     // Moderation of an armed CQ's event: 'n' more eligible CQEs arrived.
@@ -88,6 +117,12 @@ class CqTable {
     Table<CompletionEq> eqs_;
     Table<Cq> cqs_;
     TimerHeap<Cq> timers_{DeviceLimits::max_cq + 1};
+    // CQEs held during a run (post_cqe_held), all for held_cqn_.
+    bool hold_ = false;
+    uint32_t held_cqn_ = 0;
+    uint32_t held_n_ = 0;
+    uint64_t held_solicited_ = 0;
+    std::array<ohca_cqe, kMaxHeld> held_{};
 };
 
 } // namespace ohca

@@ -21,6 +21,8 @@ void RcRequester::process_sq(Qp &qp, unsigned int &quantum) {
     if ((qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD) || qp.rnr_wait || qp.odp_wait) {
         return;
     }
+    // A batch serves one QP's fetches in a row: each visit starts its own.
+    sq_batch_.clear();
     while (quantum > 0 && qp.state != OHCA_QPS_ERR) {
         if (qp.frto != Qp::Frto::Off) {
             // After a timeout, until responses decide: only the oldest
@@ -108,7 +110,8 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
         wr.local_verr = verr;
         wr.npkts = 0;
     };
-    if (!qp.sq.ring.read(svc_.host(), base, &slot, std::min<size_t>(stride, sizeof(slot)))) {
+    if (!sq_batch_.read(svc_.host(), qp.sq, wr.index, qp.sq.pi, &slot,
+                        std::min<size_t>(stride, sizeof(slot)))) {
         fail(OHCA_CQE_LOC_QP_OP_ERR, OHCA_VERR_DMA);
         svc_.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_FATAL, qp.qpn, 0, 0);
     } else {

@@ -6,6 +6,7 @@
 // window, ACK and RNR timers, F-RTO). Per-QP state lives in Qp.
 #pragma once
 
+#include "objects/wqe_batch.hpp"
 #include "transports/transport.hpp"
 
 namespace ohca {
@@ -67,6 +68,7 @@ class RcRequester {
     void fail_current(Qp &qp, uint8_t verr);
 
     TransportServices &svc_;
+    WqeBatch sq_batch_; // the visiting QP's next WQEs, read in one DMA
 };
 
 } // namespace ohca

@@ -116,7 +116,6 @@ void RcResponder::reject(Qp &qp, uint8_t nak, uint16_t event) {
 }
 
 bool RcResponder::load_recv_wqe(Qp &qp) {
-    const uint64_t base = qp.rq.offset(qp.rq.ci);
     const uint32_t stride = 1u << qp.rq.log_stride;
     // The header and up to max_sge SGEs in one DMA read, inside this
     // WQE's slot of the ring (a slot never crosses a page).
@@ -131,7 +130,8 @@ bool RcResponder::load_recv_wqe(Qp &qp) {
     const ohca_recv_wqe &w = slot.w;
     const auto &raw = slot.sge;
     uint8_t verr = OHCA_VERR_NONE;
-    if (!qp.rq.ring.read(svc_.host(), base, &slot, std::min<size_t>(stride, sizeof(slot)))) {
+    if (!rq_batch_.read(svc_.host(), qp.rq, qp.rq.ci, qp.rq.pi, &slot,
+                        std::min<size_t>(stride, sizeof(slot)))) {
         verr = OHCA_VERR_DMA;
     } else if (w.num_sge > DeviceLimits::max_sge ||
                sizeof(w) + size_t{w.num_sge} * sizeof(ohca_sge) > stride) {

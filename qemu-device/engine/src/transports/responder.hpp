@@ -4,6 +4,7 @@
 // bounded number at a time. Per-QP state lives in Qp.
 #pragma once
 
+#include "objects/wqe_batch.hpp"
 #include "transports/transport.hpp"
 
 namespace ohca {
@@ -54,6 +55,9 @@ class RcResponder {
     void execute_atomic_write(Qp &qp, const ParsedPacket &pkt);
 
     TransportServices &svc_;
+    // The RQ's posted WQEs, read in one DMA: consumed in order, one per
+    // message, from one visit or received packet to the next.
+    WqeBatch rq_batch_;
 };
 
 } // namespace ohca
