@@ -931,20 +931,28 @@ TEST(IbTraps, TrapToAnSmOnThisPortLoopsBackToQp0) {
     EXPECT_EQ(c.expired, 1u);
 }
 
+constexpr uint64_t kMKey = 0x1122334455667788ull;
+
+// An active port whose M_Key protects Gets as well as Sets (protect bits
+// 2), nothing on its wire yet.
+void protect_with_m_key(RdmaNode &n) {
+    sm_bring_up_timeout(n, 0x10, 12);
+    ib::PortInfo pi = port_info(n);
+    pi.m_key = kMKey;
+    pi.m_key_protect_bits = 2;
+    pi.port_state = ib::port_state::NoChange;
+    ASSERT_EQ(set_port_info(n, pi), 0);
+    n.process();
+    n.host.wire.clear();
+}
+
 // An SMP from the wire that fails the M_Key check (IBTA 14.2.4): dropped,
 // and trap 256 (Bad M_Key) to the SM with the requester's LID, the
 // method, attribute, modifier and the M_Key it carried. A flood of them
 // (a hostile peer guessing keys) raises one trap while it is pending.
 TEST(IbTraps, BadMKeyTrap256) {
     RdmaNode n(1, false, 0, 10, 0, nullptr, OHCA_LINK_IB);
-    sm_bring_up_timeout(n, 0x10, 12);
-    ib::PortInfo pi = port_info(n);
-    pi.m_key = 0x1122334455667788ull;
-    pi.m_key_protect_bits = 2; // a Get without the key fails too
-    pi.port_state = ib::port_state::NoChange;
-    ASSERT_EQ(set_port_info(n, pi), 0);
-    n.process();
-    n.host.wire.clear();
+    protect_with_m_key(n);
     auto from_wire = [&](uint64_t key, uint8_t meth) {
         ib::Smp req;
         req.hdr.mgmt_class = ib::mgmt_class::SubnLidRouted;
@@ -971,7 +979,7 @@ TEST(IbTraps, BadMKeyTrap256) {
     EXPECT_EQ(d[13], 1);    // AttributeModifier
     EXPECT_EQ(d[21], 0x99); // the M_Key it carried
     // The right key passes, and raises nothing.
-    EXPECT_EQ(from_wire(0x1122334455667788ull, ib::method::Get), uint32_t{OHCA_MAD_IFC_REPLY});
+    EXPECT_EQ(from_wire(kMKey, ib::method::Get), uint32_t{OHCA_MAD_IFC_REPLY});
     // A flood of wrong keys while the first trap waits for its repress:
     // dropped, none sent; then only the first trap's repeat.
     for (int i = 0; i < 1000; ++i) {
@@ -994,19 +1002,12 @@ TEST(IbTraps, BadMKeyTrap256) {
 // M_Key they do not carry: no violation counted, no trap 256.
 TEST(IbTraps, TheHostsOwnSmpsSkipTheMKeyCheck) {
     RdmaNode n(1, false, 0, 10, 0, nullptr, OHCA_LINK_IB);
-    sm_bring_up_timeout(n, 0x10, 12);
-    ib::PortInfo pi = port_info(n);
-    pi.m_key = 0x1122334455667788ull;
-    pi.m_key_protect_bits = 2; // a Get without the key fails too
-    pi.port_state = ib::port_state::NoChange;
-    ASSERT_EQ(set_port_info(n, pi), 0);
-    n.process();
-    n.host.wire.clear();
+    protect_with_m_key(n);
     uint32_t result = 0xFF;
     const ib::Smp r = smp(n, ib::method::Get, ib::attr::PortInfo, 1, {}, &result);
     EXPECT_EQ(result, uint32_t{OHCA_MAD_IFC_REPLY});
     const ib::PortInfo now = ib::PortInfo::read(r.data);
-    EXPECT_EQ(now.m_key, pi.m_key); // not hidden from the host
+    EXPECT_EQ(now.m_key, kMKey); // not hidden from the host
     EXPECT_EQ(now.m_key_violations, 0);
     n.process();
     EXPECT_TRUE(traps_sent(n).empty());
