@@ -43,6 +43,7 @@ void Device::power_on_state() {
     cqs_.reset();
     loop_.reset();
     qps_.reset();
+    rc_responder_.forget_wqes();
     srqs_.reset();
     wqs_.reset();
     mcast_.clear();

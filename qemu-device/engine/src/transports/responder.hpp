@@ -13,6 +13,10 @@ class RcResponder {
   public:
     explicit RcResponder(TransportServices &svc) : svc_(svc) {}
 
+    // The QPs are gone or replaced (reset, a snapshot loaded): a QP made
+    // again at the same address may restart at an index the batch holds.
+    void forget_wqes() { rq_batch_.clear(); }
+
     // A request packet for this QP.
     void rx(Qp &qp, const ParsedPacket &pkt);
     // Sends queued ACKs and READ responses in order; 'quantum' counts down
