@@ -145,6 +145,9 @@ class RdmaNode {
     void load_state(std::span<const uint8_t> state, uint32_t id_seed = 0x5eed);
     ohca_query_stats_out stats();
     std::vector<ohca_eqe> events(); // unconsumed EQ 0 entries
+    // A receive WQE with 'sges' at guest address 'at' (RQ and SRQ rings
+    // alike), without a doorbell (post_recv writes and rings).
+    void put_recv_wqe(uint64_t at, uint64_t wr_id, const std::vector<ohca_sge> &sges);
 
     std::array<uint8_t, 6> mac{};
     std::array<uint8_t, 16> gid{};
@@ -167,8 +170,6 @@ class RdmaNode {
     // 'peer' that RC and UC share.
     bool to_init(const QpInfo &qp, uint32_t access);
     static ohca_qp_attr rtr_attr(const RdmaNode &peer, uint32_t remote_qpn, uint8_t path_mtu);
-    // A receive WQE with 'sges' at guest address 'at' (RQ and SRQ rings alike).
-    void put_recv_wqe(uint64_t at, uint64_t wr_id, const std::vector<ohca_sge> &sges);
     void bring_up(bool ipv6, uint8_t id);
     void drain_eq();
     std::vector<ohca_eqe> pending_;

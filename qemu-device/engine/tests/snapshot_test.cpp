@@ -312,6 +312,49 @@ TEST_F(RcSnapshot, SaveLoadSaveIsTheSame) {
     EXPECT_EQ(s1, s2);
 }
 
+// savevm, more traffic, loadvm into the same engine (QEMU's loadvm keeps
+// the device): the guest's memory is that of the save, so the receive
+// WQEs at the restored consumer index are read from it again, not served
+// from what the responder read ahead before the load (a QP made again at
+// the same address once got those).
+TEST(Snapshot, ALoadIntoTheSameEngineReadsTheReceiveRingAgain) {
+    RdmaNode a{1};
+    RdmaNode b{2};
+    Side sa = make_side(a, 1 << 16, 4, pa);
+    Side sb = make_side(b, 1 << 16, 4);
+    a.connect(sa.qp, sb.qp.qpn, b);
+    b.connect(sb.qp, sa.qp.qpn, a);
+    const auto slot = [&](uint32_t i) { return sb.qp.rq + uint64_t{i} * sb.qp.rq_stride; };
+    for (uint32_t i = 0; i < 4; ++i) {
+        b.post_recv(sb.qp, 10 + i, {{sb.buf + 1024ull * i, 256, sb.key}});
+    }
+    SendReq r;
+    r.sges = {{sa.buf, 64, sa.key}};
+    a.post_send(sa.qp, r);
+    Done got;
+    ASSERT_TRUE(run(a, b, [&] { return got.take(b, sb.rcq) == 1; }));
+    EXPECT_EQ(got.cqes[0].wr_id, 10u);
+    // Saved with WQEs 1-3 posted and read ahead; in the saved memory slots
+    // 1-3 hold other WQEs (here written after the save, which is the same
+    // thing to the device), on buffers of their own.
+    const std::vector<uint8_t> saved = b.save_state();
+    for (uint32_t i = 1; i < 4; ++i) {
+        b.put_recv_wqe(slot(i), 20 + i, {{sb.buf + 0x8000 + 1024ull * i, 256, sb.key}});
+    }
+    char err[256] = "";
+    ASSERT_EQ(ohca_engine_load(b.e, saved.data(), saved.size(), err, sizeof(err)), 0) << err;
+    for (uint32_t i = 1; i < 4; ++i) {
+        r.wr_id = 1 + i;
+        r.sges = {{sa.buf + 64ull * i, 64, sa.key}};
+        a.post_send(sa.qp, r);
+    }
+    ASSERT_TRUE(run(a, b, [&] { return got.take(b, sb.rcq) == 4; })) << got.cqes.size();
+    for (uint32_t i = 1; i < 4; ++i) {
+        EXPECT_EQ(got.cqes[i].wr_id, 20u + i);
+        EXPECT_EQ(read(b, sb.buf + 0x8000 + 1024ull * i, 64), pattern(pa, 64ull * i, 64));
+    }
+}
+
 // A stream of an engine before RSS QPs and on-demand paging (QP section
 // version 1, KEYS version 1, no WQ section), made by hand from the layout
 // those versions had: a QP record without its RSS slot (the u32 after the
