@@ -12,11 +12,42 @@ starts from deep states. Rerun after changing a decoder:
 """
 import hashlib
 import os
+import re
 import struct
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CMD_MAX = 0x1C  # OHCA_CMD_MAX (firmware-interface/include/ohca/ohca_cmd.h)
+HEADERS = os.path.join(HERE, "..", "..", "..", "firmware-interface", "include", "ohca")
+
+
+def header_constants(*files):
+    """The OHCA_ constants the firmware-interface headers define, which are
+    the only place they are written: #defines of a number and enum members
+    (one without a value is the member before it plus one, as OHCA_CMD_MAX)."""
+    num = r"(0x[0-9a-fA-F]+|\d+)u?"
+    consts = {}
+    for f in files:
+        with open(os.path.join(HEADERS, f)) as fh:
+            following = None  # the value an enum member without one takes
+            for line in fh:
+                if re.match(r"\s*enum\b", line):
+                    following = 0
+                m = re.match(r"#define\s+(OHCA_\w+)\s+" + num + r"\s*(/\*.*)?$", line.strip())
+                if m:
+                    consts[m[1]] = int(m[2], 0)
+                    continue
+                m = re.match(r"\s*(OHCA_\w+)\s*(?:=\s*" + num + r")?\s*,?\s*(/\*.*)?$", line)
+                if m and following is not None:
+                    value = int(m[2], 0) if m[2] else following
+                    consts[m[1]] = value
+                    following = value + 1
+    return consts
+
+
+H = header_constants("ohca_regs.h", "ohca_cmd.h")
+CMD_MAX = H["OHCA_CMD_MAX"]
+OHCA_NUM_DB_PAGES = H["OHCA_NUM_DB_PAGES"]
+OHCA_REGS_BAR_SIZE = H["OHCA_REGS_BAR_SIZE"]
 
 
 class Enc:
@@ -157,12 +188,11 @@ def cmdq_seeds():
 
 
 def regs_seeds():
-    R = dict(DEV_CTRL=0x20, CMDQ_LO=0x40, CMDQ_HI=0x44, CMDQ_LOG=0x48, CMDQ_PI=0x4C,
-             EQ_LO=0x60, EQ_HI=0x64, EQ_LOG=0x68, EQ_DB=0x6C, TX_PI=0x80, RX_PI=0x84,
-             IRQ_MASK=0x88)
-    order = [0x000, 0x004, 0x008, 0x00C, 0x010, 0x014, 0x018, 0x01C, 0x020, 0x024, 0x028,
-             0x02C, 0x040, 0x044, 0x048, 0x04C, 0x050, 0x060, 0x064, 0x068, 0x06C, 0x080,
-             0x084, 0x088, 0x0A0]
+    # fuzz_regs.cpp's kRegs: the decoder picks a register by its place there.
+    with open(os.path.join(HERE, "fuzz_regs.cpp")) as fh:
+        src = fh.read()
+    table = src[src.index("kRegs[] = {"):]
+    order = re.findall(r"OHCA_REG_\w+", table[:table.index("};")])
     nregs = len(order)
 
     def wr(e, reg, value_enc):
@@ -172,14 +202,14 @@ def regs_seeds():
     seeds = {}
     # Manual bring-up through registers, then doorbells and reset mid-way.
     e = Enc().no(8).flag(False).below(8, 0)
-    wr(e, R["EQ_LO"], lambda e: e.preferred_addr())
-    wr(e, R["EQ_HI"], lambda e: e.no(4))
-    wr(e, R["EQ_LOG"], lambda e: e.below(18, 6))
-    wr(e, R["EQ_DB"], lambda e: e.u16(0).flag(True))
-    wr(e, R["CMDQ_LO"], lambda e: e.preferred_addr())
-    wr(e, R["CMDQ_HI"], lambda e: e.no(4))
-    wr(e, R["CMDQ_LOG"], lambda e: e.below(18, 4))
-    wr(e, R["DEV_CTRL"], lambda e: e.below(4, 1))
+    wr(e, "OHCA_REG_EQ0_BASE_LO", lambda e: e.preferred_addr())
+    wr(e, "OHCA_REG_EQ0_BASE_HI", lambda e: e.no(4))
+    wr(e, "OHCA_REG_EQ0_LOG_SIZE", lambda e: e.below(18, 6))
+    wr(e, "OHCA_REG_EQ0_DB", lambda e: e.u16(0).flag(True))
+    wr(e, "OHCA_REG_CMDQ_BASE_LO", lambda e: e.preferred_addr())
+    wr(e, "OHCA_REG_CMDQ_BASE_HI", lambda e: e.no(4))
+    wr(e, "OHCA_REG_CMDQ_LOG_SIZE", lambda e: e.below(18, 4))
+    wr(e, "OHCA_REG_DEV_CTRL", lambda e: e.below(4, 1))
     e.below(16, 11).below(5, 0).below(2, 0).rng(2, 11, 4)  # TX ring
     e.below(16, 11).below(5, 0).below(2, 1).rng(2, 11, 4)  # RX ring
     e.below(16, 11).below(5, 2)  # ALLOC_UAR
@@ -189,25 +219,24 @@ def regs_seeds():
     e.below(16, 12).below(2, 1).below(28, 1).preferred_addr().no(4).rng(1, 2048, 1500)
     e.below(16, 13)
     frame(e, 0)
-    wr(e, R["DEV_CTRL"], lambda e: e.below(4, 2))  # reset in the middle
+    wr(e, "OHCA_REG_DEV_CTRL", lambda e: e.below(4, 2))  # reset in the middle
     e.below(16, 10).rng(1, 10, 3).rng(2, 12, 5)
     e.below(16, 15).flag(True)
     seeds["manual_bringup"] = e.b
     # Bring-up by the driver, then hostile register traffic.
     e = Enc().no(8).flag(True).rng(1, 10, 4).rng(2, 12, 6).below(8, 0)
-    for reg in (R["CMDQ_LO"], R["EQ_LOG"], R["TX_PI"], R["IRQ_MASK"], R["CMDQ_PI"]):
+    for reg in ("OHCA_REG_CMDQ_BASE_LO", "OHCA_REG_EQ0_LOG_SIZE", "OHCA_REG_ETH_TX_PI",
+                "OHCA_REG_ETH_IRQ_MASK", "OHCA_REG_CMDQ_PI"):
         wr(e, reg, lambda e: e.u8(0))
-    e.below(16, 4).no(4).below(OHCA_REGS_BAR_SIZE + 8, 0x20).below(7, 1).flag(True).u64(2)
-    e.below(16, 4).no(4).below(OHCA_REGS_BAR_SIZE + 8, 0x22).below(7, 4).flag(False)
+    dev_ctrl = H["OHCA_REG_DEV_CTRL"]
+    e.below(16, 4).no(4).below(OHCA_REGS_BAR_SIZE + 8, dev_ctrl).below(7, 1).flag(True).u64(2)
+    e.below(16, 4).no(4).below(OHCA_REGS_BAR_SIZE + 8, dev_ctrl + 2).below(7, 4).flag(False)  # unaligned
     e.below(16, 14).rng(1, 7, 1).u32(0x20).u32(2)
     e.below(16, 11).below(5, 4).below(CMD_MAX, 0)
     e.below(16, 9).flag(False).below(16, 9).flag(True)
     seeds["hostile"] = e.b
     return seeds
 
-
-OHCA_NUM_DB_PAGES = 256
-OHCA_REGS_BAR_SIZE = 0x4000
 
 
 def frame(e, kind, dport=4791, payload=24, own=True):
