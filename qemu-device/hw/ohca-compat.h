@@ -10,6 +10,7 @@
 #ifndef OHCA_COMPAT_H
 #define OHCA_COMPAT_H
 
+#include "qemu/main-loop.h"
 #include "hw/pci/pci.h"
 
 /* After 10.0: hw/qdev-core.h and hw/qdev-properties.h moved into hw/core/. */
@@ -74,6 +75,33 @@ typedef const Property OhcaProperty;
 #else
 #define OHCA_POST_SAVE_RET int
 #define OHCA_POST_SAVE_OK 0
+#endif
+
+/* 9.0: the big QEMU lock's functions were renamed bql_*. */
+#ifndef bql_lock
+#define bql_lock() qemu_mutex_lock_iothread()
+#define bql_unlock() qemu_mutex_unlock_iothread()
+#define bql_locked() qemu_mutex_iothread_locked()
+#endif
+
+/* 10.0: include/exec/address-spaces.h moved to include/system. */
+#if __has_include("system/address-spaces.h")
+#include "system/address-spaces.h"
+#else
+#include "exec/address-spaces.h"
+#endif
+
+/*
+ * 10.2: memory_region_enable_lockless_io() lets a region's accesses run
+ * without the BQL (it also turns the region's reentrancy guard off). 7.2
+ * and 10.0 have no such flag (7.2's memory_region_clear_global_locking
+ * is long gone): TCG takes the BQL around every MMIO access, and the
+ * doorbell handler lets go of it itself (hw/ohca.c, ohca_db_may_unlock).
+ */
+#if OHCA_QEMU_AT_LEAST(10, 2)
+#define OHCA_HAVE_LOCKLESS_IO 1
+#else
+#define OHCA_HAVE_LOCKLESS_IO 0
 #endif
 
 #endif /* OHCA_COMPAT_H */
