@@ -189,7 +189,7 @@ static void ohca_send_deferred_locked(OhcaState *s)
 
     while ((f = QSIMPLEQ_FIRST(&s->txq))) {
         QSIMPLEQ_REMOVE_HEAD(&s->txq, next);
-        s->txq_frames--;
+        qatomic_set(&s->txq_frames, s->txq_frames - 1);
         s->txq_bytes -= f->len;
         ohca_send_frame(s, f->data, f->len);
         g_free(f);
@@ -204,7 +204,7 @@ static void ohca_drop_deferred_locked(OhcaState *s)
         QSIMPLEQ_REMOVE_HEAD(&s->txq, next);
         g_free(f);
     }
-    s->txq_frames = 0;
+    qatomic_set(&s->txq_frames, 0);
     s->txq_bytes = 0;
     qatomic_set(&s->irq_pending, 0);
 }
@@ -234,14 +234,13 @@ static void ohca_deliver_irqs(OhcaState *s)
 static void ohca_flush_deferred(OhcaState *s)
 {
     if (!bql_locked()) {
-        if (qatomic_read(&s->irq_pending) ||
-            !QSIMPLEQ_EMPTY(&s->txq)) {
+        if (qatomic_read(&s->irq_pending) || qatomic_read(&s->txq_frames)) {
             qemu_bh_schedule(s->bh);
         }
         return;
     }
     ohca_depth++;
-    if (!QSIMPLEQ_EMPTY(&s->txq) && ohca_lock(s)) {
+    if (qatomic_read(&s->txq_frames) && ohca_lock(s)) {
         ohca_send_deferred_locked(s);
         ohca_unlock(s);
     }
@@ -457,7 +456,7 @@ static void ohca_transmit(void *opaque, const uint8_t *frame, size_t len)
     f->len = len;
     memcpy(f->data, frame, len);
     QSIMPLEQ_INSERT_TAIL(&s->txq, f, next);
-    s->txq_frames++;
+    qatomic_set(&s->txq_frames, s->txq_frames + 1);
     s->txq_bytes += len;
     trace_ohca_tx_deferred(len, s->txq_frames, false);
 }
