@@ -102,6 +102,7 @@ struct OhcaState {
     NICState *nic;
     QEMUBH *bh;
     QEMUTimer *timer;           /* the transport's ACK/RNR deadline */
+    uint64_t timer_want;        /* the engine's deadline (atomic), 0: none */
     VMChangeStateEntry *vmstate_change;
     struct ohca_engine *engine;
 
@@ -492,15 +493,28 @@ static uint64_t ohca_now_ns(void *opaque)
     return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 }
 
+/*
+ * The engine moves its deadline with almost every doorbell (an ACK
+ * deadline set, then met). A QEMU timer that becomes the earliest wakes
+ * the main loop (qemu_notify_event), which then takes the BQL: per
+ * doorbell, the vCPU's next MMIO would wait for it. So the timer is only
+ * ever brought forward here: a later deadline, or none, leaves it as it
+ * is, and when it fires early ohca_timer_cb re-arms it for the deadline
+ * wanted then (timer_want). Both only ever bring it forward
+ * (timer_mod_anticipate, atomic under the timer list's lock). Store
+ * timer_want, then arm; the callback runs once the timer is no longer
+ * pending, then reads timer_want: either it sees the new deadline or the
+ * new deadline found the timer not pending and armed it.
+ */
 static void ohca_set_timer(void *opaque, uint64_t deadline_ns)
 {
     OhcaState *s = opaque;
 
     trace_ohca_timer(deadline_ns);
-    if (deadline_ns == 0) {
-        timer_del(s->timer);
-    } else {
-        timer_mod(s->timer, deadline_ns);
+    qatomic_set(&s->timer_want, deadline_ns);
+    smp_mb();
+    if (deadline_ns) {
+        timer_mod_anticipate(s->timer, deadline_ns);
     }
 }
 
@@ -527,7 +541,17 @@ static void ohca_trace(void *opaque, unsigned int kind, uint32_t a,
 static void ohca_timer_cb(void *opaque)
 {
     OhcaState *s = opaque;
+    uint64_t want;
 
+    smp_mb(); /* the timer is no longer pending: see ohca_set_timer */
+    want = qatomic_read(&s->timer_want);
+    if (!want) {
+        return;
+    }
+    if (want > (uint64_t)qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL)) {
+        timer_mod_anticipate(s->timer, want);
+        return;
+    }
     qemu_bh_schedule(s->bh);
 }
 

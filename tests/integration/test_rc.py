@@ -101,7 +101,7 @@ taskset -c 1 /share/ohca_rc_loopback -n 60 -s 2 {GID} > /tmp/l1.log 2>&1 &
 l1=$!
 taskset -c 0 timeout 300 ibv_rc_pingpong -d "$OHCA_IBDEV" -g {GID} -n 3000 -c > /tmp/pps.log 2>&1 &
 pps=$!
-taskset -c 1 ohca_retry 20 timeout 300 ibv_rc_pingpong -d "$OHCA_IBDEV" -g {GID} -n 3000 -c 127.0.0.1 > /tmp/ppc.log 2>&1 || rc=1
+ohca_retry 20 taskset -c 1 timeout 300 ibv_rc_pingpong -d "$OHCA_IBDEV" -g {GID} -n 3000 -c 127.0.0.1 > /tmp/ppc.log 2>&1 || rc=1
 wait $pps || rc=1
 wait $l0 || rc=1
 wait $l1 || rc=1
