@@ -112,6 +112,7 @@ struct OhcaState {
     char *link_layer;           /* "eth" (default) or "ib" */
     bool sync_doorbells;        /* run a doorbell's work in its thread */
     uint32_t doorbell_budget;   /* ... at most this many units of it */
+    bool unlock_bql;            /* ... without the BQL (x-unlock-bql) */
     uint32_t max_qp;            /* QPs offered (QUERY_DEVICE max_qp) */
     uint32_t speed;             /* Ethernet: the link's Mbit/s */
     bool pace;                  /* Ethernet: transmit at the link's speed */
@@ -685,9 +686,9 @@ static uint64_t ohca_db_read(void *opaque, hwaddr addr, unsigned size)
  */
 static bool ohca_db_may_unlock(OhcaState *s, MemTxAttrs attrs)
 {
-    return !OHCA_HAVE_LOCKLESS_IO && s->lockless && current_cpu &&
-           !ohca_depth && bql_locked() && !attrs.unspecified &&
-           !attrs.memory && !attrs.requester_id;
+    return !OHCA_HAVE_LOCKLESS_IO && s->lockless && s->unlock_bql &&
+           current_cpu && !ohca_depth && bql_locked() &&
+           !attrs.unspecified && !attrs.memory && !attrs.requester_id;
 }
 
 /*
@@ -1172,6 +1173,11 @@ static OhcaProperty ohca_properties[] = {
     DEFINE_PROP_STRING("link-layer", OhcaState, link_layer),
     DEFINE_PROP_BOOL("sync-doorbells", OhcaState, sync_doorbells, true),
     DEFINE_PROP_UINT32("doorbell-budget", OhcaState, doorbell_budget, 256),
+    /*
+     * Off: a doorbell's run keeps the BQL TCG took for its access (before
+     * QEMU 10.2), as before 2026-12-06: for comparison (docs/bench.md).
+     */
+    DEFINE_PROP_BOOL("x-unlock-bql", OhcaState, unlock_bql, true),
     DEFINE_PROP_UINT32("max-qp", OhcaState, max_qp, OHCA_ENGINE_MAX_QP),
     DEFINE_PROP_UINT32("speed", OhcaState, speed,
                        OHCA_ENGINE_DEFAULT_SPEED_MBPS),
