@@ -170,8 +170,6 @@ static bool ohca_lock(OhcaState *s)
     return true;
 }
 
-
-
 static void ohca_unlock(OhcaState *s)
 {
     qatomic_set(&s->owner, NULL);
