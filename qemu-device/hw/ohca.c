@@ -789,13 +789,22 @@ static ssize_t ohca_receive(NetClientState *nc, const uint8_t *buf,
                             size_t size)
 {
     OhcaState *s = qemu_get_nic_opaque(nc);
-    bool retry = false;
+    bool retry;
 
-    /* Refused (a frame of its own looped back through a hub): dropped. */
     if (ohca_enter(s)) {
         retry = ohca_engine_receive_frame(s->engine, buf, size) ==
                 OHCA_ENGINE_RX_RETRY;
         ohca_leave(s);
+    } else {
+        /*
+         * An answer to a frame this thread is sending, delivered before
+         * qemu_send_packet returns (slirp's ARP replies, a hub): QEMU
+         * holds it until the bottom half flushes the queue, as the engine
+         * holds a frame offered from inside its callbacks.
+         */
+        retry = true;
+        qatomic_set(&s->rx_resume_pending, true);
+        qemu_bh_schedule(s->bh);
     }
     trace_ohca_rx(size, retry);
     return retry ? 0 : size;
