@@ -511,7 +511,7 @@ static void ohca_set_timer(void *opaque, uint64_t deadline_ns)
 
     trace_ohca_timer(deadline_ns);
     qatomic_set(&s->timer_want, deadline_ns);
-    smp_mb();
+    smp_mb(); /* timer_want stored before the timer is read: see above */
     if (deadline_ns) {
         timer_mod_anticipate(s->timer, deadline_ns);
     }
@@ -1059,9 +1059,10 @@ static void ohca_qdev_reset(DeviceState *dev)
  * every object with its transport state; ohca_engine_save). The state is
  * saved under the engine lock, between two engine entry points, where no
  * work request is half executed; what the last runs deferred was
- * delivered when the VM stopped (ohca_vm_state_change). The device writes guest memory
- * only through pci_dma_write and pci_dma_map/unmap, which mark what they
- * write dirty for migration, and the vmstate is saved with the VM stopped,
+ * delivered when the VM stopped (ohca_vm_state_change). The device writes
+ * guest memory only through MemoryRegionCache writes (behind a vIOMMU
+ * pci_dma_write and pci_dma_map/unmap), which mark what they write dirty
+ * for migration, and the vmstate is saved with the VM stopped,
  * after RAM's last pass, without the BQL being let go in between. Frames
  * in flight are not saved: RC recovers them as from a loss.
  */
