@@ -431,9 +431,9 @@ static void ohca_raise_irq(void *opaque, unsigned int vector)
 }
 
 /*
- * With the BQL: sent at once, after the frames deferred before it. A frame
- * that loops back to this device (a hub) finds the engine lock held and is
- * dropped, as the engine drops a re-entered frame. Without the BQL (a
+ * With the BQL: sent at once, after the frames deferred before it (an
+ * answer that comes back inside qemu_send_packet finds the engine lock
+ * held and waits in QEMU's queue, ohca_receive). Without the BQL (a
  * doorbell's run): queued for a BQL holder.
  */
 static void ohca_transmit(void *opaque, const uint8_t *frame, size_t len)
