@@ -277,8 +277,10 @@ static void ohca_leave(OhcaState *s)
 /*
  * Guest RAM through the bus master address space, without the BQL: a
  * MemoryRegionCache per contiguous piece (its region referenced, so a
- * concurrent change of the memory map cannot free it; the write marks the
- * pages dirty and invalidates translated code as pci_dma_write does).
+ * concurrent change of the memory map cannot free it). A write is followed
+ * by address_space_cache_invalidate, which marks the pages dirty (for
+ * migration) and invalidates translated code, as pci_dma_write does:
+ * address_space_write_cached itself does neither.
  * Anything but RAM (MMIO, ROM for a write, no mapping, bus mastering off)
  * is refused: its access would take the BQL with the engine lock held.
  */
@@ -295,6 +297,8 @@ static int ohca_ram_rw(OhcaState *s, uint64_t addr, void *buf, size_t len,
 
         if (ram && is_write) {
             address_space_write_cached(&cache, 0, p, l);
+            /* the cache's write leaves the dirty bitmaps to its user */
+            address_space_cache_invalidate(&cache, 0, l);
         } else if (ram) {
             address_space_read_cached(&cache, 0, p, l);
         }
@@ -379,6 +383,7 @@ static int ohca_dma_write_ordered(void *opaque, uint64_t addr, const void *buf,
                 address_space_write_cached(&cache, last_off, p + last_off,
                                            last_len);
             }
+            address_space_cache_invalidate(&cache, 0, len);
         }
         address_space_cache_destroy(&cache);
         if (ram) {
