@@ -93,10 +93,13 @@ typedef const Property OhcaProperty;
 
 /*
  * 10.2: memory_region_enable_lockless_io() lets a region's accesses run
- * without the BQL (it also turns the region's reentrancy guard off). 7.2
- * and 10.0 have no such flag (7.2's memory_region_clear_global_locking
- * is long gone): TCG takes the BQL around every MMIO access, and the
- * doorbell handler lets go of it itself (hw/ohca.c, ohca_db_may_unlock).
+ * without the BQL where the access path honours it (prepare_mmio_access:
+ * KVM's and HVF's exits, address_space_rw from a thread without it); it
+ * also turns the region's reentrancy guard off. TCG does not honour it:
+ * 11.1's do_st_mmio_leN still takes the BQL around every MMIO store
+ * (BQL_LOCK_GUARD), as 7.2's io_writex does, so under TCG the doorbell
+ * handler lets go of the BQL itself (hw/ohca.c, ohca_db_may_unlock) on
+ * every version. 7.2 and 10.0 have no such flag.
  */
 #if OHCA_QEMU_AT_LEAST(10, 2)
 #define OHCA_HAVE_LOCKLESS_IO 1

@@ -689,9 +689,8 @@ static uint64_t ohca_db_read(void *opaque, hwaddr addr, unsigned size)
  */
 static bool ohca_db_may_unlock(OhcaState *s, MemTxAttrs attrs)
 {
-    return !OHCA_HAVE_LOCKLESS_IO && s->lockless && s->unlock_bql &&
-           current_cpu && !ohca_depth && bql_locked() &&
-           !attrs.unspecified && !attrs.memory && !attrs.requester_id;
+    return s->lockless && s->unlock_bql && current_cpu && !ohca_depth &&
+           bql_locked() && !attrs.unspecified && !attrs.memory && !attrs.requester_id;
 }
 
 /*
