@@ -24,6 +24,7 @@
 #include "qemu/units.h"
 #include "qemu/queue.h"
 #include "qemu/host-utils.h"
+#include "qemu/processor.h"
 #include "hw/core/cpu.h"
 #include "qapi/error.h"
 #include "qapi/visitor.h"
@@ -89,8 +90,12 @@ struct OhcaState {
      */
     bool lockless;
 
-    /* x-lock-waits, x-lock-wait-max-ns, x-deferred-drops (atomic) */
+    /*
+     * x-lock-waits, x-lock-sleeps, x-lock-wait-max-ns, x-deferred-drops
+     * (atomic)
+     */
     uint64_t lock_waits;
+    uint64_t lock_sleeps;
     uint64_t lock_wait_max_ns;
     uint64_t deferred_drops;
 
@@ -113,6 +118,7 @@ struct OhcaState {
     bool sync_doorbells;        /* run a doorbell's work in its thread */
     uint32_t doorbell_budget;   /* ... at most this many units of it */
     bool unlock_bql;            /* ... without the BQL (x-unlock-bql) */
+    uint32_t lock_spin_ns;      /* engine lock: spin before sleeping */
     uint32_t max_qp;            /* QPs offered (QUERY_DEVICE max_qp) */
     uint32_t speed;             /* Ethernet: the link's Mbit/s */
     bool pace;                  /* Ethernet: transmit at the link's speed */
@@ -152,19 +158,34 @@ static void ohca_note_wait(OhcaState *s, int64_t ns)
  * it already: an engine callback has reached the device again, which the
  * caller refuses as the engine refuses re-entered entry points. A holder
  * never waits for anything, so the wait is bounded by its run (200 us at
- * most for the bottom half, 50 us for a doorbell).
+ * most for the bottom half, 50 us for a doorbell, a few us typically).
+ * So a waiter spins first, up to x-lock-spin-ns: sleeping on the mutex
+ * costs a futex wait and wake, and on a busy host the woken thread waits
+ * for a core (a vCPU whose guest polls for the holder's completion, or
+ * the main loop with the BQL held). Only then does it sleep.
  */
 static bool ohca_lock(OhcaState *s)
 {
+    int64_t start, now;
+
     if (qatomic_read(&s->owner) == &ohca_self) {
         trace_ohca_reentered();
         return false;
     }
     if (qemu_mutex_trylock(&s->lock)) {
-        int64_t start = get_clock();
-
+        start = get_clock();
+        do {
+            cpu_relax();
+            now = get_clock();
+            if (!qatomic_read(&s->owner) && !qemu_mutex_trylock(&s->lock)) {
+                goto locked;
+            }
+        } while (now - start < s->lock_spin_ns);
+        qatomic_inc(&s->lock_sleeps);
         qemu_mutex_lock(&s->lock);
-        ohca_note_wait(s, get_clock() - start);
+        now = get_clock();
+locked:
+        ohca_note_wait(s, now - start);
     }
     qatomic_set(&s->owner, &ohca_self);
     return true;
@@ -1190,6 +1211,8 @@ static OhcaProperty ohca_properties[] = {
      * QEMU 10.2), as before 2026-12-06: for comparison (docs/bench.md).
      */
     DEFINE_PROP_BOOL("x-unlock-bql", OhcaState, unlock_bql, true),
+    /* How long a waiter for the engine lock spins (ohca_lock); 0: sleeps. */
+    DEFINE_PROP_UINT32("x-lock-spin-ns", OhcaState, lock_spin_ns, 20000),
     DEFINE_PROP_UINT32("max-qp", OhcaState, max_qp, OHCA_ENGINE_MAX_QP),
     DEFINE_PROP_UINT32("speed", OhcaState, speed,
                        OHCA_ENGINE_DEFAULT_SPEED_MBPS),
@@ -1212,8 +1235,9 @@ static void ohca_get_engine_heap(Object *obj, Visitor *v, const char *name,
 }
 
 /*
- * x-lock-waits, x-lock-wait-max-ns (read only): how many times an entry
- * point found the engine lock held, and the longest it waited for it;
+ * x-lock-waits, x-lock-sleeps, x-lock-wait-max-ns (read only): how many
+ * times an entry point found the engine lock held, how many of those
+ * slept after spinning, and the longest it waited for it;
  * x-deferred-drops: frames a doorbell's run made without the BQL and
  * dropped because the queue for them was full (OHCA_TXQ_MAX_*).
  */
@@ -1264,6 +1288,9 @@ static void ohca_class_init(ObjectClass *klass, OHCA_CLASS_DATA *data)
     object_class_property_add(klass, "x-lock-waits", "uint64",
                               ohca_get_counter, NULL, NULL,
                               (void *)offsetof(OhcaState, lock_waits));
+    object_class_property_add(klass, "x-lock-sleeps", "uint64",
+                              ohca_get_counter, NULL, NULL,
+                              (void *)offsetof(OhcaState, lock_sleeps));
     object_class_property_add(klass, "x-lock-wait-max-ns", "uint64",
                               ohca_get_counter, NULL, NULL,
                               (void *)offsetof(OhcaState, lock_wait_max_ns));
