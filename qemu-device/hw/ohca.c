@@ -702,7 +702,9 @@ static uint64_t ohca_db_read(void *opaque, hwaddr addr, unsigned size)
 /*
  * Whether this doorbell may let go of the BQL for its run. Only a guest
  * CPU's own store, at the top of its vCPU thread: TCG took the BQL for it
- * and holds nothing else (its attributes are the CPU's: none of a DMA's
+ * (on every version: its stores ignore lockless I/O, ohca-compat.h; where
+ * an accelerator honours it the store arrives without the BQL and there is
+ * nothing to let go) and holds nothing else (its attributes are the CPU's: none of a DMA's
  * "unspecified" or "memory", no requester ID as an MSI has). A doorbell
  * reached from inside other code that holds the BQL (another device's DMA
  * or MSI, one of this device's own entry points, the monitor) keeps it:
@@ -711,7 +713,8 @@ static uint64_t ohca_db_read(void *opaque, hwaddr addr, unsigned size)
 static bool ohca_db_may_unlock(OhcaState *s, MemTxAttrs attrs)
 {
     return s->lockless && s->unlock_bql && current_cpu && !ohca_depth &&
-           bql_locked() && !attrs.unspecified && !attrs.memory && !attrs.requester_id;
+           bql_locked() && !attrs.unspecified && !attrs.memory &&
+           !attrs.requester_id;
 }
 
 /*
@@ -725,8 +728,8 @@ static bool ohca_db_may_unlock(OhcaState *s, MemTxAttrs attrs)
  * leaves.
  *
  * The run holds the engine lock and not the BQL (docs/architecture.md,
- * "Threads"): TCG takes the BQL for the access (QEMU before 10.2 has no
- * BQL-free MMIO), the handler lets go of it before taking the engine lock
+ * "Threads"): TCG takes the BQL for the access (also on QEMU >= 10.2:
+ * lockless I/O does not reach TCG's stores), the handler lets go of it before taking the engine lock
  * and takes it back after releasing it, so the main loop and the other
  * vCPUs run meanwhile, and the handler never holds one lock while waiting
  * for the other. What the run deferred (MSI-X, frames) is delivered once
@@ -954,9 +957,9 @@ static void ohca_realize(PCIDevice *pdev, Error **errp)
                           "ohca-doorbells", OHCA_BAR2_SIZE);
     /*
      * Behind a vIOMMU DMA goes through the IOMMU (whose faults raise
-     * interrupts) under the BQL as before. Otherwise BAR2 is reached
-     * without the BQL (10.2 and later) or lets go of it for a doorbell's
-     * run; its accesses to the device are then serialised by the engine
+     * interrupts) under the BQL as before. Otherwise a doorbell's run
+     * lets go of the BQL TCG took for it, and from 10.2 on BAR2 is
+     * lockless I/O for accelerators that honour it; its accesses to the device are then serialised by the engine
      * lock, and its re-entries refused by ohca_lock, not by the
      * per-device reentrancy guard (which another thread's access to BAR0
      * would trip over while a doorbell runs).
