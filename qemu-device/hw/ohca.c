@@ -700,15 +700,15 @@ static uint64_t ohca_db_read(void *opaque, hwaddr addr, unsigned size)
 }
 
 /*
- * Whether this doorbell may let go of the BQL for its run. Only a guest
- * CPU's own store, at the top of its vCPU thread: TCG took the BQL for it
- * (on every version: its stores ignore lockless I/O, ohca-compat.h; where
- * an accelerator honours it the store arrives without the BQL and there is
- * nothing to let go) and holds nothing else (its attributes are the CPU's: none of a DMA's
- * "unspecified" or "memory", no requester ID as an MSI has). A doorbell
- * reached from inside other code that holds the BQL (another device's DMA
- * or MSI, one of this device's own entry points, the monitor) keeps it:
- * that code may rely on it for the whole call.
+ * Whether this doorbell may let go of the BQL for its run. Only a guest CPU's
+ * own store, at the top of its vCPU thread: TCG took the BQL for it (on every
+ * version: its stores ignore lockless I/O, ohca-compat.h; where an
+ * accelerator honours it the store arrives without the BQL and there is
+ * nothing to let go) and holds nothing else (its attributes are the CPU's:
+ * none of a DMA's "unspecified" or "memory", no requester ID as an MSI has).
+ * A doorbell reached from inside other code that holds the BQL (another
+ * device's DMA or MSI, one of this device's own entry points, the monitor)
+ * keeps it: that code may rely on it for the whole call.
  */
 static bool ohca_db_may_unlock(OhcaState *s, MemTxAttrs attrs)
 {
@@ -729,11 +729,11 @@ static bool ohca_db_may_unlock(OhcaState *s, MemTxAttrs attrs)
  *
  * The run holds the engine lock and not the BQL (docs/architecture.md,
  * "Threads"): TCG takes the BQL for the access (also on QEMU >= 10.2:
- * lockless I/O does not reach TCG's stores), the handler lets go of it before taking the engine lock
- * and takes it back after releasing it, so the main loop and the other
- * vCPUs run meanwhile, and the handler never holds one lock while waiting
- * for the other. What the run deferred (MSI-X, frames) is delivered once
- * the BQL is back, before the store completes.
+ * lockless I/O does not reach TCG's stores), the handler lets go of it before
+ * taking the engine lock and takes it back after releasing it, so the main
+ * loop and the other vCPUs run meanwhile, and the handler never holds one
+ * lock while waiting for the other. What the run deferred (MSI-X, frames) is
+ * delivered once the BQL is back, before the store completes.
  */
 static MemTxResult ohca_db_write(void *opaque, hwaddr addr, uint64_t val,
                                  unsigned size, MemTxAttrs attrs)
@@ -957,12 +957,12 @@ static void ohca_realize(PCIDevice *pdev, Error **errp)
                           "ohca-doorbells", OHCA_BAR2_SIZE);
     /*
      * Behind a vIOMMU DMA goes through the IOMMU (whose faults raise
-     * interrupts) under the BQL as before. Otherwise a doorbell's run
-     * lets go of the BQL TCG took for it, and from 10.2 on BAR2 is
-     * lockless I/O for accelerators that honour it; its accesses to the device are then serialised by the engine
-     * lock, and its re-entries refused by ohca_lock, not by the
-     * per-device reentrancy guard (which another thread's access to BAR0
-     * would trip over while a doorbell runs).
+     * interrupts) under the BQL as before. Otherwise a doorbell's run lets go
+     * of the BQL TCG took for it, and from 10.2 on BAR2 is lockless I/O for
+     * accelerators that honour it; its accesses to the device are then
+     * serialised by the engine lock, and its re-entries refused by ohca_lock,
+     * not by the per-device reentrancy guard (which another thread's access
+     * to BAR0 would trip over while a doorbell runs).
      */
     s->lockless = pci_device_iommu_address_space(pdev) == &address_space_memory;
     if (s->lockless) {
