@@ -91,6 +91,14 @@ typedef const Property OhcaProperty;
 #include "exec/address-spaces.h"
 #endif
 
+/* 11.0: MemoryRegionCache and its accessors moved to their own header. */
+#if __has_include("system/memory_cached.h")
+#include "system/memory_cached.h"
+#endif
+#ifndef MEMORY_REGION_CACHE_INVALID /* 11.0 dropped it: a cache of nothing */
+#define MEMORY_REGION_CACHE_INVALID ((MemoryRegionCache) { .mrs.mr = NULL })
+#endif
+
 /*
  * 10.2: memory_region_enable_lockless_io() lets a region's accesses run
  * without the BQL where the access path honours it (prepare_mmio_access:
