@@ -1253,6 +1253,16 @@ static void ohca_get_counter(Object *obj, Visitor *v, const char *name,
     visit_type_uint64(v, name, &val, errp);
 }
 
+static const struct {
+    const char *name;
+    size_t offset;
+} ohca_counters[] = {
+    { "x-lock-waits", offsetof(OhcaState, lock_waits) },
+    { "x-lock-sleeps", offsetof(OhcaState, lock_sleeps) },
+    { "x-lock-wait-max-ns", offsetof(OhcaState, lock_wait_max_ns) },
+    { "x-deferred-drops", offsetof(OhcaState, deferred_drops) },
+};
+
 static void ohca_instance_init(Object *obj)
 {
     OhcaState *s = OHCA(obj);
@@ -1272,6 +1282,7 @@ static void ohca_class_init(ObjectClass *klass, OHCA_CLASS_DATA *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+    size_t i;
 
     k->realize = ohca_realize;
     k->exit = ohca_exit;
@@ -1288,18 +1299,11 @@ static void ohca_class_init(ObjectClass *klass, OHCA_CLASS_DATA *data)
     device_class_set_props(dc, ohca_properties);
     object_class_property_add(klass, "x-engine-heap", "uint64",
                               ohca_get_engine_heap, NULL, NULL, NULL);
-    object_class_property_add(klass, "x-lock-waits", "uint64",
-                              ohca_get_counter, NULL, NULL,
-                              (void *)offsetof(OhcaState, lock_waits));
-    object_class_property_add(klass, "x-lock-sleeps", "uint64",
-                              ohca_get_counter, NULL, NULL,
-                              (void *)offsetof(OhcaState, lock_sleeps));
-    object_class_property_add(klass, "x-lock-wait-max-ns", "uint64",
-                              ohca_get_counter, NULL, NULL,
-                              (void *)offsetof(OhcaState, lock_wait_max_ns));
-    object_class_property_add(klass, "x-deferred-drops", "uint64",
-                              ohca_get_counter, NULL, NULL,
-                              (void *)offsetof(OhcaState, deferred_drops));
+    for (i = 0; i < ARRAY_SIZE(ohca_counters); i++) {
+        object_class_property_add(klass, ohca_counters[i].name, "uint64",
+                                  ohca_get_counter, NULL, NULL,
+                                  (void *)ohca_counters[i].offset);
+    }
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }
 
