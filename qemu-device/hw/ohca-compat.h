@@ -10,6 +10,7 @@
 #ifndef OHCA_COMPAT_H
 #define OHCA_COMPAT_H
 
+#include "qemu/main-loop.h"
 #include "hw/pci/pci.h"
 
 /* After 10.0: hw/qdev-core.h and hw/qdev-properties.h moved into hw/core/. */
@@ -74,6 +75,44 @@ typedef const Property OhcaProperty;
 #else
 #define OHCA_POST_SAVE_RET int
 #define OHCA_POST_SAVE_OK 0
+#endif
+
+/* 9.0: the big QEMU lock's functions were renamed bql_*. */
+#ifndef bql_lock
+#define bql_lock() qemu_mutex_lock_iothread()
+#define bql_unlock() qemu_mutex_unlock_iothread()
+#define bql_locked() qemu_mutex_iothread_locked()
+#endif
+
+/* 10.0: include/exec/address-spaces.h moved to include/system. */
+#if __has_include("system/address-spaces.h")
+#include "system/address-spaces.h"
+#else
+#include "exec/address-spaces.h"
+#endif
+
+/* 11.0: MemoryRegionCache and its accessors moved to their own header. */
+#if __has_include("system/memory_cached.h")
+#include "system/memory_cached.h"
+#endif
+#ifndef MEMORY_REGION_CACHE_INVALID /* 11.0 dropped it: a cache of nothing */
+#define MEMORY_REGION_CACHE_INVALID ((MemoryRegionCache) { .mrs.mr = NULL })
+#endif
+
+/*
+ * 10.2: memory_region_enable_lockless_io() lets a region's accesses run
+ * without the BQL where the access path honours it (prepare_mmio_access:
+ * KVM's and HVF's exits, address_space_rw from a thread without it); it
+ * also turns the region's reentrancy guard off. TCG does not honour it:
+ * 11.1's do_st_mmio_leN still takes the BQL around every MMIO store
+ * (BQL_LOCK_GUARD), as 7.2's io_writex does, so under TCG the doorbell
+ * handler lets go of the BQL itself (hw/ohca.c, ohca_db_may_unlock) on
+ * every version. 7.2 and 10.0 have no such flag.
+ */
+#if OHCA_QEMU_AT_LEAST(10, 2)
+#define OHCA_HAVE_LOCKLESS_IO 1
+#else
+#define OHCA_HAVE_LOCKLESS_IO 0
 #endif
 
 #endif /* OHCA_COMPAT_H */

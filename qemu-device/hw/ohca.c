@@ -20,6 +20,12 @@
 #include "qemu/timer.h"
 #include "qemu/guest-random.h"
 #include "qemu/error-report.h"
+#include "qemu/thread.h"
+#include "qemu/units.h"
+#include "qemu/queue.h"
+#include "qemu/host-utils.h"
+#include "qemu/processor.h"
+#include "hw/core/cpu.h"
 #include "qapi/error.h"
 #include "qapi/visitor.h"
 #include "hw/pci/pci.h"
@@ -41,8 +47,57 @@ OBJECT_DECLARE_SIMPLE_TYPE(OhcaState, OHCA)
 #define OHCA_MSIX_TABLE_OFFSET  0x000
 #define OHCA_MSIX_PBA_OFFSET    0x800
 
+/*
+ * Frames the engine made in a doorbell's run without the BQL wait here
+ * for a BQL holder to send them, in order. The run is bounded (at most
+ * doorbell-budget units and 50 us), and so is this queue: beyond it a
+ * frame is dropped and counted (x-deferred-drops), a loss RC recovers.
+ */
+#define OHCA_TXQ_MAX_FRAMES     512
+#define OHCA_TXQ_MAX_BYTES      (4 * MiB)
+
+typedef struct OhcaFrame {
+    QSIMPLEQ_ENTRY(OhcaFrame) next;
+    size_t len;
+    uint8_t data[];
+} OhcaFrame;
+
 struct OhcaState {
     PCIDevice parent_obj;
+
+    /*
+     * The engine lock: every engine entry point runs under it. Lock
+     * order: BQL -> engine lock, and the engine lock is a leaf: while it
+     * is held nothing waits for the BQL or another lock (DMA is to guest
+     * RAM only, without the BQL; MSI-X, frames sent without the BQL and
+     * rx_resume are deferred to a BQL holder). owner is the holding
+     * thread's ohca_self, so that an engine callback reaching the device
+     * again (a frame looped through a hub, an access to its own BAR) is
+     * refused instead of deadlocking. Guards everything below up to the
+     * counters.
+     */
+    QemuMutex lock;
+    void *owner;
+    QSIMPLEQ_HEAD(, OhcaFrame) txq;
+    uint32_t txq_frames;
+    size_t txq_bytes;
+    uint32_t irq_pending;       /* deferred MSI-X vectors (atomic) */
+    bool rx_resume_pending;     /* atomic */
+    /*
+     * Without a vIOMMU: DMA reaches guest RAM only (never MMIO, so never
+     * the BQL) and doorbells run their work without the BQL. Behind one,
+     * everything stays under the BQL (its fault reporting interrupts).
+     */
+    bool lockless;
+
+    /*
+     * x-lock-waits, x-lock-sleeps, x-lock-wait-max-ns, x-deferred-drops
+     * (atomic)
+     */
+    uint64_t lock_waits;
+    uint64_t lock_sleeps;
+    uint64_t lock_wait_max_ns;
+    uint64_t deferred_drops;
 
     MemoryRegion regs;
     MemoryRegion db;
@@ -52,6 +107,7 @@ struct OhcaState {
     NICState *nic;
     QEMUBH *bh;
     QEMUTimer *timer;           /* the transport's ACK/RNR deadline */
+    uint64_t timer_want;        /* the engine's deadline (atomic), 0: none */
     VMChangeStateEntry *vmstate_change;
     struct ohca_engine *engine;
 
@@ -61,6 +117,8 @@ struct OhcaState {
     char *link_layer;           /* "eth" (default) or "ib" */
     bool sync_doorbells;        /* run a doorbell's work in its thread */
     uint32_t doorbell_budget;   /* ... at most this many units of it */
+    bool unlock_bql;            /* ... without the BQL (x-unlock-bql) */
+    uint32_t lock_spin_ns;      /* engine lock: spin before sleeping */
     uint32_t max_qp;            /* QPs offered (QUERY_DEVICE max_qp) */
     uint32_t speed;             /* Ethernet: the link's Mbit/s */
     bool pace;                  /* Ethernet: transmit at the link's speed */
@@ -73,12 +131,217 @@ struct OhcaState {
     uint32_t state_len;
 };
 
-/* ---- engine callbacks ------------------------------------------------- */
+/* ---- the engine lock --------------------------------------------------- */
+
+/* This thread's identity for OhcaState.owner. */
+static __thread char ohca_self;
+/* How many ohca entry points this thread is inside (any device). */
+static __thread unsigned int ohca_depth;
+
+static void ohca_note_wait(OhcaState *s, int64_t ns)
+{
+    uint64_t max = qatomic_read(&s->lock_wait_max_ns);
+
+    qatomic_inc(&s->lock_waits);
+    while (ns > max) {
+        uint64_t seen = qatomic_cmpxchg(&s->lock_wait_max_ns, max, ns);
+
+        if (seen == max) {
+            break;
+        }
+        max = seen;
+    }
+}
+
+/*
+ * Takes the engine lock; false (and nothing taken) when this thread holds
+ * it already: an engine callback has reached the device again, which the
+ * caller refuses as the engine refuses re-entered entry points. A holder
+ * never waits for anything, so the wait is bounded by its run (200 us at
+ * most for the bottom half, 50 us for a doorbell, a few us typically).
+ * So a waiter spins first, up to x-lock-spin-ns: sleeping on the mutex
+ * costs a futex wait and wake, and on a busy host the woken thread waits
+ * for a core (a vCPU whose guest polls for the holder's completion, or
+ * the main loop with the BQL held). Only then does it sleep.
+ */
+static bool ohca_lock(OhcaState *s)
+{
+    int64_t start, now;
+
+    if (qatomic_read(&s->owner) == &ohca_self) {
+        trace_ohca_reentered();
+        return false;
+    }
+    if (qemu_mutex_trylock(&s->lock)) {
+        start = get_clock();
+        do {
+            cpu_relax();
+            now = get_clock();
+            if (!qatomic_read(&s->owner) && !qemu_mutex_trylock(&s->lock)) {
+                goto locked;
+            }
+        } while (now - start < s->lock_spin_ns);
+        qatomic_inc(&s->lock_sleeps);
+        qemu_mutex_lock(&s->lock);
+        now = get_clock();
+locked:
+        ohca_note_wait(s, now - start);
+    }
+    qatomic_set(&s->owner, &ohca_self);
+    return true;
+}
+
+static void ohca_unlock(OhcaState *s)
+{
+    qatomic_set(&s->owner, NULL);
+    qemu_mutex_unlock(&s->lock);
+}
+
+static void ohca_send_frame(OhcaState *s, const uint8_t *frame, size_t len)
+{
+    trace_ohca_tx(len);
+    qemu_send_packet(qemu_get_queue(s->nic), frame, len);
+}
+
+/* With the engine lock and the BQL held: the deferred frames, in order. */
+static void ohca_send_deferred_locked(OhcaState *s)
+{
+    OhcaFrame *f;
+
+    while ((f = QSIMPLEQ_FIRST(&s->txq))) {
+        QSIMPLEQ_REMOVE_HEAD(&s->txq, next);
+        qatomic_set(&s->txq_frames, s->txq_frames - 1);
+        s->txq_bytes -= f->len;
+        ohca_send_frame(s, f->data, f->len);
+        g_free(f);
+    }
+}
+
+static void ohca_drop_deferred_locked(OhcaState *s)
+{
+    OhcaFrame *f;
+
+    while ((f = QSIMPLEQ_FIRST(&s->txq))) {
+        QSIMPLEQ_REMOVE_HEAD(&s->txq, next);
+        g_free(f);
+    }
+    qatomic_set(&s->txq_frames, 0);
+    s->txq_bytes = 0;
+    qatomic_set(&s->irq_pending, 0);
+}
+
+static void ohca_deliver_irqs(OhcaState *s)
+{
+    PCIDevice *d = PCI_DEVICE(s);
+    uint32_t pending = qatomic_xchg(&s->irq_pending, 0);
+
+    while (pending) {
+        unsigned int vector = ctz32(pending);
+        bool deliver = msix_enabled(d);
+
+        pending &= pending - 1;
+        trace_ohca_irq(vector, deliver);
+        if (deliver) {
+            msix_notify(d, vector);
+        }
+    }
+}
+
+/*
+ * What the engine deferred, delivered by a BQL holder with the engine
+ * lock released: MSI-X vectors and frames (queued by a doorbell's run
+ * without the BQL). Without the BQL: left to the bottom half.
+ */
+static void ohca_flush_deferred(OhcaState *s)
+{
+    if (!bql_locked()) {
+        if (qatomic_read(&s->irq_pending) || qatomic_read(&s->txq_frames)) {
+            qemu_bh_schedule(s->bh);
+        }
+        return;
+    }
+    ohca_depth++;
+    if (qatomic_read(&s->txq_frames) && ohca_lock(s)) {
+        ohca_send_deferred_locked(s);
+        ohca_unlock(s);
+    }
+    ohca_deliver_irqs(s);
+    ohca_depth--;
+}
+
+/*
+ * Around an engine entry point: the engine lock (false: refused, see
+ * ohca_lock), then what the entry deferred.
+ */
+static bool ohca_enter(OhcaState *s)
+{
+    if (!ohca_lock(s)) {
+        return false;
+    }
+    if (!s->engine) { /* an access racing the device's unplug */
+        ohca_unlock(s);
+        return false;
+    }
+    ohca_depth++;
+    return true;
+}
+
+static void ohca_leave(OhcaState *s)
+{
+    ohca_unlock(s);
+    ohca_flush_deferred(s);
+    ohca_depth--;
+}
+
+/* ---- engine callbacks (the engine lock held) ---------------------------- */
+
+/*
+ * Guest RAM through the bus master address space, without the BQL: a
+ * MemoryRegionCache per contiguous piece (its region referenced, so a
+ * concurrent change of the memory map cannot free it). A write is followed
+ * by address_space_cache_invalidate, which marks the pages dirty (for
+ * migration) and invalidates translated code, as pci_dma_write does:
+ * address_space_write_cached itself does neither.
+ * Anything but RAM (MMIO, ROM for a write, no mapping, bus mastering off)
+ * is refused: its access would take the BQL with the engine lock held.
+ */
+static int ohca_ram_rw(OhcaState *s, uint64_t addr, void *buf, size_t len,
+                       bool is_write)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    uint8_t *p = buf;
+
+    while (len) {
+        MemoryRegionCache cache = MEMORY_REGION_CACHE_INVALID;
+        int64_t l = address_space_cache_init(&cache, as, addr, len, is_write);
+        bool ram = l > 0 && cache.ptr;
+
+        if (ram && is_write) {
+            address_space_write_cached(&cache, 0, p, l);
+            /* the cache's write leaves the dirty bitmaps to its user */
+            address_space_cache_invalidate(&cache, 0, l);
+        } else if (ram) {
+            address_space_read_cached(&cache, 0, p, l);
+        }
+        address_space_cache_destroy(&cache);
+        if (!ram) {
+            trace_ohca_dma_error(addr, len, is_write);
+            return -1;
+        }
+        addr += l;
+        p += l;
+        len -= l;
+    }
+    return 0;
+}
 
 static int ohca_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 {
     OhcaState *s = opaque;
 
+    if (s->lockless) {
+        return ohca_ram_rw(s, addr, buf, len, false);
+    }
     if (pci_dma_read(PCI_DEVICE(s), addr, buf, len) != MEMTX_OK) {
         trace_ohca_dma_error(addr, len, 0);
         return -1;
@@ -91,6 +354,9 @@ static int ohca_dma_write(void *opaque, uint64_t addr, const void *buf,
 {
     OhcaState *s = opaque;
 
+    if (s->lockless) {
+        return ohca_ram_rw(s, addr, (void *)buf, len, true);
+    }
     if (pci_dma_write(PCI_DEVICE(s), addr, buf, len) != MEMTX_OK) {
         trace_ohca_dma_error(addr, len, 1);
         return -1;
@@ -100,16 +366,15 @@ static int ohca_dma_write(void *opaque, uint64_t addr, const void *buf,
 
 /*
  * A CQE in one DMA with its owner byte (the bytes [last_off, last_off +
- * last_len)) visible after the rest: when the range is plain guest RAM in
- * one mapping, the rest is copied, then smp_wmb(), then the last part (a
- * polling vCPU that sees the owner byte then sees the body: it reads the
- * owner, then the body after a read barrier). pci_dma_map goes through the
- * bus master address space as pci_dma_write does (bus mastering, vIOMMU),
+ * last_len)) visible after the rest: the rest is copied, then smp_wmb(),
+ * then the last part (a polling vCPU that sees the owner byte then sees
+ * the body: it reads the owner, then the body after a read barrier).
+ * Without a vIOMMU through one MemoryRegionCache, RAM only as every DMA;
+ * behind one, pci_dma_map goes through the IOMMU as pci_dma_write does,
  * and the unmap with access_len = len marks the pages dirty (migration)
- * and invalidates translated code, as pci_dma_write would. Anything else
- * (MMIO or ROM, which map through the bounce buffer; a range the IOMMU
- * splits; no mapping) takes the ordinary writes, rest first, so errors
- * are reported as before.
+ * and invalidates translated code. A range that is not plain RAM in one
+ * mapping takes the ordinary writes, rest first (refused without a
+ * vIOMMU), so errors are reported as before.
  */
 static int ohca_dma_write_ordered(void *opaque, uint64_t addr, const void *buf,
                                   size_t len, size_t last_off, size_t last_len)
@@ -118,20 +383,49 @@ static int ohca_dma_write_ordered(void *opaque, uint64_t addr, const void *buf,
     PCIDevice *d = PCI_DEVICE(s);
     const uint8_t *p = buf;
     size_t after = last_off + last_len;
-    dma_addr_t plen = len;
-    ram_addr_t ram_off;
-    uint8_t *host = pci_dma_map(d, addr, &plen, DMA_DIRECTION_FROM_DEVICE);
 
-    if (host && plen == len && memory_region_from_host(host, &ram_off)) {
-        memcpy(host, p, last_off);
-        memcpy(host + after, p + after, len - after);
-        smp_wmb(); /* the rest is visible before the owner byte */
-        memcpy(host + last_off, p + last_off, last_len);
-        pci_dma_unmap(d, host, plen, DMA_DIRECTION_FROM_DEVICE, len);
-        return 0;
-    }
-    if (host) {
-        pci_dma_unmap(d, host, plen, DMA_DIRECTION_FROM_DEVICE, 0);
+    if (s->lockless) {
+        MemoryRegionCache cache = MEMORY_REGION_CACHE_INVALID;
+        int64_t l = address_space_cache_init(&cache, pci_get_address_space(d),
+                                             addr, len, true);
+        bool ram = l == len && cache.ptr;
+
+        if (ram) {
+            /* (the cache refuses empty accesses at its end) */
+            if (last_off) {
+                address_space_write_cached(&cache, 0, p, last_off);
+            }
+            if (len > after) {
+                address_space_write_cached(&cache, after, p + after,
+                                           len - after);
+            }
+            smp_wmb(); /* the rest is visible before the owner byte */
+            if (last_len) {
+                address_space_write_cached(&cache, last_off, p + last_off,
+                                           last_len);
+            }
+            address_space_cache_invalidate(&cache, 0, len);
+        }
+        address_space_cache_destroy(&cache);
+        if (ram) {
+            return 0;
+        }
+    } else {
+        dma_addr_t plen = len;
+        ram_addr_t ram_off;
+        uint8_t *host = pci_dma_map(d, addr, &plen, DMA_DIRECTION_FROM_DEVICE);
+
+        if (host && plen == len && memory_region_from_host(host, &ram_off)) {
+            memcpy(host, p, last_off);
+            memcpy(host + after, p + after, len - after);
+            smp_wmb(); /* the rest is visible before the owner byte */
+            memcpy(host + last_off, p + last_off, last_len);
+            pci_dma_unmap(d, host, plen, DMA_DIRECTION_FROM_DEVICE, len);
+            return 0;
+        }
+        if (host) {
+            pci_dma_unmap(d, host, plen, DMA_DIRECTION_FROM_DEVICE, 0);
+        }
     }
     if (last_off && ohca_dma_write(s, addr, p, last_off)) {
         return -1;
@@ -147,28 +441,53 @@ static int ohca_dma_write_ordered(void *opaque, uint64_t addr, const void *buf,
     return 0;
 }
 
+/*
+ * MSI-X is deferred to when the engine lock is released (a BQL holder
+ * delivers it, ohca_flush_deferred): msix_notify writes through the bus
+ * master address space, which takes the BQL, and may reach the device's
+ * own BAR. The device signals through MSI-X only.
+ */
 static void ohca_raise_irq(void *opaque, unsigned int vector)
 {
     OhcaState *s = opaque;
-    PCIDevice *d = PCI_DEVICE(s);
 
-    /* The device signals through MSI-X only; without it there is no IRQ. */
-    bool deliver = vector < OHCA_NUM_MSIX && msix_enabled(d);
-
-    trace_ohca_irq(vector, deliver);
-    if (deliver) {
-        msix_notify(d, vector);
+    if (vector < OHCA_NUM_MSIX) {
+        qatomic_or(&s->irq_pending, 1u << vector);
     }
 }
 
+/*
+ * With the BQL: sent at once, after the frames deferred before it (an
+ * answer that comes back inside qemu_send_packet finds the engine lock
+ * held and waits in QEMU's queue, ohca_receive). Without the BQL (a
+ * doorbell's run): queued for a BQL holder.
+ */
 static void ohca_transmit(void *opaque, const uint8_t *frame, size_t len)
 {
     OhcaState *s = opaque;
+    OhcaFrame *f;
 
-    trace_ohca_tx(len);
-    qemu_send_packet(qemu_get_queue(s->nic), frame, len);
+    if (bql_locked()) {
+        ohca_send_deferred_locked(s);
+        ohca_send_frame(s, frame, len);
+        return;
+    }
+    if (s->txq_frames >= OHCA_TXQ_MAX_FRAMES ||
+        s->txq_bytes + len > OHCA_TXQ_MAX_BYTES) {
+        qatomic_inc(&s->deferred_drops);
+        trace_ohca_tx_deferred(len, s->txq_frames, true);
+        return;
+    }
+    f = g_malloc(sizeof(*f) + len);
+    f->len = len;
+    memcpy(f->data, frame, len);
+    QSIMPLEQ_INSERT_TAIL(&s->txq, f, next);
+    qatomic_set(&s->txq_frames, s->txq_frames + 1);
+    s->txq_bytes += len;
+    trace_ohca_tx_deferred(len, s->txq_frames, false);
 }
 
+/* qemu_bh_schedule is thread safe. */
 static void ohca_schedule(void *opaque)
 {
     OhcaState *s = opaque;
@@ -176,11 +495,16 @@ static void ohca_schedule(void *opaque)
     qemu_bh_schedule(s->bh);
 }
 
+/*
+ * qemu_flush_queued_packets delivers to ohca_receive, which takes the
+ * engine lock: the bottom half does it, after its run.
+ */
 static void ohca_rx_resume(void *opaque)
 {
     OhcaState *s = opaque;
 
-    qemu_flush_queued_packets(qemu_get_queue(s->nic));
+    qatomic_set(&s->rx_resume_pending, true);
+    qemu_bh_schedule(s->bh);
 }
 
 /*
@@ -194,15 +518,28 @@ static uint64_t ohca_now_ns(void *opaque)
     return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 }
 
+/*
+ * The engine moves its deadline with almost every doorbell (an ACK
+ * deadline set, then met). A QEMU timer that becomes the earliest wakes
+ * the main loop (qemu_notify_event), which then takes the BQL: per
+ * doorbell, the vCPU's next MMIO would wait for it. So the timer is only
+ * ever brought forward here: a later deadline, or none, leaves it as it
+ * is, and when it fires early ohca_timer_cb re-arms it for the deadline
+ * wanted then (timer_want). Both only ever bring it forward
+ * (timer_mod_anticipate, atomic under the timer list's lock). Store
+ * timer_want, then arm; the callback runs once the timer is no longer
+ * pending, then reads timer_want: either it sees the new deadline or the
+ * new deadline found the timer not pending and armed it.
+ */
 static void ohca_set_timer(void *opaque, uint64_t deadline_ns)
 {
     OhcaState *s = opaque;
 
     trace_ohca_timer(deadline_ns);
-    if (deadline_ns == 0) {
-        timer_del(s->timer);
-    } else {
-        timer_mod(s->timer, deadline_ns);
+    qatomic_set(&s->timer_want, deadline_ns);
+    smp_mb(); /* timer_want stored before the timer is read: see above */
+    if (deadline_ns) {
+        timer_mod_anticipate(s->timer, deadline_ns);
     }
 }
 
@@ -229,7 +566,17 @@ static void ohca_trace(void *opaque, unsigned int kind, uint32_t a,
 static void ohca_timer_cb(void *opaque)
 {
     OhcaState *s = opaque;
+    uint64_t want;
 
+    smp_mb(); /* the timer is no longer pending: see ohca_set_timer */
+    want = qatomic_read(&s->timer_want);
+    if (!want) {
+        return;
+    }
+    if (want > (uint64_t)qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL)) {
+        timer_mod_anticipate(s->timer, want);
+        return;
+    }
     qemu_bh_schedule(s->bh);
 }
 
@@ -257,22 +604,35 @@ static void ohca_bh(void *opaque)
     OhcaState *s = opaque;
     int64_t start;
 
-    if (!runstate_is_running()) {
-        return;
+    if (runstate_is_running() && ohca_enter(s)) {
+        start = trace_event_get_state_backends(TRACE_OHCA_RUN) ?
+                get_clock() : 0;
+        ohca_engine_process(s->engine);
+        if (start) {
+            trace_ohca_run(get_clock() - start);
+        }
+        ohca_leave(s);
+    } else {
+        ohca_flush_deferred(s);
     }
-    start = trace_event_get_state_backends(TRACE_OHCA_RUN) ? get_clock() : 0;
-    ohca_engine_process(s->engine);
-    if (start) {
-        trace_ohca_run(get_clock() - start);
+    if (qatomic_xchg(&s->rx_resume_pending, false)) {
+        qemu_flush_queued_packets(qemu_get_queue(s->nic));
     }
 }
 
+/*
+ * Stopping: the vCPUs are paused, so no doorbell runs; what the last runs
+ * deferred is delivered now, before the device's and the interrupt
+ * controllers' state is saved.
+ */
 static void ohca_vm_state_change(void *opaque, bool running, RunState state)
 {
     OhcaState *s = opaque;
 
     if (running) {
         qemu_bh_schedule(s->bh);
+    } else {
+        ohca_flush_deferred(s);
     }
 }
 
@@ -281,8 +641,12 @@ static void ohca_vm_state_change(void *opaque, bool running, RunState state)
 static uint64_t ohca_regs_read(void *opaque, hwaddr addr, unsigned size)
 {
     OhcaState *s = opaque;
-    uint64_t val = ohca_engine_reg_read(s->engine, addr, size);
+    uint64_t val = 0;
 
+    if (ohca_enter(s)) {
+        val = ohca_engine_reg_read(s->engine, addr, size);
+        ohca_leave(s);
+    }
     trace_ohca_reg_read(addr, size, val);
     return val;
 }
@@ -293,7 +657,10 @@ static void ohca_regs_write(void *opaque, hwaddr addr, uint64_t val,
     OhcaState *s = opaque;
 
     trace_ohca_reg_write(addr, size, val);
-    ohca_engine_reg_write(s->engine, addr, val, size);
+    if (ohca_enter(s)) {
+        ohca_engine_reg_write(s->engine, addr, val, size);
+        ohca_leave(s);
+    }
 }
 
 /*
@@ -323,11 +690,31 @@ static const MemoryRegionOps ohca_regs_ops = {
 static uint64_t ohca_db_read(void *opaque, hwaddr addr, unsigned size)
 {
     OhcaState *s = opaque;
+    uint64_t val = 0;
 
-    if (addr >= OHCA_DM_BAR_OFFSET) {
-        return ohca_engine_dm_read(s->engine, addr - OHCA_DM_BAR_OFFSET, size);
+    if (addr >= OHCA_DM_BAR_OFFSET && ohca_enter(s)) {
+        val = ohca_engine_dm_read(s->engine, addr - OHCA_DM_BAR_OFFSET, size);
+        ohca_leave(s);
     }
-    return 0;
+    return val;
+}
+
+/*
+ * Whether this doorbell may let go of the BQL for its run. Only a guest CPU's
+ * own store, at the top of its vCPU thread: TCG took the BQL for it (on every
+ * version: its stores ignore lockless I/O, ohca-compat.h; where an
+ * accelerator honours it the store arrives without the BQL and there is
+ * nothing to let go) and holds nothing else (its attributes are the CPU's:
+ * none of a DMA's "unspecified" or "memory", no requester ID as an MSI has).
+ * A doorbell reached from inside other code that holds the BQL (another
+ * device's DMA or MSI, one of this device's own entry points, the monitor)
+ * keeps it: that code may rely on it for the whole call.
+ */
+static bool ohca_db_may_unlock(OhcaState *s, MemTxAttrs attrs)
+{
+    return s->lockless && s->unlock_bql && current_cpu && !ohca_depth &&
+           bql_locked() && !attrs.unspecified && !attrs.memory &&
+           !attrs.requester_id;
 }
 
 /*
@@ -338,41 +725,67 @@ static uint64_t ohca_db_read(void *opaque, hwaddr addr, unsigned size)
  * pollers spin), and costs an eventfd write to wake it. The engine does at
  * most doorbell-budget units of it (packets, WQEs, frames looped back) and
  * 50 us, the rung QP first, and schedules the bottom half only for what it
- * leaves. It runs under the BQL like the bottom half, so the two never
- * overlap; the engine refuses a doorbell that arrives while it runs (a DMA
- * of its own reaching this BAR), and QEMU's reentrancy guard stops such an
- * access before that.
+ * leaves.
+ *
+ * The run holds the engine lock and not the BQL (docs/architecture.md,
+ * "Threads"): TCG takes the BQL for the access (also on QEMU >= 10.2:
+ * lockless I/O does not reach TCG's stores), the handler lets go of it before
+ * taking the engine lock and takes it back after releasing it, so the main
+ * loop and the other vCPUs run meanwhile, and the handler never holds one
+ * lock while waiting for the other. What the run deferred (MSI-X, frames) is
+ * delivered once the BQL is back, before the store completes.
  */
-static void ohca_db_write(void *opaque, hwaddr addr, uint64_t val,
-                          unsigned size)
+static MemTxResult ohca_db_write(void *opaque, hwaddr addr, uint64_t val,
+                                 unsigned size, MemTxAttrs attrs)
 {
     OhcaState *s = opaque;
     hwaddr off = addr & (OHCA_DB_PAGE_SIZE - 1);
     uint32_t page = addr >> OHCA_DB_PAGE_SHIFT;
+    bool unlock;
     int64_t start;
 
     if (addr >= OHCA_DM_BAR_OFFSET) {
-        ohca_engine_dm_write(s->engine, addr - OHCA_DM_BAR_OFFSET, val, size);
-        return;
+        if (ohca_enter(s)) {
+            ohca_engine_dm_write(s->engine, addr - OHCA_DM_BAR_OFFSET, val,
+                                 size);
+            ohca_leave(s);
+        }
+        return MEMTX_OK;
     }
 
     trace_ohca_db_write(page, off, val, size);
     if (!s->sync_doorbells || !s->doorbell_budget) {
-        ohca_engine_db_write(s->engine, page, off, val, size);
-        return;
+        if (ohca_enter(s)) {
+            ohca_engine_db_write(s->engine, page, off, val, size);
+            ohca_leave(s);
+        }
+        return MEMTX_OK;
     }
-    start = trace_event_get_state_backends(TRACE_OHCA_DB_RUN) ?
-            get_clock() : 0;
-    ohca_engine_doorbell_fast(s->engine, page, off, val, size,
-                              s->doorbell_budget);
-    if (start) {
-        trace_ohca_db_run(get_clock() - start);
+    unlock = ohca_db_may_unlock(s, attrs);
+    if (unlock) {
+        bql_unlock();
     }
+    if (ohca_enter(s)) {
+        start = trace_event_get_state_backends(TRACE_OHCA_DB_RUN) ?
+                get_clock() : 0;
+        ohca_engine_doorbell_fast(s->engine, page, off, val, size,
+                                  s->doorbell_budget);
+        if (start) {
+            trace_ohca_db_run(get_clock() - start);
+        }
+        ohca_unlock(s);
+        ohca_depth--;
+    }
+    if (unlock) {
+        bql_lock();
+    }
+    ohca_flush_deferred(s);
+    return MEMTX_OK;
 }
 
 static const MemoryRegionOps ohca_db_ops = {
     .read = ohca_db_read,
-    .write = ohca_db_write,
+    .write_with_attrs = ohca_db_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
     .valid = {
         .min_access_size = 1,
@@ -404,9 +817,23 @@ static ssize_t ohca_receive(NetClientState *nc, const uint8_t *buf,
                             size_t size)
 {
     OhcaState *s = qemu_get_nic_opaque(nc);
-    bool retry = ohca_engine_receive_frame(s->engine, buf, size) ==
-                 OHCA_ENGINE_RX_RETRY;
+    bool retry;
 
+    if (ohca_enter(s)) {
+        retry = ohca_engine_receive_frame(s->engine, buf, size) ==
+                OHCA_ENGINE_RX_RETRY;
+        ohca_leave(s);
+    } else {
+        /*
+         * An answer to a frame this thread is sending, delivered before
+         * qemu_send_packet returns (slirp's ARP replies, a hub): QEMU
+         * holds it until the bottom half flushes the queue, as the engine
+         * holds a frame offered from inside its callbacks.
+         */
+        retry = true;
+        qatomic_set(&s->rx_resume_pending, true);
+        qemu_bh_schedule(s->bh);
+    }
     trace_ohca_rx(size, retry);
     return retry ? 0 : size;
 }
@@ -416,7 +843,10 @@ static void ohca_link_status_changed(NetClientState *nc)
     OhcaState *s = qemu_get_nic_opaque(nc);
 
     trace_ohca_link(!nc->link_down);
-    ohca_engine_set_link(s->engine, !nc->link_down);
+    if (ohca_enter(s)) {
+        ohca_engine_set_link(s->engine, !nc->link_down);
+        ohca_leave(s);
+    }
 }
 
 static NetClientInfo ohca_net_info = {
@@ -525,6 +955,23 @@ static void ohca_realize(PCIDevice *pdev, Error **errp)
 
     memory_region_init_io(&s->db, OBJECT(s), &ohca_db_ops, s,
                           "ohca-doorbells", OHCA_BAR2_SIZE);
+    /*
+     * Behind a vIOMMU DMA goes through the IOMMU (whose faults raise
+     * interrupts) under the BQL as before. Otherwise a doorbell's run lets go
+     * of the BQL TCG took for it, and from 10.2 on BAR2 is lockless I/O for
+     * accelerators that honour it; its accesses to the device are then
+     * serialised by the engine lock, and its re-entries refused by ohca_lock,
+     * not by the per-device reentrancy guard (which another thread's access
+     * to BAR0 would trip over while a doorbell runs).
+     */
+    s->lockless = pci_device_iommu_address_space(pdev) == &address_space_memory;
+    if (s->lockless) {
+#if OHCA_HAVE_LOCKLESS_IO
+        memory_region_enable_lockless_io(&s->db);
+#else
+        s->db.disable_reentrancy_guard = true;
+#endif
+    }
     pci_register_bar(pdev, OHCA_BAR_DB,
                      PCI_BASE_ADDRESS_SPACE_MEMORY |
                      PCI_BASE_ADDRESS_MEM_TYPE_64, &s->db);
@@ -585,6 +1032,7 @@ static void ohca_exit(PCIDevice *pdev)
 
     qemu_del_vm_change_state_handler(s->vmstate_change);
     qemu_del_nic(s->nic);
+    qemu_mutex_lock(&s->lock);
     timer_free(s->timer);
     s->timer = NULL;
     qemu_bh_delete(s->bh);
@@ -592,6 +1040,8 @@ static void ohca_exit(PCIDevice *pdev)
     msix_uninit(pdev, &s->msix, &s->msix);
     ohca_engine_destroy(s->engine);
     s->engine = NULL;
+    ohca_drop_deferred_locked(s);
+    qemu_mutex_unlock(&s->lock);
     g_free(s->state);
     s->state = NULL;
 }
@@ -623,17 +1073,24 @@ static void ohca_qdev_reset(DeviceState *dev)
     OhcaState *s = OHCA(dev);
 
     trace_ohca_reset();
-    ohca_engine_reset(s->engine);
+    if (ohca_enter(s)) {
+        /* A reset device sends nothing the old one deferred. */
+        ohca_drop_deferred_locked(s);
+        ohca_engine_reset(s->engine);
+        ohca_leave(s);
+    }
 }
 
 /*
  * Migration and snapshots (docs/migration.md): the PCI configuration, MSI-X
  * and the engine's whole state as one versioned blob (registers, queues,
  * every object with its transport state; ohca_engine_save). The state is
- * saved between two engine entry points (all of them run under the BQL),
- * where no work request is half executed. The device writes guest memory
- * only through pci_dma_write and pci_dma_map/unmap, which mark what they
- * write dirty for migration, and the vmstate is saved with the VM stopped,
+ * saved under the engine lock, between two engine entry points, where no
+ * work request is half executed; what the last runs deferred was
+ * delivered when the VM stopped (ohca_vm_state_change). The device writes
+ * guest memory only through MemoryRegionCache writes (behind a vIOMMU
+ * pci_dma_write and pci_dma_map/unmap), which mark what they write dirty
+ * for migration, and the vmstate is saved with the VM stopped,
  * after RAM's last pass, without the BQL being let go in between. Frames
  * in flight are not saved: RC recovers them as from a loss.
  */
@@ -650,9 +1107,16 @@ static int ohca_pre_save(void *opaque)
     char err[256];
     uint8_t *buf;
     size_t len;
+    int ret;
 
     ohca_drop_state(s);
-    if (ohca_engine_save(s->engine, &buf, &len, err, sizeof(err))) {
+    if (!ohca_enter(s)) {
+        error_report("ohca: cannot save the device's state from inside it");
+        return -EINVAL;
+    }
+    ret = ohca_engine_save(s->engine, &buf, &len, err, sizeof(err));
+    ohca_leave(s);
+    if (ret) {
         error_report("ohca: cannot save the device's state: %s", err);
         return -EINVAL;
     }
@@ -698,15 +1162,24 @@ static int ohca_post_load(void *opaque, int version_id)
     char err[256];
     int ret;
 
+    if (!ohca_enter(s)) {
+        ohca_drop_state(s);
+        error_report("ohca: cannot load the device's state from inside it");
+        return -EINVAL;
+    }
+    ohca_drop_deferred_locked(s);
     ret = ohca_engine_load(s->engine, s->state, s->state_len, err,
                            sizeof(err));
+    if (!ret) {
+        /* The link is this host's netdev's, not the saving host's. */
+        ohca_engine_set_link(s->engine, !qemu_get_queue(s->nic)->link_down);
+    }
+    ohca_leave(s);
     ohca_drop_state(s);
     if (ret) {
         error_report("ohca: cannot load the device's state: %s", err);
         return -EINVAL;
     }
-    /* The link is this host's netdev's, not the saving host's. */
-    ohca_engine_set_link(s->engine, !qemu_get_queue(s->nic)->link_down);
     return 0;
 }
 
@@ -736,6 +1209,13 @@ static OhcaProperty ohca_properties[] = {
     DEFINE_PROP_STRING("link-layer", OhcaState, link_layer),
     DEFINE_PROP_BOOL("sync-doorbells", OhcaState, sync_doorbells, true),
     DEFINE_PROP_UINT32("doorbell-budget", OhcaState, doorbell_budget, 256),
+    /*
+     * Off: a doorbell's run keeps the BQL TCG took for its access (before
+     * QEMU 10.2), as before 2026-12-06: for comparison (docs/bench.md).
+     */
+    DEFINE_PROP_BOOL("x-unlock-bql", OhcaState, unlock_bql, true),
+    /* How long a waiter for the engine lock spins (ohca_lock); 0: sleeps. */
+    DEFINE_PROP_UINT32("x-lock-spin-ns", OhcaState, lock_spin_ns, 20000),
     DEFINE_PROP_UINT32("max-qp", OhcaState, max_qp, OHCA_ENGINE_MAX_QP),
     DEFINE_PROP_UINT32("speed", OhcaState, speed,
                        OHCA_ENGINE_DEFAULT_SPEED_MBPS),
@@ -757,10 +1237,52 @@ static void ohca_get_engine_heap(Object *obj, Visitor *v, const char *name,
     visit_type_uint64(v, name, &bytes, errp);
 }
 
+/*
+ * x-lock-waits, x-lock-sleeps, x-lock-wait-max-ns (read only): how many
+ * times an entry point found the engine lock held, how many of those
+ * slept after spinning, and the longest it waited for it;
+ * x-deferred-drops: frames a doorbell's run made without the BQL and
+ * dropped because the queue for them was full (OHCA_TXQ_MAX_*).
+ */
+static void ohca_get_counter(Object *obj, Visitor *v, const char *name,
+                             void *opaque, Error **errp)
+{
+    OhcaState *s = OHCA(obj);
+    uint64_t val = qatomic_read((uint64_t *)((char *)s + (uintptr_t)opaque));
+
+    visit_type_uint64(v, name, &val, errp);
+}
+
+static const struct {
+    const char *name;
+    size_t offset;
+} ohca_counters[] = {
+    { "x-lock-waits", offsetof(OhcaState, lock_waits) },
+    { "x-lock-sleeps", offsetof(OhcaState, lock_sleeps) },
+    { "x-lock-wait-max-ns", offsetof(OhcaState, lock_wait_max_ns) },
+    { "x-deferred-drops", offsetof(OhcaState, deferred_drops) },
+};
+
+static void ohca_instance_init(Object *obj)
+{
+    OhcaState *s = OHCA(obj);
+
+    qemu_mutex_init(&s->lock);
+    QSIMPLEQ_INIT(&s->txq);
+}
+
+static void ohca_instance_finalize(Object *obj)
+{
+    OhcaState *s = OHCA(obj);
+
+    qemu_mutex_destroy(&s->lock);
+}
+
 static void ohca_class_init(ObjectClass *klass, OHCA_CLASS_DATA *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+    size_t i;
 
     k->realize = ohca_realize;
     k->exit = ohca_exit;
@@ -777,6 +1299,11 @@ static void ohca_class_init(ObjectClass *klass, OHCA_CLASS_DATA *data)
     device_class_set_props(dc, ohca_properties);
     object_class_property_add(klass, "x-engine-heap", "uint64",
                               ohca_get_engine_heap, NULL, NULL, NULL);
+    for (i = 0; i < ARRAY_SIZE(ohca_counters); i++) {
+        object_class_property_add(klass, ohca_counters[i].name, "uint64",
+                                  ohca_get_counter, NULL, NULL,
+                                  (void *)ohca_counters[i].offset);
+    }
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }
 
@@ -784,6 +1311,8 @@ static const TypeInfo ohca_info = {
     .name = TYPE_OHCA,
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(OhcaState),
+    .instance_init = ohca_instance_init,
+    .instance_finalize = ohca_instance_finalize,
     .class_init = ohca_class_init,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_CONVENTIONAL_PCI_DEVICE },

@@ -623,6 +623,27 @@ def rdma_loopback(q, command):
     check(q.read(dst, 3000) == payload, "written bytes arrived")
     check(q.read(dst + 3000, 500) == payload[:500], "sent bytes arrived")
 
+    # DMA reaches guest RAM only: the engine runs a doorbell's work without
+    # the BQL, which an MMIO access would take with the engine lock held.
+    # An MR over the I/O APIC's registers (MMIO another device owns,
+    # harmless to read; a DMA of it before 2026-12-06 read them): a SEND
+    # gathering from it completes with LOC_PROT_ERR.
+    mmio = 0xFEC00000
+    st, mmio_key = create(fw.OHCA_CMD_CREATE_MR,
+                          struct.pack(CREATE_MR_FMT, pd, access, mmio, 0x1000, 0, 0) + pbl(6, [mmio]))
+    check(st == 0, f"CREATE_MR over MMIO -> key {mmio_key:#x}")
+    q.write(rq[1] + (1 << fw.OHCA_RQ_LOG_STRIDE_MIN),
+            struct.pack(RECV_WQE_FMT, 0xBEF0, 1, dst + 3500, 100, key))
+    q.writeq(BAR2 + fw.OHCA_DB_RQ, (2 << 32) | qpn[1])
+    q.write(sq[0] + 2 * (1 << fw.OHCA_SQ_LOG_STRIDE_MIN),
+            struct.pack(SEND_WQE_FMT, 0x33, fw.OHCA_WR_SEND, sig, 1, 0, 0, 0, 0, 0,
+                        mmio, 64, mmio_key))
+    q.writeq(BAR2 + fw.OHCA_DB_SQ, (3 << 32) | qpn[0])
+    check(wait_for(lambda: cqe(3)[11] == 1), "a fourth CQE written")
+    e = cqe(3)
+    check(e[0] == 0x33 and e[6] == fw.OHCA_CQE_LOC_PROT_ERR,
+          f"SEND from MMIO refused: wr_id {e[0]:#x} status {e[6]} (LOC_PROT_ERR)")
+
 
 
 if __name__ == "__main__":

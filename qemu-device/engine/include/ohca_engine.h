@@ -10,7 +10,9 @@
  * guest memory and a fake wire through the same callbacks.
  *
  * Threading: the engine is not thread safe. Every entry point must be
- * called from one thread at a time (in QEMU: under the BQL). Entry points
+ * called from one thread at a time (in QEMU: under the device's engine
+ * lock, docs/architecture.md "Threads"; a doorbell's run without the
+ * BQL, so its callbacks may be called without it). Entry points
  * called re-entrantly from inside a callback (e.g. a DMA that hits the
  * device's own BAR) are rejected: register and doorbell accesses are
  * counted as errors, frames are dropped.
@@ -158,7 +160,7 @@ void ohca_engine_db_write(struct ohca_engine *e, uint32_t page, uint32_t offset,
  * asks for nothing. A doorbell that gives no QP work (CQ doorbells, one
  * that is refused) does only what ohca_engine_db_write() does. For hosts
  * that want a doorbell's first packets on the wire before the MMIO write
- * returns (QEMU: in the vCPU thread, under the BQL). */
+ * returns (QEMU: in the vCPU thread, under the engine lock). */
 void ohca_engine_doorbell_fast(struct ohca_engine *e, uint32_t page, uint32_t offset,
                                uint64_t value, unsigned int size, unsigned int budget);
 
@@ -190,8 +192,8 @@ void ohca_engine_process(struct ohca_engine *e);
 /* The engine's whole state as a byte stream, for migration and snapshots
  * (docs/migration.md): registers, queues, every object with its transport
  * state, counters; timers as the time they have left on now_ns. Call it
- * between two engine entry points (in QEMU: under the BQL, outside the
- * engine), where no work request is half executed. Frames in flight and
+ * between two engine entry points (in QEMU: under the engine lock,
+ * outside the engine), where no work request is half executed. Frames in flight and
  * received frames waiting for a run are not part of it: RC recovers them
  * as from a loss. On success returns 0 and *buf (free it with
  * ohca_engine_state_free()) of *len bytes. Fails (-1, a reason in err,

@@ -150,6 +150,7 @@ static const struct hcase cases[] = {
 	{ "fast_reg_past_capacity", t_fast_reg_past_capacity, false },
 	{ "fast_reg_list_outside_ram", t_fast_reg_list_outside_ram, false },
 	{ "wqe_then_flush", t_wqe_then_flush, false },
+	{ "wqe_sge_on_mmio", t_wqe_sge_on_mmio, false },
 	{ "sq_ring_outside_ram", t_sq_ring_outside_ram, false },
 	{ "cq_ring_outside_ram", t_cq_ring_outside_ram, false },
 	{ "db_rejected", t_db_rejected, false },

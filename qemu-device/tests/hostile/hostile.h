@@ -32,6 +32,8 @@
 /* Bus addresses that are never RAM or MMIO in the 2 GiB test VM. */
 #define NOWHERE		0x00007f0000000000ull
 #define WRAPS		0xffffffffffffffc0ull
+/* MMIO of another device: the I/O APIC (x86's fixed address). */
+#define IOAPIC_MMIO	0xfec00000ull
 #define NPAGES		48
 #define PG		4096u
 
@@ -244,6 +246,7 @@ bool t_fast_reg_ok(void);
 bool t_fast_reg_past_capacity(void);
 bool t_fast_reg_list_outside_ram(void);
 bool t_wqe_then_flush(void);
+bool t_wqe_sge_on_mmio(void);
 bool t_sq_ring_outside_ram(void);
 bool t_cq_ring_outside_ram(void);
 bool t_db_rejected(void);

@@ -299,6 +299,36 @@ bool t_wqe_then_flush(void)
 	return nop_ok();
 }
 
+/*
+ * An MR whose page is MMIO another device owns (the I/O APIC's registers,
+ * harmless to read): a SEND gathering from it fails with LOC_PROT_ERR /
+ * DMA. The device reaches guest RAM only: a doorbell's run holds the
+ * engine lock without the BQL, which an MMIO access would need (before
+ * 2026-12-06 the SEND read the I/O APIC and waited for a receive WQE).
+ */
+bool t_wqe_sge_on_mmio(void)
+{
+	struct ohca_create_mr_in in = { .access = OHCA_ACCESS_LOCAL_WRITE,
+		.iova = 0x10000, .length = PG };
+	struct ohca_send_wqe w = { .wr_id = 0x5e9d, .opcode = OHCA_WR_SEND,
+		.flags = OHCA_WQE_SIGNALED, .num_sge = 1 };
+	struct ohca_sge sg = { 0x10000, 64, 0 };
+	uint64_t *l = pva(P_PBL);
+
+	/* (page lists are read when the object is made: P_PBL is free) */
+	if (!rdma_setup())
+		return false;
+	in.pdn = g_pd;
+	in.pbl.addr = pba(P_PBL);
+	in.pbl.npages = 1;
+	in.pbl.page_shift = 12;
+	in.pbl.levels = 1;
+	l[0] = IOAPIC_MMIO;
+	EXPECT_CMD(cmd(OHCA_CMD_CREATE_MR, &in, sizeof(in), 8), 0, 0);
+	sg.lkey = out_handle();
+	return post_wqe(&w, &sg, 1, OHCA_CQE_LOC_PROT_ERR, OHCA_VERR_DMA);
+}
+
 bool t_sq_ring_outside_ram(void)
 {
 	/* The SQ page list names memory that does not exist: the WQE cannot
