@@ -121,11 +121,21 @@ exit $rc
 """
 
 
+# The memory checkers' stale pages so far, and what the guest's kernel said
+# of a broken page table, a stalled CPU or RCU.
+MEMCHECK_LIB = r"""
+memcheck_stale() { cat /tmp/memcheck-*.log 2>/dev/null | grep -c '^STALE'; }
+kernel_bugs() { dmesg | grep -E 'BUG|Bad page|rcu.*stall|general protection|soft lockup' | head -n 5; }
+"""
+
+
 def fill(script, iters=ITERS, migrations=0):
-    s = (script.replace("@GID@", str(GID)).replace("@ITERS@", str(iters))
+    s = (script.replace("@MEMCHECK_LIB@", MEMCHECK_LIB)
+         .replace("@GID@", str(GID)).replace("@ITERS@", str(iters))
          .replace("@PORT@", str(PORT)).replace("@N@", str(migrations))
          .replace("@UD@", "1" if MIG_UD else "0").replace("@NVME@", "1" if MIG_NVME else "0")
-         .replace("@NQN@", NQN).replace("@QPT@", str(LIVE_QP_TIMEOUT)))
+         .replace("@NQN@", NQN).replace("@QPT@", str(LIVE_QP_TIMEOUT))
+         .replace("@MEMCHECK@", "1" if MEMCHECK else "0").replace("@PAGES@", str(MEMCHECK_PAGES)))
     for k in range(3):
         s = s.replace(f"@EXTRA{k}@", str(PORT + 1 + k))
     return s
@@ -230,6 +240,13 @@ MIG_UD = os.environ.get("OHCA_MIG_UD", "0") == "1"
 # an nvmet-rdma target, vm0 its host running fio write+verify passes.
 MIG_NVME = os.environ.get("OHCA_MIG_NVME", "0") == "1"
 NQN = "ohca-migration-test"
+# The guest memory checker (tests/migration/guest_memcheck.py) on every vCPU
+# of vm0 (OHCA_MIG_MEMCHECK=1): beside the live traffic, and alone in
+# test_guest_memory_across_migrations. PAGES pages each.
+MEMCHECK = os.environ.get("OHCA_MIG_MEMCHECK", "0") == "1"
+MEMCHECK_PAGES = int(os.environ.get("OHCA_MIG_MEMCHECK_PAGES", "256"))
+MEMCHECK_SCRIPT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "migration",
+                                               "guest_memcheck.py"))
 # The live connections' QP timeout (ohca_rc_integrity -T, ib_write_bw -u;
 # OHCA_MIG_QP_TIMEOUT). make migration-test: 18, 4.096 us x 2^18 = 1.07 s,
 # about what Linux's rdma_cm gives a RoCE QP (rping's here: 17-19 by kernel
@@ -374,7 +391,18 @@ print("fio: pass %s verified, longest I/O ms %.0f" % (sys.argv[1], max(j["write"
     nvme disconnect -n @NQN@ >/dev/null || { echo "fio: FAIL: nvme disconnect"; exit 1; }
     echo "fio: $n passes, disconnected"
 }
+# The memory checkers (OHCA_MIG_MEMCHECK=1), at nice 19 beside the traffic.
+memcheck_start() {
+    local k
+    cp /share/guest_memcheck.py /tmp/ || return 1
+    for k in $(seq 0 $(($(nproc --all) - 1))); do
+        nice -n 19 python3 /tmp/guest_memcheck.py $k @PAGES@ /tmp/memcheck-$k.log &
+        MC_PIDS="$MC_PIDS $!"
+    done
+}
+@MEMCHECK_LIB@
 start_extra() {
+    [ @MEMCHECK@ = 0 ] || memcheck_start || { echo "FAIL: the memory checkers"; exit 1; }
     extra rping rping_loop
     extra wbw nice -n 10 stdbuf -oL ib_write_bw -d "$OHCA_IBDEV" -x @GID@ -p @EXTRA1@ \
         -s 4096 -t 8 -D 2 -F -u @QPT@ --run_infinitely "$OHCA_PEER_IP"
@@ -459,6 +487,9 @@ for i in $(seq 1 @N@); do
     echo "migration $i: progress lines before $before, after $(progress), client still running: $mid"
     extra_ok "migration $i" || rc=1
     [ @NVME@ = 0 ] || echo "NVME_MIGRATION $i longest I/O $(fio_longest_since $fio_before) ms in passes $((fio_before + 1))..$(reports fio)"
+    [ @MEMCHECK@ = 0 ] || echo "MEMCHECK_MIGRATION $i stale pages so far $(memcheck_stale)"
+    bugs=$(kernel_bugs)
+    [ -z "$bugs" ] || { echo "KERNEL after migration $i: $bugs"; rc=1; }
     wait $cli || rc=1
     cat /tmp/cli.log
     [ $mid = yes ] || { echo "FAIL: migration $i did not fall in the traffic"; rc=1; }
@@ -467,6 +498,14 @@ done
 # The end: rping finishes its connection; the peer checks its servers
 # before this end stops its clients (a stopped client is an error to them).
 touch /tmp/stop
+if [ @MEMCHECK@ = 1 ]; then
+    kill -TERM $MC_PIDS
+    wait $MC_PIDS
+    grep -h '^STALE' /tmp/memcheck-*.log | head -n 20
+    grep -h '^MEMCHECK' /tmp/memcheck-*.log
+    echo "MEMCHECK_TOTAL stale $(memcheck_stale)"
+    [ "$(memcheck_stale)" = 0 ] || rc=1
+fi
 wait $pid_rping || { echo "FAIL: rping"; rc=1; }
 echo "rping: $(grep -c verified /tmp/rping.log) connections of 20 pings verified"
 echo "ib_write_bw: $(progress_wbw /tmp/wbw.log) reports with traffic; the last: $(grep '^ *4096 ' /tmp/wbw.log | tail -n 1)"
@@ -567,7 +606,12 @@ def peer_gaps(out1):
 
 
 def test_live_migration_during_rc_traffic(vm_cluster):
-    c = vm_cluster(nvms=2, migratable=True, smp=int(os.environ.get("OHCA_MIG_SMP", "1")))
+    # OHCA_MIG_NIC=rxe: the same traffic over virtio-net and Linux's
+    # soft-RoCE instead of ohca (a diagnosis: is a fault the device's?)
+    extra = {"guest_memcheck.py": MEMCHECK_SCRIPT} if MEMCHECK else {}
+    kw = {"nic": os.environ["OHCA_MIG_NIC"]} if os.environ.get("OHCA_MIG_NIC") else {}
+    c = vm_cluster(nvms=2, migratable=True, smp=int(os.environ.get("OHCA_MIG_SMP", "1")),
+                   extra_files=extra, **kw)
     c.start({i: fill(s, LIVE_ITERS, MIGRATIONS) for i, s in enumerate((CLIENT_LIVE, SERVER_LIVE))})
     vm0, vm1 = c[0], c[1]
     figures = []
@@ -637,6 +681,8 @@ def test_live_migration_during_rc_traffic(vm_cluster):
     nvme = re.search(r"^NVME_PASSES (\d+) .*$", results[0].output, re.M)
     if MIG_NVME:
         print(nvme.group(0) if nvme else "NVMe: no result")
+    for line in re.findall(r"^(?:MEMCHECK|STALE|KERNEL).*$", results[0].output, re.M):
+        print(line)
     print("the wire's sockets dropped " +
           ", ".join(f"{vm.name} {socket_drops(vm.netdev_sock)}" for vm in c.vms
                     if vm.netdev_sock is not None))
@@ -661,9 +707,6 @@ def test_live_migration_during_rc_traffic(vm_cluster):
 # No RDMA traffic, and with OHCA_MIG_MEMCHECK_NIC=virtio no ohca device at
 # all: what it finds is QEMU's, not the device's. Opt-in
 # (OHCA_MIG_MEMCHECK=1): a diagnosis, not part of make test.
-MEMCHECK = os.environ.get("OHCA_MIG_MEMCHECK", "0") == "1"
-MEMCHECK_PAGES = int(os.environ.get("OHCA_MIG_MEMCHECK_PAGES", "256"))
-MEMCHECK_SCRIPT = os.path.join(os.path.dirname(__file__), "..", "migration", "guest_memcheck.py")
 
 CLIENT_MEMCHECK = off_share(r"""
 cp /share/guest_memcheck.py /tmp/ || fail "copy the checker"
@@ -677,12 +720,11 @@ for k in $(seq 0 $((ncpu - 1))); do
 done
 ohca_poll 120 eval '[ "$(cat /tmp/memcheck-*.log 2>/dev/null | grep -c running)" -ge $ncpu ]' ||
     fail "the checkers did not start"
-stale() { cat /tmp/memcheck-*.log | grep -c '^STALE'; }
-kernel_bugs() { dmesg | grep -E 'BUG|Bad page|rcu.*stall|general protection|soft lockup' | head -n 5; }
+@MEMCHECK_LIB@
 sleep 5
 rc=0
 for i in $(seq 1 @N@); do
-    before=$(stale)
+    before=$(memcheck_stale)
     mark ready-$i
     umount /share || fail "cannot unmount the share"
     # The host migrates this VM now.
@@ -692,7 +734,7 @@ for i in $(seq 1 @N@); do
     for k in $(seq 0 $((ncpu - 1))); do
         eval "kill -0 \$mc_$k" 2>/dev/null || { echo "FAIL: checker $k ended"; rc=1; }
     done
-    echo "MEMCHECK_MIGRATION $i stale pages $(($(stale) - before)); $(tail -qn 1 /tmp/memcheck-*.log | tr '\n' ' ')"
+    echo "MEMCHECK_MIGRATION $i stale pages $(($(memcheck_stale) - before)); $(tail -qn 1 /tmp/memcheck-*.log | tr '\n' ' ')"
     bugs=$(kernel_bugs)
     [ -z "$bugs" ] || { echo "KERNEL after migration $i: $bugs"; rc=1; }
 done
@@ -700,8 +742,8 @@ for k in $(seq 0 $((ncpu - 1))); do eval "kill -TERM \$mc_$k"; done
 wait
 grep -h '^STALE' /tmp/memcheck-*.log | head -n 20
 grep -h '^MEMCHECK' /tmp/memcheck-*.log
-echo "MEMCHECK_TOTAL stale $(stale)"
-[ "$(stale)" = 0 ] || rc=1
+echo "MEMCHECK_TOTAL stale $(memcheck_stale)"
+[ "$(memcheck_stale)" = 0 ] || rc=1
 """)
 
 SERVER_MEMCHECK = r"""
@@ -714,8 +756,8 @@ def test_guest_memory_across_migrations(vm_cluster):
     nic = os.environ.get("OHCA_MIG_MEMCHECK_NIC", "ohca")
     c = vm_cluster(nvms=2, nic=nic, migratable=True, mem="1G",
                    smp=int(os.environ.get("OHCA_MIG_SMP", "2")),
-                   extra_files={"guest_memcheck.py": os.path.abspath(MEMCHECK_SCRIPT)})
-    script = fill(CLIENT_MEMCHECK, migrations=MIGRATIONS).replace("@PAGES@", str(MEMCHECK_PAGES))
+                   extra_files={"guest_memcheck.py": MEMCHECK_SCRIPT})
+    script = fill(CLIENT_MEMCHECK, migrations=MIGRATIONS)
     c.start({0: script, 1: SERVER_MEMCHECK})
     vm0, vm1 = c[0], c[1]
     try:
