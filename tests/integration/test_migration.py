@@ -723,7 +723,6 @@ def test_live_migration_during_rc_traffic(vm_cluster):
     assert not MIG_NVME or (nvme and int(nvme.group(1)) > 0), results[0].report()
 
 
-
 # Guest memory across migrations (docs/migration.md, "Two vCPUs"): a checker
 # on every vCPU of vm0 (tests/migration/guest_memcheck.py) rewrites a small
 # working set of pages without a system call and checks each page held what
