@@ -132,7 +132,7 @@ memcheck_run() {
 }
 memcheck_copy() { cp /share/guest_memcheck.py /tmp/ && { [ ! -e /share/guest_memcheck ] || cp /share/guest_memcheck /tmp/; }; }
 memcheck_stale() { cat /tmp/memcheck-*.log 2>/dev/null | grep -c '^STALE'; }
-kernel_bugs() { dmesg | grep -E 'BUG|Bad page|rcu.*stall|general protection|soft lockup' | head -n 5; }
+kernel_bugs() { dmesg | grep -E 'BUG:|Bad page|rcu.*stall|general protection|soft lockup' | head -n 5; }
 """
 
 
