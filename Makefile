@@ -206,13 +206,18 @@ test-viommu: deps build rootfs
 # migrates once. Ends with one summary line. The connections' QPs at
 # timeout 18 (rdma_cm's retry budget; make test's one migration: 14).
 # MIG_NVME=1 adds the NVMe-over-RDMA fio loop (20 of 20 on 2026-12-06:
-# docs/migration.md).
+# docs/migration.md). MIG_IB=1 migrates a VM on an InfiniBand switch
+# instead (link-layer=ib, opensm in the migrating VM, RC by LID; its LID,
+# port state and opensm's view checked after each migration).
 MIGRATIONS ?= 20
 MIG_ITERS ?= 600
 MIG_NVME ?= 0
-migration-test: deps build rootfs
-	@OHCA_MIGRATIONS=$(MIGRATIONS) OHCA_MIG_ITERS=$(MIG_ITERS) OHCA_MIG_UD=1 OHCA_MIG_NVME=$(MIG_NVME) OHCA_MIG_QP_TIMEOUT=18 $(PYTHON) -m pytest -v -rA -s \
-		tests/integration/test_migration.py -k live_migration_during_rc_traffic
+MIG_IB ?= 0
+MIG_TEST = $(if $(filter 1,$(MIG_IB)),OHCA_IB_FABRIC_FULL=1 $(PYTHON) -m pytest -v -rA -s \
+	tests/integration/test_migration.py::test_live_migration_on_infiniband_switch,$(PYTHON) -m pytest -v -rA -s \
+	tests/integration/test_migration.py -k live_migration_during_rc_traffic)
+migration-test: deps build rootfs $(if $(filter 1,$(MIG_IB)),fabric)
+	@OHCA_MIGRATIONS=$(MIGRATIONS) OHCA_MIG_ITERS=$(MIG_ITERS) OHCA_MIG_UD=1 OHCA_MIG_NVME=$(MIG_NVME) OHCA_MIG_QP_TIMEOUT=18 $(MIG_TEST)
 
 # The soak (tests/integration/test_soak.py): SOAK_SECONDS of RC traffic
 # through the fault wire at 1 % loss with clients killed; make test runs
