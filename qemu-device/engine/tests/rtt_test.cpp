@@ -217,8 +217,8 @@ INSTANTIATE_TEST_SUITE_P(OneWayDelay, RtoTest, ::testing::Values(1 * kMs, 30 * k
 
 // On a priority the port keeps lossless (PFC honoured on it) a late ACK is
 // a queue or a pause, not a loss: the measured RTO's early tries (its
-// tail-loss probe too) are not made, only the local ACK timeout sends again. PFC off: the measured RTO
-// (kept meanwhile) is back.
+// tail-loss probe too) are not made, only the local ACK timeout sends
+// again. PFC off: the measured RTO (kept meanwhile) is back.
 TEST_F(RttTest, OnALosslessPriorityOnlyTheLocalAckTimeoutResends) {
     setup();
     warm_up(10); // RTO 10 ms
@@ -263,8 +263,8 @@ TEST_F(RttTest, TimeoutDoublesUpToTheLocalAckTimeout) {
     const uint64_t ceiling = DeviceLimits::min_ack_timeout_ns;
     // The probe at 10 ms; timeouts 20, 40, 80, 160 ms later (early); then
     // 200 ms, retry_cnt (3) times.
-    const std::vector<uint64_t> want = {30 * kMs,  40 * kMs, 80 * kMs,
-                                        160 * kMs, ceiling,  ceiling, ceiling};
+    const std::vector<uint64_t> want = {30 * kMs, 40 * kMs, 80 * kMs, 160 * kMs,
+                                        ceiling,  ceiling,  ceiling};
     const auto probe = sends_of(newest);
     ASSERT_GE(probe.size(), 2u);
     EXPECT_GE(probe[1] - probe[0], 10 * kMs);
@@ -671,8 +671,8 @@ TEST_F(RttTest, PeerThatKeepsDelayingAcksCostsOnlyProbes) {
         "%d stalls, %lu tail-loss probes, %lu timeouts, %lu undone, %lu packets sent again, "
         "rto %lu us\n",
         stalls, static_cast<unsigned long>(c.tail_probes), static_cast<unsigned long>(c.timeouts),
-        static_cast<unsigned long>(c.spurious_timeouts),
-        static_cast<unsigned long>(c.retrans_pkts), static_cast<unsigned long>(qa().rto_ns / 1000));
+        static_cast<unsigned long>(c.spurious_timeouts), static_cast<unsigned long>(c.retrans_pkts),
+        static_cast<unsigned long>(qa().rto_ns / 1000));
     // At most the 10 ms probe and the backed-off 20 ms try per stall, each
     // timeout undone.
     EXPECT_GE(c.spurious_timeouts, 1u);
@@ -681,9 +681,8 @@ TEST_F(RttTest, PeerThatKeepsDelayingAcksCostsOnlyProbes) {
     EXPECT_LE(c.retrans_pkts, DeviceLimits::frto_probe_pkts * c.timeouts + c.tail_probes);
     EXPECT_EQ(c.seq_naks_rcvd, 0u);
     EXPECT_EQ(c.retry_exceeded, 0u);
-    EXPECT_LE(sent.size() - sent0,
-              size_t{3 * kWrites} * kKib + DeviceLimits::frto_probe_pkts * c.timeouts +
-                  c.tail_probes);
+    EXPECT_LE(sent.size() - sent0, size_t{3 * kWrites} * kKib +
+                                       DeviceLimits::frto_probe_pkts * c.timeouts + c.tail_probes);
     EXPECT_LT(heap1 > heap0 ? heap1 - heap0 : 0, size_t{64} << 10);
     EXPECT_EQ(qa().state, OHCA_QPS_RTS);
 }

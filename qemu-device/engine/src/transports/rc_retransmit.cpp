@@ -43,7 +43,7 @@ void RcRequester::restart_ack_timer(Qp &qp) {
 // sent once and answered without a timer expiry in between is a sample
 // (Karn): a late ACK after a probe or an undone timeout measures the host's
 // stall as much as the path, and one such second-long silence lifted the
-// RTO to the local ACK timeout for hundreds of round trips (docs/wire.md).
+// RTO to the local ACK timeout for tens of round trips (docs/wire.md).
 void RcRequester::rtt_sample(Qp &qp, uint64_t r) {
     if (qp.srtt_ns == 0 && qp.rttvar_ns == 0) {
         qp.srtt_ns = r;
@@ -282,10 +282,11 @@ RcRequester::Frto RcRequester::frto_decide(Qp &qp, uint32_t through) {
 // not sent again. The estimator gets no sample (Karn): the silence just
 // seen is the peer's stall (a VM unscheduled, migrated) as much as the
 // path's round trip, and taken as one (Eifel's response, RFC 4015) it made
-// a one-second stall hold the RTO at the local ACK timeout for hundreds of
-// round trips after it. The backed-off RTO stays until the next packet
-// sent once is answered within it (RFC 6298 5.7): a stall is forgotten one
-// round trip later, a path that became slower is measured then.
+// a one-second stall hold the RTO near the local ACK timeout for tens of
+// round trips after it (for good on a host where such stalls recur). The
+// backed-off RTO stays until the next packet sent once is answered within
+// it (RFC 6298 5.7): a stall is forgotten one round trip later, a path
+// that became slower is measured then.
 void RcRequester::frto_undo(Qp &qp) {
     ++svc_.counters().spurious_timeouts;
     qp.cwnd = qp.frto_cwnd;
