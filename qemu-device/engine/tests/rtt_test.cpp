@@ -192,8 +192,8 @@ class RttTest : public ::testing::Test {
 
 // After a steady round trip of 2 ms the RTO is the floor (10 ms), after one
 // of 60 ms it is SRTT + SRTT / 2 (RTTVAR has decayed): a lost packet is sent
-// again that long after, not after the local ACK timeout (200 ms here,
-// timeout 14 = 67 ms raised to the emulation floor).
+// again that long after (as a tail-loss probe), not after the local ACK
+// timeout (200 ms here, timeout 14 = 67 ms raised to the emulation floor).
 class RtoTest : public RttTest, public ::testing::WithParamInterface<uint64_t> {};
 
 TEST_P(RtoTest, LossIsResentAfterTheMeasuredTimeout) {
@@ -209,15 +209,16 @@ TEST_P(RtoTest, LossIsResentAfterTheMeasuredTimeout) {
     ASSERT_EQ(t.size(), 2u);
     EXPECT_GE(t[1] - t[0], want);
     EXPECT_LE(t[1] - t[0], want + 2 * step);
-    EXPECT_EQ(device_of(a.e).roce_counters().timeouts, 1u);
+    EXPECT_EQ(ca().tail_probes, 1u);
+    EXPECT_EQ(ca().timeouts, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(OneWayDelay, RtoTest, ::testing::Values(1 * kMs, 30 * kMs));
 
 // On a priority the port keeps lossless (PFC honoured on it) a late ACK is
-// a queue or a pause, not a loss: the measured RTO's early tries are not
-// made, only the local ACK timeout sends again. PFC off: the measured RTO
-// (kept meanwhile) is back.
+// a queue or a pause, not a loss: the measured RTO's early tries (its
+// tail-loss probe too) are not made, only the local ACK timeout sends
+// again. PFC off: the measured RTO (kept meanwhile) is back.
 TEST_F(RttTest, OnALosslessPriorityOnlyTheLocalAckTimeoutResends) {
     setup();
     warm_up(10); // RTO 10 ms
@@ -238,34 +239,44 @@ TEST_F(RttTest, OnALosslessPriorityOnlyTheLocalAckTimeoutResends) {
     ASSERT_EQ(t.size(), 2u);
     EXPECT_GE(t[1] - t[0], DeviceLimits::min_rto_ns);
     EXPECT_LE(t[1] - t[0], DeviceLimits::min_rto_ns + 2 * step);
-    EXPECT_EQ(device_of(a.e).roce_counters().timeouts, 2u);
+    EXPECT_EQ(ca().timeouts, 1u);
+    EXPECT_EQ(ca().tail_probes, 1u); // the measured RTO's first expiry
 }
 
 // A peer that stops answering: the RTO doubles from the measured one up to
-// the local ACK timeout; those early tries use up no retry, so the QP fails
-// with RETRY_EXC_ERR only after retry_cnt + 1 expiries of the local ACK
-// timeout, as IBTA has it.
+// the local ACK timeout (its first expiry a tail-loss probe, the next ones
+// timeouts); those early tries use up no retry, so the QP fails with
+// RETRY_EXC_ERR only after retry_cnt + 1 expiries of the local ACK timeout,
+// as IBTA has it.
 TEST_F(RttTest, TimeoutDoublesUpToTheLocalAckTimeout) {
     setup(3, 14, 3);
     warm_up(10);
-    // Each timeout sends the oldest packet again (and the one after it).
-    const uint32_t psn = psn_add(post_write(1), kPsnMask - 2);
+    // Each timeout sends the oldest packet again (and the one after it);
+    // the probe before them, the newest.
+    const uint32_t newest = post_write(1);
+    const uint32_t psn = psn_add(newest, kPsnMask - 2);
     drop = [](bool from_a, uint32_t) { return from_a; };
     const size_t n = sends() + 1;
     ASSERT_TRUE(run_for([&] { return sends() == n; }, 10'000 * kMs));
     EXPECT_EQ(sc.back().status, OHCA_CQE_RETRY_EXC_ERR);
     const auto t = sends_of(psn);
     const uint64_t ceiling = DeviceLimits::min_ack_timeout_ns;
-    // 10, 20, 40, 80, 160 ms early; then 200 ms, retry_cnt (3) times.
-    const std::vector<uint64_t> want = {10 * kMs,  20 * kMs, 40 * kMs, 80 * kMs,
-                                        160 * kMs, ceiling,  ceiling,  ceiling};
+    // The probe at 10 ms; timeouts 20, 40, 80, 160 ms later (early); then
+    // 200 ms, retry_cnt (3) times.
+    const std::vector<uint64_t> want = {30 * kMs, 40 * kMs, 80 * kMs, 160 * kMs,
+                                        ceiling,  ceiling,  ceiling};
+    const auto probe = sends_of(newest);
+    ASSERT_GE(probe.size(), 2u);
+    EXPECT_GE(probe[1] - probe[0], 10 * kMs);
+    EXPECT_LE(probe[1] - probe[0], 10 * kMs + 2 * step);
     ASSERT_EQ(t.size(), want.size() + 1);
     for (size_t i = 0; i < want.size(); ++i) {
         EXPECT_GE(t[i + 1] - t[i], want[i]) << i;
         EXPECT_LE(t[i + 1] - t[i], want[i] + 2 * step) << i;
     }
     const auto &c = device_of(a.e).roce_counters();
-    EXPECT_EQ(c.timeouts, 5u + 4u);
+    EXPECT_EQ(c.tail_probes, 1u);
+    EXPECT_EQ(c.timeouts, 4u + 4u);
     EXPECT_EQ(c.retry_exceeded, 1u);
     EXPECT_GE(a.host.now - t.back(), ceiling);
 }
@@ -400,11 +411,13 @@ INSTANTIATE_TEST_SUITE_P(PathMtu, InitialWindowTest,
 
 // The peer's loop is not scheduled for 40 ms while a 256-packet WRITE is
 // on its way: nothing is lost, its ACKs come late. The ACK timer (10 ms)
-// expires, twice; each time only the two oldest packets go again, and the
-// late ACKs, for packets sent before the timeout, undo it: the window is
-// the one before it, the rest of the window is not sent again, the data
-// arrive intact, and the RTO now covers the silence. (Before: each
-// timeout sent the window again and cut it to 4 packets.)
+// expires: a tail-loss probe, then (20 ms later) a timeout, which sends
+// only the two oldest packets again; the late ACKs, for packets sent
+// before the timeout, undo it: the window is the one before it, the rest
+// of the window is not sent again, the data arrive intact. The silence is
+// no round-trip sample: once packets sent after it are answered, the RTO
+// is the path's again. (Before: each timeout sent the window again and
+// cut it to 4 packets; later, the undo took the silence as a sample.)
 TEST_F(RttTest, DelayedAcksAreASpuriousTimeoutUndone) {
     setup();
     warm_up(10);
@@ -419,18 +432,19 @@ TEST_F(RttTest, DelayedAcksAreASpuriousTimeoutUndone) {
     EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
     EXPECT_TRUE(same(side[0].buf, side[1].buf, 256 * 1024));
     const RoceCounters &c = ca();
-    EXPECT_EQ(c.timeouts, 2u); // 10 ms, then 20 more (backed off)
+    EXPECT_EQ(c.tail_probes, 1u); // at 10 ms
+    EXPECT_EQ(c.timeouts, 1u);    // 20 more (backed off)
     EXPECT_EQ(c.spurious_timeouts, 1u);
-    EXPECT_LE(c.retrans_pkts, DeviceLimits::frto_probe_pkts * c.timeouts);
+    EXPECT_LE(c.retrans_pkts, DeviceLimits::frto_probe_pkts * c.timeouts + c.tail_probes);
     EXPECT_EQ(c.seq_naks_rcvd, 0u);
     // Not cut: slow start went on from where it was.
     EXPECT_GE(qa().cwnd, cwnd);
     EXPECT_EQ(qa().ssthresh, ssthresh);
-    EXPECT_GE(qa().rto_ns, pause);
+    EXPECT_EQ(qa().rto_ns, DeviceLimits::min_rto_ns);
     EXPECT_EQ(qa().frto, Qp::Frto::Off);
     // QUERY_STATS (hw counters rc_local_ack_timeouts, rc_spurious_timeouts).
     const ohca_query_stats_out st = a.stats();
-    EXPECT_EQ(st.rc_local_ack_timeouts, 2u);
+    EXPECT_EQ(st.rc_local_ack_timeouts, 1u);
     EXPECT_EQ(st.rc_spurious_timeouts, 1u);
     EXPECT_EQ(st.rc_retrans_pkts, c.retrans_pkts);
 }
@@ -475,34 +489,39 @@ TEST_F(RttTest, RnrNakAfterATimeoutEndsTheProbe) {
 }
 
 // A real loss: the last packet of a WRITE whose first three arrived (and
-// asked for no ACK). The timeout sends the two oldest again; the responder
-// answers each duplicate with the last PSN it has, the third packet's:
-// the first such answer acknowledges past the probe but not everything,
-// the second acknowledges nothing more, so the loss is real and the
-// requester goes back to it one round trip after the probe. No second
-// timeout; nothing is undone.
+// asked for no ACK), lost again as the tail-loss probe. The timeout 20 ms
+// after the probe sends the two oldest again; the responder answers each
+// duplicate with the last PSN it has, the third packet's: the first such
+// answer acknowledges past the probe but not everything, the second
+// acknowledges nothing more, so the loss is real and the requester goes
+// back to it one round trip after the probe. No second timeout; nothing is
+// undone. (Lost once only, the probe fills it in:
+// ALoneLastPacketLostIsProbedNotTimedOut.)
 TEST_F(RttTest, TailLossBehindTheProbeGoesBackAfterOneRoundTrip) {
     setup();
     warm_up(30); // RTO 10 ms
     const uint32_t first = next_psn;
-    const auto t = lossy_write(1, 4, 1);
-    ASSERT_EQ(t.size(), 2u);
+    const auto t = lossy_write(1, 4, 2);
+    ASSERT_EQ(t.size(), 3u);
+    EXPECT_GE(t[1] - t[0], DeviceLimits::min_rto_ns); // the tail-loss probe
+    EXPECT_LE(t[1] - t[0], DeviceLimits::min_rto_ns + 2 * step);
     const auto probe = sends_of(first);
     ASSERT_EQ(probe.size(), 2u);
-    EXPECT_GE(probe[1] - probe[0], DeviceLimits::min_rto_ns);
-    EXPECT_LE(probe[1] - probe[0], DeviceLimits::min_rto_ns + 2 * step);
+    EXPECT_GE(probe[1] - t[1], 2 * DeviceLimits::min_rto_ns);
+    EXPECT_LE(probe[1] - t[1], 2 * DeviceLimits::min_rto_ns + 2 * step);
     const uint64_t rtt = 2 * one_way;
-    EXPECT_GE(t[1] - probe[1], rtt);
-    EXPECT_LE(t[1] - probe[1], rtt + 2 * step);
+    EXPECT_GE(t[2] - probe[1], rtt);
+    EXPECT_LE(t[2] - probe[1], rtt + 2 * step);
+    EXPECT_EQ(ca().tail_probes, 1u);
     EXPECT_EQ(ca().timeouts, 1u);
     EXPECT_EQ(ca().spurious_timeouts, 0u);
-    EXPECT_EQ(ca().retrans_pkts, 3u); // the two oldest, then the lost one
+    EXPECT_EQ(ca().retrans_pkts, 4u); // the probe, the two oldest, the lost one
     EXPECT_TRUE(same(side[0].buf, side[1].buf, 4 * 1024));
 }
 
-// Everything lost, and the first probe too: a second timeout probes again,
-// the ACK of the probe acknowledges only what was sent again, and the
-// go-back sends the rest.
+// Everything lost, and the tail-loss probe and the timeout's probe too: a
+// second timeout probes again, the ACK of the probe acknowledges only what
+// was sent again, and the go-back sends the rest.
 TEST_F(RttTest, LostProbeRecoversAtTheNextTimeout) {
     setup();
     warm_up(10);
@@ -517,7 +536,8 @@ TEST_F(RttTest, LostProbeRecoversAtTheNextTimeout) {
     EXPECT_EQ(ca().timeouts, 2u);
     EXPECT_EQ(ca().spurious_timeouts, 0u);
     EXPECT_EQ(sends_of(first).size(), 3u);
-    EXPECT_EQ(sends_of(psn_add(first, 7)).size(), 2u); // once lost, once in the go-back
+    // lost, lost as the tail-loss probe, then in the go-back
+    EXPECT_EQ(sends_of(psn_add(first, 7)).size(), 3u);
 }
 
 // After warm_up(10): a one-packet WRITE whose ACK from b is taken off the
@@ -591,7 +611,8 @@ TEST_P(BacklogTimerTest, TimersWaitOneRunForTheBacklog) {
     ohca_engine_process(a.e);
     a.host.now_step = 0;
     EXPECT_EQ(sched.timers_deferred, deferred + 1);
-    EXPECT_EQ(ca().timeouts, with_ack ? 0u : 1u);
+    // (without it, the first expiry: a tail-loss probe)
+    EXPECT_EQ(ca().timeouts + ca().tail_probes, with_ack ? 0u : 1u);
     a.process();
     EXPECT_EQ(ca().rx_bad_icrc, with_ack ? 20u : 40u);
     if (with_ack) {
@@ -647,21 +668,136 @@ TEST_F(RttTest, PeerThatKeepsDelayingAcksCostsOnlyProbes) {
     const size_t heap1 = mallinfo2().uordblks;
     const RoceCounters &c = ca();
     std::printf(
-        "%d stalls, %lu timeouts, %lu undone, %lu packets sent again, rto %lu us\n", stalls,
-        static_cast<unsigned long>(c.timeouts), static_cast<unsigned long>(c.spurious_timeouts),
-        static_cast<unsigned long>(c.retrans_pkts), static_cast<unsigned long>(qa().rto_ns / 1000));
-    // At most the 10 ms and the backed-off 20 ms tries per stall, each
-    // series undone.
+        "%d stalls, %lu tail-loss probes, %lu timeouts, %lu undone, %lu packets sent again, "
+        "rto %lu us\n",
+        stalls, static_cast<unsigned long>(c.tail_probes), static_cast<unsigned long>(c.timeouts),
+        static_cast<unsigned long>(c.spurious_timeouts), static_cast<unsigned long>(c.retrans_pkts),
+        static_cast<unsigned long>(qa().rto_ns / 1000));
+    // At most the 10 ms probe and the backed-off 20 ms try per stall, each
+    // timeout undone.
     EXPECT_GE(c.spurious_timeouts, 1u);
-    EXPECT_LE(c.timeouts, 2u * static_cast<uint64_t>(stalls));
+    EXPECT_LE(c.timeouts + c.tail_probes, 2u * static_cast<uint64_t>(stalls));
     EXPECT_LE(c.spurious_timeouts, static_cast<uint64_t>(stalls));
-    EXPECT_LE(c.retrans_pkts, DeviceLimits::frto_probe_pkts * c.timeouts);
+    EXPECT_LE(c.retrans_pkts, DeviceLimits::frto_probe_pkts * c.timeouts + c.tail_probes);
     EXPECT_EQ(c.seq_naks_rcvd, 0u);
     EXPECT_EQ(c.retry_exceeded, 0u);
-    EXPECT_LE(sent.size() - sent0,
-              size_t{3 * kWrites} * kKib + DeviceLimits::frto_probe_pkts * c.timeouts);
+    EXPECT_LE(sent.size() - sent0, size_t{3 * kWrites} * kKib +
+                                       DeviceLimits::frto_probe_pkts * c.timeouts + c.tail_probes);
     EXPECT_LT(heap1 > heap0 ? heap1 - heap0 : 0, size_t{64} << 10);
     EXPECT_EQ(qa().state, OHCA_QPS_RTS);
+}
+
+// ---- tail-loss probes and the RTO after a stall (rc_retransmit.cpp) --------
+
+// A one-packet WRITE lost once, nothing behind it to draw a NAK: the first
+// expiry of the RTO sends it again as a tail-loss probe, which the peer
+// fills in. No timeout: the window and the retries are untouched.
+// (Before: a local ACK timeout, the window cut to its minimum.)
+TEST_F(RttTest, ALoneLastPacketLostIsProbedNotTimedOut) {
+    setup();
+    warm_up(30); // RTO 10 ms
+    const uint32_t cwnd = qa().cwnd;
+    const auto t = lossy_write(1, 1, 1);
+    ASSERT_EQ(t.size(), 2u);
+    EXPECT_GE(t[1] - t[0], DeviceLimits::min_rto_ns);
+    EXPECT_LE(t[1] - t[0], DeviceLimits::min_rto_ns + 2 * step);
+    EXPECT_EQ(ca().timeouts, 0u);
+    EXPECT_EQ(ca().tail_probes, 1u);
+    EXPECT_EQ(ca().retrans_pkts, 1u);
+    EXPECT_GE(qa().cwnd, cwnd); // not cut (it grew by the packet acknowledged)
+    EXPECT_TRUE(same(side[0].buf, side[1].buf, 1024));
+}
+
+// The DCQCN cell's case (docs/congestion.md): one packet unacknowledged and
+// its ACK late past the RTO (the receiving VM unscheduled, the bottleneck's
+// queue): the probe meets a duplicate, the late ACK completes the WRITE.
+// No timeout, nothing cut. (Before: a timeout F-RTO could not call
+// spurious, the ACK of the resend being the original's too.)
+TEST_F(RttTest, AnAckLateByLessThanThreeRtosIsNoTimeout) {
+    setup();
+    warm_up(30); // RTO 10 ms
+    const uint32_t cwnd = qa().cwnd;
+    b_paused_until = b.host.now + 25 * kMs;
+    post_write(1, 1);
+    const size_t n = sends() + 1;
+    ASSERT_TRUE(run_for([&] { return sends() == n; }, 1000 * kMs));
+    EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
+    EXPECT_EQ(ca().timeouts, 0u);
+    EXPECT_EQ(ca().tail_probes, 1u);
+    EXPECT_EQ(ca().retrans_pkts, 1u);
+    EXPECT_GE(qa().cwnd, cwnd);
+    EXPECT_EQ(qa().frto, Qp::Frto::Off);
+}
+
+// The last two packets of a WRITE lost: the probe (the newest) reaches the
+// peer out of order and draws a sequence NAK, which goes back to the first
+// lost one: recovered one RTO and a round trip after the send, no timeout.
+TEST_F(RttTest, SeveralLostAtTheTailAreNakedOnTheProbe) {
+    setup();
+    warm_up(30);
+    const uint32_t first = next_psn;
+    post_write(1, 4);
+    const uint32_t third = psn_add(first, 2);
+    const uint32_t fourth = psn_add(first, 3);
+    int lose3 = 1;
+    int lose4 = 1;
+    drop = [&](bool from_a, uint32_t p) {
+        return from_a && ((p == third && lose3-- > 0) || (p == fourth && lose4-- > 0));
+    };
+    const size_t n = sends() + 1;
+    ASSERT_TRUE(run_for([&] { return sends() == n; }, 1000 * kMs));
+    drop = {};
+    EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
+    EXPECT_TRUE(same(side[0].buf, side[1].buf, 4 * 1024));
+    const auto t4 = sends_of(fourth);
+    ASSERT_EQ(t4.size(), 3u); // lost, the probe, the go-back
+    EXPECT_GE(t4[1] - t4[0], DeviceLimits::min_rto_ns);
+    EXPECT_LE(t4[1] - t4[0], DeviceLimits::min_rto_ns + 2 * step);
+    EXPECT_EQ(sends_of(third).size(), 2u);
+    EXPECT_LE(sends_of(third)[1] - t4[1], 2 * one_way + 2 * step);
+    EXPECT_EQ(ca().timeouts, 0u);
+    EXPECT_EQ(ca().seq_naks_rcvd, 1u);
+}
+
+// The peer stands still for a second (a migration's stop, a host that did
+// not schedule its VM) during a WRITE at local ACK timeout 18 (1.07 s):
+// the timeouts are undone as spurious. The silence is no round trip of the
+// path: a few round trips later the RTO is the path's again (10 ms), and a
+// loss then costs 10 ms, not the local ACK timeout. (Before: the undo took
+// the silence as a sample, and the RTO stayed at 1.07 s for hundreds of
+// round trips: issue 26's peer gap.)
+TEST_F(RttTest, AStallUndoneLeavesTheRtoAtThePaths) {
+    setup(3, 18);
+    warm_up(30);
+    ASSERT_EQ(qa().rto_ns, DeviceLimits::min_rto_ns);
+    b_paused_until = b.host.now + 1000 * kMs;
+    post_op(OHCA_WR_RDMA_WRITE, 1, 64, 0);
+    const size_t n = sends() + 1;
+    ASSERT_TRUE(run_for([&] { return sends() == n; }, 5000 * kMs));
+    EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
+    EXPECT_TRUE(same(side[0].buf, side[1].buf, 64 * 1024));
+    EXPECT_GE(ca().spurious_timeouts, 1u);
+    warm_up(5);
+    EXPECT_LE(qa().rto_ns, 2 * DeviceLimits::min_rto_ns);
+    const auto t = lossy_write(2, 1, 1);
+    ASSERT_EQ(t.size(), 2u);
+    EXPECT_LE(t[1] - t[0], 2 * DeviceLimits::min_rto_ns + 2 * step);
+}
+
+// A path that really became slower (a round trip of 2 ms, then 80 ms) is
+// still measured: the backed-off RTO lets a packet sent once be answered
+// within it, and from then on the RTO is above the new round trip and
+// nothing expires any more.
+TEST_F(RttTest, ASlowerPathStillRaisesTheRto) {
+    setup();
+    warm_up(30);
+    one_way = 40 * kMs;
+    warm_up(15);
+    const uint64_t expiries = ca().timeouts + ca().tail_probes;
+    EXPECT_GE(qa().rto_ns, 2 * one_way);
+    warm_up(20);
+    EXPECT_EQ(ca().timeouts + ca().tail_probes, expiries);
+    EXPECT_GE(qa().srtt_ns, one_way);
 }
 
 } // namespace

@@ -293,22 +293,29 @@ struct Qp {
     uint32_t cwnd = 0;        // congestion window, packets (DeviceLimits)
     uint32_t ssthresh = 0;    // slow start below it, +1 per window above
     uint32_t cwnd_acked = 0;  // packets acknowledged towards the next +1
-    // Retransmission timeout (requester.cpp): smoothed round trip and its
-    // variation, from ACKs of one timed packet at a time that was sent once
-    // (Karn's rule); rto_ns 0 until the first sample (the local ACK timeout
-    // applies), doubled on each expiry up to it.
+    // Retransmission timeout (rc_retransmit.cpp): smoothed round trip and
+    // its variation, from ACKs of one timed packet at a time that was sent
+    // once (Karn's rule); rto_ns 0 until the first sample (the local ACK
+    // timeout applies), doubled on each expiry up to it and kept so until
+    // the next sample (a spurious timeout undone gives none).
     uint64_t srtt_ns = 0;
     uint64_t rttvar_ns = 0;
     uint64_t rto_ns = 0;
     uint64_t rtt_sent_ns = 0; // the timed packet was sent then ...
     uint32_t rtt_psn = 0;     // ... with this PSN, while rtt_timing
     bool rtt_timing = false;
+    // The newest packet went again as a tail-loss probe since the last
+    // progress (rc_retransmit.cpp, tail_probe): the next expiry is a
+    // timeout. Not in the snapshot: a loaded QP probes once more at most.
+    bool tlp_out = false;
     // Gone back to recover_psn for a loss: further signs of the same loss
     // (responses of later READs, duplicate ACKs) do not go back again.
     bool recovering = false;
     uint32_t recover_psn = 0;
-    // When the ACK timer was last started: the silence a spurious timeout
-    // proved the peer capable of is measured from it.
+    // When the ACK timer was last started. (Until 2026-12-06 a spurious
+    // timeout's undo took the silence since then as a round-trip sample;
+    // it is kept in the snapshot's layout, as are frto_rto_ns and
+    // frto_since_ns, which are no longer read.)
     uint64_t ack_timer_start_ns = 0;
     // The PSN after the last packet sent that asked for an ACK (AckReq: a
     // READ or atomic request, a message's last packet, ...): the ACK timer

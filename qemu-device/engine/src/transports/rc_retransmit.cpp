@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // RC retransmission: the retransmission timeout measured from round trips
-// (RFC 6298), go-back-N on a NAK or timeout with the congestion window cut
-// once per loss, RNR and ODP waits on the QP's timer, and F-RTO's undoing
-// of a spurious timeout.
+// (RFC 6298), a tail-loss probe at its first expiry, go-back-N on a NAK or
+// timeout with the congestion window cut once per loss, RNR and ODP waits
+// on the QP's timer, and F-RTO's undoing of a spurious timeout.
 #include "device/limits.hpp"
 #include "link/byte_order.hpp"
 #include "transports/rc_common.hpp"
@@ -39,7 +39,11 @@ void RcRequester::restart_ack_timer(Qp &qp) {
 // max(G, 4 RTTVAR) within [min_rto_ns, local ACK timeout], where G, the
 // RFC's clock granularity, is SRTT / 2 here: on a steady path RTTVAR decays
 // to nothing, and an RTO at SRTT itself would expire on any jitter. A
-// sample also ends a backoff: the RTO is computed afresh.
+// sample also ends a backoff: the RTO is computed afresh. Only a packet
+// sent once and answered without a timer expiry in between is a sample
+// (Karn): a late ACK after a probe or an undone timeout measures the host's
+// stall as much as the path, and one such second-long silence lifted the
+// RTO to the local ACK timeout for tens of round trips (docs/wire.md).
 void RcRequester::rtt_sample(Qp &qp, uint64_t r) {
     if (qp.srtt_ns == 0 && qp.rttvar_ns == 0) {
         qp.srtt_ns = r;
@@ -58,6 +62,7 @@ void RcRequester::rtt_sample(Qp &qp, uint64_t r) {
 }
 
 void RcRequester::go_back(Qp &qp, uint32_t psn, bool asked_stay_owed) {
+    qp.tlp_out = false;
     // Everything from 'psn' goes again, asking anew: no ACK asked for beyond
     // it is owed before then. (After a timeout the ACKs asked for stay owed:
     // F-RTO's undo may find them answered, and the cursor skips what they
@@ -120,6 +125,41 @@ void RcRequester::recover_from(Qp &qp, uint32_t psn, bool timeout) {
     go_back(qp, psn, timeout);
 }
 
+// The ACK timer expired at the measured RTO, for the first time since the
+// last progress, with everything sent once and the newest packet a SEND or
+// WRITE one: it goes again, asking for an ACK, as a tail-loss probe (the
+// TLP of RFC 8985), and the timer restarts at the doubled RTO. Nothing is
+// cut, nothing else goes again, no retry is used and no timeout counted.
+// The responder answers it at once either way: the newest packet lost
+// alone is filled in (an ACK), several lost before it draw a sequence NAK,
+// which goes back as any NAK does, and a late ACK (the peer's or the
+// fabric's queue) meets a duplicate answered with an ACK. So a tail loss
+// costs one RTO and a round trip, and an ACK late by up to 3 RTOs costs
+// one packet, where each was a timeout (the window to its minimum, and
+// with one packet unacknowledged F-RTO cannot call it spurious: the ACK
+// of the resend and the original's are the same). A READ or atomic newest
+// (a request sent again restarts the responses), a go-back under way, a
+// QP without a measured RTO or at its local ACK timeout (lossless priority)
+// time out as before. False: no probe; the expiry is a timeout.
+bool RcRequester::tail_probe(Qp &qp) {
+    const uint64_t t = rto(qp);
+    const uint64_t ceiling = local_ack_timeout_ns(qp);
+    if (qp.tlp_out || qp.frto != Qp::Frto::Off || qp.recovering || qp.wqes_failed != 0 ||
+        t >= ceiling || cursor_psn(qp) != qp.sent_psn || psn_diff(qp.sent_psn, qp.una_psn) <= 0) {
+        return false;
+    }
+    const uint32_t newest = psn_add(qp.sent_psn, kPsnMask);
+    const size_t i = wqe_at_psn(qp.inflight, newest);
+    if (i == qp.inflight.size() || awaits_response(qp.inflight[i])) {
+        return false;
+    }
+    ++svc_.counters().tail_probes;
+    qp.rto_ns = std::min(t * 2, ceiling);
+    go_back(qp, newest, true); // (Karn: stops the timing)
+    qp.tlp_out = true;
+    return true;
+}
+
 void RcRequester::timer_expired(Qp &qp) {
     svc_.set_deadline(qp, 0);
     if (qp.rnr_wait) {
@@ -146,6 +186,9 @@ void RcRequester::timer_expired(Qp &qp) {
         (qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD)) {
         return;
     }
+    if (tail_probe(qp)) {
+        return;
+    }
     ++svc_.counters().timeouts;
     // A timeout shorter than the QP's local ACK timeout (measured from the
     // round trip) is an early try that retry_cnt does not count: the RTO
@@ -155,7 +198,6 @@ void RcRequester::timer_expired(Qp &qp) {
     // while costs resends, not the connection.
     const uint64_t ceiling = local_ack_timeout_ns(qp);
     const bool early = rto(qp) < ceiling;
-    const uint64_t rto_before = qp.rto_ns;
     qp.rto_ns = std::min(rto(qp) * 2, ceiling);
     if (!early) {
         if (qp.retry_left == 0) {
@@ -186,8 +228,6 @@ void RcRequester::timer_expired(Qp &qp) {
         qp.frto_cwnd = qp.cwnd;
         qp.frto_ssthresh = qp.ssthresh;
         qp.frto_cwnd_acked = qp.cwnd_acked;
-        qp.frto_rto_ns = rto_before;
-        qp.frto_since_ns = qp.ack_timer_start_ns;
     }
     recover_from(qp, qp.una_psn, true);
     if (probe) {
@@ -239,10 +279,14 @@ RcRequester::Frto RcRequester::frto_decide(Qp &qp, uint32_t through) {
 
 // A spurious timeout undone. The window, the recovery state and the
 // transmit cursor are those from before it, so the rest of the window is
-// not sent again; the RTO is made to cover the silence just seen (from
-// when the timer that expired was started; Eifel's response, RFC 4015,
-// takes the delay seen as a round-trip sample), which also ends the
-// timeout's backoff.
+// not sent again. The estimator gets no sample (Karn): the silence just
+// seen is the peer's stall (a VM unscheduled, migrated) as much as the
+// path's round trip, and taken as one (Eifel's response, RFC 4015) it made
+// a one-second stall hold the RTO near the local ACK timeout for tens of
+// round trips after it (for good on a host where such stalls recur). The
+// backed-off RTO stays until the next packet sent once is answered within
+// it (RFC 6298 5.7): a stall is forgotten one round trip later, a path
+// that became slower is measured then.
 void RcRequester::frto_undo(Qp &qp) {
     ++svc_.counters().spurious_timeouts;
     qp.cwnd = qp.frto_cwnd;
@@ -250,13 +294,6 @@ void RcRequester::frto_undo(Qp &qp) {
     qp.cwnd_acked = qp.frto_cwnd_acked;
     qp.recovering = qp.frto_recovering;
     qp.recover_psn = qp.frto_recover_psn;
-    qp.rto_ns = qp.frto_rto_ns;
-    const uint64_t now = svc_.host().now_ns();
-    uint64_t silence = now > qp.frto_since_ns ? now - qp.frto_since_ns : 0;
-    if (const uint64_t ceiling = local_ack_timeout_ns(qp); ceiling != 0) {
-        silence = std::min(silence, ceiling);
-    }
-    rtt_sample(qp, silence);
     seek(qp, qp.frto_resume);
 }
 

@@ -356,11 +356,12 @@ void RcRequester::send_packet(Qp &qp, bool credit_short) {
         const uint32_t every = std::clamp(qp.cwnd / 2, 1u, DeviceLimits::ack_req_every);
         // (every is mostly a power of two: no division per packet then)
         const uint32_t nth = (every & (every - 1)) == 0 ? (k + 1) & (every - 1) : (k + 1) % every;
-        // A probe after a timeout asks for its answer at once; so does a
-        // packet after which the rest waits for the link's credit here
-        // (that wait is no round trip: the ACK timer must not count it).
+        // A probe after a timeout, or a tail-loss probe, asks for its
+        // answer at once; so does a packet after which the rest waits for
+        // the link's credit here (that wait is no round trip: the ACK timer
+        // must not count it).
         f.bth.ack_req =
-            last || nth == 0 || qp.frto != Qp::Frto::Off ||
+            last || nth == 0 || qp.frto != Qp::Frto::Off || (resend && qp.tlp_out) ||
             psn_diff(psn_add(f.bth.psn, 1), qp.una_psn) >= static_cast<int32_t>(qp.cwnd) ||
             credit_short;
         f.bth.solicited = last && (wr.flags & OHCA_WQE_SOLICITED) != 0;

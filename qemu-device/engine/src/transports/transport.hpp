@@ -42,6 +42,10 @@ struct RoceCounters {
     uint64_t retrans_pkts = 0;
     uint64_t timeouts = 0;
     uint64_t spurious_timeouts = 0; // ... of which undone (requester.cpp, F-RTO)
+    // Tail-loss probes (rc_retransmit.cpp): ACK timer expiries answered by
+    // sending the newest packet again, not counted in 'timeouts' (the
+    // packets are in retrans_pkts; not in QUERY_STATS yet).
+    uint64_t tail_probes = 0;
     uint64_t seq_naks_sent = 0;
     uint64_t seq_naks_rcvd = 0;
     uint64_t rnr_naks_sent = 0;
