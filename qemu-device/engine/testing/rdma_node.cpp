@@ -433,7 +433,8 @@ bool RdmaNode::to_init(const QpInfo &qp, uint32_t access) {
         OHCA_STATUS_OK, "MODIFY_QP to INIT");
 }
 
-ohca_qp_attr RdmaNode::rtr_attr(const RdmaNode &peer, uint32_t remote_qpn, uint8_t path_mtu) {
+ohca_qp_attr RdmaNode::rtr_attr(const RdmaNode &peer, uint32_t remote_qpn,
+                                uint8_t path_mtu) const {
     ohca_qp_attr a{};
     a.qp_state = OHCA_QPS_RTR;
     a.path_mtu = path_mtu;
@@ -448,6 +449,7 @@ ohca_qp_attr RdmaNode::rtr_attr(const RdmaNode &peer, uint32_t remote_qpn, uint8
     if (peer.lid != 0) {
         ohca_av_ib ib{};
         ib.dlid = peer.lid;
+        ib.sl = ib_sl;
         std::memcpy(&a.av, &ib, sizeof(ib));
     }
     return a;

@@ -151,6 +151,7 @@ class RdmaNode {
     // An InfiniBand port's LID once the test's SM gave it one: connect()
     // then addresses the peer by it (struct ohca_av_ib).
     uint16_t lid = 0;
+    uint8_t ib_sl = 0; // connect(): the SL of an InfiniBand address vector
     FakeHost host;
     Driver drv;
     ohca_engine *e = nullptr;
@@ -166,7 +167,8 @@ class RdmaNode {
     // MODIFY_QP RESET -> INIT with 'access'; the RTR attributes towards
     // 'peer' that RC and UC share.
     bool to_init(const QpInfo &qp, uint32_t access);
-    static ohca_qp_attr rtr_attr(const RdmaNode &peer, uint32_t remote_qpn, uint8_t path_mtu);
+    [[nodiscard]] ohca_qp_attr rtr_attr(const RdmaNode &peer, uint32_t remote_qpn,
+                                        uint8_t path_mtu) const;
     // A receive WQE with 'sges' at guest address 'at' (RQ and SRQ rings alike).
     void put_recv_wqe(uint64_t at, uint64_t wr_id, const std::vector<ohca_sge> &sges);
     void bring_up(bool ipv6, uint8_t id);

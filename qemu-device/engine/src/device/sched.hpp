@@ -50,6 +50,7 @@ struct SchedHook {
     Qp *prev = nullptr;
     Qp *next = nullptr;
     bool ready = false;
+    uint8_t list = 0; // an InfiniBand port's: the VL list it is in (vl_arbiter.hpp)
     HeapHook timer; // place in the QP timer heap
     PaceSlot pace;  // place in the pace heap
 };
