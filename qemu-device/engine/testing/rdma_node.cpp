@@ -433,8 +433,7 @@ bool RdmaNode::to_init(const QpInfo &qp, uint32_t access) {
         OHCA_STATUS_OK, "MODIFY_QP to INIT");
 }
 
-ohca_qp_attr RdmaNode::rtr_attr(const RdmaNode &peer, uint32_t remote_qpn,
-                                uint8_t path_mtu) const {
+ohca_qp_attr RdmaNode::rtr_attr(const RdmaNode &peer, uint32_t remote_qpn, uint8_t path_mtu) const {
     ohca_qp_attr a{};
     a.qp_state = OHCA_QPS_RTR;
     a.path_mtu = path_mtu;

@@ -235,8 +235,7 @@ void RunLoop::run(Qp *first, unsigned int max_work, uint64_t max_ns) {
     // QPs that wait for the peer's credit run again when its FCP comes.
     // So do QPs on VLs the arbitration tables do not serve, when the SM
     // sets them (its MAD's reply rings QP0's doorbell).
-    const bool credit_stall =
-        (port_.end_run() || (vl_ && vl_->only_unserved())) && stalled;
+    const bool credit_stall = (port_.end_run() || (vl_ && vl_->only_unserved())) && stalled;
     if (status_.running() &&
         (!port_.backlog_empty() || (ready_size() != 0 && !credit_stall) || timers_deferred_)) {
         host_.schedule();

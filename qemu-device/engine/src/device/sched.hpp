@@ -51,8 +51,8 @@ struct SchedHook {
     Qp *next = nullptr;
     bool ready = false;
     uint8_t list = 0; // an InfiniBand port's: the VL list it is in (vl_arbiter.hpp)
-    HeapHook timer; // place in the QP timer heap
-    PaceSlot pace;  // place in the pace heap
+    HeapHook timer;   // place in the QP timer heap
+    PaceSlot pace;    // place in the pace heap
 };
 
 // FIFO of ready QPs; a QP is in it at most once.
