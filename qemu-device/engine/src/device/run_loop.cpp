@@ -196,10 +196,11 @@ void RunLoop::run(Qp *first, unsigned int max_work, uint64_t max_ns) {
         if (vl_) {
             vl_->begin_round();
         }
-        // A VL arbiter may spend a visit or two per VL on QPs that cannot
-        // go (no credit) before it passes their VL over: those too.
-        const size_t visits = ready_size() + (vl_ ? QpVlArbiter::kLists : 0);
-        for (size_t n = visits; n > 0 && !out_of_time && status_.running(); --n) {
+        // A VL arbiter may spend a visit on each QP that cannot go (no
+        // credit), and one more per VL, before it passes their VL over:
+        // those visits take no place of the round.
+        size_t idle = vl_ ? ready_size() + QpVlArbiter::kLists : 0;
+        for (size_t n = ready_size(); n > 0 && !out_of_time && status_.running(); --n) {
             if (port_.pace_holds()) {
                 break; // the rest go first at the refill (WirePort::pace_holds)
             }
@@ -220,6 +221,9 @@ void RunLoop::run(Qp *first, unsigned int max_work, uint64_t max_ns) {
             if (quantum != q) {
                 progress = true;
                 account(q - quantum);
+            } else if (idle > 0) {
+                --idle;
+                ++n;
             }
         }
         if (!progress) {
