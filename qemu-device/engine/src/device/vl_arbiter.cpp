@@ -39,13 +39,12 @@ void QpVlArbiter::clear() {
     arb_.reset();
 }
 
-uint64_t QpVlArbiter::map_key() const {
-    const IbPort &p = wire_.ib_port();
-    uint64_t k = p.data_vls();
-    for (const uint8_t vl : p.sma_port().sl2vl) {
-        k = (k << 4) ^ vl; // 16 nibbles: the VLs in operation only shift out
+uint64_t QpVlArbiter::sl2vl_key() const {
+    uint64_t k = 0;
+    for (const uint8_t vl : wire_.ib_port().sma_port().sl2vl) {
+        k = (k << 4) | (vl & 0xF);
     }
-    return k ^ (uint64_t{p.data_vls()} << 60);
+    return k;
 }
 
 void QpVlArbiter::rehome() {
@@ -64,35 +63,33 @@ void QpVlArbiter::rehome() {
 void QpVlArbiter::begin_round() {
     passed_ = 0;
     misses_ = {};
-    if (const uint64_t k = map_key(); k != map_key_) {
-        map_key_ = k;
+    // vl_of() depends on both: the table, and the VLs in operation.
+    const uint64_t k = sl2vl_key();
+    const uint8_t vls = wire_.ib_port().data_vls();
+    if (k != sl2vl_ || vls != vls_) {
+        sl2vl_ = k;
+        vls_ = vls;
         rehome();
     }
 }
 
-uint16_t QpVlArbiter::ready_mask() const {
-    uint16_t ready = 0;
+uint16_t QpVlArbiter::queued_mask() const {
+    uint16_t queued = 0;
     for (uint8_t vl = 0; vl < kUnmapped; ++vl) {
         if (!lists_[vl].empty()) {
-            ready |= static_cast<uint16_t>(1u << vl);
+            queued |= static_cast<uint16_t>(1u << vl);
         }
     }
-    return ready & static_cast<uint16_t>(~passed_);
+    return queued;
 }
 
 bool QpVlArbiter::only_unserved() const {
-    if (!lists_[kSmi].empty()) {
+    if (size_ == 0 || !lists_[kSmi].empty()) {
         return false;
     }
     ib::VlArbiter probe = arb_; // picking moves the turns: ask a copy
     const IbPort &p = wire_.ib_port();
-    uint16_t ready = 0;
-    for (uint8_t vl = 0; vl < kUnmapped; ++vl) {
-        if (!lists_[vl].empty()) {
-            ready |= static_cast<uint16_t>(1u << vl);
-        }
-    }
-    return size_ != 0 && probe.pick(ready, p.sma_port(), p.data_vls()) < 0;
+    return probe.pick(queued_mask(), p.sma_port(), p.data_vls()) < 0;
 }
 
 Qp *QpVlArbiter::next(unsigned int &quantum) {
@@ -102,7 +99,7 @@ Qp *QpVlArbiter::next(unsigned int &quantum) {
         --size_;
         return lists_[kSmi].pop();
     }
-    const uint16_t ready = ready_mask();
+    const auto ready = static_cast<uint16_t>(queued_mask() & ~passed_);
     if (ready == 0) {
         return nullptr;
     }

@@ -68,11 +68,12 @@ class QpVlArbiter {
     void reset_turns() { arb_.reset(); }
 
   private:
-    // Data VLs with ready QPs, less those passed over this round.
-    [[nodiscard]] uint16_t ready_mask() const;
+    // Data VLs with ready QPs.
+    [[nodiscard]] uint16_t queued_mask() const;
     // Moves every queued data QP to its VL's list.
     void rehome();
-    [[nodiscard]] uint64_t map_key() const;
+    // The SL2VL table, a nibble an SL.
+    [[nodiscard]] uint64_t sl2vl_key() const;
 
     const IbWire &wire_;
     std::array<ReadyList, kLists> lists_;
@@ -82,7 +83,9 @@ class QpVlArbiter {
     std::array<uint16_t, kLists> misses_{};
     uint8_t picked_ = 0; // the list of the QP next() returned
     uint64_t bytes_before_ = 0;
-    uint64_t map_key_ = 0; // the SL2VL table and VLs the lists were made by
+    // The SL2VL table and the VLs in operation the lists were made by.
+    uint64_t sl2vl_ = 0;
+    uint8_t vls_ = 0;
     VlArbStats stats_;
 };
 
