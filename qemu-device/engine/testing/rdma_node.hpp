@@ -167,12 +167,13 @@ class RdmaNode {
     // MODIFY_QP RESET -> INIT with 'access'; the RTR attributes towards
     // 'peer' that RC and UC share.
     bool to_init(const QpInfo &qp, uint32_t access);
-    [[nodiscard]] ohca_qp_attr rtr_attr(const RdmaNode &peer, uint32_t remote_qpn,
-                                        uint8_t path_mtu) const;
+    static ohca_qp_attr rtr_attr(const RdmaNode &peer, uint32_t remote_qpn, uint8_t path_mtu);
     // A receive WQE with 'sges' at guest address 'at' (RQ and SRQ rings alike).
     void put_recv_wqe(uint64_t at, uint64_t wr_id, const std::vector<ohca_sge> &sges);
     void bring_up(bool ipv6, uint8_t id);
     void drain_eq();
+    // ib_sl into the InfiniBand address vector of 'a' (towards 'peer').
+    void set_ib_sl(ohca_qp_attr &a, const RdmaNode &peer) const;
     std::vector<ohca_eqe> pending_;
     const LinkLayer *link_ = nullptr;
     unsigned int eq_log_ = 10;
