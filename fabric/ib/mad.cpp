@@ -5,6 +5,7 @@
 #include "ib/bytes.hpp"
 #include "ib/packet.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ohca::ib {
@@ -270,6 +271,39 @@ void Notice::write(std::span<uint8_t, kSmpDataBytes> d) const {
     put16(&d[6], issuer_lid);
     put16(&d[8], static_cast<uint16_t>((toggle ? 0x8000 : 0) | (count & 0x7FFF)));
     std::memcpy(&d[10], details.data(), details.size());
+}
+
+// DataValid, LIDADDR1, LIDADDR2, PKey, then SL (4 bits) with QP1 (24)
+// after 4 reserved bits, QP2 (24) after 8 reserved, GIDADDR1, GIDADDR2,
+// SWLIDADDR, PortNo.
+void SwitchPKeyViolation::write(std::span<uint8_t, kBytes> d) const {
+    std::fill(d.begin(), d.end(), uint8_t{0});
+    put16(&d[0], valid);
+    put16(&d[2], lid1);
+    put16(&d[4], lid2);
+    put16(&d[6], pkey);
+    put32(&d[8], (uint32_t{sl} << 28) | (qp1 & kQpnMask));
+    put32(&d[12], qp2 & kQpnMask);
+    std::memcpy(&d[16], gid1.data(), gid1.size());
+    std::memcpy(&d[32], gid2.data(), gid2.size());
+    put16(&d[48], sw_lid);
+    d[50] = port;
+}
+
+SwitchPKeyViolation SwitchPKeyViolation::read(std::span<const uint8_t, kBytes> d) {
+    SwitchPKeyViolation v;
+    v.valid = get16(&d[0]);
+    v.lid1 = get16(&d[2]);
+    v.lid2 = get16(&d[4]);
+    v.pkey = get16(&d[6]);
+    v.sl = static_cast<uint8_t>(d[8] >> 4);
+    v.qp1 = get32(&d[8]) & kQpnMask;
+    v.qp2 = get32(&d[12]) & kQpnMask;
+    std::memcpy(v.gid1.data(), &d[16], v.gid1.size());
+    std::memcpy(v.gid2.data(), &d[32], v.gid2.size());
+    v.sw_lid = get16(&d[48]);
+    v.port = d[50];
+    return v;
 }
 
 void ClassPortInfo::write(std::span<uint8_t> d) const {

@@ -311,7 +311,42 @@ inline constexpr uint16_t LocalLinkIntegrity = 129;
 inline constexpr uint16_t CapabilityMaskChange = 144;
 inline constexpr uint16_t MKeyViolation = 256;
 inline constexpr uint16_t PKeyViolation = 257;
+// A switch's external port dropped a packet for its P_Key (partition
+// enforcement, IBTA 10.9.4): "Bad P_Key, switch external port".
+inline constexpr uint16_t SwitchPKeyViolation = 259;
 } // namespace trap
+
+// Trap 259's DataDetails (IBTA vol. 1 14.2.5.1): the dropped packet's
+// addresses and P_Key, and where the switch dropped it. DataValid says
+// which of the packet's fields were known (a packet without a GRH has no
+// GIDs, one without a DETH no source QP).
+struct SwitchPKeyViolation {
+    enum Valid : uint16_t {
+        Lid1 = 1u << 0, // LIDADDR1: the packet's source
+        Lid2 = 1u << 1, // LIDADDR2: its destination
+        PKey = 1u << 2,
+        Sl = 1u << 3,
+        Qp1 = 1u << 4, // the source QP (DETH)
+        Qp2 = 1u << 5, // the destination QP (BTH)
+        Gid1 = 1u << 6,
+        Gid2 = 1u << 7,
+    };
+    static constexpr size_t kBytes = 51; // of the 54 the Notice holds
+    uint16_t valid = 0;
+    uint16_t lid1 = 0;
+    uint16_t lid2 = 0;
+    uint16_t pkey = 0;
+    uint8_t sl = 0;
+    uint32_t qp1 = 0;
+    uint32_t qp2 = 0;
+    std::array<uint8_t, 16> gid1{};
+    std::array<uint8_t, 16> gid2{};
+    uint16_t sw_lid = 0;
+    uint8_t port = 0; // the external port that dropped it
+
+    void write(std::span<uint8_t, kBytes> d) const;
+    static SwitchPKeyViolation read(std::span<const uint8_t, kBytes> d);
+};
 
 // ---- Performance management (class 0x04), data at MAD offset 64 ----
 

@@ -306,6 +306,7 @@ void Switch::on_data(uint8_t p, std::span<const uint8_t> frame, const Lrh &lrh, 
     }
     if (!pkey_passes(p, frame, true)) {
         sat_add(sma_port(p).counters.rcv_constraint_errors, 1, 0xFF);
+        trap_bad_pkey(p, frame, now);
         release(p, q);
         return;
     }
@@ -735,6 +736,7 @@ bool Switch::schedule_port(uint8_t o, uint64_t now) {
                     sat_add(sma_port(o).counters.xmit_discards, 1, 0xFFFF);
                 } else {
                     sat_add(sma_port(o).counters.xmit_constraint_errors, 1, 0xFF);
+                    trap_bad_pkey(o, q.frame, now);
                 }
                 pop_done(qs, in, in != 0, now);
                 return true;
@@ -797,28 +799,80 @@ void Switch::schedule(uint64_t now) {
     }
 }
 
-// Trap 128 (IBTA §14.2.5.1): a port's link state changed; the switch
-// tells the master SM, once it knows its own LID and the SM's (before
-// that the SM has not swept yet and will see the port anyway).
-void Switch::trap_link_state(uint64_t now) {
+bool Switch::send_trap(uint16_t number, uint8_t type, std::span<const uint8_t> details,
+                       uint64_t now) {
     const PortInfo &mgmt = sma_state_.ports[0].info;
     if (mgmt.lid == 0 || mgmt.master_sm_lid == 0 || own_lid(mgmt.master_sm_lid)) {
-        return;
+        return false;
     }
     const uint64_t mask = route(mgmt.master_sm_lid, 0);
     if (mask == 0) {
-        return;
+        return false;
     }
-    const uint8_t details[2] = {static_cast<uint8_t>(mgmt.lid >> 8),
-                                static_cast<uint8_t>(mgmt.lid)};
-    const Smp t = sma_.make_trap(trap::LinkStateChange, notice_type::Urgent, details,
-                                 (0xFAB0ull << 48) | ++trap_tid_);
+    const Smp t = sma_.make_trap(number, type, details, (0xFAB0ull << 48) | ++trap_tid_);
     Mad m{};
     t.write(m);
     auto f = ud_mad_frame(kVl15, mgmt.master_sm_sl, mgmt.master_sm_lid, mgmt.lid, kDefaultPKey, 0,
                           0, 0, psn_++, m);
     ++port(0).stats.traps_sent;
     send_local(static_cast<uint8_t>(__builtin_ctzll(mask)), std::move(f), now, true, kVl15);
+    return true;
+}
+
+// Trap 128 (IBTA §14.2.5.1): a port's link state changed; the switch
+// tells the master SM, once it knows its own LID and the SM's (before
+// that the SM has not swept yet and will see the port anyway).
+void Switch::trap_link_state(uint64_t now) {
+    const uint16_t lid = sma_state_.ports[0].info.lid;
+    const uint8_t details[2] = {static_cast<uint8_t>(lid >> 8), static_cast<uint8_t>(lid)};
+    (void)send_trap(trap::LinkStateChange, notice_type::Urgent, details, now);
+}
+
+// Trap 259 (IBTA §14.2.5.1, "Bad P_Key, switch external port"): what the
+// dropped packet's headers say (only the LRH and P_Key when it does not
+// parse as a whole), the switch's LID and the port.
+void Switch::trap_bad_pkey(uint8_t p, std::span<const uint8_t> frame, uint64_t now) {
+    if (now < next_bad_pkey_trap_ns_) {
+        ++port(0).stats.bad_pkey_traps_suppressed;
+        return;
+    }
+    SwitchPKeyViolation v;
+    v.sw_lid = sma_state_.ports[0].info.lid;
+    v.port = p;
+    Lrh lrh;
+    if (check_link(frame, lrh) == PacketError::Ok) {
+        v.lid1 = lrh.slid;
+        v.lid2 = lrh.dlid;
+        v.sl = lrh.sl;
+        v.valid |= SwitchPKeyViolation::Lid1 | SwitchPKeyViolation::Lid2 | SwitchPKeyViolation::Sl;
+    }
+    if (const std::optional<uint16_t> pkey = frame_pkey(frame)) {
+        v.pkey = *pkey;
+        v.valid |= SwitchPKeyViolation::PKey;
+    }
+    Packet pkt;
+    if (parse(frame, pkt) == PacketError::Ok && pkt.has_bth) {
+        v.qp2 = pkt.bth.dest_qp;
+        v.valid |= SwitchPKeyViolation::Qp2;
+        // UD (and RD) carry the source QP in a DETH after the BTH.
+        if ((pkt.bth.opcode & 0xE0) == 0x60 && pkt.payload_offset + kDethBytes <= frame.size()) {
+            v.qp1 = get32(&frame[pkt.payload_offset + 4]) & kQpnMask;
+            v.valid |= SwitchPKeyViolation::Qp1;
+        }
+        if (pkt.has_grh) {
+            v.gid1 = pkt.grh.sgid;
+            v.gid2 = pkt.grh.dgid;
+            v.valid |= SwitchPKeyViolation::Gid1 | SwitchPKeyViolation::Gid2;
+        }
+    }
+    std::array<uint8_t, SwitchPKeyViolation::kBytes> d{};
+    v.write(d);
+    if (send_trap(trap::SwitchPKeyViolation, notice_type::Security, d, now)) {
+        ++port(0).stats.bad_pkey_traps;
+        next_bad_pkey_trap_ns_ = now + kBadPKeyTrapPeriodNs;
+    } else {
+        ++port(0).stats.bad_pkey_traps_suppressed;
+    }
 }
 
 void Switch::apply_sma_changes(uint64_t now) {
@@ -876,7 +930,7 @@ size_t Switch::output_bytes(uint8_t p) const {
 
 std::string Switch::stats_json() const {
     std::string s = "{\"guid\": \"";
-    char buf[768]; // a port's longest block, every counter at 20 digits
+    char buf[1024]; // a port's longest block, every counter at 20 digits
     std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(cfg_.guid));
     s += buf;
     std::snprintf(buf, sizeof buf, "\", \"lid\": %u, \"line_rate_bps\": %llu, \"ports\": [",
@@ -901,26 +955,30 @@ std::string Switch::stats_json() const {
                       static_cast<unsigned long long>(st.ignored_link_packets),
                       static_cast<unsigned long long>(st.bad_frames));
         s += buf;
-        std::snprintf(buf, sizeof buf,
-                      "\"overruns\": %llu, \"relay_drops\": %llu, \"hoq_discards\": %llu, "
-                      "\"inactive_discards\": %llu, \"vl15_dropped\": %llu, \"smp_local\": %llu, "
-                      "\"smp_forwarded\": %llu, \"credit_waits\": %llu, \"oversize_frames\": %llu, "
-                      "\"traps_sent\": %llu, \"rate_waits\": %llu, \"busy_ns\": %llu, "
-                      "\"in_hwm_blocks\": %u, \"bytes_in\": %llu, \"bytes_out\": %llu, ",
-                      static_cast<unsigned long long>(st.overruns),
-                      static_cast<unsigned long long>(st.relay_drops),
-                      static_cast<unsigned long long>(st.hoq_discards),
-                      static_cast<unsigned long long>(st.inactive_discards),
-                      static_cast<unsigned long long>(st.vl15_dropped),
-                      static_cast<unsigned long long>(st.smp_local),
-                      static_cast<unsigned long long>(st.smp_forwarded),
-                      static_cast<unsigned long long>(st.credit_waits),
-                      static_cast<unsigned long long>(port(p).reader.stats().oversize),
-                      static_cast<unsigned long long>(st.traps_sent),
-                      static_cast<unsigned long long>(st.rate_waits),
-                      static_cast<unsigned long long>(st.busy_ns), st.in_hwm_blocks,
-                      static_cast<unsigned long long>(st.bytes_in),
-                      static_cast<unsigned long long>(st.bytes_out));
+        std::snprintf(
+            buf, sizeof buf,
+            "\"overruns\": %llu, \"relay_drops\": %llu, \"hoq_discards\": %llu, "
+            "\"inactive_discards\": %llu, \"vl15_dropped\": %llu, \"smp_local\": %llu, "
+            "\"smp_forwarded\": %llu, \"credit_waits\": %llu, \"oversize_frames\": %llu, "
+            "\"traps_sent\": %llu, \"bad_pkey_traps\": %llu, "
+            "\"bad_pkey_traps_suppressed\": %llu, \"rate_waits\": %llu, \"busy_ns\": %llu, "
+            "\"in_hwm_blocks\": %u, \"bytes_in\": %llu, \"bytes_out\": %llu, ",
+            static_cast<unsigned long long>(st.overruns),
+            static_cast<unsigned long long>(st.relay_drops),
+            static_cast<unsigned long long>(st.hoq_discards),
+            static_cast<unsigned long long>(st.inactive_discards),
+            static_cast<unsigned long long>(st.vl15_dropped),
+            static_cast<unsigned long long>(st.smp_local),
+            static_cast<unsigned long long>(st.smp_forwarded),
+            static_cast<unsigned long long>(st.credit_waits),
+            static_cast<unsigned long long>(port(p).reader.stats().oversize),
+            static_cast<unsigned long long>(st.traps_sent),
+            static_cast<unsigned long long>(st.bad_pkey_traps),
+            static_cast<unsigned long long>(st.bad_pkey_traps_suppressed),
+            static_cast<unsigned long long>(st.rate_waits),
+            static_cast<unsigned long long>(st.busy_ns), st.in_hwm_blocks,
+            static_cast<unsigned long long>(st.bytes_in),
+            static_cast<unsigned long long>(st.bytes_out));
         s += buf;
         const PortCountersExtended &x = sp.counters_ext;
         std::snprintf(buf, sizeof buf,

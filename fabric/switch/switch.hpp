@@ -83,11 +83,19 @@ struct PortStats {
     uint64_t bytes_in = 0;      // packets taken in, LRH to VCRC (never reset, unlike the PMA's)
     uint64_t bytes_out = 0;     // packets sent
     uint16_t in_hwm_blocks = 0; // the fullest a data VL's input buffer was (of vl_buffer_blocks)
-    uint64_t traps_sent = 0;    // port 0: Trap(Notice 128) to the master SM
+    uint64_t traps_sent = 0;    // port 0: Traps (Notices 128, 259) to the master SM
+    // Port 0: P_Key drops told to the SM (trap 259), and those not told:
+    // within kBadPKeyTrapPeriodNs of the last, or before the SM is known.
+    uint64_t bad_pkey_traps = 0;
+    uint64_t bad_pkey_traps_suppressed = 0;
 };
 
 class Switch {
   public:
+    // Trap 259 (a packet dropped for its P_Key) at most this often: a
+    // flood of bad P_Keys sends the SM ten traps a second, no more.
+    static constexpr uint64_t kBadPKeyTrapPeriodNs = 100'000'000;
+
     explicit Switch(const SwitchConfig &cfg);
 
     [[nodiscard]] uint8_t ports() const { return cfg_.ports; }
@@ -194,6 +202,13 @@ class Switch {
     void count_out(uint8_t p, size_t bytes, uint16_t dlid);
     void apply_sma_changes(uint64_t now);
     void trap_link_state(uint64_t now);
+    // Trap 259 for a packet partition enforcement dropped on port p, at
+    // most one per kBadPKeyTrapPeriodNs (a peer flooding bad P_Keys costs
+    // one comparison per packet beyond it).
+    void trap_bad_pkey(uint8_t p, std::span<const uint8_t> frame, uint64_t now);
+    // A Trap(Notice) SMP to the master SM; false if the switch knows no SM
+    // or no route to it.
+    bool send_trap(uint16_t number, uint8_t type, std::span<const uint8_t> details, uint64_t now);
     void timeline(uint64_t now, bool force = false);
 
     SwitchConfig cfg_;
@@ -203,6 +218,7 @@ class Switch {
     uint64_t now_ = 0;
     uint32_t psn_ = 0;
     uint64_t trap_tid_ = 0;
+    uint64_t next_bad_pkey_trap_ns_ = 0;
     CaptureFn capture_;
     Timeline timeline_;
 };

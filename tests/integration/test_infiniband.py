@@ -11,7 +11,9 @@ would otherwise pay its own TCG boot). VM 0 runs the subnet manager.
 - partition: both ports' P_Key tables as the SM set them; an IPoIB child
   interface ib0.8001 on each VM, ping both ways.
 - pkey_violation: VM 0 sends 20 UD packets on 0x8002 to VM 1, a
-  non-member: all 20 in VM 1's P_KeyViolations, a trap 257 in opensm's log.
+  non-member: all 20 in VM 1's P_KeyViolations, a trap 257 in opensm's log
+  (through a switch: dropped at VM 1's switch port, a trap 259 from the
+  switch in opensm's log).
 - trap_self: VM 0 sends 5 UD packets on 0x8002 to a QP of its own on the
   default partition: its trap 257 reaches opensm on the same port (the
   device loops it back to QP0), logged from VM 0's own LID.
@@ -134,8 +136,12 @@ part_pkey_violation() {
 		ohca_barrier pkey-sent 120
 		[ $sent -eq 0 ]
 		if smpquery -D nodeinfo 0,1 | grep -q 'NodeType:.*Switch'; then
-			# the switch enforces partitions: the packets end there
+			# the switch enforces partitions: the packets end there, and
+			# the switch tells the SM with a trap 259
 			echo "TRAPS_257 none: behind a switch"
+			ohca_poll 30 grep -q 'num:259' /tmp/opensm.log || true
+			grep -E 'num:259' /tmp/opensm.log | tail -n 2
+			echo "TRAPS_259 $(grep -c 'num:259' /tmp/opensm.log)"
 			return 0
 		fi
 		ohca_poll 30 grep -q 'num:257' /tmp/opensm.log || true
@@ -477,8 +483,8 @@ def _check_partitions_and_traps(results, switch_stats=None):
     20 UD packets on 0x8002 all counted as P_Key violations at VM 1 and
     reported to opensm by a trap 257 -- or, through a switch (its
     statistics in switch_stats), all dropped by the switch on their way
-    out to VM 1 (opensm set its ports' P_Key tables and enforcement) and
-    none reaching VM 1; VM 0's 5 packets to a QP of its own of another
+    out to VM 1 (opensm set its ports' P_Key tables and enforcement), none
+    reaching VM 1 and a trap 259 from the switch in opensm's log; VM 0's 5 packets to a QP of its own of another
     partition reported by a trap 257 to opensm on the same port; VM 1's
     IsSM (the issm device held) in its PortInfo and reported by a trap
     144."""
@@ -503,6 +509,9 @@ def _check_partitions_and_traps(results, switch_stats=None):
         assert port_b["xmit_constraint_errors"] >= 20, port_b
         port_a = ohcavm.switch_port_stats(switch_stats, 0)
         assert port_a["rcv_constraint_errors"] == 0, port_a
+        # ... and the switch told opensm (trap 259, rate-limited)
+        traps = re.search(r"^TRAPS_259 (\d+)$", section(a.output, "pkey_violation"), re.M)
+        assert traps and int(traps.group(1)) >= 1, a.report()
     # the trap to the SM on VM 0's own port, from its own LID
     traps = re.search(r"^TRAPS_257_SELF (\d+)", section(a.output, "trap_self"), re.M)
     assert traps and int(traps.group(1)) >= 1, a.report()

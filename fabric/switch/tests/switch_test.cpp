@@ -928,3 +928,82 @@ TEST(Switch, PartitionEnforcementInboundAndOutbound) {
     EXPECT_EQ(f.peer(3).data.size(), 2u);
     EXPECT_NE(f.sw->stats_json().find("\"xmit_constraint_errors\": 1"), std::string::npos);
 }
+
+// Trap 259 ("Bad P_Key, switch external port"): a packet partition
+// enforcement drops, coming in or going out, is told to the master SM
+// with its LIDs, P_Key, SL, QP and the port; a peer flooding bad P_Keys
+// gets the SM one trap per Switch::kBadPKeyTrapPeriodNs, the rest counted.
+TEST(Switch, BadPKeyTrap259ToTheSmRateLimited) {
+    Fabric f(4);
+    f.connect_all();
+    f.program();
+    EXPECT_EQ(f.edit_port_info(0, [](PortInfo &pi) { pi.master_sm_lid = 2; }), 0);
+    SmpData d{};
+    put16(&d[0], 0xFFFF);
+    EXPECT_EQ(f.sm(dr_smp(method::Set, attr::PKeyTable, 3u << 16, {1}, d)).status(), 0);
+    EXPECT_EQ(f.edit_port_info(3,
+                               [](PortInfo &pi) {
+                                   pi.partition_enforcement_inbound = true;
+                                   pi.partition_enforcement_outbound = true;
+                               }),
+              0);
+    auto traps = [&] {
+        std::vector<Notice> v;
+        for (const auto &fr : f.peer(1).data) {
+            Packet pkt;
+            if (parse(fr, pkt) == PacketError::Ok && pkt.lrh.vl == kVl15) {
+                const Smp t = Smp::read(mad_of(fr));
+                if (t.hdr.method == method::Trap) {
+                    v.push_back(Notice::read(t.data));
+                }
+            }
+        }
+        return v;
+    };
+    f.peer(1).data.clear();
+    uint64_t now = 1'000'000'000;
+    f.peer(3).send(pkey_frame(0, 3, 4, 0x8001, 7), now);
+    f.pump(now);
+    auto t = traps();
+    ASSERT_EQ(t.size(), 1u);
+    EXPECT_EQ(t[0].trap_number, trap::SwitchPKeyViolation);
+    EXPECT_EQ(t[0].type, notice_type::Security);
+    EXPECT_EQ(t[0].issuer_lid, 1);
+    const auto v = SwitchPKeyViolation::read(std::span<const uint8_t, SwitchPKeyViolation::kBytes>(
+        t[0].details.data(), SwitchPKeyViolation::kBytes));
+    EXPECT_EQ(v.lid1, 4);
+    EXPECT_EQ(v.lid2, 3);
+    EXPECT_EQ(v.pkey, 0x8001);
+    EXPECT_EQ(v.sw_lid, 1);
+    EXPECT_EQ(v.port, 3);
+    const uint16_t want = SwitchPKeyViolation::Lid1 | SwitchPKeyViolation::Lid2 |
+                          SwitchPKeyViolation::PKey | SwitchPKeyViolation::Sl |
+                          SwitchPKeyViolation::Qp2;
+    EXPECT_EQ(v.valid & want, want);
+    EXPECT_EQ(v.valid & (SwitchPKeyViolation::Gid1 | SwitchPKeyViolation::Gid2), 0);
+    EXPECT_EQ(f.sw->stats(0).bad_pkey_traps, 1u);
+    // A flood within the period, coming in at port 3 and going out of it
+    // (from port 2): dropped and counted, no trap.
+    size_t sent = 0;
+    for (uint32_t i = 0; i < 600; ++i) {
+        const uint64_t at = now + 1000 + i;
+        sent += f.peer(3).send(pkey_frame(0, 3, 4, 0x8001, i), at) ? 1 : 0;
+        sent += f.peer(2).send(pkey_frame(0, 4, 3, 0x8002, i), at) ? 1 : 0;
+        f.pump(at);
+    }
+    EXPECT_GT(sent, 1000u);
+    EXPECT_EQ(traps().size(), 1u);
+    EXPECT_EQ(f.sw->stats(0).bad_pkey_traps_suppressed, sent);
+    // The next period: one more, the outbound one, from port 3.
+    f.peer(2).send(pkey_frame(0, 4, 3, 0x8002, 9), now + Switch::kBadPKeyTrapPeriodNs);
+    f.pump(now + Switch::kBadPKeyTrapPeriodNs);
+    t = traps();
+    ASSERT_EQ(t.size(), 2u);
+    const auto w = SwitchPKeyViolation::read(std::span<const uint8_t, SwitchPKeyViolation::kBytes>(
+        t[1].details.data(), SwitchPKeyViolation::kBytes));
+    EXPECT_EQ(w.pkey, 0x8002);
+    EXPECT_EQ(w.lid1, 3);
+    EXPECT_EQ(w.port, 3);
+    EXPECT_EQ(f.sw->stats(0).bad_pkey_traps, 2u);
+    EXPECT_NE(f.sw->stats_json().find("\"bad_pkey_traps\": 2"), std::string::npos);
+}

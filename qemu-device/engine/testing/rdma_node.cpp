@@ -453,6 +453,16 @@ ohca_qp_attr RdmaNode::rtr_attr(const RdmaNode &peer, uint32_t remote_qpn, uint8
     return a;
 }
 
+// An InfiniBand address vector's SL (ib_sl), for tests of VL arbitration.
+void RdmaNode::set_ib_sl(ohca_qp_attr &a, const RdmaNode &peer) const {
+    if (peer.lid != 0) {
+        ohca_av_ib ib{};
+        std::memcpy(&ib, &a.av, sizeof(ib));
+        ib.sl = ib_sl;
+        std::memcpy(&a.av, &ib, sizeof(ib));
+    }
+}
+
 void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &peer,
                        uint8_t path_mtu, uint8_t timeout, uint8_t retry, uint8_t rnr_retry,
                        uint32_t access, uint8_t rd_atomic) {
@@ -460,6 +470,7 @@ void RdmaNode::connect(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode &pe
         return;
     }
     ohca_qp_attr a = rtr_attr(peer, remote_qpn, path_mtu);
+    set_ib_sl(a, peer);
     a.max_dest_rd_atomic = rd_atomic;
     a.min_rnr_timer = 1;
     if (!OHCA_CHECK_STATUS(modify(qp.qpn,
@@ -493,6 +504,7 @@ void RdmaNode::connect_uc(const QpInfo &qp, uint32_t remote_qpn, const RdmaNode 
         return;
     }
     ohca_qp_attr a = rtr_attr(peer, remote_qpn, path_mtu);
+    set_ib_sl(a, peer);
     if (!OHCA_CHECK_STATUS(modify(qp.qpn,
                                   OHCA_QP_STATE | OHCA_QP_AV | OHCA_QP_PATH_MTU | OHCA_QP_DEST_QPN |
                                       OHCA_QP_RQ_PSN,

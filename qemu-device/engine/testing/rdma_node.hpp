@@ -154,6 +154,7 @@ class RdmaNode {
     // An InfiniBand port's LID once the test's SM gave it one: connect()
     // then addresses the peer by it (struct ohca_av_ib).
     uint16_t lid = 0;
+    uint8_t ib_sl = 0; // connect(): the SL of an InfiniBand address vector
     FakeHost host;
     Driver drv;
     ohca_engine *e = nullptr;
@@ -172,6 +173,8 @@ class RdmaNode {
     static ohca_qp_attr rtr_attr(const RdmaNode &peer, uint32_t remote_qpn, uint8_t path_mtu);
     void bring_up(bool ipv6, uint8_t id);
     void drain_eq();
+    // ib_sl into the InfiniBand address vector of 'a' (towards 'peer').
+    void set_ib_sl(ohca_qp_attr &a, const RdmaNode &peer) const;
     std::vector<ohca_eqe> pending_;
     const LinkLayer *link_ = nullptr;
     unsigned int eq_log_ = 10;

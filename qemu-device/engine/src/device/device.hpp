@@ -102,6 +102,7 @@ class Device : private KeyLinks, private FatalSink {
     // The transport's run loop, for tests, benchmarks and tracing.
     using SchedStats = ohca::SchedStats;
     [[nodiscard]] const SchedStats &sched_stats() const { return loop_.stats(); }
+    [[nodiscard]] const RunLoop &run_loop() const { return loop_; }
     [[nodiscard]] const RoceCounters &roce_counters() const { return port_.roce_counters(); }
     // An InfiniBand port's own counters (nullptr on Ethernet), for tests.
     [[nodiscard]] const IbPortCounters *ib_counters() const {

@@ -117,6 +117,8 @@ class IbPort {
     [[nodiscard]] uint8_t vl_of(uint8_t sl) const;
     // The data VLs in operation (OperationalVLs).
     [[nodiscard]] uint8_t data_vls() const;
+    // The port's SMA attributes (VL arbitration reads its tables).
+    [[nodiscard]] const ib::SmaPortState &sma_port() const { return port(); }
 
     // Whether 'dlid' is one of this port's (LID | path bits); 'path_bits'
     // gets the low LMC bits.

@@ -52,6 +52,7 @@ void IbWire::transmit(const PacketPath &path, std::span<const uint8_t> frame) {
         d_.link.transmit(frame); // subnet management is not flow controlled
         return;
     }
+    data_bytes_ += frame.size();
     switch (flow_.send(frame, path.ib.vl)) {
     case IbFlow::Out::Sent:
         break;
@@ -73,6 +74,10 @@ TxRoom IbWire::room(const PacketPath &path, bool loopback_room) const {
         return TxRoom::None;
     }
     return flow_.short_of_credit(path.ib.vl) ? TxRoom::CreditShort : TxRoom::Room;
+}
+
+uint8_t IbWire::qp_vl(const Qp &qp) const {
+    return qp.type == OHCA_QPT_SMI ? IbPort::kVl15 : port().vl_of(av_ib_of(qp.attrs.av).sl);
 }
 
 void IbWire::link_init() {

@@ -84,6 +84,13 @@ class IbWire {
     [[nodiscard]] uint16_t pkey_of(const Qp &qp, uint16_t wqe_index) const;
     // UD's largest message: the active MTU as if it were an Ethernet one.
     [[nodiscard]] uint32_t port_mtu() const;
+    // The VL a QP's packets take (its address vector's SL through the
+    // SL2VL table; QP0: VL15; an SL the port does not map: VL15 too).
+    [[nodiscard]] uint8_t qp_vl(const Qp &qp) const;
+    // Bytes of data packets (not VL15) made so far, sent or held: what VL
+    // arbitration charges a visit (vl_arbiter.hpp).
+    [[nodiscard]] uint64_t data_bytes() const { return data_bytes_; }
+    [[nodiscard]] const IbPort &ib_port() const { return port(); }
 
     // A frame from the host before the backlog: link packets (the peer's
     // credit) and frames too long for any MTU end here (nullopt: it may
@@ -121,6 +128,7 @@ class IbWire {
     IbFlow flow_;
     // A transport found no credit for its packet in this run (room()).
     mutable bool credit_wait_ = false;
+    uint64_t data_bytes_ = 0;
 };
 
 } // namespace ohca

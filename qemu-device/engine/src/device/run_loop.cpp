@@ -14,10 +14,17 @@ namespace ohca {
 RunLoop::RunLoop(const Deps &deps, uint32_t max_qp)
     : host_(deps.host), status_(deps.status), port_(deps.port), cqs_(deps.cqs),
       transports_(deps.transports), timers_(max_qp + DeviceLimits::first_qpn),
-      paced_(max_qp + DeviceLimits::first_qpn) {}
+      paced_(max_qp + DeviceLimits::first_qpn) {
+    if (const IbWire *ib = port_.ib_wire(); ib != nullptr) {
+        vl_.emplace(*ib);
+    }
+}
 
 void RunLoop::reset() {
     ready_.clear();
+    if (vl_) {
+        vl_->clear();
+    }
     timers_.clear();
     paced_.clear();
     timers_deferred_ = false;
@@ -30,12 +37,12 @@ void RunLoop::reset() {
 // ---- readiness and timers ------------------------------------------------------
 
 void RunLoop::mark_ready(Qp &qp) {
-    ready_.push(qp);
+    push_ready(qp);
     kick();
 }
 
 void RunLoop::unschedule(Qp &qp) {
-    ready_.remove(qp);
+    remove_ready(qp);
     timers_.set(qp, 0);
     paced_.set(qp.sched.pace, 0);
 }
@@ -62,7 +69,7 @@ bool RunLoop::check_timers() {
         --budget;
         Qp &qp = *p->qp;
         paced_.set(*p, 0);
-        ready_.push(qp);
+        push_ready(qp);
     }
     for (size_t n = timers_.size(); n > 0; --n) {
         Qp *qp = timers_.top();
@@ -117,8 +124,9 @@ void RunLoop::doorbell_run(Qp *rung, unsigned int budget) {
     in_run_ = false;
     if (rung != nullptr && rung->sched.ready && budget > 0 && status_.running()) {
         ++stats_.doorbell_runs;
-        run(port_.pace_waiting() ? nullptr : rung, budget, DeviceLimits::doorbell_run_ns);
-    } else if (status_.running() && (!port_.backlog_empty() || !ready_.empty())) {
+        // Nor on an InfiniBand port: its VL arbitration decides every turn.
+        run(port_.pace_waiting() || vl_ ? nullptr : rung, budget, DeviceLimits::doorbell_run_ns);
+    } else if (status_.running() && (!port_.backlog_empty() || ready_size() != 0)) {
         host_.schedule();
     }
 }
@@ -153,13 +161,13 @@ void RunLoop::run(Qp *first, unsigned int max_work, uint64_t max_ns) {
     // waiting here. The doorbell's QP keeps its first turn.
     size_t received = port_.backlog_size();
     if (first != nullptr && first->sched.ready && status_.running()) {
-        ready_.remove(*first);
+        remove_ready(*first);
         ++stats_.visits;
         const unsigned int q = std::min(DeviceLimits::qp_quantum, max_work);
         unsigned int quantum = q;
         visit(*first, quantum);
         if (quantum == 0) {
-            ready_.push(*first);
+            push_ready(*first);
         }
         account(q - quantum);
     }
@@ -178,27 +186,44 @@ void RunLoop::run(Qp *first, unsigned int max_work, uint64_t max_ns) {
         timers_deferred_ = true;
         ++stats_.timers_deferred;
     }
-    while (!out_of_time && status_.running() && (!port_.backlog_empty() || !ready_.empty())) {
+    while (!out_of_time && status_.running() && (!port_.backlog_empty() || ready_size() != 0)) {
         bool progress = false;
         while (!out_of_time && !port_.backlog_empty()) {
             port_.take_frame();
             progress = true;
             account(1);
         }
-        for (size_t n = ready_.size(); n > 0 && !out_of_time && status_.running(); --n) {
+        if (vl_) {
+            vl_->begin_round();
+        }
+        // A VL arbiter may spend a visit on each QP that cannot go (no
+        // credit), and one more per VL, before it passes their VL over:
+        // those visits take no place of the round.
+        size_t idle = vl_ ? ready_size() + QpVlArbiter::kLists : 0;
+        for (size_t n = ready_size(); n > 0 && !out_of_time && status_.running(); --n) {
             if (port_.pace_holds()) {
                 break; // the rest go first at the refill (WirePort::pace_holds)
             }
-            Qp *qp = ready_.pop();
+            unsigned int q = DeviceLimits::qp_quantum;
+            Qp *qp = vl_ ? vl_->next(q) : ready_.pop();
+            if (qp == nullptr) {
+                break; // no VL may go for the rest of the round
+            }
             ++stats_.visits;
-            unsigned int quantum = DeviceLimits::qp_quantum;
+            unsigned int quantum = q;
             visit(*qp, quantum);
             if (quantum == 0) {
-                ready_.push(*qp); // more to send: after the others
+                push_ready(*qp); // more to send: after the others
             }
-            if (quantum != DeviceLimits::qp_quantum) {
+            if (vl_) {
+                vl_->visited(q - quantum);
+            }
+            if (quantum != q) {
                 progress = true;
-                account(DeviceLimits::qp_quantum - quantum);
+                account(q - quantum);
+            } else if (idle > 0) {
+                --idle;
+                ++n;
             }
         }
         if (!progress) {
@@ -212,9 +237,11 @@ void RunLoop::run(Qp *first, unsigned int max_work, uint64_t max_ns) {
         ++stats_.out_of_time;
     }
     // QPs that wait for the peer's credit run again when its FCP comes.
-    const bool credit_stall = port_.end_run() && stalled;
+    // So do QPs on VLs the arbitration tables do not serve, when the SM
+    // sets them (its MAD's reply rings QP0's doorbell).
+    const bool credit_stall = (port_.end_run() || (vl_ && vl_->only_unserved())) && stalled;
     if (status_.running() &&
-        (!port_.backlog_empty() || (!ready_.empty() && !credit_stall) || timers_deferred_)) {
+        (!port_.backlog_empty() || (ready_size() != 0 && !credit_stall) || timers_deferred_)) {
         host_.schedule();
     }
     update_timer();

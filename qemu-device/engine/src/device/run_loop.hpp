@@ -8,10 +8,12 @@
 
 #include "device/host.hpp"
 #include "device/sched.hpp"
+#include "device/vl_arbiter.hpp"
 #include "objects/scheduler.hpp"
 #include "transports/transport.hpp"
 
 #include <cstdint>
+#include <optional>
 
 namespace ohca {
 
@@ -71,6 +73,8 @@ class RunLoop final : public QpScheduler {
     // made ready, takes the first turn of a run of at most 'budget' units.
     void doorbell_run(Qp *rung, unsigned int budget);
     [[nodiscard]] const SchedStats &stats() const { return stats_; }
+    // An InfiniBand port's VL arbitration (none on Ethernet).
+    [[nodiscard]] const QpVlArbiter *vl_arbiter() const { return vl_ ? &*vl_ : nullptr; }
 
   private:
     // One run: 'first' (if ready) visited first, at most 'max_work' units
@@ -79,6 +83,22 @@ class RunLoop final : public QpScheduler {
     // False when expired timers are left for the next run (max_run_timers).
     bool check_timers();
     void visit(Qp &qp, unsigned int &quantum) { transport_of(transports_, qp).visit(qp, quantum); }
+    // The ready QPs: one list, or an InfiniBand port's lists per VL.
+    void push_ready(Qp &qp) {
+        if (vl_) {
+            vl_->push(qp);
+        } else {
+            ready_.push(qp);
+        }
+    }
+    void remove_ready(Qp &qp) {
+        if (vl_) {
+            vl_->remove(qp);
+        } else {
+            ready_.remove(qp);
+        }
+    }
+    [[nodiscard]] size_t ready_size() const { return vl_ ? vl_->size() : ready_.size(); }
 
     const Host &host_;
     const DevStatus &status_;
@@ -86,6 +106,7 @@ class RunLoop final : public QpScheduler {
     CqTable &cqs_;
     const TransportTable &transports_;
     ReadyList ready_;
+    std::optional<QpVlArbiter> vl_; // its QPs are in these lists, not ready_
     TimerHeap<Qp> timers_;
     TimerHeap<PaceSlot> paced_;   // QPs their pacer holds back (DCQCN)
     uint64_t timer_deadline_ = 0; // last deadline given to set_timer

@@ -50,8 +50,9 @@ struct SchedHook {
     Qp *prev = nullptr;
     Qp *next = nullptr;
     bool ready = false;
-    HeapHook timer; // place in the QP timer heap
-    PaceSlot pace;  // place in the pace heap
+    uint8_t list = 0; // an InfiniBand port's: the VL list it is in (vl_arbiter.hpp)
+    HeapHook timer;   // place in the QP timer heap
+    PaceSlot pace;    // place in the pace heap
 };
 
 // FIFO of ready QPs; a QP is in it at most once.

@@ -78,6 +78,8 @@ class WirePort final : public WireServices, public Port {
     // DCQCN's parameters (OHCA_CMD_CC_PARAM) and counters (QUERY_STATS).
     [[nodiscard]] dcqcn::Params &cc_params() { return cc_params_; }
     [[nodiscard]] const dcqcn::Counters &cc_counters() const { return cc_; }
+    // An InfiniBand port's wire side; none on Ethernet.
+    [[nodiscard]] const IbWire *ib_wire() const { return state_.ib ? &ib_ : nullptr; }
     // An Ethernet port's PAUSE / PFC (pfc.hpp).
     [[nodiscard]] Pfc &pfc() { return pfc_; }
     [[nodiscard]] const Pfc &pfc() const { return pfc_; }
