@@ -30,7 +30,13 @@ def make_logdir(name):
     except (OSError, ValueError):
         pass
     shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
+    try:
+        os.makedirs(path)
+    except FileExistsError:
+        # Another run started in the same instant and made it first.
+        path = f"{base}-{os.getpid()}"
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
     with open(os.path.join(path, ".owner"), "w") as f:
         f.write(f"{os.getpid()}\n")
     return path
