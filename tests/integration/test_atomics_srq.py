@@ -7,7 +7,8 @@ for IBV_EVENT_QP_LAST_WQE_REACHED (each wait bounded: a missing event fails
 instead of hanging), and the extended verbs (userspace/tests/ohca_verbs_ex.c:
 an extended CQ polled with start/next/end_poll, ibv_create_qp_ex QPs posting
 a chain of WRITE, WRITE_WITH_IMM, inline SEND, READ and both atomics through
-the ibv_wr_* API, wr_abort, a failed chain, posting in RESET, ibv_resize_cq
+the ibv_wr_* API, an RDMA ATOMIC WRITE (offered because the kernel passes the
+device's capabilities in the ucontext response), wr_abort, a failed chain, posting in RESET, ibv_resize_cq
 with CQEs waiting, ibv_rereg_mr of translation and access, completion event
 moderation with ibv_modify_cq: events held until the count, released by the
 period, fewer events than completions). The parts share one boot; each
@@ -126,6 +127,7 @@ def check_srq_events(text):
 
 def check_verbs_ex(text):
     for line in ("chain: 6 WRs in one wr_complete, 8 completions checked",
+                 "atomic_write: 8 bytes written, none beside them",
                  "wr_abort and a failed chain posted nothing",
                  "resize_cq: 12 waiting CQEs kept in order",
                  "rereg_mr: translation and access changed in place",
