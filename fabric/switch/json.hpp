@@ -16,25 +16,11 @@ class JsonWriter {
   public:
     explicit JsonWriter(std::string &out) : out_(out) {}
 
-    // An object: a member of an array (no name) or of an object.
-    void begin_object(const char *name = nullptr) {
-        member(name);
-        out_ += '{';
-        first_ = true;
-    }
-    void end_object() {
-        out_ += '}';
-        first_ = false;
-    }
-    void begin_array(const char *name = nullptr) {
-        member(name);
-        out_ += '[';
-        first_ = true;
-    }
-    void end_array() {
-        out_ += ']';
-        first_ = false;
-    }
+    // An object or array: a member of an array (no name) or of an object.
+    void begin_object(const char *name = nullptr) { open(name, '{'); }
+    void end_object() { close('}'); }
+    void begin_array(const char *name = nullptr) { open(name, '['); }
+    void end_array() { close(']'); }
 
     // Distinct names: a uint8_t would convert to bool as well as it does
     // to uint64_t.
@@ -62,6 +48,15 @@ class JsonWriter {
     }
 
   private:
+    void open(const char *name, char bracket) {
+        member(name);
+        out_ += bracket;
+        first_ = true;
+    }
+    void close(char bracket) {
+        out_ += bracket;
+        first_ = false;
+    }
     // The separator before a member and its name.
     void member(const char *name) {
         if (!first_) {
