@@ -118,10 +118,11 @@ static int ohca_map_db_page(struct ohca_context *ctx,
 }
 
 /*
- * The optional send opcodes and the capabilities that make the device
- * execute them (any one of them). Without one the device fails the WQE
- * (BAD_WQE) and the QP with it, so the provider refuses such a work
- * request when it is posted, and its send_ops_flag at ibv_create_qp_ex.
+ * The optional send opcodes and the capabilities under which the device
+ * executes them (any one of them; ohca_queue.h). A device without one
+ * need not execute the opcode, so the provider refuses such a work
+ * request when it is posted, and its send_ops_flag at ibv_create_qp_ex,
+ * with EOPNOTSUPP rather than leave the QP to an error completion.
  */
 static const struct {
 	uint8_t opcode;
