@@ -111,6 +111,8 @@ static int ohca_wqe_start(struct ohca_qp *qp, struct ohca_send_wqe *wqe,
 
 	if (!ohca_qp_op_ok(qp, opcode))
 		return EINVAL;
+	if (ohca_op_refused(to_ohca_ctx(qp->vqp.qp.context), opcode))
+		return EOPNOTSUPP;
 	if ((send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
 		flags |= OHCA_WQE_SIGNALED;
 	if (send_flags & IBV_SEND_SOLICITED)
@@ -648,6 +650,22 @@ uint64_t ohca_qp_ex_send_ops(enum ibv_qp_type qp_type)
 	if (qp_type == IBV_QPT_RC)
 		ops |= IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |
 		       IBV_QP_EX_WITH_ATOMIC_WRITE;
+	return ops;
+}
+
+/* The send_ops_flags of the optional opcodes this device does not execute. */
+uint64_t ohca_qp_ex_refused_ops(const struct ohca_context *ctx)
+{
+	uint64_t ops = 0;
+
+	if (ohca_op_refused(ctx, OHCA_WR_ATOMIC_WRITE))
+		ops |= IBV_QP_EX_WITH_ATOMIC_WRITE;
+	if (ohca_op_refused(ctx, OHCA_WR_LOCAL_INV))
+		ops |= IBV_QP_EX_WITH_LOCAL_INV;
+	if (ohca_op_refused(ctx, OHCA_WR_SEND_INV))
+		ops |= IBV_QP_EX_WITH_SEND_WITH_INV;
+	if (ohca_op_refused(ctx, OHCA_WR_BIND_MW))
+		ops |= IBV_QP_EX_WITH_BIND_MW;
 	return ops;
 }
 

@@ -79,6 +79,8 @@ int ohca_encode_bind_wqe(struct ohca_qp *qp, struct ibv_mw *mw, uint32_t rkey,
 	if (qp->qp_type != IBV_QPT_RC || !mw || !bi ||
 	    mw->pd != qp->vqp.qp.pd)
 		return EINVAL;
+	if (ohca_op_refused(to_ohca_ctx(qp->vqp.qp.context), OHCA_WR_BIND_MW))
+		return EOPNOTSUPP;
 	/* Type 1 windows are bound through ibv_bind_mw only. */
 	if (mw->type != IBV_MW_TYPE_2 && !(mw->type == IBV_MW_TYPE_1 &&
 					   type1_ok))

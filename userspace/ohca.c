@@ -117,6 +117,38 @@ static int ohca_map_db_page(struct ohca_context *ctx,
 	return 0;
 }
 
+/*
+ * The optional send opcodes and the capabilities under which the device
+ * executes them (any one of them; ohca_queue.h). A device without one
+ * need not execute the opcode, so the provider refuses such a work
+ * request when it is posted, and its send_ops_flag at ibv_create_qp_ex,
+ * with EOPNOTSUPP rather than leave the QP to an error completion.
+ */
+static const struct {
+	uint8_t opcode;
+	uint32_t caps;
+} ohca_optional_ops[] = {
+	{ OHCA_WR_ATOMIC_WRITE, OHCA_DEV_CAP_ATOMIC_WRITE },
+	{ OHCA_WR_LOCAL_INV, OHCA_DEV_CAP_FAST_REG | OHCA_DEV_CAP_MW },
+	{ OHCA_WR_SEND_INV, OHCA_DEV_CAP_FAST_REG | OHCA_DEV_CAP_MW },
+	{ OHCA_WR_BIND_MW, OHCA_DEV_CAP_MW },
+};
+
+/* A kernel that does not send the device's capabilities offers none. */
+static void ohca_set_device_caps(struct ohca_context *ctx,
+				 const struct ohca_ibv_alloc_ucontext_resp *resp)
+{
+	size_t i;
+
+	ctx->device_caps = resp->comp_mask & OHCA_UCTX_RESP_DEVICE_CAPS ?
+			   resp->device_caps : 0;
+	ctx->refused_ops = 0;
+	for (i = 0; i < sizeof(ohca_optional_ops) / sizeof(ohca_optional_ops[0]);
+	     i++)
+		if (!(ctx->device_caps & ohca_optional_ops[i].caps))
+			ctx->refused_ops |= 1u << ohca_optional_ops[i].opcode;
+}
+
 static struct verbs_context *ohca_alloc_context(struct ibv_device *ibdev,
 						int cmd_fd,
 						void *private_data)
@@ -143,6 +175,7 @@ static struct verbs_context *ohca_alloc_context(struct ibv_device *ibdev,
 	err = ohca_map_db_page(ctx, &resp.drv);
 	if (err)
 		goto err_uninit;
+	ohca_set_device_caps(ctx, &resp.drv);
 
 	err = ohca_query_limits(ctx);
 	if (err) {
@@ -154,9 +187,11 @@ static struct verbs_context *ohca_alloc_context(struct ibv_device *ibdev,
 	verbs_set_ops(&ctx->vctx, &ohca_ctx_ops);
 
 	verbs_debug(&ctx->vctx,
-		    "context on %s: doorbell page (%zu bytes) at %p, max inline %u\n",
+		    "context on %s: doorbell page (%zu bytes) at %p, max inline %u, device caps %#x%s\n",
 		    ibdev->name, ctx->db_page_size, ctx->db_page,
-		    ctx->max_inline);
+		    ctx->max_inline, ctx->device_caps,
+		    resp.drv.comp_mask & OHCA_UCTX_RESP_DEVICE_CAPS ?
+		    "" : " (not sent by the kernel)");
 	return &ctx->vctx;
 
 err_unmap:

@@ -49,6 +49,13 @@ struct ohca_context {
 	size_t db_page_size;
 	/* Largest inline send (the kernel's ucontext response). */
 	uint32_t max_inline;
+	/*
+	 * The device's OHCA_DEV_CAP_* bits (the ucontext response; 0 from a
+	 * kernel that does not send them) and, from them, the optional send
+	 * opcodes it does not execute: bit OHCA_WR_* set (ohca_op_refused).
+	 */
+	uint32_t device_caps;
+	uint32_t refused_ops;
 	/* Device limits (query_device at context creation). */
 	uint32_t max_qp_wr;
 	uint32_t max_sge;
@@ -196,6 +203,13 @@ static inline struct ohca_device *to_ohca_dev(struct ibv_device *ibdev)
 static inline struct ohca_context *to_ohca_ctx(struct ibv_context *ibctx)
 {
 	return ohca_container_of(ibctx, struct ohca_context, vctx.context);
+}
+
+/* An optional send opcode (OHCA_WR_*) the device does not execute. */
+static inline bool ohca_op_refused(const struct ohca_context *ctx,
+				   uint8_t opcode)
+{
+	return opcode < 32 && (ctx->refused_ops & (1u << opcode));
 }
 
 static inline struct ohca_pd *to_ohca_pd(struct ibv_pd *ibpd)
@@ -378,6 +392,7 @@ int ohca_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc);
 int ohca_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
 void ohca_cq_ex_init_ops(struct ohca_cq *cq, uint64_t wc_flags);
 uint64_t ohca_qp_ex_send_ops(enum ibv_qp_type qp_type);
+uint64_t ohca_qp_ex_refused_ops(const struct ohca_context *ctx);
 void ohca_qp_ex_init_ops(struct ohca_qp *qp, uint64_t send_ops);
 
 #endif /* OHCA_PROVIDER_H */

@@ -763,6 +763,16 @@ struct ibv_qp *ohca_create_qp_ex(struct ibv_context *ibctx,
 			errno = EOPNOTSUPP;
 			return NULL;
 		}
+		if (send_ops & ohca_qp_ex_refused_ops(ctx)) {
+			verbs_err(&ctx->vctx,
+				  "qp_ex send_ops_flags %#llx: the device does not execute %#llx (device caps %#x)\n",
+				  (unsigned long long)send_ops,
+				  (unsigned long long)(send_ops &
+						       ohca_qp_ex_refused_ops(ctx)),
+				  ctx->device_caps);
+			errno = EOPNOTSUPP;
+			return NULL;
+		}
 	}
 	ex.comp_mask = IBV_QP_INIT_ATTR_PD;
 	qp = ohca_qp_alloc(ibctx, &ex);

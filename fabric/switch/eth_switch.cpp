@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "eth_switch.hpp"
 
+#include "json.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -688,54 +690,66 @@ void EthSwitch::transmit_frames(uint8_t o, uint64_t now) {
 
 std::string EthSwitch::stats_json() const {
     std::string s;
-    char buf[1024];
-    std::snprintf(buf, sizeof buf,
-                  "{\"mode\": \"eth\", \"line_rate_bps\": %llu, \"buffer_bytes\": %zu, "
-                  "\"buffer_used\": %zu, \"buffer_hwm\": %zu, \"mac_entries\": %zu, \"ports\": [",
-                  static_cast<unsigned long long>(cfg_.line_rate_bps), cfg_.buffer_bytes, used_,
-                  used_hwm_, macs_.size());
-    s += buf;
-    auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+    JsonWriter w(s);
+    w.begin_object();
+    w.str("mode", "eth");
+    w.num("line_rate_bps", cfg_.line_rate_bps);
+    w.num("buffer_bytes", cfg_.buffer_bytes);
+    w.num("buffer_used", used_);
+    w.num("buffer_hwm", used_hwm_);
+    w.num("mac_entries", macs_.size());
+    w.begin_array("ports");
     for (uint8_t p = 1; p <= cfg_.ports; ++p) {
         const Port &pt = port(p);
         const EthPortStats &st = pt.stats;
-        std::snprintf(buf, sizeof buf,
-                      "%s{\"port\": %u, \"connected\": %s, \"frames_in\": %llu, "
-                      "\"bytes_in\": %llu, \"frames_out\": %llu, \"bytes_out\": %llu, "
-                      "\"bad_frames\": %llu, \"oversize_frames\": %llu, \"mac_control\": %llu, "
-                      "\"link_local\": %llu, \"filtered\": %llu, \"flooded\": %llu, "
-                      "\"learn_refused\": %llu, \"macs\": %zu, \"queue_p50_bytes\": %llu, "
-                      "\"queue_p99_bytes\": %llu, \"queue_samples\": %llu, "
-                      "\"egress_idle_us\": %llu, \"egress_line_us\": %llu, "
-                      "\"egress_blocked_us\": %llu, \"egress_paused_us\": %llu, "
-                      "\"egress_catch_up_bytes\": %llu, \"prio\": [",
-                      p == 1 ? "" : ", ", p, pt.connected ? "true" : "false", u(st.frames_in),
-                      u(st.bytes_in), u(st.frames_out), u(st.bytes_out), u(st.bad_frames),
-                      u(pt.reader.stats().oversize), u(st.mac_control), u(st.link_local),
-                      u(st.filtered), u(st.flooded), u(st.learn_refused), pt.macs,
-                      u(depth_quantile(p, 0.5)), u(depth_quantile(p, 0.99)), u(pt.depth_samples),
-                      u(st.egress_idle_ns / 1000), u(st.egress_line_ns / 1000),
-                      u(st.egress_blocked_ns / 1000), u(st.egress_paused_ns / 1000),
-                      u(st.egress_catch_up_bytes));
-        s += buf;
+        w.begin_object();
+        w.num("port", p);
+        w.flag("connected", pt.connected);
+        w.num("frames_in", st.frames_in);
+        w.num("bytes_in", st.bytes_in);
+        w.num("frames_out", st.frames_out);
+        w.num("bytes_out", st.bytes_out);
+        w.num("bad_frames", st.bad_frames);
+        w.num("oversize_frames", pt.reader.stats().oversize);
+        w.num("mac_control", st.mac_control);
+        w.num("link_local", st.link_local);
+        w.num("filtered", st.filtered);
+        w.num("flooded", st.flooded);
+        w.num("learn_refused", st.learn_refused);
+        w.num("macs", pt.macs);
+        w.num("queue_p50_bytes", depth_quantile(p, 0.5));
+        w.num("queue_p99_bytes", depth_quantile(p, 0.99));
+        w.num("queue_samples", pt.depth_samples);
+        w.num("egress_idle_us", st.egress_idle_ns / 1000);
+        w.num("egress_line_us", st.egress_line_ns / 1000);
+        w.num("egress_blocked_us", st.egress_blocked_ns / 1000);
+        w.num("egress_paused_us", st.egress_paused_ns / 1000);
+        w.num("egress_catch_up_bytes", st.egress_catch_up_bytes);
+        w.begin_array("prio");
         for (size_t prio = 0; prio < kPriorities; ++prio) {
             const EthPrioStats &x = st.prio[prio];
-            std::snprintf(
-                buf, sizeof buf,
-                "%s{\"prio\": %zu, \"rx_bytes\": %llu, \"rx_packets\": %llu, \"tx_bytes\": %llu, "
-                "\"tx_packets\": %llu, \"drops\": %llu, \"ecn_marks\": %llu, "
-                "\"pauses_sent\": %llu, \"resumes_sent\": %llu, \"pauses_received\": %llu, "
-                "\"resumes_received\": %llu, \"queue_bytes\": %zu, \"queue_hwm_bytes\": %llu, "
-                "\"ingress_hwm_bytes\": %llu}",
-                prio == 0 ? "" : ", ", prio, u(x.rx_bytes), u(x.rx_packets), u(x.tx_bytes),
-                u(x.tx_packets), u(x.drops), u(x.ecn_marks), u(x.pauses_sent), u(x.resumes_sent),
-                u(x.pauses_received), u(x.resumes_received), pt.q_bytes[prio], u(x.queue_hwm),
-                u(x.ingress_hwm));
-            s += buf;
+            w.begin_object();
+            w.num("prio", prio);
+            w.num("rx_bytes", x.rx_bytes);
+            w.num("rx_packets", x.rx_packets);
+            w.num("tx_bytes", x.tx_bytes);
+            w.num("tx_packets", x.tx_packets);
+            w.num("drops", x.drops);
+            w.num("ecn_marks", x.ecn_marks);
+            w.num("pauses_sent", x.pauses_sent);
+            w.num("resumes_sent", x.resumes_sent);
+            w.num("pauses_received", x.pauses_received);
+            w.num("resumes_received", x.resumes_received);
+            w.num("queue_bytes", pt.q_bytes[prio]);
+            w.num("queue_hwm_bytes", x.queue_hwm);
+            w.num("ingress_hwm_bytes", x.ingress_hwm);
+            w.end_object();
         }
-        s += "]}";
+        w.end_array();
+        w.end_object();
     }
-    s += "]}";
+    w.end_array();
+    w.end_object();
     return s;
 }
 

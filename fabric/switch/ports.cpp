@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ports.hpp"
 
+#include "json.hpp"
+
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -183,18 +185,25 @@ bool parse_port_spec(const std::string &s, PortIo &io) {
 
 std::string PortSet::dgram_stats_json() const {
     std::string s;
-    char buf[160];
+    JsonWriter w(s);
     for (uint8_t p = 1; p <= ports(); ++p) {
         const PortIo &io = ios_[p];
         if (io.mode != PortMode::DgramFd && io.dgram_oversize == 0 && io.dgram_unsent == 0) {
             continue;
         }
-        std::snprintf(buf, sizeof buf, "%s{\"port\": %u, \"oversize\": %llu, \"unsent\": %llu}",
-                      s.empty() ? "" : ", ", p, static_cast<unsigned long long>(io.dgram_oversize),
-                      static_cast<unsigned long long>(io.dgram_unsent));
-        s += buf;
+        if (s.empty()) {
+            w.begin_array("datagram_ports");
+        }
+        w.begin_object();
+        w.num("port", p);
+        w.num("oversize", io.dgram_oversize);
+        w.num("unsent", io.dgram_unsent);
+        w.end_object();
     }
-    return s.empty() ? s : "\"datagram_ports\": [" + s + "]";
+    if (!s.empty()) {
+        w.end_array();
+    }
+    return s;
 }
 
 PortSet::~PortSet() {

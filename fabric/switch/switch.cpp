@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "switch.hpp"
 
+#include "json.hpp"
+
 #include "ib/bytes.hpp"
 
 #include <algorithm>
@@ -929,71 +931,58 @@ size_t Switch::output_bytes(uint8_t p) const {
 }
 
 std::string Switch::stats_json() const {
-    std::string s = "{\"guid\": \"";
-    char buf[1024]; // a port's longest block, every counter at 20 digits
-    std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(cfg_.guid));
-    s += buf;
-    std::snprintf(buf, sizeof buf, "\", \"lid\": %u, \"line_rate_bps\": %llu, \"ports\": [",
-                  sma_state_.ports[0].info.lid,
-                  static_cast<unsigned long long>(cfg_.line_rate_bps));
-    s += buf;
+    std::string s;
+    JsonWriter w(s);
+    w.begin_object();
+    w.hex64("guid", cfg_.guid);
+    w.num("lid", sma_state_.ports[0].info.lid);
+    w.num("line_rate_bps", cfg_.line_rate_bps);
+    w.begin_array("ports");
     for (uint8_t p = 0; p <= cfg_.ports; ++p) {
         const PortStats &st = port(p).stats;
         const SmaPortState &sp = sma_state_.ports[p];
-        std::snprintf(buf, sizeof buf,
-                      "%s{\"port\": %u, \"connected\": %s, \"state\": %u, \"phys_state\": %u, "
-                      "\"frames_in\": %llu, \"frames_out\": %llu, \"link_packets_in\": %llu, "
-                      "\"link_packets_out\": %llu, \"bad_link_packets\": %llu, "
-                      "\"ignored_link_packets\": %llu, \"bad_frames\": %llu, ",
-                      p == 0 ? "" : ", ", p, port(p).connected ? "true" : "false",
-                      sp.info.port_state, sp.info.phys_state,
-                      static_cast<unsigned long long>(st.frames_in),
-                      static_cast<unsigned long long>(st.frames_out),
-                      static_cast<unsigned long long>(st.link_packets_in),
-                      static_cast<unsigned long long>(st.link_packets_out),
-                      static_cast<unsigned long long>(st.bad_link_packets),
-                      static_cast<unsigned long long>(st.ignored_link_packets),
-                      static_cast<unsigned long long>(st.bad_frames));
-        s += buf;
-        std::snprintf(
-            buf, sizeof buf,
-            "\"overruns\": %llu, \"relay_drops\": %llu, \"hoq_discards\": %llu, "
-            "\"inactive_discards\": %llu, \"vl15_dropped\": %llu, \"smp_local\": %llu, "
-            "\"smp_forwarded\": %llu, \"credit_waits\": %llu, \"oversize_frames\": %llu, "
-            "\"traps_sent\": %llu, \"bad_pkey_traps\": %llu, "
-            "\"bad_pkey_traps_suppressed\": %llu, \"rate_waits\": %llu, \"busy_ns\": %llu, "
-            "\"in_hwm_blocks\": %u, \"bytes_in\": %llu, \"bytes_out\": %llu, ",
-            static_cast<unsigned long long>(st.overruns),
-            static_cast<unsigned long long>(st.relay_drops),
-            static_cast<unsigned long long>(st.hoq_discards),
-            static_cast<unsigned long long>(st.inactive_discards),
-            static_cast<unsigned long long>(st.vl15_dropped),
-            static_cast<unsigned long long>(st.smp_local),
-            static_cast<unsigned long long>(st.smp_forwarded),
-            static_cast<unsigned long long>(st.credit_waits),
-            static_cast<unsigned long long>(port(p).reader.stats().oversize),
-            static_cast<unsigned long long>(st.traps_sent),
-            static_cast<unsigned long long>(st.bad_pkey_traps),
-            static_cast<unsigned long long>(st.bad_pkey_traps_suppressed),
-            static_cast<unsigned long long>(st.rate_waits),
-            static_cast<unsigned long long>(st.busy_ns), st.in_hwm_blocks,
-            static_cast<unsigned long long>(st.bytes_in),
-            static_cast<unsigned long long>(st.bytes_out));
-        s += buf;
         const PortCountersExtended &x = sp.counters_ext;
-        std::snprintf(buf, sizeof buf,
-                      "\"xmit_pkts\": %llu, \"rcv_pkts\": %llu, \"xmit_words\": %llu, "
-                      "\"rcv_words\": %llu, \"xmit_discards\": %u, \"rcv_errors\": %u, "
-                      "\"xmit_constraint_errors\": %u, \"rcv_constraint_errors\": %u}",
-                      static_cast<unsigned long long>(x.xmit_pkts),
-                      static_cast<unsigned long long>(x.rcv_pkts),
-                      static_cast<unsigned long long>(x.xmit_data),
-                      static_cast<unsigned long long>(x.rcv_data), sp.counters.xmit_discards,
-                      sp.counters.rcv_errors, sp.counters.xmit_constraint_errors,
-                      sp.counters.rcv_constraint_errors);
-        s += buf;
+        w.begin_object();
+        w.num("port", p);
+        w.flag("connected", port(p).connected);
+        w.num("state", sp.info.port_state);
+        w.num("phys_state", sp.info.phys_state);
+        w.num("frames_in", st.frames_in);
+        w.num("frames_out", st.frames_out);
+        w.num("link_packets_in", st.link_packets_in);
+        w.num("link_packets_out", st.link_packets_out);
+        w.num("bad_link_packets", st.bad_link_packets);
+        w.num("ignored_link_packets", st.ignored_link_packets);
+        w.num("bad_frames", st.bad_frames);
+        w.num("overruns", st.overruns);
+        w.num("relay_drops", st.relay_drops);
+        w.num("hoq_discards", st.hoq_discards);
+        w.num("inactive_discards", st.inactive_discards);
+        w.num("vl15_dropped", st.vl15_dropped);
+        w.num("smp_local", st.smp_local);
+        w.num("smp_forwarded", st.smp_forwarded);
+        w.num("credit_waits", st.credit_waits);
+        w.num("oversize_frames", port(p).reader.stats().oversize);
+        w.num("traps_sent", st.traps_sent);
+        w.num("bad_pkey_traps", st.bad_pkey_traps);
+        w.num("bad_pkey_traps_suppressed", st.bad_pkey_traps_suppressed);
+        w.num("rate_waits", st.rate_waits);
+        w.num("busy_ns", st.busy_ns);
+        w.num("in_hwm_blocks", st.in_hwm_blocks);
+        w.num("bytes_in", st.bytes_in);
+        w.num("bytes_out", st.bytes_out);
+        w.num("xmit_pkts", x.xmit_pkts);
+        w.num("rcv_pkts", x.rcv_pkts);
+        w.num("xmit_words", x.xmit_data);
+        w.num("rcv_words", x.rcv_data);
+        w.num("xmit_discards", sp.counters.xmit_discards);
+        w.num("rcv_errors", sp.counters.rcv_errors);
+        w.num("xmit_constraint_errors", sp.counters.xmit_constraint_errors);
+        w.num("rcv_constraint_errors", sp.counters.rcv_constraint_errors);
+        w.end_object();
     }
-    s += "]}";
+    w.end_array();
+    w.end_object();
     return s;
 }
 

@@ -9,6 +9,7 @@ OHCA_ASSERT_SIZE(struct ohca_ibv_alloc_ucontext, 8);
 OHCA_ASSERT_SIZE(struct ohca_ibv_alloc_ucontext_resp, 24);
 OHCA_ASSERT_OFFSET(struct ohca_ibv_alloc_ucontext_resp, db_mmap_key, 8);
 OHCA_ASSERT_OFFSET(struct ohca_ibv_alloc_ucontext_resp, max_inline, 16);
+OHCA_ASSERT_OFFSET(struct ohca_ibv_alloc_ucontext_resp, device_caps, 20);
 OHCA_ASSERT_SIZE(struct ohca_ibv_create_cq, 16);
 OHCA_ASSERT_SIZE(struct ohca_ibv_create_cq_resp, 8);
 OHCA_ASSERT_OFFSET(struct ohca_ibv_create_cq, comp_mask, 12);

@@ -376,6 +376,11 @@ static int ohca_alloc_ucontext(struct ib_ucontext *ibuctx,
 	resp.db_mmap_key = rdma_user_mmap_get_offset(uctx->db_entry);
 	resp.db_page_size = OHCA_DB_PAGE_SIZE;
 	resp.max_inline = le32_to_cpu(dev->cdev->attr.max_inline_data);
+	/* A provider from before device_caps gives a shorter buffer. */
+	if (udata->outlen >= offsetofend(typeof(resp), device_caps)) {
+		resp.comp_mask |= OHCA_UCTX_RESP_DEVICE_CAPS;
+		resp.device_caps = le32_to_cpu(dev->cdev->attr.dev_caps);
+	}
 	err = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
 	if (err)
 		goto err_remove_entry;

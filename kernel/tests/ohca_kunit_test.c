@@ -1244,8 +1244,59 @@ static struct kunit_suite ohca_verbs_suite = {
 	.test_cases = ohca_verbs_cases,
 };
 
+/* --------------------------------------------------------------------- */
+/* Suite ohca_odp: page-fault events and their work items.                */
+
+/*
+ * Every page-fault event counts in odp_works until its work item is done
+ * or the event is dropped, and ohca_odp_drain() waits for that count: an
+ * event dropped past the limit of work items, or after the drain began,
+ * must give its count back at once, and a queued one when its work ends
+ * (here the key names no MR, so there is nothing to map), or teardown
+ * waits for ever.
+ */
+static void ohca_test_odp_fault_events(struct kunit *test)
+{
+	struct ohca_kunit_env *env = ohca_env_alloc(test);
+	struct ohca_ibdev *ibd = env->ibd;
+	struct ohca_eqe eqe = {
+		.type = OHCA_EQE_PAGE_FAULT,
+		.code = cpu_to_le16(OHCA_PF_NPAGES_MASK),	/* clamped */
+		.param0 = cpu_to_le32(0x1234),
+		.param1 = cpu_to_le32(0x5000),
+		.param2 = cpu_to_le32(0x7f),
+	};
+	int busy = 1 << 20;	/* far past the work item limit */
+
+	xa_init_flags(&ibd->odp_xa, XA_FLAGS_LOCK_IRQ);
+	atomic_set(&ibd->odp_works, busy);
+	ohca_odp_fault_event(ibd, &eqe);
+	KUNIT_EXPECT_EQ(test, atomic_read(&ibd->odp_works), busy);
+
+	atomic_set(&ibd->odp_works, 0);
+	ohca_odp_fault_event(ibd, &eqe);
+	ohca_odp_fault_event(ibd, &eqe);
+	ohca_odp_drain(ibd);	/* returns once both work items ended */
+	KUNIT_EXPECT_EQ(test, atomic_read(&ibd->odp_works), 0);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(ibd->odp_stopped));
+
+	ohca_odp_fault_event(ibd, &eqe);	/* after the drain: dropped */
+	KUNIT_EXPECT_EQ(test, atomic_read(&ibd->odp_works), 0);
+	xa_destroy(&ibd->odp_xa);
+}
+
+static struct kunit_case ohca_odp_cases[] = {
+	KUNIT_CASE(ohca_test_odp_fault_events),
+	{}
+};
+
+static struct kunit_suite ohca_odp_suite = {
+	.name = "ohca_odp",
+	.test_cases = ohca_odp_cases,
+};
+
 kunit_test_suites(&ohca_cmd_suite, &ohca_eq_suite, &ohca_eth_suite,
-		  &ohca_verbs_suite);
+		  &ohca_verbs_suite, &ohca_odp_suite);
 
 MODULE_DESCRIPTION("KUnit tests of the ohca driver");
 MODULE_LICENSE("GPL");

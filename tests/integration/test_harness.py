@@ -2,10 +2,12 @@
 proving that a kernel problem in the guest fails the run, and the pool.
 The N-VM switch wire: test_switch.py."""
 
+import struct
 import time
 
 import pytest
 
+import roce_pcap
 from vmtest import ohcavm, parse_devinfo
 
 DEVINFO_SAMPLE = (
@@ -24,6 +26,45 @@ DEVINFO_SAMPLE = (
     "\t\t\tGID[  0]:\t\tfe80::ff:fe00:1, RoCE v2\n"
     "\t\t\tGID[  1]:\t\t::ffff:10.77.0.1, RoCE v2\n"
 )
+
+
+def _roce_frame(opcode, psn, ext, payload):
+    """An IPv4 RoCEv2 frame 10.0.0.1 -> 10.0.0.2, QP 0x11, its ICRC right."""
+    ib = struct.pack(">BBHII", opcode, 0x40, 0xFFFF, 0x11, 0x80000000 | psn) + ext + payload
+    udp_len = 8 + len(ib) + 4
+    ip = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, 1, 0x4000, 64, 17, 0,
+                               bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])))
+    s = sum(struct.unpack(">10H", bytes(ip)))
+    s = (s & 0xFFFF) + (s >> 16)
+    ip[10:12] = struct.pack(">H", ~((s & 0xFFFF) + (s >> 16)) & 0xFFFF)
+    frame = (bytes.fromhex("020000000002020000000001") + b"\x08\x00" + bytes(ip)
+             + struct.pack(">HHHH", 49152, roce_pcap.ROCE_PORT, udp_len, 0) + ib + bytes(4))
+    return frame[:-4] + struct.pack("<I", roce_pcap.icrc_value(frame))
+
+
+def _judge_frames(tmp_path, frames):
+    path = tmp_path / "roce.pcap"
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for fr in frames:
+            f.write(struct.pack("<IIII", 0, 0, len(fr), len(fr)) + fr)
+    return roce_pcap.check(roce_pcap.dissect(str(path)), {"10.0.0.1"})
+
+
+def test_roce_pcap_checks_atomic_write_layout_tshark_4_cannot(tmp_path):
+    """tshark 4.0 shows opcode 0x1d (RDMA ATOMIC WRITE) as "Unknown" and its
+    RETH and payload as vendor data, without a malformed mark: roce_pcap
+    checks that layout from the raw packet, so a wrong one fails."""
+    reth8 = struct.pack(">QII", 0x10008, 0x5566, 8)
+    good = [_roce_frame(0x1D, 1, reth8, bytes(range(1, 9))),
+            _roce_frame(0x0A, 2, reth8, bytes(range(1, 9)))]  # an RDMA WRITE only
+    problems, summary = _judge_frames(tmp_path, good)
+    assert problems == [] and summary["raw_decoded"] == 1, (problems, summary)
+    assert summary["opcodes"] == {"0x0a": 1, "0x1d": 1}, summary
+    bad = [_roce_frame(0x1D, 1, struct.pack(">QII", 0x10008, 0x5566, 16), bytes(16)),
+           _roce_frame(0x1D, 2, struct.pack(">QII", 0x10008, 0x5566, 4), bytes(8))]
+    problems, summary = _judge_frames(tmp_path, bad)
+    assert len(problems) == 2 and all("RDMA ATOMIC WRITE" in p for p in problems), problems
 
 
 def test_parse_devinfo():

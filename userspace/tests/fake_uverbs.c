@@ -19,7 +19,10 @@
  * libibverbs discovers the device through $SYSFS_PATH.
  *
  * Every event is appended to $FAKE_UVERBS_LOG as one line; the script
- * greps for them.  Test code, not part of the provider.
+ * greps for them.  $FAKE_UVERBS_DEVICE_CAPS sets the device capabilities
+ * GET_CONTEXT answers (hex OHCA_DEV_CAP_* bits; "none": the response of a
+ * kernel from before device_caps, the word 0 and its comp_mask bit clear;
+ * unset: every capability).  Test code, not part of the provider.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -49,6 +52,8 @@
 /* Below what a 256-byte send stride holds: the provider must clip to it. */
 #define FAKE_MAX_INLINE 128
 #define FAKE_GUID 0xefcdab0003c90200ull /* 0002:c903:00ab:cdef, BE */
+/* Every capability up to OHCA_DEV_CAP_RSS, as the emulated device. */
+#define FAKE_DEVICE_CAPS ((OHCA_DEV_CAP_RSS << 1) - 1)
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
@@ -538,6 +543,7 @@ static ssize_t get_context(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 		struct ib_uverbs_get_context_resp core;
 		struct ohca_ibv_alloc_ucontext_resp drv;
 	} resp = {};
+	const char *caps;
 
 	logf_("GET_CONTEXT in_words=%u out_words=%u len=%zu", hdr->in_words,
 	      hdr->out_words, len);
@@ -559,8 +565,15 @@ static ssize_t get_context(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 	resp.drv.db_mmap_key = FAKE_DB_KEY;
 	resp.drv.db_page_size = OHCA_DB_PAGE_SIZE;
 	resp.drv.max_inline = FAKE_MAX_INLINE;
+	caps = getenv("FAKE_UVERBS_DEVICE_CAPS");
+	if (!caps || strcmp(caps, "none")) {
+		resp.drv.comp_mask = OHCA_UCTX_RESP_DEVICE_CAPS;
+		resp.drv.device_caps = caps ? (uint32_t)strtoul(caps, NULL, 16) :
+					      FAKE_DEVICE_CAPS;
+	}
 	memcpy((void *)(uintptr_t)cmd->response, &resp, sizeof(resp));
-	logf_("GET_CONTEXT ok");
+	logf_("GET_CONTEXT ok comp_mask=0x%x device_caps=0x%x",
+	      resp.drv.comp_mask, resp.drv.device_caps);
 	return len;
 }
 

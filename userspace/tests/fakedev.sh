@@ -170,6 +170,25 @@ else
 	pass "no pthread mutex taken under a spinlock"
 fi
 
+# The optional opcodes need the device's capabilities from the ucontext
+# response: refused without them, from a kernel that does not send them
+# (an older one) as from a device that lacks them.
+for caps in none 3f76; do
+	echo "fakedev: ohca_verbs_fake_test nocaps: device caps ${caps} (ATOMIC_WRITE, LOCAL_INV, SEND_INV, BIND_MW refused)"
+	if run "nocaps-$caps" "$work/sys" env FAKE_UVERBS_DEVICE_CAPS="$caps" \
+		"$out/ohca_verbs_fake_test" ohca0 nocaps; then
+		pass "optional opcodes refused with EOPNOTSUPP (caps $caps)"
+	else
+		fail "optional opcodes with caps $caps"
+	fi
+	sed 's/^/    | /' "$work/nocaps-$caps.out"
+done
+expect "$work/nocaps-none.verbs" "device caps 0 \(not sent by the kernel\)" \
+	"a response without OHCA_UCTX_RESP_DEVICE_CAPS reads as no capability"
+expect "$work/nocaps-3f76.verbs" "does not execute 0x[0-9a-f]* \(device caps 0x3f76\)" \
+	"ibv_create_qp_ex says which send_ops_flags the device lacks"
+expect "$work/verbs.verbs" "device caps 0x3fff$" "the device's capabilities read from the ucontext response"
+
 echo "fakedev: ohca_verbs_fake_test under valgrind memcheck (rings, CQEs, verbs_cq/verbs_qp/verbs_mr)"
 if run vgverbs "$work/sys" valgrind -q --error-exitcode=99 --leak-check=full \
 	--errors-for-leak-kinds=definite "$out/ohca_verbs_fake_test" ohca0; then

@@ -11,6 +11,8 @@
  * "ohca_rc_negative: N passed, M failed"; exits 1 if any failed.
  */
 #include <getopt.h>
+#include <stdbool.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -407,6 +409,86 @@ static int c_flush_modify_err(char *got, size_t gl)
 	return rc;
 }
 
+/*
+ * On-demand paging after munmap: an ODP MR's pages go with the mapping
+ * (the driver's MMU notifier sends ODP_UNMAP before the pages are freed),
+ * and the device's next access to that range faults, the fault cannot be
+ * resolved (no mapping), and the work request completes in error instead
+ * of reaching freed memory. First an access that works, so the range was
+ * mapped on the device when munmap came.
+ */
+#define ODP_LEN 8192
+
+static uint8_t *odp_region(struct ibv_mr **mr)
+{
+	uint8_t *at = mmap(NULL, ODP_LEN, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (at == MAP_FAILED)
+		die("mmap: %s", strerror(errno));
+	memset(at, 0x33, ODP_LEN);
+	*mr = ibv_reg_mr(pd, at, ODP_LEN, ACC_ALL | IBV_ACCESS_ON_DEMAND);
+	if (!*mr)
+		snprintf(why, sizeof(why), "ibv_reg_mr(ON_DEMAND): %s",
+			 strerror(errno));
+	return at;
+}
+
+/*
+ * A's access to an ODP MR, twice: before munmap it must succeed (the fault
+ * resolved, the data moved), after munmap fail with @want and move
+ * nothing. @send: A SENDs from the ODP buffer to B (a requester fault);
+ * else A writes into it (a responder fault: RNR NAKs, then the NAK).
+ */
+static int odp_munmap(bool send, enum ibv_wc_status want, char *got,
+		      size_t gl)
+{
+	struct pair *p = pair_new(ACC_ALL, 7, 12);
+	struct ibv_mr *mr;
+	uint8_t *at = odp_region(&mr);
+	uint64_t va = (uintptr_t)at + 4096;
+	int rc = mr ? 0 : -1;
+
+	memset(p->buf[0], 0x44, 64);
+	for (uint64_t wr = 1; wr <= 2 && !rc; wr++) {
+		if (wr == 2)
+			munmap(at, ODP_LEN);
+		if (send)
+			rc = post_recv(p, 1, 4096 * wr, 4096, 10 + wr) ?:
+			     post_send(p, 0, IBV_WR_SEND, va, 64, mr->lkey, 0,
+				       0, wr);
+		else
+			rc = post_send(p, 0, IBV_WR_RDMA_WRITE, A_ADDR(p, 0),
+				       64, p->mr[0]->lkey, va, mr->rkey, wr);
+		rc = rc ?: expect(p, 0, wr, wr == 2 ? want : IBV_WC_SUCCESS,
+				  got, gl);
+		if (rc || wr == 2)
+			continue;
+		rc = send ? expect(p, 1, 11, IBV_WC_SUCCESS, got, gl) : 0;
+		if (!rc && (send ? p->buf[1][4096] : at[4096]) != (send ? 0x33 : 0x44)) {
+			snprintf(why, sizeof(why), "no data moved before munmap");
+			rc = -1;
+		}
+	}
+	rc = rc ?: expect_quiet(p);
+	if (!mr || rc)
+		munmap(at, ODP_LEN);	/* not yet unmapped: harmless again */
+	if (mr && ibv_dereg_mr(mr))
+		die("ibv_dereg_mr: %s", strerror(errno));
+	pair_free(p);
+	return rc;
+}
+
+static int c_odp_munmap_send(char *got, size_t gl)
+{
+	return odp_munmap(true, IBV_WC_LOC_PROT_ERR, got, gl);
+}
+
+static int c_odp_munmap_write(char *got, size_t gl)
+{
+	return odp_munmap(false, IBV_WC_REM_ACCESS_ERR, got, gl);
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(char *got, size_t gl);
@@ -427,6 +509,8 @@ static const struct {
 	{ "recv_too_small", c_recv_too_small },
 	{ "flush_after_error", c_flush_after_error },
 	{ "flush_modify_err", c_flush_modify_err },
+	{ "odp_munmap_send", c_odp_munmap_send },
+	{ "odp_munmap_write", c_odp_munmap_write },
 };
 
 static void run(int k)

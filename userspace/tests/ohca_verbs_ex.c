@@ -5,7 +5,7 @@
  * read_* accessors, QPs made by ibv_create_qp_ex and fed through the
  * ibv_wr_* API (one chain of WRITE, WRITE_WITH_IMM, SEND with an inline
  * list, READ and both atomics, checked byte by byte and completion by
- * completion), wr_abort, an error inside a chain, posting in RESET,
+ * completion), an RDMA ATOMIC WRITE, wr_abort, an error inside a chain, posting in RESET,
  * ibv_resize_cq with completions waiting in the ring, ibv_rereg_mr of
  * translation and access seen by the peer's RDMA WRITE, and completion
  * event moderation (ibv_modify_cq) on a CQ with a completion channel.
@@ -41,7 +41,8 @@
 		  IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |			\
 		  IBV_QP_EX_WITH_RDMA_READ |				\
 		  IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |			\
-		  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |			\
+		  IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 struct wc {
 	uint64_t wr_id;
@@ -295,6 +296,34 @@ static void chain(void)
 	      *counter == 0xabc, "CMP_SWP: got %llu, counter %#llx",
 	      (unsigned long long)*swapped, (unsigned long long)*counter);
 	printf("chain: 6 WRs in one wr_complete, 8 completions checked\n");
+}
+
+/*
+ * RDMA ATOMIC WRITE: offered only because the kernel passed the device's
+ * OHCA_DEV_CAP_ATOMIC_WRITE in the ucontext response (make_qp_ex asked
+ * for it); the 8 bytes land at once.
+ */
+static void atomic_write(void)
+{
+	static const uint8_t val[8] = { 0xa1, 0xb2, 0xc3, 0xd4,
+					0xe5, 0xf6, 0x07, 0x18 };
+	uint8_t *target = bbuf + 49152;
+	struct wc w[1];
+
+	memset(target, 0x55, 16);
+	ibv_wr_start(xa);
+	xa->wr_flags = IBV_SEND_SIGNALED;
+	xa->wr_id = 7;
+	ibv_wr_atomic_write(xa, bmr->rkey, (uintptr_t)target, val);
+	CHECK(ibv_wr_complete(xa) == 0, "wr_complete of ATOMIC_WRITE");
+	poll_n(w, 1, 0.05);
+	CHECK(w[0].wr_id == 7 && w[0].status == IBV_WC_SUCCESS &&
+	      w[0].opcode == IBV_WC_ATOMIC_WRITE, "ATOMIC_WRITE completion: "
+	      "wr_id %llu status %d opcode %d",
+	      (unsigned long long)w[0].wr_id, w[0].status, w[0].opcode);
+	CHECK(!memcmp(target, val, 8) && target[8] == 0x55,
+	      "ATOMIC_WRITE data");
+	printf("atomic_write: 8 bytes written, none beside them\n");
 }
 
 /* wr_abort drops what it started; an error inside a chain drops the
@@ -586,6 +615,7 @@ int main(int argc, char **argv)
 	connect_qp(qa, qb->qp_num, ACC_ALL | IBV_ACCESS_REMOTE_ATOMIC, 7, 12);
 	connect_qp(qb, qa->qp_num, ACC_ALL | IBV_ACCESS_REMOTE_ATOMIC, 7, 12);
 	chain();
+	atomic_write();
 	abort_and_error();
 	resize();
 	rereg();

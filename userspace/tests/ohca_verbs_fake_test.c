@@ -361,6 +361,91 @@ static void rss_qp_check(struct ibv_context *ctx, struct ibv_pd *pd)
 		ibv_destroy_qp(qp);
 }
 
+/*
+ * "nocaps" mode: a device (or a kernel that does not say) without
+ * OHCA_DEV_CAP_ATOMIC_WRITE, FAST_REG and MW. The optional opcodes are
+ * refused with EOPNOTSUPP, at ibv_create_qp_ex (their send_ops_flags) and
+ * at ibv_post_send, before anything reaches the ring; the rest works.
+ */
+static int nocaps_checks(struct ibv_context *ctx)
+{
+	static uint8_t buf[4096] __attribute__((aligned(4096)));
+	struct ibv_qp_init_attr_ex xi = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+	};
+	static const uint64_t refused[] = {
+		IBV_QP_EX_WITH_ATOMIC_WRITE, IBV_QP_EX_WITH_LOCAL_INV,
+		IBV_QP_EX_WITH_SEND_WITH_INV, IBV_QP_EX_WITH_BIND_MW,
+	};
+	static const enum ibv_wr_opcode refused_ops[] = {
+		IBV_WR_ATOMIC_WRITE, IBV_WR_LOCAL_INV, IBV_WR_SEND_WITH_INV,
+	};
+	struct ibv_send_wr swr = {}, *bad = NULL;
+	struct ibv_sge sge;
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	size_t i;
+
+	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) :
+		  NULL;
+	cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	CHECK(pd && mr && cq, "pd/mr/cq: %s", strerror(errno));
+	if (!pd || !mr || !cq)
+		return 1;
+	xi.send_cq = cq;
+	xi.recv_cq = cq;
+	xi.pd = pd;
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		xi.send_ops_flags = IBV_QP_EX_WITH_SEND | refused[i];
+		errno = 0;
+		qp = ibv_create_qp_ex(ctx, &xi);
+		CHECK(!qp && errno == EOPNOTSUPP,
+		      "send_ops_flags %#llx: qp %p errno %d",
+		      (unsigned long long)refused[i], (void *)qp, errno);
+	}
+	/* The mandatory opcodes still work. */
+	xi.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
+			    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	qp = ibv_create_qp_ex(ctx, &xi);
+	CHECK(qp, "ibv_create_qp_ex without optional opcodes: %s",
+	      strerror(errno));
+	if (!qp)
+		return 1;
+	CHECK_EQ(to_rts(qp, qp->qp_num), 0);
+	db_clear();
+	sge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = 8,
+				.lkey = mr->lkey };
+	swr.sg_list = &sge;
+	swr.num_sge = 1;
+	for (i = 0; i < sizeof(refused_ops) / sizeof(refused_ops[0]); i++) {
+		swr.opcode = refused_ops[i];
+		bad = NULL;
+		CHECK_EQ(ibv_post_send(qp, &swr, &bad), EOPNOTSUPP);
+		CHECK(bad == &swr, "bad_wr of opcode %d", refused_ops[i]);
+	}
+	CHECK_EQ(db_read(OHCA_DB_SQ), 0);
+	swr.opcode = IBV_WR_RDMA_WRITE;
+	CHECK_EQ(ibv_post_send(qp, &swr, &bad), 0);
+	CHECK(db_read(OHCA_DB_SQ) == dbv(qp->qp_num, 1), "RDMA WRITE rung");
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
+	CHECK_EQ(ibv_destroy_cq(cq), 0);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	CHECK_EQ(ibv_dealloc_pd(pd), 0);
+	CHECK_EQ(ibv_close_device(ctx), 0);
+	if (failures) {
+		printf("ohca_verbs_fake_test nocaps: %d failure(s)\n", failures);
+		return 1;
+	}
+	printf("ohca_verbs_fake_test nocaps: OK\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *name = argc > 1 ? argv[1] : "ohca0";
@@ -393,6 +478,8 @@ int main(int argc, char **argv)
 		printf("FAIL: cannot open %s: %s\n", name, strerror(errno));
 		return 1;
 	}
+	if (argc > 2 && !strcmp(argv[2], "nocaps"))
+		return nocaps_checks(ctx);
 
 	/* ---- PD, MR ---- */
 	pd = ibv_alloc_pd(ctx);

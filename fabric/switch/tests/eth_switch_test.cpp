@@ -4,6 +4,7 @@
 // the MAC table's bounds, line-rate shaping, drop-tail, RED marking
 // rates, PFC XOFF/XON and pause honouring, hostile peers.
 #include "eth_peer.hpp"
+#include "golden.hpp"
 
 #include <gtest/gtest.h>
 
@@ -804,6 +805,8 @@ TEST(EthSwitch, QueueDepthQuantilesAndTimeline) {
     EXPECT_NE(lines.back().find("\"queue_max_bytes\": 0,"), std::string::npos) << lines.back();
     const std::string j = b.sw->stats_json();
     EXPECT_NE(j.find("\"queue_p99_bytes\""), std::string::npos);
+    // The whole JSON: ports, their priorities' counters, the quantiles.
+    test::expect_golden("eth_switch_queue_depth", j);
 }
 
 TEST(EthSwitch, TimelineSaysHowLongEachIngressPortsFramesWaited) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // ohca-switch's core through the fake socket layer (fake_peer.hpp).
 #include "fake_peer.hpp"
+#include "golden.hpp"
 
 #include <gtest/gtest.h>
 
@@ -1006,4 +1007,7 @@ TEST(Switch, BadPKeyTrap259ToTheSmRateLimited) {
     EXPECT_EQ(w.port, 3);
     EXPECT_EQ(f.sw->stats(0).bad_pkey_traps, 2u);
     EXPECT_NE(f.sw->stats_json().find("\"bad_pkey_traps\": 2"), std::string::npos);
+    // The whole JSON: every counter of every port, the traps' and the
+    // constraint errors' among them.
+    test::expect_golden("ib_switch_bad_pkey", f.sw->stats_json());
 }

@@ -18,8 +18,10 @@
  * Extension rules: a request's comp_mask names the optional fields the
  * provider filled in (and so the size it sent); the kernel refuses
  * unknown comp_mask bits and nonzero reserved or trailing bytes. A
- * response's comp_mask names the optional fields the kernel filled in.
- * None is defined yet: every comp_mask is 0.
+ * response's comp_mask names the optional fields the kernel filled in;
+ * a field whose bit is clear (an older kernel, or a response buffer too
+ * short to hold it) reads as 0 and means "not known". Requests define
+ * no comp_mask bit yet.
  */
 #define OHCA_UVERBS_ABI_VERSION		2
 
@@ -29,16 +31,29 @@ struct ohca_ibv_alloc_ucontext {
 	__u32 reserved;
 };
 
+/* The optional fields of struct ohca_ibv_alloc_ucontext_resp. */
+enum ohca_alloc_ucontext_resp_mask {
+	/*
+	 * device_caps holds the device's OHCA_DEV_CAP_* bits (QUERY_DEVICE's
+	 * dev_caps). Without it the provider offers no optional work request
+	 * opcode (ATOMIC_WRITE; LOCAL_INV and SEND_INV; BIND_MW): it cannot
+	 * tell whether the device executes them. The word was reserved (0)
+	 * before, so an older kernel reads as none.
+	 */
+	OHCA_UCTX_RESP_DEVICE_CAPS	= 1u << 0,
+};
+
 /*
- * ibv_get_context response: this context's doorbell page, and the limits
- * the provider sizes its work requests by.
+ * ibv_get_context response: this context's doorbell page, the limits
+ * the provider sizes its work requests by and the device's optional
+ * features.
  */
 struct ohca_ibv_alloc_ucontext_resp {
-	__u32 comp_mask;
+	__u32 comp_mask;		/* enum ohca_alloc_ucontext_resp_mask */
 	__u32 db_page_size;
 	__aligned_u64 db_mmap_key;	/* mmap offset of the doorbell page */
 	__u32 max_inline;		/* largest inline data of a send WQE */
-	__u32 reserved;
+	__u32 device_caps;		/* OHCA_UCTX_RESP_DEVICE_CAPS */
 };
 
 /*

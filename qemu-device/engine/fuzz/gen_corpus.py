@@ -369,8 +369,131 @@ def r_run(step=1, rounds=63):
     return bytes([step, rounds])
 
 
+# The decoders as they read today (fuzz_rdma.cpp), for the seeds below
+# that must reach a given state: every byte named.
+def d_mr(slot, odp=False, implicit=False):
+    """create_mr: an MR over all data memory (or an ODP one) on the first PD."""
+    a = Enc().below(8, slot).no(6)  # not a window
+    a.u8(0).u8(0)  # pd(): not bad, from slot 0
+    a.u8(0).u8(0).u8(0)  # access: not bad, no atomic/bind bits, none dropped
+    a.u8(0).u8(0).u8(0).u8(0)  # offset 0, length: all of it
+    a.u8(0)  # pbl: not bad
+    if odp:
+        a.yes(8).below(3, 0 if implicit else 1).u8(0)  # page_shift 12
+    else:
+        a.no(8).no(8).u8(0)  # not fast-reg, not bad
+    return a.b
+
+
+def d_rc_qp(slot, recv_cq):
+    """create_qp: an RC QP, SQ stride 256 (12 SGEs), RQ stride 64."""
+    a = Enc().u8(0).no(4).no(6)  # RC
+    a.u8(0).below(2, 0).u8(0).below(3, 0).u8(0).below(2, 0).u8(0).below(3, 0)
+    a.u8(0).u8(0)  # pd
+    a.u8(0).below(4, 0).u8(0).below(4, recv_cq)  # send CQ 0, receive CQ
+    a.u8(0).u8(0).u8(0).u8(0).u8(0)  # uar, inline, pbls, no stray bits
+    return a.b
+
+
+def d_connect_steps():
+    """quick_start's connect()s: RESET->INIT, INIT->RTR (MTU 1024, the
+    other QP, RNR timer 1), RTR->RTS (timeout 14, retries 7, RNR retry 7:
+    for ever, as ODP's responder RNR NAKs need)."""
+    init = Enc().u8(0).u8(0).b
+    rtr = Enc().u8(0).below(5, 2).u8(0).u8(0).below(4, 0).u8(0).below(32, 1)
+    rtr = rtr.u8(0).u8(0).u8(0).u8(0).u8(0).u8(0).b
+    rts = Enc().u8(0).below(4, 0).u8(0).below(15, 14).u8(0).below(8, 7).u8(0).below(8, 7)
+    rts = rts.u8(0).below(8, 0).u8(0).b
+    return (init + init) + (rtr + rtr) + (rts + rts)
+
+
+def d_quick_start_rc():
+    """quick_start with every byte given: PD, a plain MR in slot 0, CQs 0
+    and 1, RC QPs 0 and 1 (receive CQ 1) connected to each other. (With
+    all-zero arguments it makes a memory window and UC QPs.)"""
+    a = Enc().below(4, 0).raw(d_mr(0))
+    for cq in (0, 1):
+        a.u8(0).below(7, 0).u8(0).below(2, 0).u8(0).u8(0).u8(0)  # log 8, EQ 0
+    a.raw(d_rc_qp(0, 0)).raw(d_rc_qp(1, 1)).raw(d_connect_steps())
+    return a.b
+
+
+def d_sge(mr_slot, off, length):
+    return Enc().below(8, mr_slot).u8(0).u32(off).u16(length).b
+
+
+def d_send(qp, op_index, sges, remote_mr=0, remote_off=0):
+    """post_send: one signaled WQE of kOps[op_index] with these SGEs."""
+    a = Enc().below(4, qp).below(4, 0).u8(0).below(12, op_index)
+    a.yes(2).below(4, 0).u64(0).u8(1).u8(0).u32(0)  # cmp_add, swap, SIGNALED, imm
+    a.below(8, remote_mr).u8(0).u16(remote_off).u8(0)  # remote MR, not inline
+    a.u8(0).below(5, len(sges))
+    for sge in sges:
+        a.raw(d_sge(*sge))
+    return a.no(4).below(4, 0).u8(0).u8(0).below(16, 15).b  # xrc 0, pi, drain
+
+
+def d_recv(qp, mr_slot, off, length):
+    a = Enc().below(4, qp).below(8, 0).u8(0).below(3, 0).raw(d_sge(mr_slot, off, length))
+    return a.u8(0).u8(0).below(8, 7).b
+
+
+def d_odp_map(mr_slot, page, fail=False):
+    """misc -> odp(): ODP_MAP of one page of a slot's MR (identity, writable)."""
+    a = Enc().below(13, 9).below(8, mr_slot).u8(0).u8(0).below(32, page).no(3)
+    a.u8(0).below(8, 0 if fail else 1).u8(0).below(32, 0).u8(0)
+    if not fail:
+        a.no(4).u8(0)
+    return a.u8(0).b
+
+
+def d_odp_unmap(mr_slot, page):
+    a = Enc().below(13, 9).below(8, mr_slot).u8(0).u8(0).below(32, page).yes(3)
+    return a.u8(0).below(64, 0).u8(0).b
+
+
+def odp_seed():
+    """On-demand paging end to end: a SEND gathering from an ODP MR
+    (requester fault, then ODP_MAP), an RDMA WRITE into it (responder RNR
+    NAK until mapped), a SEND from an implicit MR, then ODP_UNMAP and the
+    first SEND again, answered by a failed map (LOC_PROT_ERR)."""
+    e = Enc().u8(0)
+    qs = d_quick_start_rc()
+    e.u16(len(qs)).raw(qs)
+    rop(e, R_MR, d_mr(1, odp=True))
+    rop(e, R_RECV, d_recv(1, 0, 0x8000, 100))
+    rop(e, R_SEND, d_send(0, 2, [(1, 0x1000, 100)]))  # SEND from ODP page 1
+    rop(e, R_RUN, r_run(0, 15))  # the fault reaches EQ 0
+    rop(e, R_MISC, d_odp_map(1, 1))
+    rop(e, R_RUN, r_run(1))
+    rop(e, R_POLL, bytes([0, 0]))
+    rop(e, R_POLL, bytes([1, 0]))
+    rop(e, R_SEND, d_send(0, 0, [(0, 0, 64)], remote_mr=1, remote_off=0x2000))  # WRITE into page 2
+    rop(e, R_RUN, r_run(1))
+    rop(e, R_MISC, d_odp_map(1, 2))
+    for _ in range(3):
+        rop(e, R_RUN, r_run(1))
+    rop(e, R_POLL, bytes([0, 0]))
+    rop(e, R_MR, d_mr(2, odp=True, implicit=True))
+    rop(e, R_RECV, d_recv(1, 0, 0xa000, 64))
+    rop(e, R_SEND, d_send(0, 2, [(2, 0x3000, 64)]))  # SEND from the implicit MR
+    rop(e, R_RUN, r_run(0, 15))
+    rop(e, R_MISC, d_odp_map(2, 3))
+    rop(e, R_RUN, r_run(1))
+    rop(e, R_POLL, bytes([0, 0]))
+    rop(e, R_POLL, bytes([1, 0]))
+    rop(e, R_MISC, d_odp_unmap(1, 1))
+    rop(e, R_RECV, d_recv(1, 0, 0x9000, 100))
+    rop(e, R_SEND, d_send(0, 2, [(1, 0x1000, 100)]))  # the unmapped page again
+    rop(e, R_RUN, r_run(0, 15))
+    rop(e, R_MISC, d_odp_map(1, 1, fail=True))
+    rop(e, R_RUN, r_run(1))
+    rop(e, R_POLL, bytes([0, 0]))
+    return e.b
+
+
 def rdma_seeds():
-    seeds = {}
+    seeds = {"odp": odp_seed()}
     e = Enc().u8(0)
     rop(e, 0)  # no quick start: every op once with default arguments
     e.b = bytearray(b"\xff")
