@@ -2,6 +2,7 @@
 QEMU binary, the root file system image and the build outputs that go into
 each VM's share."""
 
+import functools
 import glob
 import os
 import re
@@ -105,6 +106,20 @@ def find_qemu(nic):
         raise HarnessError(f"{built} missing and no qemu-system-x86_64 in PATH")
     log(f"note: {built} missing; using {system} (fine for --nic virtio)")
     return system
+
+
+@functools.lru_cache(maxsize=None)
+def qemu_version(path):
+    """The (major, minor) of the QEMU binary at path (its -version line)."""
+    try:
+        p = subprocess.run([path, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise HarnessError(f"{path} -version: {e}") from e
+    m = re.search(r"version (\d+)\.(\d+)", p.stdout)
+    if p.returncode != 0 or not m:
+        raise HarnessError(f"{path} -version: no version in {p.stdout.strip()!r} "
+                           f"{p.stderr.strip()!r}")
+    return int(m.group(1)), int(m.group(2))
 
 
 def rootfs_image(build=True):

@@ -15,7 +15,11 @@ from .checks import sanitizer_env, sanitizer_reports, scan_kernel_log
 from .common import (FIRMWARE_DIRS, GUEST_DIR, IBDEV, IFACE, IOMMU_APPEND, IOMMU_ARGS,
                      NETDEV_ID, NIC_ID, PREAMBLE_FAILED, PREFIX, RXE_IBDEV, HarnessError,
                      die_with_parent, log, vm_ip, vm_mac, vm_node_guid)
+from .host import qemu_version
 from .qmp import QMP
+
+# the first QEMU to read a migration stream from a file by name (file:)
+FILE_MIGRATION_SINCE = (8, 2)
 
 
 class Result:
@@ -314,18 +318,23 @@ class VM:
         elif incoming:
             argv += ["-incoming", "defer"]
         elif self.restore:
-            # the saved stream's file itself (start() opens it): QEMU reads
-            # a file without waiting for a writer
-            argv += ["-incoming", f"fd:{self.restore.get('fd', -1)}"]
+            # the saved stream's file itself: QEMU reads a file without
+            # waiting for a writer. 8.2 on read it by name (file:), and 10.0
+            # on refuse a regular file's fd: ("Use file: instead"); 7.2 has
+            # only fd: (start() opens the file)
+            if "fd" in self.restore:
+                argv += ["-incoming", f"fd:{self.restore['fd']}"]
+            else:
+                argv += ["-incoming", f"file:{self.restore['mig']}"]
         return argv
 
     def start(self, interactive=False):
-        if self.restore:
+        if self.restore and qemu_version(self.cluster.qemu) < FILE_MIGRATION_SINCE:
             self.restore = dict(self.restore, fd=os.open(self.restore["mig"], os.O_RDONLY))
         try:
             self._start(interactive)
         finally:
-            if self.restore:
+            if self.restore and "fd" in self.restore:
                 os.close(self.restore.pop("fd"))
 
     def _start(self, interactive=False):
@@ -340,7 +349,7 @@ class VM:
         if self.cluster.overlays:
             self._new_overlay()
         fds = (self.netdev_sock.fileno(),) if self.netdev_sock else ()
-        if self.restore:
+        if self.restore and "fd" in self.restore:
             fds += (self.restore["fd"],)
         if interactive:
             self.proc = subprocess.Popen(argv, preexec_fn=die_with_parent,
