@@ -80,21 +80,22 @@ def find_qemu(nic):
             raise HarnessError(f"OHCA_QEMU={env}: not an executable")
         return path
     version = os.environ.get("OHCA_QEMU_VERSION", "")
-    if version and version != "7.2":
-        built = os.path.join(TOP, f"build/qemu-{version}/qemu-system-x86_64")
+    other = f"-{version}" if version and version != "7.2" else ""
+    variant = os.environ.get("OHCA_QEMU_VARIANT", "default")
+    if variant == "asan":
+        built = os.path.join(TOP, f"build/qemu{other}-asan/qemu-system-x86_64")
+        if not os.access(built, os.X_OK):
+            raise HarnessError(f"{built} missing: build it with "
+                               f"make qemu-asan QEMU={version or '7.2'}")
+        return built
+    if variant not in ("default", ""):
+        raise HarnessError(f"OHCA_QEMU_VARIANT={variant}: expected default or asan")
+    if other:
+        built = os.path.join(TOP, f"build/qemu{other}/qemu-system-x86_64")
         if not os.access(built, os.X_OK):
             raise HarnessError(f"{built} missing: build it with "
                                f"make qemu QEMU={version}")
         return built
-    variant = os.environ.get("OHCA_QEMU_VARIANT", "default")
-    if variant == "asan":
-        built = os.path.join(TOP, "build/qemu-asan/qemu-system-x86_64")
-        if not os.access(built, os.X_OK):
-            raise HarnessError(f"{built} missing: build it with "
-                               "qemu-device/build.sh --asan (make qemu-asan)")
-        return built
-    if variant not in ("default", ""):
-        raise HarnessError(f"OHCA_QEMU_VARIANT={variant}: expected default or asan")
     built = os.path.join(TOP, "build/qemu/qemu-system-x86_64")
     if os.access(built, os.X_OK):
         return built
