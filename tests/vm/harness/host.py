@@ -123,6 +123,13 @@ def qemu_version(path):
     return int(m.group(1)), int(m.group(2))
 
 
+def reads_migration_file(path):
+    """Whether the QEMU at path takes -incoming file:PATH (8.2 on; 10.0 and
+    later refuse a regular file's fd:, "Use file: instead"; 7.2 has only
+    fd:)."""
+    return qemu_version(path) >= (8, 2)
+
+
 def rootfs_image(build=True):
     env = os.environ.get("OHCA_ROOTFS")
     if env:

@@ -15,11 +15,8 @@ from .checks import sanitizer_env, sanitizer_reports, scan_kernel_log
 from .common import (FIRMWARE_DIRS, GUEST_DIR, IBDEV, IFACE, IOMMU_APPEND, IOMMU_ARGS,
                      NETDEV_ID, NIC_ID, PREAMBLE_FAILED, PREFIX, RXE_IBDEV, HarnessError,
                      die_with_parent, log, vm_ip, vm_mac, vm_node_guid)
-from .host import qemu_version
+from .host import reads_migration_file
 from .qmp import QMP
-
-# the first QEMU to read a migration stream from a file by name (file:)
-FILE_MIGRATION_SINCE = (8, 2)
 
 
 class Result:
@@ -319,9 +316,8 @@ class VM:
             argv += ["-incoming", "defer"]
         elif self.restore:
             # the saved stream's file itself: QEMU reads a file without
-            # waiting for a writer. 8.2 on read it by name (file:), and 10.0
-            # on refuse a regular file's fd: ("Use file: instead"); 7.2 has
-            # only fd: (start() opens the file)
+            # waiting for a writer; by name where it can, else through an
+            # fd start() opened (host.reads_migration_file)
             if "fd" in self.restore:
                 argv += ["-incoming", f"fd:{self.restore['fd']}"]
             else:
@@ -329,7 +325,7 @@ class VM:
         return argv
 
     def start(self, interactive=False):
-        if self.restore and qemu_version(self.cluster.qemu) < FILE_MIGRATION_SINCE:
+        if self.restore and not reads_migration_file(self.cluster.qemu):
             self.restore = dict(self.restore, fd=os.open(self.restore["mig"], os.O_RDONLY))
         try:
             self._start(interactive)
