@@ -85,6 +85,14 @@ def link_command(build):
     if not lines:
         die(f"ninja knows no command for {TARGET}")
     argv = shlex.split(lines[-1])
+    # meson >= 1.5 links through a response file (build.sh keeps it)
+    rsp = [a for a in argv[1:] if a.startswith("@")]
+    if len(rsp) == 1:
+        try:
+            with open(os.path.join(build, rsp[0][1:])) as f:
+                argv = argv[:argv.index(rsp[0])] + shlex.split(f.read())
+        except FileNotFoundError:
+            die(f"the link's response file {rsp[0][1:]} is gone (build.sh keeps it)")
     try:
         if argv[argv.index("-o") + 1] != TARGET:
             raise ValueError

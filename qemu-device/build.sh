@@ -24,6 +24,8 @@
 #                                   relinked (qemu-device/asan_overlay.py
 #                                   says why only the device), linked to
 #                                   build/qemu-asan/qemu-system-x86_64
+#                                   (with --qemu=10.0 or 11.1: that
+#                                   version's build, build/qemu-10.0-asan/)
 #   OHCA_QEMU_VARIANT=asan ...      the same as --asan
 #   OHCA_CACHE=/path ...            cache location (default ~/.cache/ohca)
 #   OHCA_JOBS=N ...                 ninja parallelism (default 2)
@@ -83,12 +85,8 @@ esac
 if [ "$qemu_version" = 7.2 ]; then
 	out_dir=$top/build/qemu$suffix
 else
-	[ "$variant" = default ] || {
-		printf 'qemu-device/build: the sanitizer variant is built for QEMU 7.2 only\n' >&2
-		exit 2
-	}
-	out_dir=$top/build/qemu-$qemu_version
-	bin_prefix=$qemu_version-
+	out_dir=$top/build/qemu-$qemu_version$suffix
+	bin_prefix=$bin_prefix$qemu_version-
 fi
 apt_suite() { bash "$top/tests/vm/apt-suite.sh" "$suite" "$@"; }
 
@@ -372,8 +370,17 @@ run_ninja() {
 		die "ninja failed (log: $logfile)"
 	fi
 }
-run_ninja "$tree/ninja.log" qemu-system-x86_64
+# -d keeprsp: meson >= 1.5 (QEMU 10.0, 11.1) links through a response file,
+# which ninja deletes after the link; the sanitizer overlay reads the
+# link's arguments from it
+run_ninja "$tree/ninja.log" -d keeprsp qemu-system-x86_64
 binary=$build/qemu-system-x86_64
+if [ "$variant" = asan ] && [ ! -f "$build/qemu-system-x86_64.rsp" ] &&
+	ninja -C "$build" -t commands qemu-system-x86_64 | tail -n 1 | grep -q '@qemu-system-x86_64\.rsp'; then
+	log "relinking once to keep the link's response file"
+	rm -f "$binary"
+	run_ninja "$tree/ninja.log" -d keeprsp qemu-system-x86_64
+fi
 if [ "$variant" = asan ]; then
 	log "recompiling the device with ASan + UBSan and relinking"
 	/usr/bin/python3 "$top/qemu-device/asan_overlay.py" "$build" || die "asan_overlay.py failed"
@@ -383,7 +390,8 @@ if [ "$variant" = asan ]; then
 	# leave a sanitizer stage that cannot fail).
 	nm "$build/ohca-asan/hw/ohca/libohca-engine.a" 2>/dev/null | grep ' U __asan_report_load' >/dev/null ||
 		die "the engine in the sanitizer build is not instrumented"
-	nm "$build/ohca-asan/libcommon.fa.p/hw_ohca_hw_ohca.c.o" 2>/dev/null | grep ' U __ubsan_handle' >/dev/null ||
+	# (libcommon.fa.p on 7.2's meson, libcommon.a.p on later ones)
+	nm "$build"/ohca-asan/libcommon.*a.p/hw_ohca_hw_ohca.c.o 2>/dev/null | grep ' U __ubsan_handle' >/dev/null ||
 		die "the glue in the sanitizer build is not instrumented"
 fi
 set -e

@@ -777,7 +777,13 @@ static MemTxResult ohca_db_write(void *opaque, hwaddr addr, uint64_t val,
         ohca_depth--;
     }
     if (unlock) {
+        /* how long the vCPU waits for the main loop or another vCPU */
+        start = trace_event_get_state_backends(TRACE_OHCA_DB_BQL) ?
+                get_clock() : 0;
         bql_lock();
+        if (start) {
+            trace_ohca_db_bql(get_clock() - start);
+        }
     }
     ohca_flush_deferred(s);
     return MEMTX_OK;

@@ -115,6 +115,23 @@ def test_ib_incast_common_window():
     assert fabric_bench_ib.common_window(lines, 99.5, 116.0, [1, 2, 4]) is None
 
 
+def test_restore_reads_the_file_by_name_from_qemu_8_2(tmp_path):
+    # 10.0 and 11.1 refuse -incoming fd: on a regular file; 7.2 has no file:
+    def fake(name, line):
+        path = tmp_path / name
+        path.write_text(f"#!/bin/sh\necho '{line}'\n")
+        path.chmod(0o755)
+        return str(path)
+    old = fake("q72", "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18)")
+    new = fake("q100", "QEMU emulator version 10.0.13 (Debian 1:10.0.13+ds-0+deb13u1)")
+    assert ohcavm.qemu_version(old) == (7, 2)
+    assert not ohcavm.reads_migration_file(old)
+    assert ohcavm.reads_migration_file(new)
+    assert ohcavm.reads_migration_file(fake("q111", "QEMU emulator version 11.1.1"))
+    with pytest.raises(ohcavm.HarnessError, match="no version"):
+        ohcavm.qemu_version(fake("none", "not a QEMU"))
+
+
 def test_scan_kernel_log():
     text = ("[    1.0] ohca 0000:00:03.0: ohca0 and eth0 ready\n"
             "[    2.0] WARNING: CPU: 0 PID: 1 at drivers/x.c:1 f+0x1/0x2\n"

@@ -66,7 +66,8 @@ from harness.common import (DEFAULT_TIMEOUT, FIRMWARE_DIRS, GUEST_DIR, IBDEV,  #
                             NODE_GUIDS, PREAMBLE_FAILED, PREFIX, RXE_IBDEV, TOP, HarnessError,
                             die_with_parent, format_guid, log, vm_ip, vm_mac, vm_node_guid)
 from harness.host import (build_outputs, find_qemu, guest_kver,  # noqa: E402,F401
-                          kernel_and_initrd, rootfs_image)
+                          kernel_and_initrd, qemu_version, reads_migration_file,
+                          rootfs_image)
 from harness.pool import Pool  # noqa: E402,F401
 from harness.qmp import QMP  # noqa: E402,F401
 from harness.vm import VM, Result  # noqa: E402,F401

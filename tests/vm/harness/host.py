@@ -2,6 +2,7 @@
 QEMU binary, the root file system image and the build outputs that go into
 each VM's share."""
 
+import functools
 import glob
 import os
 import re
@@ -79,21 +80,22 @@ def find_qemu(nic):
             raise HarnessError(f"OHCA_QEMU={env}: not an executable")
         return path
     version = os.environ.get("OHCA_QEMU_VERSION", "")
-    if version and version != "7.2":
-        built = os.path.join(TOP, f"build/qemu-{version}/qemu-system-x86_64")
+    other = f"-{version}" if version and version != "7.2" else ""
+    variant = os.environ.get("OHCA_QEMU_VARIANT", "default")
+    if variant == "asan":
+        built = os.path.join(TOP, f"build/qemu{other}-asan/qemu-system-x86_64")
+        if not os.access(built, os.X_OK):
+            raise HarnessError(f"{built} missing: build it with "
+                               f"make qemu-asan QEMU={version or '7.2'}")
+        return built
+    if variant not in ("default", ""):
+        raise HarnessError(f"OHCA_QEMU_VARIANT={variant}: expected default or asan")
+    if other:
+        built = os.path.join(TOP, f"build/qemu{other}/qemu-system-x86_64")
         if not os.access(built, os.X_OK):
             raise HarnessError(f"{built} missing: build it with "
                                f"make qemu QEMU={version}")
         return built
-    variant = os.environ.get("OHCA_QEMU_VARIANT", "default")
-    if variant == "asan":
-        built = os.path.join(TOP, "build/qemu-asan/qemu-system-x86_64")
-        if not os.access(built, os.X_OK):
-            raise HarnessError(f"{built} missing: build it with "
-                               "qemu-device/build.sh --asan (make qemu-asan)")
-        return built
-    if variant not in ("default", ""):
-        raise HarnessError(f"OHCA_QEMU_VARIANT={variant}: expected default or asan")
     built = os.path.join(TOP, "build/qemu/qemu-system-x86_64")
     if os.access(built, os.X_OK):
         return built
@@ -105,6 +107,27 @@ def find_qemu(nic):
         raise HarnessError(f"{built} missing and no qemu-system-x86_64 in PATH")
     log(f"note: {built} missing; using {system} (fine for --nic virtio)")
     return system
+
+
+@functools.lru_cache(maxsize=None)
+def qemu_version(path):
+    """The (major, minor) of the QEMU binary at path (its -version line)."""
+    try:
+        p = subprocess.run([path, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise HarnessError(f"{path} -version: {e}") from e
+    m = re.search(r"version (\d+)\.(\d+)", p.stdout)
+    if p.returncode != 0 or not m:
+        raise HarnessError(f"{path} -version: no version in {p.stdout.strip()!r} "
+                           f"{p.stderr.strip()!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def reads_migration_file(path):
+    """Whether the QEMU at path takes -incoming file:PATH (8.2 on; 10.0 and
+    later refuse a regular file's fd:, "Use file: instead"; 7.2 has only
+    fd:)."""
+    return qemu_version(path) >= (8, 2)
 
 
 def rootfs_image(build=True):

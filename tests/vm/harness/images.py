@@ -9,12 +9,12 @@ migration), the host migrates the VM to a file (`exec:cat >FILE`), copies
 the disk overlay the guest wrote so far (the RAM's page cache and the
 file system's state must match), writes the share's `sync/host.restored`
 and continues the VM. A later VM of the same shape starts with
-`-incoming exec:cat FILE` on a new overlay of that disk and a new share
-holding its own `host.restored`; its guest finds the share again, sets
-its clock and mixes fresh bytes into its random pool from that file, and
-ends the snapshot job as init ends every job (the job's processes gone,
-the driver not loaded, interfaces reset): the state a pooled VM offers
-its next job. The device, the NIC's MAC, node GUID, address and host name
+`-incoming file:FILE` (`fd:` on 7.2: vm.py) on a new overlay of that
+disk and a new share holding its own `host.restored`; its guest finds
+the share again, sets its clock and mixes fresh bytes into its random
+pool from that file, and ends the snapshot job as init ends every job
+(the job's processes gone, the driver not loaded, interfaces reset): the
+state a pooled VM offers its next job. The device, the NIC's MAC, node GUID, address and host name
 are the saved VM's: the shape's key is the whole QEMU command line but
 the parts a restore replaces (disk, share, QMP, console, the wire's
 netdev and capture), plus the files the boot read.

@@ -15,6 +15,7 @@ from .checks import sanitizer_env, sanitizer_reports, scan_kernel_log
 from .common import (FIRMWARE_DIRS, GUEST_DIR, IBDEV, IFACE, IOMMU_APPEND, IOMMU_ARGS,
                      NETDEV_ID, NIC_ID, PREAMBLE_FAILED, PREFIX, RXE_IBDEV, HarnessError,
                      die_with_parent, log, vm_ip, vm_mac, vm_node_guid)
+from .host import reads_migration_file
 from .qmp import QMP
 
 
@@ -314,18 +315,22 @@ class VM:
         elif incoming:
             argv += ["-incoming", "defer"]
         elif self.restore:
-            # the saved stream's file itself (start() opens it): QEMU reads
-            # a file without waiting for a writer
-            argv += ["-incoming", f"fd:{self.restore.get('fd', -1)}"]
+            # the saved stream's file itself: QEMU reads a file without
+            # waiting for a writer; by name where it can, else through an
+            # fd start() opened (host.reads_migration_file)
+            if "fd" in self.restore:
+                argv += ["-incoming", f"fd:{self.restore['fd']}"]
+            else:
+                argv += ["-incoming", f"file:{self.restore['mig']}"]
         return argv
 
     def start(self, interactive=False):
-        if self.restore:
+        if self.restore and not reads_migration_file(self.cluster.qemu):
             self.restore = dict(self.restore, fd=os.open(self.restore["mig"], os.O_RDONLY))
         try:
             self._start(interactive)
         finally:
-            if self.restore:
+            if self.restore and "fd" in self.restore:
                 os.close(self.restore.pop("fd"))
 
     def _start(self, interactive=False):
@@ -340,7 +345,7 @@ class VM:
         if self.cluster.overlays:
             self._new_overlay()
         fds = (self.netdev_sock.fileno(),) if self.netdev_sock else ()
-        if self.restore:
+        if self.restore and "fd" in self.restore:
             fds += (self.restore["fd"],)
         if interactive:
             self.proc = subprocess.Popen(argv, preexec_fn=die_with_parent,
