@@ -61,10 +61,12 @@ PARTS = (
 )
 
 
-def job():
+def job(parts=PARTS):
+    """One guest script of parts (name, script, check): each in a subshell,
+    its output a section '=== name ===' with a line PART <name> rc=<rc>."""
     # the integrity part raises the MTU; every part starts from the same one
     out = ["rc=0", 'mtu0=$(cat "/sys/class/net/$OHCA_IFACE/mtu")']
-    for name, script, _ in PARTS:
+    for name, script, _ in parts:
         out += [f"echo '=== {name} ==='",
                 f"echo \"debug-traffic: {name} at $(cut -d' ' -f1 /proc/uptime) s\" >/dev/kmsg",
                 "(", script, ")",
@@ -79,7 +81,12 @@ def job():
 def test_rc_traffic_and_suite_debug_kernel(vm_run):
     # host-side timeout: the conftest scales it by the debug factor (3)
     (r,) = vm_run(job(), timeout=SUITE_TIMEOUT + 600)
-    for name, _, check in PARTS:
+    check_parts(r, PARTS)
+
+
+def check_parts(r, parts):
+    """Each part of job(parts) ended with rc 0 and passes its check."""
+    for name, _, check in parts:
         text = section(r.output, name)
         assert re.search(rf"^PART {name} rc=0$", text, re.M), f"part {name} failed\n" + r.report()
         check(text)
