@@ -63,7 +63,7 @@ if [ "$OHCA_VM_INDEX" = 0 ]; then
 			-x UCX_WARN_UNUSED_ENV_VARS=n \
 			/share/ohca_mpi_check ITERS </dev/null > /tmp/mpi.log 2>&1
 		r=$?
-		grep -v "^ *$" /tmp/mpi.log | tail -n 60
+		grep -av "^ *$" /tmp/mpi.log | tail -n 60
 		echo "MPIRUN $name rc=$r seconds=$(($(date +%s) - start))"
 		[ $r -eq 0 ] || rc=1
 	done <<'EOF2'
