@@ -559,8 +559,10 @@ def _check_data(results, tcp_mib, pingpongs):
         mckey = section(r.output, "mckey")
         assert re.search(r"joined dgid: ff1[0-9a-f]:.* mlid 0xc[0-9a-f]{3}", mckey) and \
             "data transfers complete" in mckey, r.report()
-    # ib_read_lat's client prints the latencies
-    assert re.search(r"^ 8192\s+100\s+[\d.]+", section(a.output, "read_lat"), re.M), a.report()
+    # ib_read_lat's client prints the latencies (trixie's perftest 25
+    # printed "inf" for every one once: its own clock calibration under TCG)
+    assert re.search(r"^ 8192\s+100\s+(?:[\d.]+|inf)\s", section(a.output, "read_lat"), re.M), \
+        a.report()
 
     # rdma_cm at the IPoIB address (the path from the SA): ten verified pings
     assert len(re.findall(r"ping data: ", section(a.output, "rping"))) >= 10, a.report()
