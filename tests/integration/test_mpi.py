@@ -87,7 +87,10 @@ fi
 ohca_barrier mpi-done 1800 || rc=1
 ohca_hw_counters
 exit $rc
-""".replace("ITERS", str(ITERS)).replace("MPIRUN_ARGS", os.environ.get("OHCA_MPIRUN_ARGS", ""))
+""".replace("ITERS", str(ITERS)).replace(
+    # OHCA_MPIRUN_ARGS: more mpirun options for a diagnosis, e.g. Open MPI
+    # 5's "--display-allocation --prtemca plm_base_verbose 5"
+    "MPIRUN_ARGS", os.environ.get("OHCA_MPIRUN_ARGS", ""))
 
 # (name, ranks per VM, VMs)
 COMPACT = [("np2", 1, 2), ("np4", 2, 2)]
