@@ -9,7 +9,8 @@
 #                ibnetdiscover, an IPoIB ping
 #   make vm      interactive VM with ohca, the driver and the provider
 #   make vm CMD='ibv_devinfo -v'   run a command in a fresh VM
-#   make vm DISTRO=trixie          the guest on Debian 13 (bookworm, trixie, sid)
+#   make vm DISTRO=bookworm        the guest on Debian 12 (trixie, the default;
+#                                  bookworm; sid)
 #   make qemu QEMU=10.0            the device in QEMU 10.0 (7.2, 10.0, 11.1)
 #   make soak    an hour (SOAK_SECONDS) of RC traffic through 1 % loss with
 #                processes killed; the device's heap grows < 1 MiB over its second half
@@ -41,14 +42,19 @@ export CCACHE_NOHASHDIR := 1
 CCACHE := -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache
 
 # The stack (docs/testing.md, "Releases"): the guest's Debian release and
-# the QEMU the device is built into. Another release's kernel, driver and
-# provider come from its build chroot (tests/vm/chroot.sh); the harness
-# reads OHCA_DISTRO and OHCA_QEMU_VERSION.
-DISTRO ?= $(or $(OHCA_DISTRO),bookworm)
+# the QEMU the device is built into. The default guest is Debian 13
+# (trixie); HOST_DISTRO is the release of the host's own compiler, kernel
+# headers and libibverbs (tests/deps.sh installs bookworm's): its driver
+# and provider are built on the host, another release's kernel, driver
+# and provider come from its build chroot (tests/vm/chroot.sh). The
+# harness reads OHCA_DISTRO and OHCA_QEMU_VERSION (tests/vm/harness/host.py
+# names the same two releases).
+DEFAULT_DISTRO := trixie
+HOST_DISTRO := bookworm
+DISTRO ?= $(or $(OHCA_DISTRO),$(DEFAULT_DISTRO))
 QEMU ?= $(or $(OHCA_QEMU_VERSION),7.2)
 export OHCA_DISTRO := $(DISTRO)
 export OHCA_QEMU_VERSION := $(QEMU)
-DEFAULT_DISTRO := bookworm
 
 .PHONY: check all deps build qemu qemu-asan test-asan engine engine-test kernel \
 	userspace rootfs firmware-interface firmware-interface-test test demo vm fuzz coverage \
@@ -106,7 +112,7 @@ BEFORE ?= main
 engine-bench-ab: engine-bench-build
 	@bash tests/bench/engine_before_after.sh $(BEFORE)
 
-ifeq ($(DISTRO),$(DEFAULT_DISTRO))
+ifeq ($(DISTRO),$(HOST_DISTRO))
 kernel: deps
 	@$(MAKE) -C kernel -j$(shell nproc)
 
@@ -175,12 +181,15 @@ fabric-bench: deps build rootfs fabric
 packages: deps
 	@bash packaging/build.sh
 
-# The packages in a fresh guest (tests/integration/test_packages.py): apt
+# The packages in a fresh guest of the host's release, the one they are
+# built for (tests/integration/test_packages.py): apt
 # install, DKMS against the guest's headers, udev loads the modules,
 # ibv_devinfo and ibv_rc_pingpong through the packaged provider; result
 # in docs/testing.md.
-test-packages: deps qemu rootfs packages
-	@OHCA_PACKAGES_TEST=1 $(PYTHON) -m pytest -v -rA -s tests/integration/test_packages.py
+test-packages: deps qemu packages
+	@$(MAKE) --no-print-directory rootfs DISTRO=$(HOST_DISTRO)
+	@OHCA_DISTRO=$(HOST_DISTRO) OHCA_PACKAGES_TEST=1 $(PYTHON) -m pytest -v -rA -s \
+		tests/integration/test_packages.py
 
 # Every Debian release in turn (tests/stack.sh): the driver and the
 # provider built for it, its image, rdma-core's suite of that release

@@ -79,18 +79,22 @@ cpu_share() {
 	echo "cpu idle $(((i1 - i0) * 100 / all))%, background $(((n1 - n0) * 100 / all))%"
 }
 
-# The debug kernel's build (about 18 minutes of both cores from a clean
-# cache, nothing when cached) runs in the background at the lowest CPU and
-# I/O priority from the start of the run: it takes only what the other
-# stages leave idle (the package installer and the image build wait on
-# the network and the disk, the fuzzer and checkpatch use one core, VM
-# tests wait on their guests), and its stage waits for the rest.
-debug_kernel_log=$logs/debug-kernel-build.log
-debug_kernel_rc=$logs/debug-kernel-build.rc
-debug_kernel_pid=
-debug_kernel_start() {
-	rm -f "$debug_kernel_rc"
-	: >"$debug_kernel_log"
+# Builds in the background: the debug kernel's (about 18 minutes of both
+# cores from a clean cache, nothing when cached) and the default guest
+# release's (below). Each runs at the lowest CPU priority from the start
+# of the run: it takes only what the other stages leave idle (the package
+# installer and the image build wait on the network and the disk, the
+# fuzzer and checkpatch use one core, VM tests wait on their guests), and
+# its stage waits for the rest.
+declare -A bg_pid
+# background NAME IOCLASS CMD...: runs CMD (ionice -c IOCLASS) in the
+# background, its log build/test-logs/NAME-build.log, its status in
+# NAME-build.rc.
+background() {
+	local name=$1 ioclass=$2
+	shift 2
+	rm -f "$logs/$name-build.rc"
+	: >"$logs/$name-build.log"
 	# Its own session, so that a run stopped early stops it too. A new
 	# session is a new scheduler autogroup, which shares the CPU with the
 	# run's as an equal whatever its processes' nice value: the group
@@ -99,21 +103,25 @@ debug_kernel_start() {
 	# a stage's process that wakes up (a traced build's syscall stops, a
 	# VM's threads) preempts the build at once instead of after a slice.
 	setsid -w bash -c 'echo 19 2>/dev/null >/proc/self/autogroup
-		chrt --idle 0 nice -n 19 ionice -c 3 bash tests/debug-kernel/build.sh >"$1" 2>&1
-		echo $? >"$2"' _ "$debug_kernel_log" "$debug_kernel_rc" &
-	debug_kernel_pid=$!
-	echo "==> debug-kernel: building in the background (log: $debug_kernel_log)"
+		log=$1 rc=$2 ioclass=$3
+		shift 3
+		chrt --idle 0 nice -n 19 ionice -c "$ioclass" "$@" >"$log" 2>&1
+		echo $? >"$rc"' _ "$logs/$name-build.log" "$logs/$name-build.rc" "$ioclass" "$@" &
+	bg_pid[$name]=$!
+	echo "==> $name: building in the background (log: $logs/$name-build.log)"
 }
-debug_kernel_wait() {
-	tail -n +1 -f --pid="$debug_kernel_pid" "$debug_kernel_log"
-	[ "$(cat "$debug_kernel_rc" 2>/dev/null)" = 0 ]
+# background_wait NAME: the stage that waits for it (its log shown).
+background_wait() {
+	tail -n +1 -f --pid="${bg_pid[$1]}" "$logs/$1-build.log"
+	[ "$(cat "$logs/$1-build.rc" 2>/dev/null)" = 0 ]
 }
-debug_kernel_stop() {
-	if [ -n "$debug_kernel_pid" ] && [ ! -f "$debug_kernel_rc" ]; then
-		kill -- -"$debug_kernel_pid" 2>/dev/null
-	fi
+background_stop() {
+	local name
+	for name in "${!bg_pid[@]}"; do
+		[ -f "$logs/$name-build.rc" ] || kill -- -"${bg_pid[$name]}" 2>/dev/null
+	done
 }
-trap debug_kernel_stop EXIT
+trap background_stop EXIT
 
 # summary: the table of stages, the total against the budget; the exit
 # status of the run.
@@ -168,10 +176,29 @@ if [ "$quick" -eq 0 ]; then
 	# rest install (a fresh machine: minutes of the network and dpkg).
 	stage deps-debug-kernel "" bash tests/deps.sh --debug-kernel
 	if [[ " ${failed_deps[*]-} " != *" deps-debug-kernel "* ]]; then
-		debug_kernel_start
+		background debug-kernel 3 bash tests/debug-kernel/build.sh
 	fi
 fi
 stage deps "" bash tests/deps.sh
+# The guest releases (docs/testing.md, "Releases"): the integration and
+# asan stages boot the default release's guests (trixie: its kernel, the
+# driver and the provider built in its build chroot, tests/vm/chroot.sh);
+# the host's release (bookworm: Linux 6.1 headers, gcc 12 and libibverbs
+# 44 on the host) has the compatibility job and the debug kernel's stage
+# (the debug kernel is made from bookworm's linux-source-6.1). make test
+# DISTRO=bookworm runs the whole suite on bookworm instead, and no
+# compatibility job. (Python is there once the deps stage passed.)
+read -r distro host_distro < <(/usr/bin/python3 -c 'import sys; sys.path.insert(0, "tests/vm")
+from harness import host; print(host.distro(), host.HOST_DISTRO)' || echo none none)
+if [ "$quick" -eq 0 ] && [ "$distro" != "$host_distro" ] &&
+	[[ " ${failed_deps[*]-} " != *" deps "* ]]; then
+	# The default release's build chroot (network and dpkg, little CPU),
+	# its image (a copy of the chroot's tree), driver and provider (built
+	# in the chroot): at the lowest CPU priority but not in the idle I/O
+	# class (it is mostly disk and network, and the integration stage
+	# waits for it).
+	background "$distro" 2 make --no-print-directory rootfs kernel userspace DISTRO="$distro"
+fi
 stage firmware-interface "" traced firmware-interface -- make --no-print-directory firmware-interface-test
 stage engine-unit "" traced engine -- make --no-print-directory engine-test
 stage engine-style "" traced engine-style -- make --no-print-directory engine-style
@@ -184,35 +211,52 @@ stage fabric "" traced fabric -- make --no-print-directory fabric
 stage fabric-unit fabric traced fabric-unit -- make --no-print-directory fabric-test
 stage qemu "" make --no-print-directory qemu
 stage device-smoke qemu /usr/bin/python3 qemu-device/tests/qtest_smoke.py
-stage kernel "" traced kernel -- make --no-print-directory kernel
+# The driver, the provider and (below) the image of the host's release,
+# built with the host's compiler against its headers and libibverbs: the
+# static checks and the ABI check here, the compatibility job and the
+# debug kernel's guests below.
+stage kernel "" traced kernel -- make --no-print-directory kernel DISTRO="$host_distro"
 # The driver's static checks, in both tiers: sparse (C=2) with W=1 and
 # checkpatch --strict; any finding fails.
 stage kernel-static kernel traced kernel-static -- make --no-print-directory -j"$(nproc)" -C kernel check
-stage userspace "" traced userspace -- make --no-print-directory userspace
+stage userspace "" traced userspace -- make --no-print-directory userspace DISTRO="$host_distro"
 stage userspace-abi userspace make --no-print-directory -C userspace check
 if [ "$quick" -eq 1 ]; then
 	stage host-deps deps /usr/bin/python3 tests/hostdeps.py check
 	summary
 	exit $?
 fi
-stage rootfs "" make --no-print-directory rootfs
+stage rootfs "" make --no-print-directory rootfs DISTRO="$host_distro"
+# the stages that made the default release's guest
+guest=kernel,userspace,rootfs
+if [ "$distro" != "$host_distro" ]; then
+	# The host's release beside the default one: one VM job (module
+	# reload, ibv_devinfo, RC ping-pong, a sample of its rdma-core suite)
+	# while the default release's build finishes in the background.
+	stage compat qemu,kernel,userspace,rootfs env OHCA_DISTRO="$host_distro" \
+		/usr/bin/python3 -m pytest -v -rA tests/integration/test_compat.py
+	stage "$distro" deps background_wait "$distro"
+	guest=$distro
+fi
 # without the tests the asan stage runs (tests/asan/tests.txt)
-stage integration qemu,kernel,userspace,rootfs,fabric \
+stage integration "qemu,fabric,$guest" env OHCA_DISTRO="$distro" \
 	/usr/bin/python3 -m pytest -v -rA --durations=15 tests/integration \
 	$(grep -v -e '^#' -e '^$' tests/asan/tests.txt | sed 's/^/--deselect=/')
 # QEMU with the device built with ASan + UBSan (a minute's relink of the
 # default build, cached) and the device-facing integration tests, the
-# hostile guest among them, on it.
-stage asan qemu,kernel,userspace,rootfs bash tests/asan/run.sh
+# hostile guest among them, on it, in the default release's guests.
+stage asan "qemu,$guest" env OHCA_DISTRO="$distro" bash tests/asan/run.sh
 # The debug kernel (KASAN, lockdep, kmemleak, debug objects, KUnit): built
 # once in the background (above), cached in ~/.cache/ohca; this stage's
 # time is the wait for what is left of its build. Then the smoke tests and
 # the driver's KUnit suites in VMs booted with it (one pytest session, so
-# they share the VM boots).
-stage debug-kernel deps-debug-kernel debug_kernel_wait
+# they share the VM boots), with the host's release's image and provider
+# (the debug kernel is its Linux 6.1).
+stage debug-kernel deps-debug-kernel background_wait debug-kernel
 # after every build of this run (QEMU's configure, the debug kernel's host
 # tools and the image record their traces when they really build)
 stage host-deps deps /usr/bin/python3 tests/hostdeps.py check
-stage debug-smoke qemu,userspace,rootfs,debug-kernel bash tests/debug-kernel/smoke.sh
+stage debug-smoke qemu,userspace,rootfs,debug-kernel env OHCA_DISTRO="$host_distro" \
+	bash tests/debug-kernel/smoke.sh
 
 summary

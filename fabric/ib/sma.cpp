@@ -102,9 +102,11 @@ SmaState make_ca_state(const SmaDefaults &d) {
     s.ports.push_back(SmaPortState{}); // no port 0 on a CA
     s.ports.push_back(make_port(d, 1, true));
     s.ports[1].guid = d.port_guid;
+    // No IsSMdisabled: that is a port whose SM the board forbids (or a
+    // GSI-only plane, to rdma-core's libibumad), not one where no SM runs.
     s.ports[1].info.capability_mask =
-        port_cap::IsTrapSupported | port_cap::IsSmDisabled | port_cap::IsSystemImageGuidSupported |
-        port_cap::IsCmSupported | port_cap::IsClientReregistrationSupported;
+        port_cap::IsTrapSupported | port_cap::IsSystemImageGuidSupported | port_cap::IsCmSupported |
+        port_cap::IsClientReregistrationSupported;
     return s;
 }
 

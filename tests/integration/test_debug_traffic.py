@@ -6,7 +6,7 @@ The parts are the normal-kernel tests' own scripts and checks:
 test_rc.py's integrity loopback (ohca_rc_integrity at path MTUs 256, 1024,
 4096) and ibv_rc_pingpong loopback (polling and events), test_rc_negative's
 error completions, and a sample of the rdma-core suite's tests that pass
-on ohca (rdma-core-suite.pass: up to three of each module) without its rdma_cm cases (each runs two processes
+on ohca (the release's rdma-core-suite*.pass: up to three of each module) without its rdma_cm cases (each runs two processes
 for many seconds; the stock-kernel suite test runs them): a skipped case
 exercises nothing of the driver and costs as much time. Each part runs in a subshell and
 its section of the output is checked as its own test checks it. KASAN,
@@ -21,7 +21,7 @@ import pytest
 from test_rc import (PINGPONG_LOOPBACK, check_integrity_loopback, check_pingpong_loopback,
                      integrity_loopback_script)
 from test_rc_negative import SCRIPT as NEGATIVE, check_negative
-from test_rc_rdma_core_suite import baseline, check_suite, suite_script
+from test_rc_rdma_core_suite import check_suite, release_baseline, suite_script
 from vmtest import assert_ok, section
 
 pytestmark = [pytest.mark.ohca_only, pytest.mark.debug_kernel]
@@ -50,7 +50,7 @@ def sample(ids, per_module=PER_MODULE):
 
 
 # rdma_cm is left out on the debug kernel (the suite runs it on Debian's)
-SAMPLE = sample(t for t in baseline() if "rdmacm" not in t)
+SAMPLE = sample(t for t in release_baseline() if "rdmacm" not in t)
 
 PARTS = (
     ("integrity", integrity_loopback_script(), check_integrity_loopback),
@@ -61,10 +61,12 @@ PARTS = (
 )
 
 
-def job():
+def job(parts=PARTS):
+    """One guest script of parts (name, script, check): each in a subshell,
+    its output a section '=== name ===' with a line PART <name> rc=<rc>."""
     # the integrity part raises the MTU; every part starts from the same one
     out = ["rc=0", 'mtu0=$(cat "/sys/class/net/$OHCA_IFACE/mtu")']
-    for name, script, _ in PARTS:
+    for name, script, _ in parts:
         out += [f"echo '=== {name} ==='",
                 f"echo \"debug-traffic: {name} at $(cut -d' ' -f1 /proc/uptime) s\" >/dev/kmsg",
                 "(", script, ")",
@@ -79,7 +81,12 @@ def job():
 def test_rc_traffic_and_suite_debug_kernel(vm_run):
     # host-side timeout: the conftest scales it by the debug factor (3)
     (r,) = vm_run(job(), timeout=SUITE_TIMEOUT + 600)
-    for name, _, check in PARTS:
+    check_parts(r, PARTS)
+
+
+def check_parts(r, parts):
+    """Each part of job(parts) ended with rc 0 and passes its check."""
+    for name, _, check in parts:
         text = section(r.output, name)
         assert re.search(rf"^PART {name} rc=0$", text, re.M), f"part {name} failed\n" + r.report()
         check(text)

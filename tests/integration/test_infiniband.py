@@ -559,8 +559,11 @@ def _check_data(results, tcp_mib, pingpongs):
         mckey = section(r.output, "mckey")
         assert re.search(r"joined dgid: ff1[0-9a-f]:.* mlid 0xc[0-9a-f]{3}", mckey) and \
             "data transfers complete" in mckey, r.report()
-    # ib_read_lat's client prints the latencies
-    assert re.search(r"^ 8192\s+100\s+[\d.]+", section(a.output, "read_lat"), re.M), a.report()
+    # ib_read_lat's client prints the latencies (trixie's perftest 25
+    # printed "inf" for every one in two runs of three: its own clock
+    # calibration under TCG; the 100 iterations ran)
+    assert re.search(r"^ 8192\s+100\s+(?:[\d.]+|inf)\s", section(a.output, "read_lat"), re.M), \
+        a.report()
 
     # rdma_cm at the IPoIB address (the path from the SA): ten verified pings
     assert len(re.findall(r"ping data: ", section(a.output, "rping"))) >= 10, a.report()
@@ -909,12 +912,12 @@ def test_ib_pcap_crcs():
 
 
 # --------------------------------------------------------------------------
-# rdma-core's suite (v44, test_rc_rdma_core_suite.py) on an InfiniBand port:
+# rdma-core's suite (the guest release's, test_rc_rdma_core_suite.py) on an InfiniBand port:
 # two VMs back to back, opensm in VM 0 (the port must be Active, with a
 # LID), ib0 up (the rdma_cm tests take the device's IP address), the suite
 # in VM 0 on GID 0 against its own port (loopback, as on RoCE). VM 1 only
 # keeps the link up. make test-fabric runs it. Every test that passes on
-# the RoCE port (rdma-core-suite.pass) must pass here, but these (listed
+# the RoCE port (the release's rdma-core-suite*.pass) must pass here, but these (listed
 # with the same reasons in docs/infiniband.md):
 IB_SUITE_LOST = {
     # need an Ethernet link layer (the suite skips them on an IB port)
@@ -961,7 +964,8 @@ def test_infiniband_rdma_core_suite(vm_run):
     assert re.search(r"^PART sm rc=0$", a.output, re.M), a.report()
     assert re.search(r"^PART ipoib rc=0$", a.output, re.M), a.report()
     suite.check_suite(section(a.output, "suite"), device="ohca0 (InfiniBand)",
-                      expected=suite.baseline() - set(IB_SUITE_LOST))
+                      expected=suite.release_baseline() - set(IB_SUITE_LOST),
+                      total=suite.RELEASES[suite.distro()]["total"])
     got = suite.cases(section(a.output, "suite"))
     for t, why in sorted(IB_SUITE_LOST.items()):
         print(f"    lost against RoCE: {t} ({got.get(t, ('missing',))[0]}): {why}")

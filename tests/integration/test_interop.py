@@ -160,8 +160,25 @@ def matrix(items, results):
     return rows, "\n".join(lines)
 
 
+# mckey's group and count (peer_runs.MCKEY: -m 239.1.2.4 -C 10)
+MCKEY_GROUP = "239.1.2.4"
+MCKEY_MESSAGES = 10
+
+
+def multicast_sent(pcap, src, group):
+    """RoCE v2 frames (UDP 4791) from src to the IPv4 group in a capture."""
+    want = bytes(int(x) for x in src.split(".")) + bytes(int(x) for x in group.split("."))
+    n = 0
+    for f in roce_pcap.read_pcap(pcap):
+        if len(f) < 42 or f[12:14] != b"\x08\x00" or f[23] != 17 or f[26:34] != want:
+            continue
+        udp = 14 + (f[14] & 0x0F) * 4
+        n += f[udp + 2:udp + 4] == (4791).to_bytes(2, "big")
+    return n
+
+
 def test_interop_matrix(interop_run):
-    items, results, _, wall, _ = interop_run
+    items, results, pcaps, wall, _ = interop_run
     rows, table = matrix(items, results)
     waits = {**peer_runs.ready_waits(results[0].output), **peer_runs.ready_waits(results[1].output)}
     slow = sorted(i for i, w in waits.items() if w is None)
@@ -177,6 +194,17 @@ def test_interop_matrix(interop_run):
     # the failed cells with both sides' output first, also when a VM's
     # run failed as a whole (a crashed client is a kernel-log problem)
     failed = [r for r in rows if not r[4]]
+    # mckey from rxe to ohca: Linux 6.12's rdma_rxe (trixie's) reported its
+    # ten multicast datagrams sent and put two on the wire (its own VM's
+    # capture and ohca's agreed) in two runs of three at load 5-12, all ten
+    # in the third. When rxe's capture holds fewer than its cells sent,
+    # the loss is the peer's, not ohca's.
+    mck = [r for r in rows if r[0] == "mckey" and r[3].startswith("rxe")]
+    sent = multicast_sent(pcaps[1], ohcavm.IPS[1], MCKEY_GROUP)
+    if any(r in failed for r in mck) and sent < MCKEY_MESSAGES * len(mck):
+        print(f"mckey rxe -> ohca: rxe put {sent} of its {MCKEY_MESSAGES * len(mck)} "
+              "multicast datagrams on the wire (the peer's loss, not counted)")
+        failed = [r for r in failed if r not in mck]
     bad = [r for r in results if not r.ok]
     assert not failed and not bad, (f"failed cells: {failed}\n" + cell_outputs(items, rows, results)
                                     + f"\n{results[0].report()}\n{results[1].report()}")

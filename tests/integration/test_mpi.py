@@ -43,27 +43,41 @@ ITERS = 30
 # for it at the end.
 JOB = r"""
 python3 /share/ohca_rsh.py serve 2222 >/tmp/rsh.log 2>&1 &
+# every VM by its host name (vm<i>, each VM's own): Open MPI 5's runtime
+# matches the --host list against its nodes' names and aliases, and the
+# node mpirun runs on has no alias of its IP address ("not enough slots"
+# for a list of addresses)
+i=0
+for ip in $OHCA_VM_IPS; do
+	grep -qx "$ip vm$i" /etc/hosts || echo "$ip vm$i" >>/etc/hosts
+	i=$((i + 1))
+done
 ohca_hw_counters
 ohca_barrier rsh-up 120 || exit 1
 rc=0
 if [ "$OHCA_VM_INDEX" = 0 ]; then
 	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	# the remote-shell agent: Open MPI 4's runtime (bookworm) reads
+	# plm_rsh_agent, Open MPI 5's (PRRTE, trixie) plm_ssh_agent, which has
+	# no rsh synonym (given --mca plm_rsh_agent, it started no daemon on
+	# the other VMs); each ignores the other's variable
+	export OMPI_MCA_plm_rsh_agent="python3 /share/ohca_rsh.py"
+	export PRTE_MCA_plm_ssh_agent="python3 /share/ohca_rsh.py"
 	while read -r name per_vm nvms; do
 		hosts=
-		for ip in $(echo $OHCA_VM_IPS | cut -d' ' -f1-$nvms); do hosts=$hosts${hosts:+,}$ip:$per_vm; done
+		for i in $(seq 0 $((nvms - 1))); do hosts=$hosts${hosts:+,}vm$i:$per_vm; done
 		echo "=== $name ==="
 		start=$(date +%s)
 		# (mpirun forwards its standard input to rank 0: not this list)
 		timeout 400 mpirun -np $((per_vm * nvms)) --host "$hosts" \
-			--mca plm_rsh_agent "python3 /share/ohca_rsh.py" \
 			--mca oob_tcp_if_include "$OHCA_IFACE" \
 			--mca pml ucx --mca btl self --mca osc ^rdma,pt2pt \
-			--mca pml_ucx_verbose 1 \
+			--mca pml_ucx_verbose 1 MPIRUN_ARGS \
 			-x UCX_TLS=rc_verbs,ud_verbs -x UCX_NET_DEVICES="$OHCA_IBDEV:1" \
 			-x UCX_WARN_UNUSED_ENV_VARS=n \
 			/share/ohca_mpi_check ITERS </dev/null > /tmp/mpi.log 2>&1
 		r=$?
-		grep -v "^ *$" /tmp/mpi.log | tail -n 60
+		grep -av "^ *$" /tmp/mpi.log | tail -n 60
 		echo "MPIRUN $name rc=$r seconds=$(($(date +%s) - start))"
 		[ $r -eq 0 ] || rc=1
 	done <<'EOF2'
@@ -73,7 +87,10 @@ fi
 ohca_barrier mpi-done 1800 || rc=1
 ohca_hw_counters
 exit $rc
-""".replace("ITERS", str(ITERS))
+""".replace("ITERS", str(ITERS)).replace(
+    # OHCA_MPIRUN_ARGS: more mpirun options for a diagnosis, e.g. Open MPI
+    # 5's "--display-allocation --prtemca plm_base_verbose 5"
+    "MPIRUN_ARGS", os.environ.get("OHCA_MPIRUN_ARGS", ""))
 
 # (name, ranks per VM, VMs)
 COMPACT = [("np2", 1, 2), ("np4", 2, 2)]

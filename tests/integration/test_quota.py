@@ -11,11 +11,12 @@ import os
 
 import pytest
 
-from vmtest import assert_ok, ohcavm
+from vmtest import assert_ok
+from harness.host import build_dir
 
 pytestmark = pytest.mark.ohca_only
 
-KVERBS_MODULE = os.path.join(ohcavm.TOP, "build/kernel/ohca_kverbs_test.ko")
+KVERBS_MODULE = os.path.join(build_dir("kernel"), "ohca_kverbs_test.ko")
 GID = 1
 
 # The hog: contexts until refused, held while the administrator opens one

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from vmtest import assert_ok, hw_counters, ohcavm, perftest_loopback, watch_qemu_rss
+from harness.host import build_dir
 
 TOP = ohcavm.TOP
 
@@ -30,7 +31,8 @@ def iterations(size):
     return 50 if size >= 1048576 else 200
 
 
-KVERBS_MODULE = os.path.join(TOP, "build/kernel/ohca_kverbs_test.ko")
+# built with the driver, for the guest's release (make kernel)
+KVERBS_MODULE = os.path.join(build_dir("kernel"), "ohca_kverbs_test.ko")
 
 # The kernel verbs check (kernel/tools/kverbs): insmod runs it and fails
 # with its error; its verdict line is in the kernel log.

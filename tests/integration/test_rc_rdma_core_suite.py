@@ -196,6 +196,11 @@ RELEASES = {
 }
 
 
+def release_baseline():
+    """The passing tests of the guest's release's suite (its RELEASES entry)."""
+    return baseline(RELEASES[distro()]["baseline"])
+
+
 def check_suite(output, device="ohca0", expected=None, total=SUITE_TOTAL):
     """The suite finished (no hang, a unittest summary), it loaded 'total'
     tests (None: not checked), nothing failed or errored, every test of

@@ -27,20 +27,27 @@ from vmtest import assert_ok, parse_devinfo, section
 pytestmark = pytest.mark.ohca_only
 
 ITERS = 100
+# ucx_perftest's socket mode: trixie's (UCX 1.18) is built with MPI and
+# starts in MPI mode unless told -P 0 (then "This test should be run with
+# exactly 2 processes"); bookworm's (1.13) has no -P.
+PERFTEST_MODE = r"""
+export OHCA_PERFTEST_P=
+ucx_perftest -h 2>&1 | grep -q -e '-P <0|1>' && OHCA_PERFTEST_P="-P 0"
+"""
 RUNS = [(tls, test) for tls in ("ud_verbs,self", "rc_verbs,ud_verbs,self")
         for test in ("tag_lat", "tag_bw")]
 
-JOB = r"""
+JOB = PERFTEST_MODE + r"""
 rc=0
 export UCX_NET_DEVICES="$OHCA_IBDEV:1" UCX_WARN_UNUSED_ENV_VARS=n
 port=13337
 run() {  # run TLS TEST: server in the background, the client against it
 	port=$((port + 1))
-	UCX_TLS=$1 timeout 150 ucx_perftest -p $port > /tmp/ucx-srv.log 2>&1 &
+	UCX_TLS=$1 timeout 150 ucx_perftest $OHCA_PERFTEST_P -p $port > /tmp/ucx-srv.log 2>&1 &
 	srv=$!
 	# the client once the server listens
 	ohca_poll 60 sh -c "ss -ltn | grep -q ':$port '"
-	UCX_TLS=$1 timeout 120 ucx_perftest -p $port -t $2 -n ITERS -w 20 127.0.0.1 \
+	UCX_TLS=$1 timeout 120 ucx_perftest $OHCA_PERFTEST_P -p $port -t $2 -n ITERS -w 20 127.0.0.1 \
 		> /tmp/ucx-cli.log 2>&1
 	crc=$?
 	wait $srv
@@ -104,9 +111,10 @@ def test_ucx_perftest_two_vms(vm_run):
     items = []
     for tls, test in runs:
         env = UCX_ENV.replace("{tls}", tls)
-        items.append((0, f"{env} ucx_perftest -p {{port}} | "
-                         f"{env} ucx_perftest -p {{port}} -t {test} -n {PEER_ITERS} -w 10 {{addr}}"))
-    job = peer_runs.script(items) + "ohca_hw_counters\n"
+        items.append((0, f"{env} ucx_perftest $OHCA_PERFTEST_P -p {{port}} | "
+                         f"{env} ucx_perftest $OHCA_PERFTEST_P -p {{port}} -t {test} "
+                         f"-n {PEER_ITERS} -w 10 {{addr}}"))
+    job = PERFTEST_MODE + peer_runs.script(items) + "ohca_hw_counters\n"
     server, client = vm_run(job, nvms=2, timeout=600 + 60 * len(items))
     rcs, outs = peer_runs.parse(client.output)
     srcs, _ = peer_runs.parse(server.output)

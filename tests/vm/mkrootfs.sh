@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the guest root filesystem for the ohca test VMs: an ext4 image made
-# from a bootstrapped (mmdebstrap) Debian release (bookworm by default; OHCA_DISTRO=trixie
+# from a bootstrapped (mmdebstrap) Debian release (trixie by default; OHCA_DISTRO=bookworm
 # or sid) (minbase + the packages in
 # guest/packages.txt), the guest kernel's /lib/modules, rdma-core's upstream
 # Python test suite (gunzipped, in /opt/rdma-core-tests) and our init
@@ -9,7 +9,8 @@
 # The image is cached as $OHCA_CACHE/rootfs-<key>.img, the key being a hash of
 # this script, the package list, the init script, the guest kernel version and
 # the host's rdma-core version (the test suite is copied from the host).
-# build/rootfs.img links to it (build/rootfs-<distro>.img for another release).
+# build/rootfs.img links to bookworm's, the host's release
+# (build/rootfs-<distro>.img to another release's).
 #
 # Bookworm's guest kernel and test suite are the host's; another release's
 # come from its build chroot (tests/vm/chroot.sh), whose /boot holds the
@@ -21,7 +22,7 @@
 #                                 (exit 1 if it is not built yet)
 #        mkrootfs.sh --force      rebuild even if cached
 # Env:   OHCA_CACHE       cache root (default ~/.cache/ohca)
-#        OHCA_DISTRO      bookworm (default), trixie or sid
+#        OHCA_DISTRO      trixie (default), bookworm or sid
 #        OHCA_GUEST_KVER  guest kernel version (default: newest
 #                         /boot/vmlinuz-*-amd64 that has /lib/modules/<ver>,
 #                         of the host or the release's chroot)
@@ -32,9 +33,9 @@ top=$(cd "$here/../.." && pwd)
 cache=${OHCA_CACHE:-$HOME/.cache/ohca}
 pkgfile=$here/guest/packages.txt
 initfile=$here/guest/ohca-init
-suite=${OHCA_DISTRO:-bookworm}
+suite=${OHCA_DISTRO:-trixie}
 # Where the guest kernel and the rdma-core test suite come from: the host
-# for bookworm, the release's build chroot otherwise.
+# for bookworm (the host's release), the release's build chroot otherwise.
 kroot=""
 case "$suite" in
 bookworm) ;;

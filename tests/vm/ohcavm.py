@@ -38,9 +38,11 @@ share/ (job.sh, output.log, dmesg.txt, exit-code, sync/).
 Environment: OHCA_QEMU (default build/qemu/qemu-system-x86_64, or with
 OHCA_QEMU_VARIANT=asan build/qemu-asan/qemu-system-x86_64), OHCA_KERNEL,
 OHCA_INITRD ("none" for no initrd), OHCA_GUEST_KVER, OHCA_ROOTFS,
+OHCA_DISTRO (the guest's release: trixie, the default, bookworm or sid),
 OHCA_MODULE_DIR (where ohca_core.ko and ohca_ib.ko are; default
-build/kernel), OHCA_PROVIDER_DIR (default
-build/userspace), OHCA_CACHE, OHCA_NIC, OHCA_APPEND (extra kernel arguments),
+build/kernel-<distro>, build/kernel for bookworm, the host's release),
+OHCA_PROVIDER_DIR (default build/userspace-<distro>, build/userspace for
+bookworm), OHCA_CACHE, OHCA_NIC, OHCA_APPEND (extra kernel arguments),
 OHCA_KLOG_ALLOW (regex of kernel-log lines not to count as problems), OHCA_IOMMU
 (1: every VM behind a virtual IOMMU, as --iommu), OHCA_DGRAM
 ("qemu": QEMU opens the two-VM wire's sockets itself, with default buffers),

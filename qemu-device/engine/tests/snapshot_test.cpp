@@ -1113,7 +1113,8 @@ TEST_F(IbSnapshot, APortInfoNoSmCouldSetIsRefused) {
 }
 
 // The host's CapabilityMask bits (SET_PORT_CAP) travel; a stream with IsSM
-// and IsSMdisabled together (no SET_PORT_CAP makes that) is refused.
+// and IsSMdisabled together (no SET_PORT_CAP makes that) is refused, one
+// with IsSMdisabled alone (an engine's before 2026-12-07) is taken.
 TEST_F(IbSnapshot, TheHostsCapabilityBitsTravel) {
     ohca_set_port_cap_in in{};
     in.port = 1;
@@ -1129,6 +1130,8 @@ TEST_F(IbSnapshot, TheHostsCapabilityBitsTravel) {
     EXPECT_EQ(load_with_port_info(s, pi), "");
     pi.capability_mask |= ib::port_cap::IsSmDisabled;
     EXPECT_NE(load_with_port_info(s, pi).find("IB port: IsSM"), std::string::npos);
+    pi.capability_mask &= ~uint32_t{ib::port_cap::IsSm};
+    EXPECT_EQ(load_with_port_info(s, pi), "");
 }
 
 // An Ethernet engine refuses an InfiniBand stream and the reverse: the

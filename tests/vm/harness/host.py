@@ -13,7 +13,13 @@ import sys
 from .common import GUEST_DIR, MKROOTFS, TOP, VM_DIR, HarnessError, log
 
 DISTROS = ("bookworm", "trixie", "sid")
-DEFAULT_DISTRO = "bookworm"
+# The guest's release unless OHCA_DISTRO says otherwise (Debian 13 since
+# 2026-12-07, issue 24), and the release of the host's own kernel headers,
+# compiler and libibverbs (tests/deps.sh installs bookworm's): its driver
+# and provider are built on the host, another release's in its build
+# chroot (tests/vm/chroot.sh). The Makefile names both as well.
+DEFAULT_DISTRO = "trixie"
+HOST_DISTRO = "bookworm"
 
 
 def distro():
@@ -25,10 +31,10 @@ def distro():
 
 
 def kernel_root():
-    """Where the guest kernel lives: the host for the default release, that
+    """Where the guest kernel lives: the host for the host's release, that
     release's build chroot (tests/vm/chroot.sh) for another one."""
     d = distro()
-    if d == DEFAULT_DISTRO:
+    if d == HOST_DISTRO:
         return ""
     p = subprocess.run(["bash", os.path.join(VM_DIR, "chroot.sh"), d, "--print-path"],
                        capture_output=True, text=True)
@@ -152,14 +158,23 @@ def rootfs_image(build=True):
     return path
 
 
+def build_dir(part):
+    """build/<part> (kernel, userspace) of the guest's release: the host's
+    release's builds are build/<part>, another release's (made in its
+    chroot by make kernel userspace DISTRO=...) build/<part>-<distro>."""
+    d = distro()
+    return os.path.join(TOP, "build/" + part + ("" if d == HOST_DISTRO else "-" + d))
+
+
+def module_dir():
+    """Where the guest's modules are: OHCA_MODULE_DIR, else build_dir("kernel")."""
+    return os.environ.get("OHCA_MODULE_DIR", build_dir("kernel"))
+
+
 def build_outputs(nic):
     """Files to put into each share: {name in share: host path}."""
-    # Another release's driver and provider are built in its chroot
-    # (make kernel userspace DISTRO=...) into build/<part>-<distro>.
-    d = distro()
-    sfx = "" if d == DEFAULT_DISTRO else "-" + d
-    moddir = os.environ.get("OHCA_MODULE_DIR", os.path.join(TOP, "build/kernel" + sfx))
-    provdir = os.environ.get("OHCA_PROVIDER_DIR", os.path.join(TOP, "build/userspace" + sfx))
+    moddir = module_dir()
+    provdir = os.environ.get("OHCA_PROVIDER_DIR", build_dir("userspace"))
     files = {
         # the driver: the PCI/Ethernet core and the RDMA driver on top
         "ohca_core.ko": os.path.join(moddir, "ohca_core.ko"),

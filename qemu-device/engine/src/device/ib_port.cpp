@@ -130,11 +130,13 @@ bool IbPort::raise_trap(uint16_t number, uint8_t type, std::span<const uint8_t> 
 
 bool IbPort::set_host_caps(uint32_t caps) {
     uint32_t &mask = port().info.capability_mask;
-    uint32_t next = (mask & ~uint32_t{OHCA_PORT_CAP_HOST_MASK | ib::port_cap::IsSmDisabled}) |
-                    (caps & OHCA_PORT_CAP_HOST_MASK);
-    if ((caps & OHCA_PORT_CAP_IS_SM) == 0) {
-        next |= ib::port_cap::IsSmDisabled;
-    }
+    // IsSMdisabled stays clear: a CA port where no SM runs is not one whose
+    // SM is disabled (a real HCA's is clear too), and rdma-core's libibumad
+    // (since the SMI/GSI split, trixie's 56) takes a port with it set for a
+    // GSI-only plane, so smpquery and perfquery found no port to use.
+    // (Cleared here for a state loaded from a stream that still has it.)
+    const uint32_t next = (mask & ~uint32_t{OHCA_PORT_CAP_HOST_MASK | ib::port_cap::IsSmDisabled}) |
+                          (caps & OHCA_PORT_CAP_HOST_MASK);
     if (next == mask) {
         return false;
     }

@@ -294,8 +294,9 @@ void IbFlow::load(state::Reader &r, uint64_t now_ns) {
 
 namespace {
 
-// The CapabilityMask bits the host sets (SET_PORT_CAP) and IsSMdisabled,
-// which follows IsSM.
+// The CapabilityMask bits the host sets (SET_PORT_CAP), and IsSMdisabled,
+// which a stream of an engine before 2026-12-07 has while IsSM is clear
+// (the next SET_PORT_CAP clears it).
 constexpr uint32_t kHostCapBits = OHCA_PORT_CAP_HOST_MASK | ib::port_cap::IsSmDisabled;
 
 // What the SM (SubnSet(PortInfo)), the host (SET_PORT_CAP), the link and
@@ -345,9 +346,9 @@ const char *port_info_refused(const ib::PortInfo &got, const ib::PortInfo &board
     if (a != b) {
         return "an attribute the board fixes differs";
     }
-    if (((got.capability_mask & ib::port_cap::IsSm) != 0) ==
-        ((got.capability_mask & ib::port_cap::IsSmDisabled) != 0)) {
-        return "IsSM and IsSMdisabled together, or neither";
+    if ((got.capability_mask & ib::port_cap::IsSm) != 0 &&
+        (got.capability_mask & ib::port_cap::IsSmDisabled) != 0) {
+        return "IsSM and IsSMdisabled together";
     }
     const bool up = got.phys_state == ib::phys_state::LinkUp;
     if (got.port_state < ib::port_state::Down || got.port_state > ib::port_state::Active ||
