@@ -278,6 +278,12 @@ TEST_F(RttTest, TimeoutDoublesUpToTheLocalAckTimeout) {
     EXPECT_EQ(c.tail_probes, 1u);
     EXPECT_EQ(c.timeouts, 4u + 4u);
     EXPECT_EQ(c.retry_exceeded, 1u);
+    // Why it waited: 4 at the local ACK timeout, the first after the
+    // probe; a round trip was measured, no READ.
+    EXPECT_EQ(c.timeouts_full, 4u);
+    EXPECT_EQ(c.timeouts_after_probe, 1u);
+    EXPECT_EQ(c.timeouts_no_rtt, 0u);
+    EXPECT_EQ(c.timeouts_read, 0u);
     EXPECT_GE(a.host.now - t.back(), ceiling);
 }
 
@@ -316,6 +322,14 @@ TEST_F(RttTest, BeforeAnySampleTheLocalAckTimeoutApplies) {
     ASSERT_EQ(t.size(), 2u);
     EXPECT_GE(t[1] - t[0], uint64_t{4096} << 18);
     EXPECT_LE(t[1] - t[0], (uint64_t{4096} << 18) + 2 * step);
+    // Counted as what it was: a whole local ACK timeout, for want of a
+    // round trip measured (QUERY_STATS rc_timeouts_no_rtt, _full).
+    const ohca_query_stats_out st = a.stats();
+    EXPECT_EQ(st.rc_local_ack_timeouts, 1u);
+    EXPECT_EQ(st.rc_timeouts_no_rtt, 1u);
+    EXPECT_EQ(st.rc_timeouts_full, 1u);
+    EXPECT_EQ(st.rc_tail_probes, 0u);
+    EXPECT_EQ(st.rc_timeouts_after_probe, 0u);
 }
 
 // A peer that stands still (a VM stopped by a migration, or left
@@ -447,6 +461,13 @@ TEST_F(RttTest, DelayedAcksAreASpuriousTimeoutUndone) {
     EXPECT_EQ(st.rc_local_ack_timeouts, 1u);
     EXPECT_EQ(st.rc_spurious_timeouts, 1u);
     EXPECT_EQ(st.rc_retrans_pkts, c.retrans_pkts);
+    // ... and why it waited (rc_tail_probes, rc_timeouts_*): the probe,
+    // then one early timeout after it, at a measured RTO, no READ.
+    EXPECT_EQ(st.rc_tail_probes, 1u);
+    EXPECT_EQ(st.rc_timeouts_after_probe, 1u);
+    EXPECT_EQ(st.rc_timeouts_full, 0u);
+    EXPECT_EQ(st.rc_timeouts_no_rtt, 0u);
+    EXPECT_EQ(st.rc_timeouts_read, 0u);
 }
 
 // A READ (or atomic) at the oldest PSN is asked for again as before: its
@@ -463,6 +484,10 @@ TEST_F(RttTest, DelayedReadResponsesGoBackAsBefore) {
     EXPECT_TRUE(same(side[0].buf + 0x80000, side[1].buf + 0x80000, 64 * 1024));
     EXPECT_GE(ca().timeouts, 1u);
     EXPECT_EQ(ca().spurious_timeouts, 0u);
+    // Each one with the READ oldest (rc_timeouts_read), none a probe's.
+    EXPECT_EQ(ca().timeouts_read, ca().timeouts);
+    EXPECT_EQ(a.stats().rc_timeouts_read, ca().timeouts);
+    EXPECT_EQ(ca().tail_probes, 0u);
 }
 
 // A SEND that finds no receive WQE at a peer that stalled: the timeouts
