@@ -202,8 +202,7 @@ void RcRequester::timer_expired(Qp &qp) {
     c.timeouts_full += early ? 0 : 1;
     c.timeouts_no_rtt += qp.srtt_ns == 0 && qp.rttvar_ns == 0 ? 1 : 0;
     c.timeouts_after_probe += after_probe ? 1 : 0;
-    c.timeouts_read +=
-        oldest < qp.inflight.size() && awaits_response(qp.inflight[oldest]) ? 1 : 0;
+    c.timeouts_read += oldest < qp.inflight.size() && awaits_response(qp.inflight[oldest]) ? 1 : 0;
     qp.rto_ns = std::min(rto(qp) * 2, ceiling);
     if (!early) {
         if (qp.retry_left == 0) {
