@@ -16,15 +16,19 @@ namespace ohca {
 using namespace rc_req;
 
 // The retransmission timeout in use: measured (rto_ns), never above the
-// QP's local ACK timeout, which is also what applies before the first
-// round trip has been measured. 0: no timer (timeout 0). On a lossless
+// QP's local ACK timeout; before the first round trip has been measured,
+// DeviceLimits::initial_rto_ns (or the local ACK timeout, if shorter).
+// 0: no timer (timeout 0). On a lossless
 // priority (PFC) or an InfiniBand link (credits) congestion loses nothing:
 // a queue, a pause or a credit wait only delays the ACK, so the early
 // tries of a measured RTO would only be spurious timeouts and resends;
 // the local ACK timeout alone finds a fault there.
 uint64_t RcRequester::rto(const Qp &qp) const {
     const uint64_t ceiling = local_ack_timeout_ns(qp);
-    return qp.rto_ns == 0 || svc_.lossless(qp) ? ceiling : std::min(qp.rto_ns, ceiling);
+    if (svc_.lossless(qp)) {
+        return ceiling;
+    }
+    return std::min(qp.rto_ns == 0 ? DeviceLimits::initial_rto_ns : qp.rto_ns, ceiling);
 }
 
 void RcRequester::restart_ack_timer(Qp &qp) {
@@ -140,7 +144,7 @@ void RcRequester::recover_from(Qp &qp, uint32_t psn, bool timeout) {
 // with one packet unacknowledged F-RTO cannot call it spurious: the ACK
 // of the resend and the original's are the same). A READ or atomic newest
 // (a request sent again restarts the responses), a go-back under way, a
-// QP without a measured RTO or at its local ACK timeout (lossless priority)
+// QP whose RTO is its local ACK timeout (lossless priority, backed off)
 // time out as before. False: no probe; the expiry is a timeout.
 bool RcRequester::tail_probe(Qp &qp) {
     const uint64_t t = rto(qp);
