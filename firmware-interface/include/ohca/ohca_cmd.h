@@ -714,8 +714,8 @@ struct ohca_query_stats_out {
 	ohca_le64 rc_timeouts_full;		/* at the full local ACK
 						 * timeout (use up retry_cnt) */
 	ohca_le64 rc_timeouts_no_rtt;		/* before any round trip was
-						 * measured (RTO = local ACK
-						 * timeout) */
+						 * measured (RTO: the initial
+						 * 200 ms, backed off) */
 	ohca_le64 rc_timeouts_after_probe;	/* the tail-loss probe went
 						 * unanswered too */
 	ohca_le64 rc_timeouts_read;		/* a READ or atomic oldest:
