@@ -57,6 +57,14 @@ static const struct rdma_stat_desc ohca_descs[] = {
 	OHCA_STAT(mcast_rx_pkts),
 	OHCA_STAT(mcast_rx_no_group),
 	OHCA_STAT(rx_backlog_dropped),
+	/* why an RC requester waited */
+	OHCA_STAT(rc_tail_probes),
+	OHCA_STAT(rc_timeouts_full),
+	OHCA_STAT(rc_timeouts_no_rtt),
+	OHCA_STAT(rc_timeouts_after_probe),
+	OHCA_STAT(rc_timeouts_read),
+	OHCA_STAT(rc_credit_timeouts),
+	OHCA_STAT(rc_credit_probes),
 	/* InfiniBand port only: the last OHCA_IB_STATS */
 	OHCA_STAT(ib_rx_bad_dlid),
 	OHCA_STAT(ib_rx_vl15_dropped),

@@ -439,6 +439,11 @@ def fabric_probe(d, waits, unloaded):
         d["probe_fabric_p99_us"] = round(unloaded + w99, 1)
 
 
+# The hw counters that split the requesters' waits (ohca_cc_counters).
+WAITS = ("rc_tail_probes", "rc_timeouts_full", "rc_timeouts_no_rtt", "rc_timeouts_after_probe",
+         "rc_timeouts_read", "rc_credit_timeouts", "rc_credit_probes")
+
+
 def summarize(name, mode, n, vms, window, unloaded, waits=None):
     """One cell's figures (details) from every VM's parse and the switch;
     waits: probe_waits() of the cell."""
@@ -474,11 +479,15 @@ def summarize(name, mode, n, vms, window, unloaded, waits=None):
         # the probe's own (its two QPs, vm0's and the probe VM's): one
         # packet at a time, so F-RTO cannot tell a late ACK from a loss
         d["converged"]["probe_timeouts"] = total("timeouts", (0, PROBE_VM), "converged")
+        # why they waited (docs/wire.md, "What a requester waits for")
+        for k in WAITS:
+            d["converged"][k] = total(k, everyone, "converged")
         if window and window.get("converged_drops") is not None:
             d["converged"]["drops"] = window["converged_drops"]
     d["retrans_pkts"] = total("retrans", everyone)
     d["timeouts"] = total("timeouts", everyone)
     d["spurious_timeouts"] = total("spurious", everyone)
+    d["waits"] = {k: total(k, everyone) for k in WAITS}
     d["cnp_sent"] = total("cnp_sent", everyone)
     d["cnp_handled"] = total("cnp_handled", everyone)
     d["ce_marked"] = total("ce", everyone)

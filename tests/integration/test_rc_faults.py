@@ -82,9 +82,18 @@ def test_rc_integrity_through_faults(vm_run, case):
     assert wire is not None
     made = {k: wire["a_to_b"][k] + wire["b_to_a"][k] for k in wire["a_to_b"]}
     assert total["roce_tx_pkts"] > 0 and total["roce_rx_pkts"] > 0
+    # Why the requesters waited (QUERY_STATS' rc_tail_probes, rc_timeouts_*,
+    # rc_credit_*; docs/wire.md): every one reaches the guest, and each
+    # rc_timeouts_* is a part of rc_local_ack_timeouts.
+    waits = ["rc_tail_probes", "rc_timeouts_full", "rc_timeouts_no_rtt", "rc_timeouts_after_probe",
+             "rc_timeouts_read", "rc_credit_timeouts", "rc_credit_probes"]
+    for c in (cs, cc):
+        assert all(k in c for k in waits), sorted(c)
+        assert all(c[k] <= c["rc_local_ack_timeouts"] for k in waits if k.startswith("rc_timeouts_")), c
+    print(f"{case}: waits (server, client) " + ", ".join(f"{k} {cs[k]} {cc[k]}" for k in waits))
     if made["dropped"]:
         assert total["rc_retrans_pkts"] > 0, (made, total)
-        assert total["rc_local_ack_timeouts"] + total["rc_seq_naks_rcvd"] > 0, total
+        assert total["rc_local_ack_timeouts"] + total["rc_seq_naks_rcvd"] + total["rc_tail_probes"] > 0, total
     if made["corrupted"]:
         assert total["roce_icrc_errors"] > 0, (made, total)
     if made["duplicated"]:

@@ -702,9 +702,32 @@ struct ohca_query_stats_out {
 	ohca_le64 ib_rx_port_not_ready;		/* data while the port is not
 						 * ARMED or ACTIVE (also in
 						 * roce_bad_qpn) */
+	/*
+	 * Why an RC requester waited (docs/wire.md, "What a requester waits
+	 * for"). Tail-loss probes are not local ACK timeouts; the four
+	 * rc_timeouts_* split rc_local_ack_timeouts (one timeout may count in
+	 * several); the credit ones are waits for end-to-end credits, no
+	 * timeouts.
+	 */
+	ohca_le64 rc_tail_probes;		/* the RTO's first expiry: the
+						 * newest packet sent again */
+	ohca_le64 rc_timeouts_full;		/* at the full local ACK
+						 * timeout (use up retry_cnt) */
+	ohca_le64 rc_timeouts_no_rtt;		/* before any round trip was
+						 * measured (RTO: the initial
+						 * 200 ms, backed off) */
+	ohca_le64 rc_timeouts_after_probe;	/* the tail-loss probe went
+						 * unanswered too */
+	ohca_le64 rc_timeouts_read;		/* a READ or atomic oldest:
+						 * request or response lost */
+	ohca_le64 rc_credit_timeouts;		/* no credit update within the
+						 * wait: an ACK asked for */
+	ohca_le64 rc_credit_probes;		/* a message sent past the
+						 * credit limit after waiting
+						 * the local ACK timeout */
 };
 #define OHCA_QUERY_STATS_OUT_V1_SIZE	128
-OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 456);
+OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 512);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, eth_rx_errors, 112);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, roce_tx_pkts,
 		   OHCA_QUERY_STATS_OUT_V1_SIZE);
@@ -718,6 +741,8 @@ OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, np_ecn_marked_roce_packets, 360)
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rp_cnp_ignored, 384);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, mcast_rx_pkts, 392);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, ib_rx_port_not_ready, 448);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rc_tail_probes, 456);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rc_credit_probes, 504);
 
 /*
  * OHCA_CMD_CC_PARAM: reads, or writes and reads back, one DCQCN parameter

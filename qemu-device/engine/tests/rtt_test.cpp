@@ -278,6 +278,12 @@ TEST_F(RttTest, TimeoutDoublesUpToTheLocalAckTimeout) {
     EXPECT_EQ(c.tail_probes, 1u);
     EXPECT_EQ(c.timeouts, 4u + 4u);
     EXPECT_EQ(c.retry_exceeded, 1u);
+    // Why it waited: 4 at the local ACK timeout, the first after the
+    // probe; a round trip was measured, no READ.
+    EXPECT_EQ(c.timeouts_full, 4u);
+    EXPECT_EQ(c.timeouts_after_probe, 1u);
+    EXPECT_EQ(c.timeouts_no_rtt, 0u);
+    EXPECT_EQ(c.timeouts_read, 0u);
     EXPECT_GE(a.host.now - t.back(), ceiling);
 }
 
@@ -308,14 +314,46 @@ TEST_F(RttTest, KarnKeepsTheBackedOffTimeoutUntilAFreshSample) {
     }
 }
 
-// With no round trip measured yet (every first try lost), the timeout is
-// the QP's local ACK timeout.
-TEST_F(RttTest, BeforeAnySampleTheLocalAckTimeoutApplies) {
+// With no round trip measured yet (a new connection's first packet lost),
+// the RTO is DeviceLimits::initial_rto_ns (200 ms), not the QP's local
+// ACK timeout (1.07 s at timeout 18): an early try, a tail-loss probe
+// here. Before (2026-12-06) that loss cost the whole local ACK timeout
+// (rc_timeouts_no_rtt, rc_timeouts_full). Every try lost: the RTO doubles
+// from there to the local ACK timeout, and only expiries at that length
+// use up retries (the budget stays retry_cnt x local ACK timeout and
+// more).
+TEST_F(RttTest, BeforeAnySampleTheInitialRtoApplies) {
     setup(3, 18); // 4.096 us << 18 = 1.07 s
     const auto t = lossy_write(1, 1, 1);
     ASSERT_EQ(t.size(), 2u);
-    EXPECT_GE(t[1] - t[0], uint64_t{4096} << 18);
-    EXPECT_LE(t[1] - t[0], (uint64_t{4096} << 18) + 2 * step);
+    EXPECT_GE(t[1] - t[0], DeviceLimits::initial_rto_ns);
+    EXPECT_LE(t[1] - t[0], DeviceLimits::initial_rto_ns + 2 * step);
+    const ohca_query_stats_out st = a.stats();
+    EXPECT_EQ(st.rc_tail_probes, 1u);
+    EXPECT_EQ(st.rc_local_ack_timeouts, 0u);
+}
+
+// A new connection whose first tries are all lost, 4 times: the probe at
+// 200 ms, then timeouts 400 ms and 800 ms later (early: no round trip
+// yet), then one at the local ACK timeout, the only one retry_cnt counts.
+TEST_F(RttTest, BeforeAnySampleTheRtoDoublesToTheLocalAckTimeout) {
+    setup(3, 18, 1);
+    const uint64_t ceiling = uint64_t{4096} << 18;
+    const auto u = lossy_write(2, 1, 4);
+    ASSERT_EQ(u.size(), 5u);
+    const std::vector<uint64_t> want = {DeviceLimits::initial_rto_ns,
+                                        2 * DeviceLimits::initial_rto_ns,
+                                        4 * DeviceLimits::initial_rto_ns, ceiling};
+    for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_GE(u[i + 1] - u[i], want[i]) << i;
+        EXPECT_LE(u[i + 1] - u[i], want[i] + 2 * step) << i;
+    }
+    EXPECT_EQ(ca().tail_probes, 1u);
+    EXPECT_EQ(ca().timeouts, 3u);
+    EXPECT_EQ(ca().timeouts_no_rtt, 3u);
+    EXPECT_EQ(ca().timeouts_full, 1u);
+    EXPECT_EQ(ca().timeouts_after_probe, 1u);
+    EXPECT_EQ(ca().retry_exceeded, 0u);
 }
 
 // A peer that stands still (a VM stopped by a migration, or left
@@ -447,6 +485,13 @@ TEST_F(RttTest, DelayedAcksAreASpuriousTimeoutUndone) {
     EXPECT_EQ(st.rc_local_ack_timeouts, 1u);
     EXPECT_EQ(st.rc_spurious_timeouts, 1u);
     EXPECT_EQ(st.rc_retrans_pkts, c.retrans_pkts);
+    // ... and why it waited (rc_tail_probes, rc_timeouts_*): the probe,
+    // then one early timeout after it, at a measured RTO, no READ.
+    EXPECT_EQ(st.rc_tail_probes, 1u);
+    EXPECT_EQ(st.rc_timeouts_after_probe, 1u);
+    EXPECT_EQ(st.rc_timeouts_full, 0u);
+    EXPECT_EQ(st.rc_timeouts_no_rtt, 0u);
+    EXPECT_EQ(st.rc_timeouts_read, 0u);
 }
 
 // A READ (or atomic) at the oldest PSN is asked for again as before: its
@@ -463,6 +508,10 @@ TEST_F(RttTest, DelayedReadResponsesGoBackAsBefore) {
     EXPECT_TRUE(same(side[0].buf + 0x80000, side[1].buf + 0x80000, 64 * 1024));
     EXPECT_GE(ca().timeouts, 1u);
     EXPECT_EQ(ca().spurious_timeouts, 0u);
+    // Each one with the READ oldest (rc_timeouts_read), none a probe's.
+    EXPECT_EQ(ca().timeouts_read, ca().timeouts);
+    EXPECT_EQ(a.stats().rc_timeouts_read, ca().timeouts);
+    EXPECT_EQ(ca().tail_probes, 0u);
 }
 
 // A SEND that finds no receive WQE at a peer that stalled: the timeouts

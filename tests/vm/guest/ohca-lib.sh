@@ -179,7 +179,9 @@ ohca_eth_ok() {
 # One line of the congestion counters, key=value (test_congestion.py and
 # the fabric bench compare two of them around a phase): RC retransmissions
 # and timeouts (spurious: the timeouts F-RTO undid, the ACK came after
-# all), DCQCN's CNPs and CE marks, PFC pauses of priority 0.
+# all), DCQCN's CNPs and CE marks, PFC pauses of priority 0; then why the
+# requesters waited (rc_tail_probes, rc_timeouts_*, rc_credit_*: their
+# hw counter names).
 ohca_cc_counters() {
 	local d=/sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters
 	local eth
@@ -189,7 +191,9 @@ ohca_cc_counters() {
 	     "cnp_sent=$(cat $d/np_cnp_sent) cnp_handled=$(cat $d/rp_cnp_handled)" \
 	     "ce=$(cat $d/np_ecn_marked_roce_packets)" \
 	     "rx_pause=$(echo "$eth" | awk '$1 == "rx_prio0_pause:" {print $2}')" \
-	     "tx_pause=$(echo "$eth" | awk '$1 == "tx_prio0_pause:" {print $2}')"
+	     "tx_pause=$(echo "$eth" | awk '$1 == "tx_prio0_pause:" {print $2}')" \
+	     $(cd "$d" && grep -H '' -- rc_tail_probes rc_timeouts_* rc_credit_* 2>/dev/null |
+	       sed 's/:/=/')
 }
 
 ohca_hw_counters() {

@@ -281,6 +281,13 @@ CmdResult DeviceCommands::cmd_query_stats(const Command &cmd) {
     out.mcast_rx_pkts = le(r.mcast_rx_packets);
     out.mcast_rx_no_group = le(r.mcast_rx_no_group);
     out.rx_backlog_dropped = le(d_.stats.rx_backlog_dropped);
+    out.rc_tail_probes = le(r.tail_probes);
+    out.rc_timeouts_full = le(r.timeouts_full);
+    out.rc_timeouts_no_rtt = le(r.timeouts_no_rtt);
+    out.rc_timeouts_after_probe = le(r.timeouts_after_probe);
+    out.rc_timeouts_read = le(r.timeouts_read);
+    out.rc_credit_timeouts = le(r.credit_timeouts);
+    out.rc_credit_probes = le(r.credit_probes);
     if (const std::optional<IbPort> &ib = d_.port.state().ib) {
         const IbPortCounters &c = ib->counters();
         out.ib_rx_bad_dlid = le(c.bad_dlid);

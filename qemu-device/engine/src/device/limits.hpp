@@ -111,6 +111,12 @@ struct DeviceLimits {
     // a round trip between two TCG VMs is 0.1-5 ms, and host scheduling of
     // a loaded machine adds a few milliseconds now and then.
     static constexpr uint64_t min_rto_ns = 10'000'000;
+    // The retransmission timeout before the first round trip is measured
+    // (a new connection's first packets), when the QP's local ACK timeout
+    // is longer: an early try as any measured RTO's (retry_cnt does not
+    // count it), so a loss at a connection's start costs this, not a
+    // local ACK timeout of a second or more (timeout 18: 1.07 s).
+    static constexpr uint64_t initial_rto_ns = min_ack_timeout_ns;
     // After an ACK timeout the requester sends at most this many of the
     // oldest unacknowledged packets again before a response tells a
     // spurious timeout from a loss (requester.cpp, F-RTO). Two, not one:

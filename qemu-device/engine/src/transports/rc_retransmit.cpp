@@ -7,6 +7,7 @@
 #include "link/byte_order.hpp"
 #include "transports/rc_common.hpp"
 #include "transports/requester.hpp"
+#include "transports/xrc.hpp"
 
 #include <algorithm>
 
@@ -15,15 +16,19 @@ namespace ohca {
 using namespace rc_req;
 
 // The retransmission timeout in use: measured (rto_ns), never above the
-// QP's local ACK timeout, which is also what applies before the first
-// round trip has been measured. 0: no timer (timeout 0). On a lossless
+// QP's local ACK timeout; before the first round trip has been measured,
+// DeviceLimits::initial_rto_ns (or the local ACK timeout, if shorter).
+// 0: no timer (timeout 0). On a lossless
 // priority (PFC) or an InfiniBand link (credits) congestion loses nothing:
 // a queue, a pause or a credit wait only delays the ACK, so the early
 // tries of a measured RTO would only be spurious timeouts and resends;
 // the local ACK timeout alone finds a fault there.
 uint64_t RcRequester::rto(const Qp &qp) const {
     const uint64_t ceiling = local_ack_timeout_ns(qp);
-    return qp.rto_ns == 0 || svc_.lossless(qp) ? ceiling : std::min(qp.rto_ns, ceiling);
+    if (svc_.lossless(qp)) {
+        return ceiling;
+    }
+    return std::min(qp.rto_ns == 0 ? DeviceLimits::initial_rto_ns : qp.rto_ns, ceiling);
 }
 
 void RcRequester::restart_ack_timer(Qp &qp) {
@@ -139,7 +144,7 @@ void RcRequester::recover_from(Qp &qp, uint32_t psn, bool timeout) {
 // with one packet unacknowledged F-RTO cannot call it spurious: the ACK
 // of the resend and the original's are the same). A READ or atomic newest
 // (a request sent again restarts the responses), a go-back under way, a
-// QP without a measured RTO or at its local ACK timeout (lossless priority)
+// QP whose RTO is its local ACK timeout (lossless priority, backed off)
 // time out as before. False: no probe; the expiry is a timeout.
 bool RcRequester::tail_probe(Qp &qp) {
     const uint64_t t = rto(qp);
@@ -175,21 +180,17 @@ void RcRequester::timer_expired(Qp &qp) {
         return;
     }
     if (qp.credit_wait) {
-        // No credits came (an update lost, or a peer that sends none
-        // unasked): one message goes as the probe.
-        qp.credit_wait = false;
-        qp.credit_probe = true;
-        svc_.mark_ready(qp);
+        credit_wait_expired(qp);
         return;
     }
     if (qp.inflight.empty() || !outstanding(qp) || !ack_owed(qp) ||
         (qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD)) {
         return;
     }
+    const bool after_probe = qp.tlp_out;
     if (tail_probe(qp)) {
         return;
     }
-    ++svc_.counters().timeouts;
     // A timeout shorter than the QP's local ACK timeout (measured from the
     // round trip) is an early try that retry_cnt does not count: the RTO
     // doubles until it reaches the local ACK timeout, and only expiries at
@@ -198,6 +199,14 @@ void RcRequester::timer_expired(Qp &qp) {
     // while costs resends, not the connection.
     const uint64_t ceiling = local_ack_timeout_ns(qp);
     const bool early = rto(qp) < ceiling;
+    const size_t oldest = wqe_at_psn(qp.inflight, qp.una_psn);
+    // Why it waited, counted (QUERY_STATS rc_timeouts_*).
+    RoceCounters &c = svc_.counters();
+    ++c.timeouts;
+    c.timeouts_full += early ? 0 : 1;
+    c.timeouts_no_rtt += qp.srtt_ns == 0 && qp.rttvar_ns == 0 ? 1 : 0;
+    c.timeouts_after_probe += after_probe ? 1 : 0;
+    c.timeouts_read += oldest < qp.inflight.size() && awaits_response(qp.inflight[oldest]) ? 1 : 0;
     qp.rto_ns = std::min(rto(qp) * 2, ceiling);
     if (!early) {
         if (qp.retry_left == 0) {
@@ -215,7 +224,7 @@ void RcRequester::timer_expired(Qp &qp) {
     // or atomic at the oldest PSN goes back as before: its resent request
     // replaces the responses the responder still owes (a duplicate READ
     // restarts them), and those cannot be told from the original's.
-    const size_t i = qp.wqes_failed == 0 ? wqe_at_psn(qp.inflight, qp.una_psn) : qp.inflight.size();
+    const size_t i = qp.wqes_failed == 0 ? oldest : qp.inflight.size();
     const bool probe = i < qp.inflight.size() && !awaits_response(qp.inflight[i]) &&
                        psn_diff(qp.una_psn, qp.sent_psn) < 0;
     if (!probe) {
@@ -236,6 +245,43 @@ void RcRequester::timer_expired(Qp &qp) {
             qp.frto_end = qp.una_psn;
         }
     }
+}
+
+// A QP with nothing outstanding waited for end-to-end credits (requester.cpp,
+// credit_allows) and none came: the responder's credit update (one ACK,
+// sent when its consumer posts receive WQEs) was lost, or nothing is
+// posted yet. Until the wait reaches the local ACK timeout, the QP asks
+// for an ACK and waits again, twice as long: a zero-length RDMA WRITE at
+// the last acknowledged PSN, which the responder takes as a duplicate and
+// answers with an ACK carrying its credits -- nothing executed, no
+// receive WQE used, so no RNR NAK to a receiver that is only slow. A lost
+// update thus costs one RTO, not the local ACK timeout (1.07 s at timeout
+// 18: docs/migration.md, the peer's gap). Past the local ACK timeout one
+// message goes as the probe IBTA allows (a peer that answers no duplicate
+// still gets it; an RNR NAK to it is handled as any other).
+void RcRequester::credit_wait_expired(Qp &qp) {
+    ++svc_.counters().credit_timeouts;
+    const uint64_t now = svc_.host().now_ns();
+    const uint64_t ceiling = local_ack_timeout_ns(qp);
+    const uint64_t waited = now > qp.ack_timer_start_ns ? now - qp.ack_timer_start_ns : 0;
+    if (waited < ceiling) {
+        if (!svc_.tx_paused(qp)) {
+            PacketFields f;
+            f.bth.opcode = rc::kWriteOnly;
+            f.bth.dest_qp = qp.attrs.dest_qpn;
+            f.bth.psn = psn_add(qp.una_psn, kPsnMask);
+            f.bth.ack_req = true;
+            f.reth = Reth{0, 0, 0};
+            rc_emit(svc_, qp, f);
+        }
+        const uint64_t next = std::max(rto(qp), waited);
+        svc_.set_deadline(qp, qp.ack_timer_start_ns + std::min(waited + next, ceiling));
+        return;
+    }
+    ++svc_.counters().credit_probes;
+    qp.credit_wait = false;
+    qp.credit_probe = true;
+    svc_.mark_ready(qp);
 }
 
 // A response after an ACK timeout (frto set), acknowledging every PSN up

@@ -225,13 +225,14 @@ bool RcRequester::fetch_send_wqe(Qp &qp) {
 
 // End-to-end credits (credits.hpp): a message that consumes a receive WQE
 // starts only within the limit of the peer's AETHs, or as the one probe
-// allowed past it (the first message, or once the credit wait expired).
-// Packets of a message already started, and resends, always go. With
-// nothing outstanding no ACK would come to raise the limit: the QP waits
-// for the responder's credit update (an ACK when receive WQEs are posted),
-// or for the local ACK timeout, after which it probes (a lost update
-// costs that wait, not the connection). With packets outstanding their
-// ACKs bring the credits. Either way it leaves the run loop meanwhile.
+// allowed past it (the first message, or once the credit wait reached the
+// local ACK timeout). Packets of a message already started, and resends,
+// always go. With nothing outstanding no ACK would come to raise the
+// limit: the QP waits for the responder's credit update (an ACK when
+// receive WQEs are posted), and each RTO without one it asks for an ACK
+// (rc_retransmit.cpp, credit_wait_expired: a lost update costs an RTO,
+// not the connection). With packets outstanding their ACKs bring the
+// credits. Either way it leaves the run loop meanwhile.
 bool RcRequester::credit_allows(Qp &qp, const SendWr &w) {
     if (qp.credits_unlimited || qp.cur_pkt != 0 || w.local_status != OHCA_CQE_SUCCESS ||
         w.local_op || !credits::consumes_recv(w.opcode) || psn_diff(w.first_psn, qp.sent_psn) < 0 ||
@@ -239,12 +240,13 @@ bool RcRequester::credit_allows(Qp &qp, const SendWr &w) {
         return true;
     }
     if (!outstanding(qp) && qp.deadline_ns == 0) {
-        const uint64_t t = local_ack_timeout_ns(qp);
+        const uint64_t t = rto(qp);
         if (t == 0) {
             return true; // no timer to wait on: the probe goes now
         }
         qp.credit_wait = true;
-        svc_.set_deadline(qp, svc_.host().now_ns() + t);
+        qp.ack_timer_start_ns = svc_.host().now_ns(); // (the wait's start)
+        svc_.set_deadline(qp, qp.ack_timer_start_ns + t);
     }
     return false;
 }

@@ -56,6 +56,7 @@ class RcRequester {
     void fail(Qp &qp, uint8_t status, uint8_t verr);
     void restart_ack_timer(Qp &qp);
     bool tail_probe(Qp &qp);
+    void credit_wait_expired(Qp &qp);
     // What a response after an ACK timeout says of it.
     enum class Frto : uint8_t { None, Spurious, Loss };
     Frto frto_decide(Qp &qp, uint32_t through);

@@ -44,8 +44,23 @@ struct RoceCounters {
     uint64_t spurious_timeouts = 0; // ... of which undone (requester.cpp, F-RTO)
     // Tail-loss probes (rc_retransmit.cpp): ACK timer expiries answered by
     // sending the newest packet again, not counted in 'timeouts' (the
-    // packets are in retrans_pkts; not in QUERY_STATS yet).
+    // packets are in retrans_pkts).
     uint64_t tail_probes = 0;
+    // Why a requester waited (rc_retransmit.cpp; docs/wire.md, "Waits of a
+    // whole local ACK timeout"): of 'timeouts', those at the QP's full local
+    // ACK timeout (the ones retry_cnt counts), those of a QP with no round
+    // trip measured yet (its RTO is the local ACK timeout), those after a
+    // tail-loss probe (the probe went unanswered too), those with a READ or
+    // atomic oldest (its request or responses lost). Not in 'timeouts':
+    // credit waits that expired (no credit update came; a QP with nothing
+    // outstanding waited for it) and messages sent past the credit limit
+    // once such waits reached the local ACK timeout.
+    uint64_t timeouts_full = 0;
+    uint64_t timeouts_no_rtt = 0;
+    uint64_t timeouts_after_probe = 0;
+    uint64_t timeouts_read = 0;
+    uint64_t credit_timeouts = 0;
+    uint64_t credit_probes = 0;
     uint64_t seq_naks_sent = 0;
     uint64_t seq_naks_rcvd = 0;
     uint64_t rnr_naks_sent = 0;
