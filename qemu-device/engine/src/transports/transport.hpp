@@ -49,7 +49,7 @@ struct RoceCounters {
     // Why a requester waited (rc_retransmit.cpp; docs/wire.md, "Waits of a
     // whole local ACK timeout"): of 'timeouts', those at the QP's full local
     // ACK timeout (the ones retry_cnt counts), those of a QP with no round
-    // trip measured yet (its RTO is the local ACK timeout), those after a
+    // trip measured yet (its RTO is DeviceLimits::initial_rto_ns), those after a
     // tail-loss probe (the probe went unanswered too), those with a READ or
     // atomic oldest (its request or responses lost). Not in 'timeouts':
     // credit waits that expired (no credit update came; a QP with nothing
