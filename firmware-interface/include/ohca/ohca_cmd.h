@@ -1392,7 +1392,12 @@ struct ohca_modify_qp_in {
 OHCA_ASSERT_SIZE(struct ohca_modify_qp_in, 80);
 OHCA_ASSERT_OFFSET(struct ohca_modify_qp_in, udp_sport, 72);
 
-/* QUERY_QP: input ohca_handle_in, output ohca_qp_attr. */
+/*
+ * QUERY_QP: input ohca_handle_in, output ohca_qp_attr. rq_psn is the PSN
+ * the responder expects next (from RTR to SQE) and sq_psn the one the
+ * requester sends next (from RTS to SQE), as they are when the command runs;
+ * in other states both are the values last set.
+ */
 
 /* ---- CREATE_SRQ / MODIFY_SRQ / QUERY_SRQ / DESTROY_SRQ (ABI 1.2) ------- */
 /*

@@ -35,3 +35,12 @@ foreach(f ${OHCA_FUZZERS})
                          ${OHCA_FUZZ_DIR}/regressions/${f})
     endif()
 endforeach()
+
+# The seed corpus as gen_corpus.py makes it, and the rdma seeds reaching
+# the states they are named for (a decoder change drifts them silently).
+find_program(OHCA_PYTHON3 python3)
+if(OHCA_ENGINE_FUZZ_REPLAY AND OHCA_PYTHON3)
+    add_test(NAME fuzz_seeds
+             COMMAND ${OHCA_PYTHON3} ${OHCA_FUZZ_DIR}/gen_corpus.py --check
+                     $<TARGET_FILE_DIR:fuzz_rdma_replay>)
+endif()

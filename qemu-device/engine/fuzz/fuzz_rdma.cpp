@@ -871,6 +871,11 @@ class Rdma {
             (void)ohca_engine_receive_frame(d_.engine(), exact.data(), exact.size());
         }
         d_.drain(in.range(1, 8));
+        if (verbose()) {
+            const ohca_qp_attr after = query(qp->qpn);
+            std::fprintf(stderr, "inject qp %u op %#x psn %u len %zu: rq_psn %u -> %u\n", qp->qpn,
+                         op, f.bth.psn, plen, a.rq_psn, after.rq_psn);
+        }
     }
 
     // process() with the clock moved on: ACK timeouts and RNR waits fire.
@@ -1381,6 +1386,9 @@ class Rdma {
             break;
         }
         default: // a reset: every object is gone; bring the device back
+            if (verbose()) {
+                std::fprintf(stderr, "reset\n");
+            }
             if (in.flag()) {
                 ohca_engine_reset(d_.engine());
             }

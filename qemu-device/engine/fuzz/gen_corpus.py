@@ -9,11 +9,16 @@ paths a real driver takes — bring-up, every command with a valid input,
 Ethernet rings with descriptors, frames of every kind — so that fuzzing
 starts from deep states. Rerun after changing a decoder:
     qemu-device/engine/fuzz/gen_corpus.py
+`--check BUILD_DIR` (the ctest fuzz_seeds) writes nothing: it fails when a
+committed seed differs from what this script makes, or when an rdma seed
+no longer reaches what EXPECT_RDMA says it does (fuzz_rdma_replay's
+OHCA_FUZZ_VERBOSE lines) -- a decoder changed under it.
 """
 import hashlib
 import os
 import re
 import struct
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -336,37 +341,9 @@ def rop(e, code, args=b""):
     e.u8(code).u16(len(args)).raw(args)
 
 
-def r_send(qp, opcode, sges, remote_off=0, flags=1, imm=0):
-    a = Enc().u8(qp).u8(0).u8(0).u8(opcode).u8(flags).u8(0).u32(imm)
-    a.u8(0).u8(0).u16(remote_off).u8(0).u8(0).u8(len(sges))
-    for off, ln in sges:
-        a.u8(0).u8(0).u32(off).u16(ln)
-    return a.u8(0).u8(0).u8(15).b
-
-
-def r_recv(qp, sges):
-    a = Enc().u8(qp).u8(0).u8(0).u8(len(sges) - 1)
-    for off, ln in sges:
-        a.u8(0).u8(0).u32(off).u16(ln)
-    return a.u8(0).u8(0).u8(7).b
-
-
-def r_inject(qp, opcode, payload=b"", reth=None, aeth=None, psn_delta=0):
-    a = Enc().u8(qp).u16(0xc123).u8(opcode).u8(0).u8(0).u8(1).u8(0).u8(0)
-    a.u8(4 + psn_delta).u8(0)
-    if reth is not None:  # (offset, length)
-        a.u8(0).u8(0).u32(reth[0]).u8(1).u16(reth[1])
-    if aeth is not None:  # (kind 0 ack / 1 rnr / 2 nak, value, msn)
-        a.u8(aeth[0]).u8(aeth[1]).u32(aeth[2]).u8(0)
-    if opcode in (0x03, 0x05, 0x09, 0x0B):
-        a.u32(0x11223344)
-    if opcode not in (0x0C, 0x11):
-        a.u8(1).u16(len(payload)).raw(payload)
-    return a.u8(0).u8(3).b
-
-
 def r_run(step=1, rounds=63):
-    return bytes([step, rounds])
+    """run: the clock moved by steps[step] (0, 1 ms, 70 ms, 1 s, 70 s), rounds+1 drains."""
+    return Enc().below(5, step).below(64, rounds).b
 
 
 # The decoders as they read today (fuzz_rdma.cpp), for the seeds below
@@ -407,13 +384,29 @@ def d_connect_steps():
     return (init + init) + (rtr + rtr) + (rts + rts)
 
 
+def d_create_cq(slot):
+    """create_cq (the op, not quick_start's): log size 8, on EQ slot 0 if live."""
+    return Enc().below(4, slot).u8(0).below(7, 0).u8(0).below(2, 0).u8(0).u8(0).u8(0).b
+
+
+def d_remote_connect(qp_slot, timeout, retries):
+    """connect() x3 of one QP towards the fake remote node (RNR timer 1,
+    RNR retry 1): RESET->INIT->RTR->RTS."""
+    init = Enc().below(4, qp_slot).u8(0).u8(0)
+    rtr = Enc().below(4, qp_slot).u8(0).below(5, 2).u8(0xC0).below(16, 0)  # remote, QPN 0x100
+    rtr.u8(0).below(4, 0).u8(0).below(32, 1).raw(bytes(6))
+    rts = Enc().below(4, qp_slot).u8(0).below(4, 0).u8(0).below(15, timeout)
+    rts.u8(0).below(8, retries).u8(0).below(8, 1).u8(0).below(8, 0).u8(0)
+    return [init.b, rtr.b, rts.b]
+
+
 def d_quick_start_rc():
     """quick_start with every byte given: PD, a plain MR in slot 0, CQs 0
     and 1, RC QPs 0 and 1 (receive CQ 1) connected to each other. (With
     all-zero arguments it makes a memory window and UC QPs.)"""
     a = Enc().below(4, 0).raw(d_mr(0))
     for cq in (0, 1):
-        a.u8(0).below(7, 0).u8(0).below(2, 0).u8(0).u8(0).u8(0)  # log 8, EQ 0
+        a.raw(d_create_cq(cq)[1:])  # quick_start names the slot itself
     a.raw(d_rc_qp(0, 0)).raw(d_rc_qp(1, 1)).raw(d_connect_steps())
     return a.b
 
@@ -422,10 +415,10 @@ def d_sge(mr_slot, off, length):
     return Enc().below(8, mr_slot).u8(0).u32(off).u16(length).b
 
 
-def d_send(qp, op_index, sges, remote_mr=0, remote_off=0):
-    """post_send: one signaled WQE of kOps[op_index] with these SGEs."""
+def d_send(qp, op_index, sges, remote_mr=0, remote_off=0, flags=1, imm=0):
+    """post_send: one WQE of kOps[op_index] (flags: SIGNALED) with these SGEs."""
     a = Enc().below(4, qp).below(4, 0).u8(0).below(12, op_index)
-    a.yes(2).below(4, 0).u64(0).u8(1).u8(0).u32(0)  # cmp_add, swap, SIGNALED, imm
+    a.yes(2).below(4, 0).u64(0).u8(flags).u8(0).u32(imm)  # cmp_add, swap, flags, imm
     a.below(8, remote_mr).u8(0).u16(remote_off).u8(0)  # remote MR, not inline
     a.u8(0).below(5, len(sges))
     for sge in sges:
@@ -433,9 +426,44 @@ def d_send(qp, op_index, sges, remote_mr=0, remote_off=0):
     return a.no(4).below(4, 0).u8(0).u8(0).below(16, 15).b  # xrc 0, pi, drain
 
 
-def d_recv(qp, mr_slot, off, length):
-    a = Enc().below(4, qp).below(8, 0).u8(0).below(3, 0).raw(d_sge(mr_slot, off, length))
+def d_recv(qp, mr_slot, off, length, more=()):
+    """post_recv: one WQE (RQ stride 64: up to 3 SGEs) of (off, length) SGEs of a slot's MR."""
+    sges = [(off, length), *more]
+    a = Enc().below(4, qp).below(8, 0).u8(0).below(3, len(sges) - 1)
+    for o, ln in sges:
+        a.raw(d_sge(mr_slot, o, ln))
     return a.u8(0).u8(0).below(8, 7).b
+
+
+# rc_opcode_info() (wire/opcodes): which headers and payload an RC opcode has.
+RC_RETH = {0x06, 0x0A, 0x0B, 0x0C}
+RC_AETH = {0x0D, 0x0F, 0x10, 0x11}
+RC_IMM = {0x03, 0x05, 0x09, 0x0B}
+RC_PAYLOAD = set(range(0x0C)) | {0x0D, 0x0E, 0x0F, 0x10}
+
+
+def d_inject(qp, op, payload=b"", reth=None, aeth=None, psn_delta=0, ack_req=True):
+    """inject: an RC frame from the QP's peer. reth (mr_slot, off, len); aeth
+    (kind 0 ACK / 1 RNR NAK / 2 NAK, its 5-bit value, MSN); psn_delta -4..2
+    from the PSN the QP expects (requests) or its last sent (responses)."""
+    assert op < 0x15 and op not in (0x12, 0x13, 0x14)  # no atomics
+    a = Enc().below(4, qp).u16(0xC123).below(0x15, op).no(16).no(16).u8(0)
+    a.flag(False).flag(ack_req).u8(0).u8(0).below(9, psn_delta + 4).u8(0)
+    if op in RC_RETH:
+        a.below(8, reth[0]).u8(0).u32(reth[1]).no(4).below(8192, reth[2])
+    if op in RC_AETH:
+        a.below(3, aeth[0]).u8(aeth[1]).u32(aeth[2]).u8(0)
+    if op in RC_IMM:
+        a.u32(0x11223344)
+    if op in RC_PAYLOAD:
+        if len(payload) >= 300:
+            a.yes(8).below(4200, len(payload))
+        else:
+            a.no(8).below(300, len(payload))
+        a.raw(payload)
+    else:
+        a.u8(0)  # not a bad one: no payload
+    return a.u8(0).below(8, 3).b  # not corrupted, 4 drains
 
 
 def d_odp_map(mr_slot, page, fail=False):
@@ -492,83 +520,147 @@ def odp_seed():
     return e.b
 
 
+def quick_start(e):
+    qs = d_quick_start_rc()
+    return e.u16(len(qs)).raw(qs)
+
+
 def rdma_seeds():
     seeds = {"odp": odp_seed()}
-    e = Enc().u8(0)
-    rop(e, 0)  # no quick start: every op once with default arguments
-    e.b = bytearray(b"\xff")
+    e = Enc().u8(0xFF)  # no quick start: every op once with default arguments
     for code in range(20):
         rop(e, code)
     seeds["each_op"] = e.b
 
-    def qs():
-        return Enc().u8(0).u16(0)  # quick start: PD, MR, 2 CQs, 2 QPs in RTS
-
-    e = qs()
-    rop(e, R_RECV, r_recv(1, [(0x8000, 100)]))
-    rop(e, R_SEND, r_send(0, 2, [(0, 100)]))
-    rop(e, R_RECV, r_recv(1, [(0x9000, 3000), (0xa000, 2000)]))
-    rop(e, R_SEND, r_send(0, 3, [(0, 2500), (0x4000, 2000)], imm=0xabcdef))
+    # SEND and SEND with immediate, one and two SGEs, QP 0 -> QP 1.
+    e = quick_start(Enc().u8(0))
+    rop(e, R_RECV, d_recv(1, 0, 0x8000, 100))
+    rop(e, R_SEND, d_send(0, 2, [(0, 0, 100)]))
+    rop(e, R_RECV, d_recv(1, 0, 0x9000, 3000, more=[(0xA000, 2000)]))
+    rop(e, R_SEND, d_send(0, 3, [(0, 0, 2500), (0, 0x4000, 2000)], imm=0xABCDEF))
     rop(e, R_RUN, r_run())
     rop(e, R_POLL, bytes([0, 1]))
     rop(e, R_POLL, bytes([1, 1]))
     seeds["loopback_send"] = e.b
 
-    e = qs()
-    rop(e, R_SEND, r_send(0, 0, [(0, 5000)], remote_off=0x6000))
-    rop(e, R_RECV, r_recv(1, [(0x8000, 64)]))
-    rop(e, R_SEND, r_send(0, 1, [(0x100, 64)], remote_off=0x7000))
-    rop(e, R_SEND, r_send(0, 4, [(0x10000, 4000)], remote_off=0x100))
-    rop(e, R_SEND, r_send(1, 4, [(0x12000, 300)], remote_off=0x200, flags=5))
+    # WRITE (3 packets), WRITE with immediate, READ both ways (one fenced).
+    e = quick_start(Enc().u8(0))
+    rop(e, R_SEND, d_send(0, 0, [(0, 0, 5000)], remote_off=0x6000))
+    rop(e, R_RECV, d_recv(1, 0, 0x8000, 64))
+    rop(e, R_SEND, d_send(0, 1, [(0, 0x100, 64)], remote_off=0x7000))
+    rop(e, R_SEND, d_send(0, 4, [(0, 0x10000, 4000)], remote_off=0x100))
+    rop(e, R_SEND, d_send(1, 4, [(0, 0x12000, 300)], remote_off=0x200, flags=5))
     rop(e, R_RUN, r_run())
-    rop(e, R_POLL, bytes([0, 2]))
+    rop(e, R_POLL, bytes([0, 0]))
+    rop(e, R_POLL, bytes([1, 0]))
     seeds["loopback_write_read"] = e.b
 
-    e = qs()
-    rop(e, R_RECV, r_recv(0, [(0x8000, 200)]))
-    rop(e, R_INJECT, r_inject(0, 0x04, bytes(range(32))))
-    rop(e, R_INJECT, r_inject(0, 0x0A, bytes(range(64)), reth=(0x1000, 64), psn_delta=1))
-    rop(e, R_INJECT, r_inject(0, 0x00, bytes(1024), psn_delta=2))
-    rop(e, R_INJECT, r_inject(0, 0x0C, reth=(0x2000, 3000), psn_delta=0))
-    rop(e, R_INJECT, r_inject(0, 0x11, aeth=(0, 0x1f, 0)))
-    rop(e, R_INJECT, r_inject(0, 0x11, aeth=(2, 0, 1)))
-    rop(e, R_INJECT, r_inject(0, 0x10, bytes(16), aeth=(0, 0, 1)))
+    # Frames injected as QP 1 towards QP 0: requests (SEND, WRITE, a
+    # two-packet SEND, READ), one out of sequence, then responses to QP 0's
+    # own requester (ACK, a sequence NAK, a READ response nobody asked for).
+    e = quick_start(Enc().u8(0))
+    rop(e, R_RECV, d_recv(0, 0, 0x8000, 200))
+    rop(e, R_RECV, d_recv(0, 0, 0x9000, 2000))
+    rop(e, R_INJECT, d_inject(0, 0x04, bytes(range(32))))
+    rop(e, R_INJECT, d_inject(0, 0x0A, bytes(range(64)), reth=(0, 0x1000, 64)))
+    rop(e, R_INJECT, d_inject(0, 0x00, bytes(1024)))
+    rop(e, R_INJECT, d_inject(0, 0x02, bytes(100)))
+    rop(e, R_INJECT, d_inject(0, 0x0C, reth=(0, 0x2000, 3000)))
+    rop(e, R_INJECT, d_inject(0, 0x04, bytes(16), psn_delta=2))
+    rop(e, R_INJECT, d_inject(0, 0x11, aeth=(0, 0x1F, 0)))
+    rop(e, R_INJECT, d_inject(0, 0x11, aeth=(2, 0, 1)))
+    rop(e, R_INJECT, d_inject(0, 0x10, bytes(16), aeth=(0, 0, 1)))
     rop(e, R_RUN, r_run(2))
+    rop(e, R_POLL, bytes([0, 0]))
     seeds["inject"] = e.b
 
-    # QP 2 towards the fake remote peer: nothing answers, so the
-    # retransmission timer fires until retry_cnt is exhausted.
-    e = qs()
-    rop(e, R_CQ, bytes([2]))
-    rop(e, R_QP, bytes([2]))
-    rop(e, R_CONNECT, bytes([2, 0]))
-    rop(e, R_CONNECT, bytes([2, 0, 2, 0xC0, 3, 0, 0]))
-    rop(e, R_CONNECT, bytes([2, 0, 0, 0, 1, 0, 1, 0, 1]))
-    rop(e, R_SEND, r_send(2, 2, [(0, 3000)]))
-    rop(e, R_INJECT, r_inject(2, 0x11, aeth=(1, 4, 0)))
+    # QP 2 towards the fake remote node: an RNR NAK, then nothing answers,
+    # so the retransmission timer fires until retry_cnt is exhausted.
+    e = quick_start(Enc().u8(0))
+    rop(e, R_CQ, d_create_cq(2))
+    rop(e, R_QP, Enc().below(4, 2).raw(d_rc_qp(2, 2)).b)
+    for step in d_remote_connect(2, timeout=1, retries=1):
+        rop(e, R_CONNECT, step)
+    rop(e, R_SEND, d_send(2, 2, [(0, 0, 3000)]))
+    rop(e, R_INJECT, d_inject(2, 0x11, aeth=(1, 4, 0)))
     for step in (2, 2, 3, 3, 4):
         rop(e, R_RUN, r_run(step))
     rop(e, R_POLL, bytes([0, 0]))
     seeds["remote_retry"] = e.b
 
-    e = qs()
+    # EQ 0 (4 entries) under CQ 3, a hole over part of CQ 0's ring while a
+    # SEND completes into it, then a device reset.
+    e = quick_start(Enc().u8(0))
     rop(e, R_EQ, bytes([0]))
-    rop(e, R_CQ, bytes([3]))
+    rop(e, R_CQ, d_create_cq(3))
     rop(e, R_HOLE, bytes([0, 0, 0x10, 0x40, 0x00]))
-    rop(e, R_RECV, r_recv(1, [(0x8000, 100)]))
-    rop(e, R_SEND, r_send(0, 2, [(0, 100)]))
+    rop(e, R_RECV, d_recv(1, 0, 0x8000, 100))
+    rop(e, R_SEND, d_send(0, 2, [(0, 0, 100)]))
     rop(e, R_HOLE, bytes([1]))
-    rop(e, R_MISC, bytes([3, 1]))
-    rop(e, R_CQ, bytes([0]))
+    rop(e, R_MISC, Enc().below(13, 12).flag(True).b)  # default: reset
+    rop(e, R_CQ, d_create_cq(0))
     seeds["eq_hole_reset"] = e.b
     return seeds
 
 
+# What each rdma seed must reach, as lines of fuzz_rdma_replay's
+# OHCA_FUZZ_VERBOSE output (CQE opcodes and statuses: ohca_queue.h).
+EXPECT_RDMA = {
+    "loopback_send": [r"op 0x80 status 0 verr 0 len 100$", r"op 0x80 status 0 verr 0 len 4500$",
+                      r"cq \d+ qp \d+ op 0 status 0 verr 0 len 4500$"],
+    "loopback_write_read": [r"op 0x1 status 0 verr 0 len 5000$", r"op 0x2 status 0 verr 0 len 4000$",
+                            r"op 0x2 status 0 verr 0 len 300$", r"op 0x81 status 0 verr 0 len 64$"],
+    "inject": [r"op 0xa psn \d+ len 64: rq_psn (\d+) -> (?!\1\b)",  # the WRITE executed
+               r"op 0x80 status 0 verr 0 len 1124$",  # the two-packet SEND
+               r"op 0xc psn (\d+) len 0: rq_psn \1 -> ",  # the READ in sequence
+               r"op 0x4 psn \d+ len 16: rq_psn (\d+) -> \1$"],  # out of sequence: dropped
+    "remote_retry": [r"op 0 status 12 verr"],  # RETRY_EXC_ERR
+    "odp": [r"op 0x80 status 0 verr 0 len 100$", r"op 0 status 4 verr 16 "],  # LOC_PROT_ERR
+    "eq_hole_reset": [r"sq doorbell qp \d+ pi 1$", r"^reset$", r"^op 4 "],
+}
+
+GENS = {"cmdq": cmdq_seeds, "regs": regs_seeds, "rx": rx_seeds, "eth_desc": eth_desc_seeds,
+        "rdma": rdma_seeds}
+
+
+def check(build_dir):
+    bad = []
+    for fuzzer, gen in GENS.items():
+        d = os.path.join(HERE, "corpus", fuzzer)
+        made = {f"seed-{n}": bytes(b) for n, b in gen().items()}
+        have = {f for f in os.listdir(d) if f.startswith("seed-")}
+        for f in sorted(have ^ set(made)):
+            bad.append(f"corpus/{fuzzer}/{f}: only {'in the tree' if f in have else 'made here'}")
+        for f in sorted(have & set(made)):
+            with open(os.path.join(d, f), "rb") as fh:
+                if fh.read() != made[f]:
+                    bad.append(f"corpus/{fuzzer}/{f}: differs from what gen_corpus.py makes")
+    replay = os.path.join(build_dir, "fuzz_rdma_replay")
+    for name, patterns in EXPECT_RDMA.items():
+        out = subprocess.run([replay, os.path.join(HERE, "corpus", "rdma", f"seed-{name}")],
+                             env={**os.environ, "OHCA_FUZZ_VERBOSE": "1"}, capture_output=True,
+                             text=True, check=False)
+        lines = out.stderr.splitlines()
+        if out.returncode != 0:
+            bad.append(f"rdma/seed-{name}: replay exited {out.returncode}")
+        for pat in patterns:
+            if not any(re.search(pat, line) for line in lines):
+                bad.append(f"rdma/seed-{name}: no line matches {pat!r}")
+    for b in bad:
+        print(f"gen_corpus --check: {b}", file=sys.stderr)
+    if bad:
+        print("gen_corpus --check: rerun qemu-device/engine/fuzz/gen_corpus.py, and fix the seed's "
+              "encoders (the d_* functions) where a decoder changed", file=sys.stderr)
+        return 1
+    print(f"gen_corpus --check: every seed as made, {len(EXPECT_RDMA)} rdma seeds reach their states")
+    return 0
+
+
 def main():
-    gens = {"cmdq": cmdq_seeds, "regs": regs_seeds, "rx": rx_seeds, "eth_desc": eth_desc_seeds,
-            "rdma": rdma_seeds}
+    if len(sys.argv) == 3 and sys.argv[1] == "--check":
+        return check(sys.argv[2])
     total = 0
-    for fuzzer, gen in gens.items():
+    for fuzzer, gen in GENS.items():
         d = os.path.join(HERE, "corpus", fuzzer)
         os.makedirs(d, exist_ok=True)
         for f in os.listdir(d):
@@ -579,6 +671,7 @@ def main():
                 fh.write(data)
             total += len(data)
     print(f"gen_corpus: {total} bytes")
+    return 0
 
 
 if __name__ == "__main__":

@@ -79,6 +79,20 @@ TEST_F(LoopbackTest, SendSingleSge) {
     EXPECT_TRUE(n.host.wire.empty());
 }
 
+TEST_F(LoopbackTest, QueryQpReportsThePsnsAsTheyAreNow) {
+    const uint32_t sq_psn = n.query(a.qpn).sq_psn;
+    const uint32_t rq_psn = n.query(b.qpn).rq_psn;
+    n.post_recv(b, 1, {{dst, 4096, ldst}});
+    SendReq r;
+    r.sges = {{src, 3000, lsrc}}; // three packets at MTU 1024
+    n.post_send(a, r);
+    n.process();
+    ASSERT_EQ(n.poll(scq).size(), 1u);
+    EXPECT_EQ(n.query(a.qpn).sq_psn, (sq_psn + 3) & kPsnMask);
+    EXPECT_EQ(n.query(b.qpn).rq_psn, (rq_psn + 3) & kPsnMask);
+    EXPECT_EQ(n.query(a.qpn).rq_psn, n.query(b.qpn).sq_psn); // nothing sent b -> a
+}
+
 TEST_F(LoopbackTest, SendMultipleSgesImmAndScatter) {
     n.post_recv(b, 1, {{dst, 100, ldst}, {dst + 1000, 5000, ldst}});
     SendReq r;

@@ -598,8 +598,13 @@ CmdResult QpTable::cmd_query_qp(const Command &cmd) {
     out.pkey_index = le(s.pkey_index);
     out.access_flags = le(s.access);
     out.dest_qpn = le(s.dest_qpn);
-    out.rq_psn = le(s.rq_psn);
-    out.sq_psn = le(s.sq_psn);
+    // The PSNs as they are now, not as last set (IBTA's Query QP; mlx5 reads
+    // next_rcv_psn/next_send_psn from the context, rxe its resp/req PSNs):
+    // the responder's from RTR on, the requester's from RTS on.
+    const bool receiving = qp->state >= OHCA_QPS_RTR && qp->state <= OHCA_QPS_SQE;
+    const bool sending = qp->state >= OHCA_QPS_RTS && qp->state <= OHCA_QPS_SQE;
+    out.rq_psn = le(receiving ? qp->epsn : s.rq_psn);
+    out.sq_psn = le(sending ? qp->next_psn : s.sq_psn);
     out.qkey = le(s.qkey);
     out.av = s.av;
     return write_output(d_.host, cmd, &out, sizeof(out));
