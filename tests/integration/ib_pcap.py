@@ -59,6 +59,65 @@ def trap_number(pkt):
     return struct.unpack(">H", pkt[at + 64 + 4:at + 64 + 6])[0]
 
 
+def notice(pkt):
+    """The Notice (IBTA 14.2.5.1: 64 bytes at the SMP's data) of a LID-routed
+    Trap or TrapRepress, or None."""
+    if trap_number(pkt) is None:
+        return None
+    at = LRH + (GRH if (pkt[1] & 0x3) == LNH_GLOBAL else 0) + BTH + 8 + 64
+    return pkt[at:at + 64]
+
+
+def trap259_details(pkt):
+    """Trap 259's DataDetails ("Bad P_Key, switch external port"), decoded
+    from the Notice's bytes by IBTA's layout (DataValid, LIDADDR1, LIDADDR2,
+    P_Key, SL:4 Rsvd:4 QP1:24, Rsvd:8 QP2:24, GID1, GID2, SW_LIDADDR,
+    PortNo), plus the issuer's producer type and LID; None for any other
+    packet. tshark 4.0 cannot decode it (TSHARK_TRAP259_BUG)."""
+    if trap_number(pkt) != 259:
+        return None
+    n = notice(pkt)
+    d = n[10:10 + 54]
+    valid, lid1, lid2, pkey, sl_qp1, qp2 = struct.unpack(">HHHHII", d[:16])
+    return {"generic": bool(n[0] & 0x80), "type": n[0] & 0x7F,
+            "producer": int.from_bytes(n[1:4], "big"),
+            "issuer_lid": struct.unpack(">H", n[6:8])[0], "valid": valid,
+            "lid1": lid1, "lid2": lid2, "pkey": pkey, "sl": sl_qp1 >> 28,
+            "rsvd": ((sl_qp1 >> 24) & 0xF) | (qp2 >> 24) | int.from_bytes(d[51:], "big"),
+            "qp1": sl_qp1 & 0xFFFFFF, "qp2": qp2 & 0xFFFFFF, "gid1": d[16:32], "gid2": d[32:48],
+            "sw_lid": struct.unpack(">H", d[48:50])[0], "port": d[50]}
+
+
+TRAP259_VALID = {"lid1": 0x01, "lid2": 0x02, "pkey": 0x04, "sl": 0x08, "qp1": 0x10, "qp2": 0x20,
+                 "gid1": 0x40, "gid2": 0x80}
+
+
+def trap259_problems(t):
+    """What is wrong with one decoded trap 259: a Security notice from a
+    switch about one of its own external ports, reserved bits zero, every
+    field DataValid names set to something a packet can carry and every
+    other one zero."""
+    out = []
+    if not t["generic"] or t["type"] != 2 or t["producer"] != 2:
+        out.append(f"not a generic Security notice from a switch: {t['type']}/{t['producer']}")
+    if t["sw_lid"] != t["issuer_lid"] or not 0 < t["sw_lid"] < 0xC000:
+        out.append(f"SW_LIDADDR {t['sw_lid']:#x}, issuer {t['issuer_lid']:#x}")
+    if not 0 < t["port"] < 255:
+        out.append(f"PortNo {t['port']}")
+    if t["rsvd"] or t["valid"] & ~0xFF:
+        out.append(f"reserved bits set (DataValid {t['valid']:#x})")
+    for field, bit in TRAP259_VALID.items():
+        v = t[field]
+        known = bool(v if not isinstance(v, bytes) else any(v))
+        if not t["valid"] & bit and known:
+            out.append(f"{field} set but not valid")
+    if t["valid"] & 0x04 and not t["pkey"] & 0x7FFF:
+        out.append(f"P_Key {t['pkey']:#x}")
+    if t["valid"] & 0x03 and not (0 < t["lid1"] < 0xC000 and 0 < t["lid2"] < 0xFFFF):
+        out.append(f"LIDADDR1/2 {t['lid1']:#x}/{t['lid2']:#x}")
+    return out
+
+
 def crc_status(pkt):
     """(length ok, VCRC ok, ICRC ok or None for a raw packet) of one
     packet, LRH to VCRC."""
@@ -139,7 +198,12 @@ def judge(path, workdir):
     if len(rows) != total:
         problems.append(f"tshark dissected {len(rows)} of {total} packets")
     summary = {"packets": total, "smp": 0, "sa": 0, "pma": 0, "cm": 0, "ipoib": 0,
-               "rc": 0, "ud": 0, "global": 0}
+               "rc": 0, "ud": 0, "global": 0, "trap259": []}
+    for pkt in read_pcap(path):
+        t = trap259_details(pkt)
+        if t is not None:
+            summary["trap259"].append(t)
+            problems += [f"trap 259: {p}" for p in trap259_problems(t)]
     for r in rows:
         n = r["frame.number"]
         if "infiniband" not in r["frame.protocols"].split(":"):

@@ -874,10 +874,19 @@ def test_infiniband_switch(vm_cluster, topology):
         pcap = os.path.join(c.logdir, "wire", "sw0", "switch.pcap")
         assert os.path.getsize(pcap) > 100_000, pcap
         problems, summary = ib_pcap.judge(pcap, c.logdir)
-        print(f"{topology}: capture {pcap}: {summary}")
+        traps = summary.pop("trap259")
+        print(f"{topology}: capture {pcap}: {summary}, {len(traps)} trap 259 packets")
         assert not problems, "\n".join(problems)
         for kind in ("smp", "sa", "ipoib", "rc", "ud"):
             assert summary[kind] > 0, (kind, summary)
+        # the partition part's drops, told to the SM (Trap and its
+        # TrapRepress): VM 0's UD packets on 0x8002 towards VM 1, dropped
+        # at VM 1's switch port, from their LRH, BTH and DETH
+        assert traps, summary
+        port_b = ohcavm.switch_port_stats(stats, 1)["port"]
+        for t in traps:
+            assert t["valid"] == 0x3F and t["pkey"] == 0x8002, t
+            assert (t["lid1"], t["lid2"], t["port"]) == (lids[0], lids[1], port_b), (t, lids)
 
 
 # Two packets of the one-switch job's capture (2026-12-05): an RC ACK
@@ -888,6 +897,37 @@ ARP_GRH = bytes.fromhex(
     "ffff000000000000ffffffff6400ffff00ffffff0000000300000b1b0000dcb808060000"
     "00200800140400018000dcb8fe800000000000000002c9fffe0000010a4d000100000000"
     "000000000000000000000000000000000a4d00029fa6df06d881")
+
+
+# A trap 259 of that capture: the switch (LID 2) tells the SM (LID 1) it
+# dropped a UD packet from LID 1 to LID 3's QP 0x123 (source QP 0x76a6) on
+# P_Key 0x8002 at its port 2.
+TRAP259 = bytes.fromhex(
+    "f0020001004800026400ffff000000000000004200000000000000000101010500000000"
+    "fab00000000000010002" + "00" * 46 + "82000002010300020001003f000100038002"
+    "000076a600000123" + "00" * 33 + "0202" + "00" * 131 + "3cd5a29cae4c")
+
+
+def test_ib_pcap_trap259():
+    """ib_pcap's trap 259 decoder (no VM): the captured trap's fields, and
+    each broken invariant found."""
+    t = ib_pcap.trap259_details(TRAP259)
+    assert ib_pcap.crc_status(TRAP259) == (True, True, True)
+    assert (t["valid"], t["lid1"], t["lid2"], t["pkey"], t["qp1"], t["qp2"]) == \
+        (0x3F, 1, 3, 0x8002, 0x76A6, 0x123)
+    assert (t["sw_lid"], t["port"], t["issuer_lid"]) == (2, 2, 2)
+    assert ib_pcap.trap259_problems(t) == []
+    at = 8 + 12 + 8 + 64 + 10  # the DataDetails
+    for offset, value, problem in ((0, 0x01, "reserved"), (16, 0xFE, "gid1 set but not valid"),
+                                   (8, 0x0F, "reserved"), (49, 0x05, "SW_LIDADDR"),
+                                   (50, 0x00, "PortNo"), (6, 0x00, "P_Key")):
+        bad = bytearray(TRAP259)
+        bad[at + offset] = value
+        if offset == 6:
+            bad[at + 7] = 0x00
+        problems = ib_pcap.trap259_problems(ib_pcap.trap259_details(bytes(bad)))
+        assert any(problem in p for p in problems), (offset, problems)
+    assert ib_pcap.trap259_details(ACK) is None
 
 
 def test_ib_pcap_crcs():
