@@ -117,11 +117,11 @@ background_wait() {
 }
 # beside NAME NEEDS CMD...: a VM stage that runs beside the stages after it
 # (its log build/test-logs/NAME-beside.log, its status NAME-beside.rc); the
-# stage NAME (beside_wait) waits for it and shows that log in NAME.log. Its own session, at the
-# same priority as the run (not the builds' idle class: its VMs' timers
-# would starve), so the kernel's autogroups give each half the cores
-# when both are busy and the other all of them when one waits. A stage in
-# NEEDS that failed: not run.
+# stage NAME (beside_wait) waits for it and shows that log in NAME.log.
+# Its own session, at the run's own priority (not the builds' idle class:
+# its VMs' timers would starve), so the kernel's autogroups give each half
+# the cores when both are busy and the other all of them when one waits.
+# A stage in NEEDS that failed: not run.
 declare -A beside_start
 beside() {
 	local name=$1 needs=$2 dep
@@ -267,8 +267,8 @@ stage rootfs "" make --no-print-directory rootfs DISTRO="$host_distro"
 # The debug kernel's smoke tests (below) beside the compatibility job and
 # the integration and asan stages (OHCA_DEBUG_SMOKE_BESIDE=0: after them,
 # as before 2026-12-07): its VMs (two debug-kernel VMs under TCG, about 13
-# minutes alone) take CPU the integration stage's leave idle while its
-# guests wait (barriers, servers, timeouts, the VMs of one test at a
+# minutes alone) take the CPU that the integration stage's VMs leave idle
+# while their guests wait (barriers, servers, timeouts, the VMs of one test at a
 # time), and they share no file: each pytest session makes its own log
 # directories (vmtest.make_logdir) and pool. It waits for the debug
 # kernel's background build first. docs/testing.md, "The time budget".
