@@ -115,10 +115,47 @@ background_wait() {
 	tail -n +1 -f --pid="${bg_pid[$1]}" "$logs/$1-build.log"
 	[ "$(cat "$logs/$1-build.rc" 2>/dev/null)" = 0 ]
 }
+# beside NAME NEEDS CMD...: a VM stage that runs beside the stages after it
+# (its log build/test-logs/NAME-beside.log, its status NAME-beside.rc); the
+# stage NAME (beside_wait) waits for it and shows that log in NAME.log.
+# Its own session, at the run's own priority (not the builds' idle class:
+# its VMs' timers would starve), so the kernel's autogroups give each half
+# the cores when both are busy and the other all of them when one waits.
+# A stage in NEEDS that failed: not run.
+declare -A beside_start
+beside() {
+	local name=$1 needs=$2 dep
+	shift 2
+	for dep in ${needs//,/ }; do
+		if [[ " ${failed_deps[*]-} " == *" $dep "* ]]; then
+			echo "==> $name: not run, '$dep' failed"
+			return
+		fi
+	done
+	rm -f "$logs/$name-beside.rc"
+	: >"$logs/$name-beside.log"
+	setsid -w bash -c 'log=$1 rc=$2
+		shift 2
+		"$@" >"$log" 2>&1
+		echo $? >"$rc"' _ "$logs/$name-beside.log" "$logs/$name-beside.rc" "$@" &
+	bg_pid[$name]=$!
+	beside_start[$name]=$SECONDS
+	echo "==> $name: running beside the next stages (log: $logs/$name-beside.log; at $(((SECONDS - run_start) / 60)) min)"
+}
+# beside_wait NAME: its output (what it printed so far, then the rest);
+# its status. The stage's time is the wait; the job's own is printed.
+beside_wait() {
+	local name=$1
+	tail -n +1 -f --pid="${bg_pid[$name]}" "$logs/$name-beside.log"
+	wait "${bg_pid[$name]}" 2>/dev/null
+	echo "$name: ran beside the stages before for $((SECONDS - ${beside_start[$name]})) s"
+	[ "$(cat "$logs/$name-beside.rc" 2>/dev/null)" = 0 ]
+}
 background_stop() {
 	local name
 	for name in "${!bg_pid[@]}"; do
-		[ -f "$logs/$name-build.rc" ] || kill -- -"${bg_pid[$name]}" 2>/dev/null
+		[ -f "$logs/$name-build.rc" ] || [ -f "$logs/$name-beside.rc" ] ||
+			kill -- -"${bg_pid[$name]}" 2>/dev/null
 	done
 }
 trap background_stop EXIT
@@ -227,6 +264,27 @@ if [ "$quick" -eq 1 ]; then
 	exit $?
 fi
 stage rootfs "" make --no-print-directory rootfs DISTRO="$host_distro"
+# The debug kernel's smoke tests (below) beside the compatibility job and
+# the integration and asan stages (OHCA_DEBUG_SMOKE_BESIDE=0: after them,
+# as before 2026-12-07): its VMs (two debug-kernel VMs under TCG, about 13
+# minutes alone) take the CPU that the integration stage's VMs leave idle
+# while their guests wait (barriers, servers, timeouts, the VMs of one test at a
+# time), and they share no file: each pytest session makes its own log
+# directories (vmtest.make_logdir) and pool. It waits for the debug
+# kernel's background build first. docs/testing.md, "The time budget".
+smoke_beside=0
+if [ "${OHCA_DEBUG_SMOKE_BESIDE:-1}" = 1 ]; then
+	smoke_beside=1
+	beside debug-smoke qemu,userspace,rootfs,deps-debug-kernel bash -c '
+		[ -z "$1" ] || tail -f --pid="$1" /dev/null
+		if [ "$(cat "$2" 2>/dev/null)" != 0 ]; then
+			echo "debug-smoke: the debug kernel did not build (log: $3)"
+			exit 1
+		fi
+		exec env OHCA_DISTRO="$4" bash tests/debug-kernel/smoke.sh' _ \
+		"${bg_pid[debug-kernel]-}" "$logs/debug-kernel-build.rc" "$logs/debug-kernel-build.log" \
+		"$host_distro"
+fi
 # the stages that made the default release's guest
 guest=kernel,userspace,rootfs
 if [ "$distro" != "$host_distro" ]; then
@@ -251,12 +309,17 @@ stage asan "qemu,$guest" env OHCA_DISTRO="$distro" bash tests/asan/run.sh
 # time is the wait for what is left of its build. Then the smoke tests and
 # the driver's KUnit suites in VMs booted with it (one pytest session, so
 # they share the VM boots), with the host's release's image and provider
-# (the debug kernel is its Linux 6.1).
+# (the debug kernel is its Linux 6.1): started beside the stages above
+# (after rootfs); the stage debug-smoke waits for what is left of it.
 stage debug-kernel deps-debug-kernel background_wait debug-kernel
 # after every build of this run (QEMU's configure, the debug kernel's host
 # tools and the image record their traces when they really build)
 stage host-deps deps /usr/bin/python3 tests/hostdeps.py check
-stage debug-smoke qemu,userspace,rootfs,debug-kernel env OHCA_DISTRO="$host_distro" \
-	bash tests/debug-kernel/smoke.sh
+if [ "$smoke_beside" = 1 ]; then
+	stage debug-smoke qemu,userspace,rootfs,debug-kernel beside_wait debug-smoke
+else
+	stage debug-smoke qemu,userspace,rootfs,debug-kernel env OHCA_DISTRO="$host_distro" \
+		bash tests/debug-kernel/smoke.sh
+fi
 
 summary

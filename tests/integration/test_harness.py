@@ -161,6 +161,52 @@ def test_sanitizer_reports(tmp_path):
     assert f"log_path={d}/sanitizer" in env["UBSAN_OPTIONS"]
 
 
+def test_boot_stall_needs_an_idle_qemu(tmp_path, monkeypatch):
+    """The boot watchdog restarts a VM whose console stayed silent for
+    BOOT_STALL only while its QEMU idled (the debug kernel's hang), not one
+    that used CPU all along (a slow boot on a loaded host); after a known
+    hang's last line, its shorter limit holds whatever the CPU."""
+    from harness.vm import VM
+    clock = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    vm = object.__new__(VM)
+    vm.name, vm.logdir = "vm0", str(tmp_path)
+    vm.console_path = str(tmp_path / "console.log")
+    (tmp_path / "console.log").write_text("[ 52.1] Run /sbin/ohca-init as init process\n")
+    vm._booted, vm.boot_restarts, vm.console_from = False, 0, 0
+    vm._console_len, vm._console_t, vm._console_cpu = 0, clock[0], 0.0
+    cpu = [0.0]
+    restarts = []
+    vm.cpu_seconds = lambda: cpu[0]
+    vm.alive = lambda: True
+    vm.kill = lambda: None
+    vm.start = lambda: restarts.append(clock[0])
+
+    def watch(seconds, cpu_used):
+        clock[0] += seconds
+        cpu[0] += cpu_used
+        vm._watch_boot(vm.console())
+
+    watch(0, 0)  # the line is seen
+    silence = VM.BOOT_STALL + 1
+    watch(silence, silence * VM.BOOT_STALL_CPU * 2)  # busy: slow, not stuck
+    assert restarts == []
+    watch(silence, 0.5)  # idle since then: stuck
+    assert len(restarts) == 1 and vm.boot_restarts == 1
+    # the known hang: 30 s after its line, busy or not
+    with open(vm.console_path, "a") as f:
+        f.write("[ 0.5] Running RCU-tasks wait API self tests\n")
+    watch(0, 0)
+    watch(31, 31)
+    assert len(restarts) == 2
+    # init's first line: booted, never restarted again
+    with open(vm.console_path, "a") as f:
+        f.write("ohca-init: userspace up at 209.08 s\n")
+    watch(0, 0)
+    watch(silence * 3, 0)
+    assert len(restarts) == 2 and vm._booted
+
+
 def test_scan_kernel_log_debug_kernel():
     """Boot banners of the debug kernel are no problems, its reports are."""
     banners = ("[    2.2] rcu: \tRCU lockdep checking is enabled.\n"

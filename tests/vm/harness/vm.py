@@ -96,6 +96,15 @@ class VM:
     # That stall's last line: the next one follows within a second of guest
     # time when the boot goes on, so 30 s of silence after it is the hang.
     KNOWN_STALLS = (("Running RCU-tasks wait API self tests\n", 30),)
+    # A silent guest that keeps QEMU busy is slow, not stuck: the hang above
+    # idles (vCPUs halted, a timer tick now and then), while a debug
+    # kernel's boot that another stage's VMs slow down (two sessions' VMs
+    # on two cores at load 15, 2026-12-07: 150 s of silence between "Run
+    # /sbin/ohca-init" and init's first line) spends CPU all along. Silence
+    # counts as a stall only while QEMU used less than this share of one
+    # core over it (after a known hang's last line, KNOWN_STALLS, it counts
+    # whatever the CPU).
+    BOOT_STALL_CPU = float(os.environ.get("OHCA_BOOT_STALL_CPU", "0.05"))
 
     def __init__(self, cluster, index):
         self.cluster = cluster
@@ -130,6 +139,7 @@ class VM:
         self._booted = False
         self._console_len = 0
         self._console_t = None
+        self._console_cpu = 0.0  # QEMU's CPU seconds at the last console output
 
     # -- setup --
     def _env(self):
@@ -340,7 +350,7 @@ class VM:
         self.t_start = time.monotonic()
         # a restored VM has booted (its console starts after the boot)
         self._booted = self.restore is not None
-        self._console_len, self._console_t = 0, self.t_start
+        self._console_len, self._console_t, self._console_cpu = 0, self.t_start, 0.0
         self.serving = False
         if self.cluster.overlays:
             self._new_overlay()
@@ -391,13 +401,30 @@ class VM:
                 return min(limit, self.BOOT_STALL)
         return self.BOOT_STALL
 
+    def cpu_seconds(self):
+        """The CPU time QEMU used so far (user and system), 0 when unknown."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (AttributeError, OSError, IndexError, ValueError):
+            return 0.0
+
     def _watch_boot(self, text):
-        """Restarts QEMU when the boot stalls (BOOT_STALL)."""
+        """Restarts QEMU when the boot stalls (BOOT_STALL, BOOT_STALL_CPU)."""
         now = time.monotonic()
         if "ohca-init: userspace up" in text:
             self._booted = True
         elif len(text) != self._console_len:
             self._console_len, self._console_t = len(text), now
+            self._console_cpu = self.cpu_seconds()
+        elif (now - self._console_t > self._stall_limit(text)
+              and self._stall_limit(text) == self.BOOT_STALL
+              and (self.cpu_seconds() - self._console_cpu
+                   >= self.BOOT_STALL_CPU * (now - self._console_t))):
+            # busy all along: slow, not stuck; the silence counts afresh
+            # (a known hang's last line is enough, whatever the CPU)
+            self._console_t, self._console_cpu = now, self.cpu_seconds()
         elif (now - self._console_t > self._stall_limit(text) and self.alive()
               and self.boot_restarts < self.BOOT_RETRIES):
             self.boot_restarts += 1
