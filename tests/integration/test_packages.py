@@ -71,17 +71,19 @@ done
 # settle waits for every device's rules (under TCG over two minutes in
 # trixie): the ohca devices are what this job waits for
 udevadm settle --timeout=30 || echo "udev still busy after $((SECONDS - t0)) s"
-# rdma-core's udev rule (60-rdma-persistent-naming.rules) may rename the
-# device: the one on ohca_core's auxiliary device, by whatever name
+# rdma-core's udev rule (60-rdma-persistent-naming.rules, NAME_FALLBACK)
+# renames the device after its PCI slot (rocep0s3): the one whose parent
+# ohca_core drives, by whatever name
 ohca_ibdev() {{
 	local d
 	for d in /sys/class/infiniband/*; do
-		case "$(readlink -f "$d/device")" in *ohca_core.rdma*) echo "${{d##*/}}"; return 0 ;; esac
+		[ "$(basename "$(readlink -f "$d/device/driver")")" = ohca_core ] &&
+			{{ echo "${{d##*/}}"; return 0; }}
 	done
 	return 1
 }}
 ohca_poll 120 ohca_ibdev >/dev/null || {{
-	echo "no RDMA device on ohca_core's auxiliary device:"
+	echo "no RDMA device on the PCI function ohca_core drives:"
 	ls -l /sys/class/infiniband/ /sys/bus/auxiliary/devices/
 	for d in /sys/class/infiniband/*; do echo "$d -> $(readlink -f "$d/device")"; done
 	exit 1
