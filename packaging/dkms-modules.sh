@@ -66,10 +66,11 @@ bash "$here/release-root.sh" "$distro" "$image" "$out/dkms-root" bash -c '
 	mkdir -p "$pkg/DEBIAN" "$pkg$dir" "$pkg/usr/share/doc/$name"
 	cp -a "$dir"/ohca_core.ko* "$dir"/ohca_ib.ko* "$pkg$dir/"
 	cp "$copyright" "$pkg/usr/share/doc/$name/copyright"
+	# (a native version: changelog.gz)
 	printf "%s\n" "$name ($version) unstable; urgency=medium" "" \
-		"  * The modules ohca-dkms $version built by DKMS for $kver." "" \
+		"  * The modules of ohca-dkms $version," "    built by DKMS for $kver." "" \
 		" -- ohca maintainers <maintainers@users.noreply.a-seed-ee6ea073.example>  $(date -R)" |
-		gzip -9n >"$pkg/usr/share/doc/$name/changelog.Debian.gz"
+		gzip -9n >"$pkg/usr/share/doc/$name/changelog.gz"
 	cat >"$pkg/DEBIAN/control" <<-EOF
 	Package: $name
 	Source: ohca
@@ -84,8 +85,9 @@ bash "$here/release-root.sh" "$distro" "$image" "$out/dkms-root" bash -c '
 	Priority: optional
 	Description: driver for the ohca emulated RDMA adapter (modules for $kver)
 	 The kernel modules ohca_core and ohca_ib as DKMS built them from
-	 ohca-dkms $version for the kernel $kver only. They load by
-	 themselves when an ohca PCI device is present.
+	 ohca-dkms $version
+	 for the kernel $kver only. They load by themselves
+	 when an ohca PCI device is present.
 	EOF
 	printf "%s\n" "#!/bin/sh" "set -e" "if [ \"\$1\" = configure ]; then depmod -a $kver; fi" \
 		>"$pkg/DEBIAN/postinst"
