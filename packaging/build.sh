@@ -41,16 +41,19 @@ build_and_check() {
 	if grep -E '^[EWIPX]: ' "$dir/lintian.log"; then
 		die "lintian $(dpkg-query -W -f='${Version}' lintian) findings above ($dir/lintian.log)"
 	fi
-	echo "packages: lintian $(dpkg-query -W -f='${Version}' lintian) clean (errors, warnings, info, pedantic, experimental) on $(ls "$dir"/*.deb | wc -l) packages"
+	local debs=("$dir"/*.deb)
+	echo "packages: lintian $(dpkg-query -W -f='${Version}' lintian) clean (errors, warnings, info, pedantic, experimental) on ${#debs[@]} packages"
 }
 
 if [ "${1:-}" = --in-root ]; then
 	src=$2
 	t=$SECONDS
 	apt-get update -q >/dev/null
-	apt-get build-dep -y -q --no-install-recommends "$src" >"$src/../apt.log" 2>&1 &&
-		apt-get install -y -q --no-install-recommends lintian >>"$src/../apt.log" 2>&1 ||
-		{ tail -n 30 "$src/../apt.log" >&2; die "installing the build dependencies failed"; }
+	if ! { apt-get build-dep -y -q --no-install-recommends "$src" &&
+		apt-get install -y -q --no-install-recommends lintian; } >"$src/../apt.log" 2>&1; then
+		tail -n 30 "$src/../apt.log" >&2
+		die "installing the build dependencies failed"
+	fi
 	echo "packages: build dependencies and lintian installed in $((SECONDS - t)) s"
 	build_and_check "$src"
 	exit 0
