@@ -1,14 +1,22 @@
 """The Debian packages in a fresh guest (make test-packages; skipped in
-make test, whose budget has no room for it): `apt install` of the .deb
-files that `make packages` built, DKMS building the modules against the
-guest kernel's headers, udev loading them as at boot, then ibv_devinfo
-and an RC ping-pong on ohca0 through the packaged provider.
+make test, whose budget has no room for it), for the guest's release
+(OHCA_DISTRO): the packages `make packages` built for it, installed with
+apt, udev loading the modules as at boot, then ibv_devinfo and an RC
+ping-pong on ohca0 through the packaged provider.
 
-The guest image has no compiler, DKMS or kernel headers, and the guest no
-route to a Debian mirror: the host downloads what the install needs (the
-closure apt computes against the image's own dpkg status) into a cache,
-and the guest's apt reads it as a local archive on its share. Nothing of
-ohca is copied by hand: the job uses no file of the build tree."""
+DKMS is what a user's machine runs, once: packaging/dkms-modules.sh (make
+test-packages runs it first) installs ohca-dkms with apt in a throwaway
+copy of this release's guest image on the host's CPU, where the package's
+postinst builds and installs the modules against the guest kernel's
+headers, and wraps what DKMS installed into ohca-modules-<kver>. The guest
+installs that, the provider and the tools: seconds, where DKMS under TCG
+takes over 30 minutes. OHCA_PACKAGES_IN_GUEST_DKMS=1 installs ohca-dkms
+and the headers in the guest instead, as before: the image has no DKMS
+and the guest no route to a mirror, so the image's own apt (in a
+throwaway copy of it on the host) downloads what the install needs into
+a local archive the guest's apt reads on its share.
+
+Nothing of ohca is copied by hand: the job uses no file of the build tree."""
 
 import glob
 import os
@@ -17,11 +25,11 @@ import subprocess
 
 import pytest
 
+from harness.host import distro
 from vmtest import assert_ok, ohcavm
 
 TOP = ohcavm.TOP
-PKG_DIR = os.path.join(TOP, "build/packages")
-CACHE = os.environ.get("OHCA_CACHE", os.path.expanduser("~/.cache/ohca"))
+IN_GUEST_DKMS = os.environ.get("OHCA_PACKAGES_IN_GUEST_DKMS") == "1"
 
 pytestmark = [
     pytest.mark.ohca_only,
@@ -29,8 +37,10 @@ pytestmark = [
                        reason="make test-packages runs it (make test has no time for its boot)"),
 ]
 
-# The three packages, by their file name's start.
-PACKAGES = ("ohca-dkms_", "ibverbs-providers-ohca_", "ohca-tools_")
+
+def _pkg_dir():
+    return os.path.join(TOP, "build/packages", distro())
+
 
 GID = 1
 
@@ -45,20 +55,47 @@ rm -f /etc/apt/sources.list.d/*
 apt-get update -q
 export DEBIAN_FRONTEND=noninteractive
 t0=$SECONDS
-apt-get install -y -q --no-install-recommends {{debs}} linux-headers-$kver
+apt-get install -y -q --no-install-recommends {{debs}}
 echo "INSTALL_SECONDS $((SECONDS - t0))"
-echo "=== dkms status"
-dkms status
+if command -v dkms >/dev/null; then echo "=== dkms status"; dkms status; fi
 echo "=== modules before udev"
 grep '^ohca' /proc/modules || echo "(none)"
 /lib/systemd/systemd-udevd --daemon
-udevadm trigger --type=subsystems --action=add
-udevadm trigger --type=devices --action=add
-udevadm settle --timeout=120
-ohca_poll 60 test -e /sys/class/infiniband/$OHCA_IBDEV
+t0=$SECONDS
+for type in subsystems devices; do
+	# an error on any one device fails the trigger (systemd 257): reported,
+	# the ohca devices' own outcome is checked below
+	udevadm trigger --type=$type --action=add || echo "udevadm trigger --type=$type: exit $?"
+	echo "trigger $type at $((SECONDS - t0)) s"
+done
+# settle waits for every device's rules (under TCG over two minutes in
+# trixie): the ohca devices are what this job waits for
+udevadm settle --timeout=30 || echo "udev still busy after $((SECONDS - t0)) s"
+# rdma-core's udev rule (60-rdma-persistent-naming.rules, NAME_FALLBACK)
+# renames the device after its PCI slot (rocep0s3): the one whose parent
+# ohca_core drives, by whatever name
+ohca_ibdev() {{
+	local d
+	for d in /sys/class/infiniband/*; do
+		[ "$(basename "$(readlink -f "$d/device/driver")")" = ohca_core ] &&
+			{{ echo "${{d##*/}}"; return 0; }}
+	done
+	return 1
+}}
+ohca_poll 120 ohca_ibdev >/dev/null || {{
+	echo "no RDMA device on the PCI function ohca_core drives:"
+	ls -l /sys/class/infiniband/ /sys/bus/auxiliary/devices/
+	for d in /sys/class/infiniband/*; do echo "$d -> $(readlink -f "$d/device")"; done
+	exit 1
+}}
+udevadm settle --timeout=30 || true
+OHCA_IBDEV=$(ohca_ibdev)
+echo "UDEV_SECONDS $((SECONDS - t0))"
+echo "IBDEV $OHCA_IBDEV"
 echo "=== modules after udev"
 grep '^ohca' /proc/modules
 for m in ohca_core ohca_ib; do echo "MODPATH $m $(modinfo -n $m)"; done
+for m in ohca_core ohca_ib; do echo "MODPKG $m $(dpkg -S "$(realpath "$(modinfo -n $m)")" 2>&1)"; done
 echo "PROVIDER $(dpkg -S /usr/lib/x86_64-linux-gnu/libibverbs/libohca-rdmav34.so)"
 # udev may have renamed the interface: the one ohca_core drives
 for i in /sys/class/net/*; do
@@ -76,39 +113,47 @@ echo "pingpong server:"; cat /tmp/srv.log
 """
 
 
-def _debs():
-    debs = []
-    for start in PACKAGES:
-        found = sorted(glob.glob(os.path.join(PKG_DIR, start + "*.deb")))
-        if not found:
-            pytest.fail(f"{PKG_DIR}/{start}*.deb missing: run make packages")
-        debs.append(found[-1])
-    return debs
+def _newest(pattern):
+    found = sorted(glob.glob(os.path.join(_pkg_dir(), pattern)))
+    if not found:
+        pytest.fail(f"{_pkg_dir()}/{pattern} missing: run make packages DISTRO={distro()}"
+                    + ("" if IN_GUEST_DKMS else f" and packaging/dkms-modules.sh {distro()}"))
+    return found[-1]
 
 
-def _guest_archive(debs, kver):
-    """The packages the install needs beyond the image's, in a local
-    archive (a directory with a Packages index): {file name: host path}."""
-    image = ohcavm.rootfs_image()
-    key = os.path.basename(os.path.realpath(image)).removesuffix(".img")
-    archive = os.path.join(CACHE, f"packages-guest-{key}")
+def _debs(kver):
+    """The packages the guest installs: the modules DKMS built on the host
+    for its kernel (or ohca-dkms itself), the provider and the tools."""
+    first = "ohca-dkms_*.deb" if IN_GUEST_DKMS else f"modules/ohca-modules-{kver}_*.deb"
+    return [_newest(p) for p in (first, "ibverbs-providers-ohca_*.deb", "ohca-tools_*.deb")]
+
+
+def _local_archive(debs, kver):
+    """The guest's local archive: the packages, and with in-guest DKMS what
+    their install needs beyond the image's (the closure the image's own apt
+    computes, downloaded in a throwaway copy of the image), with a Packages
+    index: {file name in the share: host path}."""
+    archive = os.path.join(_pkg_dir(), "guest-archive")
     os.makedirs(os.path.join(archive, "partial"), exist_ok=True)
-    status = os.path.join(archive, "status")
-    with open(status, "wb") as f:
-        subprocess.run(["debugfs", "-R", "cat /var/lib/dpkg/status", image],
-                       stdout=f, stderr=subprocess.DEVNULL, check=True)
-    # the host's apt with the guest's dpkg status: what the guest lacks
-    # (files already in the cache are not fetched again)
-    subprocess.run(["apt-get", "install", "--download-only", "-y", "-q",
-                    "--no-install-recommends",
-                    "-o", f"Dir::State::status={status}",
-                    "-o", f"Dir::Cache::archives={archive}",
-                    "-o", "Debug::NoLocking=true",
-                    # root's cache, which apt's download user cannot write
-                    "-o", "APT::Sandbox::User=root"]
-                   + debs + [f"linux-headers-{kver}"],
-                   stdout=subprocess.DEVNULL, check=True)
+    for f in glob.glob(os.path.join(archive, "ohca*.deb")) + glob.glob(
+            os.path.join(archive, "ibverbs-providers-ohca*.deb")):
+        os.remove(f)
+    if IN_GUEST_DKMS:
+        subprocess.run(["bash", os.path.join(TOP, "packaging/release-root.sh"), distro(),
+                        ohcavm.rootfs_image(), os.path.join(_pkg_dir(), "download-root"),
+                        "bash", "-c", 'apt-get update -q >/dev/null && apt-get install '
+                        '--download-only -y -q --no-install-recommends '
+                        '-o Dir::Cache::archives="$0" "$@" >/dev/null', archive]
+                       + debs + [f"linux-headers-{kver}"], check=True)
+        # apt copies local .deb files into the archive too: the index below
+        # names only the ones the job hands over
+        for f in glob.glob(os.path.join(archive, "ohca*.deb")) + glob.glob(
+                os.path.join(archive, "ibverbs-providers-ohca*.deb")):
+            os.remove(f)
     files = {os.path.basename(p): p for p in glob.glob(os.path.join(archive, "*.deb"))}
+    for d in debs:
+        os.link(d, os.path.join(archive, os.path.basename(d)))
+        files[os.path.basename(d)] = d
     index = subprocess.run(["dpkg-scanpackages", "--multiversion", "."], cwd=archive,
                            capture_output=True, text=True, check=True).stdout
     with open(os.path.join(archive, "Packages"), "w") as f:
@@ -118,21 +163,31 @@ def _guest_archive(debs, kver):
 
 
 def test_packages_install_and_run(vm_run):
-    debs = _debs()
     kver = ohcavm.guest_kver()
-    files = _guest_archive(debs, kver)
-    files.update({os.path.basename(d): d for d in debs})
-    job = JOB.replace("{debs}", " ".join("./" + os.path.basename(d) for d in debs))
-    (r,) = vm_run(job, preamble=False, fresh=True, timeout=7200, extra_files=files)
+    debs = _debs(kver)
+    files = _local_archive(debs, kver)
+    if IN_GUEST_DKMS:
+        debs.append(f"linux-headers-{kver}")
+    job = JOB.replace("{debs}", " ".join(d if d.startswith("linux-headers-")
+                                         else "./" + os.path.basename(d) for d in debs))
+    (r,) = vm_run(job, preamble=False, fresh=True, timeout=7200 if IN_GUEST_DKMS else 900,
+                  extra_files=files)
     assert_ok([r])
     out = r.output
-    print(re.search(r"^INSTALL_SECONDS \d+", out, re.M).group(0))
-    assert re.search(rf"^ohca/\S+, {re.escape(kver)}, x86_64: installed", out, re.M), out
+    for step in ("INSTALL_SECONDS", "UDEV_SECONDS"):
+        print(re.search(rf"^{step} \d+", out, re.M).group(0))
+    if IN_GUEST_DKMS:
+        assert re.search(rf"^ohca/\S+, {re.escape(kver)}, x86_64: installed", out, re.M), out
     assert "=== modules before udev\n(none)" in out, out
+    owner = "ohca-dkms" if IN_GUEST_DKMS else f"ohca-modules-{re.escape(kver)}"
     for m in ("ohca_core", "ohca_ib"):
-        assert re.search(rf"^MODPATH {m} /lib/modules/{re.escape(kver)}/updates/dkms/{m}\.ko",
-                         out, re.M), out
+        assert re.search(rf"^MODPATH {m} (/usr)?/lib/modules/{re.escape(kver)}/updates/dkms/"
+                         rf"{m}\.ko", out, re.M), out
+        if not IN_GUEST_DKMS:  # DKMS's own files belong to no package
+            assert re.search(rf"^MODPKG {m} {owner}(:amd64)?: ", out, re.M), out
     assert re.search(r"^PROVIDER ibverbs-providers-ohca(:amd64)?: ", out, re.M), out
-    assert re.search(r"hca_id:\s+ohca0", out), out
+    ibdev = re.search(r"^IBDEV (\S+)", out, re.M).group(1)
+    print(f"IBDEV {ibdev}")
+    assert re.search(rf"hca_id:\s+{re.escape(ibdev)}\b", out), out
     assert re.search(r"state:\s+PORT_ACTIVE", out), out
     assert len(re.findall(r"500 iters in", out)) == 2, out
