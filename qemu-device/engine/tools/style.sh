@@ -5,9 +5,10 @@
 # on every source file of the engine, with zero findings allowed.
 #
 # clang-tidy parses each file as the compiler does (about 20 s a file on
-# this 2-core host), so a file's result is kept: a file is checked again
-# only when it, a header of the engine or firmware interface, or the
-# configuration changed.
+# this 2-core host), so a file's result is kept, keyed by content in the
+# shared cache (every checkout of the same files reuses it): a file is
+# checked again only when it, a header of the engine or firmware
+# interface, the build or clang-tidy configuration, or clang-tidy changed.
 set -euo pipefail
 
 engine=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,16 +28,21 @@ log "clang-format: ${#all[@]} files"
 
 cmake -S "$engine" -B "$build" -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
 	-DOHCA_ENGINE_TESTS=OFF >/dev/null
-mkdir -p "$build/tidy-ok"
+ok=${OHCA_CACHE:-$HOME/.cache/ohca}/engine-tidy-ok
+mkdir -p "$ok"
+# (stamps are empty files; those no checkout used for 30 days go)
+find "$ok" -type f -mtime +30 -delete
 # What every file's result depends on besides the file itself.
-common=$(cat "$engine/.clang-tidy" \
+common=$( (clang-tidy --version; cat "$engine/.clang-tidy" "$engine/CMakeLists.txt") |
+	cat - \
 	$(find "$engine/src" "$engine/include" "$top/firmware-interface/include" \
 		-name '*.hpp' -o -name '*.h' | sort) | sha256sum | cut -c1-16)
 mapfile -t sources < <(cd "$engine" && find src -name '*.cpp' | sort)
 todo=()
 for f in "${sources[@]}"; do
 	key=$(cat "$engine/$f" | sha256sum | cut -c1-16)-$common
-	[ -e "$build/tidy-ok/${f//\//_}-$key" ] || todo+=("$f")
+	touch -c "$ok/${f//\//_}-$key"
+	[ -e "$ok/${f//\//_}-$key" ] || todo+=("$f")
 done
 log "clang-tidy: ${#sources[@]} files, $((${#sources[@]} - ${#todo[@]})) unchanged since they passed, ${#todo[@]} to check"
 [ "${#todo[@]}" -eq 0 ] && exit 0
@@ -46,8 +52,7 @@ check_one() {
 	if out=$(clang-tidy -p "$build" --quiet --warnings-as-errors='*' \
 		--extra-arg=--cuda-path=/nonexistent --extra-arg=-Wno-unused-command-line-argument \
 		--header-filter="$engine/src/.*" "$engine/$f" 2>&1); then
-		rm -f "$build/tidy-ok/${f//\//_}"-*
-		touch "$build/tidy-ok/${f//\//_}-$2"
+		touch "$ok/${f//\//_}-$2"
 		printf 'engine-style: clang-tidy ok  %s\n' "$f"
 	else
 		printf '%s\n' "$out" | grep -v '^[0-9]* warnings generated' >&2
@@ -56,7 +61,7 @@ check_one() {
 	fi
 }
 export -f check_one
-export build engine
+export build engine ok
 fail=0
 for f in "${todo[@]}"; do
 	printf '%s %s\n' "$f" "$(cat "$engine/$f" | sha256sum | cut -c1-16)-$common"
