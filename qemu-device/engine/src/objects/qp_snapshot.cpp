@@ -7,6 +7,7 @@
 // is half executed: what a WQE has sent and had acknowledged is all in
 // these fields. Times travel relative to the engine's clock.
 #include "device/limits.hpp"
+#include "objects/db_record.hpp"
 #include "objects/cq.hpp"
 #include "objects/pd.hpp"
 #include "objects/qp_table.hpp"
@@ -181,6 +182,8 @@ void QpTable::save(state::Writer &w) const {
         w.u32(q.rss);
         save_wq(w, q.sq);
         save_wq(w, q.rq);
+        w.u64(q.rq.db_record); // version 3
+        w.u32(q.rq.record_errors);
         const QpAttrs &a = q.attrs;
         w.u8(a.path_mtu);
         w.u8(a.timeout);
@@ -415,6 +418,14 @@ void QpTable::load(state::Reader &r, uint16_t version, state::Refs &refs) {
         const bool rss = q.rss != 0;
         load_wq(r, q.sq, !tgt && !rss, OHCA_SQ_LOG_STRIDE_MIN, refs);
         load_wq(r, q.rq, !tgt && !ini && !rss && q.srqn == 0, OHCA_RQ_LOG_STRIDE_MIN, refs);
+        if (version >= 3) { // version 3 added doorbell records
+            q.rq.db_record = r.u64();
+            q.rq.record_errors = r.u32();
+            if (r.ok() && (!db_record_addr_ok(q.rq.db_record) ||
+                           (q.rq.db_record != 0 && (tgt || ini || rss || q.srqn != 0)))) {
+                r.fail("QP: bad RQ doorbell record");
+            }
+        }
         if (!r.ok()) {
             return;
         }

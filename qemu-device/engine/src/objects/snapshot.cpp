@@ -6,6 +6,7 @@
 // the references it holds are added to state::Refs, which the counts of
 // the objects it names must match at the end.
 #include "device/limits.hpp"
+#include "objects/db_record.hpp"
 #include "objects/cq.hpp"
 #include "objects/mcast.hpp"
 #include "objects/pd.hpp"
@@ -117,10 +118,12 @@ void CqTable::save(state::Writer &w) const {
         w.u16(cq.mod_period_us);
         w.u32(cq.mod_pending);
         w.time(cq.deadline_ns);
+        w.u64(cq.db_record); // version 2
+        w.u32(cq.record_errors);
     }
 }
 
-void CqTable::load(state::Reader &r, state::Refs &refs) {
+void CqTable::load(state::Reader &r, uint16_t version, state::Refs &refs) {
     reset();
     uint32_t n = r.count(DeviceLimits::max_eq, 16, "completion EQs");
     for (uint32_t k = 0; k < n && r.ok(); ++k) {
@@ -173,7 +176,15 @@ void CqTable::load(state::Reader &r, state::Refs &refs) {
         cq->mod_period_us = r.u16();
         cq->mod_pending = r.u32();
         const uint64_t deadline = r.time();
+        if (version >= 2) { // version 2 added doorbell records
+            cq->db_record = r.u64();
+            cq->record_errors = r.u32();
+        }
         if (!r.ok()) {
+            return;
+        }
+        if (!db_record_addr_ok(cq->db_record)) {
+            r.fail("CQ: bad doorbell record");
             return;
         }
         if (cq->pi - cq->ci > (1u << cq->log_size)) {
