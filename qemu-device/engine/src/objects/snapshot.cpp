@@ -118,8 +118,14 @@ void CqTable::save(state::Writer &w) const {
         w.u16(cq.mod_period_us);
         w.u32(cq.mod_pending);
         w.time(cq.deadline_ns);
-        w.u64(cq.db_record); // version 2
-        w.u32(cq.record_errors);
+    }
+    // Version 2: the CQs' doorbell records, in the same order, after
+    // every CQ (a stream of version 1 is this one without them).
+    for (const auto &p : cqs_) {
+        if (p) {
+            w.u64(p->db_record);
+            w.u32(p->record_errors);
+        }
     }
 }
 
@@ -176,15 +182,7 @@ void CqTable::load(state::Reader &r, uint16_t version, state::Refs &refs) {
         cq->mod_period_us = r.u16();
         cq->mod_pending = r.u32();
         const uint64_t deadline = r.time();
-        if (version >= 2) { // version 2 added doorbell records
-            cq->db_record = r.u64();
-            cq->record_errors = r.u32();
-        }
         if (!r.ok()) {
-            return;
-        }
-        if (!db_record_addr_ok(cq->db_record)) {
-            r.fail("CQ: bad doorbell record");
             return;
         }
         if (cq->pi - cq->ci > (1u << cq->log_size)) {
@@ -200,6 +198,16 @@ void CqTable::load(state::Reader &r, uint16_t version, state::Refs &refs) {
         cqs_[c.cqn] = std::move(cq);
         if (deadline != 0) {
             timers_.set(c, deadline);
+        }
+    }
+    for (auto &p : cqs_) { // version 2: their doorbell records, in order
+        if (version < 2 || !p || !r.ok()) {
+            continue;
+        }
+        p->db_record = r.u64();
+        p->record_errors = r.u32();
+        if (r.ok() && !db_record_addr_ok(p->db_record)) {
+            r.fail("CQ: bad doorbell record");
         }
     }
 }
