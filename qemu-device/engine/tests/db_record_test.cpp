@@ -31,8 +31,8 @@ CmdOutcome create_cq(RdmaNode &n, CqInfo &cq, unsigned int log, uint64_t record,
 
 // CREATE_QP (RC, 2^log WQEs each way) with an RQ record at 'record'.
 CmdOutcome create_qp(RdmaNode &n, QpInfo &q, uint32_t pd, uint32_t scq, uint32_t rcq,
-                     unsigned int log, uint64_t record,
-                     uint16_t in_len = sizeof(ohca_create_qp_in), uint32_t srqn = 0) {
+                     unsigned int log, uint64_t record, uint16_t in_len = sizeof(ohca_create_qp_in),
+                     uint32_t srqn = 0) {
     q.sq_size = 1u << log;
     q.rq_size = srqn != 0 ? 0 : 1u << log;
     q.sq_stride = 256;
@@ -70,8 +70,7 @@ void set_record(RdmaNode &n, uint64_t record, uint32_t index) {
 TEST(DbRecordCaps, Advertised) {
     RdmaNode n(1);
     ohca_query_device_out out{};
-    ASSERT_EQ(n.cmd(OHCA_CMD_QUERY_DEVICE, nullptr, 0, &out, sizeof(out)).status,
-              OHCA_STATUS_OK);
+    ASSERT_EQ(n.cmd(OHCA_CMD_QUERY_DEVICE, nullptr, 0, &out, sizeof(out)).status, OHCA_STATUS_OK);
     EXPECT_NE(out.dev_caps & OHCA_DEV_CAP_DB_RECORD, 0u);
 }
 
@@ -115,8 +114,7 @@ TEST(DbRecordCommands, BadRecords) {
     EXPECT_EQ(r.status, OHCA_STATUS_BAD_FIELD);
     EXPECT_EQ(r.syndrome, offsetof(ohca_create_qp_in, rq_db_record));
     const SrqInfo srq = n.create_srq(pd);
-    r = create_qp(n, q, pd, cq.cqn, cq.cqn, 4, n.alloc(8, 8), sizeof(ohca_create_qp_in),
-                  srq.srqn);
+    r = create_qp(n, q, pd, cq.cqn, cq.cqn, 4, n.alloc(8, 8), sizeof(ohca_create_qp_in), srq.srqn);
     EXPECT_EQ(r.status, OHCA_STATUS_BAD_FIELD);
     EXPECT_EQ(r.syndrome, offsetof(ohca_create_qp_in, rq_db_record));
 }

@@ -399,9 +399,10 @@ TEST_F(RcSnapshot, AVersion1QpAndKeysStreamLoads) {
     v1 = with_section(v1, "QP  ", 1, qps1.len - 12, 12);
     const StateSection cqs = state_section(v1, "CQ  ");
     ASSERT_GE(cqs.len, 24u);
-    ASSERT_EQ(std::vector<uint8_t>(v1.begin() + static_cast<std::ptrdiff_t>(cqs.body + cqs.len - 24),
-                                   v1.begin() + static_cast<std::ptrdiff_t>(cqs.body + cqs.len)),
-              std::vector<uint8_t>(24, 0));
+    ASSERT_EQ(
+        std::vector<uint8_t>(v1.begin() + static_cast<std::ptrdiff_t>(cqs.body + cqs.len - 24),
+                             v1.begin() + static_cast<std::ptrdiff_t>(cqs.body + cqs.len)),
+        std::vector<uint8_t>(24, 0));
     v1 = with_section(v1, "CQ  ", 1, cqs.len - 24, 24);
     const StateSection wqs = state_section(v1, "WQ  ");
     ASSERT_LT(wqs.at, v1.size());

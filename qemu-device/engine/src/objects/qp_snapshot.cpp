@@ -7,8 +7,8 @@
 // is half executed: what a WQE has sent and had acknowledged is all in
 // these fields. Times travel relative to the engine's clock.
 #include "device/limits.hpp"
-#include "objects/db_record.hpp"
 #include "objects/cq.hpp"
+#include "objects/db_record.hpp"
 #include "objects/pd.hpp"
 #include "objects/qp_table.hpp"
 #include "objects/wq.hpp"

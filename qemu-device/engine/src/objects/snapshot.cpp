@@ -6,8 +6,8 @@
 // the references it holds are added to state::Refs, which the counts of
 // the objects it names must match at the end.
 #include "device/limits.hpp"
-#include "objects/db_record.hpp"
 #include "objects/cq.hpp"
+#include "objects/db_record.hpp"
 #include "objects/mcast.hpp"
 #include "objects/pd.hpp"
 #include "objects/srq.hpp"

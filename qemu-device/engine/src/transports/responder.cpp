@@ -5,9 +5,9 @@
 // READ and atomic responses hold the QP's responder resources
 // (responder_resources.hpp), which bound what a peer can make it queue.
 #include "transports/responder.hpp"
-#include "objects/db_record.hpp"
 #include "device/limits.hpp"
 #include "link/byte_order.hpp"
+#include "objects/db_record.hpp"
 #include "transports/credits.hpp"
 #include "transports/opcode_seq.hpp"
 #include "transports/xrc.hpp"
@@ -523,7 +523,7 @@ void RcResponder::execute_read(Qp &qp, const ParsedPacket &pkt) {
     const bool starts = opcode_seq(op).starts;
     const bool needs_recv = (is_send(op) && starts) || (is_write(op) && has_imm(op));
     if (needs_recv && !qp.recv_loaded) {
-        const SrqTake t = qp.srqn != 0           ? svc_.take_srq_wqe(qp)
+        const SrqTake t = qp.srqn != 0                      ? svc_.take_srq_wqe(qp)
                           : !rq_has_wqe(svc_.host(), qp.rq) ? SrqTake::Empty
                                                             : SrqTake::Ok;
         if (t == SrqTake::Empty) {
