@@ -196,7 +196,7 @@ int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	in.log_size = cq->log_size;
 	/* The grown input only with a record: an older device takes V1. */
 	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_CQ, &in,
-			      in.db_record ? sizeof(in) :
+			      cq->db_page ? sizeof(in) :
 			      OHCA_CREATE_CQ_IN_V1_SIZE, &cq->cqn, NULL);
 	ohca_pbl_free(dev, &mem);
 	if (err)

@@ -517,7 +517,7 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		in.srqn = cpu_to_le32(to_ohca_srq(init->srq)->srqn);
 	/* The grown input only with a record: an older device takes V1. */
 	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_QP, &in,
-			      in.rq_db_record ? sizeof(in) :
+			      qp->rq_db_page ? sizeof(in) :
 			      OHCA_CREATE_QP_IN_V1_SIZE, &qp->qpn, NULL);
 	/* The device copied the lists. */
 	ohca_pbl_free(dev, &rq_mem);
