@@ -7,8 +7,10 @@
  * in it (a reference count under the context's lock), and the pages a
  * context may pin are bounded.
  */
-#include <linux/scatterlist.h>
 #include <rdma/ib_umem.h>
+#ifdef OHCA_HAVE_RDMA_ITER_H
+#include <rdma/iter.h>
+#endif
 #include <rdma/uverbs_ioctl.h>
 
 #include "ohca_ib.h"
@@ -23,6 +25,16 @@ struct ohca_db_page {
 	struct ib_umem *umem;
 	unsigned int refs;		/* under uctx->db_lock */
 };
+
+/* The DMA address of the one page a record page's umem holds. */
+static dma_addr_t ohca_db_page_dma(struct ib_umem *umem)
+{
+	struct ib_block_iter biter;
+
+	rdma_umem_for_each_dma_block(umem, &biter, PAGE_SIZE)
+		return rdma_block_iter_dma_address(&biter);
+	return 0;
+}
 
 /**
  * ohca_db_record_map() - pin the page of a user doorbell record
@@ -80,8 +92,7 @@ struct ohca_db_page *ohca_db_record_map(struct ohca_ibdev *dev,
 	list_add(&page->list, &uctx->db_pages);
 	uctx->db_npages++;
 found:
-	*dma = sg_dma_address(page->umem->sgt_append.sgt.sgl) +
-	       (uaddr & ~PAGE_MASK);
+	*dma = ohca_db_page_dma(page->umem) + (uaddr & ~PAGE_MASK);
 out:
 	mutex_unlock(&uctx->db_lock);
 	return page;
