@@ -715,7 +715,7 @@ void ohca_qp_ex_init_ops(struct ohca_qp *qp, uint64_t send_ops)
  * doorbell of type @db for object @handle.
  */
 int ohca_post_recv_ring(struct ohca_context *ctx, struct ohca_wq *wq,
-			unsigned int db, uint32_t handle,
+			unsigned int db, uint32_t handle, bool ring_too,
 			struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	uint32_t posted = 0;
@@ -750,7 +750,11 @@ int ohca_post_recv_ring(struct ohca_context *ctx, struct ohca_wq *wq,
 	}
 	if (posted) {
 		udma_to_device_barrier();
-		ohca_ring_db(ctx, db, handle, wq->pi);
+		/* The record only: the device reads it when it needs a WQE. */
+		if (wq->dbrec)
+			ohca_dbrec_set(wq->dbrec, wq->pi);
+		if (!wq->dbrec || ring_too)
+			ohca_ring_db(ctx, db, handle, wq->pi);
 	}
 	pthread_spin_unlock(&wq->lock);
 	if (err)
@@ -768,8 +772,18 @@ int ohca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		*bad_wr = wr;
 		return EINVAL;
 	}
+	/*
+	 * With a record, the doorbell too outside RTR and RTS and after an
+	 * error completion: only a doorbell has WQEs posted in the error
+	 * state flushed.
+	 */
 	return ohca_post_recv_ring(to_ohca_ctx(ibqp->context), &qp->rq,
-				 OHCA_DB_RQ, qp->qpn, wr, bad_wr);
+				   OHCA_DB_RQ, qp->qpn,
+				   (ibqp->state != IBV_QPS_RTR &&
+				    ibqp->state != IBV_QPS_RTS) ||
+				   __atomic_load_n(&qp->rq.mmio_too,
+						   __ATOMIC_RELAXED),
+				   wr, bad_wr);
 }
 
 int ohca_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
@@ -778,7 +792,7 @@ int ohca_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	struct ohca_srq *srq = to_ohca_srq(ibsrq);
 
 	return ohca_post_recv_ring(to_ohca_ctx(ibsrq->context), &srq->wq,
-				 OHCA_DB_SRQ, srq->srqn, wr, bad_wr);
+				   OHCA_DB_SRQ, srq->srqn, true, wr, bad_wr);
 }
 
 static enum ibv_wc_status ohca_wc_status(uint8_t status)
@@ -972,6 +986,9 @@ static bool ohca_cqe_retire(struct ohca_cq *cq, const struct ohca_cqe *cqe)
 			return false;
 		cq->last_qp = qp;
 	}
+	/* The QP is in error: later receives need the doorbell too. */
+	if (qp->rq.dbrec && cqe->status != OHCA_CQE_SUCCESS)
+		__atomic_store_n(&qp->rq.mmio_too, true, __ATOMIC_RELAXED);
 	ohca_retire(qp, cqe);
 	return true;
 }
@@ -1007,8 +1024,12 @@ static void ohca_cq_update_ci(struct ohca_cq *cq, uint32_t old_ci)
 		return;
 	/* Entries read before the device may reuse their slots. */
 	udma_to_device_barrier();
-	ohca_ring_db(ohca_ctx_of_cq(cq), OHCA_DB_CQ, cq->cqn,
-		     cq->ci & OHCA_DB_CQ_CI_MASK);
+	/* The record only: the device reads it when the CQ looks full. */
+	if (cq->dbrec)
+		ohca_dbrec_set(cq->dbrec, cq->ci & OHCA_DB_CQ_CI_MASK);
+	else
+		ohca_ring_db(ohca_ctx_of_cq(cq), OHCA_DB_CQ, cq->cqn,
+			     cq->ci & OHCA_DB_CQ_CI_MASK);
 }
 
 static void ohca_cqe_to_wc(const struct ohca_cq *cq,

@@ -176,6 +176,8 @@ static struct verbs_context *ohca_alloc_context(struct ibv_device *ibdev,
 	if (err)
 		goto err_uninit;
 	ohca_set_device_caps(ctx, &resp.drv);
+	pthread_mutex_init(&ctx->dbrec_lock, NULL);
+	ctx->use_dbrec = ohca_dbrec_wanted(resp.drv.comp_mask);
 
 	err = ohca_query_limits(ctx);
 	if (err) {
@@ -187,14 +189,16 @@ static struct verbs_context *ohca_alloc_context(struct ibv_device *ibdev,
 	verbs_set_ops(&ctx->vctx, &ohca_ctx_ops);
 
 	verbs_debug(&ctx->vctx,
-		    "context on %s: doorbell page (%zu bytes) at %p, max inline %u, device caps %#x%s\n",
+		    "context on %s: doorbell page (%zu bytes) at %p, max inline %u, doorbell records %s, device caps %#x%s\n",
 		    ibdev->name, ctx->db_page_size, ctx->db_page,
-		    ctx->max_inline, ctx->device_caps,
+		    ctx->max_inline, ctx->use_dbrec ? "on" : "off",
+		    ctx->device_caps,
 		    resp.drv.comp_mask & OHCA_UCTX_RESP_DEVICE_CAPS ?
 		    "" : " (not sent by the kernel)");
 	return &ctx->vctx;
 
 err_unmap:
+	pthread_mutex_destroy(&ctx->dbrec_lock);
 	munmap(ctx->db_page, ctx->db_page_size);
 err_uninit:
 	verbs_uninit_context(&ctx->vctx);
@@ -214,6 +218,7 @@ static void ohca_free_context(struct ibv_context *ibctx)
 		free(ctx->qp_table[i]);
 	free(ctx->xrc_srqs);
 	free(ctx->wqs);
+	ohca_dbrec_cleanup(ctx);
 	pthread_mutex_destroy(&ctx->qp_table_lock);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);

@@ -56,6 +56,13 @@ struct ohca_context {
 	 */
 	uint32_t device_caps;
 	uint32_t refused_ops;
+	/*
+	 * Doorbell records (dbrec.c): used for CQs and RQs when the kernel
+	 * takes them; their pages, under dbrec_lock.
+	 */
+	bool use_dbrec;
+	pthread_mutex_t dbrec_lock;
+	struct ohca_dbrec_page *dbrec_pages;
 	/* Device limits (query_device at context creation). */
 	uint32_t max_qp_wr;
 	uint32_t max_sge;
@@ -122,6 +129,8 @@ struct ohca_cq {
 	uint32_t log_size;
 	uint32_t ci;		/* free-running consumer index */
 	uint32_t cqn;
+	/* Its doorbell record (the CI goes there, not to MMIO), or NULL. */
+	struct ohca_db_record *dbrec;
 	struct ohca_qp *last_qp;	/* lookup cache, under lock */
 	/* Extended CQ polling: from start_poll to end_poll, under lock. */
 	const struct ohca_cqe *cur_cqe;	/* the CQE read_* decode */
@@ -138,6 +147,15 @@ struct ohca_wq {
 	uint32_t pi;		/* free-running producer index */
 	uint32_t ci;		/* free-running: WQEs retired by CQEs */
 	uint32_t max_sge;
+	/*
+	 * An RQ's doorbell record, or NULL. Posting writes the PI there and
+	 * rings no MMIO doorbell while the QP is in RTR or RTS and has seen
+	 * no error completion (mmio_too): the device reads the record when a
+	 * request needs a WQE, but only a doorbell makes it flush WQEs
+	 * posted in the error state.
+	 */
+	struct ohca_db_record *dbrec;
+	bool mmio_too;
 };
 
 /*
@@ -336,8 +354,21 @@ int ohca_wq_init(struct ohca_wq *wq, struct ibv_pd *pd, uint64_t type);
 int ohca_wq_init_empty(struct ohca_wq *wq);
 void ohca_wq_fini(struct ohca_wq *wq);
 void ohca_wq_reset(struct ohca_wq *wq);
+/* dbrec.c */
+/* A doorbell record's index: one aligned 32-bit store. */
+static inline void ohca_dbrec_set(struct ohca_db_record *rec, uint32_t index)
+{
+	__atomic_store_n(&rec->index, htole32(index), __ATOMIC_RELAXED);
+}
+
+bool ohca_dbrec_wanted(uint32_t resp_comp_mask);
+struct ohca_db_record *ohca_dbrec_alloc(struct ohca_context *ctx);
+void ohca_dbrec_free(struct ohca_context *ctx, struct ohca_db_record *rec);
+void ohca_dbrec_cleanup(struct ohca_context *ctx);
+
+/* fastpath.c */
 int ohca_post_recv_ring(struct ohca_context *ctx, struct ohca_wq *wq,
-			unsigned int db, uint32_t handle,
+			unsigned int db, uint32_t handle, bool ring_too,
 			struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 
 /* wq.c */

@@ -200,6 +200,11 @@ static struct ohca_cq *ohca_cq_alloc(struct ibv_context *ibctx, int cqe,
 
 	cmd.drv.buf_addr = (uintptr_t)cq->ring.buf;
 	cmd.drv.log_size = log;
+	cq->dbrec = ohca_dbrec_alloc(ctx);
+	if (cq->dbrec) {
+		cmd.drv.comp_mask |= OHCA_CREATE_CQ_DB_RECORD;
+		cmd.drv.db_addr = (uintptr_t)cq->dbrec;
+	}
 	err = ibv_cmd_create_cq(ibctx, cqe, channel, comp_vector,
 				&cq->vcq.cq, &cmd.ibv_cmd, sizeof(cmd),
 				&resp.ibv_resp, sizeof(resp));
@@ -210,11 +215,12 @@ static struct ohca_cq *ohca_cq_alloc(struct ibv_context *ibctx, int cqe,
 	cq->cqn = resp.drv.cqn;
 	/* What the ring holds, whatever the kernel echoed. */
 	cq->vcq.cq.cqe = (int)((1u << log) - 1);
-	verbs_debug(&ctx->vctx, "cq %u: %u entries at %p\n", cq->cqn,
-		    1u << log, cq->ring.buf);
+	verbs_debug(&ctx->vctx, "cq %u: %u entries at %p, record %p\n",
+		    cq->cqn, 1u << log, cq->ring.buf, (void *)cq->dbrec);
 	return cq;
 
 err_ring:
+	ohca_dbrec_free(ctx, cq->dbrec);
 	ohca_ring_free(&cq->ring);
 err_lock:
 	pthread_spin_destroy(&cq->lock);
@@ -331,6 +337,9 @@ int ohca_resize_cq(struct ibv_cq *ibcq, int cqe)
 		cq->ring = ring;
 		cq->log_size = log;
 		cq->ci = 0;
+		/* The device's consumer index restarted at 0 too. */
+		if (cq->dbrec)
+			ohca_dbrec_set(cq->dbrec, 0);
 		ibcq->cqe = (int)((1u << log) - 1);
 		ring = old;
 	}
@@ -362,6 +371,7 @@ int ohca_destroy_cq(struct ibv_cq *ibcq)
 	err = ibv_cmd_destroy_cq(ibcq);
 	if (err)
 		return err;
+	ohca_dbrec_free(to_ohca_ctx(ibcq->context), cq->dbrec);
 	ohca_ring_free(&cq->ring);
 	pthread_spin_destroy(&cq->lock);
 	free(cq);
@@ -647,6 +657,11 @@ static struct ohca_qp *ohca_qp_alloc(struct ibv_context *ibctx,
 		cmd.drv.rq_buf_addr = (uintptr_t)qp->rq.ring.buf;
 		cmd.drv.rq_log_size = (uint8_t)qp->rq.log_size;
 		cmd.drv.rq_log_stride = (uint8_t)qp->rq.log_stride;
+		qp->rq.dbrec = ohca_dbrec_alloc(ctx);
+		if (qp->rq.dbrec) {
+			cmd.drv.comp_mask |= OHCA_CREATE_QP_DB_RECORD;
+			cmd.drv.rq_db_addr = (uintptr_t)qp->rq.dbrec;
+		}
 	}
 	cmd.drv.max_inline = qp->max_inline;
 
@@ -681,6 +696,7 @@ static struct ohca_qp *ohca_qp_alloc(struct ibv_context *ibctx,
 	return qp;
 
 err_rq:
+	ohca_dbrec_free(ctx, qp->rq.dbrec);
 	ohca_wq_fini(&qp->rq);
 err_sq:
 	ohca_wq_fini(&qp->sq);
@@ -794,6 +810,10 @@ void ohca_wq_reset(struct ohca_wq *wq)
 	__atomic_store_n(&wq->ci, 0, __ATOMIC_RELAXED);
 	if (wq->ring.buf)
 		memset(wq->ring.buf, 0, wq->ring.len);
+	/* The device's producer index restarted at 0 too. */
+	if (wq->dbrec)
+		ohca_dbrec_set(wq->dbrec, 0);
+	wq->mmio_too = false;
 	pthread_spin_unlock(&wq->lock);
 }
 
@@ -863,6 +883,7 @@ int ohca_destroy_qp(struct ibv_qp *ibqp)
 	}
 	if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
 		ohca_cq_clean(ibqp->recv_cq, qp);
+	ohca_dbrec_free(ctx, qp->rq.dbrec);
 	ohca_wq_fini(&qp->sq);
 	ohca_wq_fini(&qp->rq);
 	free(qp);

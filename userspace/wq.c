@@ -57,7 +57,7 @@ static int ohca_post_wq_recv(struct ibv_wq *ibwq, struct ibv_recv_wr *wr,
 	struct ohca_rwq *rwq = to_ohca_rwq(ibwq);
 
 	return ohca_post_recv_ring(to_ohca_ctx(ibwq->context), &rwq->wq,
-				   OHCA_DB_WQ, rwq->wqn, wr, bad_wr);
+				   OHCA_DB_WQ, rwq->wqn, true, wr, bad_wr);
 }
 
 struct ibv_wq *ohca_create_wq(struct ibv_context *ibctx,

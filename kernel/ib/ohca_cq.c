@@ -57,15 +57,26 @@ static int ohca_cq_create_user(struct ohca_ibdev *dev, struct ohca_cq *cq,
 	struct ohca_ucontext *uctx =
 		rdma_udata_to_drv_context(udata, struct ohca_ucontext,
 					  ibucontext);
+	dma_addr_t db_dma;
 	int err;
 
-	if (udata->inlen < sizeof(ucmd))
+	/* A provider from before doorbell records sends no db_addr. */
+	if (udata->inlen < offsetof(typeof(ucmd), db_addr))
 		return -EINVAL;
-	err = ib_copy_from_udata(&ucmd, udata, sizeof(ucmd));
+	err = ib_copy_from_udata(&ucmd, udata, min(sizeof(ucmd), udata->inlen));
 	if (err)
 		return err;
-	if (ucmd.comp_mask || !ohca_udata_tail_clear(udata, sizeof(ucmd)))
+	if ((ucmd.comp_mask & ~OHCA_CREATE_CQ_DB_RECORD) ||
+	    !ohca_udata_tail_clear(udata, sizeof(ucmd)))
 		return -EINVAL;
+	if (ucmd.comp_mask & OHCA_CREATE_CQ_DB_RECORD) {
+		if (udata->inlen < offsetofend(typeof(ucmd), db_addr))
+			return -EINVAL;
+		if (!ohca_db_record_ok(dev))
+			return -EOPNOTSUPP;
+	} else if (ucmd.db_addr) {
+		return -EINVAL;
+	}
 	if (ucmd.log_size < 1 || ucmd.log_size > OHCA_CQ_LOG_MAX ||
 	    BIT(ucmd.log_size) > le32_to_cpu(dev->cdev->attr.max_cqe) + 1) {
 		ibdev_dbg(&dev->ibdev, "CQ log_size %u out of range\n",
@@ -73,12 +84,24 @@ static int ohca_cq_create_user(struct ohca_ibdev *dev, struct ohca_cq *cq,
 		return -EINVAL;
 	}
 	cq->log_size = ucmd.log_size;
+	if (ucmd.comp_mask & OHCA_CREATE_CQ_DB_RECORD) {
+		cq->db_page = ohca_db_record_map(dev, uctx, ucmd.db_addr,
+						 &db_dma);
+		if (IS_ERR(cq->db_page)) {
+			err = PTR_ERR(cq->db_page);
+			cq->db_page = NULL;
+			return err;
+		}
+		in->db_record = cpu_to_le64(db_dma);
+	}
 	cq->umem = ohca_umem_ring(dev, ucmd.buf_addr,
 				  BIT(cq->log_size) * sizeof(struct ohca_cqe),
 				  &in->pbl, mem);
 	if (IS_ERR(cq->umem)) {
 		err = PTR_ERR(cq->umem);
 		cq->umem = NULL;
+		ohca_db_record_unmap(cq->db_page);
+		cq->db_page = NULL;
 		return err;
 	}
 	in->uar_index = cpu_to_le32(uctx->uar_index);
@@ -115,6 +138,8 @@ static void ohca_cq_free_buf(struct ohca_ibdev *dev, struct ohca_cq *cq)
 {
 	ib_umem_release(cq->umem);
 	cq->umem = NULL;
+	ohca_db_record_unmap(cq->db_page);
+	cq->db_page = NULL;
 	if (cq->ring)
 		dma_free_coherent(&dev->cdev->pdev->dev, cq->ring_bytes, cq->ring,
 				  cq->ring_dma);
@@ -169,8 +194,10 @@ int ohca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 
 	in.eqn = cpu_to_le32(cq->ceq->eqn);
 	in.log_size = cq->log_size;
-	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_CQ, &in, sizeof(in),
-			      &cq->cqn, NULL);
+	/* The grown input only with a record: an older device takes V1. */
+	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_CQ, &in,
+			      cq->db_page ? sizeof(in) :
+			      OHCA_CREATE_CQ_IN_V1_SIZE, &cq->cqn, NULL);
 	ohca_pbl_free(dev, &mem);
 	if (err)
 		goto err_free_buf;

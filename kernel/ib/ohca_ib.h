@@ -88,6 +88,10 @@ struct ohca_ucontext {
 	struct ib_ucontext ibucontext;	/* must be first */
 	u32 uar_index;
 	struct rdma_user_mmap_entry *db_entry;
+	/* Pinned pages of doorbell records (ohca_dbrec.c). */
+	struct mutex db_lock;
+	struct list_head db_pages;
+	u32 db_npages;
 };
 
 struct ohca_pd {
@@ -152,6 +156,7 @@ struct ohca_cq {
 	spinlock_t lock;
 	u32 ci;				/* free-running consumer index */
 	u32 foreign;			/* CQEs dropped: not this CQ's */
+	struct ohca_db_page *db_page;	/* user CQ: its doorbell record */
 	/* User CQ: serialises ohca_resize_cq()'s swap of umem and size. */
 	struct mutex resize_lock;
 	/* Kernel QPs whose SQ / RQ complete here (software flushes). */
@@ -178,6 +183,7 @@ struct ohca_qp {
 	enum ib_qp_type type;		/* RC, UC, UD, GSI, XRC_INI/TGT */
 	struct ohca_wq sq;
 	struct ohca_wq rq;
+	struct ohca_db_page *rq_db_page;	/* user RQ's doorbell record */
 	u32 max_inline;
 	u32 max_send_sge;
 	u32 max_recv_sge;
@@ -365,6 +371,12 @@ void ohca_pbl_free(struct ohca_ibdev *dev, struct ohca_pbl_mem *mem);
 struct ib_umem *ohca_umem_ring(struct ohca_ibdev *dev, u64 addr, size_t bytes,
 			       struct ohca_pbl *pbl, struct ohca_pbl_mem *mem);
 unsigned long ohca_pgsz_bitmap(struct ohca_ibdev *dev);
+struct ohca_db_page;
+struct ohca_db_page *ohca_db_record_map(struct ohca_ibdev *dev,
+					struct ohca_ucontext *uctx, u64 uaddr,
+					dma_addr_t *dma);
+void ohca_db_record_unmap(struct ohca_db_page *page);
+bool ohca_db_record_ok(struct ohca_ibdev *dev);
 u32 ohca_access_to_dev(int ib_access);
 int ohca_access_from_dev(u32 access);
 

@@ -209,17 +209,29 @@ static int ohca_qp_create_user(struct ohca_ibdev *dev, struct ohca_qp *qp,
 		rdma_udata_to_drv_context(udata, struct ohca_ucontext,
 					  ibucontext);
 	struct ib_qp_cap *cap = &init->cap;
-	struct ohca_ibv_create_qp ucmd;
+	struct ohca_ibv_create_qp ucmd = {};
+	dma_addr_t db_dma;
 	int err;
 
-	if (udata->inlen < sizeof(ucmd))
+	/* A provider from before doorbell records sends no rq_db_addr. */
+	if (udata->inlen < offsetof(typeof(ucmd), rq_db_addr))
 		return -EINVAL;
-	err = ib_copy_from_udata(&ucmd, udata, sizeof(ucmd));
+	err = ib_copy_from_udata(&ucmd, udata, min(sizeof(ucmd), udata->inlen));
 	if (err)
 		return err;
-	if (ucmd.comp_mask || ucmd.reserved ||
+	if ((ucmd.comp_mask & ~OHCA_CREATE_QP_DB_RECORD) || ucmd.reserved ||
 	    !ohca_udata_tail_clear(udata, sizeof(ucmd)))
 		return -EINVAL;
+	if (ucmd.comp_mask & OHCA_CREATE_QP_DB_RECORD) {
+		/* Only for a receive queue of its own. */
+		if (udata->inlen < offsetofend(typeof(ucmd), rq_db_addr) ||
+		    ohca_qp_no_rq(init))
+			return -EINVAL;
+		if (!ohca_db_record_ok(dev))
+			return -EOPNOTSUPP;
+	} else if (ucmd.rq_db_addr) {
+		return -EINVAL;
+	}
 
 	if (ohca_qp_no_rq(init) &&
 	    (ucmd.rq_buf_addr || ucmd.rq_log_size || ucmd.rq_log_stride)) {
@@ -274,14 +286,31 @@ static int ohca_qp_create_user(struct ohca_ibdev *dev, struct ohca_qp *qp,
 	if (IS_ERR(qp->rq.umem)) {
 		err = PTR_ERR(qp->rq.umem);
 		qp->rq.umem = NULL;
-		ohca_pbl_free(dev, sq_mem);
-		ib_umem_release(qp->sq.umem);
-		qp->sq.umem = NULL;
-		return err;
+		goto err_sq;
+	}
+	if (ucmd.comp_mask & OHCA_CREATE_QP_DB_RECORD) {
+		qp->rq_db_page = ohca_db_record_map(dev, uctx, ucmd.rq_db_addr,
+						    &db_dma);
+		if (IS_ERR(qp->rq_db_page)) {
+			err = PTR_ERR(qp->rq_db_page);
+			qp->rq_db_page = NULL;
+			goto err_rq;
+		}
+		in->rq_db_record = cpu_to_le64(db_dma);
 	}
 out:
 	in->uar_index = cpu_to_le32(uctx->uar_index);
 	return 0;
+
+err_rq:
+	ohca_pbl_free(dev, rq_mem);
+	ib_umem_release(qp->rq.umem);
+	qp->rq.umem = NULL;
+err_sq:
+	ohca_pbl_free(dev, sq_mem);
+	ib_umem_release(qp->sq.umem);
+	qp->sq.umem = NULL;
+	return err;
 }
 
 static void ohca_wq_free_kernel(struct ohca_ibdev *dev, struct ohca_wq *wq)
@@ -360,6 +389,8 @@ static void ohca_qp_free_bufs(struct ohca_ibdev *dev, struct ohca_qp *qp)
 	ib_umem_release(qp->sq.umem);
 	qp->rq.umem = NULL;
 	qp->sq.umem = NULL;
+	ohca_db_record_unmap(qp->rq_db_page);
+	qp->rq_db_page = NULL;
 	ohca_wq_free_kernel(dev, &qp->rq);
 	ohca_wq_free_kernel(dev, &qp->sq);
 }
@@ -484,8 +515,10 @@ int ohca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	in.max_inline = cpu_to_le32(qp->max_inline);
 	if (init->srq)
 		in.srqn = cpu_to_le32(to_ohca_srq(init->srq)->srqn);
-	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_QP, &in, sizeof(in),
-			      &qp->qpn, NULL);
+	/* The grown input only with a record: an older device takes V1. */
+	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_QP, &in,
+			      qp->rq_db_page ? sizeof(in) :
+			      OHCA_CREATE_QP_IN_V1_SIZE, &qp->qpn, NULL);
 	/* The device copied the lists. */
 	ohca_pbl_free(dev, &rq_mem);
 	ohca_pbl_free(dev, &sq_mem);

@@ -350,6 +350,9 @@ static int ohca_alloc_ucontext(struct ib_ucontext *ibuctx,
 	if (udata->outlen < offsetofend(typeof(resp), max_inline))
 		return -EINVAL;
 
+	mutex_init(&uctx->db_lock);
+	INIT_LIST_HEAD(&uctx->db_pages);
+	uctx->db_npages = 0;
 	/* The last doorbell pages are the administrator's (ohca_quota.c). */
 	err = ohca_quota_get(dev, OHCA_QUOTA_UCTX, true);
 	if (err)
@@ -381,6 +384,8 @@ static int ohca_alloc_ucontext(struct ib_ucontext *ibuctx,
 		resp.comp_mask |= OHCA_UCTX_RESP_DEVICE_CAPS;
 		resp.device_caps = le32_to_cpu(dev->cdev->attr.dev_caps);
 	}
+	if (ohca_db_record_ok(dev))
+		resp.comp_mask |= OHCA_UCTX_RESP_DB_RECORD;
 	err = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
 	if (err)
 		goto err_remove_entry;
@@ -393,6 +398,7 @@ err_dealloc_uar:
 	ohca_dealloc_uar(dev, uctx->uar_index);
 err_quota:
 	ohca_quota_put(dev, OHCA_QUOTA_UCTX);
+	mutex_destroy(&uctx->db_lock);
 	return err;
 }
 
@@ -403,6 +409,12 @@ static void ohca_dealloc_ucontext(struct ib_ucontext *ibuctx)
 	rdma_user_mmap_entry_remove(uctx->db_entry);
 	ohca_dealloc_uar(to_ohca_dev(ibuctx->device), uctx->uar_index);
 	ohca_quota_put(to_ohca_dev(ibuctx->device), OHCA_QUOTA_UCTX);
+	/*
+	 * Every CQ and QP is gone and with them their records' pages, but
+	 * for those of objects the device may still write (a failed destroy,
+	 * ohca_destroy_object()): they stay pinned, as those rings do.
+	 */
+	mutex_destroy(&uctx->db_lock);
 }
 
 /*

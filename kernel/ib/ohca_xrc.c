@@ -101,8 +101,8 @@ int ohca_create_xrc_tgt_qp(struct ohca_ibdev *dev, struct ohca_qp *qp,
 	qp->state = IB_QPS_RESET;
 	in.type = OHCA_QPT_XRC_TGT;
 	in.xrcdn = cpu_to_le32(ohca_xrcdn(init->xrcd));
-	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_QP, &in, sizeof(in),
-			      &qp->qpn, NULL);
+	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_QP, &in,
+			      OHCA_CREATE_QP_IN_V1_SIZE, &qp->qpn, NULL);
 	if (err)
 		goto err_mutex;
 	err = xa_insert_irq(&dev->qp_xa, qp->qpn, qp, GFP_KERNEL);

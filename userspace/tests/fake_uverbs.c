@@ -22,7 +22,10 @@
  * greps for them.  $FAKE_UVERBS_DEVICE_CAPS sets the device capabilities
  * GET_CONTEXT answers (hex OHCA_DEV_CAP_* bits; "none": the response of a
  * kernel from before device_caps, the word 0 and its comp_mask bit clear;
- * unset: every capability).  Test code, not part of the provider.
+ * unset: every capability).  $FAKE_UVERBS_DB_RECORD=1 answers
+ * OHCA_UCTX_RESP_DB_RECORD (a kernel that takes doorbell records) and
+ * accepts them in CREATE_CQ/CREATE_QP.  Test code, not part of the
+ * provider.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -140,6 +143,7 @@ static void *db_addr;
 
 struct fake_cq {
 	int used;
+	uint64_t db_addr;		/* its doorbell record, or 0 */
 	uint64_t buf_addr;
 	uint32_t log_size;
 	uint32_t cqe;
@@ -196,6 +200,33 @@ int fake_uverbs_cq(uint32_t cqn, void **ring, uint32_t *log_size)
 	*ring = (void *)(uintptr_t)fake_cqs[i].buf_addr;
 	*log_size = fake_cqs[i].log_size;
 	return 0;
+}
+
+/* The CQ's doorbell record (the provider's memory), or NULL. */
+void *fake_uverbs_cq_dbrec(uint32_t cqn);
+void *fake_uverbs_cq_dbrec(uint32_t cqn)
+{
+	uint32_t i = cqn - FAKE_CQN_BASE;
+
+	if (i >= FAKE_MAX_OBJ || !fake_cqs[i].used)
+		return NULL;
+	return (void *)(uintptr_t)fake_cqs[i].db_addr;
+}
+
+/* Whether GET_CONTEXT offers doorbell records. */
+static int fake_db_record(void)
+{
+	const char *v = getenv("FAKE_UVERBS_DB_RECORD");
+
+	return v && !strcmp(v, "1");
+}
+
+/* A record as the kernel takes it: its bit, 8-byte aligned, else none. */
+static int db_record_ok(uint32_t comp_mask, uint32_t bit, uint64_t addr)
+{
+	if (!(comp_mask & bit))
+		return !addr;
+	return fake_db_record() && addr && !(addr % OHCA_DB_RECORD_ALIGN);
 }
 
 /* cqn of the n-th created CQ still alive, in creation order (slot). */
@@ -350,7 +381,10 @@ static ssize_t create_cq(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 	      drv->log_size);
 	/* What the kernel checks before pinning the ring. */
 	if (drv->log_size < 1 || drv->log_size > OHCA_CQ_LOG_MAX ||
-	    (1u << drv->log_size) < cmd->cqe + 1 || drv->comp_mask ||
+	    (1u << drv->log_size) < cmd->cqe + 1 ||
+	    (drv->comp_mask & ~OHCA_CREATE_CQ_DB_RECORD) ||
+	    !db_record_ok(drv->comp_mask, OHCA_CREATE_CQ_DB_RECORD,
+			  drv->db_addr) ||
 	    !page_aligned_zeroed(drv->buf_addr,
 				 sizeof(struct ohca_cqe) << drv->log_size)) {
 		logf_("CREATE_CQ bad driver data");
@@ -363,6 +397,7 @@ static ssize_t create_cq(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 		return -1;
 	}
 	fake_cqs[i].buf_addr = drv->buf_addr;
+	fake_cqs[i].db_addr = drv->db_addr;
 	fake_cqs[i].log_size = drv->log_size;
 	fake_cqs[i].cqe = cmd->cqe;
 	resp.core.cq_handle = i + 1;
@@ -428,7 +463,9 @@ static ssize_t create_qp(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 			      (cmd->qp_type == IB_UVERBS_QPT_UD ?
 			       OHCA_UD_WQE_HDR_LEN : 64) ||
 	    drv->max_inline > FAKE_MAX_INLINE ||
-	    drv->comp_mask || drv->reserved ||
+	    (drv->comp_mask & ~OHCA_CREATE_QP_DB_RECORD) || drv->reserved ||
+	    !db_record_ok(drv->comp_mask, OHCA_CREATE_QP_DB_RECORD,
+			  drv->rq_db_addr) ||
 	    cmd->max_send_wr != 1u << drv->sq_log_size ||
 	    cmd->max_recv_wr != 1u << drv->rq_log_size ||
 	    !page_aligned_zeroed(drv->sq_buf_addr,
@@ -571,6 +608,8 @@ static ssize_t get_context(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 		resp.drv.device_caps = caps ? (uint32_t)strtoul(caps, NULL, 16) :
 					      FAKE_DEVICE_CAPS;
 	}
+	if (fake_db_record())
+		resp.drv.comp_mask |= OHCA_UCTX_RESP_DB_RECORD;
 	memcpy((void *)(uintptr_t)cmd->response, &resp, sizeof(resp));
 	logf_("GET_CONTEXT ok comp_mask=0x%x device_caps=0x%x",
 	      resp.drv.comp_mask, resp.drv.device_caps);

@@ -138,12 +138,12 @@ sed 's/^/    | /' "$work/verbs.out"
 expect "$work/verbs.fake" "ALLOC_PD in_words=4 out_words=1 " \
 	"ALLOC_PD: 16-byte ibv_alloc_pd, 4-byte response (no driver data)"
 expect "$work/verbs.fake" "REG_MR in_words=12 out_words=3 " "REG_MR: 48-byte ibv_reg_mr, 12-byte response"
-expect "$work/verbs.fake" "CREATE_CQ in_words=14 out_words=4 " \
-	"CREATE_CQ: 40-byte ibv_create_cq + 16-byte ohca_ibv_create_cq, 8+8-byte response"
+expect "$work/verbs.fake" "CREATE_CQ in_words=16 out_words=4 " \
+	"CREATE_CQ: 40-byte ibv_create_cq + 24-byte ohca_ibv_create_cq, 8+8-byte response"
 expect "$work/verbs.fake" "CREATE_CQ cqe=5 comp_channel=-1 buf_addr=0x[0-9a-f]*000 log_size=3" \
 	"CREATE_CQ driver data: page-aligned ring, log_size 3 for 5 CQEs"
-expect "$work/verbs.fake" "CREATE_QP in_words=24 out_words=10 " \
-	"CREATE_QP: 64-byte ibv_create_qp + 32-byte ohca_ibv_create_qp, 32+8-byte response"
+expect "$work/verbs.fake" "CREATE_QP in_words=26 out_words=10 " \
+	"CREATE_QP: 64-byte ibv_create_qp + 40-byte ohca_ibv_create_qp, 32+8-byte response"
 expect "$work/verbs.fake" "CREATE_QP type=2 .* caps wr 8/4 sge 4/3 inline 128 sig_all 0 sq 0x[0-9a-f]*000 log 3 stride 8 rq 0x[0-9a-f]*000 log 2 stride 6 max_inline 128" \
 	"CREATE_QP sizes: the rings' caps in the core request, logs and strides in the driver data"
 expect "$work/verbs.fake" "MODIFY_QP in_words=30 out_words=0 " "MODIFY_QP: 120-byte ibv_modify_qp"
@@ -188,6 +188,31 @@ expect "$work/nocaps-none.verbs" "device caps 0 \(not sent by the kernel\)" \
 expect "$work/nocaps-3f76.verbs" "does not execute 0x[0-9a-f]* \(device caps 0x3f76\)" \
 	"ibv_create_qp_ex says which send_ops_flags the device lacks"
 expect "$work/verbs.verbs" "device caps 0x3fff$" "the device's capabilities read from the ucontext response"
+expect "$work/verbs.verbs" "doorbell records off" \
+	"a kernel without OHCA_UCTX_RESP_DB_RECORD: MMIO doorbells for RQs and CQs"
+
+# Doorbell records: the RQ's producer index and the CQ's consumer index in
+# the provider's memory, no MMIO doorbell for them (the same checks, read
+# from the records), when the kernel offers them.
+echo "fakedev: ohca_verbs_fake_test with doorbell records (OHCA_UCTX_RESP_DB_RECORD)"
+if run dbrec "$work/sys" env FAKE_UVERBS_DB_RECORD=1 \
+	"$out/ohca_verbs_fake_test" ohca0; then
+	pass "ohca_verbs_fake_test with doorbell records exit 0"
+else
+	fail "ohca_verbs_fake_test with doorbell records exit non-zero"
+fi
+sed 's/^/    | /' "$work/dbrec.out"
+expect "$work/dbrec.verbs" "doorbell records on" "the provider uses records when the kernel offers them"
+expect "$work/dbrec.fake" "CREATE_CQ ok" "CREATE_CQ with a record accepted"
+if grep -qw "UNHANDLED\|bad" "$work/dbrec.fake"; then fail "malformed commands with records: $(grep -w "UNHANDLED\|bad" "$work/dbrec.fake")"; fi
+echo "fakedev: the same with OHCA_DB_RECORD=0 in the environment (MMIO doorbells)"
+if run dbrec0 "$work/sys" env FAKE_UVERBS_DB_RECORD=1 OHCA_DB_RECORD=0 \
+	"$out/ohca_verbs_fake_test" ohca0; then
+	fail "OHCA_DB_RECORD=0 still used records (the record checks passed)"
+else
+	pass "OHCA_DB_RECORD=0: no records (the record checks fail as expected)"
+fi
+expect "$work/dbrec0.verbs" "doorbell records off" "OHCA_DB_RECORD=0 turns records off"
 
 echo "fakedev: ohca_verbs_fake_test under valgrind memcheck (rings, CQEs, verbs_cq/verbs_qp/verbs_mr)"
 if run vgverbs "$work/sys" valgrind -q --error-exitcode=99 --leak-check=full \

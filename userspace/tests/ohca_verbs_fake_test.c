@@ -60,6 +60,9 @@ static int (*fake_cq)(uint32_t cqn, void **ring, uint32_t *log_size);
 static int (*fake_cqn)(int slot);
 static const struct ohca_ibv_create_qp *(*fake_qp)(
 	uint32_t qpn, const struct ib_uverbs_create_qp **core, uint8_t *state);
+static void *(*fake_cq_dbrec)(uint32_t cqn);
+/* FAKE_UVERBS_DB_RECORD=1: the kernel takes doorbell records. */
+static bool dbrec;
 
 static uint64_t rd(const void *base, size_t off, int bytes)
 {
@@ -122,6 +125,52 @@ static uint64_t dbv(uint32_t qn, uint32_t value)
 	return (uint64_t)value << 32 | qn;
 }
 
+/*
+ * The RQ's producer index as the device learns it: the OHCA_DB_RQ
+ * doorbell, or with doorbell records the QP's record, and then no
+ * doorbell (the QP is in RTS and has seen no error).
+ */
+static void check_rq_pi(int line, uint32_t qpn, uint32_t pi)
+{
+	const struct ohca_ibv_create_qp *k = fake_qp(qpn, NULL, NULL);
+
+	if (!dbrec) {
+		if (db_read(OHCA_DB_RQ) != dbv(qpn, pi)) {
+			printf("FAIL line %d: RQ doorbell 0x%" PRIx64 ", PI %u\n",
+			       line, db_read(OHCA_DB_RQ), pi);
+			failures++;
+		}
+		return;
+	}
+	if (!k || !(k->comp_mask & OHCA_CREATE_QP_DB_RECORD) ||
+	    rd((void *)(uintptr_t)k->rq_db_addr, 0, 4) != pi ||
+	    db_read(OHCA_DB_RQ) != 0) {
+		printf("FAIL line %d: RQ record of qp 0x%x not PI %u, or a doorbell 0x%" PRIx64 "\n",
+		       line, qpn, pi, db_read(OHCA_DB_RQ));
+		failures++;
+	}
+}
+
+/* The CQ's consumer index: the OHCA_DB_CQ doorbell, or its record. */
+static void check_cq_ci(int line, uint32_t cqn, uint32_t ci)
+{
+	void *rec = fake_cq_dbrec(cqn);
+
+	if (!dbrec) {
+		if (db_read(OHCA_DB_CQ) != dbv(cqn, ci)) {
+			printf("FAIL line %d: CQ doorbell 0x%" PRIx64 ", CI %u\n",
+			       line, db_read(OHCA_DB_CQ), ci);
+			failures++;
+		}
+		return;
+	}
+	if (!rec || rd(rec, 0, 4) != ci) {
+		printf("FAIL line %d: CQ record of cq 0x%x not CI %u\n", line,
+		       cqn, ci);
+		failures++;
+	}
+}
+
 static struct ibv_context *open_ohca(const char *name)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -146,7 +195,10 @@ static int resolve_hooks(void)
 	fake_qp = (const struct ohca_ibv_create_qp *(*)(
 		uint32_t, const struct ib_uverbs_create_qp **,
 		uint8_t *))dlsym(RTLD_DEFAULT, "fake_uverbs_qp");
-	return db_read && db_clear && fake_cq && fake_cqn && fake_qp ? 0 : -1;
+	fake_cq_dbrec = (void *(*)(uint32_t))dlsym(RTLD_DEFAULT,
+						   "fake_uverbs_cq_dbrec");
+	return db_read && db_clear && fake_cq && fake_cqn && fake_qp &&
+	       fake_cq_dbrec ? 0 : -1;
 }
 
 static int to_rts(struct ibv_qp *qp, uint32_t dest_qpn)
@@ -473,6 +525,9 @@ int main(int argc, char **argv)
 		printf("FAIL: fake_uverbs hooks not found (run under fakedev.sh)\n");
 		return 1;
 	}
+	dbrec = getenv("FAKE_UVERBS_DB_RECORD") &&
+		!strcmp(getenv("FAKE_UVERBS_DB_RECORD"), "1");
+	printf("doorbell records: %s\n", dbrec ? "on" : "off (MMIO doorbells)");
 	ctx = open_ohca(name);
 	if (!ctx) {
 		printf("FAIL: cannot open %s: %s\n", name, strerror(errno));
@@ -734,7 +789,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(wc[0].qp_num, qpn);
 	CHECK_EQ(wc[0].wc_flags, 0);
 	CHECK_EQ(wc[0].vendor_err, 0);
-	CHECK_EQ(db_read(OHCA_DB_CQ), dbv(dscq.cqn, 1));
+	check_cq_ci(__LINE__, dscq.cqn, 1);
 	swr[7].next = &swr[6];
 	swr[6].next = NULL;
 	rc = ibv_post_send(qp, &swr[7], &bad_s);
@@ -772,7 +827,7 @@ int main(int argc, char **argv)
 	rwr[1].num_sge = 3;
 	rc = ibv_post_recv(qp, &rwr[0], &bad_r);
 	CHECK(!rc, "post_recv: %s", strerror(rc));
-	CHECK_EQ(db_read(OHCA_DB_RQ), dbv(qpn, 2));
+	check_rq_pi(__LINE__, qpn, 2);
 	CHECK_EQ(rd(rq, 0, 8), 0xa0);
 	CHECK_EQ(rd(rq, 8, 1), 2);
 	CHECK_EQ(rd(rq, 16, 8), (uintptr_t)buf + 1);
@@ -797,7 +852,7 @@ int main(int argc, char **argv)
 	}
 	rc = ibv_post_recv(qp, &rwr[2], &bad_r);
 	CHECK(rc == ENOMEM && bad_r == &rwr[4], "full RQ: rc %d", rc);
-	CHECK_EQ(db_read(OHCA_DB_RQ), dbv(qpn, 4));
+	check_rq_pi(__LINE__, qpn, 4);
 
 	/* receive completions: imm as on the wire, RDMA_WITH_IMM */
 	push_cqe(&drcq, &(struct cqe_spec){ .wr_id = 0xa0, .qpn = qpn,
@@ -824,12 +879,12 @@ int main(int argc, char **argv)
 	CHECK_EQ(wc[1].wr_id, 0xa1);
 	CHECK_EQ(wc[1].opcode, IBV_WC_RECV_RDMA_WITH_IMM);
 	CHECK_EQ(ntohl(wc[1].imm_data), 0x01020304);
-	CHECK_EQ(db_read(OHCA_DB_CQ), dbv(drcq.cqn, 2));
+	check_cq_ci(__LINE__, drcq.cqn, 2);
 	n = ibv_poll_cq(rcq, 8, wc);
 	CHECK_EQ(n, 1);
 	CHECK_EQ(wc[0].wr_id, 0xa2);
 	CHECK_EQ(wc[0].wc_flags, 0);
-	CHECK_EQ(db_read(OHCA_DB_CQ), dbv(drcq.cqn, 3));
+	check_cq_ci(__LINE__, drcq.cqn, 3);
 	rwr[4].next = &rwr[5];
 	rwr[5] = rwr[4];
 	rwr[5].wr_id = 0xa5;
@@ -841,7 +896,7 @@ int main(int argc, char **argv)
 	rwr[7].next = NULL;
 	rc = ibv_post_recv(qp, &rwr[4], &bad_r);
 	CHECK(rc == ENOMEM && bad_r == &rwr[7], "3 RQ slots freed: rc %d", rc);
-	CHECK_EQ(db_read(OHCA_DB_RQ), dbv(qpn, 7));
+	check_rq_pi(__LINE__, qpn, 7);
 
 	/* error statuses and vendor errors */
 	push_cqe(&dscq, &(struct cqe_spec){ .wr_id = 0x10, .qpn = qpn,
@@ -876,7 +931,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(wc[2].status, IBV_WC_REM_ACCESS_ERR);
 	CHECK_EQ(wc[3].status, IBV_WC_GENERAL_ERR);
 	CHECK_EQ(wc[3].wr_id, 0x13);
-	CHECK_EQ(db_read(OHCA_DB_CQ), dbv(dscq.cqn, 7));
+	check_cq_ci(__LINE__, dscq.cqn, 7);
 	/* a stale wqe_index (before the consumer index) retired nothing */
 	rc = ibv_post_send(qp, &swr[6], &bad_s);
 	CHECK(rc == ENOMEM, "SQ still full: rc %d", rc);
@@ -907,12 +962,16 @@ int main(int argc, char **argv)
 			/* the previous pass's entries are not taken again */
 			CHECK_EQ(ibv_poll_cq(scq, 8, wc), 0);
 			total += batch;
-			CHECK_EQ(db_read(OHCA_DB_CQ),
-				 dbv(dscq.cqn, dscq.pi & OHCA_DB_CQ_CI_MASK));
+			check_cq_ci(__LINE__, dscq.cqn,
+				    dscq.pi & OHCA_DB_CQ_CI_MASK);
 		}
 		CHECK(dscq.pi >= 3 * 8, "only %u CQEs: %d passes", dscq.pi,
 		      total);
 	}
+
+	/* Doorbell records: polling rang no CQ doorbell at all. */
+	if (dbrec)
+		CHECK_EQ(db_read(OHCA_DB_CQ), 0);
 
 	/* ---- arming: a doorbell with the consumer index ---- */
 	CHECK_EQ(ibv_req_notify_cq(scq, 0), 0);
@@ -933,8 +992,7 @@ int main(int argc, char **argv)
 	CHECK(!rc, "modify to RESET: %s", strerror(rc));
 	CHECK(sq[0] == 0 && rq[0] == 0, "rings cleared");
 	CHECK_EQ(ibv_poll_cq(scq, 8, wc), 0);
-	CHECK_EQ(db_read(OHCA_DB_CQ),
-		 dbv(dscq.cqn, dscq.pi & OHCA_DB_CQ_CI_MASK));
+	check_cq_ci(__LINE__, dscq.cqn, dscq.pi & OHCA_DB_CQ_CI_MASK);
 	rc = to_rts(qp, qpn);
 	CHECK(!rc, "modify to RTS again: %s", strerror(rc));
 	swr[6].next = NULL;
@@ -1117,8 +1175,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(ibv_poll_cq(scq, 8, wc), 1);
 	CHECK_EQ(wc[0].wr_id, 0x9a);
 	CHECK_EQ(wc[0].qp_num, qp2->qp_num);
-	CHECK_EQ(db_read(OHCA_DB_CQ),
-		 dbv(dscq.cqn, dscq.pi & OHCA_DB_CQ_CI_MASK));
+	check_cq_ci(__LINE__, dscq.cqn, dscq.pi & OHCA_DB_CQ_CI_MASK);
 	/* and one arriving for a QP number nobody has is dropped too */
 	push_cqe(&dscq, &(struct cqe_spec){ .wr_id = 0x9c, .qpn = qpn,
 					   .opcode = OHCA_CQE_SEND });
@@ -1264,7 +1321,7 @@ int main(int argc, char **argv)
 		CHECK_EQ(ibv_next_poll(cx), ENOENT);
 		CHECK_EQ(db_read(OHCA_DB_CQ), 0);	/* slots still ours */
 		ibv_end_poll(cx);
-		CHECK_EQ(db_read(OHCA_DB_CQ), dbv(dx.cqn, 2));
+		check_cq_ci(__LINE__, dx.cqn, 2);
 		CHECK_EQ(ibv_start_poll(cx, &pa), ENOENT);
 
 		/* wr_bind_mw and wr_local_inv: the WQEs post_send's

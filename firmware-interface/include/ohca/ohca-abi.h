@@ -20,8 +20,10 @@
  * unknown comp_mask bits and nonzero reserved or trailing bytes. A
  * response's comp_mask names the optional fields the kernel filled in;
  * a field whose bit is clear (an older kernel, or a response buffer too
- * short to hold it) reads as 0 and means "not known". Requests define
- * no comp_mask bit yet.
+ * short to hold it) reads as 0 and means "not known". Requests define the
+ * comp_mask bits for doorbell records (enum ohca_create_cq_mask, enum
+ * ohca_create_qp_mask), offered when the ucontext response has
+ * OHCA_UCTX_RESP_DB_RECORD.
  */
 #define OHCA_UVERBS_ABI_VERSION		2
 
@@ -41,6 +43,14 @@ enum ohca_alloc_ucontext_resp_mask {
 	 * before, so an older kernel reads as none.
 	 */
 	OHCA_UCTX_RESP_DEVICE_CAPS	= 1u << 0,
+	/*
+	 * The kernel takes doorbell records (OHCA_CREATE_CQ_DB_RECORD,
+	 * OHCA_CREATE_QP_DB_RECORD) and the device keeps them: the provider
+	 * may keep a CQ's consumer index and an RQ's producer index in its
+	 * memory instead of writing MMIO doorbells. Without it (an older
+	 * kernel, or a device without OHCA_DEV_CAP_DB_RECORD), MMIO only.
+	 */
+	OHCA_UCTX_RESP_DB_RECORD	= 1u << 1,
 };
 
 /*
@@ -57,13 +67,23 @@ struct ohca_ibv_alloc_ucontext_resp {
 };
 
 /*
+ * Doorbell records (OHCA_UCTX_RESP_DB_RECORD): db_addr is the user address
+ * of a struct ohca_db_record (8-byte aligned, inside one page), which the
+ * kernel pins, one pin per page per context shared by the records in it.
+ */
+enum ohca_create_cq_mask {
+	OHCA_CREATE_CQ_DB_RECORD	= 1u << 0,	/* db_addr is valid */
+};
+
+/*
  * ibv_create_cq: the provider allocates the ring (a power-of-two number of
  * struct ohca_cqe, page aligned, zeroed) and the kernel pins it.
  */
 struct ohca_ibv_create_cq {
 	__aligned_u64 buf_addr;
 	__u32 log_size;
-	__u32 comp_mask;
+	__u32 comp_mask;		/* enum ohca_create_cq_mask */
+	__aligned_u64 db_addr;		/* OHCA_CREATE_CQ_DB_RECORD */
 };
 
 struct ohca_ibv_create_cq_resp {
@@ -95,6 +115,11 @@ struct ohca_ibv_resize_cq_resp {
  * rq_log_stride are 0.
  * max_inline is at most the ucontext response's.
  */
+enum ohca_create_qp_mask {
+	/* rq_db_addr is valid: the RQ's doorbell record (not on an SRQ) */
+	OHCA_CREATE_QP_DB_RECORD	= 1u << 0,
+};
+
 struct ohca_ibv_create_qp {
 	__aligned_u64 sq_buf_addr;
 	__aligned_u64 rq_buf_addr;
@@ -103,8 +128,9 @@ struct ohca_ibv_create_qp {
 	__u8 sq_log_stride;
 	__u8 rq_log_stride;
 	__u32 max_inline;
-	__u32 comp_mask;
+	__u32 comp_mask;		/* enum ohca_create_qp_mask */
 	__u32 reserved;
+	__aligned_u64 rq_db_addr;	/* OHCA_CREATE_QP_DB_RECORD */
 };
 
 struct ohca_ibv_create_qp_resp {

@@ -306,6 +306,13 @@ enum ohca_dev_caps {
 	 * doorbell and the limits after max_cq_mod_period in QUERY_DEVICE.
 	 */
 	OHCA_DEV_CAP_RSS		= 1u << 13,
+	/*
+	 * Doorbell records (struct ohca_db_record, ohca_queue.h): CREATE_CQ
+	 * and CREATE_QP take the input grown by db_record, the guest address
+	 * of a record that holds the CQ's consumer index or the RQ's producer
+	 * index instead of (or besides) the MMIO doorbell.
+	 */
+	OHCA_DEV_CAP_DB_RECORD		= 1u << 14,
 };
 
 /*
@@ -1096,8 +1103,19 @@ struct ohca_create_cq_in {
 	ohca_u8 log_size;		/* 1..OHCA_CQ_LOG_MAX */
 	ohca_u8 rsvd[7];
 	struct ohca_pbl pbl;
+	/*
+	 * (OHCA_DEV_CAP_DB_RECORD; in_len OHCA_CREATE_CQ_IN_V1_SIZE leaves it
+	 * out, as 0) 0, or the address of the CQ's doorbell record: its
+	 * index is the consumer index (bits 23:0, as OHCA_DB_CQ's), read by
+	 * the device when its own copy says the ring is full and before
+	 * RESIZE_CQ moves the unpolled CQEs. The OHCA_DB_CQ doorbell still
+	 * works (and is the only way to arm). Not 8-byte aligned: BAD_FIELD.
+	 */
+	ohca_le64 db_record;
 };
-OHCA_ASSERT_SIZE(struct ohca_create_cq_in, 32);
+#define OHCA_CREATE_CQ_IN_V1_SIZE	32
+OHCA_ASSERT_SIZE(struct ohca_create_cq_in, 40);
+OHCA_ASSERT_OFFSET(struct ohca_create_cq_in, db_record, OHCA_CREATE_CQ_IN_V1_SIZE);
 
 /*
  * 2^20 entries (32 MiB): libfabric's ofi_rxm over verbs (1.17) opens its
@@ -1272,8 +1290,21 @@ struct ohca_create_qp_in {
 	ohca_le32 srqn;
 	struct ohca_pbl sq_pbl;
 	struct ohca_pbl rq_pbl;
+	/*
+	 * (OHCA_DEV_CAP_DB_RECORD; in_len OHCA_CREATE_QP_IN_V1_SIZE leaves it
+	 * out, as 0) 0, or the address of the RQ's doorbell record: its index
+	 * is the RQ producer index, read by the device when a request needs a
+	 * receive WQE and none it knows of is left, and when the QP's receive
+	 * WQEs are flushed. A value behind the device's copy or more than the
+	 * RQ's size ahead of its consumer index is ignored, as such an
+	 * OHCA_DB_RQ doorbell is. The OHCA_DB_RQ doorbell still works. Only
+	 * with a receive queue of its own (else BAD_FIELD), 8-byte aligned.
+	 */
+	ohca_le64 rq_db_record;
 };
-OHCA_ASSERT_SIZE(struct ohca_create_qp_in, 64);
+#define OHCA_CREATE_QP_IN_V1_SIZE	64
+OHCA_ASSERT_SIZE(struct ohca_create_qp_in, 72);
+OHCA_ASSERT_OFFSET(struct ohca_create_qp_in, rq_db_record, OHCA_CREATE_QP_IN_V1_SIZE);
 OHCA_ASSERT_OFFSET(struct ohca_create_qp_in, srqn, 28);
 OHCA_ASSERT_OFFSET(struct ohca_create_qp_in, sq_pbl, 32);
 

@@ -138,6 +138,22 @@ enum ohca_eth_desc_flags {
 #define OHCA_DB_VALUE(qn, value)	(((uint64_t)(value) << 32) | (qn))
 
 /*
+ * (OHCA_DEV_CAP_DB_RECORD) A doorbell record: 8 bytes in guest memory,
+ * 8-byte aligned, named by CREATE_CQ's db_record or CREATE_QP's
+ * rq_db_record. The consumer stores the index there (after a write barrier
+ * that orders the WQEs, or the CQEs read, before it) instead of writing an
+ * MMIO doorbell; the device reads it by DMA only when it needs to, so a
+ * record costs no exit to the device. A record the device cannot read, or
+ * whose index fails the checks of the matching doorbell, is ignored.
+ */
+struct ohca_db_record {
+	ohca_le32 index;	/* RQ: producer index; CQ: CI, bits 23:0 */
+	ohca_le32 rsvd;		/* not read by the device */
+};
+OHCA_ASSERT_SIZE(struct ohca_db_record, 8);
+#define OHCA_DB_RECORD_ALIGN		8
+
+/*
  * Send work request opcodes (the ibv_wr_opcode numbering where one exists).
  * The memory-management ones (OHCA_DEV_CAP_FAST_REG) are executed by the
  * device in SQ order, before any later WQE is transmitted, send nothing on

@@ -355,11 +355,12 @@ TEST(Snapshot, ALoadIntoTheSameEngineReadsTheReceiveRingAgain) {
     }
 }
 
-// A stream of an engine before RSS QPs and on-demand paging (QP section
-// version 1, KEYS version 1, no WQ section), made by hand from the layout
-// those versions had: a QP record without its RSS slot (the u32 after the
-// flows), an MR without its ODP flag, KEYS without the page faults and
-// their waiting QPs. It loads, the device saves the stream of today again
+// A stream of an engine before RSS QPs, on-demand paging and doorbell
+// records (QP section version 1, KEYS and CQ version 1, no WQ section),
+// made by hand from the layout those versions had: a QP record without its
+// RSS slot (the u32 after the flows), no records after the QPs and CQs, an
+// MR without its ODP flag, KEYS without the page faults and their waiting
+// QPs. It loads, the device saves the stream of today again
 // byte for byte, and the traffic goes on.
 std::vector<uint8_t> with_section(const std::vector<uint8_t> &s, const char *tag, uint16_t version,
                                   size_t cut_at, size_t cut_len) {
@@ -392,6 +393,17 @@ TEST_F(RcSnapshot, AVersion1QpAndKeysStreamLoads) {
     ASSERT_EQ(qpn, sa.qp.qpn);
     ASSERT_EQ(rss, 0u);
     std::vector<uint8_t> v1 = with_section(v2, "QP  ", 1, kRss, 4);
+    // QP version 3 and CQ version 2 end with the doorbell records (none
+    // here: 12 zero bytes per QP and per CQ); the older versions had none.
+    const StateSection qps1 = state_section(v1, "QP  ");
+    v1 = with_section(v1, "QP  ", 1, qps1.len - 12, 12);
+    const StateSection cqs = state_section(v1, "CQ  ");
+    ASSERT_GE(cqs.len, 24u);
+    ASSERT_EQ(
+        std::vector<uint8_t>(v1.begin() + static_cast<std::ptrdiff_t>(cqs.body + cqs.len - 24),
+                             v1.begin() + static_cast<std::ptrdiff_t>(cqs.body + cqs.len)),
+        std::vector<uint8_t>(24, 0));
+    v1 = with_section(v1, "CQ  ", 1, cqs.len - 24, 24);
     const StateSection wqs = state_section(v1, "WQ  ");
     ASSERT_LT(wqs.at, v1.size());
     v1.erase(v1.begin() + static_cast<std::ptrdiff_t>(wqs.at),

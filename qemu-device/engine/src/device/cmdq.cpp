@@ -59,9 +59,12 @@ const std::array<Device::CmdSpec, OHCA_CMD_MAX> Device::kCommands = [] {
     OHCA_CMD(OHCA_CMD_DESTROY_PD, kHandle, 0, d.pds_.cmd_destroy_pd(c));
     OHCA_CMD(OHCA_CMD_CREATE_MR, sizeof(ohca_create_mr_in), kCreateOut, d.keys_.execute(c));
     OHCA_CMD(OHCA_CMD_DESTROY_MR, kHandle, 0, d.keys_.execute(c));
-    OHCA_CMD(OHCA_CMD_CREATE_CQ, sizeof(ohca_create_cq_in), kCreateOut, d.cqs_.cmd_create_cq(c));
+    // Grown compatibly (OHCA_DEV_CAP_DB_RECORD): the command checks in_len.
+    OHCA_CMD(OHCA_CMD_CREATE_CQ, OHCA_CREATE_CQ_IN_V1_SIZE, kCreateOut, d.cqs_.cmd_create_cq(c));
+    t[OHCA_CMD_CREATE_CQ].in_at_least = true;
     OHCA_CMD(OHCA_CMD_DESTROY_CQ, kHandle, 0, d.cqs_.cmd_destroy_cq(c));
-    OHCA_CMD(OHCA_CMD_CREATE_QP, sizeof(ohca_create_qp_in), kCreateOut, d.qps_.cmd_create_qp(c));
+    OHCA_CMD(OHCA_CMD_CREATE_QP, OHCA_CREATE_QP_IN_V1_SIZE, kCreateOut, d.qps_.cmd_create_qp(c));
+    t[OHCA_CMD_CREATE_QP].in_at_least = true;
     OHCA_CMD(OHCA_CMD_MODIFY_QP, sizeof(ohca_modify_qp_in), 0, d.qps_.cmd_modify_qp(c));
     OHCA_CMD(OHCA_CMD_QUERY_QP, kHandle, sizeof(ohca_qp_attr), d.qps_.cmd_query_qp(c));
     OHCA_CMD(OHCA_CMD_DESTROY_QP, kHandle, 0, d.qps_.cmd_destroy_qp(c));

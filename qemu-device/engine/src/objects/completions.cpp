@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Completions: send and receive CQEs, QP errors and flushes (Completions).
 #include "objects/completions.hpp"
+#include "objects/db_record.hpp"
 
 #include "link/byte_order.hpp"
 
@@ -93,6 +94,9 @@ void Completions::qp_to_error(Qp &qp) {
         return;
     }
     qp.state = OHCA_QPS_ERR;
+    // Receive WQEs posted through the record are flushed too (and the
+    // flush reads it again for those posted before the flush ends).
+    (void)refresh_rq_pi(host_, qp.rq);
     qp.resp.drop_pending();
     sched_.set_deadline(qp, 0);
     qp.rnr_wait = false;
@@ -150,6 +154,8 @@ void Completions::flush_qp(Qp &qp, unsigned int &budget) {
         qp.last_wqe_pending = false;
         events_.post_peer_event(OHCA_QP_EV_LAST_WQE_REACHED, qp.qpn);
     }
+    // Receive WQEs posted through the record are flushed too.
+    (void)refresh_rq_pi(host_, qp.rq);
     for (; budget > 0 && qp.rq.ci != qp.rq.pi; --budget) {
         ohca_recv_wqe w{};
         uint64_t wr_id = 0;

@@ -5,6 +5,7 @@
 #include "objects/cq.hpp"
 
 #include "link/byte_order.hpp"
+#include "objects/db_record.hpp"
 
 #include <array>
 #include <cstring>
@@ -89,9 +90,15 @@ bool CqTable::eq_doorbell(uint32_t eqn, uint32_t value) {
 }
 
 CmdResult CqTable::cmd_create_cq(const Command &cmd) {
+    // The input of ABI 1.6 or the one grown by db_record (beyond in_len
+    // the input reads as zero).
+    if (cmd.in_len != OHCA_CREATE_CQ_IN_V1_SIZE && cmd.in_len != sizeof(ohca_create_cq_in)) {
+        return {OHCA_STATUS_BAD_LEN, OHCA_CREATE_CQ_IN_V1_SIZE};
+    }
     const auto in = cmd.input<ohca_create_cq_in>();
     const uint32_t eqn = le(in.eqn);
     const uint32_t uar = le(in.uar_index);
+    const uint64_t record = le(in.db_record);
     if (eqn != 0 && find_eq(eqn) == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, eqn};
     }
@@ -104,8 +111,12 @@ CmdResult CqTable::cmd_create_cq(const Command &cmd) {
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_create_cq_in, rsvd), sizeof(in.rsvd))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
     }
+    if (!db_record_addr_ok(record)) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(ohca_create_cq_in, db_record)};
+    }
     Cq cq;
     cq.eqn = eqn;
+    cq.db_record = record;
     cq.uar = uar;
     cq.log_size = in.log_size;
     const auto r =
@@ -188,7 +199,9 @@ bool CqTable::post_one(uint32_t cqn, ohca_cqe cqe, bool solicited) {
         return false;
     }
     const uint32_t size = 1u << cq.log_size;
-    if (cq.pi - cq.ci >= size) {
+    // Full by the device's copy of the consumer index: its record may
+    // know better.
+    if (cq.pi - cq.ci >= size && !(refresh_cq_ci(host_, cq) && cq.pi - cq.ci < size)) {
         cq.error = true;
         events_.post_event(OHCA_EQE_CQ_ERROR, OHCA_CQ_ERR_OVERRUN, cqn, 0, 0);
         return false;

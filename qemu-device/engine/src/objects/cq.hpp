@@ -89,7 +89,7 @@ class CqTable {
     // Completion EQs and CQs (objects/snapshot.cpp), with their
     // moderation timers re-armed; the references they hold into 'refs'.
     void save(state::Writer &w) const;
-    void load(state::Reader &r, state::Refs &refs);
+    void load(state::Reader &r, uint16_t version, state::Refs &refs);
 
   private:
     static constexpr size_t kMaxHeld = 64;

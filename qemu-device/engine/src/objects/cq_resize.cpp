@@ -3,6 +3,7 @@
 // with the CQEs its consumer has not returned yet, all or nothing.
 #include "link/byte_order.hpp"
 #include "objects/cq.hpp"
+#include "objects/db_record.hpp"
 #include "objects/qp_table.hpp"
 
 #include <algorithm>
@@ -31,7 +32,9 @@ CmdResult CqTable::cmd_resize_cq(const Command &cmd, const QpTable &qps) {
     if (cq->error) {
         return {OHCA_STATUS_BAD_STATE, cqn};
     }
-    // What the consumer has not returned through the CQ doorbell.
+    // What the consumer has not returned through the CQ doorbell or its
+    // record.
+    (void)refresh_cq_ci(host_, *cq);
     const uint32_t n = cq->pi - cq->ci;
     // And what the device owes the CQ for work it has been given: a CQE
     // for each send WQE rung and not yet completed (unsignaled ones

@@ -8,6 +8,7 @@
 // these fields. Times travel relative to the engine's clock.
 #include "device/limits.hpp"
 #include "objects/cq.hpp"
+#include "objects/db_record.hpp"
 #include "objects/pd.hpp"
 #include "objects/qp_table.hpp"
 #include "objects/wq.hpp"
@@ -280,6 +281,14 @@ void QpTable::save(state::Writer &w) const {
         w.boolean(q.cc.np.sent);
         w.time(q.cc.np.last_cnp_ns);
         w.time(q.sched.pace.qp != nullptr ? q.sched.pace.deadline_ns : 0);
+    }
+    // Version 3: the RQs' doorbell records, in the same order, after
+    // every QP (a stream of version 2 is this one without them).
+    for (const auto &p : qps_) {
+        if (p) {
+            w.u64(p->rq.db_record);
+            w.u32(p->rq.record_errors);
+        }
     }
 }
 
@@ -583,6 +592,26 @@ void QpTable::load(state::Reader &r, uint16_t version, state::Refs &refs) {
         // at in the first run after the load.
         if (placed.state != OHCA_QPS_RESET) {
             d_.sched.mark_ready(placed);
+        }
+    }
+    if (version >= 3) {
+        load_records(r);
+    }
+}
+
+// The RQs' doorbell records (version 3), in the order the QPs were saved:
+// only for an RQ of the QP's own.
+void QpTable::load_records(state::Reader &r) {
+    for (auto &p : qps_) {
+        if (!p || !r.ok()) {
+            continue;
+        }
+        Qp &q = *p;
+        q.rq.db_record = r.u64();
+        q.rq.record_errors = r.u32();
+        const bool own_rq = q.rq.ring.npages() != 0 && q.srqn == 0;
+        if (r.ok() && (!db_record_addr_ok(q.rq.db_record) || (q.rq.db_record != 0 && !own_rq))) {
+            r.fail("QP: bad RQ doorbell record");
         }
     }
 }

@@ -7,6 +7,7 @@
 
 #include "link/byte_order.hpp"
 #include "objects/cq.hpp"
+#include "objects/db_record.hpp"
 #include "objects/pd.hpp"
 #include "objects/qp_state.hpp"
 #include "objects/srq.hpp"
@@ -79,6 +80,11 @@ uint64_t QpTable::cqes_owed(const Cq &cq) const {
 
 CmdResult QpTable::cmd_create_qp(const Command &cmd) {
     using In = ohca_create_qp_in;
+    // The input of ABI 1.6 or the one grown by rq_db_record (beyond
+    // in_len the input reads as zero).
+    if (cmd.in_len != OHCA_CREATE_QP_IN_V1_SIZE && cmd.in_len != sizeof(In)) {
+        return {OHCA_STATUS_BAD_LEN, OHCA_CREATE_QP_IN_V1_SIZE};
+    }
     const auto in = cmd.input<In>();
     const uint32_t pdn = le(in.pdn);
     const uint32_t scqn = le(in.send_cqn);
@@ -163,6 +169,11 @@ CmdResult QpTable::cmd_create_qp(const Command &cmd) {
     if (auto off = nonzero_at(cmd.in, offsetof(In, rsvd0), sizeof(in.rsvd0))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
     }
+    // A record only for an RQ of the QP's own.
+    const uint64_t rq_record = le(in.rq_db_record);
+    if (!db_record_addr_ok(rq_record) || (rq_record != 0 && (srqn != 0 || ini))) {
+        return {OHCA_STATUS_BAD_FIELD, offsetof(In, rq_db_record)};
+    }
     Pd *pd = d_.pds.find(pdn);
     if (pd == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, pdn};
@@ -202,6 +213,7 @@ CmdResult QpTable::cmd_create_qp(const Command &cmd) {
     qp.sq.log_stride = in.sq_log_stride;
     qp.rq.log_size = in.rq_log_size;
     qp.rq.log_stride = in.rq_log_stride;
+    qp.rq.db_record = rq_record;
     auto r = qp.sq.ring.load(d_.host, in.sq_pbl, uint64_t{qp.sq.size()} << qp.sq.log_stride,
                              d_.pbl.room());
     if (r.error != PageList::Error::None) {

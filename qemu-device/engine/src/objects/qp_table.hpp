@@ -101,6 +101,7 @@ class QpTable : public XrcSrqBorrowers {
     void save(state::Writer &w) const;
     // Version 2 of the section added RSS QPs' configuration slots.
     void load(state::Reader &r, uint16_t version, state::Refs &refs);
+    void load_records(state::Reader &r); // qp_snapshot.cpp
 
   private:
     void apply_state(Qp &qp, uint8_t next);

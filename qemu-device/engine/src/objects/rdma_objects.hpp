@@ -84,6 +84,10 @@ struct Cq {
     PageList ring;
     uint32_t pi = 0; // CQEs written, free running
     uint32_t ci = 0; // consumer index (24 bits significant in doorbells)
+    // Its doorbell record (db_record.hpp): 0, or where the consumer keeps
+    // the consumer index; record values refused, saturating.
+    uint64_t db_record = 0;
+    uint32_t record_errors = 0;
     bool arm_next = false;
     bool arm_solicited = false;
     bool error = false;
@@ -236,6 +240,10 @@ struct WorkQueue {
     PageList ring;
     uint32_t pi = 0; // producer index from doorbells
     uint32_t ci = 0; // next WQE the device consumes / retires
+    // An RQ's doorbell record (db_record.hpp): 0, or where the producer
+    // keeps the producer index; record values refused, saturating.
+    uint64_t db_record = 0;
+    uint32_t record_errors = 0;
     [[nodiscard]] uint32_t size() const { return 1u << log_size; }
     [[nodiscard]] uint64_t offset(uint32_t index) const {
         return uint64_t{index & (size() - 1)} << log_stride;

@@ -7,6 +7,7 @@
 // the objects it names must match at the end.
 #include "device/limits.hpp"
 #include "objects/cq.hpp"
+#include "objects/db_record.hpp"
 #include "objects/mcast.hpp"
 #include "objects/pd.hpp"
 #include "objects/srq.hpp"
@@ -118,9 +119,17 @@ void CqTable::save(state::Writer &w) const {
         w.u32(cq.mod_pending);
         w.time(cq.deadline_ns);
     }
+    // Version 2: the CQs' doorbell records, in the same order, after
+    // every CQ (a stream of version 1 is this one without them).
+    for (const auto &p : cqs_) {
+        if (p) {
+            w.u64(p->db_record);
+            w.u32(p->record_errors);
+        }
+    }
 }
 
-void CqTable::load(state::Reader &r, state::Refs &refs) {
+void CqTable::load(state::Reader &r, uint16_t version, state::Refs &refs) {
     reset();
     uint32_t n = r.count(DeviceLimits::max_eq, 16, "completion EQs");
     for (uint32_t k = 0; k < n && r.ok(); ++k) {
@@ -189,6 +198,16 @@ void CqTable::load(state::Reader &r, state::Refs &refs) {
         cqs_[c.cqn] = std::move(cq);
         if (deadline != 0) {
             timers_.set(c, deadline);
+        }
+    }
+    for (auto &p : cqs_) { // version 2: their doorbell records, in order
+        if (version < 2 || !p || !r.ok()) {
+            continue;
+        }
+        p->db_record = r.u64();
+        p->record_errors = r.u32();
+        if (r.ok() && !db_record_addr_ok(p->db_record)) {
+            r.fail("CQ: bad doorbell record");
         }
     }
 }

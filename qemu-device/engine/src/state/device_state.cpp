@@ -111,13 +111,13 @@ bool DeviceState::save(Device &d, std::vector<uint8_t> &out, std::string &why) {
     w.begin(kXrcds, 1);
     d.xrc_.save(w);
     w.end();
-    w.begin(kCqs, 1);
+    w.begin(kCqs, 2);
     d.cqs_.save(w);
     w.end();
     w.begin(kSrqs, 1);
     d.srqs_.save(w);
     w.end();
-    w.begin(kQps, 2);
+    w.begin(kQps, 3);
     d.qps_.save(w);
     w.end();
     w.begin(kWqs, 1);
@@ -250,14 +250,16 @@ bool DeviceState::load(Device &d, std::span<const uint8_t> in, std::string &why)
     r.enter(kXrcds, 1, "XRC domains");
     d.xrc_.load(r);
     r.leave();
-    r.enter(kCqs, 1, "CQs");
-    d.cqs_.load(r, refs);
+    // Version 2 added doorbell records.
+    const uint16_t cq_version = r.enter(kCqs, 2, "CQs");
+    d.cqs_.load(r, cq_version, refs);
     r.leave();
     r.enter(kSrqs, 1, "SRQs");
     d.srqs_.load(r, refs);
     r.leave();
-    // Version 2 added RSS QPs (their configuration slots).
-    const uint16_t qp_version = r.enter(kQps, 2, "QPs");
+    // Version 2 added RSS QPs (their configuration slots), 3 doorbell
+    // records.
+    const uint16_t qp_version = r.enter(kQps, 3, "QPs");
     d.qps_.load(r, qp_version, refs);
     r.leave();
     if (qp_version >= 2) { // an older engine saved no WQs (it refused to)

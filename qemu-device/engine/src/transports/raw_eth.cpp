@@ -5,6 +5,7 @@
 // length, no GRH). Per frame: one pass over at most max_flow rules and one
 // copy; nothing is allocated.
 #include "transports/raw_eth.hpp"
+#include "objects/db_record.hpp"
 
 #include "device/command.hpp"
 #include "link/byte_order.hpp"
@@ -378,7 +379,7 @@ void RawEth::deliver(Qp &qp, std::span<const uint8_t> frame) {
     }
     if ((qp.state != OHCA_QPS_RTR && qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD &&
          qp.state != OHCA_QPS_SQE) ||
-        qp.rq.ci == qp.rq.pi) {
+        !rq_has_wqe(svc_.host(), qp.rq)) {
         ++counters_.rx_dropped;
         return;
     }

@@ -7,6 +7,7 @@
 #include "transports/responder.hpp"
 #include "device/limits.hpp"
 #include "link/byte_order.hpp"
+#include "objects/db_record.hpp"
 #include "transports/credits.hpp"
 #include "transports/opcode_seq.hpp"
 #include "transports/xrc.hpp"
@@ -522,9 +523,9 @@ void RcResponder::execute_read(Qp &qp, const ParsedPacket &pkt) {
     const bool starts = opcode_seq(op).starts;
     const bool needs_recv = (is_send(op) && starts) || (is_write(op) && has_imm(op));
     if (needs_recv && !qp.recv_loaded) {
-        const SrqTake t = qp.srqn != 0           ? svc_.take_srq_wqe(qp)
-                          : qp.rq.ci == qp.rq.pi ? SrqTake::Empty
-                                                 : SrqTake::Ok;
+        const SrqTake t = qp.srqn != 0                      ? svc_.take_srq_wqe(qp)
+                          : !rq_has_wqe(svc_.host(), qp.rq) ? SrqTake::Empty
+                                                            : SrqTake::Ok;
         if (t == SrqTake::Empty) {
             ++svc_.counters().rnr_naks_sent;
             send_ack(qp, h.psn, static_cast<uint8_t>(kAethRnrNak | qp.attrs.min_rnr_timer));

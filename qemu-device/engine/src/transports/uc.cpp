@@ -12,6 +12,7 @@
 // packet is bounded by the MTU; nothing is allocated per packet once the
 // QP's one WQE copy has grown.
 #include "transports/uc.hpp"
+#include "objects/db_record.hpp"
 
 #include "transports/opcode_seq.hpp"
 
@@ -240,7 +241,7 @@ bool UcTransport::load_recv(Qp &qp) {
     if (qp.recv_loaded) {
         return true;
     }
-    if (qp.rq.ci == qp.rq.pi) {
+    if (!rq_has_wqe(svc_.host(), qp.rq)) {
         return false;
     }
     RecvWqe w;

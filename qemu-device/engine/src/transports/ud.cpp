@@ -5,6 +5,7 @@
 // otherwise it is dropped and counted. The receive buffer gets the 40-byte
 // GRH first. Work per packet and per WQE is bounded by the MTU.
 #include "transports/ud.hpp"
+#include "objects/db_record.hpp"
 
 #include "device/gid_table.hpp"
 #include "link/byte_order.hpp"
@@ -284,7 +285,7 @@ void UdTransport::receive(Qp &qp, const ParsedPacket &pkt) {
         drop(&RoceCounters::ud_rx_bad_qkey);
         return;
     }
-    if (qp.rq.ci == qp.rq.pi) {
+    if (!rq_has_wqe(svc_.host(), qp.rq)) {
         // No RNR for UD: the packet is lost.
         drop(&RoceCounters::ud_rx_no_wqe);
         return;

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Doorbell records: reading and checking them (db_record.hpp).
+#include "objects/db_record.hpp"
+
+#include "link/byte_order.hpp"
+
+#include <ohca/ohca_queue.h>
+
+namespace ohca {
+
+namespace {
+
+// The record's index, or false if it cannot be read.
+bool read_index(const Host &host, uint64_t addr, uint32_t &index) {
+    ohca_le32 raw = 0;
+    if (!host.read(addr + offsetof(ohca_db_record, index), &raw, sizeof(raw))) {
+        return false;
+    }
+    index = le(raw);
+    return true;
+}
+
+void count_error(uint32_t &errors) {
+    if (errors != UINT32_MAX) {
+        ++errors;
+    }
+}
+
+} // namespace
+
+bool db_record_addr_ok(uint64_t addr) {
+    return addr % OHCA_DB_RECORD_ALIGN == 0 && addr <= UINT64_MAX - sizeof(ohca_db_record);
+}
+
+bool refresh_rq_pi(const Host &host, WorkQueue &q) {
+    uint32_t pi = 0;
+    if (q.db_record == 0) {
+        return false;
+    }
+    if (!read_index(host, q.db_record, pi)) {
+        count_error(q.record_errors);
+        return false;
+    }
+    // As an OHCA_DB_RQ doorbell: not behind the device's copy, not more
+    // than the ring ahead of its consumer index.
+    const uint32_t ahead = pi - q.ci;
+    if (ahead > q.size() || ahead < q.pi - q.ci) {
+        count_error(q.record_errors);
+        return false;
+    }
+    const bool moved = pi != q.pi;
+    q.pi = pi;
+    return moved;
+}
+
+bool refresh_cq_ci(const Host &host, Cq &cq) {
+    uint32_t ci = 0;
+    if (cq.db_record == 0) {
+        return false;
+    }
+    if (!read_index(host, cq.db_record, ci)) {
+        count_error(cq.record_errors);
+        return false;
+    }
+    // As an OHCA_DB_CQ doorbell's consumer index: 24 bits, not beyond the
+    // CQEs written (a value behind the device's copy is such a value).
+    const uint32_t delta = (ci - cq.ci) & OHCA_DB_CQ_CI_MASK;
+    if ((ci & ~OHCA_DB_CQ_CI_MASK) != 0 || delta > cq.pi - cq.ci) {
+        count_error(cq.record_errors);
+        return false;
+    }
+    cq.ci += delta;
+    return delta != 0;
+}
+
+} // namespace ohca

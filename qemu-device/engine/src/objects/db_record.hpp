@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Doorbell records (OHCA_DEV_CAP_DB_RECORD): an RQ's producer index and a
+// CQ's consumer index kept by the consumer in guest memory, read by DMA
+// only when the device needs them (no receive WQE left, the CQ full), so
+// posting a receive or polling a CQ costs the guest no MMIO exit. A record
+// is checked as the matching MMIO doorbell is: a value it would refuse is
+// ignored and counted in the queue's record_errors.
+#pragma once
+
+#include "device/host.hpp"
+#include "objects/rdma_objects.hpp"
+
+#include <cstdint>
+
+namespace ohca {
+
+// 0 (no record) or an 8-byte aligned address below 2^64 - 8.
+[[nodiscard]] bool db_record_addr_ok(uint64_t addr);
+
+// The RQ's producer index from its record, if it has one: true if the
+// queue gained WQEs. One 4-byte DMA read.
+bool refresh_rq_pi(const Host &host, WorkQueue &q);
+
+// Whether the device may take a WQE of the RQ: its own copy of the
+// producer index says so, or its record does once read.
+[[nodiscard]] inline bool rq_has_wqe(const Host &host, WorkQueue &q) {
+    return q.ci != q.pi || refresh_rq_pi(host, q);
+}
+
+// The CQ's consumer index from its record, if it has one: true if it
+// moved. One 4-byte DMA read.
+bool refresh_cq_ci(const Host &host, Cq &cq);
+
+} // namespace ohca
