@@ -314,25 +314,34 @@ void RcRequester::credit_wait_expired(Qp &qp) {
     ++svc_.counters().credit_timeouts;
     const uint64_t now = svc_.host().now_ns();
     const uint64_t ceiling = local_ack_timeout_ns(qp);
-    const uint64_t waited = now > qp.ack_timer_start_ns ? now - qp.ack_timer_start_ns : 0;
+    const uint64_t since = qp.credit_wait_since_ns;
+    const uint64_t waited = now > since ? now - since : 0;
     if (waited < ceiling) {
         if (!svc_.tx_paused(qp)) {
-            PacketFields f;
-            f.bth.opcode = rc::kWriteOnly;
-            f.bth.dest_qp = qp.attrs.dest_qpn;
-            f.bth.psn = psn_add(qp.una_psn, kPsnMask);
-            f.bth.ack_req = true;
-            f.reth = Reth{0, 0, 0};
-            rc_emit(svc_, qp, f);
+            emit_ack_request(qp);
         }
         const uint64_t next = std::max(rto(qp), waited);
-        svc_.set_deadline(qp, qp.ack_timer_start_ns + std::min(waited + next, ceiling));
+        svc_.set_deadline(qp, since + std::min(waited + next, ceiling));
         return;
     }
     ++svc_.counters().credit_probes;
     qp.credit_wait = false;
     qp.credit_probe = true;
     svc_.mark_ready(qp);
+}
+
+// An ACK asked for without sending anything new: a zero-length RDMA WRITE
+// ONLY (AckReq) at the last acknowledged PSN, which the responder takes
+// as a duplicate -- nothing executed, no receive WQE used -- and answers
+// with an ACK of that PSN carrying its current credits.
+void RcRequester::emit_ack_request(const Qp &qp) {
+    PacketFields f;
+    f.bth.opcode = rc::kWriteOnly;
+    f.bth.dest_qp = qp.attrs.dest_qpn;
+    f.bth.psn = psn_add(qp.una_psn, kPsnMask);
+    f.bth.ack_req = true;
+    f.reth = Reth{0, 0, 0};
+    rc_emit(svc_, qp, f);
 }
 
 // A response after an ACK timeout (frto set), acknowledging every PSN up

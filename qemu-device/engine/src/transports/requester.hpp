@@ -60,6 +60,7 @@ class RcRequester {
     enum class NoProbe : uint8_t { Sent, AfterProbe, Full, Frto, Recovery, GoBack, Read };
     NoProbe tail_probe(Qp &qp);
     void credit_wait_expired(Qp &qp);
+    void emit_ack_request(const Qp &qp);
     // What a response after an ACK timeout says of it.
     enum class Frto : uint8_t { None, Spurious, Loss };
     Frto frto_decide(Qp &qp, uint32_t through);
