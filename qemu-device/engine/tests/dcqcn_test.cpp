@@ -629,8 +629,8 @@ TEST_F(DcqcnWire, AQueueGrowingToKmaxDelaysAcksButNothingExpires) {
     };
     std::deque<Frame> to_b;
     std::deque<Frame> to_a;
-    uint64_t free_at = 0;    // the bottleneck's queue empties then
-    uint64_t max_delay = 0;  // the longest a frame waited in it
+    uint64_t free_at = 0;   // the bottleneck's queue empties then
+    uint64_t max_delay = 0; // the longest a frame waited in it
     std::vector<ohca_cqe> sc;
     for (int i = 0; i < 20000 && sc.empty(); ++i) {
         a.host.now += kStep;
@@ -638,9 +638,9 @@ TEST_F(DcqcnWire, AQueueGrowingToKmaxDelaysAcksButNothingExpires) {
         const uint64_t now = a.host.now;
         auto deliver = [&](std::deque<Frame> &q, RdmaNode &to) {
             while (!q.empty() && q.front().at <= now) {
-                ASSERT_EQ(ohca_engine_receive_frame(to.e, q.front().bytes.data(),
-                                                    q.front().bytes.size()),
-                          OHCA_ENGINE_RX_CONSUMED);
+                ASSERT_EQ(
+                    ohca_engine_receive_frame(to.e, q.front().bytes.data(), q.front().bytes.size()),
+                    OHCA_ENGINE_RX_CONSUMED);
                 q.pop_front();
             }
         };

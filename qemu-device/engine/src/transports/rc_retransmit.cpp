@@ -192,8 +192,8 @@ RcRequester::NoProbe RcRequester::tail_probe(Qp &qp) {
     }
     const uint32_t newest = psn_add(qp.sent_psn, kPsnMask);
     const size_t i = wqe_at_psn(qp.inflight, newest);
-    if (qp.wqes_failed != 0 || psn_diff(qp.sent_psn, qp.una_psn) <= 0 ||
-        i == qp.inflight.size() || awaits_response(qp.inflight[i])) {
+    if (qp.wqes_failed != 0 || psn_diff(qp.sent_psn, qp.una_psn) <= 0 || i == qp.inflight.size() ||
+        awaits_response(qp.inflight[i])) {
         return NoProbe::Read;
     }
     ++svc_.counters().tail_probes;
