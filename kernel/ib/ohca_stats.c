@@ -69,7 +69,6 @@ static const struct rdma_stat_desc ohca_descs[] = {
 	OHCA_STAT(rc_timeouts_recovery),
 	OHCA_STAT(rc_timeouts_goback),
 	OHCA_STAT(rc_timeouts_read_newest),
-	OHCA_STAT(rc_rto_queue_holds),
 	/* InfiniBand port only: the last OHCA_IB_STATS */
 	OHCA_STAT(ib_rx_bad_dlid),
 	OHCA_STAT(ib_rx_vl15_dropped),

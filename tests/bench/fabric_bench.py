@@ -151,11 +151,7 @@ KEYS = ("mode", "senders", "line_rate_mbps", "throughput_mbps", "jain", "drops",
 # The guests' side. Every VM runs every cell (the idle ones only meet the
 # barriers); CELLS is "name:mode:senders ..." from the host.
 SCRIPT = r"""
-# ohca_cc_counters' line and the RTO's queue holds (rc_rto_*: docs/wire.md)
-snap() {
-	echo "$(ohca_cc_counters)" $(cd /sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters &&
-	     grep -H '' -- rc_rto_* 2>/dev/null | sed 's/:/=/')
-}
+snap() { ohca_cc_counters; }
 recv_ip=$(echo $OHCA_VM_IPS | cut -d' ' -f1)
 ohca_barrier all-up 300 || exit 1
 gid=$(ohca_gid_index)
@@ -448,9 +444,7 @@ WAITS = ("rc_tail_probes", "rc_timeouts_full", "rc_timeouts_no_rtt", "rc_timeout
          "rc_timeouts_read", "rc_credit_timeouts", "rc_credit_probes",
          # why a timeout was no tail-loss probe (neither after one nor full)
          "rc_timeouts_frto", "rc_timeouts_recovery", "rc_timeouts_goback",
-         "rc_timeouts_read_newest",
-         # expiries put off: the bytes outstanding at the QP's DCQCN rate
-         "rc_rto_queue_holds")
+         "rc_timeouts_read_newest")
 
 
 def summarize(name, mode, n, vms, window, unloaded, waits=None):

@@ -740,13 +740,9 @@ struct ohca_query_stats_out {
 	ohca_le64 rc_timeouts_read_newest;	/* the newest packet a READ or
 						 * atomic request (or a WQE
 						 * failed) */
-	ohca_le64 rc_rto_queue_holds;		/* ACK timer expiries put off:
-						 * the QP's bytes outstanding
-						 * need longer at its DCQCN
-						 * rate (no timeout) */
 };
 #define OHCA_QUERY_STATS_OUT_V1_SIZE	128
-OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 552);
+OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 544);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, eth_rx_errors, 112);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, roce_tx_pkts,
 		   OHCA_QUERY_STATS_OUT_V1_SIZE);
@@ -764,7 +760,6 @@ OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rc_tail_probes, 456);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rc_credit_probes, 504);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rc_timeouts_frto, 512);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rc_timeouts_read_newest, 536);
-OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rc_rto_queue_holds, 544);
 
 /*
  * OHCA_CMD_CC_PARAM: reads, or writes and reads back, one DCQCN parameter

@@ -292,7 +292,6 @@ CmdResult DeviceCommands::cmd_query_stats(const Command &cmd) {
     out.rc_timeouts_recovery = le(r.timeouts_recovery);
     out.rc_timeouts_goback = le(r.timeouts_goback);
     out.rc_timeouts_read_newest = le(r.timeouts_read_newest);
-    out.rc_rto_queue_holds = le(r.rto_queue_holds);
     if (const std::optional<IbPort> &ib = d_.port.state().ib) {
         const IbPortCounters &c = ib->counters();
         out.ib_rx_bad_dlid = le(c.bad_dlid);

@@ -312,10 +312,9 @@ struct Qp {
     // (responses of later READs, duplicate ACKs) do not go back again.
     bool recovering = false;
     uint32_t recover_psn = 0;
-    // When the ACK timer was last started: a DCQCN-limited QP's expiry is
-    // held up to its queue's delay from then (rc_retransmit.cpp,
-    // queue_hold_ns). (Until 2026-12-06 a spurious timeout's undo took the
-    // silence since then as a round-trip sample.)
+    // When the ACK timer was last started (until 2026-12-06 a spurious
+    // timeout's undo took the silence since then as a round-trip sample;
+    // now not read, kept in the snapshot's layout).
     uint64_t ack_timer_start_ns = 0;
     // The PSN after the last packet sent that asked for an ACK (AckReq: a
     // READ or atomic request, a message's last packet, ...): the ACK timer
@@ -356,8 +355,8 @@ struct Qp {
     // When the credit wait began (its ACK requests double from there up to
     // the local ACK timeout: rc_retransmit.cpp, credit_wait_expired). Its
     // own field, not the ACK timer's start: the two never run at once (a
-    // QP waits for credits only with nothing outstanding), but the ACK
-    // timer's start is restarted on progress and read by the queue hold.
+    // QP waits for credits only with nothing outstanding), but a wait that
+    // shares the timer's field breaks as soon as the timer's start is read.
     // In the snapshot it takes the slot of frto_since_ns, unused since
     // 2026-12-06 (an older snapshot's 0 there: a loaded credit wait sends
     // its one message past the limit at its next expiry).

@@ -31,29 +31,6 @@ uint64_t RcRequester::rto(const Qp &qp) const {
     return std::min(qp.rto_ns == 0 ? DeviceLimits::initial_rto_ns : qp.rto_ns, ceiling);
 }
 
-// How long the bytes the QP has outstanding take to reach the peer at the
-// rate its DCQCN reaction point allows it, doubled; 0 when no CNP has
-// limited it (or it is back at line rate). A switch that marks ECN keeps a
-// queue of up to Kmax (200 KB at 50 Mbit/s: 32 ms), and the QP's share of
-// it drains at about its own rate: by Little's law, bytes outstanding over
-// the rate is the round trip that queue implies, and it grows with the
-// queue at once, where the RTO follows a round trip later, by an eighth
-// per sample (and not at all after a probe: Karn). Twice that covers a
-// bottleneck that serves the QP at half its rate (the senders' rates
-// summing to twice the line while the queue grows). A real loss there
-// costs that long instead of the RTO -- the ACK could not have come
-// sooner anyway.
-uint64_t RcRequester::queue_hold_ns(const Qp &qp) {
-    const dcqcn::RpState &rp = qp.cc.rp;
-    const int32_t pkts = psn_diff(qp.sent_psn, qp.una_psn);
-    if (!rp.limited || rp.rc_kbps == 0 || pkts <= 0) {
-        return 0;
-    }
-    // bytes x 8 / (kb/s x 1000) s: at most 2^23 x 4096 x 8e6 < 2^59
-    const uint64_t bytes = uint64_t(pkts) * mtu_bytes(qp);
-    return 2 * bytes * 8'000'000 / rp.rc_kbps;
-}
-
 void RcRequester::restart_ack_timer(Qp &qp) {
     const uint64_t t = rto(qp);
     const uint64_t now = svc_.host().now_ns();
@@ -225,17 +202,6 @@ void RcRequester::timer_expired(Qp &qp) {
         (qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD)) {
         return;
     }
-    // A DCQCN-limited QP whose outstanding bytes need longer at its rate
-    // than the timer has run: the ACK is in the queue, not lost. The timer
-    // runs on to that, never past the local ACK timeout from its start.
-    RoceCounters &c = svc_.counters();
-    const uint64_t ceiling = local_ack_timeout_ns(qp);
-    const uint64_t hold = std::min(queue_hold_ns(qp), ceiling);
-    if (qp.ack_timer_start_ns + hold > svc_.host().now_ns()) {
-        ++c.rto_queue_holds;
-        svc_.set_deadline(qp, qp.ack_timer_start_ns + hold);
-        return;
-    }
     const NoProbe why = tail_probe(qp);
     if (why == NoProbe::Sent) {
         return;
@@ -246,9 +212,11 @@ void RcRequester::timer_expired(Qp &qp) {
     // that length use up retries, so a QP fails no sooner than IBTA's
     // retry_cnt x local ACK timeout -- a peer VM left unscheduled for a
     // while costs resends, not the connection.
+    const uint64_t ceiling = local_ack_timeout_ns(qp);
     const bool early = rto(qp) < ceiling;
     const size_t oldest = wqe_at_psn(qp.inflight, qp.una_psn);
     // Why it waited, counted (QUERY_STATS rc_timeouts_*).
+    RoceCounters &c = svc_.counters();
     ++c.timeouts;
     c.timeouts_full += early ? 0 : 1;
     c.timeouts_no_rtt += qp.srtt_ns == 0 && qp.rttvar_ns == 0 ? 1 : 0;

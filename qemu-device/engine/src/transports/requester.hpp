@@ -67,7 +67,6 @@ class RcRequester {
     void frto_undo(Qp &qp);
     static void seek(Qp &qp, uint32_t psn);
     [[nodiscard]] uint64_t rto(const Qp &qp) const;
-    static uint64_t queue_hold_ns(const Qp &qp);
     static void rtt_sample(Qp &qp, uint64_t r);
     // On-demand paging: whether the next packet's local buffers have
     // translations; false when the QP must wait (or the WQE failed).

@@ -69,9 +69,6 @@ struct RoceCounters {
     uint64_t timeouts_recovery = 0;
     uint64_t timeouts_goback = 0;
     uint64_t timeouts_read_newest = 0;
-    // ACK timer expiries put off (rc_retransmit.cpp, queue_hold_ns): the
-    // QP's bytes outstanding need longer at its DCQCN rate; not timeouts.
-    uint64_t rto_queue_holds = 0;
     uint64_t credit_timeouts = 0;
     uint64_t credit_probes = 0;
     uint64_t seq_naks_sent = 0;
