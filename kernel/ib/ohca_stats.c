@@ -65,6 +65,10 @@ static const struct rdma_stat_desc ohca_descs[] = {
 	OHCA_STAT(rc_timeouts_read),
 	OHCA_STAT(rc_credit_timeouts),
 	OHCA_STAT(rc_credit_probes),
+	OHCA_STAT(rc_timeouts_frto),
+	OHCA_STAT(rc_timeouts_recovery),
+	OHCA_STAT(rc_timeouts_goback),
+	OHCA_STAT(rc_timeouts_read_newest),
 	/* InfiniBand port only: the last OHCA_IB_STATS */
 	OHCA_STAT(ib_rx_bad_dlid),
 	OHCA_STAT(ib_rx_vl15_dropped),

@@ -441,7 +441,10 @@ def fabric_probe(d, waits, unloaded):
 
 # The hw counters that split the requesters' waits (ohca_cc_counters).
 WAITS = ("rc_tail_probes", "rc_timeouts_full", "rc_timeouts_no_rtt", "rc_timeouts_after_probe",
-         "rc_timeouts_read", "rc_credit_timeouts", "rc_credit_probes")
+         "rc_timeouts_read", "rc_credit_timeouts", "rc_credit_probes",
+         # why a timeout was no tail-loss probe (neither after one nor full)
+         "rc_timeouts_frto", "rc_timeouts_recovery", "rc_timeouts_goback",
+         "rc_timeouts_read_newest")
 
 
 def summarize(name, mode, n, vms, window, unloaded, waits=None):

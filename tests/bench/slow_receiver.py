@@ -97,7 +97,6 @@ def recv(dev, gidx, port, kind, n, period_ms, tclass):
     sock, _ = ls.accept()
     peer = exchange(sock, ctx, qp, gidx)
     to_rts(ctx, qp, gidx, peer, tclass)
-    sock.sendall(b"go\n")
     posted = 0
     start = time.monotonic()
     deadline = start + DEADLINE_S
@@ -111,7 +110,12 @@ def recv(dev, gidx, port, kind, n, period_ms, tclass):
             posted += 1
         time.sleep(0.001)
 
+    # The first receive WQE is posted before the sender may start: its
+    # first SEND goes before any AETH has told it the credits (the one
+    # message IBTA lets it send unasked), and arriving before that WQE
+    # it drew an RNR NAK even with credits (docs/bench.md, 2026-12-07).
     post_due()
+    sock.sendall(b"go\n")
     got = wait_cq(cq, n, deadline, post_due)
     if got != sorted(got):
         raise SystemExit(f"SLOWRX out of order: {got}")

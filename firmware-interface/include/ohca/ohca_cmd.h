@@ -732,9 +732,24 @@ struct ohca_query_stats_out {
 	ohca_le64 rc_credit_probes;		/* a message sent past the
 						 * credit limit after waiting
 						 * the local ACK timeout */
+	/*
+	 * Of rc_local_ack_timeouts in neither rc_timeouts_after_probe nor
+	 * rc_timeouts_full: why the expiry sent no tail-loss probe, the
+	 * first that applied (each such timeout counts in exactly one).
+	 */
+	ohca_le64 rc_timeouts_frto;		/* a timeout before it not yet
+						 * decided (F-RTO): a series */
+	ohca_le64 rc_timeouts_recovery;		/* a NAK's (or a READ's)
+						 * go-back under way */
+	ohca_le64 rc_timeouts_goback;		/* a go-back still resending
+						 * (after a timeout, an RNR
+						 * NAK) */
+	ohca_le64 rc_timeouts_read_newest;	/* the newest packet a READ or
+						 * atomic request (or a WQE
+						 * failed) */
 };
 #define OHCA_QUERY_STATS_OUT_V1_SIZE	128
-OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 512);
+OHCA_ASSERT_SIZE(struct ohca_query_stats_out, 544);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, eth_rx_errors, 112);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, roce_tx_pkts,
 		   OHCA_QUERY_STATS_OUT_V1_SIZE);
@@ -750,6 +765,8 @@ OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, mcast_rx_pkts, 392);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, ib_rx_port_not_ready, 448);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rc_tail_probes, 456);
 OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rc_credit_probes, 504);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rc_timeouts_frto, 512);
+OHCA_ASSERT_OFFSET(struct ohca_query_stats_out, rc_timeouts_read_newest, 536);
 
 /*
  * OHCA_CMD_CC_PARAM: reads, or writes and reads back, one DCQCN parameter

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <deque>
+#include <map>
 
 namespace ohca::test {
 namespace {
@@ -284,6 +285,11 @@ TEST_F(RttTest, TimeoutDoublesUpToTheLocalAckTimeout) {
     EXPECT_EQ(c.timeouts_after_probe, 1u);
     EXPECT_EQ(c.timeouts_no_rtt, 0u);
     EXPECT_EQ(c.timeouts_read, 0u);
+    // The three early ones after it refused no probe of their own: each
+    // came with the timeout before it undecided (F-RTO's resend out).
+    EXPECT_EQ(c.timeouts_frto, 3u);
+    EXPECT_EQ(c.timeouts_recovery + c.timeouts_goback + c.timeouts_read_newest, 0u);
+    EXPECT_EQ(a.stats().rc_timeouts_frto, 3u);
     EXPECT_GE(a.host.now - t.back(), ceiling);
 }
 
@@ -353,6 +359,7 @@ TEST_F(RttTest, BeforeAnySampleTheRtoDoublesToTheLocalAckTimeout) {
     EXPECT_EQ(ca().timeouts_no_rtt, 3u);
     EXPECT_EQ(ca().timeouts_full, 1u);
     EXPECT_EQ(ca().timeouts_after_probe, 1u);
+    EXPECT_EQ(ca().timeouts_frto, 1u); // the 800 ms one: a series
     EXPECT_EQ(ca().retry_exceeded, 0u);
 }
 
@@ -508,10 +515,13 @@ TEST_F(RttTest, DelayedReadResponsesGoBackAsBefore) {
     EXPECT_TRUE(same(side[0].buf + 0x80000, side[1].buf + 0x80000, 64 * 1024));
     EXPECT_GE(ca().timeouts, 1u);
     EXPECT_EQ(ca().spurious_timeouts, 0u);
-    // Each one with the READ oldest (rc_timeouts_read), none a probe's.
+    // Each one with the READ oldest (rc_timeouts_read), none a probe's:
+    // the READ request is the newest packet too (rc_timeouts_read_newest).
     EXPECT_EQ(ca().timeouts_read, ca().timeouts);
     EXPECT_EQ(a.stats().rc_timeouts_read, ca().timeouts);
     EXPECT_EQ(ca().tail_probes, 0u);
+    EXPECT_EQ(ca().timeouts_read_newest + ca().timeouts_full, ca().timeouts);
+    EXPECT_EQ(a.stats().rc_timeouts_read_newest, ca().timeouts_read_newest);
 }
 
 // A SEND that finds no receive WQE at a peer that stalled: the timeouts
@@ -806,6 +816,97 @@ TEST_F(RttTest, SeveralLostAtTheTailAreNakedOnTheProbe) {
     EXPECT_LE(sends_of(third)[1] - t4[1], 2 * one_way + 2 * step);
     EXPECT_EQ(ca().timeouts, 0u);
     EXPECT_EQ(ca().seq_naks_rcvd, 1u);
+}
+
+// Why a timeout was no tail-loss probe (rc_timeouts_recovery,
+// rc_timeouts_goback, rc_timeouts_read_newest; rc_timeouts_frto above):
+// each expiry that is neither after a probe nor at the local ACK timeout
+// counts in exactly one of them.
+
+// A packet in the middle of a WRITE lost, NAKed, and lost again in the
+// NAK's go-back: the responder NAKs a gap once, so only the ACK timer finds
+// it, with the recovery under way (no probe: the newest packet was sent
+// again already).
+TEST_F(RttTest, ALossInANaksGoBackTimesOutInRecovery) {
+    setup();
+    warm_up(30);
+    const uint32_t first = next_psn;
+    post_write(1, 8);
+    const uint32_t lost = psn_add(first, 3);
+    int lose = 2;
+    drop = [&](bool from_a, uint32_t p) { return from_a && p == lost && lose-- > 0; };
+    const size_t n = sends() + 1;
+    ASSERT_TRUE(run_for([&] { return sends() == n; }, 1000 * kMs));
+    drop = {};
+    EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
+    EXPECT_TRUE(same(side[0].buf, side[1].buf, 8 * 1024));
+    EXPECT_EQ(ca().seq_naks_rcvd, 1u);
+    EXPECT_EQ(ca().tail_probes, 0u);
+    EXPECT_EQ(ca().timeouts, 1u);
+    EXPECT_EQ(ca().timeouts_recovery, 1u);
+    EXPECT_EQ(a.stats().rc_timeouts_recovery, 1u);
+    EXPECT_EQ(ca().timeouts_frto + ca().timeouts_goback + ca().timeouts_read_newest, 0u);
+}
+
+// A WRITE of 32 packets lost, its probe too; the timeout's two resent
+// packets arrive, so their ACKs say the loss is real, and the go-back goes
+// on in a window cut to 4 (6 with their ACKs), whose packets are lost
+// again: the expiry finds the go-back still resending (no probe: the
+// newest packet has not gone again in it).
+TEST_F(RttTest, ALossInATimeoutsGoBackTimesOutInTheGoBack) {
+    setup();
+    warm_up(30);
+    const uint32_t first = next_psn;
+    const uint32_t last = post_write(1, 32);
+    std::map<uint32_t, int> seen;
+    drop = [&](bool from_a, uint32_t p) {
+        if (!from_a || psn_diff(p, first) < 0 || psn_diff(p, last) > 0) {
+            return false;
+        }
+        const int nth = ++seen[p];
+        const int32_t d = psn_diff(p, first);
+        // every first copy; the probe (the last one's second); the second
+        // copies of the go-back's first window after the two oldest
+        return nth == 1 || (nth == 2 && (p == last || (d >= 2 && d < 8)));
+    };
+    const size_t n = sends() + 1;
+    ASSERT_TRUE(run_for([&] { return sends() == n; }, 3000 * kMs));
+    drop = {};
+    EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
+    EXPECT_TRUE(same(side[0].buf, side[1].buf, 32 * 1024));
+    EXPECT_EQ(ca().tail_probes, 1u);
+    EXPECT_EQ(ca().timeouts_after_probe, 1u);
+    EXPECT_EQ(ca().timeouts, 2u);
+    EXPECT_EQ(ca().timeouts_goback, 1u);
+    EXPECT_EQ(a.stats().rc_timeouts_goback, 1u);
+    EXPECT_EQ(ca().timeouts_full, 0u);
+    EXPECT_EQ(ca().timeouts_after_probe + ca().timeouts_frto + ca().timeouts_recovery +
+                  ca().timeouts_goback + ca().timeouts_read_newest,
+              ca().timeouts);
+}
+
+// A WRITE's last packet lost and a READ behind it lost too: the newest
+// packet is the READ request, which a probe would restart, so the expiry
+// is a timeout (the oldest a WRITE: not rc_timeouts_read).
+TEST_F(RttTest, AReadNewestIsNoProbe) {
+    setup();
+    warm_up(30);
+    const uint32_t last = post_write(1, 4);
+    post_op(OHCA_WR_RDMA_READ, 2, 1, 0x80000);
+    const uint32_t read = psn_add(next_psn, kPsnMask);
+    std::map<uint32_t, int> seen;
+    drop = [&](bool from_a, uint32_t p) {
+        return from_a && (p == last || p == read) && ++seen[p] == 1;
+    };
+    const size_t n = sends() + 2;
+    ASSERT_TRUE(run_for([&] { return sends() == n; }, 2000 * kMs));
+    drop = {};
+    EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
+    EXPECT_EQ(ca().tail_probes, 0u);
+    EXPECT_EQ(ca().timeouts, 1u);
+    EXPECT_EQ(ca().timeouts_read_newest, 1u);
+    EXPECT_EQ(ca().timeouts_read, 0u);
+    EXPECT_EQ(a.stats().rc_timeouts_read_newest, 1u);
 }
 
 // The peer stands still for a second (a migration's stop, a host that did

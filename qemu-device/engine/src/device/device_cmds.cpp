@@ -288,6 +288,10 @@ CmdResult DeviceCommands::cmd_query_stats(const Command &cmd) {
     out.rc_timeouts_read = le(r.timeouts_read);
     out.rc_credit_timeouts = le(r.credit_timeouts);
     out.rc_credit_probes = le(r.credit_probes);
+    out.rc_timeouts_frto = le(r.timeouts_frto);
+    out.rc_timeouts_recovery = le(r.timeouts_recovery);
+    out.rc_timeouts_goback = le(r.timeouts_goback);
+    out.rc_timeouts_read_newest = le(r.timeouts_read_newest);
     if (const std::optional<IbPort> &ib = d_.port.state().ib) {
         const IbPortCounters &c = ib->counters();
         out.ib_rx_bad_dlid = le(c.bad_dlid);

@@ -238,7 +238,7 @@ void QpTable::save(state::Writer &w) const {
         w.u32(q.frto_ssthresh);
         w.u32(q.frto_cwnd_acked);
         w.u64(q.frto_rto_ns);
-        w.time(q.frto_since_ns);
+        w.time(q.credit_wait_since_ns); // (frto_since_ns until 2026-12-07)
         w.boolean(q.sq_draining);
         w.u32(q.ssn);
         w.u32(q.credit_lsn);
@@ -514,7 +514,7 @@ void QpTable::load(state::Reader &r, uint16_t version, state::Refs &refs) {
         q.frto_ssthresh = r.u32();
         q.frto_cwnd_acked = r.u32();
         q.frto_rto_ns = r.u64();
-        q.frto_since_ns = r.time();
+        q.credit_wait_since_ns = r.time();
         q.sq_draining = r.boolean();
         q.ssn = r.u32();
         q.credit_lsn = r.u32();

@@ -320,10 +320,9 @@ struct Qp {
     // (responses of later READs, duplicate ACKs) do not go back again.
     bool recovering = false;
     uint32_t recover_psn = 0;
-    // When the ACK timer was last started. (Until 2026-12-06 a spurious
+    // When the ACK timer was last started (until 2026-12-06 a spurious
     // timeout's undo took the silence since then as a round-trip sample;
-    // it is kept in the snapshot's layout, as are frto_rto_ns and
-    // frto_since_ns, which are no longer read.)
+    // now not read, kept in the snapshot's layout).
     uint64_t ack_timer_start_ns = 0;
     // The PSN after the last packet sent that asked for an ACK (AckReq: a
     // READ or atomic request, a message's last packet, ...): the ACK timer
@@ -349,8 +348,7 @@ struct Qp {
     uint32_t frto_cwnd = 0;
     uint32_t frto_ssthresh = 0;
     uint32_t frto_cwnd_acked = 0;
-    uint64_t frto_rto_ns = 0;   // the RTO before the timeout's backoff
-    uint64_t frto_since_ns = 0; // when the timer that expired was started
+    uint64_t frto_rto_ns = 0; // no longer read; kept in the snapshot's layout
     bool sq_draining = false;
     // End-to-end credits (transports/credits.hpp): the SSN of the last
     // message fetched, the limit the peer's AETHs allow, whether the peer
@@ -362,6 +360,15 @@ struct Qp {
     bool credits_unlimited = false;
     bool credit_probe = true;
     bool credit_wait = false;
+    // When the credit wait began (its ACK requests double from there up to
+    // the local ACK timeout: rc_retransmit.cpp, credit_wait_expired). Its
+    // own field, not the ACK timer's start: the two never run at once (a
+    // QP waits for credits only with nothing outstanding), but a wait that
+    // shares the timer's field breaks as soon as the timer's start is read.
+    // In the snapshot it takes the slot of frto_since_ns, unused since
+    // 2026-12-06 (an older snapshot's 0 there: a loaded credit wait sends
+    // its one message past the limit at its next expiry).
+    uint64_t credit_wait_since_ns = 0;
 
     // Responder.
     uint32_t epsn = 0;

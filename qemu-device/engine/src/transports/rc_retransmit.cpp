@@ -142,27 +142,42 @@ void RcRequester::recover_from(Qp &qp, uint32_t psn, bool timeout) {
 // costs one RTO and a round trip, and an ACK late by up to 3 RTOs costs
 // one packet, where each was a timeout (the window to its minimum, and
 // with one packet unacknowledged F-RTO cannot call it spurious: the ACK
-// of the resend and the original's are the same). A READ or atomic newest
-// (a request sent again restarts the responses), a go-back under way, a
-// QP whose RTO is its local ACK timeout (lossless priority, backed off)
-// time out as before. False: no probe; the expiry is a timeout.
-bool RcRequester::tail_probe(Qp &qp) {
+// of the resend and the original's are the same). Otherwise the expiry is
+// a timeout, and what refused the probe is returned (counted in
+// QUERY_STATS, rc_timeouts_*): a probe already out, an RTO at the QP's
+// local ACK timeout (lossless priority, backed off), a timeout before it
+// not yet decided (F-RTO), a NAK's go-back under way, a go-back still
+// resending, a READ or atomic newest (a request sent again restarts the
+// responses) or a failed WQE.
+RcRequester::NoProbe RcRequester::tail_probe(Qp &qp) {
     const uint64_t t = rto(qp);
     const uint64_t ceiling = local_ack_timeout_ns(qp);
-    if (qp.tlp_out || qp.frto != Qp::Frto::Off || qp.recovering || qp.wqes_failed != 0 ||
-        t >= ceiling || cursor_psn(qp) != qp.sent_psn || psn_diff(qp.sent_psn, qp.una_psn) <= 0) {
-        return false;
+    if (qp.tlp_out) {
+        return NoProbe::AfterProbe;
+    }
+    if (t >= ceiling) {
+        return NoProbe::Full;
+    }
+    if (qp.frto != Qp::Frto::Off) {
+        return NoProbe::Frto;
+    }
+    if (qp.recovering) {
+        return NoProbe::Recovery;
+    }
+    if (cursor_psn(qp) != qp.sent_psn) {
+        return NoProbe::GoBack;
     }
     const uint32_t newest = psn_add(qp.sent_psn, kPsnMask);
     const size_t i = wqe_at_psn(qp.inflight, newest);
-    if (i == qp.inflight.size() || awaits_response(qp.inflight[i])) {
-        return false;
+    if (qp.wqes_failed != 0 || psn_diff(qp.sent_psn, qp.una_psn) <= 0 || i == qp.inflight.size() ||
+        awaits_response(qp.inflight[i])) {
+        return NoProbe::Read;
     }
     ++svc_.counters().tail_probes;
     qp.rto_ns = std::min(t * 2, ceiling);
     go_back(qp, newest, true); // (Karn: stops the timing)
     qp.tlp_out = true;
-    return true;
+    return NoProbe::Sent;
 }
 
 void RcRequester::timer_expired(Qp &qp) {
@@ -187,8 +202,8 @@ void RcRequester::timer_expired(Qp &qp) {
         (qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD)) {
         return;
     }
-    const bool after_probe = qp.tlp_out;
-    if (tail_probe(qp)) {
+    const NoProbe why = tail_probe(qp);
+    if (why == NoProbe::Sent) {
         return;
     }
     // A timeout shorter than the QP's local ACK timeout (measured from the
@@ -205,8 +220,12 @@ void RcRequester::timer_expired(Qp &qp) {
     ++c.timeouts;
     c.timeouts_full += early ? 0 : 1;
     c.timeouts_no_rtt += qp.srtt_ns == 0 && qp.rttvar_ns == 0 ? 1 : 0;
-    c.timeouts_after_probe += after_probe ? 1 : 0;
+    c.timeouts_after_probe += why == NoProbe::AfterProbe ? 1 : 0;
     c.timeouts_read += oldest < qp.inflight.size() && awaits_response(qp.inflight[oldest]) ? 1 : 0;
+    c.timeouts_frto += why == NoProbe::Frto ? 1 : 0;
+    c.timeouts_recovery += why == NoProbe::Recovery ? 1 : 0;
+    c.timeouts_goback += why == NoProbe::GoBack ? 1 : 0;
+    c.timeouts_read_newest += why == NoProbe::Read ? 1 : 0;
     qp.rto_ns = std::min(rto(qp) * 2, ceiling);
     if (!early) {
         if (qp.retry_left == 0) {
@@ -263,25 +282,34 @@ void RcRequester::credit_wait_expired(Qp &qp) {
     ++svc_.counters().credit_timeouts;
     const uint64_t now = svc_.host().now_ns();
     const uint64_t ceiling = local_ack_timeout_ns(qp);
-    const uint64_t waited = now > qp.ack_timer_start_ns ? now - qp.ack_timer_start_ns : 0;
+    const uint64_t since = qp.credit_wait_since_ns;
+    const uint64_t waited = now > since ? now - since : 0;
     if (waited < ceiling) {
         if (!svc_.tx_paused(qp)) {
-            PacketFields f;
-            f.bth.opcode = rc::kWriteOnly;
-            f.bth.dest_qp = qp.attrs.dest_qpn;
-            f.bth.psn = psn_add(qp.una_psn, kPsnMask);
-            f.bth.ack_req = true;
-            f.reth = Reth{0, 0, 0};
-            rc_emit(svc_, qp, f);
+            emit_ack_request(qp);
         }
         const uint64_t next = std::max(rto(qp), waited);
-        svc_.set_deadline(qp, qp.ack_timer_start_ns + std::min(waited + next, ceiling));
+        svc_.set_deadline(qp, since + std::min(waited + next, ceiling));
         return;
     }
     ++svc_.counters().credit_probes;
     qp.credit_wait = false;
     qp.credit_probe = true;
     svc_.mark_ready(qp);
+}
+
+// An ACK asked for without sending anything new: a zero-length RDMA WRITE
+// ONLY (AckReq) at the last acknowledged PSN, which the responder takes
+// as a duplicate -- nothing executed, no receive WQE used -- and answers
+// with an ACK of that PSN carrying its current credits.
+void RcRequester::emit_ack_request(const Qp &qp) {
+    PacketFields f;
+    f.bth.opcode = rc::kWriteOnly;
+    f.bth.dest_qp = qp.attrs.dest_qpn;
+    f.bth.psn = psn_add(qp.una_psn, kPsnMask);
+    f.bth.ack_req = true;
+    f.reth = Reth{0, 0, 0};
+    rc_emit(svc_, qp, f);
 }
 
 // A response after an ACK timeout (frto set), acknowledging every PSN up

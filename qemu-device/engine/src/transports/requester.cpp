@@ -245,8 +245,8 @@ bool RcRequester::credit_allows(Qp &qp, const SendWr &w) {
             return true; // no timer to wait on: the probe goes now
         }
         qp.credit_wait = true;
-        qp.ack_timer_start_ns = svc_.host().now_ns(); // (the wait's start)
-        svc_.set_deadline(qp, qp.ack_timer_start_ns + t);
+        qp.credit_wait_since_ns = svc_.host().now_ns();
+        svc_.set_deadline(qp, qp.credit_wait_since_ns + t);
     }
     return false;
 }

@@ -55,8 +55,12 @@ class RcRequester {
     void advance_una(Qp &qp, uint32_t una);
     void fail(Qp &qp, uint8_t status, uint8_t verr);
     void restart_ack_timer(Qp &qp);
-    bool tail_probe(Qp &qp);
+    // Why an ACK timer expiry sent no tail-loss probe (Sent: it did), in
+    // the order tail_probe() asks; each but Sent is a timeout.
+    enum class NoProbe : uint8_t { Sent, AfterProbe, Full, Frto, Recovery, GoBack, Read };
+    NoProbe tail_probe(Qp &qp);
     void credit_wait_expired(Qp &qp);
+    void emit_ack_request(const Qp &qp);
     // What a response after an ACK timeout says of it.
     enum class Frto : uint8_t { None, Spurious, Loss };
     Frto frto_decide(Qp &qp, uint32_t through);

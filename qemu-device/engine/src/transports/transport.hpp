@@ -59,6 +59,16 @@ struct RoceCounters {
     uint64_t timeouts_no_rtt = 0;
     uint64_t timeouts_after_probe = 0;
     uint64_t timeouts_read = 0;
+    // Of 'timeouts' neither after a probe nor at the full local ACK
+    // timeout, why no tail-loss probe went (RcRequester::NoProbe, the
+    // first that applies): a timeout before it undecided (F-RTO), a NAK's
+    // go-back under way, a go-back still resending, a READ or atomic newest
+    // (or a failed WQE). A timeout in neither of those two counts in
+    // exactly one of these four.
+    uint64_t timeouts_frto = 0;
+    uint64_t timeouts_recovery = 0;
+    uint64_t timeouts_goback = 0;
+    uint64_t timeouts_read_newest = 0;
     uint64_t credit_timeouts = 0;
     uint64_t credit_probes = 0;
     uint64_t seq_naks_sent = 0;
