@@ -234,7 +234,7 @@ TEST_F(DbRecordRc, CreditsComeFromTheRecord) {
     EXPECT_EQ(poll_record().size(), 1u);
     ASSERT_FALSE(syndromes.empty());
     EXPECT_EQ(syndromes.back(), kAethAck | credits::code_for(2)); // 3 posted, 1 used
-    for (uint64_t i = 1; i < 4; ++i) { // one more than the 2 credits
+    for (uint64_t i = 1; i < 4; ++i) {                            // one more than the 2 credits
         s.wr_id = i;
         a.post_send(sa.qp, s);
     }
@@ -250,7 +250,7 @@ TEST_F(DbRecordRc, CreditsComeFromTheRecord) {
     a.post_send(sa.qp, s);
     pump(a, b, acks);
     EXPECT_EQ(poll_record().size(), 1u); // 50's
-    a.host.now += 1'000'000'000; // the requester's credit wait: its ACK request
+    a.host.now += 1'000'000'000;         // the requester's credit wait: its ACK request
     pump(a, b, acks);
     EXPECT_EQ(poll_record().size(), 1u); // 51's
     EXPECT_EQ(b.stats().rc_rnr_naks_sent, 0u);
