@@ -719,10 +719,12 @@ int ohca_post_recv_ring(struct ohca_context *ctx, struct ohca_wq *wq,
 			struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	uint32_t posted = 0;
+	bool was_empty;
 	int err = 0;
 	int i;
 
 	pthread_spin_lock(&wq->lock);
+	was_empty = ohca_wq_used(wq) == 0;
 	for (; wr; wr = wr->next) {
 		struct ohca_recv_wqe *wqe;
 		struct ohca_sge *sge;
@@ -750,10 +752,16 @@ int ohca_post_recv_ring(struct ohca_context *ctx, struct ohca_wq *wq,
 	}
 	if (posted) {
 		udma_to_device_barrier();
-		/* The record only: the device reads it when it needs a WQE. */
+		/*
+		 * The record only: the device reads it when it needs a WQE or
+		 * builds an ACK. Into an RQ that was empty (every receive
+		 * completed and polled), the doorbell too: the device may
+		 * have advertised zero credits, and only a doorbell has it
+		 * send the update that ends the requester's wait.
+		 */
 		if (wq->dbrec)
 			ohca_dbrec_set(wq->dbrec, wq->pi);
-		if (!wq->dbrec || ring_too)
+		if (!wq->dbrec || ring_too || was_empty)
 			ohca_ring_db(ctx, db, handle, wq->pi);
 	}
 	pthread_spin_unlock(&wq->lock);

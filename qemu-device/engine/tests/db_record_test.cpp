@@ -3,7 +3,10 @@
 // and CREATE_QP with and without them (the input of ABI 1.6 still works),
 // an RQ the device learns of only from its record, a CQ whose consumer
 // index only its record returns, hostile record values, migration.
+#include "link/roce_packet.hpp"
+#include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
+#include "transports/credits.hpp"
 
 #include <gtest/gtest.h>
 
@@ -136,12 +139,18 @@ class DbRecordRc : public ::testing::Test {
         a.connect(sa.qp, qb.qpn, b, 3, 14, 7, 7, kRemote, 4);
         b.connect(qb, sa.qp.qpn, a, 3, 14, 7, 7, kRemote, 4);
     }
-    // A receive WQE and the record, no doorbell.
-    void post_recv_record(uint64_t wr_id) {
+    // A receive WQE and the record; as the provider does, the doorbell too
+    // when every receive posted before was completed and polled (the
+    // device may have advertised zero credits), unless 'record_only'.
+    void post_recv_record(uint64_t wr_id, bool record_only = false) {
+        const bool was_empty = qb.rq_pi == rq_polled;
         b.put_recv_wqe(qb.rq + uint64_t{qb.rq_pi % qb.rq_size} * qb.rq_stride, wr_id,
                        {{buf + 256 * (wr_id % 64), 256, key}});
         ++qb.rq_pi;
         set_record(b, rq_rec, qb.rq_pi);
+        if (was_empty && !record_only) {
+            ohca_engine_db_write(b.e, qb.uar, OHCA_DB_RQ, OHCA_DB_VALUE(qb.qpn, qb.rq_pi), 8);
+        }
     }
     void send(uint64_t wr_id) {
         SendReq s;
@@ -162,6 +171,7 @@ class DbRecordRc : public ::testing::Test {
             }
             v.push_back(c);
             ++rcq.ci;
+            ++rq_polled; // the receive CQ is qb's alone
         }
         set_record(b, cq_rec, rcq.ci & OHCA_DB_CQ_CI_MASK);
         return v;
@@ -176,6 +186,7 @@ class DbRecordRc : public ::testing::Test {
     QpInfo qb;
     uint64_t rq_rec = 0;
     uint64_t cq_rec = 0;
+    uint32_t rq_polled = 0; // receive completions polled, as the provider counts
 };
 
 // Receives posted through the record only are found when a SEND needs
@@ -183,8 +194,9 @@ class DbRecordRc : public ::testing::Test {
 // returned through its record only (no CQ doorbell at all).
 TEST_F(DbRecordRc, RecordDrivenRqAndCq) {
     uint64_t got = 0;
+    post_recv_record(100); // one spare: every later post goes to the record alone
     for (uint64_t i = 0; i < 40; ++i) {
-        post_recv_record(100 + i);
+        post_recv_record(101 + i);
         send(i);
         const auto v = poll_record();
         ASSERT_EQ(v.size(), 1u) << i;
@@ -198,13 +210,59 @@ TEST_F(DbRecordRc, RecordDrivenRqAndCq) {
     EXPECT_EQ(a.poll(sa.scq).size(), 40u);
 }
 
-// Without a receive posted, a SEND gets an RNR NAK (the responder
-// advertised no credits it cannot keep: "invalid"); once the record has
-// one, the retry lands.
+// The responder's ACKs advertise the receives the record holds (real
+// credits, not "invalid"), read when the ACK is built. A post into an RQ
+// seen empty rings the doorbell too, whose credit update releases a
+// waiting requester at once; after a record-only post the requester's
+// ACK request one RTO later finds the record moved. No RNR NAK either way.
+TEST_F(DbRecordRc, CreditsComeFromTheRecord) {
+    for (uint64_t i = 0; i < 3; ++i) {
+        post_recv_record(40 + i);
+    }
+    std::vector<uint8_t> syndromes;
+    auto acks = [&](bool from_a, std::vector<uint8_t> &f) {
+        ParsedPacket p;
+        if (!from_a && parse_roce_frame(f, p) == ParseError::None && p.fields.aeth) {
+            syndromes.push_back(p.fields.aeth->syndrome);
+        }
+        return false;
+    };
+    SendReq s;
+    s.sges = {{sa.buf, 64, sa.key}};
+    a.post_send(sa.qp, s);
+    pump(a, b, acks);
+    EXPECT_EQ(poll_record().size(), 1u);
+    ASSERT_FALSE(syndromes.empty());
+    EXPECT_EQ(syndromes.back(), kAethAck | credits::code_for(2)); // 3 posted, 1 used
+    for (uint64_t i = 1; i < 4; ++i) {                            // one more than the 2 credits
+        s.wr_id = i;
+        a.post_send(sa.qp, s);
+    }
+    pump(a, b, acks);
+    EXPECT_EQ(poll_record().size(), 2u);
+    EXPECT_EQ(syndromes.back(), kAethAck | credits::code_for(0));
+    post_recv_record(50); // into an empty RQ: the doorbell too
+    pump(a, b, acks);
+    EXPECT_EQ(b.stats().rc_rnr_naks_sent, 0u);
+    EXPECT_EQ(a.stats().rc_credit_timeouts, 0u);
+    post_recv_record(51); // 50 used, not yet polled: the record alone
+    s.wr_id = 5;
+    a.post_send(sa.qp, s);
+    pump(a, b, acks);
+    EXPECT_EQ(poll_record().size(), 1u); // 50's
+    a.host.now += 1'000'000'000;         // the requester's credit wait: its ACK request
+    pump(a, b, acks);
+    EXPECT_EQ(poll_record().size(), 1u); // 51's
+    EXPECT_EQ(b.stats().rc_rnr_naks_sent, 0u);
+    EXPECT_GE(a.stats().rc_credit_timeouts, 1u);
+}
+
+// Without a receive posted, a SEND (the first: no credits known yet) gets
+// an RNR NAK; once the record has one, the retry lands (no doorbell).
 TEST_F(DbRecordRc, RnrUntilTheRecordMoves) {
     send(1);
     EXPECT_TRUE(poll_record().empty());
-    post_recv_record(7);
+    post_recv_record(7, true);
     a.host.now += 1'000'000'000; // past any RNR timer
     pump(a, b);
     const auto v = poll_record();
@@ -244,11 +302,15 @@ TEST_F(DbRecordRc, HostileRqRecordIgnored) {
 TEST_F(DbRecordRc, HostileCqRecordOverruns) {
     for (uint64_t i = 0; i < 4; ++i) {
         post_recv_record(20 + i);
+    }
+    for (uint64_t i = 0; i < 4; ++i) {
         send(i);
     }
     set_record(b, cq_rec, 0x00800000); // not a consumer index it could have
     post_recv_record(30);
     send(9);
+    a.host.now += 1'000'000'000; // zero credits: the ACK request finds 30
+    pump(a, b);
     bool overrun = false;
     for (const auto &ev : b.events()) {
         overrun |= ev.type == OHCA_EQE_CQ_ERROR && ev.param0 == rcq.cqn;

@@ -48,13 +48,14 @@ static_assert(code_for(0) == 0 && code_for(5) == 4 && code_for(6) == 5 && code_f
 }
 
 // Whether the responder of this QP generates credits: an RC QP with its
-// own receive queue (a QP on an SRQ, an XRC target: "invalid") rung by
-// MMIO doorbells. With a doorbell record the device learns of new receive
-// WQEs only when it needs one, so it could not send the credit update
-// that ends a requester's wait after zero credits: "invalid", and a SEND
-// that finds no WQE gets an RNR NAK, as on an SRQ.
+// own receive queue (a QP on an SRQ, an XRC target: "invalid"). With a
+// doorbell record the count is the record's, read when an ACK is built;
+// the provider rings the RQ doorbell too when it posts into an RQ it saw
+// empty (the device may have sent zero credits: the doorbell has it send
+// the update), and a requester still waiting after a record-only post
+// asks with its ACK request one RTO later (rc_credit_timeouts).
 [[nodiscard]] inline bool generates(const Qp &qp) {
-    return qp.type == OHCA_QPT_RC && qp.srqn == 0 && qp.rq.db_record == 0;
+    return qp.type == OHCA_QPT_RC && qp.srqn == 0;
 }
 
 } // namespace ohca::credits

@@ -50,7 +50,9 @@ uint8_t RcResponder::ack_syndrome(Qp &qp) {
     if (!credits::generates(qp)) {
         return static_cast<uint8_t>(kAethAck | credits::kInvalid);
     }
-    // The doorbell keeps pi within the ring's size of ci.
+    // The doorbell (or the record's checks) keeps pi within the ring's
+    // size of ci. A record is read here: one 4-byte DMA per ACK sent.
+    (void)refresh_rq_pi(svc_.host(), qp.rq);
     const uint8_t code = credits::code_for(qp.rq.pi - qp.rq.ci);
     qp.credits_zero_sent = code == 0;
     return static_cast<uint8_t>(kAethAck | code);

@@ -41,7 +41,7 @@ class RcResponder {
     bool execute_write(Qp &qp, const ParsedPacket &pkt);
     void acknowledge(Qp &qp, const ParsedPacket &pkt);
 
-    static uint8_t ack_syndrome(Qp &qp);
+    uint8_t ack_syndrome(Qp &qp);
     // 'coalesce': the request was looped back, so a plain ACK may wait in
     // the QP's response queue for the visit after this run of packets.
     void send_ack(Qp &qp, uint32_t psn, uint8_t syndrome, bool coalesce = false);
