@@ -378,11 +378,9 @@ bool CqTable::cq_doorbell(uint32_t page, uint32_t cqn, uint32_t value) {
         return false;
     }
     Cq &cq = *cqs_[cqn];
-    const uint32_t delta = (value - cq.ci) & OHCA_DB_CQ_CI_MASK;
-    if (delta > cq.pi - cq.ci) {
+    if (!cq.take_ci(value & OHCA_DB_CQ_CI_MASK)) {
         return false;
     }
-    cq.ci += delta;
     if ((value & OHCA_DB_CQ_ARM_NEXT) != 0) {
         cq.arm_next = true;
         // Completions the consumer has not seen count as arrived since

@@ -41,16 +41,12 @@ bool refresh_rq_pi(const Host &host, WorkQueue &q) {
         count_error(q.record_errors);
         return false;
     }
-    // As an OHCA_DB_RQ doorbell: not behind the device's copy, not more
-    // than the ring ahead of its consumer index.
-    const uint32_t ahead = pi - q.ci;
-    if (ahead > q.size() || ahead < q.pi - q.ci) {
+    const uint32_t before = q.pi;
+    if (!q.take_pi(pi)) { // as an OHCA_DB_RQ doorbell would be
         count_error(q.record_errors);
         return false;
     }
-    const bool moved = pi != q.pi;
-    q.pi = pi;
-    return moved;
+    return q.pi != before;
 }
 
 bool refresh_cq_ci(const Host &host, Cq &cq) {
@@ -62,15 +58,13 @@ bool refresh_cq_ci(const Host &host, Cq &cq) {
         count_error(cq.record_errors);
         return false;
     }
-    // As an OHCA_DB_CQ doorbell's consumer index: 24 bits, not beyond the
-    // CQEs written (a value behind the device's copy is such a value).
-    const uint32_t delta = (ci - cq.ci) & OHCA_DB_CQ_CI_MASK;
-    if ((ci & ~OHCA_DB_CQ_CI_MASK) != 0 || delta > cq.pi - cq.ci) {
+    // As an OHCA_DB_CQ doorbell's consumer index (no arm bits here).
+    const uint32_t before = cq.ci;
+    if ((ci & ~OHCA_DB_CQ_CI_MASK) != 0 || !cq.take_ci(ci)) {
         count_error(cq.record_errors);
         return false;
     }
-    cq.ci += delta;
-    return delta != 0;
+    return cq.ci != before;
 }
 
 } // namespace ohca

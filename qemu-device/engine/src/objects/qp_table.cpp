@@ -665,11 +665,9 @@ Qp *QpTable::doorbell(uint32_t page, uint32_t qpn, bool sq, uint32_t value, bool
         return nullptr;
     }
     WorkQueue &q = sq ? qp->sq : qp->rq;
-    const uint32_t ahead = value - q.ci;
-    if (ahead > q.size() || ahead < q.pi - q.ci) {
+    if (!q.take_pi(value)) {
         return nullptr;
     }
-    q.pi = value;
     // RQ in ERR: flushed by the run loop; after an ACK that advertised no
     // credits: the responder tells the requester of the new ones.
     if (sq || qp->state == OHCA_QPS_ERR || qp->credits_zero_sent) {

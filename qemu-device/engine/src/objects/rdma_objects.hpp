@@ -88,6 +88,16 @@ struct Cq {
     // the consumer index; record values refused, saturating.
     uint64_t db_record = 0;
     uint32_t record_errors = 0;
+    // A consumer index from a doorbell or the record (24 bits): taken
+    // unless it claims CQEs not yet written.
+    [[nodiscard]] bool take_ci(uint32_t value) {
+        const uint32_t delta = (value - ci) & OHCA_DB_CQ_CI_MASK;
+        if (delta > pi - ci) {
+            return false;
+        }
+        ci += delta;
+        return true;
+    }
     bool arm_next = false;
     bool arm_solicited = false;
     bool error = false;
@@ -247,6 +257,16 @@ struct WorkQueue {
     [[nodiscard]] uint32_t size() const { return 1u << log_size; }
     [[nodiscard]] uint64_t offset(uint32_t index) const {
         return uint64_t{index & (size() - 1)} << log_stride;
+    }
+    // A producer index from a doorbell or the record: taken unless it is
+    // behind the device's copy or more than the ring ahead of ci.
+    [[nodiscard]] bool take_pi(uint32_t value) {
+        const uint32_t ahead = value - ci;
+        if (ahead > size() || ahead < pi - ci) {
+            return false;
+        }
+        pi = value;
+        return true;
     }
 };
 
