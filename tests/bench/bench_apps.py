@@ -8,7 +8,10 @@ qperf (vm0 runs its server; the client connects with rdma_cm, -cm1, so the
 same IP address picks ohca0 or rxe0):
   QPERF <dev> <test> <size> rc=<exit> :<qperf -vv's output on one line>
 rc_lat and rc_bw on the cluster's RDMA device, and in the ohca cluster
-tcp_lat and tcp_bw on the same port (the ohca netdev, eth0). qperf
+tcp_lat and tcp_bw on the same port (the ohca netdev, eth0). qperf's RDMA
+tests wait for completion events by default, as TCP's block in recv();
+rc_lat_poll is rc_lat with qperf's -cp1, both ends polling their CQs, as
+MPI, UCX and perftest do (the way RDMA is used where latency matters). qperf
 measures each side's CPU from /proc/stat while a test runs and prints
 send_cost and recv_cost, CPU time per GB moved: their sum is the guest CPU
 both ends spent per byte.
@@ -61,9 +64,10 @@ if [ "$OHCA_VM_INDEX" = 0 ]; then
 else
 	ohca_barrier qperf-up 400
 	while read -r t s; do
-		cm=
+		cm= qt=$t
 		case $t in rc_*) cm=-cm1 ;; esac
-		timeout $((BENCH_QT * 4 + 90)) qperf "$OHCA_PEER_IP" $cm -t $BENCH_QT -m $s -vv $t \
+		case $t in *_poll) cm="$cm -cp1" qt=${t%_poll} ;; esac
+		timeout $((BENCH_QT * 4 + 90)) qperf "$OHCA_PEER_IP" $cm -t $BENCH_QT -m $s -vv $qt \
 			</dev/null > /tmp/qperf.log 2>&1
 		c=$?
 		echo "QPERF $OHCA_IBDEV $t $s rc=$c :$(tr -s ' \n' ' ' < /tmp/qperf.log)"
@@ -182,6 +186,7 @@ def qperf_cells(kind, quick):
     bw = QPERF_QUICK_BW_SIZES if quick else QPERF_BW_SIZES
     tests = ("rc", "tcp") if kind == "ohca" else ("rc",)
     return [(f"{p}_lat", s) for p in tests for s in lat] + \
+        [("rc_lat_poll", s) for s in lat] + \
         [(f"{p}_bw", s) for p in tests for s in bw]
 
 
@@ -219,7 +224,7 @@ def parse_qperf(output):
     res = {}
     for m in re.finditer(r"^QPERF (\S+) (\S+) (\d+) rc=(\d+) :(.*)$", output, re.M):
         dev, test, size, rc, text = m.groups()
-        key = "latency" if test.endswith("_lat") else "bw"
+        key = "latency" if "_lat" in test else "bw"
         val = qperf_value(text, key)
         if int(rc) != 0 or val is None or not math.isfinite(val) or val <= 0:
             why = "timeout" if int(rc) == 124 else f"rc {rc}"
@@ -283,16 +288,17 @@ def qperf_table(res):
     judged on them. Returns (text, goals)."""
     rows = [("test", "size", "ohca RC", "rxe RC", "TCP (ohca port)", "unit",
              "TCP/ohca", "ohca/rxe")]
-    for kind, unit in (("lat", "us"), ("bw", "MB/s")):
-        for s in sizes_of(res, f"rc_{kind}") or sizes_of(res, f"tcp_{kind}"):
+    for kind, unit in (("lat", "us"), ("lat_poll", "us"), ("bw", "MB/s")):
+        tcp = "tcp_" + kind.removesuffix("_poll")
+        for s in sizes_of(res, f"rc_{kind}") or (sizes_of(res, tcp) if kind != "lat_poll" else []):
             o, x = get(res, "ohca0", f"rc_{kind}", s), get(res, "rxe0", f"rc_{kind}", s)
-            t = get(res, "ohca0", f"tcp_{kind}", s)
+            t = get(res, "ohca0", tcp, s)
             num = lambda v: isinstance(v, float)  # noqa: E731
             vs_tcp = vs_rxe = "-"
             if num(o) and num(t):
-                vs_tcp = f"{(t / o if kind == 'lat' else o / t):.2f}"
+                vs_tcp = f"{(o / t if kind == 'bw' else t / o):.2f}"
             if num(o) and num(x):
-                vs_rxe = f"{(x / o if kind == 'lat' else o / x):.2f}"
+                vs_rxe = f"{(o / x if kind == 'bw' else x / o):.2f}"
             rows.append((f"{kind}", fmt_size(s), fmt(o), fmt(x), fmt(t), unit, vs_tcp, vs_rxe))
     text = align(rows)
     cpu_rows = [("bw test", "size", "ohca RC", "rxe RC", "TCP (ohca port)", "unit",
@@ -322,13 +328,17 @@ def qperf_goals(res):
     """Issue 25 item 6's three goals, each 'met' or 'not met' with the
     figures (or 'no figure')."""
     goals = []
-    lat_sizes = [s for s in sizes_of(res, "rc_lat") if s in sizes_of(res, "tcp_lat")]
-    if lat_sizes:
+    # Judged twice: RC polling its CQs (how RDMA is used for latency) and
+    # RC waiting for events as TCP blocks; TCP is qperf's blocking tcp_lat.
+    for test, how in (("rc_lat_poll", "polling"), ("rc_lat", "waiting for events")):
+        lat_sizes = [s for s in sizes_of(res, test) if s in sizes_of(res, "tcp_lat")]
+        if not lat_sizes:
+            continue
         s = lat_sizes[0]
-        o, t = get(res, "ohca0", "rc_lat", s), get(res, "ohca0", "tcp_lat", s)
+        o, t = get(res, "ohca0", test, s), get(res, "ohca0", "tcp_lat", s)
         if isinstance(o, float) and isinstance(t, float):
-            goals.append(f"RC latency <= TCP's / {GOAL_LAT:g} at {fmt_size(s)}: RC {o:.1f} us, "
-                         f"TCP {t:.1f} us, TCP/RC {t / o:.2f}: "
+            goals.append(f"RC latency ({how}) <= TCP's / {GOAL_LAT:g} at {fmt_size(s)}: RC "
+                         f"{o:.1f} us, TCP {t:.1f} us, TCP/RC {t / o:.2f}: "
                          f"{'met' if t / o >= GOAL_LAT else 'NOT met'}")
     ob, tb = best(res, "ohca0", "rc_bw"), best(res, "ohca0", "tcp_bw")
     if ob and tb:

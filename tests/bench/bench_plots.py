@@ -4,7 +4,7 @@ two-VM figures, ohca and rxe and TCP on one chart each (issue 25 item 9):
 
   bandwidth.png  MB/s by message size: qperf rc_bw on ohca and on rxe,
                  tcp_bw on ohca's port; perftest's ib_write_bw (dashed)
-  latency.png    us by message size: qperf rc_lat, tcp_lat; ib_write_lat
+  latency.png    us by message size: qperf rc_lat (events and polling), tcp_lat; ib_write_lat
   cpu.png        both VMs' CPU seconds per GiB moved, by message size
   storage.png    the NVMe and NFS over RDMA cells, ohca beside rxe
 
@@ -88,6 +88,9 @@ def draw(record, out):
                                        "ib_write_lat")):
         lines = [(label, color, "-", _series(qperf, dev, f"{p}_{kind}"))
                  for dev, p, label, color in SERIES]
+        if kind == "lat":  # qperf -cp1: both ends poll their CQs
+            lines += [(f"{label}, polling", color, ":", _series(qperf, dev, "rc_lat_poll"))
+                      for dev, _, label, color in SERIES[:2]]
         lines += [(f"{dev[:-1]} {ptest} (perftest)", color, "--",
                    [(s, v) for (d, t, s), v in sorted(perftest.items())
                     if d == dev and t == ptest and isinstance(v, float)])
