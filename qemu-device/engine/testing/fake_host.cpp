@@ -14,6 +14,7 @@ void FakeHost::add_region(uint64_t base, size_t len) {
     r.data = r.owned.data();
     r.size = len;
     regions_[base] = std::move(r);
+    last_.region = nullptr;
 }
 
 void FakeHost::add_region(uint64_t base, std::span<uint8_t> storage) {
@@ -21,24 +22,35 @@ void FakeHost::add_region(uint64_t base, std::span<uint8_t> storage) {
     r.data = storage.data();
     r.size = storage.size();
     regions_[base] = std::move(r);
+    last_.region = nullptr;
 }
 
 void FakeHost::remove_region(uint64_t base) {
     regions_.erase(base);
+    last_.region = nullptr;
 }
 
+namespace {
+bool within(uint64_t base, size_t size, uint64_t addr, size_t len) {
+    return addr >= base && addr - base <= size && len <= size - (addr - base);
+}
+} // namespace
+
 uint8_t *FakeHost::find(uint64_t addr, size_t len) const {
+    if (last_.region != nullptr && within(last_.base, last_.region->size, addr, len)) {
+        return last_.region->data + (addr - last_.base);
+    }
     auto it = regions_.upper_bound(addr);
     if (it == regions_.begin()) {
         return nullptr;
     }
     --it;
-    const uint64_t base = it->first;
-    const size_t size = it->second.size;
-    if (addr - base > size || len > size - (addr - base)) {
+    if (!within(it->first, it->second.size, addr, len)) {
         return nullptr;
     }
-    return it->second.data + (addr - base);
+    last_.region = &it->second;
+    last_.base = it->first;
+    return it->second.data + (addr - it->first);
 }
 
 bool FakeHost::contains(uint64_t addr, size_t len) const {

@@ -116,6 +116,23 @@ class FakeHost {
                           size_t last_len);
     void check_dma(const char *what, uint64_t addr, const void *buf, size_t len) const;
     std::map<uint64_t, Region> regions_;
+    // The region the last lookup found, asked first (QEMU's address space
+    // dispatch keeps its last section likewise): the harness's posting and
+    // polling and the engine's DMAs mostly hit one region in a row, where a
+    // map walk per access would cost more than a guest or QEMU pays.
+    // Forgotten when regions change, and by a copy (whose map is its own).
+    struct LastRegion {
+        const Region *region = nullptr;
+        uint64_t base = 0;
+        LastRegion() = default;
+        LastRegion(const LastRegion & /*other*/) {}
+        LastRegion &operator=(const LastRegion & /*other*/) {
+            region = nullptr;
+            return *this;
+        }
+        ~LastRegion() = default;
+    };
+    mutable LastRegion last_;
     uint64_t hole_lo_ = 0;
     uint64_t hole_hi_ = 0;
     bool hole_writes_only_ = false;
