@@ -30,22 +30,15 @@ void FakeHost::remove_region(uint64_t base) {
     last_.region = nullptr;
 }
 
-namespace {
-bool within(uint64_t base, size_t size, uint64_t addr, size_t len) {
-    return addr >= base && addr - base <= size && len <= size - (addr - base);
-}
-} // namespace
-
-uint8_t *FakeHost::find(uint64_t addr, size_t len) const {
-    if (last_.region != nullptr && within(last_.base, last_.region->size, addr, len)) {
-        return last_.region->data + (addr - last_.base);
-    }
+uint8_t *FakeHost::find_in_map(uint64_t addr, size_t len) const {
     auto it = regions_.upper_bound(addr);
     if (it == regions_.begin()) {
         return nullptr;
     }
     --it;
-    if (!within(it->first, it->second.size, addr, len)) {
+    const uint64_t base = it->first;
+    const size_t size = it->second.size;
+    if (addr - base > size || len > size - (addr - base)) {
         return nullptr;
     }
     last_.region = &it->second;
@@ -138,7 +131,7 @@ int FakeHost::dma_read(uint64_t addr, void *buf, size_t len) {
 
 int FakeHost::dma_write(uint64_t addr, const void *buf, size_t len) {
     ++dma_writes;
-    if (record) {
+    if (record && keep_logs) {
         write_log.emplace_back(addr, len);
     }
     dma_began("dma_write", addr, buf, len);
@@ -173,14 +166,14 @@ int FakeHost::dma_write_ordered(uint64_t addr, const void *buf, size_t len, size
     const size_t after = last_off + last_len;
     std::memcpy(r, p, last_off);
     std::memcpy(r + after, p + after, len - after);
-    if (record) {
+    if (record && keep_logs) {
         write_log.emplace_back(addr, last_off);
         if (len != after) {
             write_log.emplace_back(addr + after, len - after);
         }
     }
     std::memcpy(r + last_off, p + last_off, last_len);
-    if (record) {
+    if (record && keep_logs) {
         write_log.emplace_back(addr + last_off, last_len);
     }
     return 0;
@@ -252,7 +245,7 @@ ohca_engine_ops FakeHost::ops() {
     };
     o.trace = [](void *ctx, unsigned int kind, uint32_t a, uint32_t b, uint32_t c, uint64_t d) {
         auto *h = static_cast<FakeHost *>(ctx);
-        if (h->record) {
+        if (h->record && h->keep_logs) {
             h->traces.push_back({kind, a, b, c, d});
         }
     };
