@@ -134,7 +134,8 @@ class FakeHost {
     // dispatch keeps its last section likewise): the harness's posting and
     // polling and the engine's DMAs mostly hit one region in a row, where a
     // map walk per access would cost more than a guest or QEMU pays.
-    // Forgotten when regions change, and by a copy (whose map is its own).
+    // Forgotten when regions change, and by a copy (whose map nodes are
+    // its own).
     struct LastRegion {
         const Region *region = nullptr;
         uint64_t base = 0;
