@@ -42,8 +42,8 @@ uint8_t *FakeHost::find_in_map(uint64_t addr, size_t len) const {
         return nullptr;
     }
     last_.region = &it->second;
-    last_.base = it->first;
-    return it->second.data + (addr - it->first);
+    last_.base = base;
+    return it->second.data + (addr - base);
 }
 
 bool FakeHost::contains(uint64_t addr, size_t len) const {
