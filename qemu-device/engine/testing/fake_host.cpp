@@ -14,6 +14,7 @@ void FakeHost::add_region(uint64_t base, size_t len) {
     r.data = r.owned.data();
     r.size = len;
     regions_[base] = std::move(r);
+    last_.region = nullptr;
 }
 
 void FakeHost::add_region(uint64_t base, std::span<uint8_t> storage) {
@@ -21,13 +22,15 @@ void FakeHost::add_region(uint64_t base, std::span<uint8_t> storage) {
     r.data = storage.data();
     r.size = storage.size();
     regions_[base] = std::move(r);
+    last_.region = nullptr;
 }
 
 void FakeHost::remove_region(uint64_t base) {
     regions_.erase(base);
+    last_.region = nullptr;
 }
 
-uint8_t *FakeHost::find(uint64_t addr, size_t len) const {
+uint8_t *FakeHost::find_in_map(uint64_t addr, size_t len) const {
     auto it = regions_.upper_bound(addr);
     if (it == regions_.begin()) {
         return nullptr;
@@ -38,6 +41,8 @@ uint8_t *FakeHost::find(uint64_t addr, size_t len) const {
     if (addr - base > size || len > size - (addr - base)) {
         return nullptr;
     }
+    last_.region = &it->second;
+    last_.base = base;
     return it->second.data + (addr - base);
 }
 
@@ -126,7 +131,7 @@ int FakeHost::dma_read(uint64_t addr, void *buf, size_t len) {
 
 int FakeHost::dma_write(uint64_t addr, const void *buf, size_t len) {
     ++dma_writes;
-    if (record) {
+    if (record && keep_logs) {
         write_log.emplace_back(addr, len);
     }
     dma_began("dma_write", addr, buf, len);
@@ -161,14 +166,14 @@ int FakeHost::dma_write_ordered(uint64_t addr, const void *buf, size_t len, size
     const size_t after = last_off + last_len;
     std::memcpy(r, p, last_off);
     std::memcpy(r + after, p + after, len - after);
-    if (record) {
+    if (record && keep_logs) {
         write_log.emplace_back(addr, last_off);
         if (len != after) {
             write_log.emplace_back(addr + after, len - after);
         }
     }
     std::memcpy(r + last_off, p + last_off, last_len);
-    if (record) {
+    if (record && keep_logs) {
         write_log.emplace_back(addr + last_off, last_len);
     }
     return 0;
@@ -240,7 +245,7 @@ ohca_engine_ops FakeHost::ops() {
     };
     o.trace = [](void *ctx, unsigned int kind, uint32_t a, uint32_t b, uint32_t c, uint64_t d) {
         auto *h = static_cast<FakeHost *>(ctx);
-        if (h->record) {
+        if (h->record && h->keep_logs) {
             h->traces.push_back({kind, a, b, c, d});
         }
     };

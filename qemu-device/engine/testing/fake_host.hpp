@@ -65,6 +65,10 @@ class FakeHost {
     // Keep frames, DMA writes and trace events in the logs below (false:
     // only count them; a fuzzer's run would grow them without bound).
     bool record = true;
+    // With record: keep the DMA write log and the trace events too (false:
+    // the benchmark, whose loop would otherwise pay a vector append per
+    // DMA write and trace call that QEMU's callbacks do not).
+    bool keep_logs = true;
     // set_timer() with a deadline asks for a run too (a fuzzer's driver
     // then runs the timers by running the engine until idle).
     bool timer_reschedules = false;
@@ -99,7 +103,17 @@ class FakeHost {
         uint8_t *data = nullptr;
         size_t size = 0;
     };
-    uint8_t *find(uint64_t addr, size_t len) const;
+    // Where [addr, addr + len) is in guest memory, or nullptr: the last
+    // region found (last_) inline, else a walk of the map.
+    uint8_t *find(uint64_t addr, size_t len) const {
+        const Region *r = last_.region;
+        if (r != nullptr && addr >= last_.base && addr - last_.base <= r->size &&
+            len <= r->size - (addr - last_.base)) {
+            return r->data + (addr - last_.base);
+        }
+        return find_in_map(addr, len);
+    }
+    uint8_t *find_in_map(uint64_t addr, size_t len) const;
     [[nodiscard]] uint8_t *dma_target(uint64_t addr, size_t len, bool write) const;
     // Every DMA callback's start: the contract check (strict) and on_dma.
     void dma_began(const char *what, uint64_t addr, const void *buf, size_t len) {
@@ -116,6 +130,24 @@ class FakeHost {
                           size_t last_len);
     void check_dma(const char *what, uint64_t addr, const void *buf, size_t len) const;
     std::map<uint64_t, Region> regions_;
+    // The region the last lookup found, asked first (QEMU's address space
+    // dispatch keeps its last section likewise): the harness's posting and
+    // polling and the engine's DMAs mostly hit one region in a row, where a
+    // map walk per access would cost more than a guest or QEMU pays.
+    // Forgotten when regions change, and by a copy (whose map nodes are
+    // its own).
+    struct LastRegion {
+        const Region *region = nullptr;
+        uint64_t base = 0;
+        LastRegion() = default;
+        LastRegion(const LastRegion & /*other*/) {}
+        LastRegion &operator=(const LastRegion & /*other*/) {
+            region = nullptr;
+            return *this;
+        }
+        ~LastRegion() = default;
+    };
+    mutable LastRegion last_;
     uint64_t hole_lo_ = 0;
     uint64_t hole_hi_ = 0;
     bool hole_writes_only_ = false;

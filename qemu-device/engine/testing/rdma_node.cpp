@@ -564,6 +564,12 @@ void RdmaNode::post_recv(QpInfo &qp, uint64_t wr_id, const std::vector<ohca_sge>
 
 std::vector<ohca_cqe> RdmaNode::poll(CqInfo &cq, size_t max) {
     std::vector<ohca_cqe> v;
+    poll_into(cq, v, max);
+    return v;
+}
+
+void RdmaNode::poll_into(CqInfo &cq, std::vector<ohca_cqe> &v, size_t max) {
+    v.clear();
     const unsigned int log = static_cast<unsigned int>(__builtin_ctz(cq.size));
     while (v.size() < max) {
         const auto c = host.get<ohca_cqe>(cq.ring + 32ull * (cq.ci & (cq.size - 1)));
@@ -575,7 +581,6 @@ std::vector<ohca_cqe> RdmaNode::poll(CqInfo &cq, size_t max) {
         ++cq.ci;
     }
     cq_doorbell(cq, 0);
-    return v;
 }
 
 void RdmaNode::cq_doorbell(const CqInfo &cq, uint32_t flags) {

@@ -130,6 +130,9 @@ class RdmaNode {
     void post_recv(QpInfo &qp, uint64_t wr_id, const std::vector<ohca_sge> &sges);
     void ring_sq(const QpInfo &qp);
     std::vector<ohca_cqe> poll(CqInfo &cq, size_t max = 1024);
+    // The same into 'out' (emptied first): a caller polling in a loop keeps
+    // one vector, as a guest polls into an array of its own.
+    void poll_into(CqInfo &cq, std::vector<ohca_cqe> &out, size_t max = 1024);
     void cq_doorbell(const CqInfo &cq, uint32_t flags);
 
     void process(); // until the engine stops rescheduling

@@ -133,6 +133,28 @@ TEST(Psn, Arithmetic) {
     EXPECT_EQ(psn_diff(5, 3), 2);
 }
 
+// The fake host's memory: the region the last lookup found is asked first
+// (FakeHost::find); a neighbour, a removed region and one added again
+// must still be what the map says.
+TEST(FakeHostMemory, LastRegionNeverAnswersForAnother) {
+    FakeHost h;
+    h.add_region(0x1000, 0x1000);
+    h.add_region(0x2000, 0x1000); // adjacent
+    h.put<uint32_t>(0x1ffc, 1);   // the first region's last word
+    h.put<uint32_t>(0x2000, 2);   // the second's first
+    EXPECT_EQ(h.get<uint32_t>(0x1ffc), 1u);
+    EXPECT_EQ(h.get<uint32_t>(0x2000), 2u);
+    EXPECT_FALSE(h.contains(0x1ffe, 4)); // across the two: no region holds it
+    EXPECT_FALSE(h.contains(0xffc, 8));  // below the first
+    EXPECT_TRUE(h.contains(0x2000, 0x1000));
+    h.remove_region(0x2000);
+    EXPECT_FALSE(h.contains(0x2000, 4)); // the region last found is gone
+    EXPECT_TRUE(h.contains(0x1000, 4));
+    h.add_region(0x2000, 0x100); // again, smaller
+    EXPECT_TRUE(h.contains(0x2000, 0x100));
+    EXPECT_FALSE(h.contains(0x2000, 0x101));
+}
+
 // ---- page lists -----------------------------------------------------------------
 
 class PageListTest : public ::testing::Test {
