@@ -204,8 +204,8 @@ endif
 # Every Debian release in turn (tests/stack.sh): the driver and the
 # provider built for it, its image, rdma-core's suite of that release
 # (nothing excluded) and RC pingpong in its guest, then make packages and
-# make test-packages of that release; result in docs/testing.md. Not in make test: a release's cold build alone takes
-# about 25 minutes.
+# make test-packages of that release; result in docs/testing.md. Not in
+# make test: a release's cold build alone takes about 25 minutes.
 STACK_DISTROS ?= bookworm trixie sid
 test-stack: deps qemu fabric
 	@bash tests/stack.sh $(STACK_DISTROS)
