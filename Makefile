@@ -25,9 +25,11 @@
 #                ohca-tools) for DISTRO in build/packages/<distro>/, lintian
 #                clean (docs/install.md)
 #   make test-packages  those packages apt-installed in a fresh VM of DISTRO
-#                (DKMS run once, on the host): autoload, ibv_devinfo, RC
+#                (DKMS run once, on the host), a reboot: autoload at boot,
+#                ibv_devinfo, RC
 #   make test-stack  every release (STACK_DISTROS): its build, rdma-core's own
-#                suite of that release and RC pingpong in its guest
+#                suite of that release and RC pingpong in its guest, its
+#                packages and their check (test-packages)
 
 SHELL := /bin/bash
 PYTHON := /usr/bin/python3
@@ -188,10 +190,12 @@ packages: deps
 # DKMS builds the modules from ohca-dkms with apt in a throwaway copy of the
 # guest image, on the host's CPU (packaging/dkms-modules.sh), into a binary
 # package for the guest kernel; the guest installs it, the provider and the
-# tools with apt, udev loads the modules, ibv_devinfo and ibv_rc_pingpong
-# run through the packaged provider. OHCA_PACKAGES_IN_GUEST_DKMS=1: DKMS in
-# the guest instead (over 30 minutes under TCG). Result in docs/testing.md.
-test-packages: deps qemu kernel userspace packages rootfs
+# tools with apt and reboots, udev loads the modules at boot, ibv_devinfo
+# and ibv_rc_pingpong run through the packaged provider. No driver or
+# provider of the tree's own builds (make kernel userspace) is used, nor
+# needed. OHCA_PACKAGES_IN_GUEST_DKMS=1: DKMS in the guest instead (over
+# 30 minutes under TCG). Result in docs/testing.md.
+test-packages: deps qemu packages rootfs
 ifneq ($(OHCA_PACKAGES_IN_GUEST_DKMS),1)
 	@bash packaging/dkms-modules.sh $(DISTRO)
 endif
@@ -199,9 +203,9 @@ endif
 
 # Every Debian release in turn (tests/stack.sh): the driver and the
 # provider built for it, its image, rdma-core's suite of that release
-# (nothing excluded) and RC pingpong in its guest; result in
-# docs/testing.md. Not in make test: a release's cold build alone takes
-# about 25 minutes.
+# (nothing excluded) and RC pingpong in its guest, then make packages and
+# make test-packages of that release; result in docs/testing.md. Not in
+# make test: a release's cold build alone takes about 25 minutes.
 STACK_DISTROS ?= bookworm trixie sid
 test-stack: deps qemu fabric
 	@bash tests/stack.sh $(STACK_DISTROS)

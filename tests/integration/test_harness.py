@@ -2,6 +2,7 @@
 proving that a kernel problem in the guest fails the run, and the pool.
 The N-VM switch wire: test_switch.py."""
 
+import os
 import struct
 import time
 
@@ -130,6 +131,32 @@ def test_restore_reads_the_file_by_name_from_qemu_8_2(tmp_path):
     assert ohcavm.reads_migration_file(fake("q111", "QEMU emulator version 11.1.1"))
     with pytest.raises(ohcavm.HarnessError, match="no version"):
         ohcavm.qemu_version(fake("none", "not a QEMU"))
+
+
+def test_package_jobs_need_no_tree_builds(tmp_path, monkeypatch):
+    """A job that tests what packages installed (tree_files=False, as
+    test_packages.py's) gets none of the tree's driver and provider builds
+    in its share and needs none of them to exist; every other job does. A
+    VM whose guest may reboot (reboot=True) has QEMU without -no-reboot."""
+    monkeypatch.setenv("OHCA_MODULE_DIR", str(tmp_path / "no-kernel-build"))
+    monkeypatch.setenv("OHCA_PROVIDER_DIR", str(tmp_path / "no-userspace-build"))
+    files = ohcavm.build_outputs("ohca", tree=False)
+    assert sorted(files) == ["ohca_hostile_peer.py", "ohca_pyverbs.py"]
+    assert all(os.path.isfile(p) for p in files.values())
+    with pytest.raises(ohcavm.HarnessError, match="missing build outputs"):
+        ohcavm.build_outputs("ohca")
+    from harness.vm import VM
+    for reboot in (False, True):
+        c = object.__new__(ohcavm.Cluster)
+        c.__dict__.update(append="", iommu=False, wire_proc=None, qemu="qemu", smp=2,
+                          mem="2G", kernel="bzImage", initrd=None, rootfs="root.img",
+                          migratable=False, images=None, capture=set(), link_layer="eth",
+                          wire="user", extra_args=[], reboot=reboot)
+        vm = object.__new__(VM)
+        vm.__dict__.update(cluster=c, index=0, name="vm0", share=str(tmp_path),
+                           qmp_path="q", console_path="c", netdev_args="user",
+                           nic="virtio", mac="52:54:00:00:00:01", restore=None)
+        assert ("-no-reboot" in vm.qemu_argv()) is not reboot
 
 
 def test_scan_kernel_log():

@@ -68,6 +68,14 @@ if [ ! -f "$root/.complete" ]; then
 		say "building the $distro build chroot $root (mmdebstrap --variant=buildd; minutes)"
 		rm -rf "$root.tmp"
 		list=$(IFS=,; echo "${packages[*]}")
+		# A mirror that is a copy frozen in time serves Release files past
+		# their Valid-Until (sid's lasts a week); where the host's apt is
+		# told to accept them, so is the chroot's (the option stays in its
+		# apt.conf.d, and in the image made from it)
+		aptopt=()
+		if [ "$(apt-config dump Acquire::Check-Valid-Until)" = 'Acquire::Check-Valid-Until "false";' ]; then
+			aptopt=(--aptopt='Acquire::Check-Valid-Until "false"')
+		fi
 		# mmdebstrap, not debootstrap: the same variant (minbase plus
 		# build-essential), but apt fetches every package in one go and
 		# dpkg installs them in a few batches, where debootstrap's shell
@@ -79,7 +87,7 @@ if [ ! -f "$root/.complete" ]; then
 		# mounted even when its unmount fails (it did once, "target is
 		# busy"). Each log line is stamped with the seconds since the start.
 		unshare -m --propagation private \
-			mmdebstrap --variant=buildd --include="$list" "$distro" "$root.tmp" "$mirror" 2>&1 |
+			mmdebstrap --variant=buildd "${aptopt[@]}" --include="$list" "$distro" "$root.tmp" "$mirror" 2>&1 |
 			while IFS= read -r line; do echo "$((SECONDS - start)) $line"; done >"$root.log" ||
 			{ tail -n 30 "$root.log" >&2; die "mmdebstrap $distro failed (log: $root.log)"; }
 		rm -rf "$root.tmp"/var/cache/apt/archives/*.deb

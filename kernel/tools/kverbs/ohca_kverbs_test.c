@@ -1011,6 +1011,38 @@ static void kv_cleanup(struct kv_ctx *kv)
 		ib_dealloc_pd(kv->pd);
 }
 
+/*
+ * The device named ibdev_name, held (ib_device_try_get) as
+ * ib_device_get_by_name() held it: Linux 7.x no longer exports that, so a
+ * client looks at every registered device as it registers.
+ */
+static struct ib_device *kv_found;
+
+static int kv_add(struct ib_device *dev)
+{
+	if (kv_found || strcmp(dev_name(&dev->dev), ibdev_name) ||
+	    !ib_device_try_get(dev))
+		return -EOPNOTSUPP;
+	kv_found = dev;
+	return 0;
+}
+
+static struct ib_client kv_client = {
+	.name = "ohca_kverbs_test",
+	.add = kv_add,
+};
+
+static struct ib_device *kv_get_device(void)
+{
+	struct ib_device *dev;
+
+	if (ib_register_client(&kv_client))
+		return NULL;
+	dev = kv_found;
+	ib_unregister_client(&kv_client);
+	return dev;
+}
+
 static int __init kv_init(void)
 {
 	struct kv_ctx *kv;
@@ -1020,7 +1052,7 @@ static int __init kv_init(void)
 	if (!kv)
 		return -ENOMEM;
 	init_completion(&kv->event);
-	kv->dev = ib_device_get_by_name(ibdev_name, RDMA_DRIVER_UNKNOWN);
+	kv->dev = kv_get_device();
 	if (!kv->dev) {
 		kfree(kv);
 		return -ENODEV;

@@ -33,7 +33,7 @@ class Cluster:
                  mem="2G", module_params="", extra_args=None, append=None,
                  klog_allow=None, wire=None, extra_files=None, nics=None,
                  mtu=None, capture=(), link_layer="eth", iommu=None, switch=None,
-                 migratable=False, images=None):
+                 migratable=False, images=None, reboot=False, tree_files=True):
         if not 1 <= nvms <= MAX_VMS:
             raise HarnessError(f"nvms must be 1 to {MAX_VMS}")
         self.nic = nic or os.environ.get("OHCA_NIC", "ohca")
@@ -108,7 +108,13 @@ class Cluster:
         self.qemu = find_qemu(need)
         self.kernel, self.initrd = kernel_and_initrd()
         self.rootfs = rootfs_image()
-        self.files = build_outputs(need)
+        # tree_files=False: the share gets none of the tree's driver and
+        # provider builds (a job that tests what packages installed)
+        self.files = build_outputs(need, tree=tree_files)
+        # reboot: the guest may reboot (QEMU without -no-reboot): a reset
+        # boots it again in the same process, its disk kept, and init runs
+        # /share/job.sh again
+        self.reboot = reboot
         # extra_files: {name in the share: host path}, e.g. guest-side tools
         for fname, path in (extra_files or {}).items():
             if not os.path.isfile(path):

@@ -171,8 +171,16 @@ def module_dir():
     return os.environ.get("OHCA_MODULE_DIR", build_dir("kernel"))
 
 
-def build_outputs(nic):
-    """Files to put into each share: {name in share: host path}."""
+# Guest scripts from tests/vm/guest, in every share.
+GUEST_SCRIPTS = ("ohca_hostile_peer.py", "ohca_pyverbs.py")
+
+
+def build_outputs(nic, tree=True):
+    """Files to put into each share: {name in share: host path}. tree=False:
+    the guest scripts alone, none of the tree's driver, provider and test
+    program builds (which then need not exist)."""
+    if not tree:
+        return {s: os.path.join(GUEST_DIR, s) for s in GUEST_SCRIPTS}
     moddir = module_dir()
     provdir = os.environ.get("OHCA_PROVIDER_DIR", build_dir("userspace"))
     files = {
@@ -196,7 +204,7 @@ def build_outputs(nic):
         if os.path.isfile(path):
             files[prog] = path
     # Guest scripts from tests/vm/guest.
-    for script in ("ohca_hostile_peer.py", "ohca_pyverbs.py"):
+    for script in GUEST_SCRIPTS:
         files[script] = os.path.join(GUEST_DIR, script)
     # The firmware interface for guest-side Python tools (ohca-cmdtest),
     # generated from the headers; cheap, so brought up to date here (make

@@ -278,7 +278,7 @@ class VM:
         host = c.wire_proc.prefix(self.index) if isinstance(c.wire_proc, wires.Hosts) else []
         argv = host + [c.qemu, "-name", self.name,
                 "-accel", "tcg", "-cpu", "max", "-smp", str(c.smp), "-m", c.mem,
-                "-nographic", "-nodefaults", "-no-reboot",
+                "-nographic", "-nodefaults"] + ([] if c.reboot else ["-no-reboot"]) + [
                 "-kernel", c.kernel]
         # Debian spreads the firmware over several packages' directories.
         for d in FIRMWARE_DIRS:
