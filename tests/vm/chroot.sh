@@ -33,8 +33,9 @@ packages=(
 	# the provider: libibverbs and its private provider ABI; the upstream
 	# test suite the guest image carries (python3-pyverbs)
 	libibverbs-dev rdma-core ibverbs-providers python3-pyverbs pkg-config
-	# the provider's fake-device check (make -C userspace check)
-	valgrind
+	# the provider's fake-device check (make -C userspace check); the
+	# driver's sparse check against this release's headers (make kernel)
+	valgrind sparse
 )
 # and the guest's packages: the release's guest image is a copy of this
 # tree (tests/vm/mkrootfs.sh), so one mmdebstrap serves both (existing
