@@ -1,0 +1,207 @@
+"""What a live migration's peer gap is made of (docs/migration.md, "The
+peer's gap, per migration"): the host's timeline of the stop, the
+devices' RC waits from their QEMU traces and the guest programs' own
+account of the gap, put together into one line per migration.
+
+Sources, all in the host's wall-clock time:
+- each QEMU process (vm0's source and destinations, vm1) writes its
+  `ohca_rc` and `ohca_vm_running` trace events to trace-<pid>.log with
+  `-msg timestamp=on` (TRACE_ARGS): the VM's stop and resume, and every
+  decided wait of an RC requester (a tail-loss probe, a timeout and why it
+  was no probe, a credit wait's ACK request, an undone timeout, a probe
+  answered), with the RTO in force and how late the timer ran;
+- vm1's ohca_rc_integrity server prints the longest gap around the
+  signal the host sends after the migration, its place against the
+  signal, how much of it was TCP syncs and the longest time between two
+  of its CQ polls; the file its job creates on the share right after the
+  signal gives the signal's host time (the file's mtime)."""
+
+import glob
+import os
+import re
+
+# The QEMU options that write the traces (the log backend; %d: the
+# process's pid, as a migration's source and destination share their
+# command line).
+def trace_args(logdir):
+    return ["-msg", "timestamp=on", "-D", os.path.join(logdir, "trace-%d.log"),
+            "-trace", "ohca_rc", "-trace", "ohca_vm_running"]
+
+
+EVENTS = {0: "probe", 1: "timeout", 2: "credit ask", 3: "credit probe", 4: "undone",
+          5: "probe answered"}
+REASONS = {1: "after probe", 2: "full", 3: "frto", 4: "recovery", 5: "goback", 6: "read"}
+
+TRACE_LINE = re.compile(r"^\d+@(\d+)\.(\d+):(ohca_rc|ohca_vm_running) (.*)$")
+RC_ARGS = re.compile(r"RC QP 0x([0-9a-f]+) wait event (\d+) reason (\d+) rto_us (\d+) "
+                     r"late_us (\d+)")
+RUN_ARGS = re.compile(r"the VM runs (\d)")
+
+
+def read_traces(logdir, names):
+    """{vm name: {"rc": [(t, qpn, event, reason, rto_ms, late_ms)], "run":
+    [(t, running, pid)]}} from the trace files of the pids in names
+    ({pid: vm name}); t in seconds of the host's wall clock."""
+    out = {}
+    for path in glob.glob(os.path.join(logdir, "trace-*.log")):
+        pid = int(re.search(r"trace-(\d+)\.log$", path).group(1))
+        vm = names.get(pid)
+        if vm is None:
+            continue
+        d = out.setdefault(vm, {"rc": [], "run": []})
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = TRACE_LINE.match(line)
+                if not m:
+                    continue
+                t = int(m.group(1)) + int(m.group(2)) / 1e6
+                if m.group(3) == "ohca_rc":
+                    a = RC_ARGS.match(m.group(4))
+                    if a:
+                        d["rc"].append((t, int(a.group(1), 16), int(a.group(2)), int(a.group(3)),
+                                        int(a.group(4)) / 1000, int(a.group(5)) / 1000))
+                else:
+                    a = RUN_ARGS.match(m.group(4))
+                    if a:
+                        d["run"].append((t, a.group(1) == "1", pid))
+    for d in out.values():
+        d["rc"].sort()
+        d["run"].sort()
+    return out
+
+
+def stop_window(run, src_pid, dst_pid):
+    """(stopped, resumed): when the destination first ran and when the
+    source stopped for the last time before that, from their
+    ohca_vm_running events; None for what is not there."""
+    starts = [t for t, running, pid in run if pid == dst_pid and running]
+    resumed = starts[0] if starts else None
+    stops = [t for t, running, pid in run if pid == src_pid and not running
+             and (resumed is None or t <= resumed)]
+    return (stops[-1] if stops else None), resumed
+
+
+SRV_GAP = re.compile(r"^server: that gap from (-?\d+) to (-?\d+) ms after SIGUSR1, (\d+) ms of it "
+                     r"in TCP syncs, longest between two CQ polls (\d+) ms, ended by (.*)$", re.M)
+CLI_GAP = re.compile(r"^client: that gap from (-?\d+) to (-?\d+) ms after SIGUSR1, (\d+) ms of it "
+                     r"in TCP syncs, longest between two CQ polls (\d+) ms, ended by (.*)$", re.M)
+QPS = re.compile(r"^(?:server|client): qp (\d+) psn \S+ <-> peer qp (\d+)", re.M)
+
+
+def conn_chunks(out, role):
+    """The output of each connection of ROLE, in order (split at its
+    summary line, which ends each)."""
+    return re.split(rf"^ohca_rc_integrity: \S+ role={role} .*$", out, flags=re.M)
+
+
+def server_gap(chunk):
+    """vm1's server's account of the gap at the signal: (start_ms, end_ms
+    relative to the signal, tcp_ms, poll_ms, ended_by), and (its QPN, the
+    peer's), or None."""
+    g = SRV_GAP.search(chunk)
+    q = QPS.search(chunk)
+    gap = (int(g.group(1)), int(g.group(2)), int(g.group(3)), int(g.group(4)),
+           g.group(5)) if g else None
+    return gap, ((int(q.group(1)), int(q.group(2))) if q else None)
+
+
+def client_gap(chunk):
+    g = CLI_GAP.search(chunk)
+    return (int(g.group(1)), int(g.group(2)), int(g.group(3)), int(g.group(4)),
+            g.group(5)) if g else None
+
+
+def _describe(events):
+    """'2 probes, 3 timeouts (frto 2, after probe 1)' for a list of rc
+    events."""
+    counts, reasons = {}, {}
+    for _, _, ev, why, _, _ in events:
+        counts[ev] = counts.get(ev, 0) + 1
+        if ev == 1:
+            reasons[why] = reasons.get(why, 0) + 1
+    parts = []
+    for ev in sorted(counts):
+        s = f"{counts[ev]} {EVENTS.get(ev, ev)}"
+        if ev == 1 and reasons:
+            s += " (" + ", ".join(f"{REASONS.get(r, r)} {n}" for r, n in sorted(reasons.items())) + ")"
+        parts.append(s)
+    return ", ".join(parts) or "no wait"
+
+
+def explain(i, gap_host, stop, vm_events, srv, cli, still_ms):
+    """One line: what migration i's gap was made of, and its cause.
+
+    gap_host: (start, end) of vm1's gap in host seconds, or None;
+    stop: (stopped, resumed) host seconds (either may be None);
+    vm_events: {"vm0": [rc events of the connection's QP], "vm1": [...]};
+    srv, cli: the programs' accounts (server_gap, client_gap);
+    still_ms: the harness's standing still (downtime + resume)."""
+    if gap_host is None:
+        return f"migration {i}: gap not placed (no account from vm1's server)"
+    gs, ge = gap_host
+    gap_ms = (ge - gs) * 1000
+    ts, tr = stop
+    parts = []
+    if ts is not None and tr is not None:
+        before = max(0.0, min(ge, ts) - gs) * 1000
+        during = max(0.0, min(ge, tr) - max(gs, ts)) * 1000
+        after = max(0.0, ge - max(gs, tr)) * 1000
+        parts.append(f"{before:.0f} ms before the stop + {during:.0f} standing still "
+                     f"+ {after:.0f} after the resume")
+    else:
+        before = during = after = None
+    # The devices' waits inside the gap (their QPs of this connection).
+    inside = {vm: [e for e in ev if gs - 0.01 <= e[0] <= ge + 0.01]
+              for vm, ev in vm_events.items()}
+    for vm in ("vm0", "vm1"):
+        ev = inside.get(vm, [])
+        if ev:
+            late = max(e[5] for e in ev)
+            parts.append(f"{vm}'s QP: {_describe(ev)}, RTO at the end {ev[-1][4]:.0f} ms, "
+                         f"its timer up to {late:.0f} ms late")
+    tcp, poll = (srv[2], srv[3]) if srv else (None, None)
+    if srv:
+        parts.append(f"vm1's program: {tcp} ms in TCP syncs, {poll} ms without polling, "
+                     f"ended by {srv[4]}")
+    if cli:
+        parts.append(f"vm0's program (its clock): a gap of {cli[1] - cli[0]} ms, {cli[2]} ms in "
+                     f"TCP syncs, {cli[3]} ms without polling, ended by {cli[4]}")
+    # The cause: the largest part that has an owner.
+    causes = []
+    if during is not None and during > 0:
+        causes.append((during, f"standing still {during:.0f} ms"))
+    if before:
+        causes.append((before, f"host: vm0 slow before the stop {before:.0f} ms (precopy)"))
+    if after is not None and after > 0:
+        # The device's wait after the peer came back: its last timer
+        # expiry after the resume and what it had waited by then.
+        waits = sorted(e for vm in inside for e in inside[vm]
+                       if tr is not None and e[0] > tr and e[2] in (0, 1, 2, 3))
+        if waits:
+            last = waits[-1]
+            dev = (last[0] - tr) * 1000
+            vm = next(v for v in inside if last in inside[v])
+            causes.append((dev, f"device: {vm}'s RC waited until {dev:.0f} ms after the resume "
+                                f"({EVENTS[last[2]]}{', ' + REASONS[last[3]] if last[2] == 1 else ''}, "
+                                f"RTO then {last[4]:.0f} ms)"))
+            rest = after - dev
+        else:
+            rest = after
+        if rest > 0:
+            late = max((e[5] for vm in inside for e in inside[vm]), default=0)
+            who = []
+            if poll is not None and poll >= 0.5 * rest:
+                who.append(f"vm1 did not poll for {poll} ms")
+            if cli and cli[3] >= 0.5 * rest:
+                who.append(f"vm0 did not poll for {cli[3]} ms")
+            if late >= 0.5 * rest:
+                who.append(f"a device timer ran {late:.0f} ms late")
+            if tcp is not None and tcp >= 0.5 * rest:
+                who.append(f"vm1 waited {tcp} ms in TCP syncs (vm0's program or TCP)")
+            causes.append((rest, f"host after the resume {rest:.0f} ms without a device wait"
+                                 + (": " + ", ".join(who) if who else
+                                    " (vm0's destination: cold, or its program)")))
+    causes.sort(reverse=True)
+    cause = causes[0][1] if causes else "unknown"
+    return (f"migration {i}: gap {gap_ms:.0f} ms (standing still {still_ms} ms): "
+            + "; ".join(parts) + f". Cause: {cause}")
