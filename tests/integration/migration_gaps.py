@@ -128,6 +128,22 @@ def _describe(events):
     return ", ".join(parts) or "no wait"
 
 
+def device_wait(events, since, until):
+    """The device's own wait in (since, until] from these rc events: from
+    'since' to the moment its last timer in it meant to run (its lateness,
+    the host's, taken off), with that timer's event; 0 when that series
+    ended in a timeout undone (within half a second after: the answers
+    were late, not lost, the peer's wait and not the device's) or when no
+    timer ran."""
+    waits = [e for e in events if since < e[0] <= until and e[2] in (0, 1, 2, 3)]
+    if not waits:
+        return 0.0, None
+    last = waits[-1]
+    if any(e[2] == 4 and last[0] <= e[0] <= until + 0.5 for e in events):
+        return 0.0, last
+    return max(0.0, (last[0] - last[5] / 1000 - since) * 1000), last
+
+
 def explain(i, gap_host, stop, vm_events, srv, cli, still_ms):
     """One line: what migration i's gap was made of, and its cause.
 
@@ -135,73 +151,67 @@ def explain(i, gap_host, stop, vm_events, srv, cli, still_ms):
     stop: (stopped, resumed) host seconds (either may be None);
     vm_events: {"vm0": [rc events of the connection's QP], "vm1": [...]};
     srv, cli: the programs' accounts (server_gap, client_gap);
-    still_ms: the harness's standing still (downtime + resume)."""
+    still_ms: the harness's standing still (downtime + resume).
+
+    The cause is the largest of: standing still; a host stall (the longest
+    either program went without polling its CQ, or a device timer ran
+    late); the device's own wait after the resume (device_wait); the peer
+    late after the resume otherwise (the destination cold, its program, TCP).
+    A gap that ended before the stop is no stop's: its cause is the RAM
+    copy's end, with a host stall named when one covers half of it."""
     if gap_host is None:
         return f"migration {i}: gap not placed (no account from vm1's server)"
     gs, ge = gap_host
     gap_ms = (ge - gs) * 1000
     ts, tr = stop
-    parts = []
-    if ts is not None and tr is not None:
-        before = max(0.0, min(ge, ts) - gs) * 1000
-        during = max(0.0, min(ge, tr) - max(gs, ts)) * 1000
-        after = max(0.0, ge - max(gs, tr)) * 1000
-        parts.append(f"{before:.0f} ms before the stop + {during:.0f} standing still "
-                     f"+ {after:.0f} after the resume")
-    else:
-        before = during = after = None
+    if ts is None or tr is None:
+        return f"migration {i}: gap {gap_ms:.0f} ms, the stop not traced"
+    before = max(0.0, min(ge, ts) - gs) * 1000
+    during = max(0.0, min(ge, tr) - max(gs, ts)) * 1000
+    after = max(0.0, ge - max(gs, tr)) * 1000
+    parts = [f"{before:.0f} ms before the stop + {during:.0f} standing still "
+             f"+ {after:.0f} after the resume"]
     # The devices' waits inside the gap (their QPs of this connection).
     inside = {vm: [e for e in ev if gs - 0.01 <= e[0] <= ge + 0.01]
               for vm, ev in vm_events.items()}
+    late = 0.0
     for vm in ("vm0", "vm1"):
         ev = inside.get(vm, [])
         if ev:
-            late = max(e[5] for e in ev)
+            late = max(late, max(e[5] for e in ev))
             parts.append(f"{vm}'s QP: {_describe(ev)}, RTO at the end {ev[-1][4]:.0f} ms, "
-                         f"its timer up to {late:.0f} ms late")
-    tcp, poll = (srv[2], srv[3]) if srv else (None, None)
+                         f"its timer up to {max(e[5] for e in ev):.0f} ms late")
     if srv:
-        parts.append(f"vm1's program: {tcp} ms in TCP syncs, {poll} ms without polling, "
+        parts.append(f"vm1's program: {srv[2]} ms in TCP syncs, {srv[3]} ms without polling, "
                      f"ended by {srv[4]}")
     if cli:
         parts.append(f"vm0's program (its clock): a gap of {cli[1] - cli[0]} ms, {cli[2]} ms in "
                      f"TCP syncs, {cli[3]} ms without polling, ended by {cli[4]}")
-    # The cause: the largest part that has an owner.
-    causes = []
-    if during is not None and during > 0:
-        causes.append((during, f"standing still {during:.0f} ms"))
+    stalls = [(srv[3] if srv else 0, "vm1 did not poll"), (cli[3] if cli else 0, "vm0 did not poll"),
+              (late, "a device timer ran late")]
+    stall, what = max(stalls)
+    if during == 0 and after == 0:
+        cause = f"not the stop: a wait {before:.0f} ms before it, while the RAM was copied"
+        if stall >= before / 2:
+            cause += f" (host stall {stall:.0f} ms: {what})"
+        return (f"migration {i}: gap {gap_ms:.0f} ms (standing still {still_ms} ms): "
+                + "; ".join(parts) + f". Cause: {cause}")
+    causes = [(during, f"standing still {during:.0f} ms"),
+              (stall, f"host stall {stall:.0f} ms ({what})")]
     if before:
-        causes.append((before, f"host: vm0 slow before the stop {before:.0f} ms (precopy)"))
-    if after is not None and after > 0:
-        # The device's wait after the peer came back: its last timer
-        # expiry after the resume and what it had waited by then.
-        waits = sorted(e for vm in inside for e in inside[vm]
-                       if tr is not None and e[0] > tr and e[2] in (0, 1, 2, 3))
-        if waits:
-            last = waits[-1]
-            dev = (last[0] - tr) * 1000
-            vm = next(v for v in inside if last in inside[v])
-            causes.append((dev, f"device: {vm}'s RC waited until {dev:.0f} ms after the resume "
-                                f"({EVENTS[last[2]]}{', ' + REASONS[last[3]] if last[2] == 1 else ''}, "
-                                f"RTO then {last[4]:.0f} ms)"))
-            rest = after - dev
-        else:
-            rest = after
-        if rest > 0:
-            late = max((e[5] for vm in inside for e in inside[vm]), default=0)
-            who = []
-            if poll is not None and poll >= 0.5 * rest:
-                who.append(f"vm1 did not poll for {poll} ms")
-            if cli and cli[3] >= 0.5 * rest:
-                who.append(f"vm0 did not poll for {cli[3]} ms")
-            if late >= 0.5 * rest:
-                who.append(f"a device timer ran {late:.0f} ms late")
-            if tcp is not None and tcp >= 0.5 * rest:
-                who.append(f"vm1 waited {tcp} ms in TCP syncs (vm0's program or TCP)")
-            causes.append((rest, f"host after the resume {rest:.0f} ms without a device wait"
-                                 + (": " + ", ".join(who) if who else
-                                    " (vm0's destination: cold, or its program)")))
-    causes.sort(reverse=True)
-    cause = causes[0][1] if causes else "unknown"
+        causes.append((before, f"a wait from {before:.0f} ms before the stop (the RAM copy's end)"))
+    dev, dev_vm, dev_last = 0.0, None, None
+    for vm, ev in vm_events.items():
+        w, last = device_wait(ev, max(tr, gs), ge + 0.01)
+        if w > dev:
+            dev, dev_vm, dev_last = w, vm, last
+    if dev_last is not None:
+        why = EVENTS[dev_last[2]] + (", " + REASONS[dev_last[3]] if dev_last[2] == 1 else "")
+        causes.append((dev, f"device waited {dev:.0f} ms after the resume ({dev_vm}'s RC: {why}, "
+                            f"RTO then {dev_last[4]:.0f} ms)"))
+    if after - dev > 0:
+        causes.append((after - dev, f"the peer late {after - dev:.0f} ms after the resume "
+                                    f"(vm0's destination cold, its program, TCP)"))
+    causes.sort(key=lambda c: c[0], reverse=True)
     return (f"migration {i}: gap {gap_ms:.0f} ms (standing still {still_ms} ms): "
-            + "; ".join(parts) + f". Cause: {cause}")
+            + "; ".join(parts) + f". Cause: {causes[0][1]}")

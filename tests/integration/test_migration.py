@@ -1065,8 +1065,18 @@ def test_gap_causes_from_traces(tmp_path):
     events = {"vm1": [e for e in traces["vm1"]["rc"] if e[1] == 7], "vm0": []}
     text = migration_gaps.explain(1, (99.9, 101.5), stop, events, srv, None, 300)
     assert "gap 1600 ms" in text and "100 ms before the stop + 300 standing still + 1200" in text
-    assert "Cause: device: vm1's RC waited until 1150 ms after the resume (timeout, frto" in text
-    # the same gap with no wait of the device's after the resume
-    events = {"vm1": [e for e in events["vm1"] if e[0] < 101], "vm0": []}
+    assert "Cause: device waited 1150 ms after the resume (vm1's RC: timeout, frto" in text, text
+    # undone after it: the peer's answers were late, not lost
+    undone = line(peer, 101.46, "ohca_rc", "RC QP 0x7 wait event 4 reason 0 rto_us 1 late_us 0")
+    with open(tmp_path / f"trace-{peer}.log", "a") as f:
+        f.write(undone)
+    traces = migration_gaps.read_traces(str(tmp_path), names)
+    events = {"vm1": [e for e in traces["vm1"]["rc"] if e[1] == 7], "vm0": []}
     text = migration_gaps.explain(2, (99.9, 101.5), stop, events, srv, None, 300)
-    assert "Cause: host after the resume 1200 ms without a device wait" in text, text
+    assert "Cause: the peer late 1200 ms after the resume" in text, text
+    # a host stall longer than the rest; a gap over before the stop
+    text = migration_gaps.explain(3, (99.9, 101.5), stop, events, srv[:3] + (1400,) + srv[4:],
+                                  None, 300)
+    assert "Cause: host stall 1400 ms (vm1 did not poll)" in text, text
+    text = migration_gaps.explain(4, (98.0, 99.5), stop, events, srv, None, 300)
+    assert "Cause: not the stop: a wait 1500 ms before it" in text, text

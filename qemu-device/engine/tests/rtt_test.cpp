@@ -291,6 +291,30 @@ TEST_F(RttTest, TimeoutDoublesUpToTheLocalAckTimeout) {
     EXPECT_EQ(c.timeouts_recovery + c.timeouts_goback + c.timeouts_read_newest, 0u);
     EXPECT_EQ(a.stats().rc_timeouts_frto, 3u);
     EXPECT_GE(a.host.now - t.back(), ceiling);
+    // Each wait traced for the host (OHCA_ENGINE_TRACE_RC: what a
+    // migration's gap is made of): the probe, then the timeouts with their
+    // reason, the RTO after each (us), each expiry run on time.
+    std::vector<std::pair<uint32_t, uint32_t>> waits;
+    for (const auto &e : a.host.traces) {
+        if (e.kind == OHCA_ENGINE_TRACE_RC && e.a == side[0].qp.qpn) {
+            waits.emplace_back(e.b, e.c);
+            EXPECT_LE(e.d, step);
+        }
+    }
+    const uint32_t timeout = OHCA_ENGINE_RC_TIMEOUT;
+    const uint32_t frto = timeout | OHCA_ENGINE_RC_FRTO << 8;
+    const uint32_t full = timeout | OHCA_ENGINE_RC_FULL << 8;
+    const std::vector<std::pair<uint32_t, uint32_t>> want_waits = {
+        {OHCA_ENGINE_RC_TLP, 20'000},
+        {timeout | OHCA_ENGINE_RC_AFTER_PROBE << 8, 40'000},
+        {frto, 80'000},
+        {frto, 160'000},
+        {frto, 200'000},
+        {full, 200'000},
+        {full, 200'000},
+        {full, 200'000},
+        {full, 200'000}};
+    EXPECT_EQ(waits, want_waits);
 }
 
 // Karn's rule: the ACK of a resent packet is no round-trip sample (it may
