@@ -85,6 +85,7 @@ SRV_GAP = re.compile(r"^server: that gap from (-?\d+) to (-?\d+) ms after SIGUSR
                      r"in TCP syncs, longest between two CQ polls (\d+) ms, ended by (.*)$", re.M)
 CLI_GAP = re.compile(r"^client: that gap from (-?\d+) to (-?\d+) ms after SIGUSR1, (\d+) ms of it "
                      r"in TCP syncs, longest between two CQ polls (\d+) ms, ended by (.*)$", re.M)
+SRV_GAPS = re.compile(r"^server: a gap from (-?\d+) to (-?\d+) ms after SIGUSR1", re.M)
 QPS = re.compile(r"^(?:server|client): qp (\d+) psn \S+ <-> peer qp (\d+)", re.M)
 
 
@@ -103,6 +104,22 @@ def server_gap(chunk):
     gap = (int(g.group(1)), int(g.group(2)), int(g.group(3)), int(g.group(4)),
            g.group(5)) if g else None
     return gap, ((int(q.group(1)), int(q.group(2))) if q else None)
+
+
+def stop_gap(chunk, mark, stop):
+    """The longest of the server's gaps (each of at least 50 ms in the
+    window it lists) that overlaps the stop (stopped, resumed) on the
+    host's clock, given the signal's host time 'mark'; in ms, or None (a
+    program that lists none, or no gap at the stop)."""
+    ts, tr = stop
+    if ts is None or tr is None:
+        return None
+    best = None
+    for a, b in SRV_GAPS.findall(chunk):
+        gs, ge = mark + int(a) / 1000, mark + int(b) / 1000
+        if gs <= tr and ge >= ts and (best is None or ge - gs > best):
+            best = ge - gs
+    return None if best is None else round(best * 1000)
 
 
 def client_gap(chunk):

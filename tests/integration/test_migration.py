@@ -641,29 +641,37 @@ def explain_gaps(c, logdir, names, figures, results):
     traces = migration_gaps.read_traces(logdir, names)
     srv_chunks = migration_gaps.conn_chunks(results[1].output, "server")
     cli_chunks = migration_gaps.conn_chunks(results[0].output, "client")
-    within, device = 0, []
+    within, device, at_stop, stop_within = 0, [], 0, 0
     for i, f in enumerate(figures, 1):
         srv, qps = migration_gaps.server_gap(srv_chunks[i - 1]) if i <= len(srv_chunks) else (None, None)
         cli = migration_gaps.client_gap(cli_chunks[i - 1]) if i <= len(cli_chunks) else None
         mark = os.path.join(c[1].share, "guest-logs", f"usr1-{i}")
-        gap_host = None
+        gap_host, own = None, None
+        stop = migration_gaps.stop_window(traces.get("vm0", {}).get("run", []), *f["pids"])
         if srv and os.path.exists(mark):
             t = os.path.getmtime(mark)
             gap_host = (t + srv[0] / 1000, t + srv[1] / 1000)
-        stop = migration_gaps.stop_window(traces.get("vm0", {}).get("run", []), *f["pids"])
+            own = migration_gaps.stop_gap(srv_chunks[i - 1], t, stop)
         events = {}
         if qps:
             events["vm1"] = [e for e in traces.get("vm1", {}).get("rc", []) if e[1] == qps[0]]
             events["vm0"] = [e for e in traces.get("vm0", {}).get("rc", []) if e[1] == qps[1]]
         still = f["downtime_ms"] + f["resume_ms"]
         line = migration_gaps.explain(i, gap_host, stop, events, srv, cli, still)
+        # the gap the stop fell in (the longest in the window may be another)
+        if own is not None:
+            at_stop += 1
+            stop_within += own <= still + RTO_MS
+            line += f" The stop's own gap {own} ms (goal {still + RTO_MS:.0f})."
         print(line)
         if gap_host and (gap_host[1] - gap_host[0]) * 1000 <= still + RTO_MS:
             within += 1
         elif "Cause: device" in line:
             device.append(i)
-    print(f"the peer's gap within the goal in {within} of {len(figures)}; over it for a device's "
-          f"wait as the largest part in {len(device)} ({', '.join(map(str, device)) or 'none'})")
+    print(f"the peer's longest gap within the goal in {within} of {len(figures)}; over it for a "
+          f"device's wait as the largest part in {len(device)} "
+          f"({', '.join(map(str, device)) or 'none'}); the stop's own gap within the goal in "
+          f"{stop_within} of the {at_stop} found")
 
 
 def test_live_migration_during_rc_traffic(vm_cluster, vm_logdir):
@@ -1059,9 +1067,15 @@ def test_gap_causes_from_traces(tmp_path):
     out1 = ("server: qp 7 psn 0x1 <-> peer qp 8 psn 0x2, mtu 1024\n"
             "server: that gap from -2100 to -500 ms after SIGUSR1, 0 ms of it in TCP syncs, "
             "longest between two CQ polls 3 ms, ended by completion of SEND WR 1/2 len 8\n"
+            "server: a gap from -2900 to -2700 ms after SIGUSR1, 0 ms of it ...\n"
+            "server: a gap from -2100 to -500 ms after SIGUSR1, 0 ms of it ...\n"
             "ohca_rc_integrity: PASS role=server x\n")
     srv, qps = migration_gaps.server_gap(migration_gaps.conn_chunks(out1, "server")[0])
     assert qps == (7, 8) and srv[:4] == (-2100, -500, 0, 3)
+    # the signal at 102.0: the listed gap at the stop is the second
+    chunk = migration_gaps.conn_chunks(out1, "server")[0]
+    assert migration_gaps.stop_gap(chunk, 102.0, stop) == 1600
+    assert migration_gaps.stop_gap(chunk, 99.0, stop) is None
     events = {"vm1": [e for e in traces["vm1"]["rc"] if e[1] == 7], "vm0": []}
     text = migration_gaps.explain(1, (99.9, 101.5), stop, events, srv, None, 300)
     assert "gap 1600 ms" in text and "100 ms before the stop + 300 standing still + 1200" in text

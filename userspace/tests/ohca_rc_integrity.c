@@ -153,10 +153,23 @@ struct stall {
 	char what[48];
 };
 static struct stall gap_ring[MARK_RING], mark_gap, cur_gap;
+/* every stall of at least MARK_LIST_MS in the window, for the host to
+ * find the one the stop fell in (the longest may be another) */
+#define MARK_LIST_MS 50
+#define MARK_LIST 16
+static struct stall mark_list[MARK_LIST];
+static unsigned int mark_listed;
 static unsigned int gap_next;
 static uint64_t last_poll_ms;
 static const char *role;
 static int uc;			/* prm.flags & PRM_UC */
+
+static void print_stall(const char *which, const struct stall *g)
+{
+	printf("%s: %s from %" PRId64 " to %" PRId64 " ms after SIGUSR1, %" PRIu64 " ms of it in TCP syncs, longest between two CQ polls %" PRIu64 " ms, ended by %s\n",
+	       role, which, (int64_t)(g->start - mark_ms),
+	       (int64_t)(g->end - mark_ms), g->tcp_ms, g->poll_ms, g->what);
+}
 
 static void summary(const char *result, const char *why)
 {
@@ -168,10 +181,9 @@ static void summary(const char *result, const char *why)
 		       role, MARK_WINDOW_MS, len);
 		/* (its place against the signal, for the host's timeline) */
 		if (len)
-			printf("%s: that gap from %" PRId64 " to %" PRId64 " ms after SIGUSR1, %" PRIu64 " ms of it in TCP syncs, longest between two CQ polls %" PRIu64 " ms, ended by %s\n",
-			       role, (int64_t)(g->start - mark_ms),
-			       (int64_t)(g->end - mark_ms), g->tcp_ms,
-			       g->poll_ms, g->what);
+			print_stall("that gap", g);
+		for (unsigned int i = 0; i < mark_listed; i++)
+			print_stall("a gap", &mark_list[i]);
 	}
 	printf("ohca_rc_integrity: %s role=%s mtu=%u seed=0x%" PRIx64
 	       " iterations=%lu/%u completions=%lu bytes=%lu SEND=%lu SEND_IMM=%lu WRITE=%lu WRITE_IMM=%lu READ=%lu max_gap_ms=%" PRIu64 " qp=%s%s%s\n",
@@ -626,9 +638,12 @@ static void on_mark(int sig)
 /* Whether the stall overlaps the window before the mark. */
 static void mark_consider(const struct stall *g)
 {
-	if (g->start <= mark_ms && g->end + MARK_WINDOW_MS >= mark_ms &&
-	    g->end - g->start > mark_gap.end - mark_gap.start)
+	if (g->start > mark_ms || g->end + MARK_WINDOW_MS < mark_ms)
+		return;
+	if (g->end - g->start > mark_gap.end - mark_gap.start)
 		mark_gap = *g;
+	if (g->end - g->start >= MARK_LIST_MS && mark_listed < MARK_LIST)
+		mark_list[mark_listed++] = *g;
 }
 
 static void note_progress(void)
