@@ -227,8 +227,13 @@ def explain(i, gap_host, stop, vm_events, srv, cli, still_ms):
         causes.append((dev, f"device waited {dev:.0f} ms after the resume ({dev_vm}'s RC: {why}, "
                             f"RTO then {dev_last[4]:.0f} ms)"))
     if after - dev > 0:
-        causes.append((after - dev, f"the peer late {after - dev:.0f} ms after the resume "
-                                    f"(vm0's destination cold, its program, TCP)"))
+        rest = after - dev
+        if stall >= rest / 2:
+            causes.append((rest, f"host stall {stall:.0f} ms ({what}) in the {rest:.0f} ms "
+                                 f"after the resume"))
+        else:
+            causes.append((rest, f"the peer late {rest:.0f} ms after the resume "
+                                 f"(vm0's destination cold, its program, TCP)"))
     causes.sort(key=lambda c: c[0], reverse=True)
     return (f"migration {i}: gap {gap_ms:.0f} ms (standing still {still_ms} ms): "
             + "; ".join(parts) + f". Cause: {causes[0][1]}")
