@@ -1043,9 +1043,10 @@ def test_live_migration_on_infiniband_switch(vm_cluster):
 
 def test_gap_causes_from_traces(tmp_path):
     """migration_gaps without a VM: traces and the programs' accounts made
-    up for two migrations, one whose gap ends with the peer's timeout long
-    after the resume (the device's), one with no wait of the device's
-    after the resume (the host's)."""
+    up for one stop, read four ways: the gap ends with the peer's timeout
+    long after the resume (the device's); the same timeout undone (the
+    answers were late: the peer's); a host stall longer than the rest; a
+    gap over before the stop. And the stop's own gap found in the list."""
     src, dst, peer = 11, 12, 13
 
     def line(pid, t, name, args):
