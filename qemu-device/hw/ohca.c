@@ -560,6 +560,9 @@ static void ohca_trace(void *opaque, unsigned int kind, uint32_t a,
     case OHCA_ENGINE_TRACE_WQE:
         trace_ohca_wqe(a, b, c);
         break;
+    case OHCA_ENGINE_TRACE_RC:
+        trace_ohca_rc(a, b & 0xff, b >> 8, c, d / 1000);
+        break;
     }
 }
 
@@ -629,6 +632,7 @@ static void ohca_vm_state_change(void *opaque, bool running, RunState state)
 {
     OhcaState *s = opaque;
 
+    trace_ohca_vm_running(running);
     if (running) {
         qemu_bh_schedule(s->bh);
     } else {

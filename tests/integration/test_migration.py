@@ -22,6 +22,7 @@ import pytest
 from vmtest import assert_ok
 from harness.common import HarnessError
 from harness.wire import socket_drops, switch_port_stats
+import migration_gaps
 
 pytestmark = pytest.mark.ohca_only
 
@@ -509,6 +510,8 @@ for i in $(seq 1 @N@); do
     # The host migrates this VM now.
     remount_after migrated-$i
     kill -0 $cli 2>/dev/null && mid=yes || mid=no
+    # its own account of the gap (its clock stood still with the VM)
+    kill -USR1 $cli 2>/dev/null
     echo "migration $i: progress lines before $before, after $(progress), client still running: $mid"
     extra_ok "migration $i" || rc=1
     [ @NVME@ = 0 ] || echo "NVME_MIGRATION $i longest I/O $(fio_longest_since $fio_before) ms in passes $((fio_before + 1))..$(reports fio)"
@@ -566,7 +569,8 @@ for i in $(seq 1 @N@); do
     # Once the host has seen the migration complete, the server looks back
     # at the peer's gap (SIGUSR1).
     # The progress lines printed by then place the stop among them.
-    (ohca_wait_host stopped-$i 1800 && kill -USR1 $srv &&
+    # The file made right after the signal gives the host its time (mtime).
+    (ohca_wait_host stopped-$i 1800 && kill -USR1 $srv && : >"$XLOG/usr1-$i" &&
         echo "MARK $i after $(grep -c ' iterations (' /tmp/srv.log) progress lines") &
     watch=$!
     wait $srv
@@ -630,16 +634,58 @@ def peer_gaps(out1):
     return gaps, calm
 
 
-def test_live_migration_during_rc_traffic(vm_cluster):
+def explain_gaps(c, logdir, names, figures, results):
+    """One line per migration: what the peer's gap was made of and its
+    cause (migration_gaps, docs/migration.md), and how many were within
+    the goal and whose they were."""
+    traces = migration_gaps.read_traces(logdir, names)
+    srv_chunks = migration_gaps.conn_chunks(results[1].output, "server")
+    cli_chunks = migration_gaps.conn_chunks(results[0].output, "client")
+    within, device, at_stop, stop_within = 0, [], 0, 0
+    for i, f in enumerate(figures, 1):
+        srv, qps = migration_gaps.server_gap(srv_chunks[i - 1]) if i <= len(srv_chunks) else (None, None)
+        cli = migration_gaps.client_gap(cli_chunks[i - 1]) if i <= len(cli_chunks) else None
+        mark = os.path.join(c[1].share, "guest-logs", f"usr1-{i}")
+        gap_host, own = None, None
+        stop = migration_gaps.stop_window(traces.get("vm0", {}).get("run", []), *f["pids"])
+        if srv and os.path.exists(mark):
+            t = os.path.getmtime(mark)
+            gap_host = (t + srv[0] / 1000, t + srv[1] / 1000)
+            own = migration_gaps.stop_gap(srv_chunks[i - 1], t, stop)
+        events = {}
+        if qps:
+            events["vm1"] = [e for e in traces.get("vm1", {}).get("rc", []) if e[1] == qps[0]]
+            events["vm0"] = [e for e in traces.get("vm0", {}).get("rc", []) if e[1] == qps[1]]
+        still = f["downtime_ms"] + f["resume_ms"]
+        line = migration_gaps.explain(i, gap_host, stop, events, srv, cli, still)
+        # the gap the stop fell in (the longest in the window may be another)
+        if own is not None:
+            at_stop += 1
+            stop_within += own <= still + RTO_MS
+            line += f" The stop's own gap {own} ms (goal {still + RTO_MS:.0f})."
+        print(line)
+        if gap_host and (gap_host[1] - gap_host[0]) * 1000 <= still + RTO_MS:
+            within += 1
+        elif "Cause: device" in line:
+            device.append(i)
+    print(f"the peer's longest gap within the goal in {within} of {len(figures)}; over it for a "
+          f"device's wait as the largest part in {len(device)} "
+          f"({', '.join(map(str, device)) or 'none'}); the stop's own gap within the goal in "
+          f"{stop_within} of the {at_stop} found")
+
+
+def test_live_migration_during_rc_traffic(vm_cluster, vm_logdir):
     # OHCA_MIG_NIC=rxe: the same traffic over virtio-net and Linux's
     # soft-RoCE instead of ohca (a diagnosis: is a fault the device's?)
     extra = memcheck_files() if MEMCHECK else {}
     kw = {"nic": os.environ["OHCA_MIG_NIC"]} if os.environ.get("OHCA_MIG_NIC") else {}
+    # the devices' RC waits and the VMs' stops, traced (migration_gaps)
     c = vm_cluster(nvms=2, migratable=True, smp=int(os.environ.get("OHCA_MIG_SMP", "1")),
-                   extra_files=extra, **kw)
+                   extra_files=extra, extra_args=migration_gaps.trace_args(vm_logdir), **kw)
     c.start({i: fill(s, LIVE_ITERS, MIGRATIONS) for i, s in enumerate((CLIENT_LIVE, SERVER_LIVE))})
     vm0, vm1 = c[0], c[1]
     figures = []
+    names = {vm0.proc.pid: "vm0", vm1.proc.pid: "vm1"}
     try:
         for i in range(1, MIGRATIONS + 1):
             vm1.wait_mark(f"listening-{i}", timeout=900)
@@ -647,7 +693,10 @@ def test_live_migration_during_rc_traffic(vm_cluster):
             # (the first: the extra traffic's start is checked before it,
             # up to 5 minutes each for rping's and fio's first round)
             vm0.wait_mark(f"ready-{i}", timeout=900 if i == 1 else 300)
+            src = vm0.proc.pid
             f = vm0.migrate()
+            f["pids"] = (src, vm0.proc.pid)
+            names[vm0.proc.pid] = "vm0"
             vm1.post(f"stopped-{i}")
             vm0.post(f"migrated-{i}")
             figures.append(f)
@@ -689,6 +738,7 @@ def test_live_migration_during_rc_traffic(vm_cluster):
               f"{calm.get(i, 'unknown')} ms in its connection's 50 iterations without the stop)"
               f"{io}")
     print(f"the peer's longest gap {max(gaps.values(), default=-1)} ms")
+    explain_gaps(c, vm_logdir, names, figures, results)
     # UD: what the sender's perftest reported completed, what the
     # receiver's reported received, and what vm1's device dropped for want
     # of a posted receive (the receiver at nice 10 reposts slower than
@@ -989,3 +1039,59 @@ def test_live_migration_on_infiniband_switch(vm_cluster):
         assert p["overruns"] == 0 and p["bad_link_packets"] == 0 and p["bad_frames"] == 0, p
         assert p["state"] == 4, p  # Active
     assert all(d["oversize"] == 0 and d["unsent"] == 0 for d in stats["datagram_ports"]), stats
+
+
+def test_gap_causes_from_traces(tmp_path):
+    """migration_gaps without a VM: traces and the programs' accounts made
+    up for one stop, read four ways: the gap ends with the peer's timeout
+    long after the resume (the device's); the same timeout undone (the
+    answers were late: the peer's); a host stall longer than the rest; a
+    gap over before the stop. And the stop's own gap found in the list."""
+    src, dst, peer = 11, 12, 13
+
+    def line(pid, t, name, args):
+        return f"{pid}@{int(t)}.{round((t % 1) * 1e6):06d}:{name} {args}\n"
+    (tmp_path / f"trace-{src}.log").write_text(
+        line(src, 100.0, "ohca_vm_running", "the VM runs 0 (a stop, ...)"))
+    (tmp_path / f"trace-{dst}.log").write_text(
+        line(dst, 100.3, "ohca_vm_running", "the VM runs 1 (a stop, ...)"))
+    (tmp_path / f"trace-{peer}.log").write_text(
+        line(peer, 100.05, "ohca_rc", "RC QP 0x7 wait event 0 reason 0 rto_us 40000 late_us 0")
+        + line(peer, 100.15, "ohca_rc", "RC QP 0x7 wait event 1 reason 1 rto_us 640000 late_us 2000")
+        + line(peer, 101.45, "ohca_rc", "RC QP 0x7 wait event 1 reason 3 rto_us 1074000 late_us 0")
+        + line(peer, 101.45, "ohca_rc", "RC QP 0x9 wait event 0 reason 0 rto_us 1 late_us 0"))
+    names = {src: "vm0", dst: "vm0", peer: "vm1"}
+    traces = migration_gaps.read_traces(str(tmp_path), names)
+    assert len(traces["vm1"]["rc"]) == 4 and traces["vm1"]["rc"][1][3] == 1
+    stop = migration_gaps.stop_window(traces["vm0"]["run"], src, dst)
+    assert stop == (100.0, 100.3)
+    out1 = ("server: qp 7 psn 0x1 <-> peer qp 8 psn 0x2, mtu 1024\n"
+            "server: that gap from -2100 to -500 ms after SIGUSR1, 0 ms of it in TCP syncs, "
+            "longest between two CQ polls 3 ms, ended by completion of SEND WR 1/2 len 8\n"
+            "server: a gap from -2900 to -2700 ms after SIGUSR1, 0 ms of it ...\n"
+            "server: a gap from -2100 to -500 ms after SIGUSR1, 0 ms of it ...\n"
+            "ohca_rc_integrity: PASS role=server x\n")
+    srv, qps = migration_gaps.server_gap(migration_gaps.conn_chunks(out1, "server")[0])
+    assert qps == (7, 8) and srv[:4] == (-2100, -500, 0, 3)
+    # the signal at 102.0: the listed gap at the stop is the second
+    chunk = migration_gaps.conn_chunks(out1, "server")[0]
+    assert migration_gaps.stop_gap(chunk, 102.0, stop) == 1600
+    assert migration_gaps.stop_gap(chunk, 99.0, stop) is None
+    events = {"vm1": [e for e in traces["vm1"]["rc"] if e[1] == 7], "vm0": []}
+    text = migration_gaps.explain(1, (99.9, 101.5), stop, events, srv, None, 300)
+    assert "gap 1600 ms" in text and "100 ms before the stop + 300 standing still + 1200" in text
+    assert "Cause: device waited 1150 ms after the resume (vm1's RC: timeout, frto" in text, text
+    # undone after it: the peer's answers were late, not lost
+    undone = line(peer, 101.46, "ohca_rc", "RC QP 0x7 wait event 4 reason 0 rto_us 1 late_us 0")
+    with open(tmp_path / f"trace-{peer}.log", "a") as f:
+        f.write(undone)
+    traces = migration_gaps.read_traces(str(tmp_path), names)
+    events = {"vm1": [e for e in traces["vm1"]["rc"] if e[1] == 7], "vm0": []}
+    text = migration_gaps.explain(2, (99.9, 101.5), stop, events, srv, None, 300)
+    assert "Cause: the peer late 1200 ms after the resume" in text, text
+    # a host stall longer than the rest; a gap over before the stop
+    text = migration_gaps.explain(3, (99.9, 101.5), stop, events, srv[:3] + (1400,) + srv[4:],
+                                  None, 300)
+    assert "Cause: host stall 1400 ms (vm1 did not poll)" in text, text
+    text = migration_gaps.explain(4, (98.0, 99.5), stop, events, srv, None, 300)
+    assert "Cause: not the stop: a wait 1500 ms before it" in text, text

@@ -140,20 +140,51 @@ static uint64_t t_start_ms, last_wc_ms, max_gap_ms, line_gap_ms;
 #define MARK_MIN_GAP_MS 10
 #define MARK_RING 256
 static volatile sig_atomic_t mark_seen;
-static uint64_t mark_ms, mark_gap_ms;
+static uint64_t mark_ms;
 static int mark_looked_back;
-static struct {
-	uint64_t start, end;
-} gap_ring[MARK_RING];
+/*
+ * A stall and what it was made of: the time this end spent in its TCP
+ * syncs with the peer (waiting for the peer's program), the longest time
+ * between two polls of the CQ (this process not running: the guest or
+ * its host stalled) and the wait that ended it.
+ */
+struct stall {
+	uint64_t start, end, tcp_ms, poll_ms;
+	char what[48];
+};
+static struct stall gap_ring[MARK_RING], mark_gap, cur_gap;
+/* every stall of at least MARK_LIST_MS in the window, for the host to
+ * find the one the stop fell in (the longest may be another) */
+#define MARK_LIST_MS 50
+#define MARK_LIST 16
+static struct stall mark_list[MARK_LIST];
+static unsigned int mark_listed;
 static unsigned int gap_next;
+static uint64_t last_poll_ms;
 static const char *role;
 static int uc;			/* prm.flags & PRM_UC */
 
+static void print_stall(const char *which, const struct stall *g)
+{
+	printf("%s: %s from %" PRId64 " to %" PRId64 " ms after SIGUSR1, %" PRIu64 " ms of it in TCP syncs, longest between two CQ polls %" PRIu64 " ms, ended by %s\n",
+	       role, which, (int64_t)(g->start - mark_ms),
+	       (int64_t)(g->end - mark_ms), g->tcp_ms, g->poll_ms, g->what);
+}
+
 static void summary(const char *result, const char *why)
 {
-	if (mark_seen)
+	if (mark_seen) {
+		const struct stall *g = &mark_gap;
+		uint64_t len = g->end - g->start;
+
 		printf("%s: longest gap in the %u ms before SIGUSR1: %" PRIu64 " ms\n",
-		       role, MARK_WINDOW_MS, mark_gap_ms);
+		       role, MARK_WINDOW_MS, len);
+		/* (its place against the signal, for the host's timeline) */
+		if (len)
+			print_stall("that gap", g);
+		for (unsigned int i = 0; i < mark_listed; i++)
+			print_stall("a gap", &mark_list[i]);
+	}
 	printf("ohca_rc_integrity: %s role=%s mtu=%u seed=0x%" PRIx64
 	       " iterations=%lu/%u completions=%lu bytes=%lu SEND=%lu SEND_IMM=%lu WRITE=%lu WRITE_IMM=%lu READ=%lu max_gap_ms=%" PRIu64 " qp=%s%s%s\n",
 	       result, role, prm.mtu, prm.seed, cur_iter, prm.iters, n_wc,
@@ -243,6 +274,7 @@ static void make_msg(unsigned long it, int w, uint32_t len)
 static void sock_io(void *p, size_t len, int out, const char *what)
 {
 	uint8_t *b = p;
+	uint64_t t0 = now_ms();
 
 	while (len) {
 		struct pollfd pfd = { .fd = sock,
@@ -265,6 +297,8 @@ static void sock_io(void *p, size_t len, int out, const char *what)
 		b += n;
 		len -= (size_t)n;
 	}
+	cur_gap.tcp_ms += now_ms() - t0;
+	snprintf(cur_gap.what, sizeof(cur_gap.what), "TCP %s", what);
 }
 
 /* One byte each way; 'F' from the peer means it failed. */
@@ -601,12 +635,15 @@ static void on_mark(int sig)
 	mark_seen = 1;
 }
 
-/* Whether the stall [start, end] overlaps the window before the mark. */
-static void mark_consider(uint64_t start, uint64_t end)
+/* Whether the stall overlaps the window before the mark. */
+static void mark_consider(const struct stall *g)
 {
-	if (start <= mark_ms && end + MARK_WINDOW_MS >= mark_ms &&
-	    end - start > mark_gap_ms)
-		mark_gap_ms = end - start;
+	if (g->start > mark_ms || g->end + MARK_WINDOW_MS < mark_ms)
+		return;
+	if (g->end - g->start > mark_gap.end - mark_gap.start)
+		mark_gap = *g;
+	if (g->end - g->start >= MARK_LIST_MS && mark_listed < MARK_LIST)
+		mark_list[mark_listed++] = *g;
 }
 
 static void note_progress(void)
@@ -622,15 +659,18 @@ static void note_progress(void)
 		mark_looked_back = 1;
 		for (i = 0; i < MARK_RING; i++)
 			if (gap_ring[i].end)
-				mark_consider(gap_ring[i].start, gap_ring[i].end);
+				mark_consider(&gap_ring[i]);
 	}
 	if (last_wc_ms && t - last_wc_ms >= MARK_MIN_GAP_MS) {
+		cur_gap.start = last_wc_ms;
+		cur_gap.end = t;
 		if (mark_seen)
-			mark_consider(last_wc_ms, t);
-		gap_ring[gap_next].start = last_wc_ms;
-		gap_ring[gap_next].end = t;
+			mark_consider(&cur_gap);
+		gap_ring[gap_next] = cur_gap;
 		gap_next = (gap_next + 1) % MARK_RING;
 	}
+	memset(&cur_gap, 0, sizeof(cur_gap));
+	last_poll_ms = 0;
 	last_wc_ms = t;
 }
 
@@ -639,11 +679,21 @@ static void wait_wc(struct ibv_wc *wc, const char *what)
 	uint64_t deadline = now_ms() + (uint64_t)timeout_s * 1000;
 	int n;
 
-	while ((n = ibv_poll_cq(cq, 1, wc)) == 0) {
-		if (now_ms() > deadline)
+	for (;;) {
+		uint64_t t;
+
+		n = ibv_poll_cq(cq, 1, wc);
+		t = now_ms();
+		if (last_poll_ms && t - last_poll_ms > cur_gap.poll_ms)
+			cur_gap.poll_ms = t - last_poll_ms;
+		last_poll_ms = t;
+		if (n != 0)
+			break;
+		if (t > deadline)
 			fail("iteration %lu: no completion for %s within %d s",
 			     cur_iter, what, timeout_s);
 	}
+	snprintf(cur_gap.what, sizeof(cur_gap.what), "completion of %s", what);
 	if (n < 0)
 		fail("iteration %lu: ibv_poll_cq: %d", cur_iter, n);
 	n_wc++;

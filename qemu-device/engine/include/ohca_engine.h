@@ -80,6 +80,31 @@ enum ohca_engine_trace_kind {
     OHCA_ENGINE_TRACE_CQE = 2,
     /* a send WQE taken for execution: a qpn, b WQE index, c opcode */
     OHCA_ENGINE_TRACE_WQE = 3,
+    /* an RC requester's wait decided (rare: not per packet): a qpn, b enum
+     * ohca_engine_rc_event | reason << 8 (a timeout's: enum
+     * ohca_engine_rc_timeout), c the retransmission timeout in force after
+     * it (us), d for a timer's expiry how late it ran (ns past its deadline:
+     * the host's stall), else 0 */
+    OHCA_ENGINE_TRACE_RC = 4,
+};
+
+enum ohca_engine_rc_event {
+    OHCA_ENGINE_RC_TLP = 0,          /* a tail-loss probe sent */
+    OHCA_ENGINE_RC_TIMEOUT = 1,      /* a timeout: a go-back from the oldest */
+    OHCA_ENGINE_RC_CREDIT_ASK = 2,   /* no credit update in time: an ACK asked */
+    OHCA_ENGINE_RC_CREDIT_PROBE = 3, /* a message past the credit limit */
+    OHCA_ENGINE_RC_SPURIOUS = 4,     /* a timeout undone (F-RTO) */
+    OHCA_ENGINE_RC_TLP_ANSWERED = 5, /* progress with a probe out */
+};
+
+/* Why a timer's expiry was a timeout and no probe (QUERY_STATS rc_timeouts_*) */
+enum ohca_engine_rc_timeout {
+    OHCA_ENGINE_RC_AFTER_PROBE = 1,
+    OHCA_ENGINE_RC_FULL = 2,
+    OHCA_ENGINE_RC_FRTO = 3,
+    OHCA_ENGINE_RC_RECOVERY = 4,
+    OHCA_ENGINE_RC_GOBACK = 5,
+    OHCA_ENGINE_RC_READ = 6,
 };
 
 struct ohca_engine_config {

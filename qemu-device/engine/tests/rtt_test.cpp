@@ -291,6 +291,30 @@ TEST_F(RttTest, TimeoutDoublesUpToTheLocalAckTimeout) {
     EXPECT_EQ(c.timeouts_recovery + c.timeouts_goback + c.timeouts_read_newest, 0u);
     EXPECT_EQ(a.stats().rc_timeouts_frto, 3u);
     EXPECT_GE(a.host.now - t.back(), ceiling);
+    // Each wait traced for the host (OHCA_ENGINE_TRACE_RC: what a
+    // migration's gap is made of): the probe, then the timeouts with their
+    // reason, the RTO after each (us), each expiry run on time.
+    std::vector<std::pair<uint32_t, uint32_t>> waits;
+    for (const auto &e : a.host.traces) {
+        if (e.kind == OHCA_ENGINE_TRACE_RC && e.a == side[0].qp.qpn) {
+            waits.emplace_back(e.b, e.c);
+            EXPECT_LE(e.d, step);
+        }
+    }
+    const uint32_t timeout = OHCA_ENGINE_RC_TIMEOUT;
+    const uint32_t frto = timeout | OHCA_ENGINE_RC_FRTO << 8;
+    const uint32_t full = timeout | OHCA_ENGINE_RC_FULL << 8;
+    const std::vector<std::pair<uint32_t, uint32_t>> want_waits = {
+        {OHCA_ENGINE_RC_TLP, 20'000},
+        {timeout | OHCA_ENGINE_RC_AFTER_PROBE << 8, 40'000},
+        {frto, 80'000},
+        {frto, 160'000},
+        {frto, 200'000},
+        {full, 200'000},
+        {full, 200'000},
+        {full, 200'000},
+        {full, 200'000}};
+    EXPECT_EQ(waits, want_waits);
 }
 
 // Karn's rule: the ACK of a resent packet is no round-trip sample (it may
@@ -410,6 +434,39 @@ INSTANTIATE_TEST_SUITE_P(Budget, StillPeerTest,
                                            std::make_tuple(uint8_t{18}, 3000 * kMs, true),
                                            std::make_tuple(uint8_t{18}, 8500 * kMs, true),
                                            std::make_tuple(uint8_t{18}, 11000 * kMs, false)));
+
+// A migrated peer (docs/migration.md, the peer's gap): it vanishes for D ms
+// -- the frames that reach it as it stops are lost (the source's receive
+// backlog, the frame its stopped netdev holds), the later ones wait in the
+// shared socket -- and then runs again. The requester's tries during the
+// absence (its probe, its timeouts doubling towards the local ACK timeout)
+// wait in the socket too, so it is answered within a round trip of the
+// return and done a few round trips later, not at its next expiry up to
+// one local ACK timeout later; nothing failed, every byte in place.
+class VanishedPeerTest : public RttTest, public ::testing::WithParamInterface<uint64_t> {};
+
+TEST_P(VanishedPeerTest, ItIsAnsweredWithinARoundTripOfTheReturn) {
+    const uint64_t absent = GetParam();
+    step = 200'000;
+    setup(3, 18, 7);
+    warm_up(10);
+    const uint64_t start = a.host.now;
+    b_paused_until = start + absent;
+    // the first 3 ms of the absence: a's frames lost
+    drop = [&, start](bool from_a, uint32_t) { return from_a && a.host.now < start + 3 * kMs; };
+    post_op(OHCA_WR_RDMA_WRITE, 1, 16, 0);
+    const size_t n = sends() + 1;
+    ASSERT_TRUE(run_for([&] { return sends() == n; }, absent + 3000 * kMs));
+    EXPECT_EQ(sc.back().status, OHCA_CQE_SUCCESS);
+    // (the packets lost at the start go again after the answers: a few
+    // round trips of a window grown again from its minimum)
+    EXPECT_LE(a.host.now, b_paused_until + 10 * 2 * one_way);
+    EXPECT_TRUE(same(side[0].buf, side[1].buf, 16 * 1024));
+    EXPECT_EQ(ca().retry_exceeded, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Absence, VanishedPeerTest,
+                         ::testing::Values(100 * kMs, 300 * kMs, 700 * kMs, 2000 * kMs));
 
 // The first burst of a long message is 64 KiB of path MTU packets (at most
 // 64): what a host socket with the default receive buffer between two VMs

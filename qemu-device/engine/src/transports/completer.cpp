@@ -67,6 +67,9 @@ void RcRequester::ack_through(Qp &qp, uint32_t psn) {
         qp.retry_left = qp.attrs.retry_cnt;
         qp.rnr_left = qp.attrs.rnr_retry;
         qp.rnr_streak = 0;
+        if (qp.tlp_out) {
+            trace_rc(svc_, qp, OHCA_ENGINE_RC_TLP_ANSWERED, 0, rto(qp), 0);
+        }
         qp.tlp_out = false;       // the next expiry may probe again
         svc_.set_deadline(qp, 0); // restarted by the next packet that asks ...
         if (outstanding(qp) && ack_owed(qp)) {

@@ -112,6 +112,16 @@ inline uint32_t cursor_psn(const Qp &qp) {
                                           : qp.next_psn;
 }
 
+// A requester's wait decided, for the host's tracing (OHCA_ENGINE_TRACE_RC):
+// what it was, why, the RTO in force after it and how late a timer's
+// expiry ran -- what a migration's gap is made of (docs/migration.md).
+inline void trace_rc(TransportServices &svc, const Qp &qp, unsigned int event, unsigned int reason,
+                     uint64_t rto_ns, uint64_t late_ns) {
+    const uint64_t us = rto_ns / 1000;
+    svc.host().trace(OHCA_ENGINE_TRACE_RC, qp.qpn, event | reason << 8,
+                     static_cast<uint32_t>(us > UINT32_MAX ? UINT32_MAX : us), late_ns);
+}
+
 inline uint32_t wire_imm(uint32_t le_field) {
     // The WQE holds the immediate as the wire bytes; read them in order.
     uint8_t b[4];

@@ -181,6 +181,8 @@ RcRequester::NoProbe RcRequester::tail_probe(Qp &qp) {
 }
 
 void RcRequester::timer_expired(Qp &qp) {
+    const uint64_t now = svc_.host().now_ns();
+    const uint64_t late = now > qp.deadline_ns ? now - qp.deadline_ns : 0;
     svc_.set_deadline(qp, 0);
     if (qp.rnr_wait) {
         qp.rnr_wait = false;
@@ -195,7 +197,7 @@ void RcRequester::timer_expired(Qp &qp) {
         return;
     }
     if (qp.credit_wait) {
-        credit_wait_expired(qp);
+        credit_wait_expired(qp, late);
         return;
     }
     if (qp.inflight.empty() || !outstanding(qp) || !ack_owed(qp) ||
@@ -204,6 +206,7 @@ void RcRequester::timer_expired(Qp &qp) {
     }
     const NoProbe why = tail_probe(qp);
     if (why == NoProbe::Sent) {
+        trace_rc(svc_, qp, OHCA_ENGINE_RC_TLP, 0, rto(qp), late);
         return;
     }
     // A timeout shorter than the QP's local ACK timeout (measured from the
@@ -227,6 +230,7 @@ void RcRequester::timer_expired(Qp &qp) {
     c.timeouts_goback += why == NoProbe::GoBack ? 1 : 0;
     c.timeouts_read_newest += why == NoProbe::Read ? 1 : 0;
     qp.rto_ns = std::min(rto(qp) * 2, ceiling);
+    trace_rc(svc_, qp, OHCA_ENGINE_RC_TIMEOUT, static_cast<unsigned int>(why), rto(qp), late);
     if (!early) {
         if (qp.retry_left == 0) {
             ++svc_.counters().retry_exceeded;
@@ -278,7 +282,7 @@ void RcRequester::timer_expired(Qp &qp) {
 // 18: docs/migration.md, the peer's gap). Past the local ACK timeout one
 // message goes as the probe IBTA allows (a peer that answers no duplicate
 // still gets it; an RNR NAK to it is handled as any other).
-void RcRequester::credit_wait_expired(Qp &qp) {
+void RcRequester::credit_wait_expired(Qp &qp, uint64_t late_ns) {
     ++svc_.counters().credit_timeouts;
     const uint64_t now = svc_.host().now_ns();
     const uint64_t ceiling = local_ack_timeout_ns(qp);
@@ -290,8 +294,10 @@ void RcRequester::credit_wait_expired(Qp &qp) {
         }
         const uint64_t next = std::max(rto(qp), waited);
         svc_.set_deadline(qp, since + std::min(waited + next, ceiling));
+        trace_rc(svc_, qp, OHCA_ENGINE_RC_CREDIT_ASK, 0, next, late_ns);
         return;
     }
+    trace_rc(svc_, qp, OHCA_ENGINE_RC_CREDIT_PROBE, 0, rto(qp), late_ns);
     ++svc_.counters().credit_probes;
     qp.credit_wait = false;
     qp.credit_probe = true;
@@ -363,6 +369,7 @@ RcRequester::Frto RcRequester::frto_decide(Qp &qp, uint32_t through) {
 // that became slower is measured then.
 void RcRequester::frto_undo(Qp &qp) {
     ++svc_.counters().spurious_timeouts;
+    trace_rc(svc_, qp, OHCA_ENGINE_RC_SPURIOUS, 0, rto(qp), 0);
     qp.cwnd = qp.frto_cwnd;
     qp.ssthresh = qp.frto_ssthresh;
     qp.cwnd_acked = qp.frto_cwnd_acked;

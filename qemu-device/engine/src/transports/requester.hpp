@@ -58,8 +58,11 @@ class RcRequester {
     // Why an ACK timer expiry sent no tail-loss probe (Sent: it did), in
     // the order tail_probe() asks; each but Sent is a timeout.
     enum class NoProbe : uint8_t { Sent, AfterProbe, Full, Frto, Recovery, GoBack, Read };
+    // (traced as enum ohca_engine_rc_timeout)
+    static_assert(static_cast<int>(NoProbe::AfterProbe) == OHCA_ENGINE_RC_AFTER_PROBE &&
+                  static_cast<int>(NoProbe::Read) == OHCA_ENGINE_RC_READ);
     NoProbe tail_probe(Qp &qp);
-    void credit_wait_expired(Qp &qp);
+    void credit_wait_expired(Qp &qp, uint64_t late_ns);
     void emit_ack_request(const Qp &qp);
     // What a response after an ACK timeout says of it.
     enum class Frto : uint8_t { None, Spurious, Loss };
