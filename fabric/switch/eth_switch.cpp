@@ -667,7 +667,13 @@ void EthSwitch::transmit_frames(uint8_t o, uint64_t now) {
             return; // the line is busy until next_wake()
         }
         pt.tokens -= cost;
+        // The line's time the bucket still holds beyond this frame is time
+        // the line was free before now (the switch's late wake-up that
+        // fill() caught up, or the burst of an idle port): a line would
+        // have begun this frame that much earlier, or when it came.
+        const uint64_t unused_ns = pt.tokens / cfg_.line_rate_bps;
         const Queued q = std::move(pt.q[pick].front());
+        const uint64_t began = std::max(q.queued_at, now - std::min(now, unused_ns));
         pt.q[pick].pop_front();
         pt.q_bytes[pick] -= q.charge;
         append(pt, q.frame);
@@ -676,7 +682,7 @@ void EthSwitch::transmit_frames(uint8_t o, uint64_t now) {
         ++pt.stats.prio[pick].tx_packets;
         pt.stats.prio[pick].tx_bytes += q.frame.size();
         pt.rr = static_cast<uint8_t>((pick + 1) % kPriorities);
-        const uint64_t waited_us = (now - std::min(now, q.queued_at)) / 1000;
+        const uint64_t waited_us = (std::min(now, began) - std::min(began, q.queued_at)) / 1000;
         pt.sojourn_max_us[q.in] =
             std::max(pt.sojourn_max_us[q.in],
                      static_cast<uint32_t>(std::min<uint64_t>(waited_us, UINT32_MAX)));

@@ -853,6 +853,40 @@ TEST(EthSwitch, TimelineSaysHowLongEachIngressPortsFramesWaited) {
     EXPECT_NE(next.find("\"sojourn\": []", next.find("{\"port\": 2,")), std::string::npos) << next;
 }
 
+// The same four frames from port 1, but the switch's process is away
+// (no event) from 21 to 60 ms, while they wait: back, the port catches up
+// the line's time and sends them at once. Their wait is the line's, not
+// the process's absence: the fourth waited for three frames (20.6 ms), as
+// with the switch there, not until 60 ms (40 ms, counted before
+// 2026-12-07: a latency probe's fabric figure took the switch's late
+// wake-ups for queueing).
+TEST(EthSwitch, TimelineWaitIsTheLinesNotTheSwitchsAbsence) {
+    EthConfig c;
+    c.line_rate_bps = 1'000'000;
+    c.max_frame = 1500;
+    c.burst_bytes = 1;
+    Bench b(c);
+    std::vector<std::string> lines;
+    b.sw->set_timeline(100 * kMs, [&](const std::string &l) { lines.push_back(l); });
+    b[2].send({.dst = mac(1), .src = mac(2)});
+    b.run(0, 20 * kMs, 1 * kMs);
+    for (uint32_t s = 0; s < 4; ++s) {
+        b[1].send({.dst = mac(2), .src = mac(1), .bytes = 1000, .seq = s}, 20 * kMs);
+    }
+    b.run(20 * kMs, 21 * kMs, 100 * kUs);
+    b.run(60 * kMs, 100 * kMs, 100 * kUs);
+    ASSERT_GE(lines.size(), 2u);
+    const std::string &l = lines.back();
+    const size_t so = l.find("\"sojourn\": [", l.find("{\"port\": 2,"));
+    ASSERT_NE(so, std::string::npos) << l;
+    unsigned in1 = 0, n1 = 0, max1 = 0;
+    ASSERT_EQ(std::sscanf(l.c_str() + so, "\"sojourn\": [[%u, %u, %u]]", &in1, &n1, &max1), 3) << l;
+    EXPECT_EQ(in1, 1u);
+    EXPECT_EQ(n1, 4u);
+    const unsigned held = 12192 - 8192;
+    EXPECT_NEAR(max1, 3 * 8192 - held, 200);
+}
+
 TEST(EthSwitch, EgressTimeIsSplitIntoIdleLineBlockedAndPaused) {
     EthConfig c = pfc_config(); // 10 Mbit/s, priority 3 lossless
     Bench b(c);
