@@ -531,14 +531,16 @@ void EthSwitch::fill(Port &pt, uint64_t now) {
     // catch_up_ns of it. Blocked counts as busy: the socket took the last
     // 16 KiB and will take more (else a catch-up ends at the first full
     // hand-off). An idle port earns the burst, or the time the switch was
-    // away (up to catch_up_ns): the frames it reads now came meanwhile,
-    // and a line would have sent them as they came. A paused one the burst.
+    // away (up to away_max_ns): the frames it reads now came meanwhile,
+    // and a line would have sent them as they came; a busy one that time
+    // too when it is longer than catch_up_ns. A paused one the burst.
     const bool busy = pt.egress_state == kEgressLine || pt.egress_state == kEgressBlocked;
+    const uint64_t away = std::min(away_ns_, cfg_.away_max_ns);
     uint64_t span = 0;
     if (busy) {
-        span = cfg_.catch_up_ns;
+        span = std::max(cfg_.catch_up_ns, away);
     } else if (pt.egress_state == kEgressIdle) {
-        span = std::min(away_ns_, cfg_.catch_up_ns);
+        span = away;
     }
     const uint64_t cap =
         std::max(burst, std::min(span, UINT64_MAX / cfg_.line_rate_bps) * cfg_.line_rate_bps);

@@ -1024,6 +1024,43 @@ TEST(EthSwitch, AnIdlePortSendsWhatCameWhileTheSwitchWasAway) {
     }
 }
 
+// Away longer than catch_up_ns: 200 ms, while a sender put 200 frames of
+// 1000 bytes (8 Mbit/s, under the 10 Mbit/s line) into its socket. The
+// whole absence is credited (up to away_max_ns): no queue, no mark. With
+// 50 ms of it (catch_up_ns, before 2026-12-07) 137 KB stayed queued and
+// were marked, a queue no line would have held.
+TEST(EthSwitch, ALongAbsenceIsCreditedWhole) {
+    EthConfig c = pfc_config();
+    c.buffer_bytes = 1 << 20; // all 200 KB read at once
+    c.ecn = true;
+    c.kmin_bytes = 3'000;
+    c.kmax_bytes = 12'000;
+    c.pmax = 1.0;
+    c.away_after_ns = 5 * kMs;
+    Bench b(c);
+    b[2].send({.dst = mac(1), .src = mac(2)});
+    b.run(0, 1 * kMs, 1 * kMs);
+    std::vector<uint8_t> all;
+    for (uint32_t s = 0; s < 200; ++s) {
+        auto f = framed_eth(
+            eth_frame({.dst = mac(2), .src = mac(1), .bytes = 1000, .ecn = Ecn::Ect0, .seq = s}));
+        all.insert(all.end(), f.begin(), f.end());
+    }
+    b[1].send_raw(all, 201 * kMs);
+    for (int i = 0; i < 1000 && b.sw->output_bytes(2) > 0; ++i) {
+        b.pump(201 * kMs);
+    }
+    const EthPortStats &st = b.sw->stats(2);
+    uint64_t marks = 0;
+    for (const EthPrioStats &x : st.prio) {
+        marks += x.ecn_marks;
+    }
+    EXPECT_EQ(st.frames_out, 200u);
+    EXPECT_EQ(b.sw->queue_bytes(2), 0u);
+    EXPECT_EQ(marks, 0u);
+    EXPECT_LE(b.sw->depth_quantile(2, 1.0), 2'048u); // the histogram's first bucket
+}
+
 TEST(EthSwitch, StatsJsonHasEveryCounter) {
     Bench b(pfc_config());
     b[1].send({.dst = mac(2), .src = mac(1), .pcp = 3});
