@@ -82,6 +82,19 @@ class TxPacerTest : public ::testing::Test {
         }
         ASSERT_TRUE(done());
     }
+    // Connects, WRITEs 'len' bytes from a to b and runs until it completed.
+    void write_and_wait(size_t len) {
+        connect(len);
+        write(a, side[0], side[1], len, 1);
+        std::vector<ohca_cqe> cqes;
+        run_until([&] {
+            auto c = a.poll(side[0].scq);
+            cqes.insert(cqes.end(), c.begin(), c.end());
+            return !cqes.empty();
+        });
+        ASSERT_EQ(cqes.size(), 1u);
+        EXPECT_EQ(cqes[0].status, OHCA_CQE_SUCCESS);
+    }
     RdmaNode a{1};
     RdmaNode b{2};
     Side side[2];
@@ -116,16 +129,7 @@ void expect_within_the_line(const std::vector<std::pair<uint64_t, size_t>> &sent
 // and at most a bucket's time more; every byte arrives once.
 TEST_F(TxPacerTest, ABurstLeavesAtThePortsSpeed) {
     constexpr size_t kLen = 1 << 20;
-    connect(kLen);
-    write(a, side[0], side[1], kLen, 1);
-    std::vector<ohca_cqe> cqes;
-    run_until([&] {
-        auto c = a.poll(side[0].scq);
-        cqes.insert(cqes.end(), c.begin(), c.end());
-        return !cqes.empty();
-    });
-    ASSERT_EQ(cqes.size(), 1u);
-    EXPECT_EQ(cqes[0].status, OHCA_CQE_SUCCESS);
+    write_and_wait(kLen);
     std::vector<uint8_t> got(kLen);
     ASSERT_TRUE(b.host.read(side[1].buf, got.data(), got.size()));
     for (size_t k = 0; k < kLen; k += 4093) {
@@ -158,18 +162,9 @@ TEST_F(TxPacerTest, ABurstLeavesAtThePortsSpeed) {
 // the line never makes would queue at the switch and be marked).
 TEST_F(TxPacerTest, AStalledHostDoesNotBankTheLineTime) {
     constexpr size_t kLen = 1 << 20;
-    connect(kLen);
     stall_after_frames = 256;
     stall_ns = 50'000'000;
-    write(a, side[0], side[1], kLen, 1);
-    std::vector<ohca_cqe> cqes;
-    run_until([&] {
-        auto c = a.poll(side[0].scq);
-        cqes.insert(cqes.end(), c.begin(), c.end());
-        return !cqes.empty();
-    });
-    ASSERT_EQ(cqes.size(), 1u);
-    EXPECT_EQ(cqes[0].status, OHCA_CQE_SUCCESS);
+    write_and_wait(kLen);
     EXPECT_EQ(stall_ns, 0u) << "the stall happened";
     EXPECT_EQ(sent.size(), kLen / 1024);
     expect_within_the_line(sent);
