@@ -86,11 +86,11 @@ class PortSet {
     void try_connect(uint8_t p, uint64_t now);
     int accept_one(uint8_t p);
     void close_conn(uint8_t p);
-    // One datagram in (framed for the core) or out (framed frames, one
-    // datagram each); false when the port is to be dropped.
     // A read's outcome: maybe more to read, the socket drained, or the
     // port to be dropped.
     enum class Read : uint8_t { More, Drained, Drop };
+    // One datagram in (framed for the core), or the stream's next bytes;
+    // out, framed frames, one datagram each (false: drop the port).
     template <typename Core>
     Read dgram_read(Core &core, uint8_t p, std::vector<uint8_t> &buf, uint64_t now);
     template <typename Core>
