@@ -531,14 +531,16 @@ void EthSwitch::fill(Port &pt, uint64_t now) {
     // catch_up_ns of it. Blocked counts as busy: the socket took the last
     // 16 KiB and will take more (else a catch-up ends at the first full
     // hand-off). An idle port earns the burst, or the time the switch was
-    // away (up to catch_up_ns): the frames it reads now came meanwhile,
-    // and a line would have sent them as they came. A paused one the burst.
+    // away (up to away_max_ns): the frames it reads now came meanwhile,
+    // and a line would have sent them as they came; a busy one that time
+    // too when it is longer than catch_up_ns. A paused one the burst.
     const bool busy = pt.egress_state == kEgressLine || pt.egress_state == kEgressBlocked;
+    const uint64_t away = std::min(away_ns_, cfg_.away_max_ns);
     uint64_t span = 0;
     if (busy) {
-        span = cfg_.catch_up_ns;
+        span = std::max(cfg_.catch_up_ns, away);
     } else if (pt.egress_state == kEgressIdle) {
-        span = std::min(away_ns_, cfg_.catch_up_ns);
+        span = away;
     }
     const uint64_t cap =
         std::max(burst, std::min(span, UINT64_MAX / cfg_.line_rate_bps) * cfg_.line_rate_bps);
@@ -667,7 +669,13 @@ void EthSwitch::transmit_frames(uint8_t o, uint64_t now) {
             return; // the line is busy until next_wake()
         }
         pt.tokens -= cost;
+        // The line's time the bucket still holds beyond this frame is time
+        // the line was free before now (the switch's late wake-up that
+        // fill() caught up, or the burst of an idle port): a line would
+        // have begun this frame that much earlier, or when it came.
+        const uint64_t unused_ns = pt.tokens / cfg_.line_rate_bps;
         const Queued q = std::move(pt.q[pick].front());
+        const uint64_t began = std::max(q.queued_at, now - std::min(now, unused_ns));
         pt.q[pick].pop_front();
         pt.q_bytes[pick] -= q.charge;
         append(pt, q.frame);
@@ -676,7 +684,7 @@ void EthSwitch::transmit_frames(uint8_t o, uint64_t now) {
         ++pt.stats.prio[pick].tx_packets;
         pt.stats.prio[pick].tx_bytes += q.frame.size();
         pt.rr = static_cast<uint8_t>((pick + 1) % kPriorities);
-        const uint64_t waited_us = (now - std::min(now, q.queued_at)) / 1000;
+        const uint64_t waited_us = (std::min(now, began) - std::min(began, q.queued_at)) / 1000;
         pt.sojourn_max_us[q.in] =
             std::max(pt.sojourn_max_us[q.in],
                      static_cast<uint32_t>(std::min<uint64_t>(waited_us, UINT32_MAX)));

@@ -47,9 +47,16 @@ struct EthConfig {
     // A gap between two events longer than this is the switch's process
     // away (not scheduled), not its loop waiting, which looks at least
     // every millisecond: an idle port earns that time too, up to
-    // catch_up_ns, for the frames that gathered in the sockets meanwhile
-    // (0: off, an idle port earns the burst only).
+    // away_max_ns, for the frames that gathered in the sockets meanwhile,
+    // and a port with frames queued earns it beyond catch_up_ns (0: off,
+    // an idle port earns the burst only).
     uint64_t away_after_ns = 0;
+    // The longest absence credited (a process stopped for longer, e.g.
+    // by a debugger, gets this much): the loaded host of make fabric-bench
+    // kept the switch away 126 and 244 ms (2026-12-07 06:53), while the
+    // senders put 29 Mbit/s into their sockets, which a 50 ms credit left
+    // queued as 327 and 569 KB that no line would have held.
+    uint64_t away_max_ns = 1'000'000'000;
     size_t buffer_bytes = 1 << 20; // the shared buffer
     // PFC headroom: buffer beyond buffer_bytes that only frames of the
     // lossless priorities may fill (what a peer sends after XOFF before it

@@ -809,37 +809,55 @@ TEST(EthSwitch, QueueDepthQuantilesAndTimeline) {
     test::expect_golden("eth_switch_queue_depth", j);
 }
 
-TEST(EthSwitch, TimelineSaysHowLongEachIngressPortsFramesWaited) {
-    // 1 Mbit/s, a bucket of one largest frame (1524 bytes, 12.19 ms of
-    // the line): 1000-byte frames take 8.19 ms each (1024 bytes with the
-    // wire's overhead). Port 1 queues four, then port 3 one behind them:
-    // the bucket sends the first at once and holds 4.0 ms of the second;
-    // the others leave one per 8.19 ms.
+// 1 Mbit/s, a bucket of one largest frame (1524 bytes, 12.19 ms of the
+// line): 1000-byte frames take 8.19 ms each (1024 bytes with the wire's
+// overhead). At 20 ms port 1 queues four for port 2 (and port 3 one
+// behind them, 'third'); 'lines' gets the timeline, one line per 100 ms.
+namespace {
+
+EthConfig slow_line() {
     EthConfig c;
     c.line_rate_bps = 1'000'000;
     c.max_frame = 1500;
     c.burst_bytes = 1;
-    Bench b(c);
-    std::vector<std::string> lines;
-    b.sw->set_timeline(100 * kMs, [&](const std::string &l) { lines.push_back(l); });
+    return c;
+}
+
+void queue_four(Bench &b, std::vector<std::string> &lines, bool third) {
+    b.sw->set_timeline(100 * kMs, [&lines](const std::string &l) { lines.push_back(l); });
     b[2].send({.dst = mac(1), .src = mac(2)});
     b.run(0, 20 * kMs, 1 * kMs);
     for (uint32_t s = 0; s < 4; ++s) {
         b[1].send({.dst = mac(2), .src = mac(1), .bytes = 1000, .seq = s}, 20 * kMs);
     }
-    b[3].send({.dst = mac(2), .src = mac(3), .bytes = 1000}, 20 * kMs);
+    if (third) {
+        b[3].send({.dst = mac(2), .src = mac(3), .bytes = 1000}, 20 * kMs);
+    }
+}
+
+// Port 2's "sojourn": [...] in a timeline line.
+std::string port2_sojourn(const std::string &l) {
+    const size_t at = l.find("{\"port\": 2,");
+    const size_t so = at == std::string::npos ? at : l.find("\"sojourn\": [", at);
+    return so == std::string::npos ? std::string() : l.substr(so);
+}
+
+} // namespace
+
+TEST(EthSwitch, TimelineSaysHowLongEachIngressPortsFramesWaited) {
+    // The bucket sends the first frame at once and holds 4.0 ms of the
+    // second; the others leave one per 8.19 ms.
+    Bench b(slow_line());
+    std::vector<std::string> lines;
+    queue_four(b, lines, true);
     b.run(20 * kMs, 100 * kMs, 100 * kUs);
     ASSERT_GE(lines.size(), 2u);
-    const std::string &l = lines.back();
-    const size_t at = l.find("{\"port\": 2,");
-    ASSERT_NE(at, std::string::npos) << l;
-    const size_t so = l.find("\"sojourn\": [", at);
-    ASSERT_NE(so, std::string::npos) << l;
+    const std::string so = port2_sojourn(lines.back());
     unsigned in1 = 0, n1 = 0, max1 = 0, in3 = 0, n3 = 0, max3 = 0;
-    ASSERT_EQ(std::sscanf(l.c_str() + so, "\"sojourn\": [[%u, %u, %u], [%u, %u, %u]]", &in1, &n1,
-                          &max1, &in3, &n3, &max3),
+    ASSERT_EQ(std::sscanf(so.c_str(), "\"sojourn\": [[%u, %u, %u], [%u, %u, %u]]", &in1, &n1, &max1,
+                          &in3, &n3, &max3),
               6)
-        << l;
+        << lines.back();
     EXPECT_EQ(in1, 1u);
     EXPECT_EQ(n1, 4u);
     const unsigned held = 12192 - 8192;
@@ -849,8 +867,32 @@ TEST(EthSwitch, TimelineSaysHowLongEachIngressPortsFramesWaited) {
     EXPECT_NEAR(max3, 4 * 8192 - held, 200);
     // Reset by each line: nothing left in the next interval.
     b.run(100 * kMs, 200 * kMs, 1 * kMs);
-    const std::string &next = lines.back();
-    EXPECT_NE(next.find("\"sojourn\": []", next.find("{\"port\": 2,")), std::string::npos) << next;
+    EXPECT_EQ(port2_sojourn(lines.back()).rfind("\"sojourn\": []", 0), 0u) << lines.back();
+}
+
+// The same four frames from port 1, but the switch's process is away
+// (no event) from 21 to 60 ms, while they wait: back, the port catches up
+// the line's time and sends them at once. Their wait is the line's, not
+// the process's absence: the fourth waited for three frames (20.6 ms), as
+// with the switch there, not until 60 ms (40 ms, counted before
+// 2026-12-07: a latency probe's fabric figure took the switch's late
+// wake-ups for queueing).
+TEST(EthSwitch, TimelineWaitIsTheLinesNotTheSwitchsAbsence) {
+    Bench b(slow_line());
+    std::vector<std::string> lines;
+    queue_four(b, lines, false);
+    b.run(20 * kMs, 21 * kMs, 100 * kUs);
+    b.run(60 * kMs, 100 * kMs, 100 * kUs);
+    ASSERT_GE(lines.size(), 2u);
+    unsigned in1 = 0, n1 = 0, max1 = 0;
+    ASSERT_EQ(std::sscanf(port2_sojourn(lines.back()).c_str(), "\"sojourn\": [[%u, %u, %u]]", &in1,
+                          &n1, &max1),
+              3)
+        << lines.back();
+    EXPECT_EQ(in1, 1u);
+    EXPECT_EQ(n1, 4u);
+    const unsigned held = 12192 - 8192;
+    EXPECT_NEAR(max1, 3 * 8192 - held, 200);
 }
 
 TEST(EthSwitch, EgressTimeIsSplitIntoIdleLineBlockedAndPaused) {
@@ -942,6 +984,42 @@ TEST(EthSwitch, ABackloggedPortWokenLateSendsWhatTheLineWouldHave) {
     EXPECT_LE(b.sw->stats(2).frames_out, 2u);
 }
 
+namespace {
+
+// pfc_config's 10 Mbit/s line, RED from 3 to 12 KB (Pmax 1), a gap of
+// more than 5 ms between events the switch's process away.
+EthConfig away_config() {
+    EthConfig c = pfc_config();
+    c.ecn = true;
+    c.kmin_bytes = 3'000;
+    c.kmax_bytes = 12'000;
+    c.pmax = 1.0;
+    c.away_after_ns = 5 * kMs;
+    return c;
+}
+
+// 'n' ECT frames of 1000 bytes from port 1 to port 2, read in one go at
+// 'at' and pumped out; the CE marks on port 2 since the start.
+uint64_t read_at_once(Bench &b, uint32_t n, uint64_t at) {
+    std::vector<uint8_t> all;
+    for (uint32_t s = 0; s < n; ++s) {
+        auto f = framed_eth(
+            eth_frame({.dst = mac(2), .src = mac(1), .bytes = 1000, .ecn = Ecn::Ect0, .seq = s}));
+        all.insert(all.end(), f.begin(), f.end());
+    }
+    b[1].send_raw(all, at);
+    for (uint32_t i = 0; i < 5 * n && b.sw->output_bytes(2) > 0; ++i) {
+        b.pump(at);
+    }
+    uint64_t marks = 0;
+    for (const EthPrioStats &x : b.sw->stats(2).prio) {
+        marks += x.ecn_marks;
+    }
+    return marks;
+}
+
+} // namespace
+
 TEST(EthSwitch, AnIdlePortSendsWhatCameWhileTheSwitchWasAway) {
     // 10 Mbit/s, a burst of two 1500-byte frames, RED from 3 KB. The
     // switch's process is away 40 ms; meanwhile a sender put 20 frames of
@@ -950,33 +1028,14 @@ TEST(EthSwitch, AnIdlePortSendsWhatCameWhileTheSwitchWasAway) {
     // as it came: no queue, no mark. With the switch there all along, the
     // same 20 frames at once are a burst: queued beyond the first two, marked.
     for (const bool away : {true, false}) {
-        EthConfig c = pfc_config();
-        c.ecn = true;
-        c.kmin_bytes = 3'000;
-        c.kmax_bytes = 12'000;
-        c.pmax = 1.0;
-        c.away_after_ns = 5 * kMs;
-        Bench b(c);
+        Bench b(away_config());
         b[2].send({.dst = mac(1), .src = mac(2)});
         b.run(0, 1 * kMs, 1 * kMs);
         if (!away) {
             b.run(1 * kMs, 41 * kMs, 1 * kMs);
         }
-        std::vector<uint8_t> all;
-        for (uint32_t s = 0; s < 20; ++s) {
-            auto f = framed_eth(eth_frame(
-                {.dst = mac(2), .src = mac(1), .bytes = 1000, .ecn = Ecn::Ect0, .seq = s}));
-            all.insert(all.end(), f.begin(), f.end());
-        }
-        b[1].send_raw(all, 41 * kMs);
-        for (int i = 0; i < 100 && b.sw->output_bytes(2) > 0; ++i) {
-            b.pump(41 * kMs);
-        }
+        const uint64_t marks = read_at_once(b, 20, 41 * kMs);
         const EthPortStats &st = b.sw->stats(2);
-        uint64_t marks = 0;
-        for (const EthPrioStats &x : st.prio) {
-            marks += x.ecn_marks;
-        }
         if (away) {
             EXPECT_EQ(st.frames_out, 20u);
             EXPECT_EQ(b.sw->queue_bytes(2), 0u);
@@ -988,6 +1047,25 @@ TEST(EthSwitch, AnIdlePortSendsWhatCameWhileTheSwitchWasAway) {
             EXPECT_GT(marks, 10u);
         }
     }
+}
+
+// Away longer than catch_up_ns: 200 ms, while a sender put 200 frames of
+// 1000 bytes (8 Mbit/s, under the 10 Mbit/s line) into its socket. The
+// whole absence is credited (up to away_max_ns): no queue, no mark. With
+// 50 ms of it (catch_up_ns, before 2026-12-07) 137 KB stayed queued and
+// were marked, a queue no line would have held.
+TEST(EthSwitch, ALongAbsenceIsCreditedWhole) {
+    EthConfig c = away_config();
+    c.buffer_bytes = 1 << 20; // all 200 KB read at once
+    Bench b(c);
+    b[2].send({.dst = mac(1), .src = mac(2)});
+    b.run(0, 1 * kMs, 1 * kMs);
+    const uint64_t marks = read_at_once(b, 200, 201 * kMs);
+    const EthPortStats &st = b.sw->stats(2);
+    EXPECT_EQ(st.frames_out, 200u);
+    EXPECT_EQ(b.sw->queue_bytes(2), 0u);
+    EXPECT_EQ(marks, 0u);
+    EXPECT_LE(b.sw->depth_quantile(2, 1.0), 2'048u); // the histogram's first bucket
 }
 
 TEST(EthSwitch, StatsJsonHasEveryCounter) {

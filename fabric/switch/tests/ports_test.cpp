@@ -26,7 +26,8 @@ struct RecordingCore {
     volatile std::sig_atomic_t *stop = nullptr;
     std::array<bool, 3> up{};
     std::array<std::vector<uint8_t>, 3> out;
-    std::vector<std::vector<uint8_t>> received; // each receive() call's bytes
+    std::vector<std::vector<uint8_t>> received;            // each receive() call's bytes
+    std::vector<std::pair<uint8_t, uint64_t>> received_at; // and its port and time
     size_t consumed_bytes = 0;
     int ticks = 0;
     int rounds = 200;
@@ -35,8 +36,9 @@ struct RecordingCore {
     void connect(uint8_t p, uint64_t) { up[p] = true; }
     void disconnect(uint8_t p, uint64_t) { up[p] = false; }
     [[nodiscard]] bool connected(uint8_t p) const { return up[p]; }
-    void receive(uint8_t, std::span<const uint8_t> b, uint64_t) {
+    void receive(uint8_t p, std::span<const uint8_t> b, uint64_t now) {
         received.emplace_back(b.begin(), b.end());
+        received_at.emplace_back(p, now);
         check();
     }
     [[nodiscard]] std::span<const uint8_t> output(uint8_t p) const { return out[p]; }
@@ -230,6 +232,58 @@ TEST(StreamPorts, AHangUpTakesThePortDownButNotWhileStopping) {
     hang_up_round(true, up);
     EXPECT_TRUE(up[1]);
     EXPECT_TRUE(up[2]);
+}
+
+// Two stream peers wrote 180000 bytes each while the switch's loop was
+// not looking (its process away): the loop's next round reads all of it,
+// at the one time it woke, one read per port in turn. Before, it read one
+// 64 KiB buffer per port per round: the rest came rounds later, at later
+// times, after the core had credited the absence (EthSwitch's
+// away_after_ns), as a burst into the queue.
+TEST(StreamPorts, WhatTheSocketsHoldIsReadInOneRoundAtOneTime) {
+    constexpr size_t kBytes = 180000;
+    std::array<std::array<int, 2>, 2> sv{};
+    PortSet set;
+    for (auto &pair : sv) {
+        ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair.data()), 0);
+        const int big = 1 << 20;
+        ASSERT_EQ(setsockopt(pair[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof big), 0);
+        ASSERT_EQ(setsockopt(pair[0], SOL_SOCKET, SO_RCVBUF, &big, sizeof big), 0);
+        PortIo io;
+        ASSERT_TRUE(parse_port_spec("fd:" + std::to_string(pair[0]), io));
+        set.add(io);
+    }
+    const std::vector<uint8_t> data(kBytes, 0x5a);
+    for (auto &pair : sv) {
+        size_t off = 0;
+        while (off < kBytes) {
+            const ssize_t w =
+                send(pair[1], data.data() + off, kBytes - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+            ASSERT_GT(w, 0) << "the socket pair holds less than " << kBytes << " bytes";
+            off += static_cast<size_t>(w);
+        }
+    }
+    RecordingCore core;
+    core.done = [](const RecordingCore &c) {
+        size_t n = 0;
+        for (const auto &r : c.received) {
+            n += r.size();
+        }
+        return n >= 2 * kBytes;
+    };
+    run(set, core);
+    std::array<size_t, 3> got{};
+    for (size_t i = 0; i < core.received.size(); ++i) {
+        got[core.received_at[i].first] += core.received[i].size();
+        EXPECT_EQ(core.received_at[i].second, core.received_at[0].second) << "read " << i;
+    }
+    EXPECT_EQ(got[1], kBytes);
+    EXPECT_EQ(got[2], kBytes);
+    ASSERT_GE(core.received_at.size(), 4u);
+    EXPECT_NE(core.received_at[0].first, core.received_at[1].first); // in turns
+    for (auto &pair : sv) {
+        close(pair[1]);
+    }
 }
 
 } // namespace

@@ -258,6 +258,44 @@ TEST(Dcqcn, PacerSpacesPacketsByTheRate) {
     EXPECT_TRUE(rp.may_send(s, kT0 + 100 * kUs, wake));
 }
 
+// A paced QP whose sender was not run for 100 ms (the host descheduled
+// QEMU) does not bank the time: over every interval, before and after the
+// stall, it sends at most the interval at its rate, the pacer's 10 us of
+// catch-up and one packet.
+TEST(Dcqcn, PacerAfterAStallSendsNoFasterThanItsRate) {
+    Params p;
+    ASSERT_TRUE(p.set(OHCA_CC_RP_RATE_TO_SET_ON_FIRST_CNP, 8)); // 1 byte/us
+    ASSERT_TRUE(p.set(OHCA_CC_RP_BYTE_RESET, 0));
+    ASSERT_TRUE(p.set(OHCA_CC_RP_TIME_RESET, 131071)); // no increase meanwhile
+    ReactionPoint rp(p, kLine);
+    RpState s;
+    rp.on_cnp(s, kT0);
+    constexpr size_t kLen = 1000;
+    std::vector<uint64_t> sent;
+    uint64_t t = kT0;
+    bool stalled = false;
+    while (sent.size() < 60) {
+        if (sent.size() == 20 && !stalled) {
+            t += 100'000 * kUs; // nothing runs for 100 ms
+            stalled = true;
+        }
+        uint64_t wake = 0;
+        if (rp.may_send(s, t, wake)) {
+            rp.on_sent(s, t, kLen);
+            sent.push_back(t);
+        } else {
+            ASSERT_GT(wake, t);
+            t = wake;
+        }
+    }
+    for (size_t i = 0; i < sent.size(); ++i) {
+        for (size_t j = i; j < sent.size(); ++j) {
+            const uint64_t bytes = (j - i + 1) * kLen;
+            ASSERT_LE(bytes, (sent[j] - sent[i]) / kUs + 10 + kLen) << i << ".." << j;
+        }
+    }
+}
+
 TEST(Dcqcn, NotificationPointSpacesCnpsPerQp) {
     Params p; // np_min_time_between_cnps 4 us
     dcqcn::NpState a;
