@@ -19,8 +19,7 @@ class Completions final : public CompletionServices {
   public:
     Completions(const Host &host, CqTable &cqs, SrqTable &srqs, DbRecords &records,
                 EventSink &events, QpScheduler &sched)
-        : host_(host), cqs_(cqs), srqs_(srqs), records_(records), events_(events), sched_(sched) {
-    }
+        : host_(host), cqs_(cqs), srqs_(srqs), records_(records), events_(events), sched_(sched) {}
     ~Completions() = default;
 
     // (The CQEs held in a run go first: a QP's event never overtakes its

@@ -525,9 +525,9 @@ void RcResponder::execute_read(Qp &qp, const ParsedPacket &pkt) {
     const bool starts = opcode_seq(op).starts;
     const bool needs_recv = (is_send(op) && starts) || (is_write(op) && has_imm(op));
     if (needs_recv && !qp.recv_loaded) {
-        const SrqTake t = qp.srqn != 0                      ? svc_.take_srq_wqe(qp)
+        const SrqTake t = qp.srqn != 0                        ? svc_.take_srq_wqe(qp)
                           : !svc_.records().rq_has_wqe(qp.rq) ? SrqTake::Empty
-                                                            : SrqTake::Ok;
+                                                              : SrqTake::Ok;
         if (t == SrqTake::Empty) {
             ++svc_.counters().rnr_naks_sent;
             send_ack(qp, h.psn, static_cast<uint8_t>(kAethRnrNak | qp.attrs.min_rnr_timer));
