@@ -81,12 +81,13 @@ cpu_share() {
 
 # Builds in the background: the debug kernel's (about 18 minutes of both
 # cores from a clean cache, nothing when cached) and the default guest
-# release's (below). Each runs at the lowest CPU priority from the start
-# of the run: it takes only what the other stages leave idle (the package
-# installer and the image build wait on the network and the disk, the
-# fuzzer and checkpatch use one core, VM tests wait on their guests), and
-# its stage waits for the rest.
-declare -A bg_pid
+# release's (below); and the engine's style gates and benchmark smoke
+# (below). Each runs at the lowest CPU priority: it takes only what the
+# other stages leave idle (the package installer and the image build wait
+# on the network and the disk, the fuzzer and checkpatch use one core, VM
+# tests wait on their guests), and its stage waits for the rest, at the
+# run's own priority from then on (background_promote).
+declare -A bg_pid bg_start
 # background NAME IOCLASS CMD...: runs CMD (ionice -c IOCLASS) in the
 # background, its log build/test-logs/NAME-build.log, its status in
 # NAME-build.rc.
@@ -105,14 +106,34 @@ background() {
 	setsid -w bash -c 'echo 19 2>/dev/null >/proc/self/autogroup
 		log=$1 rc=$2 ioclass=$3
 		shift 3
+		echo $$ >"$log.sid"
 		chrt --idle 0 nice -n 19 ionice -c "$ioclass" "$@" >"$log" 2>&1
 		echo $? >"$rc"' _ "$logs/$name-build.log" "$logs/$name-build.rc" "$ioclass" "$@" &
 	bg_pid[$name]=$!
-	echo "==> $name: building in the background (log: $logs/$name-build.log)"
+	bg_start[$name]=$SECONDS
+	echo "==> $name: in the background (log: $logs/$name-build.log)"
 }
-# background_wait NAME: the stage that waits for it (its log shown).
+# background_promote NAME: the run waits for it now, so the rest of it
+# runs at the run's own priority: its session's autogroup, and each of its
+# processes' scheduling class, nice value and I/O class (what forks later
+# inherits them). A process that forks meanwhile may stay idle: a
+# compiler's, for seconds.
+background_promote() {
+	local sid p
+	sid=$(cat "$logs/$1-build.log.sid" 2>/dev/null) || return 0
+	echo 0 2>/dev/null >"/proc/$sid/autogroup"
+	for p in $(ps -eo pid=,sid= | awk -v s="$sid" '$2 == s { print $1 }'); do
+		chrt --other -p 0 "$p" 2>/dev/null
+		renice -n 0 -p "$p" >/dev/null 2>&1
+		ionice -c 2 -p "$p" 2>/dev/null
+	done
+}
+# background_wait NAME: the stage that waits for it (its log shown), and
+# how long it ran in the background.
 background_wait() {
+	[ -f "$logs/$1-build.rc" ] || background_promote "$1"
 	tail -n +1 -f --pid="${bg_pid[$1]}" "$logs/$1-build.log"
+	echo "$1: in the background for $((SECONDS - ${bg_start[$1]})) s"
 	[ "$(cat "$logs/$1-build.rc" 2>/dev/null)" = 0 ]
 }
 # beside NAME NEEDS CMD...: a VM stage that runs beside the stages after it
@@ -238,8 +259,19 @@ if [ "$quick" -eq 0 ] && [ "$distro" != "$host_distro" ] &&
 fi
 stage firmware-interface "" traced firmware-interface -- make --no-print-directory firmware-interface-test
 stage engine-unit "" traced engine -- make --no-print-directory engine-test
-stage engine-style "" traced engine-style -- make --no-print-directory engine-style
-stage engine-bench "" make --no-print-directory engine-bench-smoke
+# The engine's style gates and its benchmark's smoke run are CPU alone
+# (about 4 minutes of both cores when an engine header changed, seconds
+# when clang-tidy's results are cached), and no stage needs them. In
+# `make test` they run in the background from the VM stages on, at the
+# idle priority (below, after rootfs), unless OHCA_CHECKS_IDLE=0. The
+# fuzzers stay in line: each fuzzes for a fixed time, and starved it would
+# fuzz less.
+checks_idle=0
+[ "$quick" -eq 1 ] || [ "${OHCA_CHECKS_IDLE:-1}" != 1 ] || checks_idle=1
+if [ "$checks_idle" -eq 0 ]; then
+	stage engine-style "" traced engine-style -- make --no-print-directory engine-style
+	stage engine-bench "" make --no-print-directory engine-bench-smoke
+fi
 stage engine-fuzz "" bash qemu-device/engine/fuzz/run.sh $((quick ? 5 : 12))
 stage wire-unit "" traced wire -- make --no-print-directory wire-test
 # ohca-switch first on its own: the integration stage's switch wire runs
@@ -264,6 +296,27 @@ if [ "$quick" -eq 1 ]; then
 	exit $?
 fi
 stage rootfs "" make --no-print-directory rootfs DISTRO="$host_distro"
+# The engine's checks (above) beside the VM stages, at the idle priority:
+# they take the CPU the VMs leave while their guests wait (barriers,
+# servers, one test's VMs at a time), after the default release's build
+# (the integration stage waits for that one; it has the idle CPU first).
+# Not while the debug kernel still builds (a clean cache): its build has
+# that CPU first, and the debug kernel's VM stage waits for it; then the
+# checks run here in line.
+if [ "$checks_idle" -eq 1 ] && [ ! -f "$logs/debug-kernel-build.rc" ]; then
+	checks_idle=0
+	stage engine-style "" traced engine-style -- make --no-print-directory engine-style
+	stage engine-bench "" make --no-print-directory engine-bench-smoke
+elif [ "$checks_idle" -eq 1 ]; then
+	after=${bg_pid[$distro]-}
+	# (a shell function is not seen in the background's shell: traced's
+	# command itself)
+	background engine-style 3 bash -c '[ -z "$1" ] || tail -f --pid="$1" /dev/null; shift
+		exec "$@"' _ "$after" \
+		/usr/bin/python3 tests/hostdeps.py trace engine-style -- make --no-print-directory engine-style
+	background engine-bench 3 bash -c '[ -z "$1" ] || tail -f --pid="$1" /dev/null; shift
+		exec "$@"' _ "$after" make --no-print-directory engine-bench-smoke
+fi
 # The debug kernel's smoke tests (below) beside the compatibility job and
 # the integration and asan stages (OHCA_DEBUG_SMOKE_BESIDE=0: after them,
 # as before 2026-12-07): its VMs (two debug-kernel VMs under TCG, about 13
@@ -296,14 +349,31 @@ if [ "$distro" != "$host_distro" ]; then
 	stage "$distro" deps background_wait "$distro"
 	guest=$distro
 fi
+# QEMU with the device built with ASan + UBSan (a minute's relink of the
+# default build, cached) and the device-facing integration tests, the
+# hostile guest among them, on it, in the default release's guests: beside
+# the integration stage, once debug-smoke's session is done (so still two
+# sessions of VMs at a time; debug-smoke ends well before the integration
+# stage), unless OHCA_ASAN_BESIDE=0 (then after it, in line).
+asan_beside=0
+if [ "$smoke_beside" = 1 ] && [ "${OHCA_ASAN_BESIDE:-1}" = 1 ]; then
+	asan_beside=1
+	beside asan "qemu,$guest" bash -c '[ -z "$1" ] || tail -f --pid="$1" /dev/null
+		exec env OHCA_DISTRO="$2" bash tests/asan/run.sh' _ "${bg_pid[debug-smoke]-}" "$distro"
+fi
 # without the tests the asan stage runs (tests/asan/tests.txt)
 stage integration "qemu,fabric,$guest" env OHCA_DISTRO="$distro" \
 	/usr/bin/python3 -m pytest -v -rA --durations=15 tests/integration \
 	$(grep -v -e '^#' -e '^$' tests/asan/tests.txt | sed 's/^/--deselect=/')
-# QEMU with the device built with ASan + UBSan (a minute's relink of the
-# default build, cached) and the device-facing integration tests, the
-# hostile guest among them, on it, in the default release's guests.
-stage asan "qemu,$guest" env OHCA_DISTRO="$distro" bash tests/asan/run.sh
+if [ "$asan_beside" = 1 ]; then
+	stage asan "qemu,$guest" beside_wait asan
+else
+	stage asan "qemu,$guest" env OHCA_DISTRO="$distro" bash tests/asan/run.sh
+fi
+if [ "$checks_idle" -eq 1 ]; then
+	stage engine-style "" background_wait engine-style
+	stage engine-bench "" background_wait engine-bench
+fi
 # The debug kernel (KASAN, lockdep, kmemleak, debug objects, KUnit): built
 # once in the background (above), cached in ~/.cache/ohca; this stage's
 # time is the wait for what is left of its build. Then the smoke tests and

@@ -15,7 +15,13 @@
 
 #include "ohca_ib.h"
 
-/* Record pages a context may pin: 512 records each. */
+/*
+ * Record pages a context may pin: 512 records each, so a provider that
+ * packs its records never reaches the bound (the device has fewer queues);
+ * a process spreading them over pages does. The refusal is -ENOMEM, as
+ * ib_umem_get()'s over RLIMIT_MEMLOCK and the quota's (ohca_quota.c): a
+ * pin limit, not a full device.
+ */
 #define OHCA_DB_PAGES_MAX	64
 
 struct ohca_db_page {
@@ -44,8 +50,8 @@ static dma_addr_t ohca_db_page_dma(struct ib_umem *umem)
  * @dma: the record's DMA address, for the create command
  *
  * Return: the page (for ohca_db_record_unmap()), or an ERR_PTR: -EINVAL
- * (address), -ENOSPC (the context's pages are all pinned), or the errno
- * of pinning.
+ * (address), -ENOMEM (the context pins OHCA_DB_PAGES_MAX pages already),
+ * or the errno of pinning.
  */
 struct ohca_db_page *ohca_db_record_map(struct ohca_ibdev *dev,
 					struct ohca_ucontext *uctx, u64 uaddr,
@@ -71,7 +77,10 @@ struct ohca_db_page *ohca_db_record_map(struct ohca_ibdev *dev,
 		}
 	}
 	if (uctx->db_npages >= OHCA_DB_PAGES_MAX) {
-		page = ERR_PTR(-ENOSPC);
+		ibdev_dbg_ratelimited(&dev->ibdev,
+				      "doorbell record %#llx refused: this context pins %u record pages, the most it may\n",
+				      uaddr, OHCA_DB_PAGES_MAX);
+		page = ERR_PTR(-ENOMEM);
 		goto out;
 	}
 	page = kzalloc(sizeof(*page), GFP_KERNEL);

@@ -134,15 +134,32 @@ def interop_run():
         c.start_serving()
         results = c.run_job(peer_runs.script((s, cmd.replace("{mtu}", str(m)))
                                              for s, m, _, _, cmd in items), timeout=1500)
-        wall = time.monotonic() - t0
+        t_end = time.monotonic()
+        wall = t_end - t0
+        cells = cell_seconds(c.barrier_times, len(items), t_end)
+        # (the job's first barrier, "up": both VMs booted, preamble done)
+        t_up = c.barrier_times.get("up", t0)
+        print(f"interop: boot and preamble {t_up - t0:.0f} s, {len(items)} cells "
+              f"{sum(t for t in cells if t):.0f} s")
         nvme = (c.run_job([test_storage.NVME_RXE] * 2, timeout=900) if c.fit()
                 else None)
+        print(f"interop: NVMe over RDMA both ways {time.monotonic() - t_end:.0f} s")
         pcaps = [vm.capture_path for vm in c.vms]
-    return items, results, pcaps, wall, nvme
+    return items, results, pcaps, wall, nvme, cells
 
 
-def matrix(items, results):
-    """Rows (test, size, mtu, direction, ok, figure) and a markdown table."""
+def cell_seconds(barriers, n, t_end):
+    """Each cell's wall time, from the release of its first barrier
+    (peer_runs: item<i>) to the next cell's (or the job's end); None where
+    a barrier was not released."""
+    starts = [barriers.get(f"item{i}") for i in range(1, n + 1)] + [t_end]
+    return [round(b - a, 1) if a is not None and b is not None else None
+            for a, b in zip(starts, starts[1:])]
+
+
+def matrix(items, results, cells=None):
+    """Rows (test, size, mtu, direction, ok, figure) and a markdown table
+    (with each cell's wall time when 'cells' has them)."""
     rc0, out0 = peer_runs.parse(results[0].output)
     rc1, out1 = peer_runs.parse(results[1].output)
     rows = []
@@ -153,10 +170,11 @@ def matrix(items, results):
         direction = "rxe -> ohca (ohca server)" if server == 0 else "ohca -> rxe (rxe server)"
         ok = ok and fig is not None
         rows.append((name, size, mtu, direction, ok, fig or "-"))
-    lines = ["| test | size | MTU | client -> server | result | client figure |",
-             "|---|---|---|---|---|---|"]
-    lines += [f"| {n} | {s} | {m} | {d} | {'pass' if ok else 'FAIL'} | {f} |"
-              for n, s, m, d, ok, f in rows]
+    cells = cells or [None] * len(rows)
+    lines = ["| test | size | MTU | client -> server | result | client figure | s |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {n} | {s} | {m} | {d} | {'pass' if ok else 'FAIL'} | {f} | {t or '-'} |"
+              for (n, s, m, d, ok, f), t in zip(rows, cells)]
     return rows, "\n".join(lines)
 
 
@@ -178,8 +196,8 @@ def multicast_sent(pcap, src, group):
 
 
 def test_interop_matrix(interop_run):
-    items, results, pcaps, wall, _ = interop_run
-    rows, table = matrix(items, results)
+    items, results, pcaps, wall, _, cells = interop_run
+    rows, table = matrix(items, results, cells)
     waits = {**peer_runs.ready_waits(results[0].output), **peer_runs.ready_waits(results[1].output)}
     slow = sorted(i for i, w in waits.items() if w is None)
     longest = max((w for w in waits.values() if w is not None), default=0)
@@ -229,7 +247,7 @@ def cell_outputs(items, rows, results):
 def test_interop_wire_conformance(interop_run):
     """Each VM's capture judges what that VM sent (ohca's frames in vm0's,
     rxe's in vm1's); both must pass."""
-    _, results, pcaps, _, _ = interop_run
+    _, results, pcaps, _, _, _ = interop_run
     problems = []
     for i, (pcap, ip) in enumerate(zip(pcaps, ohcavm.IPS)):
         v6 = peer_runs.ipv6_addrs(results[i].output)

@@ -5,7 +5,8 @@ still open the device, and a kernel consumer loaded afterwards (the kernel
 verbs check, kernel/tools/kverbs: a PD with its DMA MR, CQs, RC QPs,
 fast-registration MRs) still gets its objects from the kernel's reserve.
 Without the reserve the process takes the whole CQ and PD tables and the
-module's insmod fails."""
+module's insmod fails. A context pins at most 64 pages of doorbell records
+(ENOMEM after them; test_doorbell_record_pages_bounded)."""
 
 import os
 
@@ -175,3 +176,97 @@ def test_rdma_cgroup_bounds_a_user(vm_run):
     assert_ok([r])
     assert "CG second context: errno 11" in r.output, r.report()
     assert "CG objects 8 errno 11" in r.output, r.report()
+
+
+# The doorbell records' pages a context pins (kernel/ib/ohca_dbrec.c): at
+# most 64. libohca packs 512 records in a page and never gets near it, so
+# the hog drives CREATE_CQ itself on the context's command file (the uverbs
+# write ABI, as libibverbs would without ioctl): CQs whose records each sit
+# in a page of their own until the kernel refuses one, ENOMEM; a record in
+# a page already pinned still goes (it takes no slot); destroying a CQ
+# frees its page's slot for a new page. Everything back after.
+DBREC_PY = r'''
+import ctypes, mmap, os, struct, sys
+from pyverbs.device import Context
+
+CREATE_CQ, DESTROY_CQ = 18, 20  # enum ib_uverbs_write_cmds, rdma/ib_user_verbs.h
+OHCA_CREATE_CQ_DB_RECORD = 1    # ohca-abi.h
+PAGE = mmap.PAGESIZE
+N = 70  # record pages offered, beyond the bound
+
+ctx = Context(name=sys.argv[1])
+fd = ctx.cmd_fd
+# N rings, then N record pages, each page-aligned
+mem = mmap.mmap(-1, 2 * N * PAGE)
+base = ctypes.addressof(ctypes.c_char.from_buffer(mem))
+
+def write(command, body, resp):
+    """One command: struct ib_uverbs_cmd_hdr (in_words counts it too), then
+    the body, whose first field is the response's address."""
+    os.write(fd, struct.pack("=IHH", command, (8 + len(body)) // 4, len(resp) // 4) + body)
+
+def create(ring, record):
+    """A 2-entry CQ with its record at 'record': (handle, 0) or (None, errno)."""
+    resp = ctypes.create_string_buffer(16)  # ib_uverbs_create_cq_resp + ohca's
+    # struct ib_uverbs_create_cq (no completion channel), struct ohca_ibv_create_cq
+    body = (struct.pack("=QQIIiI", ctypes.addressof(resp), 0, 1, 0, -1, 0)
+            + struct.pack("=QIIQ", base + ring * PAGE, 1, OHCA_CREATE_CQ_DB_RECORD, record))
+    try:
+        write(CREATE_CQ, body, resp)
+    except OSError as ex:
+        return None, ex.errno
+    return struct.unpack_from("=I", resp.raw)[0], 0
+
+def destroy(handle):
+    resp = ctypes.create_string_buffer(8)  # ib_uverbs_destroy_cq_resp
+    write(DESTROY_CQ, struct.pack("=QII", ctypes.addressof(resp), handle, 0), resp)
+
+def record(page, slot=0):
+    return base + (N + page) * PAGE + 8 * slot
+
+cqs, err = [], 0
+while len(cqs) < N - 1:
+    h, err = create(len(cqs), record(len(cqs)))
+    if h is None:
+        break
+    cqs.append(h)
+print(f"DBREC pages {len(cqs)} errno {err}: {os.strerror(err) if err else '-'}", flush=True)
+h, e = create(N - 1, record(0, 1))
+print(f"DBREC a pinned page at the bound: errno {e}", flush=True)
+if h is not None:
+    destroy(h)
+destroy(cqs.pop())
+h, e = create(N - 1, record(N - 1))
+print(f"DBREC after a destroy, a new page: errno {e}", flush=True)
+if h is not None:
+    cqs.append(h)
+h, e = create(N - 2, record(N - 2))
+print(f"DBREC then one more: errno {e}", flush=True)
+for h in cqs:
+    destroy(h)
+print(f"DBREC destroyed {len(cqs)}", flush=True)
+'''
+
+DBREC = rf"""
+cat >/tmp/dbrec.py <<'PYEOF'
+{DBREC_PY}
+PYEOF
+base=$(rdma resource show "$OHCA_IBDEV" | sed 's/^[0-9]*: //')
+python3 /tmp/dbrec.py "$OHCA_IBDEV" || exit 1
+now=$(rdma resource show "$OHCA_IBDEV" | sed 's/^[0-9]*: //')
+[ "$now" = "$base" ] || {{ echo "resources left: $now (before: $base)"; exit 1; }}
+echo "RESOURCES BACK"
+"""
+
+
+def test_doorbell_record_pages_bounded(vm_run):
+    (r,) = vm_run(DBREC, timeout=300)
+    print("\n" + r.output)
+    assert_ok([r])
+    for line in ("DBREC pages 64 errno 12: Cannot allocate memory",
+                 "DBREC a pinned page at the bound: errno 0",
+                 "DBREC after a destroy, a new page: errno 0",
+                 "DBREC then one more: errno 12",
+                 "DBREC destroyed 64",
+                 "RESOURCES BACK"):
+        assert line in r.output, r.report()

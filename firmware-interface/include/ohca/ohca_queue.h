@@ -144,7 +144,8 @@ enum ohca_eth_desc_flags {
  * that orders the WQEs, or the CQEs read, before it) instead of writing an
  * MMIO doorbell; the device reads it by DMA only when it needs to, so a
  * record costs no exit to the device. A record the device cannot read, or
- * whose index fails the checks of the matching doorbell, is ignored.
+ * whose index fails the checks of the matching doorbell, is ignored and
+ * counted in db_errors, as that doorbell would be.
  */
 struct ohca_db_record {
 	ohca_le32 index;	/* RQ: producer index; CQ: CI, bits 23:0 */

@@ -2,7 +2,8 @@
 // Doorbell records (OHCA_DEV_CAP_DB_RECORD, objects/db_record.hpp): CREATE_CQ
 // and CREATE_QP with and without them (the input of ABI 1.6 still works),
 // an RQ the device learns of only from its record, a CQ whose consumer
-// index only its record returns, hostile record values, migration.
+// index only its record returns, hostile record values (ignored, counted
+// in db_errors), migration.
 #include "link/roce_packet.hpp"
 #include "link/roce_v2.hpp"
 #include "rdma_node.hpp"
@@ -316,6 +317,34 @@ TEST_F(DbRecordRc, HostileCqRecordOverruns) {
         overrun |= ev.type == OHCA_EQE_CQ_ERROR && ev.param0 == rcq.cqn;
     }
     EXPECT_TRUE(overrun);
+}
+
+// A refused record value is counted in QUERY_STATS' db_errors, where the
+// refused doorbells are (the hostile-guest tests and the driver's counters
+// read it): an RQ record beyond the ring, then a CQ record claiming CQEs
+// never written. Sane records count nothing.
+TEST_F(DbRecordRc, RefusedRecordsCountInDbErrors) {
+    EXPECT_EQ(b.stats().db_errors, 0u);
+    set_record(b, rq_rec, qb.rq_size + 1);
+    send(1); // needs a receive: the record is read and refused
+    const uint64_t rq_refused = b.stats().db_errors;
+    EXPECT_GE(rq_refused, 1u);
+    post_recv_record(10); // sane again: the retry lands, nothing counted
+    a.host.now += 1'000'000'000;
+    pump(a, b);
+    ASSERT_EQ(poll_record().size(), 1u);
+    EXPECT_EQ(b.stats().db_errors, rq_refused);
+    for (uint64_t i = 0; i < 4; ++i) { // the 4-entry receive CQ full
+        post_recv_record(20 + i);
+        send(2 + i);
+    }
+    EXPECT_EQ(b.stats().db_errors, rq_refused);
+    set_record(b, cq_rec, (rcq.ci + 5) & OHCA_DB_CQ_CI_MASK); // 5 polled of 4
+    post_recv_record(30);
+    send(9);
+    a.host.now += 1'000'000'000; // zero credits: the ACK request finds 30
+    pump(a, b);
+    EXPECT_GT(b.stats().db_errors, rq_refused);
 }
 
 // The records' addresses migrate with the CQ and the QP.

@@ -41,6 +41,7 @@
 #include "link/roce_v2.hpp"
 #include "objects/completions.hpp"
 #include "objects/cq.hpp"
+#include "objects/db_record.hpp"
 #include "objects/keys.hpp"
 #include "objects/mcast.hpp"
 #include "objects/pbl_budget.hpp"
@@ -211,10 +212,12 @@ class Device : private KeyLinks, private FatalSink {
     // The owners of the object families (objects/): each owns its table and
     // runs its commands.
     PdTable pds_{host_, xrc_};
-    CqTable cqs_{host_, pbl_, events_, loop_, uars_, uar_refs_};
+    // Doorbell records: a refused value is counted with the doorbells.
+    DbRecords records_{host_, stats_.db_errors};
+    CqTable cqs_{host_, pbl_, records_, events_, loop_, uars_, uar_refs_};
     SrqTable srqs_{host_, pbl_, events_, uars_, uar_refs_, pds_, cqs_, xrc_};
     // CQEs, QP errors and flushes, SRQ WQEs for the transports.
-    Completions completer_{host_, cqs_, srqs_, events_, loop_};
+    Completions completer_{host_, cqs_, srqs_, records_, events_, loop_};
     // MRs, memory windows, device memory and ODP: the transports' memory.
     MemoryKeys keys_{host_, pds_.table(), pbl_, events_, *this, stats_, cfg_.max_qp};
     QpTable qps_{{host_, pbl_, uars_, uar_refs_, port_.gids(), pds_, cqs_, srqs_, xrc_, mcast_,

@@ -96,7 +96,7 @@ void Completions::qp_to_error(Qp &qp) {
     qp.state = OHCA_QPS_ERR;
     // Receive WQEs posted through the record are flushed too (and the
     // flush reads it again for those posted before the flush ends).
-    (void)refresh_rq_pi(host_, qp.rq);
+    (void)records_.refresh_rq_pi(qp.rq);
     qp.resp.drop_pending();
     sched_.set_deadline(qp, 0);
     qp.rnr_wait = false;
@@ -155,7 +155,7 @@ void Completions::flush_qp(Qp &qp, unsigned int &budget) {
         events_.post_peer_event(OHCA_QP_EV_LAST_WQE_REACHED, qp.qpn);
     }
     // Receive WQEs posted through the record are flushed too.
-    (void)refresh_rq_pi(host_, qp.rq);
+    (void)records_.refresh_rq_pi(qp.rq);
     for (; budget > 0 && qp.rq.ci != qp.rq.pi; --budget) {
         ohca_recv_wqe w{};
         uint64_t wr_id = 0;

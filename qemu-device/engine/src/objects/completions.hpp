@@ -17,9 +17,9 @@ namespace ohca {
 
 class Completions final : public CompletionServices {
   public:
-    Completions(const Host &host, CqTable &cqs, SrqTable &srqs, EventSink &events,
-                QpScheduler &sched)
-        : host_(host), cqs_(cqs), srqs_(srqs), events_(events), sched_(sched) {}
+    Completions(const Host &host, CqTable &cqs, SrqTable &srqs, DbRecords &records,
+                EventSink &events, QpScheduler &sched)
+        : host_(host), cqs_(cqs), srqs_(srqs), records_(records), events_(events), sched_(sched) {}
     ~Completions() = default;
 
     // (The CQEs held in a run go first: a QP's event never overtakes its
@@ -39,6 +39,7 @@ class Completions final : public CompletionServices {
     void qp_to_error(Qp &qp) override;
     SrqTake take_srq_wqe(Qp &qp) override { return srqs_.take_wqe(qp); }
     [[nodiscard]] const Srq *srq(uint32_t srqn) override { return srqs_.find(srqn); }
+    DbRecords &records() override { return records_; }
 
     // In ERR: whether WQEs are left to flush, and the flush of at most
     // 'budget' of them (each a CQE written, most a WQE read too).
@@ -55,6 +56,7 @@ class Completions final : public CompletionServices {
     const Host &host_;
     CqTable &cqs_;
     SrqTable &srqs_;
+    DbRecords &records_;
     EventSink &events_;
     QpScheduler &sched_;
 };

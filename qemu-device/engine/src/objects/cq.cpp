@@ -201,7 +201,7 @@ bool CqTable::post_one(uint32_t cqn, ohca_cqe cqe, bool solicited) {
     const uint32_t size = 1u << cq.log_size;
     // Full by the device's copy of the consumer index: its record may
     // know better.
-    if (cq.pi - cq.ci >= size && !(refresh_cq_ci(host_, cq) && cq.pi - cq.ci < size)) {
+    if (cq.pi - cq.ci >= size && !(records_.refresh_cq_ci(cq) && cq.pi - cq.ci < size)) {
         cq.error = true;
         events_.post_event(OHCA_EQE_CQ_ERROR, OHCA_CQ_ERR_OVERRUN, cqn, 0, 0);
         return false;

@@ -7,6 +7,7 @@
 #include "device/command.hpp"
 #include "device/sched.hpp"
 #include "device/uar_table.hpp"
+#include "objects/db_record.hpp"
 #include "objects/event_sink.hpp"
 #include "objects/pbl_budget.hpp"
 #include "objects/rdma_objects.hpp"
@@ -26,10 +27,10 @@ class QpTable;
 
 class CqTable {
   public:
-    CqTable(const Host &host, PblBudget &pbl, EventSink &events, QpScheduler &sched,
-            const UarTable &uars, UarRefs &uar_refs)
-        : host_(host), pbl_(pbl), events_(events), sched_(sched), uars_(uars), uar_refs_(uar_refs) {
-    }
+    CqTable(const Host &host, PblBudget &pbl, DbRecords &records, EventSink &events,
+            QpScheduler &sched, const UarTable &uars, UarRefs &uar_refs)
+        : host_(host), pbl_(pbl), records_(records), events_(events), sched_(sched), uars_(uars),
+          uar_refs_(uar_refs) {}
     CqTable(const CqTable &) = delete;
     CqTable &operator=(const CqTable &) = delete;
 
@@ -110,6 +111,7 @@ class CqTable {
 
     const Host &host_;
     PblBudget &pbl_;
+    DbRecords &records_;
     EventSink &events_;
     QpScheduler &sched_;
     const UarTable &uars_;

@@ -34,7 +34,7 @@ CmdResult CqTable::cmd_resize_cq(const Command &cmd, const QpTable &qps) {
     }
     // What the consumer has not returned through the CQ doorbell or its
     // record.
-    (void)refresh_cq_ci(host_, *cq);
+    (void)records_.refresh_cq_ci(*cq);
     const uint32_t n = cq->pi - cq->ci;
     // And what the device owes the CQ for work it has been given: a CQE
     // for each send WQE rung and not yet completed (unsignaled ones

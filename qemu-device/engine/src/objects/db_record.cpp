@@ -20,48 +20,49 @@ bool read_index(const Host &host, uint64_t addr, uint32_t &index) {
     return true;
 }
 
-void count_error(uint32_t &errors) {
-    if (errors != UINT32_MAX) {
-        ++errors;
-    }
-}
-
 } // namespace
 
 bool db_record_addr_ok(uint64_t addr) {
     return addr % OHCA_DB_RECORD_ALIGN == 0 && addr <= UINT64_MAX - sizeof(ohca_db_record);
 }
 
-bool refresh_rq_pi(const Host &host, WorkQueue &q) {
+void DbRecords::refuse(uint32_t &queue_errors) {
+    if (queue_errors != UINT32_MAX) {
+        ++queue_errors;
+    }
+    ++refused_;
+}
+
+bool DbRecords::refresh_rq_pi(WorkQueue &q) {
     uint32_t pi = 0;
     if (q.db_record == 0) {
         return false;
     }
-    if (!read_index(host, q.db_record, pi)) {
-        count_error(q.record_errors);
+    if (!read_index(host_, q.db_record, pi)) {
+        refuse(q.record_errors);
         return false;
     }
     const uint32_t before = q.pi;
-    if (!q.take_pi(pi)) { // as an OHCA_DB_RQ doorbell would be
-        count_error(q.record_errors);
+    if (!take_pi(q, pi)) { // as an OHCA_DB_RQ doorbell would be
+        refuse(q.record_errors);
         return false;
     }
     return q.pi != before;
 }
 
-bool refresh_cq_ci(const Host &host, Cq &cq) {
+bool DbRecords::refresh_cq_ci(Cq &cq) {
     uint32_t ci = 0;
     if (cq.db_record == 0) {
         return false;
     }
-    if (!read_index(host, cq.db_record, ci)) {
-        count_error(cq.record_errors);
+    if (!read_index(host_, cq.db_record, ci)) {
+        refuse(cq.record_errors);
         return false;
     }
     // As an OHCA_DB_CQ doorbell's consumer index (no arm bits here).
     const uint32_t before = cq.ci;
     if ((ci & ~OHCA_DB_CQ_CI_MASK) != 0 || !cq.take_ci(ci)) {
-        count_error(cq.record_errors);
+        refuse(cq.record_errors);
         return false;
     }
     return cq.ci != before;

@@ -4,7 +4,8 @@
 // only when the device needs them (no receive WQE left, the CQ full), so
 // posting a receive or polling a CQ costs the guest no MMIO exit. A record
 // is checked as the matching MMIO doorbell is: a value it would refuse is
-// ignored and counted in the queue's record_errors.
+// ignored and counted, in the queue's record_errors and in the device's
+// db_errors (QUERY_STATS) beside the refused doorbells.
 #pragma once
 
 #include "device/host.hpp"
@@ -17,18 +18,32 @@ namespace ohca {
 // 0 (no record) or an 8-byte aligned address below 2^64 - 8.
 [[nodiscard]] bool db_record_addr_ok(uint64_t addr);
 
-// The RQ's producer index from its record, if it has one: true if the
-// queue gained WQEs. One 4-byte DMA read.
-bool refresh_rq_pi(const Host &host, WorkQueue &q);
+// The records' reader: guest memory through the host, and the device's
+// count of refused doorbells, which a refused record value joins.
+class DbRecords {
+  public:
+    DbRecords(const Host &host, uint64_t &refused) : host_(host), refused_(refused) {}
+    DbRecords(const DbRecords &) = delete;
+    DbRecords &operator=(const DbRecords &) = delete;
 
-// Whether the device may take a WQE of the RQ: its own copy of the
-// producer index says so, or its record does once read.
-[[nodiscard]] inline bool rq_has_wqe(const Host &host, WorkQueue &q) {
-    return q.ci != q.pi || refresh_rq_pi(host, q);
-}
+    // The RQ's producer index from its record, if it has one: true if the
+    // queue gained WQEs. One 4-byte DMA read.
+    bool refresh_rq_pi(WorkQueue &q);
 
-// The CQ's consumer index from its record, if it has one: true if it
-// moved. One 4-byte DMA read.
-bool refresh_cq_ci(const Host &host, Cq &cq);
+    // Whether the device may take a WQE of the RQ: its own copy of the
+    // producer index says so, or its record does once read.
+    [[nodiscard]] bool rq_has_wqe(WorkQueue &q) { return q.ci != q.pi || refresh_rq_pi(q); }
+
+    // The CQ's consumer index from its record, if it has one: true if it
+    // moved. One 4-byte DMA read.
+    bool refresh_cq_ci(Cq &cq);
+
+  private:
+    // A record that could not be read or whose value was refused.
+    void refuse(uint32_t &queue_errors);
+
+    const Host &host_;
+    uint64_t &refused_;
+};
 
 } // namespace ohca

@@ -665,7 +665,7 @@ Qp *QpTable::doorbell(uint32_t page, uint32_t qpn, bool sq, uint32_t value, bool
         return nullptr;
     }
     WorkQueue &q = sq ? qp->sq : qp->rq;
-    if (!q.take_pi(value)) {
+    if (!take_pi(q, value)) {
         return nullptr;
     }
     // RQ in ERR: flushed by the run loop; after an ACK that advertised no

@@ -258,17 +258,20 @@ struct WorkQueue {
     [[nodiscard]] uint64_t offset(uint32_t index) const {
         return uint64_t{index & (size() - 1)} << log_stride;
     }
-    // A producer index from a doorbell or the record: taken unless it is
-    // behind the device's copy or more than the ring ahead of ci.
-    [[nodiscard]] bool take_pi(uint32_t value) {
-        const uint32_t ahead = value - ci;
-        if (ahead > size() || ahead < pi - ci) {
-            return false;
-        }
-        pi = value;
-        return true;
-    }
 };
+
+// A producer index from a doorbell or a record, for every ring the
+// consumer fills (a QP's SQ and RQ, an SRQ, a receive WQ: their free
+// running pi and ci, and size()): taken unless it is behind the device's
+// copy or more than the ring ahead of ci.
+template <class Ring> [[nodiscard]] bool take_pi(Ring &q, uint32_t value) {
+    const uint32_t ahead = value - q.ci;
+    if (ahead > q.size() || ahead < q.pi - q.ci) {
+        return false;
+    }
+    q.pi = value;
+    return true;
+}
 
 struct Qp {
     uint32_t qpn = 0;

@@ -34,15 +34,6 @@ uint8_t read_recv_wqe(const Host &host, const PageList &ring, uint64_t offset, u
     return OHCA_VERR_NONE;
 }
 
-bool Srq::doorbell(uint32_t value) {
-    const uint32_t ahead = value - ci;
-    if (ahead > size() || ahead < pi - ci) {
-        return false;
-    }
-    pi = value;
-    return true;
-}
-
 bool Srq::limit_reached() {
     if (limit == 0 || available() >= limit) {
         return false;
@@ -238,7 +229,7 @@ CmdResult SrqTable::cmd_destroy_srq(const Command &cmd) {
 bool SrqTable::doorbell(uint32_t page, uint32_t srqn, uint32_t value) {
     Srq *srq = find(srqn);
     // QPs waiting for a WQE are answered RNR NAK and retry on their own.
-    return srq != nullptr && srq->uar == page && srq->doorbell(value);
+    return srq != nullptr && srq->uar == page && take_pi(*srq, value);
 }
 
 SrqTake SrqTable::take_wqe(Qp &qp) {

@@ -60,9 +60,6 @@ struct Srq {
     [[nodiscard]] uint64_t offset(uint32_t index) const {
         return uint64_t{index & (size() - 1)} << log_stride;
     }
-    // A producer index from the doorbell: false (ignored) when it moves
-    // backwards or more than the ring ahead of what the device took.
-    bool doorbell(uint32_t value);
     // After taking a WQE: true once when the armed limit is crossed (the
     // limit disarms).
     bool limit_reached();

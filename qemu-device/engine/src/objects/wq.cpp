@@ -307,11 +307,9 @@ bool WqTable::doorbell(uint32_t page, uint32_t wqn, uint32_t value) {
     if (wq == nullptr || wq->uar != page) {
         return false;
     }
-    const uint32_t ahead = value - wq->ci;
-    if (ahead > wq->size() || ahead < wq->pi - wq->ci) {
+    if (!take_pi(*wq, value)) {
         return false;
     }
-    wq->pi = value;
     if (wq->state == OHCA_WQS_ERR) {
         flush(*wq);
     }

@@ -379,7 +379,7 @@ void RawEth::deliver(Qp &qp, std::span<const uint8_t> frame) {
     }
     if ((qp.state != OHCA_QPS_RTR && qp.state != OHCA_QPS_RTS && qp.state != OHCA_QPS_SQD &&
          qp.state != OHCA_QPS_SQE) ||
-        !rq_has_wqe(svc_.host(), qp.rq)) {
+        !svc_.records().rq_has_wqe(qp.rq)) {
         ++counters_.rx_dropped;
         return;
     }

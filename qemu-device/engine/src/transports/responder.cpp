@@ -52,7 +52,7 @@ uint8_t RcResponder::ack_syndrome(Qp &qp) {
     }
     // The doorbell (or the record's checks) keeps pi within the ring's
     // size of ci. A record is read here: one 4-byte DMA per ACK sent.
-    (void)refresh_rq_pi(svc_.host(), qp.rq);
+    (void)svc_.records().refresh_rq_pi(qp.rq);
     const uint8_t code = credits::code_for(qp.rq.pi - qp.rq.ci);
     qp.credits_zero_sent = code == 0;
     return static_cast<uint8_t>(kAethAck | code);
@@ -525,9 +525,9 @@ void RcResponder::execute_read(Qp &qp, const ParsedPacket &pkt) {
     const bool starts = opcode_seq(op).starts;
     const bool needs_recv = (is_send(op) && starts) || (is_write(op) && has_imm(op));
     if (needs_recv && !qp.recv_loaded) {
-        const SrqTake t = qp.srqn != 0                      ? svc_.take_srq_wqe(qp)
-                          : !rq_has_wqe(svc_.host(), qp.rq) ? SrqTake::Empty
-                                                            : SrqTake::Ok;
+        const SrqTake t = qp.srqn != 0                        ? svc_.take_srq_wqe(qp)
+                          : !svc_.records().rq_has_wqe(qp.rq) ? SrqTake::Empty
+                                                              : SrqTake::Ok;
         if (t == SrqTake::Empty) {
             ++svc_.counters().rnr_naks_sent;
             send_ack(qp, h.psn, static_cast<uint8_t>(kAethRnrNak | qp.attrs.min_rnr_timer));

@@ -8,6 +8,7 @@
 #include "device/host.hpp"
 #include "device/limits.hpp"
 #include "link/roce_packet.hpp"
+#include "objects/db_record.hpp"
 #include "objects/event_sink.hpp"
 #include "objects/rdma_objects.hpp"
 #include "objects/scheduler.hpp"
@@ -228,6 +229,8 @@ class CompletionServices : public EventSink {
     // An SRQ by number (nullptr: none), for XRC's check of a request's
     // XRCETH.
     [[nodiscard]] virtual const Srq *srq(uint32_t srqn) = 0;
+    // The doorbell records of RQs (their producer index read by DMA).
+    virtual DbRecords &records() = 0;
     // A CQE the transport built whole (UD's receive: GRH flags, source QP).
     virtual bool write_cqe(uint32_t cqn, const ohca_cqe &cqe, bool solicited) = 0;
     // In ERR: outstanding and newly posted WQEs complete flushed, one unit
@@ -405,6 +408,7 @@ class TransportServices {
     void qp_to_error(Qp &qp) { comp_.qp_to_error(qp); }
     SrqTake take_srq_wqe(Qp &qp) { return comp_.take_srq_wqe(qp); }
     [[nodiscard]] const Srq *srq(uint32_t srqn) { return comp_.srq(srqn); }
+    DbRecords &records() { return comp_.records(); }
     bool write_cqe(uint32_t cqn, const ohca_cqe &cqe, bool solicited) {
         return comp_.write_cqe(cqn, cqe, solicited);
     }

@@ -241,7 +241,7 @@ bool UcTransport::load_recv(Qp &qp) {
     if (qp.recv_loaded) {
         return true;
     }
-    if (!rq_has_wqe(svc_.host(), qp.rq)) {
+    if (!svc_.records().rq_has_wqe(qp.rq)) {
         return false;
     }
     RecvWqe w;

@@ -285,7 +285,7 @@ void UdTransport::receive(Qp &qp, const ParsedPacket &pkt) {
         drop(&RoceCounters::ud_rx_bad_qkey);
         return;
     }
-    if (!rq_has_wqe(svc_.host(), qp.rq)) {
+    if (!svc_.records().rq_has_wqe(qp.rq)) {
         // No RNR for UD: the packet is lost.
         drop(&RoceCounters::ud_rx_no_wqe);
         return;
