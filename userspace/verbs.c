@@ -337,7 +337,10 @@ int ohca_resize_cq(struct ibv_cq *ibcq, int cqe)
 		cq->ring = ring;
 		cq->log_size = log;
 		cq->ci = 0;
-		/* The device's consumer index restarted at 0 too. */
+		/*
+		 * The device's consumer index restarted at 0 too; the device
+		 * wrote 0 into the record, and so does the provider.
+		 */
 		if (cq->dbrec)
 			ohca_dbrec_set(cq->dbrec, 0);
 		ibcq->cqe = (int)((1u << log) - 1);

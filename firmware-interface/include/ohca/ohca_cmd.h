@@ -1125,7 +1125,8 @@ struct ohca_create_cq_in {
 	 * out, as 0) 0, or the address of the CQ's doorbell record: its
 	 * index is the consumer index (bits 23:0, as OHCA_DB_CQ's), read by
 	 * the device when its own copy says the ring is full and before
-	 * RESIZE_CQ moves the unpolled CQEs. The OHCA_DB_CQ doorbell still
+	 * RESIZE_CQ moves the unpolled CQEs; RESIZE_CQ writes 0 into it, the
+	 * new ring's consumer index. The OHCA_DB_CQ doorbell still
 	 * works (and is the only way to arm). Not 8-byte aligned: BAD_FIELD.
 	 */
 	ohca_le64 db_record;

@@ -363,6 +363,45 @@ TEST_F(DbRecordRc, SurvivesSaveAndLoad) {
     }
 }
 
+// RESIZE_CQ restarts the consumer index at 0 and the device writes that
+// into the record itself: the old ring's index left there (3 here) would
+// otherwise count as 3 CQEs of the new ring polled until the provider
+// writes the record after the command returns, and a CQ filled in that
+// window would overwrite entries nobody polled.
+TEST_F(DbRecordRc, ResizeRestartsTheRecordWithTheIndex) {
+    for (uint64_t i = 0; i < 3; ++i) {
+        post_recv_record(i);
+        send(i);
+        ASSERT_EQ(poll_record().size(), 1u) << i;
+    }
+    ASSERT_EQ(b.host.get<ohca_db_record>(cq_rec).index, 3u);
+    const uint64_t ring = b.alloc(uint64_t{32} * 4);
+    ohca_resize_cq_in r{};
+    r.cqn = rcq.cqn;
+    r.log_size = 2;
+    r.pbl = b.make_pbl(ring, uint64_t{32} * 4);
+    ohca_resize_cq_out o{};
+    ASSERT_EQ(b.cmd(OHCA_CMD_RESIZE_CQ, &r, sizeof(r), &o, sizeof(o)).status, OHCA_STATUS_OK);
+    EXPECT_EQ(o.cqes, 0u);
+    EXPECT_EQ(b.host.get<ohca_db_record>(cq_rec).index, 0u);
+    // Nothing polled from the new ring: its fifth CQE overruns the CQ and
+    // the first four stay as written.
+    rcq.ring = ring;
+    rcq.ci = 0;
+    for (uint64_t i = 10; i < 15; ++i) {
+        post_recv_record(i);
+        send(i);
+        a.host.now += 1'000'000'000;
+        pump(a, b);
+    }
+    bool overrun = false;
+    for (const auto &ev : b.events()) {
+        overrun |= ev.type == OHCA_EQE_CQ_ERROR && ev.param0 == rcq.cqn;
+    }
+    EXPECT_TRUE(overrun);
+    EXPECT_EQ(b.host.get<ohca_cqe>(ring).wr_id, 10u);
+}
+
 // A QP that goes to ERR flushes the receives its record holds.
 TEST_F(DbRecordRc, FlushReadsTheRecord) {
     post_recv_record(41);

@@ -86,6 +86,7 @@ CmdResult CqTable::cmd_resize_cq(const Command &cmd, const QpTable &qps) {
     cq->log_size = in.log_size;
     cq->pi = n;
     cq->ci = 0;
+    records_.restart_cq_ci(*cq);
     return {};
 }
 

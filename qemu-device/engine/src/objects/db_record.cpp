@@ -68,4 +68,14 @@ bool DbRecords::refresh_cq_ci(Cq &cq) {
     return cq.ci != before;
 }
 
+void DbRecords::restart_cq_ci(Cq &cq) {
+    if (cq.db_record == 0) {
+        return;
+    }
+    const ohca_le32 zero = 0;
+    if (!host_.write(cq.db_record + offsetof(ohca_db_record, index), &zero, sizeof(zero))) {
+        refuse(cq.record_errors);
+    }
+}
+
 } // namespace ohca

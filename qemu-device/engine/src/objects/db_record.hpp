@@ -38,6 +38,13 @@ class DbRecords {
     // moved. One 4-byte DMA read.
     bool refresh_cq_ci(Cq &cq);
 
+    // RESIZE_CQ restarted the CQ's consumer index at 0: so does its record,
+    // written by the device before the command completes (the old ring's
+    // index left in it would free slots of the new ring nobody polled until
+    // the provider rewrote it). One 4-byte DMA write; a record that cannot
+    // be written is counted like one that cannot be read.
+    void restart_cq_ci(Cq &cq);
+
   private:
     // A record that could not be read or whose value was refused.
     void refuse(uint32_t &queue_errors);
