@@ -377,6 +377,8 @@ part_mckey() {
 	wait $srv || src=$?
 	cat /tmp/mckey.srv
 	echo "MCKEY_DONE_AFTER $((SECONDS - t0))s"
+	# done (or given up): the sender stops its rounds once every receiver is
+	ohca_barrier mckey-done 240 || src=1
 	echo "MCKEY_COUNTERS before: $before after: $(ohca_hw_counters)"
 	return $src
 }
@@ -426,9 +428,11 @@ part_write_bw() { serve write_bw ib_write_bw -d "$OHCA_IBDEV" -F -s 65536 -n 200
 part_read_lat() { serve read_lat ib_read_lat -d "$OHCA_IBDEV" -F -s 8192 -n 100; }
 part_ucmatose() { serve ucmatose ucmatose -c 2 -C 10 -S 4096 -s; }
 
-# Three rounds of ten (the receiver stops at ten): in one run of four the
-# receiver missed some of the first round (docs/infiniband.md); the round
-# that completes it is printed on its side.
+# Up to three rounds of ten (the receiver stops at ten): in one run of four
+# the receiver missed some of the first round (docs/infiniband.md); the
+# round that completes it is printed on its side. The next round goes only
+# if a receiver has not had its ten within 8 s (barrier mckey-done: every
+# receiver reaches it once its mckey ended).
 part_mckey() {
 	local i
 	ohca_barrier mckey 150
@@ -436,9 +440,11 @@ part_mckey() {
 		# (this side's counters too: whether a missed round left here)
 		echo "MCKEY_ROUND $i $(ohca_hw_counters)"
 		timeout 60 mckey -m "$MCAST_IP" -b "$OHCA_IP" -s -C 10 -S 512
-		sleep 2
+		: >/share/sync/barrier.mckey-done
+		ohca_poll 8 test -e /share/sync/barrier.mckey-done.go && break
 	done
-	echo "MCKEY_SENT $(ohca_hw_counters)"
+	ohca_barrier mckey-done 240
+	echo "MCKEY_SENT $i rounds $(ohca_hw_counters)"
 }
 
 

@@ -174,35 +174,52 @@ ohca_eth_ok() {
 	[ -n "$OHCA_PEER_IP" ] && [ $(($(cat "$tx") - tx0)) -ge "$n" ]
 }
 
-# ohca_hw_counters: port 1's transport counters on one line (name=value),
-# so that a failed run shows what the device saw (retransmissions, timeouts).
-# One line of the congestion counters, key=value (test_congestion.py and
-# the fabric bench compare two of them around a phase): RC retransmissions
-# and timeouts (spurious: the timeouts F-RTO undid, the ACK came after
-# all), DCQCN's CNPs and CE marks, PFC pauses of priority 0; then why the
-# requesters waited (rc_tail_probes, rc_timeouts_*, rc_credit_*: their
-# hw counter names).
-ohca_cc_counters() {
-	local d=/sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters
-	local eth
-	eth=$(ethtool -S "$OHCA_IFACE")
-	echo "retrans=$(cat $d/rc_retrans_pkts) timeouts=$(cat $d/rc_local_ack_timeouts)" \
-	     "spurious=$(cat $d/rc_spurious_timeouts)" \
-	     "cnp_sent=$(cat $d/np_cnp_sent) cnp_handled=$(cat $d/rp_cnp_handled)" \
-	     "ce=$(cat $d/np_ecn_marked_roce_packets)" \
-	     "rx_pause=$(echo "$eth" | awk '$1 == "rx_prio0_pause:" {print $2}')" \
-	     "tx_pause=$(echo "$eth" | awk '$1 == "tx_prio0_pause:" {print $2}')" \
-	     $(cd "$d" && grep -H '' -- rc_tail_probes rc_timeouts_* rc_credit_* 2>/dev/null |
-	       sed 's/:/=/')
-}
-
-ohca_hw_counters() {
+# ohca_stat_pairs: every hw counter of port 1 as "name=value " pairs, from
+# one read of the device: rdma statistic makes one get_hw_stats call for all
+# of them, so an event is in every counter it touches or in none. (Reading
+# the sysfs files asks the device again whenever the core's 10 ms cache has
+# expired, which under TCG happens between two files: a timeout could be in
+# rc_local_ack_timeouts and not yet in its rc_timeouts_* reason.) The sysfs
+# files where rdma cannot show them.
+ohca_stat_pairs() {
 	local d=/sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters
 	[ -d "$d" ] || return 0
-	# one process reads them all, within the core's cache lifespan: a cat
-	# per counter took 16 s under TCG at load 20, long enough for traffic
-	# to land between the first counter read and the last
-	echo "HW_COUNTERS $(cd "$d" && grep -H '' -- * | sed 's/:/=/' | tr '\n' ' ')"
+	rdma statistic show link "$OHCA_IBDEV/1" 2>/dev/null | tr '\n' ' ' |
+		awk '$1 == "link" { for (i = 3; i < NF; i += 2) printf "%s=%s ", $i, $(i + 1); n++ }
+		     END { exit n != 1 }' ||
+		(cd "$d" && grep -H '' -- * | sed 's/:/=/' | tr '\n' ' ')
+}
+
+# ohca_hw_counters: port 1's transport counters on one line (name=value),
+# so that a failed run shows what the device saw (retransmissions, timeouts).
+ohca_hw_counters() {
+	[ -d "/sys/class/infiniband/$OHCA_IBDEV/ports/1/hw_counters" ] || return 0
+	echo "HW_COUNTERS $(ohca_stat_pairs)"
+}
+
+# ohca_cc_counters: one line of the congestion counters, key=value
+# (test_congestion.py and the fabric bench compare two of them around a
+# phase): RC retransmissions and timeouts (spurious: the timeouts F-RTO
+# undid, the ACK came after all), DCQCN's CNPs and CE marks, PFC pauses of
+# priority 0; then why the requesters waited (rc_tail_probes,
+# rc_timeouts_*, rc_credit_*: their hw counter names), all from one read.
+ohca_cc_counters() {
+	local eth
+	eth=$(ethtool -S "$OHCA_IFACE")
+	ohca_stat_pairs | tr ' ' '\n' |
+	awk -F= -v rx="$(echo "$eth" | awk '$1 == "rx_prio0_pause:" {print $2}')" \
+		-v tx="$(echo "$eth" | awk '$1 == "tx_prio0_pause:" {print $2}')" '
+		BEGIN {
+			short["rc_retrans_pkts"] = "retrans"
+			short["rc_local_ack_timeouts"] = "timeouts"
+			short["rc_spurious_timeouts"] = "spurious"
+			short["np_cnp_sent"] = "cnp_sent"
+			short["rp_cnp_handled"] = "cnp_handled"
+			short["np_ecn_marked_roce_packets"] = "ce"
+		}
+		$1 in short { printf "%s=%s ", short[$1], $2; next }
+		$1 ~ /^rc_(tail_probes|timeouts_|credit_)/ { printf "%s=%s ", $1, $2 }
+		END { printf "rx_pause=%s tx_pause=%s\n", rx, tx }'
 }
 
 # ohca_clear_bus_master PCI_ADDR: clears the function's Bus Master Enable

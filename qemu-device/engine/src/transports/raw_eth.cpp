@@ -210,21 +210,8 @@ void RawEth::rx(Qp & /*qp*/, const ParsedPacket & /*pkt*/) {
 }
 
 void RawEth::visit(Qp &qp, unsigned int &budget) {
-    if (qp.state == OHCA_QPS_ERR) {
-        svc_.flush(qp, budget);
+    if (svc_.datagram_stopped(qp, budget)) {
         return;
-    }
-    if (qp.state == OHCA_QPS_SQE) {
-        if (qp.sq_fetched != qp.sq.pi) {
-            svc_.flush_posted_sends(qp);
-            --budget;
-        }
-        return;
-    }
-    if (qp.state == OHCA_QPS_SQD && qp.sq_draining) {
-        // Nothing is ever in flight: every WQE taken has completed.
-        qp.sq_draining = false;
-        svc_.post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_SQ_DRAINED, qp.qpn, 0, 0);
     }
     while (budget > 0 && qp.state == OHCA_QPS_RTS && qp.sq_fetched != qp.sq.pi) {
         if (!send_one(qp)) {

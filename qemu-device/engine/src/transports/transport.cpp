@@ -13,7 +13,21 @@ namespace ohca {
 
 // ---- what every transport shares ----------------------------------------------
 
-void TransportServices::flush_posted_sends(Qp &qp) {
+bool TransportServices::datagram_stopped(Qp &qp, unsigned int &budget) {
+    if (qp.state == OHCA_QPS_ERR) {
+        flush(qp, budget);
+        return true;
+    }
+    if (qp.state == OHCA_QPS_SQD && qp.sq_draining) {
+        qp.sq_draining = false;
+        post_event(OHCA_EQE_QP_EVENT, OHCA_QP_EV_SQ_DRAINED, qp.qpn, 0, 0);
+    }
+    if (qp.state != OHCA_QPS_SQE) {
+        return qp.state != OHCA_QPS_RTS;
+    }
+    if (qp.sq_fetched != qp.sq.pi) {
+        --budget;
+    }
     while (qp.sq_fetched != qp.sq.pi) {
         SendWr wr;
         wr.index = qp.sq_fetched;
@@ -25,6 +39,7 @@ void TransportServices::flush_posted_sends(Qp &qp) {
         complete_send(qp, wr, OHCA_CQE_WR_FLUSH_ERR, OHCA_VERR_FLUSH);
         ++qp.sq_fetched;
     }
+    return true;
 }
 
 bool TransportServices::gather(const Qp &qp, const SendWr &wr, uint32_t offset,

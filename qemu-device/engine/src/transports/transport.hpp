@@ -345,10 +345,12 @@ class TransportServices {
     // DMA error. One gather for every transport that sends from a WQE.
     [[nodiscard]] bool gather(const Qp &qp, const SendWr &wr, uint32_t offset,
                               std::span<uint8_t> out) const;
-    // A datagram QP in SQE (UD, GSI, raw Ethernet): everything posted
-    // completes with WR_FLUSH_ERR until MODIFY_QP moves it back to RTS;
-    // receives go on.
-    void flush_posted_sends(Qp &qp);
+    // A datagram QP (UD, GSI, raw Ethernet) outside RTS, where it sends
+    // nothing: ERR flushes; in SQE everything posted completes with
+    // WR_FLUSH_ERR until MODIFY_QP moves it back to RTS (receives go on);
+    // in SQD the drain ends at once (nothing is ever in flight: every WQE
+    // taken has completed). True when the visit has nothing left to do.
+    bool datagram_stopped(Qp &qp, unsigned int &budget);
     LocalOpResult execute_local_op(const Qp &qp, const ohca_send_wqe &w, SendWr &wr) {
         return mem_.execute_local_op(qp, w, wr);
     }
