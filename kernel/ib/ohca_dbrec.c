@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * ohca: doorbell records of user CQs and RQs (OHCA_DEV_CAP_DB_RECORD).
- * The provider keeps a CQ's consumer index and an RQ's producer index in
- * its own memory; the device reads them by DMA when it needs them. Each
- * page holding records is pinned once per context, shared by the records
- * in it (a reference count under the context's lock), and the pages a
- * context may pin are bounded.
+ * ohca: doorbell records of user CQs, RQs (OHCA_DEV_CAP_DB_RECORD) and
+ * SRQs (OHCA_DEV_CAP_SRQ_DB_RECORD). The provider keeps a CQ's consumer
+ * index and an RQ's or SRQ's producer index in its own memory; the
+ * device reads them by DMA when it needs them. Each page holding records
+ * is pinned once per context, shared by the records in it (a reference
+ * count under the context's lock), and the pages a context may pin are
+ * bounded.
  */
 #include <rdma/ib_umem.h>
 #ifdef OHCA_HAVE_RDMA_ITER_H
@@ -140,4 +141,18 @@ void ohca_db_record_unmap(struct ohca_db_page *page)
 bool ohca_db_record_ok(struct ohca_ibdev *dev)
 {
 	return le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_DB_RECORD;
+}
+
+/**
+ * ohca_srq_db_record_ok() - whether user SRQs may have doorbell records
+ * @dev: the RDMA device
+ *
+ * Return: the device takes CREATE_SRQ's grown input
+ * (OHCA_DEV_CAP_SRQ_DB_RECORD); one with OHCA_DEV_CAP_DB_RECORD alone
+ * refuses it.
+ */
+bool ohca_srq_db_record_ok(struct ohca_ibdev *dev)
+{
+	return le32_to_cpu(dev->cdev->attr.dev_caps) &
+	       OHCA_DEV_CAP_SRQ_DB_RECORD;
 }

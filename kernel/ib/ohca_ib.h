@@ -227,6 +227,7 @@ struct ohca_srq {
 	struct ib_srq ibsrq;		/* must be first */
 	u32 srqn;
 	struct ohca_wq wq;
+	struct ohca_db_page *db_page;	/* user SRQ: its doorbell record */
 	atomic_t done;
 	u32 max_sge;
 };
@@ -377,6 +378,7 @@ struct ohca_db_page *ohca_db_record_map(struct ohca_ibdev *dev,
 					dma_addr_t *dma);
 void ohca_db_record_unmap(struct ohca_db_page *page);
 bool ohca_db_record_ok(struct ohca_ibdev *dev);
+bool ohca_srq_db_record_ok(struct ohca_ibdev *dev);
 u32 ohca_access_to_dev(int ib_access);
 int ohca_access_from_dev(u32 access);
 

@@ -241,9 +241,17 @@ void SrqTable::save(state::Writer &w) const {
         w.u8(s.held_events);
         w.u32(s.qp_refs);
     }
+    // Version 2: the SRQs' doorbell records, in the same order, after
+    // every SRQ (a stream of version 1 is this one without them).
+    for (const auto &s : srqs_) {
+        if (s) {
+            w.u64(s->db_record);
+            w.u32(s->record_errors);
+        }
+    }
 }
 
-void SrqTable::load(state::Reader &r, state::Refs &refs) {
+void SrqTable::load(state::Reader &r, uint16_t version, state::Refs &refs) {
     reset();
     const uint32_t n = r.count(DeviceLimits::max_srq, 32, "SRQs");
     for (uint32_t k = 0; k < n && r.ok(); ++k) {
@@ -302,6 +310,16 @@ void SrqTable::load(state::Reader &r, state::Refs &refs) {
             ++refs.xrcd[s.xrcdn];
         }
         srqs_[srqn] = std::move(srq);
+    }
+    for (auto &p : srqs_) { // version 2: their doorbell records, in order
+        if (version < 2 || !p || !r.ok()) {
+            continue;
+        }
+        p->db_record = r.u64();
+        p->record_errors = r.u32();
+        if (r.ok() && !db_record_addr_ok(p->db_record)) {
+            r.fail("SRQ: bad doorbell record");
+        }
     }
 }
 
