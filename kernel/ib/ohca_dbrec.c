@@ -54,9 +54,9 @@ static dma_addr_t ohca_db_page_dma(struct ib_umem *umem)
  * (address), -ENOMEM (the context pins OHCA_DB_PAGES_MAX pages already),
  * or the errno of pinning.
  */
-struct ohca_db_page *ohca_db_record_map(struct ohca_ibdev *dev,
-					struct ohca_ucontext *uctx, u64 uaddr,
-					dma_addr_t *dma)
+static struct ohca_db_page *ohca_db_record_map(struct ohca_ibdev *dev,
+					       struct ohca_ucontext *uctx,
+					       u64 uaddr, dma_addr_t *dma)
 {
 	unsigned long page_addr = uaddr & PAGE_MASK;
 	struct ohca_db_page *page;
@@ -106,6 +106,32 @@ found:
 out:
 	mutex_unlock(&uctx->db_lock);
 	return page;
+}
+
+/**
+ * ohca_db_record_get() - a user doorbell record for a create command
+ * @dev: the RDMA device
+ * @uctx: the process's context
+ * @uaddr: the record's user address (struct ohca_db_record, 8-byte aligned)
+ * @page: set to its pinned page (for ohca_db_record_unmap()), or NULL
+ * @record: set to its DMA address, the command's record field
+ *
+ * Return: 0, or the errno of ohca_db_record_map().
+ */
+int ohca_db_record_get(struct ohca_ibdev *dev, struct ohca_ucontext *uctx,
+		       u64 uaddr, struct ohca_db_page **page, __le64 *record)
+{
+	dma_addr_t dma;
+
+	*page = ohca_db_record_map(dev, uctx, uaddr, &dma);
+	if (IS_ERR(*page)) {
+		int err = PTR_ERR(*page);
+
+		*page = NULL;
+		return err;
+	}
+	*record = cpu_to_le64(dma);
+	return 0;
 }
 
 /**

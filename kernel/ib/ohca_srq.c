@@ -77,7 +77,6 @@ static int ohca_srq_create_user(struct ohca_ibdev *dev, struct ohca_srq *srq,
 		rdma_udata_to_drv_context(udata, struct ohca_ucontext,
 					  ibucontext);
 	struct ohca_ibv_create_srq ucmd = {};
-	dma_addr_t db_dma;
 	int err;
 
 	/* A provider from before SRQ doorbell records sends no db_addr. */
@@ -120,14 +119,10 @@ static int ohca_srq_create_user(struct ohca_ibdev *dev, struct ohca_srq *srq,
 		return err;
 	}
 	if (ucmd.comp_mask & OHCA_CREATE_SRQ_DB_RECORD) {
-		srq->db_page = ohca_db_record_map(dev, uctx, ucmd.db_addr,
-						  &db_dma);
-		if (IS_ERR(srq->db_page)) {
-			err = PTR_ERR(srq->db_page);
-			srq->db_page = NULL;
+		err = ohca_db_record_get(dev, uctx, ucmd.db_addr,
+					 &srq->db_page, &in->db_record);
+		if (err)
 			goto err_ring;
-		}
-		in->db_record = cpu_to_le64(db_dma);
 	}
 	in->uar_index = cpu_to_le32(uctx->uar_index);
 	return 0;
@@ -172,12 +167,13 @@ static int ohca_srq_create_kernel(struct ohca_ibdev *dev, struct ohca_srq *srq,
 	return 0;
 }
 
+/* In reverse: the record was taken after the ring. */
 static void ohca_srq_free_buf(struct ohca_ibdev *dev, struct ohca_srq *srq)
 {
-	ib_umem_release(srq->wq.umem);
-	srq->wq.umem = NULL;
 	ohca_db_record_unmap(srq->db_page);
 	srq->db_page = NULL;
+	ib_umem_release(srq->wq.umem);
+	srq->wq.umem = NULL;
 	if (srq->wq.buf)
 		dma_free_coherent(&dev->cdev->pdev->dev, srq->wq.bytes, srq->wq.buf,
 				  srq->wq.buf_dma);
