@@ -712,7 +712,8 @@ void ohca_qp_ex_init_ops(struct ohca_qp *qp, uint64_t send_ops)
 
 /*
  * Receive WQEs into a QP's RQ, an SRQ or a WQ (one ring format), then one
- * doorbell of type @db for object @handle.
+ * doorbell of type @db for object @handle, or with a record the record
+ * (and the doorbell too if @ring_too).
  */
 int ohca_post_recv_ring(struct ohca_context *ctx, struct ohca_wq *wq,
 			unsigned int db, uint32_t handle, bool ring_too,
@@ -724,7 +725,8 @@ int ohca_post_recv_ring(struct ohca_context *ctx, struct ohca_wq *wq,
 	int i;
 
 	pthread_spin_lock(&wq->lock);
-	was_empty = ohca_wq_used(wq) == 0;
+	/* Only an RQ advertises credits (see below). */
+	was_empty = db == OHCA_DB_RQ && ohca_wq_used(wq) == 0;
 	for (; wr; wr = wr->next) {
 		struct ohca_recv_wqe *wqe;
 		struct ohca_sge *sge;
@@ -799,8 +801,16 @@ int ohca_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 {
 	struct ohca_srq *srq = to_ohca_srq(ibsrq);
 
+	/*
+	 * With a record, never the doorbell too. An SRQ advertises no
+	 * credits (its QPs' ACKs say "invalid"), so no peer waits for a
+	 * credit update: a request that found it empty was answered RNR NAK
+	 * and comes again after its RNR timer, when the device reads the
+	 * record. Nor does a doorbell flush anything: a QP in the error state
+	 * flushes only the one WQE it took, never the SRQ's.
+	 */
 	return ohca_post_recv_ring(to_ohca_ctx(ibsrq->context), &srq->wq,
-				   OHCA_DB_SRQ, srq->srqn, true, wr, bad_wr);
+				   OHCA_DB_SRQ, srq->srqn, false, wr, bad_wr);
 }
 
 static enum ibv_wc_status ohca_wc_status(uint8_t status)

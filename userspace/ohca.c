@@ -178,6 +178,8 @@ static struct verbs_context *ohca_alloc_context(struct ibv_device *ibdev,
 	ohca_set_device_caps(ctx, &resp.drv);
 	pthread_mutex_init(&ctx->dbrec_lock, NULL);
 	ctx->use_dbrec = ohca_dbrec_wanted(resp.drv.comp_mask);
+	ctx->use_srq_dbrec = ctx->use_dbrec &&
+			     (resp.drv.comp_mask & OHCA_UCTX_RESP_SRQ_DB_RECORD);
 
 	err = ohca_query_limits(ctx);
 	if (err) {
@@ -189,9 +191,10 @@ static struct verbs_context *ohca_alloc_context(struct ibv_device *ibdev,
 	verbs_set_ops(&ctx->vctx, &ohca_ctx_ops);
 
 	verbs_debug(&ctx->vctx,
-		    "context on %s: doorbell page (%zu bytes) at %p, max inline %u, doorbell records %s, device caps %#x%s\n",
+		    "context on %s: doorbell page (%zu bytes) at %p, max inline %u, doorbell records %s (SRQs %s), device caps %#x%s\n",
 		    ibdev->name, ctx->db_page_size, ctx->db_page,
 		    ctx->max_inline, ctx->use_dbrec ? "on" : "off",
+		    ctx->use_srq_dbrec ? "on" : "off",
 		    ctx->device_caps,
 		    resp.drv.comp_mask & OHCA_UCTX_RESP_DEVICE_CAPS ?
 		    "" : " (not sent by the kernel)");

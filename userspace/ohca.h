@@ -58,9 +58,11 @@ struct ohca_context {
 	uint32_t refused_ops;
 	/*
 	 * Doorbell records (dbrec.c): used for CQs and RQs when the kernel
-	 * takes them; their pages, under dbrec_lock.
+	 * takes them, for SRQs when it takes theirs too (use_srq_dbrec);
+	 * their pages, under dbrec_lock.
 	 */
 	bool use_dbrec;
+	bool use_srq_dbrec;
 	pthread_mutex_t dbrec_lock;
 	struct ohca_dbrec_page *dbrec_pages;
 	/* Device limits (query_device at context creation). */
@@ -162,7 +164,8 @@ struct ohca_wq {
  * A shared receive queue. The device takes its WQEs in ring order, so a
  * slot is free once the WQE in it completed: wq.ci counts the receive
  * completions of the QPs on it, which the pollers of their CQs (under
- * different locks) add to atomically.
+ * different locks) add to atomically. With a doorbell record (wq.dbrec)
+ * posting rings no MMIO doorbell at all (ohca_post_srq_recv()).
  */
 struct ohca_srq {
 	struct verbs_srq vsrq;	/* an ibv_srq first; XRC fields after */
@@ -326,7 +329,8 @@ int ohca_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);
 int ohca_destroy_srq(struct ibv_srq *ibsrq);
 struct ohca_srq *ohca_srq_new(struct ohca_context *ctx, struct ibv_pd *ibpd,
 			      struct ibv_srq_attr *attr);
-void ohca_srq_free(struct ohca_srq *srq);
+void ohca_srq_free(struct ohca_context *ctx, struct ohca_srq *srq);
+void ohca_srq_cmd(const struct ohca_srq *srq, struct ohca_ibv_create_srq *drv);
 /* xrc.c: XRC domains, SRQs and QPs */
 #define OHCA_MAX_XRC_SRQN 4096
 struct ibv_xrcd *ohca_open_xrcd(struct ibv_context *ibctx,

@@ -1042,6 +1042,8 @@ struct ohca_srq *ohca_srq_new(struct ohca_context *ctx, struct ibv_pd *ibpd,
 	err = ohca_wq_init(&srq->wq, ibpd, OHCA_RES_TYPE_SRQ);
 	if (err)
 		goto err_free;
+	if (ctx->use_srq_dbrec)
+		srq->wq.dbrec = ohca_dbrec_alloc(ctx);
 	attr->max_wr = 1u << srq->wq.log_size;
 	attr->max_sge = srq->wq.max_sge;
 	return srq;
@@ -1052,10 +1054,24 @@ err_free:
 	return NULL;
 }
 
-void ohca_srq_free(struct ohca_srq *srq)
+/* Once the kernel destroyed it, or never created it. */
+void ohca_srq_free(struct ohca_context *ctx, struct ohca_srq *srq)
 {
+	ohca_dbrec_free(ctx, srq->wq.dbrec);
 	ohca_wq_fini(&srq->wq);
 	free(srq);
+}
+
+/* The driver part of CREATE_SRQ (basic and XRC alike). */
+void ohca_srq_cmd(const struct ohca_srq *srq, struct ohca_ibv_create_srq *drv)
+{
+	drv->buf_addr = (uintptr_t)srq->wq.ring.buf;
+	drv->log_size = (uint8_t)srq->wq.log_size;
+	drv->log_stride = (uint8_t)srq->wq.log_stride;
+	if (srq->wq.dbrec) {
+		drv->comp_mask |= OHCA_CREATE_SRQ_DB_RECORD;
+		drv->db_addr = (uintptr_t)srq->wq.dbrec;
+	}
 }
 
 struct ibv_srq *ohca_create_srq(struct ibv_pd *ibpd,
@@ -1071,23 +1087,21 @@ struct ibv_srq *ohca_create_srq(struct ibv_pd *ibpd,
 	srq = ohca_srq_new(ctx, ibpd, &want);
 	if (!srq)
 		return NULL;
-	cmd.drv.buf_addr = (uintptr_t)srq->wq.ring.buf;
-	cmd.drv.log_size = (uint8_t)srq->wq.log_size;
-	cmd.drv.log_stride = (uint8_t)srq->wq.log_stride;
+	ohca_srq_cmd(srq, &cmd.drv);
 	err = ibv_cmd_create_srq(ibpd, &srq->vsrq.srq, attr, &cmd.ibv_cmd,
 				 sizeof(cmd), &resp.ibv_resp, sizeof(resp));
 	if (err) {
 		verbs_debug(&ctx->vctx, "CREATE_SRQ failed: errno %d\n", err);
-		ohca_srq_free(srq);
+		ohca_srq_free(ctx, srq);
 		errno = err;
 		return NULL;
 	}
 	srq->srqn = resp.drv.srqn;
 	attr->attr.max_wr = want.max_wr;
 	attr->attr.max_sge = want.max_sge;
-	verbs_debug(&ctx->vctx, "srq %u: %u x %u B at %p\n", srq->srqn,
-		    1u << srq->wq.log_size, 1u << srq->wq.log_stride,
-		    srq->wq.ring.buf);
+	verbs_debug(&ctx->vctx, "srq %u: %u x %u B at %p, record %p\n",
+		    srq->srqn, 1u << srq->wq.log_size, 1u << srq->wq.log_stride,
+		    srq->wq.ring.buf, (void *)srq->wq.dbrec);
 	return &srq->vsrq.srq;
 }
 
@@ -1119,6 +1133,6 @@ int ohca_destroy_srq(struct ibv_srq *ibsrq)
 		return err;
 	if (srq->xrc)
 		ohca_xrc_srq_remove(to_ohca_ctx(ibsrq->context), srq);
-	ohca_srq_free(srq);
+	ohca_srq_free(to_ohca_ctx(ibsrq->context), srq);
 	return 0;
 }

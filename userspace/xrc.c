@@ -144,9 +144,7 @@ struct ibv_srq *ohca_create_srq_ex(struct ibv_context *ibctx,
 	srq = ohca_srq_new(ctx, attr->pd, &want);
 	if (!srq)
 		return NULL;
-	cmd.drv.buf_addr = (uintptr_t)srq->wq.ring.buf;
-	cmd.drv.log_size = (uint8_t)srq->wq.log_size;
-	cmd.drv.log_stride = (uint8_t)srq->wq.log_stride;
+	ohca_srq_cmd(srq, &cmd.drv);
 	err = ibv_cmd_create_srq_ex(ibctx, &srq->vsrq, attr, &cmd.ibv_cmd,
 				    sizeof(cmd), &resp.ibv_resp, sizeof(resp));
 	if (err) {
@@ -167,7 +165,7 @@ struct ibv_srq *ohca_create_srq_ex(struct ibv_context *ibctx,
 	return &srq->vsrq.srq;
 
 err_free:
-	ohca_srq_free(srq);
+	ohca_srq_free(ctx, srq);
 	errno = err;
 	return NULL;
 }

@@ -57,7 +57,6 @@ static int ohca_cq_create_user(struct ohca_ibdev *dev, struct ohca_cq *cq,
 	struct ohca_ucontext *uctx =
 		rdma_udata_to_drv_context(udata, struct ohca_ucontext,
 					  ibucontext);
-	dma_addr_t db_dma;
 	int err;
 
 	/* A provider from before doorbell records sends no db_addr. */
@@ -85,14 +84,10 @@ static int ohca_cq_create_user(struct ohca_ibdev *dev, struct ohca_cq *cq,
 	}
 	cq->log_size = ucmd.log_size;
 	if (ucmd.comp_mask & OHCA_CREATE_CQ_DB_RECORD) {
-		cq->db_page = ohca_db_record_map(dev, uctx, ucmd.db_addr,
-						 &db_dma);
-		if (IS_ERR(cq->db_page)) {
-			err = PTR_ERR(cq->db_page);
-			cq->db_page = NULL;
+		err = ohca_db_record_get(dev, uctx, ucmd.db_addr,
+					 &cq->db_page, &in->db_record);
+		if (err)
 			return err;
-		}
-		in->db_record = cpu_to_le64(db_dma);
 	}
 	cq->umem = ohca_umem_ring(dev, ucmd.buf_addr,
 				  BIT(cq->log_size) * sizeof(struct ohca_cqe),

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * ohca: doorbell records of user CQs and RQs (OHCA_DEV_CAP_DB_RECORD).
- * The provider keeps a CQ's consumer index and an RQ's producer index in
- * its own memory; the device reads them by DMA when it needs them. Each
- * page holding records is pinned once per context, shared by the records
- * in it (a reference count under the context's lock), and the pages a
- * context may pin are bounded.
+ * ohca: doorbell records of user CQs, RQs (OHCA_DEV_CAP_DB_RECORD) and
+ * SRQs (OHCA_DEV_CAP_SRQ_DB_RECORD). The provider keeps a CQ's consumer
+ * index and an RQ's or SRQ's producer index in its own memory; the
+ * device reads them by DMA when it needs them. Each page holding records
+ * is pinned once per context, shared by the records in it (a reference
+ * count under the context's lock), and the pages a context may pin are
+ * bounded.
  */
 #include <rdma/ib_umem.h>
 #ifdef OHCA_HAVE_RDMA_ITER_H
@@ -53,9 +54,9 @@ static dma_addr_t ohca_db_page_dma(struct ib_umem *umem)
  * (address), -ENOMEM (the context pins OHCA_DB_PAGES_MAX pages already),
  * or the errno of pinning.
  */
-struct ohca_db_page *ohca_db_record_map(struct ohca_ibdev *dev,
-					struct ohca_ucontext *uctx, u64 uaddr,
-					dma_addr_t *dma)
+static struct ohca_db_page *ohca_db_record_map(struct ohca_ibdev *dev,
+					       struct ohca_ucontext *uctx,
+					       u64 uaddr, dma_addr_t *dma)
 {
 	unsigned long page_addr = uaddr & PAGE_MASK;
 	struct ohca_db_page *page;
@@ -108,6 +109,32 @@ out:
 }
 
 /**
+ * ohca_db_record_get() - a user doorbell record for a create command
+ * @dev: the RDMA device
+ * @uctx: the process's context
+ * @uaddr: the record's user address (struct ohca_db_record, 8-byte aligned)
+ * @page: set to its pinned page (for ohca_db_record_unmap()), or NULL
+ * @record: set to its DMA address, the command's record field
+ *
+ * Return: 0, or the errno of ohca_db_record_map().
+ */
+int ohca_db_record_get(struct ohca_ibdev *dev, struct ohca_ucontext *uctx,
+		       u64 uaddr, struct ohca_db_page **page, __le64 *record)
+{
+	dma_addr_t dma;
+
+	*page = ohca_db_record_map(dev, uctx, uaddr, &dma);
+	if (IS_ERR(*page)) {
+		int err = PTR_ERR(*page);
+
+		*page = NULL;
+		return err;
+	}
+	*record = cpu_to_le64(dma);
+	return 0;
+}
+
+/**
  * ohca_db_record_unmap() - drop a record's reference to its page
  * @page: from ohca_db_record_map(), or NULL
  *
@@ -140,4 +167,18 @@ void ohca_db_record_unmap(struct ohca_db_page *page)
 bool ohca_db_record_ok(struct ohca_ibdev *dev)
 {
 	return le32_to_cpu(dev->cdev->attr.dev_caps) & OHCA_DEV_CAP_DB_RECORD;
+}
+
+/**
+ * ohca_srq_db_record_ok() - whether user SRQs may have doorbell records
+ * @dev: the RDMA device
+ *
+ * Return: the device takes CREATE_SRQ's grown input
+ * (OHCA_DEV_CAP_SRQ_DB_RECORD); one with OHCA_DEV_CAP_DB_RECORD alone
+ * refuses it.
+ */
+bool ohca_srq_db_record_ok(struct ohca_ibdev *dev)
+{
+	return le32_to_cpu(dev->cdev->attr.dev_caps) &
+	       OHCA_DEV_CAP_SRQ_DB_RECORD;
 }

@@ -227,6 +227,7 @@ struct ohca_srq {
 	struct ib_srq ibsrq;		/* must be first */
 	u32 srqn;
 	struct ohca_wq wq;
+	struct ohca_db_page *db_page;	/* user SRQ: its doorbell record */
 	atomic_t done;
 	u32 max_sge;
 };
@@ -372,11 +373,11 @@ struct ib_umem *ohca_umem_ring(struct ohca_ibdev *dev, u64 addr, size_t bytes,
 			       struct ohca_pbl *pbl, struct ohca_pbl_mem *mem);
 unsigned long ohca_pgsz_bitmap(struct ohca_ibdev *dev);
 struct ohca_db_page;
-struct ohca_db_page *ohca_db_record_map(struct ohca_ibdev *dev,
-					struct ohca_ucontext *uctx, u64 uaddr,
-					dma_addr_t *dma);
+int ohca_db_record_get(struct ohca_ibdev *dev, struct ohca_ucontext *uctx,
+		       u64 uaddr, struct ohca_db_page **page, __le64 *record);
 void ohca_db_record_unmap(struct ohca_db_page *page);
 bool ohca_db_record_ok(struct ohca_ibdev *dev);
+bool ohca_srq_db_record_ok(struct ohca_ibdev *dev);
 u32 ohca_access_to_dev(int ib_access);
 int ohca_access_from_dev(u32 access);
 

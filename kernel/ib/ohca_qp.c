@@ -210,7 +210,6 @@ static int ohca_qp_create_user(struct ohca_ibdev *dev, struct ohca_qp *qp,
 					  ibucontext);
 	struct ib_qp_cap *cap = &init->cap;
 	struct ohca_ibv_create_qp ucmd = {};
-	dma_addr_t db_dma;
 	int err;
 
 	/* A provider from before doorbell records sends no rq_db_addr. */
@@ -289,14 +288,10 @@ static int ohca_qp_create_user(struct ohca_ibdev *dev, struct ohca_qp *qp,
 		goto err_sq;
 	}
 	if (ucmd.comp_mask & OHCA_CREATE_QP_DB_RECORD) {
-		qp->rq_db_page = ohca_db_record_map(dev, uctx, ucmd.rq_db_addr,
-						    &db_dma);
-		if (IS_ERR(qp->rq_db_page)) {
-			err = PTR_ERR(qp->rq_db_page);
-			qp->rq_db_page = NULL;
+		err = ohca_db_record_get(dev, uctx, ucmd.rq_db_addr,
+					 &qp->rq_db_page, &in->rq_db_record);
+		if (err)
 			goto err_rq;
-		}
-		in->rq_db_record = cpu_to_le64(db_dma);
 	}
 out:
 	in->uar_index = cpu_to_le32(uctx->uar_index);

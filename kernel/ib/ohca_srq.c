@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * ohca: shared receive queues. A user SRQ's ring lives in the process's
- * memory (the provider posts to it); a kernel SRQ has a coherent ring that
- * ohca_post_srq_recv() fills and rings on the kernel's doorbell page 0.
+ * memory (the provider posts to it), its producer index too when the
+ * provider gives it a doorbell record (ohca_dbrec.c); a kernel SRQ has a
+ * coherent ring that ohca_post_srq_recv() fills and rings on the kernel's
+ * doorbell page 0 (kernel QPs and CQs have no records either).
  *
  * The device takes WQEs in ring order, so a slot is free again once the
  * WQE in it has completed: poll_cq counts the receive completions of QPs
@@ -74,19 +76,26 @@ static int ohca_srq_create_user(struct ohca_ibdev *dev, struct ohca_srq *srq,
 	struct ohca_ucontext *uctx =
 		rdma_udata_to_drv_context(udata, struct ohca_ucontext,
 					  ibucontext);
-	struct ohca_ibv_create_srq ucmd;
+	struct ohca_ibv_create_srq ucmd = {};
 	int err;
 
-	if (udata->inlen < sizeof(ucmd))
+	/* A provider from before SRQ doorbell records sends no db_addr. */
+	if (udata->inlen < offsetof(typeof(ucmd), db_addr))
 		return -EINVAL;
-	err = ib_copy_from_udata(&ucmd, udata, sizeof(ucmd));
+	err = ib_copy_from_udata(&ucmd, udata, min(sizeof(ucmd), udata->inlen));
 	if (err)
 		return err;
-	if (ucmd.reserved0 || ucmd.reserved1 ||
-	    (udata->inlen > sizeof(ucmd) &&
-	     !ib_is_udata_cleared(udata, sizeof(ucmd),
-				  udata->inlen - sizeof(ucmd))))
+	if ((ucmd.comp_mask & ~OHCA_CREATE_SRQ_DB_RECORD) || ucmd.reserved0 ||
+	    !ohca_udata_tail_clear(udata, sizeof(ucmd)))
 		return -EINVAL;
+	if (ucmd.comp_mask & OHCA_CREATE_SRQ_DB_RECORD) {
+		if (udata->inlen < offsetofend(typeof(ucmd), db_addr))
+			return -EINVAL;
+		if (!ohca_srq_db_record_ok(dev))
+			return -EOPNOTSUPP;
+	} else if (ucmd.db_addr) {
+		return -EINVAL;
+	}
 	if (ucmd.log_size < 1 || ucmd.log_size > OHCA_WQ_LOG_MAX ||
 	    BIT(ucmd.log_size) > ohca_max_srq_wr(dev) ||
 	    BIT(ucmd.log_size) < init->attr.max_wr ||
@@ -109,8 +118,20 @@ static int ohca_srq_create_user(struct ohca_ibdev *dev, struct ohca_srq *srq,
 		srq->wq.umem = NULL;
 		return err;
 	}
+	if (ucmd.comp_mask & OHCA_CREATE_SRQ_DB_RECORD) {
+		err = ohca_db_record_get(dev, uctx, ucmd.db_addr,
+					 &srq->db_page, &in->db_record);
+		if (err)
+			goto err_ring;
+	}
 	in->uar_index = cpu_to_le32(uctx->uar_index);
 	return 0;
+
+err_ring:
+	ohca_pbl_free(dev, mem);
+	ib_umem_release(srq->wq.umem);
+	srq->wq.umem = NULL;
+	return err;
 }
 
 static int ohca_srq_create_kernel(struct ohca_ibdev *dev, struct ohca_srq *srq,
@@ -146,8 +167,11 @@ static int ohca_srq_create_kernel(struct ohca_ibdev *dev, struct ohca_srq *srq,
 	return 0;
 }
 
+/* In reverse: the record was taken after the ring. */
 static void ohca_srq_free_buf(struct ohca_ibdev *dev, struct ohca_srq *srq)
 {
+	ohca_db_record_unmap(srq->db_page);
+	srq->db_page = NULL;
 	ib_umem_release(srq->wq.umem);
 	srq->wq.umem = NULL;
 	if (srq->wq.buf)
@@ -204,8 +228,10 @@ int ohca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	in.log_size = srq->wq.log_size;
 	in.log_stride = srq->wq.log_stride;
 	in.limit = cpu_to_le32(init->attr.srq_limit);
-	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_SRQ, &in, sizeof(in),
-			      &srq->srqn, NULL);
+	/* The grown input only with a record: an older device takes V1. */
+	err = ohca_cmd_create(dev->cdev, OHCA_CMD_CREATE_SRQ, &in,
+			      srq->db_page ? sizeof(in) :
+			      OHCA_CREATE_SRQ_IN_V1_SIZE, &srq->srqn, NULL);
 	/* The device copied the list. */
 	ohca_pbl_free(dev, &mem);
 	if (err)

@@ -386,6 +386,8 @@ static int ohca_alloc_ucontext(struct ib_ucontext *ibuctx,
 	}
 	if (ohca_db_record_ok(dev))
 		resp.comp_mask |= OHCA_UCTX_RESP_DB_RECORD;
+	if (ohca_srq_db_record_ok(dev))
+		resp.comp_mask |= OHCA_UCTX_RESP_SRQ_DB_RECORD;
 	err = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
 	if (err)
 		goto err_remove_entry;

@@ -8,8 +8,8 @@
  * namespace: ioctl() on it fails with ENOTTY, so libibverbs falls back to
  * the write() ABI, which this library answers for GET_CONTEXT,
  * QUERY_DEVICE (ex), QUERY_PORT, ALLOC/DEALLOC_PD, REG/DEREG_MR,
- * CREATE/DESTROY_CQ and CREATE/MODIFY/QUERY/DESTROY_QP (an extended
- * CREATE_QP, an RSS QP's, is refused).  It checks the
+ * CREATE/DESTROY_CQ, CREATE/MODIFY/QUERY/DESTROY_QP (an extended
+ * CREATE_QP, an RSS QP's, is refused) and CREATE/DESTROY_SRQ.  It checks the
  * framing libibverbs produced from the provider's buffers (the word counts
  * prove the command and response sizes the compat header declares, with
  * the ohca driver data after them) and the doorbell mmap() the provider
@@ -24,8 +24,10 @@
  * kernel from before device_caps, the word 0 and its comp_mask bit clear;
  * unset: every capability).  $FAKE_UVERBS_DB_RECORD=1 answers
  * OHCA_UCTX_RESP_DB_RECORD (a kernel that takes doorbell records) and
- * accepts them in CREATE_CQ/CREATE_QP.  Test code, not part of the
- * provider.
+ * accepts them in CREATE_CQ/CREATE_QP; $FAKE_UVERBS_SRQ_DB_RECORD=1 too
+ * answers OHCA_UCTX_RESP_SRQ_DB_RECORD and accepts them in CREATE_SRQ
+ * (without it a record there is refused, as by a kernel from before SRQ
+ * records).  Test code, not part of the provider.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -140,6 +142,7 @@ static void *db_addr;
 #define FAKE_PDN_BASE 0x10
 #define FAKE_CQN_BASE 0x20
 #define FAKE_QPN_BASE 0x40
+#define FAKE_SRQN_BASE 0x60
 
 struct fake_cq {
 	int used;
@@ -157,9 +160,15 @@ struct fake_qp {
 	uint32_t last_attr_mask;
 };
 
+struct fake_srq {
+	int used;
+	struct ohca_ibv_create_srq drv;
+};
+
 static int fake_pds[FAKE_MAX_OBJ], fake_mrs[FAKE_MAX_OBJ];
 static struct fake_cq fake_cqs[FAKE_MAX_OBJ];
 static struct fake_qp fake_qps[FAKE_MAX_OBJ];
+static struct fake_srq fake_srqs[FAKE_MAX_OBJ];
 
 static int alloc_slot(int *used, size_t stride, size_t n)
 {
@@ -219,6 +228,25 @@ static int fake_db_record(void)
 	const char *v = getenv("FAKE_UVERBS_DB_RECORD");
 
 	return v && !strcmp(v, "1");
+}
+
+/* Whether it offers them for SRQs too. */
+static int fake_srq_db_record(void)
+{
+	const char *v = getenv("FAKE_UVERBS_SRQ_DB_RECORD");
+
+	return fake_db_record() && v && !strcmp(v, "1");
+}
+
+/* The driver data of CREATE_SRQ for SRQ srqn, or NULL. */
+const struct ohca_ibv_create_srq *fake_uverbs_srq(uint32_t srqn);
+const struct ohca_ibv_create_srq *fake_uverbs_srq(uint32_t srqn)
+{
+	uint32_t i = srqn - FAKE_SRQN_BASE;
+
+	if (i >= FAKE_MAX_OBJ || !fake_srqs[i].used)
+		return NULL;
+	return &fake_srqs[i].drv;
 }
 
 /* A record as the kernel takes it: its bit, 8-byte aligned, else none. */
@@ -572,6 +600,75 @@ static ssize_t destroy_qp(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 	return len;
 }
 
+static ssize_t create_srq(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
+{
+	const struct ib_uverbs_create_srq *cmd = (const void *)(hdr + 1);
+	const struct ohca_ibv_create_srq *drv = (const void *)(cmd + 1);
+	struct {
+		struct ib_uverbs_create_srq_resp core;
+		struct ohca_ibv_create_srq_resp drv;
+	} resp = {};
+	int i;
+
+	if (framing("CREATE_SRQ", hdr, len,
+		    sizeof(*hdr) + sizeof(*cmd) + sizeof(*drv), sizeof(resp)))
+		return -1;
+	logf_("CREATE_SRQ pd=%u max_wr=%u max_sge=%u limit=%u buf_addr=0x%llx log_size=%u log_stride=%u comp_mask=0x%x db_addr=0x%llx",
+	      cmd->pd_handle, cmd->max_wr, cmd->max_sge, cmd->srq_limit,
+	      (unsigned long long)drv->buf_addr, drv->log_size,
+	      drv->log_stride, drv->comp_mask,
+	      (unsigned long long)drv->db_addr);
+	/* What the kernel checks before pinning the ring and the record. */
+	if (drv->log_size < 1 || drv->log_size > OHCA_WQ_LOG_MAX ||
+	    (1u << drv->log_size) < cmd->max_wr ||
+	    drv->log_stride < OHCA_RQ_LOG_STRIDE_MIN ||
+	    drv->log_stride > OHCA_WQ_LOG_STRIDE_MAX || drv->reserved0 ||
+	    (drv->comp_mask & ~OHCA_CREATE_SRQ_DB_RECORD) ||
+	    (drv->comp_mask && !fake_srq_db_record()) ||
+	    !db_record_ok(drv->comp_mask, OHCA_CREATE_SRQ_DB_RECORD,
+			  drv->db_addr) ||
+	    !page_aligned_zeroed(drv->buf_addr,
+				 (size_t)1 << (drv->log_size + drv->log_stride))) {
+		logf_("CREATE_SRQ bad driver data");
+		errno = EINVAL;
+		return -1;
+	}
+	i = alloc_slot(&fake_srqs[0].used, sizeof(fake_srqs[0]), FAKE_MAX_OBJ);
+	if (i < 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	fake_srqs[i].drv = *drv;
+	resp.core.srq_handle = i + 1;
+	resp.core.max_wr = 1u << drv->log_size;
+	resp.core.max_sge = cmd->max_sge;
+	resp.core.srqn = FAKE_SRQN_BASE + i;
+	resp.drv.srqn = FAKE_SRQN_BASE + i;
+	memcpy((void *)(uintptr_t)cmd->response, &resp, sizeof(resp));
+	logf_("CREATE_SRQ ok handle=%u srqn=0x%x", resp.core.srq_handle,
+	      resp.drv.srqn);
+	return len;
+}
+
+static ssize_t destroy_srq(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
+{
+	const struct ib_uverbs_destroy_srq *cmd = (const void *)(hdr + 1);
+	struct ib_uverbs_destroy_srq_resp resp = {};
+
+	if (framing("DESTROY_SRQ", hdr, len, sizeof(*hdr) + sizeof(*cmd),
+		    sizeof(resp)))
+		return -1;
+	if (!cmd->srq_handle || cmd->srq_handle > FAKE_MAX_OBJ ||
+	    !fake_srqs[cmd->srq_handle - 1].used) {
+		errno = EINVAL;
+		return -1;
+	}
+	fake_srqs[cmd->srq_handle - 1].used = 0;
+	memcpy((void *)(uintptr_t)cmd->response, &resp, sizeof(resp));
+	logf_("DESTROY_SRQ ok handle=%u", cmd->srq_handle);
+	return len;
+}
+
 static ssize_t get_context(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 {
 	const struct ib_uverbs_get_context *cmd = (const void *)(hdr + 1);
@@ -610,6 +707,8 @@ static ssize_t get_context(const struct ib_uverbs_cmd_hdr *hdr, size_t len)
 	}
 	if (fake_db_record())
 		resp.drv.comp_mask |= OHCA_UCTX_RESP_DB_RECORD;
+	if (fake_srq_db_record())
+		resp.drv.comp_mask |= OHCA_UCTX_RESP_SRQ_DB_RECORD;
 	memcpy((void *)(uintptr_t)cmd->response, &resp, sizeof(resp));
 	logf_("GET_CONTEXT ok comp_mask=0x%x device_caps=0x%x",
 	      resp.drv.comp_mask, resp.drv.device_caps);
@@ -641,6 +740,9 @@ static ssize_t query_device_ex(const struct ib_uverbs_cmd_hdr *hdr,
 	resp.base.max_mr = 4096;
 	resp.base.max_pd = 1024;
 	resp.base.max_ah = 4096;	/* UD supported */
+	resp.base.max_srq = 64;
+	resp.base.max_srq_wr = 4096;
+	resp.base.max_srq_sge = 4;
 	resp.base.phys_port_cnt = 1;
 	resp.response_length = out < sizeof(resp) ? out : sizeof(resp);
 	memcpy((void *)(uintptr_t)ex->response, &resp, resp.response_length);
@@ -752,6 +854,10 @@ ssize_t write(int fd, const void *buf, size_t len)
 		return query_qp(hdr, len);
 	case IB_USER_VERBS_CMD_DESTROY_QP:
 		return destroy_qp(hdr, len);
+	case IB_USER_VERBS_CMD_CREATE_SRQ:
+		return create_srq(hdr, len);
+	case IB_USER_VERBS_CMD_DESTROY_SRQ:
+		return destroy_srq(hdr, len);
 	case IB_USER_VERBS_CMD_CREATE_AH:
 		return create_ah(hdr, len);
 	case IB_USER_VERBS_CMD_DESTROY_AH:

@@ -205,6 +205,19 @@ sed 's/^/    | /' "$work/dbrec.out"
 expect "$work/dbrec.verbs" "doorbell records on" "the provider uses records when the kernel offers them"
 expect "$work/dbrec.fake" "CREATE_CQ ok" "CREATE_CQ with a record accepted"
 if grep -qw "UNHANDLED\|bad" "$work/dbrec.fake"; then fail "malformed commands with records: $(grep -w "UNHANDLED\|bad" "$work/dbrec.fake")"; fi
+# An SRQ's producer index in a record too, when the kernel takes SRQ
+# records (OHCA_UCTX_RESP_SRQ_DB_RECORD); above, a kernel that offers
+# records but not the SRQ's got none in CREATE_SRQ (it would refuse it).
+echo "fakedev: ohca_verbs_fake_test with SRQ doorbell records (OHCA_UCTX_RESP_SRQ_DB_RECORD)"
+if run dbrec-srq "$work/sys" env FAKE_UVERBS_DB_RECORD=1 FAKE_UVERBS_SRQ_DB_RECORD=1 \
+	"$out/ohca_verbs_fake_test" ohca0; then
+	pass "ohca_verbs_fake_test with SRQ doorbell records exit 0"
+else
+	fail "ohca_verbs_fake_test with SRQ doorbell records exit non-zero"
+fi
+expect "$work/dbrec-srq.fake" "CREATE_SRQ .*comp_mask=0x1 db_addr=0x[1-9a-f]" "the SRQ's record reached CREATE_SRQ"
+expect "$work/dbrec.fake" "CREATE_SRQ .*comp_mask=0x0 db_addr=0x0$" "no SRQ record for a kernel that takes only RQ and CQ records"
+if grep -qw "UNHANDLED\|bad" "$work/dbrec-srq.fake"; then fail "malformed commands with SRQ records: $(grep -w "UNHANDLED\|bad" "$work/dbrec-srq.fake")"; fi
 echo "fakedev: the same with OHCA_DB_RECORD=0 in the environment (MMIO doorbells)"
 if run dbrec0 "$work/sys" env FAKE_UVERBS_DB_RECORD=1 OHCA_DB_RECORD=0 \
 	"$out/ohca_verbs_fake_test" ohca0; then

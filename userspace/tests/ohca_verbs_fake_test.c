@@ -61,8 +61,11 @@ static int (*fake_cqn)(int slot);
 static const struct ohca_ibv_create_qp *(*fake_qp)(
 	uint32_t qpn, const struct ib_uverbs_create_qp **core, uint8_t *state);
 static void *(*fake_cq_dbrec)(uint32_t cqn);
+static const struct ohca_ibv_create_srq *(*fake_srq)(uint32_t srqn);
 /* FAKE_UVERBS_DB_RECORD=1: the kernel takes doorbell records. */
 static bool dbrec;
+/* FAKE_UVERBS_SRQ_DB_RECORD=1 too: for SRQs as well. */
+static bool srq_dbrec;
 
 static uint64_t rd(const void *base, size_t off, int bytes)
 {
@@ -200,8 +203,10 @@ static int resolve_hooks(void)
 		uint8_t *))dlsym(RTLD_DEFAULT, "fake_uverbs_qp");
 	fake_cq_dbrec = (void *(*)(uint32_t))dlsym(RTLD_DEFAULT,
 						   "fake_uverbs_cq_dbrec");
+	fake_srq = (const struct ohca_ibv_create_srq *(*)(uint32_t))dlsym(
+		RTLD_DEFAULT, "fake_uverbs_srq");
 	return db_read && db_clear && fake_cq && fake_cqn && fake_qp &&
-	       fake_cq_dbrec ? 0 : -1;
+	       fake_cq_dbrec && fake_srq ? 0 : -1;
 }
 
 static int to_rts(struct ibv_qp *qp, uint32_t dest_qpn)
@@ -417,6 +422,84 @@ static void rss_qp_check(struct ibv_context *ctx, struct ibv_pd *pd)
 }
 
 /*
+ * An SRQ's producer index: with a record from a kernel that takes SRQ
+ * records, the record alone (never the OHCA_DB_SRQ doorbell, not even
+ * into an empty SRQ: it advertises no credits); else the doorbell, and no
+ * record offered to a kernel that would refuse it.
+ */
+static void srq_checks(struct ibv_pd *pd, struct ibv_mr *mr)
+{
+	struct ibv_srq_init_attr ia = {
+		.attr = { .max_wr = 8, .max_sge = 1 },
+	};
+	const struct ohca_ibv_create_srq *k;
+	struct ibv_recv_wr rwr[9], *bad = NULL;
+	struct ibv_sge sge[9];
+	struct ibv_srq *srq;
+	uint8_t *ring;
+	uint32_t srqn;
+	int rc;
+
+	srq = ibv_create_srq(pd, &ia);
+	CHECK(srq, "ibv_create_srq: %s", strerror(errno));
+	if (!srq)
+		return;
+	CHECK_EQ(ia.attr.max_wr, 8);
+	srqn = 0;
+	for (uint32_t n = 0x60; n < 0x70 && !srqn; n++)
+		if (fake_srq(n))
+			srqn = n;
+	k = fake_srq(srqn);
+	CHECK(k, "SRQ known to the kernel");
+	if (!k) {
+		ibv_destroy_srq(srq);
+		return;
+	}
+	CHECK_EQ(k->comp_mask, srq_dbrec ? OHCA_CREATE_SRQ_DB_RECORD : 0);
+	CHECK(srq_dbrec == (k->db_addr != 0) &&
+	      k->db_addr % OHCA_DB_RECORD_ALIGN == 0,
+	      "SRQ record 0x%llx", (unsigned long long)k->db_addr);
+	ring = (uint8_t *)(uintptr_t)k->buf_addr;
+	for (int i = 0; i < 9; i++) {
+		sge[i] = (struct ibv_sge){ .addr = (uintptr_t)mr->addr + 64 * i,
+					   .length = 64, .lkey = mr->lkey };
+		rwr[i] = (struct ibv_recv_wr){ .wr_id = 0x500 + i,
+					       .sg_list = &sge[i],
+					       .num_sge = 1,
+					       .next = i < 8 ? &rwr[i + 1] : NULL };
+	}
+	/* Three into the empty SRQ, then five: full. */
+	db_clear();
+	rwr[2].next = NULL;
+	CHECK_EQ(ibv_post_srq_recv(srq, &rwr[0], &bad), 0);
+	for (int i = 0; i < 3; i++) {
+		const uint8_t *w = ring + ((size_t)i << k->log_stride);
+
+		CHECK_EQ(rd(w, 0, 8), 0x500 + i);
+		CHECK_EQ(rd(w, 8, 1), 1);
+		CHECK_EQ(rd(w, 16, 8), (uintptr_t)mr->addr + 64 * i);
+		CHECK_EQ(rd(w, 28, 4), mr->lkey);
+	}
+	if (srq_dbrec) {
+		CHECK_EQ(rd((void *)(uintptr_t)k->db_addr, 0, 4), 3);
+		CHECK_EQ(db_read(OHCA_DB_SRQ), 0);
+	} else {
+		CHECK_EQ(db_read(OHCA_DB_SRQ), dbv(srqn, 3));
+	}
+	rwr[2].next = &rwr[3];
+	rc = ibv_post_srq_recv(srq, &rwr[3], &bad);
+	CHECK(rc == ENOMEM && bad == &rwr[8], "the 9th WQE: rc %d", rc);
+	if (srq_dbrec) {
+		CHECK_EQ(rd((void *)(uintptr_t)k->db_addr, 0, 4), 8);
+		CHECK_EQ(db_read(OHCA_DB_SRQ), 0);
+	} else {
+		CHECK_EQ(db_read(OHCA_DB_SRQ), dbv(srqn, 8));
+	}
+	CHECK_EQ(ibv_destroy_srq(srq), 0);
+	CHECK(!fake_srq(srqn), "SRQ destroyed in the kernel");
+}
+
+/*
  * "nocaps" mode: a device (or a kernel that does not say) without
  * OHCA_DEV_CAP_ATOMIC_WRITE, FAST_REG and MW. The optional opcodes are
  * refused with EOPNOTSUPP, at ibv_create_qp_ex (their send_ops_flags) and
@@ -530,7 +613,11 @@ int main(int argc, char **argv)
 	}
 	dbrec = getenv("FAKE_UVERBS_DB_RECORD") &&
 		!strcmp(getenv("FAKE_UVERBS_DB_RECORD"), "1");
-	printf("doorbell records: %s\n", dbrec ? "on" : "off (MMIO doorbells)");
+	srq_dbrec = dbrec && getenv("FAKE_UVERBS_SRQ_DB_RECORD") &&
+		    !strcmp(getenv("FAKE_UVERBS_SRQ_DB_RECORD"), "1");
+	printf("doorbell records: %s, SRQ records: %s\n",
+	       dbrec ? "on" : "off (MMIO doorbells)",
+	       srq_dbrec ? "on" : "off");
 	ctx = open_ohca(name);
 	if (!ctx) {
 		printf("FAIL: cannot open %s: %s\n", name, strerror(errno));
@@ -1396,6 +1483,7 @@ int main(int argc, char **argv)
 	}
 	parent_domain_checks(ctx, pd, scq);
 	rss_qp_check(ctx, pd);
+	srq_checks(pd, mr);
 	CHECK_EQ(ibv_destroy_qp(qp2), 0);
 	CHECK_EQ(ibv_destroy_cq(scq), 0);
 	CHECK_EQ(ibv_destroy_cq(rcq), 0);

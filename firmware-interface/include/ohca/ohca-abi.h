@@ -23,7 +23,8 @@
  * short to hold it) reads as 0 and means "not known". Requests define the
  * comp_mask bits for doorbell records (enum ohca_create_cq_mask, enum
  * ohca_create_qp_mask), offered when the ucontext response has
- * OHCA_UCTX_RESP_DB_RECORD.
+ * OHCA_UCTX_RESP_DB_RECORD, and enum ohca_create_srq_mask, offered when
+ * it has OHCA_UCTX_RESP_SRQ_DB_RECORD.
  */
 #define OHCA_UVERBS_ABI_VERSION		2
 
@@ -51,6 +52,13 @@ enum ohca_alloc_ucontext_resp_mask {
 	 * kernel, or a device without OHCA_DEV_CAP_DB_RECORD), MMIO only.
 	 */
 	OHCA_UCTX_RESP_DB_RECORD	= 1u << 1,
+	/*
+	 * The kernel takes an SRQ's doorbell record (OHCA_CREATE_SRQ_DB_RECORD)
+	 * and the device keeps it (OHCA_DEV_CAP_SRQ_DB_RECORD): posting to an
+	 * SRQ need not write its MMIO doorbell. A bit of its own, as a kernel
+	 * that offers OHCA_UCTX_RESP_DB_RECORD alone refuses the SRQ's.
+	 */
+	OHCA_UCTX_RESP_SRQ_DB_RECORD	= 1u << 2,
 };
 
 /*
@@ -139,15 +147,24 @@ struct ohca_ibv_create_qp_resp {
 };
 
 /*
- * ibv_create_srq: the provider allocates the ring of 2^log_size receive
- * WQEs of 2^log_stride bytes (page aligned, zeroed); the kernel pins it.
+ * ibv_create_srq (and an XRC SRQ's ibv_create_srq_ex): the provider
+ * allocates the ring of 2^log_size receive WQEs of 2^log_stride bytes
+ * (page aligned, zeroed); the kernel pins it. comp_mask was reserved (0)
+ * and the request 16 bytes: an older provider sends that, which the
+ * kernel still takes (no record).
  */
+enum ohca_create_srq_mask {
+	/* db_addr is valid: the SRQ's doorbell record */
+	OHCA_CREATE_SRQ_DB_RECORD	= 1u << 0,
+};
+
 struct ohca_ibv_create_srq {
 	__aligned_u64 buf_addr;
 	__u8 log_size;
 	__u8 log_stride;
 	__u16 reserved0;
-	__u32 reserved1;
+	__u32 comp_mask;		/* enum ohca_create_srq_mask */
+	__aligned_u64 db_addr;		/* OHCA_CREATE_SRQ_DB_RECORD */
 };
 
 struct ohca_ibv_create_srq_resp {

@@ -313,6 +313,13 @@ enum ohca_dev_caps {
 	 * index instead of (or besides) the MMIO doorbell.
 	 */
 	OHCA_DEV_CAP_DB_RECORD		= 1u << 14,
+	/*
+	 * CREATE_SRQ takes the input grown by db_record: the address of a
+	 * record that holds the SRQ's producer index instead of (or besides)
+	 * the OHCA_DB_SRQ doorbell. A device with OHCA_DEV_CAP_DB_RECORD but
+	 * not this bit refuses that input (BAD_LEN).
+	 */
+	OHCA_DEV_CAP_SRQ_DB_RECORD	= 1u << 15,
 };
 
 /*
@@ -1477,8 +1484,22 @@ struct ohca_create_srq_in {
 	 * zero for a basic SRQ. */
 	ohca_le32 xrcdn;
 	ohca_le32 cqn;
+	/*
+	 * (OHCA_DEV_CAP_SRQ_DB_RECORD; in_len OHCA_CREATE_SRQ_IN_V1_SIZE
+	 * leaves it out, as 0) 0, or the address of the SRQ's doorbell
+	 * record: its index is the SRQ producer index, read by the device
+	 * when a request needs a receive WQE and none it knows of is left,
+	 * when the WQEs it knows of drop below an armed limit (before it posts
+	 * LIMIT_REACHED) and by QUERY_SRQ. A value behind the device's copy
+	 * or more than the SRQ's size ahead of its consumer index is ignored,
+	 * as such an OHCA_DB_SRQ doorbell is. The OHCA_DB_SRQ doorbell still
+	 * works. Not 8-byte aligned: BAD_FIELD.
+	 */
+	ohca_le64 db_record;
 };
-OHCA_ASSERT_SIZE(struct ohca_create_srq_in, 40);
+#define OHCA_CREATE_SRQ_IN_V1_SIZE	40
+OHCA_ASSERT_SIZE(struct ohca_create_srq_in, 48);
+OHCA_ASSERT_OFFSET(struct ohca_create_srq_in, db_record, OHCA_CREATE_SRQ_IN_V1_SIZE);
 OHCA_ASSERT_OFFSET(struct ohca_create_srq_in, type, 10);
 OHCA_ASSERT_OFFSET(struct ohca_create_srq_in, xrcdn, 32);
 OHCA_ASSERT_OFFSET(struct ohca_create_srq_in, limit, 12);

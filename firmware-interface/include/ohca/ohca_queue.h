@@ -139,8 +139,9 @@ enum ohca_eth_desc_flags {
 
 /*
  * (OHCA_DEV_CAP_DB_RECORD) A doorbell record: 8 bytes in guest memory,
- * 8-byte aligned, named by CREATE_CQ's db_record or CREATE_QP's
- * rq_db_record. The consumer stores the index there (after a write barrier
+ * 8-byte aligned, named by CREATE_CQ's db_record, CREATE_QP's
+ * rq_db_record or (OHCA_DEV_CAP_SRQ_DB_RECORD) CREATE_SRQ's db_record.
+ * The consumer stores the index there (after a write barrier
  * that orders the WQEs, or the CQEs read, before it) instead of writing an
  * MMIO doorbell; the device reads it by DMA only when it needs to, so a
  * record costs no exit to the device. A record the device cannot read, or
@@ -148,7 +149,7 @@ enum ohca_eth_desc_flags {
  * counted in db_errors, as that doorbell would be.
  */
 struct ohca_db_record {
-	ohca_le32 index;	/* RQ: producer index; CQ: CI, bits 23:0 */
+	ohca_le32 index;	/* RQ, SRQ: producer index; CQ: CI, 23:0 */
 	ohca_le32 rsvd;		/* not read by the device */
 };
 OHCA_ASSERT_SIZE(struct ohca_db_record, 8);

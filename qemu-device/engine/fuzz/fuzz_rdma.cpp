@@ -1090,6 +1090,11 @@ class Rdma {
             s.log_stride = static_cast<uint8_t>(bad(in) ? in.u8() : 6);
             s.limit = bad(in) ? in.u32() : 0;
             s.pbl = pbl(in, kRqRings + 0x1000ull * in.below(4), 0x1000, 1);
+            // Half with a doorbell record: in a ring (its index whatever
+            // the WQEs there hold), or anywhere when bad.
+            if (in.one_in(2)) {
+                s.db_record = bad(in) ? in.u64() : kRqRings + 8 * in.below(2048);
+            }
             ohca_create_out o{};
             (void)create(OHCA_CMD_CREATE_SRQ, &s, sizeof(s), o);
             break;

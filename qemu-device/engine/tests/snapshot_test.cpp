@@ -356,7 +356,7 @@ TEST(Snapshot, ALoadIntoTheSameEngineReadsTheReceiveRingAgain) {
 }
 
 // A stream of an engine before RSS QPs, on-demand paging and doorbell
-// records (QP section version 1, KEYS and CQ version 1, no WQ section),
+// records (QP section version 1, KEYS, CQ and SRQ version 1, no WQ section),
 // made by hand from the layout those versions had: a QP record without its
 // RSS slot (the u32 after the flows), no records after the QPs and CQs, an
 // MR without its ODP flag, KEYS without the page faults and their waiting
@@ -404,6 +404,8 @@ TEST_F(RcSnapshot, AVersion1QpAndKeysStreamLoads) {
                              v1.begin() + static_cast<std::ptrdiff_t>(cqs.body + cqs.len)),
         std::vector<uint8_t>(24, 0));
     v1 = with_section(v1, "CQ  ", 1, cqs.len - 24, 24);
+    // SRQ version 2 ends with the SRQs' records (no SRQ here: nothing).
+    v1 = with_section(v1, "SRQ ", 1, 0, 0);
     const StateSection wqs = state_section(v1, "WQ  ");
     ASSERT_LT(wqs.at, v1.size());
     v1.erase(v1.begin() + static_cast<std::ptrdiff_t>(wqs.at),
@@ -867,11 +869,11 @@ TEST_F(HostileStream, APauseLongerThanAFrameCanAskIsRefused) {
 TEST_F(HostileStream, ANewerSectionVersionIsRefusedByName) {
     std::vector<uint8_t> s = stream;
     const size_t at = state_section(s, "SRQ ").at;
-    s[at + 4] = 2; // version 2
+    s[at + 4] = 3; // version 3
     reseal_state(s);
     std::string why;
     ASSERT_NE(load(s, &why), 0);
-    EXPECT_NE(why.find("SRQs: version 2"), std::string::npos) << why;
+    EXPECT_NE(why.find("SRQs: version 3"), std::string::npos) << why;
 }
 
 // PAUSE/PFC travel: the settings, the counters and a pause in force with

@@ -71,8 +71,10 @@ const std::array<Device::CmdSpec, OHCA_CMD_MAX> Device::kCommands = [] {
     OHCA_CMD(OHCA_CMD_RESIZE_CQ, sizeof(ohca_resize_cq_in), sizeof(ohca_resize_cq_out),
              d.cqs_.cmd_resize_cq(c, d.qps_));
     OHCA_CMD(OHCA_CMD_REREG_MR, sizeof(ohca_rereg_mr_in), kCreateOut, d.keys_.execute(c));
-    OHCA_CMD(OHCA_CMD_CREATE_SRQ, sizeof(ohca_create_srq_in), kCreateOut,
+    // Grown compatibly (OHCA_DEV_CAP_SRQ_DB_RECORD): the command checks in_len.
+    OHCA_CMD(OHCA_CMD_CREATE_SRQ, OHCA_CREATE_SRQ_IN_V1_SIZE, kCreateOut,
              d.srqs_.cmd_create_srq(c));
+    t[OHCA_CMD_CREATE_SRQ].in_at_least = true;
     OHCA_CMD(OHCA_CMD_MODIFY_SRQ, sizeof(ohca_modify_srq_in), 0, d.srqs_.cmd_modify_srq(c));
     OHCA_CMD(OHCA_CMD_QUERY_SRQ, kHandle, sizeof(ohca_query_srq_out), d.srqs_.cmd_query_srq(c));
     OHCA_CMD(OHCA_CMD_DESTROY_SRQ, kHandle, 0, d.srqs_.cmd_destroy_srq(c));

@@ -215,7 +215,7 @@ class Device : private KeyLinks, private FatalSink {
     // Doorbell records: a refused value is counted with the doorbells.
     DbRecords records_{host_, stats_.db_errors};
     CqTable cqs_{host_, pbl_, records_, events_, loop_, uars_, uar_refs_};
-    SrqTable srqs_{host_, pbl_, events_, uars_, uar_refs_, pds_, cqs_, xrc_};
+    SrqTable srqs_{host_, pbl_, records_, events_, uars_, uar_refs_, pds_, cqs_, xrc_};
     // CQEs, QP errors and flushes, SRQ WQEs for the transports.
     Completions completer_{host_, cqs_, srqs_, records_, events_, loop_};
     // MRs, memory windows, device memory and ODP: the transports' memory.

@@ -67,7 +67,8 @@ struct DeviceLimits {
         OHCA_DEV_CAP_FAST_REG | OHCA_DEV_CAP_MW | OHCA_DEV_CAP_RESIZE_CQ | OHCA_DEV_CAP_REREG_MR |
         OHCA_DEV_CAP_XRC | OHCA_DEV_CAP_DM | OHCA_DEV_CAP_RAW_ETH | OHCA_DEV_CAP_ATOMIC_WRITE |
         OHCA_DEV_CAP_ODP | OHCA_DEV_CAP_CQ_MODERATION | OHCA_DEV_CAP_EQ0_HOLD |
-        OHCA_DEV_CAP_IB_LINK | OHCA_DEV_CAP_PFC | OHCA_DEV_CAP_RSS | OHCA_DEV_CAP_DB_RECORD;
+        OHCA_DEV_CAP_IB_LINK | OHCA_DEV_CAP_PFC | OHCA_DEV_CAP_RSS | OHCA_DEV_CAP_DB_RECORD |
+        OHCA_DEV_CAP_SRQ_DB_RECORD;
     // Flow steering rules (CREATE_FLOW) of all raw QPs: every frame the
     // port receives, and every frame a raw QP sends, is matched against
     // each of them (raw_eth.cpp), so the table stays small.

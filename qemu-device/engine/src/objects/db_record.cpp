@@ -3,6 +3,7 @@
 #include "objects/db_record.hpp"
 
 #include "link/byte_order.hpp"
+#include "objects/srq.hpp"
 
 #include <ohca/ohca_queue.h>
 
@@ -33,7 +34,7 @@ void DbRecords::refuse(uint32_t &queue_errors) {
     ++refused_;
 }
 
-bool DbRecords::refresh_rq_pi(WorkQueue &q) {
+template <class Ring> bool DbRecords::refresh_pi(Ring &q) {
     uint32_t pi = 0;
     if (q.db_record == 0) {
         return false;
@@ -43,11 +44,19 @@ bool DbRecords::refresh_rq_pi(WorkQueue &q) {
         return false;
     }
     const uint32_t before = q.pi;
-    if (!take_pi(q, pi)) { // as an OHCA_DB_RQ doorbell would be
+    if (!take_pi(q, pi)) { // as an OHCA_DB_RQ / OHCA_DB_SRQ doorbell would be
         refuse(q.record_errors);
         return false;
     }
     return q.pi != before;
+}
+
+bool DbRecords::refresh_rq_pi(WorkQueue &q) {
+    return refresh_pi(q);
+}
+
+bool DbRecords::refresh_srq_pi(Srq &srq) {
+    return refresh_pi(srq);
 }
 
 bool DbRecords::refresh_cq_ci(Cq &cq) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Doorbell records (OHCA_DEV_CAP_DB_RECORD): an RQ's producer index and a
-// CQ's consumer index kept by the consumer in guest memory, read by DMA
+// Doorbell records (OHCA_DEV_CAP_DB_RECORD): an RQ's or an SRQ's producer
+// index and a CQ's consumer index kept by the consumer in guest memory, read by DMA
 // only when the device needs them (no receive WQE left, the CQ full), so
 // posting a receive or polling a CQ costs the guest no MMIO exit. A record
 // is checked as the matching MMIO doorbell is: a value it would refuse is
@@ -14,6 +14,8 @@
 #include <cstdint>
 
 namespace ohca {
+
+struct Srq;
 
 // 0 (no record) or an 8-byte aligned address below 2^64 - 8.
 [[nodiscard]] bool db_record_addr_ok(uint64_t addr);
@@ -34,6 +36,9 @@ class DbRecords {
     // producer index says so, or its record does once read.
     [[nodiscard]] bool rq_has_wqe(WorkQueue &q) { return q.ci != q.pi || refresh_rq_pi(q); }
 
+    // The SRQ's producer index from its record, as refresh_rq_pi().
+    bool refresh_srq_pi(Srq &srq);
+
     // The CQ's consumer index from its record, if it has one: true if it
     // moved. One 4-byte DMA read.
     bool refresh_cq_ci(Cq &cq);
@@ -48,6 +53,9 @@ class DbRecords {
   private:
     // A record that could not be read or whose value was refused.
     void refuse(uint32_t &queue_errors);
+    // A producer index from the record of a ring the consumer fills (an
+    // RQ, an SRQ): taken as its doorbell's would be (take_pi).
+    template <class Ring> bool refresh_pi(Ring &q);
 
     const Host &host_;
     uint64_t &refused_;

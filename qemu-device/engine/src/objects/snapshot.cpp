@@ -43,6 +43,32 @@ bool uar_ok(state::Reader &r, const UarTable &uars, uint32_t uar) {
     return r.ok();
 }
 
+// Version 2 of the CQ and SRQ sections: the doorbell record (address and
+// refused values) of every object of 'table', in its order, after all of
+// them, so that a stream of version 1 is the same without them.
+template <class T> void save_records(state::Writer &w, const Table<T> &table) {
+    for (const auto &p : table) {
+        if (p) {
+            w.u64(p->db_record);
+            w.u32(p->record_errors);
+        }
+    }
+}
+
+template <class T>
+void load_records(state::Reader &r, uint16_t version, Table<T> &table, const char *what) {
+    for (auto &p : table) {
+        if (version < 2 || !p || !r.ok()) {
+            continue;
+        }
+        p->db_record = r.u64();
+        p->record_errors = r.u32();
+        if (r.ok() && !db_record_addr_ok(p->db_record)) {
+            r.fail(std::string(what) + ": bad doorbell record");
+        }
+    }
+}
+
 } // namespace
 
 // ---- PDs ------------------------------------------------------------------------
@@ -119,14 +145,7 @@ void CqTable::save(state::Writer &w) const {
         w.u32(cq.mod_pending);
         w.time(cq.deadline_ns);
     }
-    // Version 2: the CQs' doorbell records, in the same order, after
-    // every CQ (a stream of version 1 is this one without them).
-    for (const auto &p : cqs_) {
-        if (p) {
-            w.u64(p->db_record);
-            w.u32(p->record_errors);
-        }
-    }
+    save_records(w, cqs_);
 }
 
 void CqTable::load(state::Reader &r, uint16_t version, state::Refs &refs) {
@@ -200,16 +219,7 @@ void CqTable::load(state::Reader &r, uint16_t version, state::Refs &refs) {
             timers_.set(c, deadline);
         }
     }
-    for (auto &p : cqs_) { // version 2: their doorbell records, in order
-        if (version < 2 || !p || !r.ok()) {
-            continue;
-        }
-        p->db_record = r.u64();
-        p->record_errors = r.u32();
-        if (r.ok() && !db_record_addr_ok(p->db_record)) {
-            r.fail("CQ: bad doorbell record");
-        }
-    }
+    load_records(r, version, cqs_, "CQ");
 }
 
 // ---- SRQs -------------------------------------------------------------------------
@@ -241,9 +251,10 @@ void SrqTable::save(state::Writer &w) const {
         w.u8(s.held_events);
         w.u32(s.qp_refs);
     }
+    save_records(w, srqs_);
 }
 
-void SrqTable::load(state::Reader &r, state::Refs &refs) {
+void SrqTable::load(state::Reader &r, uint16_t version, state::Refs &refs) {
     reset();
     const uint32_t n = r.count(DeviceLimits::max_srq, 32, "SRQs");
     for (uint32_t k = 0; k < n && r.ok(); ++k) {
@@ -303,6 +314,7 @@ void SrqTable::load(state::Reader &r, state::Refs &refs) {
         }
         srqs_[srqn] = std::move(srq);
     }
+    load_records(r, version, srqs_, "SRQ");
 }
 
 // ---- receive WQs, indirection tables, RSS configurations --------------------------

@@ -5,6 +5,7 @@
 
 #include "link/byte_order.hpp"
 #include "objects/cq.hpp"
+#include "objects/db_record.hpp"
 #include "objects/pd.hpp"
 #include "transports/xrc.hpp"
 
@@ -57,6 +58,11 @@ void SrqTable::reset() {
 
 CmdResult SrqTable::cmd_create_srq(const Command &cmd) {
     using In = ohca_create_srq_in;
+    // The input of ABI 1.6 or the one grown by db_record (beyond in_len
+    // the input reads as zero).
+    if (cmd.in_len != OHCA_CREATE_SRQ_IN_V1_SIZE && cmd.in_len != sizeof(In)) {
+        return {OHCA_STATUS_BAD_LEN, OHCA_CREATE_SRQ_IN_V1_SIZE};
+    }
     const auto in = cmd.input<In>();
     const uint32_t pdn = le(in.pdn);
     const uint32_t uar = le(in.uar_index);
@@ -102,7 +108,12 @@ CmdResult SrqTable::cmd_create_srq(const Command &cmd) {
     } else if (cqn != 0) {
         return bad_field(offsetof(In, cqn));
     }
+    const uint64_t record = le(in.db_record);
+    if (!db_record_addr_ok(record)) {
+        return bad_field(offsetof(In, db_record));
+    }
     Srq srq;
+    srq.db_record = record;
     srq.type = in.type;
     srq.xrcdn = xrcdn;
     srq.cqn = cqn;
@@ -178,10 +189,11 @@ CmdResult SrqTable::cmd_query_srq(const Command &cmd) {
     if (auto off = nonzero_at(cmd.in, offsetof(ohca_handle_in, rsvd), sizeof(in.rsvd))) {
         return {OHCA_STATUS_RESERVED_NONZERO, *off};
     }
-    const Srq *srq = find(srqn);
+    Srq *srq = find(srqn);
     if (srq == nullptr) {
         return {OHCA_STATUS_BAD_HANDLE, srqn};
     }
+    (void)records_.refresh_srq_pi(*srq); // the WQEs posted through it count
     ohca_query_srq_out out{};
     out.limit = le(srq->limit);
     out.wqes = le(srq->available());
@@ -234,7 +246,9 @@ bool SrqTable::doorbell(uint32_t page, uint32_t srqn, uint32_t value) {
 
 SrqTake SrqTable::take_wqe(Qp &qp) {
     Srq *srq = find(qp.srqn);
-    if (srq == nullptr || srq->error || srq->available() == 0) {
+    // None known: the record (if any) may hold WQEs posted without a
+    // doorbell. One 4-byte DMA read.
+    if (srq == nullptr || srq->error || (srq->available() == 0 && !records_.refresh_srq_pi(*srq))) {
         return SrqTake::Empty;
     }
     RecvWqe w;
@@ -252,6 +266,13 @@ SrqTake SrqTable::take_wqe(Qp &qp) {
     qp.recv_wr_id = w.wr_id;
     qp.recv_sges = std::move(w.sges);
     qp.recv_offset = 0;
+    if (srq->limit != 0 && srq->available() < srq->limit) {
+        // The device's producer index lags the record's after record-only
+        // posts, never leads it: below the limit by its count, the record
+        // says whether the consumer's really is (else the event would fire
+        // while the SRQ holds enough). A read only while armed and below.
+        (void)records_.refresh_srq_pi(*srq);
+    }
     if (srq->limit_reached()) {
         events_.post_event(OHCA_EQE_SRQ_EVENT, OHCA_SRQ_EV_LIMIT_REACHED, qp.srqn, 0, 0);
     }

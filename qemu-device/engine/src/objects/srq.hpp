@@ -47,10 +47,14 @@ struct Srq {
     unsigned int log_size = 0;
     unsigned int log_stride = 0;
     PageList ring;
-    uint32_t pi = 0;    // producer index from doorbells, free running
+    uint32_t pi = 0;    // producer index from doorbells or the record, free running
     uint32_t ci = 0;    // WQEs taken by the device
     uint32_t limit = 0; // armed when nonzero
     bool error = false; // the ring could not be read: stopped
+    // Its doorbell record (db_record.hpp): 0, or where the producer keeps
+    // the producer index; record values refused, saturating.
+    uint64_t db_record = 0;
+    uint32_t record_errors = 0;
     // Events waiting for room in EQ 0, bit n for event code n.
     uint8_t held_events = 0;
     uint32_t qp_refs = 0;
@@ -66,6 +70,7 @@ struct Srq {
 };
 
 class CqTable;
+class DbRecords;
 class PdTable;
 class XrcTransport;
 
@@ -84,10 +89,10 @@ class XrcSrqBorrowers {
 
 class SrqTable {
   public:
-    SrqTable(const Host &host, PblBudget &pbl, EventSink &events, const UarTable &uars,
-             UarRefs &uar_refs, PdTable &pds, CqTable &cqs, XrcTransport &xrc)
-        : host_(host), pbl_(pbl), events_(events), uars_(uars), uar_refs_(uar_refs), pds_(pds),
-          cqs_(cqs), xrc_(xrc) {}
+    SrqTable(const Host &host, PblBudget &pbl, DbRecords &records, EventSink &events,
+             const UarTable &uars, UarRefs &uar_refs, PdTable &pds, CqTable &cqs, XrcTransport &xrc)
+        : host_(host), pbl_(pbl), records_(records), events_(events), uars_(uars),
+          uar_refs_(uar_refs), pds_(pds), cqs_(cqs), xrc_(xrc) {}
     SrqTable(const SrqTable &) = delete;
     SrqTable &operator=(const SrqTable &) = delete;
 
@@ -109,12 +114,14 @@ class SrqTable {
     SrqTake take_wqe(Qp &qp);
 
     // The SRQs (objects/snapshot.cpp); the references they hold into 'refs'.
+    // Version 2 of the section adds their doorbell records.
     void save(state::Writer &w) const;
-    void load(state::Reader &r, state::Refs &refs);
+    void load(state::Reader &r, uint16_t version, state::Refs &refs);
 
   private:
     const Host &host_;
     PblBudget &pbl_;
+    DbRecords &records_;
     EventSink &events_;
     const UarTable &uars_;
     UarRefs &uar_refs_;

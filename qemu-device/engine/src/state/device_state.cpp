@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The sections of a saved engine, in order (docs/migration.md has the
 // list and what each holds). Every section has a version (1, but PORT's
-// 3, which loads 1 and 2 too, QP's and KEYS' 2, which load 1); an engine that changes a section
-// raises its version and either loads the older one (upgrading it) or refuses it with the section's
-// name.
+// and QP's 3, CQ's, SRQ's and KEYS' 2, each of which loads its older
+// ones too); an engine that changes a section raises its version and
+// either loads the older one (upgrading it) or refuses it with the
+// section's name.
 #include "state/device_state.hpp"
 
 #include "device/device.hpp"
@@ -114,7 +115,7 @@ bool DeviceState::save(Device &d, std::vector<uint8_t> &out, std::string &why) {
     w.begin(kCqs, 2);
     d.cqs_.save(w);
     w.end();
-    w.begin(kSrqs, 1);
+    w.begin(kSrqs, 2);
     d.srqs_.save(w);
     w.end();
     w.begin(kQps, 3);
@@ -254,8 +255,9 @@ bool DeviceState::load(Device &d, std::span<const uint8_t> in, std::string &why)
     const uint16_t cq_version = r.enter(kCqs, 2, "CQs");
     d.cqs_.load(r, cq_version, refs);
     r.leave();
-    r.enter(kSrqs, 1, "SRQs");
-    d.srqs_.load(r, refs);
+    // Version 2 added doorbell records.
+    const uint16_t srq_version = r.enter(kSrqs, 2, "SRQs");
+    d.srqs_.load(r, srq_version, refs);
     r.leave();
     // Version 2 added RSS QPs (their configuration slots), 3 doorbell
     // records.
