@@ -290,6 +290,8 @@ static inline uint32_t ohca_rq_log_stride(uint32_t max_sge)
 }
 
 /* verbs.c: control path */
+int ohca_rq_stride(struct ohca_wq *wq, uint32_t max_sge,
+		   uint32_t dev_max_sge);
 int ohca_query_device_ex(struct ibv_context *ibctx,
 			 const struct ibv_query_device_ex_input *input,
 			 struct ibv_device_attr_ex *attr, size_t attr_size);

@@ -533,9 +533,8 @@ static int ohca_size_qp(struct ohca_context *ctx, struct ohca_qp *qp,
 						  send_seg);
 	if (qp->sq.log_stride < OHCA_SQ_LOG_STRIDE_MIN)
 		qp->sq.log_stride = OHCA_SQ_LOG_STRIDE_MIN;
-	qp->rq.log_stride = ohca_rq_log_stride(cap->max_recv_sge);
 	if (qp->sq.log_stride > OHCA_WQ_LOG_STRIDE_MAX ||
-	    qp->rq.log_stride > OHCA_WQ_LOG_STRIDE_MAX)
+	    ohca_rq_stride(&qp->rq, cap->max_recv_sge, ctx->max_sge))
 		return EINVAL;
 
 	/* What the strides hold, within the device's limits. */
@@ -547,11 +546,25 @@ static int ohca_size_qp(struct ohca_context *ctx, struct ohca_qp *qp,
 	qp->max_inline = stride - ohca_sq_hdr_len(qp);
 	if (qp->max_inline > ctx->max_inline)
 		qp->max_inline = ctx->max_inline;
-	stride = 1u << qp->rq.log_stride;
-	qp->rq.max_sge = (stride - (uint32_t)sizeof(struct ohca_recv_wqe)) /
-			 (uint32_t)sizeof(struct ohca_sge);
-	if (qp->rq.max_sge > ctx->max_sge)
-		qp->rq.max_sge = ctx->max_sge;
+	return 0;
+}
+
+/*
+ * A receive ring's stride for @max_sge segments (QP RQ, SRQ, WQ), and the
+ * segments it holds, at most @dev_max_sge; EINVAL past the largest stride.
+ */
+int ohca_rq_stride(struct ohca_wq *wq, uint32_t max_sge, uint32_t dev_max_sge)
+{
+	uint32_t stride;
+
+	wq->log_stride = ohca_rq_log_stride(max_sge);
+	if (wq->log_stride > OHCA_WQ_LOG_STRIDE_MAX)
+		return EINVAL;
+	stride = 1u << wq->log_stride;
+	wq->max_sge = (stride - (uint32_t)sizeof(struct ohca_recv_wqe)) /
+		      (uint32_t)sizeof(struct ohca_sge);
+	if (wq->max_sge > dev_max_sge)
+		wq->max_sge = dev_max_sge;
 	return 0;
 }
 
@@ -1007,7 +1020,6 @@ struct ohca_srq *ohca_srq_new(struct ohca_context *ctx, struct ibv_pd *ibpd,
 			      struct ibv_srq_attr *attr)
 {
 	struct ohca_srq *srq;
-	uint32_t stride;
 	int err;
 
 	if (!attr->max_wr || attr->max_wr > ctx->max_srq_wr ||
@@ -1028,17 +1040,11 @@ struct ohca_srq *ohca_srq_new(struct ohca_context *ctx, struct ibv_pd *ibpd,
 	srq->wq.log_size = ohca_roundup_pow2_log(attr->max_wr);
 	if (srq->wq.log_size < 1)
 		srq->wq.log_size = 1;
-	srq->wq.log_stride = ohca_rq_log_stride(attr->max_sge);
 	if (srq->wq.log_size > OHCA_WQ_LOG_MAX ||
-	    srq->wq.log_stride > OHCA_WQ_LOG_STRIDE_MAX) {
+	    ohca_rq_stride(&srq->wq, attr->max_sge, ctx->max_srq_sge)) {
 		err = EINVAL;
 		goto err_free;
 	}
-	stride = 1u << srq->wq.log_stride;
-	srq->wq.max_sge = (stride - (uint32_t)sizeof(struct ohca_recv_wqe)) /
-			  (uint32_t)sizeof(struct ohca_sge);
-	if (srq->wq.max_sge > ctx->max_srq_sge)
-		srq->wq.max_sge = ctx->max_srq_sge;
 	err = ohca_wq_init(&srq->wq, ibpd, OHCA_RES_TYPE_SRQ);
 	if (err)
 		goto err_free;

@@ -67,7 +67,6 @@ struct ibv_wq *ohca_create_wq(struct ibv_context *ibctx,
 	struct ib_uverbs_ex_create_wq_resp resp = {};
 	struct ohca_create_wq_cmd cmd = {};
 	struct ohca_rwq *rwq;
-	uint32_t stride;
 	int err;
 
 	if (attr->wq_type != IBV_WQT_RQ || attr->comp_mask ||
@@ -88,13 +87,9 @@ struct ibv_wq *ohca_create_wq(struct ibv_context *ibctx,
 	rwq->wq.log_size = ohca_roundup_pow2_log(attr->max_wr);
 	if (rwq->wq.log_size < 1)
 		rwq->wq.log_size = 1;
-	rwq->wq.log_stride = ohca_rq_log_stride(attr->max_sge);
-	stride = 1u << rwq->wq.log_stride;
-	rwq->wq.max_sge = (stride - (uint32_t)sizeof(struct ohca_recv_wqe)) /
-			  (uint32_t)sizeof(struct ohca_sge);
-	if (rwq->wq.max_sge > ctx->max_sge)
-		rwq->wq.max_sge = ctx->max_sge;
-	err = ohca_wq_init(&rwq->wq, attr->pd, OHCA_RES_TYPE_QP);
+	err = ohca_rq_stride(&rwq->wq, attr->max_sge, ctx->max_sge);
+	if (!err)
+		err = ohca_wq_init(&rwq->wq, attr->pd, OHCA_RES_TYPE_QP);
 	if (err)
 		goto err_free;
 	cmd.drv.buf_addr = (uintptr_t)rwq->wq.ring.buf;
