@@ -317,6 +317,9 @@ class VM:
                 # lasts as long at both ends, DCQCN starts at line rate
                 flags, _ = wires.switch_options("eth", c.switch)
                 dev += f",speed={flags['line_rate']}"
+            # properties for an experiment (e.g. x-unlock-bql=off)
+            if os.environ.get("OHCA_DEVICE_OPTS"):
+                dev += "," + os.environ["OHCA_DEVICE_OPTS"]
         else:
             dev = f"virtio-net-pci,id={NIC_ID},netdev={NETDEV_ID},mac={self.mac}"
         argv += ["-device", dev] + c.extra_args
