@@ -17,6 +17,7 @@ Cells, in both modes:
   ib_write_lat ib_read_lat ib_send_lat at 2 B, 4 KiB                  (us, t_typical = median)
   ib_atomic_bw, ib_atomic_lat          fetch-and-add (8 B)           (MB/s; us)
   rc_pingpong_e                        ibv_rc_pingpong -e, 4 KiB     (us per iteration)
+  srq_pingpong                         ibv_srq_pingpong -q 1, 4 KiB  (us per iteration)
 
 Between two VMs, after those cells, qperf's RC against TCP on the same
 port and the storage cells (NVMe and NFS over RDMA, fio) run in the same
@@ -60,9 +61,10 @@ LAT_SIZES = (2, 4096)
 ATOMIC_BW = ("ib_atomic_bw",)
 ATOMIC_LAT = ("ib_atomic_lat",)
 ATOMIC_SIZES = (8,)
-# ibv_rc_pingpong -e (completion events, not polling): microseconds per
-# iteration, at its default 4 KiB (rc_pingpong_e below).
-EVENTS = ("rc_pingpong_e",)
+# ibv_rc_pingpong -e (completion events, not polling) and ibv_srq_pingpong
+# on one QP (its receives posted to an SRQ, polling): microseconds per
+# iteration, at their default 4 KiB (the wrappers below).
+EVENTS = ("rc_pingpong_e", "srq_pingpong")
 EVENTS_SIZES = (4096,)
 GROUPS = ((BW, BW_SIZES, "MB/s"), (LAT, LAT_SIZES, "us"),
           (ATOMIC_BW, ATOMIC_SIZES, "MB/s"), (ATOMIC_LAT, ATOMIC_SIZES, "us"),
@@ -81,9 +83,9 @@ DEVS = ("ohca0", "rxe0")
 # with attempt < 3, bench_client says RERUN and returns 75, and the cell is
 # run again.
 COMMON = r"""
-# rc_pingpong_e: ibv_rc_pingpong -e called like perftest (-d -x -F -s -n -p
-# [host]); it prints a perftest-like line "size iters - - usec/iter" that
-# bench_client reads.
+# rc_pingpong_e and srq_pingpong: ibv_rc_pingpong -e and ibv_srq_pingpong
+# -q 1 called like perftest (-d -x -F -s -n -p [host]); they print a
+# perftest-like line "size iters - - usec/iter" that bench_client reads.
 mkdir -p /tmp/bin
 cat > /tmp/bin/rc_pingpong_e <<'PP'
 #!/bin/sh
@@ -95,14 +97,22 @@ while [ $# -gt 0 ]; do
 	*) host=$1; shift ;;
 	esac
 done
-ibv_rc_pingpong -d $dev -g $gid -e -s $size -n $iters -p $port $host > /tmp/pp.log 2>&1
+case ${0##*/} in
+rc_pingpong_e) set -- ibv_rc_pingpong -e ;;
+*) set -- ibv_srq_pingpong -q 1 ;;
+esac
+# a log of its own: in one VM the server's wrapper runs beside the client's
+log=/tmp/pp.$$.log
+"$@" -d $dev -g $gid -s $size -n $iters -p $port $host > $log 2>&1
 c=$?
-cat /tmp/pp.log
-us=$(grep -oE '[0-9.]+ usec/iter' /tmp/pp.log | grep -oE '^[0-9.]+')
+cat $log
+us=$(grep -oE '[0-9.]+ usec/iter' $log | grep -oE '^[0-9.]+')
+rm -f $log
 [ -n "$us" ] && echo " $size $iters - - $us"
 exit $c
 PP
 chmod +x /tmp/bin/rc_pingpong_e
+ln -sf rc_pingpong_e /tmp/bin/srq_pingpong
 PATH=/tmp/bin:$PATH
 bench_client() {  # dev gid test size iters server-ip port attempt
 	local start=$SECONDS c line st
