@@ -253,6 +253,10 @@ NQN = "ohca-migration-test"
 # test_guest_memory_across_migrations. PAGES pages each.
 MEMCHECK = os.environ.get("OHCA_MIG_MEMCHECK", "0") == "1"
 MEMCHECK_PAGES = int(os.environ.get("OHCA_MIG_MEMCHECK_PAGES", "256"))
+# OHCA_MIG_MEMCHECK_KLOAD=1: the guest's kernel kept busy beside the checkers
+# alone (files written and removed, a ping flood to the peer), as the live
+# traffic keeps it: guest memory the checkers do not own (slab, virtqueues).
+MEMCHECK_KLOAD = os.environ.get("OHCA_MIG_MEMCHECK_KLOAD", "0") == "1"
 MEMCHECK_SCRIPT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "migration",
                                                "guest_memcheck.py"))
 
@@ -795,6 +799,15 @@ for k in $(seq 0 $((ncpu - 1))); do
 done
 ohca_poll 120 eval '[ "$(cat /tmp/memcheck-*.log 2>/dev/null | grep -c running)" -ge $ncpu ]' ||
     fail "the checkers did not start"
+kload=
+if [ @KLOAD@ = 1 ]; then
+    # on every vCPU (this job's shell is pinned to CPU 0)
+    taskset -c 0-$((ncpu - 1)) sh -c 'while :; do
+        dd if=/dev/zero of=/tmp/kload bs=64k count=64 2>/dev/null; rm -f /tmp/kload; done' &
+    kload="$!"
+    taskset -c 0-$((ncpu - 1)) ping -f -s 1400 "$OHCA_PEER_IP" >/dev/null 2>&1 &
+    kload="$kload $!"
+fi
 sleep 5
 rc=0
 for i in $(seq 1 @N@); do
@@ -813,6 +826,10 @@ for i in $(seq 1 @N@); do
     [ -z "$bugs" ] || { echo "KERNEL after migration $i: $bugs"; rc=1; }
 done
 for k in $(seq 0 $((ncpu - 1))); do eval "kill -TERM \$mc_$k"; done
+if [ -n "$kload" ]; then
+    kill $kload
+    echo "MEMCHECK_KLOAD icmp echo requests sent $(awk '/^Icmp:/ { n++; for (i = 2; i <= NF; i++) if (n == 1 && $i == "OutEchos") c = i; else if (n == 2 && i == c) print $i }' /proc/net/snmp)"
+fi
 wait
 grep -h '^STALE' /tmp/memcheck-*.log | head -n 20
 grep -h '^MEMCHECK' /tmp/memcheck-*.log
@@ -831,7 +848,8 @@ def test_guest_memory_across_migrations(vm_cluster):
     c = vm_cluster(nvms=2, nic=nic, migratable=True, mem="1G",
                    smp=int(os.environ.get("OHCA_MIG_SMP", "2")),
                    extra_files=memcheck_files())
-    script = fill(CLIENT_MEMCHECK, migrations=MIGRATIONS)
+    script = fill(CLIENT_MEMCHECK, migrations=MIGRATIONS).replace(
+        "@KLOAD@", "1" if MEMCHECK_KLOAD else "0")
     c.start({0: script, 1: SERVER_MEMCHECK})
     vm0, vm1 = c[0], c[1]
     try:
