@@ -4,6 +4,7 @@
 #include "check.hpp"
 
 #include "device/device.hpp"
+#include "link/roce_v2.hpp"
 
 #include <algorithm>
 
@@ -647,6 +648,21 @@ void pump(RdmaNode &a, RdmaNode &b, const std::function<bool(bool, std::vector<u
         deliver(fb, b, a, false);
     }
     report_failure(__FILE__, __LINE__, "wire never went idle");
+}
+
+void fix_icrc(std::vector<uint8_t> &f) {
+    if (f.size() < 14 + 20 + 8 + 12 + 4) {
+        return;
+    }
+    const size_t l3 = (f[12] == 0x81 && f[13] == 0x00) ? 18 : 14;
+    const bool v6 = f[l3 - 2] == 0x86;
+    if (f.size() < l3 + (v6 ? 40u : 20u) + 8 + 12 + 4) {
+        return;
+    }
+    const uint32_t icrc = compute_icrc(f, l3, v6);
+    for (size_t i = 0; i < 4; ++i) {
+        f[f.size() - 4 + i] = static_cast<uint8_t>(icrc >> (8 * i));
+    }
 }
 
 } // namespace ohca::test

@@ -207,4 +207,8 @@ Side make_side(RdmaNode &n, size_t bytes, unsigned int qp_log,
 void pump(RdmaNode &a, RdmaNode &b,
           const std::function<bool(bool from_a, std::vector<uint8_t> &)> &drop = {});
 
+// Rewrites the ICRC of a RoCEv2 frame (IPv4 or IPv6, VLAN tagged or not)
+// after a test changed its bytes, so the change reaches the transport.
+void fix_icrc(std::vector<uint8_t> &f);
+
 } // namespace ohca::test

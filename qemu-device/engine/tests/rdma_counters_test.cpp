@@ -266,6 +266,34 @@ TEST_F(CountersTest, StaleResponseIgnored) {
     EXPECT_TRUE(a.poll(side[0].scq).empty());
 }
 
+// A NAK for a request already acknowledged (Linux rxe replays a duplicate
+// READ after its MR is gone and NAKs it, behind the requester's
+// completion): a ghost, ignored; the WQE at una must not fail for it.
+TEST_F(CountersTest, ErrorNakForAcknowledgedRequestIgnored) {
+    setup();
+    a.post_send(side[0].qp, rdma(OHCA_WR_RDMA_WRITE, 1, 0, 100));
+    a.process();
+    ohca_engine_receive_frame(b.e, a.host.wire[0].data(), a.host.wire[0].size());
+    a.host.wire.clear();
+    b.process();
+    ASSERT_EQ(b.host.wire.size(), 1u);
+    auto nak = b.host.wire[0];
+    ASSERT_TRUE(completes(1, 0));
+    EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
+    // The ACK made a remote access NAK of the same PSN (una - 1 now).
+    constexpr size_t kAeth = 14 + 20 + 8 + 12;
+    ASSERT_EQ(nak[14 + 20 + 8], rc::kAck);
+    nak[kAeth] = 0x62;
+    fix_icrc(nak);
+    ohca_engine_receive_frame(a.e, nak.data(), nak.size());
+    a.process();
+    EXPECT_EQ(a.stats().rc_stale_responses, 1u);
+    EXPECT_EQ(a.stats().rc_error_naks_rcvd, 0u);
+    a.post_send(side[0].qp, rdma(OHCA_WR_RDMA_WRITE, 2, 0, 100));
+    ASSERT_TRUE(completes(2, 0));
+    EXPECT_EQ(sc[1].status, OHCA_CQE_SUCCESS);
+}
+
 TEST_F(CountersTest, DroppedFramesByReason) {
     setup();
     a.post_send(side[0].qp, rdma(OHCA_WR_RDMA_WRITE, 1, 0, 100));

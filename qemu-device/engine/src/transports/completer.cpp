@@ -150,6 +150,14 @@ void RcRequester::rx(Qp &qp, const ParsedPacket &pkt) {
 
 [[gnu::always_inline]] inline void RcRequester::on_aeth(Qp &qp, uint32_t psn, uint8_t syndrome) {
     const uint8_t code = syndrome & 0x1f;
+    // A NAK names the request it refuses; one at una - 1 names a request
+    // already acknowledged: a ghost (Linux rxe NAKs a duplicate READ it
+    // replays after its MR was invalidated, behind our completion), which
+    // must not fail the WQE now at una.
+    if ((syndrome & 0x60) != kAethAck && psn_diff(psn, qp.una_psn) < 0) {
+        ++svc_.counters().stale_responses;
+        return;
+    }
     switch (syndrome & 0x60) {
     case kAethAck:
         (void)frto_decide(qp, psn);

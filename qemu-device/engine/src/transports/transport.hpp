@@ -37,7 +37,7 @@ struct RoceCounters {
     uint64_t rx_no_qp = 0;
     uint64_t rx_duplicates = 0;   // responder: requests with an old PSN
     uint64_t rx_dup_dropped = 0;  // ... of which READ/atomic ones not answered
-    uint64_t stale_responses = 0; // requester: outside [una - 1, next)
+    uint64_t stale_responses = 0; // requester: outside [una - 1, next), or a NAK below una
     uint64_t rx_out_of_seq = 0;
     uint64_t retransmits = 0; // go-back-N restarts
     uint64_t retrans_pkts = 0;
