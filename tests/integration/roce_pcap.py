@@ -27,6 +27,9 @@ READ_REQ = 0x0C
 READ_RESP_OPS = set(range(0x0D, 0x11))
 ACK = 0x11
 AETH_OPS = READ_RESP_OPS - {0x0E} | {ACK}
+ATOMIC_ACK = 0x12
+# RC requests: the RC opcodes (below 0x20) but responses
+RC_REQUEST_OPS = set(range(0x00, 0x20)) - READ_RESP_OPS - {ACK, ATOMIC_ACK}
 
 FIELDS = ["frame.number", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst",
           "ipv6.tclass", "ipv6.flow", "ipv6.hlim", "ipv6.nxt", "udp.checksum", "udp.srcport", "udp.dstport", "infiniband.bth.opcode",
@@ -294,22 +297,38 @@ def check(rows, senders):
     summary["request_retransmissions"] = retrans
     summary["opcodes"] = {f"0x{k:02x}": v for k, v in sorted(ops.items())}
 
-    # AETH syndromes: ACKs (credit count) or NAKs; no NAK other than a PSN
-    # sequence error or RNR in a run without faults.
-    syn = {}
+    # AETH syndromes of what the senders sent: ACKs (credit count) or NAKs;
+    # no NAK other than a PSN sequence error or RNR in a run without
+    # faults, but for a ghost: an error NAK of a request its requester had
+    # sent more than once before it (a duplicate at the responder, answered
+    # after the request completed, which the requester ignores: Linux rxe
+    # NAKs a duplicate READ it replays after its MR was invalidated).
+    syn, ghosts = {}, []
+    sent = {}
     for r in roce:
         op = _int(r["infiniband.bth.opcode"])
+        src = r["ip.src"] or r["ipv6.src"]
+        dst = r["ip.dst"] or r["ipv6.dst"]
         s = _int(r["infiniband.aeth.syndrome"])
+        if op in RC_REQUEST_OPS:
+            key = (r["epoch"], src, dst, _int(r["infiniband.bth.psn"]))
+            sent[key] = sent.get(key, 0) + 1
+        if src not in senders:
+            continue
         if op in AETH_OPS and s is None:
             problems.append(f"frame {r['frame.number']}: opcode 0x{op:02x} without AETH")
             continue
         if s is None:
             continue
         kind = {0: "ACK", 1: "RNR NAK", 3: "NAK"}.get(s >> 5, "reserved")
-        if kind == "reserved" or (kind == "NAK" and (s & 0x1F) != 0):
+        if kind == "NAK" and (s & 0x1F) != 0 and \
+                sent.get((r["epoch"], dst, src, _int(r["infiniband.bth.psn"])), 0) > 1:
+            ghosts.append(r["frame.number"])
+        elif kind == "reserved" or (kind == "NAK" and (s & 0x1F) != 0):
             problems.append(f"frame {r['frame.number']}: AETH syndrome 0x{s:02x} ({kind})")
         syn[kind] = syn.get(kind, 0) + 1
     summary["aeth"] = syn
+    summary["ghost_naks"] = ghosts
     return problems, summary
 
 

@@ -205,3 +205,29 @@ def test_port_spread_allows_a_hash_collision():
                   [(0x11, 0xC123), (0x12, 0xC123)]):
         problems, _ = roce_pcap.check(_rows(fixed), {"10.77.0.1"})
         assert any("UDP source ports" in p for p in problems), (fixed, problems)
+
+
+def test_error_nak_of_a_duplicate_is_a_ghost():
+    """Host-only: an error NAK is a problem, unless it answers a request
+    its requester had sent more than once before it (a duplicate at the
+    responder, answered after the request completed: Linux rxe NAKs a READ
+    it replays after its MR was invalidated). Only the senders' NAKs are
+    judged."""
+    def frame(n, src, dst, op, psn, syndrome=""):
+        row = _rows([(0x11, 0xC011)])[0]
+        row.update({"frame.number": str(n), "ip.src": src, "ip.dst": dst,
+                    "infiniband.bth.opcode": op, "infiniband.bth.psn": str(psn),
+                    "infiniband.aeth.syndrome": syndrome})
+        return row
+
+    a, b = "10.77.0.1", "10.77.0.2"
+    read, ack = "0x0c", "0x11"
+    once = [frame(1, a, b, read, 5), frame(2, b, a, ack, 5, "0x62")]
+    twice = [frame(1, a, b, read, 5), frame(2, a, b, read, 5), frame(3, b, a, ack, 5, "0x62")]
+    later = [frame(1, a, b, read, 5), frame(2, b, a, ack, 5, "0x62"), frame(3, a, b, read, 5)]
+    for rows, ghost in ((once, False), (twice, True), (later, False)):
+        problems, summary = roce_pcap.check(rows, {b})
+        assert bool(problems) != ghost and bool(summary["ghost_naks"]) == ghost, (rows, problems)
+    # what another host sent is its own capture's to judge
+    problems, summary = roce_pcap.check(once, {a})
+    assert not problems and "NAK" not in summary["aeth"], problems
