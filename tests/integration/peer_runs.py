@@ -150,11 +150,14 @@ def parse(output):
 # rcopy (rsockets over rdma_cm: a file written through RDMA, compared on
 # the server, which serves forever and is stopped once the copy is whole)
 # and mckey (rdma_cm multicast: the receiver joins the group, the sender
-# joins a few seconds later and sends to it across the wire).
+# joins a few seconds later and sends to it across the wire; the receiver
+# gives up after 60 s, not the item's 120: its cell took 18 s in CI on
+# 2026-12-07 when all ten arrived, and a sender that lost some (rxe,
+# test_interop.py) would hold the run for the rest).
 RCOPY = ("seq 300000 >/tmp/rc.src; rcopy -p {port} & p=$!;"
          " for i in $(seq 90); do cmp -s /tmp/rc.src /tmp/rc.dst && break; sleep 1; done;"
          " kill $p; cmp /tmp/rc.src /tmp/rc.dst && echo RCOPY_COMPARED"
          " | seq 300000 >/tmp/rc.src; rcopy /tmp/rc.src {addr}:/tmp/rc.dst -p {port}")
-MCKEY = ("stdbuf -oL mckey -m 239.1.2.4 -b {addr} -C 10 -S 512"
+MCKEY = ("timeout 60 stdbuf -oL mckey -m 239.1.2.4 -b {addr} -C 10 -S 512"
          " | sleep 3; mckey -m 239.1.2.4 -b {self} -s -C 10 -S 512")
 
