@@ -130,6 +130,17 @@ class CountersTest : public ::testing::Test {
         EXPECT_TRUE(b.host.read(y, q.data(), len));
         return p == q;
     }
+    // A one-packet WRITE (wr_id 1) carried to b by hand: b's ACK of it, a
+    // copy of the frame, which a's completes() then takes.
+    std::vector<uint8_t> acked_write() {
+        a.post_send(side[0].qp, rdma(OHCA_WR_RDMA_WRITE, 1, 0, 100));
+        a.process();
+        ohca_engine_receive_frame(b.e, a.host.wire[0].data(), a.host.wire[0].size());
+        a.host.wire.clear();
+        b.process();
+        EXPECT_EQ(b.host.wire.size(), 1u);
+        return b.host.wire.at(0);
+    }
     SendReq send(uint64_t wr_id, uint64_t off, uint32_t len) {
         SendReq s;
         s.wr_id = wr_id;
@@ -249,13 +260,7 @@ TEST_F(CountersTest, RemoteErrorNaks) {
 
 TEST_F(CountersTest, StaleResponseIgnored) {
     setup();
-    a.post_send(side[0].qp, rdma(OHCA_WR_RDMA_WRITE, 1, 0, 100));
-    a.process();
-    ohca_engine_receive_frame(b.e, a.host.wire[0].data(), a.host.wire[0].size());
-    a.host.wire.clear();
-    b.process();
-    ASSERT_EQ(b.host.wire.size(), 1u);
-    const auto ack = b.host.wire[0];
+    const auto ack = acked_write();
     ASSERT_TRUE(completes(1, 0));
     a.post_send(side[0].qp, rdma(OHCA_WR_RDMA_WRITE, 2, 0, 100));
     ASSERT_TRUE(completes(2, 0));
@@ -271,13 +276,7 @@ TEST_F(CountersTest, StaleResponseIgnored) {
 // completion): a ghost, ignored; the WQE at una must not fail for it.
 TEST_F(CountersTest, ErrorNakForAcknowledgedRequestIgnored) {
     setup();
-    a.post_send(side[0].qp, rdma(OHCA_WR_RDMA_WRITE, 1, 0, 100));
-    a.process();
-    ohca_engine_receive_frame(b.e, a.host.wire[0].data(), a.host.wire[0].size());
-    a.host.wire.clear();
-    b.process();
-    ASSERT_EQ(b.host.wire.size(), 1u);
-    auto nak = b.host.wire[0];
+    auto nak = acked_write();
     ASSERT_TRUE(completes(1, 0));
     EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
     // The ACK made a remote access NAK of the same PSN (una - 1 now).
