@@ -282,7 +282,7 @@ fi
 # worktree's version would not be recompiled (a stale object in the binary).
 mkdir -p "$src/hw/ohca"
 rsync -rlp --checksum --delete --exclude=/firmware-interface --exclude=/fabric --exclude=/build.sh \
-	--exclude=/asan_overlay.py --exclude=/devices.mak \
+	--exclude=/asan_overlay.py --exclude=/devices.mak --exclude=/qemu-patches \
 	--exclude=/engine/tests --exclude=/engine/testing --exclude=/tests \
 	--exclude=/engine/CMakeLists.txt \
 	"$top/qemu-device/" "$src/hw/ohca/"
@@ -303,6 +303,16 @@ grep -qx "subdir('ohca')" "$src/hw/meson.build" || die "could not edit hw/meson.
 grep -qx "source ohca/Kconfig" "$src/hw/Kconfig" ||
 	sed -i "/^source nvme\/Kconfig$/a source ohca/Kconfig" "$src/hw/Kconfig"
 grep -qx "source ohca/Kconfig" "$src/hw/Kconfig" || die "could not edit hw/Kconfig"
+# Fixes to QEMU itself that a VM with ohca needs (qemu-device/qemu-patches/<version>/,
+# each file says why), applied once to the working tree: a patch that
+# reverses cleanly is in already.
+for p in "$top/qemu-device/qemu-patches/$qemu_version"/*.patch; do
+	[ -f "$p" ] || continue
+	if ! patch -d "$src" -p1 -R -f -s --dry-run <"$p" >/dev/null 2>&1; then
+		log "applying $(basename "$p")"
+		patch -d "$src" -p1 -f -s <"$p" || die "$p does not apply to QEMU $qemu_version"
+	fi
+done
 # Only the devices the VMs use (configure --with-devices-x86_64=ohca).
 cmp -s "$top/qemu-device/devices.mak" "$src/configs/devices/x86_64-softmmu/ohca.mak" ||
 	cp "$top/qemu-device/devices.mak" "$src/configs/devices/x86_64-softmmu/ohca.mak"
