@@ -25,6 +25,9 @@ RELOADS = int(os.environ.get("OHCA_LIFECYCLE_RELOADS", "50"))
 RELOAD_WITH_RESOURCES = r"""
 fail() { echo "FAIL: $*"; cat /tmp/holder.log 2>/dev/null; dmesg | tail -n 30; exit 1; }
 for i in $(seq 1 @N@); do
+    # the last cycle's READY must not pass for this one's (a background
+    # job opens its output file only once it runs)
+    rm -f /tmp/holder.log
     /share/ohca_holder "$OHCA_IBDEV" @GID@ 120 >/tmp/holder.log 2>&1 &
     pid=$!
     ohca_poll 60 grep -q READY /tmp/holder.log || fail "cycle $i: holder not ready"
