@@ -321,10 +321,10 @@ def check(rows, senders):
         if s is None:
             continue
         kind = {0: "ACK", 1: "RNR NAK", 3: "NAK"}.get(s >> 5, "reserved")
-        if kind == "NAK" and (s & 0x1F) != 0 and \
-                sent.get((r["epoch"], dst, src, _int(r["infiniband.bth.psn"])), 0) > 1:
+        error_nak = kind == "NAK" and (s & 0x1F) != 0
+        if error_nak and sent.get((r["epoch"], dst, src, _int(r["infiniband.bth.psn"])), 0) > 1:
             ghosts.append(r["frame.number"])
-        elif kind == "reserved" or (kind == "NAK" and (s & 0x1F) != 0):
+        elif kind == "reserved" or error_nak:
             problems.append(f"frame {r['frame.number']}: AETH syndrome 0x{s:02x} ({kind})")
         syn[kind] = syn.get(kind, 0) + 1
     summary["aeth"] = syn

@@ -207,6 +207,11 @@ Side make_side(RdmaNode &n, size_t bytes, unsigned int qp_log,
 void pump(RdmaNode &a, RdmaNode &b,
           const std::function<bool(bool from_a, std::vector<uint8_t> &)> &drop = {});
 
+// Where the BTH starts in the untagged IPv4 frames the nodes send
+// (Ethernet, IPv4, UDP); the AETH or first extended header follows it.
+inline constexpr size_t kBthOffV4 = 14 + 20 + 8;
+inline constexpr size_t kBthLen = 12;
+
 // Rewrites the ICRC of a RoCEv2 frame (IPv4 or IPv6, VLAN tagged or not)
 // after a test changed its bytes, so the change reaches the transport.
 void fix_icrc(std::vector<uint8_t> &f);

@@ -280,9 +280,8 @@ TEST_F(CountersTest, ErrorNakForAcknowledgedRequestIgnored) {
     ASSERT_TRUE(completes(1, 0));
     EXPECT_EQ(sc[0].status, OHCA_CQE_SUCCESS);
     // The ACK made a remote access NAK of the same PSN (una - 1 now).
-    constexpr size_t kAeth = 14 + 20 + 8 + 12;
-    ASSERT_EQ(nak[14 + 20 + 8], rc::kAck);
-    nak[kAeth] = 0x62;
+    ASSERT_EQ(nak[kBthOffV4], rc::kAck);
+    nak[kBthOffV4 + kBthLen] = 0x62; // the AETH's syndrome
     fix_icrc(nak);
     ohca_engine_receive_frame(a.e, nak.data(), nak.size());
     a.process();
@@ -300,7 +299,7 @@ TEST_F(CountersTest, DroppedFramesByReason) {
     ASSERT_EQ(a.host.wire.size(), 1u);
     const auto good = a.host.wire[0];
     a.host.wire.clear();
-    const size_t bth = 14 + 20 + 8;
+    const size_t bth = kBthOffV4;
     auto inject = [&](std::vector<uint8_t> f) {
         ohca_engine_receive_frame(b.e, f.data(), f.size());
         b.process();
